@@ -1,0 +1,33 @@
+//===- WeftInterfaces.td - weft op interfaces --------------*- tablegen -*-===//
+
+#ifndef WEFT_DIALECT_WEFT_IR_WEFTINTERFACES_TD
+#define WEFT_DIALECT_WEFT_IR_WEFTINTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::weft";
+  let description = [{
+    The cost of executing an op once on its static shapes, used by the
+    pipeline partitioner and the schedule simulator.
+
+    Units: FLOPs count a multiply-add as 2 (so a `[M,K]x[K,N]` matmul costs
+    `2*M*N*K`); elementwise ops cost 1 FLOP per result element, transcendental
+    functions included; data movement costs 0 FLOPs. Bytes are whole bytes
+    (`i1` takes one byte, sub-byte types round up). By default an op reads
+    every operand once and writes every result once; ops that touch less
+    (views, gathers, slices) override that.
+  }];
+  let methods = [
+    InterfaceMethod<"Floating-point operations of one execution (FLOPs).",
+      "int64_t", "getFlops", (ins)>,
+    InterfaceMethod<"Bytes read from operands by one execution.",
+      "int64_t", "getBytesRead", (ins), [{}],
+      [{ return ::weft::detail::defaultBytesRead($_op); }]>,
+    InterfaceMethod<"Bytes written to results by one execution.",
+      "int64_t", "getBytesWritten", (ins), [{}],
+      [{ return ::weft::detail::defaultBytesWritten($_op); }]>,
+  ];
+}
+
+#endif // WEFT_DIALECT_WEFT_IR_WEFTINTERFACES_TD

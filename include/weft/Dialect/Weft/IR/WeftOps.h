@@ -1,0 +1,19 @@
+//===- WeftOps.h - weft ops -------------------------------------*- C++ -*-===//
+#ifndef WEFT_DIALECT_WEFT_IR_WEFTOPS_H
+#define WEFT_DIALECT_WEFT_IR_WEFTOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "weft/Dialect/Weft/IR/ShapeUtils.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/IR/WeftInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "weft/Dialect/Weft/IR/WeftOps.h.inc"
+
+#endif // WEFT_DIALECT_WEFT_IR_WEFTOPS_H

@@ -1,0 +1,425 @@
+//===- WeftOps.td - weft compute ops -------------------------*- tablegen -*-===//
+//
+// One op per ONNX operator family, with ONNX opset-17 semantics. Value-dependent
+// ONNX operands (shapes, axes, pads, scales, clip bounds) are attributes here:
+// the importer folds them, so every result type is static and inferable.
+// Ops that ONNX expresses but weft normalises away: Identity (forwarded),
+// Flatten/Squeeze/Unsqueeze (-> weft.reshape), GlobalAveragePool
+// (-> weft.reduce_mean), Shape/ConstantOfShape/Range (-> weft.constant).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_DIALECT_WEFT_IR_WEFTOPS_TD
+#define WEFT_DIALECT_WEFT_IR_WEFTOPS_TD
+
+include "weft/Dialect/Weft/IR/WeftBase.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+def Weft_SqrtOp : Weft_UnaryOp<"sqrt", "Sqrt">;
+def Weft_ReciprocalOp : Weft_UnaryOp<"reciprocal", "Reciprocal">;
+def Weft_NegOp : Weft_UnaryOp<"neg", "Neg">;
+def Weft_ExpOp : Weft_UnaryOp<"exp", "Exp">;
+def Weft_LogOp : Weft_UnaryOp<"log", "Log">;
+def Weft_ErfOp : Weft_UnaryOp<"erf", "Erf">;
+def Weft_TanhOp : Weft_UnaryOp<"tanh", "Tanh">;
+def Weft_ReluOp : Weft_UnaryOp<"relu", "Relu">;
+def Weft_SigmoidOp : Weft_UnaryOp<"sigmoid", "Sigmoid">;
+
+def Weft_AddOp : Weft_BinaryOp<"add", "Add">;
+def Weft_SubOp : Weft_BinaryOp<"sub", "Sub">;
+def Weft_MulOp : Weft_BinaryOp<"mul", "Mul">;
+def Weft_DivOp : Weft_BinaryOp<"div", "Div">;
+def Weft_PowOp : Weft_BinaryOp<"pow", "Pow">;
+def Weft_EqualOp : Weft_BinaryOp<"equal", "Equal",
+    "::mlir::IntegerType::get(adaptor.getLhs().getContext(), 1)">;
+
+def Weft_WhereOp : Weft_InferredOp<"where"> {
+  let summary = "Select `x` where `condition` holds, else `y` (ONNX Where-16).";
+  let description = [{
+    All three operands broadcast together (numpy rules). Cost: 1 FLOP per
+    result element.
+  }];
+  let arguments = (ins Weft_BoolTensor:$condition, Weft_Tensor:$x,
+                       Weft_Tensor:$y);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = [{
+    $condition `,` $x `,` $y attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Weft_ClipOp : Weft_Op<"clip", [Pure, SameOperandsAndResultType]> {
+  let summary = "Clamp to [`min`, `max`] (ONNX Clip-13, bounds folded).";
+  let description = [{
+    A missing bound is unbounded. Cost: 1 FLOP per element.
+  }];
+  let arguments = (ins Weft_Tensor:$input, OptionalAttr<F64Attr>:$min,
+                       OptionalAttr<F64Attr>:$max);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+}
+
+def Weft_CastOp : Weft_InferredOp<"cast"> {
+  let summary = "Convert element type to `to` (ONNX Cast-13).";
+  let description = "Cost: 1 FLOP per element.";
+  let arguments = (ins Weft_Tensor:$input, TypeAttr:$to);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_ConstantOp : Weft_InferredOp<"constant", [ConstantLike]> {
+  let summary = "A constant tensor (ONNX Constant, and folded shape math).";
+  let description = [{
+    Holds its value inline. Shape computations that the importer folds
+    (Shape, ConstantOfShape, Range and anything computed from them) end up
+    here. Cost: nothing; the value is materialised when the plan is loaded.
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Weft_MatMulOp : Weft_InferredOp<"matmul"> {
+  let summary = "numpy matmul with batch broadcasting (ONNX MatMul-13).";
+  let description = [{
+    `[..., M, K] x [..., K, N] -> [..., M, N]`; 1-D operands are promoted as
+    numpy does and the promoted dimension is removed from the result.
+    Cost: `2*M*N*K` FLOPs per batch element.
+  }];
+  let arguments = (ins Weft_Tensor:$lhs, Weft_Tensor:$rhs);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Weft_GemmOp : Weft_InferredOp<"gemm"> {
+  let summary = "`alpha*op(A)*op(B) + beta*C` (ONNX Gemm-13).";
+  let description = [{
+    `A` is `[M,K]` (`[K,M]` with `transA`), `B` is `[K,N]` (`[N,K]` with
+    `transB`), `C` broadcasts to `[M,N]`. Cost: `2*M*N*K` FLOPs, plus `2*M*N`
+    when `C` is present.
+  }];
+  let arguments = (ins Weft_Tensor:$a, Weft_Tensor:$b,
+                       Optional<Weft_Tensor>:$c,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<F64Attr, "1.0">:$beta,
+                       DefaultValuedAttr<BoolAttr, "false">:$transA,
+                       DefaultValuedAttr<BoolAttr, "false">:$transB);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation, activation with an axis, dropout
+//===----------------------------------------------------------------------===//
+
+def Weft_SoftmaxOp : Weft_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "Softmax along `axis` (ONNX Softmax-13).";
+  let description = "Cost: 5 FLOPs per element (max, subtract, exp, sum, divide).";
+  let arguments = (ins Weft_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def Weft_LogSoftmaxOp : Weft_Op<"log_softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "Log-softmax along `axis` (ONNX LogSoftmax-13).";
+  let description = "Cost: 5 FLOPs per element (max, subtract, exp, sum, log-subtract).";
+  let arguments = (ins Weft_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def Weft_LayerNormOp : Weft_InferredOp<"layer_norm"> {
+  let summary = "Layer normalisation over dims `[axis, rank)` (ONNX LayerNormalization-17).";
+  let description = [{
+    `Y = (X - mean) * inv_std_dev * scale + bias`, statistics over the
+    trailing dimensions from `axis`. `mean` and `inv_std_dev` have `X`'s shape
+    with the normalised dimensions set to 1 (the backward pass needs them).
+    Cost: 8 FLOPs per element of `X`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$scale,
+                       Optional<Weft_FloatTensor>:$bias, I64Attr:$axis,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Weft_FloatTensor:$output, Weft_FloatTensor:$mean,
+                      Weft_FloatTensor:$inv_std_dev);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Weft_BatchNormOp : Weft_InferredOp<"batch_norm"> {
+  let summary = "Batch normalisation over channel dim 1 (ONNX BatchNormalization-15).";
+  let description = [{
+    With `training`, normalises with the batch statistics and returns the
+    updated running statistics
+    `running = momentum * running + (1 - momentum) * batch` (unbiased batch
+    variance, as ONNX and torch); otherwise normalises with `mean`/`var` and
+    returns them unchanged. Cost: 7 FLOPs per element when training, else 4.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$scale,
+                       Weft_FloatTensor:$bias, Weft_FloatTensor:$mean,
+                       Weft_FloatTensor:$var,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
+                       DefaultValuedAttr<F64Attr, "0.9">:$momentum,
+                       DefaultValuedAttr<BoolAttr, "false">:$training);
+  let results = (outs Weft_FloatTensor:$output, Weft_FloatTensor:$running_mean,
+                      Weft_FloatTensor:$running_var);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $mean `,` $var attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Weft_DropoutOp : Weft_InferredOp<"dropout"> {
+  let summary = "Dropout with probability `ratio` (ONNX Dropout-13).";
+  let description = [{
+    When `training` and `ratio > 0`, zeroes each element with probability
+    `ratio` and scales the rest by `1/(1-ratio)`; `mask` (i1) records the kept
+    elements. Otherwise `output` is `input` and `mask` is all true.
+    Cost: 2 FLOPs per element when training, else 0.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input,
+                       DefaultValuedAttr<F64Attr, "0.5">:$ratio,
+                       DefaultValuedAttr<BoolAttr, "false">:$training,
+                       OptionalAttr<I64Attr>:$seed);
+  let results = (outs Weft_FloatTensor:$output, Weft_BoolTensor:$mask);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_TriluOp : Weft_Op<"trilu", [Pure, SameOperandsAndResultType]> {
+  let summary = "Keep the upper or lower triangle of the last two dims (ONNX Trilu-14).";
+  let description = "Cost: 0 FLOPs (a masked copy).";
+  let arguments = (ins Weft_Tensor:$input, BoolAttr:$upper,
+                       DefaultValuedAttr<I64Attr, "0">:$k);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def Weft_ReduceSumOp : Weft_ReduceOp<"reduce_sum", "ReduceSum">;
+def Weft_ReduceMeanOp : Weft_ReduceOp<"reduce_mean", "ReduceMean">;
+def Weft_ReduceMaxOp : Weft_ReduceOp<"reduce_max", "ReduceMax">;
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Weft_ReshapeOp : Weft_InferredOp<"reshape", [], ["getBytesRead", "getBytesWritten"]> {
+  let summary = "Reinterpret with a new static `shape` (ONNX Reshape/Flatten/Squeeze/Unsqueeze).";
+  let description = "A view: 0 FLOPs, 0 bytes.";
+  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_TransposeOp : Weft_InferredOp<"transpose"> {
+  let summary = "Permute dimensions: result dim i is input dim `perm[i]` (ONNX Transpose-13).";
+  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_ExpandOp : Weft_InferredOp<"expand"> {
+  let summary = "Broadcast to `shape` (ONNX Expand-13, shape folded and resolved).";
+  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_ConcatOp : Weft_InferredOp<"concat"> {
+  let summary = "Concatenate along `axis` (ONNX Concat-13).";
+  let arguments = (ins Variadic<Weft_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_SplitOp : Weft_InferredOp<"split"> {
+  let summary = "Split along `axis` into pieces of `sizes` (ONNX Split-13).";
+  let arguments = (ins Weft_Tensor:$input, I64Attr:$axis,
+                       DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Weft_Tensor>:$outputs);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_SliceOp : Weft_InferredOp<"slice", [], ["getBytesRead"]> {
+  let summary = "Strided slice, one (start, end, step) per dim (ONNX Slice-13, normalised).";
+  let description = [{
+    `starts`, `ends` and `steps` have one entry per dimension, already clamped
+    as the ONNX spec prescribes (negative steps end at -1 for "before index 0").
+    Result dim i is `max(0, ceil((ends[i] - starts[i]) / steps[i]))`. Reads only
+    the selected elements.
+  }];
+  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_GatherOp : Weft_InferredOp<"gather", [], ["getBytesRead"]> {
+  let summary = "Gather slices of `data` along `axis` (ONNX Gather-13; embedding lookup).";
+  let description = [{
+    Result shape `data.shape[:axis] + indices.shape + data.shape[axis+1:]`.
+    Negative indices count from the end. Reads the indices and the gathered
+    rows only, not the whole table.
+  }];
+  let arguments = (ins Weft_Tensor:$data,
+                       StaticShapeTensorOf<[I32, I64]>:$indices, I64Attr:$axis);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Weft_PadOp : Weft_InferredOp<"pad"> {
+  let summary = "Constant-mode padding (ONNX Pad-13/-18, constant mode).";
+  let description = [{
+    `pads` is `[x1_begin, x2_begin, ..., x1_end, x2_end]` for every dim;
+    negative pads crop. Padded elements hold `value`.
+  }];
+  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_ResizeOp : Weft_InferredOp<"resize"> {
+  let summary = "Nearest-neighbour resize (ONNX Resize-13, mode nearest).";
+  let description = [{
+    `sizes` is the output shape; `scales` the per-dim scale used to map output
+    to input coordinates (`sizes[i] / input[i]` when ONNX gave sizes).
+    `coordinate_transformation_mode` and `nearest_mode` as in the ONNX spec.
+  }];
+  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$sizes,
+                       DenseF64ArrayAttr:$scales,
+                       StrAttr:$coordinate_transformation_mode,
+                       StrAttr:$nearest_mode);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling (NCHW, any number of spatial dims)
+//===----------------------------------------------------------------------===//
+
+def Weft_ConvOp : Weft_InferredOp<"conv"> {
+  let summary = "Grouped N-d convolution, explicit pads (ONNX Conv-11).";
+  let description = [{
+    `X: [N, C, D1..Dn]`, `W: [M, C/group, k1..kn]`, `B: [M]`. `pads` is
+    `[begin..., end...]` (auto_pad resolved at import). Cost:
+    `2 * N * M * prod(out) * (C/group) * prod(k)` FLOPs plus `N*M*prod(out)` for
+    the bias.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$weight,
+                       Optional<Weft_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Weft_ConvTransposeOp : Weft_InferredOp<"conv_transpose"> {
+  let summary = "Grouped N-d transposed convolution (ONNX ConvTranspose-11).";
+  let description = [{
+    `X: [N, C, D1..Dn]`, `W: [C, M/group, k1..kn]`. Output dim
+    `s*(D-1) + op + ((k-1)*d + 1) - pad_begin - pad_end` (output_shape and
+    auto_pad resolved into `pads` at import). Cost:
+    `2 * N * C * prod(in) * (M/group) * prod(k)` FLOPs plus the bias.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$weight,
+                       Optional<Weft_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DenseI64ArrayAttr:$output_padding,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Weft_MaxPoolOp : Weft_InferredOp<"max_pool"> {
+  let summary = "N-d max pooling (ONNX MaxPool-12).";
+  let description = "Cost: `prod(kernel_shape)` FLOPs (compares) per output element.";
+  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_AvgPoolOp : Weft_InferredOp<"avg_pool"> {
+  let summary = "N-d average pooling (ONNX AveragePool-11).";
+  let description = "Cost: `prod(kernel_shape)` FLOPs per output element.";
+  let arguments = (ins Weft_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                       DefaultValuedAttr<BoolAttr, "false">:$count_include_pad);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Weft_SoftmaxCrossEntropyOp : Weft_InferredOp<"softmax_cross_entropy"> {
+  let summary = "Softmax cross-entropy loss (ONNX SoftmaxCrossEntropyLoss-13).";
+  let description = [{
+    `scores: [N, C, d...]`, `labels: [N, d...]` (integer class ids),
+    optional per-class `weights: [C]`. `reduction` is `mean`, `sum` or
+    `none`; labels equal to `ignore_index` contribute nothing. `log_prob` is
+    the log-softmax of `scores`. Cost: 6 FLOPs per element of `scores`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$scores,
+                       StaticShapeTensorOf<[I32, I64]>:$labels,
+                       Optional<Weft_FloatTensor>:$weights,
+                       DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Weft_FloatTensor:$loss, Weft_FloatTensor:$log_prob);
+  let assemblyFormat = [{
+    $scores `,` $labels (`,` $weights^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_NllLossOp : Weft_InferredOp<"nll_loss"> {
+  let summary = "Negative log-likelihood loss (ONNX NegativeLogLikelihoodLoss-13).";
+  let description = [{
+    `input: [N, C, d...]` log-probabilities, `target: [N, d...]`, optional
+    `weight: [C]`; `reduction` and `ignore_index` as in softmax_cross_entropy.
+    Cost: 2 FLOPs per element of `target`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input,
+                       StaticShapeTensorOf<[I32, I64]>:$target,
+                       Optional<Weft_FloatTensor>:$weight,
+                       DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Weft_FloatTensor:$loss);
+  let assemblyFormat = [{
+    $input `,` $target (`,` $weight^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // WEFT_DIALECT_WEFT_IR_WEFTOPS_TD

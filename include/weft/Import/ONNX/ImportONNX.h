@@ -1,0 +1,72 @@
+//===- ImportONNX.h - ONNX model -> weft IR ---------------------*- C++ -*-===//
+//
+// Imports an ONNX model (binary protobuf or ONNX text syntax) into a module
+// holding one `func.func @main` in the weft dialect.
+//
+// Pipeline, all through libonnx: parse -> list unsupported operators ->
+// checker -> version converter to opset 17 -> fix symbolic input dims
+// (--input-shape) -> shape inference (strict, with data propagation) ->
+// conversion node by node, folding shape computations to constants.
+//
+// Weight bytes are never read: float initializers become function arguments
+// (`weft.param`, or `weft.state` for batch-norm running statistics) described
+// by their shape and dtype only, so models whose external data files are
+// missing import as well. Integer/bool initializers and Constant nodes are
+// constants and are read.
+//
+// Errors (unsupported operators, unresolved dims, invalid models, value-
+// dependent shapes) are emitted as MLIR diagnostics naming the ONNX node
+// (name, op type, opset) or input; the import then returns null.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_IMPORT_ONNX_IMPORTONNX_H
+#define WEFT_IMPORT_ONNX_IMPORTONNX_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include <map>
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace weft {
+
+/// The ONNX opset (default domain) the importer implements; older models are
+/// converted to it with libonnx's version converter.
+inline constexpr int64_t kImportOpset = 17;
+
+struct ImportOptions {
+  /// Static shapes for model inputs, replacing symbolic or missing dims
+  /// (`--input-shape NAME=DxDx...`).
+  std::map<std::string, llvm::SmallVector<int64_t>> inputShapes;
+  /// Model inputs bound to constant values read from ONNX TensorProto files
+  /// (`--freeze-input NAME=FILE.pb`): for inputs that feed shape operands
+  /// (Reshape's shape, Slice's starts, ...), which a static compiler needs.
+  std::map<std::string, std::string> frozenInputs;
+};
+
+/// Imports `buffer` (ONNX text syntax when `isText`, else binary protobuf).
+/// `sourceName` names the model in diagnostics and in the module's
+/// `weft.source` attribute. Returns null after emitting diagnostics.
+mlir::OwningOpRef<mlir::ModuleOp> importONNX(llvm::StringRef buffer,
+                                             llvm::StringRef sourceName,
+                                             bool isText,
+                                             const ImportOptions &options,
+                                             mlir::MLIRContext *context);
+
+/// True when `path` names ONNX text syntax (`.onnxtxt`).
+bool isONNXTextPath(llvm::StringRef path);
+
+/// Parses `NAME=DxDx...` (a scalar is `NAME=`); errors name the flag value.
+llvm::LogicalResult
+parseInputShape(llvm::StringRef spec,
+                std::map<std::string, llvm::SmallVector<int64_t>> &out,
+                std::string &error);
+
+/// The ONNX operator types (default domain) the importer converts, sorted.
+llvm::SmallVector<llvm::StringRef> supportedONNXOps();
+
+} // namespace weft
+
+#endif // WEFT_IMPORT_ONNX_IMPORTONNX_H

@@ -1,0 +1,116 @@
+//===- WeftCost.cpp - CostOpInterface implementations ---------------------===//
+//
+// FLOP conventions (stated in CostOpInterface): a multiply-add is 2 FLOPs,
+// elementwise ops cost 1 FLOP per element, data movement costs 0 FLOPs.
+// The per-element constants of the composite ops (softmax, layer norm, ...)
+// are documented on each op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+using namespace mlir;
+using namespace weft;
+
+#include "weft/Dialect/Weft/IR/WeftInterfaces.cpp.inc"
+
+int64_t weft::detail::defaultBytesRead(Operation *op) {
+  int64_t bytes = 0;
+  for (Value v : op->getOperands())
+    bytes += byteSize(v.getType());
+  return bytes;
+}
+
+int64_t weft::detail::defaultBytesWritten(Operation *op) {
+  int64_t bytes = 0;
+  for (Value v : op->getResults())
+    bytes += byteSize(v.getType());
+  return bytes;
+}
+
+namespace {
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims)
+    p *= d;
+  return p;
+}
+ShapedType shaped(Value v) { return cast<ShapedType>(v.getType()); }
+} // namespace
+
+// Elementwise ops not generated from a class.
+int64_t WhereOp::getFlops() { return numElements(getType()); }
+int64_t ClipOp::getFlops() { return numElements(getType()); }
+int64_t CastOp::getFlops() { return numElements(getType()); }
+int64_t ConstantOp::getFlops() { return 0; }
+
+int64_t MatMulOp::getFlops() {
+  // Result [..., M, N] with contraction K: each result element is K multiply-adds.
+  int64_t k = shaped(getLhs()).getShape().back();
+  return 2 * numElements(getType()) * k;
+}
+
+int64_t GemmOp::getFlops() {
+  auto a = shaped(getA());
+  int64_t k = a.getDimSize(getTransA() ? 0 : 1);
+  int64_t mn = numElements(getType());
+  return 2 * mn * k + (getC() ? 2 * mn : 0);
+}
+
+int64_t SoftmaxOp::getFlops() { return 5 * numElements(getType()); }
+int64_t LogSoftmaxOp::getFlops() { return 5 * numElements(getType()); }
+int64_t LayerNormOp::getFlops() { return 8 * numElements(getInput().getType()); }
+int64_t BatchNormOp::getFlops() {
+  return (getTraining() ? 7 : 4) * numElements(getInput().getType());
+}
+int64_t DropoutOp::getFlops() {
+  bool active = getTraining() && getRatio().convertToDouble() > 0.0;
+  return active ? 2 * numElements(getInput().getType()) : 0;
+}
+int64_t TriluOp::getFlops() { return 0; }
+
+// Data movement: no arithmetic.
+int64_t ReshapeOp::getFlops() { return 0; }
+int64_t ReshapeOp::getBytesRead() { return 0; }
+int64_t ReshapeOp::getBytesWritten() { return 0; }
+int64_t TransposeOp::getFlops() { return 0; }
+int64_t ExpandOp::getFlops() { return 0; }
+int64_t ConcatOp::getFlops() { return 0; }
+int64_t SplitOp::getFlops() { return 0; }
+int64_t SliceOp::getFlops() { return 0; }
+int64_t SliceOp::getBytesRead() { return byteSize(getType()); }
+int64_t GatherOp::getFlops() { return 0; }
+int64_t GatherOp::getBytesRead() {
+  // The gathered rows (= the result) plus the indices; never the whole table.
+  return byteSize(getType()) + byteSize(getIndices().getType());
+}
+int64_t PadOp::getFlops() { return 0; }
+int64_t ResizeOp::getFlops() { return 0; }
+
+int64_t ConvOp::getFlops() {
+  auto weight = shaped(getWeight());
+  // Each output element: (C/group) * prod(kernel) multiply-adds.
+  int64_t macsPerOutput = weight.getDimSize(1) * product(weight.getShape().drop_front(2));
+  int64_t outputs = numElements(getType());
+  return 2 * outputs * macsPerOutput + (getBias() ? outputs : 0);
+}
+
+int64_t ConvTransposeOp::getFlops() {
+  auto weight = shaped(getWeight());
+  // Each input element scatters into (M/group) * prod(kernel) outputs.
+  int64_t macsPerInput = weight.getDimSize(1) * product(weight.getShape().drop_front(2));
+  int64_t bias = getBias() ? numElements(getType()) : 0;
+  return 2 * numElements(getInput().getType()) * macsPerInput + bias;
+}
+
+int64_t MaxPoolOp::getFlops() {
+  return numElements(getType()) * product(getKernelShape());
+}
+int64_t AvgPoolOp::getFlops() {
+  return numElements(getType()) * product(getKernelShape());
+}
+
+int64_t SoftmaxCrossEntropyOp::getFlops() {
+  return 6 * numElements(getScores().getType());
+}
+int64_t NllLossOp::getFlops() { return 2 * numElements(getTarget().getType()); }

@@ -1,0 +1,417 @@
+//===- GraphImporter.cpp - ONNX graph -> weft ops -------------------------===//
+
+#include "GraphImporter.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace weft;
+
+const ConverterMap &weft::converters() {
+  static const ConverterMap map = [] {
+    ConverterMap m;
+    registerConstantConverters(m);
+    registerElementwiseConverters(m);
+    registerMovementConverters(m);
+    registerNNConverters(m);
+    return m;
+  }();
+  return map;
+}
+
+GraphImporter::GraphImporter(MLIRContext *ctx, const onnx::ModelProto &model,
+                             const ImportOptions &options, StringRef sourceName)
+    : ctx(ctx), model(model), options(options), sourceName(sourceName.str()),
+      b(ctx), unknownLoc(FileLineColLoc::get(ctx, sourceName, 0, 0)) {}
+
+//===----------------------------------------------------------------------===//
+// Diagnostics and attributes
+//===----------------------------------------------------------------------===//
+
+static std::string nodeName(const Node &node) {
+  if (!node.name().empty())
+    return node.name();
+  // Unnamed nodes are identified by their first output, unique in a graph.
+  return node.output_size() ? node.op_type() + "(" + node.output(0) + ")"
+                            : node.op_type();
+}
+
+Location GraphImporter::loc(const Node &node) {
+  return NameLoc::get(StringAttr::get(ctx, nodeName(node)),
+                      NameLoc::get(StringAttr::get(ctx, node.op_type())));
+}
+
+InFlightDiagnostic GraphImporter::error(const Node &node) {
+  return emitError(loc(node))
+         << node.op_type() << " node '" << nodeName(node) << "': ";
+}
+
+const onnx::AttributeProto *GraphImporter::attr(const Node &node,
+                                                StringRef name) {
+  for (const auto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t GraphImporter::attrInt(const Node &node, StringRef name, int64_t dflt) {
+  const auto *a = attr(node, name);
+  return a ? a->i() : dflt;
+}
+
+double GraphImporter::attrFloat(const Node &node, StringRef name, double dflt) {
+  const auto *a = attr(node, name);
+  return a ? a->f() : dflt;
+}
+
+std::string GraphImporter::attrString(const Node &node, StringRef name,
+                                      StringRef dflt) {
+  const auto *a = attr(node, name);
+  return a ? a->s() : dflt.str();
+}
+
+SmallVector<int64_t> GraphImporter::attrInts(const Node &node, StringRef name) {
+  const auto *a = attr(node, name);
+  if (!a)
+    return {};
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+FailureOr<int64_t> GraphImporter::normalizeAxis(const Node &node, int64_t axis,
+                                                int64_t rank) {
+  int64_t normalized = axis < 0 ? axis + rank : axis;
+  if (normalized < 0 || normalized >= rank)
+    return error(node) << "axis " << axis << " out of range for rank " << rank;
+  return normalized;
+}
+
+//===----------------------------------------------------------------------===//
+// Values and constants
+//===----------------------------------------------------------------------===//
+
+bool GraphImporter::has(const Node &node, int i) const {
+  return i < node.input_size() && !node.input(i).empty();
+}
+
+Value GraphImporter::addArgument(const std::string &name, Type type,
+                                 StringRef kind) {
+  Block &entry = func.getBody().front();
+  Value arg = entry.addArgument(type, unknownLoc);
+  argKinds.push_back({kind.str(), name});
+  values[name] = arg;
+  return arg;
+}
+
+Value GraphImporter::materialize(const std::string &name,
+                                 const HostTensor &value) {
+  OpBuilder::InsertionGuard guard(b);
+  auto it = constantLocs.find(name);
+  Location at = it != constantLocs.end() ? Location(it->second) : unknownLoc;
+  Value v = ConstantOp::create(b, at, toElementsAttr(value, ctx));
+  values[name] = v;
+  return v;
+}
+
+Value GraphImporter::lookup(const std::string &name, const Node *user) {
+  if (Value v = values.lookup(name))
+    return v;
+  auto c = constants.find(name);
+  if (c != constants.end())
+    return materialize(name, c->second);
+  if (const onnx::TensorProto *init = initializers.lookup(name)) {
+    if (isFloatDtype(init->data_type())) {
+      // A weight: described by shape and dtype; its bytes are never read.
+      Type element = toMLIRElementType(init->data_type(), ctx);
+      auto type = RankedTensorType::get(
+          SmallVector<int64_t>(init->dims().begin(), init->dims().end()),
+          element);
+      return addArgument(name, type,
+                         stateInitializers.contains(name) ? kStateAttr
+                                                          : kParamAttr);
+    }
+    HostTensor t;
+    std::string why;
+    if (!readTensorProto(*init, t, why)) {
+      auto diag = user ? error(*user) : emitError(unknownLoc);
+      diag << "cannot read initializer '" << name << "': " << why;
+      return {};
+    }
+    return materialize(name, constants[name] = std::move(t));
+  }
+  auto diag = user ? error(*user) : emitError(unknownLoc);
+  diag << "'" << name << "' is not a graph input, initializer or node output";
+  return {};
+}
+
+Value GraphImporter::operand(const Node &node, int i) {
+  if (!has(node, i)) {
+    error(node) << "required input " << i << " is missing";
+    return {};
+  }
+  return lookup(node.input(i), &node);
+}
+
+Value GraphImporter::optionalOperand(const Node &node, int i) {
+  return has(node, i) ? lookup(node.input(i), &node) : Value();
+}
+
+RankedTensorType GraphImporter::type(const Node &node, int i) {
+  if (!has(node, i))
+    return {};
+  const std::string &name = node.input(i);
+  if (Value v = values.lookup(name))
+    return cast<RankedTensorType>(v.getType());
+  if (const HostTensor *c = constant(node, i))
+    return RankedTensorType::get(c->shape, toMLIRElementType(c->dtype, ctx));
+  if (const onnx::TensorProto *init = initializers.lookup(name))
+    return RankedTensorType::get(
+        SmallVector<int64_t>(init->dims().begin(), init->dims().end()),
+        toMLIRElementType(init->data_type(), ctx));
+  if (Value v = lookup(name, &node))
+    return cast<RankedTensorType>(v.getType());
+  return {};
+}
+
+const HostTensor *GraphImporter::constant(const Node &node, int i) {
+  if (!has(node, i))
+    return nullptr;
+  const std::string &name = node.input(i);
+  auto it = constants.find(name);
+  if (it != constants.end())
+    return &it->second;
+  // Integer and bool initializers are constants (shapes, indices, masks);
+  // float initializers are weights unless a converter requires a constant.
+  const onnx::TensorProto *init = initializers.lookup(name);
+  if (!init || isFloatDtype(init->data_type()) || values.count(name))
+    return nullptr;
+  HostTensor t;
+  std::string why;
+  if (!readTensorProto(*init, t, why))
+    return nullptr;
+  return &(constants[name] = std::move(t));
+}
+
+const HostTensor *GraphImporter::requireConstant(const Node &node, int i,
+                                                 StringRef what) {
+  if (const HostTensor *c = constant(node, i))
+    return c;
+  const std::string &name = node.input(i);
+  if (const onnx::TensorProto *init = initializers.lookup(name)) {
+    HostTensor t;
+    std::string why;
+    if (readTensorProto(*init, t, why))
+      return &(constants[name] = std::move(t));
+    error(node) << "initializer '" << name << "' (" << what
+                << ") must be read at compile time, but " << why;
+    return nullptr;
+  }
+  if (graphInputs.contains(name)) {
+    error(node) << "input '" << name << "' feeds the " << what
+                << " operand, which must be a compile-time constant; bind it "
+                   "with --freeze-input "
+                << name << "=FILE.pb";
+    return nullptr;
+  }
+  error(node) << "the " << what << " operand '" << name
+              << "' is computed from runtime values; weft needs it at "
+                 "compile time";
+  return nullptr;
+}
+
+bool GraphImporter::allConstant(const Node &node) {
+  for (int i = 0; i < node.input_size(); ++i) {
+    if (!has(node, i))
+      continue;
+    const HostTensor *c = constant(node, i);
+    if (!c || c->size() > kMaxFoldElements)
+      return false;
+  }
+  return true;
+}
+
+bool GraphImporter::used(const Node &node, int i) const {
+  return i < node.output_size() && !node.output(i).empty() &&
+         liveNames.contains(node.output(i));
+}
+
+void GraphImporter::bind(const Node &node, int i, Value value) {
+  if (i >= node.output_size() || node.output(i).empty())
+    return;
+  values[node.output(i)] = value;
+  if (failed(checkAgainstONNX(node, i, value)))
+    bindFailed = true;
+}
+
+LogicalResult GraphImporter::bindResults(const Node &node, Operation *op) {
+  if (!op)
+    return failure();
+  for (auto [i, result] : llvm::enumerate(op->getResults()))
+    bind(node, i, result);
+  return success();
+}
+
+void GraphImporter::bind(const Node &node, int i, HostTensor value) {
+  if (i >= node.output_size() || node.output(i).empty())
+    return;
+  constantLocs.insert({node.output(i), loc(node)});
+  constants[node.output(i)] = std::move(value);
+}
+
+/// Cross-checks weft's inferred type against ONNX shape inference where ONNX
+/// knows a static shape: a disagreement is a bug in one of the two rules, and
+/// is reported rather than silently trusted.
+LogicalResult GraphImporter::checkAgainstONNX(const Node &node, int i,
+                                              Value value) {
+  const onnx::TypeProto *onnxType = onnxTypes.lookup(node.output(i));
+  if (!onnxType || !onnxType->has_tensor_type())
+    return success();
+  const auto &tensorType = onnxType->tensor_type();
+  auto type = cast<RankedTensorType>(value.getType());
+  Type element = toMLIRElementType(tensorType.elem_type(), ctx);
+  bool mismatch = element && element != type.getElementType();
+  if (tensorType.has_shape()) {
+    const auto &dims = tensorType.shape().dim();
+    if (dims.size() != type.getRank()) {
+      mismatch = true;
+    } else {
+      for (int d = 0; d < dims.size(); ++d)
+        if (dims[d].has_dim_value() && dims[d].dim_value() != type.getDimSize(d))
+          mismatch = true;
+    }
+  }
+  if (!mismatch)
+    return success();
+  std::string onnxText;
+  llvm::raw_string_ostream os(onnxText);
+  os << "[";
+  if (tensorType.has_shape())
+    for (int d = 0; d < tensorType.shape().dim_size(); ++d) {
+      const auto &dim = tensorType.shape().dim(d);
+      os << (d ? "x" : "")
+         << (dim.has_dim_value() ? std::to_string(dim.dim_value()) : "?");
+    }
+  os << "] elem_type " << tensorType.elem_type();
+  return error(node) << "output '" << node.output(i) << "': weft infers "
+                     << type << " but ONNX shape inference gives " << onnxText;
+}
+
+//===----------------------------------------------------------------------===//
+// Graph conversion
+//===----------------------------------------------------------------------===//
+
+void GraphImporter::classifyInitializers() {
+  // Batch-norm running statistics are state, not parameters: torch's
+  // parameters() excludes them, and the optimizer must not update them.
+  llvm::StringMap<bool> onlyStatistics;
+  for (const Node &node : model.graph().node())
+    for (int i = 0; i < node.input_size(); ++i) {
+      const std::string &name = node.input(i);
+      if (!initializers.count(name))
+        continue;
+      bool statistic = node.op_type() == "BatchNormalization" && (i == 3 || i == 4);
+      auto [it, inserted] = onlyStatistics.insert({name, statistic});
+      if (!inserted)
+        it->second = it->second && statistic;
+    }
+  for (const auto &entry : onlyStatistics)
+    if (entry.second)
+      stateInitializers.insert(entry.first());
+}
+
+FailureOr<RankedTensorType>
+GraphImporter::inputType(const onnx::ValueInfoProto &info) {
+  const auto &tensorType = info.type().tensor_type();
+  Type element = toMLIRElementType(tensorType.elem_type(), ctx);
+  if (!info.type().has_tensor_type() || !element)
+    return emitError(unknownLoc)
+           << "model input '" << info.name()
+           << "' is not a tensor of a supported element type";
+  SmallVector<int64_t> shape;
+  for (const auto &dim : tensorType.shape().dim())
+    shape.push_back(dim.dim_value());
+  return RankedTensorType::get(shape, element);
+}
+
+LogicalResult GraphImporter::run(ModuleOp module) {
+  const onnx::GraphProto &graph = model.graph();
+  for (const auto &init : graph.initializer())
+    initializers[init.name()] = &init;
+  for (const auto &info : graph.value_info())
+    onnxTypes[info.name()] = &info.type();
+  for (const auto &info : graph.output())
+    onnxTypes[info.name()] = &info.type();
+  classifyInitializers();
+
+  // Liveness: a node is converted only if the graph outputs depend on it, so
+  // parameters of dead branches never become arguments.
+  for (const auto &out : graph.output())
+    liveNames.insert(out.name());
+  for (int n = graph.node_size() - 1; n >= 0; --n) {
+    const Node &node = graph.node(n);
+    if (llvm::any_of(node.output(),
+                     [&](const std::string &o) { return liveNames.contains(o); }))
+      for (const std::string &in : node.input())
+        liveNames.insert(in);
+  }
+
+  b.setInsertionPointToEnd(module.getBody());
+  func = func::FuncOp::create(b, unknownLoc, "main",
+                              FunctionType::get(ctx, {}, {}));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+
+  for (const auto &info : graph.input()) {
+    if (initializers.count(info.name()))
+      continue;
+    graphInputs.insert(info.name());
+    auto frozen = options.frozenInputs.find(info.name());
+    if (frozen != options.frozenInputs.end()) {
+      onnx::TensorProto proto;
+      std::string why;
+      auto buffer = llvm::MemoryBuffer::getFile(frozen->second);
+      HostTensor t;
+      if (!buffer || !proto.ParseFromArray((*buffer)->getBufferStart(),
+                                           (*buffer)->getBufferSize()) ||
+          !readTensorProto(proto, t, why))
+        return emitError(unknownLoc)
+               << "--freeze-input " << info.name() << "=" << frozen->second
+               << ": cannot read an ONNX TensorProto from the file " << why;
+      constants[info.name()] = std::move(t);
+      continue;
+    }
+    FailureOr<RankedTensorType> type = inputType(info);
+    if (failed(type))
+      return failure();
+    addArgument(info.name(), *type, kInputAttr);
+  }
+
+  const ConverterMap &table = converters();
+  for (const Node &node : graph.node()) {
+    if (!llvm::any_of(node.output(), [&](const std::string &o) {
+          return liveNames.contains(o);
+        }))
+      continue;
+    Converter convert = table.lookup(node.op_type());
+    assert(convert && "unsupported ops are rejected before conversion");
+    if (failed(convert(*this, node)) || bindFailed)
+      return failure();
+  }
+
+  SmallVector<Value> results;
+  for (const auto &out : graph.output()) {
+    Value v = lookup(out.name(), nullptr);
+    if (!v)
+      return failure();
+    results.push_back(v);
+  }
+  func::ReturnOp::create(b, unknownLoc, results);
+  func.setType(FunctionType::get(ctx, entry->getArgumentTypes(),
+                                 TypeRange(ValueRange(results))));
+  for (auto [i, kind] : llvm::enumerate(argKinds))
+    func.setArgAttr(i, kind.first, StringAttr::get(ctx, kind.second));
+  return success();
+}

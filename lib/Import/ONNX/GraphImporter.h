@@ -1,0 +1,142 @@
+//===- GraphImporter.h - ONNX graph -> weft ops (internal) ------*- C++ -*-===//
+//
+// The state of one graph conversion, and the API operator converters use:
+// operand values, compile-time constants, attributes and error reporting
+// that names the ONNX node.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_LIB_IMPORT_ONNX_GRAPHIMPORTER_H
+#define WEFT_LIB_IMPORT_ONNX_GRAPHIMPORTER_H
+
+#include "HostTensor.h"
+
+#include "weft/Import/ONNX/ImportONNX.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <onnx/onnx_pb.h>
+
+namespace weft {
+
+class GraphImporter;
+using Node = onnx::NodeProto;
+
+/// Converts one ONNX node: binds every used output with `bind`, or emits an
+/// error through `GraphImporter::error` and fails.
+using Converter = llvm::LogicalResult (*)(GraphImporter &, const Node &);
+using ConverterMap = llvm::StringMap<Converter>;
+
+void registerConstantConverters(ConverterMap &map);
+void registerElementwiseConverters(ConverterMap &map);
+void registerMovementConverters(ConverterMap &map);
+void registerNNConverters(ConverterMap &map);
+const ConverterMap &converters();
+
+class GraphImporter {
+public:
+  GraphImporter(mlir::MLIRContext *ctx, const onnx::ModelProto &model,
+                const ImportOptions &options, llvm::StringRef sourceName);
+
+  /// Builds `func.func @main` into `module`.
+  llvm::LogicalResult run(mlir::ModuleOp module);
+
+  //===--- API for converters ---------------------------------------------===//
+
+  mlir::OpBuilder &builder() { return b; }
+  mlir::MLIRContext *context() { return ctx; }
+  /// Location naming the node: `loc("<name>"("<OpType>"))`.
+  mlir::Location loc(const Node &node);
+  /// An error at the node's location, prefixed with "<OpType> node '<name>': ".
+  mlir::InFlightDiagnostic error(const Node &node);
+
+  /// True when input `i` is present (ONNX marks skipped optionals with "").
+  bool has(const Node &node, int i) const;
+  /// The value of input `i`, materialising constants; null after an error.
+  mlir::Value operand(const Node &node, int i);
+  /// The value of input `i` or null when absent (optional inputs).
+  mlir::Value optionalOperand(const Node &node, int i);
+  /// The type of input `i`, without materialising it.
+  mlir::RankedTensorType type(const Node &node, int i);
+  /// Input `i`'s value when it is a compile-time constant, else null.
+  const HostTensor *constant(const Node &node, int i);
+  /// Input `i` as a compile-time constant; errors (naming `what`) otherwise.
+  const HostTensor *requireConstant(const Node &node, int i,
+                                    llvm::StringRef what);
+  /// True when every present input is a constant small enough to fold.
+  bool allConstant(const Node &node);
+
+  /// True when output `i` exists and something reads it.
+  bool used(const Node &node, int i) const;
+  void bind(const Node &node, int i, mlir::Value value);
+  /// Binds result i of `op` to output i; fails when `op` is null.
+  llvm::LogicalResult bindResults(const Node &node, mlir::Operation *op);
+
+  /// Creates `OpT` at the node's location with its result types inferred.
+  /// Unlike OpT::create, an operand/attribute combination the op rejects is
+  /// reported at the node (null is returned) instead of aborting.
+  template <typename OpT, typename... Args>
+  mlir::Operation *build(const Node &node, Args &&...args) {
+    mlir::OperationState state(loc(node), OpT::getOperationName());
+    OpT::build(b, state, mlir::TypeRange(), std::forward<Args>(args)...);
+    llvm::SmallVector<mlir::Type> types;
+    if (failed(OpT::inferReturnTypes(
+            ctx, state.location, state.operands,
+            state.attributes.getDictionary(ctx), state.getRawProperties(),
+            state.regions, types)))
+      return nullptr;
+    state.addTypes(types);
+    return b.create(state);
+  }
+  void bind(const Node &node, int i, HostTensor value);
+
+  // Attributes, with the ONNX default when absent.
+  int64_t attrInt(const Node &node, llvm::StringRef name, int64_t dflt);
+  double attrFloat(const Node &node, llvm::StringRef name, double dflt);
+  std::string attrString(const Node &node, llvm::StringRef name,
+                         llvm::StringRef dflt);
+  llvm::SmallVector<int64_t> attrInts(const Node &node, llvm::StringRef name);
+  const onnx::AttributeProto *attr(const Node &node, llvm::StringRef name);
+
+  /// Normalises a possibly negative axis against `rank`; errors when out of
+  /// range.
+  llvm::FailureOr<int64_t> normalizeAxis(const Node &node, int64_t axis,
+                                         int64_t rank);
+
+private:
+  mlir::Value lookup(const std::string &name, const Node *user);
+  mlir::Value materialize(const std::string &name, const HostTensor &value);
+  mlir::Value addArgument(const std::string &name, mlir::Type type,
+                          llvm::StringRef kind);
+  llvm::FailureOr<mlir::RankedTensorType>
+  inputType(const onnx::ValueInfoProto &info);
+  llvm::LogicalResult checkAgainstONNX(const Node &node, int i,
+                                       mlir::Value value);
+  void classifyInitializers();
+
+  mlir::MLIRContext *ctx;
+  const onnx::ModelProto &model;
+  const ImportOptions &options;
+  std::string sourceName;
+  mlir::OpBuilder b;
+  mlir::func::FuncOp func;
+  mlir::Location unknownLoc;
+
+  llvm::StringMap<mlir::Value> values;         ///< converted SSA values
+  llvm::StringMap<HostTensor> constants;       ///< compile-time constants
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+  llvm::StringMap<const onnx::TypeProto *> onnxTypes; ///< value_info/outputs
+  llvm::StringMap<mlir::LocationAttr> constantLocs; ///< where each was folded
+  llvm::StringSet<> liveNames;         ///< names the graph outputs depend on
+  llvm::StringSet<> graphInputs;       ///< non-initializer graph inputs
+  llvm::StringSet<> stateInitializers; ///< batch-norm running statistics
+  /// (weft.input | weft.param | weft.state, name) of each function argument.
+  std::vector<std::pair<std::string, std::string>> argKinds;
+  bool bindFailed = false;
+};
+
+} // namespace weft
+
+#endif // WEFT_LIB_IMPORT_ONNX_GRAPHIMPORTER_H

@@ -1,0 +1,266 @@
+//===- HostTensor.cpp - small constant tensors folded at import -----------===//
+
+#include "HostTensor.h"
+
+#include "weft/Dialect/Weft/IR/ShapeUtils.h"
+
+#include "llvm/ADT/APFloat.h"
+#include "llvm/Support/Endian.h"
+
+#include <cstring>
+
+using namespace mlir;
+using onnx::TensorProto;
+
+namespace weft {
+
+bool isFloatDtype(int32_t dtype) {
+  return dtype == TensorProto::FLOAT || dtype == TensorProto::DOUBLE ||
+         dtype == TensorProto::FLOAT16 || dtype == TensorProto::BFLOAT16;
+}
+
+bool HostTensor::isFloat() const { return isFloatDtype(dtype); }
+
+int64_t HostTensor::size() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+HostTensor HostTensor::zeros(int32_t dtype, ArrayRef<int64_t> shape) {
+  HostTensor t;
+  t.dtype = dtype;
+  t.shape.assign(shape.begin(), shape.end());
+  if (t.isFloat())
+    t.floats.assign(t.size(), 0.0);
+  else
+    t.ints.assign(t.size(), 0);
+  return t;
+}
+
+HostTensor HostTensor::fromInts(ArrayRef<int64_t> values,
+                                ArrayRef<int64_t> shape) {
+  HostTensor t = zeros(TensorProto::INT64, shape);
+  t.ints.assign(values.begin(), values.end());
+  return t;
+}
+
+void HostTensor::set(int64_t k, double v) {
+  if (isFloat())
+    floats[k] = v;
+  else if (dtype == TensorProto::BOOL)
+    ints[k] = v != 0.0;
+  else
+    ints[k] = static_cast<int64_t>(v);
+}
+
+llvm::SmallVector<int64_t> HostTensor::toInts() const {
+  llvm::SmallVector<int64_t> out(size());
+  for (int64_t k = 0; k < size(); ++k)
+    out[k] = getInt(k);
+  return out;
+}
+
+Type toMLIRElementType(int32_t dtype, MLIRContext *ctx) {
+  switch (dtype) {
+  case TensorProto::FLOAT: return Float32Type::get(ctx);
+  case TensorProto::DOUBLE: return Float64Type::get(ctx);
+  case TensorProto::FLOAT16: return Float16Type::get(ctx);
+  case TensorProto::BFLOAT16: return BFloat16Type::get(ctx);
+  case TensorProto::BOOL: return IntegerType::get(ctx, 1);
+  case TensorProto::INT8: return IntegerType::get(ctx, 8);
+  case TensorProto::INT16: return IntegerType::get(ctx, 16);
+  case TensorProto::INT32: return IntegerType::get(ctx, 32);
+  case TensorProto::INT64: return IntegerType::get(ctx, 64);
+  case TensorProto::UINT8: return IntegerType::get(ctx, 8, IntegerType::Unsigned);
+  case TensorProto::UINT16: return IntegerType::get(ctx, 16, IntegerType::Unsigned);
+  case TensorProto::UINT32: return IntegerType::get(ctx, 32, IntegerType::Unsigned);
+  case TensorProto::UINT64: return IntegerType::get(ctx, 64, IntegerType::Unsigned);
+  default: return {};
+  }
+}
+
+namespace {
+/// Bytes per element in raw_data.
+int64_t rawWidth(int32_t dtype) {
+  switch (dtype) {
+  case TensorProto::BOOL: case TensorProto::INT8: case TensorProto::UINT8: return 1;
+  case TensorProto::INT16: case TensorProto::UINT16: case TensorProto::FLOAT16:
+  case TensorProto::BFLOAT16: return 2;
+  case TensorProto::INT32: case TensorProto::UINT32: case TensorProto::FLOAT: return 4;
+  case TensorProto::INT64: case TensorProto::UINT64: case TensorProto::DOUBLE: return 8;
+  default: return 0;
+  }
+}
+
+double halfToDouble(uint16_t bits, bool bfloat) {
+  if (bfloat) {
+    uint32_t word = uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &word, 4);
+    return f;
+  }
+  llvm::APFloat f(llvm::APFloat::IEEEhalf(), llvm::APInt(16, bits));
+  return f.convertToFloat();
+}
+
+/// Decodes one little-endian raw_data element.
+double decodeRaw(const char *p, int32_t dtype, int64_t *asInt) {
+  using namespace llvm::support;
+  switch (dtype) {
+  case TensorProto::BOOL: case TensorProto::UINT8: *asInt = (uint8_t)*p; return 0;
+  case TensorProto::INT8: *asInt = (int8_t)*p; return 0;
+  case TensorProto::INT16: *asInt = (int16_t)endian::read16le(p); return 0;
+  case TensorProto::UINT16: *asInt = endian::read16le(p); return 0;
+  case TensorProto::INT32: *asInt = (int32_t)endian::read32le(p); return 0;
+  case TensorProto::UINT32: *asInt = endian::read32le(p); return 0;
+  case TensorProto::INT64: case TensorProto::UINT64:
+    *asInt = (int64_t)endian::read64le(p); return 0;
+  case TensorProto::FLOAT16: return halfToDouble(endian::read16le(p), false);
+  case TensorProto::BFLOAT16: return halfToDouble(endian::read16le(p), true);
+  case TensorProto::FLOAT: {
+    uint32_t w = endian::read32le(p);
+    float f;
+    std::memcpy(&f, &w, 4);
+    return f;
+  }
+  case TensorProto::DOUBLE: {
+    uint64_t w = endian::read64le(p);
+    double d;
+    std::memcpy(&d, &w, 8);
+    return d;
+  }
+  }
+  return 0;
+}
+} // namespace
+
+bool readTensorProto(const TensorProto &proto, HostTensor &out,
+                     std::string &error) {
+  out = HostTensor::zeros(proto.data_type(),
+                          llvm::SmallVector<int64_t>(proto.dims().begin(),
+                                                     proto.dims().end()));
+  if (proto.data_location() == TensorProto::EXTERNAL) {
+    error = "its data is in an external file";
+    return false;
+  }
+  int64_t width = rawWidth(proto.data_type());
+  if (width == 0) {
+    error = "dtype " + std::to_string(proto.data_type()) + " is not supported";
+    return false;
+  }
+  int64_t n = out.size();
+  if (proto.has_raw_data()) {
+    const std::string &raw = proto.raw_data();
+    if ((int64_t)raw.size() != n * width) {
+      error = "raw_data holds " + std::to_string(raw.size()) + " bytes, " +
+              std::to_string(n * width) + " expected";
+      return false;
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t i = 0;
+      double d = decodeRaw(raw.data() + k * width, proto.data_type(), &i);
+      if (out.isFloat())
+        out.floats[k] = d;
+      else
+        out.ints[k] = i;
+    }
+    return true;
+  }
+  // Typed fields, per onnx.proto: float_data, double_data, int64_data,
+  // uint64_data, and int32_data for every narrower type (f16 as bits).
+  auto fill = [&](const auto &field, auto convert) {
+    if ((int64_t)field.size() != n) {
+      error = "holds " + std::to_string(field.size()) + " values, " +
+              std::to_string(n) + " expected";
+      return false;
+    }
+    for (int64_t k = 0; k < n; ++k)
+      convert(k, field.Get(k));
+    return true;
+  };
+  switch (proto.data_type()) {
+  case TensorProto::FLOAT:
+    return fill(proto.float_data(), [&](int64_t k, float v) { out.floats[k] = v; });
+  case TensorProto::DOUBLE:
+    return fill(proto.double_data(), [&](int64_t k, double v) { out.floats[k] = v; });
+  case TensorProto::INT64:
+    return fill(proto.int64_data(), [&](int64_t k, int64_t v) { out.ints[k] = v; });
+  case TensorProto::UINT64: case TensorProto::UINT32:
+    return fill(proto.uint64_data(), [&](int64_t k, uint64_t v) { out.ints[k] = v; });
+  case TensorProto::FLOAT16: case TensorProto::BFLOAT16:
+    return fill(proto.int32_data(), [&](int64_t k, int32_t v) {
+      out.floats[k] = halfToDouble(uint16_t(v), proto.data_type() == TensorProto::BFLOAT16);
+    });
+  default:
+    return fill(proto.int32_data(), [&](int64_t k, int32_t v) { out.ints[k] = v; });
+  }
+}
+
+DenseElementsAttr toElementsAttr(const HostTensor &t, MLIRContext *ctx) {
+  Type element = toMLIRElementType(t.dtype, ctx);
+  auto type = RankedTensorType::get(t.shape, element);
+  if (auto floatType = dyn_cast<FloatType>(element)) {
+    llvm::SmallVector<llvm::APFloat> values;
+    values.reserve(t.size());
+    for (double d : t.floats) {
+      llvm::APFloat f(d);
+      bool lost;
+      f.convert(floatType.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
+                &lost);
+      values.push_back(f);
+    }
+    return DenseElementsAttr::get(type, values);
+  }
+  unsigned width = element.getIntOrFloatBitWidth();
+  if (width == 1) {
+    llvm::SmallVector<bool> values(t.ints.begin(), t.ints.end());
+    return DenseElementsAttr::get(type, values);
+  }
+  llvm::SmallVector<llvm::APInt> values;
+  values.reserve(t.size());
+  for (int64_t v : t.ints)
+    values.push_back(llvm::APInt(width, v, /*isSigned=*/true, /*implicitTrunc=*/true));
+  return DenseElementsAttr::get(type, values);
+}
+
+llvm::SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = (int64_t)shape.size() - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+bool broadcastBinary(const HostTensor &a, const HostTensor &b, int32_t dtype,
+                     const std::function<double(double, double)> &fn,
+                     HostTensor &out) {
+  auto shape = broadcastShapes(a.shape, b.shape);
+  if (!shape)
+    return false;
+  out = HostTensor::zeros(dtype, *shape);
+  auto outStrides = stridesOf(*shape);
+  // Strides of each operand in the broadcast index space (0 on broadcast dims).
+  auto operandStrides = [&](const HostTensor &t) {
+    llvm::SmallVector<int64_t> s(shape->size(), 0);
+    auto own = stridesOf(t.shape);
+    size_t offset = shape->size() - t.shape.size();
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      s[i + offset] = t.shape[i] == 1 ? 0 : own[i];
+    return s;
+  };
+  auto sa = operandStrides(a), sb = operandStrides(b);
+  for (int64_t k = 0, n = out.size(); k < n; ++k) {
+    int64_t ia = 0, ib = 0, rem = k;
+    for (size_t d = 0; d < shape->size(); ++d) {
+      int64_t idx = rem / outStrides[d];
+      rem %= outStrides[d];
+      ia += idx * sa[d];
+      ib += idx * sb[d];
+    }
+    out.set(k, fn(a.getDouble(ia), b.getDouble(ib)));
+  }
+  return true;
+}
+
+} // namespace weft

@@ -1,0 +1,74 @@
+//===- HostTensor.h - small constant tensors folded at import ---*- C++ -*-===//
+//
+// Shape computations (Shape -> Gather -> Concat -> Reshape, as torch exports)
+// are evaluated at import on these host-side tensors. Integers (and bool) are
+// held as int64, floating types as double: exact for every value a shape
+// computation produces.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_LIB_IMPORT_ONNX_HOSTTENSOR_H
+#define WEFT_LIB_IMPORT_ONNX_HOSTTENSOR_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace weft {
+
+/// Largest tensor (elements) the importer folds; larger constant math is left
+/// to the runtime as ops on weft.constant operands.
+inline constexpr int64_t kMaxFoldElements = 1 << 16;
+
+struct HostTensor {
+  int32_t dtype = onnx::TensorProto::INT64; ///< onnx::TensorProto::DataType
+  llvm::SmallVector<int64_t> shape;
+  std::vector<int64_t> ints;  ///< integer and bool dtypes
+  std::vector<double> floats; ///< floating dtypes
+
+  static HostTensor zeros(int32_t dtype, llvm::ArrayRef<int64_t> shape);
+  static HostTensor fromInts(llvm::ArrayRef<int64_t> values,
+                             llvm::ArrayRef<int64_t> shape);
+
+  bool isFloat() const;
+  int64_t size() const;
+  double getDouble(int64_t k) const { return isFloat() ? floats[k] : ints[k]; }
+  int64_t getInt(int64_t k) const {
+    return isFloat() ? static_cast<int64_t>(floats[k]) : ints[k];
+  }
+  void set(int64_t k, double v);
+  llvm::SmallVector<int64_t> toInts() const;
+};
+
+/// True for FLOAT, DOUBLE, FLOAT16, BFLOAT16.
+bool isFloatDtype(int32_t dtype);
+
+/// MLIR element type for an ONNX dtype; null for unsupported (string, complex).
+mlir::Type toMLIRElementType(int32_t dtype, mlir::MLIRContext *ctx);
+
+/// Reads a TensorProto's inline data (typed fields or raw_data). Fails with
+/// `error` set for external data or unsupported dtypes.
+bool readTensorProto(const onnx::TensorProto &proto, HostTensor &out,
+                     std::string &error);
+
+/// The tensor as an MLIR constant attribute of its dtype.
+mlir::DenseElementsAttr toElementsAttr(const HostTensor &t,
+                                       mlir::MLIRContext *ctx);
+
+/// Numpy-broadcast elementwise `fn` on two tensors; result dtype `dtype`.
+/// Returns false when the shapes do not broadcast.
+bool broadcastBinary(const HostTensor &a, const HostTensor &b, int32_t dtype,
+                     const std::function<double(double, double)> &fn,
+                     HostTensor &out);
+
+/// Row-major strides of `shape`.
+llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
+
+} // namespace weft
+
+#endif // WEFT_LIB_IMPORT_ONNX_HOSTTENSOR_H

@@ -1,0 +1,239 @@
+//===- ImportONNX.cpp - ONNX model -> weft IR: the libonnx pipeline -------===//
+
+#include "weft/Import/ONNX/ImportONNX.h"
+
+#include "GraphImporter.h"
+
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <onnx/checker.h>
+#include <onnx/defs/parser.h>
+#include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
+
+using namespace mlir;
+using namespace weft;
+
+bool weft::isONNXTextPath(StringRef path) { return path.ends_with(".onnxtxt"); }
+
+LogicalResult weft::parseInputShape(
+    StringRef spec, std::map<std::string, SmallVector<int64_t>> &out,
+    std::string &error) {
+  auto [name, dims] = spec.rsplit('=');
+  if (name.empty() || !spec.contains('=')) {
+    error = "--input-shape '" + spec.str() + "': expected NAME=DxDx...";
+    return failure();
+  }
+  SmallVector<int64_t> shape;
+  SmallVector<StringRef> parts;
+  if (!dims.empty())
+    dims.split(parts, 'x');
+  for (StringRef part : parts) {
+    int64_t d;
+    if (part.getAsInteger(10, d) || d < 0) {
+      error = "--input-shape '" + spec.str() + "': '" + part.str() +
+              "' is not a non-negative integer";
+      return failure();
+    }
+    shape.push_back(d);
+  }
+  out[name.str()] = shape;
+  return success();
+}
+
+SmallVector<StringRef> weft::supportedONNXOps() {
+  SmallVector<StringRef> ops;
+  for (const auto &entry : converters())
+    ops.push_back(entry.first());
+  llvm::sort(ops);
+  return ops;
+}
+
+namespace {
+
+/// The default-domain opset a model imports.
+int64_t defaultOpset(const onnx::ModelProto &model) {
+  for (const auto &opset : model.opset_import())
+    if (opset.domain().empty() || opset.domain() == "ai.onnx")
+      return opset.version();
+  return -1;
+}
+
+/// Lists every node whose operator weft does not implement, all at once.
+LogicalResult checkSupported(const onnx::ModelProto &model, Location loc) {
+  int64_t opset = defaultOpset(model);
+  const ConverterMap &table = converters();
+  SmallVector<const onnx::NodeProto *> unsupported;
+  for (const auto &node : model.graph().node()) {
+    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (!defaultDomain || !table.count(node.op_type()))
+      unsupported.push_back(&node);
+  }
+  if (unsupported.empty())
+    return success();
+  auto diag = emitError(loc) << unsupported.size()
+                             << " unsupported ONNX node(s):";
+  for (const onnx::NodeProto *node : unsupported) {
+    diag << "\n  node '" << (node->name().empty() ? node->output(0) : node->name())
+         << "' (" << (node->domain().empty() ? "" : node->domain() + ".")
+         << node->op_type() << ", opset " << opset << ")";
+  }
+  return failure();
+}
+
+/// Applies --input-shape and rejects any model input left with an unknown dim.
+LogicalResult fixInputShapes(onnx::ModelProto &model,
+                             const ImportOptions &options, Location loc) {
+  onnx::GraphProto *graph = model.mutable_graph();
+  llvm::StringSet<> initializerNames;
+  for (const auto &init : graph->initializer())
+    initializerNames.insert(init.name());
+  for (const auto &[name, shape] : options.inputShapes) {
+    auto it = llvm::find_if(*graph->mutable_input(),
+                            [&](const auto &in) { return in.name() == name; });
+    if (it == graph->mutable_input()->end()) {
+      auto diag = emitError(loc) << "--input-shape names '" << name
+                                 << "', which is not a model input; inputs:";
+      for (const auto &in : graph->input())
+        if (!initializerNames.contains(in.name()))
+          diag << " '" << in.name() << "'";
+      return failure();
+    }
+    auto *tensorShape = it->mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (tensorShape->dim_size() != (int)shape.size() && tensorShape->dim_size())
+      return emitError(loc) << "--input-shape " << name << " gives rank "
+                            << shape.size() << ", the model declares rank "
+                            << tensorShape->dim_size();
+    tensorShape->clear_dim();
+    for (int64_t d : shape)
+      tensorShape->add_dim()->set_dim_value(d);
+  }
+  for (const auto &in : graph->input()) {
+    if (initializerNames.contains(in.name()) ||
+        options.frozenInputs.count(in.name()))
+      continue;
+    if (!in.type().tensor_type().has_shape())
+      return emitError(loc) << "input '" << in.name()
+                            << "' has no shape; give one with --input-shape "
+                            << in.name() << "=DxDx...";
+    const auto &dims = in.type().tensor_type().shape().dim();
+    for (int d = 0; d < dims.size(); ++d)
+      if (!dims[d].has_dim_value())
+        return emitError(loc)
+               << "input '" << in.name() << "' has unresolved dim " << d
+               << (dims[d].has_dim_param() ? " ('" + dims[d].dim_param() + "')"
+                                           : std::string())
+               << "; weft compiles static shapes: fix it with --input-shape "
+               << in.name() << "=DxDx...";
+  }
+  return success();
+}
+
+/// An input that is also an initializer (ONNX IR < 4 style) must agree with it.
+LogicalResult checkInitializerInputs(const onnx::ModelProto &model, Location loc) {
+  llvm::StringMap<const onnx::TensorProto *> inits;
+  for (const auto &init : model.graph().initializer())
+    inits[init.name()] = &init;
+  for (const auto &in : model.graph().input()) {
+    const onnx::TensorProto *init = inits.lookup(in.name());
+    if (!init || !in.type().tensor_type().has_shape())
+      continue;
+    const auto &dims = in.type().tensor_type().shape().dim();
+    bool same = dims.size() == init->dims_size();
+    for (int d = 0; same && d < dims.size(); ++d)
+      same = !dims[d].has_dim_value() || dims[d].dim_value() == init->dims(d);
+    if (!same) {
+      auto diag = emitError(loc) << "input '" << in.name()
+                                 << "' declares a shape that contradicts its "
+                                    "initializer: input [";
+      for (int d = 0; d < dims.size(); ++d)
+        diag << (d ? "x" : "")
+             << (dims[d].has_dim_value() ? std::to_string(dims[d].dim_value())
+                                         : dims[d].dim_param());
+      diag << "], initializer [";
+      for (int d = 0; d < init->dims_size(); ++d)
+        diag << (d ? "x" : "") << init->dims(d);
+      return diag << "]";
+    }
+  }
+  return success();
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
+                                       bool isText, const ImportOptions &options,
+                                       MLIRContext *context) {
+  context->loadDialect<WeftDialect, func::FuncDialect>();
+  Location loc = FileLineColLoc::get(context, sourceName, 0, 0);
+  onnx::ModelProto model;
+  // libonnx reports through exceptions; each stage names itself in the error.
+  try {
+    if (isText) {
+      std::string text = buffer.str();
+      onnx::Common::Status status = onnx::OnnxParser::Parse(model, text.c_str());
+      if (!status.IsOK()) {
+        emitError(loc) << "cannot parse ONNX text: " << status.ErrorMessage();
+        return {};
+      }
+    } else if (!model.ParseFromArray(buffer.data(), buffer.size())) {
+      emitError(loc) << "not a valid ONNX model: the protobuf does not parse "
+                        "(truncated or not an .onnx file)";
+      return {};
+    }
+    if (!model.has_graph() || defaultOpset(model) < 0) {
+      emitError(loc) << "not a valid ONNX model: no graph or no default-domain "
+                        "opset_import";
+      return {};
+    }
+    if (failed(checkSupported(model, loc)))
+      return {};
+    try {
+      onnx::checker::check_model(model);
+    } catch (const std::exception &e) {
+      emitError(loc) << "the ONNX checker rejects the model: " << e.what();
+      return {};
+    }
+    int64_t opset = defaultOpset(model);
+    if (opset != kImportOpset) {
+      try {
+        model = onnx::version_conversion::ConvertVersion(model, kImportOpset);
+      } catch (const std::exception &e) {
+        emitError(loc) << "cannot convert the model from opset " << opset
+                       << " to " << kImportOpset << ": " << e.what();
+        return {};
+      }
+    }
+    if (failed(fixInputShapes(model, options, loc)) ||
+        failed(checkInitializerInputs(model, loc)))
+      return {};
+    try {
+      onnx::ShapeInferenceOptions inference(/*check_type=*/true,
+                                            /*strict_mode=*/1,
+                                            /*data_prop=*/true);
+      onnx::shape_inference::InferShapes(model,
+                                         onnx::OpSchemaRegistry::Instance(),
+                                         inference);
+    } catch (const std::exception &e) {
+      emitError(loc) << "ONNX shape inference fails: " << e.what();
+      return {};
+    }
+  } catch (const std::exception &e) {
+    emitError(loc) << "libonnx error: " << e.what();
+    return {};
+  }
+
+  OpBuilder builder(context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  (*module)->setAttr("weft.source", builder.getStringAttr(sourceName));
+  (*module)->setAttr("weft.opset", builder.getI64IntegerAttr(kImportOpset));
+  GraphImporter importer(context, model, options, sourceName);
+  if (failed(importer.run(*module)) || failed(verify(*module)))
+    return {};
+  return module;
+}

@@ -1,0 +1,512 @@
+//===- MovementOps.cpp - ONNX data-movement operators -> weft -------------===//
+//
+// Value-dependent operands (shape, axes, starts/ends, pads, scales) must be
+// compile-time constants and become attributes. On constant data the ops are
+// folded, which is how torch's Shape -> Gather -> Concat -> Reshape chains
+// disappear at import.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImporter.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+/// Folds a one-input data-movement op: result element at multi-index `idx`
+/// is `in[source(idx)]`.
+HostTensor remap(const HostTensor &in, ArrayRef<int64_t> shape,
+                 llvm::function_ref<int64_t(ArrayRef<int64_t>)> source) {
+  HostTensor out = HostTensor::zeros(in.dtype, shape);
+  SmallVector<int64_t> idx(shape.size(), 0);
+  for (int64_t k = 0, n = out.size(); k < n; ++k) {
+    out.set(k, in.getDouble(source(idx)));
+    for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+int64_t flatIndex(ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < idx.size(); ++d)
+    flat += idx[d] * strides[d];
+  return flat;
+}
+
+/// Binds `node`'s output to its input reinterpreted as `shape`.
+LogicalResult bindReshape(GraphImporter &g, const Node &node,
+                          ArrayRef<int64_t> shape) {
+  if (const HostTensor *c = g.constant(node, 0)) {
+    HostTensor out = *c;
+    out.shape.assign(shape.begin(), shape.end());
+    g.bind(node, 0, std::move(out));
+    return success();
+  }
+  Value x = g.operand(node, 0);
+  if (!x)
+    return failure();
+  return g.bindResults(node, g.build<ReshapeOp>(node, x, shape));
+
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t(1),
+                         std::multiplies<int64_t>());
+}
+
+LogicalResult convertReshape(GraphImporter &g, const Node &node) {
+  RankedTensorType type = g.type(node, 0);
+  const HostTensor *shapeArg = g.requireConstant(node, 1, "shape");
+  if (!type || !shapeArg)
+    return failure();
+  bool allowZero = g.attrInt(node, "allowzero", 0);
+  SmallVector<int64_t> shape(shapeArg->toInts());
+  int64_t inferred = -1, known = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0 && !allowZero) {
+      if ((int64_t)i >= type.getRank())
+        return g.error(node) << "shape[" << i << "] = 0 copies a dim the "
+                             << "input (rank " << type.getRank() << ") lacks";
+      shape[i] = type.getDimSize(i);
+    }
+    if (shape[i] == -1) {
+      if (inferred >= 0)
+        return g.error(node) << "shape has more than one -1";
+      inferred = i;
+    } else if (shape[i] < 0) {
+      return g.error(node) << "shape has invalid dim " << shape[i];
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (inferred >= 0) {
+    if (known == 0 || type.getNumElements() % known != 0)
+      return g.error(node) << "cannot infer the -1 dim: " << type << " has "
+                           << type.getNumElements() << " elements";
+    shape[inferred] = type.getNumElements() / known;
+  }
+  if (product(shape) != type.getNumElements())
+    return g.error(node) << "cannot reshape " << type << " to "
+                         << product(shape) << " elements";
+  return bindReshape(g, node, shape);
+}
+
+LogicalResult convertFlatten(GraphImporter &g, const Node &node) {
+  RankedTensorType type = g.type(node, 0);
+  if (!type)
+    return failure();
+  int64_t axis = g.attrInt(node, "axis", 1);
+  if (axis < 0)
+    axis += type.getRank();
+  if (axis < 0 || axis > type.getRank())
+    return g.error(node) << "axis out of range for " << type;
+  return bindReshape(g, node,
+                     {product(type.getShape().take_front(axis)),
+                      product(type.getShape().drop_front(axis))});
+}
+
+/// Axes from input 1 (opset 13) or the `axes` attribute (older opsets that
+/// the version converter leaves as is), normalised against `rank`.
+FailureOr<SmallVector<int64_t>> readAxes(GraphImporter &g, const Node &node,
+                                         int64_t rank) {
+  SmallVector<int64_t> axes;
+  if (g.has(node, 1)) {
+    const HostTensor *t = g.requireConstant(node, 1, "axes");
+    if (!t)
+      return failure();
+    axes.assign(t->toInts());
+  } else {
+    axes = g.attrInts(node, "axes");
+  }
+  for (int64_t &a : axes) {
+    FailureOr<int64_t> n = g.normalizeAxis(node, a, rank);
+    if (failed(n))
+      return failure();
+    a = *n;
+  }
+  llvm::sort(axes);
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    return g.error(node) << "axes repeat";
+  return axes;
+}
+
+LogicalResult convertSqueeze(GraphImporter &g, const Node &node) {
+  RankedTensorType type = g.type(node, 0);
+  if (!type)
+    return failure();
+  auto axes = readAxes(g, node, type.getRank());
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    bool squeeze = axes->empty() ? type.getDimSize(i) == 1
+                                 : llvm::is_contained(*axes, i);
+    if (squeeze && type.getDimSize(i) != 1)
+      return g.error(node) << "cannot squeeze dim " << i << " of " << type;
+    if (!squeeze)
+      shape.push_back(type.getDimSize(i));
+  }
+  return bindReshape(g, node, shape);
+}
+
+LogicalResult convertUnsqueeze(GraphImporter &g, const Node &node) {
+  RankedTensorType type = g.type(node, 0);
+  if (!type)
+    return failure();
+  // Axes index the output, whose rank is the input's plus the new dims.
+  int64_t count = g.has(node, 1) ? g.type(node, 1).getNumElements()
+                                 : (int64_t)g.attrInts(node, "axes").size();
+  auto axes = readAxes(g, node, type.getRank() + count);
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> shape;
+  auto in = type.getShape().begin();
+  for (int64_t i = 0; i < type.getRank() + count; ++i)
+    shape.push_back(llvm::is_contained(*axes, i) ? 1 : *in++);
+  return bindReshape(g, node, shape);
+}
+
+LogicalResult convertTranspose(GraphImporter &g, const Node &node) {
+  RankedTensorType type = g.type(node, 0);
+  if (!type)
+    return failure();
+  SmallVector<int64_t> perm = g.attrInts(node, "perm");
+  if (!g.attr(node, "perm"))
+    for (int64_t i = type.getRank() - 1; i >= 0; --i)
+      perm.push_back(i);
+  if (g.allConstant(node) && (int64_t)perm.size() == type.getRank()) {
+    const HostTensor &in = *g.constant(node, 0);
+    SmallVector<int64_t> shape, strides = stridesOf(in.shape);
+    for (int64_t p : perm)
+      shape.push_back(in.shape[p]);
+    g.bind(node, 0, remap(in, shape, [&](ArrayRef<int64_t> idx) {
+             int64_t flat = 0;
+             for (size_t d = 0; d < idx.size(); ++d)
+               flat += idx[d] * strides[perm[d]];
+             return flat;
+           }));
+    return success();
+  }
+  Value x = g.operand(node, 0);
+  if (!x)
+    return failure();
+  return g.bindResults(node, g.build<TransposeOp>(node, x, perm));
+
+}
+
+LogicalResult convertExpand(GraphImporter &g, const Node &node) {
+  RankedTensorType type = g.type(node, 0);
+  const HostTensor *shapeArg = g.requireConstant(node, 1, "shape");
+  if (!type || !shapeArg)
+    return failure();
+  SmallVector<int64_t> target(shapeArg->toInts());
+  auto shape = broadcastShapes(type.getShape(), target);
+  if (!shape)
+    return g.error(node) << "cannot expand " << type << " to [" << target << "]";
+  if (const HostTensor *c = g.constant(node, 0);
+      c && product(*shape) <= kMaxFoldElements) {
+    HostTensor out;
+    broadcastBinary(*c, HostTensor::zeros(c->dtype, *shape), c->dtype,
+                    [](double x, double) { return x; }, out);
+    g.bind(node, 0, std::move(out));
+    return success();
+  }
+  Value x = g.operand(node, 0);
+  if (!x)
+    return failure();
+  return g.bindResults(node, g.build<ExpandOp>(node, x, *shape));
+
+}
+
+LogicalResult convertConcat(GraphImporter &g, const Node &node) {
+  RankedTensorType first = g.type(node, 0);
+  if (!first)
+    return failure();
+  FailureOr<int64_t> axis =
+      g.normalizeAxis(node, g.attrInt(node, "axis", 0), first.getRank());
+  if (failed(axis))
+    return failure();
+  if (g.allConstant(node)) {
+    SmallVector<int64_t> shape(first.getShape());
+    shape[*axis] = 0;
+    for (int i = 0; i < node.input_size(); ++i)
+      shape[*axis] += g.constant(node, i)->shape[*axis];
+    HostTensor out = HostTensor::zeros(g.constant(node, 0)->dtype, shape);
+    // Copy each input's contiguous runs: `outer` rows of `inner` elements.
+    int64_t outer = product(ArrayRef(shape).take_front(*axis)), offset = 0;
+    int64_t rowOut = product(ArrayRef(shape).drop_front(*axis));
+    for (int i = 0; i < node.input_size(); ++i) {
+      const HostTensor &in = *g.constant(node, i);
+      int64_t row = product(ArrayRef(in.shape).drop_front(*axis));
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t r = 0; r < row; ++r)
+          out.set(o * rowOut + offset + r, in.getDouble(o * row + r));
+      offset += row;
+    }
+    g.bind(node, 0, std::move(out));
+    return success();
+  }
+  SmallVector<Value> inputs;
+  for (int i = 0; i < node.input_size(); ++i) {
+    Value v = g.operand(node, i);
+    if (!v)
+      return failure();
+    inputs.push_back(v);
+  }
+  return g.bindResults(node, g.build<ConcatOp>(node, inputs, *axis));
+
+}
+
+LogicalResult convertSplit(GraphImporter &g, const Node &node) {
+  Value x = g.operand(node, 0);
+  if (!x)
+    return failure();
+  auto type = cast<RankedTensorType>(x.getType());
+  FailureOr<int64_t> axis =
+      g.normalizeAxis(node, g.attrInt(node, "axis", 0), type.getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> sizes;
+  if (g.has(node, 1)) {
+    const HostTensor *t = g.requireConstant(node, 1, "split");
+    if (!t)
+      return failure();
+    sizes.assign(t->toInts());
+  } else if (g.attr(node, "split")) {
+    sizes = g.attrInts(node, "split");
+  } else {
+    int64_t parts = node.output_size(), dim = type.getDimSize(*axis);
+    if (dim % parts != 0)
+      return g.error(node) << "dim " << *axis << " (" << dim
+                           << ") does not split evenly into " << parts;
+    sizes.assign(parts, dim / parts);
+  }
+  if ((int64_t)sizes.size() != node.output_size())
+    return g.error(node) << sizes.size() << " split sizes for "
+                         << node.output_size() << " outputs";
+  return g.bindResults(node, g.build<SplitOp>(node, x, *axis, sizes));
+}
+
+LogicalResult convertSlice(GraphImporter &g, const Node &node) {
+  RankedTensorType type = g.type(node, 0);
+  if (!type)
+    return failure();
+  const HostTensor *startsArg = g.requireConstant(node, 1, "starts");
+  const HostTensor *endsArg = g.requireConstant(node, 2, "ends");
+  if (!startsArg || !endsArg)
+    return failure();
+  SmallVector<int64_t> startsIn = startsArg->toInts(), endsIn = endsArg->toInts();
+  SmallVector<int64_t> axes(startsIn.size()), stepsIn(startsIn.size(), 1);
+  std::iota(axes.begin(), axes.end(), 0);
+  if (g.has(node, 3)) {
+    const HostTensor *t = g.requireConstant(node, 3, "axes");
+    if (!t)
+      return failure();
+    axes = t->toInts();
+  }
+  if (g.has(node, 4)) {
+    const HostTensor *t = g.requireConstant(node, 4, "steps");
+    if (!t)
+      return failure();
+    stepsIn = t->toInts();
+  }
+  if (endsIn.size() != startsIn.size() || axes.size() != startsIn.size() ||
+      stepsIn.size() != startsIn.size())
+    return g.error(node) << "starts, ends, axes and steps differ in length";
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> starts(rank, 0), ends(type.getShape()), steps(rank, 1);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    FailureOr<int64_t> a = g.normalizeAxis(node, axes[i], rank);
+    if (failed(a))
+      return failure();
+    int64_t dim = type.getDimSize(*a), step = stepsIn[i];
+    if (step == 0)
+      return g.error(node) << "steps must be non-zero";
+    // ONNX Slice-13: negative indices count from the end, then clamp to
+    // [0, dim] (step > 0) or [-1, dim - 1] (step < 0).
+    auto clampTo = [&](int64_t v, int64_t lo, int64_t hi) {
+      if (v < 0)
+        v = v + dim < v ? lo : v + dim; // guard INT64_MIN-style sentinels
+      return std::clamp(v, lo, hi);
+    };
+    steps[*a] = step;
+    if (step > 0) {
+      starts[*a] = clampTo(startsIn[i], 0, dim);
+      ends[*a] = clampTo(endsIn[i], 0, dim);
+    } else {
+      starts[*a] = clampTo(startsIn[i], -1, dim - 1);
+      ends[*a] = clampTo(endsIn[i], -1, dim - 1);
+    }
+  }
+  if (const HostTensor *c = g.constant(node, 0);
+      c && c->size() <= kMaxFoldElements) {
+    SmallVector<int64_t> shape, strides = stridesOf(c->shape);
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t span = steps[d] > 0 ? ends[d] - starts[d] : starts[d] - ends[d];
+      int64_t stride = std::abs(steps[d]);
+      shape.push_back(span <= 0 ? 0 : (span + stride - 1) / stride);
+    }
+    g.bind(node, 0, remap(*c, shape, [&](ArrayRef<int64_t> idx) {
+             int64_t flat = 0;
+             for (int64_t d = 0; d < rank; ++d)
+               flat += (starts[d] + idx[d] * steps[d]) * strides[d];
+             return flat;
+           }));
+    return success();
+  }
+  Value x = g.operand(node, 0);
+  if (!x)
+    return failure();
+  return g.bindResults(node, g.build<SliceOp>(node, x, starts, ends, steps));
+
+}
+
+LogicalResult convertGather(GraphImporter &g, const Node &node) {
+  RankedTensorType type = g.type(node, 0);
+  if (!type)
+    return failure();
+  FailureOr<int64_t> axis =
+      g.normalizeAxis(node, g.attrInt(node, "axis", 0), type.getRank());
+  if (failed(axis))
+    return failure();
+  if (g.allConstant(node)) {
+    const HostTensor &data = *g.constant(node, 0), &indices = *g.constant(node, 1);
+    int64_t dim = data.shape[*axis];
+    SmallVector<int64_t> shape(ArrayRef(data.shape).take_front(*axis));
+    llvm::append_range(shape, indices.shape);
+    llvm::append_range(shape, ArrayRef(data.shape).drop_front(*axis + 1));
+    for (int64_t k = 0; k < indices.size(); ++k)
+      if (indices.getInt(k) < -dim || indices.getInt(k) >= dim)
+        return g.error(node) << "index " << indices.getInt(k)
+                             << " out of range for dim " << dim;
+    SmallVector<int64_t> strides = stridesOf(data.shape),
+                         indexStrides = stridesOf(indices.shape);
+    int64_t indexRank = indices.shape.size();
+    g.bind(node, 0, remap(data, shape, [&](ArrayRef<int64_t> idx) {
+             // idx = outer (axis dims) ++ index position ++ inner dims.
+             int64_t which = flatIndex(idx.slice(*axis, indexRank), indexStrides);
+             int64_t i = indices.getInt(which);
+             int64_t flat = (i < 0 ? i + dim : i) * strides[*axis];
+             for (int64_t d = 0; d < *axis; ++d)
+               flat += idx[d] * strides[d];
+             for (int64_t d = *axis + 1; d < (int64_t)data.shape.size(); ++d)
+               flat += idx[d - 1 + indexRank] * strides[d];
+             return flat;
+           }));
+    return success();
+  }
+  Value data = g.operand(node, 0), indices = g.operand(node, 1);
+  if (!data || !indices)
+    return failure();
+  return g.bindResults(node, g.build<GatherOp>(node, data, indices, *axis));
+
+}
+
+LogicalResult convertPad(GraphImporter &g, const Node &node) {
+  std::string mode = g.attrString(node, "mode", "constant");
+  if (mode != "constant")
+    return g.error(node) << "unsupported variant: mode '" << mode
+                         << "' (weft implements constant padding)";
+  Value x = g.operand(node, 0);
+  const HostTensor *pads = g.requireConstant(node, 1, "pads");
+  if (!x || !pads)
+    return failure();
+  double value = 0.0;
+  if (g.has(node, 2)) {
+    const HostTensor *v = g.requireConstant(node, 2, "constant_value");
+    if (!v)
+      return failure();
+    value = v->size() ? v->getDouble(0) : 0.0;
+  }
+  SmallVector<int64_t> padding(pads->toInts());
+  return g.bindResults(node, g.build<PadOp>(node, x, g.builder().getDenseI64ArrayAttr(padding),
+                                g.builder().getF64FloatAttr(value)));
+
+}
+
+LogicalResult convertTrilu(GraphImporter &g, const Node &node) {
+  Value x = g.operand(node, 0);
+  if (!x)
+    return failure();
+  int64_t k = 0;
+  if (g.has(node, 1)) {
+    const HostTensor *t = g.requireConstant(node, 1, "k");
+    if (!t)
+      return failure();
+    k = t->getInt(0);
+  }
+  bool upper = g.attrInt(node, "upper", 1);
+  g.bind(node, 0, TriluOp::create(g.builder(), g.loc(node), x.getType(), x,
+                                  upper, k));
+  return success();
+}
+
+LogicalResult convertResize(GraphImporter &g, const Node &node) {
+  std::string mode = g.attrString(node, "mode", "nearest");
+  std::string transform =
+      g.attrString(node, "coordinate_transformation_mode", "half_pixel");
+  if (mode != "nearest")
+    return g.error(node) << "unsupported variant: mode '" << mode
+                         << "' (weft implements nearest)";
+  if (transform == "tf_crop_and_resize")
+    return g.error(node) << "unsupported variant: tf_crop_and_resize";
+  Value x = g.operand(node, 0);
+  if (!x)
+    return failure();
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> sizes;
+  SmallVector<double> scales;
+  // Resize-13: exactly one of scales (input 2) and sizes (input 3); an empty
+  // tensor counts as absent.
+  const HostTensor *scalesArg = g.has(node, 2) ? g.requireConstant(node, 2, "scales") : nullptr;
+  const HostTensor *sizesArg = g.has(node, 3) ? g.requireConstant(node, 3, "sizes") : nullptr;
+  if ((g.has(node, 2) && !scalesArg) || (g.has(node, 3) && !sizesArg))
+    return failure();
+  if (sizesArg && sizesArg->size() > 0) {
+    if (sizesArg->size() != rank)
+      return g.error(node) << "sizes has " << sizesArg->size()
+                           << " entries for rank " << rank;
+    sizes.assign(sizesArg->toInts());
+    for (int64_t d = 0; d < rank; ++d)
+      scales.push_back(double(sizes[d]) / type.getDimSize(d));
+  } else if (scalesArg && scalesArg->size() == rank) {
+    for (int64_t d = 0; d < rank; ++d) {
+      scales.push_back(scalesArg->getDouble(d));
+      sizes.push_back((int64_t)std::floor(type.getDimSize(d) * scales.back()));
+    }
+  } else {
+    return g.error(node) << "needs scales or sizes with one entry per dim";
+  }
+  return g.bindResults(node, g.build<ResizeOp>(node, x, sizes, scales, transform,
+             g.attrString(node, "nearest_mode", "round_prefer_floor")));
+
+}
+
+} // namespace
+
+void weft::registerMovementConverters(ConverterMap &map) {
+  map["Reshape"] = convertReshape;
+  map["Flatten"] = convertFlatten;
+  map["Squeeze"] = convertSqueeze;
+  map["Unsqueeze"] = convertUnsqueeze;
+  map["Transpose"] = convertTranspose;
+  map["Expand"] = convertExpand;
+  map["Concat"] = convertConcat;
+  map["Split"] = convertSplit;
+  map["Slice"] = convertSlice;
+  map["Gather"] = convertGather;
+  map["Pad"] = convertPad;
+  map["Trilu"] = convertTrilu;
+  map["Resize"] = convertResize;
+}

@@ -1,0 +1,37 @@
+//===- TestPrintCost.cpp - print CostOpInterface results ------------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+namespace weft {
+#define GEN_PASS_DEF_TESTPRINTCOST
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+struct TestPrintCostPass
+    : weft::impl::TestPrintCostBase<TestPrintCostPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    int64_t flops = 0, read = 0, written = 0;
+    func.walk([&](CostOpInterface op) {
+      llvm::errs() << "cost @" << func.getSymName() << ": "
+                   << op->getName() << " flops=" << op.getFlops()
+                   << " read=" << op.getBytesRead()
+                   << " written=" << op.getBytesWritten() << "\n";
+      flops += op.getFlops();
+      read += op.getBytesRead();
+      written += op.getBytesWritten();
+    });
+    llvm::errs() << "cost @" << func.getSymName() << ": total flops=" << flops
+                 << " read=" << read << " written=" << written << "\n";
+    markAllAnalysesPreserved();
+  }
+};
+} // namespace

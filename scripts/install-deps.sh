@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs every Debian package weft needs; idempotent: packages already present are skipped.
+# Usage: scripts/install-deps.sh   (root, or sudo available)
+set -euo pipefail
+
+packages=(
+  # build
+  cmake ninja-build ccache g++ pkg-config
+  # compiler
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  libonnx-dev libprotobuf-dev protobuf-compiler nlohmann-json3-dev
+  # tests
+  libgtest-dev libonnx-testdata
+  # runtime
+  openmpi-bin libopenmpi-dev libopenblas-dev libopenblas0-pthread
+  # python: example models, references, tests
+  python3 python3-torch python3-torchvision python3-onnx python3-numpy
+  python3-pytest python3-matplotlib
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

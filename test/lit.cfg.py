@@ -1,0 +1,20 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "weft"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtxt"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.weft_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit"]
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(
+    ["weft-opt", "weftc"], [config.weft_tools_dir])
+llvm_config.add_tool_substitutions(["FileCheck", "not", "count"],
+                                   [config.llvm_tools_dir])
+config.substitutions.append(("%python", config.weft_python))

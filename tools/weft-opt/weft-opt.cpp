@@ -1,0 +1,24 @@
+//===- weft-opt.cpp - the weft pass driver --------------------------------===//
+//
+// mlir-opt with the weft dialect and every weft pass registered, plus the
+// upstream canonicalize/cse passes that weft pipelines use.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<weft::WeftDialect, mlir::func::FuncDialect>();
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  weft::registerWeftPasses();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "weft pass driver\n", registry));
+}

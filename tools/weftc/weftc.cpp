@@ -1,0 +1,178 @@
+//===- weftc.cpp - the weft compiler driver -------------------------------===//
+//
+// weftc MODEL [--input-shape NAME=DxD...] [--emit=mlir|summary|summary-json]
+//
+// Imports an ONNX model (binary .onnx or ONNX text .onnxtxt) and prints its
+// weft IR or a summary (parameters, FLOPs, op histogram). Later stages add
+// planning flags and `-o plan.json`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Analysis/ModelSummary.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Import/ONNX/ImportONNX.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/ToolUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace mlir;
+using namespace llvm;
+
+namespace {
+cl::OptionCategory category("weftc options");
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx | model.onnxtxt>"),
+                               cl::Required, cl::cat(category));
+cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
+                                cl::value_desc("file"), cl::init("-"),
+                                cl::cat(category));
+cl::list<std::string> inputShapes(
+    "input-shape",
+    cl::desc("Static shape for a model input, replacing symbolic dims: "
+             "NAME=DxDx... (repeatable; NAME= for a scalar)"),
+    cl::value_desc("NAME=DxD..."), cl::cat(category));
+cl::list<std::string> frozenInputs(
+    "freeze-input",
+    cl::desc("Bind a model input to the constant in an ONNX TensorProto file "
+             "(for inputs that feed shapes, axes, pads...): NAME=FILE.pb"),
+    cl::value_desc("NAME=FILE.pb"), cl::cat(category));
+
+enum class Emit { MLIR, Summary, SummaryJSON };
+cl::opt<Emit> emit(
+    "emit", cl::desc("What to print"), cl::init(Emit::MLIR),
+    cl::values(clEnumValN(Emit::MLIR, "mlir", "the imported weft IR"),
+               clEnumValN(Emit::Summary, "summary",
+                          "parameters, FLOPs and op histogram as text"),
+               clEnumValN(Emit::SummaryJSON, "summary-json",
+                          "the summary as one JSON object: params, "
+                          "param_bytes, state_bytes, flops, ops")),
+    cl::cat(category));
+cl::opt<bool> splitInputFile(
+    "split-input-file",
+    cl::desc("Import each '# -----'-separated chunk of an .onnxtxt file as its "
+             "own model (for tests)"),
+    cl::init(false), cl::cat(category));
+cl::opt<bool> listOps("list-supported-ops",
+                      cl::desc("Print the supported ONNX operators and exit"),
+                      cl::init(false), cl::cat(category));
+
+std::string withCommas(int64_t v) {
+  std::string digits = std::to_string(v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+void printSummary(const weft::ModelSummary &s, StringRef source, raw_ostream &os) {
+  os << "model:        " << source << "\n";
+  os << "parameters:   " << withCommas(s.params) << " ("
+     << withCommas(s.paramBytes) << " bytes)\n";
+  os << "state:        " << withCommas(s.stateBytes) << " bytes\n";
+  os << "inputs:       " << withCommas(s.inputBytes) << " bytes per batch\n";
+  os << "forward:      " << withCommas(s.flops) << " FLOPs per batch ("
+     << format("%.3f", s.flops / 1e9) << " GFLOP)\n";
+  os << "ops:\n";
+  for (const auto &[name, count] : s.opCounts)
+    os << "  " << left_justify(name, 28) << count << "\n";
+}
+
+nlohmann::json summaryJSON(const weft::ModelSummary &s) {
+  nlohmann::json ops = nlohmann::json::object();
+  for (const auto &[name, count] : s.opCounts)
+    ops[name] = count;
+  return {{"params", s.params},       {"param_bytes", s.paramBytes},
+          {"state_bytes", s.stateBytes}, {"input_bytes", s.inputBytes},
+          {"flops", s.flops},         {"bytes_read", s.bytesRead},
+          {"bytes_written", s.bytesWritten}, {"ops", ops}};
+}
+
+LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
+                           const weft::ImportOptions &options, raw_ostream &os) {
+  MLIRContext context;
+  SourceMgr sourceMgr;
+  StringRef source = inputFile;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module =
+      weft::importONNX(buffer->getBuffer(), source,
+                       weft::isONNXTextPath(source), options, &context);
+  if (!module)
+    return failure();
+  auto func = cast<func::FuncOp>(module->getBody()->front());
+  switch (emit) {
+  case Emit::MLIR:
+    module->print(os);
+    os << "\n";
+    break;
+  case Emit::Summary:
+    printSummary(weft::summarizeModel(func), source, os);
+    break;
+  case Emit::SummaryJSON:
+    os << summaryJSON(weft::summarizeModel(func)).dump() << "\n";
+    break;
+  }
+  return success();
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "weftc: the weft distributed-training compiler\n");
+  if (listOps) {
+    for (StringRef op : weft::supportedONNXOps())
+      outs() << op << "\n";
+    return 0;
+  }
+
+  weft::ImportOptions options;
+  std::string error;
+  for (const std::string &spec : inputShapes)
+    if (failed(weft::parseInputShape(spec, options.inputShapes, error))) {
+      errs() << "weftc: " << error << "\n";
+      return 1;
+    }
+  for (const std::string &spec : frozenInputs) {
+    auto [name, file] = StringRef(spec).split('=');
+    if (name.empty() || file.empty()) {
+      errs() << "weftc: --freeze-input '" << spec << "': expected NAME=FILE.pb\n";
+      return 1;
+    }
+    options.frozenInputs[name.str()] = file.str();
+  }
+
+  auto buffer = openInputFile(inputFile, &error);
+  if (!buffer) {
+    errs() << "weftc: cannot read '" << inputFile << "': " << error << "\n";
+    return 1;
+  }
+  auto output = openOutputFile(outputFile, &error);
+  if (!output) {
+    errs() << "weftc: cannot write '" << outputFile << "': " << error << "\n";
+    return 1;
+  }
+  auto process = [&](std::unique_ptr<MemoryBuffer> chunk, raw_ostream &os) {
+    return processModel(std::move(chunk), options, os);
+  };
+  if (failed(splitAndProcessBuffer(std::move(buffer), process, output->os(),
+                                   splitInputFile ? "# -----" : "", "// -----")))
+    return 1;
+  output->keep();
+  return 0;
+}
