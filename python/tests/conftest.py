@@ -1,0 +1,32 @@
+"""Shared fixtures: where the build tree and its tools are."""
+
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("WEFT_BUILD_DIR", REPO / "build"))
+
+
+def tool(name: str) -> str:
+    path = BUILD / "bin" / name
+    if not path.exists():
+        pytest.fail(f"{path} is missing: build the project first")
+    return str(path)
+
+
+def run(args, **kwargs) -> subprocess.CompletedProcess:
+    """Runs a command, capturing text output; never raises on exit status."""
+    return subprocess.run(args, capture_output=True, text=True, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def weftc() -> str:
+    return tool("weftc")
+
+
+@pytest.fixture(scope="session")
+def models_dir() -> pathlib.Path:
+    return BUILD / "models"

@@ -1,0 +1,48 @@
+"""The example models import, and weft counts the parameters torch counts."""
+
+import json
+
+import pytest
+
+from conftest import run
+
+
+@pytest.mark.parametrize("name", ["gpt", "resnet", "unet"])
+def test_parameter_count_matches_torch(name, weftc, models_dir):
+    model = models_dir / f"{name}.onnx"
+    expected = json.loads((models_dir / f"{name}.onnx.params.json").read_text())
+    result = run([weftc, str(model), "--emit=summary-json"])
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["params"] == expected["params"]
+    # float32 parameters: 4 bytes each.
+    assert summary["param_bytes"] == 4 * expected["params"]
+    assert summary["flops"] > 0
+
+
+def test_resnet_batch_norm_statistics_are_state(weftc, models_dir):
+    """resnet18 has 20 BatchNorm layers; their running mean and variance
+    (2 x channels floats each) are state, not parameters."""
+    result = run([weftc, str(models_dir / "resnet.onnx"), "--emit=mlir"])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("weft.state") == 40
+    assert result.stdout.count("weft.batch_norm") == 20
+    # resnet18 BN channels: 64 x5, 128 x5, 256 x5, 512 x5 (with downsamples).
+    summary = json.loads(run([weftc, str(models_dir / "resnet.onnx"),
+                              "--emit=summary-json"]).stdout)
+    assert summary["state_bytes"] == 2 * 4 * (64 * 5 + 128 * 5 + 256 * 5 + 512 * 5)
+
+
+def test_gpt_flops_match_formula(weftc, models_dir):
+    """Forward FLOPs of the small gpt: 2 x tokens x (weights of every
+    matmul) + attention (QK^T and AV), counted as multiply-adds x 2; the
+    elementwise/normalisation remainder is bounded above by 5%."""
+    meta = json.loads((models_dir / "gpt.onnx.params.json").read_text())
+    b, s = meta["inputs"]["tokens"]
+    layers, h, vocab = 4, 128, 512
+    tokens = b * s
+    matmul = 2 * tokens * layers * 12 * h * h + 2 * tokens * h * vocab
+    attention = layers * 2 * (2 * b * s * s * h)
+    summary = json.loads(run([weftc, str(models_dir / "gpt.onnx"),
+                              "--emit=summary-json"]).stdout)
+    assert matmul + attention <= summary["flops"] <= 1.05 * (matmul + attention)

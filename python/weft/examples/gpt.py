@@ -1,0 +1,106 @@
+"""GPT-2-style decoder language model whose forward returns the LM loss.
+
+Token + learned position embeddings, `layers` pre-LayerNorm blocks (causal
+multi-head self-attention, GELU MLP with 4x expansion), final LayerNorm, LM
+head tied to the token embedding, cross-entropy over next tokens.
+
+Inputs: `tokens` int64 [batch, seq], `targets` int64 [batch, seq].
+Parameters (tied head counted once):
+    vocab*h + seq*h + layers*(12*h*h + 13*h) + 2*h.
+
+Usage: python3 -m weft.examples.gpt OUT.onnx [--layers 4 --hidden 128 ...]
+"""
+
+import argparse
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from weft.examples.common import export
+
+CONFIGS = {
+    "small": dict(layers=4, hidden=128, heads=4, seq=64, vocab=512, batch=8),
+    "medium": dict(layers=8, hidden=256, heads=8, seq=128, vocab=2048, batch=8),
+}
+
+
+class Block(nn.Module):
+    def __init__(self, hidden, heads, seq, dropout):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(hidden)
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.proj = nn.Linear(hidden, hidden)
+        self.ln2 = nn.LayerNorm(hidden)
+        self.fc = nn.Linear(hidden, 4 * hidden)
+        self.out = nn.Linear(4 * hidden, hidden)
+        self.drop = nn.Dropout(dropout)
+        # True above the diagonal: future positions a token must not see.
+        # A bool buffer is a constant in the graph, not a parameter.
+        self.register_buffer(
+            "future", torch.triu(torch.ones(seq, seq, dtype=torch.bool), 1))
+
+    def attention(self, x):
+        b, s, h = x.shape
+        q, k, v = self.qkv(x).split(h, dim=2)
+        shape = (b, s, self.heads, h // self.heads)
+        q, k, v = (t.reshape(shape).transpose(1, 2) for t in (q, k, v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(h // self.heads)
+        scores = scores.masked_fill(self.future[:s, :s], float("-inf"))
+        probs = self.drop(F.softmax(scores, dim=-1))
+        y = (probs @ v).transpose(1, 2).reshape(b, s, h)
+        return self.drop(self.proj(y))
+
+    def forward(self, x):
+        x = x + self.attention(self.ln1(x))
+        return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)))))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, hidden, heads, seq, vocab, dropout=0.0):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, hidden)
+        self.wpe = nn.Embedding(seq, hidden)
+        self.blocks = nn.ModuleList(
+            Block(hidden, heads, seq, dropout) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(hidden)
+        self.register_buffer("positions", torch.arange(seq))
+
+    def forward(self, tokens, targets):
+        s = tokens.shape[1]
+        x = self.wte(tokens) + self.wpe(self.positions[:s])
+        for block in self.blocks:
+            x = block(x)
+        logits = F.linear(self.ln_f(x), self.wte.weight)  # tied LM head
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                               targets.reshape(-1))
+
+
+def build(layers, hidden, heads, seq, vocab, batch, seed=0):
+    """The model and a fixed batch (tokens, targets)."""
+    torch.manual_seed(seed)
+    model = GPT(layers, hidden, heads, seq, vocab)
+    tokens = torch.randint(0, vocab, (batch, seq))
+    targets = torch.randint(0, vocab, (batch, seq))
+    return model, (tokens, targets)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("output")
+    parser.add_argument("--config", choices=CONFIGS, default="small")
+    for key in CONFIGS["small"]:
+        parser.add_argument("--" + key, type=int)
+    args = parser.parse_args(argv)
+    config = dict(CONFIGS[args.config])
+    config.update({k: v for k, v in vars(args).items()
+                   if k in config and v is not None})
+    model, inputs = build(**config)
+    print(export(model, inputs, ["tokens", "targets"], args.output,
+                 training=True))
+
+
+if __name__ == "__main__":
+    main()
