@@ -143,7 +143,7 @@ LogicalResult convertCast(GraphImporter &g, const Node &node) {
   int64_t to = g.attrInt(node, "to", 0);
   Type element = toMLIRElementType(to, g.context());
   if (!element)
-    return g.error(node) << "cast to ONNX dtype " << to << " is not supported";
+    return g.error(node) << "unsupported variant: cast to ONNX dtype " << to;
   if (g.allConstant(node)) {
     const HostTensor &in = *g.constant(node, 0);
     HostTensor out = HostTensor::zeros(to, in.shape);

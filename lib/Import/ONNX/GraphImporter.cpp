@@ -41,8 +41,11 @@ static std::string nodeName(const Node &node) {
 }
 
 Location GraphImporter::loc(const Node &node) {
-  return NameLoc::get(StringAttr::get(ctx, nodeName(node)),
-                      NameLoc::get(StringAttr::get(ctx, node.op_type())));
+  // loc("<node>"("<OpType>"("<model>":0:0))): diagnostics print the model
+  // file; passes and IR dumps keep the node name and op type.
+  return NameLoc::get(
+      StringAttr::get(ctx, nodeName(node)),
+      NameLoc::get(StringAttr::get(ctx, node.op_type()), unknownLoc));
 }
 
 InFlightDiagnostic GraphImporter::error(const Node &node) {
@@ -328,7 +331,7 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
   Type element = toMLIRElementType(tensorType.elem_type(), ctx);
   if (!info.type().has_tensor_type() || !element)
     return emitError(unknownLoc)
-           << "model input '" << info.name()
+           << "unsupported variant: model input '" << info.name()
            << "' is not a tensor of a supported element type";
   SmallVector<int64_t> shape;
   for (const auto &dim : tensorType.shape().dim())

@@ -64,9 +64,18 @@ int64_t defaultOpset(const onnx::ModelProto &model) {
   return -1;
 }
 
+/// The opset a model imports for `domain` ("" is the default domain).
+int64_t opsetOf(const onnx::ModelProto &model, const std::string &domain) {
+  if (domain.empty() || domain == "ai.onnx")
+    return defaultOpset(model);
+  for (const auto &opset : model.opset_import())
+    if (opset.domain() == domain)
+      return opset.version();
+  return -1;
+}
+
 /// Lists every node whose operator weft does not implement, all at once.
 LogicalResult checkSupported(const onnx::ModelProto &model, Location loc) {
-  int64_t opset = defaultOpset(model);
   const ConverterMap &table = converters();
   SmallVector<const onnx::NodeProto *> unsupported;
   for (const auto &node : model.graph().node()) {
@@ -81,7 +90,8 @@ LogicalResult checkSupported(const onnx::ModelProto &model, Location loc) {
   for (const onnx::NodeProto *node : unsupported) {
     diag << "\n  node '" << (node->name().empty() ? node->output(0) : node->name())
          << "' (" << (node->domain().empty() ? "" : node->domain() + ".")
-         << node->op_type() << ", opset " << opset << ")";
+         << node->op_type() << ", opset " << opsetOf(model, node->domain())
+         << ")";
   }
   return failure();
 }
@@ -117,6 +127,9 @@ LogicalResult fixInputShapes(onnx::ModelProto &model,
     if (initializerNames.contains(in.name()) ||
         options.frozenInputs.count(in.name()))
       continue;
+    if (!in.type().has_tensor_type())
+      return emitError(loc) << "unsupported variant: input '" << in.name()
+                            << "' is a sequence, map or optional, not a tensor";
     if (!in.type().tensor_type().has_shape())
       return emitError(loc) << "input '" << in.name()
                             << "' has no shape; give one with --input-shape "
@@ -186,13 +199,16 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
                         "(truncated or not an .onnx file)";
       return {};
     }
-    if (!model.has_graph() || defaultOpset(model) < 0) {
-      emitError(loc) << "not a valid ONNX model: no graph or no default-domain "
-                        "opset_import";
+    if (!model.has_graph()) {
+      emitError(loc) << "not a valid ONNX model: it has no graph";
       return {};
     }
     if (failed(checkSupported(model, loc)))
       return {};
+    if (defaultOpset(model) < 0) {
+      emitError(loc) << "not a valid ONNX model: no default-domain opset_import";
+      return {};
+    }
     try {
       onnx::checker::check_model(model);
     } catch (const std::exception &e) {
@@ -202,6 +218,9 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
     int64_t opset = defaultOpset(model);
     if (opset != kImportOpset) {
       try {
+        // Some adapters (opset-6 broadcasting) need operand shapes: infer
+        // them leniently first.
+        onnx::shape_inference::InferShapes(model);
         model = onnx::version_conversion::ConvertVersion(model, kImportOpset);
       } catch (const std::exception &e) {
         emitError(loc) << "cannot convert the model from opset " << opset
