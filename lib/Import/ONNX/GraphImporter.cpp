@@ -8,6 +8,9 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 using namespace mlir;
 using namespace weft;
 
@@ -66,9 +69,22 @@ int64_t GraphImporter::attrInt(const Node &node, StringRef name, int64_t dflt) {
   return a ? a->i() : dflt;
 }
 
+/// The shortest decimal that reads back as `f`: ONNX float attributes are
+/// float32, and 0.8f should become the f64 attribute 0.8, not 0.800000011920929.
+static double shortestDecimal(float f) {
+  for (int precision = 1; precision < 10; ++precision) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.*g", precision, f);
+    double d = std::strtod(text, nullptr);
+    if (static_cast<float>(d) == f)
+      return d;
+  }
+  return f;
+}
+
 double GraphImporter::attrFloat(const Node &node, StringRef name, double dflt) {
   const auto *a = attr(node, name);
-  return a ? a->f() : dflt;
+  return a ? shortestDecimal(a->f()) : dflt;
 }
 
 std::string GraphImporter::attrString(const Node &node, StringRef name,

@@ -1,0 +1,78 @@
+// Op verifiers and result-type inference reject malformed IR. A failed
+// inference reports the rule that failed, then MLIR's generic message.
+// RUN: weft-opt %s --split-input-file --verify-diagnostics
+
+func.func @broadcast_mismatch(%a: tensor<2x3xf32>, %b: tensor<4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{operand shapes 'tensor<2x3xf32>' and 'tensor<4xf32>' do not broadcast}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = weft.add %a, %b : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @wrong_result(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x5xf32> {
+  // expected-error @+2 {{inferred type(s) 'tensor<2x4xf32>' are incompatible with return type(s) of operation 'tensor<2x5xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = weft.matmul %a, %b : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+func.func @reshape_count(%a: tensor<2x3xf32>) -> tensor<7xf32> {
+  // expected-error @+2 {{reshape of 'tensor<2x3xf32>' (6 elements) to 7 elements}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = weft.reshape %a {shape = array<i64: 7>} : (tensor<2x3xf32>) -> tensor<7xf32>
+  return %0 : tensor<7xf32>
+}
+
+// -----
+
+func.func @softmax_axis(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{axis 2 out of range [0, 2)}}
+  %0 = weft.softmax %a {axis = 2 : i64} : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @reduce_axes(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{axes must be sorted and unique}}
+  %0 = weft.reduce_sum %a {axes = array<i64: 1, 0>, keepdims = false} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  // expected-error @+2 {{conv channels do not match}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = weft.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return %0 : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+func.func @split_sizes(%a: tensor<6xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{split sizes sum to 5, dim 0 is 6}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = weft.split %a {axis = 0 : i64, sizes = array<i64: 2, 3>} : (tensor<6xf32>) -> (tensor<2xf32>, tensor<3xf32>)
+  return %0#0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @loss_reduction(%s: tensor<4x10xf32>, %l: tensor<4xi64>) -> tensor<f32> {
+  // expected-error @+1 {{reduction must be 'mean', 'sum' or 'none', got 'max'}}
+  %0, %1 = weft.softmax_cross_entropy %s, %l {reduction = "max"} : (tensor<4x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>)
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @dynamic_shape(%a: tensor<?x3xf32>) -> tensor<?x3xf32> {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of any type values}}
+  %0 = weft.relu %a : tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}
