@@ -1,0 +1,79 @@
+//===- HostTensorTest.cpp - TensorProto decoding and constant folding -----===//
+
+#include "HostTensor.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <gtest/gtest.h>
+
+using namespace weft;
+using onnx::TensorProto;
+
+TEST(ReadTensorProto, TypedFieldsAndRawData) {
+  TensorProto typed;
+  typed.set_data_type(TensorProto::INT64);
+  typed.add_dims(3);
+  for (int64_t v : {4, -1, 7})
+    typed.add_int64_data(v);
+  HostTensor t;
+  std::string error;
+  ASSERT_TRUE(readTensorProto(typed, t, error)) << error;
+  EXPECT_EQ(t.toInts(), (llvm::SmallVector<int64_t>{4, -1, 7}));
+
+  // raw_data is little-endian: float 1.5 = 0x3FC00000, -2.0 = 0xC0000000.
+  TensorProto raw;
+  raw.set_data_type(TensorProto::FLOAT);
+  raw.add_dims(2);
+  raw.set_raw_data(std::string("\x00\x00\xc0\x3f\x00\x00\x00\xc0", 8));
+  ASSERT_TRUE(readTensorProto(raw, t, error)) << error;
+  EXPECT_DOUBLE_EQ(t.floats[0], 1.5);
+  EXPECT_DOUBLE_EQ(t.floats[1], -2.0);
+
+  // float16 in int32_data holds the bit pattern: 0x3C00 = 1.0.
+  TensorProto half;
+  half.set_data_type(TensorProto::FLOAT16);
+  half.add_int32_data(0x3C00);
+  ASSERT_TRUE(readTensorProto(half, t, error)) << error;
+  EXPECT_DOUBLE_EQ(t.floats[0], 1.0);
+}
+
+TEST(ReadTensorProto, RejectsExternalAndShortData) {
+  HostTensor t;
+  std::string error;
+  TensorProto external;
+  external.set_data_type(TensorProto::FLOAT);
+  external.add_dims(4);
+  external.set_data_location(TensorProto::EXTERNAL);
+  EXPECT_FALSE(readTensorProto(external, t, error));
+  EXPECT_NE(error.find("external"), std::string::npos);
+
+  TensorProto shortRaw;
+  shortRaw.set_data_type(TensorProto::INT32);
+  shortRaw.add_dims(2);
+  shortRaw.set_raw_data(std::string(4, '\0'));
+  EXPECT_FALSE(readTensorProto(shortRaw, t, error));
+  EXPECT_NE(error.find("8 expected"), std::string::npos);
+}
+
+TEST(BroadcastBinary, FoldsWithNumpyBroadcasting) {
+  HostTensor a = HostTensor::fromInts({1, 2, 3}, {3, 1});
+  HostTensor b = HostTensor::fromInts({10, 20}, {2});
+  HostTensor out;
+  ASSERT_TRUE(broadcastBinary(a, b, TensorProto::INT64,
+                              [](double x, double y) { return x * y; }, out));
+  EXPECT_EQ(out.shape, (llvm::SmallVector<int64_t>{3, 2}));
+  EXPECT_EQ(out.toInts(), (llvm::SmallVector<int64_t>{10, 20, 20, 40, 30, 60}));
+  EXPECT_FALSE(broadcastBinary(a, HostTensor::fromInts({1, 2}, {2, 1}),
+                               TensorProto::INT64,
+                               [](double x, double) { return x; }, out));
+}
+
+TEST(ToElementsAttr, KeepsDtype) {
+  mlir::MLIRContext ctx;
+  HostTensor t = HostTensor::zeros(TensorProto::BOOL, {2});
+  t.set(1, 5.0); // any non-zero is true
+  auto attr = toElementsAttr(t, &ctx);
+  EXPECT_TRUE(attr.getElementType().isInteger(1));
+  EXPECT_EQ(attr.getValues<bool>()[1], true);
+  EXPECT_EQ(attr.getValues<bool>()[0], false);
+}
