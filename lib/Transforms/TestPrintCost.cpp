@@ -15,14 +15,13 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-struct TestPrintCostPass
-    : weft::impl::TestPrintCostBase<TestPrintCostPass> {
+struct TestPrintCostPass : weft::impl::TestPrintCostBase<TestPrintCostPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     int64_t flops = 0, read = 0, written = 0;
     func.walk([&](CostOpInterface op) {
-      llvm::errs() << "cost @" << func.getSymName() << ": "
-                   << op->getName() << " flops=" << op.getFlops()
+      llvm::errs() << "cost @" << func.getSymName() << ": " << op->getName()
+                   << " flops=" << op.getFlops()
                    << " read=" << op.getBytesRead()
                    << " written=" << op.getBytesWritten() << "\n";
       flops += op.getFlops();

@@ -32,7 +32,8 @@ using namespace llvm;
 namespace {
 cl::OptionCategory category("weftc options");
 
-cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx | model.onnxtxt>"),
+cl::opt<std::string> inputFile(cl::Positional,
+                               cl::desc("<model.onnx | model.onnxtxt>"),
                                cl::Required, cl::cat(category));
 cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
@@ -49,15 +50,15 @@ cl::list<std::string> frozenInputs(
     cl::value_desc("NAME=FILE.pb"), cl::cat(category));
 
 enum class Emit { MLIR, Summary, SummaryJSON };
-cl::opt<Emit> emit(
-    "emit", cl::desc("What to print"), cl::init(Emit::MLIR),
-    cl::values(clEnumValN(Emit::MLIR, "mlir", "the imported weft IR"),
-               clEnumValN(Emit::Summary, "summary",
-                          "parameters, FLOPs and op histogram as text"),
-               clEnumValN(Emit::SummaryJSON, "summary-json",
-                          "the summary as one JSON object: params, "
-                          "param_bytes, state_bytes, flops, ops")),
-    cl::cat(category));
+cl::opt<Emit>
+    emit("emit", cl::desc("What to print"), cl::init(Emit::MLIR),
+         cl::values(clEnumValN(Emit::MLIR, "mlir", "the imported weft IR"),
+                    clEnumValN(Emit::Summary, "summary",
+                               "parameters, FLOPs and op histogram as text"),
+                    clEnumValN(Emit::SummaryJSON, "summary-json",
+                               "the summary as one JSON object: params, "
+                               "param_bytes, state_bytes, flops, ops")),
+         cl::cat(category));
 cl::opt<bool> splitInputFile(
     "split-input-file",
     cl::desc("Import each '# -----'-separated chunk of an .onnxtxt file as its "
@@ -77,7 +78,8 @@ std::string withCommas(int64_t v) {
   return out;
 }
 
-void printSummary(const weft::ModelSummary &s, StringRef source, raw_ostream &os) {
+void printSummary(const weft::ModelSummary &s, StringRef source,
+                  raw_ostream &os) {
   os << "model:        " << source << "\n";
   os << "parameters:   " << withCommas(s.params) << " ("
      << withCommas(s.paramBytes) << " bytes)\n";
@@ -94,14 +96,19 @@ nlohmann::json summaryJSON(const weft::ModelSummary &s) {
   nlohmann::json ops = nlohmann::json::object();
   for (const auto &[name, count] : s.opCounts)
     ops[name] = count;
-  return {{"params", s.params},       {"param_bytes", s.paramBytes},
-          {"state_bytes", s.stateBytes}, {"input_bytes", s.inputBytes},
-          {"flops", s.flops},         {"bytes_read", s.bytesRead},
-          {"bytes_written", s.bytesWritten}, {"ops", ops}};
+  return {{"params", s.params},
+          {"param_bytes", s.paramBytes},
+          {"state_bytes", s.stateBytes},
+          {"input_bytes", s.inputBytes},
+          {"flops", s.flops},
+          {"bytes_read", s.bytesRead},
+          {"bytes_written", s.bytesWritten},
+          {"ops", ops}};
 }
 
 LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
-                           const weft::ImportOptions &options, raw_ostream &os) {
+                           const weft::ImportOptions &options,
+                           raw_ostream &os) {
   MLIRContext context;
   SourceMgr sourceMgr;
   StringRef source = inputFile;
@@ -133,8 +140,8 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "weftc: the weft distributed-training compiler\n");
+  cl::ParseCommandLineOptions(
+      argc, argv, "weftc: the weft distributed-training compiler\n");
   if (listOps) {
     for (StringRef op : weft::supportedONNXOps())
       outs() << op << "\n";
@@ -151,7 +158,8 @@ int main(int argc, char **argv) {
   for (const std::string &spec : frozenInputs) {
     auto [name, file] = StringRef(spec).split('=');
     if (name.empty() || file.empty()) {
-      errs() << "weftc: --freeze-input '" << spec << "': expected NAME=FILE.pb\n";
+      errs() << "weftc: --freeze-input '" << spec
+             << "': expected NAME=FILE.pb\n";
       return 1;
     }
     options.frozenInputs[name.str()] = file.str();
@@ -171,7 +179,8 @@ int main(int argc, char **argv) {
     return processModel(std::move(chunk), options, os);
   };
   if (failed(splitAndProcessBuffer(std::move(buffer), process, output->os(),
-                                   splitInputFile ? "# -----" : "", "// -----")))
+                                   splitInputFile ? "# -----" : "",
+                                   "// -----")))
     return 1;
   output->keep();
   return 0;

@@ -1,4 +1,5 @@
-//===- ModelSummary.h - parameter, FLOP and op counts of a model -*- C++ -*-===//
+//===- ModelSummary.h - parameter, FLOP and op counts of a model -*- C++
+//-*-===//
 #ifndef WEFT_ANALYSIS_MODELSUMMARY_H
 #define WEFT_ANALYSIS_MODELSUMMARY_H
 

@@ -63,7 +63,8 @@ LogicalResult convertConstantOfShape(GraphImporter &g, const Node &node) {
     return success();
   }
   // Large fills stay a splat: no per-element storage.
-  auto type = RankedTensorType::get(dims, toMLIRElementType(fill.dtype, g.context()));
+  auto type =
+      RankedTensorType::get(dims, toMLIRElementType(fill.dtype, g.context()));
   auto splat = DenseElementsAttr::get(
       type, toElementsAttr(fill, g.context()).getSplatValue<Attribute>());
   g.bind(node, 0, ConstantOp::create(g.builder(), g.loc(node), splat));

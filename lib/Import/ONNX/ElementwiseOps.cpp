@@ -41,8 +41,9 @@ double divide(double a, double b, bool integer) {
   if (!integer)
     return a / b;
   // ONNX integer Div truncates toward zero (C semantics).
-  return b == 0 ? 0 : static_cast<double>(static_cast<int64_t>(a) /
-                                          static_cast<int64_t>(b));
+  return b == 0 ? 0
+                : static_cast<double>(static_cast<int64_t>(a) /
+                                      static_cast<int64_t>(b));
 }
 
 /// Folds a binary op on constants; returns true when it did.
@@ -87,8 +88,9 @@ LogicalResult convertBinary(GraphImporter &g, const Node &node) {
 /// `t` broadcast to `shape` (numpy rules).
 HostTensor broadcastTo(const HostTensor &t, ArrayRef<int64_t> shape) {
   HostTensor out;
-  broadcastBinary(t, HostTensor::zeros(t.dtype, shape), t.dtype,
-                  [](double x, double) { return x; }, out);
+  broadcastBinary(
+      t, HostTensor::zeros(t.dtype, shape), t.dtype,
+      [](double x, double) { return x; }, out);
   return out;
 }
 
@@ -111,7 +113,6 @@ LogicalResult convertWhere(GraphImporter &g, const Node &node) {
   if (!c || !x || !y)
     return failure();
   return g.bindResults(node, g.build<WhereOp>(node, c, x, y));
-
 }
 
 LogicalResult convertClip(GraphImporter &g, const Node &node) {
@@ -148,8 +149,7 @@ LogicalResult convertCast(GraphImporter &g, const Node &node) {
     const HostTensor &in = *g.constant(node, 0);
     HostTensor out = HostTensor::zeros(to, in.shape);
     for (int64_t k = 0; k < in.size(); ++k)
-      out.set(k, out.isFloat() ? in.getDouble(k)
-                               : std::trunc(in.getDouble(k)));
+      out.set(k, out.isFloat() ? in.getDouble(k) : std::trunc(in.getDouble(k)));
     g.bind(node, 0, std::move(out));
     return success();
   }
@@ -157,7 +157,6 @@ LogicalResult convertCast(GraphImporter &g, const Node &node) {
   if (!x)
     return failure();
   return g.bindResults(node, g.build<CastOp>(node, x, element));
-
 }
 
 } // namespace

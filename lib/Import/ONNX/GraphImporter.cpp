@@ -70,7 +70,8 @@ int64_t GraphImporter::attrInt(const Node &node, StringRef name, int64_t dflt) {
 }
 
 /// The shortest decimal that reads back as `f`: ONNX float attributes are
-/// float32, and 0.8f should become the f64 attribute 0.8, not 0.800000011920929.
+/// float32, and 0.8f should become the f64 attribute 0.8, not
+/// 0.800000011920929.
 static double shortestDecimal(float f) {
   for (int precision = 1; precision < 10; ++precision) {
     char text[32];
@@ -298,7 +299,8 @@ LogicalResult GraphImporter::checkAgainstONNX(const Node &node, int i,
       mismatch = true;
     } else {
       for (int d = 0; d < dims.size(); ++d)
-        if (dims[d].has_dim_value() && dims[d].dim_value() != type.getDimSize(d))
+        if (dims[d].has_dim_value() &&
+            dims[d].dim_value() != type.getDimSize(d))
           mismatch = true;
     }
   }
@@ -331,7 +333,8 @@ void GraphImporter::classifyInitializers() {
       const std::string &name = node.input(i);
       if (!initializers.count(name))
         continue;
-      bool statistic = node.op_type() == "BatchNormalization" && (i == 3 || i == 4);
+      bool statistic =
+          node.op_type() == "BatchNormalization" && (i == 3 || i == 4);
       auto [it, inserted] = onlyStatistics.insert({name, statistic});
       if (!inserted)
         it->second = it->second && statistic;
@@ -371,8 +374,9 @@ LogicalResult GraphImporter::run(ModuleOp module) {
     liveNames.insert(out.name());
   for (int n = graph.node_size() - 1; n >= 0; --n) {
     const Node &node = graph.node(n);
-    if (llvm::any_of(node.output(),
-                     [&](const std::string &o) { return liveNames.contains(o); }))
+    if (llvm::any_of(node.output(), [&](const std::string &o) {
+          return liveNames.contains(o);
+        }))
       for (const std::string &in : node.input())
         liveNames.insert(in);
   }
@@ -393,8 +397,9 @@ LogicalResult GraphImporter::run(ModuleOp module) {
       std::string why;
       auto buffer = llvm::MemoryBuffer::getFile(frozen->second);
       HostTensor t;
-      if (!buffer || !proto.ParseFromArray((*buffer)->getBufferStart(),
-                                           (*buffer)->getBufferSize()) ||
+      if (!buffer ||
+          !proto.ParseFromArray((*buffer)->getBufferStart(),
+                                (*buffer)->getBufferSize()) ||
           !readTensorProto(proto, t, why))
         return emitError(unknownLoc)
                << "--freeze-input " << info.name() << "=" << frozen->second

@@ -82,10 +82,10 @@ public:
     mlir::OperationState state(loc(node), OpT::getOperationName());
     OpT::build(b, state, mlir::TypeRange(), std::forward<Args>(args)...);
     llvm::SmallVector<mlir::Type> types;
-    if (failed(OpT::inferReturnTypes(
-            ctx, state.location, state.operands,
-            state.attributes.getDictionary(ctx), state.getRawProperties(),
-            state.regions, types)))
+    if (failed(OpT::inferReturnTypes(ctx, state.location, state.operands,
+                                     state.attributes.getDictionary(ctx),
+                                     state.getRawProperties(), state.regions,
+                                     types)))
       return nullptr;
     state.addTypes(types);
     return b.create(state);
@@ -124,11 +124,11 @@ private:
   mlir::func::FuncOp func;
   mlir::Location unknownLoc;
 
-  llvm::StringMap<mlir::Value> values;         ///< converted SSA values
-  llvm::StringMap<HostTensor> constants;       ///< compile-time constants
+  llvm::StringMap<mlir::Value> values;   ///< converted SSA values
+  llvm::StringMap<HostTensor> constants; ///< compile-time constants
   llvm::StringMap<const onnx::TensorProto *> initializers;
   llvm::StringMap<const onnx::TypeProto *> onnxTypes; ///< value_info/outputs
-  llvm::StringMap<mlir::LocationAttr> constantLocs; ///< where each was folded
+  llvm::StringMap<mlir::LocationAttr> constantLocs;   ///< where each was folded
   llvm::StringSet<> liveNames;         ///< names the graph outputs depend on
   llvm::StringSet<> graphInputs;       ///< non-initializer graph inputs
   llvm::StringSet<> stateInitializers; ///< batch-norm running statistics

@@ -64,20 +64,34 @@ llvm::SmallVector<int64_t> HostTensor::toInts() const {
 
 Type toMLIRElementType(int32_t dtype, MLIRContext *ctx) {
   switch (dtype) {
-  case TensorProto::FLOAT: return Float32Type::get(ctx);
-  case TensorProto::DOUBLE: return Float64Type::get(ctx);
-  case TensorProto::FLOAT16: return Float16Type::get(ctx);
-  case TensorProto::BFLOAT16: return BFloat16Type::get(ctx);
-  case TensorProto::BOOL: return IntegerType::get(ctx, 1);
-  case TensorProto::INT8: return IntegerType::get(ctx, 8);
-  case TensorProto::INT16: return IntegerType::get(ctx, 16);
-  case TensorProto::INT32: return IntegerType::get(ctx, 32);
-  case TensorProto::INT64: return IntegerType::get(ctx, 64);
-  case TensorProto::UINT8: return IntegerType::get(ctx, 8, IntegerType::Unsigned);
-  case TensorProto::UINT16: return IntegerType::get(ctx, 16, IntegerType::Unsigned);
-  case TensorProto::UINT32: return IntegerType::get(ctx, 32, IntegerType::Unsigned);
-  case TensorProto::UINT64: return IntegerType::get(ctx, 64, IntegerType::Unsigned);
-  default: return {};
+  case TensorProto::FLOAT:
+    return Float32Type::get(ctx);
+  case TensorProto::DOUBLE:
+    return Float64Type::get(ctx);
+  case TensorProto::FLOAT16:
+    return Float16Type::get(ctx);
+  case TensorProto::BFLOAT16:
+    return BFloat16Type::get(ctx);
+  case TensorProto::BOOL:
+    return IntegerType::get(ctx, 1);
+  case TensorProto::INT8:
+    return IntegerType::get(ctx, 8);
+  case TensorProto::INT16:
+    return IntegerType::get(ctx, 16);
+  case TensorProto::INT32:
+    return IntegerType::get(ctx, 32);
+  case TensorProto::INT64:
+    return IntegerType::get(ctx, 64);
+  case TensorProto::UINT8:
+    return IntegerType::get(ctx, 8, IntegerType::Unsigned);
+  case TensorProto::UINT16:
+    return IntegerType::get(ctx, 16, IntegerType::Unsigned);
+  case TensorProto::UINT32:
+    return IntegerType::get(ctx, 32, IntegerType::Unsigned);
+  case TensorProto::UINT64:
+    return IntegerType::get(ctx, 64, IntegerType::Unsigned);
+  default:
+    return {};
   }
 }
 
@@ -85,12 +99,25 @@ namespace {
 /// Bytes per element in raw_data.
 int64_t rawWidth(int32_t dtype) {
   switch (dtype) {
-  case TensorProto::BOOL: case TensorProto::INT8: case TensorProto::UINT8: return 1;
-  case TensorProto::INT16: case TensorProto::UINT16: case TensorProto::FLOAT16:
-  case TensorProto::BFLOAT16: return 2;
-  case TensorProto::INT32: case TensorProto::UINT32: case TensorProto::FLOAT: return 4;
-  case TensorProto::INT64: case TensorProto::UINT64: case TensorProto::DOUBLE: return 8;
-  default: return 0;
+  case TensorProto::BOOL:
+  case TensorProto::INT8:
+  case TensorProto::UINT8:
+    return 1;
+  case TensorProto::INT16:
+  case TensorProto::UINT16:
+  case TensorProto::FLOAT16:
+  case TensorProto::BFLOAT16:
+    return 2;
+  case TensorProto::INT32:
+  case TensorProto::UINT32:
+  case TensorProto::FLOAT:
+    return 4;
+  case TensorProto::INT64:
+  case TensorProto::UINT64:
+  case TensorProto::DOUBLE:
+    return 8;
+  default:
+    return 0;
   }
 }
 
@@ -109,16 +136,33 @@ double halfToDouble(uint16_t bits, bool bfloat) {
 double decodeRaw(const char *p, int32_t dtype, int64_t *asInt) {
   using namespace llvm::support;
   switch (dtype) {
-  case TensorProto::BOOL: case TensorProto::UINT8: *asInt = (uint8_t)*p; return 0;
-  case TensorProto::INT8: *asInt = (int8_t)*p; return 0;
-  case TensorProto::INT16: *asInt = (int16_t)endian::read16le(p); return 0;
-  case TensorProto::UINT16: *asInt = endian::read16le(p); return 0;
-  case TensorProto::INT32: *asInt = (int32_t)endian::read32le(p); return 0;
-  case TensorProto::UINT32: *asInt = endian::read32le(p); return 0;
-  case TensorProto::INT64: case TensorProto::UINT64:
-    *asInt = (int64_t)endian::read64le(p); return 0;
-  case TensorProto::FLOAT16: return halfToDouble(endian::read16le(p), false);
-  case TensorProto::BFLOAT16: return halfToDouble(endian::read16le(p), true);
+  case TensorProto::BOOL:
+  case TensorProto::UINT8:
+    *asInt = (uint8_t)*p;
+    return 0;
+  case TensorProto::INT8:
+    *asInt = (int8_t)*p;
+    return 0;
+  case TensorProto::INT16:
+    *asInt = (int16_t)endian::read16le(p);
+    return 0;
+  case TensorProto::UINT16:
+    *asInt = endian::read16le(p);
+    return 0;
+  case TensorProto::INT32:
+    *asInt = (int32_t)endian::read32le(p);
+    return 0;
+  case TensorProto::UINT32:
+    *asInt = endian::read32le(p);
+    return 0;
+  case TensorProto::INT64:
+  case TensorProto::UINT64:
+    *asInt = (int64_t)endian::read64le(p);
+    return 0;
+  case TensorProto::FLOAT16:
+    return halfToDouble(endian::read16le(p), false);
+  case TensorProto::BFLOAT16:
+    return halfToDouble(endian::read16le(p), true);
   case TensorProto::FLOAT: {
     uint32_t w = endian::read32le(p);
     float f;
@@ -138,9 +182,9 @@ double decodeRaw(const char *p, int32_t dtype, int64_t *asInt) {
 
 bool readTensorProto(const TensorProto &proto, HostTensor &out,
                      std::string &error) {
-  out = HostTensor::zeros(proto.data_type(),
-                          llvm::SmallVector<int64_t>(proto.dims().begin(),
-                                                     proto.dims().end()));
+  out = HostTensor::zeros(
+      proto.data_type(),
+      llvm::SmallVector<int64_t>(proto.dims().begin(), proto.dims().end()));
   if (proto.data_location() == TensorProto::EXTERNAL) {
     error = "its data is in an external file";
     return false;
@@ -182,19 +226,27 @@ bool readTensorProto(const TensorProto &proto, HostTensor &out,
   };
   switch (proto.data_type()) {
   case TensorProto::FLOAT:
-    return fill(proto.float_data(), [&](int64_t k, float v) { out.floats[k] = v; });
+    return fill(proto.float_data(),
+                [&](int64_t k, float v) { out.floats[k] = v; });
   case TensorProto::DOUBLE:
-    return fill(proto.double_data(), [&](int64_t k, double v) { out.floats[k] = v; });
+    return fill(proto.double_data(),
+                [&](int64_t k, double v) { out.floats[k] = v; });
   case TensorProto::INT64:
-    return fill(proto.int64_data(), [&](int64_t k, int64_t v) { out.ints[k] = v; });
-  case TensorProto::UINT64: case TensorProto::UINT32:
-    return fill(proto.uint64_data(), [&](int64_t k, uint64_t v) { out.ints[k] = v; });
-  case TensorProto::FLOAT16: case TensorProto::BFLOAT16:
+    return fill(proto.int64_data(),
+                [&](int64_t k, int64_t v) { out.ints[k] = v; });
+  case TensorProto::UINT64:
+  case TensorProto::UINT32:
+    return fill(proto.uint64_data(),
+                [&](int64_t k, uint64_t v) { out.ints[k] = v; });
+  case TensorProto::FLOAT16:
+  case TensorProto::BFLOAT16:
     return fill(proto.int32_data(), [&](int64_t k, int32_t v) {
-      out.floats[k] = halfToDouble(uint16_t(v), proto.data_type() == TensorProto::BFLOAT16);
+      out.floats[k] =
+          halfToDouble(uint16_t(v), proto.data_type() == TensorProto::BFLOAT16);
     });
   default:
-    return fill(proto.int32_data(), [&](int64_t k, int32_t v) { out.ints[k] = v; });
+    return fill(proto.int32_data(),
+                [&](int64_t k, int32_t v) { out.ints[k] = v; });
   }
 }
 
@@ -207,8 +259,8 @@ DenseElementsAttr toElementsAttr(const HostTensor &t, MLIRContext *ctx) {
     for (double d : t.floats) {
       llvm::APFloat f(d);
       bool lost;
-      f.convert(floatType.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
-                &lost);
+      f.convert(floatType.getFloatSemantics(),
+                llvm::APFloat::rmNearestTiesToEven, &lost);
       values.push_back(f);
     }
     return DenseElementsAttr::get(type, values);
@@ -221,7 +273,8 @@ DenseElementsAttr toElementsAttr(const HostTensor &t, MLIRContext *ctx) {
   llvm::SmallVector<llvm::APInt> values;
   values.reserve(t.size());
   for (int64_t v : t.ints)
-    values.push_back(llvm::APInt(width, v, /*isSigned=*/true, /*implicitTrunc=*/true));
+    values.push_back(
+        llvm::APInt(width, v, /*isSigned=*/true, /*implicitTrunc=*/true));
   return DenseElementsAttr::get(type, values);
 }
 

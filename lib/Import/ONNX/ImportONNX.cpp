@@ -21,9 +21,10 @@ using namespace weft;
 
 bool weft::isONNXTextPath(StringRef path) { return path.ends_with(".onnxtxt"); }
 
-LogicalResult weft::parseInputShape(
-    StringRef spec, std::map<std::string, SmallVector<int64_t>> &out,
-    std::string &error) {
+LogicalResult
+weft::parseInputShape(StringRef spec,
+                      std::map<std::string, SmallVector<int64_t>> &out,
+                      std::string &error) {
   auto [name, dims] = spec.rsplit('=');
   if (name.empty() || !spec.contains('=')) {
     error = "--input-shape '" + spec.str() + "': expected NAME=DxDx...";
@@ -85,11 +86,12 @@ LogicalResult checkSupported(const onnx::ModelProto &model, Location loc) {
   }
   if (unsupported.empty())
     return success();
-  auto diag = emitError(loc) << unsupported.size()
-                             << " unsupported ONNX node(s):";
+  auto diag = emitError(loc)
+              << unsupported.size() << " unsupported ONNX node(s):";
   for (const onnx::NodeProto *node : unsupported) {
-    diag << "\n  node '" << (node->name().empty() ? node->output(0) : node->name())
-         << "' (" << (node->domain().empty() ? "" : node->domain() + ".")
+    diag << "\n  node '"
+         << (node->name().empty() ? node->output(0) : node->name()) << "' ("
+         << (node->domain().empty() ? "" : node->domain() + ".")
          << node->op_type() << ", opset " << opsetOf(model, node->domain())
          << ")";
   }
@@ -114,11 +116,12 @@ LogicalResult fixInputShapes(onnx::ModelProto &model,
           diag << " '" << in.name() << "'";
       return failure();
     }
-    auto *tensorShape = it->mutable_type()->mutable_tensor_type()->mutable_shape();
+    auto *tensorShape =
+        it->mutable_type()->mutable_tensor_type()->mutable_shape();
     if (tensorShape->dim_size() != (int)shape.size() && tensorShape->dim_size())
-      return emitError(loc) << "--input-shape " << name << " gives rank "
-                            << shape.size() << ", the model declares rank "
-                            << tensorShape->dim_size();
+      return emitError(loc)
+             << "--input-shape " << name << " gives rank " << shape.size()
+             << ", the model declares rank " << tensorShape->dim_size();
     tensorShape->clear_dim();
     for (int64_t d : shape)
       tensorShape->add_dim()->set_dim_value(d);
@@ -148,7 +151,8 @@ LogicalResult fixInputShapes(onnx::ModelProto &model,
 }
 
 /// An input that is also an initializer (ONNX IR < 4 style) must agree with it.
-LogicalResult checkInitializerInputs(const onnx::ModelProto &model, Location loc) {
+LogicalResult checkInitializerInputs(const onnx::ModelProto &model,
+                                     Location loc) {
   llvm::StringMap<const onnx::TensorProto *> inits;
   for (const auto &init : model.graph().initializer())
     inits[init.name()] = &init;
@@ -180,7 +184,8 @@ LogicalResult checkInitializerInputs(const onnx::ModelProto &model, Location loc
 } // namespace
 
 OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
-                                       bool isText, const ImportOptions &options,
+                                       bool isText,
+                                       const ImportOptions &options,
                                        MLIRContext *context) {
   context->loadDialect<WeftDialect, func::FuncDialect>();
   Location loc = FileLineColLoc::get(context, sourceName, 0, 0);
@@ -189,7 +194,8 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
   try {
     if (isText) {
       std::string text = buffer.str();
-      onnx::Common::Status status = onnx::OnnxParser::Parse(model, text.c_str());
+      onnx::Common::Status status =
+          onnx::OnnxParser::Parse(model, text.c_str());
       if (!status.IsOK()) {
         emitError(loc) << "cannot parse ONNX text: " << status.ErrorMessage();
         return {};
@@ -206,7 +212,8 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
     if (failed(checkSupported(model, loc)))
       return {};
     if (defaultOpset(model) < 0) {
-      emitError(loc) << "not a valid ONNX model: no default-domain opset_import";
+      emitError(loc)
+          << "not a valid ONNX model: no default-domain opset_import";
       return {};
     }
     try {
@@ -235,9 +242,8 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
       onnx::ShapeInferenceOptions inference(/*check_type=*/true,
                                             /*strict_mode=*/1,
                                             /*data_prop=*/true);
-      onnx::shape_inference::InferShapes(model,
-                                         onnx::OpSchemaRegistry::Instance(),
-                                         inference);
+      onnx::shape_inference::InferShapes(
+          model, onnx::OpSchemaRegistry::Instance(), inference);
     } catch (const std::exception &e) {
       emitError(loc) << "ONNX shape inference fails: " << e.what();
       return {};

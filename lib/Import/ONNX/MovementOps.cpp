@@ -56,7 +56,6 @@ LogicalResult bindReshape(GraphImporter &g, const Node &node,
   if (!x)
     return failure();
   return g.bindResults(node, g.build<ReshapeOp>(node, x, shape));
-
 }
 
 int64_t product(ArrayRef<int64_t> dims) {
@@ -149,8 +148,8 @@ LogicalResult convertSqueeze(GraphImporter &g, const Node &node) {
     return failure();
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < type.getRank(); ++i) {
-    bool squeeze = axes->empty() ? type.getDimSize(i) == 1
-                                 : llvm::is_contained(*axes, i);
+    bool squeeze =
+        axes->empty() ? type.getDimSize(i) == 1 : llvm::is_contained(*axes, i);
     if (squeeze && type.getDimSize(i) != 1)
       return g.error(node) << "cannot squeeze dim " << i << " of " << type;
     if (!squeeze)
@@ -201,7 +200,6 @@ LogicalResult convertTranspose(GraphImporter &g, const Node &node) {
   if (!x)
     return failure();
   return g.bindResults(node, g.build<TransposeOp>(node, x, perm));
-
 }
 
 LogicalResult convertExpand(GraphImporter &g, const Node &node) {
@@ -212,12 +210,14 @@ LogicalResult convertExpand(GraphImporter &g, const Node &node) {
   SmallVector<int64_t> target(shapeArg->toInts());
   auto shape = broadcastShapes(type.getShape(), target);
   if (!shape)
-    return g.error(node) << "cannot expand " << type << " to [" << target << "]";
+    return g.error(node) << "cannot expand " << type << " to [" << target
+                         << "]";
   if (const HostTensor *c = g.constant(node, 0);
       c && product(*shape) <= kMaxFoldElements) {
     HostTensor out;
-    broadcastBinary(*c, HostTensor::zeros(c->dtype, *shape), c->dtype,
-                    [](double x, double) { return x; }, out);
+    broadcastBinary(
+        *c, HostTensor::zeros(c->dtype, *shape), c->dtype,
+        [](double x, double) { return x; }, out);
     g.bind(node, 0, std::move(out));
     return success();
   }
@@ -225,7 +225,6 @@ LogicalResult convertExpand(GraphImporter &g, const Node &node) {
   if (!x)
     return failure();
   return g.bindResults(node, g.build<ExpandOp>(node, x, *shape));
-
 }
 
 LogicalResult convertConcat(GraphImporter &g, const Node &node) {
@@ -264,7 +263,6 @@ LogicalResult convertConcat(GraphImporter &g, const Node &node) {
     inputs.push_back(v);
   }
   return g.bindResults(node, g.build<ConcatOp>(node, inputs, *axis));
-
 }
 
 LogicalResult convertSplit(GraphImporter &g, const Node &node) {
@@ -305,7 +303,8 @@ LogicalResult convertSlice(GraphImporter &g, const Node &node) {
   const HostTensor *endsArg = g.requireConstant(node, 2, "ends");
   if (!startsArg || !endsArg)
     return failure();
-  SmallVector<int64_t> startsIn = startsArg->toInts(), endsIn = endsArg->toInts();
+  SmallVector<int64_t> startsIn = startsArg->toInts(),
+                       endsIn = endsArg->toInts();
   SmallVector<int64_t> axes(startsIn.size()), stepsIn(startsIn.size(), 1);
   std::iota(axes.begin(), axes.end(), 0);
   if (g.has(node, 3)) {
@@ -368,7 +367,6 @@ LogicalResult convertSlice(GraphImporter &g, const Node &node) {
   if (!x)
     return failure();
   return g.bindResults(node, g.build<SliceOp>(node, x, starts, ends, steps));
-
 }
 
 LogicalResult convertGather(GraphImporter &g, const Node &node) {
@@ -380,7 +378,8 @@ LogicalResult convertGather(GraphImporter &g, const Node &node) {
   if (failed(axis))
     return failure();
   if (g.allConstant(node)) {
-    const HostTensor &data = *g.constant(node, 0), &indices = *g.constant(node, 1);
+    const HostTensor &data = *g.constant(node, 0),
+                     &indices = *g.constant(node, 1);
     int64_t dim = data.shape[*axis];
     SmallVector<int64_t> shape(ArrayRef(data.shape).take_front(*axis));
     llvm::append_range(shape, indices.shape);
@@ -394,7 +393,8 @@ LogicalResult convertGather(GraphImporter &g, const Node &node) {
     int64_t indexRank = indices.shape.size();
     g.bind(node, 0, remap(data, shape, [&](ArrayRef<int64_t> idx) {
              // idx = outer (axis dims) ++ index position ++ inner dims.
-             int64_t which = flatIndex(idx.slice(*axis, indexRank), indexStrides);
+             int64_t which =
+                 flatIndex(idx.slice(*axis, indexRank), indexStrides);
              int64_t i = indices.getInt(which);
              int64_t flat = (i < 0 ? i + dim : i) * strides[*axis];
              for (int64_t d = 0; d < *axis; ++d)
@@ -409,7 +409,6 @@ LogicalResult convertGather(GraphImporter &g, const Node &node) {
   if (!data || !indices)
     return failure();
   return g.bindResults(node, g.build<GatherOp>(node, data, indices, *axis));
-
 }
 
 LogicalResult convertPad(GraphImporter &g, const Node &node) {
@@ -429,9 +428,9 @@ LogicalResult convertPad(GraphImporter &g, const Node &node) {
     value = v->size() ? v->getDouble(0) : 0.0;
   }
   SmallVector<int64_t> padding(pads->toInts());
-  return g.bindResults(node, g.build<PadOp>(node, x, g.builder().getDenseI64ArrayAttr(padding),
-                                g.builder().getF64FloatAttr(value)));
-
+  return g.bindResults(
+      node, g.build<PadOp>(node, x, g.builder().getDenseI64ArrayAttr(padding),
+                           g.builder().getF64FloatAttr(value)));
 }
 
 LogicalResult convertTrilu(GraphImporter &g, const Node &node) {
@@ -446,8 +445,8 @@ LogicalResult convertTrilu(GraphImporter &g, const Node &node) {
     k = t->getInt(0);
   }
   bool upper = g.attrInt(node, "upper", 1);
-  g.bind(node, 0, TriluOp::create(g.builder(), g.loc(node), x.getType(), x,
-                                  upper, k));
+  g.bind(node, 0,
+         TriluOp::create(g.builder(), g.loc(node), x.getType(), x, upper, k));
   return success();
 }
 
@@ -469,8 +468,10 @@ LogicalResult convertResize(GraphImporter &g, const Node &node) {
   SmallVector<double> scales;
   // Resize-13: exactly one of scales (input 2) and sizes (input 3); an empty
   // tensor counts as absent.
-  const HostTensor *scalesArg = g.has(node, 2) ? g.requireConstant(node, 2, "scales") : nullptr;
-  const HostTensor *sizesArg = g.has(node, 3) ? g.requireConstant(node, 3, "sizes") : nullptr;
+  const HostTensor *scalesArg =
+      g.has(node, 2) ? g.requireConstant(node, 2, "scales") : nullptr;
+  const HostTensor *sizesArg =
+      g.has(node, 3) ? g.requireConstant(node, 3, "sizes") : nullptr;
   if ((g.has(node, 2) && !scalesArg) || (g.has(node, 3) && !sizesArg))
     return failure();
   if (sizesArg && sizesArg->size() > 0) {
@@ -488,9 +489,10 @@ LogicalResult convertResize(GraphImporter &g, const Node &node) {
   } else {
     return g.error(node) << "needs scales or sizes with one entry per dim";
   }
-  return g.bindResults(node, g.build<ResizeOp>(node, x, sizes, scales, transform,
-             g.attrString(node, "nearest_mode", "round_prefer_floor")));
-
+  return g.bindResults(node,
+                       g.build<ResizeOp>(node, x, sizes, scales, transform,
+                                         g.attrString(node, "nearest_mode",
+                                                      "round_prefer_floor")));
 }
 
 } // namespace

@@ -29,12 +29,12 @@ LogicalResult convertGemm(GraphImporter &g, const Node &node) {
   Value c = g.optionalOperand(node, 2);
   OpBuilder &builder = g.builder();
   return g.bindResults(
-      node, g.build<GemmOp>(
-                node, a, b, c,
-                builder.getF64FloatAttr(g.attrFloat(node, "alpha", 1.0)),
-                builder.getF64FloatAttr(g.attrFloat(node, "beta", 1.0)),
-                builder.getBoolAttr(g.attrInt(node, "transA", 0)),
-                builder.getBoolAttr(g.attrInt(node, "transB", 0))));
+      node,
+      g.build<GemmOp>(node, a, b, c,
+                      builder.getF64FloatAttr(g.attrFloat(node, "alpha", 1.0)),
+                      builder.getF64FloatAttr(g.attrFloat(node, "beta", 1.0)),
+                      builder.getBoolAttr(g.attrInt(node, "transA", 0)),
+                      builder.getBoolAttr(g.attrInt(node, "transB", 0))));
 }
 
 template <typename OpT>
@@ -80,12 +80,12 @@ LogicalResult convertBatchNorm(GraphImporter &g, const Node &node) {
   OpBuilder &b = g.builder();
   bool training = g.attrInt(node, "training_mode", 0);
   return g.bindResults(
-      node, g.build<BatchNormOp>(
-                node, operands[0], operands[1], operands[2], operands[3],
-                operands[4],
-                b.getF64FloatAttr(g.attrFloat(node, "epsilon", 1e-5)),
-                b.getF64FloatAttr(g.attrFloat(node, "momentum", 0.9)),
-                b.getBoolAttr(training)));
+      node,
+      g.build<BatchNormOp>(
+          node, operands[0], operands[1], operands[2], operands[3], operands[4],
+          b.getF64FloatAttr(g.attrFloat(node, "epsilon", 1e-5)),
+          b.getF64FloatAttr(g.attrFloat(node, "momentum", 0.9)),
+          b.getBoolAttr(training)));
 }
 
 LogicalResult convertDropout(GraphImporter &g, const Node &node) {
@@ -109,10 +109,9 @@ LogicalResult convertDropout(GraphImporter &g, const Node &node) {
   OpBuilder &b = g.builder();
   const auto *seed = g.attr(node, "seed");
   return g.bindResults(
-      node, g.build<DropoutOp>(node, x, b.getF64FloatAttr(ratio),
-                               b.getBoolAttr(training),
-                               seed ? b.getI64IntegerAttr(seed->i())
-                                    : IntegerAttr()));
+      node, g.build<DropoutOp>(
+                node, x, b.getF64FloatAttr(ratio), b.getBoolAttr(training),
+                seed ? b.getI64IntegerAttr(seed->i()) : IntegerAttr()));
 }
 
 /// ReduceSum-13 takes axes as input 1; ReduceMean/ReduceMax-13 as an
@@ -158,10 +157,9 @@ LogicalResult convertGlobalAveragePool(GraphImporter &g, const Node &node) {
   for (int64_t i = 2; i < rank; ++i)
     spatial.push_back(i);
   OpBuilder &b = g.builder();
-  return g.bindResults(node,
-                       g.build<ReduceMeanOp>(node, x,
-                                             b.getDenseI64ArrayAttr(spatial),
-                                             b.getBoolAttr(true)));
+  return g.bindResults(
+      node, g.build<ReduceMeanOp>(node, x, b.getDenseI64ArrayAttr(spatial),
+                                  b.getBoolAttr(true)));
 }
 
 /// Window attributes of Conv/ConvTranspose/pooling with defaults filled in.
@@ -221,7 +219,8 @@ LogicalResult convertConv(GraphImporter &g, const Node &node) {
   auto weightType = cast<RankedTensorType>(weight.getType());
   FailureOr<Window> w =
       readWindow(g, node, cast<RankedTensorType>(x.getType()),
-                 weightType.getShape().drop_front(std::min<int64_t>(2, weightType.getRank())));
+                 weightType.getShape().drop_front(
+                     std::min<int64_t>(2, weightType.getRank())));
   if (failed(w))
     return failure();
   OpBuilder &b = g.builder();
@@ -247,16 +246,18 @@ LogicalResult convertConvTranspose(GraphImporter &g, const Node &node) {
   for (auto &a : *plain.mutable_attribute())
     if (a.name() == "auto_pad")
       a.set_s("NOTSET");
-  FailureOr<Window> w = readWindow(
-      g, plain, input,
-      weightType.getShape().drop_front(std::min<int64_t>(2, weightType.getRank())));
+  FailureOr<Window> w =
+      readWindow(g, plain, input,
+                 weightType.getShape().drop_front(
+                     std::min<int64_t>(2, weightType.getRank())));
   if (failed(w))
     return failure();
   SmallVector<int64_t> outputPadding = g.attrInts(node, "output_padding");
   if (outputPadding.empty())
     outputPadding.assign(n, 0);
   SmallVector<int64_t> outputShape = g.attrInts(node, "output_shape");
-  if (outputShape.empty() && (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER"))
+  if (outputShape.empty() &&
+      (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER"))
     for (int64_t i = 0; i < n; ++i)
       outputShape.push_back(input.getDimSize(i + 2) * w->strides[i]);
   if (!outputShape.empty()) {
@@ -268,22 +269,22 @@ LogicalResult convertConvTranspose(GraphImporter &g, const Node &node) {
       return g.error(node) << "output_shape needs " << n << " entries";
     for (int64_t i = 0; i < n; ++i) {
       int64_t total = w->strides[i] * (input.getDimSize(i + 2) - 1) +
-                      outputPadding[i] +
-                      (w->kernel[i] - 1) * w->dilations[i] + 1 - outputShape[i];
+                      outputPadding[i] + (w->kernel[i] - 1) * w->dilations[i] +
+                      1 - outputShape[i];
       int64_t half = total / 2;
       w->pads[i] = autoPad == "SAME_UPPER" ? half : total - half;
       w->pads[i + n] = autoPad == "SAME_UPPER" ? total - half : half;
     }
   }
   OpBuilder &b = g.builder();
-  return g.bindResults(
-      node, g.build<ConvTransposeOp>(
-                node, x, weight, g.optionalOperand(node, 2),
-                b.getDenseI64ArrayAttr(w->strides),
-                b.getDenseI64ArrayAttr(w->pads),
-                b.getDenseI64ArrayAttr(w->dilations),
-                b.getDenseI64ArrayAttr(outputPadding),
-                b.getI64IntegerAttr(g.attrInt(node, "group", 1))));
+  return g.bindResults(node,
+                       g.build<ConvTransposeOp>(
+                           node, x, weight, g.optionalOperand(node, 2),
+                           b.getDenseI64ArrayAttr(w->strides),
+                           b.getDenseI64ArrayAttr(w->pads),
+                           b.getDenseI64ArrayAttr(w->dilations),
+                           b.getDenseI64ArrayAttr(outputPadding),
+                           b.getI64IntegerAttr(g.attrInt(node, "group", 1))));
 }
 
 LogicalResult convertMaxPool(GraphImporter &g, const Node &node) {
@@ -318,11 +319,11 @@ LogicalResult convertAveragePool(GraphImporter &g, const Node &node) {
   OpBuilder &b = g.builder();
   return g.bindResults(
       node,
-      g.build<AvgPoolOp>(node, x, b.getDenseI64ArrayAttr(w->kernel),
-                         b.getDenseI64ArrayAttr(w->strides),
-                         b.getDenseI64ArrayAttr(w->pads),
-                         b.getBoolAttr(g.attrInt(node, "ceil_mode", 0)),
-                         b.getBoolAttr(g.attrInt(node, "count_include_pad", 0))));
+      g.build<AvgPoolOp>(
+          node, x, b.getDenseI64ArrayAttr(w->kernel),
+          b.getDenseI64ArrayAttr(w->strides), b.getDenseI64ArrayAttr(w->pads),
+          b.getBoolAttr(g.attrInt(node, "ceil_mode", 0)),
+          b.getBoolAttr(g.attrInt(node, "count_include_pad", 0))));
 }
 
 template <typename OpT>

@@ -24,9 +24,9 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
-#include <map>
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include <map>
 
 #include <string>
 
@@ -49,11 +49,9 @@ struct ImportOptions {
 /// Imports `buffer` (ONNX text syntax when `isText`, else binary protobuf).
 /// `sourceName` names the model in diagnostics and in the module's
 /// `weft.source` attribute. Returns null after emitting diagnostics.
-mlir::OwningOpRef<mlir::ModuleOp> importONNX(llvm::StringRef buffer,
-                                             llvm::StringRef sourceName,
-                                             bool isText,
-                                             const ImportOptions &options,
-                                             mlir::MLIRContext *context);
+mlir::OwningOpRef<mlir::ModuleOp>
+importONNX(llvm::StringRef buffer, llvm::StringRef sourceName, bool isText,
+           const ImportOptions &options, mlir::MLIRContext *context);
 
 /// True when `path` names ONNX text syntax (`.onnxtxt`).
 bool isONNXTextPath(llvm::StringRef path);

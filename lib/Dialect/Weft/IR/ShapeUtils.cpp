@@ -69,8 +69,8 @@ LogicalResult inferReduceType(std::optional<Location> loc, Type input,
 LogicalResult verifyAxes(Operation *op, ArrayRef<int64_t> axes, int64_t rank) {
   for (size_t i = 0; i < axes.size(); ++i) {
     if (axes[i] < 0 || axes[i] >= rank)
-      return op->emitOpError("axis ") << axes[i] << " out of range [0, "
-                                      << rank << ")";
+      return op->emitOpError("axis ")
+             << axes[i] << " out of range [0, " << rank << ")";
     if (i > 0 && axes[i] <= axes[i - 1])
       return op->emitOpError("axes must be sorted and unique");
   }

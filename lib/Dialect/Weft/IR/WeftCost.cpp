@@ -45,7 +45,8 @@ int64_t CastOp::getFlops() { return numElements(getType()); }
 int64_t ConstantOp::getFlops() { return 0; }
 
 int64_t MatMulOp::getFlops() {
-  // Result [..., M, N] with contraction K: each result element is K multiply-adds.
+  // Result [..., M, N] with contraction K: each result element is K
+  // multiply-adds.
   int64_t k = shaped(getLhs()).getShape().back();
   return 2 * numElements(getType()) * k;
 }
@@ -59,7 +60,9 @@ int64_t GemmOp::getFlops() {
 
 int64_t SoftmaxOp::getFlops() { return 5 * numElements(getType()); }
 int64_t LogSoftmaxOp::getFlops() { return 5 * numElements(getType()); }
-int64_t LayerNormOp::getFlops() { return 8 * numElements(getInput().getType()); }
+int64_t LayerNormOp::getFlops() {
+  return 8 * numElements(getInput().getType());
+}
 int64_t BatchNormOp::getFlops() {
   return (getTraining() ? 7 : 4) * numElements(getInput().getType());
 }
@@ -90,7 +93,8 @@ int64_t ResizeOp::getFlops() { return 0; }
 int64_t ConvOp::getFlops() {
   auto weight = shaped(getWeight());
   // Each output element: (C/group) * prod(kernel) multiply-adds.
-  int64_t macsPerOutput = weight.getDimSize(1) * product(weight.getShape().drop_front(2));
+  int64_t macsPerOutput =
+      weight.getDimSize(1) * product(weight.getShape().drop_front(2));
   int64_t outputs = numElements(getType());
   return 2 * outputs * macsPerOutput + (getBias() ? outputs : 0);
 }
@@ -98,7 +102,8 @@ int64_t ConvOp::getFlops() {
 int64_t ConvTransposeOp::getFlops() {
   auto weight = shaped(getWeight());
   // Each input element scatters into (M/group) * prod(kernel) outputs.
-  int64_t macsPerInput = weight.getDimSize(1) * product(weight.getShape().drop_front(2));
+  int64_t macsPerInput =
+      weight.getDimSize(1) * product(weight.getShape().drop_front(2));
   int64_t bias = getBias() ? numElements(getType()) : 0;
   return 2 * numElements(getInput().getType()) * macsPerInput + bias;
 }

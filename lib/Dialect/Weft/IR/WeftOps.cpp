@@ -38,11 +38,12 @@ LogicalResult checkWindowAttrs(std::optional<Location> loc, int64_t spatial,
                                ArrayRef<int64_t> strides,
                                ArrayRef<int64_t> pads,
                                ArrayRef<int64_t> dilations) {
-  if ((int64_t)strides.size() != spatial || (int64_t)pads.size() != 2 * spatial ||
+  if ((int64_t)strides.size() != spatial ||
+      (int64_t)pads.size() != 2 * spatial ||
       (!dilations.empty() && (int64_t)dilations.size() != spatial))
-    return emitOptionalError(loc, "expected ", spatial, " strides/dilations and ",
-                             2 * spatial, " pads for ", spatial,
-                             " spatial dims");
+    return emitOptionalError(loc, "expected ", spatial,
+                             " strides/dilations and ", 2 * spatial,
+                             " pads for ", spatial, " spatial dims");
   for (int64_t s : strides)
     if (s <= 0)
       return emitOptionalError(loc, "strides must be positive");
@@ -60,16 +61,15 @@ LogicalResult inferPool(std::optional<Location> loc, RankedTensorType input,
   int64_t spatial = input.getRank() - 2;
   if (spatial < 1 || (int64_t)kernel.size() != spatial)
     return emitOptionalError(loc, "pooling expects [N, C, D1..Dn] input and n ",
-                             "kernel dims, got ", input, " and ",
-                             kernel.size(), " kernel dims");
+                             "kernel dims, got ", input, " and ", kernel.size(),
+                             " kernel dims");
   if (failed(checkWindowAttrs(loc, spatial, strides, pads, dilations)))
     return failure();
   SmallVector<int64_t> shape(input.getShape().take_front(2));
   for (int64_t i = 0; i < spatial; ++i)
-    shape.push_back(windowOutputSize(input.getDimSize(i + 2), kernel[i],
-                                     strides[i], pads[i], pads[i + spatial],
-                                     dilations.empty() ? 1 : dilations[i],
-                                     ceilMode));
+    shape.push_back(windowOutputSize(
+        input.getDimSize(i + 2), kernel[i], strides[i], pads[i],
+        pads[i + spatial], dilations.empty() ? 1 : dilations[i], ceilMode));
   out.push_back(tensorOf(shape, input.getElementType()));
   return success();
 }
@@ -81,8 +81,9 @@ LogicalResult inferLoss(std::optional<Location> loc, RankedTensorType scores,
   if (scores.getRank() < 2 || target.getRank() != scores.getRank() - 1 ||
       target.getDimSize(0) != scores.getDimSize(0) ||
       target.getShape().drop_front() != scores.getShape().drop_front(2))
-    return emitOptionalError(loc, "expected scores [N, C, d...] and target "
-                                  "[N, d...], got ",
+    return emitOptionalError(loc,
+                             "expected scores [N, C, d...] and target "
+                             "[N, d...], got ",
                              scores, " and ", target);
   if (reduction == "none")
     out.push_back(tensorOf(target.getShape(), scores.getElementType()));
@@ -103,7 +104,8 @@ LogicalResult verifyReduction(Operation *op, StringRef reduction) {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
                                         Adaptor adaptor, Types &out) {
   auto cond = cast<RankedTensorType>(adaptor.getCondition().getType());
   auto x = cast<RankedTensorType>(adaptor.getX().getType());
@@ -121,9 +123,9 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
 
 LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                        Adaptor adaptor, Types &out) {
-  out.push_back(tensorOf(cast<RankedTensorType>(adaptor.getInput().getType())
-                             .getShape(),
-                         adaptor.getTo()));
+  out.push_back(
+      tensorOf(cast<RankedTensorType>(adaptor.getInput().getType()).getShape(),
+               adaptor.getTo()));
   return success();
 }
 
@@ -140,7 +142,8 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor, Types &out) {
   auto lhs = cast<RankedTensorType>(adaptor.getLhs().getType());
   auto rhs = cast<RankedTensorType>(adaptor.getRhs().getType());
@@ -157,8 +160,8 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   if (k != b[b.size() - 2])
     return emitOptionalError(loc, "matmul contraction dims differ: ", lhs,
                              " x ", rhs);
-  auto batch = broadcastShapes(ArrayRef(a).drop_back(2),
-                               ArrayRef(b).drop_back(2));
+  auto batch =
+      broadcastShapes(ArrayRef(a).drop_back(2), ArrayRef(b).drop_back(2));
   if (!batch)
     return emitOptionalError(loc, "matmul batch dims do not broadcast: ", lhs,
                              " x ", rhs);
@@ -171,12 +174,14 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor, Types &out) {
   auto a = cast<RankedTensorType>(adaptor.getA().getType());
   auto b = cast<RankedTensorType>(adaptor.getB().getType());
   if (a.getRank() != 2 || b.getRank() != 2)
-    return emitOptionalError(loc, "gemm operands must be 2-D, got ", a, ", ", b);
+    return emitOptionalError(loc, "gemm operands must be 2-D, got ", a, ", ",
+                             b);
   int64_t m = a.getDimSize(adaptor.getTransA() ? 1 : 0);
   int64_t ka = a.getDimSize(adaptor.getTransA() ? 0 : 1);
   int64_t kb = b.getDimSize(adaptor.getTransB() ? 1 : 0);
@@ -185,8 +190,8 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
     return emitOptionalError(loc, "gemm contraction dims differ: ", ka, " vs ",
                              kb);
   if (Value c = adaptor.getC()) {
-    auto shape = broadcastShapes(cast<RankedTensorType>(c.getType()).getShape(),
-                                 {m, n});
+    auto shape =
+        broadcastShapes(cast<RankedTensorType>(c.getType()).getShape(), {m, n});
     if (!shape || *shape != SmallVector<int64_t>{m, n})
       return emitOptionalError(loc, "gemm C ", c.getType(),
                                " does not broadcast to [", m, ", ", n, "]");
@@ -393,8 +398,8 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
     // Normalised bounds: [0, dim] for positive steps, [-1, dim-1] for negative.
     bool ok = step > 0 ? (starts[i] >= 0 && starts[i] <= dim && ends[i] >= 0 &&
                           ends[i] <= dim)
-                       : (starts[i] >= -1 && starts[i] < dim &&
-                          ends[i] >= -1 && ends[i] < dim);
+                       : (starts[i] >= -1 && starts[i] < dim && ends[i] >= -1 &&
+                          ends[i] < dim);
     if (!ok)
       return emitOptionalError(loc, "slice bounds of dim ", i,
                                " are not normalised");
@@ -421,7 +426,8 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
                                       Adaptor adaptor, Types &out) {
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   ArrayRef<int64_t> pads = adaptor.getPads();
@@ -455,7 +461,8 @@ LogicalResult ResizeOp::inferReturnTypes(MLIRContext *,
                              mode, "'");
   StringRef nearest = adaptor.getNearestMode();
   if (!llvm::is_contained(
-          {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}, nearest))
+          {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"},
+          nearest))
     return emitOptionalError(loc, "unknown nearest_mode '", nearest, "'");
   out.push_back(tensorOf(adaptor.getSizes(), input.getElementType()));
   return success();
@@ -465,14 +472,16 @@ LogicalResult ResizeOp::inferReturnTypes(MLIRContext *,
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
-LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor, Types &out) {
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   auto weight = cast<RankedTensorType>(adaptor.getWeight().getType());
   int64_t spatial = input.getRank() - 2, group = adaptor.getGroup();
   if (spatial < 1 || weight.getRank() != input.getRank())
-    return emitOptionalError(loc, "conv expects X [N, C, D...] and W [M, C/g, "
-                                  "k...] of equal rank, got ",
+    return emitOptionalError(loc,
+                             "conv expects X [N, C, D...] and W [M, C/g, "
+                             "k...] of equal rank, got ",
                              input, " and ", weight);
   int64_t outChannels = weight.getDimSize(0);
   if (group <= 0 || input.getDimSize(1) != weight.getDimSize(1) * group ||
@@ -505,8 +514,9 @@ LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *,
   int64_t spatial = input.getRank() - 2, group = adaptor.getGroup();
   if (spatial < 1 || weight.getRank() != input.getRank() || group <= 0 ||
       input.getDimSize(1) != weight.getDimSize(0))
-    return emitOptionalError(loc, "conv_transpose expects X [N, C, D...] and "
-                                  "W [C, M/g, k...], got ",
+    return emitOptionalError(loc,
+                             "conv_transpose expects X [N, C, D...] and "
+                             "W [C, M/g, k...], got ",
                              input, " and ", weight);
   int64_t outChannels = weight.getDimSize(1) * group;
   if (Value bias = adaptor.getBias())
@@ -578,7 +588,9 @@ LogicalResult NllLossOp::inferReturnTypes(MLIRContext *,
                    ranked(adaptor.getTarget()), adaptor.getReduction(), out);
 }
 
-LogicalResult NllLossOp::verify() { return verifyReduction(*this, getReduction()); }
+LogicalResult NllLossOp::verify() {
+  return verifyReduction(*this, getReduction());
+}
 
 #define GET_OP_CLASSES
 #include "weft/Dialect/Weft/IR/WeftOps.cpp.inc"

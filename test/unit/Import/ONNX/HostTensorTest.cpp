@@ -59,13 +59,13 @@ TEST(BroadcastBinary, FoldsWithNumpyBroadcasting) {
   HostTensor a = HostTensor::fromInts({1, 2, 3}, {3, 1});
   HostTensor b = HostTensor::fromInts({10, 20}, {2});
   HostTensor out;
-  ASSERT_TRUE(broadcastBinary(a, b, TensorProto::INT64,
-                              [](double x, double y) { return x * y; }, out));
+  ASSERT_TRUE(broadcastBinary(
+      a, b, TensorProto::INT64, [](double x, double y) { return x * y; }, out));
   EXPECT_EQ(out.shape, (llvm::SmallVector<int64_t>{3, 2}));
   EXPECT_EQ(out.toInts(), (llvm::SmallVector<int64_t>{10, 20, 20, 40, 30, 60}));
-  EXPECT_FALSE(broadcastBinary(a, HostTensor::fromInts({1, 2}, {2, 1}),
-                               TensorProto::INT64,
-                               [](double x, double) { return x; }, out));
+  EXPECT_FALSE(broadcastBinary(
+      a, HostTensor::fromInts({1, 2}, {2, 1}), TensorProto::INT64,
+      [](double x, double) { return x; }, out));
 }
 
 TEST(ToElementsAttr, KeepsDtype) {

@@ -15,13 +15,15 @@ using namespace mlir;
 
 namespace {
 struct ImportTest : ::testing::Test {
-  OwningOpRef<ModuleOp> import(StringRef text, const weft::ImportOptions &options = {}) {
+  OwningOpRef<ModuleOp> import(StringRef text,
+                               const weft::ImportOptions &options = {}) {
     diagnostics.clear();
     ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
       diagnostics += d.str() + "\n";
       return success();
     });
-    return weft::importONNX(text, "test.onnxtxt", /*isText=*/true, options, &ctx);
+    return weft::importONNX(text, "test.onnxtxt", /*isText=*/true, options,
+                            &ctx);
   }
   func::FuncOp main(ModuleOp module) {
     return cast<func::FuncOp>(module.getBody()->front());
@@ -72,7 +74,8 @@ TEST_F(ImportTest, InputShapeFixesSymbolicDims) {
             std::string::npos);
   weft::ImportOptions options;
   std::string error;
-  ASSERT_TRUE(succeeded(weft::parseInputShape("x=6x4", options.inputShapes, error)));
+  ASSERT_TRUE(
+      succeeded(weft::parseInputShape("x=6x4", options.inputShapes, error)));
   auto module = import(model, options);
   ASSERT_TRUE(module) << diagnostics;
   EXPECT_EQ(main(*module).getArgumentTypes()[0],
@@ -101,15 +104,58 @@ TEST_F(ImportTest, OlderOpsetIsConverted) {
 
 TEST_F(ImportTest, SupportedOpsCoverTheIssueList) {
   auto ops = weft::supportedONNXOps();
-  for (StringRef op :
-       {"MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal",
-        "Neg", "Exp", "Log", "Erf", "Tanh", "Relu", "Sigmoid", "Softmax",
-        "LogSoftmax", "LayerNormalization", "ReduceMean", "ReduceSum",
-        "ReduceMax", "Reshape", "Transpose", "Split", "Concat", "Slice",
-        "Gather", "Unsqueeze", "Squeeze", "Flatten", "Expand", "Where", "Equal",
-        "Cast", "Constant", "ConstantOfShape", "Shape", "Range", "Trilu",
-        "Identity", "Dropout", "Pad", "Clip", "Conv", "ConvTranspose",
-        "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool",
-        "Resize", "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"})
+  for (StringRef op : {"MatMul",
+                       "Gemm",
+                       "Add",
+                       "Sub",
+                       "Mul",
+                       "Div",
+                       "Pow",
+                       "Sqrt",
+                       "Reciprocal",
+                       "Neg",
+                       "Exp",
+                       "Log",
+                       "Erf",
+                       "Tanh",
+                       "Relu",
+                       "Sigmoid",
+                       "Softmax",
+                       "LogSoftmax",
+                       "LayerNormalization",
+                       "ReduceMean",
+                       "ReduceSum",
+                       "ReduceMax",
+                       "Reshape",
+                       "Transpose",
+                       "Split",
+                       "Concat",
+                       "Slice",
+                       "Gather",
+                       "Unsqueeze",
+                       "Squeeze",
+                       "Flatten",
+                       "Expand",
+                       "Where",
+                       "Equal",
+                       "Cast",
+                       "Constant",
+                       "ConstantOfShape",
+                       "Shape",
+                       "Range",
+                       "Trilu",
+                       "Identity",
+                       "Dropout",
+                       "Pad",
+                       "Clip",
+                       "Conv",
+                       "ConvTranspose",
+                       "BatchNormalization",
+                       "MaxPool",
+                       "AveragePool",
+                       "GlobalAveragePool",
+                       "Resize",
+                       "SoftmaxCrossEntropyLoss",
+                       "NegativeLogLikelihoodLoss"})
     EXPECT_TRUE(llvm::is_contained(ops, op)) << op.str();
 }

@@ -34,7 +34,8 @@ TEST(WindowOutputSize, ConvAndPoolFormulas) {
 
 TEST(ByteSize, RoundsSubByteTypesUp) {
   mlir::MLIRContext ctx;
-  auto i1 = mlir::RankedTensorType::get({3, 5}, mlir::IntegerType::get(&ctx, 1));
+  auto i1 =
+      mlir::RankedTensorType::get({3, 5}, mlir::IntegerType::get(&ctx, 1));
   auto f16 = mlir::RankedTensorType::get({4}, mlir::Float16Type::get(&ctx));
   auto scalar = mlir::RankedTensorType::get({}, mlir::Float32Type::get(&ctx));
   EXPECT_EQ(byteSize(i1), 15);
