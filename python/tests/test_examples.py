@@ -46,3 +46,41 @@ def test_gpt_flops_match_formula(weftc, models_dir):
     summary = json.loads(run([weftc, str(models_dir / "gpt.onnx"),
                               "--emit=summary-json"]).stdout)
     assert matmul + attention <= summary["flops"] <= 1.05 * (matmul + attention)
+
+
+def test_missing_external_weights_still_import(weftc, models_dir, tmp_path):
+    """weft reads shapes and dtypes only: a model whose float weights live in
+    an external data file that does not exist imports with the same parameter
+    count. Integer/bool tensors (the causal mask) are constants and are read
+    from their external file."""
+    import onnx
+    from onnx.external_data_helper import set_external_data
+
+    model = onnx.load(str(models_dir / "gpt.onnx"))
+    constants = tmp_path / "constants.bin"
+    with open(constants, "wb") as f:
+        for tensor in model.graph.initializer:
+            if tensor.data_type == onnx.TensorProto.FLOAT:
+                set_external_data(tensor, "missing-weights.bin")
+            elif tensor.HasField("raw_data"):
+                set_external_data(tensor, constants.name, offset=f.tell(),
+                                  length=len(tensor.raw_data))
+                f.write(tensor.raw_data)
+            else:
+                continue
+            tensor.ClearField("raw_data")
+            tensor.data_location = onnx.TensorProto.EXTERNAL
+    path = tmp_path / "gpt_external.onnx"
+    onnx.save_model(model, str(path))
+    assert not (tmp_path / "missing-weights.bin").exists()
+
+    expected = json.loads((models_dir / "gpt.onnx.params.json").read_text())
+    result = run([weftc, str(path), "--emit=summary-json"])
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["params"] == expected["params"]
+
+    # A constant whose external file is gone is an error naming the file.
+    constants.unlink()
+    result = run([weftc, str(path), "--emit=summary-json"])
+    assert result.returncode == 1
+    assert "constants.bin' cannot be read" in result.stderr

@@ -6,6 +6,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
@@ -29,7 +30,8 @@ const ConverterMap &weft::converters() {
 GraphImporter::GraphImporter(MLIRContext *ctx, const onnx::ModelProto &model,
                              const ImportOptions &options, StringRef sourceName)
     : ctx(ctx), model(model), options(options), sourceName(sourceName.str()),
-      b(ctx), unknownLoc(FileLineColLoc::get(ctx, sourceName, 0, 0)) {}
+      modelDir(llvm::sys::path::parent_path(sourceName).str()), b(ctx),
+      unknownLoc(FileLineColLoc::get(ctx, sourceName, 0, 0)) {}
 
 //===----------------------------------------------------------------------===//
 // Diagnostics and attributes
@@ -155,7 +157,7 @@ Value GraphImporter::lookup(const std::string &name, const Node *user) {
     }
     HostTensor t;
     std::string why;
-    if (!readTensorProto(*init, t, why)) {
+    if (!readTensorProto(*init, t, why, modelDir)) {
       auto diag = user ? error(*user) : emitError(unknownLoc);
       diag << "cannot read initializer '" << name << "': " << why;
       return {};
@@ -210,7 +212,7 @@ const HostTensor *GraphImporter::constant(const Node &node, int i) {
     return nullptr;
   HostTensor t;
   std::string why;
-  if (!readTensorProto(*init, t, why))
+  if (!readTensorProto(*init, t, why, modelDir))
     return nullptr;
   return &(constants[name] = std::move(t));
 }
@@ -223,7 +225,7 @@ const HostTensor *GraphImporter::requireConstant(const Node &node, int i,
   if (const onnx::TensorProto *init = initializers.lookup(name)) {
     HostTensor t;
     std::string why;
-    if (readTensorProto(*init, t, why))
+    if (readTensorProto(*init, t, why, modelDir))
       return &(constants[name] = std::move(t));
     error(node) << "initializer '" << name << "' (" << what
                 << ") must be read at compile time, but " << why;

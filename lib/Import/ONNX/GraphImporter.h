@@ -120,6 +120,7 @@ private:
   const onnx::ModelProto &model;
   const ImportOptions &options;
   std::string sourceName;
+  std::string modelDir; ///< where external data locations are relative to
   mlir::OpBuilder b;
   mlir::func::FuncOp func;
   mlir::Location unknownLoc;

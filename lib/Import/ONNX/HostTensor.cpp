@@ -5,9 +5,13 @@
 #include "weft/Dialect/Weft/IR/ShapeUtils.h"
 
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Endian.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <cstring>
+#include <optional>
 
 using namespace mlir;
 using onnx::TensorProto;
@@ -180,15 +184,60 @@ double decodeRaw(const char *p, int32_t dtype, int64_t *asInt) {
 }
 } // namespace
 
+/// Loads the bytes of an externally stored tensor into `raw`.
+static bool readExternal(const TensorProto &proto, llvm::StringRef modelDir,
+                         std::string &raw, std::string &error) {
+  std::string location;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  for (const auto &entry : proto.external_data()) {
+    if (entry.key() == "location")
+      location = entry.value();
+    else if (entry.key() == "offset")
+      offset = std::strtoull(entry.value().c_str(), nullptr, 10);
+    else if (entry.key() == "length")
+      length = std::strtoull(entry.value().c_str(), nullptr, 10);
+  }
+  llvm::SmallString<256> path(modelDir);
+  llvm::sys::path::append(path, location);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (location.empty() || !buffer) {
+    error = "its external data file '" + std::string(path) + "' cannot be read";
+    return false;
+  }
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  if (offset > bytes.size() || (length && offset + *length > bytes.size())) {
+    error =
+        "its external data lies beyond the end of '" + std::string(path) + "'";
+    return false;
+  }
+  raw = bytes.substr(offset, length ? *length : bytes.size() - offset).str();
+  return true;
+}
+
+bool inlineExternalData(TensorProto &proto, llvm::StringRef modelDir,
+                        std::string &error) {
+  std::string raw;
+  if (!readExternal(proto, modelDir, raw, error))
+    return false;
+  proto.clear_external_data();
+  proto.set_data_location(TensorProto::DEFAULT);
+  proto.set_raw_data(std::move(raw));
+  return true;
+}
+
 bool readTensorProto(const TensorProto &proto, HostTensor &out,
-                     std::string &error) {
+                     std::string &error, llvm::StringRef modelDir) {
+  if (proto.data_location() == TensorProto::EXTERNAL) {
+    TensorProto inlined = proto;
+    if (!inlineExternalData(inlined, modelDir, error))
+      return false;
+    return readTensorProto(inlined, out, error);
+  }
   out = HostTensor::zeros(
       proto.data_type(),
       llvm::SmallVector<int64_t>(proto.dims().begin(), proto.dims().end()));
-  if (proto.data_location() == TensorProto::EXTERNAL) {
-    error = "its data is in an external file";
-    return false;
-  }
   int64_t width = rawWidth(proto.data_type());
   if (width == 0) {
     error = "dtype " + std::to_string(proto.data_type()) + " is not supported";

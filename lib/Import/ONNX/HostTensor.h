@@ -51,10 +51,16 @@ bool isFloatDtype(int32_t dtype);
 /// MLIR element type for an ONNX dtype; null for unsupported (string, complex).
 mlir::Type toMLIRElementType(int32_t dtype, mlir::MLIRContext *ctx);
 
-/// Reads a TensorProto's inline data (typed fields or raw_data). Fails with
-/// `error` set for external data or unsupported dtypes.
+/// Reads a TensorProto's data: typed fields, raw_data, or external data (the
+/// `location`, `offset`, `length` entries of the ONNX external-data spec,
+/// with `location` relative to `modelDir`). Fails with `error` set for
+/// unreadable external data, short data, or unsupported dtypes.
 bool readTensorProto(const onnx::TensorProto &proto, HostTensor &out,
-                     std::string &error);
+                     std::string &error, llvm::StringRef modelDir = "");
+
+/// Replaces `proto`'s external-data reference by the bytes it points to.
+bool inlineExternalData(onnx::TensorProto &proto, llvm::StringRef modelDir,
+                        std::string &error);
 
 /// The tensor as an MLIR constant attribute of its dtype.
 mlir::DenseElementsAttr toElementsAttr(const HostTensor &t,

@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Path.h"
 
 #include <onnx/checker.h>
 #include <onnx/defs/parser.h>
@@ -181,6 +182,40 @@ LogicalResult checkInitializerInputs(const onnx::ModelProto &model,
   return success();
 }
 
+/// Runs libonnx's checker. The checker insists that external weight files
+/// exist, but weft never reads weights; so initializers stored externally are
+/// checked as what weft sees of them: graph inputs of their type and shape.
+void checkModel(const onnx::ModelProto &model) {
+  auto isExternal = [](const onnx::TensorProto &t) {
+    return t.data_location() == onnx::TensorProto::EXTERNAL;
+  };
+  if (llvm::none_of(model.graph().initializer(), isExternal)) {
+    onnx::checker::check_model(model);
+    return;
+  }
+  onnx::ModelProto checked = model;
+  onnx::GraphProto *graph = checked.mutable_graph();
+  llvm::StringSet<> declared;
+  for (const auto &in : graph->input())
+    declared.insert(in.name());
+  auto *inits = graph->mutable_initializer();
+  for (int i = inits->size() - 1; i >= 0; --i) {
+    const onnx::TensorProto &t = inits->Get(i);
+    if (!isExternal(t))
+      continue;
+    if (!declared.contains(t.name())) {
+      onnx::ValueInfoProto *in = graph->add_input();
+      in->set_name(t.name());
+      auto *type = in->mutable_type()->mutable_tensor_type();
+      type->set_elem_type(t.data_type());
+      for (int64_t d : t.dims())
+        type->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    inits->DeleteSubrange(i, 1);
+  }
+  onnx::checker::check_model(checked);
+}
+
 } // namespace
 
 OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
@@ -211,13 +246,28 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
     }
     if (failed(checkSupported(model, loc)))
       return {};
+    // Integer and bool initializers are constants (shapes, indices, masks)
+    // that shape inference and folding read: bring external ones inline.
+    // Float initializers are weights and stay where they are, unread.
+    std::string modelDir = llvm::sys::path::parent_path(sourceName).str();
+    for (onnx::TensorProto &init :
+         *model.mutable_graph()->mutable_initializer()) {
+      std::string why;
+      if (init.data_location() == onnx::TensorProto::EXTERNAL &&
+          !isFloatDtype(init.data_type()) &&
+          !inlineExternalData(init, modelDir, why)) {
+        emitError(loc) << "cannot read initializer '" << init.name()
+                       << "': " << why;
+        return {};
+      }
+    }
     if (defaultOpset(model) < 0) {
       emitError(loc)
           << "not a valid ONNX model: no default-domain opset_import";
       return {};
     }
     try {
-      onnx::checker::check_model(model);
+      checkModel(model);
     } catch (const std::exception &e) {
       emitError(loc) << "the ONNX checker rejects the model: " << e.what();
       return {};
