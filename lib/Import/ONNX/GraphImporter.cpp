@@ -111,6 +111,29 @@ FailureOr<int64_t> GraphImporter::normalizeAxis(const Node &node, int64_t axis,
   return normalized;
 }
 
+FailureOr<SmallVector<int64_t>> GraphImporter::axes(const Node &node,
+                                                    int64_t rank) {
+  SmallVector<int64_t> result;
+  if (has(node, 1)) {
+    const HostTensor *t = requireConstant(node, 1, "axes");
+    if (!t)
+      return failure();
+    result = t->toInts();
+  } else {
+    result = attrInts(node, "axes");
+  }
+  for (int64_t &a : result) {
+    FailureOr<int64_t> n = normalizeAxis(node, a, rank);
+    if (failed(n))
+      return failure();
+    a = *n;
+  }
+  llvm::sort(result);
+  if (std::adjacent_find(result.begin(), result.end()) != result.end())
+    return error(node) << "axes repeat";
+  return result;
+}
+
 //===----------------------------------------------------------------------===//
 // Values and constants
 //===----------------------------------------------------------------------===//

@@ -100,6 +100,12 @@ public:
   llvm::SmallVector<int64_t> attrInts(const Node &node, llvm::StringRef name);
   const onnx::AttributeProto *attr(const Node &node, llvm::StringRef name);
 
+  /// Axes from input 1 (opset 13: Squeeze, Unsqueeze, ReduceSum) or the
+  /// `axes` attribute (ReduceMean/ReduceMax-13), normalised against `rank`
+  /// and sorted; repeated axes are an error. Absent axes give an empty list.
+  llvm::FailureOr<llvm::SmallVector<int64_t>> axes(const Node &node,
+                                                   int64_t rank);
+
   /// Normalises a possibly negative axis against `rank`; errors when out of
   /// range.
   llvm::FailureOr<int64_t> normalizeAxis(const Node &node, int64_t axis,

@@ -114,36 +114,11 @@ LogicalResult convertFlatten(GraphImporter &g, const Node &node) {
                       product(type.getShape().drop_front(axis))});
 }
 
-/// Axes from input 1 (opset 13) or the `axes` attribute (older opsets that
-/// the version converter leaves as is), normalised against `rank`.
-FailureOr<SmallVector<int64_t>> readAxes(GraphImporter &g, const Node &node,
-                                         int64_t rank) {
-  SmallVector<int64_t> axes;
-  if (g.has(node, 1)) {
-    const HostTensor *t = g.requireConstant(node, 1, "axes");
-    if (!t)
-      return failure();
-    axes.assign(t->toInts());
-  } else {
-    axes = g.attrInts(node, "axes");
-  }
-  for (int64_t &a : axes) {
-    FailureOr<int64_t> n = g.normalizeAxis(node, a, rank);
-    if (failed(n))
-      return failure();
-    a = *n;
-  }
-  llvm::sort(axes);
-  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
-    return g.error(node) << "axes repeat";
-  return axes;
-}
-
 LogicalResult convertSqueeze(GraphImporter &g, const Node &node) {
   RankedTensorType type = g.type(node, 0);
   if (!type)
     return failure();
-  auto axes = readAxes(g, node, type.getRank());
+  auto axes = g.axes(node, type.getRank());
   if (failed(axes))
     return failure();
   SmallVector<int64_t> shape;
@@ -165,7 +140,7 @@ LogicalResult convertUnsqueeze(GraphImporter &g, const Node &node) {
   // Axes index the output, whose rank is the input's plus the new dims.
   int64_t count = g.has(node, 1) ? g.type(node, 1).getNumElements()
                                  : (int64_t)g.attrInts(node, "axes").size();
-  auto axes = readAxes(g, node, type.getRank() + count);
+  auto axes = g.axes(node, type.getRank() + count);
   if (failed(axes))
     return failure();
   SmallVector<int64_t> shape;

@@ -122,29 +122,15 @@ LogicalResult convertReduce(GraphImporter &g, const Node &node) {
   if (!x)
     return failure();
   int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
-  SmallVector<int64_t> axes;
-  if (g.has(node, 1)) {
-    const HostTensor *t = g.requireConstant(node, 1, "axes");
-    if (!t)
-      return failure();
-    axes.assign(t->toInts());
-  } else {
-    axes = g.attrInts(node, "axes");
-  }
-  if (axes.empty() && !g.attrInt(node, "noop_with_empty_axes", 0))
+  FailureOr<SmallVector<int64_t>> axes = g.axes(node, rank);
+  if (failed(axes))
+    return failure();
+  if (axes->empty() && !g.attrInt(node, "noop_with_empty_axes", 0))
     for (int64_t i = 0; i < rank; ++i)
-      axes.push_back(i);
-  for (int64_t &a : axes) {
-    FailureOr<int64_t> n = g.normalizeAxis(node, a, rank);
-    if (failed(n))
-      return failure();
-    a = *n;
-  }
-  llvm::sort(axes);
-  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+      axes->push_back(i);
   OpBuilder &b = g.builder();
   return g.bindResults(
-      node, g.build<OpT>(node, x, b.getDenseI64ArrayAttr(axes),
+      node, g.build<OpT>(node, x, b.getDenseI64ArrayAttr(*axes),
                          b.getBoolAttr(g.attrInt(node, "keepdims", 1))));
 }
 
