@@ -11,6 +11,7 @@
 #include "weft/Analysis/ModelSummary.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Import/ONNX/ImportONNX.h"
+#include "weft/Target/Plan/EmitPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -18,6 +19,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/ToolUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -49,16 +51,19 @@ cl::list<std::string> frozenInputs(
              "(for inputs that feed shapes, axes, pads...): NAME=FILE.pb"),
     cl::value_desc("NAME=FILE.pb"), cl::cat(category));
 
-enum class Emit { MLIR, Summary, SummaryJSON };
-cl::opt<Emit>
-    emit("emit", cl::desc("What to print"), cl::init(Emit::MLIR),
-         cl::values(clEnumValN(Emit::MLIR, "mlir", "the imported weft IR"),
-                    clEnumValN(Emit::Summary, "summary",
-                               "parameters, FLOPs and op histogram as text"),
-                    clEnumValN(Emit::SummaryJSON, "summary-json",
-                               "the summary as one JSON object: params, "
-                               "param_bytes, state_bytes, flops, ops")),
-         cl::cat(category));
+enum class Emit { MLIR, Summary, SummaryJSON, Plan };
+cl::opt<Emit> emit(
+    "emit", cl::desc("What to print"), cl::init(Emit::MLIR),
+    cl::values(clEnumValN(Emit::MLIR, "mlir", "the imported weft IR"),
+               clEnumValN(Emit::Summary, "summary",
+                          "parameters, FLOPs and op histogram as text"),
+               clEnumValN(Emit::SummaryJSON, "summary-json",
+                          "the summary as one JSON object: params, "
+                          "param_bytes, state_bytes, flops, ops"),
+               clEnumValN(Emit::Plan, "plan",
+                          "the execution plan (JSON, docs/plan-format.md); "
+                          "the default when -o names a .json file")),
+    cl::cat(category));
 cl::opt<bool> splitInputFile(
     "split-input-file",
     cl::desc("Import each '# -----'-separated chunk of an .onnxtxt file as its "
@@ -130,6 +135,16 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   case Emit::SummaryJSON:
     os << summaryJSON(weft::summarizeModel(func)).dump() << "\n";
     break;
+  case Emit::Plan: {
+    SmallString<256> path(source);
+    sys::fs::make_absolute(path);
+    FailureOr<nlohmann::json> plan =
+        weft::emitPlan(*module, {path.str().str(), weft::sha256File(path)});
+    if (failed(plan))
+      return failure();
+    os << plan->dump(1) << "\n";
+    break;
+  }
   }
   return success();
 }
@@ -164,6 +179,9 @@ int main(int argc, char **argv) {
     }
     options.frozenInputs[name.str()] = file.str();
   }
+
+  if (!emit.getNumOccurrences() && StringRef(outputFile).ends_with(".json"))
+    emit = Emit::Plan;
 
   auto buffer = openInputFile(inputFile, &error);
   if (!buffer) {

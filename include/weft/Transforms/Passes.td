@@ -28,4 +28,20 @@ def TestPrintCost : Pass<"weft-test-print-cost", "mlir::func::FuncOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def TestPrintMemory : Pass<"weft-test-print-memory", "mlir::func::FuncOp"> {
+  let summary = "Print the static arena layout (MemoryPlan) of a function";
+  let description = [{
+    Test-only printer for the memory planner: one line per storage (a region
+    of the arena shared by a value and its reshape views) with its kind,
+    offset, size and live steps, then the arena size. Prints to stderr; the IR
+    is unchanged.
+
+    ```
+    memory @f: storage 2 activation offset=0 bytes=64 live=[0,1]
+    memory @f: arena_bytes=192
+    ```
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 #endif // WEFT_TRANSFORMS_PASSES_TD

@@ -460,6 +460,8 @@ LogicalResult GraphImporter::run(ModuleOp module) {
   func::ReturnOp::create(b, unknownLoc, results);
   func.setType(FunctionType::get(ctx, entry->getArgumentTypes(),
                                  TypeRange(ValueRange(results))));
+  for (auto [i, out] : llvm::enumerate(graph.output()))
+    func.setResultAttr(i, "weft.output", StringAttr::get(ctx, out.name()));
   for (auto [i, kind] : llvm::enumerate(argKinds))
     func.setArgAttr(i, kind.first, StringAttr::get(ctx, kind.second));
   return success();

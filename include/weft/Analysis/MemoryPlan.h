@@ -1,0 +1,61 @@
+//===- MemoryPlan.h - static arena layout of one rank's buffers -*- C++ -*-===//
+//
+// Every value of a model function gets a byte range in one arena, chosen at
+// compile time from liveness, so the runtime never allocates.
+//
+// Lifetimes are measured in instruction steps: the function's ops in order,
+// step i being the i-th op. Arguments (inputs, parameters, state) and
+// constants live for the whole step; function results live to its end. A
+// `weft.reshape` result is a view: it shares its operand's storage, whose
+// lifetime is the union of both.
+//
+// Placement is greedy by size with best fit (the "greedy by size" offset
+// calculation of Pisarchyk & Lee, "Efficient Memory Management for Deep
+// Neural Net Inference", 2020): storages are placed largest first; each takes
+// the smallest gap between already placed storages whose lifetimes overlap
+// its own that fits it, or the end. Offsets are aligned to kAlignment bytes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_ANALYSIS_MEMORYPLAN_H
+#define WEFT_ANALYSIS_MEMORYPLAN_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <vector>
+
+namespace weft {
+
+/// Alignment of every buffer in the arena (bytes): a cache line, and enough
+/// for any vector load.
+inline constexpr int64_t kAlignment = 64;
+
+enum class BufferKind { Input, Param, State, Constant, Activation };
+
+/// One region of the arena that one or more values (views) share.
+struct Storage {
+  int64_t bytes = 0;  ///< size rounded up to kAlignment
+  int64_t offset = 0; ///< byte offset in the arena
+  int start = 0;      ///< first step it is live (inclusive)
+  int end = 0;        ///< last step it is live (inclusive)
+  BufferKind kind = BufferKind::Activation;
+};
+
+struct MemoryPlan {
+  std::vector<Storage> storages;
+  llvm::DenseMap<mlir::Value, unsigned> storageOf; ///< value -> storage index
+  int numSteps = 0;       ///< ops in the function, constants included
+  int64_t arenaBytes = 0; ///< max(offset + bytes): the arena size
+};
+
+/// Plans `func`'s arena. `func` must be a weft model function (one block).
+MemoryPlan planMemory(mlir::func::FuncOp func);
+
+/// True when the lifetimes of `a` and `b` overlap.
+inline bool liveTogether(const Storage &a, const Storage &b) {
+  return a.start <= b.end && b.start <= a.end;
+}
+
+} // namespace weft
+
+#endif // WEFT_ANALYSIS_MEMORYPLAN_H

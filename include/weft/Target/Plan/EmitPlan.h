@@ -1,0 +1,42 @@
+//===- EmitPlan.h - weft IR -> execution plan (JSON) ------------*- C++ -*-===//
+//
+// Translates a weft model function into a version-1 execution plan, the
+// contract with weft-run (docs/plan-format.md, docs/plan.schema.json):
+// per rank, the buffers at their arena offsets (MemoryPlan), the parameters
+// to load, constants inline, and the ordered instruction list.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_TARGET_PLAN_EMITPLAN_H
+#define WEFT_TARGET_PLAN_EMITPLAN_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace weft {
+
+/// The plan format version this compiler writes.
+inline constexpr int kPlanVersion = 1;
+
+struct PlanSource {
+  std::string path;   ///< the ONNX model the runtime loads weights from
+  std::string sha256; ///< hex SHA-256 of that file's bytes
+};
+
+/// Emits the plan of `module`'s `@main`. Fails (with a diagnostic) on IR the
+/// plan cannot express, e.g. a non-static type.
+llvm::FailureOr<nlohmann::json> emitPlan(mlir::ModuleOp module,
+                                         const PlanSource &source);
+
+/// Hex SHA-256 of a file's bytes; empty when it cannot be read.
+std::string sha256File(llvm::StringRef path);
+
+/// The plan's name for an element type ("f32", "i64", "bool", ...); empty
+/// for types a plan cannot hold.
+std::string dtypeName(mlir::Type elementType);
+
+} // namespace weft
+
+#endif // WEFT_TARGET_PLAN_EMITPLAN_H

@@ -1,0 +1,272 @@
+//===- EmitPlan.cpp - weft IR -> execution plan (JSON) --------------------===//
+
+#include "weft/Target/Plan/EmitPlan.h"
+
+#include "weft/Analysis/MemoryPlan.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Base64.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SHA256.h"
+
+using namespace mlir;
+using json = nlohmann::json;
+
+std::string weft::sha256File(StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return "";
+  auto digest =
+      llvm::SHA256::hash(llvm::arrayRefFromStringRef((*buffer)->getBuffer()));
+  return llvm::toHex(digest, /*LowerCase=*/true);
+}
+
+std::string weft::dtypeName(Type t) {
+  if (t.isF32())
+    return "f32";
+  if (t.isF64())
+    return "f64";
+  if (t.isF16())
+    return "f16";
+  if (t.isBF16())
+    return "bf16";
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    if (i.getWidth() == 1)
+      return "bool";
+    return (i.isUnsigned() ? "u" : "i") + std::to_string(i.getWidth());
+  }
+  return "";
+}
+
+namespace {
+
+const char *kindName(weft::BufferKind kind) {
+  switch (kind) {
+  case weft::BufferKind::Input:
+    return "input";
+  case weft::BufferKind::Param:
+    return "param";
+  case weft::BufferKind::State:
+    return "state";
+  case weft::BufferKind::Constant:
+    return "constant";
+  case weft::BufferKind::Activation:
+    return "activation";
+  }
+  llvm_unreachable("unknown buffer kind");
+}
+
+/// An attribute as JSON: arrays as lists, numbers, booleans, strings, types
+/// as dtype names.
+json attributeJSON(Attribute attr) {
+  if (auto a = dyn_cast<DenseI64ArrayAttr>(attr))
+    return json(a.asArrayRef().vec());
+  if (auto a = dyn_cast<DenseF64ArrayAttr>(attr))
+    return json(a.asArrayRef().vec());
+  if (auto a = dyn_cast<BoolAttr>(attr))
+    return a.getValue();
+  if (auto a = dyn_cast<IntegerAttr>(attr))
+    return a.getInt();
+  if (auto a = dyn_cast<FloatAttr>(attr))
+    return a.getValueAsDouble();
+  if (auto a = dyn_cast<StringAttr>(attr))
+    return a.str();
+  if (auto a = dyn_cast<TypeAttr>(attr))
+    return weft::dtypeName(a.getValue());
+  return nullptr;
+}
+
+/// Raw little-endian bytes of a constant, base64-encoded.
+std::string constantBytes(DenseElementsAttr value) {
+  auto type = cast<ShapedType>(value.getType());
+  int64_t width = (type.getElementTypeBitWidth() + 7) / 8;
+  std::string bytes;
+  bytes.reserve(type.getNumElements() * width);
+  auto append = [&](const llvm::APInt &bits) {
+    for (int64_t b = 0; b < width; ++b)
+      bytes.push_back(static_cast<char>(bits.extractBitsAsZExtValue(8, 8 * b)));
+  };
+  if (isa<FloatType>(type.getElementType())) {
+    for (const llvm::APFloat &f : value.getValues<llvm::APFloat>())
+      append(f.bitcastToAPInt());
+  } else if (type.getElementTypeBitWidth() == 1) {
+    for (bool b : value.getValues<bool>())
+      bytes.push_back(b ? 1 : 0);
+  } else {
+    for (const llvm::APInt &i : value.getValues<llvm::APInt>())
+      append(i);
+  }
+  return llvm::encodeBase64(bytes);
+}
+
+/// The ONNX node a location names (see the importer), for traces and errors.
+std::string nodeName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  return "";
+}
+
+/// Largest valid index for integer inputs that feed gather indices or loss
+/// labels, so the synthetic data generator makes valid batches.
+std::optional<int64_t> indexBound(BlockArgument arg) {
+  std::optional<int64_t> bound;
+  auto tighten = [&](int64_t b) { bound = bound ? std::min(*bound, b) : b; };
+  for (OpOperand &use : arg.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto gather = dyn_cast<weft::GatherOp>(user);
+        gather && use.getOperandNumber() == 1)
+      tighten(gather.getData().getType().getDimSize(gather.getAxis()));
+    if (auto loss = dyn_cast<weft::SoftmaxCrossEntropyOp>(user);
+        loss && use.getOperandNumber() == 1)
+      tighten(loss.getScores().getType().getDimSize(1));
+    if (auto loss = dyn_cast<weft::NllLossOp>(user);
+        loss && use.getOperandNumber() == 1)
+      tighten(loss.getInput().getType().getDimSize(1));
+  }
+  return bound;
+}
+
+} // namespace
+
+FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
+  auto func = module.lookupSymbol<func::FuncOp>("main");
+  if (!func)
+    return module.emitError("plan emission needs a func.func @main");
+  MemoryPlan memory = planMemory(func);
+
+  // Buffer ids: one per value, in definition order; views point at the
+  // buffer whose bytes they share.
+  llvm::DenseMap<Value, int64_t> bufferId;
+  llvm::DenseMap<unsigned, int64_t> storageOwner;
+  json buffers = json::array();
+  auto addBuffer = [&](Value v) -> LogicalResult {
+    auto type = cast<RankedTensorType>(v.getType());
+    std::string dtype = dtypeName(type.getElementType());
+    if (dtype.empty())
+      return emitError(v.getLoc()) << "a plan cannot hold " << type;
+    unsigned storage = memory.storageOf.lookup(v);
+    const Storage &s = memory.storages[storage];
+    int64_t id = buffers.size();
+    json b = {{"id", id},
+              {"dtype", dtype},
+              {"shape", type.getShape().vec()},
+              {"bytes", byteSize(type)},
+              {"offset", s.offset},
+              {"kind", kindName(s.kind)}};
+    auto [owner, first] = storageOwner.insert({storage, id});
+    if (!first)
+      b["view_of"] = owner->second;
+    bufferId[v] = id;
+    buffers.push_back(std::move(b));
+    return success();
+  };
+
+  json inputs = json::array(), params = json::array(), state = json::array(),
+       rankInputs = json::array();
+  for (BlockArgument arg : func.getArguments()) {
+    if (failed(addBuffer(arg)))
+      return failure();
+    int64_t id = bufferId[arg];
+    unsigned i = arg.getArgNumber();
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, kParamAttr)) {
+      params.push_back(
+          {{"name", name.str()}, {"buffer", id}, {"shard", nullptr}});
+    } else if (auto name = func.getArgAttrOfType<StringAttr>(i, kStateAttr)) {
+      state.push_back({{"name", name.str()}, {"buffer", id}});
+    } else {
+      auto inputName = func.getArgAttrOfType<StringAttr>(i, kInputAttr);
+      std::string inName =
+          inputName ? inputName.str() : "arg" + std::to_string(i);
+      auto type = cast<RankedTensorType>(arg.getType());
+      json input = {{"name", inName},
+                    {"dtype", buffers[id]["dtype"]},
+                    {"shape", type.getShape().vec()}};
+      if (std::optional<int64_t> bound = indexBound(arg))
+        input["index_bound"] = *bound;
+      inputs.push_back(input);
+      rankInputs.push_back({{"name", inName}, {"buffer", id}});
+    }
+  }
+
+  json constants = json::array(), instructions = json::array();
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    for (Value result : op.getResults())
+      if (failed(addBuffer(result)))
+        return failure();
+    if (auto constant = dyn_cast<ConstantOp>(op)) {
+      auto value = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!value)
+        return op.emitError("plan emission needs dense constants");
+      constants.push_back({{"buffer", bufferId[constant.getResult()]},
+                           {"data", constantBytes(value)}});
+      continue;
+    }
+    if (isa<ReshapeOp>(op))
+      continue; // a view: no work, its buffer aliases the operand's bytes
+    NamedAttrList attrList(op.getAttrDictionary());
+    op.getName().populateDefaultAttrs(attrList);
+    json attrs = json::object();
+    for (NamedAttribute attr : attrList) {
+      json value = attributeJSON(attr.getValue());
+      if (value.is_null())
+        return op.emitError("plan emission cannot encode attribute ")
+               << attr.getName();
+      attrs[attr.getName().str()] = value;
+    }
+    json in = json::array(), out = json::array();
+    for (Value v : op.getOperands())
+      in.push_back(bufferId[v]);
+    for (Value v : op.getResults())
+      out.push_back(bufferId[v]);
+    instructions.push_back({{"op", "compute"},
+                            {"kernel", op.getName().stripDialect().str()},
+                            {"name", nodeName(op.getLoc())},
+                            {"inputs", in},
+                            {"outputs", out},
+                            {"attrs", attrs},
+                            {"phase", "forward"},
+                            {"micro_batch", 0}});
+  }
+
+  json outputs = json::array(), rankOutputs = json::array();
+  auto results = func.getBody().front().getTerminator()->getOperands();
+  for (auto [i, v] : llvm::enumerate(results)) {
+    auto attr = func.getResultAttrOfType<StringAttr>(i, "weft.output");
+    std::string name = attr ? attr.str() : "out" + std::to_string(i);
+    outputs.push_back(
+        {{"name", name},
+         {"dtype", buffers[bufferId[v]]["dtype"]},
+         {"shape", cast<RankedTensorType>(v.getType()).getShape().vec()}});
+    rankOutputs.push_back({{"name", name}, {"buffer", bufferId[v]}});
+  }
+
+  int64_t batch = 1;
+  if (!inputs.empty() && !inputs[0]["shape"].empty())
+    batch = inputs[0]["shape"][0];
+  json rank = {{"rank", 0},
+               {"coords", {{"pipeline", 0}, {"data", 0}, {"tensor", 0}}},
+               {"arena_bytes", memory.arenaBytes},
+               {"buffers", buffers},
+               {"params", params},
+               {"state", state},
+               {"inputs", rankInputs},
+               {"outputs", rankOutputs},
+               {"constants", constants},
+               {"instructions", instructions}};
+  return json{{"format", "weft-plan"},
+              {"version", kPlanVersion},
+              {"model", {{"path", source.path}, {"sha256", source.sha256}}},
+              {"mesh",
+               {{"axes",
+                 {{{"name", "pipeline"}, {"size", 1}},
+                  {{"name", "data"}, {"size", 1}},
+                  {{"name", "tensor"}, {"size", 1}}}}}},
+              {"micro_batches", 1},
+              {"global_batch", batch},
+              {"inputs", inputs},
+              {"outputs", outputs},
+              {"ranks", {rank}}};
+}
