@@ -72,7 +72,8 @@ MemoryPlan weft::planMemory(func::FuncOp func) {
 
   auto newStorage = [&](Value v, BufferKind kind, int start, int end) {
     Storage s;
-    s.bytes = aligned(byteSize(v.getType()));
+    s.size = byteSize(v.getType());
+    s.bytes = aligned(s.size);
     s.kind = kind;
     s.start = start;
     s.end = end;
@@ -107,6 +108,6 @@ MemoryPlan weft::planMemory(func::FuncOp func) {
 
   assignOffsets(plan.storages);
   for (const Storage &s : plan.storages)
-    plan.arenaBytes = std::max(plan.arenaBytes, s.offset + s.bytes);
+    plan.arenaBytes = std::max(plan.arenaBytes, s.offset + s.size);
   return plan;
 }

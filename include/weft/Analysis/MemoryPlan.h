@@ -34,7 +34,8 @@ enum class BufferKind { Input, Param, State, Constant, Activation };
 
 /// One region of the arena that one or more values (views) share.
 struct Storage {
-  int64_t bytes = 0;  ///< size rounded up to kAlignment
+  int64_t size = 0;   ///< bytes the largest value in it occupies
+  int64_t bytes = 0;  ///< size rounded up to kAlignment (the placement unit)
   int64_t offset = 0; ///< byte offset in the arena
   int start = 0;      ///< first step it is live (inclusive)
   int end = 0;        ///< last step it is live (inclusive)
@@ -45,7 +46,9 @@ struct MemoryPlan {
   std::vector<Storage> storages;
   llvm::DenseMap<mlir::Value, unsigned> storageOf; ///< value -> storage index
   int numSteps = 0;       ///< ops in the function, constants included
-  int64_t arenaBytes = 0; ///< max(offset + bytes): the arena size
+  /// max(offset + size): the arena size, i.e. the highest byte a live buffer
+  /// covers (the alignment padding above the top buffer is not counted).
+  int64_t arenaBytes = 0;
 };
 
 /// Plans `func`'s arena. `func` must be a weft model function (one block).

@@ -1,0 +1,98 @@
+//===- Plan.h - the execution plan as the runtime reads it ------*- C++ -*-===//
+//
+// Version 1 of the plan format (docs/plan-format.md, docs/plan.schema.json).
+// loadPlan validates everything the executor relies on, and rejects a plan
+// it does not understand with an Error naming the offending field, e.g.
+// "plan.json: ranks[0].buffers[3].offset: 4096 + 512 bytes exceeds
+// arena_bytes 4096".
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_PLAN_H
+#define WEFT_RUNTIME_PLAN_H
+
+#include "weft/runtime/Tensor.h"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace weft::rt {
+
+inline constexpr int kPlanVersion = 1;
+
+struct BufferDesc {
+  int64_t id = 0;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;   ///< numel * dtype size
+  int64_t offset = 0;  ///< byte offset in the rank's arena
+  std::string kind;    ///< input | param | state | constant | activation
+  int64_t viewOf = -1; ///< buffer whose bytes this one shares, or -1
+};
+
+struct NamedBuffer {
+  std::string name;
+  int64_t buffer = 0;
+};
+
+struct ConstantDesc {
+  int64_t buffer = 0;
+  std::string bytes; ///< decoded little-endian element bytes
+};
+
+struct Instruction {
+  std::string op;     ///< "compute" (v1)
+  std::string kernel; ///< e.g. "matmul"
+  std::string name;   ///< the ONNX node, for traces and errors
+  std::string phase;  ///< "forward"
+  int64_t microBatch = 0;
+  std::vector<int64_t> inputs, outputs; ///< buffer ids
+  nlohmann::json attrs;
+};
+
+struct RankPlan {
+  int64_t rank = 0;
+  std::vector<std::pair<std::string, int64_t>> coords; ///< mesh axis -> index
+  int64_t arenaBytes = 0;
+  std::vector<BufferDesc> buffers;
+  std::vector<NamedBuffer> params, state, inputs, outputs;
+  std::vector<ConstantDesc> constants;
+  std::vector<Instruction> instructions;
+};
+
+struct InputDesc {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::optional<int64_t> indexBound; ///< valid integer values are [0, bound)
+};
+
+struct Plan {
+  std::string path; ///< where the plan was read from, for messages
+  int64_t version = 0;
+  std::string modelPath, modelSha256;
+  std::vector<std::pair<std::string, int64_t>> meshAxes;
+  int64_t microBatches = 1;
+  int64_t globalBatch = 1;
+  std::vector<InputDesc> inputs, outputs;
+  std::vector<RankPlan> ranks;
+};
+
+/// Reads and validates a plan. `knownKernel` says whether the executor
+/// implements a kernel name. Throws Error naming the field on any problem.
+Plan loadPlan(const std::string &path,
+              const std::function<bool(const std::string &)> &knownKernel);
+
+/// Same, from JSON text (`path` names it in messages).
+Plan parsePlan(const std::string &text, const std::string &path,
+               const std::function<bool(const std::string &)> &knownKernel);
+
+/// Decodes standard base64 (RFC 4648); throws Error on malformed input.
+std::string decodeBase64(const std::string &text);
+
+} // namespace weft::rt
+
+#endif // WEFT_RUNTIME_PLAN_H

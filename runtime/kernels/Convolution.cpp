@@ -1,0 +1,171 @@
+//===- Convolution.cpp - N-d grouped conv and conv_transpose --------------===//
+//
+// conv: im2col + GEMM per (image, group). conv_transpose: GEMM + col2im, the
+// adjoint of the same mapping. Window geometry follows ONNX Conv-11 /
+// ConvTranspose-11 with explicit pads [begin..., end...].
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernel.h"
+
+#include <cblas.h>
+
+#include <cstring>
+
+namespace weft::rt {
+
+namespace {
+
+/// Geometry of one convolution: `image` is the spatial extent of the side
+/// that is strided over (the conv input), `cols` that of the other side.
+struct Window {
+  std::vector<int64_t> image, cols, kernel, strides, pads, dilations;
+  int64_t spatial() const { return kernel.size(); }
+  int64_t kernelSize() const {
+    int64_t n = 1;
+    for (int64_t k : kernel)
+      n *= k;
+    return n;
+  }
+  int64_t colsSize() const {
+    int64_t n = 1;
+    for (int64_t c : cols)
+      n *= c;
+    return n;
+  }
+  int64_t imageSize() const {
+    int64_t n = 1;
+    for (int64_t c : image)
+      n *= c;
+    return n;
+  }
+
+  /// Calls fn(kernelIndex, colIndex, imageIndex or -1 when in padding) for
+  /// every (kernel offset, output position) pair.
+  template <typename Fn> void forEach(Fn &&fn) const {
+    int64_t n = spatial();
+    std::vector<int64_t> k(n, 0);
+    std::vector<int64_t> imageStrides = stridesOf(image);
+    for (int64_t ki = 0, kn = kernelSize(); ki < kn; ++ki) {
+      std::vector<int64_t> c(n, 0);
+      for (int64_t ci = 0, cn = colsSize(); ci < cn; ++ci) {
+        int64_t flat = 0;
+        bool inside = true;
+        for (int64_t d = 0; d < n; ++d) {
+          int64_t pos = c[d] * strides[d] - pads[d] + k[d] * dilations[d];
+          inside &= pos >= 0 && pos < image[d];
+          flat += pos * imageStrides[d];
+        }
+        fn(ki, ci, inside ? flat : -1);
+        for (int64_t d = n - 1; d >= 0; --d) {
+          if (++c[d] < cols[d])
+            break;
+          c[d] = 0;
+        }
+      }
+      for (int64_t d = n - 1; d >= 0; --d) {
+        if (++k[d] < kernel[d])
+          break;
+        k[d] = 0;
+      }
+    }
+  }
+};
+
+Window window(const KernelCall &call, const std::vector<int64_t> &image,
+              const std::vector<int64_t> &cols, const Tensor &weight) {
+  Window w;
+  w.image = image;
+  w.cols = cols;
+  w.kernel.assign(weight.shape.begin() + 2, weight.shape.end());
+  w.strides = call.ints("strides");
+  w.pads = call.ints("pads");
+  w.dilations = call.ints("dilations");
+  if (w.dilations.empty())
+    w.dilations.assign(w.kernel.size(), 1);
+  return w;
+}
+
+void addBias(const KernelCall &call, const Tensor &y, int64_t biasInput) {
+  if ((int64_t)call.in.size() <= biasInput)
+    return;
+  const float *bias = call.in[biasInput].as<float>();
+  int64_t n = y.shape[0], m = y.shape[1], plane = y.numel() / (n * m);
+  float *out = y.as<float>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t c = 0; c < m; ++c)
+      for (int64_t i = 0; i < plane; ++i)
+        out[(b * m + c) * plane + i] += bias[c];
+}
+
+void conv(const KernelCall &call) {
+  const Tensor &x = call.in[0], &weight = call.in[1], &y = call.out[0];
+  if (x.dtype != DType::F32)
+    call.unsupported(x.dtype);
+  int64_t group = call.i("group");
+  int64_t n = x.shape[0], c = x.shape[1], m = y.shape[1];
+  int64_t cg = c / group, mg = m / group;
+  Window w = window(call, {x.shape.begin() + 2, x.shape.end()},
+                    {y.shape.begin() + 2, y.shape.end()}, weight);
+  int64_t k = cg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
+  std::vector<float> buffer(k * cols);
+  const float *in = x.as<float>(), *wt = weight.as<float>();
+  float *out = y.as<float>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t g = 0; g < group; ++g) {
+      // im2col: row (channel, kernel offset), column = output position.
+      for (int64_t ch = 0; ch < cg; ++ch) {
+        const float *plane = in + (b * c + g * cg + ch) * image;
+        float *rows = buffer.data() + ch * w.kernelSize() * cols;
+        w.forEach([&](int64_t ki, int64_t ci, int64_t src) {
+          rows[ki * cols + ci] = src >= 0 ? plane[src] : 0.0f;
+        });
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mg, cols, k, 1.0f,
+                  wt + g * mg * k, k, buffer.data(), cols, 0.0f,
+                  out + (b * m + g * mg) * cols, cols);
+    }
+  addBias(call, y, 2);
+}
+
+void convTranspose(const KernelCall &call) {
+  const Tensor &x = call.in[0], &weight = call.in[1], &y = call.out[0];
+  if (x.dtype != DType::F32)
+    call.unsupported(x.dtype);
+  int64_t group = call.i("group");
+  int64_t n = x.shape[0], c = x.shape[1], m = y.shape[1];
+  int64_t cg = c / group, mg = m / group;
+  // The output is the "image" strided over; the input supplies the columns.
+  Window w = window(call, {y.shape.begin() + 2, y.shape.end()},
+                    {x.shape.begin() + 2, x.shape.end()}, weight);
+  int64_t k = mg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
+  std::vector<float> buffer(k * cols);
+  const float *in = x.as<float>(), *wt = weight.as<float>();
+  float *out = y.as<float>();
+  std::memset(out, 0, y.bytes());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t g = 0; g < group; ++g) {
+      // cols = W_g^T [mg*K, cg] x X_g [cg, positions]
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, cols, cg, 1.0f,
+                  wt + g * cg * k, k, in + (b * c + g * cg) * cols, cols, 0.0f,
+                  buffer.data(), cols);
+      for (int64_t ch = 0; ch < mg; ++ch) {
+        float *plane = out + (b * m + g * mg + ch) * image;
+        const float *rows = buffer.data() + ch * w.kernelSize() * cols;
+        w.forEach([&](int64_t ki, int64_t ci, int64_t dst) {
+          if (dst >= 0)
+            plane[dst] += rows[ki * cols + ci];
+        });
+      }
+    }
+  addBias(call, y, 2);
+}
+
+} // namespace
+
+void registerConvolutionKernels(KernelTable &t) {
+  t["conv"] = conv;
+  t["conv_transpose"] = convTranspose;
+}
+
+} // namespace weft::rt

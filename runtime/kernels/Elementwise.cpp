@@ -1,0 +1,205 @@
+//===- Elementwise.cpp - unary, binary (broadcasting), where, clip, cast --===//
+
+#include "Kernel.h"
+
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+namespace weft::rt {
+
+std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
+                                      const std::vector<int64_t> &outShape) {
+  std::vector<int64_t> own = stridesOf(shape), out(outShape.size(), 0);
+  size_t offset = outShape.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i)
+    out[i + offset] = shape[i] == 1 ? 0 : own[i];
+  return out;
+}
+
+namespace {
+
+template <typename Op> void unary(const KernelCall &call, Op op) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    const T *in = x.as<T>();
+    T *out = y.as<T>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      out[i] = static_cast<T>(op(in[i]));
+  });
+}
+
+template <typename Op> void binary(const KernelCall &call, Op op) {
+  const Tensor &a = call.in[0], &b = call.in[1], &y = call.out[0];
+  std::array<std::vector<int64_t>, 2> strides = {
+      broadcastStrides(a.shape, y.shape), broadcastStrides(b.shape, y.shape)};
+  dispatchNumeric(call, a.dtype, [&]<typename T>() {
+    const T *pa = a.as<T>(), *pb = b.as<T>();
+    T *out = y.as<T>();
+    if (a.shape == b.shape) { // the common, contiguous case
+      for (int64_t i = 0, n = y.numel(); i < n; ++i)
+        out[i] = static_cast<T>(op(pa[i], pb[i]));
+      return;
+    }
+    forEachBroadcast<2>(y.shape, strides, [&](int64_t o, const auto &off) {
+      out[o] = static_cast<T>(op(pa[off[0]], pb[off[1]]));
+    });
+  });
+}
+
+void pow(const KernelCall &call) {
+  // ONNX Pow allows a different exponent type; weft computes in double.
+  const Tensor &a = call.in[0], &b = call.in[1], &y = call.out[0];
+  std::array<std::vector<int64_t>, 2> strides = {
+      broadcastStrides(a.shape, y.shape), broadcastStrides(b.shape, y.shape)};
+  dispatchNumeric(call, a.dtype, [&]<typename T>() {
+    dispatchNumeric(call, b.dtype, [&]<typename E>() {
+      const T *pa = a.as<T>();
+      const E *pb = b.as<E>();
+      T *out = y.as<T>();
+      forEachBroadcast<2>(y.shape, strides, [&](int64_t o, const auto &off) {
+        out[o] = static_cast<T>(std::pow(static_cast<double>(pa[off[0]]),
+                                         static_cast<double>(pb[off[1]])));
+      });
+    });
+  });
+}
+
+void equal(const KernelCall &call) {
+  const Tensor &a = call.in[0], &b = call.in[1], &y = call.out[0];
+  std::array<std::vector<int64_t>, 2> strides = {
+      broadcastStrides(a.shape, y.shape), broadcastStrides(b.shape, y.shape)};
+  auto compare = [&]<typename T>() {
+    const T *pa = a.as<T>(), *pb = b.as<T>();
+    uint8_t *out = y.as<uint8_t>();
+    forEachBroadcast<2>(y.shape, strides, [&](int64_t o, const auto &off) {
+      out[o] = pa[off[0]] == pb[off[1]];
+    });
+  };
+  if (a.dtype == DType::Bool)
+    compare.template operator()<uint8_t>();
+  else
+    dispatchNumeric(call, a.dtype, compare);
+}
+
+void where(const KernelCall &call) {
+  const Tensor &c = call.in[0], &x = call.in[1], &z = call.in[2],
+               &y = call.out[0];
+  std::array<std::vector<int64_t>, 3> strides = {
+      broadcastStrides(c.shape, y.shape), broadcastStrides(x.shape, y.shape),
+      broadcastStrides(z.shape, y.shape)};
+  // Element-size copy: works for every dtype.
+  int64_t size = dtypeSize(y.dtype);
+  const uint8_t *pc = c.as<uint8_t>();
+  const char *px = x.as<char>(), *pz = z.as<char>();
+  char *out = y.as<char>();
+  forEachBroadcast<3>(y.shape, strides, [&](int64_t o, const auto &off) {
+    std::memcpy(out + o * size,
+                pc[off[0]] ? px + off[1] * size : pz + off[2] * size, size);
+  });
+}
+
+void clip(const KernelCall &call) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  dispatchNumeric(call, x.dtype, [&]<typename T>() {
+    const T *in = x.as<T>();
+    T *out = y.as<T>();
+    bool hasMin = call.has("min"), hasMax = call.has("max");
+    double lo = hasMin ? call.f("min") : 0, hi = hasMax ? call.f("max") : 0;
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+      double v = in[i];
+      if (hasMin && v < lo)
+        v = lo;
+      if (hasMax && v > hi)
+        v = hi;
+      out[i] = static_cast<T>(v);
+    }
+  });
+}
+
+void cast(const KernelCall &call) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  auto readAs = [&](auto store) {
+    if (x.dtype == DType::Bool) {
+      const uint8_t *in = x.as<uint8_t>();
+      for (int64_t i = 0, n = x.numel(); i < n; ++i)
+        store(i, static_cast<double>(in[i] != 0));
+      return;
+    }
+    dispatchNumeric(call, x.dtype, [&]<typename S>() {
+      const S *in = x.as<S>();
+      for (int64_t i = 0, n = x.numel(); i < n; ++i)
+        store(i, static_cast<double>(in[i]));
+    });
+  };
+  if (y.dtype == DType::Bool) {
+    uint8_t *out = y.as<uint8_t>();
+    readAs([&](int64_t i, double v) { out[i] = v != 0.0; });
+    return;
+  }
+  dispatchNumeric(call, y.dtype, [&]<typename T>() {
+    T *out = y.as<T>();
+    // int64 values above 2^53 would lose bits through double: copy directly.
+    if (x.dtype == y.dtype) {
+      std::memcpy(out, x.data, x.bytes());
+      return;
+    }
+    readAs([&](int64_t i, double v) { out[i] = static_cast<T>(v); });
+  });
+}
+
+double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+} // namespace
+
+void registerElementwiseKernels(KernelTable &t) {
+  t["sqrt"] = [](const KernelCall &c) {
+    unary(c, [](double v) { return std::sqrt(v); });
+  };
+  t["reciprocal"] = [](const KernelCall &c) {
+    unary(c, [](double v) { return 1.0 / v; });
+  };
+  t["neg"] = [](const KernelCall &c) { unary(c, [](double v) { return -v; }); };
+  t["exp"] = [](const KernelCall &c) {
+    unary(c, [](double v) { return std::exp(v); });
+  };
+  t["log"] = [](const KernelCall &c) {
+    unary(c, [](double v) { return std::log(v); });
+  };
+  t["erf"] = [](const KernelCall &c) {
+    unary(c, [](double v) { return std::erf(v); });
+  };
+  t["tanh"] = [](const KernelCall &c) {
+    unary(c, [](double v) { return std::tanh(v); });
+  };
+  t["relu"] = [](const KernelCall &c) {
+    unary(c, [](double v) { return v > 0 ? v : 0.0; });
+  };
+  t["sigmoid"] = [](const KernelCall &c) { unary(c, sigmoid); };
+  t["add"] = [](const KernelCall &c) {
+    binary(c, [](auto a, auto b) { return a + b; });
+  };
+  t["sub"] = [](const KernelCall &c) {
+    binary(c, [](auto a, auto b) { return a - b; });
+  };
+  t["mul"] = [](const KernelCall &c) {
+    binary(c, [](auto a, auto b) { return a * b; });
+  };
+  t["div"] = [](const KernelCall &c) {
+    binary(c, [](auto a, auto b) {
+      // Integer division by zero is undefined in ONNX; weft yields 0, never a
+      // trap.
+      if constexpr (std::is_integral_v<decltype(b)>)
+        return b == 0 ? decltype(a / b)(0) : a / b;
+      else
+        return a / b;
+    });
+  };
+  t["pow"] = pow;
+  t["equal"] = equal;
+  t["where"] = where;
+  t["clip"] = clip;
+  t["cast"] = cast;
+}
+
+} // namespace weft::rt

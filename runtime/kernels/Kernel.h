@@ -1,0 +1,172 @@
+//===- Kernel.h - the kernel calling convention of the runtime --*- C++ -*-===//
+//
+// A kernel is a plain function of its input and output tensor views and the
+// instruction's attributes (plan format: docs/plan-format.md). The math is
+// written once here, over raw pointers, so the CUDA backend can compile the
+// same functions; the CPU backend calls them directly.
+//
+// Unsupported cases (a dtype a kernel does not implement) throw Error naming
+// the kernel and the dtype.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_KERNELS_KERNEL_H
+#define WEFT_RUNTIME_KERNELS_KERNEL_H
+
+#include "weft/runtime/Tensor.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <map>
+#include <string>
+
+namespace weft::rt {
+
+/// Where in the training step a kernel runs: the key of the counter-based
+/// RNG (dropout masks) and of trace events.
+struct KernelContext {
+  uint64_t seed = 0;
+  int64_t step = 0;
+  int64_t microBatch = 0;
+  int64_t instruction = 0; ///< index in the rank's instruction list
+};
+
+struct KernelCall {
+  std::string kernel;
+  std::vector<Tensor> in, out;
+  const nlohmann::json &attrs;
+  const KernelContext &ctx;
+
+  [[noreturn]] void fail(const std::string &message) const {
+    throw Error("kernel " + kernel + ": " + message);
+  }
+  const nlohmann::json &attr(const char *name) const {
+    auto it = attrs.find(name);
+    if (it == attrs.end())
+      fail(std::string("missing attribute '") + name + "'");
+    return *it;
+  }
+  bool has(const char *name) const { return attrs.contains(name); }
+  int64_t i(const char *name) const { return attr(name).get<int64_t>(); }
+  double f(const char *name) const { return attr(name).get<double>(); }
+  bool b(const char *name) const { return attr(name).get<bool>(); }
+  std::string s(const char *name) const {
+    return attr(name).get<std::string>();
+  }
+  std::vector<int64_t> ints(const char *name) const {
+    return attr(name).get<std::vector<int64_t>>();
+  }
+  std::vector<double> floats(const char *name) const {
+    return attr(name).get<std::vector<double>>();
+  }
+  [[noreturn]] void unsupported(DType dtype) const {
+    fail(std::string("dtype ") + dtypeName(dtype) +
+         " is not supported on the CPU backend");
+  }
+};
+
+using KernelFn = void (*)(const KernelCall &);
+using KernelTable = std::map<std::string, KernelFn>;
+
+void registerElementwiseKernels(KernelTable &table);
+void registerLinearAlgebraKernels(KernelTable &table);
+void registerNormalizationKernels(KernelTable &table);
+void registerReductionKernels(KernelTable &table);
+void registerMovementKernels(KernelTable &table);
+void registerConvolutionKernels(KernelTable &table);
+void registerPoolingKernels(KernelTable &table);
+void registerLossKernels(KernelTable &table);
+
+/// Every kernel the CPU backend implements, by plan kernel name.
+const KernelTable &kernelTable();
+
+/// Calls `fn.template operator()<T>()` with T the C++ type of `dtype`, for
+/// the numeric dtypes (float, double and integers; not f16/bf16/bool).
+template <typename Fn>
+void dispatchNumeric(const KernelCall &call, DType dtype, Fn &&fn) {
+  switch (dtype) {
+  case DType::F32:
+    return fn.template operator()<float>();
+  case DType::F64:
+    return fn.template operator()<double>();
+  case DType::I64:
+    return fn.template operator()<int64_t>();
+  case DType::I32:
+    return fn.template operator()<int32_t>();
+  case DType::I16:
+    return fn.template operator()<int16_t>();
+  case DType::I8:
+    return fn.template operator()<int8_t>();
+  case DType::U8:
+    return fn.template operator()<uint8_t>();
+  case DType::U16:
+    return fn.template operator()<uint16_t>();
+  case DType::U32:
+    return fn.template operator()<uint32_t>();
+  case DType::U64:
+    return fn.template operator()<uint64_t>();
+  default:
+    call.unsupported(dtype);
+  }
+}
+
+/// Same for float and double only.
+template <typename Fn>
+void dispatchFloat(const KernelCall &call, DType dtype, Fn &&fn) {
+  switch (dtype) {
+  case DType::F32:
+    return fn.template operator()<float>();
+  case DType::F64:
+    return fn.template operator()<double>();
+  default:
+    call.unsupported(dtype);
+  }
+}
+
+/// Strides of `shape` broadcast to `outShape` (numpy alignment from the
+/// right; 0 on broadcast dims).
+std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
+                                      const std::vector<int64_t> &outShape);
+
+/// Visits every element of `outShape` in row-major order, passing the flat
+/// offsets into each operand given its broadcast strides.
+template <size_t N, typename Fn>
+void forEachBroadcast(const std::vector<int64_t> &outShape,
+                      const std::array<std::vector<int64_t>, N> &strides,
+                      Fn &&fn) {
+  int64_t rank = outShape.size();
+  int64_t total = 1;
+  for (int64_t d : outShape)
+    total *= d;
+  if (total == 0)
+    return;
+  std::vector<int64_t> idx(rank, 0);
+  std::array<int64_t, N> offsets{};
+  int64_t inner = rank ? outShape[rank - 1] : 1;
+  std::array<int64_t, N> innerStride{};
+  for (size_t k = 0; k < N; ++k)
+    innerStride[k] = rank ? strides[k][rank - 1] : 0;
+  for (int64_t o = 0; o < total; o += inner) {
+    std::array<int64_t, N> base = offsets;
+    for (int64_t j = 0; j < inner; ++j) {
+      fn(o + j, base);
+      for (size_t k = 0; k < N; ++k)
+        base[k] += innerStride[k];
+    }
+    // Advance the odometer over the outer dims.
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      ++idx[d];
+      for (size_t k = 0; k < N; ++k)
+        offsets[k] += strides[k][d];
+      if (idx[d] < outShape[d])
+        break;
+      for (size_t k = 0; k < N; ++k)
+        offsets[k] -= strides[k][d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+} // namespace weft::rt
+
+#endif // WEFT_RUNTIME_KERNELS_KERNEL_H

@@ -1,0 +1,117 @@
+//===- LinearAlgebra.cpp - matmul and gemm through BLAS -------------------===//
+//
+// GEMM is OpenBLAS's cblas_sgemm/dgemm. Batched matmul broadcasts batch dims
+// as numpy does and loops over the batch; when the right operand has no batch
+// dims (a weight), the batch folds into M for one large GEMM.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernel.h"
+
+#include <cblas.h>
+
+#include <cstring>
+
+namespace weft::rt {
+
+namespace {
+
+template <typename T>
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
+          const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
+          int64_t ldc) {
+  CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
+  if (m == 0 || n == 0)
+    return;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                ldc);
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                ldc);
+}
+
+void matmul(const KernelCall &call) {
+  const Tensor &lhs = call.in[0], &rhs = call.in[1], &y = call.out[0];
+  // numpy promotion of 1-D operands: [K] -> [1, K] and [K] -> [K, 1].
+  std::vector<int64_t> a = lhs.shape, b = rhs.shape;
+  if (a.size() == 1)
+    a.insert(a.begin(), 1);
+  if (b.size() == 1)
+    b.push_back(1);
+  int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+  std::vector<int64_t> batchA(a.begin(), a.end() - 2),
+      batchB(b.begin(), b.end() - 2);
+  size_t batchRank = std::max(batchA.size(), batchB.size());
+  std::vector<int64_t> batch(batchRank);
+  for (size_t i = 0; i < batchRank; ++i) {
+    int64_t da = i < batchRank - batchA.size()
+                     ? 1
+                     : batchA[i - (batchRank - batchA.size())];
+    int64_t db = i < batchRank - batchB.size()
+                     ? 1
+                     : batchB[i - (batchRank - batchB.size())];
+    batch[i] = da == 1 ? db : da;
+  }
+  dispatchFloat(call, lhs.dtype, [&]<typename T>() {
+    const T *pa = lhs.as<T>(), *pb = rhs.as<T>();
+    T *pc = y.as<T>();
+    int64_t batchCount = 1;
+    for (int64_t d : batch)
+      batchCount *= d;
+    bool rhsShared = true;
+    for (int64_t d : batchB)
+      rhsShared &= d == 1;
+    if (rhsShared && batchA.size() == batchRank) {
+      // [..., M, K] x [K, N]: one GEMM with M' = batch * M.
+      gemm<T>(false, false, batchCount * m, n, k, 1, pa, k, pb, n, 0, pc, n);
+      return;
+    }
+    std::array<std::vector<int64_t>, 2> strides = {
+        broadcastStrides(batchA, batch), broadcastStrides(batchB, batch)};
+    int64_t matA = m * k, matB = k * n, matC = m * n;
+    if (batch.empty()) {
+      gemm<T>(false, false, m, n, k, 1, pa, k, pb, n, 0, pc, n);
+      return;
+    }
+    forEachBroadcast<2>(batch, strides, [&](int64_t o, const auto &off) {
+      gemm<T>(false, false, m, n, k, 1, pa + off[0] * matA, k,
+              pb + off[1] * matB, n, 0, pc + o * matC, n);
+    });
+  });
+}
+
+void gemmKernel(const KernelCall &call) {
+  const Tensor &a = call.in[0], &b = call.in[1], &y = call.out[0];
+  bool transA = call.b("transA"), transB = call.b("transB");
+  int64_t m = y.shape[0], n = y.shape[1];
+  int64_t k = transA ? a.shape[0] : a.shape[1];
+  double alpha = call.f("alpha"), beta = call.f("beta");
+  dispatchFloat(call, a.dtype, [&]<typename T>() {
+    T *pc = y.as<T>();
+    T betaT = 0;
+    if (call.in.size() > 2) {
+      // Y = beta * C (broadcast) first, then GEMM accumulates into it.
+      const Tensor &c = call.in[2];
+      std::array<std::vector<int64_t>, 1> strides = {
+          broadcastStrides(c.shape, y.shape)};
+      const T *src = c.as<T>();
+      forEachBroadcast<1>(y.shape, strides, [&](int64_t o, const auto &off) {
+        pc[o] = src[off[0]];
+      });
+      betaT = static_cast<T>(beta);
+    }
+    gemm<T>(transA, transB, m, n, k, static_cast<T>(alpha), a.as<T>(),
+            a.shape[1], b.as<T>(), b.shape[1], betaT, pc, n);
+  });
+}
+
+} // namespace
+
+void registerLinearAlgebraKernels(KernelTable &t) {
+  t["matmul"] = matmul;
+  t["gemm"] = gemmKernel;
+}
+
+} // namespace weft::rt

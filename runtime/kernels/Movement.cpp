@@ -1,0 +1,277 @@
+//===- Movement.cpp - transpose, expand, concat, split, slice, gather, pad,
+//                     trilu, resize (nearest)
+//                     -----------------------------===//
+//
+// Data movement is dtype-agnostic: elements are copied by size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace weft::rt {
+
+namespace {
+
+/// out[o] = in[base + sum(idx[d] * strides[d])] over `outShape`.
+void copyStrided(void *out, const void *in,
+                 const std::vector<int64_t> &outShape,
+                 const std::vector<int64_t> &strides, int64_t base,
+                 int64_t elemSize) {
+  std::array<std::vector<int64_t>, 1> s = {strides};
+  auto run = [&](auto tag) {
+    using E = decltype(tag);
+    E *dst = static_cast<E *>(out);
+    const E *src = static_cast<const E *>(in) + base;
+    forEachBroadcast<1>(
+        outShape, s, [&](int64_t o, const auto &off) { dst[o] = src[off[0]]; });
+  };
+  switch (elemSize) {
+  case 1:
+    return run(uint8_t());
+  case 2:
+    return run(uint16_t());
+  case 4:
+    return run(uint32_t());
+  default:
+    return run(uint64_t());
+  }
+}
+
+void transpose(const KernelCall &call) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  std::vector<int64_t> perm = call.ints("perm"), in = stridesOf(x.shape),
+                       strides(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d)
+    strides[d] = in[perm[d]];
+  copyStrided(y.data, x.data, y.shape, strides, 0, dtypeSize(x.dtype));
+}
+
+void expand(const KernelCall &call) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  copyStrided(y.data, x.data, y.shape, broadcastStrides(x.shape, y.shape), 0,
+              dtypeSize(x.dtype));
+}
+
+/// Rows of `inner` bytes: concat/split move whole rows along `axis`.
+int64_t outerCount(const std::vector<int64_t> &shape, int64_t axis) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    n *= shape[d];
+  return n;
+}
+
+void concat(const KernelCall &call) {
+  const Tensor &y = call.out[0];
+  int64_t axis = call.i("axis");
+  int64_t outer = outerCount(y.shape, axis);
+  int64_t outRow = outer ? y.bytes() / outer : 0, offset = 0;
+  for (const Tensor &x : call.in) {
+    int64_t row = outer ? x.bytes() / outer : 0;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(y.as<char>() + o * outRow + offset, x.as<char>() + o * row,
+                  row);
+    offset += row;
+  }
+}
+
+void split(const KernelCall &call) {
+  const Tensor &x = call.in[0];
+  int64_t axis = call.i("axis");
+  int64_t outer = outerCount(x.shape, axis);
+  int64_t inRow = outer ? x.bytes() / outer : 0, offset = 0;
+  for (const Tensor &y : call.out) {
+    int64_t row = outer ? y.bytes() / outer : 0;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(y.as<char>() + o * row, x.as<char>() + o * inRow + offset,
+                  row);
+    offset += row;
+  }
+}
+
+void slice(const KernelCall &call) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  std::vector<int64_t> starts = call.ints("starts"), steps = call.ints("steps");
+  std::vector<int64_t> in = stridesOf(x.shape), strides(x.rank());
+  int64_t base = 0;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    strides[d] = steps[d] * in[d];
+    if (y.shape[d] > 0)
+      base += starts[d] * in[d];
+  }
+  copyStrided(y.data, x.data, y.shape, strides, base, dtypeSize(x.dtype));
+}
+
+void gather(const KernelCall &call) {
+  const Tensor &data = call.in[0], &indices = call.in[1], &y = call.out[0];
+  int64_t axis = call.i("axis"), dim = data.shape[axis];
+  int64_t outer = outerCount(data.shape, axis);
+  int64_t row = dtypeSize(data.dtype);
+  for (int64_t d = axis + 1; d < data.rank(); ++d)
+    row *= data.shape[d];
+  int64_t count = indices.numel();
+  auto index = [&](int64_t k) -> int64_t {
+    int64_t i = indices.dtype == DType::I64 ? indices.as<int64_t>()[k]
+                                            : indices.as<int32_t>()[k];
+    if (i < -dim || i >= dim)
+      call.fail("index " + std::to_string(i) + " out of range for dim " +
+                std::to_string(dim));
+    return i < 0 ? i + dim : i;
+  };
+  const char *src = data.as<char>();
+  char *dst = y.as<char>();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < count; ++k)
+      std::memcpy(dst + (o * count + k) * row, src + (o * dim + index(k)) * row,
+                  row);
+}
+
+/// Writes `value` converted to `dtype` into `out` (one element).
+void storeScalar(char *out, DType dtype, double value) {
+  switch (dtype) {
+  case DType::F32: {
+    float v = value;
+    std::memcpy(out, &v, 4);
+    return;
+  }
+  case DType::F64:
+    std::memcpy(out, &value, 8);
+    return;
+  case DType::I64:
+  case DType::U64: {
+    int64_t v = value;
+    std::memcpy(out, &v, 8);
+    return;
+  }
+  case DType::I32:
+  case DType::U32: {
+    int32_t v = value;
+    std::memcpy(out, &v, 4);
+    return;
+  }
+  case DType::I16:
+  case DType::U16: {
+    int16_t v = value;
+    std::memcpy(out, &v, 2);
+    return;
+  }
+  default: {
+    int8_t v = value;
+    std::memcpy(out, &v, 1);
+    return;
+  }
+  }
+}
+
+void pad(const KernelCall &call) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  std::vector<int64_t> pads = call.ints("pads");
+  int64_t rank = x.rank(), size = dtypeSize(x.dtype);
+  std::vector<char> fill(size);
+  storeScalar(fill.data(), x.dtype, call.f("value"));
+  std::vector<int64_t> inStrides = stridesOf(x.shape), idx(rank, 0);
+  char *dst = y.as<char>();
+  const char *src = x.as<char>();
+  for (int64_t o = 0, n = y.numel(); o < n; ++o) {
+    int64_t in = 0;
+    bool inside = true;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t i = idx[d] - pads[d];
+      inside &= i >= 0 && i < x.shape[d];
+      in += i * inStrides[d];
+    }
+    std::memcpy(dst + o * size, inside ? src + in * size : fill.data(), size);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < y.shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void trilu(const KernelCall &call) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  bool upper = call.b("upper");
+  int64_t k = call.i("k"), size = dtypeSize(x.dtype);
+  int64_t rows = x.shape[x.rank() - 2], cols = x.shape[x.rank() - 1];
+  int64_t matrices = rows * cols ? x.numel() / (rows * cols) : 0;
+  std::memcpy(y.data, x.data, x.bytes());
+  char *out = y.as<char>();
+  for (int64_t m = 0; m < matrices; ++m)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        bool keep = upper ? j - i >= k : j - i <= k;
+        if (!keep)
+          std::memset(out + ((m * rows + i) * cols + j) * size, 0, size);
+      }
+}
+
+/// ONNX Resize-13, mode nearest: the input index of output coordinate `x`.
+int64_t nearestSource(int64_t x, int64_t inLen, int64_t outLen, double scale,
+                      const std::string &transform, const std::string &mode) {
+  double orig;
+  if (transform == "half_pixel")
+    orig = (x + 0.5) / scale - 0.5;
+  else if (transform == "pytorch_half_pixel")
+    orig = outLen > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  else if (transform == "align_corners")
+    orig = outLen > 1 ? x * double(inLen - 1) / (outLen - 1) : 0.0;
+  else if (transform == "tf_half_pixel_for_nn")
+    orig = (x + 0.5) / scale;
+  else // asymmetric
+    orig = x / scale;
+  double rounded;
+  if (mode == "floor")
+    rounded = std::floor(orig);
+  else if (mode == "ceil")
+    rounded = std::ceil(orig);
+  else if (orig - std::floor(orig) == 0.5)
+    rounded = mode == "round_prefer_ceil" ? std::ceil(orig) : std::floor(orig);
+  else
+    rounded = std::round(orig);
+  return std::clamp<int64_t>(static_cast<int64_t>(rounded), 0, inLen - 1);
+}
+
+void resize(const KernelCall &call) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  std::vector<double> scales = call.floats("scales");
+  std::string transform = call.s("coordinate_transformation_mode");
+  std::string mode = call.s("nearest_mode");
+  int64_t rank = x.rank(), size = dtypeSize(x.dtype);
+  std::vector<std::vector<int64_t>> source(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    for (int64_t i = 0; i < y.shape[d]; ++i)
+      source[d].push_back(
+          nearestSource(i, x.shape[d], y.shape[d], scales[d], transform, mode));
+  std::vector<int64_t> inStrides = stridesOf(x.shape), idx(rank, 0);
+  for (int64_t o = 0, n = y.numel(); o < n; ++o) {
+    int64_t in = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      in += source[d][idx[d]] * inStrides[d];
+    std::memcpy(y.as<char>() + o * size, x.as<char>() + in * size, size);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < y.shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+}
+
+} // namespace
+
+void registerMovementKernels(KernelTable &t) {
+  t["transpose"] = transpose;
+  t["expand"] = expand;
+  t["concat"] = concat;
+  t["split"] = split;
+  t["slice"] = slice;
+  t["gather"] = gather;
+  t["pad"] = pad;
+  t["trilu"] = trilu;
+  t["resize"] = resize;
+}
+
+} // namespace weft::rt

@@ -1,0 +1,200 @@
+//===- Normalization.cpp - softmax, layer/batch norm, dropout -------------===//
+
+#include "Kernel.h"
+#include "Philox.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace weft::rt {
+
+namespace {
+
+/// [outer, axis, inner] view of `shape` around `axis`.
+struct AxisView {
+  int64_t outer = 1, dim = 1, inner = 1;
+  AxisView(const std::vector<int64_t> &shape, int64_t axis) {
+    for (int64_t i = 0; i < (int64_t)shape.size(); ++i)
+      (i < axis ? outer : i == axis ? dim : inner) *= shape[i];
+  }
+};
+
+template <bool Log> void softmax(const KernelCall &call) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  AxisView v(x.shape, call.i("axis"));
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    const T *in = x.as<T>();
+    T *out = y.as<T>();
+    for (int64_t o = 0; o < v.outer; ++o)
+      for (int64_t i = 0; i < v.inner; ++i) {
+        const T *row = in + o * v.dim * v.inner + i;
+        T *dst = out + o * v.dim * v.inner + i;
+        T max = row[0];
+        for (int64_t d = 1; d < v.dim; ++d)
+          max = std::max(max, row[d * v.inner]);
+        double sum = 0;
+        for (int64_t d = 0; d < v.dim; ++d) {
+          T e = std::exp(row[d * v.inner] - max);
+          sum += e;
+          if (!Log)
+            dst[d * v.inner] = e;
+        }
+        if (Log) {
+          T logSum = static_cast<T>(std::log(sum));
+          for (int64_t d = 0; d < v.dim; ++d)
+            dst[d * v.inner] = row[d * v.inner] - max - logSum;
+        } else {
+          T scale = static_cast<T>(1.0 / sum);
+          for (int64_t d = 0; d < v.dim; ++d)
+            dst[d * v.inner] *= scale;
+        }
+      }
+  });
+}
+
+void layerNorm(const KernelCall &call) {
+  const Tensor &x = call.in[0], &scale = call.in[1];
+  const Tensor *bias = call.in.size() > 2 ? &call.in[2] : nullptr;
+  int64_t axis = call.i("axis");
+  double eps = call.f("epsilon");
+  std::vector<int64_t> normalized(x.shape.begin() + axis, x.shape.end());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < x.rank(); ++i)
+    (i < axis ? outer : inner) *= x.shape[i];
+  std::vector<int64_t> scaleStrides = broadcastStrides(scale.shape, normalized);
+  std::vector<int64_t> biasStrides =
+      bias ? broadcastStrides(bias->shape, normalized) : std::vector<int64_t>();
+  // Flat index within the normalised block -> scale/bias element.
+  std::vector<int64_t> scaleIndex(inner), biasIndex(inner);
+  std::vector<int64_t> nStrides = stridesOf(normalized);
+  for (int64_t j = 0; j < inner; ++j) {
+    int64_t rem = j, s = 0, b = 0;
+    for (size_t d = 0; d < normalized.size(); ++d) {
+      int64_t idx = rem / nStrides[d];
+      rem %= nStrides[d];
+      s += idx * scaleStrides[d];
+      if (bias)
+        b += idx * biasStrides[d];
+    }
+    scaleIndex[j] = s;
+    biasIndex[j] = b;
+  }
+  float *mean = call.out[1].as<float>(), *invStd = call.out[2].as<float>();
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    const T *in = x.as<T>(), *g = scale.as<T>(),
+            *bb = bias ? bias->as<T>() : nullptr;
+    T *out = call.out[0].as<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      const T *row = in + o * inner;
+      double sum = 0, sq = 0;
+      for (int64_t j = 0; j < inner; ++j)
+        sum += row[j];
+      double mu = sum / inner;
+      for (int64_t j = 0; j < inner; ++j)
+        sq += (row[j] - mu) * (row[j] - mu);
+      double rstd = 1.0 / std::sqrt(sq / inner + eps);
+      mean[o] = static_cast<float>(mu);
+      invStd[o] = static_cast<float>(rstd);
+      T *dst = out + o * inner;
+      for (int64_t j = 0; j < inner; ++j) {
+        double v = (row[j] - mu) * rstd * g[scaleIndex[j]];
+        dst[j] = static_cast<T>(bb ? v + bb[biasIndex[j]] : v);
+      }
+    }
+  });
+}
+
+/// ONNX BatchNormalization-15. Training mode normalises with the batch
+/// mean and population variance and returns
+/// running = momentum * running + (1 - momentum) * batch (the ONNX
+/// reference: np.var, i.e. the biased variance).
+void batchNorm(const KernelCall &call) {
+  const Tensor &x = call.in[0];
+  bool training = call.b("training");
+  double eps = call.f("epsilon"), momentum = call.f("momentum");
+  int64_t n = x.shape[0], c = x.shape[1], spatial = 1;
+  for (int64_t i = 2; i < x.rank(); ++i)
+    spatial *= x.shape[i];
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    const T *in = x.as<T>(), *scale = call.in[1].as<T>(),
+            *bias = call.in[2].as<T>(), *mean = call.in[3].as<T>(),
+            *var = call.in[4].as<T>();
+    T *out = call.out[0].as<T>(), *runMean = call.out[1].as<T>(),
+      *runVar = call.out[2].as<T>();
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double mu = mean[ch], sigma2 = var[ch];
+      if (training) {
+        double sum = 0, sq = 0, count = double(n * spatial);
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t s = 0; s < spatial; ++s)
+            sum += in[(b * c + ch) * spatial + s];
+        mu = sum / count;
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t s = 0; s < spatial; ++s) {
+            double d = in[(b * c + ch) * spatial + s] - mu;
+            sq += d * d;
+          }
+        sigma2 = sq / count;
+        runMean[ch] = static_cast<T>(momentum * mean[ch] + (1 - momentum) * mu);
+        runVar[ch] =
+            static_cast<T>(momentum * var[ch] + (1 - momentum) * sigma2);
+      } else {
+        runMean[ch] = mean[ch];
+        runVar[ch] = var[ch];
+      }
+      double a = scale[ch] / std::sqrt(sigma2 + eps), shift = bias[ch] - a * mu;
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t s = 0; s < spatial; ++s) {
+          int64_t i = (b * c + ch) * spatial + s;
+          out[i] = static_cast<T>(a * in[i] + shift);
+        }
+    }
+  });
+}
+
+/// Dropout mask bits: Philox4x32-10 with key (seed low, seed high) and
+/// counter (element / 4, rng_id, micro-batch, step); element e keeps its
+/// value when uniform01(word e % 4) >= ratio. See docs/plan-format.md.
+void dropout(const KernelCall &call) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  uint8_t *mask = call.out[1].as<uint8_t>();
+  double ratio = call.f("ratio");
+  bool active = call.b("training") && ratio > 0;
+  int64_t count = x.numel();
+  if (!active) {
+    std::memcpy(y.data, x.data, x.bytes());
+    std::memset(mask, 1, count);
+    return;
+  }
+  uint64_t seed = call.has("seed") ? uint64_t(call.i("seed")) : call.ctx.seed;
+  std::array<uint32_t, 2> key = {uint32_t(seed), uint32_t(seed >> 32)};
+  uint32_t rngId = call.has("rng_id") ? uint32_t(call.i("rng_id")) : 0;
+  float threshold = static_cast<float>(ratio);
+  for (int64_t base = 0; base < count; base += 4) {
+    PhiloxBlock bits =
+        philox4x32({uint32_t(base / 4), rngId, uint32_t(call.ctx.microBatch),
+                    uint32_t(call.ctx.step)},
+                   key);
+    for (int64_t k = 0; k < 4 && base + k < count; ++k)
+      mask[base + k] = uniform01(bits[k]) >= threshold;
+  }
+  double scale = 1.0 / (1.0 - ratio);
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    const T *in = x.as<T>();
+    T *out = y.as<T>();
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = mask[i] ? static_cast<T>(in[i] * scale) : T(0);
+  });
+}
+
+} // namespace
+
+void registerNormalizationKernels(KernelTable &t) {
+  t["softmax"] = softmax<false>;
+  t["log_softmax"] = softmax<true>;
+  t["layer_norm"] = layerNorm;
+  t["batch_norm"] = batchNorm;
+  t["dropout"] = dropout;
+}
+
+} // namespace weft::rt

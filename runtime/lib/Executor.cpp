@@ -1,0 +1,185 @@
+//===- Executor.cpp - runs one rank's instruction list --------------------===//
+
+#include "weft/runtime/Executor.h"
+
+#include "weft/runtime/OnnxTensor.h"
+
+#include "../kernels/Kernel.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+namespace weft::rt {
+
+Executor::Executor(const Plan &plan, int64_t rank, Backend &backend)
+    : plan(plan), rankPlan(plan.ranks.at(rank)), backend(backend) {
+  arena = static_cast<char *>(backend.allocateArena(rankPlan.arenaBytes));
+  for (const ConstantDesc &c : rankPlan.constants)
+    backend.upload(arena + rankPlan.buffers[c.buffer].offset, c.bytes.data(),
+                   c.bytes.size());
+  measureLiveness();
+}
+
+Executor::~Executor() { backend.freeArena(arena); }
+
+Tensor Executor::view(int64_t buffer) const {
+  const BufferDesc &b = rankPlan.buffers[buffer];
+  return Tensor{arena + b.offset, b.dtype, b.shape};
+}
+
+void Executor::loadWeights() {
+  std::ifstream in(plan.modelPath, std::ios::binary);
+  if (!in)
+    throw Error(plan.path + ": model.path: cannot read the model '" +
+                plan.modelPath + "'");
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in))
+    throw Error(plan.modelPath + ": not a binary ONNX model");
+  std::map<std::string, const onnx::TensorProto *> initializers;
+  for (const auto &t : model.graph().initializer())
+    initializers[t.name()] = &t;
+  std::string modelDir =
+      std::filesystem::path(plan.modelPath).parent_path().string();
+  auto load = [&](const NamedBuffer &named) {
+    const BufferDesc &b = rankPlan.buffers[named.buffer];
+    std::string what = "weight '" + named.name + "'";
+    auto it = initializers.find(named.name);
+    if (it == initializers.end())
+      throw Error(what + ": no such initializer in " + plan.modelPath);
+    const onnx::TensorProto &t = *it->second;
+    std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+    DType dtype = dtypeOfONNX(t.data_type(), what);
+    if (dims != b.shape || dtype != b.dtype)
+      throw Error(what + ": the plan expects " + shapeString(b.shape) + " " +
+                  dtypeName(b.dtype) + ", the model holds " +
+                  shapeString(dims) + " " + dtypeName(dtype));
+    std::string bytes = tensorBytes(t, modelDir, what);
+    backend.upload(arena + b.offset, bytes.data(), bytes.size());
+  };
+  for (const NamedBuffer &p : rankPlan.params)
+    load(p);
+  for (const NamedBuffer &s : rankPlan.state)
+    load(s);
+}
+
+void Executor::setInput(const std::string &name, const std::string &bytes) {
+  for (const NamedBuffer &in : rankPlan.inputs) {
+    if (in.name != name)
+      continue;
+    const BufferDesc &b = rankPlan.buffers[in.buffer];
+    if (static_cast<int64_t>(bytes.size()) != b.bytes)
+      throw Error("input '" + name + "': " + std::to_string(bytes.size()) +
+                  " bytes, the plan expects " + shapeString(b.shape) + " " +
+                  dtypeName(b.dtype) + " (" + std::to_string(b.bytes) +
+                  " bytes)");
+    backend.upload(arena + b.offset, bytes.data(), bytes.size());
+    return;
+  }
+  throw Error("input '" + name + "' is not an input of rank " +
+              std::to_string(rankPlan.rank));
+}
+
+void Executor::run(int64_t step, uint64_t seed,
+                   std::vector<TraceEvent> *trace) {
+  using clock = std::chrono::steady_clock;
+  auto origin = clock::now();
+  for (size_t i = 0; i < rankPlan.instructions.size(); ++i) {
+    const Instruction &inst = rankPlan.instructions[i];
+    KernelContext ctx{seed, step, inst.microBatch, static_cast<int64_t>(i)};
+    KernelCall call{inst.kernel, {}, {}, inst.attrs, ctx};
+    for (int64_t b : inst.inputs)
+      call.in.push_back(view(b));
+    for (int64_t b : inst.outputs)
+      call.out.push_back(view(b));
+    auto start = clock::now();
+    try {
+      backend.launch(call);
+    } catch (const nlohmann::json::exception &e) {
+      throw Error("instruction " + std::to_string(i) + " (" + inst.name +
+                  "): kernel " + inst.kernel + ": bad attribute: " + e.what());
+    } catch (const Error &e) {
+      throw Error("instruction " + std::to_string(i) + " (" + inst.name +
+                  "): " + e.what());
+    }
+    if (trace) {
+      backend.synchronize();
+      auto end = clock::now();
+      using us = std::chrono::duration<double, std::micro>;
+      trace->push_back({inst.name, inst.kernel, step, rankPlan.rank,
+                        us(start - origin).count(), us(end - start).count()});
+    }
+  }
+  backend.synchronize();
+}
+
+const BufferDesc &Executor::outputBuffer(const std::string &name) const {
+  for (const NamedBuffer &out : rankPlan.outputs)
+    if (out.name == name)
+      return rankPlan.buffers[out.buffer];
+  throw Error("'" + name + "' is not an output of rank " +
+              std::to_string(rankPlan.rank));
+}
+
+std::string Executor::output(const std::string &name) const {
+  const BufferDesc &b = outputBuffer(name);
+  std::string bytes(b.bytes, '\0');
+  backend.download(bytes.data(), arena + b.offset, b.bytes);
+  return bytes;
+}
+
+void Executor::measureLiveness() {
+  // Liveness in instruction steps, independent of the compiler's: a view
+  // keeps its base alive, arguments/constants/outputs live all step.
+  const auto &buffers = rankPlan.buffers;
+  int64_t last = std::max<int64_t>(rankPlan.instructions.size() - 1, 0);
+  auto root = [&](int64_t id) {
+    while (buffers[id].viewOf >= 0)
+      id = buffers[id].viewOf;
+    return id;
+  };
+  std::vector<int64_t> start(buffers.size(), INT64_MAX),
+      end(buffers.size(), -1);
+  for (const BufferDesc &b : buffers)
+    if (b.kind != "activation") {
+      start[root(b.id)] = 0;
+      end[root(b.id)] = last;
+    }
+  for (const NamedBuffer &out : rankPlan.outputs)
+    end[root(out.buffer)] = last;
+  for (size_t i = 0; i < rankPlan.instructions.size(); ++i) {
+    const Instruction &inst = rankPlan.instructions[i];
+    for (int64_t b : inst.outputs)
+      start[root(b)] = std::min<int64_t>(start[root(b)], i);
+    for (int64_t b : inst.inputs)
+      end[root(b)] = std::max<int64_t>(end[root(b)], i);
+  }
+  // Sweep the steps; at each, the top of the live buffers, and a check that
+  // no two live buffers share bytes (the compiler's layout promise).
+  peak = 0;
+  for (int64_t step = 0; step <= last; ++step) {
+    std::vector<std::pair<int64_t, int64_t>> live; // (offset, end byte)
+    for (const BufferDesc &b : buffers) {
+      if (b.viewOf >= 0)
+        continue;
+      bool alive =
+          start[b.id] <= step && step <= std::max(end[b.id], start[b.id]);
+      if (alive)
+        live.push_back({b.offset, b.offset + b.bytes});
+    }
+    std::sort(live.begin(), live.end());
+    for (size_t k = 0; k < live.size(); ++k) {
+      peak = std::max(peak, live[k].second);
+      if (k && live[k].first < live[k - 1].second &&
+          live[k].first != live[k].second &&
+          live[k - 1].first != live[k - 1].second)
+        throw Error(plan.path + ": ranks[" + std::to_string(rankPlan.rank) +
+                    "]: two buffers live at instruction " +
+                    std::to_string(step) + " overlap in the arena at byte " +
+                    std::to_string(live[k].first));
+    }
+  }
+}
+
+} // namespace weft::rt

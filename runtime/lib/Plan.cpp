@@ -1,0 +1,292 @@
+//===- Plan.cpp - reading and validating execution plans ------------------===//
+
+#include "weft/runtime/Plan.h"
+
+#include <fstream>
+#include <sstream>
+
+using json = nlohmann::json;
+
+namespace weft::rt {
+
+namespace {
+
+/// A JSON object and its path in the plan, for messages that name the field.
+class Field {
+public:
+  Field(const json &value, std::string path, const std::string &file)
+      : value(value), path(std::move(path)), file(file) {}
+
+  [[noreturn]] void fail(const std::string &message) const {
+    throw Error(file + ": " + path + ": " + message);
+  }
+
+  Field at(const std::string &key) const {
+    if (!value.is_object())
+      fail("expected an object");
+    auto it = value.find(key);
+    if (it == value.end())
+      fail("missing field '" + key + "'");
+    return Field(*it, path.empty() ? key : path + "." + key, file);
+  }
+  bool has(const std::string &key) const {
+    return value.is_object() && value.contains(key) && !value[key].is_null();
+  }
+  Field at(size_t i) const {
+    return Field(value[i], path + "[" + std::to_string(i) + "]", file);
+  }
+  size_t size() const {
+    if (!value.is_array())
+      fail("expected an array");
+    return value.size();
+  }
+  int64_t integer() const {
+    if (!value.is_number_integer())
+      fail("expected an integer");
+    return value.get<int64_t>();
+  }
+  int64_t nonNegative() const {
+    int64_t v = integer();
+    if (v < 0)
+      fail("expected a non-negative integer, got " + std::to_string(v));
+    return v;
+  }
+  std::string string() const {
+    if (!value.is_string())
+      fail("expected a string");
+    return value.get<std::string>();
+  }
+  std::vector<int64_t> shape() const {
+    std::vector<int64_t> dims;
+    for (size_t i = 0; i < size(); ++i)
+      dims.push_back(at(i).nonNegative());
+    return dims;
+  }
+  DType dtype() const {
+    try {
+      return parseDType(string());
+    } catch (const Error &e) {
+      fail(e.what());
+    }
+  }
+  std::vector<int64_t> ids(int64_t count) const {
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < size(); ++i) {
+      int64_t id = at(i).nonNegative();
+      if (id >= count)
+        at(i).fail("buffer " + std::to_string(id) + " does not exist (" +
+                   std::to_string(count) + " buffers)");
+      out.push_back(id);
+    }
+    return out;
+  }
+
+  const json &value;
+  std::string path;
+  const std::string &file;
+};
+
+std::vector<NamedBuffer> namedBuffers(const Field &list, int64_t count) {
+  std::vector<NamedBuffer> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    Field f = list.at(i);
+    int64_t id = f.at("buffer").nonNegative();
+    if (id >= count)
+      f.at("buffer").fail("buffer " + std::to_string(id) + " does not exist");
+    out.push_back({f.at("name").string(), id});
+  }
+  return out;
+}
+
+RankPlan
+parseRank(const Field &f,
+          const std::function<bool(const std::string &)> &knownKernel) {
+  RankPlan rank;
+  rank.rank = f.at("rank").nonNegative();
+  for (const auto &[axis, index] : f.at("coords").value.items())
+    rank.coords.push_back({axis, f.at("coords").at(axis).nonNegative()});
+  rank.arenaBytes = f.at("arena_bytes").nonNegative();
+
+  Field buffers = f.at("buffers");
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    Field b = buffers.at(i);
+    BufferDesc d;
+    d.id = b.at("id").nonNegative();
+    if (d.id != static_cast<int64_t>(i))
+      b.at("id").fail("buffer ids must be 0, 1, 2, ... in order");
+    d.dtype = b.at("dtype").dtype();
+    d.shape = b.at("shape").shape();
+    d.bytes = b.at("bytes").nonNegative();
+    d.offset = b.at("offset").nonNegative();
+    d.kind = b.at("kind").string();
+    static const char *kinds[] = {"input", "param", "state", "constant",
+                                  "activation"};
+    if (std::find(std::begin(kinds), std::end(kinds), d.kind) ==
+        std::end(kinds))
+      b.at("kind").fail("unknown buffer kind '" + d.kind + "'");
+    Tensor t{nullptr, d.dtype, d.shape};
+    if (t.bytes() != d.bytes)
+      b.at("bytes").fail(std::to_string(d.bytes) + " bytes, but " +
+                         shapeString(d.shape) + " " + dtypeName(d.dtype) +
+                         " takes " + std::to_string(t.bytes()));
+    if (d.offset + d.bytes > rank.arenaBytes)
+      b.at("offset").fail(
+          std::to_string(d.offset) + " + " + std::to_string(d.bytes) +
+          " bytes exceeds arena_bytes " + std::to_string(rank.arenaBytes));
+    if (b.has("view_of")) {
+      d.viewOf = b.at("view_of").nonNegative();
+      if (d.viewOf >= d.id || rank.buffers[d.viewOf].offset != d.offset)
+        b.at("view_of").fail("must name an earlier buffer at the same offset");
+    }
+    rank.buffers.push_back(d);
+  }
+  int64_t count = rank.buffers.size();
+  rank.params = namedBuffers(f.at("params"), count);
+  rank.state = namedBuffers(f.at("state"), count);
+  rank.inputs = namedBuffers(f.at("inputs"), count);
+  rank.outputs = namedBuffers(f.at("outputs"), count);
+
+  Field constants = f.at("constants");
+  for (size_t i = 0; i < constants.size(); ++i) {
+    Field c = constants.at(i);
+    ConstantDesc d;
+    d.buffer = c.at("buffer").nonNegative();
+    if (d.buffer >= count)
+      c.at("buffer").fail("buffer does not exist");
+    try {
+      d.bytes = decodeBase64(c.at("data").string());
+    } catch (const Error &e) {
+      c.at("data").fail(e.what());
+    }
+    if (static_cast<int64_t>(d.bytes.size()) != rank.buffers[d.buffer].bytes)
+      c.at("data").fail("holds " + std::to_string(d.bytes.size()) +
+                        " bytes, buffer " + std::to_string(d.buffer) + " has " +
+                        std::to_string(rank.buffers[d.buffer].bytes));
+    rank.constants.push_back(std::move(d));
+  }
+
+  Field instructions = f.at("instructions");
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    Field in = instructions.at(i);
+    Instruction d;
+    d.op = in.at("op").string();
+    if (d.op != "compute")
+      in.at("op").fail("unknown instruction '" + d.op +
+                       "' (plan version 1 has 'compute')");
+    d.kernel = in.at("kernel").string();
+    if (!knownKernel(d.kernel))
+      in.at("kernel").fail("unknown kernel '" + d.kernel + "'");
+    d.name = in.has("name") ? in.at("name").string() : "";
+    d.phase = in.at("phase").string();
+    d.microBatch = in.at("micro_batch").nonNegative();
+    d.inputs = in.at("inputs").ids(count);
+    d.outputs = in.at("outputs").ids(count);
+    d.attrs = in.at("attrs").value;
+    if (!d.attrs.is_object())
+      in.at("attrs").fail("expected an object");
+    rank.instructions.push_back(std::move(d));
+  }
+  return rank;
+}
+
+std::vector<InputDesc> parseIO(const Field &list) {
+  std::vector<InputDesc> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    Field f = list.at(i);
+    InputDesc d{f.at("name").string(), f.at("dtype").dtype(),
+                f.at("shape").shape(), std::nullopt};
+    if (f.has("index_bound"))
+      d.indexBound = f.at("index_bound").nonNegative();
+    out.push_back(d);
+  }
+  return out;
+}
+
+} // namespace
+
+Plan parsePlan(const std::string &text, const std::string &path,
+               const std::function<bool(const std::string &)> &knownKernel) {
+  json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded())
+    throw Error(path + ": not valid JSON");
+  Field f(root, "", path);
+  if (f.at("format").string() != "weft-plan")
+    f.at("format").fail("expected \"weft-plan\"");
+  Plan plan;
+  plan.path = path;
+  plan.version = f.at("version").integer();
+  if (plan.version != kPlanVersion)
+    f.at("version").fail("version " + std::to_string(plan.version) +
+                         " is not supported (this weft-run reads version " +
+                         std::to_string(kPlanVersion) + ")");
+  plan.modelPath = f.at("model").at("path").string();
+  plan.modelSha256 = f.at("model").at("sha256").string();
+  Field axes = f.at("mesh").at("axes");
+  for (size_t i = 0; i < axes.size(); ++i)
+    plan.meshAxes.push_back(
+        {axes.at(i).at("name").string(), axes.at(i).at("size").nonNegative()});
+  plan.microBatches = f.at("micro_batches").nonNegative();
+  plan.globalBatch = f.at("global_batch").nonNegative();
+  plan.inputs = parseIO(f.at("inputs"));
+  plan.outputs = parseIO(f.at("outputs"));
+  Field ranks = f.at("ranks");
+  if (ranks.size() == 0)
+    ranks.fail("a plan needs at least one rank");
+  for (size_t i = 0; i < ranks.size(); ++i)
+    plan.ranks.push_back(parseRank(ranks.at(i), knownKernel));
+  return plan;
+}
+
+Plan loadPlan(const std::string &path,
+              const std::function<bool(const std::string &)> &knownKernel) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error(path + ": cannot open the plan");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parsePlan(text.str(), path, knownKernel);
+}
+
+std::string decodeBase64(const std::string &text) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z')
+      return c - 'A';
+    if (c >= 'a' && c <= 'z')
+      return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+      return c - '0' + 52;
+    if (c == '+')
+      return 62;
+    if (c == '/')
+      return 63;
+    return -1;
+  };
+  if (text.size() % 4 != 0)
+    throw Error("base64 length is not a multiple of 4");
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = text[i + k];
+      if (c == '=' && i + 4 == text.size() && k >= 2) {
+        v[k] = 0;
+        ++pad;
+        continue;
+      }
+      v[k] = value(c);
+      if (v[k] < 0 || pad)
+        throw Error("malformed base64");
+    }
+    uint32_t word = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
+    out.push_back(static_cast<char>(word >> 16));
+    if (pad < 2)
+      out.push_back(static_cast<char>((word >> 8) & 0xff));
+    if (pad < 1)
+      out.push_back(static_cast<char>(word & 0xff));
+  }
+  return out;
+}
+
+} // namespace weft::rt
