@@ -8,39 +8,13 @@ sweep binds them to their test values with --freeze-input, as a user would.
 """
 
 import collections
-import pathlib
-import re
 
-import onnx
 import pytest
 
 from conftest import run
+from onnx_testdata import DATA, graph_io, model_dirs, weftc_frozen
 
-DATA = pathlib.Path("/usr/share/libonnx-testdata/data")
 SUITES = ["node", "pytorch-converted", "pytorch-operator"]
-FREEZE = re.compile(r"--freeze-input (\S+)=FILE\.pb")
-
-
-def model_dirs():
-    for suite in SUITES:
-        for d in sorted((DATA / suite).iterdir()):
-            if (d / "model.onnx").exists():
-                yield d
-
-
-def import_model(weftc, model_dir, graph_inputs):
-    """Imports `model_dir`, freezing the inputs weftc asks for."""
-    frozen = {}
-    while True:
-        args = [weftc, str(model_dir / "model.onnx"), "--emit=summary-json"]
-        for name, path in frozen.items():
-            args.append(f"--freeze-input={name}={path}")
-        result = run(args, timeout=120)
-        wanted = [n for n in FREEZE.findall(result.stderr) if n not in frozen]
-        if result.returncode == 0 or not wanted:
-            return result
-        for name in wanted:
-            frozen[name] = model_dir / "test_data_set_0" / f"input_{graph_inputs.index(name)}.pb"
 
 
 @pytest.mark.skipif(not DATA.exists(), reason="libonnx-testdata not installed")
@@ -49,13 +23,12 @@ def test_every_supported_model_imports(weftc):
     assert {"MatMul", "Conv", "SoftmaxCrossEntropyLoss"} <= supported
     counts = collections.Counter()
     failures, variants = [], []
-    for model_dir in model_dirs():
+    for model_dir in model_dirs(SUITES):
         name = f"{model_dir.parent.name}/{model_dir.name}"
-        model = onnx.load(str(model_dir / "model.onnx"), load_external_data=False)
-        initializers = {t.name for t in model.graph.initializer}
-        graph_inputs = [i.name for i in model.graph.input if i.name not in initializers]
+        model, graph_inputs, _ = graph_io(model_dir)
         ops = {n.op_type for n in model.graph.node}
-        result = import_model(weftc, model_dir, graph_inputs)
+        result, _ = weftc_frozen(weftc, model_dir, graph_inputs,
+                                 ["--emit=summary-json"])
         if result.returncode not in (0, 1):
             failures.append(f"{name}: crashed (exit {result.returncode}): {result.stderr[-500:]}")
         elif not ops <= supported:

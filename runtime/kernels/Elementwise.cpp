@@ -117,35 +117,82 @@ void clip(const KernelCall &call) {
   });
 }
 
+/// bfloat16 <-> float: the upper half of the float's bits. Cast-13 to
+/// bfloat16 truncates, as the ONNX 1.12 reference and its test data do
+/// (opset 19 later specified round-to-nearest-even).
+float fromBF16(uint16_t bits) {
+  uint32_t word = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &word, 4);
+  return f;
+}
+uint16_t toBF16(float f) {
+  uint32_t word;
+  std::memcpy(&word, &f, 4);
+  if (std::isnan(f))
+    return 0x7FC0;
+  return uint16_t(word >> 16);
+}
+// IEEE half through the compiler's _Float16 (correctly rounded conversions).
+float fromF16(uint16_t bits) {
+  _Float16 h;
+  std::memcpy(&h, &bits, 2);
+  return static_cast<float>(h);
+}
+uint16_t toF16(double v) {
+  _Float16 h = static_cast<_Float16>(v);
+  uint16_t bits;
+  std::memcpy(&bits, &h, 2);
+  return bits;
+}
+
 void cast(const KernelCall &call) {
   const Tensor &x = call.in[0], &y = call.out[0];
-  auto readAs = [&](auto store) {
-    if (x.dtype == DType::Bool) {
-      const uint8_t *in = x.as<uint8_t>();
-      for (int64_t i = 0, n = x.numel(); i < n; ++i)
-        store(i, static_cast<double>(in[i] != 0));
-      return;
-    }
-    dispatchNumeric(call, x.dtype, [&]<typename S>() {
-      const S *in = x.as<S>();
-      for (int64_t i = 0, n = x.numel(); i < n; ++i)
-        store(i, static_cast<double>(in[i]));
-    });
-  };
-  if (y.dtype == DType::Bool) {
-    uint8_t *out = y.as<uint8_t>();
-    readAs([&](int64_t i, double v) { out[i] = v != 0.0; });
+  int64_t count = x.numel();
+  if (x.dtype == y.dtype) { // exact, including int64 beyond 2^53
+    std::memcpy(y.data, x.data, x.bytes());
     return;
   }
-  dispatchNumeric(call, y.dtype, [&]<typename T>() {
-    T *out = y.as<T>();
-    // int64 values above 2^53 would lose bits through double: copy directly.
-    if (x.dtype == y.dtype) {
-      std::memcpy(out, x.data, x.bytes());
-      return;
-    }
-    readAs([&](int64_t i, double v) { out[i] = static_cast<T>(v); });
-  });
+  // Read every element as double: exact for all but int64 above 2^53.
+  std::vector<double> values(count);
+  switch (x.dtype) {
+  case DType::Bool:
+    for (int64_t i = 0; i < count; ++i)
+      values[i] = x.as<uint8_t>()[i] != 0;
+    break;
+  case DType::F16:
+    for (int64_t i = 0; i < count; ++i)
+      values[i] = fromF16(x.as<uint16_t>()[i]);
+    break;
+  case DType::BF16:
+    for (int64_t i = 0; i < count; ++i)
+      values[i] = fromBF16(x.as<uint16_t>()[i]);
+    break;
+  default:
+    dispatchNumeric(call, x.dtype, [&]<typename S>() {
+      for (int64_t i = 0; i < count; ++i)
+        values[i] = static_cast<double>(x.as<S>()[i]);
+    });
+  }
+  switch (y.dtype) {
+  case DType::Bool:
+    for (int64_t i = 0; i < count; ++i)
+      y.as<uint8_t>()[i] = values[i] != 0.0;
+    return;
+  case DType::F16:
+    for (int64_t i = 0; i < count; ++i)
+      y.as<uint16_t>()[i] = toF16(values[i]);
+    return;
+  case DType::BF16:
+    for (int64_t i = 0; i < count; ++i)
+      y.as<uint16_t>()[i] = toBF16(static_cast<float>(values[i]));
+    return;
+  default:
+    dispatchNumeric(call, y.dtype, [&]<typename T>() {
+      for (int64_t i = 0; i < count; ++i)
+        y.as<T>()[i] = static_cast<T>(values[i]);
+    });
+  }
 }
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }

@@ -26,7 +26,7 @@ template <bool Max> void pool(const KernelCall &call) {
     outSize *= out[d];
     kernelSize *= kernel[d];
   }
-  dispatchFloat(call, x.dtype, [&]<typename T>() {
+  dispatchNumeric(call, x.dtype, [&]<typename T>() {
     for (int64_t p = 0; p < planes; ++p) {
       const T *src = x.as<T>() + p * inSize;
       T *dst = y.as<T>() + p * outSize;

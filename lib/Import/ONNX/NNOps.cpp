@@ -257,7 +257,9 @@ LogicalResult convertConvTranspose(GraphImporter &g, const Node &node) {
       int64_t total = w->strides[i] * (input.getDimSize(i + 2) - 1) +
                       outputPadding[i] + (w->kernel[i] - 1) * w->dilations[i] +
                       1 - outputShape[i];
-      int64_t half = total / 2;
+      // Floor division, as the ONNX reference: a negative total (an output
+      // larger than the strides produce) extends the end.
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
       w->pads[i] = autoPad == "SAME_UPPER" ? half : total - half;
       w->pads[i + n] = autoPad == "SAME_UPPER" ? total - half : half;
     }
