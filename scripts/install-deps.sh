@@ -15,7 +15,7 @@ packages=(
   openmpi-bin libopenmpi-dev libopenblas-dev libopenblas0-pthread
   # python: example models, references, tests
   python3 python3-torch python3-torchvision python3-onnx python3-numpy
-  python3-pytest python3-matplotlib
+  python3-pytest python3-matplotlib python3-jsonschema
 )
 
 missing=()

@@ -142,7 +142,7 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
         weft::emitPlan(*module, {path.str().str(), weft::sha256File(path)});
     if (failed(plan))
       return failure();
-    os << plan->dump(1) << "\n";
+    weft::printPlan(*plan, os);
     break;
   }
   }

@@ -11,6 +11,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SHA256.h"
 
+#include <functional>
+
 using namespace mlir;
 using json = nlohmann::json;
 
@@ -131,6 +133,44 @@ std::optional<int64_t> indexBound(BlockArgument arg) {
 
 } // namespace
 
+void weft::printPlan(const json &plan, llvm::raw_ostream &os) {
+  // Objects at depth 0 and each rank are expanded; arrays of objects put one
+  // compact element per line; everything else is compact.
+  std::function<void(const json &, int, bool)> print =
+      [&](const json &value, int indent, bool expand) {
+        std::string pad(indent, ' ');
+        if (expand && value.is_object()) {
+          os << "{\n";
+          size_t i = 0;
+          for (const auto &[key, item] : value.items()) {
+            os << pad << " " << json(key).dump() << ": ";
+            print(item, indent + 1, key == "ranks");
+            os << (++i < value.size() ? ",\n" : "\n");
+          }
+          os << pad << "}";
+          return;
+        }
+        bool objects = value.is_array() && !value.empty() &&
+                       (value[0].is_object() || value[0].is_array());
+        if (objects) {
+          os << "[\n";
+          for (size_t i = 0; i < value.size(); ++i) {
+            os << pad << " ";
+            if (expand)
+              print(value[i], indent + 1, true);
+            else
+              os << value[i].dump();
+            os << (i + 1 < value.size() ? ",\n" : "\n");
+          }
+          os << pad << "]";
+          return;
+        }
+        os << value.dump();
+      };
+  print(plan, 0, true);
+  os << "\n";
+}
+
 FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   auto func = module.lookupSymbol<func::FuncOp>("main");
   if (!func)
@@ -192,6 +232,7 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   }
 
   json constants = json::array(), instructions = json::array();
+  int64_t dropoutCount = 0;
   for (Operation &op : func.getBody().front().without_terminator()) {
     for (Value result : op.getResults())
       if (failed(addBuffer(result)))
@@ -216,6 +257,10 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
                << attr.getName();
       attrs[attr.getName().str()] = value;
     }
+    // Dropout masks are keyed by a stable id per dropout op (not the
+    // instruction index), so a recomputed forward draws the same mask.
+    if (isa<DropoutOp>(op))
+      attrs["rng_id"] = dropoutCount++;
     json in = json::array(), out = json::array();
     for (Value v : op.getOperands())
       in.push_back(bufferId[v]);

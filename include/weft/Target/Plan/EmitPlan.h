@@ -10,6 +10,7 @@
 #define WEFT_TARGET_PLAN_EMITPLAN_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,11 @@ struct PlanSource {
 /// plan cannot express, e.g. a non-static type.
 llvm::FailureOr<nlohmann::json> emitPlan(mlir::ModuleOp module,
                                          const PlanSource &source);
+
+/// Writes a plan for people and line tools alike: top-level and per-rank
+/// fields one per line, and each buffer, parameter, constant and instruction
+/// as one compact JSON object per line.
+void printPlan(const nlohmann::json &plan, llvm::raw_ostream &os);
 
 /// Hex SHA-256 of a file's bytes; empty when it cannot be read.
 std::string sha256File(llvm::StringRef path);
