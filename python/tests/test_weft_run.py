@@ -1,0 +1,141 @@
+"""weft-run behaviour: schema-valid plans, the trace, synthetic data, and one
+clear line (exit 1) for every kind of bad plan, weight or data file."""
+
+import json
+import pathlib
+import shutil
+
+import jsonschema
+import pytest
+
+from conftest import REPO, run, tool
+
+SCHEMA = json.loads((REPO / "docs" / "plan.schema.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def gpt_plan(weftc, models_dir, tmp_path_factory):
+    path = tmp_path_factory.mktemp("plan") / "gpt.json"
+    result = run([weftc, str(models_dir / "gpt.onnx"), "-o", str(path)])
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+@pytest.mark.parametrize("name", ["gpt", "resnet", "unet"])
+def test_example_plans_match_the_schema(name, weftc, models_dir, tmp_path):
+    path = tmp_path / "plan.json"
+    assert run([weftc, str(models_dir / f"{name}.onnx"), "-o", str(path)]).returncode == 0
+    jsonschema.validate(json.loads(path.read_text()), SCHEMA)
+
+
+def test_trace_has_one_slice_per_instruction(gpt_plan, tmp_path):
+    trace = tmp_path / "trace.json"
+    result = run([tool("weft-run"), str(gpt_plan), "--steps", "2",
+                  "--trace", str(trace)])
+    assert result.returncode == 0, result.stderr
+    events = json.loads(trace.read_text())["traceEvents"]
+    instructions = json.loads(gpt_plan.read_text())["ranks"][0]["instructions"]
+    assert len(events) == 2 * len(instructions)
+    assert [e["name"] for e in events[:len(instructions)]] == \
+        [i["kernel"] for i in instructions]
+    assert all(e["ph"] == "X" and e["dur"] >= 0 for e in events)
+
+
+def test_synthetic_data_is_a_function_of_the_seed(gpt_plan, tmp_path):
+    def losses(seed):
+        log = tmp_path / f"log{seed}.jsonl"
+        result = run([tool("weft-run"), str(gpt_plan), "--data", "synthetic",
+                      "--seed", str(seed), "--steps", "2", "--log-json", str(log)])
+        assert result.returncode == 0, result.stderr
+        records = [json.loads(line) for line in log.read_text().splitlines()]
+        assert [r["step"] for r in records] == [1, 2]
+        for r in records:
+            assert set(r) >= {"step", "loss", "seconds", "samples_per_s",
+                              "arena_bytes", "peak_bytes"}
+            assert r["peak_bytes"] == r["arena_bytes"]
+        return [r["loss"] for r in records]
+
+    first = losses(7)
+    assert first == losses(7)          # same seed: same batches
+    assert first != losses(8)          # another seed: other batches
+    assert first[0] != first[1]        # each step draws a new batch
+
+
+def mutate(plan_path, tmp_path, edit):
+    plan = json.loads(plan_path.read_text())
+    edit(plan)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(plan))
+    return path
+
+
+def first_param(plan):
+    return plan["ranks"][0]["params"][0]
+
+
+def buffer_of(plan, named):
+    return plan["ranks"][0]["buffers"][named["buffer"]]
+
+
+BAD_PLANS = {
+    "unknown version": (lambda p: p.update(version=2),
+                        "version: version 2 is not supported"),
+    "unknown kernel": (lambda p: p["ranks"][0]["instructions"][0].update(kernel="frobnicate"),
+                       "ranks[0].instructions[0].kernel: unknown kernel 'frobnicate'"),
+    "missing field": (lambda p: p["ranks"][0].pop("arena_bytes"),
+                      "ranks[0]: missing field 'arena_bytes'"),
+    "buffer past arena": (lambda p: p["ranks"][0]["buffers"][0].update(offset=1 << 40),
+                          "ranks[0].buffers[0].offset:"),
+    "wrong byte count": (lambda p: p["ranks"][0]["buffers"][0].update(bytes=3),
+                         "ranks[0].buffers[0].bytes: 3 bytes, but"),
+    "unknown dtype": (lambda p: p["ranks"][0]["buffers"][0].update(dtype="f8"),
+                      "ranks[0].buffers[0].dtype: unknown dtype 'f8'"),
+    "dangling buffer id": (lambda p: p["ranks"][0]["instructions"][0]["inputs"].append(99999),
+                           "ranks[0].instructions[0].inputs[2]: buffer 99999 does not exist"),
+    "missing weight": (lambda p: first_param(p).update(name="no.such.weight"),
+                       "weight 'no.such.weight': no such initializer"),
+    "weight shape mismatch": (
+        lambda p: buffer_of(p, first_param(p)).update(
+            shape=list(reversed(buffer_of(p, first_param(p))["shape"]))),
+        "the plan expects [128x512] f32, the model holds [512x128] f32"),
+    "missing model file": (lambda p: p["model"].update(path="/nonexistent/model.onnx"),
+                           "model.path: cannot read the model '/nonexistent/model.onnx'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PLANS))
+def test_bad_plans_are_rejected_with_the_field_named(case, gpt_plan, tmp_path):
+    edit, message = BAD_PLANS[case]
+    result = run([tool("weft-run"), str(mutate(gpt_plan, tmp_path, edit))])
+    assert result.returncode == 1
+    assert message in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_bad_json_and_data_are_rejected(gpt_plan, tmp_path):
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("{not json")
+    result = run([tool("weft-run"), str(garbage)])
+    assert result.returncode == 1 and "not valid JSON" in result.stderr
+
+    result = run([tool("weft-run"), str(gpt_plan), "--data", str(tmp_path / "empty")])
+    assert result.returncode == 1
+    assert "missing" in result.stderr and "step_0/tokens.pb" in result.stderr
+
+    result = run([tool("weft-run"), str(gpt_plan), "--steps", "two"])
+    assert result.returncode == 1 and "--steps: 'two'" in result.stderr
+
+
+def test_missing_external_weight_file_is_named(weftc, models_dir, tmp_path):
+    import onnx
+    model = onnx.load(str(models_dir / "gpt.onnx"))
+    path = tmp_path / "gpt.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="weights.bin",
+                    size_threshold=0)
+    plan = tmp_path / "plan.json"
+    assert run([weftc, str(path), "-o", str(plan)]).returncode == 0
+    (tmp_path / "weights.bin").unlink()
+    result = run([tool("weft-run"), str(plan)])
+    assert result.returncode == 1
+    assert "weights.bin' cannot be read" in result.stderr
