@@ -1,0 +1,123 @@
+//===- PlanTest.cpp - the runtime's plan loader ---------------------------===//
+
+#include "weft/runtime/Plan.h"
+
+#include <gtest/gtest.h>
+
+using namespace weft::rt;
+using json = nlohmann::json;
+
+namespace {
+/// A minimal valid one-rank plan: y = relu(x).
+json validPlan() {
+  return json::parse(R"({
+    "format": "weft-plan", "version": 1,
+    "model": {"path": "m.onnx", "sha256": ""},
+    "mesh": {"axes": [{"name": "pipeline", "size": 1}]},
+    "micro_batches": 1, "global_batch": 2,
+    "inputs": [{"name": "x", "dtype": "f32", "shape": [2]}],
+    "outputs": [{"name": "y", "dtype": "f32", "shape": [2]}],
+    "ranks": [{
+      "rank": 0, "coords": {"pipeline": 0}, "arena_bytes": 72,
+      "buffers": [
+        {"id": 0, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 0, "kind": "input"},
+        {"id": 1, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 64, "kind": "activation"}],
+      "params": [], "state": [],
+      "inputs": [{"name": "x", "buffer": 0}], "outputs": [{"name": "y", "buffer": 1}],
+      "constants": [],
+      "instructions": [{"op": "compute", "kernel": "relu", "inputs": [0], "outputs": [1],
+                        "attrs": {}, "phase": "forward", "micro_batch": 0}]
+    }]})");
+}
+
+bool known(const std::string &k) { return k == "relu"; }
+
+/// The Error message of loading `plan`, or "" when it loads.
+std::string errorOf(const json &plan) {
+  try {
+    parsePlan(plan.dump(), "p.json", known);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
+} // namespace
+
+TEST(PlanLoader, AcceptsAValidPlan) {
+  Plan plan = parsePlan(validPlan().dump(), "p.json", known);
+  ASSERT_EQ(plan.ranks.size(), 1u);
+  EXPECT_EQ(plan.ranks[0].arenaBytes, 72);
+  EXPECT_EQ(plan.ranks[0].instructions[0].kernel, "relu");
+}
+
+TEST(PlanLoader, NamesTheFieldOfEveryRejection) {
+  struct Case {
+    std::function<void(json &)> edit;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {[](json &p) { p["format"] = "onnx"; },
+       "p.json: format: expected \"weft-plan\""},
+      {[](json &p) { p["version"] = 7; },
+       "p.json: version: version 7 is not supported"},
+      {[](json &p) { p.erase("ranks"); }, "p.json: : missing field 'ranks'"},
+      {[](json &p) { p["ranks"] = json::array(); },
+       "ranks: a plan needs at least one rank"},
+      {[](json &p) { p["ranks"][0]["buffers"][1]["id"] = 5; },
+       "ranks[0].buffers[1].id: buffer ids must be 0, 1, 2, ... in order"},
+      {[](json &p) { p["ranks"][0]["buffers"][0]["dtype"] = "f8"; },
+       "ranks[0].buffers[0].dtype: unknown dtype 'f8'"},
+      {[](json &p) { p["ranks"][0]["buffers"][0]["bytes"] = 4; },
+       "ranks[0].buffers[0].bytes: 4 bytes, but [2] f32 takes 8"},
+      {[](json &p) { p["ranks"][0]["buffers"][1]["offset"] = 68; },
+       "ranks[0].buffers[1].offset: 68 + 8 bytes exceeds arena_bytes 72"},
+      {[](json &p) { p["ranks"][0]["buffers"][1]["kind"] = "scratch"; },
+       "ranks[0].buffers[1].kind: unknown buffer kind 'scratch'"},
+      {[](json &p) { p["ranks"][0]["buffers"][1]["view_of"] = 0; },
+       "ranks[0].buffers[1].view_of: must name an earlier buffer at the same "
+       "offset"},
+      {[](json &p) { p["ranks"][0]["buffers"][0]["shape"] = {-1}; },
+       "ranks[0].buffers[0].shape[0]: expected a non-negative integer"},
+      {[](json &p) { p["ranks"][0]["instructions"][0]["op"] = "send"; },
+       "ranks[0].instructions[0].op: unknown instruction 'send'"},
+      {[](json &p) { p["ranks"][0]["instructions"][0]["kernel"] = "gelu"; },
+       "ranks[0].instructions[0].kernel: unknown kernel 'gelu'"},
+      {[](json &p) { p["ranks"][0]["instructions"][0]["outputs"] = {2}; },
+       "ranks[0].instructions[0].outputs[0]: buffer 2 does not exist"},
+      {[](json &p) { p["ranks"][0]["instructions"][0]["attrs"] = 3; },
+       "ranks[0].instructions[0].attrs: expected an object"},
+      {[](json &p) { p["ranks"][0]["inputs"][0]["buffer"] = 9; },
+       "ranks[0].inputs[0].buffer: buffer 9 does not exist"},
+      {[](json &p) {
+         p["ranks"][0]["constants"] = {{{"buffer", 0}, {"data", "AAAA"}}};
+       },
+       "ranks[0].constants[0].data: holds 3 bytes, buffer 0 has 8"},
+      {[](json &p) {
+         p["ranks"][0]["constants"] = {{{"buffer", 0}, {"data", "!!!!"}}};
+       },
+       "ranks[0].constants[0].data: malformed base64"},
+      {[](json &p) { p["inputs"][0]["dtype"] = 3; },
+       "inputs[0].dtype: expected a string"},
+  };
+  for (Case &c : cases) {
+    json plan = validPlan();
+    c.edit(plan);
+    std::string message = errorOf(plan);
+    EXPECT_NE(message.find(c.message), std::string::npos)
+        << "expected '" << c.message << "', got '" << message << "'";
+  }
+  EXPECT_NE(std::string(errorOf(json::parse("[1]"))).find("expected an object"),
+            std::string::npos);
+}
+
+TEST(PlanLoader, RejectsTextThatIsNotJSON) {
+  EXPECT_THROW(parsePlan("{", "p.json", known), Error);
+}
+
+TEST(Base64, DecodesRfc4648Vectors) {
+  EXPECT_EQ(decodeBase64(""), "");
+  EXPECT_EQ(decodeBase64("Zg=="), "f");
+  EXPECT_EQ(decodeBase64("Zm8="), "fo");
+  EXPECT_EQ(decodeBase64("Zm9vYmFy"), "foobar");
+  EXPECT_THROW(decodeBase64("Zm9"), Error);
+}
