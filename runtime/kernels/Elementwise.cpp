@@ -19,6 +19,7 @@ std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
 
 namespace {
 
+/// `op` is generic: float tensors compute in float (expf, erff, ...).
 template <typename Op> void unary(const KernelCall &call, Op op) {
   const Tensor &x = call.in[0], &y = call.out[0];
   dispatchFloat(call, x.dtype, [&]<typename T>() {
@@ -36,14 +37,25 @@ template <typename Op> void binary(const KernelCall &call, Op op) {
   dispatchNumeric(call, a.dtype, [&]<typename T>() {
     const T *pa = a.as<T>(), *pb = b.as<T>();
     T *out = y.as<T>();
-    if (a.shape == b.shape) { // the common, contiguous case
-      for (int64_t i = 0, n = y.numel(); i < n; ++i)
-        out[i] = static_cast<T>(op(pa[i], pb[i]));
-      return;
-    }
-    forEachBroadcast<2>(y.shape, strides, [&](int64_t o, const auto &off) {
-      out[o] = static_cast<T>(op(pa[off[0]], pb[off[1]]));
-    });
+    // Rows with unit or zero strides get their own loops (vectorisable).
+    forEachRow<2>(
+        y.shape, strides,
+        [&](int64_t o, const auto &base, int64_t n, const auto &step) {
+          const T *ra = pa + base[0], *rb = pb + base[1];
+          T *ro = out + o;
+          if (step[0] == 1 && step[1] == 1)
+            for (int64_t j = 0; j < n; ++j)
+              ro[j] = static_cast<T>(op(ra[j], rb[j]));
+          else if (step[0] == 1 && step[1] == 0)
+            for (int64_t j = 0; j < n; ++j)
+              ro[j] = static_cast<T>(op(ra[j], rb[0]));
+          else if (step[0] == 0 && step[1] == 1)
+            for (int64_t j = 0; j < n; ++j)
+              ro[j] = static_cast<T>(op(ra[0], rb[j]));
+          else
+            for (int64_t j = 0; j < n; ++j)
+              ro[j] = static_cast<T>(op(ra[j * step[0]], rb[j * step[1]]));
+        });
   });
 }
 
@@ -88,15 +100,30 @@ void where(const KernelCall &call) {
   std::array<std::vector<int64_t>, 3> strides = {
       broadcastStrides(c.shape, y.shape), broadcastStrides(x.shape, y.shape),
       broadcastStrides(z.shape, y.shape)};
-  // Element-size copy: works for every dtype.
-  int64_t size = dtypeSize(y.dtype);
-  const uint8_t *pc = c.as<uint8_t>();
-  const char *px = x.as<char>(), *pz = z.as<char>();
-  char *out = y.as<char>();
-  forEachBroadcast<3>(y.shape, strides, [&](int64_t o, const auto &off) {
-    std::memcpy(out + o * size,
-                pc[off[0]] ? px + off[1] * size : pz + off[2] * size, size);
-  });
+  // Copies elements by size: works for every dtype.
+  auto select = [&](auto tag) {
+    using E = decltype(tag);
+    const uint8_t *pc = c.as<uint8_t>();
+    const E *px = x.as<E>(), *pz = z.as<E>();
+    E *out = y.as<E>();
+    forEachRow<3>(
+        y.shape, strides,
+        [&](int64_t o, const auto &base, int64_t n, const auto &step) {
+          for (int64_t j = 0; j < n; ++j)
+            out[o + j] = pc[base[0] + j * step[0]] ? px[base[1] + j * step[1]]
+                                                   : pz[base[2] + j * step[2]];
+        });
+  };
+  switch (dtypeSize(y.dtype)) {
+  case 1:
+    return select(uint8_t());
+  case 2:
+    return select(uint16_t());
+  case 4:
+    return select(uint32_t());
+  default:
+    return select(uint64_t());
+  }
 }
 
 void clip(const KernelCall &call) {
@@ -195,34 +222,35 @@ void cast(const KernelCall &call) {
   }
 }
 
-double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
-
 } // namespace
 
 void registerElementwiseKernels(KernelTable &t) {
+  // Generic lambdas: float tensors compute in float (sqrtf, expf, erff...).
   t["sqrt"] = [](const KernelCall &c) {
-    unary(c, [](double v) { return std::sqrt(v); });
+    unary(c, [](auto v) { return std::sqrt(v); });
   };
   t["reciprocal"] = [](const KernelCall &c) {
-    unary(c, [](double v) { return 1.0 / v; });
+    unary(c, [](auto v) { return 1 / v; });
   };
-  t["neg"] = [](const KernelCall &c) { unary(c, [](double v) { return -v; }); };
+  t["neg"] = [](const KernelCall &c) { unary(c, [](auto v) { return -v; }); };
   t["exp"] = [](const KernelCall &c) {
-    unary(c, [](double v) { return std::exp(v); });
+    unary(c, [](auto v) { return std::exp(v); });
   };
   t["log"] = [](const KernelCall &c) {
-    unary(c, [](double v) { return std::log(v); });
+    unary(c, [](auto v) { return std::log(v); });
   };
   t["erf"] = [](const KernelCall &c) {
-    unary(c, [](double v) { return std::erf(v); });
+    unary(c, [](auto v) { return std::erf(v); });
   };
   t["tanh"] = [](const KernelCall &c) {
-    unary(c, [](double v) { return std::tanh(v); });
+    unary(c, [](auto v) { return std::tanh(v); });
   };
   t["relu"] = [](const KernelCall &c) {
-    unary(c, [](double v) { return v > 0 ? v : 0.0; });
+    unary(c, [](auto v) { return v > 0 ? v : decltype(v)(0); });
   };
-  t["sigmoid"] = [](const KernelCall &c) { unary(c, sigmoid); };
+  t["sigmoid"] = [](const KernelCall &c) {
+    unary(c, [](auto v) { return 1 / (1 + std::exp(-v)); });
+  };
   t["add"] = [](const KernelCall &c) {
     binary(c, [](auto a, auto b) { return a + b; });
   };

@@ -128,12 +128,14 @@ void dispatchFloat(const KernelCall &call, DType dtype, Fn &&fn) {
 std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
                                       const std::vector<int64_t> &outShape);
 
-/// Visits every element of `outShape` in row-major order, passing the flat
-/// offsets into each operand given its broadcast strides.
+/// Visits `outShape` in row-major order one innermost row at a time:
+/// fn(outOffset, operandOffsets, count, innerStrides) covers `count` output
+/// elements from `outOffset`, operand k starting at operandOffsets[k] and
+/// advancing by innerStrides[k] (0 on a broadcast dim). Kernels write the
+/// row loop themselves so the compiler can vectorise the stride-1 cases.
 template <size_t N, typename Fn>
-void forEachBroadcast(const std::vector<int64_t> &outShape,
-                      const std::array<std::vector<int64_t>, N> &strides,
-                      Fn &&fn) {
+void forEachRow(const std::vector<int64_t> &outShape,
+                const std::array<std::vector<int64_t>, N> &strides, Fn &&fn) {
   int64_t rank = outShape.size();
   int64_t total = 1;
   for (int64_t d : outShape)
@@ -141,18 +143,12 @@ void forEachBroadcast(const std::vector<int64_t> &outShape,
   if (total == 0)
     return;
   std::vector<int64_t> idx(rank, 0);
-  std::array<int64_t, N> offsets{};
+  std::array<int64_t, N> offsets{}, innerStride{};
   int64_t inner = rank ? outShape[rank - 1] : 1;
-  std::array<int64_t, N> innerStride{};
   for (size_t k = 0; k < N; ++k)
     innerStride[k] = rank ? strides[k][rank - 1] : 0;
   for (int64_t o = 0; o < total; o += inner) {
-    std::array<int64_t, N> base = offsets;
-    for (int64_t j = 0; j < inner; ++j) {
-      fn(o + j, base);
-      for (size_t k = 0; k < N; ++k)
-        base[k] += innerStride[k];
-    }
+    fn(o, offsets, inner, innerStride);
     // Advance the odometer over the outer dims.
     for (int64_t d = rank - 2; d >= 0; --d) {
       ++idx[d];
@@ -165,6 +161,22 @@ void forEachBroadcast(const std::vector<int64_t> &outShape,
       idx[d] = 0;
     }
   }
+}
+
+/// Element-at-a-time form of forEachRow: fn(outIndex, operandOffsets).
+template <size_t N, typename Fn>
+void forEachBroadcast(const std::vector<int64_t> &outShape,
+                      const std::array<std::vector<int64_t>, N> &strides,
+                      Fn &&fn) {
+  forEachRow<N>(outShape, strides,
+                [&](int64_t o, std::array<int64_t, N> base, int64_t count,
+                    const std::array<int64_t, N> &step) {
+                  for (int64_t j = 0; j < count; ++j) {
+                    fn(o + j, base);
+                    for (size_t k = 0; k < N; ++k)
+                      base[k] += step[k];
+                  }
+                });
 }
 
 } // namespace weft::rt

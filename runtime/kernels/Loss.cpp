@@ -67,7 +67,7 @@ void softmaxCrossEntropy(const KernelCall &call) {
         max = std::max(max, row[k * inner]);
       double sum = 0;
       for (int64_t k = 0; k < c; ++k)
-        sum += std::exp(row[k * inner] - max);
+        sum += std::exp(row[k * inner] - max); // float exp, double sum
       float logSum = static_cast<float>(std::log(sum));
       for (int64_t k = 0; k < c; ++k)
         logp[b * c * inner + k * inner + i] = row[k * inner] - max - logSum;

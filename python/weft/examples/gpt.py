@@ -22,7 +22,7 @@ from weft.examples.common import export
 
 CONFIGS = {
     "small": dict(layers=4, hidden=128, heads=4, seq=64, vocab=512, batch=8),
-    "medium": dict(layers=8, hidden=256, heads=8, seq=128, vocab=2048, batch=8),
+    "medium": dict(layers=6, hidden=384, heads=6, seq=256, vocab=4096, batch=8),
 }
 
 

@@ -1,0 +1,73 @@
+"""Benchmark: forward pass of the medium gpt example, weft vs torch eager.
+
+Both on one thread (OpenBLAS for both: Debian's torch runs on libblas.so.3,
+which scripts/install-deps.sh points at OpenBLAS), same weights, same batch.
+Prints the median of 10 timed steps of each and their ratio.
+
+Usage: python3 bench/forward_gpt.py BUILD_DIR
+"""
+
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import torch  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "python"))
+from weft.examples import gpt  # noqa: E402
+from weft.examples.common import export  # noqa: E402
+
+STEPS = 10
+
+
+def main(build):
+    torch.set_num_threads(1)
+    config = gpt.CONFIGS["medium"]
+    model, inputs = gpt.build(**config)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        onnx_path = tmp / "gpt_medium.onnx"
+        export(model, inputs, ["tokens", "targets"], str(onnx_path), training=True)
+        plan = tmp / "plan.json"
+        subprocess.run([str(build / "bin" / "weftc"), str(onnx_path), "-o", str(plan)],
+                       check=True)
+        for step in range(STEPS + 1):
+            step_dir = tmp / "data" / f"step_{step}"
+            step_dir.mkdir(parents=True)
+            for name, tensor in zip(["tokens", "targets"], inputs):
+                proto = numpy_helper.from_array(tensor.numpy(), name)
+                (step_dir / f"{name}.pb").write_bytes(proto.SerializeToString())
+        log = tmp / "log.jsonl"
+        subprocess.run([str(build / "bin" / "weft-run"), str(plan), "--data",
+                        str(tmp / "data"), "--steps", str(STEPS + 1), "--threads", "1",
+                        "--log-json", str(log)], check=True, stdout=subprocess.DEVNULL)
+        records = [json.loads(line) for line in log.read_text().splitlines()]
+        weft_seconds = statistics.median(r["seconds"] for r in records[1:])  # first: warm-up
+        weft_loss = records[0]["loss"]
+
+    model.train()  # as exported (dropout p = 0, so train == eval numerically)
+    times = []
+    with torch.no_grad():
+        loss = model(*inputs).item()  # warm-up
+        for _ in range(STEPS):
+            start = time.perf_counter()
+            model(*inputs)
+            times.append(time.perf_counter() - start)
+    torch_seconds = statistics.median(times)
+
+    print(f"gpt medium forward ({config}), 1 thread, median of {STEPS}")
+    print(f"  weft-run     {weft_seconds * 1e3:9.1f} ms   loss {weft_loss:.6f}")
+    print(f"  torch eager  {torch_seconds * 1e3:9.1f} ms   loss {loss:.6f}")
+    print(f"  ratio weft / torch = {weft_seconds / torch_seconds:.2f}")
+
+
+if __name__ == "__main__":
+    main(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else REPO / "build"))
