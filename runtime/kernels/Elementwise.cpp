@@ -114,16 +114,7 @@ void where(const KernelCall &call) {
                                                    : pz[base[2] + j * step[2]];
         });
   };
-  switch (dtypeSize(y.dtype)) {
-  case 1:
-    return select(uint8_t());
-  case 2:
-    return select(uint16_t());
-  case 4:
-    return select(uint32_t());
-  default:
-    return select(uint64_t());
-  }
+  dispatchBySize(dtypeSize(y.dtype), select);
 }
 
 void clip(const KernelCall &call) {

@@ -123,6 +123,21 @@ void dispatchFloat(const KernelCall &call, DType dtype, Fn &&fn) {
   }
 }
 
+/// Calls fn(tag) with tag an unsigned integer of `size` bytes (1, 2, 4, 8):
+/// for kernels that move elements without looking at them.
+template <typename Fn> void dispatchBySize(int64_t size, Fn &&fn) {
+  switch (size) {
+  case 1:
+    return fn(uint8_t());
+  case 2:
+    return fn(uint16_t());
+  case 4:
+    return fn(uint32_t());
+  default:
+    return fn(uint64_t());
+  }
+}
+
 /// Strides of `shape` broadcast to `outShape` (numpy alignment from the
 /// right; 0 on broadcast dims).
 std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,

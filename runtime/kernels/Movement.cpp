@@ -29,16 +29,7 @@ void copyStrided(void *out, const void *in,
     forEachBroadcast<1>(
         outShape, s, [&](int64_t o, const auto &off) { dst[o] = src[off[0]]; });
   };
-  switch (elemSize) {
-  case 1:
-    return run(uint8_t());
-  case 2:
-    return run(uint16_t());
-  case 4:
-    return run(uint32_t());
-  default:
-    return run(uint64_t());
-  }
+  dispatchBySize(elemSize, run);
 }
 
 void transpose(const KernelCall &call) {
