@@ -28,6 +28,38 @@ def TestPrintCost : Pass<"weft-test-print-cost", "mlir::func::FuncOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def Autodiff : Pass<"weft-autodiff", "mlir::func::FuncOp"> {
+  let summary = "Append the backward pass: the gradient of every parameter";
+  let description = [{
+    Turns a model function whose single result is a scalar float loss into
+    one that also returns the gradient of the loss with respect to every
+    parameter argument (`weft.param`), by reverse-mode differentiation: ops
+    are visited in reverse order and each op's `GradientOpInterface` rule
+    turns its result gradients into operand gradients; a value used several
+    times accumulates (adds) the gradients of its uses. Only values that
+    depend on a parameter and have a float type get gradients, so integer,
+    shape and constant paths produce no backward ops.
+
+    Input:
+    ```mlir
+    func.func @main(%x: tensor<2x3xf32> {weft.input = "x"},
+                    %w: tensor<3x1xf32> {weft.param = "w"}) -> tensor<f32> {
+      %y = weft.matmul %x, %w : ...
+      %l = weft.reduce_mean %y {axes = array<i64: 0, 1>, keepdims = false} : ...
+      return %l : tensor<f32>
+    }
+    ```
+    Output: the same ops, then the backward ops, and
+    `return %l, %dw : tensor<f32>, tensor<3x1xf32>` with the gradient result
+    marked `{weft.grad = "w"}`.
+
+    Pre-condition: one result, a scalar float (the loss), and at least one
+    parameter the loss depends on; every op on a path from a parameter to the
+    loss has a gradient rule. Each violation is an error naming the op.
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 def TestPrintMemory : Pass<"weft-test-print-memory", "mlir::func::FuncOp"> {
   let summary = "Print the static arena layout (MemoryPlan) of a function";
   let description = [{

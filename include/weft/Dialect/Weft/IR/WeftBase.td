@@ -59,7 +59,8 @@ class Weft_InferredOp<string mnemonic, list<Trait> traits = [],
 /// Elementwise unary op: the result has the operand's type. Costs `flops`
 /// FLOPs per element.
 class Weft_UnaryOp<string mnemonic, string onnxName, list<Trait> traits = []>
-    : Weft_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+    : Weft_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+              DeclareOpInterfaceMethods<GradientOpInterface>])> {
   let summary = "Elementwise `" # onnxName # "` (ONNX " # onnxName # "-13).";
   let description = "Elementwise `" # onnxName # "`. Cost: 1 FLOP per element.";
   let arguments = (ins Weft_Tensor:$input);
@@ -75,7 +76,7 @@ class Weft_UnaryOp<string mnemonic, string onnxName, list<Trait> traits = []>
 /// element type of `lhs`.
 class Weft_BinaryOp<string mnemonic, string onnxName,
                     string resultElementType = "::mlir::Type()">
-    : Weft_InferredOp<mnemonic> {
+    : Weft_InferredOp<mnemonic, [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Elementwise `" # onnxName # "` with numpy broadcasting.";
   let description = [{
     Multidirectional (numpy) broadcasting as in the ONNX spec
@@ -100,7 +101,7 @@ class Weft_BinaryOp<string mnemonic, string onnxName,
 
 /// Reduction over a set of axes (ONNX Reduce*-13/-18 with resolved axes).
 class Weft_ReduceOp<string mnemonic, string onnxName>
-    : Weft_InferredOp<mnemonic> {
+    : Weft_InferredOp<mnemonic, [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "`" # onnxName # "` over `axes` (sorted, non-negative).";
   let description = [{
     Reduces `input` over `axes`. With `keepdims` the reduced dimensions stay

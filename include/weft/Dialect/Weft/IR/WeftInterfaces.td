@@ -30,4 +30,24 @@ def CostOpInterface : OpInterface<"CostOpInterface"> {
   ];
 }
 
+def GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::weft";
+  let description = [{
+    The op's reverse-mode derivative, used by `weft-autodiff`. Given the
+    gradient of the loss with respect to each result (null: that result does
+    not reach the loss, i.e. a zero gradient), `buildGradients` emits ops at
+    the builder's insertion point computing the gradient with respect to each
+    operand, and returns it in `operandGrads` (one entry per operand; null
+    for operands with no gradient: integers, masks, shapes). Gradients have
+    the operand's type; broadcasting is undone by summing (numpy semantics).
+  }];
+  let methods = [
+    InterfaceMethod<"Builds the operand gradients from the result gradients.",
+      "::llvm::LogicalResult", "buildGradients",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
 #endif // WEFT_DIALECT_WEFT_IR_WEFTINTERFACES_TD

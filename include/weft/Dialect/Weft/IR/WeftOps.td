@@ -37,7 +37,7 @@ def Weft_PowOp : Weft_BinaryOp<"pow", "Pow">;
 def Weft_EqualOp : Weft_BinaryOp<"equal", "Equal",
     "::mlir::IntegerType::get(adaptor.getLhs().getContext(), 1)">;
 
-def Weft_WhereOp : Weft_InferredOp<"where"> {
+def Weft_WhereOp : Weft_InferredOp<"where", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Select `x` where `condition` holds, else `y` (ONNX Where-16).";
   let description = [{
     All three operands broadcast together (numpy rules). Cost: 1 FLOP per
@@ -62,7 +62,7 @@ def Weft_ClipOp : Weft_Op<"clip", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($output)";
 }
 
-def Weft_CastOp : Weft_InferredOp<"cast"> {
+def Weft_CastOp : Weft_InferredOp<"cast", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Convert element type to `to` (ONNX Cast-13).";
   let description = "Cost: 1 FLOP per element.";
   let arguments = (ins Weft_Tensor:$input, TypeAttr:$to);
@@ -87,7 +87,7 @@ def Weft_ConstantOp : Weft_InferredOp<"constant", [ConstantLike]> {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Weft_MatMulOp : Weft_InferredOp<"matmul"> {
+def Weft_MatMulOp : Weft_InferredOp<"matmul", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "numpy matmul with batch broadcasting (ONNX MatMul-13).";
   let description = [{
     `[..., M, K] x [..., K, N] -> [..., M, N]`; 1-D operands are promoted as
@@ -101,7 +101,7 @@ def Weft_MatMulOp : Weft_InferredOp<"matmul"> {
   }];
 }
 
-def Weft_GemmOp : Weft_InferredOp<"gemm"> {
+def Weft_GemmOp : Weft_InferredOp<"gemm", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "`alpha*op(A)*op(B) + beta*C` (ONNX Gemm-13).";
   let description = [{
     `A` is `[M,K]` (`[K,M]` with `transA`), `B` is `[K,N]` (`[N,K]` with
@@ -124,7 +124,7 @@ def Weft_GemmOp : Weft_InferredOp<"gemm"> {
 // Normalisation, activation with an axis, dropout
 //===----------------------------------------------------------------------===//
 
-def Weft_SoftmaxOp : Weft_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def Weft_SoftmaxOp : Weft_Op<"softmax", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Softmax along `axis` (ONNX Softmax-13).";
   let description = "Cost: 5 FLOPs per element (max, subtract, exp, sum, divide).";
   let arguments = (ins Weft_FloatTensor:$input, I64Attr:$axis);
@@ -133,7 +133,7 @@ def Weft_SoftmaxOp : Weft_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Weft_LogSoftmaxOp : Weft_Op<"log_softmax", [Pure, SameOperandsAndResultType]> {
+def Weft_LogSoftmaxOp : Weft_Op<"log_softmax", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Log-softmax along `axis` (ONNX LogSoftmax-13).";
   let description = "Cost: 5 FLOPs per element (max, subtract, exp, sum, log-subtract).";
   let arguments = (ins Weft_FloatTensor:$input, I64Attr:$axis);
@@ -142,7 +142,7 @@ def Weft_LogSoftmaxOp : Weft_Op<"log_softmax", [Pure, SameOperandsAndResultType]
   let hasVerifier = 1;
 }
 
-def Weft_LayerNormOp : Weft_InferredOp<"layer_norm"> {
+def Weft_LayerNormOp : Weft_InferredOp<"layer_norm", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Layer normalisation over dims `[axis, rank)` (ONNX LayerNormalization-17).";
   let description = [{
     `Y = (X - mean) * inv_std_dev * scale + bias`, statistics over the
@@ -183,7 +183,7 @@ def Weft_BatchNormOp : Weft_InferredOp<"batch_norm"> {
   }];
 }
 
-def Weft_DropoutOp : Weft_InferredOp<"dropout"> {
+def Weft_DropoutOp : Weft_InferredOp<"dropout", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Dropout with probability `ratio` (ONNX Dropout-13).";
   let description = [{
     When `training` and `ratio > 0`, zeroes each element with probability
@@ -221,7 +221,7 @@ def Weft_ReduceMaxOp : Weft_ReduceOp<"reduce_max", "ReduceMax">;
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Weft_ReshapeOp : Weft_InferredOp<"reshape", [], ["getBytesRead", "getBytesWritten"]> {
+def Weft_ReshapeOp : Weft_InferredOp<"reshape", [DeclareOpInterfaceMethods<GradientOpInterface>], ["getBytesRead", "getBytesWritten"]> {
   let summary = "Reinterpret with a new static `shape` (ONNX Reshape/Flatten/Squeeze/Unsqueeze).";
   let description = "A view: 0 FLOPs, 0 bytes.";
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$shape);
@@ -229,28 +229,28 @@ def Weft_ReshapeOp : Weft_InferredOp<"reshape", [], ["getBytesRead", "getBytesWr
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_TransposeOp : Weft_InferredOp<"transpose"> {
+def Weft_TransposeOp : Weft_InferredOp<"transpose", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Permute dimensions: result dim i is input dim `perm[i]` (ONNX Transpose-13).";
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Weft_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_ExpandOp : Weft_InferredOp<"expand"> {
+def Weft_ExpandOp : Weft_InferredOp<"expand", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Broadcast to `shape` (ONNX Expand-13, shape folded and resolved).";
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$shape);
   let results = (outs Weft_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_ConcatOp : Weft_InferredOp<"concat"> {
+def Weft_ConcatOp : Weft_InferredOp<"concat", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Concatenate along `axis` (ONNX Concat-13).";
   let arguments = (ins Variadic<Weft_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Weft_Tensor:$output);
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_SplitOp : Weft_InferredOp<"split"> {
+def Weft_SplitOp : Weft_InferredOp<"split", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Split along `axis` into pieces of `sizes` (ONNX Split-13).";
   let arguments = (ins Weft_Tensor:$input, I64Attr:$axis,
                        DenseI64ArrayAttr:$sizes);
@@ -258,7 +258,7 @@ def Weft_SplitOp : Weft_InferredOp<"split"> {
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_SliceOp : Weft_InferredOp<"slice", [], ["getBytesRead"]> {
+def Weft_SliceOp : Weft_InferredOp<"slice", [DeclareOpInterfaceMethods<GradientOpInterface>], ["getBytesRead"]> {
   let summary = "Strided slice, one (start, end, step) per dim (ONNX Slice-13, normalised).";
   let description = [{
     `starts`, `ends` and `steps` have one entry per dimension, already clamped
@@ -272,7 +272,7 @@ def Weft_SliceOp : Weft_InferredOp<"slice", [], ["getBytesRead"]> {
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_GatherOp : Weft_InferredOp<"gather", [], ["getBytesRead"]> {
+def Weft_GatherOp : Weft_InferredOp<"gather", [DeclareOpInterfaceMethods<GradientOpInterface>], ["getBytesRead"]> {
   let summary = "Gather slices of `data` along `axis` (ONNX Gather-13; embedding lookup).";
   let description = [{
     Result shape `data.shape[:axis] + indices.shape + data.shape[axis+1:]`.
@@ -383,7 +383,7 @@ def Weft_AvgPoolOp : Weft_InferredOp<"avg_pool"> {
 // Losses
 //===----------------------------------------------------------------------===//
 
-def Weft_SoftmaxCrossEntropyOp : Weft_InferredOp<"softmax_cross_entropy"> {
+def Weft_SoftmaxCrossEntropyOp : Weft_InferredOp<"softmax_cross_entropy", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Softmax cross-entropy loss (ONNX SoftmaxCrossEntropyLoss-13).";
   let description = [{
     `scores: [N, C, d...]`, `labels: [N, d...]` (integer class ids),
@@ -421,5 +421,7 @@ def Weft_NllLossOp : Weft_InferredOp<"nll_loss"> {
   }];
   let hasVerifier = 1;
 }
+
+include "weft/Dialect/Weft/IR/WeftGradOps.td"
 
 #endif // WEFT_DIALECT_WEFT_IR_WEFTOPS_TD

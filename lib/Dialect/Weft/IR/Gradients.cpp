@@ -1,0 +1,174 @@
+//===- Gradients.cpp - GradientOpInterface: reverse-mode derivative rules -===//
+//
+// Each rule emits, at the builder's insertion point, the gradient of every
+// operand from the gradients of the results (null = zero). Derivatives are
+// the textbook ones (and torch's autograd formulas, which the tests compare
+// against); broadcasting is undone by summing over the broadcast dims.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+using namespace weft;
+
+#include "GradientUtils.h"
+
+using namespace weft::grad;
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+LogicalResult SqrtOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  return unaryGrad(*this, dys, dxs, [&](Value dy) {
+    return div(b, loc, dy, mul(b, loc, getResult(), scalar(b, loc, dy, 2)));
+  });
+}
+
+LogicalResult ReciprocalOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                           SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  return unaryGrad(*this, dys, dxs, [&](Value dy) {
+    Value y = getResult();
+    return neg(b, loc, mul(b, loc, dy, mul(b, loc, y, y)));
+  });
+}
+
+LogicalResult NegOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  return unaryGrad(*this, dys, dxs, [&](Value dy) { return neg(b, getLoc(), dy); });
+}
+
+LogicalResult ExpOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  return unaryGrad(*this, dys, dxs,
+                   [&](Value dy) { return mul(b, getLoc(), dy, getResult()); });
+}
+
+LogicalResult LogOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  return unaryGrad(*this, dys, dxs,
+                   [&](Value dy) { return div(b, getLoc(), dy, getInput()); });
+}
+
+LogicalResult ErfOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  // d erf(x) = 2/sqrt(pi) * exp(-x^2)
+  Location loc = getLoc();
+  return unaryGrad(*this, dys, dxs, [&](Value dy) {
+    Value x = getInput();
+    Value gauss = ExpOp::create(b, loc, x.getType(), neg(b, loc, mul(b, loc, x, x)));
+    return mul(b, loc, dy, mul(b, loc, gauss, scalar(b, loc, dy, 2.0 / std::sqrt(M_PI))));
+  });
+}
+
+LogicalResult TanhOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  return unaryGrad(*this, dys, dxs, [&](Value dy) {
+    Value y = getResult();
+    return mul(b, loc, dy, sub(b, loc, scalar(b, loc, dy, 1), mul(b, loc, y, y)));
+  });
+}
+
+LogicalResult ReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  return unaryGrad(*this, dys, dxs, [&](Value dy) {
+    return ReluGradOp::create(b, getLoc(), dy.getType(), getInput(), dy);
+  });
+}
+
+LogicalResult SigmoidOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  return unaryGrad(*this, dys, dxs, [&](Value dy) {
+    Value y = getResult();
+    return mul(b, loc, dy, mul(b, loc, y, sub(b, loc, scalar(b, loc, dy, 1), y)));
+  });
+}
+
+LogicalResult AddOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  auto id = [](Value dy) { return dy; };
+  return binaryGrad(*this, b, dys, dxs, id, id);
+}
+
+LogicalResult SubOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  return binaryGrad(
+      *this, b, dys, dxs, [](Value dy) { return dy; },
+      [&](Value dy) { return neg(b, getLoc(), dy); });
+}
+
+LogicalResult MulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  return binaryGrad(
+      *this, b, dys, dxs, [&](Value dy) { return mul(b, loc, dy, getRhs()); },
+      [&](Value dy) { return mul(b, loc, dy, getLhs()); });
+}
+
+LogicalResult DivOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  // y = a / b: da = dy / b, db = -dy * y / b.
+  Location loc = getLoc();
+  return binaryGrad(
+      *this, b, dys, dxs, [&](Value dy) { return div(b, loc, dy, getRhs()); },
+      [&](Value dy) {
+        return neg(b, loc, div(b, loc, mul(b, loc, dy, getResult()), getRhs()));
+      });
+}
+
+LogicalResult PowOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  // y = a^e: da = dy * e * a^(e-1), de = dy * y * log(a).
+  Location loc = getLoc();
+  Value a = getLhs(), e = getRhs();
+  return binaryGrad(
+      *this, b, dys, dxs,
+      [&](Value dy) {
+        Value em1 = sub(b, loc, e, scalar(b, loc, e, 1));
+        return mul(b, loc, dy, mul(b, loc, e, PowOp::create(b, loc, a, em1)));
+      },
+      [&](Value dy) {
+        Value loga = LogOp::create(b, loc, a.getType(), a);
+        return mul(b, loc, dy, mul(b, loc, getResult(), loga));
+      });
+}
+
+LogicalResult EqualOp::buildGradients(OpBuilder &, ArrayRef<Value> dys,
+                                      SmallVectorImpl<Value> &dxs) {
+  prepare(*this, dys, dxs); // a comparison has no derivative
+  return success();
+}
+
+LogicalResult WhereOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                      SmallVectorImpl<Value> &dxs) {
+  if (!prepare(*this, dys, dxs))
+    return success();
+  Location loc = getLoc();
+  Value dy = dys[0], zero = scalar(b, loc, dy, 0);
+  if (isFloat(getX()))
+    dxs[1] = unbroadcast(b, loc, WhereOp::create(b, loc, getCondition(), dy, zero),
+                         typeOf(getX()));
+  if (isFloat(getY()))
+    dxs[2] = unbroadcast(b, loc, WhereOp::create(b, loc, getCondition(), zero, dy),
+                         typeOf(getY()));
+  return success();
+}
+
+LogicalResult CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  if (prepare(*this, dys, dxs) && isFloat(getInput()) && isFloat(getResult()))
+    dxs[0] = CastOp::create(b, getLoc(), dys[0],
+                            typeOf(getInput()).getElementType());
+  return success();
+}

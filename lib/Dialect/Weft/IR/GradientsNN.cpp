@@ -1,0 +1,280 @@
+//===- GradientsNN.cpp - derivative rules: linear algebra, normalisation,
+//                        reductions, data movement, losses ----------------===//
+
+#include "GradientUtils.h"
+
+using namespace mlir;
+using namespace weft;
+using namespace weft::grad;
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  if (!prepare(*this, dys, dxs))
+    return success();
+  Location loc = getLoc();
+  Value a = getLhs(), w = getRhs(), dy = dys[0];
+  RankedTensorType aType = typeOf(a), wType = typeOf(w);
+  // numpy promotion: work on [.., M, K] x [.., K, N] and reshape back.
+  SmallVector<int64_t> aShape(aType.getShape()), wShape(wType.getShape());
+  if (aShape.size() == 1)
+    aShape.insert(aShape.begin(), 1);
+  if (wShape.size() == 1)
+    wShape.push_back(1);
+  Value a2 = reshape(b, loc, a, aShape), w2 = reshape(b, loc, w, wShape);
+  SmallVector<int64_t> yShape(typeOf(dy).getShape());
+  if (aType.getRank() == 1)
+    yShape.insert(yShape.end() - (wType.getRank() == 1 ? 0 : 1), 1);
+  if (wType.getRank() == 1)
+    yShape.push_back(1);
+  Value dy2 = reshape(b, loc, dy, yShape);
+
+  // dA = dY x B^T, summed over A's broadcast batch dims.
+  Value da = MatMulOp::create(b, loc, dy2, transposeLast(b, loc, w2));
+  dxs[0] = reshape(b, loc, unbroadcast(b, loc, da, typeOf(a2)), aType.getShape());
+
+  // dB = A^T x dY. A shared 2-D weight under a batched A: fold the batch into
+  // one [K, B*M] x [B*M, N] product instead of a batched product and a sum.
+  Value dw;
+  if (wShape.size() == 2 && aShape.size() > 2) {
+    int64_t k = aShape.back(), n = wShape.back();
+    Value aFlat = reshape(b, loc, a2, {typeOf(a2).getNumElements() / k, k});
+    Value dyFlat = reshape(b, loc, dy2, {typeOf(dy2).getNumElements() / n, n});
+    dw = MatMulOp::create(b, loc, transposeLast(b, loc, aFlat), dyFlat);
+  } else {
+    dw = unbroadcast(b, loc,
+                     MatMulOp::create(b, loc, transposeLast(b, loc, a2), dy2),
+                     typeOf(w2));
+  }
+  dxs[1] = reshape(b, loc, dw, wType.getShape());
+  return success();
+}
+
+LogicalResult GemmOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  // Y = alpha op(A) op(B) + beta C.
+  if (!prepare(*this, dys, dxs))
+    return success();
+  Location loc = getLoc();
+  Value dy = dys[0];
+  bool ta = getTransA(), tb = getTransB();
+  auto alpha = b.getF64FloatAttr(getAlpha().convertToDouble());
+  auto zero = b.getF64FloatAttr(0.0);
+  auto gemm = [&](Value x, Value y, bool tx, bool ty) {
+    return GemmOp::create(b, loc, x, y, Value(), alpha, zero,
+                          b.getBoolAttr(tx), b.getBoolAttr(ty));
+  };
+  // dop(A) = dY op(B)^T; dA is its transpose when transA.
+  dxs[0] = ta ? gemm(getB(), dy, tb, true) : gemm(dy, getB(), false, !tb);
+  // dop(B) = op(A)^T dY; dB is its transpose when transB.
+  dxs[1] = tb ? gemm(dy, getA(), true, ta) : gemm(getA(), dy, !ta, false);
+  if (Value c = getC())
+    dxs[2] = unbroadcast(
+        b, loc, mul(b, loc, dy, scalar(b, loc, dy, getBeta().convertToDouble())),
+        typeOf(c));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation and activations with an axis
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  if (prepare(*this, dys, dxs))
+    dxs[0] = SoftmaxGradOp::create(b, getLoc(), getType(), getResult(), dys[0],
+                                   getAxis());
+  return success();
+}
+
+LogicalResult LogSoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                           SmallVectorImpl<Value> &dxs) {
+  if (prepare(*this, dys, dxs))
+    dxs[0] = LogSoftmaxGradOp::create(b, getLoc(), getType(), getResult(),
+                                      dys[0], getAxis());
+  return success();
+}
+
+LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  if (!prepare(*this, dys, dxs))
+    return success();
+  if (dys[1] || dys[2])
+    return emitOpError("autodiff: the loss depends on layer_norm's mean or "
+                       "inv_std_dev, whose gradient weft does not implement");
+  auto grad = LayerNormGradOp::create(b, getLoc(), getInput(), getScale(),
+                                      getMean(), getInvStdDev(), dys[0],
+                                      getAxis());
+  dxs[0] = grad.getInputGrad();
+  dxs[1] = grad.getScaleGrad();
+  if (getBias())
+    dxs[2] = grad.getBiasGrad();
+  return success();
+}
+
+LogicalResult DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  if (!prepare(*this, dys, dxs) || !dys[0])
+    return success();
+  double ratio = getRatio().convertToDouble();
+  if (!getTraining() || ratio == 0.0) {
+    dxs[0] = dys[0]; // identity
+    return success();
+  }
+  dxs[0] = DropoutGradOp::create(b, getLoc(), dys[0].getType(), dys[0],
+                                 getMask(), getRatioAttr());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// dy of a reduction, broadcast back to the input's shape.
+Value expandReduced(OpBuilder &b, Location loc, Value dy, RankedTensorType input,
+                    ArrayRef<int64_t> axes) {
+  SmallVector<int64_t> kept(input.getShape());
+  for (int64_t axis : axes)
+    kept[axis] = 1;
+  return ExpandOp::create(b, loc, reshape(b, loc, dy, kept), input.getShape());
+}
+} // namespace
+
+LogicalResult ReduceSumOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  if (prepare(*this, dys, dxs) && isFloat(getInput()))
+    dxs[0] = expandReduced(b, getLoc(), dys[0], typeOf(getInput()), getAxes());
+  return success();
+}
+
+LogicalResult ReduceMeanOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                           SmallVectorImpl<Value> &dxs) {
+  if (!prepare(*this, dys, dxs) || !isFloat(getInput()))
+    return success();
+  Location loc = getLoc();
+  RankedTensorType input = typeOf(getInput());
+  int64_t count = 1;
+  for (int64_t axis : getAxes())
+    count *= input.getDimSize(axis);
+  Value scaled = mul(b, loc, dys[0], scalar(b, loc, dys[0], 1.0 / count));
+  dxs[0] = expandReduced(b, loc, scaled, input, getAxes());
+  return success();
+}
+
+LogicalResult ReduceMaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  // The gradient flows to every input element equal to the maximum.
+  if (!prepare(*this, dys, dxs) || !isFloat(getInput()))
+    return success();
+  Location loc = getLoc();
+  RankedTensorType input = typeOf(getInput());
+  Value max = expandReduced(b, loc, getResult(), input, getAxes());
+  Value isMax = EqualOp::create(b, loc, getInput(), max);
+  Value dy = expandReduced(b, loc, dys[0], input, getAxes());
+  dxs[0] = WhereOp::create(b, loc, isMax, dy, scalar(b, loc, dy, 0));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  if (prepare(*this, dys, dxs) && isFloat(getInput()))
+    dxs[0] = reshape(b, getLoc(), dys[0], typeOf(getInput()).getShape());
+  return success();
+}
+
+LogicalResult TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  if (!prepare(*this, dys, dxs) || !isFloat(getInput()))
+    return success();
+  ArrayRef<int64_t> perm = getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[perm[i]] = i;
+  dxs[0] = TransposeOp::create(b, getLoc(), dys[0], inverse);
+  return success();
+}
+
+LogicalResult ExpandOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  if (prepare(*this, dys, dxs) && isFloat(getInput()))
+    dxs[0] = unbroadcast(b, getLoc(), dys[0], typeOf(getInput()));
+  return success();
+}
+
+LogicalResult ConcatOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  if (!prepare(*this, dys, dxs) || !isFloat(getResult()))
+    return success();
+  SmallVector<int64_t> sizes;
+  for (Value in : getInputs())
+    sizes.push_back(typeOf(in).getDimSize(getAxis()));
+  auto split = SplitOp::create(b, getLoc(), dys[0], getAxis(), sizes);
+  for (auto [i, piece] : llvm::enumerate(split.getResults()))
+    dxs[i] = piece;
+  return success();
+}
+
+LogicalResult SplitOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                      SmallVectorImpl<Value> &dxs) {
+  if (!prepare(*this, dys, dxs) || !isFloat(getInput()))
+    return success();
+  Location loc = getLoc();
+  SmallVector<Value> pieces;
+  for (auto [result, dy] : llvm::zip(getResults(), dys))
+    pieces.push_back(dy ? dy : splat(b, loc, typeOf(result), 0.0));
+  dxs[0] = ConcatOp::create(b, loc, pieces, getAxis());
+  return success();
+}
+
+LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                      SmallVectorImpl<Value> &dxs) {
+  if (!prepare(*this, dys, dxs) || !isFloat(getInput()))
+    return success();
+  // Unit steps: the gradient is dy zero-padded back to the input's extent.
+  RankedTensorType input = typeOf(getInput());
+  int64_t rank = input.getRank();
+  SmallVector<int64_t> pads(2 * rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    if (getSteps()[d] != 1)
+      return emitOpError("autodiff: slices with steps other than 1 have no "
+                         "gradient rule yet");
+    pads[d] = getStarts()[d];
+    pads[d + rank] = input.getDimSize(d) - getEnds()[d];
+  }
+  dxs[0] = PadOp::create(b, getLoc(), dys[0], b.getDenseI64ArrayAttr(pads),
+                          b.getF64FloatAttr(0.0));
+  return success();
+}
+
+LogicalResult GatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  if (prepare(*this, dys, dxs) && isFloat(getData()))
+    dxs[0] = GatherGradOp::create(b, getLoc(), dys[0], getIndices(), getAxis(),
+                                  typeOf(getData()).getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxCrossEntropyOp::buildGradients(
+    OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &dxs) {
+  if (!prepare(*this, dys, dxs))
+    return success();
+  if (dys[1])
+    return emitOpError("autodiff: the loss depends on log_prob, whose "
+                       "gradient weft does not implement");
+  dxs[0] = SoftmaxCrossEntropyGradOp::create(
+      b, getLoc(), getLogProb(), getLabels(), dys[0], getWeights(),
+      getReductionAttr(), getIgnoreIndexAttr());
+  return success();
+}

@@ -1,0 +1,54 @@
+//===- WeftGradOps.cpp - verification and cost of backward-only ops -------===//
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+using namespace mlir;
+using namespace weft;
+
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &out) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  if (adaptor.getGrad().getType() != input)
+    return emitOptionalError(loc, "layer_norm_grad: grad must have the input's type");
+  out.push_back(input);
+  out.push_back(adaptor.getScale().getType());
+  out.push_back(adaptor.getScale().getType());
+  return success();
+}
+
+LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &out) {
+  auto grad = cast<RankedTensorType>(adaptor.getGrad().getType());
+  auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
+  ArrayRef<int64_t> shape = adaptor.getShape();
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= (int64_t)shape.size() ||
+      grad.getRank() != (int64_t)shape.size() - 1 + indices.getRank())
+    return emitOptionalError(loc, "gather_grad: grad ", grad,
+                             " does not match data shape and indices ", indices);
+  out.push_back(RankedTensorType::get(shape, grad.getElementType()));
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, Adaptor adaptor,
+    SmallVectorImpl<Type> &out) {
+  out.push_back(adaptor.getLogProb().getType());
+  return success();
+}
+
+int64_t ReluGradOp::getFlops() { return numElements(getType()); }
+int64_t SoftmaxGradOp::getFlops() { return 4 * numElements(getType()); }
+int64_t LogSoftmaxGradOp::getFlops() { return 4 * numElements(getType()); }
+int64_t LayerNormGradOp::getFlops() {
+  return 12 * numElements(getInput().getType());
+}
+int64_t DropoutGradOp::getFlops() { return 2 * numElements(getType()); }
+int64_t GatherGradOp::getFlops() { return numElements(getGrad().getType()); }
+int64_t SoftmaxCrossEntropyGradOp::getFlops() {
+  return 3 * numElements(getLogProb().getType());
+}

@@ -1,0 +1,137 @@
+//===- Autodiff.cpp - weft-autodiff: reverse-mode differentiation ---------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace weft {
+#define GEN_PASS_DEF_AUTODIFF
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+bool isFloatTensor(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
+  void runOnOperation() override {
+    if (failed(differentiate(getOperation())))
+      signalPassFailure();
+  }
+
+  LogicalResult differentiate(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    if (ret.getNumOperands() != 1 || !isFloatTensor(ret.getOperand(0)) ||
+        cast<RankedTensorType>(ret.getOperand(0).getType()).getRank() != 0)
+      return func.emitError("training needs the model to return one scalar "
+                            "float loss; @")
+             << func.getSymName() << " returns " << ret.getOperandTypes();
+    Value loss = ret.getOperand(0);
+
+    // Forward: which values depend on a parameter (and so need a gradient).
+    llvm::DenseSet<Value> active;
+    SmallVector<BlockArgument> params;
+    for (BlockArgument arg : func.getArguments())
+      if (func.getArgAttr(arg.getArgNumber(), kParamAttr) && isFloatTensor(arg)) {
+        active.insert(arg);
+        params.push_back(arg);
+      }
+    SmallVector<Operation *> ops;
+    for (Operation &op : body.without_terminator()) {
+      ops.push_back(&op);
+      bool depends = llvm::any_of(op.getOperands(),
+                                  [&](Value v) { return active.contains(v); });
+      if (depends)
+        for (Value r : op.getResults())
+          if (isFloatTensor(r))
+            active.insert(r);
+    }
+    if (!active.contains(loss))
+      return func.emitError("training needs a parameter the loss depends on; "
+                            "the loss of @")
+             << func.getSymName() << " depends on none";
+
+    // Backward, in reverse order, accumulating gradients per value.
+    OpBuilder b(ret);
+    llvm::DenseMap<Value, Value> grads;
+    auto lossType = cast<RankedTensorType>(loss.getType());
+    grads[loss] = ConstantOp::create(
+        b, loss.getLoc(),
+        DenseElementsAttr::get(lossType,
+                               b.getFloatAttr(lossType.getElementType(), 1.0)));
+    for (Operation *op : llvm::reverse(ops)) {
+      SmallVector<Value> dys;
+      bool any = false;
+      for (Value r : op->getResults()) {
+        dys.push_back(grads.lookup(r));
+        any |= static_cast<bool>(dys.back());
+      }
+      bool needed = llvm::any_of(op->getOperands(),
+                                 [&](Value v) { return active.contains(v); });
+      if (!any || !needed)
+        continue;
+      auto rule = dyn_cast<GradientOpInterface>(op);
+      if (!rule)
+        return op->emitOpError("has no gradient rule, but the loss depends on "
+                               "it through a parameter");
+      // Backward ops carry the forward op's location (its ONNX node).
+      SmallVector<Value> dxs;
+      if (failed(rule.buildGradients(b, dys, dxs)))
+        return failure();
+      for (auto [operand, dx] : llvm::zip(op->getOperands(), dxs)) {
+        if (!dx || !active.contains(operand))
+          continue;
+        Value &acc = grads[operand];
+        acc = acc ? Value(AddOp::create(b, op->getLoc(), acc, dx)) : dx;
+      }
+    }
+
+    // Return the loss, then each parameter's gradient.
+    SmallVector<Value> results{loss};
+    for (BlockArgument param : params) {
+      Value g = grads.lookup(param);
+      if (!g) { // the parameter does not reach the loss: zero gradient
+        auto type = cast<RankedTensorType>(param.getType());
+        g = ConstantOp::create(
+            b, param.getLoc(),
+            DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
+      }
+      results.push_back(g);
+    }
+    SmallVector<DictionaryAttr> resultAttrs{func.getResultAttrDict(0)};
+    for (BlockArgument param : params)
+      resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          "weft.grad", func.getArgAttr(param.getArgNumber(), kParamAttr))));
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+
+    // Rules compute a gradient for every float operand; those of inactive
+    // operands (model inputs, constants) are dead: drop them.
+    SmallVector<Operation *> backward;
+    for (Operation &op : llvm::make_range(std::next(ops.back()->getIterator()),
+                                          body.end()))
+      backward.push_back(&op);
+    for (Operation *op : llvm::reverse(backward))
+      if (op->use_empty() && isPure(op) &&
+          !op->hasTrait<OpTrait::IsTerminator>())
+        op->erase();
+
+    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                   TypeRange(ValueRange(results))));
+    func.setAllResultAttrs(resultAttrs);
+    return success();
+  }
+};
+
+} // namespace
