@@ -43,7 +43,8 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
     llvm::DenseSet<Value> active;
     SmallVector<BlockArgument> params;
     for (BlockArgument arg : func.getArguments())
-      if (func.getArgAttr(arg.getArgNumber(), kParamAttr) && isFloatTensor(arg)) {
+      if (func.getArgAttr(arg.getArgNumber(), kParamAttr) &&
+          isFloatTensor(arg)) {
         active.insert(arg);
         params.push_back(arg);
       }
@@ -105,7 +106,8 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
         auto type = cast<RankedTensorType>(param.getType());
         g = ConstantOp::create(
             b, param.getLoc(),
-            DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
+            DenseElementsAttr::get(type,
+                                   b.getFloatAttr(type.getElementType(), 0.0)));
       }
       results.push_back(g);
     }
@@ -119,8 +121,8 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
     // Rules compute a gradient for every float operand; those of inactive
     // operands (model inputs, constants) are dead: drop them.
     SmallVector<Operation *> backward;
-    for (Operation &op : llvm::make_range(std::next(ops.back()->getIterator()),
-                                          body.end()))
+    for (Operation &op :
+         llvm::make_range(std::next(ops.back()->getIterator()), body.end()))
       backward.push_back(&op);
     for (Operation *op : llvm::reverse(backward))
       if (op->use_empty() && isPure(op) &&

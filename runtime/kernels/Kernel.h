@@ -76,6 +76,7 @@ void registerMovementKernels(KernelTable &table);
 void registerConvolutionKernels(KernelTable &table);
 void registerPoolingKernels(KernelTable &table);
 void registerLossKernels(KernelTable &table);
+void registerBackwardKernels(KernelTable &table);
 
 /// Every kernel the CPU backend implements, by plan kernel name.
 const KernelTable &kernelTable();

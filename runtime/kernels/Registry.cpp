@@ -15,6 +15,7 @@ const KernelTable &kernelTable() {
     registerConvolutionKernels(t);
     registerPoolingKernels(t);
     registerLossKernels(t);
+    registerBackwardKernels(t);
     return t;
   }();
   return table;

@@ -12,10 +12,12 @@
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Import/ONNX/ImportONNX.h"
 #include "weft/Target/Plan/EmitPlan.h"
+#include "weft/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/ToolUtilities.h"
 #include "llvm/Support/CommandLine.h"
@@ -68,6 +70,11 @@ cl::opt<bool> splitInputFile(
     "split-input-file",
     cl::desc("Import each '# -----'-separated chunk of an .onnxtxt file as its "
              "own model (for tests)"),
+    cl::init(false), cl::cat(category));
+cl::opt<bool> gradients(
+    "gradients",
+    cl::desc("Differentiate the model (weft-autodiff): the outputs become the "
+             "loss and the gradient of every parameter (no optimizer step)"),
     cl::init(false), cl::cat(category));
 cl::opt<bool> listOps("list-supported-ops",
                       cl::desc("Print the supported ONNX operators and exit"),
@@ -123,6 +130,15 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
                        weft::isONNXTextPath(source), options, &context);
   if (!module)
     return failure();
+  if (gradients) {
+    PassManager pm(&context);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    // The backward pass: loss -> parameter gradients.
+    pm.addNestedPass<func::FuncOp>(weft::createAutodiff());
+    if (failed(pm.run(*module)))
+      return failure();
+  }
   auto func = cast<func::FuncOp>(module->getBody()->front());
   switch (emit) {
   case Emit::MLIR:
@@ -154,6 +170,7 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv, "weftc: the weft distributed-training compiler\n");

@@ -279,8 +279,12 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   json outputs = json::array(), rankOutputs = json::array();
   auto results = func.getBody().front().getTerminator()->getOperands();
   for (auto [i, v] : llvm::enumerate(results)) {
+    // Gradients are named after their parameter: "<param>.grad".
     auto attr = func.getResultAttrOfType<StringAttr>(i, "weft.output");
-    std::string name = attr ? attr.str() : "out" + std::to_string(i);
+    auto grad = func.getResultAttrOfType<StringAttr>(i, "weft.grad");
+    std::string name = attr   ? attr.str()
+                       : grad ? grad.str() + ".grad"
+                              : "out" + std::to_string(i);
     outputs.push_back(
         {{"name", name},
          {"dtype", buffers[bufferId[v]]["dtype"]},

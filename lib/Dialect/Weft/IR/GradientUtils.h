@@ -11,10 +11,15 @@
 namespace weft::grad {
 using namespace mlir;
 
-inline RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-inline bool isFloat(Value v) { return isa<FloatType>(typeOf(v).getElementType()); }
+inline RankedTensorType typeOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+inline bool isFloat(Value v) {
+  return isa<FloatType>(typeOf(v).getElementType());
+}
 
-inline Value splat(OpBuilder &b, Location loc, RankedTensorType type, double v) {
+inline Value splat(OpBuilder &b, Location loc, RankedTensorType type,
+                   double v) {
   auto attr = b.getFloatAttr(type.getElementType(), v);
   return ConstantOp::create(b, loc, DenseElementsAttr::get(type, attr));
 }
@@ -23,26 +28,39 @@ inline Value scalar(OpBuilder &b, Location loc, Value like, double v) {
   return splat(b, loc, RankedTensorType::get({}, typeOf(like).getElementType()),
                v);
 }
-inline Value add(OpBuilder &b, Location loc, Value x, Value y) { return AddOp::create(b, loc, x, y); }
-inline Value sub(OpBuilder &b, Location loc, Value x, Value y) { return SubOp::create(b, loc, x, y); }
-inline Value mul(OpBuilder &b, Location loc, Value x, Value y) { return MulOp::create(b, loc, x, y); }
-inline Value div(OpBuilder &b, Location loc, Value x, Value y) { return DivOp::create(b, loc, x, y); }
-inline Value neg(OpBuilder &b, Location loc, Value x) { return NegOp::create(b, loc, x.getType(), x); }
-inline Value reshape(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape) {
+inline Value add(OpBuilder &b, Location loc, Value x, Value y) {
+  return AddOp::create(b, loc, x, y);
+}
+inline Value sub(OpBuilder &b, Location loc, Value x, Value y) {
+  return SubOp::create(b, loc, x, y);
+}
+inline Value mul(OpBuilder &b, Location loc, Value x, Value y) {
+  return MulOp::create(b, loc, x, y);
+}
+inline Value div(OpBuilder &b, Location loc, Value x, Value y) {
+  return DivOp::create(b, loc, x, y);
+}
+inline Value neg(OpBuilder &b, Location loc, Value x) {
+  return NegOp::create(b, loc, x.getType(), x);
+}
+inline Value reshape(OpBuilder &b, Location loc, Value x,
+                     ArrayRef<int64_t> shape) {
   if (typeOf(x).getShape() == shape)
     return x;
   return ReshapeOp::create(b, loc, x, shape);
 }
 
 /// Sums `grad` down to `target`'s shape: the adjoint of numpy broadcasting.
-inline Value unbroadcast(OpBuilder &b, Location loc, Value grad, RankedTensorType target) {
+inline Value unbroadcast(OpBuilder &b, Location loc, Value grad,
+                         RankedTensorType target) {
   RankedTensorType g = typeOf(grad);
   if (g.getShape() == target.getShape())
     return grad;
   int64_t offset = g.getRank() - target.getRank();
   SmallVector<int64_t> axes;
   for (int64_t i = 0; i < g.getRank(); ++i)
-    if (i < offset || (target.getDimSize(i - offset) == 1 && g.getDimSize(i) != 1))
+    if (i < offset ||
+        (target.getDimSize(i - offset) == 1 && g.getDimSize(i) != 1))
       axes.push_back(i);
   Value sum = axes.empty() ? grad
                            : Value(ReduceSumOp::create(b, loc, grad, axes,
@@ -61,7 +79,8 @@ inline Value transposeLast(OpBuilder &b, Location loc, Value x) {
 
 /// Sets `dxs` to one null per operand; returns false when no result has a
 /// gradient (nothing to do).
-inline bool prepare(Operation *op, ArrayRef<Value> dys, SmallVectorImpl<Value> &dxs) {
+inline bool prepare(Operation *op, ArrayRef<Value> dys,
+                    SmallVectorImpl<Value> &dxs) {
   dxs.assign(op->getNumOperands(), Value());
   return llvm::any_of(dys, [](Value v) { return static_cast<bool>(v); });
 }
@@ -78,7 +97,8 @@ LogicalResult unaryGrad(Operation *op, ArrayRef<Value> dys,
 /// Binary rules with broadcasting: gradients for float operands only.
 template <typename RuleA, typename RuleB>
 LogicalResult binaryGrad(Operation *op, OpBuilder &b, ArrayRef<Value> dys,
-                         SmallVectorImpl<Value> &dxs, RuleA ruleA, RuleB ruleB) {
+                         SmallVectorImpl<Value> &dxs, RuleA ruleA,
+                         RuleB ruleB) {
   if (!prepare(op, dys, dxs))
     return success();
   Value lhs = op->getOperand(0), rhs = op->getOperand(1);
@@ -88,7 +108,6 @@ LogicalResult binaryGrad(Operation *op, OpBuilder &b, ArrayRef<Value> dys,
     dxs[1] = unbroadcast(b, op->getLoc(), ruleB(dys[0]), typeOf(rhs));
   return success();
 }
-
 
 } // namespace weft::grad
 

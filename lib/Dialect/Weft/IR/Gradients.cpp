@@ -44,7 +44,8 @@ LogicalResult ReciprocalOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 
 LogicalResult NegOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                     SmallVectorImpl<Value> &dxs) {
-  return unaryGrad(*this, dys, dxs, [&](Value dy) { return neg(b, getLoc(), dy); });
+  return unaryGrad(*this, dys, dxs,
+                   [&](Value dy) { return neg(b, getLoc(), dy); });
 }
 
 LogicalResult ExpOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
@@ -65,8 +66,10 @@ LogicalResult ErfOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   Location loc = getLoc();
   return unaryGrad(*this, dys, dxs, [&](Value dy) {
     Value x = getInput();
-    Value gauss = ExpOp::create(b, loc, x.getType(), neg(b, loc, mul(b, loc, x, x)));
-    return mul(b, loc, dy, mul(b, loc, gauss, scalar(b, loc, dy, 2.0 / std::sqrt(M_PI))));
+    Value gauss =
+        ExpOp::create(b, loc, x.getType(), neg(b, loc, mul(b, loc, x, x)));
+    return mul(b, loc, dy,
+               mul(b, loc, gauss, scalar(b, loc, dy, 2.0 / std::sqrt(M_PI))));
   });
 }
 
@@ -75,7 +78,8 @@ LogicalResult TanhOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   Location loc = getLoc();
   return unaryGrad(*this, dys, dxs, [&](Value dy) {
     Value y = getResult();
-    return mul(b, loc, dy, sub(b, loc, scalar(b, loc, dy, 1), mul(b, loc, y, y)));
+    return mul(b, loc, dy,
+               sub(b, loc, scalar(b, loc, dy, 1), mul(b, loc, y, y)));
   });
 }
 
@@ -91,7 +95,8 @@ LogicalResult SigmoidOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   Location loc = getLoc();
   return unaryGrad(*this, dys, dxs, [&](Value dy) {
     Value y = getResult();
-    return mul(b, loc, dy, mul(b, loc, y, sub(b, loc, scalar(b, loc, dy, 1), y)));
+    return mul(b, loc, dy,
+               mul(b, loc, y, sub(b, loc, scalar(b, loc, dy, 1), y)));
   });
 }
 
@@ -157,11 +162,13 @@ LogicalResult WhereOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   Location loc = getLoc();
   Value dy = dys[0], zero = scalar(b, loc, dy, 0);
   if (isFloat(getX()))
-    dxs[1] = unbroadcast(b, loc, WhereOp::create(b, loc, getCondition(), dy, zero),
-                         typeOf(getX()));
+    dxs[1] =
+        unbroadcast(b, loc, WhereOp::create(b, loc, getCondition(), dy, zero),
+                    typeOf(getX()));
   if (isFloat(getY()))
-    dxs[2] = unbroadcast(b, loc, WhereOp::create(b, loc, getCondition(), zero, dy),
-                         typeOf(getY()));
+    dxs[2] =
+        unbroadcast(b, loc, WhereOp::create(b, loc, getCondition(), zero, dy),
+                    typeOf(getY()));
   return success();
 }
 

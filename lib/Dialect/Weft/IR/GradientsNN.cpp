@@ -1,5 +1,6 @@
 //===- GradientsNN.cpp - derivative rules: linear algebra, normalisation,
-//                        reductions, data movement, losses ----------------===//
+//                        reductions, data movement, losses
+//                        ----------------===//
 
 #include "GradientUtils.h"
 
@@ -34,7 +35,8 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 
   // dA = dY x B^T, summed over A's broadcast batch dims.
   Value da = MatMulOp::create(b, loc, dy2, transposeLast(b, loc, w2));
-  dxs[0] = reshape(b, loc, unbroadcast(b, loc, da, typeOf(a2)), aType.getShape());
+  dxs[0] =
+      reshape(b, loc, unbroadcast(b, loc, da, typeOf(a2)), aType.getShape());
 
   // dB = A^T x dY. A shared 2-D weight under a batched A: fold the batch into
   // one [K, B*M] x [B*M, N] product instead of a batched product and a sum.
@@ -64,8 +66,8 @@ LogicalResult GemmOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   auto alpha = b.getF64FloatAttr(getAlpha().convertToDouble());
   auto zero = b.getF64FloatAttr(0.0);
   auto gemm = [&](Value x, Value y, bool tx, bool ty) {
-    return GemmOp::create(b, loc, x, y, Value(), alpha, zero,
-                          b.getBoolAttr(tx), b.getBoolAttr(ty));
+    return GemmOp::create(b, loc, x, y, Value(), alpha, zero, b.getBoolAttr(tx),
+                          b.getBoolAttr(ty));
   };
   // dop(A) = dY op(B)^T; dA is its transpose when transA.
   dxs[0] = ta ? gemm(getB(), dy, tb, true) : gemm(dy, getB(), false, !tb);
@@ -73,7 +75,8 @@ LogicalResult GemmOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   dxs[1] = tb ? gemm(dy, getA(), true, ta) : gemm(getA(), dy, !ta, false);
   if (Value c = getC())
     dxs[2] = unbroadcast(
-        b, loc, mul(b, loc, dy, scalar(b, loc, dy, getBeta().convertToDouble())),
+        b, loc,
+        mul(b, loc, dy, scalar(b, loc, dy, getBeta().convertToDouble())),
         typeOf(c));
   return success();
 }
@@ -105,9 +108,9 @@ LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   if (dys[1] || dys[2])
     return emitOpError("autodiff: the loss depends on layer_norm's mean or "
                        "inv_std_dev, whose gradient weft does not implement");
-  auto grad = LayerNormGradOp::create(b, getLoc(), getInput(), getScale(),
-                                      getMean(), getInvStdDev(), dys[0],
-                                      getAxis());
+  auto grad =
+      LayerNormGradOp::create(b, getLoc(), getInput(), getScale(), getMean(),
+                              getInvStdDev(), dys[0], getAxis());
   dxs[0] = grad.getInputGrad();
   dxs[1] = grad.getScaleGrad();
   if (getBias())
@@ -135,8 +138,8 @@ LogicalResult DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 
 namespace {
 /// dy of a reduction, broadcast back to the input's shape.
-Value expandReduced(OpBuilder &b, Location loc, Value dy, RankedTensorType input,
-                    ArrayRef<int64_t> axes) {
+Value expandReduced(OpBuilder &b, Location loc, Value dy,
+                    RankedTensorType input, ArrayRef<int64_t> axes) {
   SmallVector<int64_t> kept(input.getShape());
   for (int64_t axis : axes)
     kept[axis] = 1;
@@ -250,7 +253,7 @@ LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
     pads[d + rank] = input.getDimSize(d) - getEnds()[d];
   }
   dxs[0] = PadOp::create(b, getLoc(), dys[0], b.getDenseI64ArrayAttr(pads),
-                          b.getF64FloatAttr(0.0));
+                         b.getF64FloatAttr(0.0));
   return success();
 }
 
@@ -266,8 +269,9 @@ LogicalResult GatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 // Losses
 //===----------------------------------------------------------------------===//
 
-LogicalResult SoftmaxCrossEntropyOp::buildGradients(
-    OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &dxs) {
+LogicalResult
+SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                      SmallVectorImpl<Value> &dxs) {
   if (!prepare(*this, dys, dxs))
     return success();
   if (dys[1])

@@ -11,7 +11,8 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
                                                 SmallVectorImpl<Type> &out) {
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   if (adaptor.getGrad().getType() != input)
-    return emitOptionalError(loc, "layer_norm_grad: grad must have the input's type");
+    return emitOptionalError(
+        loc, "layer_norm_grad: grad must have the input's type");
   out.push_back(input);
   out.push_back(adaptor.getScale().getType());
   out.push_back(adaptor.getScale().getType());
@@ -29,7 +30,8 @@ LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *,
   if (axis < 0 || axis >= (int64_t)shape.size() ||
       grad.getRank() != (int64_t)shape.size() - 1 + indices.getRank())
     return emitOptionalError(loc, "gather_grad: grad ", grad,
-                             " does not match data shape and indices ", indices);
+                             " does not match data shape and indices ",
+                             indices);
   out.push_back(RankedTensorType::get(shape, grad.getElementType()));
   return success();
 }

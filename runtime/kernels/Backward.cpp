@@ -1,0 +1,195 @@
+//===- Backward.cpp - kernels of the backward-only ops
+//---------------------===//
+//
+// relu_grad, softmax_grad, log_softmax_grad, layer_norm_grad, dropout_grad,
+// gather_grad (scatter-add) and softmax_cross_entropy_grad; their formulas
+// are documented on the ops (docs/generated/Dialects/Weft.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernel.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace weft::rt {
+
+namespace {
+
+void reluGrad(const KernelCall &call) {
+  const Tensor &x = call.in[0], &dy = call.in[1], &dx = call.out[0];
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    const T *in = x.as<T>(), *g = dy.as<T>();
+    T *out = dx.as<T>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      out[i] = in[i] > 0 ? g[i] : T(0);
+  });
+}
+
+/// [outer, dim, inner] around `axis`.
+void axisView(const std::vector<int64_t> &shape, int64_t axis, int64_t &outer,
+              int64_t &dim, int64_t &inner) {
+  outer = dim = inner = 1;
+  for (int64_t i = 0; i < (int64_t)shape.size(); ++i)
+    (i < axis ? outer : i == axis ? dim : inner) *= shape[i];
+}
+
+template <bool Log> void softmaxGrad(const KernelCall &call) {
+  const Tensor &y = call.in[0], &dy = call.in[1], &dx = call.out[0];
+  int64_t outer, dim, inner;
+  axisView(y.shape, call.i("axis"), outer, dim, inner);
+  dispatchFloat(call, y.dtype, [&]<typename T>() {
+    const T *py = y.as<T>(), *pg = dy.as<T>();
+    T *out = dx.as<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t base = o * dim * inner + i;
+        double dot = 0;
+        for (int64_t d = 0; d < dim; ++d) {
+          int64_t k = base + d * inner;
+          dot += Log ? pg[k] : pg[k] * py[k];
+        }
+        for (int64_t d = 0; d < dim; ++d) {
+          int64_t k = base + d * inner;
+          // softmax: y (dy - <dy, y>); log_softmax: dy - exp(y) sum(dy)
+          out[k] = Log ? static_cast<T>(pg[k] - std::exp(py[k]) * dot)
+                       : static_cast<T>(py[k] * (pg[k] - dot));
+        }
+      }
+  });
+}
+
+void layerNormGrad(const KernelCall &call) {
+  const Tensor &x = call.in[0], &scale = call.in[1], &dy = call.in[4];
+  const float *mean = call.in[2].as<float>(), *invStd = call.in[3].as<float>();
+  int64_t axis = call.i("axis"), outer = 1, inner = 1;
+  for (int64_t i = 0; i < x.rank(); ++i)
+    (i < axis ? outer : inner) *= x.shape[i];
+  if (scale.numel() != inner)
+    call.fail("scale must cover the normalised dims exactly");
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    const T *px = x.as<T>(), *pg = scale.as<T>(), *pdy = dy.as<T>();
+    T *dx = call.out[0].as<T>(), *dscale = call.out[1].as<T>(),
+      *dbias = call.out[2].as<T>();
+    std::vector<double> accScale(inner, 0.0), accBias(inner, 0.0);
+    for (int64_t o = 0; o < outer; ++o) {
+      const T *row = px + o * inner, *grow = pdy + o * inner;
+      double mu = mean[o], rstd = invStd[o], meanG = 0, meanGX = 0;
+      for (int64_t j = 0; j < inner; ++j) {
+        double xhat = (row[j] - mu) * rstd, g = grow[j] * pg[j];
+        meanG += g;
+        meanGX += g * xhat;
+        accScale[j] += grow[j] * xhat;
+        accBias[j] += grow[j];
+      }
+      meanG /= inner;
+      meanGX /= inner;
+      for (int64_t j = 0; j < inner; ++j) {
+        double xhat = (row[j] - mu) * rstd, g = grow[j] * pg[j];
+        dx[o * inner + j] = static_cast<T>(rstd * (g - meanG - xhat * meanGX));
+      }
+    }
+    for (int64_t j = 0; j < inner; ++j) {
+      dscale[j] = static_cast<T>(accScale[j]);
+      dbias[j] = static_cast<T>(accBias[j]);
+    }
+  });
+}
+
+void dropoutGrad(const KernelCall &call) {
+  const Tensor &dy = call.in[0], &dx = call.out[0];
+  const uint8_t *mask = call.in[1].as<uint8_t>();
+  double scale = 1.0 / (1.0 - call.f("ratio"));
+  dispatchFloat(call, dy.dtype, [&]<typename T>() {
+    const T *g = dy.as<T>();
+    T *out = dx.as<T>();
+    for (int64_t i = 0, n = dy.numel(); i < n; ++i)
+      out[i] = mask[i] ? static_cast<T>(g[i] * scale) : T(0);
+  });
+}
+
+void gatherGrad(const KernelCall &call) {
+  const Tensor &dy = call.in[0], &indices = call.in[1], &dx = call.out[0];
+  int64_t axis = call.i("axis"), dim = dx.shape[axis];
+  int64_t outer = 1, row = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= dx.shape[d];
+  for (int64_t d = axis + 1; d < dx.rank(); ++d)
+    row *= dx.shape[d];
+  int64_t count = indices.numel();
+  dispatchFloat(call, dy.dtype, [&]<typename T>() {
+    T *out = dx.as<T>();
+    const T *g = dy.as<T>();
+    std::memset(out, 0, dx.bytes());
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t k = 0; k < count; ++k) {
+        int64_t i = indices.dtype == DType::I64 ? indices.as<int64_t>()[k]
+                                                : indices.as<int32_t>()[k];
+        if (i < -dim || i >= dim)
+          call.fail("index " + std::to_string(i) + " out of range");
+        i = i < 0 ? i + dim : i;
+        T *dst = out + (o * dim + i) * row;
+        const T *src = g + (o * count + k) * row;
+        for (int64_t j = 0; j < row; ++j)
+          dst[j] += src[j];
+      }
+  });
+}
+
+void softmaxCrossEntropyGrad(const KernelCall &call) {
+  const Tensor &logp = call.in[0], &labels = call.in[1], &dloss = call.in[2];
+  const Tensor *weights = call.in.size() > 3 ? &call.in[3] : nullptr;
+  if (logp.dtype != DType::F32)
+    call.unsupported(logp.dtype);
+  int64_t n = logp.shape[0], c = logp.shape[1];
+  int64_t inner = logp.numel() / (n * c);
+  bool hasIgnore = call.has("ignore_index");
+  int64_t ignore = hasIgnore ? call.i("ignore_index") : 0;
+  std::string reduction = call.s("reduction");
+  const float *lp = logp.as<float>(),
+              *w = weights ? weights->as<float>() : nullptr;
+  const float *dl = dloss.as<float>();
+  float *out = call.out[0].as<float>();
+  auto label = [&](int64_t k) -> int64_t {
+    return labels.dtype == DType::I64 ? labels.as<int64_t>()[k]
+                                      : labels.as<int32_t>()[k];
+  };
+  // The "mean" denominator: the summed weights of non-ignored elements.
+  double weightSum = 0;
+  for (int64_t k = 0; k < n * inner; ++k) {
+    int64_t t = label(k);
+    if (!(hasIgnore && t == ignore))
+      weightSum += w ? w[t] : 1.0;
+  }
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t k = b * inner + i, t = label(k);
+      bool ignored = hasIgnore && t == ignore;
+      double scale = 0;
+      if (!ignored) {
+        double wt = w ? w[t] : 1.0;
+        scale = reduction == "none"  ? wt * dl[k]
+                : reduction == "sum" ? wt * dl[0]
+                                     : (weightSum ? wt * dl[0] / weightSum : 0);
+      }
+      for (int64_t ch = 0; ch < c; ++ch) {
+        int64_t e = (b * c + ch) * inner + i;
+        double p = std::exp(lp[e]) - (ch == t ? 1.0 : 0.0);
+        out[e] = static_cast<float>(p * scale);
+      }
+    }
+}
+
+} // namespace
+
+void registerBackwardKernels(KernelTable &t) {
+  t["relu_grad"] = reluGrad;
+  t["softmax_grad"] = softmaxGrad<false>;
+  t["log_softmax_grad"] = softmaxGrad<true>;
+  t["layer_norm_grad"] = layerNormGrad;
+  t["dropout_grad"] = dropoutGrad;
+  t["gather_grad"] = gatherGrad;
+  t["softmax_cross_entropy_grad"] = softmaxCrossEntropyGrad;
+}
+
+} // namespace weft::rt
