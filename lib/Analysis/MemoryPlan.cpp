@@ -20,6 +20,8 @@ BufferKind argumentKind(func::FuncOp func, unsigned index) {
     return BufferKind::Param;
   if (func.getArgAttr(index, kStateAttr))
     return BufferKind::State;
+  if (func.getArgAttr(index, kOptimizerStateAttr))
+    return BufferKind::OptimizerState;
   return BufferKind::Input;
 }
 
@@ -86,9 +88,13 @@ MemoryPlan weft::planMemory(func::FuncOp func) {
   int step = 0;
   for (Operation &op : body.without_terminator()) {
     for (Value result : op.getResults()) {
-      if (isa<ReshapeOp>(op)) {
-        // A view: same bytes as its operand.
-        plan.storageOf[result] = plan.storageOf.lookup(op.getOperand(0));
+      std::optional<unsigned> alias =
+          isa<ReshapeOp>(op)
+              ? std::optional<unsigned>(0)
+              : inPlaceOperand(&op, cast<OpResult>(result).getResultNumber());
+      if (alias) {
+        // A view or an in-place update: the same bytes as the operand.
+        plan.storageOf[result] = plan.storageOf.lookup(op.getOperand(*alias));
         continue;
       }
       bool constant = isa<ConstantOp>(op);

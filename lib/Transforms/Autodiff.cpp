@@ -129,6 +129,11 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
           !op->hasTrait<OpTrait::IsTerminator>())
         op->erase();
 
+    // Mark the backward ops: the plan tags their instructions.
+    for (Operation &op :
+         llvm::make_range(std::next(ops.back()->getIterator()), body.end()))
+      if (!op.hasTrait<OpTrait::IsTerminator>())
+        op.setAttr(kPhaseAttr, b.getStringAttr("backward"));
     func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
                                    TypeRange(ValueRange(results))));
     func.setAllResultAttrs(resultAttrs);

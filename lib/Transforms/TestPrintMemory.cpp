@@ -23,6 +23,8 @@ const char *kindName(BufferKind kind) {
     return "param";
   case BufferKind::State:
     return "state";
+  case BufferKind::OptimizerState:
+    return "optimizer_state";
   case BufferKind::Constant:
     return "constant";
   case BufferKind::Activation:

@@ -23,6 +23,7 @@ BUILDERS = {
 
 
 def write_step(data_dir, names, tensors, step=0):
+    """Writes one step of inputs as DIR/step_<step>/<name>.pb."""
     step_dir = data_dir / f"step_{step}"
     step_dir.mkdir(parents=True, exist_ok=True)
     for name, tensor in zip(names, tensors):

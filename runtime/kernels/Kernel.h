@@ -77,6 +77,7 @@ void registerConvolutionKernels(KernelTable &table);
 void registerPoolingKernels(KernelTable &table);
 void registerLossKernels(KernelTable &table);
 void registerBackwardKernels(KernelTable &table);
+void registerOptimizerKernels(KernelTable &table);
 
 /// Every kernel the CPU backend implements, by plan kernel name.
 const KernelTable &kernelTable();

@@ -16,6 +16,7 @@ const KernelTable &kernelTable() {
     registerPoolingKernels(t);
     registerLossKernels(t);
     registerBackwardKernels(t);
+    registerOptimizerKernels(t);
     return t;
   }();
   return table;

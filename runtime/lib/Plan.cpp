@@ -119,8 +119,8 @@ parseRank(const Field &f,
     d.bytes = b.at("bytes").nonNegative();
     d.offset = b.at("offset").nonNegative();
     d.kind = b.at("kind").string();
-    static const char *kinds[] = {"input", "param", "state", "constant",
-                                  "activation"};
+    static const char *kinds[] = {"input",    "param",     "state",
+                                  "optimizer_state", "constant", "activation"};
     if (std::find(std::begin(kinds), std::end(kinds), d.kind) ==
         std::end(kinds))
       b.at("kind").fail("unknown buffer kind '" + d.kind + "'");
@@ -143,6 +143,7 @@ parseRank(const Field &f,
   int64_t count = rank.buffers.size();
   rank.params = namedBuffers(f.at("params"), count);
   rank.state = namedBuffers(f.at("state"), count);
+  rank.optimizerState = namedBuffers(f.at("optimizer_state"), count);
   rank.inputs = namedBuffers(f.at("inputs"), count);
   rank.outputs = namedBuffers(f.at("outputs"), count);
 

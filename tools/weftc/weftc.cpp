@@ -73,9 +73,33 @@ cl::opt<bool> splitInputFile(
     cl::init(false), cl::cat(category));
 cl::opt<bool> gradients(
     "gradients",
-    cl::desc("Differentiate the model (weft-autodiff): the outputs become the "
-             "loss and the gradient of every parameter (no optimizer step)"),
+    cl::desc("Differentiate the model (weft-autodiff) without an optimizer: "
+             "the outputs are the loss and every parameter's gradient"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> forwardOnly(
+    "forward-only",
+    cl::desc("Compile the forward pass only, even for a model that ends in a "
+             "scalar loss (default: a training step when it does)"),
+    cl::init(false), cl::cat(category));
+cl::opt<std::string> optimizer("optimizer",
+                               cl::desc("Optimizer of the training step: "
+                                        "adamw (default) or sgd"),
+                               cl::init("adamw"), cl::cat(category));
+cl::opt<double> lr("lr", cl::desc("Learning rate (default 1e-3)"),
+                   cl::init(1e-3), cl::cat(category));
+cl::opt<double>
+    weightDecay("weight-decay",
+                cl::desc("Weight decay (default as torch: AdamW 0.01, SGD 0)"),
+                cl::init(-1.0), cl::cat(category));
+cl::opt<double> momentum("momentum", cl::desc("SGD momentum (default 0)"),
+                         cl::init(0.0), cl::cat(category));
+cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
+                       cl::init(false), cl::cat(category));
+cl::opt<std::string> betas("betas",
+                           cl::desc("AdamW betas B1,B2 (default 0.9,0.999)"),
+                           cl::init("0.9,0.999"), cl::cat(category));
+cl::opt<double> eps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
+                    cl::init(1e-8), cl::cat(category));
 cl::opt<bool> listOps("list-supported-ops",
                       cl::desc("Print the supported ONNX operators and exit"),
                       cl::init(false), cl::cat(category));
@@ -118,6 +142,20 @@ nlohmann::json summaryJSON(const weft::ModelSummary &s) {
           {"ops", ops}};
 }
 
+/// A model trains when it returns one scalar float (its loss) and has
+/// parameters; anything else (an ONNX node test, say) compiles forward only.
+bool isTrainable(func::FuncOp func) {
+  auto results = func.getResultTypes();
+  bool scalarLoss =
+      results.size() == 1 &&
+      cast<RankedTensorType>(results[0]).getRank() == 0 &&
+      isa<FloatType>(cast<RankedTensorType>(results[0]).getElementType());
+  bool hasParams = llvm::any_of(func.getArguments(), [&](BlockArgument arg) {
+    return func.getArgAttr(arg.getArgNumber(), weft::kParamAttr) != nullptr;
+  });
+  return scalarLoss && hasParams;
+}
+
 LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
                            const weft::ImportOptions &options,
                            raw_ostream &os) {
@@ -130,16 +168,34 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
                        weft::isONNXTextPath(source), options, &context);
   if (!module)
     return failure();
-  if (gradients) {
+  auto func = cast<func::FuncOp>(module->getBody()->front());
+  bool training = !forwardOnly && isTrainable(func);
+  if (gradients || training) {
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
     // The backward pass: loss -> parameter gradients.
     pm.addNestedPass<func::FuncOp>(weft::createAutodiff());
+    if (!gradients) {
+      // The update: SGD or AdamW, in place, with explicit optimizer state.
+      weft::AppendOptimizerOptions options;
+      options.optimizer = optimizer;
+      options.lr = lr;
+      options.weightDecay = weightDecay;
+      options.momentum = momentum;
+      options.nesterov = nesterov;
+      auto [beta1, beta2] = StringRef(betas).split(',');
+      if (beta1.getAsDouble(options.beta1) ||
+          beta2.getAsDouble(options.beta2)) {
+        errs() << "weftc: --betas '" << betas << "': expected B1,B2\n";
+        return failure();
+      }
+      options.eps = eps;
+      pm.addNestedPass<func::FuncOp>(weft::createAppendOptimizer(options));
+    }
     if (failed(pm.run(*module)))
       return failure();
   }
-  auto func = cast<func::FuncOp>(module->getBody()->front());
   switch (emit) {
   case Emit::MLIR:
     module->print(os);

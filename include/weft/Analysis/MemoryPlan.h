@@ -7,7 +7,8 @@
 // step i being the i-th op. Arguments (inputs, parameters, state) and
 // constants live for the whole step; function results live to its end. A
 // `weft.reshape` result is a view: it shares its operand's storage, whose
-// lifetime is the union of both.
+// lifetime is the union of both; so does the result of an in-place update
+// (weft::inPlaceOperand: an optimizer step writes the parameter's bytes).
 //
 // Placement is greedy by size with best fit (the "greedy by size" offset
 // calculation of Pisarchyk & Lee, "Efficient Memory Management for Deep
@@ -30,7 +31,7 @@ namespace weft {
 /// for any vector load.
 inline constexpr int64_t kAlignment = 64;
 
-enum class BufferKind { Input, Param, State, Constant, Activation };
+enum class BufferKind { Input, Param, State, OptimizerState, Constant, Activation };
 
 /// One region of the arena that one or more values (views) share.
 struct Storage {

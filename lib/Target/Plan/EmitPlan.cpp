@@ -53,6 +53,8 @@ const char *kindName(weft::BufferKind kind) {
     return "param";
   case weft::BufferKind::State:
     return "state";
+  case weft::BufferKind::OptimizerState:
+    return "optimizer_state";
   case weft::BufferKind::Constant:
     return "constant";
   case weft::BufferKind::Activation:
@@ -205,7 +207,7 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   };
 
   json inputs = json::array(), params = json::array(), state = json::array(),
-       rankInputs = json::array();
+       optimizerState = json::array(), rankInputs = json::array();
   for (BlockArgument arg : func.getArguments()) {
     if (failed(addBuffer(arg)))
       return failure();
@@ -216,6 +218,9 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
           {{"name", name.str()}, {"buffer", id}, {"shard", nullptr}});
     } else if (auto name = func.getArgAttrOfType<StringAttr>(i, kStateAttr)) {
       state.push_back({{"name", name.str()}, {"buffer", id}});
+    } else if (auto name =
+                   func.getArgAttrOfType<StringAttr>(i, kOptimizerStateAttr)) {
+      optimizerState.push_back({{"name", name.str()}, {"buffer", id}});
     } else {
       auto inputName = func.getArgAttrOfType<StringAttr>(i, kInputAttr);
       std::string inName =
@@ -250,7 +255,12 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
     NamedAttrList attrList(op.getAttrDictionary());
     op.getName().populateDefaultAttrs(attrList);
     json attrs = json::object();
+    std::string phase = "forward";
     for (NamedAttribute attr : attrList) {
+      if (attr.getName() == kPhaseAttr) {
+        phase = cast<StringAttr>(attr.getValue()).str();
+        continue;
+      }
       json value = attributeJSON(attr.getValue());
       if (value.is_null())
         return op.emitError("plan emission cannot encode attribute ")
@@ -272,13 +282,17 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
                             {"inputs", in},
                             {"outputs", out},
                             {"attrs", attrs},
-                            {"phase", "forward"},
+                            {"phase", phase},
                             {"micro_batch", 0}});
   }
 
   json outputs = json::array(), rankOutputs = json::array();
   auto results = func.getBody().front().getTerminator()->getOperands();
   for (auto [i, v] : llvm::enumerate(results)) {
+    // Updates are written in place (their buffers alias the parameter's and
+    // the optimizer state's): they are not outputs.
+    if (func.getResultAttr(i, "weft.update"))
+      continue;
     // Gradients are named after their parameter: "<param>.grad".
     auto attr = func.getResultAttrOfType<StringAttr>(i, "weft.output");
     auto grad = func.getResultAttrOfType<StringAttr>(i, "weft.grad");
@@ -301,6 +315,7 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
                {"buffers", buffers},
                {"params", params},
                {"state", state},
+               {"optimizer_state", optimizerState},
                {"inputs", rankInputs},
                {"outputs", rankOutputs},
                {"constants", constants},

@@ -22,7 +22,7 @@ json validPlan() {
       "buffers": [
         {"id": 0, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 0, "kind": "input"},
         {"id": 1, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 64, "kind": "activation"}],
-      "params": [], "state": [],
+      "params": [], "state": [], "optimizer_state": [],
       "inputs": [{"name": "x", "buffer": 0}], "outputs": [{"name": "y", "buffer": 1}],
       "constants": [],
       "instructions": [{"op": "compute", "kernel": "relu", "inputs": [0], "outputs": [1],

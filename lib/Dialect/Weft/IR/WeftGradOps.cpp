@@ -54,3 +54,34 @@ int64_t GatherGradOp::getFlops() { return numElements(getGrad().getType()); }
 int64_t SoftmaxCrossEntropyGradOp::getFlops() {
   return 3 * numElements(getLogProb().getType());
 }
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+int64_t AdamWOp::getFlops() { return 12 * numElements(getParam().getType()); }
+int64_t SGDOp::getFlops() { return 4 * numElements(getParam().getType()); }
+
+LogicalResult SGDOp::verify() {
+  size_t expected = getMomentumBuffer() ? 2 : 1;
+  if (getUpdated().size() != expected)
+    return emitOpError("returns the parameter")
+           << (expected == 2 ? " and the momentum buffer" : "") << ", got "
+           << getUpdated().size() << " results";
+  for (Value v : getUpdated())
+    if (v.getType() != getParam().getType())
+      return emitOpError("results must have the parameter's type");
+  if ((getMomentum().convertToDouble() != 0.0) != bool(getMomentumBuffer()))
+    return emitOpError(
+        "a momentum buffer is needed exactly when momentum != 0");
+  return success();
+}
+
+std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
+  // adamw: (param, m, v) <- operands (0, 2, 3); sgd: (param, buffer) <- (0, 2).
+  if (isa<AdamWOp>(op))
+    return result == 0 ? 0u : result + 1;
+  if (isa<SGDOp>(op))
+    return result == 0 ? 0u : 2u;
+  return std::nullopt;
+}

@@ -59,6 +59,8 @@ struct RankPlan {
   int64_t arenaBytes = 0;
   std::vector<BufferDesc> buffers;
   std::vector<NamedBuffer> params, state, inputs, outputs;
+  /// Optimizer state (Adam moments, momentum buffers): zero at step 1.
+  std::vector<NamedBuffer> optimizerState;
   std::vector<ConstantDesc> constants;
   std::vector<Instruction> instructions;
 };

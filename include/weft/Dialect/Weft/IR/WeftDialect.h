@@ -12,6 +12,10 @@ namespace weft {
 inline constexpr llvm::StringLiteral kInputAttr = "weft.input";
 inline constexpr llvm::StringLiteral kParamAttr = "weft.param";
 inline constexpr llvm::StringLiteral kStateAttr = "weft.state";
+/// Optimizer state (Adam moments, momentum buffers): zero-initialised.
+inline constexpr llvm::StringLiteral kOptimizerStateAttr = "weft.optimizer_state";
+/// On ops a pass created: "backward" (weft-autodiff) or "optimizer".
+inline constexpr llvm::StringLiteral kPhaseAttr = "weft.phase";
 } // namespace weft
 
 #endif // WEFT_DIALECT_WEFT_IR_WEFTDIALECT_H

@@ -16,4 +16,10 @@
 #define GET_OP_CLASSES
 #include "weft/Dialect/Weft/IR/WeftOps.h.inc"
 
+namespace weft {
+/// For ops that update state in place (optimizer steps), the operand whose
+/// bytes result `result` reuses; std::nullopt for every other op.
+std::optional<unsigned> inPlaceOperand(mlir::Operation *op, unsigned result);
+} // namespace weft
+
 #endif // WEFT_DIALECT_WEFT_IR_WEFTOPS_H

@@ -423,5 +423,6 @@ def Weft_NllLossOp : Weft_InferredOp<"nll_loss"> {
 }
 
 include "weft/Dialect/Weft/IR/WeftGradOps.td"
+include "weft/Dialect/Weft/IR/WeftOptimizerOps.td"
 
 #endif // WEFT_DIALECT_WEFT_IR_WEFTOPS_TD

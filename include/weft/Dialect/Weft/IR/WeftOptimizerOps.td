@@ -1,0 +1,63 @@
+//===- WeftOptimizerOps.td - parameter update ops ------------*- tablegen -*-===//
+//
+// Updates are in place: each result's bytes are its aliased operand's
+// (`param`, and the optimizer state), which the memory plan and the runtime
+// honour. The step number t (1-based) that bias correction needs is the
+// runtime's step counter, not an operand.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_DIALECT_WEFT_IR_WEFTOPTIMIZEROPS_TD
+#define WEFT_DIALECT_WEFT_IR_WEFTOPTIMIZEROPS_TD
+
+def Weft_AdamWOp : Weft_Op<"adamw", [AllTypesMatch<["param", "grad", "exp_avg",
+    "exp_avg_sq", "new_param", "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "One AdamW step, torch.optim.AdamW semantics (amsgrad off).";
+  let description = [{
+    Loshchilov & Hutter, "Decoupled Weight Decay Regularization" (ICLR 2019),
+    as torch.optim.AdamW computes it at step t:
+    ```
+    p = p * (1 - lr * weight_decay)
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+    ```
+    Results alias `param`, `exp_avg` and `exp_avg_sq` (in place).
+    Cost: 12 FLOPs per parameter element.
+  }];
+  let arguments = (ins Weft_FloatTensor:$param, Weft_FloatTensor:$grad,
+                       Weft_FloatTensor:$exp_avg, Weft_FloatTensor:$exp_avg_sq,
+                       F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
+                       F64Attr:$weight_decay);
+  let results = (outs Weft_FloatTensor:$new_param, Weft_FloatTensor:$new_exp_avg,
+                      Weft_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq attr-dict `:` type($param)
+  }];
+}
+
+def Weft_SGDOp : Weft_Op<"sgd"> {
+  let summary = "One SGD step, torch.optim.SGD semantics (dampening 0).";
+  let description = [{
+    ```
+    g = g + weight_decay * p
+    b = g at step 1, else momentum * b + g      (only with momentum_buffer)
+    g = g + momentum * b if nesterov, else b    (only with momentum_buffer)
+    p = p - lr * g
+    ```
+    With `momentum` 0 there is no buffer operand. Results alias `param` and
+    `momentum_buffer` (in place). Cost: 4 FLOPs per parameter element.
+  }];
+  let arguments = (ins Weft_FloatTensor:$param, Weft_FloatTensor:$grad,
+                       Optional<Weft_FloatTensor>:$momentum_buffer,
+                       F64Attr:$lr, F64Attr:$momentum, F64Attr:$weight_decay,
+                       BoolAttr:$nesterov);
+  let results = (outs Variadic<Weft_FloatTensor>:$updated);
+  let assemblyFormat = [{
+    $param `,` $grad (`,` $momentum_buffer^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // WEFT_DIALECT_WEFT_IR_WEFTOPTIMIZEROPS_TD

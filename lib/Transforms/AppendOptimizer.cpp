@@ -1,0 +1,121 @@
+//===- AppendOptimizer.cpp - weft-append-optimizer ------------------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace weft {
+#define GEN_PASS_DEF_APPENDOPTIMIZER
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+struct AppendOptimizerPass
+    : weft::impl::AppendOptimizerBase<AppendOptimizerPass> {
+  using AppendOptimizerBase::AppendOptimizerBase;
+
+  void runOnOperation() override {
+    if (failed(append(getOperation())))
+      signalPassFailure();
+  }
+
+  LogicalResult append(func::FuncOp func) {
+    if (optimizer != "sgd" && optimizer != "adamw")
+      return func.emitError("unknown optimizer '")
+             << optimizer << "' (expected sgd or adamw)";
+    bool adamw = optimizer == "adamw";
+    // torch's defaults: AdamW decays by 0.01, SGD does not decay.
+    double decay =
+        weightDecay >= 0 ? weightDecay.getValue() : (adamw ? 0.01 : 0.0);
+    if (lr <= 0 || decay < 0 || momentum < 0 || beta1 < 0 || beta1 >= 1 ||
+        beta2 < 0 || beta2 >= 1 || eps <= 0)
+      return func.emitError(
+          "invalid optimizer hyper-parameters (need lr > 0, "
+          "weight decay >= 0, momentum >= 0, betas in [0, 1), "
+          "eps > 0)");
+    if (nesterov && momentum == 0)
+      return func.emitError("Nesterov momentum needs momentum > 0");
+
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    llvm::StringMap<BlockArgument> params;
+    for (BlockArgument arg : func.getArguments())
+      if (auto name =
+              func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamAttr))
+        params[name.getValue()] = arg;
+
+    OpBuilder b(ret);
+    SmallVector<Value> results{ret.getOperand(0)};
+    SmallVector<DictionaryAttr> resultAttrs{func.getResultAttrDict(0)};
+    auto update = [&](Value v, StringRef name) {
+      results.push_back(v);
+      resultAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr("weft.update", b.getStringAttr(name))));
+    };
+    auto newState = [&](Type type, std::string name) {
+      unsigned index = func.getNumArguments();
+      if (failed(func.insertArgument(
+              index, type,
+              b.getDictionaryAttr(
+                  b.getNamedAttr(kOptimizerStateAttr, b.getStringAttr(name))),
+              func.getLoc())))
+        return Value();
+      return Value(func.getArgument(index));
+    };
+    bool sawGrad = false;
+    for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
+      auto name = func.getResultAttrOfType<StringAttr>(i, "weft.grad");
+      if (!name)
+        continue;
+      sawGrad = true;
+      BlockArgument param = params.lookup(name.getValue());
+      if (!param)
+        return func.emitError("gradient of unknown parameter '") << name << "'";
+      Value grad = ret.getOperand(i);
+      Type type = param.getType();
+      std::string base = name.getValue().str();
+      if (adamw) {
+        Value m = newState(type, base + ".exp_avg");
+        Value v = newState(type, base + ".exp_avg_sq");
+        auto op =
+            AdamWOp::create(b, param.getLoc(), type, type, type, param, grad, m,
+                            v, b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
+                            b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
+                            b.getF64FloatAttr(decay));
+        op->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
+        update(op.getNewParam(), base);
+        update(op.getNewExpAvg(), base + ".exp_avg");
+        update(op.getNewExpAvgSq(), base + ".exp_avg_sq");
+      } else {
+        Value buffer =
+            momentum != 0 ? newState(type, base + ".momentum_buffer") : Value();
+        SmallVector<Type> types(buffer ? 2 : 1, type);
+        auto op =
+            SGDOp::create(b, param.getLoc(), types, param, grad, buffer,
+                          b.getF64FloatAttr(lr), b.getF64FloatAttr(momentum),
+                          b.getF64FloatAttr(decay), b.getBoolAttr(nesterov));
+        op->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
+        update(op.getUpdated()[0], base);
+        if (buffer)
+          update(op.getUpdated()[1], base + ".momentum_buffer");
+      }
+    }
+    if (!sawGrad)
+      return func.emitError("no parameter gradients to apply: run "
+                            "weft-autodiff first");
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                   TypeRange(ValueRange(results))));
+    func.setAllResultAttrs(resultAttrs);
+    return success();
+  }
+};
+
+} // namespace
