@@ -17,7 +17,7 @@ done
 out=build/demo
 mkdir -p "$out"
 echo "== gpt: compile to a plan and run 3 steps (synthetic data, 1 thread) =="
-build/bin/weftc build/models/gpt.onnx -o "$out/gpt.plan.json"
+build/bin/weftc build/models/gpt.onnx --forward-only -o "$out/gpt.plan.json"
 build/bin/weft-run "$out/gpt.plan.json" --steps 3 --threads 1 \
   --log-json "$out/gpt.log.jsonl" --trace "$out/gpt.trace.json"
 echo "log: $out/gpt.log.jsonl  trace (open in ui.perfetto.dev): $out/gpt.trace.json"

@@ -23,7 +23,8 @@ def test_parameter_count_matches_torch(name, weftc, models_dir):
 def test_resnet_batch_norm_statistics_are_state(weftc, models_dir):
     """resnet18 has 20 BatchNorm layers; their running mean and variance
     (2 x channels floats each) are state, not parameters."""
-    result = run([weftc, str(models_dir / "resnet.onnx"), "--emit=mlir"])
+    result = run([weftc, str(models_dir / "resnet.onnx"), "--emit=mlir",
+                  "--forward-only"])
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("weft.state") == 40
     assert result.stdout.count("weft.batch_norm") == 20

@@ -41,7 +41,8 @@ def test_forward_loss_equals_torch(name, weftc, models_dir, tmp_path):
         expected = model(*inputs).item()
 
     plan = tmp_path / "plan.json"
-    result = run([weftc, str(models_dir / f"{name}.onnx"), "-o", str(plan)])
+    result = run([weftc, str(models_dir / f"{name}.onnx"), "--forward-only",
+                  "-o", str(plan)])
     assert result.returncode == 0, result.stderr
     input_names = [i["name"] for i in json.loads(plan.read_text())["inputs"]]
     write_step(tmp_path / "data", input_names, inputs)

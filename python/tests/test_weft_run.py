@@ -24,7 +24,8 @@ def gpt_plan(weftc, models_dir, tmp_path_factory):
 @pytest.mark.parametrize("name", ["gpt", "resnet", "unet"])
 def test_example_plans_match_the_schema(name, weftc, models_dir, tmp_path):
     path = tmp_path / "plan.json"
-    assert run([weftc, str(models_dir / f"{name}.onnx"), "-o", str(path)]).returncode == 0
+    result = run([weftc, str(models_dir / f"{name}.onnx"), "-o", str(path)])
+    assert result.returncode == 0, result.stderr
     jsonschema.validate(json.loads(path.read_text()), SCHEMA)
 
 

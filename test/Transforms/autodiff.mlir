@@ -5,14 +5,14 @@
 // expand scaled by 1/count; the square via pow's rule.
 // CHECK-LABEL: func.func @linear
 // CHECK-SAME: -> (tensor<f32> {weft.output = "loss"}, tensor<3x1xf32> {weft.grad = "w"}, tensor<1xf32> {weft.grad = "b"})
-// CHECK: %[[ONE:.*]] = weft.constant dense<1.000000e+00> : tensor<f32>
-// CHECK: %[[SCALE:.*]] = weft.constant dense<1.250000e-01> : tensor<f32>
+// CHECK: %[[ONE:.*]] = weft.constant {weft.phase = "backward"} dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[SCALE:.*]] = weft.constant {weft.phase = "backward"} dense<1.250000e-01> : tensor<f32>
 // CHECK: %[[DMEAN:.*]] = weft.mul %[[ONE]], %[[SCALE]]
 // CHECK: weft.expand
 // CHECK: weft.pow
-// CHECK: %[[DB:.*]] = weft.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = true} : (tensor<8x1xf32>) -> tensor<1x1xf32>
-// CHECK: %[[DBR:.*]] = weft.reshape %[[DB]] {shape = array<i64: 1>}
-// CHECK: %[[WT:.*]] = weft.transpose %arg0 {perm = array<i64: 1, 0>} : (tensor<8x3xf32>) -> tensor<3x8xf32>
+// CHECK: %[[DB:.*]] = weft.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = true, weft.phase = "backward"} : (tensor<8x1xf32>) -> tensor<1x1xf32>
+// CHECK: %[[DBR:.*]] = weft.reshape %[[DB]] {shape = array<i64: 1>, weft.phase = "backward"}
+// CHECK: %[[WT:.*]] = weft.transpose %arg0 {perm = array<i64: 1, 0>, weft.phase = "backward"} : (tensor<8x3xf32>) -> tensor<3x8xf32>
 // CHECK: %[[DW:.*]] = weft.matmul %[[WT]], %{{.*}} : (tensor<3x8xf32>, tensor<8x1xf32>) -> tensor<3x1xf32>
 // CHECK: return %{{.*}}, %[[DW]], %[[DBR]]
 func.func @linear(%x: tensor<8x3xf32> {weft.input = "x"}, %t: tensor<8x1xf32> {weft.input = "t"},

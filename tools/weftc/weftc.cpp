@@ -169,6 +169,16 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   if (!module)
     return failure();
   auto func = cast<func::FuncOp>(module->getBody()->front());
+  // The summary describes the model (its forward graph); the IR and the plan
+  // are of the compiled step, a training step when the model has a loss.
+  if (emit == Emit::Summary || emit == Emit::SummaryJSON) {
+    weft::ModelSummary summary = weft::summarizeModel(func);
+    if (emit == Emit::Summary)
+      printSummary(summary, source, os);
+    else
+      os << summaryJSON(summary).dump() << "\n";
+    return success();
+  }
   bool training = !forwardOnly && isTrainable(func);
   if (gradients || training) {
     PassManager pm(&context);
@@ -202,11 +212,8 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     os << "\n";
     break;
   case Emit::Summary:
-    printSummary(weft::summarizeModel(func), source, os);
-    break;
   case Emit::SummaryJSON:
-    os << summaryJSON(weft::summarizeModel(func)).dump() << "\n";
-    break;
+    llvm_unreachable("handled before the pipeline");
   case Emit::Plan: {
     SmallString<256> path(source);
     sys::fs::make_absolute(path);
