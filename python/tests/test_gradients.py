@@ -1,7 +1,8 @@
 """weft-autodiff against torch autograd: `weftc --gradients` compiles loss and
 parameter gradients, weft-run evaluates them on a fixed batch, and every
-gradient must match torch's `.grad` (max error relative to the largest
-gradient entry <= 1e-5, float32)."""
+gradient must match torch's `.grad`: max error relative to the largest
+gradient entry <= 1e-5 for gpt, 1e-4 for the CNNs (float32; 20 batch-norm
+backward reductions in a row reorder sums differently from torch)."""
 
 import json
 
@@ -14,7 +15,10 @@ from conftest import run, tool
 from test_forward_loss import BUILDERS, write_step
 
 
-@pytest.mark.parametrize("name", ["gpt"])
+TOLERANCE = {"gpt": 1e-5, "resnet": 1e-4, "unet": 1e-4}
+
+
+@pytest.mark.parametrize("name", ["gpt", "resnet", "unet"])
 def test_parameter_gradients_equal_torch(name, weftc, models_dir, tmp_path):
     model, inputs = BUILDERS[name]()
     model.train()
@@ -44,4 +48,4 @@ def test_parameter_gradients_equal_torch(name, weftc, models_dir, tmp_path):
             str(tmp_path / "out" / "step_0" / f"{pname}.grad.pb")))
         want = param.grad.numpy()
         scale = np.max(np.abs(want)) + 1e-12
-        assert np.max(np.abs(got - want)) / scale <= 1e-5, pname
+        assert np.max(np.abs(got - want)) / scale <= TOLERANCE[name], pname

@@ -180,9 +180,60 @@ void softmaxCrossEntropyGrad(const KernelCall &call) {
     }
 }
 
+/// batch_norm's input, scale and bias gradients (formulas on the op).
+void batchNormGrad(const KernelCall &call) {
+  const Tensor &x = call.in[0], &dy = call.in[4];
+  bool training = call.b("training");
+  double eps = call.f("epsilon");
+  int64_t n = x.shape[0], c = x.shape[1], spatial = 1;
+  for (int64_t i = 2; i < x.rank(); ++i)
+    spatial *= x.shape[i];
+  double count = double(n * spatial);
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    const T *px = x.as<T>(), *scale = call.in[1].as<T>(),
+            *mean = call.in[2].as<T>(), *var = call.in[3].as<T>(),
+            *g = dy.as<T>();
+    T *dx = call.out[0].as<T>(), *dscale = call.out[1].as<T>(),
+      *dbias = call.out[2].as<T>();
+    for (int64_t ch = 0; ch < c; ++ch) {
+      auto at = [&](int64_t b, int64_t s) { return (b * c + ch) * spatial + s; };
+      double mu = mean[ch], sigma2 = var[ch];
+      if (training) {
+        double sum = 0, sq = 0;
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t s = 0; s < spatial; ++s)
+            sum += px[at(b, s)];
+        mu = sum / count;
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t s = 0; s < spatial; ++s)
+            sq += (px[at(b, s)] - mu) * (px[at(b, s)] - mu);
+        sigma2 = sq / count;
+      }
+      double rstd = 1.0 / std::sqrt(sigma2 + eps), sumG = 0, sumGX = 0;
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t s = 0; s < spatial; ++s) {
+          double xhat = (px[at(b, s)] - mu) * rstd;
+          sumG += g[at(b, s)];
+          sumGX += g[at(b, s)] * xhat;
+        }
+      dbias[ch] = static_cast<T>(sumG);
+      dscale[ch] = static_cast<T>(sumGX);
+      double a = scale[ch] * rstd;
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t s = 0; s < spatial; ++s) {
+          int64_t i = at(b, s);
+          double xhat = (px[i] - mu) * rstd;
+          dx[i] = static_cast<T>(training ? a / count * (count * g[i] - sumG - xhat * sumGX)
+                                          : a * g[i]);
+        }
+    }
+  });
+}
+
 } // namespace
 
 void registerBackwardKernels(KernelTable &t) {
+  t["batch_norm_grad"] = batchNormGrad;
   t["relu_grad"] = reluGrad;
   t["softmax_grad"] = softmaxGrad<false>;
   t["log_softmax_grad"] = softmaxGrad<true>;

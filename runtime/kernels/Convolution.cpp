@@ -73,11 +73,12 @@ struct Window {
 };
 
 Window window(const KernelCall &call, const std::vector<int64_t> &image,
-              const std::vector<int64_t> &cols, const Tensor &weight) {
+              const std::vector<int64_t> &cols,
+              const std::vector<int64_t> &kernel) {
   Window w;
   w.image = image;
   w.cols = cols;
-  w.kernel.assign(weight.shape.begin() + 2, weight.shape.end());
+  w.kernel = kernel;
   w.strides = call.ints("strides");
   w.pads = call.ints("pads");
   w.dilations = call.ints("dilations");
@@ -106,7 +107,8 @@ void conv(const KernelCall &call) {
   int64_t n = x.shape[0], c = x.shape[1], m = y.shape[1];
   int64_t cg = c / group, mg = m / group;
   Window w = window(call, {x.shape.begin() + 2, x.shape.end()},
-                    {y.shape.begin() + 2, y.shape.end()}, weight);
+                    {y.shape.begin() + 2, y.shape.end()},
+                    {weight.shape.begin() + 2, weight.shape.end()});
   int64_t k = cg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
   std::vector<float> buffer(k * cols);
   const float *in = x.as<float>(), *wt = weight.as<float>();
@@ -137,7 +139,8 @@ void convTranspose(const KernelCall &call) {
   int64_t cg = c / group, mg = m / group;
   // The output is the "image" strided over; the input supplies the columns.
   Window w = window(call, {y.shape.begin() + 2, y.shape.end()},
-                    {x.shape.begin() + 2, x.shape.end()}, weight);
+                    {x.shape.begin() + 2, x.shape.end()},
+                    {weight.shape.begin() + 2, weight.shape.end()});
   int64_t k = mg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
   std::vector<float> buffer(k * cols);
   const float *in = x.as<float>(), *wt = weight.as<float>();
@@ -161,11 +164,42 @@ void convTranspose(const KernelCall &call) {
   addBias(call, y, 2);
 }
 
+/// dW_g = sum over images of dY_g [M/g, positions] x im2col(x)_g^T.
+void convWeightGrad(const KernelCall &call) {
+  const Tensor &x = call.in[0], &dy = call.in[1], &dw = call.out[0];
+  if (x.dtype != DType::F32)
+    call.unsupported(x.dtype);
+  int64_t group = call.i("group");
+  int64_t n = x.shape[0], c = x.shape[1], m = dy.shape[1];
+  int64_t cg = c / group, mg = m / group;
+  Window w = window(call, {x.shape.begin() + 2, x.shape.end()},
+                    {dy.shape.begin() + 2, dy.shape.end()},
+                    call.ints("kernel_shape"));
+  int64_t k = cg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
+  std::vector<float> buffer(k * cols);
+  const float *in = x.as<float>(), *g = dy.as<float>();
+  float *out = dw.as<float>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t gi = 0; gi < group; ++gi) {
+      for (int64_t ch = 0; ch < cg; ++ch) {
+        const float *plane = in + (b * c + gi * cg + ch) * image;
+        float *rows = buffer.data() + ch * w.kernelSize() * cols;
+        w.forEach([&](int64_t ki, int64_t ci, int64_t src) {
+          rows[ki * cols + ci] = src >= 0 ? plane[src] : 0.0f;
+        });
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mg, k, cols, 1.0f,
+                  g + (b * m + gi * mg) * cols, cols, buffer.data(), cols,
+                  b == 0 ? 0.0f : 1.0f, out + gi * mg * k, k);
+    }
+}
+
 } // namespace
 
 void registerConvolutionKernels(KernelTable &t) {
   t["conv"] = conv;
   t["conv_transpose"] = convTranspose;
+  t["conv_weight_grad"] = convWeightGrad;
 }
 
 } // namespace weft::rt

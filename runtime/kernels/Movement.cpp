@@ -251,9 +251,42 @@ void resize(const KernelCall &call) {
   }
 }
 
+/// The adjoint of resize: every output element adds its gradient to the
+/// input element it was copied from.
+void resizeGrad(const KernelCall &call) {
+  const Tensor &x = call.in[0], &dy = call.in[1], &dx = call.out[0];
+  std::vector<double> scales = call.floats("scales");
+  std::string transform = call.s("coordinate_transformation_mode");
+  std::string mode = call.s("nearest_mode");
+  int64_t rank = x.rank();
+  std::vector<std::vector<int64_t>> source(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    for (int64_t i = 0; i < dy.shape[d]; ++i)
+      source[d].push_back(nearestSource(i, x.shape[d], dy.shape[d], scales[d],
+                                        transform, mode));
+  std::vector<int64_t> inStrides = stridesOf(x.shape), idx(rank, 0);
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    T *out = dx.as<T>();
+    const T *g = dy.as<T>();
+    std::memset(out, 0, dx.bytes());
+    for (int64_t o = 0, n = dy.numel(); o < n; ++o) {
+      int64_t in = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        in += source[d][idx[d]] * inStrides[d];
+      out[in] += g[o];
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[d] < dy.shape[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
 } // namespace
 
 void registerMovementKernels(KernelTable &t) {
+  t["resize_grad"] = resizeGrad;
   t["transpose"] = transpose;
   t["expand"] = expand;
   t["concat"] = concat;

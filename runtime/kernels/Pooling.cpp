@@ -3,67 +3,130 @@
 
 #include "Kernel.h"
 
+#include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace weft::rt {
 
 namespace {
 
+/// Visits every (output position, window element) pair of one plane:
+/// fn(outIndex, inIndex or -1 in padding, inPaddedRegion).
+struct PoolWindow {
+  std::vector<int64_t> in, out, kernel, strides, pads, dilations;
+  int64_t inSize = 1, outSize = 1;
+
+  PoolWindow(const KernelCall &call, const Tensor &x, const Tensor &y, bool max) {
+    kernel = call.ints("kernel_shape");
+    strides = call.ints("strides");
+    pads = call.ints("pads");
+    dilations = max ? call.ints("dilations")
+                    : std::vector<int64_t>(kernel.size(), 1);
+    in.assign(x.shape.begin() + 2, x.shape.end());
+    out.assign(y.shape.begin() + 2, y.shape.end());
+    for (int64_t d : in)
+      inSize *= d;
+    for (int64_t d : out)
+      outSize *= d;
+  }
+
+  template <typename Fn> void forEachWindow(Fn &&fn) const {
+    int64_t n = kernel.size(), kernelSize = 1;
+    for (int64_t k : kernel)
+      kernelSize *= k;
+    std::vector<int64_t> inStrides = stridesOf(in), o(n, 0);
+    for (int64_t oi = 0; oi < outSize; ++oi) {
+      std::vector<int64_t> k(n, 0);
+      for (int64_t ki = 0; ki < kernelSize; ++ki) {
+        int64_t flat = 0;
+        bool inside = true, inPadded = true;
+        for (int64_t d = 0; d < n; ++d) {
+          int64_t pos = o[d] * strides[d] - pads[d] + k[d] * dilations[d];
+          inside &= pos >= 0 && pos < in[d];
+          // count_include_pad counts padding, not ceil_mode's overhang.
+          inPadded &= pos >= -pads[d] && pos < in[d] + pads[d + n];
+          flat += pos * inStrides[d];
+        }
+        fn(oi, inside ? flat : -1, inPadded);
+        for (int64_t d = n - 1; d >= 0; --d) {
+          if (++k[d] < kernel[d])
+            break;
+          k[d] = 0;
+        }
+      }
+      for (int64_t d = n - 1; d >= 0; --d) {
+        if (++o[d] < out[d])
+          break;
+        o[d] = 0;
+      }
+    }
+  }
+};
+
 template <bool Max> void pool(const KernelCall &call) {
   const Tensor &x = call.in[0], &y = call.out[0];
-  std::vector<int64_t> kernel = call.ints("kernel_shape"),
-                       strides = call.ints("strides"), pads = call.ints("pads");
-  std::vector<int64_t> dilations =
-      Max ? call.ints("dilations") : std::vector<int64_t>(kernel.size(), 1);
+  PoolWindow w(call, x, y, Max);
   bool includePad = !Max && call.b("count_include_pad");
-  int64_t n = kernel.size(), planes = x.shape[0] * x.shape[1];
-  std::vector<int64_t> in(x.shape.begin() + 2, x.shape.end()),
-      out(y.shape.begin() + 2, y.shape.end());
-  std::vector<int64_t> inStrides = stridesOf(in);
-  int64_t inSize = 1, outSize = 1, kernelSize = 1;
-  for (int64_t d = 0; d < n; ++d) {
-    inSize *= in[d];
-    outSize *= out[d];
-    kernelSize *= kernel[d];
-  }
+  int64_t planes = x.shape[0] * x.shape[1];
   dispatchNumeric(call, x.dtype, [&]<typename T>() {
+    std::vector<double> acc(w.outSize);
+    std::vector<int64_t> count(w.outSize);
     for (int64_t p = 0; p < planes; ++p) {
-      const T *src = x.as<T>() + p * inSize;
-      T *dst = y.as<T>() + p * outSize;
-      std::vector<int64_t> o(n, 0);
-      for (int64_t oi = 0; oi < outSize; ++oi) {
-        double acc = Max ? -std::numeric_limits<double>::infinity() : 0.0;
-        int64_t count = 0;
-        std::vector<int64_t> k(n, 0);
-        for (int64_t ki = 0; ki < kernelSize; ++ki) {
-          int64_t flat = 0;
-          bool inside = true, inPadded = true;
-          for (int64_t d = 0; d < n; ++d) {
-            int64_t pos = o[d] * strides[d] - pads[d] + k[d] * dilations[d];
-            inside &= pos >= 0 && pos < in[d];
-            // count_include_pad counts padding, not the overhang of ceil_mode.
-            inPadded &= pos >= -pads[d] && pos < in[d] + pads[d + n];
-            flat += pos * inStrides[d];
-          }
-          if (inside) {
-            acc = Max ? std::max(acc, static_cast<double>(src[flat]))
-                      : acc + src[flat];
-            ++count;
-          } else if (includePad && inPadded) {
-            ++count;
-          }
-          for (int64_t d = n - 1; d >= 0; --d) {
-            if (++k[d] < kernel[d])
-              break;
-            k[d] = 0;
-          }
+      const T *src = x.as<T>() + p * w.inSize;
+      T *dst = y.as<T>() + p * w.outSize;
+      std::fill(acc.begin(), acc.end(),
+                Max ? -std::numeric_limits<double>::infinity() : 0.0);
+      std::fill(count.begin(), count.end(), 0);
+      w.forEachWindow([&](int64_t o, int64_t i, bool inPadded) {
+        if (i >= 0) {
+          acc[o] = Max ? std::max(acc[o], static_cast<double>(src[i]))
+                       : acc[o] + src[i];
+          ++count[o];
+        } else if (includePad && inPadded) {
+          ++count[o];
         }
-        dst[oi] = static_cast<T>(Max ? acc : (count ? acc / count : 0.0));
-        for (int64_t d = n - 1; d >= 0; --d) {
-          if (++o[d] < out[d])
-            break;
-          o[d] = 0;
+      });
+      for (int64_t o = 0; o < w.outSize; ++o)
+        dst[o] = static_cast<T>(Max ? acc[o] : (count[o] ? acc[o] / count[o] : 0.0));
+    }
+  });
+}
+
+/// The input gradient: max routes dy to the first maximum of each window
+/// (as torch), average spreads dy / count over the window.
+template <bool Max> void poolGrad(const KernelCall &call) {
+  const Tensor &x = call.in[0], &dy = call.in[1], &dx = call.out[0];
+  PoolWindow w(call, x, dy, Max);
+  bool includePad = !Max && call.b("count_include_pad");
+  int64_t planes = x.shape[0] * x.shape[1];
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    std::vector<double> best(w.outSize);
+    std::vector<int64_t> where(w.outSize), count(w.outSize);
+    std::memset(dx.data, 0, dx.bytes());
+    for (int64_t p = 0; p < planes; ++p) {
+      const T *src = x.as<T>() + p * w.inSize, *g = dy.as<T>() + p * w.outSize;
+      T *dst = dx.as<T>() + p * w.inSize;
+      std::fill(best.begin(), best.end(), -std::numeric_limits<double>::infinity());
+      std::fill(where.begin(), where.end(), -1);
+      std::fill(count.begin(), count.end(), 0);
+      w.forEachWindow([&](int64_t o, int64_t i, bool inPadded) {
+        if (i >= 0 && Max && (where[o] < 0 || src[i] > best[o])) {
+          best[o] = src[i];
+          where[o] = i;
         }
+        if (i >= 0 || (includePad && inPadded))
+          ++count[o];
+      });
+      if (Max) {
+        for (int64_t o = 0; o < w.outSize; ++o)
+          if (where[o] >= 0)
+            dst[where[o]] += g[o];
+      } else {
+        w.forEachWindow([&](int64_t o, int64_t i, bool) {
+          if (i >= 0 && count[o])
+            dst[i] += static_cast<T>(g[o] / static_cast<double>(count[o]));
+        });
       }
     }
   });
@@ -74,6 +137,8 @@ template <bool Max> void pool(const KernelCall &call) {
 void registerPoolingKernels(KernelTable &t) {
   t["max_pool"] = pool<true>;
   t["avg_pool"] = pool<false>;
+  t["max_pool_grad"] = poolGrad<true>;
+  t["avg_pool_grad"] = poolGrad<false>;
 }
 
 } // namespace weft::rt

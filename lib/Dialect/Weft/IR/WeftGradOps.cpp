@@ -55,6 +55,66 @@ int64_t SoftmaxCrossEntropyGradOp::getFlops() {
   return 3 * numElements(getLogProb().getType());
 }
 
+LogicalResult ConvWeightGradOp::inferReturnTypes(MLIRContext *,
+                                                 std::optional<Location> loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &out) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto grad = cast<RankedTensorType>(adaptor.getGrad().getType());
+  int64_t group = adaptor.getGroup();
+  if (input.getRank() < 3 || grad.getRank() != input.getRank() || group <= 0 ||
+      input.getDimSize(1) % group != 0 ||
+      (int64_t)adaptor.getKernelShape().size() != input.getRank() - 2)
+    return emitOptionalError(loc, "conv_weight_grad: bad input ", input,
+                             " / grad ", grad);
+  SmallVector<int64_t> shape{grad.getDimSize(1), input.getDimSize(1) / group};
+  llvm::append_range(shape, adaptor.getKernelShape());
+  out.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult BatchNormGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location>,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &out) {
+  out.push_back(adaptor.getInput().getType());
+  out.push_back(adaptor.getScale().getType());
+  out.push_back(adaptor.getScale().getType());
+  return success();
+}
+
+/// The input gradient of a pooling/resize op has the input's type.
+static LogicalResult verifyInputGrad(Operation *op) {
+  if (op->getResult(0).getType() != op->getOperand(0).getType())
+    return op->emitOpError("result must have the input's type");
+  return success();
+}
+LogicalResult MaxPoolGradOp::verify() { return verifyInputGrad(*this); }
+LogicalResult AvgPoolGradOp::verify() { return verifyInputGrad(*this); }
+LogicalResult ResizeGradOp::verify() { return verifyInputGrad(*this); }
+
+static int64_t product(ArrayRef<int64_t> v) {
+  int64_t p = 1;
+  for (int64_t x : v)
+    p *= x;
+  return p;
+}
+int64_t ConvWeightGradOp::getFlops() {
+  // Per output position: M * (C/g) * prod(k) multiply-adds (per group).
+  return 2 * numElements(getGrad().getType()) *
+         numElements(getType()) / getType().getDimSize(0);
+}
+int64_t BatchNormGradOp::getFlops() {
+  return 8 * numElements(getInput().getType());
+}
+int64_t MaxPoolGradOp::getFlops() {
+  return numElements(getGrad().getType()) * product(getKernelShape());
+}
+int64_t AvgPoolGradOp::getFlops() {
+  return numElements(getGrad().getType()) * product(getKernelShape());
+}
+int64_t ResizeGradOp::getFlops() { return numElements(getGrad().getType()); }
+
 //===----------------------------------------------------------------------===//
 // Optimizer updates
 //===----------------------------------------------------------------------===//

@@ -101,4 +101,79 @@ def Weft_SoftmaxCrossEntropyGradOp : Weft_InferredOp<"softmax_cross_entropy_grad
   }];
 }
 
+def Weft_ConvWeightGradOp : Weft_InferredOp<"conv_weight_grad"> {
+  let summary = "d/dW of conv: correlate the input with the output gradient.";
+  let description = [{
+    For `y = conv(x, W)` with the given window attributes, the gradient of
+    `W: [M, C/group, kernel_shape...]` is, per group,
+    `dY_g [M/g, positions] x im2col(x)_g^T`, summed over the batch (the
+    input gradient is a conv_transpose of dY with W). Cost: the forward
+    conv's multiply-adds, times 2.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, I64Attr:$group);
+  let results = (outs Weft_FloatTensor:$weight_grad);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_BatchNormGradOp : Weft_InferredOp<"batch_norm_grad"> {
+  let summary = "Gradients of batch_norm w.r.t. input, scale and bias.";
+  let description = [{
+    Per channel over the batch and spatial dims (count n): with
+    `xhat = (x - mu) * rstd`, `dbias = sum(dy)`, `dscale = sum(dy * xhat)`.
+    Training mode uses the batch mean and (population) variance, and
+    `dx = scale * rstd / n * (n * dy - dbias - xhat * dscale)`; inference
+    mode uses `mean`/`var` and `dx = dy * scale * rstd`.
+    Cost: 8 FLOPs per element of `x`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$scale,
+                       Weft_FloatTensor:$mean, Weft_FloatTensor:$var,
+                       Weft_FloatTensor:$grad, F64Attr:$epsilon,
+                       BoolAttr:$training);
+  let results = (outs Weft_FloatTensor:$input_grad, Weft_FloatTensor:$scale_grad,
+                      Weft_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $mean `,` $var `,` $grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Weft_MaxPoolGradOp : Weft_Op<"max_pool_grad", [Pure]> {
+  let summary = "d/dx max_pool: each dy goes to its window's (first) maximum.";
+  let description = "Cost: `prod(kernel_shape)` FLOPs per element of `dy`.";
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations);
+  let results = (outs Weft_FloatTensor:$input_grad);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Weft_AvgPoolGradOp : Weft_Op<"avg_pool_grad", [Pure]> {
+  let summary = "d/dx avg_pool: each dy spread evenly over its window.";
+  let description = "Cost: `prod(kernel_shape)` FLOPs per element of `dy`.";
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       BoolAttr:$count_include_pad);
+  let results = (outs Weft_FloatTensor:$input_grad);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Weft_ResizeGradOp : Weft_Op<"resize_grad", [Pure]> {
+  let summary = "d/dx nearest resize: scatter-add dy onto the source pixels.";
+  let description = "Cost: 1 FLOP per element of `dy`.";
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad,
+                       DenseF64ArrayAttr:$scales,
+                       StrAttr:$coordinate_transformation_mode,
+                       StrAttr:$nearest_mode);
+  let results = (outs Weft_FloatTensor:$input_grad);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 #endif // WEFT_DIALECT_WEFT_IR_WEFTGRADOPS_TD

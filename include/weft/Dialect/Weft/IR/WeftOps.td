@@ -160,7 +160,7 @@ def Weft_LayerNormOp : Weft_InferredOp<"layer_norm", [DeclareOpInterfaceMethods<
   }];
 }
 
-def Weft_BatchNormOp : Weft_InferredOp<"batch_norm"> {
+def Weft_BatchNormOp : Weft_InferredOp<"batch_norm", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Batch normalisation over channel dim 1 (ONNX BatchNormalization-15).";
   let description = [{
     With `training`, normalises with the batch statistics and returns the
@@ -287,7 +287,7 @@ def Weft_GatherOp : Weft_InferredOp<"gather", [DeclareOpInterfaceMethods<Gradien
   }];
 }
 
-def Weft_PadOp : Weft_InferredOp<"pad"> {
+def Weft_PadOp : Weft_InferredOp<"pad", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Constant-mode padding (ONNX Pad-13/-18, constant mode).";
   let description = [{
     `pads` is `[x1_begin, x2_begin, ..., x1_end, x2_end]` for every dim;
@@ -299,7 +299,7 @@ def Weft_PadOp : Weft_InferredOp<"pad"> {
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_ResizeOp : Weft_InferredOp<"resize"> {
+def Weft_ResizeOp : Weft_InferredOp<"resize", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Nearest-neighbour resize (ONNX Resize-13, mode nearest).";
   let description = [{
     `sizes` is the output shape; `scales` the per-dim scale used to map output
@@ -318,7 +318,7 @@ def Weft_ResizeOp : Weft_InferredOp<"resize"> {
 // Convolution and pooling (NCHW, any number of spatial dims)
 //===----------------------------------------------------------------------===//
 
-def Weft_ConvOp : Weft_InferredOp<"conv"> {
+def Weft_ConvOp : Weft_InferredOp<"conv", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Grouped N-d convolution, explicit pads (ONNX Conv-11).";
   let description = [{
     `X: [N, C, D1..Dn]`, `W: [M, C/group, k1..kn]`, `B: [M]`. `pads` is
@@ -337,7 +337,7 @@ def Weft_ConvOp : Weft_InferredOp<"conv"> {
   }];
 }
 
-def Weft_ConvTransposeOp : Weft_InferredOp<"conv_transpose"> {
+def Weft_ConvTransposeOp : Weft_InferredOp<"conv_transpose", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Grouped N-d transposed convolution (ONNX ConvTranspose-11).";
   let description = [{
     `X: [N, C, D1..Dn]`, `W: [C, M/group, k1..kn]`. Output dim
@@ -357,7 +357,7 @@ def Weft_ConvTransposeOp : Weft_InferredOp<"conv_transpose"> {
   }];
 }
 
-def Weft_MaxPoolOp : Weft_InferredOp<"max_pool"> {
+def Weft_MaxPoolOp : Weft_InferredOp<"max_pool", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "N-d max pooling (ONNX MaxPool-12).";
   let description = "Cost: `prod(kernel_shape)` FLOPs (compares) per output element.";
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$kernel_shape,
@@ -368,7 +368,7 @@ def Weft_MaxPoolOp : Weft_InferredOp<"max_pool"> {
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_AvgPoolOp : Weft_InferredOp<"avg_pool"> {
+def Weft_AvgPoolOp : Weft_InferredOp<"avg_pool", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "N-d average pooling (ONNX AveragePool-11).";
   let description = "Cost: `prod(kernel_shape)` FLOPs per output element.";
   let arguments = (ins Weft_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
