@@ -81,6 +81,11 @@ cl::opt<bool> forwardOnly(
     cl::desc("Compile the forward pass only, even for a model that ends in a "
              "scalar loss (default: a training step when it does)"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> train(
+    "train",
+    cl::desc("Require a training step: fail, saying why, when the model does "
+             "not end in a scalar float loss that depends on a parameter"),
+    cl::init(false), cl::cat(category));
 cl::opt<std::string> optimizer("optimizer",
                                cl::desc("Optimizer of the training step: "
                                         "adamw (default) or sgd"),
@@ -179,7 +184,13 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
       os << summaryJSON(summary).dump() << "\n";
     return success();
   }
-  bool training = !forwardOnly && isTrainable(func);
+  if (train && forwardOnly) {
+    errs() << "weftc: --train and --forward-only contradict each other\n";
+    return failure();
+  }
+  // --train sends any model through weft-autodiff, whose errors say why a
+  // model cannot train; without it, a model without a loss compiles forward.
+  bool training = train || (!forwardOnly && isTrainable(func));
   if (gradients || training) {
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
