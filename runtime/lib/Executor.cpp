@@ -29,39 +29,116 @@ Tensor Executor::view(int64_t buffer) const {
   return Tensor{arena + b.offset, b.dtype, b.shape};
 }
 
-void Executor::loadWeights() {
-  std::ifstream in(plan.modelPath, std::ios::binary);
+namespace {
+onnx::ModelProto readModel(const std::string &path, const std::string &what) {
+  std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error(plan.path + ": model.path: cannot read the model '" +
-                plan.modelPath + "'");
+    throw Error(what + ": cannot read '" + path + "'");
   onnx::ModelProto model;
   if (!model.ParseFromIstream(&in))
-    throw Error(plan.modelPath + ": not a binary ONNX model");
+    throw Error(what + ": '" + path + "' is not a binary ONNX model");
+  return model;
+}
+
+void writeModelAtomically(const onnx::ModelProto &model,
+                          const std::string &path) {
+  std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out || !model.SerializeToOstream(&out))
+      throw Error("--save: cannot write '" + temp + "'");
+  }
+  std::filesystem::rename(temp, path);
+}
+} // namespace
+
+void Executor::loadInitializers(const std::string &modelPath,
+                                const std::vector<NamedBuffer> &buffers,
+                                const std::string &what) {
+  onnx::ModelProto model = readModel(
+      modelPath, what == "weight" ? plan.path + ": model.path" : what);
   std::map<std::string, const onnx::TensorProto *> initializers;
   for (const auto &t : model.graph().initializer())
     initializers[t.name()] = &t;
   std::string modelDir =
-      std::filesystem::path(plan.modelPath).parent_path().string();
-  auto load = [&](const NamedBuffer &named) {
+      std::filesystem::path(modelPath).parent_path().string();
+  for (const NamedBuffer &named : buffers) {
     const BufferDesc &b = rankPlan.buffers[named.buffer];
-    std::string what = "weight '" + named.name + "'";
+    std::string label = what + " '" + named.name + "'";
     auto it = initializers.find(named.name);
     if (it == initializers.end())
-      throw Error(what + ": no such initializer in " + plan.modelPath);
+      throw Error(label + ": no such initializer in " + modelPath);
     const onnx::TensorProto &t = *it->second;
     std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
-    DType dtype = dtypeOfONNX(t.data_type(), what);
+    DType dtype = dtypeOfONNX(t.data_type(), label);
     if (dims != b.shape || dtype != b.dtype)
-      throw Error(what + ": the plan expects " + shapeString(b.shape) + " " +
-                  dtypeName(b.dtype) + ", the model holds " +
+      throw Error(label + ": the plan expects " + shapeString(b.shape) + " " +
+                  dtypeName(b.dtype) + ", " + modelPath + " holds " +
                   shapeString(dims) + " " + dtypeName(dtype));
-    std::string bytes = tensorBytes(t, modelDir, what);
+    std::string bytes = tensorBytes(t, modelDir, label);
     backend.upload(arena + b.offset, bytes.data(), bytes.size());
-  };
-  for (const NamedBuffer &p : rankPlan.params)
-    load(p);
-  for (const NamedBuffer &s : rankPlan.state)
-    load(s);
+  }
+}
+
+void Executor::loadWeights() {
+  std::vector<NamedBuffer> all = rankPlan.params;
+  all.insert(all.end(), rankPlan.state.begin(), rankPlan.state.end());
+  loadInitializers(plan.modelPath, all, "weight");
+}
+
+void Executor::saveCheckpoint(const std::string &path,
+                              int64_t stepsDone) const {
+  onnx::ModelProto model =
+      readModel(plan.modelPath, plan.path + ": model.path");
+  std::map<std::string, const NamedBuffer *> current;
+  for (const auto *list : {&rankPlan.params, &rankPlan.state})
+    for (const NamedBuffer &named : *list)
+      current[named.name] = &named;
+  for (onnx::TensorProto &t : *model.mutable_graph()->mutable_initializer()) {
+    auto it = current.find(t.name());
+    if (it == current.end())
+      continue;
+    const BufferDesc &b = rankPlan.buffers[it->second->buffer];
+    std::string bytes(b.bytes, '\0');
+    backend.download(bytes.data(), arena + b.offset, b.bytes);
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto::DEFAULT);
+    t.clear_float_data();
+    t.set_raw_data(bytes);
+  }
+  writeModelAtomically(model, path);
+
+  onnx::ModelProto optim;
+  optim.set_ir_version(model.ir_version());
+  auto *steps = optim.add_metadata_props();
+  steps->set_key("weft.steps");
+  steps->set_value(std::to_string(stepsDone));
+  for (const NamedBuffer &named : rankPlan.optimizerState) {
+    const BufferDesc &b = rankPlan.buffers[named.buffer];
+    std::string bytes(b.bytes, '\0');
+    backend.download(bytes.data(), arena + b.offset, b.bytes);
+    onnx::TensorProto *t = optim.mutable_graph()->add_initializer();
+    t->set_name(named.name);
+    t->set_data_type(onnxTypeOf(b.dtype));
+    for (int64_t d : b.shape)
+      t->add_dims(d);
+    t->set_raw_data(bytes);
+  }
+  writeModelAtomically(optim, path + ".optim");
+}
+
+int64_t Executor::loadCheckpoint(const std::string &path) {
+  std::vector<NamedBuffer> all = rankPlan.params;
+  all.insert(all.end(), rankPlan.state.begin(), rankPlan.state.end());
+  loadInitializers(path, all, "--resume " + path + ": weight");
+  std::string optimPath = path + ".optim";
+  loadInitializers(optimPath, rankPlan.optimizerState,
+                   "--resume " + optimPath + ": optimizer state");
+  onnx::ModelProto optim = readModel(optimPath, "--resume");
+  for (const auto &prop : optim.metadata_props())
+    if (prop.key() == "weft.steps")
+      return std::stoll(prop.value());
+  throw Error("--resume: '" + optimPath + "' has no weft.steps entry");
 }
 
 void Executor::setInput(const std::string &name, const std::string &bytes) {

@@ -38,10 +38,14 @@ const char *kUsage =
     "  --log-json FILE       one JSON object per step: step, loss, seconds,\n"
     "                        samples_per_s, arena_bytes, peak_bytes\n"
     "  --trace FILE          Chrome/Perfetto trace, one slice per instruction\n"
-    "  --dump-outputs DIR    write every output as DIR/step_<i>/<name>.pb\n";
+    "  --dump-outputs DIR    write every output as DIR/step_<i>/<name>.pb\n"
+    "  --save OUT.onnx       after the last step, write the trained model\n"
+    "                        (and optimizer state to OUT.onnx.optim)\n"
+    "  --resume CKPT.onnx    continue from a checkpoint written by --save\n";
 
 struct Options {
-  std::string plan, data = "synthetic", logJson, trace, dumpOutputs;
+  std::string plan, data = "synthetic", logJson, trace, dumpOutputs, save,
+                    resume;
   uint64_t seed = 0;
   int64_t steps = 1;
   int threads = 1;
@@ -82,6 +86,10 @@ Options parse(int argc, char **argv) {
       o.trace = value();
     } else if (arg == "--dump-outputs") {
       o.dumpOutputs = value();
+    } else if (arg == "--save") {
+      o.save = value();
+    } else if (arg == "--resume") {
+      o.resume = value();
     } else if (!arg.empty() && arg[0] == '-') {
       throw Error("unknown option '" + arg + "'\n" + kUsage);
     } else if (o.plan.empty()) {
@@ -136,6 +144,9 @@ int run(const Options &o) {
                 " ranks; this weft-run executes single-rank plans");
   Executor executor(plan, 0, *backend);
   executor.loadWeights();
+  // Steps are numbered globally: a resumed run continues the data, the
+  // optimizer's step count and the dropout RNG where the checkpoint stopped.
+  int64_t first = o.resume.empty() ? 0 : executor.loadCheckpoint(o.resume);
 
   std::ofstream log;
   if (!o.logJson.empty()) {
@@ -144,7 +155,8 @@ int run(const Options &o) {
       throw Error("--log-json: cannot write '" + o.logJson + "'");
   }
   std::vector<TraceEvent> trace;
-  for (int64_t step = 0; step < o.steps; ++step) {
+  auto began = std::chrono::steady_clock::now();
+  for (int64_t step = first; step < first + o.steps; ++step) {
     auto inputs = o.data == "synthetic" ? syntheticInputs(plan, o.seed, step)
                                         : readStepInputs(plan, o.data, step);
     for (const auto &[name, bytes] : inputs)
@@ -156,10 +168,17 @@ int run(const Options &o) {
             .count();
     std::optional<double> loss = lossOf(plan, executor);
     double samples = plan.globalBatch / std::max(seconds, 1e-12);
-    std::printf("step %lld: loss %s  %.4f s  %.1f samples/s  peak %lld bytes\n",
-                (long long)step + 1,
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+            .count();
+    int64_t done = step - first + 1;
+    double eta = elapsed / done * (o.steps - done);
+    std::printf("step %lld/%lld: loss %s  %.4f s  %.1f samples/s  peak %lld "
+                "bytes  ETA %.1f s\n",
+                (long long)step + 1, (long long)(first + o.steps),
                 loss ? std::to_string(*loss).c_str() : "n/a", seconds, samples,
-                (long long)executor.peakBytes());
+                (long long)executor.peakBytes(), eta);
+    std::fflush(stdout);
     if (log.is_open())
       log << json{{"step", step + 1},
                   {"loss", loss ? json(*loss) : json(nullptr)},
@@ -178,6 +197,8 @@ int run(const Options &o) {
   }
   if (!o.trace.empty())
     writeTrace(o.trace, trace);
+  if (!o.save.empty())
+    executor.saveCheckpoint(o.save, first + o.steps);
   return 0;
 }
 

@@ -37,6 +37,19 @@ public:
   /// shape mismatch, or an unreadable external data file.
   void loadWeights();
 
+  /// Writes a checkpoint after `stepsDone` steps: a copy of the plan's model
+  /// with every parameter and state initializer replaced by its current
+  /// value, at `path`, and the optimizer state and step count at
+  /// `path`.optim (an ONNX model holding only initializers, metadata
+  /// "weft.steps"). Each file is written to a temporary name and renamed, so
+  /// a crash never leaves a partial checkpoint.
+  void saveCheckpoint(const std::string &path, int64_t stepsDone) const;
+
+  /// Loads a checkpoint written by saveCheckpoint (weights, state, optimizer
+  /// state); returns the steps it had done. Throws Error naming the file on
+  /// a missing, corrupt or mismatching checkpoint.
+  int64_t loadCheckpoint(const std::string &path);
+
   /// Copies one input's bytes (dtype and shape as the plan declares).
   void setInput(const std::string &name, const std::string &bytes);
 
@@ -56,6 +69,10 @@ public:
 
 private:
   Tensor view(int64_t buffer) const;
+  /// Copies the initializers of `model` named by `buffers` into the arena.
+  void loadInitializers(const std::string &modelPath,
+                        const std::vector<NamedBuffer> &buffers,
+                        const std::string &what);
   void measureLiveness();
 
   const Plan &plan;
