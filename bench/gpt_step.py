@@ -1,10 +1,12 @@
-"""Benchmark: forward pass of the medium gpt example, weft vs torch eager.
+"""Benchmark: one step of the medium gpt example, weft vs torch eager.
 
-Both on one thread (OpenBLAS for both: Debian's torch runs on libblas.so.3,
-which scripts/install-deps.sh points at OpenBLAS), same weights, same batch.
-Prints the median of 10 timed steps of each and their ratio.
+`forward`: the forward pass (loss). `train`: a training step, forward +
+backward + AdamW. Both on one thread (OpenBLAS for both: Debian's torch runs
+on libblas.so.3, which scripts/install-deps.sh points at OpenBLAS), same
+weights, same batch. Prints the median of 10 timed steps of each and their
+ratio.
 
-Usage: python3 bench/forward_gpt.py BUILD_DIR
+Usage: python3 bench/gpt_step.py BUILD_DIR forward|train
 """
 
 import json
@@ -28,7 +30,7 @@ from weft.examples.common import export  # noqa: E402
 STEPS = 10
 
 
-def main(build):
+def main(build, mode):
     torch.set_num_threads(1)
     config = gpt.CONFIGS["medium"]
     model, inputs = gpt.build(**config)
@@ -37,8 +39,9 @@ def main(build):
         onnx_path = tmp / "gpt_medium.onnx"
         export(model, inputs, ["tokens", "targets"], str(onnx_path), training=True)
         plan = tmp / "plan.json"
-        subprocess.run([str(build / "bin" / "weftc"), str(onnx_path), "-o", str(plan)],
-                       check=True)
+        flags = ["--forward-only"] if mode == "forward" else []
+        subprocess.run([str(build / "bin" / "weftc"), str(onnx_path), "-o", str(plan),
+                        *flags], check=True)
         for step in range(STEPS + 1):
             step_dir = tmp / "data" / f"step_{step}"
             step_dir.mkdir(parents=True)
@@ -54,20 +57,33 @@ def main(build):
         weft_loss = records[0]["loss"]
 
     model.train()  # as exported (dropout p = 0, so train == eval numerically)
+    optimizer = torch.optim.AdamW(model.parameters())
+
+    def step():
+        if mode == "forward":
+            with torch.no_grad():
+                return model(*inputs).item()
+        optimizer.zero_grad()
+        loss = model(*inputs)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    loss = step()  # warm-up
     times = []
-    with torch.no_grad():
-        loss = model(*inputs).item()  # warm-up
-        for _ in range(STEPS):
-            start = time.perf_counter()
-            model(*inputs)
-            times.append(time.perf_counter() - start)
+    for _ in range(STEPS):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
     torch_seconds = statistics.median(times)
 
-    print(f"gpt medium forward ({config}), 1 thread, median of {STEPS}")
-    print(f"  weft-run     {weft_seconds * 1e3:9.1f} ms   loss {weft_loss:.6f}")
-    print(f"  torch eager  {torch_seconds * 1e3:9.1f} ms   loss {loss:.6f}")
+    what = "forward" if mode == "forward" else "training step (fwd+bwd+AdamW)"
+    print(f"gpt medium {what} ({config}), 1 thread, median of {STEPS}")
+    print(f"  weft-run     {weft_seconds * 1e3:9.1f} ms   first loss {weft_loss:.6f}")
+    print(f"  torch eager  {torch_seconds * 1e3:9.1f} ms   first loss {loss:.6f}")
     print(f"  ratio weft / torch = {weft_seconds / torch_seconds:.2f}")
 
 
 if __name__ == "__main__":
-    main(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else REPO / "build"))
+    main(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else REPO / "build"),
+         sys.argv[2] if len(sys.argv) > 2 else "forward")
