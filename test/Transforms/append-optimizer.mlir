@@ -13,6 +13,7 @@
 // ADAMW: return %{{.*}}, %[[P]], %[[NM]], %[[NV]]
 
 // SGD with momentum: one buffer; without momentum: none, weight decay 0.
+// SGD-LABEL: func.func @step
 // SGD-SAME: {weft.optimizer_state = "w.momentum_buffer"}
 // SGD: weft.sgd %{{.*}}, %{{.*}}, %{{.*}} {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64, nesterov = true, weft.phase = "optimizer", weight_decay = 0.000000e+00 : f64} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
 // PLAIN-NOT: weft.optimizer_state
