@@ -141,21 +141,42 @@ int64_t Executor::loadCheckpoint(const std::string &path) {
   throw Error("--resume: '" + optimPath + "' has no weft.steps entry");
 }
 
+namespace {
+/// The buffer named `name` in `list`, or null.
+const NamedBuffer *find(const std::vector<NamedBuffer> &list,
+                        const std::string &name) {
+  for (const NamedBuffer &b : list)
+    if (b.name == name)
+      return &b;
+  return nullptr;
+}
+} // namespace
+
+void Executor::write(const NamedBuffer &named, const std::string &bytes,
+                     const std::string &what) {
+  const BufferDesc &b = rankPlan.buffers[named.buffer];
+  if (static_cast<int64_t>(bytes.size()) != b.bytes)
+    throw Error(
+        what + " '" + named.name + "': " + std::to_string(bytes.size()) +
+        " bytes, the plan expects " + shapeString(b.shape) + " " +
+        dtypeName(b.dtype) + " (" + std::to_string(b.bytes) + " bytes)");
+  backend.upload(arena + b.offset, bytes.data(), bytes.size());
+}
+
 void Executor::setInput(const std::string &name, const std::string &bytes) {
-  for (const NamedBuffer &in : rankPlan.inputs) {
-    if (in.name != name)
-      continue;
-    const BufferDesc &b = rankPlan.buffers[in.buffer];
-    if (static_cast<int64_t>(bytes.size()) != b.bytes)
-      throw Error("input '" + name + "': " + std::to_string(bytes.size()) +
-                  " bytes, the plan expects " + shapeString(b.shape) + " " +
-                  dtypeName(b.dtype) + " (" + std::to_string(b.bytes) +
-                  " bytes)");
-    backend.upload(arena + b.offset, bytes.data(), bytes.size());
-    return;
-  }
-  throw Error("input '" + name + "' is not an input of rank " +
-              std::to_string(rankPlan.rank));
+  const NamedBuffer *in = find(rankPlan.inputs, name);
+  if (!in)
+    throw Error("input '" + name + "' is not an input of rank " +
+                std::to_string(rankPlan.rank));
+  write(*in, bytes, "input");
+}
+
+void Executor::setParameter(const std::string &name, const std::string &bytes) {
+  const NamedBuffer *param = find(rankPlan.params, name);
+  if (!param)
+    throw Error("'" + name + "' is not a parameter of rank " +
+                std::to_string(rankPlan.rank));
+  write(*param, bytes, "parameter");
 }
 
 void Executor::run(int64_t step, uint64_t seed,

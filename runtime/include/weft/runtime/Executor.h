@@ -53,6 +53,10 @@ public:
   /// Copies one input's bytes (dtype and shape as the plan declares).
   void setInput(const std::string &name, const std::string &bytes);
 
+  /// Overwrites one parameter's bytes (dtype and shape as the plan
+  /// declares): for tests, and for weights that arrive from elsewhere.
+  void setParameter(const std::string &name, const std::string &bytes);
+
   /// Runs the instruction list once. `trace`, when given, receives one
   /// event per instruction.
   void run(int64_t step, uint64_t seed, std::vector<TraceEvent> *trace);
@@ -69,6 +73,8 @@ public:
 
 private:
   Tensor view(int64_t buffer) const;
+  void write(const NamedBuffer &named, const std::string &bytes,
+             const std::string &what);
   /// Copies the initializers of `model` named by `buffers` into the arena.
   void loadInitializers(const std::string &modelPath,
                         const std::vector<NamedBuffer> &buffers,

@@ -1,0 +1,271 @@
+//===- GradientCheckTest.cpp - every gradient rule against finite differences
+//===----------------------------------------------------------------------===//
+//
+// For each case, a small function of `weft.param` arguments returning a
+// scalar: weft-autodiff + plan emission + the CPU runtime give the analytic
+// gradient; the forward plan, run at p +- h, gives the central difference
+// (L(p+h) - L(p-h)) / 2h. float64 cases use h = 1e-6 and must agree to 1e-6
+// of the largest gradient entry; float32 cases (kernels that are f32 only:
+// convolution, pooling, batch norm, resize, the loss) use h = 1e-2 and 2e-2.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Target/Plan/EmitPlan.h"
+#include "weft/Transforms/Passes.h"
+#include "weft/runtime/Backend.h"
+#include "weft/runtime/Executor.h"
+#include "weft/runtime/Plan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace mlir;
+
+namespace {
+
+struct Param {
+  std::string name;
+  bool f64;
+  int64_t count;
+};
+
+/// Runs plans on the CPU backend with parameter values set from doubles.
+struct Runner {
+  Runner(const nlohmann::json &json,
+         std::unique_ptr<weft::rt::Backend> &backend)
+      : plan(weft::rt::parsePlan(
+            json.dump(), "test",
+            [&](const std::string &k) { return backend->hasKernel(k); })),
+        executor(plan, 0, *backend) {}
+
+  void set(const Param &p, const std::vector<double> &values) {
+    std::string bytes(p.count * (p.f64 ? 8 : 4), '\0');
+    for (int64_t i = 0; i < p.count; ++i) {
+      if (p.f64) {
+        std::memcpy(bytes.data() + 8 * i, &values[i], 8);
+      } else {
+        float f = static_cast<float>(values[i]);
+        std::memcpy(bytes.data() + 4 * i, &f, 4);
+      }
+    }
+    executor.setParameter(p.name, bytes);
+  }
+  std::vector<double> get(const std::string &output, bool f64) {
+    std::string bytes = executor.output(output);
+    std::vector<double> out(bytes.size() / (f64 ? 8 : 4));
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (f64) {
+        std::memcpy(&out[i], bytes.data() + 8 * i, 8);
+      } else {
+        float f;
+        std::memcpy(&f, bytes.data() + 4 * i, 4);
+        out[i] = f;
+      }
+    }
+    return out;
+  }
+
+  weft::rt::Plan plan;
+  weft::rt::Executor executor;
+};
+
+void checkGradients(const char *ir) {
+  MLIRContext ctx;
+  ctx.loadDialect<weft::WeftDialect, func::FuncDialect>();
+  OwningOpRef<ModuleOp> forward = parseSourceString<ModuleOp>(ir, &ctx);
+  ASSERT_TRUE(forward);
+  OwningOpRef<ModuleOp> backward = forward->clone();
+  PassManager pm(&ctx);
+  pm.addNestedPass<func::FuncOp>(weft::createAutodiff());
+  ASSERT_TRUE(succeeded(pm.run(*backward)));
+  auto forwardPlan = weft::emitPlan(*forward, {"none.onnx", ""});
+  auto backwardPlan = weft::emitPlan(*backward, {"none.onnx", ""});
+  ASSERT_TRUE(succeeded(forwardPlan) && succeeded(backwardPlan));
+
+  auto func = cast<func::FuncOp>(forward->getBody()->front());
+  std::vector<Param> params;
+  for (BlockArgument arg : func.getArguments()) {
+    auto name =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), weft::kParamAttr);
+    auto type = cast<RankedTensorType>(arg.getType());
+    params.push_back(
+        {name.str(), type.getElementType().isF64(), type.getNumElements()});
+  }
+  bool f64 =
+      cast<RankedTensorType>(func.getResultTypes()[0]).getElementType().isF64();
+  double h = f64 ? 1e-6 : 1e-2, tolerance = f64 ? 1e-6 : 2e-2;
+
+  auto backend = weft::rt::createCpuBackend();
+  Runner grad(*backwardPlan, backend), loss(*forwardPlan, backend);
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::vector<std::vector<double>> values;
+  for (const Param &p : params) {
+    values.emplace_back(p.count);
+    for (double &v : values.back())
+      v = uniform(rng);
+    grad.set(p, values.back());
+    loss.set(p, values.back());
+  }
+  grad.executor.run(0, 0, nullptr);
+  std::string lossName = (*forwardPlan)["outputs"][0]["name"];
+  for (size_t k = 0; k < params.size(); ++k) {
+    std::vector<double> analytic =
+        grad.get(params[k].name + ".grad", params[k].f64);
+    double scale = 1e-12;
+    for (double g : analytic)
+      scale = std::max(scale, std::abs(g));
+    for (int64_t i = 0; i < params[k].count; ++i) {
+      std::vector<double> shifted = values[k];
+      double fd[2];
+      for (int sign : {0, 1}) {
+        shifted[i] = values[k][i] + (sign ? -h : h);
+        loss.set(params[k], shifted);
+        loss.executor.run(0, 0, nullptr);
+        fd[sign] = loss.get(lossName, f64)[0];
+      }
+      double numeric = (fd[0] - fd[1]) / (2 * h);
+      EXPECT_NEAR(analytic[i], numeric, tolerance * scale)
+          << "d loss / d " << params[k].name << "[" << i << "]";
+    }
+    loss.set(params[k], values[k]);
+  }
+}
+
+/// loss = sum(y * y) of a value %y of type `type`.
+std::string squaredSum(const std::string &type, int rank) {
+  std::string axes;
+  for (int d = 0; d < rank; ++d)
+    axes += (d ? ", " : "") + std::to_string(d);
+  std::string elem = type.find("f64") != std::string::npos ? "f64" : "f32";
+  return "  %sq = weft.mul %y, %y : (" + type + ", " + type + ") -> " + type +
+         "\n  %l = weft.reduce_sum %sq {axes = array<i64: " + axes +
+         ">, keepdims = false} : (" + type + ") -> tensor<" + elem +
+         ">\n  return %l : tensor<" + elem + ">\n}\n";
+}
+
+} // namespace
+
+TEST(GradientCheck, ElementwiseWithBroadcasting) {
+  checkGradients((R"mlir(
+func.func @main(%a: tensor<2x3xf64> {weft.param = "a"}, %b: tensor<3xf64> {weft.param = "b"}) -> tensor<f64> {
+  %m = weft.mul %a, %b : (tensor<2x3xf64>, tensor<3xf64>) -> tensor<2x3xf64>
+  %c = weft.constant dense<3.0> : tensor<f64>
+  %bb = weft.add %b, %c : (tensor<3xf64>, tensor<f64>) -> tensor<3xf64>
+  %d = weft.div %a, %bb : (tensor<2x3xf64>, tensor<3xf64>) -> tensor<2x3xf64>
+  %s = weft.sub %m, %d : (tensor<2x3xf64>, tensor<2x3xf64>) -> tensor<2x3xf64>
+  %n = weft.neg %s : tensor<2x3xf64>
+  %y = weft.add %n, %a : (tensor<2x3xf64>, tensor<2x3xf64>) -> tensor<2x3xf64>
+)mlir" + squaredSum("tensor<2x3xf64>", 2))
+                     .c_str());
+}
+
+TEST(GradientCheck, TranscendentalChain) {
+  checkGradients((R"mlir(
+func.func @main(%x: tensor<6xf64> {weft.param = "x"}) -> tensor<f64> {
+  %t = weft.tanh %x : tensor<6xf64>
+  %s = weft.sigmoid %t : tensor<6xf64>
+  %e = weft.erf %s : tensor<6xf64>
+  %x2 = weft.exp %e : tensor<6xf64>
+  %q = weft.sqrt %x2 : tensor<6xf64>
+  %r = weft.reciprocal %q : tensor<6xf64>
+  %lg = weft.log %q : tensor<6xf64>
+  %three = weft.constant dense<3.0> : tensor<f64>
+  %p = weft.pow %r, %three : (tensor<6xf64>, tensor<f64>) -> tensor<6xf64>
+  %y = weft.add %p, %lg : (tensor<6xf64>, tensor<6xf64>) -> tensor<6xf64>
+)mlir" + squaredSum("tensor<6xf64>", 1))
+                     .c_str());
+}
+
+TEST(GradientCheck, BatchedMatMulAndGemm) {
+  checkGradients((R"mlir(
+func.func @main(%a: tensor<2x3x4xf64> {weft.param = "a"}, %w: tensor<4x5xf64> {weft.param = "w"},
+             %g: tensor<6x5xf64> {weft.param = "g"}, %c: tensor<6xf64> {weft.param = "c"}) -> tensor<f64> {
+  %m = weft.matmul %a, %w : (tensor<2x3x4xf64>, tensor<4x5xf64>) -> tensor<2x3x5xf64>
+  %r = weft.reshape %m {shape = array<i64: 6, 5>} : (tensor<2x3x5xf64>) -> tensor<6x5xf64>
+  %y = weft.gemm %r, %g, %c {alpha = 0.5 : f64, beta = 2.0 : f64, transB = true} : (tensor<6x5xf64>, tensor<6x5xf64>, tensor<6xf64>) -> tensor<6x6xf64>
+)mlir" + squaredSum("tensor<6x6xf64>", 2))
+                     .c_str());
+}
+
+TEST(GradientCheck, SoftmaxLayerNormReductions) {
+  checkGradients((R"mlir(
+func.func @main(%x: tensor<2x3x4xf64> {weft.param = "x"}, %s: tensor<4xf64> {weft.param = "s"}, %b: tensor<4xf64> {weft.param = "b"}) -> tensor<f64> {
+  %n:3 = weft.layer_norm %x, %s, %b {axis = 2 : i64} : (tensor<2x3x4xf64>, tensor<4xf64>, tensor<4xf64>) -> (tensor<2x3x4xf64>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)
+  %p = weft.softmax %n#0 {axis = 2 : i64} : tensor<2x3x4xf64>
+  %lp = weft.log_softmax %p {axis = 1 : i64} : tensor<2x3x4xf64>
+  %mx = weft.reduce_max %x {axes = array<i64: 1>, keepdims = true} : (tensor<2x3x4xf64>) -> tensor<2x1x4xf64>
+  %mn = weft.reduce_mean %lp {axes = array<i64: 1>, keepdims = true} : (tensor<2x3x4xf64>) -> tensor<2x1x4xf64>
+  %y = weft.add %mx, %mn : (tensor<2x1x4xf64>, tensor<2x1x4xf64>) -> tensor<2x1x4xf64>
+)mlir" + squaredSum("tensor<2x1x4xf64>", 3))
+                     .c_str());
+}
+
+TEST(GradientCheck, DataMovement) {
+  checkGradients((R"mlir(
+func.func @main(%x: tensor<2x3xf64> {weft.param = "x"}, %e: tensor<5x2xf64> {weft.param = "e"}) -> tensor<f64> {
+  %t = weft.transpose %x {perm = array<i64: 1, 0>} : (tensor<2x3xf64>) -> tensor<3x2xf64>
+  %ids = weft.constant dense<[[0, 4], [4, 2]]> : tensor<2x2xi64>
+  %g = weft.gather %e, %ids {axis = 0 : i64} : (tensor<5x2xf64>, tensor<2x2xi64>) -> tensor<2x2x2xf64>
+  %gr = weft.reshape %g {shape = array<i64: 4, 2>} : (tensor<2x2x2xf64>) -> tensor<4x2xf64>
+  %c = weft.concat %t, %gr {axis = 0 : i64} : (tensor<3x2xf64>, tensor<4x2xf64>) -> tensor<7x2xf64>
+  %s:2 = weft.split %c {axis = 0 : i64, sizes = array<i64: 5, 2>} : (tensor<7x2xf64>) -> (tensor<5x2xf64>, tensor<2x2xf64>)
+  %sl = weft.slice %s#0 {starts = array<i64: 1, 0>, ends = array<i64: 4, 2>, steps = array<i64: 1, 1>} : (tensor<5x2xf64>) -> tensor<3x2xf64>
+  %pd = weft.pad %sl {pads = array<i64: 1, 0, 0, 1>, value = 0.0 : f64} : (tensor<3x2xf64>) -> tensor<4x3xf64>
+  %er = weft.reshape %s#1 {shape = array<i64: 4, 1>} : (tensor<2x2xf64>) -> tensor<4x1xf64>
+  %ex = weft.expand %er {shape = array<i64: 4, 3>} : (tensor<4x1xf64>) -> tensor<4x3xf64>
+  %cond = weft.constant dense<[[true, false, true], [false, true, true], [true, true, false], [false, false, true]]> : tensor<4x3xi1>
+  %w = weft.where %cond, %pd, %ex : (tensor<4x3xi1>, tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %y = weft.mul %w, %pd : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+)mlir" + squaredSum("tensor<4x3xf64>", 2))
+                     .c_str());
+}
+
+TEST(GradientCheck, ConvolutionAndPooling) {
+  checkGradients((R"mlir(
+func.func @main(%x: tensor<1x2x6x6xf32> {weft.param = "x"}, %w: tensor<4x1x3x3xf32> {weft.param = "w"},
+             %b: tensor<4xf32> {weft.param = "b"}, %v: tensor<4x2x2x2xf32> {weft.param = "v"}) -> tensor<f32> {
+  %c = weft.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x6x6xf32>, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<1x4x3x3xf32>
+  %t = weft.conv_transpose %c, %v {dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x4x3x3xf32>, tensor<4x2x2x2xf32>) -> tensor<1x2x6x6xf32>
+  %m = weft.max_pool %t {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x6x6xf32>) -> tensor<1x2x3x3xf32>
+  %a = weft.avg_pool %t {count_include_pad = true, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x6x6xf32>) -> tensor<1x2x3x3xf32>
+  %y = weft.add %m, %a : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+)mlir" + squaredSum("tensor<1x2x3x3xf32>", 4))
+                     .c_str());
+}
+
+TEST(GradientCheck, BatchNormResizeLoss) {
+  checkGradients(R"mlir(
+func.func @main(%x: tensor<2x3x2x2xf32> {weft.param = "x"}, %s: tensor<3xf32> {weft.param = "s"},
+             %b: tensor<3xf32> {weft.param = "b"}) -> tensor<f32> {
+  %mean = weft.constant dense<0.0> : tensor<3xf32>
+  %var = weft.constant dense<1.0> : tensor<3xf32>
+  %n:3 = weft.batch_norm %x, %s, %b, %mean, %var {training = true} : (tensor<2x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>)
+  %r = weft.resize %n#0 {coordinate_transformation_mode = "asymmetric", nearest_mode = "floor", scales = array<f64: 1.0, 1.0, 2.0, 2.0>, sizes = array<i64: 2, 3, 4, 4>} : (tensor<2x3x2x2xf32>) -> tensor<2x3x4x4xf32>
+  %labels = weft.constant dense<[[[0, 1, 2, 0], [1, 1, 2, 0], [2, 2, 0, 1], [0, 0, 1, 2]], [[2, 1, 0, 0], [1, 0, 2, 2], [0, 1, 1, 2], [2, 0, 1, 0]]]> : tensor<2x4x4xi64>
+  %l, %lp = weft.softmax_cross_entropy %r, %labels : (tensor<2x3x4x4xf32>, tensor<2x4x4xi64>) -> (tensor<f32>, tensor<2x3x4x4xf32>)
+  return %l : tensor<f32>
+}
+)mlir");
+}
+
+TEST(GradientCheck, ReluAndDropout) {
+  // The mask is a function of (seed, rng_id, step): the same in every run
+  // here, so finite differences see the same dropout the gradient does.
+  checkGradients((R"mlir(
+func.func @main(%x: tensor<64xf64> {weft.param = "x"}) -> tensor<f64> {
+  %r = weft.relu %x : tensor<64xf64>
+  %d, %mask = weft.dropout %r {ratio = 0.3 : f64, training = true} : (tensor<64xf64>) -> (tensor<64xf64>, tensor<64xi1>)
+  %y = weft.add %d, %x : (tensor<64xf64>, tensor<64xf64>) -> tensor<64xf64>
+)mlir" + squaredSum("tensor<64xf64>", 1))
+                     .c_str());
+}
