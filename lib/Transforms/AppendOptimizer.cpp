@@ -106,6 +106,20 @@ struct AppendOptimizerPass
           update(op.getUpdated()[1], base + ".momentum_buffer");
       }
     }
+    // Batch-norm running statistics are state the step updates: return them
+    // as updates (in place, see inPlaceOperand) so the next step sees them.
+    for (Operation &op : body.without_terminator()) {
+      auto bn = dyn_cast<BatchNormOp>(op);
+      if (!bn || !bn.getTraining())
+        continue;
+      for (unsigned r : {1u, 2u})
+        if (inPlaceOperand(bn, r)) {
+          auto arg = cast<BlockArgument>(bn->getOperand(r + 2));
+          update(bn->getResult(r), func.getArgAttrOfType<StringAttr>(
+                                           arg.getArgNumber(), kStateAttr)
+                                       .getValue());
+        }
+    }
     if (!sawGrad)
       return func.emitError("no parameter gradients to apply: run "
                             "weft-autodiff first");

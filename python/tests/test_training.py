@@ -128,3 +128,57 @@ def test_cnn_training_losses_equal_torch(name, flags, make_optimizer,
     losses = [json.loads(line)["loss"] for line in log.read_text().splitlines()]
     assert losses[:exact_steps] == pytest.approx(expected[:exact_steps], rel=1e-5)
     assert losses == pytest.approx(expected, rel=2e-2)
+
+
+def test_resnet_running_statistics_and_weights_after_training(weftc, models_dir,
+                                                              tmp_path):
+    """After 3 SGD steps the saved model's weights and batch-norm running
+    statistics (torch's update: momentum 0.1, unbiased batch variance, written
+    back in place every step) equal torch's."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    steps = 3
+    data = cnn_batches(resnet.build)[:steps]
+    model, _ = resnet.build()
+    # torch.onnx.export traced the model in training mode, which advanced the
+    # running statistics: start torch from the exported ones.
+    exported = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy())
+                for t in onnx.load(str(models_dir / "resnet.onnx")).graph.initializer}
+    with torch.no_grad():
+        for name, buffer in model.named_buffers():
+            if name in exported:
+                buffer.copy_(exported[name])
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    for images, labels in data:
+        optimizer.zero_grad()
+        model(images, labels).backward()
+        optimizer.step()
+
+    plan = tmp_path / "plan.json"
+    result = run([weftc, str(models_dir / "resnet.onnx"), "-o", str(plan),
+                  "--optimizer=sgd", "--lr=1e-3"])
+    assert result.returncode == 0, result.stderr
+    for step, batch in enumerate(data):
+        write_step(tmp_path / "data", ["images", "labels"], batch, step)
+    saved = tmp_path / "trained.onnx"
+    result = run([tool("weft-run"), str(plan), "--data", str(tmp_path / "data"),
+                  "--steps", str(steps), "--save", str(saved)])
+    assert result.returncode == 0, result.stderr
+
+    trained = {t.name: numpy_helper.to_array(t)
+               for t in onnx.load(str(saved)).graph.initializer}
+    state = model.state_dict()
+    checked = 0
+    for name, value in state.items():
+        if name.endswith("num_batches_tracked") or name not in trained:
+            continue
+        want = value.numpy()
+        # Weights of scale 0.1-1 after 3 updates of 1e-3 x gradient; the
+        # deepest (conv1) agrees to 1.6e-5, the running statistics closer.
+        assert np.allclose(trained[name], want, rtol=1e-4, atol=2e-5), name
+        checked += 1
+    # 62 parameter tensors and 40 running statistics.
+    assert checked == 102

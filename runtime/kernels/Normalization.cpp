@@ -106,10 +106,14 @@ void layerNorm(const KernelCall &call) {
 
 /// ONNX BatchNormalization-15. Training mode normalises with the batch
 /// mean and population variance and returns
-/// running = momentum * running + (1 - momentum) * batch (the ONNX
-/// reference: np.var, i.e. the biased variance).
+/// running = momentum * running + (1 - momentum) * batch, with the biased
+/// batch variance (the ONNX reference, np.var) or the unbiased one
+/// (unbiased_running_var, as torch). Each channel's running statistics are
+/// read before they are written, so the update may be in place.
 void batchNorm(const KernelCall &call) {
   const Tensor &x = call.in[0];
+  bool unbiased =
+      call.has("unbiased_running_var") && call.b("unbiased_running_var");
   bool training = call.b("training");
   double eps = call.f("epsilon"), momentum = call.f("momentum");
   int64_t n = x.shape[0], c = x.shape[1], spatial = 1;
@@ -135,9 +139,10 @@ void batchNorm(const KernelCall &call) {
             sq += d * d;
           }
         sigma2 = sq / count;
+        double batchVar = unbiased && count > 1 ? sq / (count - 1) : sigma2;
         runMean[ch] = static_cast<T>(momentum * mean[ch] + (1 - momentum) * mu);
         runVar[ch] =
-            static_cast<T>(momentum * var[ch] + (1 - momentum) * sigma2);
+            static_cast<T>(momentum * var[ch] + (1 - momentum) * batchVar);
       } else {
         runMean[ch] = mean[ch];
         runVar[ch] = var[ch];

@@ -106,6 +106,10 @@ public:
   llvm::FailureOr<llvm::SmallVector<int64_t>> axes(const Node &node,
                                                    int64_t rank);
 
+  /// True for models torch.onnx exported: their BatchNormalization updates
+  /// the running variance with the unbiased batch variance, as torch does.
+  bool producedByPyTorch() const { return model.producer_name() == "pytorch"; }
+
   /// Normalises a possibly negative axis against `rank`; errors when out of
   /// range.
   llvm::FailureOr<int64_t> normalizeAxis(const Node &node, int64_t axis,

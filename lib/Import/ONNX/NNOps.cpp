@@ -85,7 +85,7 @@ LogicalResult convertBatchNorm(GraphImporter &g, const Node &node) {
           node, operands[0], operands[1], operands[2], operands[3], operands[4],
           b.getF64FloatAttr(g.attrFloat(node, "epsilon", 1e-5)),
           b.getF64FloatAttr(g.attrFloat(node, "momentum", 0.9)),
-          b.getBoolAttr(training)));
+          b.getBoolAttr(training), b.getBoolAttr(g.producedByPyTorch())));
 }
 
 LogicalResult convertDropout(GraphImporter &g, const Node &node) {

@@ -2,6 +2,8 @@
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 using namespace mlir;
 using namespace weft;
 
@@ -101,8 +103,8 @@ static int64_t product(ArrayRef<int64_t> v) {
 }
 int64_t ConvWeightGradOp::getFlops() {
   // Per output position: M * (C/g) * prod(k) multiply-adds (per group).
-  return 2 * numElements(getGrad().getType()) *
-         numElements(getType()) / getType().getDimSize(0);
+  return 2 * numElements(getGrad().getType()) * numElements(getType()) /
+         getType().getDimSize(0);
 }
 int64_t BatchNormGradOp::getFlops() {
   return 8 * numElements(getInput().getType());
@@ -138,6 +140,18 @@ LogicalResult SGDOp::verify() {
 }
 
 std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
+  // batch_norm's running statistics (results 1, 2) update the state
+  // arguments they read (operands 3, 4) in place.
+  if (auto bn = dyn_cast<BatchNormOp>(op)) {
+    if (result == 0 || !bn.getTraining())
+      return std::nullopt;
+    auto arg = dyn_cast<BlockArgument>(op->getOperand(result + 2));
+    auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                    : func::FuncOp();
+    if (func && func.getArgAttr(arg.getArgNumber(), kStateAttr))
+      return result + 2;
+    return std::nullopt;
+  }
   // adamw: (param, m, v) <- operands (0, 2, 3); sgd: (param, buffer) <- (0, 2).
   if (isa<AdamWOp>(op))
     return result == 0 ? 0u : result + 1;

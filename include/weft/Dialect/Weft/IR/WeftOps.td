@@ -163,18 +163,22 @@ def Weft_LayerNormOp : Weft_InferredOp<"layer_norm", [DeclareOpInterfaceMethods<
 def Weft_BatchNormOp : Weft_InferredOp<"batch_norm", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Batch normalisation over channel dim 1 (ONNX BatchNormalization-15).";
   let description = [{
-    With `training`, normalises with the batch statistics and returns the
-    updated running statistics
-    `running = momentum * running + (1 - momentum) * batch` (unbiased batch
-    variance, as ONNX and torch); otherwise normalises with `mean`/`var` and
-    returns them unchanged. Cost: 7 FLOPs per element when training, else 4.
+    With `training`, normalises with the batch statistics (population
+    variance) and returns the updated running statistics
+    `running = momentum * running + (1 - momentum) * batch`. The batch
+    variance in that update is the population variance, as the ONNX
+    reference computes it, or, with `unbiased_running_var`, the unbiased
+    one, as torch.nn.BatchNorm does (set for models torch exported).
+    Otherwise normalises with `mean`/`var` and returns them unchanged.
+    Cost: 7 FLOPs per element when training, else 4.
   }];
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$scale,
                        Weft_FloatTensor:$bias, Weft_FloatTensor:$mean,
                        Weft_FloatTensor:$var,
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
                        DefaultValuedAttr<F64Attr, "0.9">:$momentum,
-                       DefaultValuedAttr<BoolAttr, "false">:$training);
+                       DefaultValuedAttr<BoolAttr, "false">:$training,
+                       DefaultValuedAttr<BoolAttr, "false">:$unbiased_running_var);
   let results = (outs Weft_FloatTensor:$output, Weft_FloatTensor:$running_mean,
                       Weft_FloatTensor:$running_var);
   let assemblyFormat = [{
