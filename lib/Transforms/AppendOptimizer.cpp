@@ -106,19 +106,24 @@ struct AppendOptimizerPass
           update(op.getUpdated()[1], base + ".momentum_buffer");
       }
     }
-    // Batch-norm running statistics are state the step updates: return them
-    // as updates (in place, see inPlaceOperand) so the next step sees them.
+    // Batch-norm running statistics are state the step updates: return the
+    // last update of each (the end of its chain across micro-batches) so the
+    // next step sees it; the bytes are the state's (inPlaceOperand).
     for (Operation &op : body.without_terminator()) {
       auto bn = dyn_cast<BatchNormOp>(op);
       if (!bn || !bn.getTraining())
         continue;
-      for (unsigned r : {1u, 2u})
-        if (inPlaceOperand(bn, r)) {
-          auto arg = cast<BlockArgument>(bn->getOperand(r + 2));
-          update(bn->getResult(r), func.getArgAttrOfType<StringAttr>(
-                                           arg.getArgNumber(), kStateAttr)
-                                       .getValue());
-        }
+      for (unsigned r : {1u, 2u}) {
+        Value stats = bn->getResult(r);
+        BlockArgument root = batchNormStateRoot(stats);
+        bool chained = llvm::any_of(stats.getUsers(), [](Operation *user) {
+          return isa<BatchNormOp>(user);
+        });
+        if (root && !chained)
+          update(stats, func.getArgAttrOfType<StringAttr>(root.getArgNumber(),
+                                                          kStateAttr)
+                            .getValue());
+      }
     }
     if (!sawGrad)
       return func.emitError("no parameter gradients to apply: run "

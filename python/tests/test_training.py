@@ -182,3 +182,64 @@ def test_resnet_running_statistics_and_weights_after_training(weftc, models_dir,
         checked += 1
     # 62 parameter tensors and 40 running statistics.
     assert checked == 102
+
+
+def torch_microbatch_losses(build, make_optimizer, data, m):
+    """torch on GPipe's micro-batch split: each micro-batch's loss scaled by
+    1/m, gradients accumulated, one step; the logged loss is the sum."""
+    model, _ = build()
+    model.train()
+    optimizer = make_optimizer(model.parameters())
+    losses = []
+    for batch in data:
+        optimizer.zero_grad()
+        total = 0.0
+        for chunk in zip(*(t.chunk(m) for t in batch)):
+            loss = model(*chunk) / m
+            loss.backward()
+            total += loss.item()
+        optimizer.step()
+        losses.append(total)
+    return losses
+
+
+@pytest.mark.parametrize("name,m", [("gpt", 1), ("gpt", 4), ("unet", 2)])
+def test_microbatch_accumulation_equals_torch(name, m, weftc, models_dir, tmp_path):
+    """--microbatches M: gpt equals torch on the full batch (accumulation is
+    exact up to float summation order); unet, whose batch norm sees
+    per-micro-batch statistics, equals torch run on the same split."""
+    steps = 5
+    if name == "gpt":
+        build = lambda: gpt.build(**gpt.CONFIGS["small"])
+        data = batches(gpt.CONFIGS["small"])[:steps]
+        expected = torch_losses(lambda p: torch.optim.AdamW(p), data, build)
+    else:
+        build = unet.build
+        data = cnn_batches(build)[:steps]
+        expected = torch_microbatch_losses(build, lambda p: torch.optim.AdamW(p, lr=1e-4),
+                                           data, m)
+    flags = [] if name == "gpt" else ["--lr=1e-4"]
+    plan = tmp_path / "plan.json"
+    result = run([weftc, str(models_dir / f"{name}.onnx"), "-o", str(plan),
+                  f"--microbatches={m}", *flags])
+    assert result.returncode == 0, result.stderr
+    plan_json = json.loads(plan.read_text())
+    assert plan_json["micro_batches"] == m
+    names = [i["name"] for i in plan_json["inputs"]]
+    for step, batch in enumerate(data):
+        write_step(tmp_path / "data", names, batch, step)
+    log = tmp_path / "log.jsonl"
+    result = run([tool("weft-run"), str(plan), "--data", str(tmp_path / "data"),
+                  "--steps", str(steps), "--log-json", str(log)])
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["loss"] for r in records] == pytest.approx(expected, rel=1e-5)
+    assert all(r["peak_bytes"] == r["arena_bytes"] for r in records)
+
+
+def test_microbatches_must_divide_the_batch(weftc, models_dir):
+    result = run([weftc, str(models_dir / "gpt.onnx"), "--microbatches=3",
+                  "--emit=mlir"])
+    assert result.returncode == 1
+    assert "--microbatches 3 does not divide the batch (dim 0 = 8) of input 'tokens'" \
+        in result.stderr

@@ -105,6 +105,11 @@ cl::opt<std::string> betas("betas",
                            cl::init("0.9,0.999"), cl::cat(category));
 cl::opt<double> eps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
                     cl::init(1e-8), cl::cat(category));
+cl::opt<int64_t> microbatches(
+    "microbatches",
+    cl::desc("Split the global batch into M micro-batches per step; gradients "
+             "accumulate, one optimizer step (default 1)"),
+    cl::init(1), cl::cat(category));
 cl::opt<bool> listOps("list-supported-ops",
                       cl::desc("Print the supported ONNX operators and exit"),
                       cl::init(false), cl::cat(category));
@@ -197,6 +202,9 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
       return failure();
     // The backward pass: loss -> parameter gradients.
     pm.addNestedPass<func::FuncOp>(weft::createAutodiff());
+    // GPipe micro-batches: M copies of forward+backward, gradients summed.
+    pm.addNestedPass<func::FuncOp>(
+        weft::createAccumulateMicrobatches({microbatches}));
     if (!gradients) {
       // The update: SGD or AdamW, in place, with explicit optimizer state.
       weft::AppendOptimizerOptions options;
@@ -255,6 +263,11 @@ int main(int argc, char **argv) {
   }
 
   weft::ImportOptions options;
+  if (microbatches < 1) {
+    errs() << "weftc: --microbatches must be at least 1\n";
+    return 1;
+  }
+  options.microbatches = microbatches;
   std::string error;
   for (const std::string &spec : inputShapes)
     if (failed(weft::parseInputShape(spec, options.inputShapes, error))) {

@@ -60,6 +60,30 @@ def Autodiff : Pass<"weft-autodiff", "mlir::func::FuncOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def AccumulateMicrobatches : Pass<"weft-accumulate-microbatches",
+                                  "mlir::func::FuncOp"> {
+  let summary = "Run the differentiated step on M micro-batches, summing gradients";
+  let description = [{
+    GPipe's micro-batch semantics on one rank: the function (from
+    weft-autodiff: loss and parameter gradients of one micro-batch) becomes
+    one over the global batch, M times as large in dim 0 of every model
+    input. Micro-batch k slices its inputs from the global batch, runs a
+    copy of the forward and backward ops (tagged `weft.micro_batch = k`), and
+    the step returns the sum of the micro-batch losses scaled by 1/M and the
+    sum of their gradients scaled by 1/M, which is the gradient of the
+    logged loss. Batch normalisation sees per-micro-batch statistics, and
+    its running statistics are updated once per micro-batch, in order (as
+    torch running the micro-batches would).
+
+    Pre-condition: the output of weft-autodiff, imported at micro-batch size.
+  }];
+  let options = [
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "Micro-batches per step (M)">,
+  ];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 def AppendOptimizer : Pass<"weft-append-optimizer", "mlir::func::FuncOp"> {
   let summary = "Append the parameter update (SGD or AdamW) to a training step";
   let description = [{

@@ -127,7 +127,8 @@ LogicalResult fixInputShapes(onnx::ModelProto &model,
     for (int64_t d : shape)
       tensorShape->add_dim()->set_dim_value(d);
   }
-  for (const auto &in : graph->input()) {
+  for (int index = 0; index < graph->input_size(); ++index) {
+    const auto &in = graph->input(index);
     if (initializerNames.contains(in.name()) ||
         options.frozenInputs.count(in.name()))
       continue;
@@ -139,6 +140,20 @@ LogicalResult fixInputShapes(onnx::ModelProto &model,
                             << "' has no shape; give one with --input-shape "
                             << in.name() << "=DxDx...";
     const auto &dims = in.type().tensor_type().shape().dim();
+    if (options.microbatches > 1 && dims.size() > 0 &&
+        dims[0].has_dim_value()) {
+      int64_t batch = dims[0].dim_value();
+      if (batch % options.microbatches != 0)
+        return emitError(loc) << "--microbatches " << options.microbatches
+                              << " does not divide the batch (dim 0 = " << batch
+                              << ") of input '" << in.name() << "'";
+      graph->mutable_input(index)
+          ->mutable_type()
+          ->mutable_tensor_type()
+          ->mutable_shape()
+          ->mutable_dim(0)
+          ->set_dim_value(batch / options.microbatches);
+    }
     for (int d = 0; d < dims.size(); ++d)
       if (!dims[d].has_dim_value())
         return emitError(loc)
@@ -148,6 +163,10 @@ LogicalResult fixInputShapes(onnx::ModelProto &model,
                << "; weft compiles static shapes: fix it with --input-shape "
                << in.name() << "=DxDx...";
   }
+  // Shapes recorded at export (value_info) describe the old input shapes:
+  // let shape inference derive them afresh.
+  if (!options.inputShapes.empty() || options.microbatches > 1)
+    graph->clear_value_info();
   return success();
 }
 

@@ -115,11 +115,15 @@ std::string nodeName(Location loc) {
 
 /// Largest valid index for integer inputs that feed gather indices or loss
 /// labels, so the synthetic data generator makes valid batches.
-std::optional<int64_t> indexBound(BlockArgument arg) {
+std::optional<int64_t> indexBound(Value value) {
   std::optional<int64_t> bound;
   auto tighten = [&](int64_t b) { bound = bound ? std::min(*bound, b) : b; };
-  for (OpOperand &use : arg.getUses()) {
+  for (OpOperand &use : value.getUses()) {
     Operation *user = use.getOwner();
+    // Micro-batch slices and reshapes pass the indices on unchanged.
+    if (isa<weft::SliceOp, weft::ReshapeOp>(user))
+      if (std::optional<int64_t> b = indexBound(user->getResult(0)))
+        tighten(*b);
     if (auto gather = dyn_cast<weft::GatherOp>(user);
         gather && use.getOperandNumber() == 1)
       tighten(gather.getData().getType().getDimSize(gather.getAxis()));
@@ -256,9 +260,14 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
     op.getName().populateDefaultAttrs(attrList);
     json attrs = json::object();
     std::string phase = "forward";
+    int64_t microBatch = 0;
     for (NamedAttribute attr : attrList) {
       if (attr.getName() == kPhaseAttr) {
         phase = cast<StringAttr>(attr.getValue()).str();
+        continue;
+      }
+      if (attr.getName() == "weft.micro_batch") {
+        microBatch = cast<IntegerAttr>(attr.getValue()).getInt();
         continue;
       }
       json value = attributeJSON(attr.getValue());
@@ -283,7 +292,7 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
                             {"outputs", out},
                             {"attrs", attrs},
                             {"phase", phase},
-                            {"micro_batch", 0}});
+                            {"micro_batch", microBatch}});
   }
 
   json outputs = json::array(), rankOutputs = json::array();
@@ -306,6 +315,10 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
     rankOutputs.push_back({{"name", name}, {"buffer", bufferId[v]}});
   }
 
+  int64_t microBatches = 1;
+  for (const json &inst : instructions)
+    microBatches =
+        std::max<int64_t>(microBatches, inst["micro_batch"].get<int64_t>() + 1);
   int64_t batch = 1;
   if (!inputs.empty() && !inputs[0]["shape"].empty())
     batch = inputs[0]["shape"][0];
@@ -328,7 +341,7 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
                  {{{"name", "pipeline"}, {"size", 1}},
                   {{"name", "data"}, {"size", 1}},
                   {{"name", "tensor"}, {"size", 1}}}}}},
-              {"micro_batches", 1},
+              {"micro_batches", microBatches},
               {"global_batch", batch},
               {"inputs", inputs},
               {"outputs", outputs},

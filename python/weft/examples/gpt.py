@@ -43,14 +43,16 @@ class Block(nn.Module):
             "future", torch.triu(torch.ones(seq, seq, dtype=torch.bool), 1))
 
     def attention(self, x):
-        b, s, h = x.shape
+        _, s, h = x.shape
         q, k, v = self.qkv(x).split(h, dim=2)
-        shape = (b, s, self.heads, h // self.heads)
+        # -1 for the batch keeps it out of the exported graph's constants, so
+        # the model also compiles at micro-batch size.
+        shape = (-1, s, self.heads, h // self.heads)
         q, k, v = (t.reshape(shape).transpose(1, 2) for t in (q, k, v))
         scores = q @ k.transpose(-2, -1) / math.sqrt(h // self.heads)
         scores = scores.masked_fill(self.future[:s, :s], float("-inf"))
         probs = self.drop(F.softmax(scores, dim=-1))
-        y = (probs @ v).transpose(1, 2).reshape(b, s, h)
+        y = (probs @ v).transpose(1, 2).reshape(-1, s, h)
         return self.drop(self.proj(y))
 
     def forward(self, x):

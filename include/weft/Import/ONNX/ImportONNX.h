@@ -44,6 +44,9 @@ struct ImportOptions {
   /// (`--freeze-input NAME=FILE.pb`): for inputs that feed shape operands
   /// (Reshape's shape, Slice's starts, ...), which a static compiler needs.
   std::map<std::string, std::string> frozenInputs;
+  /// Import at micro-batch size: dim 0 of every model input (the global
+  /// batch) is divided by this; it must divide it exactly.
+  int64_t microbatches = 1;
 };
 
 /// Imports `buffer` (ONNX text syntax when `isText`, else binary protobuf).

@@ -139,18 +139,28 @@ LogicalResult SGDOp::verify() {
   return success();
 }
 
+BlockArgument weft::batchNormStateRoot(Value stats) {
+  if (auto arg = dyn_cast<BlockArgument>(stats)) {
+    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    return func && func.getArgAttr(arg.getArgNumber(), kStateAttr)
+               ? arg
+               : BlockArgument();
+  }
+  auto bn = stats.getDefiningOp<BatchNormOp>();
+  unsigned r = cast<OpResult>(stats).getResultNumber();
+  if (!bn || !bn.getTraining() || r == 0)
+    return BlockArgument();
+  return batchNormStateRoot(bn->getOperand(r + 2));
+}
+
 std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
   // batch_norm's running statistics (results 1, 2) update the state
-  // arguments they read (operands 3, 4) in place.
-  if (auto bn = dyn_cast<BatchNormOp>(op)) {
-    if (result == 0 || !bn.getTraining())
+  // they read (operands 3, 4) in place, when that is a state argument or,
+  // across micro-batches, the statistics an earlier batch_norm updated.
+  if (isa<BatchNormOp>(op)) {
+    if (result == 0 || !batchNormStateRoot(op->getResult(result)))
       return std::nullopt;
-    auto arg = dyn_cast<BlockArgument>(op->getOperand(result + 2));
-    auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
-                    : func::FuncOp();
-    if (func && func.getArgAttr(arg.getArgNumber(), kStateAttr))
-      return result + 2;
-    return std::nullopt;
+    return result + 2;
   }
   // adamw: (param, m, v) <- operands (0, 2, 3); sgd: (param, buffer) <- (0, 2).
   if (isa<AdamWOp>(op))

@@ -20,6 +20,11 @@ namespace weft {
 /// For ops that update state in place (optimizer steps), the operand whose
 /// bytes result `result` reuses; std::nullopt for every other op.
 std::optional<unsigned> inPlaceOperand(mlir::Operation *op, unsigned result);
+
+/// For a batch-norm running statistic (a `weft.state` argument, or the
+/// updated statistic of a training batch_norm, through any chain of them),
+/// the state argument it updates; null otherwise.
+mlir::BlockArgument batchNormStateRoot(mlir::Value stats);
 } // namespace weft
 
 #endif // WEFT_DIALECT_WEFT_IR_WEFTOPS_H

@@ -1,0 +1,130 @@
+//===- AccumulateMicrobatches.cpp - weft-accumulate-microbatches ----------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace weft {
+#define GEN_PASS_DEF_ACCUMULATEMICROBATCHES
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+struct AccumulateMicrobatchesPass
+    : weft::impl::AccumulateMicrobatchesBase<AccumulateMicrobatchesPass> {
+  using AccumulateMicrobatchesBase::AccumulateMicrobatchesBase;
+
+  void runOnOperation() override {
+    if (microbatches < 1) {
+      getOperation().emitError("microbatches must be at least 1");
+      return signalPassFailure();
+    }
+    if (microbatches > 1 && failed(accumulate(getOperation())))
+      signalPassFailure();
+  }
+
+  LogicalResult accumulate(func::FuncOp func) {
+    MLIRContext *ctx = func.getContext();
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    int64_t m = microbatches;
+    SmallVector<Type> resultTypes(ret.getOperandTypes());
+
+    // Inputs grow M-fold in dim 0; the body is cloned once per micro-batch
+    // into a new block, the original becomes micro-batch 0's template.
+    SmallVector<Type> argTypes;
+    for (BlockArgument arg : func.getArguments()) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      if (func.getArgAttr(arg.getArgNumber(), kInputAttr)) {
+        if (type.getRank() == 0)
+          return func.emitError("input ") << arg.getArgNumber()
+                                          << " is a scalar: it has no batch "
+                                             "dim to split into micro-batches";
+        SmallVector<int64_t> shape(type.getShape());
+        shape[0] *= m;
+        type = RankedTensorType::get(shape, type.getElementType());
+      }
+      argTypes.push_back(type);
+    }
+    Block *newBody = new Block();
+    for (auto [type, arg] : llvm::zip(argTypes, func.getArguments()))
+      newBody->addArgument(type, arg.getLoc());
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(newBody);
+
+    SmallVector<Value> totals(ret.getNumOperands());
+    // Batch-norm running statistics chain from one micro-batch to the next.
+    llvm::DenseMap<Value, Value> stateNow;
+    for (int64_t k = 0; k < m; ++k) {
+      IRMapping map;
+      for (auto [oldArg, newArg] :
+           llvm::zip(func.getArguments(), newBody->getArguments())) {
+        if (!func.getArgAttr(oldArg.getArgNumber(), kInputAttr)) {
+          Value current = stateNow.lookup(oldArg);
+          map.map(oldArg, current ? current : Value(newArg));
+          continue;
+        }
+        // Micro-batch k: rows [k * mb, (k + 1) * mb) of the global input.
+        auto type = cast<RankedTensorType>(oldArg.getType());
+        SmallVector<int64_t> starts(type.getRank(), 0), ends(type.getShape()),
+            steps(type.getRank(), 1);
+        starts[0] = k * type.getDimSize(0);
+        ends[0] = starts[0] + type.getDimSize(0);
+        auto slice =
+            SliceOp::create(b, oldArg.getLoc(), newArg, starts, ends, steps);
+        slice->setAttr("weft.micro_batch", b.getI64IntegerAttr(k));
+        map.map(oldArg, slice);
+      }
+      for (Operation &op : body.without_terminator()) {
+        Operation *copy = b.clone(op, map);
+        copy->setAttr("weft.micro_batch", b.getI64IntegerAttr(k));
+        if (auto bn = dyn_cast<BatchNormOp>(copy); bn && bn.getTraining())
+          for (unsigned r : {1u, 2u}) {
+            Value stateArg = op.getOperand(r + 2);
+            if (isa<BlockArgument>(stateArg))
+              stateNow[stateArg] = bn->getResult(r);
+          }
+      }
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        Value mapped = map.lookup(v);
+        totals[i] =
+            totals[i] ? Value(AddOp::create(b, ret.getLoc(), totals[i], mapped))
+                      : mapped;
+      }
+    }
+    // Scale the sums by 1/M: the loss is the sum of 1/M-scaled micro-batch
+    // losses, and the gradients are its gradients.
+    SmallVector<Value> results;
+    for (Value total : totals) {
+      auto type = cast<RankedTensorType>(total.getType());
+      auto scale = ConstantOp::create(
+          b, ret.getLoc(),
+          DenseElementsAttr::get(
+              RankedTensorType::get({}, type.getElementType()),
+              b.getFloatAttr(type.getElementType(), 1.0 / m)));
+      results.push_back(MulOp::create(b, ret.getLoc(), total, scale));
+    }
+    func::ReturnOp::create(b, ret.getLoc(), results);
+
+    // Swap in the new body.
+    SmallVector<DictionaryAttr> argAttrs, resultAttrs;
+    func.getAllArgAttrs(argAttrs);
+    func.getAllResultAttrs(resultAttrs);
+    func.getBody().push_back(newBody);
+    body.dropAllDefinedValueUses();
+    body.erase();
+    func.setType(FunctionType::get(ctx, argTypes, resultTypes));
+    func.setAllArgAttrs(argAttrs);
+    func.setAllResultAttrs(resultAttrs);
+    return success();
+  }
+};
+
+} // namespace
