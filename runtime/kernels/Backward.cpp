@@ -196,7 +196,9 @@ void batchNormGrad(const KernelCall &call) {
     T *dx = call.out[0].as<T>(), *dscale = call.out[1].as<T>(),
       *dbias = call.out[2].as<T>();
     for (int64_t ch = 0; ch < c; ++ch) {
-      auto at = [&](int64_t b, int64_t s) { return (b * c + ch) * spatial + s; };
+      auto at = [&](int64_t b, int64_t s) {
+        return (b * c + ch) * spatial + s;
+      };
       double mu = mean[ch], sigma2 = var[ch];
       if (training) {
         double sum = 0, sq = 0;
@@ -223,16 +225,70 @@ void batchNormGrad(const KernelCall &call) {
         for (int64_t s = 0; s < spatial; ++s) {
           int64_t i = at(b, s);
           double xhat = (px[i] - mu) * rstd;
-          dx[i] = static_cast<T>(training ? a / count * (count * g[i] - sumG - xhat * sumGX)
-                                          : a * g[i]);
+          dx[i] = static_cast<T>(
+              training ? a / count * (count * g[i] - sumG - xhat * sumGX)
+                       : a * g[i]);
         }
     }
   });
 }
 
+void clipGrad(const KernelCall &call) {
+  const Tensor &x = call.in[0], &dy = call.in[1], &dx = call.out[0];
+  bool hasMin = call.has("min"), hasMax = call.has("max");
+  double lo = hasMin ? call.f("min") : 0, hi = hasMax ? call.f("max") : 0;
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    const T *in = x.as<T>(), *g = dy.as<T>();
+    T *out = dx.as<T>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+      bool pass = (!hasMin || in[i] >= lo) && (!hasMax || in[i] <= hi);
+      out[i] = pass ? g[i] : T(0);
+    }
+  });
+}
+
+void nllLossGrad(const KernelCall &call) {
+  const Tensor &input = call.in[0], &target = call.in[1], &dloss = call.in[2];
+  const Tensor *weights = call.in.size() > 3 ? &call.in[3] : nullptr;
+  if (input.dtype != DType::F32)
+    call.unsupported(input.dtype);
+  int64_t n = input.shape[0], c = input.shape[1];
+  int64_t inner = input.numel() / (n * c);
+  bool hasIgnore = call.has("ignore_index");
+  int64_t ignore = hasIgnore ? call.i("ignore_index") : 0;
+  std::string reduction = call.s("reduction");
+  const float *w = weights ? weights->as<float>() : nullptr;
+  const float *dl = dloss.as<float>();
+  float *out = call.out[0].as<float>();
+  std::memset(out, 0, call.out[0].bytes());
+  auto label = [&](int64_t k) -> int64_t {
+    return target.dtype == DType::I64 ? target.as<int64_t>()[k]
+                                      : target.as<int32_t>()[k];
+  };
+  double weightSum = 0;
+  for (int64_t k = 0; k < n * inner; ++k)
+    if (!(hasIgnore && label(k) == ignore))
+      weightSum += w ? w[label(k)] : 1.0;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t k = b * inner + i, t = label(k);
+      if (hasIgnore && t == ignore)
+        continue;
+      if (t < 0 || t >= c)
+        call.fail("label " + std::to_string(t) + " out of range");
+      double wt = w ? w[t] : 1.0;
+      double scale = reduction == "none"  ? dl[k]
+                     : reduction == "sum" ? dl[0]
+                                          : (weightSum ? dl[0] / weightSum : 0);
+      out[(b * c + t) * inner + i] = static_cast<float>(-wt * scale);
+    }
+}
+
 } // namespace
 
 void registerBackwardKernels(KernelTable &t) {
+  t["clip_grad"] = clipGrad;
+  t["nll_loss_grad"] = nllLossGrad;
   t["batch_norm_grad"] = batchNormGrad;
   t["relu_grad"] = reluGrad;
   t["softmax_grad"] = softmaxGrad<false>;

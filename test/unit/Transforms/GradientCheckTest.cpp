@@ -269,3 +269,19 @@ func.func @main(%x: tensor<64xf64> {weft.param = "x"}) -> tensor<f64> {
 )mlir" + squaredSum("tensor<64xf64>", 1))
                      .c_str());
 }
+
+// The clip bounds are chosen so that no value of the fixed-seed draw lies
+// within h of them (finite differences across a kink are meaningless).
+TEST(GradientCheck, ClipTriluNllLoss) {
+  checkGradients(R"mlir(
+func.func @main(%x: tensor<3x4xf32> {weft.param = "x"}, %w: tensor<4xf32> {weft.param = "w"}) -> tensor<f32> {
+  %c = weft.clip %x {min = -0.3 : f64, max = 0.35 : f64} : tensor<3x4xf32>
+  %t = weft.trilu %c {upper = true, k = 0 : i64} : tensor<3x4xf32>
+  %s = weft.mul %t, %w : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  %lp = weft.log_softmax %s {axis = 1 : i64} : tensor<3x4xf32>
+  %labels = weft.constant dense<[1, 3, 0]> : tensor<3xi64>
+  %l = weft.nll_loss %lp, %labels {reduction = "sum"} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+)mlir");
+}

@@ -179,3 +179,20 @@ LogicalResult CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                             typeOf(getInput()).getElementType());
   return success();
 }
+
+LogicalResult ClipOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  return unaryGrad(*this, dys, dxs, [&](Value dy) {
+    return ClipGradOp::create(b, getLoc(), dy.getType(), getInput(), dy,
+                              getMinAttr(), getMaxAttr());
+  });
+}
+
+LogicalResult TriluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                      SmallVectorImpl<Value> &dxs) {
+  // A mask: the gradient is the same triangle of dy.
+  return unaryGrad(*this, dys, dxs, [&](Value dy) {
+    return TriluOp::create(b, getLoc(), dy.getType(), dy, getUpperAttr(),
+                           getKAttr());
+  });
+}

@@ -1,5 +1,6 @@
 //===- GradientsConv.cpp - derivative rules: convolution, pooling, batch
-//                          norm, resize, pad -------------------------------===//
+//                          norm, resize, pad
+//                          -------------------------------===//
 //
 // The input gradient of a convolution is the transposed convolution of dY
 // with the same weights and window (and vice versa); weight gradients are
@@ -38,12 +39,10 @@ Value transposedConv(OpBuilder &b, Location loc, Value dy, Value weight,
                    pads[i + n];
     outputPadding.push_back(target.getDimSize(i + 2) - span);
   }
-  return ConvTransposeOp::create(b, loc, dy, weight, Value(),
-                                 b.getDenseI64ArrayAttr(strides),
-                                 b.getDenseI64ArrayAttr(pads),
-                                 b.getDenseI64ArrayAttr(dilations),
-                                 b.getDenseI64ArrayAttr(outputPadding),
-                                 b.getI64IntegerAttr(group));
+  return ConvTransposeOp::create(
+      b, loc, dy, weight, Value(), b.getDenseI64ArrayAttr(strides),
+      b.getDenseI64ArrayAttr(pads), b.getDenseI64ArrayAttr(dilations),
+      b.getDenseI64ArrayAttr(outputPadding), b.getI64IntegerAttr(group));
 }
 
 SmallVector<int64_t> spatialOf(Value v) {
@@ -70,7 +69,8 @@ LogicalResult ConvOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 
 LogicalResult ConvTransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                               SmallVectorImpl<Value> &dxs) {
-  // y = conv_transpose(x, W) is the adjoint of x = conv(y, W): dX = conv(dY, W).
+  // y = conv_transpose(x, W) is the adjoint of x = conv(y, W): dX = conv(dY,
+  // W).
   if (!prepare(*this, dys, dxs))
     return success();
   Location loc = getLoc();
@@ -88,18 +88,20 @@ LogicalResult ConvTransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 LogicalResult MaxPoolOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                         SmallVectorImpl<Value> &dxs) {
   if (prepare(*this, dys, dxs) && isFloat(getInput()))
-    dxs[0] = MaxPoolGradOp::create(b, getLoc(), getInput().getType(), getInput(),
-                                   dys[0], getKernelShapeAttr(), getStridesAttr(),
-                                   getPadsAttr(), getDilationsAttr());
+    dxs[0] =
+        MaxPoolGradOp::create(b, getLoc(), getInput().getType(), getInput(),
+                              dys[0], getKernelShapeAttr(), getStridesAttr(),
+                              getPadsAttr(), getDilationsAttr());
   return success();
 }
 
 LogicalResult AvgPoolOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                         SmallVectorImpl<Value> &dxs) {
   if (prepare(*this, dys, dxs))
-    dxs[0] = AvgPoolGradOp::create(b, getLoc(), getInput().getType(), getInput(),
-                                   dys[0], getKernelShapeAttr(), getStridesAttr(),
-                                   getPadsAttr(), getCountIncludePadAttr());
+    dxs[0] =
+        AvgPoolGradOp::create(b, getLoc(), getInput().getType(), getInput(),
+                              dys[0], getKernelShapeAttr(), getStridesAttr(),
+                              getPadsAttr(), getCountIncludePadAttr());
   return success();
 }
 
@@ -120,10 +122,9 @@ LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 LogicalResult ResizeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                        SmallVectorImpl<Value> &dxs) {
   if (prepare(*this, dys, dxs) && isFloat(getInput()))
-    dxs[0] = ResizeGradOp::create(b, getLoc(), getInput().getType(), getInput(),
-                                  dys[0], getScalesAttr(),
-                                  getCoordinateTransformationModeAttr(),
-                                  getNearestModeAttr());
+    dxs[0] = ResizeGradOp::create(
+        b, getLoc(), getInput().getType(), getInput(), dys[0], getScalesAttr(),
+        getCoordinateTransformationModeAttr(), getNearestModeAttr());
   return success();
 }
 

@@ -282,3 +282,12 @@ SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
       getReductionAttr(), getIgnoreIndexAttr());
   return success();
 }
+
+LogicalResult NllLossOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  if (prepare(*this, dys, dxs))
+    dxs[0] = NllLossGradOp::create(b, getLoc(), getInput(), getTarget(), dys[0],
+                                   getWeight(), getReductionAttr(),
+                                   getIgnoreIndexAttr());
+  return success();
+}

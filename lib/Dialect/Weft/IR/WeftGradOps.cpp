@@ -45,6 +45,16 @@ LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult NllLossGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location>,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &out) {
+  out.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+int64_t ClipGradOp::getFlops() { return 2 * numElements(getType()); }
+int64_t NllLossGradOp::getFlops() { return numElements(getInput().getType()); }
 int64_t ReluGradOp::getFlops() { return numElements(getType()); }
 int64_t SoftmaxGradOp::getFlops() { return 4 * numElements(getType()); }
 int64_t LogSoftmaxGradOp::getFlops() { return 4 * numElements(getType()); }

@@ -18,6 +18,15 @@ def Weft_ReluGradOp : Weft_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input `,` $grad attr-dict `:` type($output)";
 }
 
+def Weft_ClipGradOp : Weft_Op<"clip_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "d/dx clip: `dy` where `min <= x <= max`, else 0 (torch's rule).";
+  let description = "Cost: 2 FLOPs per element.";
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad,
+                       OptionalAttr<F64Attr>:$min, OptionalAttr<F64Attr>:$max);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($output)";
+}
+
 def Weft_SoftmaxGradOp : Weft_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> {
   let summary = "d/dx softmax from its output: `y * (dy - sum(dy * y, axis))`.";
   let description = "Cost: 4 FLOPs per element.";
@@ -97,6 +106,27 @@ def Weft_SoftmaxCrossEntropyGradOp : Weft_InferredOp<"softmax_cross_entropy_grad
   let results = (outs Weft_FloatTensor:$scores_grad);
   let assemblyFormat = [{
     $log_prob `,` $labels `,` $grad (`,` $weights^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Weft_NllLossGradOp : Weft_InferredOp<"nll_loss_grad"> {
+  let summary = "d/d input of nll_loss: `-w[t] * scale` at the target class.";
+  let description = [{
+    Zero everywhere except `[n, target, d...]`, which holds `-w[target]`
+    times `dloss` ("sum"), `dloss / sum(weights)` ("mean") or
+    `dloss[n, d...]` ("none"); ignored targets get 0.
+    Cost: 1 FLOP per element of `input`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input,
+                       StaticShapeTensorOf<[I32, I64]>:$target,
+                       Weft_FloatTensor:$grad,
+                       Optional<Weft_FloatTensor>:$weight,
+                       DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Weft_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $input `,` $target `,` $grad (`,` $weight^)? attr-dict `:`
     functional-type(operands, results)
   }];
 }

@@ -51,7 +51,7 @@ def Weft_WhereOp : Weft_InferredOp<"where", [DeclareOpInterfaceMethods<GradientO
   }];
 }
 
-def Weft_ClipOp : Weft_Op<"clip", [Pure, SameOperandsAndResultType]> {
+def Weft_ClipOp : Weft_Op<"clip", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Clamp to [`min`, `max`] (ONNX Clip-13, bounds folded).";
   let description = [{
     A missing bound is unbounded. Cost: 1 FLOP per element.
@@ -203,7 +203,7 @@ def Weft_DropoutOp : Weft_InferredOp<"dropout", [DeclareOpInterfaceMethods<Gradi
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_TriluOp : Weft_Op<"trilu", [Pure, SameOperandsAndResultType]> {
+def Weft_TriluOp : Weft_Op<"trilu", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Keep the upper or lower triangle of the last two dims (ONNX Trilu-14).";
   let description = "Cost: 0 FLOPs (a masked copy).";
   let arguments = (ins Weft_Tensor:$input, BoolAttr:$upper,
@@ -407,7 +407,7 @@ def Weft_SoftmaxCrossEntropyOp : Weft_InferredOp<"softmax_cross_entropy", [Decla
   let hasVerifier = 1;
 }
 
-def Weft_NllLossOp : Weft_InferredOp<"nll_loss"> {
+def Weft_NllLossOp : Weft_InferredOp<"nll_loss", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Negative log-likelihood loss (ONNX NegativeLogLikelihoodLoss-13).";
   let description = [{
     `input: [N, C, d...]` log-probabilities, `target: [N, d...]`, optional
