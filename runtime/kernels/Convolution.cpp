@@ -87,6 +87,20 @@ Window window(const KernelCall &call, const std::vector<int64_t> &image,
   return w;
 }
 
+/// im2col of `channels` consecutive planes starting at `planes`: row
+/// (channel, kernel offset), column = output position; padding reads 0.
+void im2col(const Window &w, const float *planes, int64_t channels,
+            float *buffer) {
+  int64_t cols = w.colsSize(), image = w.imageSize();
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    const float *plane = planes + ch * image;
+    float *rows = buffer + ch * w.kernelSize() * cols;
+    w.forEach([&](int64_t ki, int64_t ci, int64_t src) {
+      rows[ki * cols + ci] = src >= 0 ? plane[src] : 0.0f;
+    });
+  }
+}
+
 void addBias(const KernelCall &call, const Tensor &y, int64_t biasInput) {
   if ((int64_t)call.in.size() <= biasInput)
     return;
@@ -115,14 +129,7 @@ void conv(const KernelCall &call) {
   float *out = y.as<float>();
   for (int64_t b = 0; b < n; ++b)
     for (int64_t g = 0; g < group; ++g) {
-      // im2col: row (channel, kernel offset), column = output position.
-      for (int64_t ch = 0; ch < cg; ++ch) {
-        const float *plane = in + (b * c + g * cg + ch) * image;
-        float *rows = buffer.data() + ch * w.kernelSize() * cols;
-        w.forEach([&](int64_t ki, int64_t ci, int64_t src) {
-          rows[ki * cols + ci] = src >= 0 ? plane[src] : 0.0f;
-        });
-      }
+      im2col(w, in + (b * c + g * cg) * image, cg, buffer.data());
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mg, cols, k, 1.0f,
                   wt + g * mg * k, k, buffer.data(), cols, 0.0f,
                   out + (b * m + g * mg) * cols, cols);
@@ -181,13 +188,7 @@ void convWeightGrad(const KernelCall &call) {
   float *out = dw.as<float>();
   for (int64_t b = 0; b < n; ++b)
     for (int64_t gi = 0; gi < group; ++gi) {
-      for (int64_t ch = 0; ch < cg; ++ch) {
-        const float *plane = in + (b * c + gi * cg + ch) * image;
-        float *rows = buffer.data() + ch * w.kernelSize() * cols;
-        w.forEach([&](int64_t ki, int64_t ci, int64_t src) {
-          rows[ki * cols + ci] = src >= 0 ? plane[src] : 0.0f;
-        });
-      }
+      im2col(w, in + (b * c + gi * cg) * image, cg, buffer.data());
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mg, k, cols, 1.0f,
                   g + (b * m + gi * mg) * cols, cols, buffer.data(), cols,
                   b == 0 ? 0.0f : 1.0f, out + gi * mg * k, k);
