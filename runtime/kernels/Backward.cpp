@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Kernel.h"
+#include "ClassTargets.h"
 
 #include <cmath>
 #include <cstring>
@@ -137,47 +137,23 @@ void gatherGrad(const KernelCall &call) {
 }
 
 void softmaxCrossEntropyGrad(const KernelCall &call) {
-  const Tensor &logp = call.in[0], &labels = call.in[1], &dloss = call.in[2];
-  const Tensor *weights = call.in.size() > 3 ? &call.in[3] : nullptr;
+  const Tensor &logp = call.in[0];
   if (logp.dtype != DType::F32)
     call.unsupported(logp.dtype);
-  int64_t n = logp.shape[0], c = logp.shape[1];
-  int64_t inner = logp.numel() / (n * c);
-  bool hasIgnore = call.has("ignore_index");
-  int64_t ignore = hasIgnore ? call.i("ignore_index") : 0;
-  std::string reduction = call.s("reduction");
-  const float *lp = logp.as<float>(),
-              *w = weights ? weights->as<float>() : nullptr;
-  const float *dl = dloss.as<float>();
+  ClassTargets targets(call, logp, call.in[1],
+                       call.in.size() > 3 ? &call.in[3] : nullptr);
+  const float *lp = logp.as<float>(), *dl = call.in[2].as<float>();
   float *out = call.out[0].as<float>();
-  auto label = [&](int64_t k) -> int64_t {
-    return labels.dtype == DType::I64 ? labels.as<int64_t>()[k]
-                                      : labels.as<int32_t>()[k];
-  };
-  // The "mean" denominator: the summed weights of non-ignored elements.
-  double weightSum = 0;
-  for (int64_t k = 0; k < n * inner; ++k) {
-    int64_t t = label(k);
-    if (!(hasIgnore && t == ignore))
-      weightSum += w ? w[t] : 1.0;
-  }
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t i = 0; i < inner; ++i) {
-      int64_t k = b * inner + i, t = label(k);
-      bool ignored = hasIgnore && t == ignore;
-      double scale = 0;
-      if (!ignored) {
-        double wt = w ? w[t] : 1.0;
-        scale = reduction == "none"  ? wt * dl[k]
-                : reduction == "sum" ? wt * dl[0]
-                                     : (weightSum ? wt * dl[0] / weightSum : 0);
-      }
-      for (int64_t ch = 0; ch < c; ++ch) {
-        int64_t e = (b * c + ch) * inner + i;
-        double p = std::exp(lp[e]) - (ch == t ? 1.0 : 0.0);
-        out[e] = static_cast<float>(p * scale);
-      }
+  // d/d scores = (softmax - onehot(target)) * scale; 0 for ignored targets.
+  for (int64_t k = 0; k < targets.n * targets.inner; ++k) {
+    int64_t t = targets.cls[k];
+    double scale = t < 0 ? 0.0 : targets.scale(dl, k);
+    for (int64_t ch = 0; ch < targets.classes; ++ch) {
+      int64_t e = targets.at(k, ch);
+      out[e] =
+          static_cast<float>((std::exp(lp[e]) - (ch == t ? 1.0 : 0.0)) * scale);
     }
+  }
 }
 
 /// batch_norm's input, scale and bias gradients (formulas on the op).
@@ -248,40 +224,18 @@ void clipGrad(const KernelCall &call) {
 }
 
 void nllLossGrad(const KernelCall &call) {
-  const Tensor &input = call.in[0], &target = call.in[1], &dloss = call.in[2];
-  const Tensor *weights = call.in.size() > 3 ? &call.in[3] : nullptr;
+  const Tensor &input = call.in[0];
   if (input.dtype != DType::F32)
     call.unsupported(input.dtype);
-  int64_t n = input.shape[0], c = input.shape[1];
-  int64_t inner = input.numel() / (n * c);
-  bool hasIgnore = call.has("ignore_index");
-  int64_t ignore = hasIgnore ? call.i("ignore_index") : 0;
-  std::string reduction = call.s("reduction");
-  const float *w = weights ? weights->as<float>() : nullptr;
-  const float *dl = dloss.as<float>();
+  ClassTargets targets(call, input, call.in[1],
+                       call.in.size() > 3 ? &call.in[3] : nullptr);
+  const float *dl = call.in[2].as<float>();
   float *out = call.out[0].as<float>();
   std::memset(out, 0, call.out[0].bytes());
-  auto label = [&](int64_t k) -> int64_t {
-    return target.dtype == DType::I64 ? target.as<int64_t>()[k]
-                                      : target.as<int32_t>()[k];
-  };
-  double weightSum = 0;
-  for (int64_t k = 0; k < n * inner; ++k)
-    if (!(hasIgnore && label(k) == ignore))
-      weightSum += w ? w[label(k)] : 1.0;
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t i = 0; i < inner; ++i) {
-      int64_t k = b * inner + i, t = label(k);
-      if (hasIgnore && t == ignore)
-        continue;
-      if (t < 0 || t >= c)
-        call.fail("label " + std::to_string(t) + " out of range");
-      double wt = w ? w[t] : 1.0;
-      double scale = reduction == "none"  ? dl[k]
-                     : reduction == "sum" ? dl[0]
-                                          : (weightSum ? dl[0] / weightSum : 0);
-      out[(b * c + t) * inner + i] = static_cast<float>(-wt * scale);
-    }
+  for (int64_t k = 0; k < targets.n * targets.inner; ++k)
+    if (targets.cls[k] >= 0)
+      out[targets.at(k, targets.cls[k])] =
+          static_cast<float>(-targets.scale(dl, k));
 }
 
 } // namespace

@@ -179,9 +179,9 @@ void convWeightGrad(const KernelCall &call) {
   int64_t group = call.i("group");
   int64_t n = x.shape[0], c = x.shape[1], m = dy.shape[1];
   int64_t cg = c / group, mg = m / group;
-  Window w = window(call, {x.shape.begin() + 2, x.shape.end()},
-                    {dy.shape.begin() + 2, dy.shape.end()},
-                    call.ints("kernel_shape"));
+  Window w =
+      window(call, {x.shape.begin() + 2, x.shape.end()},
+             {dy.shape.begin() + 2, dy.shape.end()}, call.ints("kernel_shape"));
   int64_t k = cg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
   std::vector<float> buffer(k * cols);
   const float *in = x.as<float>(), *g = dy.as<float>();

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Kernel.h"
+#include "ClassTargets.h"
 
 #include <cmath>
 
@@ -15,39 +15,24 @@ namespace weft::rt {
 
 namespace {
 
-/// NLL over log-probabilities `logp` [N, C, d...] and `target` [N, d...].
+/// NLL over log-probabilities `logp` [N, C, d...].
 void nll(const KernelCall &call, const float *logp, const Tensor &scores,
          const Tensor &target, const Tensor *weight, const Tensor &loss) {
-  int64_t n = scores.shape[0], c = scores.shape[1];
-  int64_t inner = scores.numel() / (n * c);
-  bool hasIgnore = call.has("ignore_index");
-  int64_t ignore = hasIgnore ? call.i("ignore_index") : 0;
-  std::string reduction = call.s("reduction");
-  const float *w = weight ? weight->as<float>() : nullptr;
-  double total = 0, weightSum = 0;
+  ClassTargets targets(call, scores, target, weight);
   float *out = loss.as<float>();
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t i = 0; i < inner; ++i) {
-      int64_t t = target.dtype == DType::I64
-                      ? target.as<int64_t>()[b * inner + i]
-                      : target.as<int32_t>()[b * inner + i];
-      double value = 0, weightOf = 0;
-      if (!(hasIgnore && t == ignore)) {
-        if (t < 0 || t >= c)
-          call.fail("label " + std::to_string(t) + " out of range [0, " +
-                    std::to_string(c) + ")");
-        weightOf = w ? w[t] : 1.0;
-        value = -weightOf * logp[(b * c + t) * inner + i];
-      }
-      if (reduction == "none")
-        out[b * inner + i] = static_cast<float>(value);
-      total += value;
-      weightSum += weightOf;
-    }
-  if (reduction == "sum")
+  double total = 0;
+  for (int64_t k = 0; k < targets.n * targets.inner; ++k) {
+    int64_t t = targets.cls[k];
+    double value = t < 0 ? 0.0 : -targets.weight[k] * logp[targets.at(k, t)];
+    if (targets.reduction == "none")
+      out[k] = static_cast<float>(value);
+    total += value;
+  }
+  if (targets.reduction == "sum")
     out[0] = static_cast<float>(total);
-  else if (reduction == "mean")
-    out[0] = static_cast<float>(weightSum != 0 ? total / weightSum : 0.0);
+  else if (targets.reduction == "mean")
+    out[0] = static_cast<float>(
+        targets.weightSum != 0 ? total / targets.weightSum : 0.0);
 }
 
 void softmaxCrossEntropy(const KernelCall &call) {

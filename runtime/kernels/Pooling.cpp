@@ -17,12 +17,13 @@ struct PoolWindow {
   std::vector<int64_t> in, out, kernel, strides, pads, dilations;
   int64_t inSize = 1, outSize = 1;
 
-  PoolWindow(const KernelCall &call, const Tensor &x, const Tensor &y, bool max) {
+  PoolWindow(const KernelCall &call, const Tensor &x, const Tensor &y,
+             bool max) {
     kernel = call.ints("kernel_shape");
     strides = call.ints("strides");
     pads = call.ints("pads");
-    dilations = max ? call.ints("dilations")
-                    : std::vector<int64_t>(kernel.size(), 1);
+    dilations =
+        max ? call.ints("dilations") : std::vector<int64_t>(kernel.size(), 1);
     in.assign(x.shape.begin() + 2, x.shape.end());
     out.assign(y.shape.begin() + 2, y.shape.end());
     for (int64_t d : in)
@@ -88,7 +89,8 @@ template <bool Max> void pool(const KernelCall &call) {
         }
       });
       for (int64_t o = 0; o < w.outSize; ++o)
-        dst[o] = static_cast<T>(Max ? acc[o] : (count[o] ? acc[o] / count[o] : 0.0));
+        dst[o] =
+            static_cast<T>(Max ? acc[o] : (count[o] ? acc[o] / count[o] : 0.0));
     }
   });
 }
@@ -107,7 +109,8 @@ template <bool Max> void poolGrad(const KernelCall &call) {
     for (int64_t p = 0; p < planes; ++p) {
       const T *src = x.as<T>() + p * w.inSize, *g = dy.as<T>() + p * w.outSize;
       T *dst = dx.as<T>() + p * w.inSize;
-      std::fill(best.begin(), best.end(), -std::numeric_limits<double>::infinity());
+      std::fill(best.begin(), best.end(),
+                -std::numeric_limits<double>::infinity());
       std::fill(where.begin(), where.end(), -1);
       std::fill(count.begin(), count.end(), 0);
       w.forEachWindow([&](int64_t o, int64_t i, bool inPadded) {
