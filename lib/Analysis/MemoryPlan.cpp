@@ -88,6 +88,8 @@ MemoryPlan weft::planMemory(func::FuncOp func) {
   int step = 0;
   for (Operation &op : body.without_terminator()) {
     for (Value result : op.getResults()) {
+      if (!isa<RankedTensorType>(result.getType()))
+        continue; // a transfer request: no bytes
       std::optional<unsigned> alias =
           isa<ReshapeOp>(op)
               ? std::optional<unsigned>(0)
@@ -104,6 +106,8 @@ MemoryPlan weft::planMemory(func::FuncOp func) {
     }
     // Every operand's storage lives at least until this step.
     for (Value operand : op.getOperands()) {
+      if (!isa<RankedTensorType>(operand.getType()))
+        continue;
       Storage &s = plan.storages[plan.storageOf.lookup(operand)];
       s.end = std::max(s.end, step);
     }

@@ -1,5 +1,4 @@
-//===- Partition.cpp - contiguous pipeline partitioning
-//--------------------===//
+//===- Partition.cpp - contiguous pipeline partitioning -------------------===//
 
 #include "weft/Analysis/Partition.h"
 
@@ -37,13 +36,25 @@ Partition weft::partitionBottleneck(llvm::ArrayRef<double> compute,
                                         std::vector<double>(n + 1, inf));
   std::vector<std::vector<int64_t>> from(stages + 1,
                                          std::vector<int64_t>(n + 1, -1));
+  // Prefix sums make each stage time O(1), so the whole DP is O(P n^2).
+  std::vector<double> prefix(n + 1, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + compute[i];
+  auto timeOf = [&](int64_t begin, int64_t end) {
+    double time = prefix[end] - prefix[begin];
+    if (!cut.empty() && begin > 0)
+      time += cut[begin - 1];
+    if (!cut.empty() && end < n)
+      time += cut[end - 1];
+    return time;
+  };
   best[0][0] = 0;
   for (int64_t s = 1; s <= stages; ++s)
     for (int64_t j = s; j <= n - (stages - s); ++j)
       for (int64_t i = s - 1; i < j; ++i) {
         if (best[s - 1][i] == inf)
           continue;
-        double time = std::max(best[s - 1][i], stageTime(compute, cut, i, j));
+        double time = std::max(best[s - 1][i], timeOf(i, j));
         if (time < best[s][j]) {
           best[s][j] = time;
           from[s][j] = i;

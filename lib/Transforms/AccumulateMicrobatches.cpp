@@ -79,12 +79,12 @@ struct AccumulateMicrobatchesPass
         ends[0] = starts[0] + type.getDimSize(0);
         auto slice =
             SliceOp::create(b, oldArg.getLoc(), newArg, starts, ends, steps);
-        slice->setAttr("weft.micro_batch", b.getI64IntegerAttr(k));
+        slice->setAttr(kMicroBatchAttr, b.getI64IntegerAttr(k));
         map.map(oldArg, slice);
       }
       for (Operation &op : body.without_terminator()) {
         Operation *copy = b.clone(op, map);
-        copy->setAttr("weft.micro_batch", b.getI64IntegerAttr(k));
+        copy->setAttr(kMicroBatchAttr, b.getI64IntegerAttr(k));
         if (auto bn = dyn_cast<BatchNormOp>(copy); bn && bn.getTraining())
           for (unsigned r : {1u, 2u}) {
             Value stateArg = op.getOperand(r + 2);

@@ -86,7 +86,9 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
       if (!rule)
         return op->emitOpError("has no gradient rule, but the loss depends on "
                                "it through a parameter");
-      // Backward ops carry the forward op's location (its ONNX node).
+      // Backward ops carry the forward op's location (its ONNX node) and
+      // pipeline stage.
+      Operation *before = ret->getPrevNode();
       SmallVector<Value> dxs;
       if (failed(rule.buildGradients(b, dys, dxs)))
         return failure();
@@ -96,6 +98,11 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
         Value &acc = grads[operand];
         acc = acc ? Value(AddOp::create(b, op->getLoc(), acc, dx)) : dx;
       }
+      if (Attribute stage = op->getAttr(kStageAttr))
+        for (Operation *created = before->getNextNode(); created != ret;
+             created = created->getNextNode())
+          if (!isa<ConstantOp>(created))
+            created->setAttr(kStageAttr, stage);
     }
 
     // Return the loss, then each parameter's gradient.

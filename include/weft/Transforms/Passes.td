@@ -28,6 +28,49 @@ def TestPrintCost : Pass<"weft-test-print-cost", "mlir::func::FuncOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def PartitionPipeline : Pass<"weft-partition-pipeline", "mlir::func::FuncOp"> {
+  let summary = "Assign every forward op to one of P pipeline stages";
+  let description = [{
+    Splits the forward graph (a model function before `weft-autodiff`) into
+    `stages` contiguous pieces of its op order, so that the slowest stage is
+    as fast as possible, and tags each op with `weft.stage = s`; the function
+    gets `weft.pipeline_stages = P`. Constants and views are free and go
+    with their users (constants are copied to every stage that uses one).
+
+    The work item is one op (constants excluded). An item costs its roofline
+    time (`weft/Analysis/CostModel.h`), times 3 when it lies on a parameter's
+    path, because its backward pass costs about twice its forward
+    (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU
+    Clusters Using Megatron-LM", SC 2021, section 3.5). A cut after item i
+    costs the time to send every value that crosses it (twice for
+    differentiable values: the activation forward, its gradient backward),
+    charged to the stages on both sides. The partition minimising the
+    bottleneck is found exactly by dynamic programming
+    (`weft/Analysis/Partition.h`; Skiena, "The Algorithm Design Manual",
+    section 8.5). `balance=2,3,3` instead gives the number of items per stage
+    (torchgpipe's `balance`, counted in ops rather than layers).
+
+    Backward ops later go to the stage of their forward op (`weft-autodiff`
+    copies the tag); parameters live on every stage that uses them.
+
+    ```mlir
+    %0 = weft.matmul %x, %w0 {weft.stage = 0 : i64} : ...
+    %1 = weft.relu %0 {weft.stage = 0 : i64} : ...
+    %2 = weft.matmul %1, %w1 {weft.stage = 1 : i64} : ...
+    ```
+    Errors: `stages` < 1 or larger than the number of ops; a `balance` whose
+    length is not `stages`, with a count < 1, or whose sum is not the number
+    of ops.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"1",
+           "Pipeline stages (P)">,
+    ListOption<"balance", "balance", "int64_t",
+               "Ops per stage (overrides the cost-based partition)">,
+  ];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 def Autodiff : Pass<"weft-autodiff", "mlir::func::FuncOp"> {
   let summary = "Append the backward pass: the gradient of every parameter";
   let description = [{
@@ -116,6 +159,104 @@ def AppendOptimizer : Pass<"weft-append-optimizer", "mlir::func::FuncOp"> {
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
     Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+  ];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
+def InsertSendRecv : Pass<"weft-insert-send-recv", "mlir::func::FuncOp"> {
+  let summary = "Turn every value that crosses pipeline stages into a transfer";
+  let description = [{
+    Runs on a staged training step (`weft-partition-pipeline`, then autodiff,
+    micro-batches and optimizer). First it places the ops that have no stage
+    yet: an op goes to the latest stage among its operands' producers, or,
+    when no operand is staged (micro-batch input slices), to the earliest
+    stage among its users. Constants stay unstaged: each stage gets its own
+    copy. A parameter used on several stages (tied embeddings) is held by
+    each of them: its optimizer update is cloned onto every such stage, so the
+    summed gradient is sent to each and all copies stay equal (Megatron-LM's
+    treatment of the tied word embedding, Shoeybi et al. 2019).
+
+    Then every value produced on stage j and used on stage k != j becomes a
+    non-blocking send on j and a receive on k, sent directly from j to k even
+    when k > j + 1 (torchgpipe's portals, Kim et al. 2020, section 3.3):
+    ```mlir
+    %req = weft.isend %v {peer = 3 : i64, tag = 7 : i64, weft.stage = 0 : i64}
+    %buf, %r = weft.irecv {peer = 0 : i64, tag = 7 : i64, weft.stage = 3 : i64}
+    %v3 = weft.wait_recv %r, %buf {weft.stage = 3 : i64}
+    weft.wait_send %req, %v {weft.stage = 0 : i64}
+    ```
+    The send is posted right after the producer and waited for at the end of
+    the step; the receive is posted and waited for right before its first
+    user. `weft-schedule` moves them to overlap compute. Transfer ops carry
+    the micro-batch and phase of the op they serve. Tags number the transfers
+    from 0 in program order.
+
+    Pre-condition: `weft.pipeline_stages` on the function; otherwise the pass
+    does nothing.
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
+def Schedule : Pass<"weft-schedule", "mlir::ModuleOp"> {
+  let summary = "Split a pipelined step into one function per stage, in schedule order";
+  let description = [{
+    Takes the staged step of `weft-insert-send-recv` (`@main`) and replaces
+    it with one function per stage, `@stage0` .. `@stage<P-1>`, each holding
+    its ops in the order the pipeline schedule runs them
+    (`weft/Analysis/Schedule.h`): `schedule=gpipe` (all forwards, then the
+    backwards in reverse micro-batch order, torchgpipe's Algorithm 1) or
+    `schedule=1f1b` (warm-up forwards, one forward one backward, cool-down).
+    An op belongs to the task F(i) or B(i) of its micro-batch i and phase;
+    an op with neither (gradient sums across micro-batches) joins the latest
+    task among its operands', optimizer updates come last. Within a task,
+    program order is kept.
+
+    Transfers are placed to overlap compute: a receive is posted at the start
+    of the task before the one that needs it, and a send is waited for at the
+    end of the task after the one that posted it.
+
+    Each stage function takes the arguments its ops use (inputs,
+    parameters, state: every stage holding a parameter has its own copy),
+    copies the constants it uses, and returns the results its ops produce.
+    It is marked `weft.stage`, `weft.pipeline_stages`, `weft.micro_batches`
+    and `weft.schedule`.
+
+    ```mlir
+    func.func @stage0(...) attributes {weft.stage = 0 : i64, weft.schedule = "1f1b", ...}
+    func.func @stage1(...) -> (tensor<f32> {weft.output = "loss"}, ...)
+    ```
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe or 1f1b">,
+  ];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
+def SimulatePipeline : Pass<"weft-simulate-pipeline", "mlir::ModuleOp"> {
+  let summary = "Check that a pipeline schedule completes, and predict its timeline";
+  let description = [{
+    Simulates one step of the stage functions of a scheduled module
+    (`weft-schedule`, or written by hand) on the cost model
+    (`weft/Analysis/PipelineSimulation.h`): per-rank clocks, each wait
+    blocking until the other side of its transfer is posted. A schedule that
+    cannot complete is an error at the op where a stage blocks, naming the
+    stage, the transfer (tag and peer) and what the peer is blocked on:
+    ```
+    error: deadlock: stage 0 blocks at its op 1 (wait_recv of tag 1 from
+    stage 1, task F0): the matching isend is never posted; stage 1 is itself
+    blocked at its op 1 (wait_recv of tag 0 from stage 0)
+    ```
+    With `print`, writes the prediction to stderr:
+    ```
+    pipeline: stages=2 step_us=812.0 bubble=0.2000
+    pipeline: stage 0 busy_us=650.0
+    ```
+    The IR is unchanged.
+  }];
+  let options = [
+    Option<"print", "print", "bool", /*default=*/"false",
+           "Print step time, per-stage busy time and bubble fraction">,
   ];
   let dependentDialects = ["weft::WeftDialect"];
 }

@@ -13,7 +13,9 @@ int64_t numElements(Type type) {
 }
 
 int64_t byteSize(Type type) {
-  auto shaped = cast<ShapedType>(type);
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped) // transfer requests and other non-data values
+    return 0;
   int64_t bits = shaped.getElementTypeBitWidth();
   return shaped.getNumElements() * ((bits + 7) / 8);
 }

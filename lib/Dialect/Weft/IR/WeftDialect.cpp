@@ -8,9 +8,19 @@ using namespace weft;
 
 #include "weft/Dialect/Weft/IR/WeftDialect.cpp.inc"
 
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#define GET_TYPEDEF_CLASSES
+#include "weft/Dialect/Weft/IR/WeftTypes.cpp.inc"
+
 void WeftDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "weft/Dialect/Weft/IR/WeftOps.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "weft/Dialect/Weft/IR/WeftTypes.cpp.inc"
       >();
 }

@@ -177,5 +177,8 @@ std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
     return result == 0 ? 0u : result + 1;
   if (isa<SGDOp>(op))
     return result == 0 ? 0u : 2u;
+  // wait_recv yields the buffer its irecv filled (operand 1).
+  if (isa<WaitRecvOp>(op))
+    return 1u;
   return std::nullopt;
 }

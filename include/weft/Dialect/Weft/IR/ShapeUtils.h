@@ -18,7 +18,8 @@ namespace weft {
 /// Number of elements of a static shaped type.
 int64_t numElements(mlir::Type type);
 
-/// Storage bytes of a static shaped type: elements x ceil(bit width / 8).
+/// Storage bytes of a static shaped type: elements x ceil(bit width / 8);
+/// 0 for a type that holds no data (`!weft.request`).
 int64_t byteSize(mlir::Type type);
 
 /// Numpy multidirectional broadcast of two shapes; std::nullopt when they

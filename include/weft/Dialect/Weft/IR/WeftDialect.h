@@ -16,6 +16,13 @@ inline constexpr llvm::StringLiteral kStateAttr = "weft.state";
 inline constexpr llvm::StringLiteral kOptimizerStateAttr = "weft.optimizer_state";
 /// On ops a pass created: "backward" (weft-autodiff) or "optimizer".
 inline constexpr llvm::StringLiteral kPhaseAttr = "weft.phase";
+/// On ops of a micro-batched step: which micro-batch (0-based) they belong to.
+inline constexpr llvm::StringLiteral kMicroBatchAttr = "weft.micro_batch";
+/// On ops of a pipelined step: the pipeline stage (0-based) that runs them.
+inline constexpr llvm::StringLiteral kStageAttr = "weft.stage";
+/// On the model function: the number of pipeline stages it is split into.
+inline constexpr llvm::StringLiteral kPipelineStagesAttr =
+    "weft.pipeline_stages";
 } // namespace weft
 
 #endif // WEFT_DIALECT_WEFT_IR_WEFTDIALECT_H

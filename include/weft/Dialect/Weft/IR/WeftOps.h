@@ -13,18 +13,36 @@
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftInterfaces.h"
 
+#define GET_TYPEDEF_CLASSES
+#include "weft/Dialect/Weft/IR/WeftTypes.h.inc"
+
 #define GET_OP_CLASSES
 #include "weft/Dialect/Weft/IR/WeftOps.h.inc"
 
 namespace weft {
-/// For ops that update state in place (optimizer steps), the operand whose
-/// bytes result `result` reuses; std::nullopt for every other op.
+/// For ops whose result reuses an operand's bytes (in-place optimizer steps
+/// and batch-norm statistics, wait_recv's view of its buffer), the operand
+/// whose bytes result `result` reuses; std::nullopt for every other op.
 std::optional<unsigned> inPlaceOperand(mlir::Operation *op, unsigned result);
 
 /// For a batch-norm running statistic (a `weft.state` argument, or the
 /// updated statistic of a training batch_norm, through any chain of them),
 /// the state argument it updates; null otherwise.
 mlir::BlockArgument batchNormStateRoot(mlir::Value stats);
+
+/// The pipeline stage of an op (`weft.stage`), if it has one.
+inline std::optional<int64_t> stageOf(mlir::Operation *op) {
+  if (auto attr = op->getAttrOfType<mlir::IntegerAttr>(kStageAttr))
+    return attr.getInt();
+  return std::nullopt;
+}
+
+/// The micro-batch of an op (`weft.micro_batch`), if it has one.
+inline std::optional<int64_t> microBatchOf(mlir::Operation *op) {
+  if (auto attr = op->getAttrOfType<mlir::IntegerAttr>(kMicroBatchAttr))
+    return attr.getInt();
+  return std::nullopt;
+}
 } // namespace weft
 
 #endif // WEFT_DIALECT_WEFT_IR_WEFTOPS_H

@@ -1,0 +1,173 @@
+//===- InsertSendRecv.cpp - weft-insert-send-recv -------------------------===//
+//
+// Places unstaged ops, clones the updates of parameters held by several
+// stages, and turns every cross-stage value into isend/irecv pairs; see
+// Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <set>
+
+namespace weft {
+#define GEN_PASS_DEF_INSERTSENDRECV
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+/// The task attributes (micro-batch, phase) a transfer inherits from `op`.
+void copyTaskAttrs(Operation *from, Operation *to, int64_t stage) {
+  Builder b(to->getContext());
+  to->setAttr(kStageAttr, b.getI64IntegerAttr(stage));
+  for (StringRef name : {kMicroBatchAttr, kPhaseAttr})
+    if (Attribute attr = from->getAttr(name))
+      to->setAttr(name, attr);
+}
+
+struct InsertSendRecvPass
+    : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (!func->hasAttr(kPipelineStagesAttr))
+      return;
+    placeUnstagedOps(func);
+    if (failed(cloneSharedUpdates(func)))
+      return signalPassFailure();
+    insertTransfers(func);
+  }
+
+  /// Latest producer stage; else earliest user stage; else stage 0.
+  void placeUnstagedOps(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    Builder b(func.getContext());
+    SmallVector<Operation *> pending;
+    for (Operation &op : body.without_terminator()) {
+      if (isa<ConstantOp>(op) || stageOf(&op))
+        continue;
+      std::optional<int64_t> stage;
+      for (Value v : op.getOperands())
+        if (Operation *def = v.getDefiningOp())
+          if (std::optional<int64_t> s = stageOf(def))
+            stage = stage ? std::max(*stage, *s) : *s;
+      if (stage)
+        op.setAttr(kStageAttr, b.getI64IntegerAttr(*stage));
+      else
+        pending.push_back(&op);
+    }
+    for (Operation *op : llvm::reverse(pending)) {
+      std::optional<int64_t> stage;
+      for (Operation *user : op->getUsers())
+        if (std::optional<int64_t> s = stageOf(user))
+          stage = stage ? std::min(*stage, *s) : *s;
+      op->setAttr(kStageAttr, b.getI64IntegerAttr(stage.value_or(0)));
+    }
+  }
+
+  /// Clones the optimizer update of a parameter used on several stages onto
+  /// each of them, and returns the clones' results like the original's.
+  LogicalResult cloneSharedUpdates(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    SmallVector<Value> results(ret.getOperands());
+    SmallVector<DictionaryAttr> resultAttrs;
+    func.getAllResultAttrs(resultAttrs);
+    SmallVector<Operation *> updates;
+    for (Operation &op : body.without_terminator())
+      if (isa<AdamWOp, SGDOp>(op))
+        updates.push_back(&op);
+    OpBuilder b(ret);
+    for (Operation *update : updates) {
+      int64_t home = *stageOf(update);
+      std::set<int64_t> holders;
+      for (Operation *user : update->getOperand(0).getUsers())
+        if (user != update)
+          holders.insert(*stageOf(user));
+      holders.erase(home);
+      for (int64_t stage : holders) {
+        Operation *clone = b.clone(*update);
+        clone->setAttr(kStageAttr, b.getI64IntegerAttr(stage));
+        for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+          for (auto [orig, copy] :
+               llvm::zip(update->getResults(), clone->getResults()))
+            if (v == orig) {
+              results.push_back(copy);
+              resultAttrs.push_back(resultAttrs[i]);
+            }
+      }
+    }
+    if (results.size() == ret.getNumOperands())
+      return success();
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                   TypeRange(ValueRange(results))));
+    func.setAllResultAttrs(resultAttrs);
+    return success();
+  }
+
+  void insertTransfers(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    Operation *ret = body.getTerminator();
+    OpBuilder b(func.getContext());
+    int64_t tag = 0;
+    SmallVector<Operation *> producers;
+    for (Operation &op : body.without_terminator())
+      if (!isa<ConstantOp>(op) && !isa<IRecvOp, WaitRecvOp>(op))
+        producers.push_back(&op);
+    for (Operation *op : producers) {
+      int64_t from = *stageOf(op);
+      Operation *sendPoint = op;
+      for (Value v : op->getResults()) {
+        if (!isa<RankedTensorType>(v.getType()))
+          continue;
+        // Consumers per stage, in program order.
+        std::map<int64_t, SmallVector<OpOperand *>> uses;
+        for (OpOperand &use : v.getUses()) {
+          Operation *user = use.getOwner();
+          if (user == ret)
+            continue;
+          int64_t to = *stageOf(user);
+          if (to != from)
+            uses[to].push_back(&use);
+        }
+        for (auto &[to, list] : uses) {
+          b.setInsertionPointAfter(sendPoint);
+          auto send = ISendOp::create(b, op->getLoc(), v, to, tag);
+          copyTaskAttrs(op, send, from);
+          sendPoint = send;
+          b.setInsertionPoint(ret);
+          auto wait = WaitSendOp::create(b, op->getLoc(), send, v);
+          copyTaskAttrs(op, wait, from);
+
+          Operation *first = list.front()->getOwner();
+          for (OpOperand *use : list)
+            if (use->getOwner()->isBeforeInBlock(first))
+              first = use->getOwner();
+          b.setInsertionPoint(first);
+          auto recv = IRecvOp::create(b, op->getLoc(), v.getType(),
+                                      RequestType::get(b.getContext()), from,
+                                      tag);
+          copyTaskAttrs(first, recv, to);
+          auto value = WaitRecvOp::create(b, op->getLoc(), recv.getRequest(),
+                                          recv.getBuffer());
+          copyTaskAttrs(first, value, to);
+          for (OpOperand *use : list)
+            use->set(value);
+          ++tag;
+        }
+      }
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,125 @@
+//===- PartitionPipeline.cpp - weft-partition-pipeline --------------------===//
+//
+// Assigns each forward op a pipeline stage; see Passes.td for the cost of an
+// item and a cut, and weft/Analysis/Partition.h for the algorithm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Analysis/CostModel.h"
+#include "weft/Analysis/Partition.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace weft {
+#define GEN_PASS_DEF_PARTITIONPIPELINE
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+bool isFloatTensor(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+struct PartitionPipelinePass
+    : weft::impl::PartitionPipelineBase<PartitionPipelinePass> {
+  using PartitionPipelineBase::PartitionPipelineBase;
+
+  void runOnOperation() override {
+    if (failed(partition(getOperation())))
+      signalPassFailure();
+  }
+
+  LogicalResult partition(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    // Items: every op but constants, in program (topological) order.
+    SmallVector<Operation *> items;
+    llvm::DenseMap<Operation *, int64_t> itemOf;
+    for (Operation &op : body.without_terminator())
+      if (!isa<ConstantOp>(op)) {
+        itemOf[&op] = items.size();
+        items.push_back(&op);
+      }
+    int64_t n = items.size();
+    if (stages < 1 || stages > n)
+      return func.emitError("weft-partition-pipeline: stages=")
+             << stages << " must be between 1 and the number of ops (" << n
+             << ")";
+
+    // Which values are differentiable (reach back to a parameter): their
+    // ops have a backward pass, their cuts carry a gradient back.
+    llvm::DenseSet<Value> active;
+    for (BlockArgument arg : func.getArguments())
+      if (func.getArgAttr(arg.getArgNumber(), kParamAttr) && isFloatTensor(arg))
+        active.insert(arg);
+    DeviceModel device;
+    SmallVector<double> compute(n), cut(n > 0 ? n - 1 : 0, 0.0);
+    for (auto [i, op] : llvm::enumerate(items)) {
+      bool differentiable = llvm::any_of(
+          op->getOperands(), [&](Value v) { return active.contains(v); });
+      if (differentiable)
+        for (Value r : op->getResults())
+          if (isFloatTensor(r))
+            active.insert(r);
+      compute[i] = opSeconds(op, device) * (differentiable ? 3.0 : 1.0);
+    }
+    // A value produced by item d and last used by item u crosses the cuts
+    // d .. u-1 (difference array over the cuts).
+    SmallVector<double> delta(n + 1, 0.0);
+    for (auto [d, op] : llvm::enumerate(items))
+      for (Value r : op->getResults()) {
+        int64_t last = d;
+        for (Operation *user : r.getUsers())
+          if (auto it = itemOf.find(user); it != itemOf.end())
+            last = std::max(last, it->second);
+        if (last == static_cast<int64_t>(d))
+          continue;
+        double seconds = transferSeconds(byteSize(r.getType()), device) *
+                         (active.contains(r) ? 2.0 : 1.0);
+        delta[d] += seconds;
+        delta[last] -= seconds;
+      }
+    double running = 0;
+    for (int64_t i = 0; i + 1 < n; ++i)
+      cut[i] = running += delta[i];
+
+    Partition result;
+    if (!balance.empty()) {
+      if (static_cast<int64_t>(balance.size()) != stages)
+        return func.emitError("weft-partition-pipeline: balance has ")
+               << balance.size() << " entries for stages=" << stages;
+      int64_t sum = 0;
+      for (int64_t count : balance) {
+        if (count < 1)
+          return func.emitError("weft-partition-pipeline: balance entries "
+                                "must be >= 1, got ")
+                 << count;
+        sum += count;
+      }
+      if (sum != n)
+        return func.emitError("weft-partition-pipeline: balance sums to ")
+               << sum << " ops, the function has " << n
+               << " (constants excluded)";
+      result = partitionFromBalance(compute, cut, balance);
+    } else {
+      result = partitionBottleneck(compute, cut, stages);
+    }
+
+    Builder b(func.getContext());
+    for (int64_t s = 0; s < stages; ++s)
+      for (int64_t i = result.starts[s]; i < result.starts[s + 1]; ++i)
+        items[i]->setAttr(kStageAttr, b.getI64IntegerAttr(s));
+    func->setAttr(kPipelineStagesAttr, b.getI64IntegerAttr(stages));
+    return success();
+  }
+};
+
+} // namespace

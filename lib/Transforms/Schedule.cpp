@@ -1,0 +1,209 @@
+//===- Schedule.cpp - weft-schedule: one function per stage ---------------===//
+//
+// Orders each stage's ops by the pipeline schedule and outlines them into a
+// function per stage; see Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Analysis/Schedule.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <algorithm>
+#include <map>
+
+namespace weft {
+#define GEN_PASS_DEF_SCHEDULE
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+/// Where an op runs on its stage: task index, then a sub-position within the
+/// task (-1: at its start, 0: program order, 1: at its end).
+struct Slot {
+  int64_t task = 0;
+  int sub = 0;
+  int64_t order = 0; ///< program order, to break ties
+  bool operator<(const Slot &o) const {
+    return std::tie(task, sub, order) < std::tie(o.task, o.sub, o.order);
+  }
+};
+
+struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
+  using ScheduleBase::ScheduleBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto func = module.lookupSymbol<func::FuncOp>("main");
+    if (!func || !func->hasAttr(kPipelineStagesAttr))
+      return;
+    std::optional<ScheduleKind> kind = parseSchedule(schedule);
+    if (!kind) {
+      func.emitError("weft-schedule: unknown schedule '")
+          << schedule << "' (expected gpipe or 1f1b)";
+      return signalPassFailure();
+    }
+    int64_t stages =
+        func->getAttrOfType<IntegerAttr>(kPipelineStagesAttr).getInt();
+    int64_t microbatches = 1;
+    func.walk([&](Operation *op) {
+      if (std::optional<int64_t> mb = microBatchOf(op))
+        microbatches = std::max(microbatches, *mb + 1);
+    });
+    for (int64_t s = 0; s < stages; ++s)
+      if (failed(outlineStage(func, *kind, s, stages, microbatches)))
+        return signalPassFailure();
+    func.erase();
+  }
+
+  /// Each op of `stage` with its slot, sorted.
+  SmallVector<std::pair<Slot, Operation *>>
+  orderStage(func::FuncOp func, ScheduleKind kind, int64_t stage,
+             int64_t stages, int64_t microbatches) {
+    SmallVector<StageTask> tasks =
+        stageTasks(kind, stage, stages, microbatches);
+    std::map<std::pair<bool, int64_t>, int64_t> taskIndex;
+    for (auto [i, t] : llvm::enumerate(tasks))
+      taskIndex[{t.backward, t.microBatch}] = i;
+    int64_t lastTask = tasks.size(); // optimizer updates
+
+    llvm::DenseMap<Operation *, int64_t> taskOf;
+    SmallVector<Operation *> ops, unresolved;
+    Block &body = func.getBody().front();
+    for (Operation &op : body.without_terminator()) {
+      if (isa<ConstantOp>(op) || stageOf(&op) != stage)
+        continue;
+      ops.push_back(&op);
+      auto phase = op.getAttrOfType<StringAttr>(kPhaseAttr);
+      if (phase && phase.getValue() == "optimizer") {
+        taskOf[&op] = lastTask;
+      } else if (std::optional<int64_t> mb = microBatchOf(&op)) {
+        bool backward = phase && phase.getValue() == "backward";
+        taskOf[&op] = taskIndex.at({backward, *mb});
+      } else {
+        // Gradient sums across micro-batches: after the latest operand.
+        std::optional<int64_t> latest;
+        for (Value v : op.getOperands())
+          if (Operation *def = v.getDefiningOp())
+            if (auto it = taskOf.find(def); it != taskOf.end())
+              latest = std::max(latest.value_or(0), it->second);
+        if (latest)
+          taskOf[&op] = *latest;
+        else
+          unresolved.push_back(&op);
+      }
+    }
+    // No scheduled operand (micro-batch-free ops on arguments only): run
+    // them in the earliest task of a user.
+    for (Operation *op : llvm::reverse(unresolved)) {
+      int64_t earliest = lastTask;
+      for (Operation *user : op->getUsers())
+        if (auto it = taskOf.find(user); it != taskOf.end())
+          earliest = std::min(earliest, it->second);
+      taskOf[op] = earliest;
+    }
+
+    SmallVector<std::pair<Slot, Operation *>> order;
+    for (auto [i, op] : llvm::enumerate(ops)) {
+      Slot slot{taskOf[op], 0, static_cast<int64_t>(i)};
+      if (isa<IRecvOp>(op)) // post one task early: the transfer overlaps it
+        slot = {std::max<int64_t>(slot.task - 1, 0), -1, slot.order};
+      else if (isa<WaitSendOp>(op)) // the receiver has posted by then
+        slot = {std::min(slot.task + 1, lastTask), 1, slot.order};
+      order.push_back({slot, op});
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto &a, const auto &b) { return a.first < b.first; });
+    return order;
+  }
+
+  LogicalResult outlineStage(func::FuncOp func, ScheduleKind kind,
+                             int64_t stage, int64_t stages,
+                             int64_t microbatches) {
+    auto order = orderStage(func, kind, stage, stages, microbatches);
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    MLIRContext *ctx = func.getContext();
+
+    // Arguments the stage uses, in the original order.
+    llvm::SmallSetVector<unsigned, 16> argsUsed;
+    for (auto &[slot, op] : order)
+      for (Value v : op->getOperands())
+        if (auto arg = dyn_cast<BlockArgument>(v))
+          argsUsed.insert(arg.getArgNumber());
+    // Results the stage produces; results no stage computes (constants,
+    // arguments) go to stage 0.
+    SmallVector<unsigned> resultsOwned;
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      Operation *def = v.getDefiningOp();
+      std::optional<int64_t> owner =
+          def && !isa<ConstantOp>(def) ? stageOf(def) : std::optional<int64_t>(0);
+      if (owner == stage) {
+        resultsOwned.push_back(i);
+        if (auto arg = dyn_cast<BlockArgument>(v))
+          argsUsed.insert(arg.getArgNumber());
+      }
+    }
+    SmallVector<unsigned> args(argsUsed.begin(), argsUsed.end());
+    llvm::sort(args);
+
+    OpBuilder b(ctx);
+    b.setInsertionPoint(func);
+    SmallVector<Type> argTypes, resultTypes;
+    for (unsigned i : args)
+      argTypes.push_back(func.getArgument(i).getType());
+    for (unsigned i : resultsOwned)
+      resultTypes.push_back(ret.getOperand(i).getType());
+    auto stageFunc = func::FuncOp::create(
+        b, func.getLoc(), ("stage" + std::to_string(stage)),
+        FunctionType::get(ctx, argTypes, resultTypes));
+    for (auto [k, i] : llvm::enumerate(args))
+      stageFunc.setArgAttrs(k, func.getArgAttrDict(i));
+    for (auto [k, i] : llvm::enumerate(resultsOwned))
+      stageFunc.setResultAttrs(k, func.getResultAttrDict(i));
+    stageFunc->setAttr(kStageAttr, b.getI64IntegerAttr(stage));
+    stageFunc->setAttr(kPipelineStagesAttr, b.getI64IntegerAttr(stages));
+    stageFunc->setAttr("weft.micro_batches", b.getI64IntegerAttr(microbatches));
+    stageFunc->setAttr("weft.schedule", b.getStringAttr(scheduleName(kind)));
+
+    Block *entry = stageFunc.addEntryBlock();
+    IRMapping map;
+    for (auto [k, i] : llvm::enumerate(args))
+      map.map(func.getArgument(i), entry->getArgument(k));
+    b.setInsertionPointToEnd(entry);
+    // Constants first: every stage has its own copy of those it uses.
+    auto cloneConstants = [&](Operation *op) {
+      for (Value v : op->getOperands())
+        if (auto constant = v.getDefiningOp<ConstantOp>();
+            constant && !map.contains(v))
+          b.clone(*constant, map);
+    };
+    for (auto &[slot, op] : order)
+      cloneConstants(op);
+    cloneConstants(ret);
+    for (auto &[slot, op] : order) {
+      for (Value v : op->getOperands())
+        if (!map.contains(v))
+          return op->emitError("weft-schedule: operand of stage ")
+                 << stage << " op is not available on the stage (produced "
+                 << "on another stage without a transfer, or scheduled "
+                 << "after this use)";
+      b.clone(*op, map);
+    }
+    SmallVector<Value> results;
+    for (unsigned i : resultsOwned)
+      results.push_back(map.lookup(ret.getOperand(i)));
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    return success();
+  }
+};
+
+} // namespace
