@@ -13,8 +13,11 @@
 
 namespace weft::rt {
 
-Executor::Executor(const Plan &plan, int64_t rank, Backend &backend)
-    : plan(plan), rankPlan(plan.ranks.at(rank)), backend(backend) {
+Executor::Executor(const Plan &plan, int64_t rank, Backend &backend,
+                   Communicator *comm)
+    : plan(plan), rankPlan(plan.ranks.at(rank)), backend(backend),
+      ownComm(comm ? nullptr : createSelfCommunicator()),
+      comm(comm ? comm : ownComm.get()) {
   arena = static_cast<char *>(backend.allocateArena(rankPlan.arenaBytes));
   for (const ConstantDesc &c : rankPlan.constants)
     backend.upload(arena + rankPlan.buffers[c.buffer].offset, c.bytes.data(),
@@ -86,10 +89,11 @@ void Executor::loadWeights() {
   loadInitializers(plan.modelPath, all, "weight");
 }
 
-void Executor::saveCheckpoint(const std::string &path,
-                              int64_t stepsDone) const {
+void Executor::saveCheckpoint(const std::string &path, int64_t stepsDone,
+                              bool mergeIntoExisting) const {
   onnx::ModelProto model =
-      readModel(plan.modelPath, plan.path + ": model.path");
+      mergeIntoExisting ? readModel(path, "--save")
+                        : readModel(plan.modelPath, plan.path + ": model.path");
   std::map<std::string, const NamedBuffer *> current;
   for (const auto *list : {&rankPlan.params, &rankPlan.state})
     for (const NamedBuffer &named : *list)
@@ -109,14 +113,26 @@ void Executor::saveCheckpoint(const std::string &path,
   writeModelAtomically(model, path);
 
   onnx::ModelProto optim;
-  optim.set_ir_version(model.ir_version());
-  auto *steps = optim.add_metadata_props();
-  steps->set_key("weft.steps");
-  steps->set_value(std::to_string(stepsDone));
+  if (mergeIntoExisting) {
+    optim = readModel(path + ".optim", "--save");
+  } else {
+    optim.set_ir_version(model.ir_version());
+    auto *steps = optim.add_metadata_props();
+    steps->set_key("weft.steps");
+    steps->set_value(std::to_string(stepsDone));
+  }
+  std::map<std::string, onnx::TensorProto *> existing;
+  for (onnx::TensorProto &t : *optim.mutable_graph()->mutable_initializer())
+    existing[t.name()] = &t;
   for (const NamedBuffer &named : rankPlan.optimizerState) {
     const BufferDesc &b = rankPlan.buffers[named.buffer];
     std::string bytes(b.bytes, '\0');
     backend.download(bytes.data(), arena + b.offset, b.bytes);
+    // A tied parameter's state is held by several ranks, equal on each.
+    if (auto it = existing.find(named.name); it != existing.end()) {
+      it->second->set_raw_data(bytes);
+      continue;
+    }
     onnx::TensorProto *t = optim.mutable_graph()->add_initializer();
     t->set_name(named.name);
     t->set_data_type(onnxTypeOf(b.dtype));
@@ -185,31 +201,59 @@ void Executor::run(int64_t step, uint64_t seed,
   auto origin = clock::now();
   for (size_t i = 0; i < rankPlan.instructions.size(); ++i) {
     const Instruction &inst = rankPlan.instructions[i];
-    KernelContext ctx{seed, step, inst.microBatch, static_cast<int64_t>(i)};
-    KernelCall call{inst.kernel, {}, {}, inst.attrs, ctx};
-    for (int64_t b : inst.inputs)
-      call.in.push_back(view(b));
-    for (int64_t b : inst.outputs)
-      call.out.push_back(view(b));
     auto start = clock::now();
     try {
-      backend.launch(call);
+      if (inst.op == "compute")
+        launch(inst, i, step, seed);
+      else
+        transfer(inst);
     } catch (const nlohmann::json::exception &e) {
       throw Error("instruction " + std::to_string(i) + " (" + inst.name +
                   "): kernel " + inst.kernel + ": bad attribute: " + e.what());
     } catch (const Error &e) {
-      throw Error("instruction " + std::to_string(i) + " (" + inst.name +
+      throw Error("instruction " + std::to_string(i) + " (" +
+                  (inst.op == "compute" ? inst.name
+                                        : inst.op + " tag " +
+                                              std::to_string(inst.tag)) +
                   "): " + e.what());
     }
     if (trace) {
       backend.synchronize();
       auto end = clock::now();
       using us = std::chrono::duration<double, std::micro>;
-      trace->push_back({inst.name, inst.kernel, step, rankPlan.rank,
-                        us(start - origin).count(), us(end - start).count()});
+      trace->push_back({inst.name, inst.op == "compute" ? inst.kernel : inst.op,
+                        inst.phase, inst.microBatch, inst.op != "compute", step,
+                        rankPlan.rank, us(start - origin).count(),
+                        us(end - start).count()});
     }
   }
   backend.synchronize();
+}
+
+void Executor::launch(const Instruction &inst, size_t index, int64_t step,
+                      uint64_t seed) {
+  KernelContext ctx{seed, step, inst.microBatch, static_cast<int64_t>(index)};
+  KernelCall call{inst.kernel, {}, {}, inst.attrs, ctx};
+  for (int64_t b : inst.inputs)
+    call.in.push_back(view(b));
+  for (int64_t b : inst.outputs)
+    call.out.push_back(view(b));
+  backend.launch(call);
+}
+
+void Executor::transfer(const Instruction &inst) {
+  // The CPU backend computes synchronously, so a buffer is ready to send as
+  // soon as its producer returned; a device backend would record an event on
+  // the compute stream and post on a copy stream after it.
+  if (inst.op == "isend") {
+    const BufferDesc &b = rankPlan.buffers[inst.inputs[0]];
+    comm->isend(arena + b.offset, b.bytes, inst.peer, inst.tag);
+  } else if (inst.op == "irecv") {
+    const BufferDesc &b = rankPlan.buffers[inst.outputs[0]];
+    comm->irecv(arena + b.offset, b.bytes, inst.peer, inst.tag);
+  } else {
+    comm->wait(inst.tag);
+  }
 }
 
 const BufferDesc &Executor::outputBuffer(const std::string &name) const {

@@ -3,6 +3,8 @@
 #include "weft/runtime/Plan.h"
 
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 using json = nlohmann::json;
@@ -171,20 +173,35 @@ parseRank(const Field &f,
     Field in = instructions.at(i);
     Instruction d;
     d.op = in.at("op").string();
-    if (d.op != "compute")
+    static const char *ops[] = {"compute", "isend", "irecv", "wait_send",
+                                "wait_recv"};
+    if (std::find(std::begin(ops), std::end(ops), d.op) == std::end(ops))
       in.at("op").fail("unknown instruction '" + d.op +
-                       "' (plan version 1 has 'compute')");
-    d.kernel = in.at("kernel").string();
-    if (!knownKernel(d.kernel))
-      in.at("kernel").fail("unknown kernel '" + d.kernel + "'");
+                       "' (expected compute, isend, irecv, wait_send or "
+                       "wait_recv)");
     d.name = in.has("name") ? in.at("name").string() : "";
     d.phase = in.at("phase").string();
     d.microBatch = in.at("micro_batch").nonNegative();
     d.inputs = in.at("inputs").ids(count);
     d.outputs = in.at("outputs").ids(count);
-    d.attrs = in.at("attrs").value;
-    if (!d.attrs.is_object())
-      in.at("attrs").fail("expected an object");
+    if (d.op == "compute") {
+      d.kernel = in.at("kernel").string();
+      if (!knownKernel(d.kernel))
+        in.at("kernel").fail("unknown kernel '" + d.kernel + "'");
+      d.attrs = in.at("attrs").value;
+      if (!d.attrs.is_object())
+        in.at("attrs").fail("expected an object");
+    } else {
+      d.tag = in.at("tag").nonNegative();
+      if (d.op == "isend" || d.op == "irecv")
+        d.peer = in.at("peer").nonNegative();
+      // Each transfer moves one buffer: the isend's input, the irecv's
+      // output; the waits name the same buffer to keep it live.
+      size_t expected = d.op == "irecv" ? d.outputs.size() : d.inputs.size();
+      if (expected != 1)
+        in.at(d.op == "irecv" ? "outputs" : "inputs")
+            .fail(d.op + " moves exactly one buffer");
+    }
     rank.instructions.push_back(std::move(d));
   }
   return rank;
@@ -201,6 +218,67 @@ std::vector<InputDesc> parseIO(const Field &list) {
     out.push_back(d);
   }
   return out;
+}
+
+/// Every isend has exactly one irecv with its tag on its peer, from its
+/// rank, of the same byte size, and every transfer is posted before it is
+/// waited for; otherwise the ranks would hang.
+void checkTransfers(const Plan &plan, const Field &ranks) {
+  struct Side {
+    int64_t rank = -1, peer = -1, bytes = 0;
+    size_t index = 0;
+  };
+  std::map<int64_t, Side> sends, recvs;
+  int64_t n = plan.ranks.size();
+  for (const RankPlan &rank : plan.ranks) {
+    std::set<int64_t> posted;
+    for (size_t i = 0; i < rank.instructions.size(); ++i) {
+      const Instruction &inst = rank.instructions[i];
+      if (inst.op == "compute")
+        continue;
+      Field field = ranks.at(rank.rank).at("instructions").at(i);
+      if (inst.op == "isend" || inst.op == "irecv") {
+        if (inst.peer >= n || inst.peer == rank.rank)
+          field.at("peer").fail("peer " + std::to_string(inst.peer) +
+                                " is not another rank of this " +
+                                std::to_string(n) + "-rank plan");
+        auto &sides = inst.op == "isend" ? sends : recvs;
+        int64_t buffer = inst.op == "isend" ? inst.inputs[0] : inst.outputs[0];
+        if (!sides
+                 .insert({inst.tag,
+                          {rank.rank, inst.peer, rank.buffers[buffer].bytes, i}})
+                 .second)
+          field.at("tag").fail("tag " + std::to_string(inst.tag) +
+                               " is posted twice");
+        posted.insert(inst.tag);
+      } else if (!posted.count(inst.tag)) {
+        field.at("tag").fail(inst.op + " of tag " + std::to_string(inst.tag) +
+                             " before its transfer is posted on this rank");
+      }
+    }
+  }
+  for (const auto &[tag, send] : sends) {
+    auto it = recvs.find(tag);
+    Field field = ranks.at(send.rank).at("instructions").at(send.index);
+    if (it == recvs.end() || it->second.rank != send.peer ||
+        it->second.peer != send.rank)
+      field.at("tag").fail("no irecv of tag " + std::to_string(tag) +
+                           " on rank " + std::to_string(send.peer) +
+                           " from rank " + std::to_string(send.rank));
+    if (it->second.bytes != send.bytes)
+      field.at("tag").fail("sends " + std::to_string(send.bytes) +
+                           " bytes, the irecv on rank " +
+                           std::to_string(send.peer) + " expects " +
+                           std::to_string(it->second.bytes));
+  }
+  for (const auto &[tag, recv] : recvs)
+    if (!sends.count(tag))
+      ranks.at(recv.rank)
+          .at("instructions")
+          .at(recv.index)
+          .at("tag")
+          .fail("no isend of tag " + std::to_string(tag) + " on rank " +
+                std::to_string(recv.peer));
 }
 
 } // namespace
@@ -233,8 +311,12 @@ Plan parsePlan(const std::string &text, const std::string &path,
   Field ranks = f.at("ranks");
   if (ranks.size() == 0)
     ranks.fail("a plan needs at least one rank");
-  for (size_t i = 0; i < ranks.size(); ++i)
+  for (size_t i = 0; i < ranks.size(); ++i) {
     plan.ranks.push_back(parseRank(ranks.at(i), knownKernel));
+    if (plan.ranks.back().rank != static_cast<int64_t>(i))
+      ranks.at(i).at("rank").fail("ranks must be listed as 0, 1, 2, ...");
+  }
+  checkTransfers(plan, ranks);
   return plan;
 }
 

@@ -1,8 +1,11 @@
 //===- weft-run.cpp - execute a weft plan ---------------------------------===//
 //
-// weft-run PLAN.json [--data DIR | --data synthetic] [--seed S] [--steps K]
-//          [--threads N] [--log-json FILE] [--trace FILE] [--dump-outputs DIR]
+// [mpirun -np P] weft-run PLAN.json [--data DIR | --data synthetic] [--seed S]
+//          [--steps K] [--threads N] [--log-json FILE] [--trace FILE]
+//          [--dump-outputs DIR] [--save OUT.onnx] [--resume CKPT.onnx]
 //
+// A plan with P ranks (pipeline stages) runs as P MPI processes, one rank
+// each; the rank holding the loss prints the log.
 // Loads and validates the plan, loads weights from the model it names, and
 // runs K steps, printing the loss of each. Exit status 1 with one line
 // naming the problem on any bad plan, weight or data file.
@@ -10,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/runtime/Backend.h"
+#include "weft/runtime/Communicator.h"
 #include "weft/runtime/Data.h"
 #include "weft/runtime/Executor.h"
 #include "weft/runtime/OnnxTensor.h"
@@ -21,6 +25,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 using namespace weft::rt;
 using json = nlohmann::json;
@@ -103,70 +108,135 @@ Options parse(int argc, char **argv) {
   return o;
 }
 
-/// The loss: the first scalar float output.
-std::optional<double> lossOf(const Plan &plan, const Executor &executor) {
+/// The loss: the first scalar float output of the plan, and the rank that
+/// produces it (the last pipeline stage); rank -1 when there is none.
+std::pair<std::string, int64_t> lossOutput(const Plan &plan) {
   for (const InputDesc &out : plan.outputs) {
     if (!out.shape.empty() || out.dtype != DType::F32)
       continue;
-    float v;
-    std::string bytes = executor.output(out.name);
-    std::memcpy(&v, bytes.data(), 4);
-    return v;
+    for (const RankPlan &rank : plan.ranks)
+      for (const NamedBuffer &named : rank.outputs)
+        if (named.name == out.name)
+          return {out.name, rank.rank};
   }
-  return std::nullopt;
+  return {"", -1};
 }
 
-void writeTrace(const std::string &path,
-                const std::vector<TraceEvent> &events) {
+/// The measured timeline in the format of weftc --timeline: per rank,
+/// consecutive instructions of one task (F<i>, B<i>, U) merged into one slice
+/// on thread 0, transfers (mostly their waits) on thread 1.
+json traceEvents(const std::vector<TraceEvent> &events) {
   json list = json::array();
-  for (const TraceEvent &e : events)
-    list.push_back({{"name", e.kernel},
-                    {"cat", "compute"},
-                    {"ph", "X"},
-                    {"ts", e.startUs},
-                    {"dur", e.durationUs},
-                    {"pid", e.rank},
-                    {"tid", 0},
-                    {"args", {{"node", e.name}, {"step", e.step}}}});
-  std::ofstream out(path);
-  if (!out)
-    throw Error("--trace: cannot write '" + path + "'");
-  out << json{{"traceEvents", list}, {"displayTimeUnit", "ms"}}.dump() << "\n";
+  auto taskOf = [](const TraceEvent &e) {
+    if (e.phase == "optimizer")
+      return std::string("U");
+    return (e.phase == "backward" ? "B" : "F") + std::to_string(e.microBatch);
+  };
+  json open;
+  for (const TraceEvent &e : events) {
+    if (e.transfer) {
+      if (e.durationUs > 0)
+        list.push_back({{"name", e.kernel},
+                        {"cat", "transfer"},
+                        {"ph", "X"},
+                        {"ts", e.startUs},
+                        {"dur", e.durationUs},
+                        {"pid", e.rank},
+                        {"tid", 1},
+                        {"args", {{"step", e.step}}}});
+      continue;
+    }
+    std::string task = taskOf(e);
+    std::string category = e.phase.empty() ? "forward" : e.phase;
+    if (!open.is_null() &&
+        (open["name"] != task || open["args"]["step"] != e.step)) {
+      list.push_back(open);
+      open = nullptr;
+    }
+    if (open.is_null())
+      open = {{"name", task},
+              {"cat", category},
+              {"ph", "X"},
+              {"ts", e.startUs},
+              {"dur", 0.0},
+              {"pid", e.rank},
+              {"tid", 0},
+              {"args", {{"step", e.step}}}};
+    open["dur"] = e.startUs + e.durationUs - open["ts"].get<double>();
+  }
+  if (!open.is_null())
+    list.push_back(open);
+  return list;
 }
 
-int run(const Options &o) {
+int run(const Options &o, Communicator &comm) {
   std::unique_ptr<Backend> backend = createCpuBackend();
   backend->setThreads(o.threads);
   Plan plan = loadPlan(
       o.plan, [&](const std::string &k) { return backend->hasKernel(k); });
-  if (plan.ranks.size() != 1)
-    throw Error(o.plan + ": ranks: " + std::to_string(plan.ranks.size()) +
-                " ranks; this weft-run executes single-rank plans");
-  Executor executor(plan, 0, *backend);
+  int64_t ranks = plan.ranks.size();
+  if (ranks != comm.size())
+    throw Error(o.plan + ": ranks: the plan has " + std::to_string(ranks) +
+                " rank(s), this run has " + std::to_string(comm.size()) +
+                " process(es); start it with mpirun -np " +
+                std::to_string(ranks) + " weft-run " + o.plan);
+  int64_t rank = comm.rank();
+  Executor executor(plan, rank, *backend, &comm);
   executor.loadWeights();
   // Steps are numbered globally: a resumed run continues the data, the
   // optimizer's step count and the dropout RNG where the checkpoint stopped.
   int64_t first = o.resume.empty() ? 0 : executor.loadCheckpoint(o.resume);
+  auto [lossName, lossRank] = lossOutput(plan);
+  // The rank holding the loss writes the console log and --log-json.
+  int64_t logRank = lossRank >= 0 ? lossRank : 0;
+  bool logs = rank == logRank;
 
   std::ofstream log;
-  if (!o.logJson.empty()) {
+  if (logs && !o.logJson.empty()) {
     log.open(o.logJson);
     if (!log)
       throw Error("--log-json: cannot write '" + o.logJson + "'");
   }
+  std::set<std::string> mine;
+  for (const NamedBuffer &in : plan.ranks[rank].inputs)
+    mine.insert(in.name);
+  std::vector<int64_t> rankArena = comm.allGather(executor.arenaBytes());
+  std::vector<int64_t> rankPeak = comm.allGather(executor.peakBytes());
+  int64_t arenaMax = *std::max_element(rankArena.begin(), rankArena.end());
+  int64_t peakMax = *std::max_element(rankPeak.begin(), rankPeak.end());
   std::vector<TraceEvent> trace;
   auto began = std::chrono::steady_clock::now();
   for (int64_t step = first; step < first + o.steps; ++step) {
     auto inputs = o.data == "synthetic" ? syntheticInputs(plan, o.seed, step)
                                         : readStepInputs(plan, o.data, step);
     for (const auto &[name, bytes] : inputs)
-      executor.setInput(name, bytes);
+      if (mine.count(name))
+        executor.setInput(name, bytes);
     auto start = std::chrono::steady_clock::now();
     executor.run(step, o.seed, o.trace.empty() ? nullptr : &trace);
-    double seconds =
+    double local =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    std::optional<double> loss = lossOf(plan, executor);
+    // A step ends when its slowest rank does.
+    std::vector<int64_t> micros = comm.allGather(int64_t(local * 1e6));
+    double seconds =
+        *std::max_element(micros.begin(), micros.end()) / 1e6;
+    std::optional<double> loss;
+    if (logs && lossRank >= 0) {
+      float v;
+      std::string bytes = executor.output(lossName);
+      std::memcpy(&v, bytes.data(), 4);
+      loss = v;
+    }
+    if (!o.dumpOutputs.empty())
+      for (const NamedBuffer &out : plan.ranks[rank].outputs) {
+        const BufferDesc &b = executor.outputBuffer(out.name);
+        writeTensorFile(o.dumpOutputs + "/step_" + std::to_string(step) + "/" +
+                            out.name + ".pb",
+                        out.name, b.dtype, b.shape, executor.output(out.name));
+      }
+    if (!logs)
+      continue;
     double samples = plan.globalBatch / std::max(seconds, 1e-12);
     double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
@@ -177,40 +247,73 @@ int run(const Options &o) {
                 "bytes  ETA %.1f s\n",
                 (long long)step + 1, (long long)(first + o.steps),
                 loss ? std::to_string(*loss).c_str() : "n/a", seconds, samples,
-                (long long)executor.peakBytes(), eta);
+                (long long)peakMax, eta);
     std::fflush(stdout);
     if (log.is_open())
       log << json{{"step", step + 1},
                   {"loss", loss ? json(*loss) : json(nullptr)},
                   {"seconds", seconds},
                   {"samples_per_s", samples},
-                  {"arena_bytes", executor.arenaBytes()},
-                  {"peak_bytes", executor.peakBytes()}}
+                  {"arena_bytes", arenaMax},
+                  {"peak_bytes", peakMax},
+                  {"rank_arena_bytes", rankArena},
+                  {"rank_peak_bytes", rankPeak}}
                  .dump()
           << std::endl;
-    if (!o.dumpOutputs.empty())
-      for (const InputDesc &out : plan.outputs)
-        writeTensorFile(o.dumpOutputs + "/step_" + std::to_string(step) + "/" +
-                            out.name + ".pb",
-                        out.name, out.dtype, out.shape,
-                        executor.output(out.name));
   }
-  if (!o.trace.empty())
-    writeTrace(o.trace, trace);
-  if (!o.save.empty())
-    executor.saveCheckpoint(o.save, first + o.steps);
+  if (!o.trace.empty()) {
+    // Every rank's slices, gathered into one file on rank 0.
+    std::vector<std::string> parts =
+        comm.gatherStrings(traceEvents(trace).dump(), 0);
+    if (rank == 0) {
+      json all = json::array();
+      for (const std::string &part : parts)
+        for (json &e : json::parse(part))
+          all.push_back(std::move(e));
+      std::ofstream out(o.trace);
+      if (!out)
+        throw Error("--trace: cannot write '" + o.trace + "'");
+      out << json{{"traceEvents", all}, {"displayTimeUnit", "ms"}}.dump()
+          << "\n";
+    }
+  }
+  if (!o.save.empty()) {
+    // Ranks write their parameters into the checkpoint in turn, each
+    // starting from the previous rank's file (rank 0 from the model).
+    for (int64_t r = 0; r < ranks; ++r) {
+      if (r == rank)
+        executor.saveCheckpoint(o.save, first + o.steps,
+                                /*mergeIntoExisting=*/r > 0);
+      comm.barrier();
+    }
+  }
   return 0;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
+  // Under mpirun every rank is a process of one MPI job; alone, weft-run
+  // runs single-rank plans without MPI.
+  std::unique_ptr<Communicator> comm = launchedByMpi()
+                                           ? createMpiCommunicator(&argc, &argv)
+                                           : createSelfCommunicator();
+  std::string prefix = comm->size() > 1
+                           ? "weft-run: rank " + std::to_string(comm->rank()) +
+                                 ": "
+                           : "weft-run: ";
+  std::string message;
   try {
-    return run(parse(argc, argv));
+    return run(parse(argc, argv), *comm);
   } catch (const Error &e) {
-    std::fprintf(stderr, "weft-run: %s\n", e.what());
+    message = prefix + e.what();
   } catch (const std::exception &e) {
-    std::fprintf(stderr, "weft-run: internal error: %s\n", e.what());
+    message = prefix + "internal error: " + e.what();
   }
+  // One failing rank ends them all (MPI_Abort), so none waits forever on a
+  // transfer from it.
+  if (comm->size() > 1)
+    comm->abort(message);
+  std::fprintf(stderr, "%s\n", message.c_str());
   return 1;
 }

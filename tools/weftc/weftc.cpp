@@ -8,7 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PipelineReport.h"
+
 #include "weft/Analysis/ModelSummary.h"
+#include "weft/Analysis/Schedule.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Import/ONNX/ImportONNX.h"
 #include "weft/Target/Plan/EmitPlan.h"
@@ -110,6 +113,28 @@ cl::opt<int64_t> microbatches(
     cl::desc("Split the global batch into M micro-batches per step; gradients "
              "accumulate, one optimizer step (default 1)"),
     cl::init(1), cl::cat(category));
+cl::opt<int64_t> pipelineParallel(
+    "pipeline-parallel",
+    cl::desc("Split the training step into P pipeline stages, one MPI rank "
+             "each (default 1)"),
+    cl::init(1), cl::cat(category));
+cl::opt<std::string> schedule(
+    "schedule",
+    cl::desc("Pipeline schedule: 1f1b (default) or gpipe"),
+    cl::init("1f1b"), cl::cat(category));
+cl::list<int64_t> balance(
+    "balance",
+    cl::desc("Ops per stage, e.g. 40,60 (torchgpipe's balance); default: "
+             "the cost-balanced partition"),
+    cl::CommaSeparated, cl::cat(category));
+cl::opt<std::string> timeline(
+    "timeline",
+    cl::desc("Write the predicted pipeline timeline as a Chrome trace"),
+    cl::value_desc("file.json"), cl::init(""), cl::cat(category));
+cl::opt<bool> timelineAscii(
+    "timeline-ascii",
+    cl::desc("Print the predicted pipeline timeline as a text Gantt chart"),
+    cl::init(false), cl::cat(category));
 cl::opt<bool> listOps("list-supported-ops",
                       cl::desc("Print the supported ONNX operators and exit"),
                       cl::init(false), cl::cat(category));
@@ -166,6 +191,31 @@ bool isTrainable(func::FuncOp func) {
   return scalarLoss && hasParams;
 }
 
+/// The stage table and the predicted timeline of a pipelined module. The
+/// table goes to stdout, or to stderr when the output itself is stdout.
+LogicalResult reportPipeline(ModuleOp module, raw_ostream &os) {
+  weft::DeviceModel device;
+  weft::SimResult prediction =
+      weft::simulatePipeline(weft::stagePrograms(module, device), device);
+  raw_ostream &report = outputFile == "-" ? errs() : outs();
+  weft::printStageTable(module, prediction, report);
+  if (timelineAscii)
+    weft::printAsciiTimeline(prediction, prediction.busySeconds.size(),
+                             report);
+  if (!timeline.empty()) {
+    std::string error;
+    auto file = openOutputFile(timeline, &error);
+    if (!file) {
+      errs() << "weftc: --timeline: cannot write '" << timeline
+             << "': " << error << "\n";
+      return failure();
+    }
+    file->os() << weft::chromeTrace(prediction.events) << "\n";
+    file->keep();
+  }
+  return success();
+}
+
 LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
                            const weft::ImportOptions &options,
                            raw_ostream &os) {
@@ -196,10 +246,22 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   // --train sends any model through weft-autodiff, whose errors say why a
   // model cannot train; without it, a model without a loss compiles forward.
   bool training = train || (!forwardOnly && isTrainable(func));
+  bool pipelined = pipelineParallel > 1;
+  if (pipelined && !(gradients || training)) {
+    errs() << "weftc: --pipeline-parallel needs a training step (or "
+              "--gradients); " << source << " compiles forward only\n";
+    return failure();
+  }
   if (gradients || training) {
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
+    // Pipeline stages are chosen on the forward graph; backward ops inherit
+    // their forward op's stage.
+    if (pipelined)
+      pm.addNestedPass<func::FuncOp>(weft::createPartitionPipeline(
+          {pipelineParallel, SmallVector<int64_t>(balance.begin(),
+                                                  balance.end())}));
     // The backward pass: loss -> parameter gradients.
     pm.addNestedPass<func::FuncOp>(weft::createAutodiff());
     // GPipe micro-batches: M copies of forward+backward, gradients summed.
@@ -222,9 +284,18 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
       options.eps = eps;
       pm.addNestedPass<func::FuncOp>(weft::createAppendOptimizer(options));
     }
+    if (pipelined) {
+      // Transfers between stages, the per-stage task order, and the
+      // deadlock check that predicts the timeline.
+      pm.addNestedPass<func::FuncOp>(weft::createInsertSendRecv());
+      pm.addPass(weft::createSchedule({schedule}));
+      pm.addPass(weft::createSimulatePipeline());
+    }
     if (failed(pm.run(*module)))
       return failure();
   }
+  if (pipelined && failed(reportPipeline(*module, os)))
+    return failure();
   switch (emit) {
   case Emit::MLIR:
     module->print(os);
@@ -268,6 +339,19 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.microbatches = microbatches;
+  if (pipelineParallel < 1) {
+    errs() << "weftc: --pipeline-parallel must be at least 1\n";
+    return 1;
+  }
+  if (!weft::parseSchedule(schedule)) {
+    errs() << "weftc: --schedule '" << schedule
+           << "': expected gpipe or 1f1b\n";
+    return 1;
+  }
+  if (!balance.empty() && pipelineParallel < 2) {
+    errs() << "weftc: --balance needs --pipeline-parallel of 2 or more\n";
+    return 1;
+  }
   std::string error;
   for (const std::string &spec : inputShapes)
     if (failed(weft::parseInputShape(spec, options.inputShapes, error))) {

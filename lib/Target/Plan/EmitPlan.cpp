@@ -12,9 +12,12 @@
 #include "llvm/Support/SHA256.h"
 
 #include <functional>
+#include <map>
+#include <set>
 
 using namespace mlir;
 using json = nlohmann::json;
+using namespace weft;
 
 std::string weft::sha256File(StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
@@ -177,10 +180,18 @@ void weft::printPlan(const json &plan, llvm::raw_ostream &os) {
   os << "\n";
 }
 
-FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
-  auto func = module.lookupSymbol<func::FuncOp>("main");
-  if (!func)
-    return module.emitError("plan emission needs a func.func @main");
+namespace {
+
+/// A rank's section of the plan, plus what it contributes to the global
+/// input and output lists.
+struct RankSection {
+  json rank, inputs, outputs;
+  int64_t microBatches = 1;
+};
+
+FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
+                                int64_t stage,
+                                std::map<int64_t, int64_t> &dropoutCount) {
   MemoryPlan memory = planMemory(func);
 
   // Buffer ids: one per value, in definition order; views point at the
@@ -189,8 +200,10 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   llvm::DenseMap<unsigned, int64_t> storageOwner;
   json buffers = json::array();
   auto addBuffer = [&](Value v) -> LogicalResult {
+    if (!isa<RankedTensorType>(v.getType()))
+      return success(); // a transfer request: no bytes
     auto type = cast<RankedTensorType>(v.getType());
-    std::string dtype = dtypeName(type.getElementType());
+    std::string dtype = weft::dtypeName(type.getElementType());
     if (dtype.empty())
       return emitError(v.getLoc()) << "a plan cannot hold " << type;
     unsigned storage = memory.storageOf.lookup(v);
@@ -210,7 +223,10 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
     return success();
   };
 
-  json inputs = json::array(), params = json::array(), state = json::array(),
+  RankSection section;
+  section.inputs = json::array();
+  section.outputs = json::array();
+  json params = json::array(), state = json::array(),
        optimizerState = json::array(), rankInputs = json::array();
   for (BlockArgument arg : func.getArguments()) {
     if (failed(addBuffer(arg)))
@@ -235,13 +251,12 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
                     {"shape", type.getShape().vec()}};
       if (std::optional<int64_t> bound = indexBound(arg))
         input["index_bound"] = *bound;
-      inputs.push_back(input);
+      section.inputs.push_back(input);
       rankInputs.push_back({{"name", inName}, {"buffer", id}});
     }
   }
 
   json constants = json::array(), instructions = json::array();
-  int64_t dropoutCount = 0;
   for (Operation &op : func.getBody().front().without_terminator()) {
     for (Value result : op.getResults())
       if (failed(addBuffer(result)))
@@ -256,46 +271,66 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
     }
     if (isa<ReshapeOp>(op))
       continue; // a view: no work, its buffer aliases the operand's bytes
-    NamedAttrList attrList(op.getAttrDictionary());
-    op.getName().populateDefaultAttrs(attrList);
-    json attrs = json::object();
     std::string phase = "forward";
-    int64_t microBatch = 0;
-    for (NamedAttribute attr : attrList) {
-      if (attr.getName() == kPhaseAttr) {
-        phase = cast<StringAttr>(attr.getValue()).str();
-        continue;
-      }
-      if (attr.getName() == "weft.micro_batch") {
-        microBatch = cast<IntegerAttr>(attr.getValue()).getInt();
-        continue;
-      }
-      json value = attributeJSON(attr.getValue());
-      if (value.is_null())
-        return op.emitError("plan emission cannot encode attribute ")
-               << attr.getName();
-      attrs[attr.getName().str()] = value;
-    }
-    // Dropout masks are keyed by a stable id per dropout op (not the
-    // instruction index), so a recomputed forward draws the same mask.
-    if (isa<DropoutOp>(op))
-      attrs["rng_id"] = dropoutCount++;
+    if (auto attr = op.getAttrOfType<StringAttr>(kPhaseAttr))
+      phase = attr.str();
+    int64_t microBatch = microBatchOf(&op).value_or(0);
+    section.microBatches = std::max(section.microBatches, microBatch + 1);
     json in = json::array(), out = json::array();
     for (Value v : op.getOperands())
-      in.push_back(bufferId[v]);
+      if (bufferId.count(v))
+        in.push_back(bufferId[v]);
     for (Value v : op.getResults())
-      out.push_back(bufferId[v]);
-    instructions.push_back({{"op", "compute"},
-                            {"kernel", op.getName().stripDialect().str()},
-                            {"name", nodeName(op.getLoc())},
-                            {"inputs", in},
-                            {"outputs", out},
-                            {"attrs", attrs},
-                            {"phase", phase},
-                            {"micro_batch", microBatch}});
+      if (bufferId.count(v))
+        out.push_back(bufferId[v]);
+    json inst = {{"op", "compute"},
+                 {"name", nodeName(op.getLoc())},
+                 {"inputs", in},
+                 {"outputs", out},
+                 {"phase", phase},
+                 {"micro_batch", microBatch}};
+    // Transfers: peers are ranks (one rank per stage on the pipeline axis).
+    if (auto send = dyn_cast<ISendOp>(op)) {
+      inst["op"] = "isend";
+      inst["peer"] = send.getPeer();
+      inst["tag"] = send.getTag();
+    } else if (auto recv = dyn_cast<IRecvOp>(op)) {
+      inst["op"] = "irecv";
+      inst["peer"] = recv.getPeer();
+      inst["tag"] = recv.getTag();
+    } else if (auto wait = dyn_cast<WaitSendOp>(op)) {
+      inst["op"] = "wait_send";
+      inst["tag"] = wait.getRequest().getDefiningOp<ISendOp>().getTag();
+    } else if (auto wait = dyn_cast<WaitRecvOp>(op)) {
+      inst["op"] = "wait_recv";
+      inst["tag"] = wait.getRequest().getDefiningOp<IRecvOp>().getTag();
+    } else {
+      NamedAttrList attrList(op.getAttrDictionary());
+      op.getName().populateDefaultAttrs(attrList);
+      json attrs = json::object();
+      for (NamedAttribute attr : attrList) {
+        if (attr.getName().getValue().starts_with("weft."))
+          continue; // compiler bookkeeping: phase, micro-batch, stage
+        json value = attributeJSON(attr.getValue());
+        if (value.is_null())
+          return op.emitError("plan emission cannot encode attribute ")
+                 << attr.getName();
+        attrs[attr.getName().str()] = value;
+      }
+      // Dropout masks are keyed by (rng_id, micro-batch, step), rng_id
+      // counting the micro-batch's dropout ops in forward order, not the
+      // instruction index: a recomputed forward draws the same mask, and so
+      // does a pipelined plan (stages hold contiguous pieces of the forward,
+      // emitted in stage order).
+      if (isa<DropoutOp>(op))
+        attrs["rng_id"] = dropoutCount[microBatch]++;
+      inst["kernel"] = op.getName().stripDialect().str();
+      inst["attrs"] = attrs;
+    }
+    instructions.push_back(std::move(inst));
   }
 
-  json outputs = json::array(), rankOutputs = json::array();
+  json rankOutputs = json::array();
   auto results = func.getBody().front().getTerminator()->getOperands();
   for (auto [i, v] : llvm::enumerate(results)) {
     // Updates are written in place (their buffers alias the parameter's and
@@ -308,42 +343,85 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
     std::string name = attr   ? attr.str()
                        : grad ? grad.str() + ".grad"
                               : "out" + std::to_string(i);
-    outputs.push_back(
+    section.outputs.push_back(
         {{"name", name},
          {"dtype", buffers[bufferId[v]]["dtype"]},
          {"shape", cast<RankedTensorType>(v.getType()).getShape().vec()}});
     rankOutputs.push_back({{"name", name}, {"buffer", bufferId[v]}});
   }
 
+  section.rank = {{"rank", rankIndex},
+                  {"coords", {{"pipeline", stage}, {"data", 0}, {"tensor", 0}}},
+                  {"arena_bytes", memory.arenaBytes},
+                  {"buffers", buffers},
+                  {"params", params},
+                  {"state", state},
+                  {"optimizer_state", optimizerState},
+                  {"inputs", rankInputs},
+                  {"outputs", rankOutputs},
+                  {"constants", constants},
+                  {"instructions", instructions}};
+  return section;
+}
+
+} // namespace
+
+FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
+  // A pipelined module has one function per stage (weft-schedule); any
+  // other, one @main.
+  SmallVector<std::pair<int64_t, func::FuncOp>> funcs;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (auto stage = func->getAttrOfType<IntegerAttr>(kStageAttr))
+      funcs.push_back({stage.getInt(), func});
+  llvm::sort(funcs, [](auto &a, auto &b) { return a.first < b.first; });
+  std::string schedule = "none";
+  if (funcs.empty()) {
+    auto main = module.lookupSymbol<func::FuncOp>("main");
+    if (!main)
+      return module.emitError("plan emission needs a func.func @main or "
+                              "stage functions (weft-schedule)");
+    funcs.push_back({0, main});
+  } else if (auto name =
+                 funcs.front().second->getAttrOfType<StringAttr>(
+                     "weft.schedule")) {
+    schedule = name.str();
+  }
+
+  json ranks = json::array(), inputs = json::array(), outputs = json::array();
+  std::set<std::string> seenInputs, seenOutputs;
   int64_t microBatches = 1;
-  for (const json &inst : instructions)
-    microBatches =
-        std::max<int64_t>(microBatches, inst["micro_batch"].get<int64_t>() + 1);
+  std::map<int64_t, int64_t> dropoutCount;
+  for (auto [index, entry] : llvm::enumerate(funcs)) {
+    FailureOr<RankSection> section =
+        emitRank(entry.second, index, entry.first, dropoutCount);
+    if (failed(section))
+      return failure();
+    microBatches = std::max(microBatches, section->microBatches);
+    // Every rank reads the inputs it uses; list each input once.
+    for (const json &in : section->inputs)
+      if (seenInputs.insert(in["name"].get<std::string>()).second)
+        inputs.push_back(in);
+    for (const json &out : section->outputs)
+      if (seenOutputs.insert(out["name"].get<std::string>()).second)
+        outputs.push_back(out);
+    ranks.push_back(std::move(section->rank));
+  }
   int64_t batch = 1;
   if (!inputs.empty() && !inputs[0]["shape"].empty())
     batch = inputs[0]["shape"][0];
-  json rank = {{"rank", 0},
-               {"coords", {{"pipeline", 0}, {"data", 0}, {"tensor", 0}}},
-               {"arena_bytes", memory.arenaBytes},
-               {"buffers", buffers},
-               {"params", params},
-               {"state", state},
-               {"optimizer_state", optimizerState},
-               {"inputs", rankInputs},
-               {"outputs", rankOutputs},
-               {"constants", constants},
-               {"instructions", instructions}};
+  int64_t stages = funcs.size();
   return json{{"format", "weft-plan"},
               {"version", kPlanVersion},
               {"model", {{"path", source.path}, {"sha256", source.sha256}}},
               {"mesh",
                {{"axes",
-                 {{{"name", "pipeline"}, {"size", 1}},
+                 {{{"name", "pipeline"}, {"size", stages}},
                   {{"name", "data"}, {"size", 1}},
                   {{"name", "tensor"}, {"size", 1}}}}}},
+              {"schedule", schedule},
               {"micro_batches", microBatches},
               {"global_batch", batch},
               {"inputs", inputs},
               {"outputs", outputs},
-              {"ranks", {rank}}};
+              {"ranks", ranks}};
 }

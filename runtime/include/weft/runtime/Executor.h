@@ -10,6 +10,7 @@
 #define WEFT_RUNTIME_EXECUTOR_H
 
 #include "weft/runtime/Backend.h"
+#include "weft/runtime/Communicator.h"
 #include "weft/runtime/Plan.h"
 
 #include <map>
@@ -20,14 +21,20 @@ namespace weft::rt {
 
 /// One executed instruction, for the Chrome/Perfetto trace (microseconds).
 struct TraceEvent {
-  std::string name, kernel;
+  std::string name, kernel; ///< kernel: the compute kernel or transfer op
+  std::string phase;        ///< forward, backward, optimizer
+  int64_t microBatch = 0;
+  bool transfer = false; ///< isend/irecv/wait_send/wait_recv
   int64_t step = 0, rank = 0;
   double startUs = 0, durationUs = 0;
 };
 
 class Executor {
 public:
-  Executor(const Plan &plan, int64_t rank, Backend &backend);
+  /// Runs rank `rank` of `plan`; `comm` carries its transfers (null: a
+  /// single-rank plan, whose transfers would be an error).
+  Executor(const Plan &plan, int64_t rank, Backend &backend,
+           Communicator *comm = nullptr);
   ~Executor();
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
@@ -42,8 +49,11 @@ public:
   /// value, at `path`, and the optimizer state and step count at
   /// `path`.optim (an ONNX model holding only initializers, metadata
   /// "weft.steps"). Each file is written to a temporary name and renamed, so
-  /// a crash never leaves a partial checkpoint.
-  void saveCheckpoint(const std::string &path, int64_t stepsDone) const;
+  /// a crash never leaves a partial checkpoint. With `mergeIntoExisting`,
+  /// this rank's tensors are written into the checkpoint already at `path`
+  /// (ranks of a pipeline take turns) instead of into a copy of the model.
+  void saveCheckpoint(const std::string &path, int64_t stepsDone,
+                      bool mergeIntoExisting = false) const;
 
   /// Loads a checkpoint written by saveCheckpoint (weights, state, optimizer
   /// state); returns the steps it had done. Throws Error naming the file on
@@ -57,8 +67,9 @@ public:
   /// declares): for tests, and for weights that arrive from elsewhere.
   void setParameter(const std::string &name, const std::string &bytes);
 
-  /// Runs the instruction list once. `trace`, when given, receives one
-  /// event per instruction.
+  /// Runs the instruction list once: compute on the backend, transfers on
+  /// the communicator. `trace`, when given, receives one event per
+  /// instruction.
   void run(int64_t step, uint64_t seed, std::vector<TraceEvent> *trace);
 
   /// Bytes of a plan output after run().
@@ -73,6 +84,9 @@ public:
 
 private:
   Tensor view(int64_t buffer) const;
+  void launch(const Instruction &inst, size_t index, int64_t step,
+              uint64_t seed);
+  void transfer(const Instruction &inst);
   void write(const NamedBuffer &named, const std::string &bytes,
              const std::string &what);
   /// Copies the initializers of `model` named by `buffers` into the arena.
@@ -84,6 +98,8 @@ private:
   const Plan &plan;
   const RankPlan &rankPlan;
   Backend &backend;
+  std::unique_ptr<Communicator> ownComm; ///< when none was given
+  Communicator *comm;
   char *arena = nullptr;
   int64_t peak = 0;
 };

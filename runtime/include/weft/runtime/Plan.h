@@ -44,13 +44,17 @@ struct ConstantDesc {
 };
 
 struct Instruction {
-  std::string op;     ///< "compute" (v1)
-  std::string kernel; ///< e.g. "matmul"
+  /// "compute", or a transfer: "isend", "irecv" (post), "wait_send",
+  /// "wait_recv" (complete).
+  std::string op;
+  std::string kernel; ///< compute: e.g. "matmul"
   std::string name;   ///< the ONNX node, for traces and errors
   std::string phase;  ///< "forward"
   int64_t microBatch = 0;
   std::vector<int64_t> inputs, outputs; ///< buffer ids
   nlohmann::json attrs;
+  int64_t peer = -1; ///< isend/irecv: the other rank
+  int64_t tag = -1;  ///< transfers: matches an isend with its irecv
 };
 
 struct RankPlan {

@@ -1,0 +1,64 @@
+//===- Communicator.h - how ranks exchange tensors --------------*- C++ -*-===//
+//
+// The executor's view of the other ranks: non-blocking point-to-point
+// transfers identified by the plan's tags (posted by isend/irecv
+// instructions, completed by wait_send/wait_recv), a few collectives for
+// logging, and abort. The MPI implementation (one process per rank,
+// MPI_Isend/MPI_Irecv/MPI_Wait on MPI_COMM_WORLD) serves the CPU backend; a
+// CUDA backend would use NCCL send/recv on a copy stream behind the same
+// interface.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_COMMUNICATOR_H
+#define WEFT_RUNTIME_COMMUNICATOR_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace weft::rt {
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  /// Posts the send of `bytes` bytes at `data` to rank `peer`; `data` must
+  /// stay untouched until wait(tag). Tags are the plan's (unique per step).
+  virtual void isend(const void *data, int64_t bytes, int peer,
+                     int64_t tag) = 0;
+  /// Posts the receive of `bytes` bytes from rank `peer` into `data`.
+  virtual void irecv(void *data, int64_t bytes, int peer, int64_t tag) = 0;
+  /// Blocks until the transfer `tag` posted on this rank has completed.
+  /// Throws Error when no transfer with that tag is pending.
+  virtual void wait(int64_t tag) = 0;
+
+  /// Every rank's `value`, indexed by rank (collective).
+  virtual std::vector<int64_t> allGather(int64_t value) = 0;
+  /// Every rank's `text`, on rank `root` only (collective; empty elsewhere).
+  virtual std::vector<std::string> gatherStrings(const std::string &text,
+                                                 int root) = 0;
+  /// `value` of rank `root`, on every rank (collective).
+  virtual double broadcast(double value, int root) = 0;
+  /// Blocks until every rank has called it (collective).
+  virtual void barrier() = 0;
+
+  /// Prints `message` to stderr and ends every rank with exit status 1.
+  [[noreturn]] virtual void abort(const std::string &message) = 0;
+};
+
+/// One rank, no peers: collectives return this rank's value; a transfer is
+/// an Error (the plan has one rank).
+std::unique_ptr<Communicator> createSelfCommunicator();
+
+/// MPI_COMM_WORLD. Calls MPI_Init (and MPI_Finalize on destruction).
+std::unique_ptr<Communicator> createMpiCommunicator(int *argc, char ***argv);
+
+/// True when this process was started by mpirun/mpiexec (Open MPI, MPICH).
+bool launchedByMpi();
+
+} // namespace weft::rt
+
+#endif // WEFT_RUNTIME_COMMUNICATOR_H

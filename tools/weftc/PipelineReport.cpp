@@ -1,0 +1,62 @@
+//===- PipelineReport.cpp - weftc's per-stage table -----------------------===//
+
+#include "PipelineReport.h"
+
+#include "weft/Analysis/MemoryPlan.h"
+#include "weft/Analysis/Partition.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+void weft::printStageTable(ModuleOp module, const SimResult &prediction,
+                           llvm::raw_ostream &os) {
+  SmallVector<func::FuncOp> stages;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr(kStageAttr))
+      stages.push_back(func);
+  llvm::sort(stages, [](func::FuncOp a, func::FuncOp b) {
+    return *stageOf(a) < *stageOf(b);
+  });
+  if (stages.empty())
+    return;
+  int64_t microbatches =
+      stages[0]->getAttrOfType<IntegerAttr>("weft.micro_batches").getInt();
+  os << llvm::formatv("pipeline: {0} stages, {1} micro-batches, schedule {2}\n",
+                      stages.size(), microbatches,
+                      stages[0]->getAttrOfType<StringAttr>("weft.schedule")
+                          .getValue());
+  os << llvm::formatv("{0,5} {1,6} {2,12} {3,14} {4,10} {5,12} {6,12}\n",
+                      "stage", "ops", "params", "peak bytes", "busy ms",
+                      "send bytes", "recv bytes");
+  for (auto [s, func] : llvm::enumerate(stages)) {
+    int64_t ops = 0, params = 0, sent = 0, received = 0;
+    for (BlockArgument arg : func.getArguments())
+      if (func.getArgAttr(arg.getArgNumber(), kParamAttr))
+        params += numElements(arg.getType());
+    for (Operation &op : func.getBody().front().without_terminator()) {
+      if (auto send = dyn_cast<ISendOp>(op))
+        sent += byteSize(send.getValue().getType());
+      else if (auto recv = dyn_cast<IRecvOp>(op))
+        received += byteSize(recv.getBuffer().getType());
+      // Forward ops of one micro-batch: the stage's share of the model.
+      else if (microBatchOf(&op) == 0 && !op.hasAttr(kPhaseAttr) &&
+               !isa<ConstantOp, WaitRecvOp, WaitSendOp>(op))
+        ++ops;
+    }
+    MemoryPlan memory = planMemory(func);
+    double busy = s < prediction.busySeconds.size()
+                      ? prediction.busySeconds[s] * 1e3
+                      : 0.0;
+    os << llvm::formatv("{0,5} {1,6} {2,12} {3,14} {4,10:f2} {5,12} {6,12}\n",
+                        s, ops, params, memory.arenaBytes, busy, sent,
+                        received);
+  }
+  os << llvm::formatv(
+      "predicted step: {0:f2} ms, bubble fraction {1:f3} (uniform stages: "
+      "{2:f3})\n",
+      prediction.stepSeconds * 1e3, prediction.bubbleFraction,
+      bubbleFraction(stages.size(), microbatches));
+}

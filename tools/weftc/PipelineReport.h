@@ -1,0 +1,25 @@
+//===- PipelineReport.h - weftc's per-stage table -------------*- C++ -*-===//
+//
+// What `weftc --pipeline-parallel P` prints about the plan it wrote: per
+// stage, the forward ops it holds, its parameters, its planned peak arena
+// bytes, its predicted busy time and the bytes it sends and receives per
+// step; then the predicted step time and bubble fraction, next to the
+// uniform-stage formula (P - 1) / (M + P - 1).
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_TOOLS_WEFTC_PIPELINEREPORT_H
+#define WEFT_TOOLS_WEFTC_PIPELINEREPORT_H
+
+#include "weft/Analysis/PipelineSimulation.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace weft {
+
+void printStageTable(mlir::ModuleOp module, const SimResult &prediction,
+                     llvm::raw_ostream &os);
+
+} // namespace weft
+
+#endif // WEFT_TOOLS_WEFTC_PIPELINEREPORT_H
