@@ -51,7 +51,7 @@ struct PartitionPipelinePass
     int64_t n = items.size();
     if (stages < 1 || stages > n)
       return func.emitError("weft-partition-pipeline: stages=")
-             << stages << " must be between 1 and the number of ops (" << n
+             << int64_t(stages) << " must be between 1 and the number of ops (" << n
              << ")";
 
     // Which values are differentiable (reach back to a parameter): their
@@ -95,7 +95,7 @@ struct PartitionPipelinePass
     if (!balance.empty()) {
       if (static_cast<int64_t>(balance.size()) != stages)
         return func.emitError("weft-partition-pipeline: balance has ")
-               << balance.size() << " entries for stages=" << stages;
+               << balance.size() << " entries for stages=" << int64_t(stages);
       int64_t sum = 0;
       for (int64_t count : balance) {
         if (count < 1)

@@ -36,10 +36,14 @@ def test_trace_has_one_slice_per_instruction(gpt_plan, tmp_path):
     assert result.returncode == 0, result.stderr
     events = json.loads(trace.read_text())["traceEvents"]
     instructions = json.loads(gpt_plan.read_text())["ranks"][0]["instructions"]
-    assert len(events) == 2 * len(instructions)
-    assert [e["name"] for e in events[:len(instructions)]] == \
+    kernels = [e for e in events if e["tid"] == 2]
+    assert len(kernels) == 2 * len(instructions)
+    assert [e["name"] for e in kernels[:len(instructions)]] == \
         [i["kernel"] for i in instructions]
     assert all(e["ph"] == "X" and e["dur"] >= 0 for e in events)
+    # Thread 0 holds the task slices of weftc --timeline: F0 (forward of
+    # micro-batch 0), B0, U (the update), once per step.
+    assert [e["name"] for e in events if e["tid"] == 0] == ["F0", "B0", "U"] * 2
 
 
 def test_synthetic_data_is_a_function_of_the_seed(gpt_plan, tmp_path):

@@ -124,7 +124,8 @@ std::pair<std::string, int64_t> lossOutput(const Plan &plan) {
 
 /// The measured timeline in the format of weftc --timeline: per rank,
 /// consecutive instructions of one task (F<i>, B<i>, U) merged into one slice
-/// on thread 0, transfers (mostly their waits) on thread 1.
+/// on thread 0, transfers (mostly their waits) on thread 1; and, on thread 2,
+/// one slice per compute instruction named by its kernel.
 json traceEvents(const std::vector<TraceEvent> &events) {
   json list = json::array();
   auto taskOf = [](const TraceEvent &e) {
@@ -148,6 +149,14 @@ json traceEvents(const std::vector<TraceEvent> &events) {
     }
     std::string task = taskOf(e);
     std::string category = e.phase.empty() ? "forward" : e.phase;
+    list.push_back({{"name", e.kernel},
+                    {"cat", "kernel"},
+                    {"ph", "X"},
+                    {"ts", e.startUs},
+                    {"dur", e.durationUs},
+                    {"pid", e.rank},
+                    {"tid", 2},
+                    {"args", {{"node", e.name}, {"step", e.step}}}});
     if (!open.is_null() &&
         (open["name"] != task || open["args"]["step"] != e.step)) {
       list.push_back(open);

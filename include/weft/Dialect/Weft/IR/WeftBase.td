@@ -17,6 +17,7 @@ include "weft/Dialect/Weft/IR/WeftInterfaces.td"
 def Weft_Dialect : Dialect {
   let name = "weft";
   let cppNamespace = "::weft";
+  let useDefaultTypePrinterParser = 1;
   let summary = "Compute ops of a statically shaped training graph, at ONNX granularity.";
   let description = [{
     The `weft` dialect is the IR of the weft distributed-training compiler. A
