@@ -111,6 +111,22 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
       taskOf[op] = earliest;
     }
 
+    // Ops placed by their operands or users now carry their task's tags, so
+    // the plan, traces and the simulator see which task runs them.
+    Builder b(func.getContext());
+    for (Operation *op : ops) {
+      if (microBatchOf(op) || op->hasAttr(kPhaseAttr))
+        continue;
+      int64_t t = taskOf[op];
+      if (t == lastTask) {
+        op->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
+        continue;
+      }
+      op->setAttr(kMicroBatchAttr, b.getI64IntegerAttr(tasks[t].microBatch));
+      if (tasks[t].backward)
+        op->setAttr(kPhaseAttr, b.getStringAttr("backward"));
+    }
+
     SmallVector<std::pair<Slot, Operation *>> order;
     for (auto [i, op] : llvm::enumerate(ops)) {
       Slot slot{taskOf[op], 0, static_cast<int64_t>(i)};

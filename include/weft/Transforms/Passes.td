@@ -208,8 +208,8 @@ def Schedule : Pass<"weft-schedule", "mlir::ModuleOp"> {
     `schedule=1f1b` (warm-up forwards, one forward one backward, cool-down).
     An op belongs to the task F(i) or B(i) of its micro-batch i and phase;
     an op with neither (gradient sums across micro-batches) joins the latest
-    task among its operands', optimizer updates come last. Within a task,
-    program order is kept.
+    task among its operands' and is tagged with it; optimizer updates come
+    last. Within a task, program order is kept.
 
     Transfers are placed to overlap compute: a receive is posted at the start
     of the task before the one that needs it, and a send is waited for at the

@@ -1,0 +1,223 @@
+"""Pipeline parallelism (issue 5): a plan compiled for P stages and run as P
+MPI ranks trains exactly like one rank.
+
+For gpt, resnet and unet, P in {2, 4}, schedule in {gpipe, 1f1b} and M in
+{1, 4, 8} micro-batches: 10 AdamW steps give per-step losses within 1e-5
+relative of the single-rank plan with the same M, and of torch run on the
+same micro-batch split (GPipe's semantics: each micro-batch's loss scaled by
+1/M, gradients accumulated, one step; batch normalization sees
+per-micro-batch statistics). The CNNs run at batch 8 (so M = 8 divides it),
+resnet at 32x32 pixels to keep the test short."""
+
+import json
+import os
+
+import pytest
+import torch
+
+from conftest import run, tool
+from test_forward_loss import write_step
+from test_training import torch_microbatch_losses
+from weft.examples import gpt, resnet, unet
+
+STEPS = 10
+BATCH = 8
+
+MODELS = {
+    # name: (torch builder at batch 8, weftc flags, input shapes)
+    "gpt": (lambda: gpt.build(**gpt.CONFIGS["small"]), [], {}),
+    "resnet": (lambda: resnet.build(batch=BATCH, size=32),
+               ["--lr=1e-4", "--eps=1e-3"],
+               {"images": [BATCH, 3, 32, 32], "labels": [BATCH]}),
+    "unet": (lambda: unet.build(batch=BATCH, size=64), ["--lr=1e-4"],
+             {"images": [BATCH, 3, 64, 64], "target": [BATCH, 1, 64, 64]}),
+}
+
+
+def mpirun(ranks):
+    """The mpirun prefix for `ranks` processes sharing this machine's cores
+    (root allowed, oversubscribed, one BLAS thread each)."""
+    return ["mpirun", "--allow-run-as-root", "--oversubscribe",
+            "-x", "OPENBLAS_NUM_THREADS=1", "-np", str(ranks)]
+
+
+def batches(name):
+    """10 batches for `name`, seeded, in the model's input order."""
+    generator = torch.Generator().manual_seed(1)
+    _, example = MODELS[name][0]()
+    out = []
+    for _ in range(STEPS):
+        step = []
+        for t in example:
+            if t.dtype == torch.int64:
+                high = gpt.CONFIGS["small"]["vocab"] if name == "gpt" else 10
+                step.append(torch.randint(0, high, t.shape, generator=generator))
+            elif name == "unet" and t.shape[1] == 1:  # the pixel target
+                step.append(torch.rand(t.shape, generator=generator))
+            else:
+                step.append(torch.randn(t.shape, generator=generator))
+        out.append(tuple(step))
+    return out
+
+
+@pytest.fixture(scope="module")
+def data_dirs(tmp_path_factory, models_dir):
+    """Per model: a directory of 10 steps of inputs (by input name)."""
+    dirs = {}
+    for name in MODELS:
+        directory = tmp_path_factory.mktemp(f"data-{name}")
+        names = ["tokens", "targets"] if name == "gpt" else \
+            list(MODELS[name][2])
+        for step, batch in enumerate(batches(name)):
+            write_step(directory, names, batch, step)
+        dirs[name] = directory
+    return dirs
+
+
+def compile_plan(weftc, models_dir, name, path, m, stages=1, schedule="1f1b"):
+    _, flags, shapes = MODELS[name]
+    shape_flags = [f"--input-shape={k}={'x'.join(map(str, v))}"
+                   for k, v in shapes.items()]
+    result = run([weftc, str(models_dir / f"{name}.onnx"), "-o", str(path),
+                  f"--microbatches={m}", f"--pipeline-parallel={stages}",
+                  f"--schedule={schedule}", *shape_flags, *flags])
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def train(plan, ranks, data_dir, log):
+    command = [tool("weft-run"), str(plan), "--data", str(data_dir),
+               "--steps", str(STEPS), "--log-json", str(log)]
+    if ranks > 1:
+        command = mpirun(ranks) + command
+    result = run(command, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+                 timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return [json.loads(line) for line in log.read_text().splitlines()], result
+
+
+_single_rank = {}
+_torch = {}
+
+
+def single_rank_losses(weftc, models_dir, data_dirs, tmp_path, name, m):
+    if (name, m) not in _single_rank:
+        plan = tmp_path / "single.json"
+        compile_plan(weftc, models_dir, name, plan, m)
+        records, _ = train(plan, 1, data_dirs[name], tmp_path / "single.jsonl")
+        _single_rank[(name, m)] = [r["loss"] for r in records]
+    return _single_rank[(name, m)]
+
+
+def torch_losses(name, m):
+    if (name, m) not in _torch:
+        build = MODELS[name][0]
+        lr = 1e-3 if name == "gpt" else 1e-4
+        eps = 1e-3 if name == "resnet" else 1e-8
+        _torch[(name, m)] = torch_microbatch_losses(
+            build, lambda p: torch.optim.AdamW(p, lr=lr, eps=eps),
+            batches(name), m)
+    return _torch[(name, m)]
+
+
+@pytest.mark.parametrize("m", [1, 4, 8])
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+@pytest.mark.parametrize("stages", [2, 4])
+@pytest.mark.parametrize("name", ["gpt", "resnet", "unet"])
+def test_pipelined_training_equals_one_rank_and_torch(
+        name, stages, schedule, m, weftc, models_dir, data_dirs, tmp_path):
+    plan = tmp_path / "plan.json"
+    compile_plan(weftc, models_dir, name, plan, m, stages, schedule)
+    plan_json = json.loads(plan.read_text())
+    assert len(plan_json["ranks"]) == stages
+    assert plan_json["schedule"] == schedule
+    records, _ = train(plan, stages, data_dirs[name], tmp_path / "log.jsonl")
+    losses = [r["loss"] for r in records]
+    assert losses == pytest.approx(
+        single_rank_losses(weftc, models_dir, data_dirs, tmp_path, name, m),
+        rel=1e-5)
+    assert losses == pytest.approx(torch_losses(name, m), rel=1e-5)
+    # Memory per rank: measured peak = planned arena, reported per rank.
+    for r in records:
+        assert len(r["rank_peak_bytes"]) == stages
+        assert r["rank_peak_bytes"] == r["rank_arena_bytes"]
+        assert r["peak_bytes"] == max(r["rank_peak_bytes"])
+
+
+def test_weftc_prints_the_stage_table_and_timeline(weftc, models_dir, tmp_path):
+    timeline = tmp_path / "timeline.json"
+    result = run([weftc, str(models_dir / "gpt.onnx"), "-o",
+                  str(tmp_path / "plan.json"), "--pipeline-parallel=2",
+                  "--microbatches=8", "--schedule=gpipe", "--timeline-ascii",
+                  "--timeline", str(timeline)])
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "pipeline: 2 stages, 8 micro-batches, schedule gpipe" in out
+    assert "stage    ops       params" in out
+    # The GPipe bubble of P=2, M=8 is 1/9 for uniform stages.
+    assert "(uniform stages: 0.111)" in out
+    gantt = [line for line in out.splitlines() if line.startswith("stage 0 ")]
+    assert len(gantt) == 1 and "|F0" in gantt[0] and "|B7" in gantt[0]
+    events = json.loads(timeline.read_text())["traceEvents"]
+    names = {(e["pid"], e["name"]) for e in events if e["tid"] == 0}
+    for rank in range(2):
+        for i in range(8):
+            assert (rank, f"F{i}") in names and (rank, f"B{i}") in names
+    assert any(e["cat"] == "transfer" for e in events)
+
+
+def test_measured_trace_has_the_predicted_format(weftc, models_dir, tmp_path):
+    plan = tmp_path / "plan.json"
+    compile_plan(weftc, models_dir, "gpt", plan, 4, 2, "1f1b")
+    trace = tmp_path / "trace.json"
+    result = run(mpirun(2) + [tool("weft-run"), str(plan), "--steps", "1",
+                              "--trace", str(trace)])
+    assert result.returncode == 0, result.stderr
+    events = json.loads(trace.read_text())["traceEvents"]
+    tasks = [(e["pid"], e["name"]) for e in events if e["tid"] == 0]
+    # Stage 1 of 2 under 1F1B: no warm-up, F0 B0 F1 B1 ... then U.
+    assert [n for p, n in tasks if p == 1] == \
+        ["F0", "B0", "F1", "B1", "F2", "B2", "F3", "B3", "U"]
+    assert [n for p, n in tasks if p == 0][:2] == ["F0", "F1"]
+
+
+def test_wrong_process_count_is_a_clear_error(weftc, models_dir, tmp_path):
+    plan = tmp_path / "plan.json"
+    compile_plan(weftc, models_dir, "gpt", plan, 2, 2)
+    result = run([tool("weft-run"), str(plan)])
+    assert result.returncode == 1
+    assert "the plan has 2 rank(s), this run has 1 process(es); start it " \
+           "with mpirun -np 2" in result.stderr
+
+
+def test_a_failing_rank_stops_every_rank(weftc, models_dir, tmp_path):
+    """Rank 1 (the last stage) reads the targets; a missing file fails it,
+    and rank 0, waiting on rank 1's gradient, must not hang."""
+    plan = tmp_path / "plan.json"
+    compile_plan(weftc, models_dir, "gpt", plan, 2, 2)
+    data = tmp_path / "data"
+    config = gpt.CONFIGS["small"]
+    tokens = torch.zeros(config["batch"], config["seq"], dtype=torch.int64)
+    write_step(data, ["tokens"], [tokens])
+    result = run(mpirun(2) + [tool("weft-run"), str(plan), "--data", str(data)],
+                 timeout=120)
+    assert result.returncode != 0
+    assert "weft-run: rank 1: " in result.stderr
+    assert "targets.pb" in result.stderr
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--pipeline-parallel=0"], "--pipeline-parallel must be at least 1"),
+    (["--pipeline-parallel=2", "--schedule=zb"],
+     "--schedule 'zb': expected gpipe or 1f1b"),
+    (["--balance=3,4"], "--balance needs --pipeline-parallel of 2 or more"),
+    (["--pipeline-parallel=2", "--balance=1,2"],
+     "weft-partition-pipeline: balance sums to 3 ops"),
+    (["--pipeline-parallel=2", "--forward-only"],
+     "--pipeline-parallel needs a training step"),
+])
+def test_bad_pipeline_flags_are_errors(flags, message, weftc, models_dir):
+    result = run([weftc, str(models_dir / "gpt.onnx"), "-o", "/dev/null",
+                  *flags])
+    assert result.returncode != 0
+    assert message in result.stderr
