@@ -40,6 +40,25 @@ struct Slot {
 struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
   using ScheduleBase::ScheduleBase;
 
+  /// Where a send is waited for. A send of F(i)'s activation completes by
+  /// the end of B(i) on the same stage: B(i) needs the gradient of what was
+  /// sent, so the receiver has run F(i) and posted its receive by then. Any
+  /// other send (gradients, the summed gradient of a tied parameter) is
+  /// waited for at the end of the step, when every receive has been posted.
+  /// Waiting earlier (say, one task later) can deadlock under rendezvous
+  /// sends, e.g. a U-Net skip from stage 0 to stage 3 whose receive stage 3
+  /// posts only after it has sent a gradient stage 0 is not yet receiving.
+  static int64_t
+  sendCompletionTask(Operation *wait,
+                     const std::map<std::pair<bool, int64_t>, int64_t> &taskIndex,
+                     int64_t lastTask) {
+    auto phase = wait->getAttrOfType<StringAttr>(kPhaseAttr);
+    std::optional<int64_t> mb = microBatchOf(wait);
+    if (!phase && mb)
+      return taskIndex.at({true, *mb});
+    return lastTask;
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto func = module.lookupSymbol<func::FuncOp>("main");
@@ -132,8 +151,8 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
       Slot slot{taskOf[op], 0, static_cast<int64_t>(i)};
       if (isa<IRecvOp>(op)) // post one task early: the transfer overlaps it
         slot = {std::max<int64_t>(slot.task - 1, 0), -1, slot.order};
-      else if (isa<WaitSendOp>(op)) // the receiver has posted by then
-        slot = {std::min(slot.task + 1, lastTask), 1, slot.order};
+      else if (isa<WaitSendOp>(op))
+        slot = {sendCompletionTask(op, taskIndex, lastTask), 1, slot.order};
       order.push_back({slot, op});
     }
     std::stable_sort(order.begin(), order.end(),

@@ -212,8 +212,9 @@ def Schedule : Pass<"weft-schedule", "mlir::ModuleOp"> {
     last. Within a task, program order is kept.
 
     Transfers are placed to overlap compute: a receive is posted at the start
-    of the task before the one that needs it, and a send is waited for at the
-    end of the task after the one that posted it.
+    of the task before the one that needs it. A send of F(i)'s activation is
+    waited for at the end of B(i) on its stage (the receiver has run F(i) by
+    then); other sends (gradients) at the end of the step.
 
     Each stage function takes the arguments its ops use (inputs,
     parameters, state: every stage holding a parameter has its own copy),

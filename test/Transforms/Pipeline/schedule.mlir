@@ -47,20 +47,20 @@
 // ONEF-LABEL: func.func @stage2
 //
 // Transfers overlap compute: the receive of F3's input from stage 0 is
-// posted at the start of the task before it (B0), the send of F2's output
-// is waited for at the end of the task after it (B0); F3 starts by posting
-// the receive of B1's gradient from stage 2.
+// posted at the start of the task before it (B0). The send of F2's output is
+// waited for at the end of B2: B2 needs the gradient of what was sent, so
+// stage 2 has received it by then.
 // XFER-LABEL: func.func @stage1
 // XFER: weft.relu %{{.*}} {weft.micro_batch = 2 : i64, weft.stage = 1 : i64}
 // XFER: %[[SEND:.*]] = weft.isend {{.*}}weft.micro_batch = 2 : i64
 // XFER-NOT: weft.relu_grad
 // XFER: weft.irecv {peer = 0 : i64, tag = {{[0-9]+}} : i64, weft.micro_batch = 3 : i64, weft.stage = 1 : i64}
 // XFER: weft.relu_grad %{{.*}} {weft.micro_batch = 0 : i64
+// XFER-NOT: weft.wait_send %[[SEND]]
+// XFER: weft.relu_grad %{{.*}} {weft.micro_batch = 2 : i64
+// XFER-NOT: weft.relu
 // XFER: weft.wait_send %[[SEND]]
-// XFER-NEXT: weft.irecv {peer = 2 : i64, tag = {{[0-9]+}} : i64, weft.micro_batch = 1 : i64, weft.phase = "backward"
-// XFER-NEXT: weft.wait_recv {{.*}}weft.micro_batch = 3 : i64
-// XFER-NEXT: weft.matmul
-// XFER-NEXT: weft.relu %{{.*}} {weft.micro_batch = 3 : i64
+// XFER: weft.relu %{{.*}} {weft.micro_batch = 5 : i64
 func.func @main(%x: tensor<16x32xf32> {weft.input = "x"},
                 %w0: tensor<32x32xf32> {weft.param = "w0"}, %w1: tensor<32x32xf32> {weft.param = "w1"},
                 %w2: tensor<32x32xf32> {weft.param = "w2"}, %w3: tensor<32x32xf32> {weft.param = "w3"})
