@@ -32,13 +32,58 @@ void copyStrided(void *out, const void *in,
   dispatchBySize(elemSize, run);
 }
 
+/// y[b, j, i] = x[b, i, j] for `batch` matrices of rows x cols elements, in
+/// 32 x 32 tiles so that reads and writes both stay in cache lines.
+void transposeMatrices(void *out, const void *in, int64_t batch, int64_t rows,
+                       int64_t cols, int64_t elemSize) {
+  constexpr int64_t kTile = 32;
+  dispatchBySize(elemSize, [&](auto tag) {
+    using E = decltype(tag);
+    for (int64_t b = 0; b < batch; ++b) {
+      const E *src = static_cast<const E *>(in) + b * rows * cols;
+      E *dst = static_cast<E *>(out) + b * rows * cols;
+      for (int64_t i0 = 0; i0 < rows; i0 += kTile)
+        for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+          int64_t i1 = std::min(i0 + kTile, rows), j1 = std::min(j0 + kTile, cols);
+          for (int64_t i = i0; i < i1; ++i)
+            for (int64_t j = j0; j < j1; ++j)
+              dst[j * rows + i] = src[i * cols + j];
+        }
+    }
+  });
+}
+
 void transpose(const KernelCall &call) {
   const Tensor &x = call.in[0], &y = call.out[0];
   std::vector<int64_t> perm = call.ints("perm"), in = stridesOf(x.shape),
                        strides(perm.size());
   for (size_t d = 0; d < perm.size(); ++d)
     strides[d] = in[perm[d]];
-  copyStrided(y.data, x.data, y.shape, strides, 0, dtypeSize(x.dtype));
+  int64_t n = perm.size(), elemSize = dtypeSize(x.dtype);
+  bool leadingKept = true;
+  for (int64_t d = 0; d + 2 < n; ++d)
+    leadingKept &= perm[d] == d;
+  // The innermost axis stays innermost (attention's head split and merge,
+  // [b, s, h, d] -> [b, h, s, d]): whole rows are contiguous, memcpy them.
+  if (n >= 1 && perm[n - 1] == n - 1) {
+    char *dst = y.as<char>();
+    const char *src = x.as<char>();
+    forEachRow<1>(y.shape, {strides},
+                  [&](int64_t o, std::array<int64_t, 1> base, int64_t count,
+                      const std::array<int64_t, 1> &) {
+                    std::memcpy(dst + o * elemSize, src + base[0] * elemSize,
+                                count * elemSize);
+                  });
+    return;
+  }
+  // The last two axes swap (matrix transposes in matmul gradients): tiles.
+  if (n >= 2 && leadingKept && perm[n - 1] == n - 2 && perm[n - 2] == n - 1) {
+    int64_t rows = x.shape[n - 2], cols = x.shape[n - 1];
+    int64_t batch = rows * cols ? x.numel() / (rows * cols) : 0;
+    transposeMatrices(y.data, x.data, batch, rows, cols, elemSize);
+    return;
+  }
+  copyStrided(y.data, x.data, y.shape, strides, 0, elemSize);
 }
 
 void expand(const KernelCall &call) {
