@@ -1,10 +1,13 @@
 """Benchmark: pipeline parallelism on the medium gpt example.
 
 1 rank x 1 thread (the whole step, M micro-batches) against 2 ranks x 1
-thread (P=2 stages, same M, 1F1B and GPipe), same plan inputs, 10 timed
-steps after 2 warm-up steps. Prints steps/s of each, their ratio (the GPipe
-limit for P=2, M=8 is P (M) / (M + P - 1) = 1.78x), and weftc's predicted
-step time next to the measured one.
+thread (P=2 stages, same M, 1F1B and GPipe), same plan inputs. Two rounds,
+each running every configuration for 2 warm-up and 8 timed steps, so that
+the machine's drift hits all alike; the figure of a configuration is the
+median of its 16 timed steps (min-max in brackets). Prints steps/s, the
+ratio to one rank (the GPipe bound for P=2, M=8 with equal stages and a
+one-rank step that is the sum of the stages is P M / (M + P - 1) = 1.78x),
+and weftc's predicted step time next to the measured one.
 
 Usage: python3 bench/pipeline.py BUILD_DIR [M]
 """
@@ -23,7 +26,7 @@ sys.path.insert(0, str(REPO / "python"))
 from weft.examples import gpt  # noqa: E402
 from weft.examples.common import export  # noqa: E402
 
-WARMUP, STEPS = 2, 10
+WARMUP, STEPS, ROUNDS = 2, 8, 2
 
 
 def compile_plan(build, model, plan, stages, m, schedule):
@@ -45,7 +48,7 @@ def step_seconds(build, plan, ranks, log):
     subprocess.run(command, check=True, capture_output=True,
                    env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
     records = [json.loads(line) for line in log.read_text().splitlines()]
-    return statistics.median(r["seconds"] for r in records[WARMUP:])
+    return [r["seconds"] for r in records[WARMUP:]]
 
 
 def main(build, m):
@@ -56,22 +59,31 @@ def main(build, m):
         onnx_path = tmp / "gpt_medium.onnx"
         export(model, inputs, ["tokens", "targets"], str(onnx_path),
                training=True)
-        single = tmp / "single.json"
-        predicted1 = compile_plan(build, onnx_path, single, 1, m, "1f1b")
-        t1 = step_seconds(build, single, 1, tmp / "single.jsonl")
-        print(f"gpt medium, M={m}, batch {config['batch']}, 1 thread per rank")
-        print(f"  1 rank : {t1:.3f} s/step  {1 / t1:.3f} steps/s")
+        plans = {"1 rank": (tmp / "single.json", 1)}
+        predicted = {}
+        compile_plan(build, onnx_path, plans["1 rank"][0], 1, m, "1f1b")
         for schedule in ("1f1b", "gpipe"):
-            plan = tmp / f"{schedule}.json"
-            predicted = compile_plan(build, onnx_path, plan, 2, m, schedule)
-            t2 = step_seconds(build, plan, 2, tmp / f"{schedule}.jsonl")
-            print(f"  2 ranks ({schedule}): {t2:.3f} s/step  "
-                  f"{1 / t2:.3f} steps/s  speedup {t1 / t2:.2f}x "
-                  f"(GPipe limit {2 * m / (m + 1):.2f}x)")
-            print(f"    predicted step {predicted:.3f} s, measured {t2:.3f} s "
-                  f"(measured / predicted {t2 / predicted:.2f})")
-        if predicted1 is None:
-            print("  (one-rank plans have no predicted step time)")
+            name = f"2 ranks ({schedule})"
+            plans[name] = (tmp / f"{schedule}.json", 2)
+            predicted[name] = compile_plan(build, onnx_path, plans[name][0],
+                                           2, m, schedule)
+        times = {name: [] for name in plans}
+        for _ in range(ROUNDS):
+            for name, (plan, ranks) in plans.items():
+                times[name] += step_seconds(build, plan, ranks,
+                                            tmp / "log.jsonl")
+        print(f"gpt medium, M={m}, batch {config['batch']}, 1 thread per "
+              f"rank, median of {ROUNDS * STEPS} steps [min-max]")
+        t1 = statistics.median(times["1 rank"])
+        for name, samples in times.items():
+            t = statistics.median(samples)
+            line = (f"  {name:16s}: {t:.3f} s/step [{min(samples):.3f}-"
+                    f"{max(samples):.3f}]  {1 / t:.3f} steps/s")
+            if name in predicted:
+                line += (f"  speedup {t1 / t:.2f}x (GPipe bound "
+                         f"{2 * m / (m + 1):.2f}x); predicted {predicted[name]:.3f} s, "
+                         f"measured/predicted {t / predicted[name]:.2f}")
+            print(line)
 
 
 if __name__ == "__main__":
