@@ -104,7 +104,9 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
       auto phase = op.getAttrOfType<StringAttr>(kPhaseAttr);
       if (phase && phase.getValue() == "optimizer") {
         taskOf[&op] = lastTask;
-      } else if (std::optional<int64_t> mb = microBatchOf(&op)) {
+      } else if (std::optional<int64_t> mb =
+                     microbatches == 1 ? 0 : microBatchOf(&op)) {
+        // With one micro-batch, accumulation left no tags: all is F0/B0.
         bool backward = phase && phase.getValue() == "backward";
         taskOf[&op] = taskIndex.at({backward, *mb});
       } else {
@@ -134,13 +136,13 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     // the plan, traces and the simulator see which task runs them.
     Builder b(func.getContext());
     for (Operation *op : ops) {
-      if (microBatchOf(op) || op->hasAttr(kPhaseAttr))
-        continue;
       int64_t t = taskOf[op];
       if (t == lastTask) {
         op->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
         continue;
       }
+      if (microBatchOf(op))
+        continue;
       op->setAttr(kMicroBatchAttr, b.getI64IntegerAttr(tasks[t].microBatch));
       if (tasks[t].backward)
         op->setAttr(kPhaseAttr, b.getStringAttr("backward"));

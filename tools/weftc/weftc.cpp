@@ -1,10 +1,13 @@
 //===- weftc.cpp - the weft compiler driver -------------------------------===//
 //
-// weftc MODEL [--input-shape NAME=DxD...] [--emit=mlir|summary|summary-json]
+// weftc MODEL [--input-shape NAME=DxD...] [--emit=mlir|summary|summary-json|plan]
+//       [-o plan.json] [--optimizer ... --microbatches M]
+//       [--pipeline-parallel P --schedule 1f1b|gpipe --balance N,N,...]
+//       [--timeline F.json] [--timeline-ascii]
 //
 // Imports an ONNX model (binary .onnx or ONNX text .onnxtxt) and prints its
-// weft IR or a summary (parameters, FLOPs, op histogram). Later stages add
-// planning flags and `-o plan.json`.
+// weft IR, a summary (parameters, FLOPs, op histogram), or compiles it into
+// an execution plan: a training step, pipelined over P stages on request.
 //
 //===----------------------------------------------------------------------===//
 
@@ -193,7 +196,7 @@ bool isTrainable(func::FuncOp func) {
 
 /// The stage table and the predicted timeline of a pipelined module. The
 /// table goes to stdout, or to stderr when the output itself is stdout.
-LogicalResult reportPipeline(ModuleOp module, raw_ostream &os) {
+LogicalResult reportPipeline(ModuleOp module) {
   weft::DeviceModel device;
   weft::SimResult prediction =
       weft::simulatePipeline(weft::stagePrograms(module, device), device);
@@ -294,7 +297,7 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     if (failed(pm.run(*module)))
       return failure();
   }
-  if (pipelined && failed(reportPipeline(*module, os)))
+  if (pipelined && failed(reportPipeline(*module)))
     return failure();
   switch (emit) {
   case Emit::MLIR:

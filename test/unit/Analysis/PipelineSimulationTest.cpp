@@ -90,7 +90,12 @@ TEST_P(BubbleTest, UniformStagesMatchTheFormula) {
 INSTANTIATE_TEST_SUITE_P(Shapes, BubbleTest,
                          ::testing::Values(Shape{1, 1}, Shape{2, 1},
                                            Shape{2, 8}, Shape{4, 4},
-                                           Shape{4, 8}, Shape{8, 3}));
+                                           Shape{4, 8}, Shape{8, 3}),
+                         [](const ::testing::TestParamInfo<Shape> &info) {
+                           return "P" + std::to_string(info.param.stages) +
+                                  "M" +
+                                  std::to_string(info.param.microbatches);
+                         });
 
 TEST(ScheduleTest, EveryTaskOnceAndForwardBeforeBackward) {
   for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB})
