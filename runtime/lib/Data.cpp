@@ -39,15 +39,19 @@ std::map<std::string, std::string>
 syntheticInputs(const Plan &plan, uint64_t seed, int64_t step) {
   std::map<std::string, std::string> inputs;
   std::array<uint32_t, 2> key = {uint32_t(seed), uint32_t(seed >> 32)};
-  for (size_t index = 0; index < plan.inputs.size(); ++index) {
-    const InputDesc &in = plan.inputs[index];
+  for (const InputDesc &in : plan.inputs) {
+    // Keyed by the input's name, not its position: a pipelined plan lists
+    // inputs in stage order and must draw the single-rank plan's batches.
+    uint32_t stream = 2166136261u; // FNV-1a
+    for (unsigned char c : in.name)
+      stream = (stream ^ c) * 16777619u;
     Tensor shape{nullptr, in.dtype, in.shape};
     int64_t count = shape.numel(), size = dtypeSize(in.dtype);
     std::string bytes(count * size, '\0');
     int64_t bound = in.indexBound.value_or(2);
     for (int64_t e = 0; e < count; ++e) {
       uint32_t bits = philox4x32(
-          {uint32_t(e / 4), uint32_t(index), uint32_t(step), 0xDA7Au},
+          {uint32_t(e / 4), stream, uint32_t(step), 0xDA7Au},
           key)[e % 4];
       char *dst = bytes.data() + e * size;
       if (in.dtype == DType::F32) {
