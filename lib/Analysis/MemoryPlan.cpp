@@ -77,6 +77,7 @@ MemoryPlan weft::planMemory(func::FuncOp func) {
     s.size = byteSize(v.getType());
     s.bytes = aligned(s.size);
     s.kind = kind;
+    s.value = v;
     s.start = start;
     s.end = end;
     plan.storageOf[v] = plan.storages.size();

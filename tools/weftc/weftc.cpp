@@ -13,9 +13,11 @@
 
 #include "PipelineReport.h"
 
+#include "weft/Analysis/MemoryBreakdown.h"
 #include "weft/Analysis/ModelSummary.h"
 #include "weft/Analysis/Schedule.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Import/ONNX/ImportONNX.h"
 #include "weft/Target/Plan/EmitPlan.h"
 #include "weft/Transforms/Passes.h"
@@ -138,6 +140,17 @@ cl::opt<bool> timelineAscii(
     "timeline-ascii",
     cl::desc("Print the predicted pipeline timeline as a text Gantt chart"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> estimateMemory(
+    "estimate-memory",
+    cl::desc("Print each rank's planned memory by category (parameters, "
+             "optimizer state, kept activations, gradients, ...) at its peak "
+             "and exit without writing a plan"),
+    cl::init(false), cl::cat(category));
+cl::opt<int64_t> memoryCap(
+    "memory-cap",
+    cl::desc("Fail, printing the breakdown, when a rank's planned arena "
+             "exceeds BYTES"),
+    cl::value_desc("BYTES"), cl::init(0), cl::cat(category));
 cl::opt<bool> listOps("list-supported-ops",
                       cl::desc("Print the supported ONNX operators and exit"),
                       cl::init(false), cl::cat(category));
@@ -219,6 +232,48 @@ LogicalResult reportPipeline(ModuleOp module) {
   return success();
 }
 
+/// The functions that become ranks: the stage functions of a pipelined
+/// module, else @main.
+SmallVector<func::FuncOp> rankFunctions(ModuleOp module) {
+  SmallVector<func::FuncOp> funcs;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr(weft::kStageAttr))
+      funcs.push_back(func);
+  llvm::sort(funcs, [](func::FuncOp a, func::FuncOp b) {
+    return *weft::stageOf(a) < *weft::stageOf(b);
+  });
+  if (funcs.empty())
+    if (auto main = module.lookupSymbol<func::FuncOp>("main"))
+      funcs.push_back(main);
+  return funcs;
+}
+
+/// --estimate-memory and --memory-cap: each rank's breakdown; failure when
+/// a rank's arena exceeds the cap.
+LogicalResult checkMemory(ModuleOp module) {
+  bool over = false;
+  std::string text;
+  raw_string_ostream report(text);
+  for (auto [rank, func] : llvm::enumerate(rankFunctions(module))) {
+    weft::MemoryPlan plan = weft::planMemory(func);
+    weft::MemoryBreakdown breakdown = weft::breakDownMemory(func, plan);
+    bool exceeds = memoryCap > 0 && breakdown.arenaBytes > memoryCap;
+    over |= exceeds;
+    report << "rank " << rank << (exceeds ? " (exceeds --memory-cap)" : "")
+           << ":\n";
+    weft::printMemoryBreakdown(breakdown, report);
+  }
+  if (over) {
+    errs() << "weftc: a rank's planned memory exceeds --memory-cap "
+           << memoryCap << " bytes\n"
+           << text;
+    return failure();
+  }
+  if (estimateMemory)
+    outs() << text;
+  return success();
+}
+
 LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
                            const weft::ImportOptions &options,
                            raw_ostream &os) {
@@ -297,8 +352,12 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     if (failed(pm.run(*module)))
       return failure();
   }
-  if (pipelined && failed(reportPipeline(*module)))
+  if (pipelined && !estimateMemory && failed(reportPipeline(*module)))
     return failure();
+  if ((estimateMemory || memoryCap > 0) && failed(checkMemory(*module)))
+    return failure();
+  if (estimateMemory)
+    return success();
   switch (emit) {
   case Emit::MLIR:
     module->print(os);
@@ -391,6 +450,7 @@ int main(int argc, char **argv) {
                                    splitInputFile ? "# -----" : "",
                                    "// -----")))
     return 1;
-  output->keep();
+  if (!estimateMemory) // an estimate writes no plan
+    output->keep();
   return 0;
 }

@@ -41,6 +41,7 @@ struct Storage {
   int start = 0;      ///< first step it is live (inclusive)
   int end = 0;        ///< last step it is live (inclusive)
   BufferKind kind = BufferKind::Activation;
+  mlir::Value value; ///< the value that allocates it (views share it)
 };
 
 struct MemoryPlan {

@@ -1,0 +1,126 @@
+//===- MemoryBreakdown.cpp - what a rank's memory holds at its peak -------===//
+
+#include "weft/Analysis/MemoryBreakdown.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace weft;
+
+llvm::StringRef weft::categoryName(MemoryCategory category) {
+  switch (category) {
+  case MemoryCategory::Parameters:
+    return "parameters";
+  case MemoryCategory::OptimizerState:
+    return "optimizer_state";
+  case MemoryCategory::ModelState:
+    return "model_state";
+  case MemoryCategory::Inputs:
+    return "inputs";
+  case MemoryCategory::Constants:
+    return "constants";
+  case MemoryCategory::KeptActivations:
+    return "kept_activations";
+  case MemoryCategory::Gradients:
+    return "gradients";
+  case MemoryCategory::Temporaries:
+    return "temporaries";
+  case MemoryCategory::Communication:
+    return "communication";
+  }
+  llvm_unreachable("unknown memory category");
+}
+
+namespace {
+
+bool isBackward(Operation *op) {
+  auto phase = op->getAttrOfType<StringAttr>(kPhaseAttr);
+  return phase && phase.getValue() == "backward";
+}
+
+/// Whether a backward op reads `v`, directly or through views.
+bool readByBackward(Value v) {
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    if (isBackward(user))
+      return true;
+    if (isa<ReshapeOp, WaitRecvOp>(user) && readByBackward(user->getResult(0)))
+      return true;
+  }
+  return false;
+}
+
+MemoryCategory categoryOf(const Storage &s) {
+  switch (s.kind) {
+  case BufferKind::Param:
+    return MemoryCategory::Parameters;
+  case BufferKind::OptimizerState:
+    return MemoryCategory::OptimizerState;
+  case BufferKind::State:
+    return MemoryCategory::ModelState;
+  case BufferKind::Input:
+    return MemoryCategory::Inputs;
+  case BufferKind::Constant:
+    return MemoryCategory::Constants;
+  case BufferKind::Activation:
+    break;
+  }
+  Operation *def = s.value.getDefiningOp();
+  if (isa_and_nonnull<IRecvOp>(def)) {
+    // A received forward activation that the backward reads is kept like
+    // any other; received gradients and activations only passed on are
+    // communication buffers.
+    return !isBackward(def) && readByBackward(s.value)
+               ? MemoryCategory::KeptActivations
+               : MemoryCategory::Communication;
+  }
+  if (def && isBackward(def))
+    return MemoryCategory::Gradients;
+  return readByBackward(s.value) ? MemoryCategory::KeptActivations
+                                 : MemoryCategory::Temporaries;
+}
+
+} // namespace
+
+MemoryBreakdown weft::breakDownMemory(func::FuncOp func,
+                                      const MemoryPlan &plan) {
+  MemoryBreakdown result;
+  result.arenaBytes = plan.arenaBytes;
+  std::vector<int64_t> live(std::max(plan.numSteps, 1), 0),
+      kept(live.size(), 0);
+  for (const Storage &s : plan.storages) {
+    bool isKept = categoryOf(s) == MemoryCategory::KeptActivations;
+    for (int step = s.start; step <= s.end && step < int(live.size()); ++step) {
+      live[step] += s.size;
+      if (isKept)
+        kept[step] += s.size;
+    }
+  }
+  for (int64_t k : kept)
+    result.maxKeptActivations = std::max(result.maxKeptActivations, k);
+  for (size_t step = 0; step < live.size(); ++step)
+    if (live[step] > live[result.peakStep])
+      result.peakStep = step;
+  for (const Storage &s : plan.storages)
+    if (s.start <= result.peakStep && result.peakStep <= s.end)
+      result.bytes[size_t(categoryOf(s))] += s.size;
+  for (int64_t b : result.bytes)
+    result.liveBytes += b;
+  return result;
+}
+
+void weft::printMemoryBreakdown(const MemoryBreakdown &breakdown,
+                                llvm::raw_ostream &os, llvm::StringRef indent) {
+  for (size_t c = 0; c < kNumMemoryCategories; ++c)
+    if (breakdown.bytes[c])
+      os << llvm::formatv("{0}{1,-18} {2,14} bytes\n", indent,
+                          categoryName(MemoryCategory(c)), breakdown.bytes[c]);
+  os << llvm::formatv("{0}{1,-18} {2,14} bytes (at op {3})\n", indent,
+                      "live at peak", breakdown.liveBytes, breakdown.peakStep);
+  os << llvm::formatv("{0}{1,-18} {2,14} bytes\n", indent, "arena",
+                      breakdown.arenaBytes);
+  os << llvm::formatv("{0}{1,-18} {2,14} bytes (most at any op)\n", indent,
+                      "kept_activations", breakdown.maxKeptActivations);
+}
