@@ -140,6 +140,12 @@ cl::opt<bool> timelineAscii(
     "timeline-ascii",
     cl::desc("Print the predicted pipeline timeline as a text Gantt chart"),
     cl::init(false), cl::cat(category));
+cl::opt<std::string> recompute(
+    "recompute",
+    cl::desc("Activation recompute: none (default) or full (checkpoint each "
+             "stage's forward per micro-batch and recompute it in the "
+             "backward; under GPipe all but the last micro-batch)"),
+    cl::init("none"), cl::cat(category));
 cl::opt<bool> estimateMemory(
     "estimate-memory",
     cl::desc("Print each rank's planned memory by category (parameters, "
@@ -342,10 +348,13 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
       options.eps = eps;
       pm.addNestedPass<func::FuncOp>(weft::createAppendOptimizer(options));
     }
-    if (pipelined) {
-      // Transfers between stages, the per-stage task order, and the
-      // deadlock check that predicts the timeline.
+    // Transfers between stages, then recompute regions, then the per-stage
+    // task order and the deadlock check that predicts the timeline.
+    if (pipelined)
       pm.addNestedPass<func::FuncOp>(weft::createInsertSendRecv());
+    pm.addNestedPass<func::FuncOp>(weft::createCheckpoint(
+        {recompute, /*exceptLast=*/pipelined && schedule == "gpipe"}));
+    if (pipelined) {
       pm.addPass(weft::createSchedule({schedule}));
       pm.addPass(weft::createSimulatePipeline());
     }
@@ -408,6 +417,11 @@ int main(int argc, char **argv) {
   if (!weft::parseSchedule(schedule)) {
     errs() << "weftc: --schedule '" << schedule
            << "': expected gpipe or 1f1b\n";
+    return 1;
+  }
+  if (recompute != "none" && recompute != "full") {
+    errs() << "weftc: --recompute '" << recompute
+           << "': expected none or full\n";
     return 1;
   }
   if (!balance.empty() && pipelineParallel < 2) {

@@ -262,6 +262,43 @@ def SimulatePipeline : Pass<"weft-simulate-pipeline", "mlir::ModuleOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def Checkpoint : Pass<"weft-checkpoint", "mlir::func::FuncOp"> {
+  let summary = "Activation checkpointing: recompute forward ops in the backward";
+  let description = [{
+    `policy=full` (torchgpipe's checkpointing, Chen et al. 2016), at stage
+    granularity: for each pipeline stage and micro-batch, the forward ops
+    whose results the backward reads are cloned right before the first
+    backward op of that stage and micro-batch, and the backward reads the
+    clones. Only the region's inputs stay alive from the forward to the
+    backward: parameters, the micro-batch's input slice, activations
+    received from the previous stage, and the results of ops that are never
+    recomputed. The clones are tagged `weft.phase = "backward"` and
+    `weft.recompute`, so the schedule runs them at the start of the backward
+    task, before it waits for the incoming gradient (the recompute overlaps
+    that wait).
+
+    Never recomputed: ops with in-place results or side effects (training
+    batch normalization updates its running statistics in place; running it
+    twice would update them twice). Dropout is recomputed: its mask is keyed
+    by (`weft.rng_id`, micro-batch, step), and the clone keeps the original's
+    `weft.rng_id`, so the recomputed mask is bit-identical.
+
+    `except-last` skips the last micro-batch, whose backward runs right after
+    its forward under GPipe (torchgpipe's `checkpoint='except_last'`).
+
+    Runs after `weft-insert-send-recv` (every op has its stage, received
+    activations are region inputs) and before `weft-schedule`; on one rank,
+    after the optimizer. `policy=none` does nothing.
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
+           "none or full">,
+    Option<"exceptLast", "except-last", "bool", /*default=*/"false",
+           "Do not recompute the last micro-batch (GPipe)">,
+  ];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 def TestPrintMemory : Pass<"weft-test-print-memory", "mlir::func::FuncOp"> {
   let summary = "Print the static arena layout (MemoryPlan) of a function";
   let description = [{

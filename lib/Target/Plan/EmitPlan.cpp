@@ -322,8 +322,14 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
       // instruction index: a recomputed forward draws the same mask, and so
       // does a pipelined plan (stages hold contiguous pieces of the forward,
       // emitted in stage order).
-      if (isa<DropoutOp>(op))
-        attrs["rng_id"] = dropoutCount[microBatch]++;
+      if (isa<DropoutOp>(op)) {
+        // weft-checkpoint numbers dropouts before cloning them (a recomputed
+        // dropout keeps its original's id); otherwise count here.
+        if (auto id = op.getAttrOfType<IntegerAttr>("weft.rng_id"))
+          attrs["rng_id"] = id.getInt();
+        else
+          attrs["rng_id"] = dropoutCount[microBatch]++;
+      }
       inst["kernel"] = op.getName().stripDialect().str();
       inst["attrs"] = attrs;
     }

@@ -1,0 +1,34 @@
+// RUN: weft-opt %s --weft-autodiff --weft-checkpoint=policy=full | FileCheck %s
+// RUN: weft-opt %s --weft-autodiff --weft-checkpoint=policy=none | FileCheck %s --check-prefix=NONE
+// RUN: not weft-opt %s --weft-checkpoint=policy=half 2>&1 | FileCheck %s --check-prefix=BAD
+
+// Full recompute of a two-layer MLP: the forward ops the backward reads
+// (both matmuls, the relu and the dropout) are cloned, in order, right
+// before the first backward op, tagged backward + recompute; the backward
+// reads the clones, so the forward results die in the forward. The dropout
+// clone keeps its original's rng_id: the same mask.
+// CHECK-LABEL: func.func @mlp
+// CHECK: %[[H:.*]] = weft.matmul %arg0, %arg1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[R:.*]] = weft.relu %[[H]]
+// CHECK: %[[D:.*]], %[[M:.*]] = weft.dropout %[[R]] {{.*}}weft.rng_id = 0 : i64
+// CHECK: weft.reduce_mean
+// CHECK: %[[H2:.*]] = weft.matmul %arg0, %arg1 {weft.phase = "backward", weft.recompute}
+// CHECK-NEXT: %[[R2:.*]] = weft.relu %[[H2]] {weft.phase = "backward", weft.recompute}
+// CHECK-NEXT: %[[D2:.*]], %[[M2:.*]] = weft.dropout %[[R2]] {{.*}}weft.phase = "backward", weft.recompute, weft.rng_id = 0 : i64
+// CHECK-NOT: weft.recompute
+// CHECK: weft.dropout_grad %{{.*}}, %[[M2]]
+// CHECK: weft.relu_grad %[[H2]]
+// CHECK-NOT: %[[H]]
+// CHECK: return
+
+// NONE-NOT: weft.recompute
+// BAD: weft-checkpoint: unknown policy 'half' (expected none or full)
+func.func @mlp(%x: tensor<4x8xf32> {weft.input = "x"}, %w0: tensor<8x8xf32> {weft.param = "w0"},
+               %w1: tensor<8x8xf32> {weft.param = "w1"}) -> tensor<f32> {
+  %h = weft.matmul %x, %w0 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %r = weft.relu %h : tensor<4x8xf32>
+  %d, %mask = weft.dropout %r {ratio = 0.5 : f64, training = true} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+  %y = weft.matmul %d, %w1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %l = weft.reduce_mean %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
