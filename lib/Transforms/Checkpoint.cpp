@@ -42,6 +42,70 @@ bool recomputable(Operation *op) {
   return isPure(op) || isa<DropoutOp>(op);
 }
 
+/// Megatron's core attention (Korthikanti et al. 2022, section 5): the
+/// large, cheap activations between QK^T and attention x V. Matched from
+/// each softmax: backwards through single-use elementwise scale and mask
+/// ops (mul, div, add, sub, where) whose result has the softmax's shape, to
+/// the matmul QK^T; forwards through an optional dropout to the matmul that
+/// multiplies the probabilities (its lhs) with V. Both matmuls must exist.
+/// This covers the gpt example (QK^T, / sqrt(d), where(mask), softmax,
+/// dropout, x V) and torch.nn.MultiheadAttention's export (scaled q, QK^T,
+/// + mask, softmax, dropout, x V, the scaling staying outside).
+llvm::DenseSet<Operation *> matchCoreAttention(func::FuncOp func) {
+  // Uses by forward ops only: after weft-autodiff, backward ops read these
+  // values too.
+  auto forwardUsers = [](Value v) {
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : v.getUses())
+      if (isForward(use.getOwner()))
+        uses.push_back(&use);
+    return uses;
+  };
+  llvm::DenseSet<Operation *> core;
+  func.walk([&](SoftmaxOp softmax) {
+    SmallVector<Operation *> ops{softmax};
+    Type scores = softmax.getType();
+    // Backwards to QK^T.
+    Value v = softmax->getOperand(0);
+    Operation *qk = nullptr;
+    while (Operation *def = v.getDefiningOp()) {
+      if (isa<MatMulOp>(def)) {
+        qk = def;
+        break;
+      }
+      if (!isa<MulOp, DivOp, AddOp, SubOp, WhereOp>(def) ||
+          forwardUsers(v).size() != 1)
+        return;
+      ops.push_back(def);
+      // Continue along the operand that carries the scores.
+      Value next;
+      for (Value operand : def->getOperands())
+        if (operand.getType() == scores && operand.getDefiningOp())
+          next = operand;
+      if (!next)
+        return;
+      v = next;
+    }
+    if (!qk)
+      return;
+    ops.push_back(qk);
+    // Forwards to attention x V.
+    Value probs = softmax.getResult();
+    if (auto users = forwardUsers(probs); users.size() == 1)
+      if (auto dropout = dyn_cast<DropoutOp>(users[0]->getOwner())) {
+        ops.push_back(dropout);
+        probs = dropout->getResult(0);
+      }
+    for (OpOperand *use : forwardUsers(probs))
+      if (isa<MatMulOp>(use->getOwner()) && use->getOperandNumber() == 0) {
+        ops.push_back(use->getOwner());
+        core.insert(ops.begin(), ops.end());
+        return;
+      }
+  });
+  return core;
+}
+
 struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
   using CheckpointBase::CheckpointBase;
 
@@ -49,13 +113,16 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
     func::FuncOp func = getOperation();
     if (policy == "none")
       return;
-    if (policy != "full") {
+    if (policy != "full" && policy != "selective") {
       func.emitError("weft-checkpoint: unknown policy '")
-          << policy << "' (expected none or full)";
+          << policy << "' (expected none, full or selective)";
       return signalPassFailure();
     }
     numberDropouts(func);
-    recompute(func);
+    std::optional<llvm::DenseSet<Operation *>> only;
+    if (policy == "selective")
+      only = matchCoreAttention(func);
+    recompute(func, only);
   }
 
   /// Dropout masks are keyed by rng_id: number the dropouts of each
@@ -70,7 +137,10 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
     });
   }
 
-  void recompute(func::FuncOp func) {
+  /// Recomputes, per (stage, micro-batch), the forward ops the backward
+  /// reads, restricted to `only` when given (selective recompute).
+  void recompute(func::FuncOp func,
+                 const std::optional<llvm::DenseSet<Operation *>> &only) {
     Block &body = func.getBody().front();
     // Regions: (stage, micro-batch) -> its forward ops, in order.
     using Key = std::pair<int64_t, int64_t>;
@@ -80,7 +150,8 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
     for (Operation &op : body.without_terminator()) {
       Key key{stageOf(&op).value_or(0), microBatchOf(&op).value_or(0)};
       lastMicroBatch = std::max(lastMicroBatch, key.second);
-      if (isForward(&op) && recomputable(&op))
+      if (isForward(&op) && recomputable(&op) &&
+          (!only || only->contains(&op)))
         forward[key].push_back(&op);
       else if (hasPhase(&op, "backward") && !firstBackward.count(key))
         firstBackward[key] = &op;

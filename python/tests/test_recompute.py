@@ -45,18 +45,19 @@ def train(weftc, model, tmp_path, tag, recompute, stages, schedule):
     return [r["loss"] for r in records], records
 
 
+@pytest.mark.parametrize("policy", ["full", "selective"])
 @pytest.mark.parametrize("stages,schedule", [(1, "1f1b"), (2, "gpipe"),
                                              (2, "1f1b"), (4, "gpipe"),
                                              (4, "1f1b")])
-def test_full_recompute_is_bit_identical(stages, schedule, weftc, gpt_dropout,
-                                         tmp_path):
+def test_recompute_is_bit_identical(stages, schedule, policy, weftc,
+                                    gpt_dropout, tmp_path):
     plain, _ = train(weftc, gpt_dropout, tmp_path, "none", "none", stages,
                      schedule)
-    again, records = train(weftc, gpt_dropout, tmp_path, "full", "full",
+    again, records = train(weftc, gpt_dropout, tmp_path, policy, policy,
                            stages, schedule)
     assert again == plain
     # Recompute really happened: dropout kernels run twice per micro-batch.
-    plan = json.loads((tmp_path / "full.json").read_text())
+    plan = json.loads((tmp_path / f"{policy}.json").read_text())
     dropouts = sum(i.get("kernel") == "dropout" for r in plan["ranks"]
                    for i in r["instructions"])
     baseline = json.loads((tmp_path / "none.json").read_text())
@@ -90,8 +91,62 @@ def test_gpipe_recompute_keeps_one_micro_batch(weftc, models_dir):
         assert full[s] / one[s] == pytest.approx(1, abs=0.3)
 
 
+def test_selective_keeps_less_than_none_more_than_full(weftc, models_dir):
+    model = str(models_dir / "gpt.onnx")
+    flags = [model, "--pipeline-parallel=2", "--microbatches=8",
+             "--schedule=1f1b"]
+    none, selective, full = (kept(weftc, *flags, f"--recompute={p}")
+                             for p in ("none", "selective", "full"))
+    for s in range(2):
+        assert full[s] < selective[s] < none[s]
+
+
+def recomputed_kinds(weftc, model):
+    result = run([weftc, str(model), "--recompute=selective"])
+    assert result.returncode == 0, result.stderr
+    return sorted({line.split("= ")[1].split(" ")[0]
+                   for line in result.stdout.splitlines()
+                   if "weft.recompute" in line and "= " in line})
+
+
+def test_selective_matches_core_attention_of_gpt(weftc, gpt_dropout):
+    """gpt: QK^T, / sqrt(d), where(causal mask), softmax, dropout."""
+    assert recomputed_kinds(weftc, gpt_dropout) == [
+        "weft.div", "weft.dropout", "weft.matmul", "weft.softmax", "weft.where"]
+
+
+def test_selective_matches_torch_multihead_attention(weftc, tmp_path):
+    """torch.nn.MultiheadAttention's export (the q scaling stays outside the
+    core; QK^T, + mask, softmax, dropout are recomputed)."""
+    import torch
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attention = torch.nn.MultiheadAttention(16, 2, dropout=0.1,
+                                                         batch_first=True)
+            self.head = torch.nn.Linear(16, 4)
+
+        def forward(self, x, mask, y):
+            out, _ = self.attention(x, x, x, attn_mask=mask,
+                                    need_weights=False)
+            return torch.nn.functional.cross_entropy(
+                self.head(out).reshape(-1, 4), y.reshape(-1))
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 8, 16)
+    mask = torch.triu(torch.full((8, 8), float("-inf")), diagonal=1)
+    y = torch.randint(0, 4, (2, 8))
+    path = tmp_path / "mha.onnx"
+    export(Model(), (x, mask, y), ["x", "mask", "y"], str(path), training=True)
+    kinds = recomputed_kinds(weftc, path)
+    assert "weft.softmax" in kinds and "weft.matmul" in kinds, kinds
+    assert "weft.dropout" in kinds, kinds
+
+
 def test_unknown_recompute_policy(weftc, models_dir):
     result = run([weftc, str(models_dir / "gpt.onnx"), "-o", "/dev/null",
                   "--recompute=selective-ish"])
     assert result.returncode != 0
-    assert "--recompute 'selective-ish': expected none or full" in result.stderr
+    assert "--recompute 'selective-ish': expected none, full or selective" \
+        in result.stderr

@@ -142,9 +142,10 @@ cl::opt<bool> timelineAscii(
     cl::init(false), cl::cat(category));
 cl::opt<std::string> recompute(
     "recompute",
-    cl::desc("Activation recompute: none (default) or full (checkpoint each "
+    cl::desc("Activation recompute: none (default), full (checkpoint each "
              "stage's forward per micro-batch and recompute it in the "
-             "backward; under GPipe all but the last micro-batch)"),
+             "backward; under GPipe all but the last micro-batch) or "
+             "selective (recompute only core attention, as Megatron-LM)"),
     cl::init("none"), cl::cat(category));
 cl::opt<bool> estimateMemory(
     "estimate-memory",
@@ -419,9 +420,10 @@ int main(int argc, char **argv) {
            << "': expected gpipe or 1f1b\n";
     return 1;
   }
-  if (recompute != "none" && recompute != "full") {
+  if (recompute != "none" && recompute != "full" &&
+      recompute != "selective") {
     errs() << "weftc: --recompute '" << recompute
-           << "': expected none or full\n";
+           << "': expected none, full or selective\n";
     return 1;
   }
   if (!balance.empty() && pipelineParallel < 2) {

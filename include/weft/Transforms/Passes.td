@@ -283,6 +283,18 @@ def Checkpoint : Pass<"weft-checkpoint", "mlir::func::FuncOp"> {
     by (`weft.rng_id`, micro-batch, step), and the clone keeps the original's
     `weft.rng_id`, so the recomputed mask is bit-identical.
 
+    `policy=selective` is Megatron-LM's selective recompute (Korthikanti et
+    al., "Reducing Activation Recomputation in Large Transformer Models",
+    2022, section 5): only core attention is recomputed, the large
+    activations that are cheap to recompute (QK^T, its scale and mask,
+    softmax, dropout, attention x V); everything else is kept. Core
+    attention is matched structurally from each softmax: backwards through
+    single-use mul/div/add/sub/where ops of the scores' shape to the matmul
+    QK^T, forwards through an optional dropout to the matmul whose lhs are
+    the probabilities. The gpt example and torch.nn.MultiheadAttention's
+    export both match; a softmax outside attention (no matmul on both sides)
+    does not.
+
     `except-last` skips the last micro-batch, whose backward runs right after
     its forward under GPipe (torchgpipe's `checkpoint='except_last'`).
 
@@ -292,7 +304,7 @@ def Checkpoint : Pass<"weft-checkpoint", "mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
-           "none or full">,
+           "none, full or selective">,
     Option<"exceptLast", "except-last", "bool", /*default=*/"false",
            "Do not recompute the last micro-batch (GPipe)">,
   ];

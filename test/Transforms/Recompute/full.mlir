@@ -22,7 +22,7 @@
 // CHECK: return
 
 // NONE-NOT: weft.recompute
-// BAD: weft-checkpoint: unknown policy 'half' (expected none or full)
+// BAD: weft-checkpoint: unknown policy 'half' (expected none, full or selective)
 func.func @mlp(%x: tensor<4x8xf32> {weft.input = "x"}, %w0: tensor<8x8xf32> {weft.param = "w0"},
                %w1: tensor<8x8xf32> {weft.param = "w1"}) -> tensor<f32> {
   %h = weft.matmul %x, %w0 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
