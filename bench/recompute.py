@@ -1,0 +1,71 @@
+"""Benchmark: activation recompute on the medium gpt example, P=2, M=8.
+
+For each policy (none, selective, full) and schedule (1f1b, gpipe): the
+planned arena of each rank (= the peak weft-run measures), the step time on
+2 ranks x 1 thread (median of 6 steps after 2 warm-up steps) and its ratio
+to no recompute. Megatron-LM's finding (Korthikanti et al. 2022, Table 4)
+is the expected shape: selective saves part of full's memory at a few
+percent of its time overhead; at this example's s = 256, h = 384, a = 6 core
+attention is 5as/h = 20 of ~54 sbh units per layer.
+
+Usage: python3 bench/recompute.py BUILD_DIR
+"""
+
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "python"))
+from weft.examples import gpt  # noqa: E402
+from weft.examples.common import export  # noqa: E402
+
+WARMUP, STEPS = 2, 6
+
+
+def main(build):
+    config = gpt.CONFIGS["medium"]
+    model, inputs = gpt.build(**config)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        onnx_path = tmp / "gpt_medium.onnx"
+        export(model, inputs, ["tokens", "targets"], str(onnx_path),
+               training=True)
+        print("gpt medium, P=2, M=8, 1 thread per rank; per rank: planned "
+              "arena = measured peak (MB)")
+        for schedule in ("1f1b", "gpipe"):
+            base = None
+            for policy in ("none", "selective", "full"):
+                plan = tmp / f"{schedule}-{policy}.json"
+                subprocess.run(
+                    [str(build / "bin" / "weftc"), str(onnx_path), "-o",
+                     str(plan), "--pipeline-parallel=2", "--microbatches=8",
+                     f"--schedule={schedule}", f"--recompute={policy}"],
+                    check=True, capture_output=True)
+                log = tmp / "log.jsonl"
+                subprocess.run(
+                    ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
+                     "OPENBLAS_NUM_THREADS=1", "-np", "2",
+                     str(build / "bin" / "weft-run"), str(plan), "--threads",
+                     "1", "--steps", str(WARMUP + STEPS), "--log-json",
+                     str(log)], check=True, capture_output=True,
+                    env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+                records = [json.loads(l) for l in log.read_text().splitlines()]
+                seconds = statistics.median(r["seconds"]
+                                            for r in records[WARMUP:])
+                peaks = records[-1]["rank_peak_bytes"]
+                arenas = records[-1]["rank_arena_bytes"]
+                assert peaks == arenas, (peaks, arenas)
+                base = base or (seconds, max(peaks))
+                print(f"  {schedule:5s} {policy:9s}: peak "
+                      f"{' / '.join(f'{p / 1e6:.1f}' for p in peaks)} MB "
+                      f"(max {max(peaks) / base[1]:.2f}x of none)  "
+                      f"{seconds:.3f} s/step ({seconds / base[0]:.2f}x)")
+
+
+if __name__ == "__main__":
+    main(pathlib.Path(sys.argv[1]).resolve())
