@@ -1,0 +1,37 @@
+//===- PlanMemory.cpp - weft-plan-memory: report a rank's memory ----------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Analysis/MemoryBreakdown.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+namespace weft {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+struct PlanMemoryPass : weft::impl::PlanMemoryBase<PlanMemoryPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    MemoryPlan plan = planMemory(func);
+    MemoryBreakdown breakdown = breakDownMemory(func, plan);
+    std::string prefix = ("memory @" + func.getSymName() + ": ").str();
+    for (size_t c = 0; c < kNumMemoryCategories; ++c)
+      if (breakdown.bytes[c])
+        llvm::errs() << prefix << categoryName(MemoryCategory(c)) << " "
+                     << breakdown.bytes[c] << "\n";
+    llvm::errs() << llvm::formatv("{0}live_at_peak {1} at op {2}\n", prefix,
+                                  breakdown.liveBytes, breakdown.peakStep);
+    llvm::errs() << prefix << "arena " << breakdown.arenaBytes << "\n";
+    llvm::errs() << prefix << "max_kept_activations "
+                 << breakdown.maxKeptActivations << "\n";
+  }
+};
+
+} // namespace
