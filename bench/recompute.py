@@ -1,6 +1,7 @@
 """Benchmark: activation recompute on the medium gpt example, P=2, M=8.
 
-For each policy (none, selective, full) and schedule (1f1b, gpipe): the
+For each policy (none, selective, full per stage, full per layer) and
+schedule (1f1b, gpipe): the
 planned arena of each rank (= the peak weft-run measures), the step time on
 2 ranks x 1 thread (median of 6 steps after 2 warm-up steps) and its ratio
 to no recompute. Megatron-LM's finding (Korthikanti et al. 2022, Table 4)
@@ -39,12 +40,14 @@ def main(build):
               "arena = measured peak (MB)")
         for schedule in ("1f1b", "gpipe"):
             base = None
-            for policy in ("none", "selective", "full"):
+            for policy in ("none", "selective", "full", "full-layer"):
                 plan = tmp / f"{schedule}-{policy}.json"
+                name, _, granularity = policy.partition("-")
                 subprocess.run(
                     [str(build / "bin" / "weftc"), str(onnx_path), "-o",
                      str(plan), "--pipeline-parallel=2", "--microbatches=8",
-                     f"--schedule={schedule}", f"--recompute={policy}"],
+                     f"--schedule={schedule}", f"--recompute={name}",
+                     f"--recompute-granularity={granularity or 'stage'}"],
                     check=True, capture_output=True)
                 log = tmp / "log.jsonl"
                 subprocess.run(
@@ -61,7 +64,7 @@ def main(build):
                 arenas = records[-1]["rank_arena_bytes"]
                 assert peaks == arenas, (peaks, arenas)
                 base = base or (seconds, max(peaks))
-                print(f"  {schedule:5s} {policy:9s}: peak "
+                print(f"  {schedule:5s} {policy:10s}: peak "
                       f"{' / '.join(f'{p / 1e6:.1f}' for p in peaks)} MB "
                       f"(max {max(peaks) / base[1]:.2f}x of none)  "
                       f"{seconds:.3f} s/step ({seconds / base[0]:.2f}x)")

@@ -32,6 +32,12 @@ bool hasPhase(Operation *op, StringRef phase) {
 
 bool isForward(Operation *op) { return !op->hasAttr(kPhaseAttr); }
 
+/// A model input argument (not a parameter, state or optimizer state).
+bool isModelInput(BlockArgument arg) {
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  return func && func.getArgAttr(arg.getArgNumber(), kInputAttr);
+}
+
 /// Ops whose recomputation would be wrong or pointless.
 bool recomputable(Operation *op) {
   if (isa<ConstantOp, IRecvOp, WaitRecvOp, ISendOp, WaitSendOp>(op))
@@ -118,6 +124,11 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
           << policy << "' (expected none, full or selective)";
       return signalPassFailure();
     }
+    if (granularity != "stage" && granularity != "layer") {
+      func.emitError("weft-checkpoint: unknown granularity '")
+          << granularity << "' (expected stage or layer)";
+      return signalPassFailure();
+    }
     numberDropouts(func);
     std::optional<llvm::DenseSet<Operation *>> only;
     if (policy == "selective")
@@ -156,53 +167,140 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
       else if (hasPhase(&op, "backward") && !firstBackward.count(key))
         firstBackward[key] = &op;
     }
-    OpBuilder b(func.getContext());
     for (auto &[key, ops] : forward) {
       if (exceptLast && key.second == lastMicroBatch)
         continue;
       auto it = firstBackward.find(key);
       if (it == firstBackward.end())
         continue;
-      // The ops the backward of this region needs, and their ancestors
-      // inside the region.
-      llvm::SetVector<Operation *> needed;
-      llvm::DenseSet<Operation *> inRegion(ops.begin(), ops.end());
-      SmallVector<Operation *> work;
-      for (Operation *op : ops)
-        for (Operation *user : op->getUsers())
-          if (hasPhase(user, "backward") && stageOf(user) == stageOf(op))
-            work.push_back(op);
-      while (!work.empty()) {
-        Operation *op = work.pop_back_val();
-        if (!needed.insert(op))
-          continue;
-        for (Value v : op->getOperands())
-          if (Operation *def = v.getDefiningOp(); def && inRegion.count(def))
-            work.push_back(def);
+      if (granularity == "layer") {
+        for (ArrayRef<Operation *> segment : segments(ops))
+          recomputeRegion(segment, /*insertBefore=*/nullptr);
+      } else {
+        recomputeRegion(ops, it->second);
       }
-      if (needed.empty())
-        continue;
-      // Clone in program order right before the region's first backward op.
-      b.setInsertionPoint(it->second);
-      IRMapping map;
-      for (Operation *op : ops) {
-        if (!needed.contains(op))
-          continue;
-        Operation *clone = b.clone(*op, map);
-        clone->setAttr(kPhaseAttr, b.getStringAttr("backward"));
-        clone->setAttr("weft.recompute", b.getUnitAttr());
-      }
-      // The region's backward ops read the clones.
-      for (Operation *op : needed)
-        for (Value result : op->getResults())
-          result.replaceUsesWithIf(map.lookup(result), [&](OpOperand &use) {
-            Operation *user = use.getOwner();
-            return hasPhase(user, "backward") &&
-                   !user->hasAttr("weft.recompute") &&
-                   stageOf(user) == stageOf(op) &&
-                   microBatchOf(user) == microBatchOf(op);
-          });
     }
+  }
+
+  /// Layer granularity: the region split at every point where a single
+  /// activation is live from one part to the next (the residual stream
+  /// between blocks, or between a block's attention and MLP halves); each
+  /// part is recomputed from that one value, just before its own backward.
+  static SmallVector<ArrayRef<Operation *>>
+  segments(ArrayRef<Operation *> ops) {
+    llvm::DenseMap<Operation *, size_t> index;
+    for (auto [i, op] : llvm::enumerate(ops))
+      index[op] = i;
+    // crossing[i]: values defined at or before i that a forward op after i
+    // reads (a reader outside the region reads "after" every cut).
+    std::vector<int64_t> delta(ops.size() + 1, 0);
+    for (auto [i, op] : llvm::enumerate(ops))
+      for (Value r : op->getResults()) {
+        size_t last = i;
+        for (Operation *user : r.getUsers()) {
+          if (!isForward(user))
+            continue;
+          auto it = index.find(user);
+          last = std::max(last, it == index.end() ? ops.size() : it->second);
+        }
+        if (last > i) {
+          ++delta[i];
+          --delta[last];
+        }
+      }
+    // Activations from before the region (received activations, model
+    // inputs) cross every cut up to their last reader in it; parameters and
+    // constants are free.
+    llvm::DenseMap<Value, size_t> lastOutsideUse;
+    for (auto [i, op] : llvm::enumerate(ops))
+      for (Value v : op->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if (def ? index.count(def) || isa<ConstantOp>(def)
+                : !isModelInput(cast<BlockArgument>(v)))
+          continue;
+        lastOutsideUse[v] = std::max(lastOutsideUse.lookup(v), i);
+      }
+    for (auto &[v, last] : lastOutsideUse) {
+      ++delta[0];
+      --delta[last];
+    }
+    SmallVector<ArrayRef<Operation *>> parts;
+    size_t begin = 0;
+    int64_t crossing = 0;
+    for (size_t i = 0; i + 1 < ops.size(); ++i) {
+      crossing += delta[i];
+      if (crossing == 1) {
+        parts.push_back(ops.slice(begin, i + 1 - begin));
+        begin = i + 1;
+      }
+    }
+    parts.push_back(ops.drop_front(begin));
+    return parts;
+  }
+
+  /// Clones the ops of `region` that its backward reads (with their
+  /// ancestors in the region) before `insertBefore`, or, when null, before
+  /// the first backward op that reads one of them; the backward then reads
+  /// the clones.
+  void recomputeRegion(ArrayRef<Operation *> region, Operation *insertBefore) {
+    llvm::SetVector<Operation *> needed;
+    llvm::DenseSet<Operation *> inRegion(region.begin(), region.end());
+    SmallVector<Operation *> work;
+    auto readsInBackward = [](Operation *user, Operation *op) {
+      return hasPhase(user, "backward") && !user->hasAttr("weft.recompute") &&
+             stageOf(user) == stageOf(op) &&
+             microBatchOf(user) == microBatchOf(op);
+    };
+    // A result a forward op outside the region reads (the next layer's input,
+    // an activation sent to the next stage, a loss summed over micro-batches)
+    // stays alive anyway: the backward reads the original, and clones start
+    // from it.
+    auto keptAnyway = [&](Value v) {
+      for (Operation *user : v.getUsers())
+        if (isForward(user) && !inRegion.contains(user))
+          return true;
+      return false;
+    };
+    bool findPoint = !insertBefore;
+    for (Operation *op : region)
+      for (Value result : op->getResults()) {
+        if (keptAnyway(result))
+          continue;
+        for (Operation *user : result.getUsers())
+          if (readsInBackward(user, op)) {
+            work.push_back(op);
+            if (findPoint &&
+                (!insertBefore || user->isBeforeInBlock(insertBefore)))
+              insertBefore = user;
+          }
+      }
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (!needed.insert(op))
+        continue;
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp();
+            def && inRegion.count(def) && !keptAnyway(v))
+          work.push_back(def);
+    }
+    if (needed.empty() || !insertBefore)
+      return;
+    // Clone in program order; the backward reads the clones.
+    OpBuilder b(insertBefore);
+    IRMapping map;
+    for (Operation *op : region) {
+      if (!needed.contains(op))
+        continue;
+      Operation *clone = b.clone(*op, map);
+      clone->setAttr(kPhaseAttr, b.getStringAttr("backward"));
+      clone->setAttr("weft.recompute", b.getUnitAttr());
+    }
+    for (Operation *op : needed)
+      for (Value result : op->getResults())
+        if (!keptAnyway(result))
+          result.replaceUsesWithIf(map.lookup(result), [&](OpOperand &use) {
+            return readsInBackward(use.getOwner(), op);
+          });
   }
 };
 

@@ -32,9 +32,11 @@ def gpt_dropout(tmp_path_factory):
 
 def train(weftc, model, tmp_path, tag, recompute, stages, schedule):
     plan = tmp_path / f"{tag}.json"
+    policy, _, granularity = recompute.partition("-")
     result = run([weftc, str(model), "-o", str(plan), "--microbatches=4",
                   f"--pipeline-parallel={stages}", f"--schedule={schedule}",
-                  f"--recompute={recompute}"])
+                  f"--recompute={policy}",
+                  f"--recompute-granularity={granularity or 'stage'}"])
     assert result.returncode == 0, result.stderr
     log = tmp_path / f"{tag}.jsonl"
     command = [tool("weft-run"), str(plan), "--steps", "4", "--seed", "5",
@@ -45,7 +47,7 @@ def train(weftc, model, tmp_path, tag, recompute, stages, schedule):
     return [r["loss"] for r in records], records
 
 
-@pytest.mark.parametrize("policy", ["full", "selective"])
+@pytest.mark.parametrize("policy", ["full", "full-layer", "selective"])
 @pytest.mark.parametrize("stages,schedule", [(1, "1f1b"), (2, "gpipe"),
                                              (2, "1f1b"), (4, "gpipe"),
                                              (4, "1f1b")])
@@ -89,6 +91,26 @@ def test_gpipe_recompute_keeps_one_micro_batch(weftc, models_dir):
     for s in range(2):
         assert none[s] / one[s] == pytest.approx(8, abs=0.05)
         assert full[s] / one[s] == pytest.approx(1, abs=0.3)
+
+
+def test_layer_granularity_recomputes_one_block_at_a_time(weftc, models_dir):
+    """Full recompute per layer keeps only each block's input (more than
+    stage granularity, which keeps nothing of a recomputed micro-batch) but
+    rematerializes one block at a time: a smaller arena than per stage."""
+    model = str(models_dir / "gpt.onnx")
+    flags = [model, "--pipeline-parallel=2", "--microbatches=8",
+             "--schedule=1f1b", "--recompute=full"]
+
+    def arenas(*extra):
+        result = run([weftc, *flags, *extra, "--estimate-memory"])
+        assert result.returncode == 0, result.stderr
+        return [int(v) for v in re.findall(r"arena\s+(\d+) bytes",
+                                           result.stdout)]
+
+    stage, layer = arenas(), arenas("--recompute-granularity=layer")
+    assert layer[0] < stage[0]
+    assert kept(weftc, *flags, "--recompute-granularity=layer")[0] > \
+        kept(weftc, *flags)[0]
 
 
 def test_selective_keeps_less_than_none_more_than_full(weftc, models_dir):
@@ -142,6 +164,14 @@ def test_selective_matches_torch_multihead_attention(weftc, tmp_path):
     kinds = recomputed_kinds(weftc, path)
     assert "weft.softmax" in kinds and "weft.matmul" in kinds, kinds
     assert "weft.dropout" in kinds, kinds
+
+
+def test_unknown_recompute_granularity(weftc, models_dir):
+    result = run([weftc, str(models_dir / "gpt.onnx"), "-o", "/dev/null",
+                  "--recompute=full", "--recompute-granularity=block"])
+    assert result.returncode != 0
+    assert "--recompute-granularity 'block': expected stage or layer" \
+        in result.stderr
 
 
 def test_unknown_recompute_policy(weftc, models_dir):

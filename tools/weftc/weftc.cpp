@@ -147,6 +147,12 @@ cl::opt<std::string> recompute(
              "backward; under GPipe all but the last micro-batch) or "
              "selective (recompute only core attention, as Megatron-LM)"),
     cl::init("none"), cl::cat(category));
+cl::opt<std::string> recomputeGranularity(
+    "recompute-granularity",
+    cl::desc("Regions of --recompute=full: stage (default: the stage's "
+             "forward per micro-batch, as torchgpipe) or layer (each block "
+             "between single-activation cuts, as Megatron-LM)"),
+    cl::init("stage"), cl::cat(category));
 cl::opt<bool> estimateMemory(
     "estimate-memory",
     cl::desc("Print each rank's planned memory by category (parameters, "
@@ -354,7 +360,8 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     if (pipelined)
       pm.addNestedPass<func::FuncOp>(weft::createInsertSendRecv());
     pm.addNestedPass<func::FuncOp>(weft::createCheckpoint(
-        {recompute, /*exceptLast=*/pipelined && schedule == "gpipe"}));
+        {recompute, /*exceptLast=*/pipelined && schedule == "gpipe",
+         recomputeGranularity}));
     if (pipelined) {
       pm.addPass(weft::createSchedule({schedule}));
       pm.addPass(weft::createSimulatePipeline());
@@ -424,6 +431,11 @@ int main(int argc, char **argv) {
       recompute != "selective") {
     errs() << "weftc: --recompute '" << recompute
            << "': expected none, full or selective\n";
+    return 1;
+  }
+  if (recomputeGranularity != "stage" && recomputeGranularity != "layer") {
+    errs() << "weftc: --recompute-granularity '" << recomputeGranularity
+           << "': expected stage or layer\n";
     return 1;
   }
   if (!balance.empty() && pipelineParallel < 2) {

@@ -295,6 +295,16 @@ def Checkpoint : Pass<"weft-checkpoint", "mlir::func::FuncOp"> {
     export both match; a softmax outside attention (no matmul on both sides)
     does not.
 
+    `granularity=layer` splits each (stage, micro-batch) region further, at
+    every point of the forward where a single activation is live from one
+    part to the next: the residual stream between transformer blocks or
+    residual blocks (and between a block's attention and MLP halves). Each
+    part keeps only that input and is recomputed right before the first
+    backward op that reads it, so only one part's activations are live
+    again at a time (Megatron's full recompute per layer; Chen et al. 2016's
+    segments). `granularity=stage` recomputes the whole stage at once before
+    its backward (torchgpipe).
+
     `except-last` skips the last micro-batch, whose backward runs right after
     its forward under GPipe (torchgpipe's `checkpoint='except_last'`).
 
@@ -307,6 +317,8 @@ def Checkpoint : Pass<"weft-checkpoint", "mlir::func::FuncOp"> {
            "none, full or selective">,
     Option<"exceptLast", "except-last", "bool", /*default=*/"false",
            "Do not recompute the last micro-batch (GPipe)">,
+    Option<"granularity", "granularity", "std::string", /*default=*/"\"stage\"",
+           "Regions of full recompute: stage or layer">,
   ];
   let dependentDialects = ["weft::WeftDialect"];
 }
