@@ -173,7 +173,8 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
       auto it = firstBackward.find(key);
       if (it == firstBackward.end())
         continue;
-      if (granularity == "layer") {
+      // Selective recompute is one region per core attention already.
+      if (granularity == "layer" && !only) {
         for (ArrayRef<Operation *> segment : segments(ops))
           recomputeRegion(segment, /*insertBefore=*/nullptr);
       } else {

@@ -295,9 +295,9 @@ def Checkpoint : Pass<"weft-checkpoint", "mlir::func::FuncOp"> {
     export both match; a softmax outside attention (no matmul on both sides)
     does not.
 
-    `granularity=layer` splits each (stage, micro-batch) region further, at
-    every point of the forward where a single activation is live from one
-    part to the next: the residual stream between transformer blocks or
+    `granularity=layer` (full policy only) splits each (stage, micro-batch)
+    region further, at every point of the forward where a single activation
+    is live from one part to the next: the residual stream between transformer blocks or
     residual blocks (and between a block's attention and MLP halves). Each
     part keeps only that input and is recomputed right before the first
     backward op that reads it, so only one part's activations are live
