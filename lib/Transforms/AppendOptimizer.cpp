@@ -2,6 +2,8 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "weft/Transforms/FuncUtils.h"
+
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -128,11 +130,7 @@ struct AppendOptimizerPass
     if (!sawGrad)
       return func.emitError("no parameter gradients to apply: run "
                             "weft-autodiff first");
-    func::ReturnOp::create(b, ret.getLoc(), results);
-    ret.erase();
-    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
-                                   TypeRange(ValueRange(results))));
-    func.setAllResultAttrs(resultAttrs);
+    replaceReturn(func, results, resultAttrs);
     return success();
   }
 };

@@ -2,6 +2,8 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "weft/Transforms/FuncUtils.h"
+
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -17,11 +19,6 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-
-bool isFloatTensor(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && isa<FloatType>(type.getElementType());
-}
 
 struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
   void runOnOperation() override {
@@ -122,8 +119,7 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
     for (BlockArgument param : params)
       resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
           "weft.grad", func.getArgAttr(param.getArgNumber(), kParamAttr))));
-    func::ReturnOp::create(b, ret.getLoc(), results);
-    ret.erase();
+    replaceReturn(func, results, resultAttrs);
 
     // Rules compute a gradient for every float operand; those of inactive
     // operands (model inputs, constants) are dead: drop them.
@@ -141,9 +137,6 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
          llvm::make_range(std::next(ops.back()->getIterator()), body.end()))
       if (!op.hasTrait<OpTrait::IsTerminator>())
         op.setAttr(kPhaseAttr, b.getStringAttr("backward"));
-    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
-                                   TypeRange(ValueRange(results))));
-    func.setAllResultAttrs(resultAttrs);
     return success();
   }
 };

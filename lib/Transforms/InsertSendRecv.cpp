@@ -8,6 +8,8 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "weft/Transforms/FuncUtils.h"
+
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -107,11 +109,7 @@ struct InsertSendRecvPass
     }
     if (results.size() == ret.getNumOperands())
       return success();
-    func::ReturnOp::create(b, ret.getLoc(), results);
-    ret.erase();
-    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
-                                   TypeRange(ValueRange(results))));
-    func.setAllResultAttrs(resultAttrs);
+    replaceReturn(func, results, resultAttrs);
     return success();
   }
 

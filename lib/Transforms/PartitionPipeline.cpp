@@ -7,6 +7,8 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "weft/Transforms/FuncUtils.h"
+
 #include "weft/Analysis/CostModel.h"
 #include "weft/Analysis/Partition.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
@@ -23,11 +25,6 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-
-bool isFloatTensor(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && isa<FloatType>(type.getElementType());
-}
 
 struct PartitionPipelinePass
     : weft::impl::PartitionPipelineBase<PartitionPipelinePass> {

@@ -1,0 +1,33 @@
+//===- FuncUtils.h - small helpers the weft passes share ------*- C++ -*-===//
+#ifndef WEFT_TRANSFORMS_FUNCUTILS_H
+#define WEFT_TRANSFORMS_FUNCUTILS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace weft {
+
+/// A ranked tensor of floats: a value that can carry a gradient.
+inline bool isFloatTensor(mlir::Value v) {
+  auto type = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+  return type && llvm::isa<mlir::FloatType>(type.getElementType());
+}
+
+/// Makes `func` return `results` (with `resultAttrs`, one per result):
+/// replaces its return op and updates its type.
+inline void
+replaceReturn(mlir::func::FuncOp func, mlir::ValueRange results,
+              llvm::ArrayRef<mlir::DictionaryAttr> resultAttrs) {
+  mlir::Operation *ret = func.getBody().front().getTerminator();
+  mlir::OpBuilder b(ret);
+  mlir::func::ReturnOp::create(b, ret->getLoc(), results);
+  ret->erase();
+  func.setType(mlir::FunctionType::get(func.getContext(),
+                                       func.getArgumentTypes(),
+                                       mlir::TypeRange(results)));
+  func.setAllResultAttrs(resultAttrs);
+}
+
+} // namespace weft
+
+#endif // WEFT_TRANSFORMS_FUNCUTILS_H
