@@ -145,15 +145,26 @@ SimResult weft::simulatePipeline(const std::vector<std::vector<SimOp>> &ranks,
   return result;
 }
 
+SmallVector<func::FuncOp> weft::rankFunctions(ModuleOp module) {
+  SmallVector<func::FuncOp> funcs;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr(kStageAttr))
+      funcs.push_back(func);
+  llvm::sort(funcs, [](func::FuncOp a, func::FuncOp b) {
+    return *stageOf(a) < *stageOf(b);
+  });
+  if (funcs.empty())
+    if (auto main = module.lookupSymbol<func::FuncOp>("main"))
+      funcs.push_back(main);
+  return funcs;
+}
+
 std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
                                                     const DeviceModel &device) {
-  std::vector<std::pair<int64_t, func::FuncOp>> stages;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (auto stage = func->getAttrOfType<IntegerAttr>(kStageAttr))
-      stages.push_back({stage.getInt(), func});
-  llvm::sort(stages, [](auto &a, auto &b) { return a.first < b.first; });
   std::vector<std::vector<SimOp>> programs;
-  for (auto &[stage, func] : stages) {
+  for (func::FuncOp func : rankFunctions(module)) {
+    if (!func->hasAttr(kStageAttr))
+      break; // one unscheduled @main: nothing to simulate
     std::vector<SimOp> program;
     std::string task = "F0";
     for (Operation &op : func.getBody().front().without_terminator()) {

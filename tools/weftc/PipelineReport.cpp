@@ -13,14 +13,8 @@ using namespace mlir;
 
 void weft::printStageTable(ModuleOp module, const SimResult &prediction,
                            llvm::raw_ostream &os) {
-  SmallVector<func::FuncOp> stages;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (func->hasAttr(kStageAttr))
-      stages.push_back(func);
-  llvm::sort(stages, [](func::FuncOp a, func::FuncOp b) {
-    return *stageOf(a) < *stageOf(b);
-  });
-  if (stages.empty())
+  SmallVector<func::FuncOp> stages = rankFunctions(module);
+  if (stages.empty() || !stages[0]->hasAttr(kStageAttr))
     return;
   int64_t microbatches =
       stages[0]->getAttrOfType<IntegerAttr>("weft.micro_batches").getInt();

@@ -245,29 +245,13 @@ LogicalResult reportPipeline(ModuleOp module) {
   return success();
 }
 
-/// The functions that become ranks: the stage functions of a pipelined
-/// module, else @main.
-SmallVector<func::FuncOp> rankFunctions(ModuleOp module) {
-  SmallVector<func::FuncOp> funcs;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (func->hasAttr(weft::kStageAttr))
-      funcs.push_back(func);
-  llvm::sort(funcs, [](func::FuncOp a, func::FuncOp b) {
-    return *weft::stageOf(a) < *weft::stageOf(b);
-  });
-  if (funcs.empty())
-    if (auto main = module.lookupSymbol<func::FuncOp>("main"))
-      funcs.push_back(main);
-  return funcs;
-}
-
 /// --estimate-memory and --memory-cap: each rank's breakdown; failure when
 /// a rank's arena exceeds the cap.
 LogicalResult checkMemory(ModuleOp module) {
   bool over = false;
   std::string text;
   raw_string_ostream report(text);
-  for (auto [rank, func] : llvm::enumerate(rankFunctions(module))) {
+  for (auto [rank, func] : llvm::enumerate(weft::rankFunctions(module))) {
     weft::MemoryPlan plan = weft::planMemory(func);
     weft::MemoryBreakdown breakdown = weft::breakDownMemory(func, plan);
     bool exceeds = memoryCap > 0 && breakdown.arenaBytes > memoryCap;

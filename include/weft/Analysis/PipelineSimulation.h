@@ -24,6 +24,7 @@
 
 #include "weft/Analysis/CostModel.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -65,6 +66,11 @@ struct SimResult {
 /// Simulates ranks' programs (index = rank = stage).
 SimResult simulatePipeline(const std::vector<std::vector<SimOp>> &ranks,
                            const DeviceModel &device);
+
+/// The functions that become ranks, in rank order: the stage functions of a
+/// scheduled module (`weft.stage`, sorted by stage), else @main alone, else
+/// none.
+llvm::SmallVector<mlir::func::FuncOp> rankFunctions(mlir::ModuleOp module);
 
 /// The programs of a scheduled module's stage functions (`weft-schedule`),
 /// ordered by `weft.stage`; empty when the module has none.

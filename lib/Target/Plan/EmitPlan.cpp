@@ -3,6 +3,7 @@
 #include "weft/Target/Plan/EmitPlan.h"
 
 #include "weft/Analysis/MemoryPlan.h"
+#include "weft/Analysis/PipelineSimulation.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -375,31 +376,21 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
 FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   // A pipelined module has one function per stage (weft-schedule); any
   // other, one @main.
-  SmallVector<std::pair<int64_t, func::FuncOp>> funcs;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (auto stage = func->getAttrOfType<IntegerAttr>(kStageAttr))
-      funcs.push_back({stage.getInt(), func});
-  llvm::sort(funcs, [](auto &a, auto &b) { return a.first < b.first; });
+  SmallVector<func::FuncOp> funcs = rankFunctions(module);
+  if (funcs.empty())
+    return module.emitError("plan emission needs a func.func @main or "
+                            "stage functions (weft-schedule)");
   std::string schedule = "none";
-  if (funcs.empty()) {
-    auto main = module.lookupSymbol<func::FuncOp>("main");
-    if (!main)
-      return module.emitError("plan emission needs a func.func @main or "
-                              "stage functions (weft-schedule)");
-    funcs.push_back({0, main});
-  } else if (auto name =
-                 funcs.front().second->getAttrOfType<StringAttr>(
-                     "weft.schedule")) {
+  if (auto name = funcs.front()->getAttrOfType<StringAttr>("weft.schedule"))
     schedule = name.str();
-  }
 
   json ranks = json::array(), inputs = json::array(), outputs = json::array();
   std::set<std::string> seenInputs, seenOutputs;
   int64_t microBatches = 1;
   std::map<int64_t, int64_t> dropoutCount;
-  for (auto [index, entry] : llvm::enumerate(funcs)) {
+  for (auto [index, func] : llvm::enumerate(funcs)) {
     FailureOr<RankSection> section =
-        emitRank(entry.second, index, entry.first, dropoutCount);
+        emitRank(func, index, stageOf(func).value_or(0), dropoutCount);
     if (failed(section))
       return failure();
     microBatches = std::max(microBatches, section->microBatches);
