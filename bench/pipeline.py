@@ -12,8 +12,6 @@ and weftc's predicted step time next to the measured one.
 Usage: python3 bench/pipeline.py BUILD_DIR [M]
 """
 
-import json
-import os
 import pathlib
 import re
 import statistics
@@ -21,10 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
-from weft.examples import gpt  # noqa: E402
-from weft.examples.common import export  # noqa: E402
+from pipeline_common import CONFIG, export_gpt_medium, run_plan
 
 WARMUP, STEPS, ROUNDS = 2, 8, 2
 
@@ -40,25 +35,14 @@ def compile_plan(build, model, plan, stages, m, schedule):
 
 
 def step_seconds(build, plan, ranks, log):
-    command = [str(build / "bin" / "weft-run"), str(plan), "--threads", "1",
-               "--steps", str(WARMUP + STEPS), "--log-json", str(log)]
-    if ranks > 1:
-        command = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
-                   "OPENBLAS_NUM_THREADS=1", "-np", str(ranks)] + command
-    subprocess.run(command, check=True, capture_output=True,
-                   env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
-    records = [json.loads(line) for line in log.read_text().splitlines()]
+    records = run_plan(build, plan, ranks, WARMUP + STEPS, log)
     return [r["seconds"] for r in records[WARMUP:]]
 
 
 def main(build, m):
-    config = gpt.CONFIGS["medium"]
-    model, inputs = gpt.build(**config)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        onnx_path = tmp / "gpt_medium.onnx"
-        export(model, inputs, ["tokens", "targets"], str(onnx_path),
-               training=True)
+        onnx_path = export_gpt_medium(tmp)
         plans = {"1 rank": (tmp / "single.json", 1)}
         predicted = {}
         compile_plan(build, onnx_path, plans["1 rank"][0], 1, m, "1f1b")
@@ -72,7 +56,7 @@ def main(build, m):
             for name, (plan, ranks) in plans.items():
                 times[name] += step_seconds(build, plan, ranks,
                                             tmp / "log.jsonl")
-        print(f"gpt medium, M={m}, batch {config['batch']}, 1 thread per "
+        print(f"gpt medium, M={m}, batch {CONFIG['batch']}, 1 thread per "
               f"rank, median of {ROUNDS * STEPS} steps [min-max]")
         t1 = statistics.median(times["1 rank"])
         for name, samples in times.items():

@@ -12,30 +12,21 @@ attention is 5as/h = 20 of ~54 sbh units per layer.
 Usage: python3 bench/recompute.py BUILD_DIR
 """
 
-import json
-import os
 import pathlib
 import statistics
 import subprocess
 import sys
 import tempfile
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
-from weft.examples import gpt  # noqa: E402
-from weft.examples.common import export  # noqa: E402
+from pipeline_common import export_gpt_medium, run_plan
 
 WARMUP, STEPS = 2, 6
 
 
 def main(build):
-    config = gpt.CONFIGS["medium"]
-    model, inputs = gpt.build(**config)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        onnx_path = tmp / "gpt_medium.onnx"
-        export(model, inputs, ["tokens", "targets"], str(onnx_path),
-               training=True)
+        onnx_path = export_gpt_medium(tmp)
         print("gpt medium, P=2, M=8, 1 thread per rank; per rank: planned "
               "arena = measured peak (MB)")
         for schedule in ("1f1b", "gpipe"):
@@ -49,15 +40,8 @@ def main(build):
                      f"--schedule={schedule}", f"--recompute={name}",
                      f"--recompute-granularity={granularity or 'stage'}"],
                     check=True, capture_output=True)
-                log = tmp / "log.jsonl"
-                subprocess.run(
-                    ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
-                     "OPENBLAS_NUM_THREADS=1", "-np", "2",
-                     str(build / "bin" / "weft-run"), str(plan), "--threads",
-                     "1", "--steps", str(WARMUP + STEPS), "--log-json",
-                     str(log)], check=True, capture_output=True,
-                    env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
-                records = [json.loads(l) for l in log.read_text().splitlines()]
+                records = run_plan(build, plan, 2, WARMUP + STEPS,
+                                   tmp / "log.jsonl")
                 seconds = statistics.median(r["seconds"]
                                             for r in records[WARMUP:])
                 peaks = records[-1]["rank_peak_bytes"]
