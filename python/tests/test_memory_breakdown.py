@@ -11,13 +11,14 @@ import pytest
 from conftest import run
 
 
-def kept_per_rank(weftc, models_dir, *flags):
-    """The most kept-activation bytes at any op, per rank."""
-    result = run([weftc, str(models_dir / "gpt.onnx"), "--estimate-memory",
-                  *flags])
+def estimate(weftc, model, *flags, field="kept"):
+    """Per rank, from `weftc --estimate-memory`: the most kept-activation
+    bytes at any op (field "kept") or the planned arena ("arena")."""
+    result = run([weftc, str(model), "--estimate-memory", *flags])
     assert result.returncode == 0, result.stderr
-    return [int(v) for v in re.findall(
-        r"kept_activations\s+(\d+) bytes \(most at any op\)", result.stdout)]
+    pattern = {"kept": r"kept_activations\s+(\d+) bytes \(most at any op\)",
+               "arena": r"arena\s+(\d+) bytes"}[field]
+    return [int(v) for v in re.findall(pattern, result.stdout)]
 
 
 @pytest.mark.parametrize("stages,schedule", [(2, "gpipe"), (2, "1f1b"),
@@ -26,9 +27,10 @@ def test_micro_batches_in_flight(stages, schedule, weftc, models_dir):
     m = 8
     pipeline = [f"--pipeline-parallel={stages}", f"--schedule={schedule}"]
     # One micro-batch's activations: the same model at micro-batch size.
-    one = kept_per_rank(weftc, models_dir, "--input-shape=tokens=1x64",
-                        "--input-shape=targets=1x64", *pipeline)
-    held = kept_per_rank(weftc, models_dir, f"--microbatches={m}", *pipeline)
+    model = models_dir / "gpt.onnx"
+    one = estimate(weftc, model, "--input-shape=tokens=1x64",
+                   "--input-shape=targets=1x64", *pipeline)
+    held = estimate(weftc, model, f"--microbatches={m}", *pipeline)
     assert len(one) == len(held) == stages
     for s in range(stages):
         expected = m if schedule == "gpipe" else stages - s

@@ -6,11 +6,11 @@ and on pipelines of 2 and 4 stages under both schedules, and GPipe keeps the
 activations of one micro-batch instead of M."""
 
 import json
-import re
 
 import pytest
 
 from conftest import run, tool
+from test_memory_breakdown import estimate
 from test_pipeline import mpirun
 from weft.examples import gpt
 from weft.examples.common import export
@@ -71,23 +71,16 @@ def test_recompute_is_bit_identical(stages, schedule, policy, weftc,
         all(r["peak_bytes"] == r["arena_bytes"] for r in records)
 
 
-def kept(weftc, *flags):
-    result = run([weftc, *flags, "--estimate-memory"])
-    assert result.returncode == 0, result.stderr
-    return [int(v) for v in re.findall(
-        r"kept_activations\s+(\d+) bytes \(most at any op\)", result.stdout)]
-
-
 def test_gpipe_recompute_keeps_one_micro_batch(weftc, models_dir):
     """GPipe with 8 micro-batches keeps 8 micro-batches' activations per
     stage; with full recompute, only the last one's (it is not recomputed)."""
     model = str(models_dir / "gpt.onnx")
     flags = [model, "--pipeline-parallel=2", "--microbatches=8",
              "--schedule=gpipe"]
-    one = kept(weftc, model, "--input-shape=tokens=1x64",
+    one = estimate(weftc, model, "--input-shape=tokens=1x64",
                "--input-shape=targets=1x64", "--pipeline-parallel=2")
-    none = kept(weftc, *flags)
-    full = kept(weftc, *flags, "--recompute=full")
+    none = estimate(weftc, *flags)
+    full = estimate(weftc, *flags, "--recompute=full")
     for s in range(2):
         assert none[s] / one[s] == pytest.approx(8, abs=0.05)
         assert full[s] / one[s] == pytest.approx(1, abs=0.3)
@@ -102,22 +95,19 @@ def test_layer_granularity_recomputes_one_block_at_a_time(weftc, models_dir):
              "--schedule=1f1b", "--recompute=full"]
 
     def arenas(*extra):
-        result = run([weftc, *flags, *extra, "--estimate-memory"])
-        assert result.returncode == 0, result.stderr
-        return [int(v) for v in re.findall(r"arena\s+(\d+) bytes",
-                                           result.stdout)]
+        return estimate(weftc, *flags, *extra, field="arena")
 
     stage, layer = arenas(), arenas("--recompute-granularity=layer")
     assert layer[0] < stage[0]
-    assert kept(weftc, *flags, "--recompute-granularity=layer")[0] > \
-        kept(weftc, *flags)[0]
+    assert estimate(weftc, *flags, "--recompute-granularity=layer")[0] > \
+        estimate(weftc, *flags)[0]
 
 
 def test_selective_keeps_less_than_none_more_than_full(weftc, models_dir):
     model = str(models_dir / "gpt.onnx")
     flags = [model, "--pipeline-parallel=2", "--microbatches=8",
              "--schedule=1f1b"]
-    none, selective, full = (kept(weftc, *flags, f"--recompute={p}")
+    none, selective, full = (estimate(weftc, *flags, f"--recompute={p}")
                              for p in ("none", "selective", "full"))
     for s in range(2):
         assert full[s] < selective[s] < none[s]
