@@ -60,6 +60,9 @@ public:
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    int *ub = nullptr, found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);
+    tagUpperBound = found ? *ub : 32767; // the standard's guaranteed minimum
   }
   ~MpiCommunicator() override {
     int finalized = 0;
@@ -161,11 +164,9 @@ private:
     return static_cast<int>(bytes);
   }
   int mpiTag(int64_t tag) const {
-    int *ub = nullptr, found = 0;
-    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);
-    if (found && tag > *ub)
+    if (tag > tagUpperBound)
       throw Error("transfer tag " + std::to_string(tag) +
-                  " exceeds MPI_TAG_UB " + std::to_string(*ub));
+                  " exceeds MPI_TAG_UB " + std::to_string(tagUpperBound));
     return static_cast<int>(tag);
   }
   static void check(int code, const char *call, int64_t tag) {
@@ -180,6 +181,7 @@ private:
   }
 
   int rank_ = 0, size_ = 1;
+  int64_t tagUpperBound = 32767; ///< MPI_TAG_UB, read once
   std::map<int64_t, MPI_Request> pending;
 };
 
