@@ -52,7 +52,9 @@ bool readByBackward(Value v) {
   return false;
 }
 
-MemoryCategory categoryOf(const Storage &s) {
+} // namespace
+
+MemoryCategory weft::categoryOf(const Storage &s) {
   switch (s.kind) {
   case BufferKind::Param:
     return MemoryCategory::Parameters;
@@ -81,8 +83,6 @@ MemoryCategory categoryOf(const Storage &s) {
   return readByBackward(s.value) ? MemoryCategory::KeptActivations
                                  : MemoryCategory::Temporaries;
 }
-
-} // namespace
 
 MemoryBreakdown weft::breakDownMemory(func::FuncOp func,
                                       const MemoryPlan &plan) {

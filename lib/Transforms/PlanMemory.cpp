@@ -16,12 +16,24 @@ using namespace weft;
 
 namespace {
 
+/// The name of the op that defines `v`, or "argument".
+llvm::StringRef producerName(Value v) {
+  Operation *def = v.getDefiningOp();
+  return def ? def->getName().getStringRef() : llvm::StringRef("argument");
+}
+
 struct PlanMemoryPass : weft::impl::PlanMemoryBase<PlanMemoryPass> {
+  using Base::Base;
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     MemoryPlan plan = planMemory(func);
     MemoryBreakdown breakdown = breakDownMemory(func, plan);
     std::string prefix = ("memory @" + func.getSymName() + ": ").str();
+    if (listKept)
+      for (const Storage &s : plan.storages)
+        if (categoryOf(s) == MemoryCategory::KeptActivations)
+          llvm::errs() << prefix << "kept " << producerName(s.value) << " "
+                       << s.value.getType() << " " << s.size << "\n";
     for (size_t c = 0; c < kNumMemoryCategories; ++c)
       if (breakdown.bytes[c])
         llvm::errs() << prefix << categoryName(MemoryCategory(c)) << " "

@@ -1,9 +1,9 @@
 //===- Backward.cpp - kernels of the backward-only ops
 //---------------------===//
 //
-// relu_grad, softmax_grad, log_softmax_grad, layer_norm_grad, dropout_grad,
-// gather_grad (scatter-add) and softmax_cross_entropy_grad; their formulas
-// are documented on the ops (docs/generated/Dialects/Weft.md).
+// relu_grad, gelu_grad, softmax_grad, log_softmax_grad, layer_norm_grad,
+// dropout_grad, gather_grad (scatter-add) and softmax_cross_entropy_grad;
+// their formulas are documented on the ops (docs/generated/Dialects/Weft.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +23,23 @@ void reluGrad(const KernelCall &call) {
     T *out = dx.as<T>();
     for (int64_t i = 0, n = x.numel(); i < n; ++i)
       out[i] = in[i] > 0 ? g[i] : T(0);
+  });
+}
+
+/// dx = dy * (Phi(x) + x * phi(x)), Phi the standard normal CDF, phi its
+/// density (the derivative of x * Phi(x)).
+void geluGrad(const KernelCall &call) {
+  const Tensor &x = call.in[0], &dy = call.in[1], &dx = call.out[0];
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    const T *in = x.as<T>(), *g = dy.as<T>();
+    T *out = dx.as<T>();
+    const T invSqrt2 = T(M_SQRT1_2), invSqrt2Pi = T(0.5 * M_2_SQRTPI * M_SQRT1_2);
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+      T v = in[i];
+      T cdf = T(0.5) * (T(1) + std::erf(v * invSqrt2));
+      T pdf = invSqrt2Pi * std::exp(T(-0.5) * v * v);
+      out[i] = g[i] * (cdf + v * pdf);
+    }
   });
 }
 
@@ -245,6 +262,7 @@ void registerBackwardKernels(KernelTable &t) {
   t["nll_loss_grad"] = nllLossGrad;
   t["batch_norm_grad"] = batchNormGrad;
   t["relu_grad"] = reluGrad;
+  t["gelu_grad"] = geluGrad;
   t["softmax_grad"] = softmaxGrad<false>;
   t["log_softmax_grad"] = softmaxGrad<true>;
   t["layer_norm_grad"] = layerNormGrad;

@@ -230,6 +230,13 @@ void registerElementwiseKernels(KernelTable &t) {
   t["log"] = [](const KernelCall &c) {
     unary(c, [](auto v) { return std::log(v); });
   };
+  // x * Phi(x): Hendrycks & Gimpel 2016, ONNX Gelu-20 (approximate="none").
+  t["gelu"] = [](const KernelCall &c) {
+    unary(c, [](auto v) {
+      using T = decltype(v);
+      return T(0.5) * v * (T(1) + std::erf(v * T(M_SQRT1_2)));
+    });
+  };
   t["erf"] = [](const KernelCall &c) {
     unary(c, [](auto v) { return std::erf(v); });
   };

@@ -294,6 +294,13 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
       os << summaryJSON(summary).dump() << "\n";
     return success();
   }
+  // One kernel per GELU, which keeps only its input for the backward.
+  {
+    PassManager pm(&context);
+    pm.addNestedPass<func::FuncOp>(weft::createFuseGelu());
+    if (failed(pm.run(*module)))
+      return failure();
+  }
   if (train && forwardOnly) {
     errs() << "weftc: --train and --forward-only contradict each other\n";
     return failure();

@@ -60,6 +60,9 @@ struct MemoryBreakdown {
   int64_t at(MemoryCategory c) const { return bytes[size_t(c)]; }
 };
 
+/// The category of one storage of a memory plan.
+MemoryCategory categoryOf(const Storage &storage);
+
 /// The breakdown of `plan`, the memory plan of `func`.
 MemoryBreakdown breakDownMemory(mlir::func::FuncOp func, const MemoryPlan &plan);
 

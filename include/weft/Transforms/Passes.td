@@ -28,6 +28,32 @@ def TestPrintCost : Pass<"weft-test-print-cost", "mlir::func::FuncOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def FuseGelu : Pass<"weft-fuse-gelu", "mlir::func::FuncOp"> {
+  let summary = "Rewrite the exported erf chain of GELU into one weft.gelu";
+  let description = [{
+    ONNX before opset 20 has no Gelu, so exporters write the erf form as a
+    chain of five ops. Differentiated as it stands, the chain keeps four
+    tensors of the GELU's size for the backward; `weft.gelu` keeps only its
+    input (`weft.gelu_grad` recomputes the rest), as Megatron-LM's
+    activation-memory count assumes (Korthikanti et al. 2022, §4.1), and
+    runs as one kernel. Matched, with each intermediate used only by the
+    chain and either operand order:
+
+    ```
+    (x * (1 + erf(x / sqrt(2)))) * 0.5    torch.nn.functional.gelu
+    (x * 0.5) * (1 + erf(x * 0.70710678)) the BERT / Hugging Face spelling
+    ```
+
+    The tanh approximation (GPT-2's `gelu_new`) is left as it is. weftc runs
+    this pass first, on the imported forward graph.
+
+    ```mlir
+    %h = weft.gelu %x : tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 def PartitionPipeline : Pass<"weft-partition-pipeline", "mlir::func::FuncOp"> {
   let summary = "Assign every forward op to one of P pipeline stages";
   let description = [{
@@ -342,7 +368,15 @@ def PlanMemory : Pass<"weft-plan-memory", "mlir::func::FuncOp"> {
     memory @stage0: arena 17481476
     memory @stage0: max_kept_activations 7346176
     ```
+
+    With `list-kept`, it first prints every activation kept for the backward,
+    in op order: the producing op, its result type and bytes, e.g.
+    `memory @mlp: kept weft.relu tensor<4x8xf32> 128`.
   }];
+  let options = [
+    Option<"listKept", "list-kept", "bool", /*default=*/"false",
+           "Print each kept activation: producing op, type, bytes">,
+  ];
   let dependentDialects = ["weft::WeftDialect"];
 }
 

@@ -68,13 +68,14 @@ inline Value unbroadcast(OpBuilder &b, Location loc, Value grad,
   return reshape(b, loc, sum, target.getShape());
 }
 
-/// Swaps the last two dims.
+/// Swaps the last two dims. Folds (X^T)^T to X, so a matmul by a transposed
+/// weight differentiates against the weight, not a kept copy of W^T.
 inline Value transposeLast(OpBuilder &b, Location loc, Value x) {
   int64_t rank = typeOf(x).getRank();
   SmallVector<int64_t> perm(rank);
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[rank - 1], perm[rank - 2]);
-  return TransposeOp::create(b, loc, x, perm);
+  return b.createOrFold<TransposeOp>(loc, x, perm);
 }
 
 /// Sets `dxs` to one null per operand; returns false when no result has a

@@ -83,6 +83,13 @@ LogicalResult TanhOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   });
 }
 
+LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  return unaryGrad(*this, dys, dxs, [&](Value dy) {
+    return GeluGradOp::create(b, getLoc(), dy.getType(), getInput(), dy);
+  });
+}
+
 LogicalResult ReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                      SmallVectorImpl<Value> &dxs) {
   return unaryGrad(*this, dys, dxs, [&](Value dy) {

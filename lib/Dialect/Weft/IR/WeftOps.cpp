@@ -319,6 +319,23 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  ArrayRef<int64_t> perm = getPerm();
+  if (llvm::all_of(llvm::enumerate(perm),
+                   [](auto p) { return p.value() == int64_t(p.index()); }))
+    return getInput();
+  // Result dim i is the inner input's dim inner[perm[i]]: the pair cancels
+  // when that is i for every i.
+  auto inner = getInput().getDefiningOp<TransposeOp>();
+  if (!inner)
+    return {};
+  ArrayRef<int64_t> innerPerm = inner.getPerm();
+  for (auto [i, p] : llvm::enumerate(perm))
+    if (innerPerm[p] != int64_t(i))
+      return {};
+  return inner.getInput();
+}
+
 LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor, Types &out) {

@@ -18,6 +18,17 @@ def Weft_ReluGradOp : Weft_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input `,` $grad attr-dict `:` type($output)";
 }
 
+def Weft_GeluGradOp : Weft_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "d/dx gelu: `dy * (Phi(x) + x * phi(x))`.";
+  let description = [{
+    Phi is the standard normal CDF 0.5 * (1 + erf(x / sqrt(2))), phi its
+    density exp(-x^2 / 2) / sqrt(2 pi). Cost: 8 FLOPs per element.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($output)";
+}
+
 def Weft_ClipGradOp : Weft_Op<"clip_grad", [Pure, SameOperandsAndResultType]> {
   let summary = "d/dx clip: `dy` where `min <= x <= max`, else 0 (torch's rule).";
   let description = "Cost: 2 FLOPs per element.";

@@ -29,6 +29,23 @@ def Weft_TanhOp : Weft_UnaryOp<"tanh", "Tanh">;
 def Weft_ReluOp : Weft_UnaryOp<"relu", "Relu">;
 def Weft_SigmoidOp : Weft_UnaryOp<"sigmoid", "Sigmoid">;
 
+def Weft_GeluOp : Weft_Op<"gelu", [Pure, SameOperandsAndResultType,
+                                   DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let summary = "Elementwise GELU, erf form: `x * 0.5 * (1 + erf(x / sqrt(2)))`.";
+  let description = [{
+    Hendrycks & Gimpel, "Gaussian Error Linear Units", 2016: x * Phi(x), Phi
+    the standard normal CDF; ONNX Gelu-20 with `approximate = "none"`. ONNX
+    1.12 has no Gelu, so exporters emit the erf chain; `weft-fuse-gelu`
+    rewrites that chain into this op. Its backward (`weft.gelu_grad`) reads
+    only `x`, so a GELU keeps one activation for the backward, as Megatron-LM
+    counts it (Korthikanti et al. 2022, §4.1), instead of the chain's four.
+    Cost: 5 FLOPs per element (the chain's div, erf, add, mul, mul).
+  }];
+  let arguments = (ins Weft_FloatTensor:$input);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+}
+
 def Weft_AddOp : Weft_BinaryOp<"add", "Add">;
 def Weft_SubOp : Weft_BinaryOp<"sub", "Sub">;
 def Weft_MulOp : Weft_BinaryOp<"mul", "Mul">;
@@ -235,9 +252,15 @@ def Weft_ReshapeOp : Weft_InferredOp<"reshape", [DeclareOpInterfaceMethods<Gradi
 
 def Weft_TransposeOp : Weft_InferredOp<"transpose", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Permute dimensions: result dim i is input dim `perm[i]` (ONNX Transpose-13).";
+  let description = [{
+    Folds away an identity permutation and a transpose that undoes the
+    transpose defining its input, so `weft-autodiff`'s dX = dY x (W^T)^T
+    reads the weight W itself rather than keeping the forward's W^T.
+  }];
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Weft_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
 }
 
 def Weft_ExpandOp : Weft_InferredOp<"expand", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
