@@ -4,6 +4,8 @@
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -61,7 +63,15 @@ void assignOffsets(std::vector<Storage> &storages) {
 }
 } // namespace
 
-MemoryPlan weft::planMemory(func::FuncOp func) {
+std::optional<int64_t> weft::activationElementBytes(llvm::StringRef dtype) {
+  return llvm::StringSwitch<std::optional<int64_t>>(dtype)
+      .Case("f32", 4)
+      .Cases({"f16", "bf16"}, 2)
+      .Default(std::nullopt);
+}
+
+MemoryPlan weft::planMemory(func::FuncOp func,
+                            const MemoryPlanOptions &options) {
   MemoryPlan plan;
   Block &body = func.getBody().front();
   int steps = 0;
@@ -75,6 +85,10 @@ MemoryPlan weft::planMemory(func::FuncOp func) {
   auto newStorage = [&](Value v, BufferKind kind, int start, int end) {
     Storage s;
     s.size = byteSize(v.getType());
+    if (options.activationElementBytes > 0 &&
+        kind == BufferKind::Activation &&
+        isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()))
+      s.size = numElements(v.getType()) * options.activationElementBytes;
     s.bytes = aligned(s.size);
     s.kind = kind;
     s.value = v;

@@ -13,6 +13,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <functional>
 #include <map>
 
 namespace weft {
@@ -175,7 +176,7 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
         continue;
       // Selective recompute is one region per core attention already.
       if (granularity == "layer" && !only) {
-        for (ArrayRef<Operation *> segment : segments(ops))
+        for (ArrayRef<Operation *> segment : layers(ops, segments(ops)))
           recomputeRegion(segment, /*insertBefore=*/nullptr);
       } else {
         recomputeRegion(ops, it->second);
@@ -210,20 +211,23 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
         }
       }
     // Activations from before the region (received activations, model
-    // inputs) cross every cut up to their last reader in it; parameters and
-    // constants are free.
-    llvm::DenseMap<Value, size_t> lastOutsideUse;
+    // inputs) cross the cuts between their first and last reader in it, as
+    // the block input x of y = x + f(x) does; parameters and constants are
+    // free. (Counting them from the region's start would let the targets a
+    // loss reads at the very end cross every cut.)
+    llvm::DenseMap<Value, std::pair<size_t, size_t>> outsideUses;
     for (auto [i, op] : llvm::enumerate(ops))
       for (Value v : op->getOperands()) {
         Operation *def = v.getDefiningOp();
         if (def ? index.count(def) || isa<ConstantOp>(def)
                 : !isModelInput(cast<BlockArgument>(v)))
           continue;
-        lastOutsideUse[v] = std::max(lastOutsideUse.lookup(v), i);
+        auto [it, inserted] = outsideUses.try_emplace(v, i, i);
+        it->second.second = i;
       }
-    for (auto &[v, last] : lastOutsideUse) {
-      ++delta[0];
-      --delta[last];
+    for (auto &[v, uses] : outsideUses) {
+      ++delta[uses.first];
+      --delta[uses.second];
     }
     SmallVector<ArrayRef<Operation *>> parts;
     size_t begin = 0;
@@ -237,6 +241,60 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
     }
     parts.push_back(ops.drop_front(begin));
     return parts;
+  }
+
+  /// Groups consecutive `parts` of `ops` into the repeated unit of the
+  /// model: the longest run of r >= 2 back-to-back copies of k parts (by
+  /// the sequence of op names; ties go to the smallest k) becomes r groups
+  /// of k parts, and the parts left and right of the run are grouped the
+  /// same way. A transformer block is two parts (attention, MLP: each ends
+  /// in a residual add, where one activation is live), so its layers are
+  /// units of two and each keeps only the layer's input, as Megatron-LM's
+  /// full recompute does; a residual block is one part. Parts that repeat
+  /// nothing stay as they are.
+  static SmallVector<ArrayRef<Operation *>>
+  layers(ArrayRef<Operation *> ops, ArrayRef<ArrayRef<Operation *>> parts) {
+    SmallVector<llvm::hash_code> kinds;
+    for (ArrayRef<Operation *> part : parts) {
+      llvm::hash_code h = llvm::hash_value(part.size());
+      for (Operation *op : part)
+        h = llvm::hash_combine(h, op->getName().getAsOpaquePointer());
+      kinds.push_back(h);
+    }
+    SmallVector<ArrayRef<Operation *>> groups;
+    // Parts [begin, end) into groups.
+    std::function<void(size_t, size_t)> group = [&](size_t begin, size_t end) {
+      size_t bestK = 0, bestStart = 0, bestRepeats = 0;
+      for (size_t k = 1; 2 * k <= end - begin; ++k)
+        for (size_t start = begin; start + 2 * k <= end; ++start) {
+          size_t repeats = 1;
+          while (start + (repeats + 1) * k <= end &&
+                 std::equal(kinds.begin() + start, kinds.begin() + start + k,
+                            kinds.begin() + start + repeats * k))
+            ++repeats;
+          if (repeats >= 2 && k * repeats > bestK * bestRepeats) {
+            bestK = k;
+            bestStart = start;
+            bestRepeats = repeats;
+          }
+        }
+      if (!bestK) {
+        for (size_t i = begin; i < end; ++i)
+          groups.push_back(parts[i]);
+        return;
+      }
+      group(begin, bestStart);
+      for (size_t r = 0; r < bestRepeats; ++r) {
+        ArrayRef<Operation *> first = parts[bestStart + r * bestK],
+                              last = parts[bestStart + (r + 1) * bestK - 1];
+        size_t from = first.data() - ops.data();
+        size_t to = last.data() + last.size() - ops.data();
+        groups.push_back(ops.slice(from, to - from));
+      }
+      group(bestStart + bestK * bestRepeats, end);
+    };
+    group(0, parts.size());
+    return groups;
   }
 
   /// Clones the ops of `region` that its backward reads (with their

@@ -26,7 +26,17 @@ struct PlanMemoryPass : weft::impl::PlanMemoryBase<PlanMemoryPass> {
   using Base::Base;
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    MemoryPlan plan = planMemory(func);
+    MemoryPlanOptions options;
+    if (!activationDtype.empty()) {
+      std::optional<int64_t> bytes = activationElementBytes(activationDtype);
+      if (!bytes) {
+        func.emitError() << "weft-plan-memory: activation-dtype '"
+                         << activationDtype << "' is not f32, f16 or bf16";
+        return signalPassFailure();
+      }
+      options.activationElementBytes = *bytes;
+    }
+    MemoryPlan plan = planMemory(func, options);
     MemoryBreakdown breakdown = breakDownMemory(func, plan);
     std::string prefix = ("memory @" + func.getSymName() + ": ").str();
     if (listKept)

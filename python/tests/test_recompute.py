@@ -73,7 +73,10 @@ def test_recompute_is_bit_identical(stages, schedule, policy, weftc,
 
 def test_gpipe_recompute_keeps_one_micro_batch(weftc, models_dir):
     """GPipe with 8 micro-batches keeps 8 micro-batches' activations per
-    stage; with full recompute, only the last one's (it is not recomputed)."""
+    stage; with full recompute, the last one's (it is not recomputed) plus,
+    for the other seven, each stage's checkpoint: its received inputs, and
+    on stage 0 the activation it sent, held until that micro-batch's
+    backward completes the send."""
     model = str(models_dir / "gpt.onnx")
     flags = [model, "--pipeline-parallel=2", "--microbatches=8",
              "--schedule=gpipe"]
@@ -83,7 +86,8 @@ def test_gpipe_recompute_keeps_one_micro_batch(weftc, models_dir):
     full = estimate(weftc, *flags, "--recompute=full")
     for s in range(2):
         assert none[s] / one[s] == pytest.approx(8, abs=0.05)
-        assert full[s] / one[s] == pytest.approx(1, abs=0.3)
+        assert one[s] <= full[s] < 2 * one[s], (s, one, full)
+        assert full[s] < none[s] / 4, (s, none, full)
 
 
 def test_layer_granularity_recomputes_one_block_at_a_time(weftc, models_dir):

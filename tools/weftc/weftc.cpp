@@ -159,6 +159,13 @@ cl::opt<bool> estimateMemory(
              "optimizer state, kept activations, gradients, ...) at its peak "
              "and exit without writing a plan"),
     cl::init(false), cl::cat(category));
+cl::opt<std::string> activationDtype(
+    "activation-dtype",
+    cl::desc("With --estimate-memory: size every float tensor the step "
+             "computes (activations, gradients, transfers) as f32, f16 or "
+             "bf16, as under mixed precision; parameters, optimizer state and "
+             "masks keep their type (default: as typed, f32)"),
+    cl::init(""), cl::cat(category));
 cl::opt<int64_t> memoryCap(
     "memory-cap",
     cl::desc("Fail, printing the breakdown, when a rank's planned arena "
@@ -252,7 +259,11 @@ LogicalResult checkMemory(ModuleOp module) {
   std::string text;
   raw_string_ostream report(text);
   for (auto [rank, func] : llvm::enumerate(weft::rankFunctions(module))) {
-    weft::MemoryPlan plan = weft::planMemory(func);
+    weft::MemoryPlanOptions options;
+    if (!activationDtype.empty())
+      options.activationElementBytes =
+          *weft::activationElementBytes(activationDtype);
+    weft::MemoryPlan plan = weft::planMemory(func, options);
     weft::MemoryBreakdown breakdown = weft::breakDownMemory(func, plan);
     bool exceeds = memoryCap > 0 && breakdown.arenaBytes > memoryCap;
     over |= exceeds;
@@ -427,6 +438,18 @@ int main(int argc, char **argv) {
   if (recomputeGranularity != "stage" && recomputeGranularity != "layer") {
     errs() << "weftc: --recompute-granularity '" << recomputeGranularity
            << "': expected stage or layer\n";
+    return 1;
+  }
+  if (!activationDtype.empty() &&
+      !weft::activationElementBytes(activationDtype)) {
+    errs() << "weftc: --activation-dtype '" << activationDtype
+           << "': expected f32, f16 or bf16\n";
+    return 1;
+  }
+  if (!activationDtype.empty() && !estimateMemory) {
+    errs() << "weftc: --activation-dtype sizes activations for "
+              "--estimate-memory only; weft-run executes the plan's own "
+              "dtypes\n";
     return 1;
   }
   if (!balance.empty() && pipelineParallel < 2) {

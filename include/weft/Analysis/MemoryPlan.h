@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <optional>
 #include <vector>
 
 namespace weft {
@@ -53,8 +54,23 @@ struct MemoryPlan {
   int64_t arenaBytes = 0;
 };
 
+struct MemoryPlanOptions {
+  /// Bytes per element of every float tensor computed in the step
+  /// (activations, their gradients, parameter gradients, temporaries,
+  /// transfers), as under mixed precision: 2 for f16/bf16 activations. 0
+  /// sizes every tensor at its own type, as weft-run executes it.
+  /// Parameters, optimizer and model state, inputs and constants keep their
+  /// type; bool and integer tensors (dropout masks: 1 byte) do too.
+  int64_t activationElementBytes = 0;
+};
+
+/// Bytes per element of an activation dtype name: "f32" 4, "f16" and "bf16"
+/// 2; std::nullopt for any other name.
+std::optional<int64_t> activationElementBytes(llvm::StringRef dtype);
+
 /// Plans `func`'s arena. `func` must be a weft model function (one block).
-MemoryPlan planMemory(mlir::func::FuncOp func);
+MemoryPlan planMemory(mlir::func::FuncOp func,
+                      const MemoryPlanOptions &options = {});
 
 /// True when the lifetimes of `a` and `b` overlap.
 inline bool liveTogether(const Storage &a, const Storage &b) {

@@ -322,13 +322,18 @@ def Checkpoint : Pass<"weft-checkpoint", "mlir::func::FuncOp"> {
     does not.
 
     `granularity=layer` (full policy only) splits each (stage, micro-batch)
-    region further, at every point of the forward where a single activation
-    is live from one part to the next: the residual stream between transformer blocks or
-    residual blocks (and between a block's attention and MLP halves). Each
-    part keeps only that input and is recomputed right before the first
-    backward op that reads it, so only one part's activations are live
-    again at a time (Megatron's full recompute per layer; Chen et al. 2016's
-    segments). `granularity=stage` recomputes the whole stage at once before
+    region into layers detected from the graph structure. First it cuts at
+    every point of the forward where a single activation is live from one
+    part to the next: the residual stream between transformer blocks or
+    residual blocks, and between a block's attention and MLP halves. Then
+    it groups the parts into the model's repeated unit: the longest run of
+    back-to-back identical sequences of parts (compared by op names), so a
+    transformer layer is its attention and MLP parts together and a
+    residual block is one part; parts outside the run stay as they are.
+    Each layer keeps only its input (Megatron's 2sbh per layer) and is
+    recomputed right before the first backward op that reads it, so only
+    one layer's activations are live again at a time (Megatron's full
+    recompute per layer; Chen et al. 2016's segments). `granularity=stage` recomputes the whole stage at once before
     its backward (torchgpipe).
 
     `except-last` skips the last micro-batch, whose backward runs right after
@@ -369,6 +374,10 @@ def PlanMemory : Pass<"weft-plan-memory", "mlir::func::FuncOp"> {
     memory @stage0: max_kept_activations 7346176
     ```
 
+    `activation-dtype=f16` (or `bf16`, `f32`) sizes every float tensor the
+    step computes at that width, as under mixed precision; parameters, state,
+    inputs, constants and masks keep their type (`MemoryPlanOptions`).
+
     With `list-kept`, it first prints every activation kept for the backward,
     in op order: the producing op, its result type and bytes, e.g.
     `memory @mlp: kept weft.relu tensor<4x8xf32> 128`.
@@ -376,6 +385,9 @@ def PlanMemory : Pass<"weft-plan-memory", "mlir::func::FuncOp"> {
   let options = [
     Option<"listKept", "list-kept", "bool", /*default=*/"false",
            "Print each kept activation: producing op, type, bytes">,
+    Option<"activationDtype", "activation-dtype", "std::string",
+           /*default=*/"\"\"",
+           "Size computed float tensors as f32, f16 or bf16 (default: as typed)">,
   ];
   let dependentDialects = ["weft::WeftDialect"];
 }
