@@ -1,0 +1,142 @@
+"""weft's planned activation memory per transformer layer against Megatron-LM
+(Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+Models", 2022, §4.1 and §5, Table 2 without tensor or sequence parallelism).
+
+With 16-bit activations and 1-byte dropout masks, one GPT layer keeps for
+the backward
+    sbh (34 + 5 as/h)  bytes without recompute,
+    34 sbh             with selective recompute (core attention recomputed),
+    2 sbh              with full recompute per layer (only the layer input),
+for sequence s, micro-batch b, hidden h, heads a. weft's number is the
+difference of `weftc --estimate-memory --activation-dtype=f16`'s most
+kept-activation bytes between the same model with 3 and with 2 layers (P=1,
+M=1), so the embedding, final LayerNorm and loss cancel. It must be within
+2% of the formula; weft also counts the LayerNorm mean and inverse standard
+deviation (2 sb f16 each per LayerNorm), which Megatron drops as 4sb << sbh.
+
+The large shapes are Megatron's Table 3 rows, built by the weights-free
+export (`weft.examples.gpt_weights_free`); the first test checks that weftc
+plans that graph exactly as it plans torch's export of `weft.examples.gpt`.
+"""
+
+import re
+
+import onnx
+import pytest
+import torch
+
+from conftest import run
+from weft.examples import gpt, gpt_weights_free
+from weft.examples.common import export
+
+POLICIES = {
+    "none": [],
+    "selective": ["--recompute=selective"],
+    "full-layer": ["--recompute=full", "--recompute-granularity=layer"],
+}
+
+
+def megatron_bytes(policy, s, b, h, a):
+    """Table 2 (t = 1, no sequence parallelism): bytes per layer, in
+    integers: sbh (34 + 5as/h) = 34 sbh + 5 as^2 b."""
+    sbh = s * b * h
+    return {"none": 34 * sbh + 5 * a * s * s * b, "selective": 34 * sbh,
+            "full-layer": 2 * sbh}[policy]
+
+
+def most_kept(weftc, model, *flags):
+    result = run([weftc, str(model), "--estimate-memory",
+                  "--activation-dtype=f16", *flags])
+    assert result.returncode == 0, result.stderr
+    (kept,) = re.findall(r"kept_activations\s+(\d+) bytes \(most at any op\)",
+                         result.stdout)
+    return int(kept)
+
+
+def weights_free(tmp_path, layers, **shape):
+    path = tmp_path / f"gpt-{layers}-{shape['hidden']}-{shape['batch']}.onnx"
+    onnx.save(gpt_weights_free.build(layers=layers, **shape), str(path))
+    return path
+
+
+def test_weights_free_export_plans_like_torch(weftc, tmp_path):
+    """At a small shape, the weights-free graph and torch's export of the
+    gpt example give byte-identical estimates for every policy, on one rank
+    and on two pipeline stages, and the same parameter and FLOP counts."""
+    shape = dict(layers=2, hidden=128, heads=4, seq=64, vocab=96, batch=2)
+    model, inputs = gpt.build(**shape)
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.1
+    exported = tmp_path / "torch.onnx"
+    export(model, inputs, ["tokens", "targets"], str(exported), training=True)
+    built = weights_free(tmp_path, **shape)
+    assert built.stat().st_size < exported.stat().st_size / 20
+
+    def output(path, *flags):
+        result = run([weftc, str(path), *flags])
+        assert result.returncode == 0, result.stderr
+        return result.stdout.replace(str(path), "MODEL")
+
+    for flags in POLICIES.values():
+        for stages in (["--pipeline-parallel=1"],
+                       ["--pipeline-parallel=2", "--microbatches=2"]):
+            both = [output(p, "--estimate-memory", *flags, *stages)
+                    for p in (exported, built)]
+            assert both[0] == both[1], (flags, stages)
+    summaries = [output(p, "--emit=summary-json") for p in (exported, built)]
+    assert summaries[0] == summaries[1]
+    assert f'"params":{gpt_weights_free.parameter_count(**shape)}' in \
+        summaries[1].replace(" ", "")
+
+
+@pytest.mark.parametrize("name,batch", [("small", 1), ("22B", 1), ("22B", 2),
+                                        ("175B", 1), ("530B", 1)])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_per_layer_activations_match_megatron(weftc, tmp_path, name, batch,
+                                              policy):
+    if name == "small":
+        config = dict(hidden=1024, heads=16, seq=512)
+    else:
+        config = {k: v for k, v in gpt_weights_free.MEGATRON_SHAPES[name]
+                  .items() if k != "layers"}
+    shape = dict(config, vocab=512, batch=batch)
+    per_layer = (most_kept(weftc, weights_free(tmp_path, 3, **shape),
+                           *POLICIES[policy])
+                 - most_kept(weftc, weights_free(tmp_path, 2, **shape),
+                             *POLICIES[policy]))
+    expected = megatron_bytes(policy, config["seq"], batch, config["hidden"],
+                              config["heads"])
+    assert per_layer == pytest.approx(expected, rel=0.02), \
+        (per_layer, expected, per_layer / expected)
+    # What weft adds to the formula is the LayerNorm statistics alone (two
+    # LayerNorms, mean and inverse deviation, sb f16 values each); full
+    # recompute keeps the layer input alone.
+    stats = 2 * 2 * 2 * config["seq"] * batch
+    assert per_layer - expected == (0 if policy == "full-layer" else stats)
+
+
+def test_gpt3_175b_estimate(weftc, tmp_path):
+    """The whole 96-layer GPT-3 175B on 8 pipeline stages with 1F1B and
+    selective recompute: every rank's estimate prints, and the first stage
+    holds about P = 8 micro-batches of its 12 layers' activations (34 sbh
+    each with selective recompute)."""
+    config = gpt_weights_free.MEGATRON_SHAPES["175B"]
+    path = tmp_path / "gpt3-175b.onnx"
+    onnx.save(gpt_weights_free.build(vocab=51200, batch=8, **config),
+              str(path))
+    result = run([weftc, str(path), "--estimate-memory",
+                  "--activation-dtype=f16", "--pipeline-parallel=8",
+                  "--microbatches=8", "--recompute=selective",
+                  "--schedule=1f1b"])
+    assert result.returncode == 0, result.stderr
+    kept = [int(v) for v in re.findall(
+        r"kept_activations\s+(\d+) bytes \(most at any op\)", result.stdout)]
+    params = [int(v) for v in re.findall(r"parameters\s+(\d+) bytes",
+                                         result.stdout)]
+    assert len(kept) == len(params) == 8
+    # f32 parameters: 175B in all, about 12 layers' worth on each stage.
+    assert sum(params) == pytest.approx(4 * 175e9, rel=0.02)
+    s, h = config["seq"], config["hidden"]
+    one_layer = 34 * s * 1 * h
+    assert kept[0] / (8 * 12 * one_layer) == pytest.approx(1, rel=0.1)
