@@ -18,3 +18,7 @@ llvm_config.add_tool_substitutions(
 llvm_config.add_tool_substitutions(["FileCheck", "not", "count"],
                                    [config.llvm_tools_dir])
 config.substitutions.append(("%python", config.weft_python))
+# PYTHONPATH for the example models (weft.examples), e.g. the weights-free gpt.
+config.substitutions.append(
+    ("%weft_pythonpath",
+     os.path.join(os.path.dirname(config.test_source_root), "python")))

@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <functional>
@@ -174,8 +175,12 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
       auto it = firstBackward.find(key);
       if (it == firstBackward.end())
         continue;
-      // Selective recompute is one region per core attention already.
-      if (granularity == "layer" && !only) {
+      if (only) {
+        // Selective: each core attention is recomputed right before its own
+        // backward, so one layer's attention scores are live at a time.
+        for (const SmallVector<Operation *> &attention : components(ops))
+          recomputeRegion(attention, /*insertBefore=*/nullptr);
+      } else if (granularity == "layer") {
         for (ArrayRef<Operation *> segment : layers(ops, segments(ops)))
           recomputeRegion(segment, /*insertBefore=*/nullptr);
       } else {
@@ -241,6 +246,30 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
     }
     parts.push_back(ops.drop_front(begin));
     return parts;
+  }
+
+  /// The connected components of `ops` under def-use edges between them,
+  /// each in program order (with selective recompute: one per attention).
+  static std::vector<SmallVector<Operation *>>
+  components(ArrayRef<Operation *> ops) {
+    llvm::EquivalenceClasses<Operation *> classes;
+    llvm::DenseSet<Operation *> members(ops.begin(), ops.end());
+    for (Operation *op : ops) {
+      classes.insert(op);
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp(); def && members.count(def))
+          classes.unionSets(def, op);
+    }
+    std::vector<SmallVector<Operation *>> result;
+    llvm::DenseMap<Operation *, size_t> indexOf;
+    for (Operation *op : ops) {
+      Operation *leader = classes.getLeaderValue(op);
+      auto [it, inserted] = indexOf.try_emplace(leader, result.size());
+      if (inserted)
+        result.emplace_back();
+      result[it->second].push_back(op);
+    }
+    return result;
   }
 
   /// Groups consecutive `parts` of `ops` into the repeated unit of the

@@ -7,12 +7,13 @@ activations of one micro-batch instead of M."""
 
 import json
 
+import onnx
 import pytest
 
 from conftest import run, tool
 from test_memory_breakdown import estimate
 from test_pipeline import mpirun
-from weft.examples import gpt
+from weft.examples import gpt, gpt_weights_free
 from weft.examples.common import export
 
 
@@ -90,11 +91,15 @@ def test_gpipe_recompute_keeps_one_micro_batch(weftc, models_dir):
         assert full[s] < none[s] / 4, (s, none, full)
 
 
-def test_layer_granularity_recomputes_one_block_at_a_time(weftc, models_dir):
+def test_layer_granularity_recomputes_one_block_at_a_time(weftc, tmp_path):
     """Full recompute per layer keeps only each block's input (more than
     stage granularity, which keeps nothing of a recomputed micro-batch) but
-    rematerializes one block at a time: a smaller arena than per stage."""
-    model = str(models_dir / "gpt.onnx")
+    rematerializes one block at a time: a smaller arena than per stage, for
+    a stage whose activations outweigh its parameters and optimizer state
+    (4 layers, h = 64, s = 256, micro-batch 1)."""
+    model = tmp_path / "gpt.onnx"
+    onnx.save(gpt_weights_free.build(layers=4, hidden=64, heads=4, seq=256,
+                                     vocab=64, batch=8), str(model))
     flags = [model, "--pipeline-parallel=2", "--microbatches=8",
              "--schedule=1f1b", "--recompute=full"]
 
@@ -102,7 +107,7 @@ def test_layer_granularity_recomputes_one_block_at_a_time(weftc, models_dir):
         return estimate(weftc, *flags, *extra, field="arena")
 
     stage, layer = arenas(), arenas("--recompute-granularity=layer")
-    assert layer[0] < stage[0]
+    assert layer[0] < 0.8 * stage[0], (layer, stage)
     assert estimate(weftc, *flags, "--recompute-granularity=layer")[0] > \
         estimate(weftc, *flags)[0]
 
