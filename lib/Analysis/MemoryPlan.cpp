@@ -85,8 +85,7 @@ MemoryPlan weft::planMemory(func::FuncOp func,
   auto newStorage = [&](Value v, BufferKind kind, int start, int end) {
     Storage s;
     s.size = byteSize(v.getType());
-    if (options.activationElementBytes > 0 &&
-        kind == BufferKind::Activation &&
+    if (options.activationElementBytes > 0 && kind == BufferKind::Activation &&
         isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()))
       s.size = numElements(v.getType()) * options.activationElementBytes;
     s.bytes = aligned(s.size);

@@ -63,3 +63,38 @@ def test_memory_cap_fails_with_the_breakdown(weftc, models_dir):
     ok = run([weftc, str(models_dir / "gpt.onnx"), "-o", "/dev/null",
               "--memory-cap=1000000000"])
     assert ok.returncode == 0, ok.stderr
+
+
+def test_activation_dtype_halves_computed_floats(weftc, models_dir):
+    """--activation-dtype=f16 sizes computed float tensors at 2 bytes;
+    parameters and optimizer state keep f32, and the 1-byte dropout masks
+    and integer tensors keep theirs, so 2 * kept(f16) - kept(f32) is the
+    non-float bytes alone: small, and not negative."""
+    model = models_dir / "gpt.onnx"
+
+    def categories(*flags):
+        result = run([weftc, str(model), "--estimate-memory", *flags])
+        assert result.returncode == 0, result.stderr
+        return {name: int(v) for name, v in
+                re.findall(r"^\s+(\w+)\s+(\d+) bytes$", result.stdout, re.M)}
+
+    f32, f16, bf16 = (categories(*f) for f in (
+        [], ["--activation-dtype=f16"], ["--activation-dtype=bf16"]))
+    assert f16 == bf16
+    assert categories("--activation-dtype=f32") == f32
+    for same in ("parameters", "optimizer_state", "inputs", "constants"):
+        assert f16[same] == f32[same], same
+    masks = 2 * f16["kept_activations"] - f32["kept_activations"]
+    assert 0 <= masks < f32["kept_activations"] / 10, (f16, f32)
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--estimate-memory", "--activation-dtype=f8"],
+     "weftc: --activation-dtype 'f8': expected f32, f16 or bf16"),
+    (["-o", "/dev/null", "--activation-dtype=f16"],
+     "weftc: --activation-dtype sizes activations for --estimate-memory only"),
+])
+def test_activation_dtype_errors(weftc, models_dir, flags, message):
+    result = run([weftc, str(models_dir / "gpt.onnx"), *flags])
+    assert result.returncode != 0
+    assert message in result.stderr

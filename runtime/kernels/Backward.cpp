@@ -33,7 +33,8 @@ void geluGrad(const KernelCall &call) {
   dispatchFloat(call, x.dtype, [&]<typename T>() {
     const T *in = x.as<T>(), *g = dy.as<T>();
     T *out = dx.as<T>();
-    const T invSqrt2 = T(M_SQRT1_2), invSqrt2Pi = T(0.5 * M_2_SQRTPI * M_SQRT1_2);
+    const T invSqrt2 = T(M_SQRT1_2),
+            invSqrt2Pi = T(0.5 * M_2_SQRTPI * M_SQRT1_2);
     for (int64_t i = 0, n = x.numel(); i < n; ++i) {
       T v = in[i];
       T cdf = T(0.5) * (T(1) + std::erf(v * invSqrt2));

@@ -319,7 +319,8 @@ def Checkpoint : Pass<"weft-checkpoint", "mlir::func::FuncOp"> {
     QK^T, forwards through an optional dropout to the matmul whose lhs are
     the probabilities. The gpt example and torch.nn.MultiheadAttention's
     export both match; a softmax outside attention (no matmul on both sides)
-    does not.
+    does not. Each attention is recomputed right before the first backward
+    op that reads it, so one layer's scores are live again at a time.
 
     `granularity=layer` (full policy only) splits each (stage, micro-batch)
     region into layers detected from the graph structure. First it cuts at
@@ -333,8 +334,8 @@ def Checkpoint : Pass<"weft-checkpoint", "mlir::func::FuncOp"> {
     Each layer keeps only its input (Megatron's 2sbh per layer) and is
     recomputed right before the first backward op that reads it, so only
     one layer's activations are live again at a time (Megatron's full
-    recompute per layer; Chen et al. 2016's segments). `granularity=stage` recomputes the whole stage at once before
-    its backward (torchgpipe).
+    recompute per layer; Chen et al. 2016's segments). `granularity=stage`
+    recomputes the whole stage at once before its backward (torchgpipe).
 
     `except-last` skips the last micro-batch, whose backward runs right after
     its forward under GPipe (torchgpipe's `checkpoint='except_last'`).
