@@ -1,7 +1,7 @@
 // RUN: weft-opt %s --split-input-file --weft-autodiff | FileCheck %s
 
-// Linear regression: loss = mean((x w + b - t)^2). Gradients: matmul ->
-// transpose + matmul; bias add -> unbroadcast by reduce_sum; the mean ->
+// Linear regression: loss = mean((x w + b - t)^2). Gradients: matmul by a
+// 2-D weight -> dW = x^T dY as one gemm with transA (no transpose copy); bias add -> unbroadcast by reduce_sum; the mean ->
 // expand scaled by 1/count; the square via pow's rule.
 // CHECK-LABEL: func.func @linear
 // CHECK-SAME: -> (tensor<f32> {weft.output = "loss"}, tensor<3x1xf32> {weft.grad = "w"}, tensor<1xf32> {weft.grad = "b"})
@@ -12,8 +12,8 @@
 // CHECK: weft.pow
 // CHECK: %[[DB:.*]] = weft.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = true, weft.phase = "backward"} : (tensor<8x1xf32>) -> tensor<1x1xf32>
 // CHECK: %[[DBR:.*]] = weft.reshape %[[DB]] {shape = array<i64: 1>, weft.phase = "backward"}
-// CHECK: %[[WT:.*]] = weft.transpose %arg0 {perm = array<i64: 1, 0>, weft.phase = "backward"} : (tensor<8x3xf32>) -> tensor<3x8xf32>
-// CHECK: %[[DW:.*]] = weft.matmul %[[WT]], %{{.*}} : (tensor<3x8xf32>, tensor<8x1xf32>) -> tensor<3x1xf32>
+// CHECK-NOT: weft.transpose
+// CHECK: %[[DW:.*]] = weft.gemm %arg0, %{{.*}} {beta = 0.000000e+00 : f64, transA = true, weft.phase = "backward"} : (tensor<8x3xf32>, tensor<8x1xf32>) -> tensor<3x1xf32>
 // CHECK: return %{{.*}}, %[[DW]], %[[DBR]]
 func.func @linear(%x: tensor<8x3xf32> {weft.input = "x"}, %t: tensor<8x1xf32> {weft.input = "t"},
                   %w: tensor<3x1xf32> {weft.param = "w"}, %b: tensor<1xf32> {weft.param = "b"})

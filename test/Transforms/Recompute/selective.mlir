@@ -16,7 +16,7 @@
 // CHECK-NEXT: %[[P2:.*]] = weft.softmax %[[D2]] {axis = 1 : i64, weft.phase = "backward", weft.recompute}
 // CHECK-NEXT: %[[O2:.*]], %[[M2:.*]] = weft.dropout %[[P2]] {{.*}}weft.phase = "backward", weft.recompute
 // CHECK-NOT: weft.recompute
-// CHECK-DAG: weft.transpose %[[O2]]
+// CHECK-DAG: weft.gemm %[[O2]], %{{.*}} {{{.*}}transA = true
 // CHECK-DAG: weft.dropout_grad %{{.*}}, %[[M2]]
 // CHECK-DAG: weft.softmax_grad %[[P2]]
 // CHECK: return

@@ -205,6 +205,19 @@ func.func @main(%a: tensor<2x3x4xf64> {weft.param = "a"}, %w: tensor<4x5xf64> {w
                      .c_str());
 }
 
+// torch.nn.Linear's export, x Transpose(V) + b, on a batched x: the rule
+// reads V through GEMM flags and folds the transposes (GradientsNN.cpp).
+TEST(GradientCheck, LinearWithTransposedWeight) {
+  checkGradients((R"mlir(
+func.func @main(%x: tensor<2x3x4xf64> {weft.param = "x"}, %v: tensor<5x4xf64> {weft.param = "v"},
+             %c: tensor<5xf64> {weft.param = "c"}) -> tensor<f64> {
+  %w = weft.transpose %v {perm = array<i64: 1, 0>} : (tensor<5x4xf64>) -> tensor<4x5xf64>
+  %m = weft.matmul %x, %w : (tensor<2x3x4xf64>, tensor<4x5xf64>) -> tensor<2x3x5xf64>
+  %y = weft.add %c, %m : (tensor<5xf64>, tensor<2x3x5xf64>) -> tensor<2x3x5xf64>
+)mlir" + squaredSum("tensor<2x3x5xf64>", 3))
+                     .c_str());
+}
+
 TEST(GradientCheck, SoftmaxLayerNormReductions) {
   checkGradients((R"mlir(
 func.func @main(%x: tensor<2x3x4xf64> {weft.param = "x"}, %s: tensor<4xf64> {weft.param = "s"}, %b: tensor<4xf64> {weft.param = "b"}) -> tensor<f64> {

@@ -33,24 +33,43 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
     yShape.push_back(1);
   Value dy2 = reshape(b, loc, dy, yShape);
 
+  if (wType.getRank() == 2) {
+    // A 2-D weight (a linear layer): fold A's batch dims into the rows and
+    // let BLAS read the transposes (GEMM flags) instead of materialising
+    // them: dA = dY W^T is one [B*M, N] x [N, K] product, dW = A^T dY one
+    // [K, B*M] x [B*M, N] product.
+    auto gemm = [&](Value x, Value y, bool tx, bool ty) -> Value {
+      return GemmOp::create(b, loc, x, y, Value(), b.getF64FloatAttr(1.0),
+                            b.getF64FloatAttr(0.0), b.getBoolAttr(tx),
+                            b.getBoolAttr(ty));
+    };
+    int64_t k = aShape.back(), n = wShape.back();
+    Value aFlat = reshape(b, loc, a2, {typeOf(a2).getNumElements() / k, k});
+    Value dyFlat = reshape(b, loc, dy2, {typeOf(dy2).getNumElements() / n, n});
+    // W = V^T (torch.nn.Linear's export, x Transpose(V)): dY W^T = dY V.
+    auto transposed = w.getDefiningOp<TransposeOp>();
+    Value da = transposed ? gemm(dyFlat, transposed.getInput(), false, false)
+                          : gemm(dyFlat, w, false, true);
+    dxs[0] = reshape(b, loc, da, aType.getShape());
+    // For W = V^T, dW is built as (dY^T A)^T so that the transpose's own
+    // gradient rule folds the pair and dV = dY^T A is one GEMM.
+    dxs[1] = transposed
+                 ? Value(TransposeOp::create(b, loc,
+                                             gemm(dyFlat, aFlat, true, false),
+                                             ArrayRef<int64_t>{1, 0}))
+                 : gemm(aFlat, dyFlat, true, false);
+    return success();
+  }
+
   // dA = dY x B^T, summed over A's broadcast batch dims.
   Value da = MatMulOp::create(b, loc, dy2, transposeLast(b, loc, w2));
   dxs[0] =
       reshape(b, loc, unbroadcast(b, loc, da, typeOf(a2)), aType.getShape());
 
-  // dB = A^T x dY. A shared 2-D weight under a batched A: fold the batch into
-  // one [K, B*M] x [B*M, N] product instead of a batched product and a sum.
-  Value dw;
-  if (wShape.size() == 2 && aShape.size() > 2) {
-    int64_t k = aShape.back(), n = wShape.back();
-    Value aFlat = reshape(b, loc, a2, {typeOf(a2).getNumElements() / k, k});
-    Value dyFlat = reshape(b, loc, dy2, {typeOf(dy2).getNumElements() / n, n});
-    dw = MatMulOp::create(b, loc, transposeLast(b, loc, aFlat), dyFlat);
-  } else {
-    dw = unbroadcast(b, loc,
-                     MatMulOp::create(b, loc, transposeLast(b, loc, a2), dy2),
-                     typeOf(w2));
-  }
+  // dB = A^T x dY, summed over B's broadcast batch dims.
+  Value dw = unbroadcast(
+      b, loc, MatMulOp::create(b, loc, transposeLast(b, loc, a2), dy2),
+      typeOf(w2));
   dxs[1] = reshape(b, loc, dw, wType.getShape());
   return success();
 }
@@ -201,7 +220,8 @@ LogicalResult TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   SmallVector<int64_t> inverse(perm.size());
   for (size_t i = 0; i < perm.size(); ++i)
     inverse[perm[i]] = i;
-  dxs[0] = TransposeOp::create(b, getLoc(), dys[0], inverse);
+  // createOrFold: (X^T)^T is X (see MatMulOp's rule for W = V^T).
+  dxs[0] = b.createOrFold<TransposeOp>(getLoc(), dys[0], inverse);
   return success();
 }
 
