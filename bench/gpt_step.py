@@ -2,9 +2,9 @@
 
 `forward`: the forward pass (loss). `train`: a training step, forward +
 backward + AdamW. Both on one thread (OpenBLAS for both: Debian's torch runs
-on libblas.so.3, which scripts/install-deps.sh points at OpenBLAS), same
-weights, same batch. Prints the median of 10 timed steps of each and their
-ratio.
+on libblas.so.3, which scripts/install-deps.sh points at OpenBLAS), both
+flushing denormals to zero, same weights, same batch. Prints the median of
+10 timed steps of each and their ratio.
 
 Usage: python3 bench/gpt_step.py BUILD_DIR forward|train
 """
@@ -32,6 +32,10 @@ STEPS = 10
 
 def main(build, mode):
     torch.set_num_threads(1)
+    # weft's CPU backend flushes denormals to zero (FTZ/DAZ, as the XLA and
+    # oneDNN CPU backends do); AdamW produces denormals, which slow unflushed
+    # float math several-fold. Compare like with like.
+    torch.set_flush_denormal(True)
     config = gpt.CONFIGS["medium"]
     model, inputs = gpt.build(**config)
     with tempfile.TemporaryDirectory() as tmp:
