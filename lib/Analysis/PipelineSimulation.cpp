@@ -169,11 +169,11 @@ std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
     std::string task = "F0";
     for (Operation &op : func.getBody().front().without_terminator()) {
       // Untagged ops (gradient sums) belong to the task before them.
-      auto phase = op.getAttrOfType<StringAttr>(kPhaseAttr);
-      if (phase && phase.getValue() == "optimizer")
+      StringRef phase = phaseOf(&op);
+      if (phase == "optimizer")
         task = "U";
       else if (std::optional<int64_t> mb = microBatchOf(&op))
-        task = (phase && phase.getValue() == "backward" ? "B" : "F") +
+        task = (phase == "backward" ? "B" : "F") +
                std::to_string(*mb);
       SimOp sim{SimOp::Kind::Compute};
       sim.task = task;

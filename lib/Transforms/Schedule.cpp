@@ -52,9 +52,8 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
   sendCompletionTask(Operation *wait,
                      const std::map<std::pair<bool, int64_t>, int64_t> &taskIndex,
                      int64_t lastTask) {
-    auto phase = wait->getAttrOfType<StringAttr>(kPhaseAttr);
     std::optional<int64_t> mb = microBatchOf(wait);
-    if (!phase && mb)
+    if (phaseOf(wait) == "forward" && mb)
       return taskIndex.at({true, *mb});
     return lastTask;
   }
@@ -101,14 +100,13 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
       if (isa<ConstantOp>(op) || stageOf(&op) != stage)
         continue;
       ops.push_back(&op);
-      auto phase = op.getAttrOfType<StringAttr>(kPhaseAttr);
-      if (phase && phase.getValue() == "optimizer") {
+      StringRef phase = phaseOf(&op);
+      if (phase == "optimizer") {
         taskOf[&op] = lastTask;
       } else if (std::optional<int64_t> mb =
                      microbatches == 1 ? 0 : microBatchOf(&op)) {
         // With one micro-batch, accumulation left no tags: all is F0/B0.
-        bool backward = phase && phase.getValue() == "backward";
-        taskOf[&op] = taskIndex.at({backward, *mb});
+        taskOf[&op] = taskIndex.at({phase == "backward", *mb});
       } else {
         // Gradient sums across micro-batches: after the latest operand.
         std::optional<int64_t> latest;

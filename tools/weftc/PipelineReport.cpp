@@ -36,7 +36,7 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
       else if (auto recv = dyn_cast<IRecvOp>(op))
         received += byteSize(recv.getBuffer().getType());
       // Forward ops of one micro-batch: the stage's share of the model.
-      else if (microBatchOf(&op) == 0 && !op.hasAttr(kPhaseAttr) &&
+      else if (microBatchOf(&op) == 0 && phaseOf(&op) == "forward" &&
                !isa<ConstantOp, WaitRecvOp, WaitSendOp>(op))
         ++ops;
     }

@@ -272,9 +272,7 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
     }
     if (isa<ReshapeOp>(op))
       continue; // a view: no work, its buffer aliases the operand's bytes
-    std::string phase = "forward";
-    if (auto attr = op.getAttrOfType<StringAttr>(kPhaseAttr))
-      phase = attr.str();
+    std::string phase = phaseOf(&op).str();
     int64_t microBatch = microBatchOf(&op).value_or(0);
     section.microBatches = std::max(section.microBatches, microBatch + 1);
     json in = json::array(), out = json::array();
@@ -326,7 +324,7 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
       if (isa<DropoutOp>(op)) {
         // weft-checkpoint numbers dropouts before cloning them (a recomputed
         // dropout keeps its original's id); otherwise count here.
-        if (auto id = op.getAttrOfType<IntegerAttr>("weft.rng_id"))
+        if (auto id = op.getAttrOfType<IntegerAttr>(kRngIdAttr))
           attrs["rng_id"] = id.getInt();
         else
           attrs["rng_id"] = dropoutCount[microBatch]++;

@@ -37,6 +37,14 @@ inline std::optional<int64_t> stageOf(mlir::Operation *op) {
   return std::nullopt;
 }
 
+/// The phase of an op (`weft.phase`): "backward" or "optimizer", or
+/// "forward" for an op without the attribute.
+inline llvm::StringRef phaseOf(mlir::Operation *op) {
+  if (auto attr = op->getAttrOfType<mlir::StringAttr>(kPhaseAttr))
+    return attr.getValue();
+  return "forward";
+}
+
 /// The micro-batch of an op (`weft.micro_batch`), if it has one.
 inline std::optional<int64_t> microBatchOf(mlir::Operation *op) {
   if (auto attr = op->getAttrOfType<mlir::IntegerAttr>(kMicroBatchAttr))
