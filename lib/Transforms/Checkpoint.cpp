@@ -1,6 +1,7 @@
 //===- Checkpoint.cpp - weft-checkpoint: recompute in the backward --------===//
 //
-// Full activation recompute per (stage, micro-batch) region; see Passes.td.
+// Activation recompute: full (per stage or per layer) and Megatron's
+// selective recompute of core attention; see Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,10 +12,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/SetVector.h"
 
-#include <functional>
 #include <map>
 
 namespace weft {
@@ -27,12 +26,7 @@ using namespace weft;
 
 namespace {
 
-bool hasPhase(Operation *op, StringRef phase) {
-  auto attr = op->getAttrOfType<StringAttr>(kPhaseAttr);
-  return attr && attr.getValue() == phase;
-}
-
-bool isForward(Operation *op) { return !op->hasAttr(kPhaseAttr); }
+bool isForward(Operation *op) { return phaseOf(op) == "forward"; }
 
 /// A model input argument (not a parameter, state or optimizer state).
 bool isModelInput(BlockArgument arg) {
@@ -58,8 +52,9 @@ bool recomputable(Operation *op) {
 /// multiplies the probabilities (its lhs) with V. Both matmuls must exist.
 /// This covers the gpt example (QK^T, / sqrt(d), where(mask), softmax,
 /// dropout, x V) and torch.nn.MultiheadAttention's export (scaled q, QK^T,
-/// + mask, softmax, dropout, x V, the scaling staying outside).
-llvm::DenseSet<Operation *> matchCoreAttention(func::FuncOp func) {
+/// + mask, softmax, dropout, x V, the scaling staying outside). Returns
+/// each attention's ops in program order.
+std::vector<SmallVector<Operation *>> matchCoreAttention(func::FuncOp func) {
   // Uses by forward ops only: after weft-autodiff, backward ops read these
   // values too.
   auto forwardUsers = [](Value v) {
@@ -69,7 +64,7 @@ llvm::DenseSet<Operation *> matchCoreAttention(func::FuncOp func) {
         uses.push_back(&use);
     return uses;
   };
-  llvm::DenseSet<Operation *> core;
+  std::vector<SmallVector<Operation *>> attentions;
   func.walk([&](SoftmaxOp softmax) {
     SmallVector<Operation *> ops{softmax};
     Type scores = softmax.getType();
@@ -107,11 +102,14 @@ llvm::DenseSet<Operation *> matchCoreAttention(func::FuncOp func) {
     for (OpOperand *use : forwardUsers(probs))
       if (isa<MatMulOp>(use->getOwner()) && use->getOperandNumber() == 0) {
         ops.push_back(use->getOwner());
-        core.insert(ops.begin(), ops.end());
+        llvm::sort(ops, [](Operation *a, Operation *b) {
+          return a->isBeforeInBlock(b);
+        });
+        attentions.push_back(std::move(ops));
         return;
       }
   });
-  return core;
+  return attentions;
 }
 
 struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
@@ -132,10 +130,7 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
       return signalPassFailure();
     }
     numberDropouts(func);
-    std::optional<llvm::DenseSet<Operation *>> only;
-    if (policy == "selective")
-      only = matchCoreAttention(func);
-    recompute(func, only);
+    recompute(func);
   }
 
   /// Dropout masks are keyed by rng_id: number the dropouts of each
@@ -146,45 +141,53 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
     Builder b(func.getContext());
     func.walk([&](DropoutOp op) {
       int64_t mb = microBatchOf(op).value_or(0);
-      op->setAttr("weft.rng_id", b.getI64IntegerAttr(next[mb]++));
+      op->setAttr(kRngIdAttr, b.getI64IntegerAttr(next[mb]++));
     });
   }
 
   /// Recomputes, per (stage, micro-batch), the forward ops the backward
-  /// reads, restricted to `only` when given (selective recompute).
-  void recompute(func::FuncOp func,
-                 const std::optional<llvm::DenseSet<Operation *>> &only) {
+  /// reads: the whole region (full, stage granularity), each layer (full,
+  /// layer granularity) or each core attention (selective).
+  void recompute(func::FuncOp func) {
     Block &body = func.getBody().front();
     // Regions: (stage, micro-batch) -> its forward ops, in order.
     using Key = std::pair<int64_t, int64_t>;
+    auto keyOf = [](Operation *op) {
+      return Key{stageOf(op).value_or(0), microBatchOf(op).value_or(0)};
+    };
     std::map<Key, SmallVector<Operation *>> forward;
     std::map<Key, Operation *> firstBackward;
     int64_t lastMicroBatch = 0;
     for (Operation &op : body.without_terminator()) {
-      Key key{stageOf(&op).value_or(0), microBatchOf(&op).value_or(0)};
+      Key key = keyOf(&op);
       lastMicroBatch = std::max(lastMicroBatch, key.second);
-      if (isForward(&op) && recomputable(&op) &&
-          (!only || only->contains(&op)))
+      if (isForward(&op) && recomputable(&op))
         forward[key].push_back(&op);
-      else if (hasPhase(&op, "backward") && !firstBackward.count(key))
+      else if (phaseOf(&op) == "backward" && !firstBackward.count(key))
         firstBackward[key] = &op;
     }
-    for (auto &[key, ops] : forward) {
-      if (exceptLast && key.second == lastMicroBatch)
-        continue;
-      auto it = firstBackward.find(key);
-      if (it == firstBackward.end())
-        continue;
-      if (only) {
-        // Selective: each core attention is recomputed right before its own
-        // backward, so one layer's attention scores are live at a time.
-        for (const SmallVector<Operation *> &attention : components(ops))
+    // A region with no backward has nothing to recompute for; under GPipe
+    // the last micro-batch's backward follows its forward at once.
+    auto skipped = [&](const Key &key) {
+      return (exceptLast && key.second == lastMicroBatch) ||
+             !firstBackward.count(key);
+    };
+    if (policy == "selective") {
+      // Each core attention right before its own backward, so one layer's
+      // attention scores are live again at a time.
+      for (const SmallVector<Operation *> &attention : matchCoreAttention(func))
+        if (!skipped(keyOf(attention.front())))
           recomputeRegion(attention, /*insertBefore=*/nullptr);
-      } else if (granularity == "layer") {
-        for (ArrayRef<Operation *> segment : layers(ops, segments(ops)))
+      return;
+    }
+    for (auto &[key, ops] : forward) {
+      if (skipped(key))
+        continue;
+      if (granularity == "layer") {
+        for (ArrayRef<Operation *> segment : layers(segments(ops)))
           recomputeRegion(segment, /*insertBefore=*/nullptr);
       } else {
-        recomputeRegion(ops, it->second);
+        recomputeRegion(ops, firstBackward.at(key));
       }
     }
   }
@@ -248,30 +251,6 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
     return parts;
   }
 
-  /// The connected components of `ops` under def-use edges between them,
-  /// each in program order (with selective recompute: one per attention).
-  static std::vector<SmallVector<Operation *>>
-  components(ArrayRef<Operation *> ops) {
-    llvm::EquivalenceClasses<Operation *> classes;
-    llvm::DenseSet<Operation *> members(ops.begin(), ops.end());
-    for (Operation *op : ops) {
-      classes.insert(op);
-      for (Value v : op->getOperands())
-        if (Operation *def = v.getDefiningOp(); def && members.count(def))
-          classes.unionSets(def, op);
-    }
-    std::vector<SmallVector<Operation *>> result;
-    llvm::DenseMap<Operation *, size_t> indexOf;
-    for (Operation *op : ops) {
-      Operation *leader = classes.getLeaderValue(op);
-      auto [it, inserted] = indexOf.try_emplace(leader, result.size());
-      if (inserted)
-        result.emplace_back();
-      result[it->second].push_back(op);
-    }
-    return result;
-  }
-
   /// Groups consecutive `parts` of `ops` into the repeated unit of the
   /// model: the longest run of r >= 2 back-to-back copies of k parts (by
   /// the sequence of op names; ties go to the smallest k) becomes r groups
@@ -282,7 +261,7 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
   /// full recompute does; a residual block is one part. Parts that repeat
   /// nothing stay as they are.
   static SmallVector<ArrayRef<Operation *>>
-  layers(ArrayRef<Operation *> ops, ArrayRef<ArrayRef<Operation *>> parts) {
+  layers(ArrayRef<ArrayRef<Operation *>> parts) {
     SmallVector<llvm::hash_code> kinds;
     for (ArrayRef<Operation *> part : parts) {
       llvm::hash_code h = llvm::hash_value(part.size());
@@ -291,39 +270,42 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
       kinds.push_back(h);
     }
     SmallVector<ArrayRef<Operation *>> groups;
-    // Parts [begin, end) into groups.
-    std::function<void(size_t, size_t)> group = [&](size_t begin, size_t end) {
-      size_t bestK = 0, bestStart = 0, bestRepeats = 0;
-      for (size_t k = 1; 2 * k <= end - begin; ++k)
-        for (size_t start = begin; start + 2 * k <= end; ++start) {
-          size_t repeats = 1;
-          while (start + (repeats + 1) * k <= end &&
-                 std::equal(kinds.begin() + start, kinds.begin() + start + k,
-                            kinds.begin() + start + repeats * k))
-            ++repeats;
-          if (repeats >= 2 && k * repeats > bestK * bestRepeats) {
-            bestK = k;
-            bestStart = start;
-            bestRepeats = repeats;
-          }
-        }
-      if (!bestK) {
-        for (size_t i = begin; i < end; ++i)
-          groups.push_back(parts[i]);
-        return;
-      }
-      group(begin, bestStart);
-      for (size_t r = 0; r < bestRepeats; ++r) {
-        ArrayRef<Operation *> first = parts[bestStart + r * bestK],
-                              last = parts[bestStart + (r + 1) * bestK - 1];
-        size_t from = first.data() - ops.data();
-        size_t to = last.data() + last.size() - ops.data();
-        groups.push_back(ops.slice(from, to - from));
-      }
-      group(bestStart + bestK * bestRepeats, end);
-    };
-    group(0, parts.size());
+    groupRepeats(parts, kinds, groups);
     return groups;
+  }
+
+  /// The recursion of `layers` on `parts` (of kinds `kinds`).
+  static void groupRepeats(ArrayRef<ArrayRef<Operation *>> parts,
+                           ArrayRef<llvm::hash_code> kinds,
+                           SmallVectorImpl<ArrayRef<Operation *>> &groups) {
+    size_t bestK = 0, bestStart = 0, bestRepeats = 0;
+    for (size_t k = 1; 2 * k <= parts.size(); ++k)
+      for (size_t start = 0; start + 2 * k <= parts.size(); ++start) {
+        ArrayRef<llvm::hash_code> unit = kinds.slice(start, k);
+        size_t repeats = 1;
+        while (start + (repeats + 1) * k <= parts.size() &&
+               kinds.slice(start + repeats * k, k) == unit)
+          ++repeats;
+        if (repeats >= 2 && k * repeats > bestK * bestRepeats) {
+          bestK = k;
+          bestStart = start;
+          bestRepeats = repeats;
+        }
+      }
+    if (!bestK) {
+      groups.append(parts.begin(), parts.end());
+      return;
+    }
+    groupRepeats(parts.take_front(bestStart), kinds.take_front(bestStart),
+                 groups);
+    // The parts are consecutive slices of one region: k of them are the
+    // slice from the first's start to the last's end.
+    for (size_t r = 0; r < bestRepeats; ++r)
+      groups.push_back(ArrayRef<Operation *>(
+          parts[bestStart + r * bestK].begin(),
+          parts[bestStart + (r + 1) * bestK - 1].end()));
+    size_t rest = bestStart + bestK * bestRepeats;
+    groupRepeats(parts.drop_front(rest), kinds.drop_front(rest), groups);
   }
 
   /// Clones the ops of `region` that its backward reads (with their
@@ -335,7 +317,7 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
     llvm::DenseSet<Operation *> inRegion(region.begin(), region.end());
     SmallVector<Operation *> work;
     auto readsInBackward = [](Operation *user, Operation *op) {
-      return hasPhase(user, "backward") && !user->hasAttr("weft.recompute") &&
+      return phaseOf(user) == "backward" && !user->hasAttr(kRecomputeAttr) &&
              stageOf(user) == stageOf(op) &&
              microBatchOf(user) == microBatchOf(op);
     };
@@ -381,7 +363,7 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
         continue;
       Operation *clone = b.clone(*op, map);
       clone->setAttr(kPhaseAttr, b.getStringAttr("backward"));
-      clone->setAttr("weft.recompute", b.getUnitAttr());
+      clone->setAttr(kRecomputeAttr, b.getUnitAttr());
     }
     for (Operation *op : needed)
       for (Value result : op->getResults())
