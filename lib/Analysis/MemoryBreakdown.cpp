@@ -4,6 +4,7 @@
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -35,10 +36,7 @@ llvm::StringRef weft::categoryName(MemoryCategory category) {
 
 namespace {
 
-bool isBackward(Operation *op) {
-  auto phase = op->getAttrOfType<StringAttr>(kPhaseAttr);
-  return phase && phase.getValue() == "backward";
-}
+bool isBackward(Operation *op) { return phaseOf(op) == "backward"; }
 
 /// Whether a backward op reads `v`, directly or through views.
 bool readByBackward(Value v) {
@@ -88,24 +86,38 @@ MemoryBreakdown weft::breakDownMemory(func::FuncOp func,
                                       const MemoryPlan &plan) {
   MemoryBreakdown result;
   result.arenaBytes = plan.arenaBytes;
-  std::vector<int64_t> live(std::max(plan.numSteps, 1), 0),
-      kept(live.size(), 0);
-  for (const Storage &s : plan.storages) {
-    bool isKept = categoryOf(s) == MemoryCategory::KeptActivations;
-    for (int step = s.start; step <= s.end && step < int(live.size()); ++step) {
-      live[step] += s.size;
-      if (isKept)
-        kept[step] += s.size;
+  std::vector<MemoryCategory> categories;
+  for (const Storage &s : plan.storages)
+    categories.push_back(categoryOf(s));
+  // Bytes live (and kept) at each step, from +size at a storage's first step
+  // and -size after its last: one pass over storages, one over steps.
+  size_t steps = std::max(plan.numSteps, 1);
+  std::vector<int64_t> liveDelta(steps + 1, 0), keptDelta(steps + 1, 0);
+  for (auto [s, category] : llvm::zip_equal(plan.storages, categories)) {
+    size_t first = std::min<size_t>(s.start, steps);
+    size_t last = std::min<size_t>(s.end + 1, steps);
+    if (first >= last)
+      continue;
+    liveDelta[first] += s.size;
+    liveDelta[last] -= s.size;
+    if (category == MemoryCategory::KeptActivations) {
+      keptDelta[first] += s.size;
+      keptDelta[last] -= s.size;
     }
   }
-  for (int64_t k : kept)
-    result.maxKeptActivations = std::max(result.maxKeptActivations, k);
-  for (size_t step = 0; step < live.size(); ++step)
-    if (live[step] > live[result.peakStep])
+  int64_t live = 0, kept = 0, peakLive = -1;
+  for (size_t step = 0; step < steps; ++step) {
+    live += liveDelta[step];
+    kept += keptDelta[step];
+    result.maxKeptActivations = std::max(result.maxKeptActivations, kept);
+    if (live > peakLive) {
+      peakLive = live;
       result.peakStep = step;
-  for (const Storage &s : plan.storages)
+    }
+  }
+  for (auto [s, category] : llvm::zip_equal(plan.storages, categories))
     if (s.start <= result.peakStep && result.peakStep <= s.end)
-      result.bytes[size_t(categoryOf(s))] += s.size;
+      result.bytes[size_t(category)] += s.size;
   for (int64_t b : result.bytes)
     result.liveBytes += b;
   return result;
