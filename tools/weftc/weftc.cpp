@@ -4,6 +4,9 @@
 //       [-o plan.json] [--optimizer ... --microbatches M]
 //       [--pipeline-parallel P --schedule 1f1b|gpipe --balance N,N,...]
 //       [--timeline F.json] [--timeline-ascii]
+//       [--recompute none|full|selective --recompute-granularity stage|layer]
+//       [--estimate-memory [--activation-dtype f16|bf16|f32]]
+//       [--memory-cap BYTES]
 //
 // Imports an ONNX model (binary .onnx or ONNX text .onnxtxt) and prints its
 // weft IR, a summary (parameters, FLOPs, op histogram), or compiles it into
@@ -150,8 +153,9 @@ cl::opt<std::string> recompute(
 cl::opt<std::string> recomputeGranularity(
     "recompute-granularity",
     cl::desc("Regions of --recompute=full: stage (default: the stage's "
-             "forward per micro-batch, as torchgpipe) or layer (each block "
-             "between single-activation cuts, as Megatron-LM)"),
+             "forward per micro-batch, as torchgpipe) or layer (each "
+             "repeated block of the graph, a transformer layer keeping only "
+             "its input, as Megatron-LM)"),
     cl::init("stage"), cl::cat(category));
 cl::opt<bool> estimateMemory(
     "estimate-memory",
@@ -308,6 +312,8 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   // One kernel per GELU, which keeps only its input for the backward.
   {
     PassManager pm(&context);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
     pm.addNestedPass<func::FuncOp>(weft::createFuseGelu());
     if (failed(pm.run(*module)))
       return failure();

@@ -16,10 +16,10 @@ std::map<std::string, std::string>
 readStepInputs(const Plan &plan, const std::string &dir, int64_t step);
 
 /// Synthetic inputs, a pure function of (seed, step, input name, element):
-/// Philox4x32-10 with key (seed low, seed high) and counter
-/// (element / 4, FNV-1a hash of the input's name, step, 0xDA7A). Floats are uniform in [-1, 1);
-/// integers uniform in [0, index_bound) (the plan's bound for indices and
-/// labels; 2 when the plan gives none); bools are fair coins.
+/// Philox4x32-10 with key (seed low, seed high) and counter (element / 4,
+/// FNV-1a hash of the input's name, step, 0xDA7A). Floats are uniform in
+/// [-1, 1); integers uniform in [0, index_bound) (the plan's bound for
+/// indices and labels; 2 when the plan gives none); bools are fair coins.
 std::map<std::string, std::string> syntheticInputs(const Plan &plan,
                                                    uint64_t seed, int64_t step);
 
