@@ -15,6 +15,10 @@ weft::ModelSummary weft::summarizeModel(func::FuncOp func) {
       summary.paramBytes += bytes;
     } else if (func.getArgAttr(arg.getArgNumber(), kStateAttr)) {
       summary.stateBytes += bytes;
+      if (func.getArgAttr(arg.getArgNumber(), kFrozenAttr)) {
+        summary.frozen += numElements(arg.getType());
+        summary.frozenBytes += bytes;
+      }
     } else {
       summary.inputBytes += bytes;
     }

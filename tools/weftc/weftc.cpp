@@ -53,6 +53,17 @@ cl::opt<std::string> inputFile(cl::Positional,
 cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::cat(category));
+cl::list<std::string> frozenInitializers(
+    "frozen",
+    cl::desc("Keep these float initializers constant (no gradient, no "
+             "optimizer state, saved unchanged): exact names or globs "
+             "(*, ?, [..]), comma-separated; added to the model's "
+             "weft.frozen metadata"),
+    cl::value_desc("NAME[,NAME...]"), cl::CommaSeparated, cl::cat(category));
+cl::opt<bool> ignoreFrozenMetadata(
+    "no-frozen-metadata",
+    cl::desc("Train the initializers the model's weft.frozen metadata lists"),
+    cl::init(false), cl::cat(category));
 cl::list<std::string> inputShapes(
     "input-shape",
     cl::desc("Static shape for a model input, replacing symbolic dims: "
@@ -194,7 +205,10 @@ void printSummary(const weft::ModelSummary &s, StringRef source,
   os << "model:        " << source << "\n";
   os << "parameters:   " << withCommas(s.params) << " ("
      << withCommas(s.paramBytes) << " bytes)\n";
-  os << "state:        " << withCommas(s.stateBytes) << " bytes\n";
+  os << "frozen:       " << withCommas(s.frozen) << " ("
+     << withCommas(s.frozenBytes) << " bytes, not trained)\n";
+  os << "state:        " << withCommas(s.stateBytes)
+     << " bytes (running statistics and frozen)\n";
   os << "inputs:       " << withCommas(s.inputBytes) << " bytes per batch\n";
   os << "forward:      " << withCommas(s.flops) << " FLOPs per batch ("
      << format("%.3f", s.flops / 1e9) << " GFLOP)\n";
@@ -209,6 +223,8 @@ nlohmann::json summaryJSON(const weft::ModelSummary &s) {
     ops[name] = count;
   return {{"params", s.params},
           {"param_bytes", s.paramBytes},
+          {"frozen", s.frozen},
+          {"frozen_bytes", s.frozenBytes},
           {"state_bytes", s.stateBytes},
           {"input_bytes", s.inputBytes},
           {"flops", s.flops},
@@ -477,6 +493,8 @@ int main(int argc, char **argv) {
     }
     options.frozenInputs[name.str()] = file.str();
   }
+  options.frozen.assign(frozenInitializers.begin(), frozenInitializers.end());
+  options.frozenFromMetadata = !ignoreFrozenMetadata;
 
   if (!emit.getNumOccurrences() && StringRef(outputFile).ends_with(".json"))
     emit = Emit::Plan;

@@ -13,9 +13,11 @@ namespace weft {
 /// Totals over one model function, from its argument attributes and the
 /// CostOpInterface of every op.
 struct ModelSummary {
-  int64_t params = 0;     ///< elements of `weft.param` arguments
+  int64_t params = 0;     ///< elements of `weft.param` arguments (trainable)
   int64_t paramBytes = 0; ///< bytes of `weft.param` arguments
-  int64_t stateBytes = 0; ///< bytes of `weft.state` arguments (e.g. BN stats)
+  int64_t frozen = 0;      ///< elements of frozen initializers (`weft.frozen`)
+  int64_t frozenBytes = 0; ///< their bytes (included in stateBytes)
+  int64_t stateBytes = 0; ///< bytes of `weft.state` arguments (BN stats, frozen)
   int64_t inputBytes = 0; ///< bytes of `weft.input` arguments (one batch)
   int64_t flops = 0;      ///< FLOPs of one execution of the function
   int64_t bytesRead = 0;  ///< bytes read by all ops

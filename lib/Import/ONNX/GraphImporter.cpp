@@ -174,9 +174,11 @@ Value GraphImporter::lookup(const std::string &name, const Node *user) {
       auto type = RankedTensorType::get(
           SmallVector<int64_t>(init->dims().begin(), init->dims().end()),
           element);
-      return addArgument(name, type,
-                         stateInitializers.contains(name) ? kStateAttr
-                                                          : kParamAttr);
+      // Frozen initializers are state that nothing updates: loaded, read,
+      // saved back unchanged, never differentiated.
+      bool state = stateInitializers.contains(name) ||
+                   frozenInitializers.contains(name);
+      return addArgument(name, type, state ? kStateAttr : kParamAttr);
     }
     HostTensor t;
     std::string why;
@@ -367,6 +369,8 @@ void GraphImporter::classifyInitializers() {
   for (const auto &entry : onlyStatistics)
     if (entry.second)
       stateInitializers.insert(entry.first());
+  for (const std::string &name : options.frozen)
+    frozenInitializers.insert(name);
 }
 
 FailureOr<RankedTensorType>
@@ -462,7 +466,10 @@ LogicalResult GraphImporter::run(ModuleOp module) {
                                  TypeRange(ValueRange(results))));
   for (auto [i, out] : llvm::enumerate(graph.output()))
     func.setResultAttr(i, "weft.output", StringAttr::get(ctx, out.name()));
-  for (auto [i, kind] : llvm::enumerate(argKinds))
+  for (auto [i, kind] : llvm::enumerate(argKinds)) {
     func.setArgAttr(i, kind.first, StringAttr::get(ctx, kind.second));
+    if (frozenInitializers.contains(kind.second))
+      func.setArgAttr(i, kFrozenAttr, UnitAttr::get(ctx));
+  }
   return success();
 }

@@ -143,6 +143,7 @@ private:
   llvm::StringSet<> liveNames;         ///< names the graph outputs depend on
   llvm::StringSet<> graphInputs;       ///< non-initializer graph inputs
   llvm::StringSet<> stateInitializers; ///< batch-norm running statistics
+  llvm::StringSet<> frozenInitializers; ///< constant float initializers
   /// (weft.input | weft.param | weft.state, name) of each function argument.
   std::vector<std::pair<std::string, std::string>> argKinds;
   bool bindFailed = false;

@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/Path.h"
 
 #include <onnx/checker.h>
@@ -235,6 +236,77 @@ void checkModel(const onnx::ModelProto &model) {
   onnx::checker::check_model(checked);
 }
 
+/// The value of metadata_props[key], if present.
+std::optional<std::string> metadata(const onnx::ModelProto &model,
+                                    StringRef key) {
+  for (const auto &entry : model.metadata_props())
+    if (entry.key() == key)
+      return entry.value();
+  return std::nullopt;
+}
+
+/// Resolves what the model's weft metadata and --frozen ask for into
+/// `options`: frozen patterns become exact initializer names, recorded
+/// example shapes fill inputs that --input-shape does not name and whose
+/// dims are symbolic.
+LogicalResult resolveWeftOptions(const onnx::ModelProto &model,
+                                 ImportOptions &options, Location loc) {
+  SmallVector<std::pair<std::string, std::string>> patterns; // (text, origin)
+  for (const std::string &p : options.frozen)
+    patterns.push_back({p, "--frozen"});
+  if (options.frozenFromMetadata)
+    if (std::optional<std::string> listed =
+            metadata(model, kFrozenMetadataKey)) {
+      SmallVector<StringRef> names;
+      StringRef(*listed).split(names, ',', -1, /*KeepEmpty=*/false);
+      for (StringRef name : names)
+        patterns.push_back({name.trim().str(), "metadata weft.frozen"});
+    }
+  std::vector<std::string> frozen;
+  for (const auto &[text, origin] : patterns) {
+    llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(text);
+    if (!glob)
+      return emitError(loc) << origin << " '" << text
+                            << "': " << llvm::toString(glob.takeError());
+    bool matched = false;
+    for (const auto &init : model.graph().initializer())
+      if (glob->match(init.name()) && isFloatDtype(init.data_type())) {
+        frozen.push_back(init.name());
+        matched = true;
+      }
+    if (!matched)
+      return emitError(loc) << origin << " '" << text
+                            << "' matches no float initializer of the model";
+  }
+  options.frozen = std::move(frozen);
+
+  std::optional<std::string> shapes = metadata(model, kInputShapesMetadataKey);
+  if (!shapes)
+    return success();
+  SmallVector<StringRef> specs;
+  StringRef(*shapes).split(specs, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef spec : specs) {
+    std::map<std::string, SmallVector<int64_t>> parsed;
+    std::string why;
+    if (failed(parseInputShape(spec.trim(), parsed, why)))
+      return emitError(loc) << "metadata " << kInputShapesMetadataKey << ": "
+                            << why;
+    for (auto &[name, shape] : parsed) {
+      if (options.inputShapes.count(name))
+        continue;
+      auto in = llvm::find_if(model.graph().input(), [&](const auto &i) {
+        return i.name() == name;
+      });
+      if (in == model.graph().input().end())
+        continue;
+      const auto &dims = in->type().tensor_type().shape().dim();
+      if (llvm::any_of(dims, [](const auto &d) { return !d.has_dim_value(); }))
+        options.inputShapes[name] = shape;
+    }
+  }
+  return success();
+}
+
 } // namespace
 
 OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
@@ -242,6 +314,7 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
                                        const ImportOptions &options,
                                        MLIRContext *context) {
   context->loadDialect<WeftDialect, func::FuncDialect>();
+  ImportOptions resolved = options;
   Location loc = FileLineColLoc::get(context, sourceName, 0, 0);
   onnx::ModelProto model;
   // libonnx reports through exceptions; each stage names itself in the error.
@@ -304,7 +377,8 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
         return {};
       }
     }
-    if (failed(fixInputShapes(model, options, loc)) ||
+    if (failed(resolveWeftOptions(model, resolved, loc)) ||
+        failed(fixInputShapes(model, resolved, loc)) ||
         failed(checkInitializerInputs(model, loc)))
       return {};
     try {
@@ -326,7 +400,7 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   (*module)->setAttr("weft.source", builder.getStringAttr(sourceName));
   (*module)->setAttr("weft.opset", builder.getI64IntegerAttr(kImportOpset));
-  GraphImporter importer(context, model, options, sourceName);
+  GraphImporter importer(context, model, resolved, sourceName);
   if (failed(importer.run(*module)) || failed(verify(*module)))
     return {};
   return module;

@@ -27,8 +27,8 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include <map>
-
 #include <string>
+#include <vector>
 
 namespace weft {
 
@@ -47,7 +47,22 @@ struct ImportOptions {
   /// Import at micro-batch size: dim 0 of every model input (the global
   /// batch) is divided by this; it must divide it exactly.
   int64_t microbatches = 1;
+  /// Float initializers kept constant (`--frozen`): exact names or globs
+  /// (`*`, `?`, `[...]`, llvm::GlobPattern). They import as `weft.state` +
+  /// `weft.frozen` arguments: no gradient, no optimizer state, saved
+  /// unchanged. A pattern that matches no initializer is an error.
+  std::vector<std::string> frozen;
+  /// Also freeze the initializers the model lists, comma-separated, in its
+  /// `weft.frozen` metadata (written by `weft.export` for float buffers).
+  bool frozenFromMetadata = true;
 };
+
+/// metadata_props keys `weft.export` writes and the importer reads.
+inline constexpr llvm::StringLiteral kFrozenMetadataKey = "weft.frozen";
+/// `name=DxD,...`: the example shapes, used for symbolic input dims unless
+/// `--input-shape` gives the input's shape.
+inline constexpr llvm::StringLiteral kInputShapesMetadataKey =
+    "weft.input_shapes";
 
 /// Imports `buffer` (ONNX text syntax when `isText`, else binary protobuf).
 /// `sourceName` names the model in diagnostics and in the module's

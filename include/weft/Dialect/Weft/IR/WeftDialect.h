@@ -12,6 +12,9 @@ namespace weft {
 inline constexpr llvm::StringLiteral kInputAttr = "weft.input";
 inline constexpr llvm::StringLiteral kParamAttr = "weft.param";
 inline constexpr llvm::StringLiteral kStateAttr = "weft.state";
+/// Unit attribute beside weft.state: a frozen initializer (`weftc --frozen`,
+/// or the model's `weft.frozen` metadata), a constant the step only reads.
+inline constexpr llvm::StringLiteral kFrozenAttr = "weft.frozen";
 /// Optimizer state (Adam moments, momentum buffers): zero-initialised.
 inline constexpr llvm::StringLiteral kOptimizerStateAttr = "weft.optimizer_state";
 /// On ops a pass created: "backward" (weft-autodiff) or "optimizer".

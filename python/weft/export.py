@@ -1,0 +1,148 @@
+"""Export a torch module for weft: training mode, opset 17, a dynamic batch
+axis on every input, float buffers recorded as frozen.
+
+    weft.export(module, example_inputs, path, input_names) -> dict
+    python3 -m weft.export pkg.mod:factory OUT.onnx [--input-names a,b]
+
+`module(*example_inputs)` must return the scalar training loss. The ONNX
+model it writes is what `weftc` trains:
+
+- **training mode** (`torch.onnx.TrainingMode.TRAINING`): BatchNormalization
+  uses batch statistics and returns its running statistics (weft keeps them
+  as state), Dropout nodes stay;
+- **a dynamic batch axis** (`dynamic_axes={name: {0: "batch"}}`) on every
+  input, so reshapes read the batch from the data and the model compiles at
+  any micro-batch size; the example shapes are recorded in the model's
+  `metadata_props` under `weft.input_shapes` (`name=DxD,...`), which weftc
+  uses for the symbolic dims unless `--input-shape` says otherwise;
+- **frozen buffers**: ONNX records no `requires_grad`, so a float buffer
+  (`register_buffer("mask", float_tensor)`) exported as an initializer looks
+  like a parameter. Every float buffer that is not a normalisation layer's
+  running statistic is listed, comma-separated, under `weft.frozen`; weftc
+  keeps those initializers constant (no gradient, no optimizer state).
+
+Errors: ValueError when the names and inputs differ in number, or when an
+input is a 0-d tensor (no batch axis to make dynamic).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import os
+import sys
+from typing import Dict, List, Optional, Sequence
+
+import onnx
+import torch
+
+FROZEN_KEY = "weft.frozen"
+SHAPES_KEY = "weft.input_shapes"
+
+
+def frozen_buffers(module: torch.nn.Module) -> List[str]:
+    """Names (state_dict spelling) of `module`'s float buffers that are not
+    running statistics of a normalisation layer (those are state weft
+    updates, not constants)."""
+    stats = set()
+    for prefix, sub in module.named_modules():
+        if isinstance(sub, torch.nn.modules.batchnorm._NormBase):
+            stats.update(f"{prefix}.{n}" if prefix else n
+                         for n, _ in sub.named_buffers(recurse=False))
+    return [name for name, b in module.named_buffers()
+            if b.is_floating_point() and name not in stats]
+
+
+def shape_text(shape) -> str:
+    return "x".join(str(int(d)) for d in shape)
+
+
+def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor],
+           path: str, input_names: Optional[Sequence[str]] = None) -> Dict:
+    """Exports `module(*example_inputs)` (a scalar loss) to ONNX at `path`
+    for weft (see the module docstring). `input_names` default to the
+    parameter names of `module.forward`. Returns {"path", "inputs": {name:
+    shape}, "frozen": [names], "params": trainable element count}."""
+    example_inputs = tuple(example_inputs)
+    if input_names is None:
+        input_names = list(inspect.signature(module.forward).parameters)
+        input_names = input_names[:len(example_inputs)]
+    input_names = list(input_names)
+    if len(input_names) != len(example_inputs):
+        raise ValueError(f"{len(input_names)} input names for "
+                         f"{len(example_inputs)} example inputs")
+    for name, t in zip(input_names, example_inputs):
+        if t.dim() == 0:
+            raise ValueError(f"input '{name}' is a scalar: it has no batch "
+                             f"axis to make dynamic")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    module.train()
+    # do_constant_folding=False keeps torch from merging initializers that
+    # merely hold equal values (all LayerNorm weights start as ones), which
+    # would hide parameters.
+    torch.onnx.export(module, example_inputs, path,
+                      input_names=input_names, output_names=["loss"],
+                      opset_version=17,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False,
+                      dynamic_axes={n: {0: "batch"} for n in input_names})
+
+    model = onnx.load(path)
+    initializers = {t.name for t in model.graph.initializer}
+    frozen = [n for n in frozen_buffers(module) if n in initializers]
+    shapes = ",".join(f"{n}={shape_text(t.shape)}"
+                      for n, t in zip(input_names, example_inputs))
+    for key, value in ((FROZEN_KEY, ",".join(frozen)), (SHAPES_KEY, shapes)):
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value
+    onnx.save(model, path)
+    return {"path": path,
+            "inputs": {n: list(t.shape) for n, t in zip(input_names, example_inputs)},
+            "frozen": frozen,
+            "params": sum(p.numel() for p in module.parameters())}
+
+
+def load_factory(spec: str):
+    """`pkg.mod:factory` -> the callable. Raises ValueError naming what is
+    wrong with the spec."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"'{spec}': expected pkg.module:factory")
+    module = importlib.import_module(module_name)
+    if not hasattr(module, attr):
+        raise ValueError(f"'{spec}': module {module_name} has no '{attr}'")
+    return getattr(module, attr)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python3 -m weft.export",
+        description="Export a torch module for weft. FACTORY (pkg.mod:fn) "
+                    "returns (module, example_inputs); module(*inputs) is "
+                    "the loss.")
+    parser.add_argument("factory")
+    parser.add_argument("output")
+    parser.add_argument("--input-names", help="comma-separated (default: "
+                        "the names of the module's forward parameters)")
+    args = parser.parse_args(argv)
+    try:
+        module, inputs = load_factory(args.factory)()
+    except (ValueError, ImportError) as e:
+        print(f"weft.export: {e}", file=sys.stderr)
+        return 1
+    names = args.input_names.split(",") if args.input_names else None
+    try:
+        info = export(module, inputs, args.output, names)
+    except ValueError as e:
+        print(f"weft.export: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {info['path']}: inputs "
+          + ", ".join(f"{n} {shape_text(s)}" for n, s in info["inputs"].items())
+          + f"; {info['params']} trainable parameters; frozen: "
+          + (", ".join(info["frozen"]) or "none"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
