@@ -14,26 +14,19 @@ def count_parameters(module: torch.nn.Module) -> int:
 
 
 def export(module: torch.nn.Module, inputs: tuple, input_names: list,
-           path: str, training: bool) -> dict:
-    """Exports `module(*inputs)` (a scalar loss) to ONNX opset 17 at `path`
-    and writes `<path>.params.json` with torch's parameter count.
-
-    `training=True` exports in training mode (BatchNormalization with batch
-    statistics and running-statistic outputs, Dropout nodes kept). It also
-    keeps torch from merging initializers that merely hold equal values (all
-    LayerNorm weights start as ones), which would hide parameters.
-    Returns the metadata written next to the model.
-    """
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    mode = (torch.onnx.TrainingMode.TRAINING if training
-            else torch.onnx.TrainingMode.EVAL)
-    module.train(training)
-    torch.onnx.export(module, inputs, path, input_names=input_names,
-                      output_names=["loss"], opset_version=17,
-                      training=mode, do_constant_folding=False)
+           path: str, training: bool = True) -> dict:
+    """Exports `module(*inputs)` (a scalar loss) through `weft.export`
+    (training mode, opset 17, a dynamic batch axis, frozen float buffers
+    recorded) and writes `<path>.params.json` with torch's parameter count.
+    Returns the metadata written next to the model."""
+    if not training:
+        raise ValueError("the examples are exported for training")
+    from weft.export import export as weft_export
+    info = weft_export(module, inputs, path, input_names)
     meta = {"model": os.path.basename(path),
             "params": count_parameters(module),
-            "inputs": {n: list(t.shape) for n, t in zip(input_names, inputs)}}
+            "inputs": info["inputs"],
+            "frozen": info["frozen"]}
     with open(path + ".params.json", "w") as f:
         json.dump(meta, f, indent=1)
     return meta

@@ -69,6 +69,19 @@ class GPT(nn.Module):
             Block(hidden, heads, seq, dropout) for _ in range(layers))
         self.ln_f = nn.LayerNorm(hidden)
         self.register_buffer("positions", torch.arange(seq))
+        self.apply(self.init_weights)
+
+    @staticmethod
+    def init_weights(module):
+        """GPT-2's initialisation (Radford et al. 2019; Hugging Face
+        GPT2PreTrainedModel._init_weights): linear and embedding weights
+        N(0, 0.02), biases 0, LayerNorm (1, 0). With torch's default N(0, 1)
+        embedding the tied head's logits are huge and step 1's loss is ~84;
+        with this it is ~ln(vocab)."""
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
 
     def forward(self, tokens, targets):
         s = tokens.shape[1]
