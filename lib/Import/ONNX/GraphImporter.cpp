@@ -134,6 +134,29 @@ FailureOr<SmallVector<int64_t>> GraphImporter::axes(const Node &node,
   return result;
 }
 
+InFlightDiagnostic &
+GraphImporter::explainFixedBatch(InFlightDiagnostic &diag, const Node &node,
+                                 ArrayRef<int64_t> dims) {
+  int64_t batch = globalBatch_;
+  if (batch <= 1)
+    return diag;
+  const int64_t *fixed = llvm::find_if(
+      dims, [&](int64_t d) { return d >= batch && d % batch == 0; });
+  if (fixed == dims.end())
+    return diag;
+  diag << "\n  the graph fixes the batch at " << batch << ": this "
+       << node.op_type() << "'s constant [";
+  llvm::interleave(dims, diag, "x");
+  diag << "] holds " << *fixed;
+  if (*fixed != batch)
+    diag << " = " << batch << "x" << *fixed / batch;
+  diag << "\n  --microbatches " << options.microbatches
+       << " needs micro-batches of " << batch / options.microbatches
+       << "\n  fix: export with dynamic_axes={name: {0: \"batch\"}} for every "
+          "input, or with weft.export (python3 -m weft.export)";
+  return diag;
+}
+
 //===----------------------------------------------------------------------===//
 // Values and constants
 //===----------------------------------------------------------------------===//
@@ -420,6 +443,10 @@ LogicalResult GraphImporter::run(ModuleOp module) {
     if (initializers.count(info.name()))
       continue;
     graphInputs.insert(info.name());
+    const auto &dims = info.type().tensor_type().shape().dim();
+    if (options.microbatches > 1 && !globalBatch_ && dims.size() &&
+        dims[0].has_dim_value())
+      globalBatch_ = dims[0].dim_value() * options.microbatches;
     auto frozen = options.frozenInputs.find(info.name());
     if (frozen != options.frozenInputs.end()) {
       onnx::TensorProto proto;

@@ -45,6 +45,17 @@ public:
 
   //===--- API for converters ---------------------------------------------===//
 
+  /// The model's global batch when the layout splits it (--microbatches
+  /// M > 1): dim 0 of the graph inputs times M; else 0.
+  int64_t globalBatch() const { return globalBatch_; }
+  int64_t microbatches() const { return options.microbatches; }
+  /// Explains a shape error at `node` caused by a batch the graph fixed at
+  /// export: when one of `dims` (a constant the node reads) is a multiple of
+  /// the global batch, notes it on `diag` with the fix; returns `diag`.
+  mlir::InFlightDiagnostic &
+  explainFixedBatch(mlir::InFlightDiagnostic &diag, const Node &node,
+                    llvm::ArrayRef<int64_t> dims);
+
   mlir::OpBuilder &builder() { return b; }
   mlir::MLIRContext *context() { return ctx; }
   /// Location naming the node: `loc("<name>"("<OpType>"))`.
@@ -147,6 +158,7 @@ private:
   /// (weft.input | weft.param | weft.state, name) of each function argument.
   std::vector<std::pair<std::string, std::string>> argKinds;
   bool bindFailed = false;
+  int64_t globalBatch_ = 0;
 };
 
 } // namespace weft

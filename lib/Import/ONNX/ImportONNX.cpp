@@ -388,7 +388,23 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
       onnx::shape_inference::InferShapes(
           model, onnx::OpSchemaRegistry::Instance(), inference);
     } catch (const std::exception &e) {
-      emitError(loc) << "ONNX shape inference fails: " << e.what();
+      // libonnx lists every node the first failure cascades into; the
+      // first is the cause.
+      SmallVector<StringRef> lines;
+      StringRef(e.what()).split(lines, '\n', -1, /*KeepEmpty=*/false);
+      auto first = llvm::find_if(lines, [](StringRef l) {
+        return l.contains("node name") || l.contains("op_type");
+      });
+      auto diag = emitError(loc) << "ONNX shape inference fails: "
+                                 << (first != lines.end() ? first->trim()
+                                                          : StringRef(e.what()));
+      if (lines.size() > 1)
+        diag << "\n  (" << lines.size() - 1 << " more line(s) of libonnx's "
+             << "report follow from it)";
+      if (resolved.microbatches > 1)
+        diag << "\n  with --microbatches " << resolved.microbatches
+             << ": a graph exported at a fixed batch cannot be split; export "
+                "with dynamic_axes={name: {0: \"batch\"}} or weft.export";
       return {};
     }
   } catch (const std::exception &e) {

@@ -89,14 +89,20 @@ LogicalResult convertReshape(GraphImporter &g, const Node &node) {
     }
   }
   if (inferred >= 0) {
-    if (known == 0 || type.getNumElements() % known != 0)
-      return g.error(node) << "cannot infer the -1 dim: " << type << " has "
-                           << type.getNumElements() << " elements";
+    if (known == 0 || type.getNumElements() % known != 0) {
+      InFlightDiagnostic diag = g.error(node);
+      diag << "cannot infer the -1 dim: " << type << " has "
+           << type.getNumElements() << " elements";
+      return g.explainFixedBatch(diag, node, shapeArg->toInts());
+    }
     shape[inferred] = type.getNumElements() / known;
   }
-  if (product(shape) != type.getNumElements())
-    return g.error(node) << "cannot reshape " << type << " to "
-                         << product(shape) << " elements";
+  if (product(shape) != type.getNumElements()) {
+    InFlightDiagnostic diag = g.error(node);
+    diag << "cannot reshape " << type << " to " << product(shape)
+         << " elements";
+    return g.explainFixedBatch(diag, node, shapeArg->toInts());
+  }
   return bindReshape(g, node, shape);
 }
 
