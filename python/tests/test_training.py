@@ -9,6 +9,7 @@ plain SGD step's parameter change per tensor, within 10x torch float32's own
 error against float64."""
 
 import json
+import math
 
 import pytest
 import torch
@@ -93,8 +94,11 @@ def test_gpt_training_losses_equal_torch(flags, make_optimizer, weftc, models_di
                   "--steps", str(STEPS), "--log-json", str(log), "--save", str(saved)])
     assert result.returncode == 0, result.stderr
     losses = [json.loads(line)["loss"] for line in log.read_text().splitlines()]
-    assert losses == pytest.approx(expected, rel=1e-5)
-    assert losses[-1] < losses[0]
+    assert losses == pytest.approx(expected, rel=oracle.MULTISTEP_RTOL)
+    # GPT-2's initialisation: step 1 predicts nearly uniformly, ~ln(vocab)
+    # (random targets: there is nothing to learn below it).
+    assert losses[0] == pytest.approx(math.log(gpt.CONFIGS["small"]["vocab"]),
+                                      abs=0.05)
     # Final parameters within 1e-4 (relative to each tensor's largest entry),
     # for SGD. AdamW divides by sqrt(v) + eps: for a gradient that is exactly
     # zero in theory (attention's key bias: softmax is shift-invariant) it
