@@ -41,7 +41,7 @@ def main(build, mode):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         onnx_path = tmp / "gpt_medium.onnx"
-        export(model, inputs, ["tokens", "targets"], str(onnx_path), training=True)
+        export(model, inputs, ["tokens", "targets"], str(onnx_path))
         plan = tmp / "plan.json"
         flags = ["--forward-only"] if mode == "forward" else []
         subprocess.run([str(build / "bin" / "weftc"), str(onnx_path), "-o", str(plan),

@@ -19,7 +19,7 @@ def export_gpt_medium(directory):
     """Exports the medium gpt (training mode) to DIRECTORY/gpt_medium.onnx."""
     model, inputs = gpt.build(**CONFIG)
     path = pathlib.Path(directory) / "gpt_medium.onnx"
-    export(model, inputs, ["tokens", "targets"], str(path), training=True)
+    export(model, inputs, ["tokens", "targets"], str(path))
     return path
 
 

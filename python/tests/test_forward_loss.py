@@ -10,25 +10,16 @@ import json
 
 import pytest
 import torch
-from onnx import numpy_helper
 
 from conftest import run
 from weft.examples import gpt, resnet, unet
+from weft.oracle import write_step  # noqa: F401 (the other tests import it from here)
 
 BUILDERS = {
     "gpt": lambda: gpt.build(**gpt.CONFIGS["small"]),
     "resnet": resnet.build,
     "unet": unet.build,
 }
-
-
-def write_step(data_dir, names, tensors, step=0):
-    """Writes one step of inputs as DIR/step_<step>/<name>.pb."""
-    step_dir = data_dir / f"step_{step}"
-    step_dir.mkdir(parents=True, exist_ok=True)
-    for name, tensor in zip(names, tensors):
-        proto = numpy_helper.from_array(tensor.numpy(), name)
-        (step_dir / f"{name}.pb").write_bytes(proto.SerializeToString())
 
 
 @pytest.mark.parametrize("name", ["gpt", "resnet", "unet"])

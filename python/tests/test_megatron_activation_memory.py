@@ -70,7 +70,7 @@ def test_weights_free_export_plans_like_torch(weftc, tmp_path):
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.1
     exported = tmp_path / "torch.onnx"
-    export(model, inputs, ["tokens", "targets"], str(exported), training=True)
+    export(model, inputs, ["tokens", "targets"], str(exported))
     built = tmp_path / "weights-free.onnx"
     onnx.save(gpt_weights_free.build(**shape), str(built))
     assert built.stat().st_size < exported.stat().st_size / 20

@@ -20,6 +20,7 @@ import torch
 from conftest import run, tool
 from test_forward_loss import write_step
 from weft import oracle
+from weft.oracle import mpirun
 from weft.examples import gpt, resnet, unet
 
 STEPS = 10
@@ -33,13 +34,6 @@ MODELS = {
     "unet": (lambda: unet.build(batch=BATCH, size=64), [],
              {"images": [BATCH, 3, 64, 64], "target": [BATCH, 1, 64, 64]}),
 }
-
-
-def mpirun(ranks):
-    """The mpirun prefix for `ranks` processes sharing this machine's cores
-    (root allowed, oversubscribed, one BLAS thread each)."""
-    return ["mpirun", "--allow-run-as-root", "--oversubscribe",
-            "-x", "OPENBLAS_NUM_THREADS=1", "-np", str(ranks)]
 
 
 def batches(name):
@@ -89,9 +83,8 @@ def compile_plan(weftc, models_dir, name, path, m, stages=1, schedule="1f1b"):
 def train(plan, ranks, data_dir, log):
     command = [tool("weft-run"), str(plan), "--data", str(data_dir),
                "--steps", str(STEPS), "--log-json", str(log)]
-    if ranks > 1:
-        command = mpirun(ranks) + command
-    result = run(command, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+    result = run(mpirun(ranks) + command,
+                 env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
                  timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     return [json.loads(line) for line in log.read_text().splitlines()], result
@@ -291,7 +284,7 @@ def test_synthetic_data_is_the_same_on_every_layout(weftc, models_dir,
     def losses(plan, ranks, log):
         command = [tool("weft-run"), str(plan), "--data", "synthetic",
                    "--seed", "3", "--steps", "3", "--log-json", str(log)]
-        result = run(mpirun(ranks) + command if ranks > 1 else command)
+        result = run(mpirun(ranks) + command)
         assert result.returncode == 0, result.stderr
         return [json.loads(line)["loss"] for line in log.read_text().splitlines()]
 

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import run, tool
 from test_memory_breakdown import estimate
-from test_pipeline import mpirun
+from weft.oracle import mpirun
 from weft.examples import gpt, gpt_weights_free
 from weft.examples.common import export
 
@@ -25,7 +25,7 @@ def gpt_dropout(tmp_path_factory):
     for module in model.modules():
         if isinstance(module, __import__("torch").nn.Dropout):
             module.p = 0.1
-    export(model, inputs, ["tokens", "targets"], str(path), training=True)
+    export(model, inputs, ["tokens", "targets"], str(path))
     import onnx
     assert any(n.op_type == "Dropout" for n in onnx.load(str(path)).graph.node)
     return path
@@ -42,7 +42,7 @@ def train(weftc, model, tmp_path, tag, recompute, stages, schedule):
     log = tmp_path / f"{tag}.jsonl"
     command = [tool("weft-run"), str(plan), "--steps", "4", "--seed", "5",
                "--log-json", str(log)]
-    result = run(mpirun(stages) + command if stages > 1 else command)
+    result = run(mpirun(stages) + command)
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in log.read_text().splitlines()]
     return [r["loss"] for r in records], records
@@ -159,7 +159,7 @@ def test_selective_matches_torch_multihead_attention(weftc, tmp_path):
     mask = torch.triu(torch.full((8, 8), float("-inf")), diagonal=1)
     y = torch.randint(0, 4, (2, 8))
     path = tmp_path / "mha.onnx"
-    export(Model(), (x, mask, y), ["x", "mask", "y"], str(path), training=True)
+    export(Model(), (x, mask, y), ["x", "mask", "y"], str(path))
     kinds = recomputed_kinds(weftc, path)
     assert "weft.softmax" in kinds and "weft.matmul" in kinds, kinds
     assert "weft.dropout" in kinds, kinds

@@ -74,8 +74,9 @@ def _pool_windows(x, kernel, stride, padding, dilation, ceil_mode):
                                                      padding)
 
 
-class _Recorder(TorchFunctionMode):
-    """Records the input of every kink op, in call order."""
+class Recorder(TorchFunctionMode):
+    """Records (float64 copies of) the input of every kink op, in call
+    order, in `inputs`."""
 
     def __init__(self):
         super().__init__()
@@ -113,10 +114,12 @@ def _slope(fn, x):
     return g
 
 
-class _Flipper(TorchFunctionMode):
-    """Re-runs the float64 forward; at each kink op whose input has elements
-    within float32's error of a kink (by the float32 recording), the backward
-    puts those elements on the other side of it. Counts them."""
+class Flipper(TorchFunctionMode):
+    """Around a float64 run of the same model on the same micro-batches as a
+    float32 run under `Recorder`: at each kink op whose input has elements
+    within `factor` x float32's error of a kink (the float32 recording's
+    distance from this run's input), the backward puts those elements on the
+    other side of it. `undecidable` counts them."""
 
     def __init__(self, recorded32: List[torch.Tensor], factor: float):
         super().__init__()
@@ -202,29 +205,3 @@ class _RoutedPool(torch.autograd.Function):
         h, w = ctx.x_hw
         dx = folded[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + w]
         return dx, None, None, None, None, None
-
-
-def record(model: torch.nn.Module, chunks) -> List[torch.Tensor]:
-    """The float64 copies of every kink op's input when `model` runs each
-    micro-batch of `chunks` forward (in training mode), in call order."""
-    recorder = _Recorder()
-    with torch.no_grad(), recorder:
-        for chunk in chunks:
-            model(*chunk)
-    return recorder.inputs
-
-
-def flipped_gradients(model64: torch.nn.Module, chunks64, recorded32,
-                      m: int, factor: float = 1.0):
-    """(gradients {name: tensor}, count of undecidable elements) of the
-    float64 step on `chunks64` with every element that lies within `factor`
-    x torch float32's error of its kink put on the other side. `model64`'s
-    .grad is overwritten."""
-    flipper = _Flipper(recorded32, factor)
-    model64.zero_grad(set_to_none=True)
-    with flipper:
-        for chunk in chunks64:
-            (model64(*chunk) / m).backward()
-    grads = {n: p.grad.detach().clone() if p.grad is not None
-             else torch.zeros_like(p) for n, p in model64.named_parameters()}
-    return grads, flipper.undecidable

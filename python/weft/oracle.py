@@ -38,6 +38,7 @@ check fails.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
@@ -137,14 +138,17 @@ def microbatch_step(model: torch.nn.Module, batch: Sequence[torch.Tensor],
     return total
 
 
-def sgd_step(model: torch.nn.Module, batch, m: int, lr: float, dtype):
-    """One plain SGD step of a copy of `model` in `dtype`. Returns (loss,
-    {name: parameter change as float64 numpy}); the change is measured as
-    W_1 - W_0 in float64 after the update was rounded to `dtype`, as a
-    trainer in that precision stores it."""
+def sgd_step(model: torch.nn.Module, batch, m: int, lr: float, dtype,
+             mode=None):
+    """One plain SGD step of a copy of `model` in `dtype`, forward and
+    backward under the context manager `mode` when given (a `weft.kinks`
+    TorchFunctionMode). Returns (loss, {name: parameter change as float64
+    numpy}); the change is measured as W_1 - W_0 in float64 after the update
+    was rounded to `dtype`, as a trainer in that precision stores it."""
     model = copy.deepcopy(model).to(dtype)
     before = {n: p.detach().double().clone() for n, p in model.named_parameters()}
-    loss = microbatch_step(model, _cast(batch, dtype), m)
+    with mode or contextlib.nullcontext():
+        loss = microbatch_step(model, _cast(batch, dtype), m)
     with torch.no_grad():
         for p in model.parameters():
             if p.grad is not None:
@@ -174,17 +178,20 @@ def load_initializers(model: torch.nn.Module, onnx_path) -> Dict[str, np.ndarray
 # ----------------------------------------------------------------- weft side
 
 
+def mpirun(ranks: int) -> List[str]:
+    """The command prefix that runs `ranks` processes on this machine's
+    cores (root allowed, oversubscribed, one BLAS thread each); [] for 1."""
+    if ranks == 1:
+        return []
+    return ["mpirun", "--allow-run-as-root", "--oversubscribe",
+            "-x", "OPENBLAS_NUM_THREADS=1", "-np", str(ranks)]
+
+
 @dataclasses.dataclass
 class Tools:
-    """Paths of the built tools and the mpirun prefix for P ranks."""
+    """Paths of the built tools."""
     weftc: str
     weft_run: str
-
-    def mpirun(self, ranks: int) -> List[str]:
-        if ranks == 1:
-            return []
-        return ["mpirun", "--allow-run-as-root", "--oversubscribe",
-                "-x", "OPENBLAS_NUM_THREADS=1", "-np", str(ranks)]
 
 
 def _run(args, what):
@@ -223,7 +230,7 @@ def weft_train(tools: Tools, onnx_path, batches, input_names, workdir, *,
     for step, batch in enumerate(batches):
         write_step(data, input_names, batch, step)
     log, saved = workdir / "log.jsonl", workdir / "trained.onnx"
-    command = tools.mpirun(stages) + [
+    command = mpirun(stages) + [
         tools.weft_run, str(plan), "--data", str(data), "--steps",
         str(len(batches)), "--log-json", str(log)]
     if save:
@@ -301,17 +308,14 @@ def sgd_references(model: torch.nn.Module, batch, micro_batches: int,
     step on the micro-batch split; cache it across layouts with the same
     M."""
     ref64 = sgd_step(model, batch, micro_batches, lr, torch.float64)
-    ref32 = sgd_step(model, batch, micro_batches, lr, torch.float32)
-    model32 = copy.deepcopy(model).float().train()
-    recorded = kinks.record(model32, split(_cast(batch, torch.float32),
-                                           micro_batches))
-    model64 = copy.deepcopy(model).double().train()
-    chunks64 = split(_cast(batch, torch.float64), micro_batches)
-    flipped, undecidable = kinks.flipped_gradients(
-        model64, chunks64, recorded, micro_batches, KINK_BAND)
-    ambiguity = {n: float(np.linalg.norm(-lr * flipped[n].numpy() - d))
+    recorder = kinks.Recorder()
+    ref32 = sgd_step(model, batch, micro_batches, lr, torch.float32, recorder)
+    flipper = kinks.Flipper(recorder.inputs, KINK_BAND)
+    _, flipped = sgd_step(model, batch, micro_batches, lr, torch.float64,
+                          flipper)
+    ambiguity = {n: float(np.linalg.norm(flipped[n] - d))
                  for n, d in ref64[1].items()}
-    return ref64, ref32, (ambiguity, undecidable)
+    return ref64, ref32, (ambiguity, flipper.undecidable)
 
 
 def float64_losses(model: torch.nn.Module, batches, micro_batches: int,

@@ -137,7 +137,7 @@ FailureOr<SmallVector<int64_t>> GraphImporter::axes(const Node &node,
 InFlightDiagnostic &
 GraphImporter::explainFixedBatch(InFlightDiagnostic &diag, const Node &node,
                                  ArrayRef<int64_t> dims) {
-  int64_t batch = globalBatch_;
+  int64_t batch = globalBatch;
   if (batch <= 1)
     return diag;
   const int64_t *fixed = llvm::find_if(
@@ -152,8 +152,7 @@ GraphImporter::explainFixedBatch(InFlightDiagnostic &diag, const Node &node,
     diag << " = " << batch << "x" << *fixed / batch;
   diag << "\n  --microbatches " << options.microbatches
        << " needs micro-batches of " << batch / options.microbatches
-       << "\n  fix: export with dynamic_axes={name: {0: \"batch\"}} for every "
-          "input, or with weft.export (python3 -m weft.export)";
+       << "\n  fix: " << kDynamicBatchFix;
   return diag;
 }
 
@@ -444,9 +443,9 @@ LogicalResult GraphImporter::run(ModuleOp module) {
       continue;
     graphInputs.insert(info.name());
     const auto &dims = info.type().tensor_type().shape().dim();
-    if (options.microbatches > 1 && !globalBatch_ && dims.size() &&
+    if (options.microbatches > 1 && !globalBatch && dims.size() &&
         dims[0].has_dim_value())
-      globalBatch_ = dims[0].dim_value() * options.microbatches;
+      globalBatch = dims[0].dim_value() * options.microbatches;
     auto frozen = options.frozenInputs.find(info.name());
     if (frozen != options.frozenInputs.end()) {
       onnx::TensorProto proto;

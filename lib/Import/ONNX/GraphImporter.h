@@ -21,6 +21,12 @@
 
 namespace weft {
 
+/// What to do about a graph exported at a fixed batch that the layout must
+/// split (the end of the importer's fixed-batch diagnostics).
+inline constexpr llvm::StringLiteral kDynamicBatchFix =
+    "export with dynamic_axes={name: {0: \"batch\"}} for every input, or "
+    "with weft.export (python3 -m weft.export)";
+
 class GraphImporter;
 using Node = onnx::NodeProto;
 
@@ -45,10 +51,6 @@ public:
 
   //===--- API for converters ---------------------------------------------===//
 
-  /// The model's global batch when the layout splits it (--microbatches
-  /// M > 1): dim 0 of the graph inputs times M; else 0.
-  int64_t globalBatch() const { return globalBatch_; }
-  int64_t microbatches() const { return options.microbatches; }
   /// Explains a shape error at `node` caused by a batch the graph fixed at
   /// export: when one of `dims` (a constant the node reads) is a multiple of
   /// the global batch, notes it on `diag` with the fix; returns `diag`.
@@ -158,7 +160,9 @@ private:
   /// (weft.input | weft.param | weft.state, name) of each function argument.
   std::vector<std::pair<std::string, std::string>> argKinds;
   bool bindFailed = false;
-  int64_t globalBatch_ = 0;
+  /// The global batch when --microbatches M > 1 splits it: dim 0 of the
+  /// graph inputs (already divided) times M; else 0.
+  int64_t globalBatch = 0;
 };
 
 } // namespace weft

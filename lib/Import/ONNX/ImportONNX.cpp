@@ -403,8 +403,8 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
              << "report follow from it)";
       if (resolved.microbatches > 1)
         diag << "\n  with --microbatches " << resolved.microbatches
-             << ": a graph exported at a fixed batch cannot be split; export "
-                "with dynamic_axes={name: {0: \"batch\"}} or weft.export";
+             << ": a graph exported at a fixed batch cannot be split; "
+             << kDynamicBatchFix;
       return {};
     }
   } catch (const std::exception &e) {

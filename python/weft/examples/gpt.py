@@ -113,8 +113,7 @@ def main(argv=None):
     config.update({k: v for k, v in vars(args).items()
                    if k in config and v is not None})
     model, inputs = build(**config)
-    print(export(model, inputs, ["tokens", "targets"], args.output,
-                 training=True))
+    print(export(model, inputs, ["tokens", "targets"], args.output))
 
 
 if __name__ == "__main__":

@@ -44,8 +44,7 @@ def main(argv=None):
     parser.add_argument("--classes", type=int, default=10)
     args = parser.parse_args(argv)
     model, inputs = build(args.batch, args.size, args.classes)
-    print(export(model, inputs, ["images", "labels"], args.output,
-                 training=True))
+    print(export(model, inputs, ["images", "labels"], args.output))
 
 
 if __name__ == "__main__":

@@ -81,8 +81,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     model, inputs = build(args.batch, args.size, args.depth, args.convs,
                           args.base)
-    print(export(model, inputs, ["images", "target"], args.output,
-                 training=True))
+    print(export(model, inputs, ["images", "target"], args.output))
 
 
 if __name__ == "__main__":
