@@ -17,6 +17,10 @@ deviation (2 sb f16 each per LayerNorm), which Megatron drops as 4sb << sbh.
 The large shapes are Megatron's Table 3 rows, built by the weights-free
 export (`weft.examples.gpt_weights_free`); the first test checks that weftc
 plans that graph exactly as it plans torch's export of `weft.examples.gpt`.
+The same check runs on a GPT written by a second, independent ONNX builder
+(`independent_gpt`: f16 throughout, Hugging Face GPT-2's layout, GELU in the
+erf and the tanh form with f16 literals), so the count does not depend on
+the project's own exporter's spelling.
 """
 
 import re
@@ -25,6 +29,7 @@ import onnx
 import pytest
 import torch
 
+import independent_gpt
 from conftest import run
 from weft.examples import gpt, gpt_weights_free
 from weft.examples.common import export
@@ -142,3 +147,25 @@ def test_gpt3_175b_estimate(weftc, tmp_path):
     s, h = config["seq"], config["hidden"]
     one_layer = 34 * s * 1 * h
     assert kept[0] / (8 * 12 * one_layer) == pytest.approx(1, rel=0.1)
+
+
+@pytest.mark.parametrize("gelu", ["erf", "tanh"])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_independent_builder_matches_megatron(weftc, tmp_path, gelu, policy):
+    """GPT-2 small's layer width (hidden 1024, 16 heads, sequence 512) from
+    `independent_gpt`: its GELU chains fuse (f16 literals within f16's
+    rounding), so the per-layer bytes equal Megatron's formula plus the
+    LayerNorm statistics, as for the project's own export."""
+    s, b, h, a = 512, 1, 1024, 16
+
+    def kept(layers):
+        path = tmp_path / f"independent-{gelu}-{layers}.onnx"
+        onnx.save(independent_gpt.build(layers, h, a, s, vocab=512, batch=b,
+                                        gelu=gelu), str(path))
+        return most_kept(weftc, path, *POLICIES[policy])
+
+    per_layer = kept(3) - kept(2)
+    expected = megatron_bytes(policy, s, b, h, a)
+    stats = 2 * 2 * 2 * s * b
+    assert per_layer - expected == (0 if policy == "full-layer" else stats), \
+        (per_layer, expected, per_layer / expected)

@@ -1,9 +1,9 @@
-//===- Backward.cpp - kernels of the backward-only ops
-//---------------------===//
+//===- Backward.cpp - kernels of the backward-only ops ---------------------===//
 //
-// relu_grad, gelu_grad, softmax_grad, log_softmax_grad, layer_norm_grad,
-// dropout_grad, gather_grad (scatter-add) and softmax_cross_entropy_grad;
-// their formulas are documented on the ops (docs/generated/Dialects/Weft.md).
+// relu_grad, gelu_grad, gelu_tanh_grad, softmax_grad, log_softmax_grad,
+// layer_norm_grad, dropout_grad, gather_grad (scatter-add) and
+// softmax_cross_entropy_grad; their formulas are documented on the ops
+// (docs/generated/Dialects/Weft.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +40,23 @@ void geluGrad(const KernelCall &call) {
       T cdf = T(0.5) * (T(1) + std::erf(v * invSqrt2));
       T pdf = invSqrt2Pi * std::exp(T(-0.5) * v * v);
       out[i] = g[i] * (cdf + v * pdf);
+    }
+  });
+}
+
+/// dx = dy * (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)), t = tanh(k (x +
+/// c x^3)), k = sqrt(2/pi), c = 0.044715 (the derivative of gelu_tanh).
+void geluTanhGrad(const KernelCall &call) {
+  const Tensor &x = call.in[0], &dy = call.in[1], &dx = call.out[0];
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    const T *in = x.as<T>(), *g = dy.as<T>();
+    T *out = dx.as<T>();
+    const T k = T(M_2_SQRTPI * M_SQRT1_2), cubic = T(0.044715);
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+      T v = in[i];
+      T t = std::tanh(k * (v + cubic * v * v * v));
+      T inner = k * (T(1) + T(3) * cubic * v * v);
+      out[i] = g[i] * T(0.5) * (T(1) + t + v * (T(1) - t * t) * inner);
     }
   });
 }
@@ -264,6 +281,7 @@ void registerBackwardKernels(KernelTable &t) {
   t["batch_norm_grad"] = batchNormGrad;
   t["relu_grad"] = reluGrad;
   t["gelu_grad"] = geluGrad;
+  t["gelu_tanh_grad"] = geluTanhGrad;
   t["softmax_grad"] = softmaxGrad<false>;
   t["log_softmax_grad"] = softmaxGrad<true>;
   t["layer_norm_grad"] = layerNormGrad;

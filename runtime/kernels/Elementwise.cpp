@@ -237,6 +237,15 @@ void registerElementwiseKernels(KernelTable &t) {
       return T(0.5) * v * (T(1) + std::erf(v * T(M_SQRT1_2)));
     });
   };
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GPT-2's gelu_new, ONNX
+  // Gelu-20 (approximate="tanh").
+  t["gelu_tanh"] = [](const KernelCall &c) {
+    unary(c, [](auto v) {
+      using T = decltype(v);
+      const T k = T(M_2_SQRTPI * M_SQRT1_2), cubic = T(0.044715);
+      return T(0.5) * v * (T(1) + std::tanh(k * (v + cubic * v * v * v)));
+    });
+  };
   t["erf"] = [](const KernelCall &c) {
     unary(c, [](auto v) { return std::erf(v); });
   };

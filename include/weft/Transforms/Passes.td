@@ -29,23 +29,34 @@ def TestPrintCost : Pass<"weft-test-print-cost", "mlir::func::FuncOp"> {
 }
 
 def FuseGelu : Pass<"weft-fuse-gelu", "mlir::func::FuncOp"> {
-  let summary = "Rewrite the exported erf chain of GELU into one weft.gelu";
+  let summary = "Rewrite exported GELU chains into weft.gelu / weft.gelu_tanh";
   let description = [{
-    ONNX before opset 20 has no Gelu, so exporters write the erf form as a
-    chain of five ops. Differentiated as it stands, the chain keeps four
-    tensors of the GELU's size for the backward; `weft.gelu` keeps only its
-    input (`weft.gelu_grad` recomputes the rest), as Megatron-LM's
-    activation-memory count assumes (Korthikanti et al. 2022, §4.1), and
-    runs as one kernel. Matched, with each intermediate used only by the
-    chain and either operand order:
+    ONNX before opset 20 has no Gelu, so exporters write GELU as a chain of
+    elementwise ops. Differentiated as it stands, a chain keeps up to four
+    tensors of the GELU's size for the backward; `weft.gelu` and
+    `weft.gelu_tanh` keep only their input (their gradients recompute the
+    rest), as Megatron-LM's activation-memory count assumes (Korthikanti et
+    al. 2022, §4.1), and run as one kernel.
+
+    The chain around each `weft.erf` and `weft.tanh` is read as a
+    polynomial in x and e (the erf or tanh value) through add, sub, mul,
+    neg, div by a constant and pow by a small integer constant, descending
+    only into ops whose result the chain alone uses; its coefficients are
+    compared with GELU's within 8 units of the rounding of the constants'
+    dtype (f16 literals match in an f16 graph, never looser than f32's):
 
     ```
-    (x * (1 + erf(x / sqrt(2)))) * 0.5    torch.nn.functional.gelu
-    (x * 0.5) * (1 + erf(x * 0.70710678)) the BERT / Hugging Face spelling
+    erf form:  0.5 x + 0.5 x e,  e = erf(x / sqrt(2))        -> weft.gelu
+    tanh form: 0.5 x + 0.5 x e,  e = tanh(k x + k c x^3)     -> weft.gelu_tanh
+               k = sqrt(2 / pi), c = 0.044715
     ```
 
-    The tanh approximation (GPT-2's `gelu_new`) is left as it is. weftc runs
-    this pass first, on the imported forward graph.
+    So every association and operand order, `x * Phi(x)` with `1/sqrt(2)`
+    multiplied or `sqrt(2)` divided, `/ 2` for `* 0.5`, `pow(x, 3)` or
+    `x * x * x`, and Megatron-LM's factored `k x (1 + c x x)` all match. A
+    chain whose intermediate something else reads is left alone (fusing
+    would compute it twice). weftc runs this pass first, on the imported
+    forward graph.
 
     ```mlir
     %h = weft.gelu %x : tensor<4x8xf32>

@@ -194,6 +194,14 @@ func.func @main(%x: tensor<7xf64> {weft.param = "x"}) -> tensor<f64> {
                      .c_str());
 }
 
+TEST(GradientCheck, GeluTanh) {
+  checkGradients((R"mlir(
+func.func @main(%x: tensor<7xf64> {weft.param = "x"}) -> tensor<f64> {
+  %y = weft.gelu_tanh %x : tensor<7xf64>
+)mlir" + squaredSum("tensor<7xf64>", 1))
+                     .c_str());
+}
+
 TEST(GradientCheck, BatchedMatMulAndGemm) {
   checkGradients((R"mlir(
 func.func @main(%a: tensor<2x3x4xf64> {weft.param = "a"}, %w: tensor<4x5xf64> {weft.param = "w"},

@@ -90,6 +90,13 @@ LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   });
 }
 
+LogicalResult GeluTanhOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                         SmallVectorImpl<Value> &dxs) {
+  return unaryGrad(*this, dys, dxs, [&](Value dy) {
+    return GeluTanhGradOp::create(b, getLoc(), dy.getType(), getInput(), dy);
+  });
+}
+
 LogicalResult ReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                      SmallVectorImpl<Value> &dxs) {
   return unaryGrad(*this, dys, dxs, [&](Value dy) {

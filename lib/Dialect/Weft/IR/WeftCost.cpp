@@ -41,6 +41,7 @@ ShapedType shaped(Value v) { return cast<ShapedType>(v.getType()); }
 // Elementwise ops not generated from a class.
 int64_t WhereOp::getFlops() { return numElements(getType()); }
 int64_t GeluOp::getFlops() { return 5 * numElements(getType()); }
+int64_t GeluTanhOp::getFlops() { return 9 * numElements(getType()); }
 int64_t ClipOp::getFlops() { return numElements(getType()); }
 int64_t CastOp::getFlops() { return numElements(getType()); }
 int64_t ConstantOp::getFlops() { return 0; }

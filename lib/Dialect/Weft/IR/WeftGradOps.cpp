@@ -56,6 +56,9 @@ LogicalResult NllLossGradOp::inferReturnTypes(MLIRContext *,
 int64_t ClipGradOp::getFlops() { return 2 * numElements(getType()); }
 int64_t NllLossGradOp::getFlops() { return numElements(getInput().getType()); }
 int64_t GeluGradOp::getFlops() { return 8 * numElements(getType()); }
+int64_t GeluTanhGradOp::getFlops() {
+  return 14 * numElements(getType());
+}
 int64_t ReluGradOp::getFlops() { return numElements(getType()); }
 int64_t SoftmaxGradOp::getFlops() { return 4 * numElements(getType()); }
 int64_t LogSoftmaxGradOp::getFlops() { return 4 * numElements(getType()); }

@@ -29,6 +29,17 @@ def Weft_GeluGradOp : Weft_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input `,` $grad attr-dict `:` type($output)";
 }
 
+def Weft_GeluTanhGradOp : Weft_Op<"gelu_tanh_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "d/dx gelu_tanh: `dy * (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2))`.";
+  let description = [{
+    t = tanh(k (x + c x^3)), k = sqrt(2 / pi), c = 0.044715 (the derivative
+    of `weft.gelu_tanh`). Cost: 14 FLOPs per element.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($output)";
+}
+
 def Weft_ClipGradOp : Weft_Op<"clip_grad", [Pure, SameOperandsAndResultType]> {
   let summary = "d/dx clip: `dy` where `min <= x <= max`, else 0 (torch's rule).";
   let description = "Cost: 2 FLOPs per element.";

@@ -46,6 +46,23 @@ def Weft_GeluOp : Weft_Op<"gelu", [Pure, SameOperandsAndResultType,
   let assemblyFormat = "$input attr-dict `:` type($output)";
 }
 
+def Weft_GeluTanhOp : Weft_Op<"gelu_tanh", [Pure, SameOperandsAndResultType,
+                                   DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let summary = "Elementwise GELU, tanh approximation (GPT-2's `gelu_new`).";
+  let description = [{
+    `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`: Hendrycks &
+    Gimpel 2016, eq. in section 2; ONNX Gelu-20 with `approximate = "tanh"`;
+    torch's `gelu(approximate="tanh")`, Hugging Face's `NewGELUActivation`,
+    Megatron-LM's `bias_gelu`. `weft-fuse-gelu` rewrites the exported chain
+    into this op. Its backward (`weft.gelu_tanh_grad`) reads only `x`.
+    Cost: 9 FLOPs per element (the chain's x^3, two scalings, add, tanh,
+    add and two products).
+  }];
+  let arguments = (ins Weft_FloatTensor:$input);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+}
+
 def Weft_AddOp : Weft_BinaryOp<"add", "Add">;
 def Weft_SubOp : Weft_BinaryOp<"sub", "Sub">;
 def Weft_MulOp : Weft_BinaryOp<"mul", "Mul">;
