@@ -1,13 +1,13 @@
 //===- weft-run.cpp - execute a weft plan ---------------------------------===//
 //
-// [mpirun -np P] weft-run PLAN.json [--data DIR | --data synthetic] [--seed S]
-//          [--steps K] [--threads N] [--log-json FILE] [--trace FILE]
+// [mpirun -np P] weft-run PLAN.json [--data DIR | synthetic | text:FILE]
+//          [--split train|val] [--holdout F] [--seed S] [--steps K] [--threads N] [--log-json FILE] [--trace FILE]
 //          [--dump-outputs DIR] [--save OUT.onnx] [--resume CKPT.onnx]
 //
 // A plan with P ranks (pipeline stages) runs as P MPI processes, one rank
 // each; the rank holding the loss prints the log.
 // Loads and validates the plan, loads weights from the model it names, and
-// runs K steps, printing the loss of each. Exit status 1 with one line
+// runs K steps, printing the loss of each and their mean. Exit status 1 with one line
 // naming the problem on any bad plan, weight or data file.
 //
 //===----------------------------------------------------------------------===//
@@ -17,6 +17,7 @@
 #include "weft/runtime/Data.h"
 #include "weft/runtime/Executor.h"
 #include "weft/runtime/OnnxTensor.h"
+#include "weft/runtime/TextData.h"
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +26,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 
 using namespace weft::rt;
@@ -34,9 +36,16 @@ namespace {
 
 const char *kUsage =
     "usage: weft-run PLAN.json [options]\n"
-    "  --data DIR|synthetic  inputs: DIR/step_<i>/<input>.pb (ONNX "
-    "TensorProto)\n"
-    "                        or generated from --seed (default: synthetic)\n"
+    "  --data DIR|synthetic|text:FILE\n"
+    "                        inputs: DIR/step_<i>/<input>.pb (ONNX "
+    "TensorProto),\n"
+    "                        generated from --seed (default: synthetic), or\n"
+    "                        byte-level LM windows of a text file\n"
+    "  --split train|val     text: which split to read (default train)\n"
+    "  --holdout F           text: the file's last fraction F is the\n"
+    "                        validation split (default 0.1)\n"
+    "  --text-inputs T,Y     text: the token and target inputs (default\n"
+    "                        tokens,targets)\n"
     "  --seed S              seed of synthetic data and dropout (default 0)\n"
     "  --steps K             steps to run (default 1)\n"
     "  --threads N           BLAS threads (default 1)\n"
@@ -51,6 +60,9 @@ const char *kUsage =
 struct Options {
   std::string plan, data = "synthetic", logJson, trace, dumpOutputs, save,
                     resume;
+  TextData::Split split = TextData::Split::Train;
+  double holdout = 0.1;
+  std::string tokens = "tokens", targets = "targets";
   uint64_t seed = 0;
   int64_t steps = 1;
   int threads = 1;
@@ -79,6 +91,27 @@ Options parse(int argc, char **argv) {
       std::exit(0);
     } else if (arg == "--data") {
       o.data = value();
+    } else if (arg == "--split") {
+      std::string split = value();
+      if (split != "train" && split != "val")
+        throw Error("--split: '" + split + "' is not train or val");
+      o.split = split == "train" ? TextData::Split::Train
+                                 : TextData::Split::Validation;
+    } else if (arg == "--holdout") {
+      const char *text = value();
+      char *end = nullptr;
+      o.holdout = std::strtod(text, &end);
+      if (!*text || *end)
+        throw Error(std::string("--holdout: '") + text + "' is not a number");
+    } else if (arg == "--text-inputs") {
+      std::string names = value();
+      size_t comma = names.find(',');
+      if (comma == std::string::npos || comma == 0 ||
+          comma + 1 == names.size())
+        throw Error("--text-inputs: '" + names +
+                    "' is not TOKENS,TARGETS (two input names)");
+      o.tokens = names.substr(0, comma);
+      o.targets = names.substr(comma + 1);
     } else if (arg == "--seed") {
       o.seed = number("--seed", value());
     } else if (arg == "--steps") {
@@ -213,11 +246,20 @@ int run(const Options &o, Communicator &comm) {
   std::vector<int64_t> rankPeak = comm.allGather(executor.peakBytes());
   int64_t arenaMax = *std::max_element(rankArena.begin(), rankArena.end());
   int64_t peakMax = *std::max_element(rankPeak.begin(), rankPeak.end());
+  std::optional<TextData> text;
+  if (o.data.rfind("text:", 0) == 0)
+    text.emplace(o.data.substr(5), o.holdout);
+  auto stepInputs = [&](int64_t step) {
+    if (text)
+      return text->inputs(plan, o.tokens, o.targets, o.split, o.seed, step);
+    return o.data == "synthetic" ? syntheticInputs(plan, o.seed, step)
+                                 : readStepInputs(plan, o.data, step);
+  };
   std::vector<TraceEvent> trace;
+  double lossSum = 0;
   auto began = std::chrono::steady_clock::now();
   for (int64_t step = first; step < first + o.steps; ++step) {
-    auto inputs = o.data == "synthetic" ? syntheticInputs(plan, o.seed, step)
-                                        : readStepInputs(plan, o.data, step);
+    auto inputs = stepInputs(step);
     for (const auto &[name, bytes] : inputs)
       if (mine.count(name))
         executor.setInput(name, bytes);
@@ -236,6 +278,7 @@ int run(const Options &o, Communicator &comm) {
       std::string bytes = executor.output(lossName);
       std::memcpy(&v, bytes.data(), 4);
       loss = v;
+      lossSum += v;
     }
     if (!o.dumpOutputs.empty())
       for (const NamedBuffer &out : plan.ranks[rank].outputs) {
@@ -270,6 +313,9 @@ int run(const Options &o, Communicator &comm) {
                  .dump()
           << std::endl;
   }
+  if (logs && lossRank >= 0 && o.steps > 0)
+    std::printf("mean loss over %lld steps: %.6f\n", (long long)o.steps,
+                lossSum / o.steps);
   if (!o.trace.empty()) {
     // Every rank's slices, gathered into one file on rank 0.
     std::vector<std::string> parts =

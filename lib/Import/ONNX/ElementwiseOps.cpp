@@ -140,6 +140,48 @@ LogicalResult convertClip(GraphImporter &g, const Node &node) {
   return success();
 }
 
+/// clip(alpha * x + beta, 0, 1): ONNX HardSigmoid-6 (alpha 0.2, beta 0.5
+/// unless given; torch exports alpha 1/6). Decomposed: weft's clip and its
+/// gradient (dy where 0 <= alpha x + beta <= 1) are the rule.
+Value hardSigmoid(GraphImporter &g, const Node &node, Value x, double alpha,
+                  double beta) {
+  OpBuilder &b = g.builder();
+  Location loc = g.loc(node);
+  auto scalar = [&](double v) -> Value {
+    auto type = RankedTensorType::get(
+        {}, cast<RankedTensorType>(x.getType()).getElementType());
+    return ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), v)));
+  };
+  Value affine = AddOp::create(b, loc, MulOp::create(b, loc, x, scalar(alpha)),
+                               scalar(beta));
+  return ClipOp::create(b, loc, x.getType(), affine, b.getF64FloatAttr(0),
+                        b.getF64FloatAttr(1));
+}
+
+LogicalResult convertHardSigmoid(GraphImporter &g, const Node &node) {
+  Value x = g.operand(node, 0);
+  if (!x)
+    return failure();
+  g.bind(node, 0,
+         hardSigmoid(g, node, x, g.attrFloat(node, "alpha", 0.2),
+                     g.attrFloat(node, "beta", 0.5)));
+  return success();
+}
+
+/// x * HardSigmoid(x) with alpha 1/6, beta 1/2: ONNX HardSwish-14
+/// (MobileNetV3's activation).
+LogicalResult convertHardSwish(GraphImporter &g, const Node &node) {
+  Value x = g.operand(node, 0);
+  if (!x)
+    return failure();
+  g.bind(node, 0,
+         MulOp::create(g.builder(), g.loc(node), x,
+                       hardSigmoid(g, node, x, 1.0 / 6, 0.5)));
+  return success();
+}
+
 LogicalResult convertCast(GraphImporter &g, const Node &node) {
   int64_t to = g.attrInt(node, "to", 0);
   Type element = toMLIRElementType(to, g.context());
@@ -171,6 +213,8 @@ void weft::registerElementwiseConverters(ConverterMap &map) {
   map["Tanh"] = convertUnary<TanhOp>;
   map["Relu"] = convertUnary<ReluOp>;
   map["Sigmoid"] = convertUnary<SigmoidOp>;
+  map["HardSigmoid"] = convertHardSigmoid;
+  map["HardSwish"] = convertHardSwish;
   map["Add"] = convertBinary<AddOp>;
   map["Sub"] = convertBinary<SubOp>;
   map["Mul"] = convertBinary<MulOp>;

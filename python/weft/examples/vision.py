@@ -5,6 +5,8 @@ oracles: each a different op mix, small enough to train a step on a CPU.
     densenet121   the full DenseNet-121 (deep: float32 near-ties, see
                   weft.kinks)
     mobilenet_v2  depthwise separable convolutions, ReLU6, inverted residuals
+    mobilenet_v3  MobileNetV3-Small: HardSwish, squeeze-excitation with
+                  HardSigmoid gates
     efficientnet  EfficientNet-B0: squeeze-excitation, SiLU, depthwise convs
     shufflenet    channel shuffle (reshape-transpose-reshape), channel split
     resnext       grouped convolutions (cardinality 8)
@@ -21,8 +23,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torchvision
 
-MODELS = ("densenet", "densenet121", "mobilenet_v2", "efficientnet",
-          "shufflenet", "resnext", "squeezenet", "vit")
+MODELS = ("densenet", "densenet121", "mobilenet_v2", "mobilenet_v3",
+          "efficientnet", "shufflenet", "resnext", "squeezenet", "vit")
 
 
 class Classify(nn.Module):
@@ -43,6 +45,8 @@ def network(name: str) -> nn.Module:
         return tv.densenet121(num_classes=10)
     if name == "mobilenet_v2":
         return tv.mobilenet_v2(num_classes=10, width_mult=0.25)
+    if name == "mobilenet_v3":
+        return tv.mobilenet_v3_small(num_classes=10, width_mult=0.5)
     if name == "efficientnet":
         return tv.efficientnet_b0(num_classes=10, stochastic_depth_prob=0.0)
     if name == "shufflenet":
