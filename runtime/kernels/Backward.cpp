@@ -171,22 +171,19 @@ void gatherGrad(const KernelCall &call) {
   });
 }
 
-void softmaxCrossEntropyGrad(const KernelCall &call) {
+template <typename T> void softmaxCrossEntropyGrad(const KernelCall &call) {
   const Tensor &logp = call.in[0];
-  if (logp.dtype != DType::F32)
-    call.unsupported(logp.dtype);
   ClassTargets targets(call, logp, call.in[1],
                        call.in.size() > 3 ? &call.in[3] : nullptr);
-  const float *lp = logp.as<float>(), *dl = call.in[2].as<float>();
-  float *out = call.out[0].as<float>();
+  const T *lp = logp.as<T>(), *dl = call.in[2].as<T>();
+  T *out = call.out[0].as<T>();
   // d/d scores = (softmax - onehot(target)) * scale; 0 for ignored targets.
   for (int64_t k = 0; k < targets.n * targets.inner; ++k) {
     int64_t t = targets.cls[k];
     double scale = t < 0 ? 0.0 : targets.scale(dl, k);
     for (int64_t ch = 0; ch < targets.classes; ++ch) {
       int64_t e = targets.at(k, ch);
-      out[e] =
-          static_cast<float>((std::exp(lp[e]) - (ch == t ? 1.0 : 0.0)) * scale);
+      out[e] = static_cast<T>((std::exp(lp[e]) - (ch == t ? 1.0 : 0.0)) * scale);
     }
   }
 }
@@ -258,26 +255,25 @@ void clipGrad(const KernelCall &call) {
   });
 }
 
-void nllLossGrad(const KernelCall &call) {
+template <typename T> void nllLossGrad(const KernelCall &call) {
   const Tensor &input = call.in[0];
-  if (input.dtype != DType::F32)
-    call.unsupported(input.dtype);
   ClassTargets targets(call, input, call.in[1],
                        call.in.size() > 3 ? &call.in[3] : nullptr);
-  const float *dl = call.in[2].as<float>();
-  float *out = call.out[0].as<float>();
+  const T *dl = call.in[2].as<T>();
+  T *out = call.out[0].as<T>();
   std::memset(out, 0, call.out[0].bytes());
   for (int64_t k = 0; k < targets.n * targets.inner; ++k)
     if (targets.cls[k] >= 0)
-      out[targets.at(k, targets.cls[k])] =
-          static_cast<float>(-targets.scale(dl, k));
+      out[targets.at(k, targets.cls[k])] = static_cast<T>(-targets.scale(dl, k));
 }
 
 } // namespace
 
 void registerBackwardKernels(KernelTable &t) {
   t["clip_grad"] = clipGrad;
-  t["nll_loss_grad"] = nllLossGrad;
+  t["nll_loss_grad"] = [](const KernelCall &c) {
+    dispatchFloat(c, c.in[0].dtype, [&]<typename T>() { nllLossGrad<T>(c); });
+  };
   t["batch_norm_grad"] = batchNormGrad;
   t["relu_grad"] = reluGrad;
   t["gelu_grad"] = geluGrad;
@@ -287,7 +283,10 @@ void registerBackwardKernels(KernelTable &t) {
   t["layer_norm_grad"] = layerNormGrad;
   t["dropout_grad"] = dropoutGrad;
   t["gather_grad"] = gatherGrad;
-  t["softmax_cross_entropy_grad"] = softmaxCrossEntropyGrad;
+  t["softmax_cross_entropy_grad"] = [](const KernelCall &c) {
+    dispatchFloat(c, c.in[0].dtype,
+                  [&]<typename T>() { softmaxCrossEntropyGrad<T>(c); });
+  };
 }
 
 } // namespace weft::rt

@@ -1,5 +1,4 @@
-//===- ClassTargets.h - class targets of the classification losses -*- C++
-//-*-===//
+//===- ClassTargets.h - targets of the classification losses -*- C++ -*-===//
 //
 // SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss (ONNX opset 13), and
 // their gradients, share the reading of the targets: each element of
@@ -25,7 +24,10 @@ struct ClassTargets {
         reduction(call.s("reduction")), cls(n * inner), weight(n * inner) {
     bool hasIgnore = call.has("ignore_index");
     int64_t ignore = hasIgnore ? call.i("ignore_index") : 0;
-    const float *w = weight ? weight->as<float>() : nullptr;
+    auto w = [&](int64_t cls) -> double {
+      return weight->dtype == DType::F64 ? weight->as<double>()[cls]
+                                         : weight->as<float>()[cls];
+    };
     for (int64_t k = 0; k < n * inner; ++k) {
       int64_t t = target.dtype == DType::I64 ? target.as<int64_t>()[k]
                                              : target.as<int32_t>()[k];
@@ -38,7 +40,7 @@ struct ClassTargets {
         call.fail("label " + std::to_string(t) + " out of range [0, " +
                   std::to_string(classes) + ")");
       cls[k] = t;
-      this->weight[k] = w ? w[t] : 1.0;
+      this->weight[k] = weight ? w(t) : 1.0;
       weightSum += this->weight[k];
     }
   }
@@ -46,7 +48,7 @@ struct ClassTargets {
   /// d total / d (element k's unweighted loss) for the loss gradient
   /// `dloss`: its weight times dloss[k] ("none"), dloss ("sum"), or
   /// dloss / weightSum ("mean").
-  double scale(const float *dloss, int64_t k) const {
+  template <typename T> double scale(const T *dloss, int64_t k) const {
     if (reduction == "none")
       return weight[k] * dloss[k];
     if (reduction == "sum")

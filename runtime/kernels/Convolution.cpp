@@ -2,13 +2,12 @@
 //
 // conv: im2col + GEMM per (image, group). conv_transpose: GEMM + col2im, the
 // adjoint of the same mapping. Window geometry follows ONNX Conv-11 /
-// ConvTranspose-11 with explicit pads [begin..., end...].
+// ConvTranspose-11 with explicit pads [begin..., end...]. float and double.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Gemm.h"
 #include "Kernel.h"
-
-#include <cblas.h>
 
 #include <cstring>
 
@@ -89,34 +88,33 @@ Window window(const KernelCall &call, const std::vector<int64_t> &image,
 
 /// im2col of `channels` consecutive planes starting at `planes`: row
 /// (channel, kernel offset), column = output position; padding reads 0.
-void im2col(const Window &w, const float *planes, int64_t channels,
-            float *buffer) {
+template <typename T>
+void im2col(const Window &w, const T *planes, int64_t channels, T *buffer) {
   int64_t cols = w.colsSize(), image = w.imageSize();
   for (int64_t ch = 0; ch < channels; ++ch) {
-    const float *plane = planes + ch * image;
-    float *rows = buffer + ch * w.kernelSize() * cols;
+    const T *plane = planes + ch * image;
+    T *rows = buffer + ch * w.kernelSize() * cols;
     w.forEach([&](int64_t ki, int64_t ci, int64_t src) {
-      rows[ki * cols + ci] = src >= 0 ? plane[src] : 0.0f;
+      rows[ki * cols + ci] = src >= 0 ? plane[src] : T(0);
     });
   }
 }
 
+template <typename T>
 void addBias(const KernelCall &call, const Tensor &y, int64_t biasInput) {
   if ((int64_t)call.in.size() <= biasInput)
     return;
-  const float *bias = call.in[biasInput].as<float>();
+  const T *bias = call.in[biasInput].as<T>();
   int64_t n = y.shape[0], m = y.shape[1], plane = y.numel() / (n * m);
-  float *out = y.as<float>();
+  T *out = y.as<T>();
   for (int64_t b = 0; b < n; ++b)
     for (int64_t c = 0; c < m; ++c)
       for (int64_t i = 0; i < plane; ++i)
         out[(b * m + c) * plane + i] += bias[c];
 }
 
-void conv(const KernelCall &call) {
+template <typename T> void conv(const KernelCall &call) {
   const Tensor &x = call.in[0], &weight = call.in[1], &y = call.out[0];
-  if (x.dtype != DType::F32)
-    call.unsupported(x.dtype);
   int64_t group = call.i("group");
   int64_t n = x.shape[0], c = x.shape[1], m = y.shape[1];
   int64_t cg = c / group, mg = m / group;
@@ -124,23 +122,20 @@ void conv(const KernelCall &call) {
                     {y.shape.begin() + 2, y.shape.end()},
                     {weight.shape.begin() + 2, weight.shape.end()});
   int64_t k = cg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
-  std::vector<float> buffer(k * cols);
-  const float *in = x.as<float>(), *wt = weight.as<float>();
-  float *out = y.as<float>();
+  std::vector<T> buffer(k * cols);
+  const T *in = x.as<T>(), *wt = weight.as<T>();
+  T *out = y.as<T>();
   for (int64_t b = 0; b < n; ++b)
     for (int64_t g = 0; g < group; ++g) {
       im2col(w, in + (b * c + g * cg) * image, cg, buffer.data());
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mg, cols, k, 1.0f,
-                  wt + g * mg * k, k, buffer.data(), cols, 0.0f,
-                  out + (b * m + g * mg) * cols, cols);
+      gemm<T>(false, false, mg, cols, k, 1, wt + g * mg * k, k, buffer.data(),
+              cols, 0, out + (b * m + g * mg) * cols, cols);
     }
-  addBias(call, y, 2);
+  addBias<T>(call, y, 2);
 }
 
-void convTranspose(const KernelCall &call) {
+template <typename T> void convTranspose(const KernelCall &call) {
   const Tensor &x = call.in[0], &weight = call.in[1], &y = call.out[0];
-  if (x.dtype != DType::F32)
-    call.unsupported(x.dtype);
   int64_t group = call.i("group");
   int64_t n = x.shape[0], c = x.shape[1], m = y.shape[1];
   int64_t cg = c / group, mg = m / group;
@@ -149,33 +144,30 @@ void convTranspose(const KernelCall &call) {
                     {x.shape.begin() + 2, x.shape.end()},
                     {weight.shape.begin() + 2, weight.shape.end()});
   int64_t k = mg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
-  std::vector<float> buffer(k * cols);
-  const float *in = x.as<float>(), *wt = weight.as<float>();
-  float *out = y.as<float>();
+  std::vector<T> buffer(k * cols);
+  const T *in = x.as<T>(), *wt = weight.as<T>();
+  T *out = y.as<T>();
   std::memset(out, 0, y.bytes());
   for (int64_t b = 0; b < n; ++b)
     for (int64_t g = 0; g < group; ++g) {
       // cols = W_g^T [mg*K, cg] x X_g [cg, positions]
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, cols, cg, 1.0f,
-                  wt + g * cg * k, k, in + (b * c + g * cg) * cols, cols, 0.0f,
-                  buffer.data(), cols);
+      gemm<T>(true, false, k, cols, cg, 1, wt + g * cg * k, k,
+              in + (b * c + g * cg) * cols, cols, 0, buffer.data(), cols);
       for (int64_t ch = 0; ch < mg; ++ch) {
-        float *plane = out + (b * m + g * mg + ch) * image;
-        const float *rows = buffer.data() + ch * w.kernelSize() * cols;
+        T *plane = out + (b * m + g * mg + ch) * image;
+        const T *rows = buffer.data() + ch * w.kernelSize() * cols;
         w.forEach([&](int64_t ki, int64_t ci, int64_t dst) {
           if (dst >= 0)
             plane[dst] += rows[ki * cols + ci];
         });
       }
     }
-  addBias(call, y, 2);
+  addBias<T>(call, y, 2);
 }
 
 /// dW_g = sum over images of dY_g [M/g, positions] x im2col(x)_g^T.
-void convWeightGrad(const KernelCall &call) {
+template <typename T> void convWeightGrad(const KernelCall &call) {
   const Tensor &x = call.in[0], &dy = call.in[1], &dw = call.out[0];
-  if (x.dtype != DType::F32)
-    call.unsupported(x.dtype);
   int64_t group = call.i("group");
   int64_t n = x.shape[0], c = x.shape[1], m = dy.shape[1];
   int64_t cg = c / group, mg = m / group;
@@ -183,24 +175,31 @@ void convWeightGrad(const KernelCall &call) {
       window(call, {x.shape.begin() + 2, x.shape.end()},
              {dy.shape.begin() + 2, dy.shape.end()}, call.ints("kernel_shape"));
   int64_t k = cg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
-  std::vector<float> buffer(k * cols);
-  const float *in = x.as<float>(), *g = dy.as<float>();
-  float *out = dw.as<float>();
+  std::vector<T> buffer(k * cols);
+  const T *in = x.as<T>(), *g = dy.as<T>();
+  T *out = dw.as<T>();
   for (int64_t b = 0; b < n; ++b)
     for (int64_t gi = 0; gi < group; ++gi) {
       im2col(w, in + (b * c + gi * cg) * image, cg, buffer.data());
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mg, k, cols, 1.0f,
-                  g + (b * m + gi * mg) * cols, cols, buffer.data(), cols,
-                  b == 0 ? 0.0f : 1.0f, out + gi * mg * k, k);
+      gemm<T>(false, true, mg, k, cols, 1, g + (b * m + gi * mg) * cols, cols,
+              buffer.data(), cols, b == 0 ? 0 : 1, out + gi * mg * k, k);
     }
 }
 
 } // namespace
 
 void registerConvolutionKernels(KernelTable &t) {
-  t["conv"] = conv;
-  t["conv_transpose"] = convTranspose;
-  t["conv_weight_grad"] = convWeightGrad;
+  // Generic lambdas: the float or double instance for the input's dtype.
+  t["conv"] = [](const KernelCall &c) {
+    dispatchFloat(c, c.in[0].dtype, [&]<typename T>() { conv<T>(c); });
+  };
+  t["conv_transpose"] = [](const KernelCall &c) {
+    dispatchFloat(c, c.in[0].dtype, [&]<typename T>() { convTranspose<T>(c); });
+  };
+  t["conv_weight_grad"] = [](const KernelCall &c) {
+    dispatchFloat(c, c.in[0].dtype,
+                  [&]<typename T>() { convWeightGrad<T>(c); });
+  };
 }
 
 } // namespace weft::rt

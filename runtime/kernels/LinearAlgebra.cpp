@@ -6,31 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Gemm.h"
 #include "Kernel.h"
-
-#include <cblas.h>
 
 #include <cstring>
 
 namespace weft::rt {
 
 namespace {
-
-template <typename T>
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
-          const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
-          int64_t ldc) {
-  CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
-  CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
-  if (m == 0 || n == 0)
-    return;
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                ldc);
-  else
-    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                ldc);
-}
 
 void matmul(const KernelCall &call) {
   const Tensor &lhs = call.in[0], &rhs = call.in[1], &y = call.out[0];

@@ -16,44 +16,43 @@ namespace weft::rt {
 namespace {
 
 /// NLL over log-probabilities `logp` [N, C, d...].
-void nll(const KernelCall &call, const float *logp, const Tensor &scores,
+template <typename T>
+void nll(const KernelCall &call, const T *logp, const Tensor &scores,
          const Tensor &target, const Tensor *weight, const Tensor &loss) {
   ClassTargets targets(call, scores, target, weight);
-  float *out = loss.as<float>();
+  T *out = loss.as<T>();
   double total = 0;
   for (int64_t k = 0; k < targets.n * targets.inner; ++k) {
     int64_t t = targets.cls[k];
     double value = t < 0 ? 0.0 : -targets.weight[k] * logp[targets.at(k, t)];
     if (targets.reduction == "none")
-      out[k] = static_cast<float>(value);
+      out[k] = static_cast<T>(value);
     total += value;
   }
   if (targets.reduction == "sum")
-    out[0] = static_cast<float>(total);
+    out[0] = static_cast<T>(total);
   else if (targets.reduction == "mean")
-    out[0] = static_cast<float>(
+    out[0] = static_cast<T>(
         targets.weightSum != 0 ? total / targets.weightSum : 0.0);
 }
 
-void softmaxCrossEntropy(const KernelCall &call) {
+template <typename T> void softmaxCrossEntropy(const KernelCall &call) {
   const Tensor &scores = call.in[0], &labels = call.in[1];
-  if (scores.dtype != DType::F32)
-    call.unsupported(scores.dtype);
   // log_prob = log_softmax over the class dim 1.
   int64_t n = scores.shape[0], c = scores.shape[1];
   int64_t inner = scores.numel() / (n * c);
-  const float *in = scores.as<float>();
-  float *logp = call.out[1].as<float>();
+  const T *in = scores.as<T>();
+  T *logp = call.out[1].as<T>();
   for (int64_t b = 0; b < n; ++b)
     for (int64_t i = 0; i < inner; ++i) {
-      const float *row = in + b * c * inner + i;
-      float max = row[0];
+      const T *row = in + b * c * inner + i;
+      T max = row[0];
       for (int64_t k = 1; k < c; ++k)
         max = std::max(max, row[k * inner]);
       double sum = 0;
       for (int64_t k = 0; k < c; ++k)
-        sum += std::exp(row[k * inner] - max); // float exp, double sum
-      float logSum = static_cast<float>(std::log(sum));
+        sum += std::exp(row[k * inner] - max); // T's exp, double sum
+      T logSum = static_cast<T>(std::log(sum));
       for (int64_t k = 0; k < c; ++k)
         logp[b * c * inner + k * inner + i] = row[k * inner] - max - logSum;
     }
@@ -61,19 +60,23 @@ void softmaxCrossEntropy(const KernelCall &call) {
       call.out[0]);
 }
 
-void nllLoss(const KernelCall &call) {
+template <typename T> void nllLoss(const KernelCall &call) {
   const Tensor &input = call.in[0];
-  if (input.dtype != DType::F32)
-    call.unsupported(input.dtype);
-  nll(call, input.as<float>(), input, call.in[1],
+  nll(call, input.as<T>(), input, call.in[1],
       call.in.size() > 2 ? &call.in[2] : nullptr, call.out[0]);
 }
 
 } // namespace
 
 void registerLossKernels(KernelTable &t) {
-  t["softmax_cross_entropy"] = softmaxCrossEntropy;
-  t["nll_loss"] = nllLoss;
+  // Generic lambdas: the float or double instance for the scores' dtype.
+  t["softmax_cross_entropy"] = [](const KernelCall &c) {
+    dispatchFloat(c, c.in[0].dtype,
+                  [&]<typename T>() { softmaxCrossEntropy<T>(c); });
+  };
+  t["nll_loss"] = [](const KernelCall &c) {
+    dispatchFloat(c, c.in[0].dtype, [&]<typename T>() { nllLoss<T>(c); });
+  };
 }
 
 } // namespace weft::rt

@@ -141,11 +141,12 @@ Options parse(int argc, char **argv) {
   return o;
 }
 
-/// The loss: the first scalar float output of the plan, and the rank that
-/// produces it (the last pipeline stage); rank -1 when there is none.
+/// The loss: the first scalar f32 or f64 output of the plan, and the rank
+/// that produces it (the last pipeline stage); rank -1 when there is none.
 std::pair<std::string, int64_t> lossOutput(const Plan &plan) {
   for (const InputDesc &out : plan.outputs) {
-    if (!out.shape.empty() || out.dtype != DType::F32)
+    if (!out.shape.empty() ||
+        (out.dtype != DType::F32 && out.dtype != DType::F64))
       continue;
     for (const RankPlan &rank : plan.ranks)
       for (const NamedBuffer &named : rank.outputs)
@@ -274,9 +275,15 @@ int run(const Options &o, Communicator &comm) {
         *std::max_element(micros.begin(), micros.end()) / 1e6;
     std::optional<double> loss;
     if (logs && lossRank >= 0) {
-      float v;
       std::string bytes = executor.output(lossName);
-      std::memcpy(&v, bytes.data(), 4);
+      double v;
+      if (bytes.size() == 8) {
+        std::memcpy(&v, bytes.data(), 8);
+      } else {
+        float f;
+        std::memcpy(&f, bytes.data(), 4);
+        v = f;
+      }
       loss = v;
       lossSum += v;
     }

@@ -11,6 +11,8 @@ oracles: each a different op mix, small enough to train a step on a CPU.
     shufflenet    channel shuffle (reshape-transpose-reshape), channel split
     resnext       grouped convolutions (cardinality 8)
     squeezenet    fire modules: 1x1/3x3 expand concatenated, ceil-mode pools
+    regnet_x      RegNetX-400MF: grouped convolutions throughout (deep: a
+                  float32 near-tie in its last block, see weft.kinks)
     vit           a vision transformer: patch conv, class token, attention
 
 Dropout and stochastic depth are 0 (torch's RNG cannot be matched). Inputs:
@@ -24,7 +26,8 @@ import torch.nn.functional as F
 import torchvision
 
 MODELS = ("densenet", "densenet121", "mobilenet_v2", "mobilenet_v3",
-          "efficientnet", "shufflenet", "resnext", "squeezenet", "vit")
+          "efficientnet", "shufflenet", "resnext", "squeezenet", "regnet_x",
+          "vit")
 
 
 class Classify(nn.Module):
@@ -56,6 +59,8 @@ def network(name: str) -> nn.Module:
                                 num_classes=10, groups=8, width_per_group=4)
     if name == "squeezenet":
         return tv.squeezenet1_1(num_classes=10)
+    if name == "regnet_x":
+        return tv.regnet_x_400mf(num_classes=10)
     if name == "vit":
         return tv.VisionTransformer(image_size=32, patch_size=8, num_layers=2,
                                     num_heads=2, hidden_dim=32, mlp_dim=64,

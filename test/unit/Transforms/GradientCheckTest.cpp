@@ -4,9 +4,9 @@
 // For each case, a small function of `weft.param` arguments returning a
 // scalar: weft-autodiff + plan emission + the CPU runtime give the analytic
 // gradient; the forward plan, run at p +- h, gives the central difference
-// (L(p+h) - L(p-h)) / 2h. float64 cases use h = 1e-6 and must agree to 1e-6
-// of the largest gradient entry; float32 cases (kernels that are f32 only:
-// convolution, pooling, batch norm, resize, the loss) use h = 1e-2 and 2e-2.
+// (L(p+h) - L(p-h)) / 2h. Every case is float64: h = 1e-6, and the two must
+// agree to 1e-6 of the largest gradient entry (a float32 case would use
+// h = 1e-2 and 2e-2).
 //
 //===----------------------------------------------------------------------===//
 
@@ -261,28 +261,28 @@ func.func @main(%x: tensor<2x3xf64> {weft.param = "x"}, %e: tensor<5x2xf64> {wef
 
 TEST(GradientCheck, ConvolutionAndPooling) {
   checkGradients((R"mlir(
-func.func @main(%x: tensor<1x2x6x6xf32> {weft.param = "x"}, %w: tensor<4x1x3x3xf32> {weft.param = "w"},
-             %b: tensor<4xf32> {weft.param = "b"}, %v: tensor<4x2x2x2xf32> {weft.param = "v"}) -> tensor<f32> {
-  %c = weft.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x6x6xf32>, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<1x4x3x3xf32>
-  %t = weft.conv_transpose %c, %v {dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x4x3x3xf32>, tensor<4x2x2x2xf32>) -> tensor<1x2x6x6xf32>
-  %m = weft.max_pool %t {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x6x6xf32>) -> tensor<1x2x3x3xf32>
-  %a = weft.avg_pool %t {count_include_pad = true, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x6x6xf32>) -> tensor<1x2x3x3xf32>
-  %y = weft.add %m, %a : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
-)mlir" + squaredSum("tensor<1x2x3x3xf32>", 4))
+func.func @main(%x: tensor<1x2x6x6xf64> {weft.param = "x"}, %w: tensor<4x1x3x3xf64> {weft.param = "w"},
+             %b: tensor<4xf64> {weft.param = "b"}, %v: tensor<4x2x2x2xf64> {weft.param = "v"}) -> tensor<f64> {
+  %c = weft.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x6x6xf64>, tensor<4x1x3x3xf64>, tensor<4xf64>) -> tensor<1x4x3x3xf64>
+  %t = weft.conv_transpose %c, %v {dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x4x3x3xf64>, tensor<4x2x2x2xf64>) -> tensor<1x2x6x6xf64>
+  %m = weft.max_pool %t {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x6x6xf64>) -> tensor<1x2x3x3xf64>
+  %a = weft.avg_pool %t {count_include_pad = true, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x6x6xf64>) -> tensor<1x2x3x3xf64>
+  %y = weft.add %m, %a : (tensor<1x2x3x3xf64>, tensor<1x2x3x3xf64>) -> tensor<1x2x3x3xf64>
+)mlir" + squaredSum("tensor<1x2x3x3xf64>", 4))
                      .c_str());
 }
 
 TEST(GradientCheck, BatchNormResizeLoss) {
   checkGradients(R"mlir(
-func.func @main(%x: tensor<2x3x2x2xf32> {weft.param = "x"}, %s: tensor<3xf32> {weft.param = "s"},
-             %b: tensor<3xf32> {weft.param = "b"}) -> tensor<f32> {
-  %mean = weft.constant dense<0.0> : tensor<3xf32>
-  %var = weft.constant dense<1.0> : tensor<3xf32>
-  %n:3 = weft.batch_norm %x, %s, %b, %mean, %var {training = true} : (tensor<2x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>)
-  %r = weft.resize %n#0 {coordinate_transformation_mode = "asymmetric", nearest_mode = "floor", scales = array<f64: 1.0, 1.0, 2.0, 2.0>, sizes = array<i64: 2, 3, 4, 4>} : (tensor<2x3x2x2xf32>) -> tensor<2x3x4x4xf32>
+func.func @main(%x: tensor<2x3x2x2xf64> {weft.param = "x"}, %s: tensor<3xf64> {weft.param = "s"},
+             %b: tensor<3xf64> {weft.param = "b"}) -> tensor<f64> {
+  %mean = weft.constant dense<0.0> : tensor<3xf64>
+  %var = weft.constant dense<1.0> : tensor<3xf64>
+  %n:3 = weft.batch_norm %x, %s, %b, %mean, %var {training = true} : (tensor<2x3x2x2xf64>, tensor<3xf64>, tensor<3xf64>, tensor<3xf64>, tensor<3xf64>) -> (tensor<2x3x2x2xf64>, tensor<3xf64>, tensor<3xf64>)
+  %r = weft.resize %n#0 {coordinate_transformation_mode = "asymmetric", nearest_mode = "floor", scales = array<f64: 1.0, 1.0, 2.0, 2.0>, sizes = array<i64: 2, 3, 4, 4>} : (tensor<2x3x2x2xf64>) -> tensor<2x3x4x4xf64>
   %labels = weft.constant dense<[[[0, 1, 2, 0], [1, 1, 2, 0], [2, 2, 0, 1], [0, 0, 1, 2]], [[2, 1, 0, 0], [1, 0, 2, 2], [0, 1, 1, 2], [2, 0, 1, 0]]]> : tensor<2x4x4xi64>
-  %l, %lp = weft.softmax_cross_entropy %r, %labels : (tensor<2x3x4x4xf32>, tensor<2x4x4xi64>) -> (tensor<f32>, tensor<2x3x4x4xf32>)
-  return %l : tensor<f32>
+  %l, %lp = weft.softmax_cross_entropy %r, %labels : (tensor<2x3x4x4xf64>, tensor<2x4x4xi64>) -> (tensor<f64>, tensor<2x3x4x4xf64>)
+  return %l : tensor<f64>
 }
 )mlir");
 }
@@ -303,14 +303,14 @@ func.func @main(%x: tensor<64xf64> {weft.param = "x"}) -> tensor<f64> {
 // within h of them (finite differences across a kink are meaningless).
 TEST(GradientCheck, ClipTriluNllLoss) {
   checkGradients(R"mlir(
-func.func @main(%x: tensor<3x4xf32> {weft.param = "x"}, %w: tensor<4xf32> {weft.param = "w"}) -> tensor<f32> {
-  %c = weft.clip %x {min = -0.3 : f64, max = 0.35 : f64} : tensor<3x4xf32>
-  %t = weft.trilu %c {upper = true, k = 0 : i64} : tensor<3x4xf32>
-  %s = weft.mul %t, %w : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
-  %lp = weft.log_softmax %s {axis = 1 : i64} : tensor<3x4xf32>
+func.func @main(%x: tensor<3x4xf64> {weft.param = "x"}, %w: tensor<4xf64> {weft.param = "w"}) -> tensor<f64> {
+  %c = weft.clip %x {min = -0.3 : f64, max = 0.35 : f64} : tensor<3x4xf64>
+  %t = weft.trilu %c {upper = true, k = 0 : i64} : tensor<3x4xf64>
+  %s = weft.mul %t, %w : (tensor<3x4xf64>, tensor<4xf64>) -> tensor<3x4xf64>
+  %lp = weft.log_softmax %s {axis = 1 : i64} : tensor<3x4xf64>
   %labels = weft.constant dense<[1, 3, 0]> : tensor<3xi64>
-  %l = weft.nll_loss %lp, %labels {reduction = "sum"} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<f32>
-  return %l : tensor<f32>
+  %l = weft.nll_loss %lp, %labels {reduction = "sum"} : (tensor<3x4xf64>, tensor<3xi64>) -> tensor<f64>
+  return %l : tensor<f64>
 }
 )mlir");
 }
