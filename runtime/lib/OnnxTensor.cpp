@@ -2,6 +2,7 @@
 
 #include "weft/runtime/OnnxTensor.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -75,26 +76,52 @@ std::string tensorBytes(const TensorProto &proto, const std::string &modelDir,
                         const std::string &what) {
   DType dtype = dtypeOfONNX(proto.data_type(), what);
   int64_t size = dtypeSize(dtype), count = 1;
+  // At most 2^40 elements: beyond that a count times the element size
+  // could overflow, and no CPU holds it.
   for (int64_t d : proto.dims())
-    count *= d;
+    if (d < 0 || __builtin_mul_overflow(count, d, &count) ||
+        count > (int64_t(1) << 40))
+      throw Error(what + ": dims " +
+                  shapeString({proto.dims().begin(), proto.dims().end()}) +
+                  " are negative or larger than 2^40 elements");
   std::string out;
   if (proto.data_location() == TensorProto::EXTERNAL) {
     std::string location;
-    int64_t offset = 0, length = -1;
+    int64_t offset = 0, length = count * size;
+    auto number = [&](const std::string &key, const std::string &text) {
+      char *end = nullptr;
+      long long v = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || *end || v < 0)
+        throw Error(what + ": external data " + key + " '" + text +
+                    "' is not a non-negative integer");
+      return static_cast<int64_t>(v);
+    };
     for (const auto &entry : proto.external_data()) {
       if (entry.key() == "location")
         location = entry.value();
       else if (entry.key() == "offset")
-        offset = std::stoll(entry.value());
+        offset = number("offset", entry.value());
       else if (entry.key() == "length")
-        length = std::stoll(entry.value());
+        length = number("length", entry.value());
     }
-    std::string path = (std::filesystem::path(modelDir) / location).string();
+    // ONNX external data lives beside the model (or the data directory):
+    // a relative path that stays inside it. Anything else would read any
+    // file the user can read.
+    std::filesystem::path relative =
+        std::filesystem::path(location).lexically_normal();
+    if (location.empty() || relative.is_absolute() ||
+        (!relative.empty() && *relative.begin() == ".."))
+      throw Error(what + ": external data location '" + location +
+                  "' is not a path inside '" + modelDir + "'");
+    if (length != count * size)
+      throw Error(what + ": external data length " + std::to_string(length) +
+                  " bytes, the tensor needs " + std::to_string(count * size));
+    std::string path = (std::filesystem::path(modelDir) / relative).string();
     std::ifstream in(path, std::ios::binary);
-    if (location.empty() || !in)
+    if (!in)
       throw Error(what + ": external data file '" + path + "' cannot be read");
     in.seekg(offset);
-    out.resize(length >= 0 ? length : count * size);
+    out.resize(length);
     in.read(out.data(), out.size());
     if (!in)
       throw Error(what + ": external data file '" + path + "' is too short");

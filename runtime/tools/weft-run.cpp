@@ -22,12 +22,16 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <set>
+
+#include <unistd.h>
 
 using namespace weft::rt;
 using json = nlohmann::json;
@@ -53,6 +57,8 @@ const char *kUsage =
     "                        samples_per_s, arena_bytes, peak_bytes\n"
     "  --trace FILE          Chrome/Perfetto trace, one slice per instruction\n"
     "  --dump-outputs DIR    write every output as DIR/step_<i>/<name>.pb\n"
+    "  --on-nan stop|continue  a non-finite loss stops the run with exit 1\n"
+    "                        naming the step (default stop)\n"
     "  --save OUT.onnx       after the last step, write the trained model\n"
     "                        (and optimizer state to OUT.onnx.optim)\n"
     "  --resume CKPT.onnx    continue from a checkpoint written by --save\n";
@@ -63,6 +69,7 @@ struct Options {
   TextData::Split split = TextData::Split::Train;
   double holdout = 0.1;
   std::string tokens = "tokens", targets = "targets";
+  bool stopOnNan = true;
   uint64_t seed = 0;
   int64_t steps = 1;
   int threads = 1;
@@ -112,6 +119,11 @@ Options parse(int argc, char **argv) {
                     "' is not TOKENS,TARGETS (two input names)");
       o.tokens = names.substr(0, comma);
       o.targets = names.substr(comma + 1);
+    } else if (arg == "--on-nan") {
+      std::string policy = value();
+      if (policy != "stop" && policy != "continue")
+        throw Error("--on-nan: '" + policy + "' is not stop or continue");
+      o.stopOnNan = policy == "stop";
     } else if (arg == "--seed") {
       o.seed = number("--seed", value());
     } else if (arg == "--steps") {
@@ -139,6 +151,35 @@ Options parse(int argc, char **argv) {
   if (o.plan.empty())
     throw Error(std::string("no plan given\n") + kUsage);
   return o;
+}
+
+/// Fails naming `flag` unless `path` can be created or replaced: its
+/// directory exists and is writable. Checked before step 1, so that a typo
+/// does not cost the run.
+void checkWritable(const char *flag, const std::string &path) {
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty())
+    dir = ".";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw Error(std::string(flag) + ": cannot write '" + path + "': '" +
+                dir.string() + "' is not a directory");
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw Error(std::string(flag) + ": cannot write '" + path + "': '" +
+                dir.string() + "' is not writable");
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(std::string(flag) + ": cannot write '" + path +
+                "': it is a directory");
+}
+
+/// JSON for a loss: the number, or "nan"/"inf"/"-inf" (JSON has no
+/// non-finite numbers; null would hide them).
+json lossJson(std::optional<double> loss) {
+  if (!loss)
+    return nullptr;
+  if (std::isfinite(*loss))
+    return *loss;
+  return std::isnan(*loss) ? "nan" : *loss > 0 ? "inf" : "-inf";
 }
 
 /// The loss: the first scalar f32 or f64 output of the plan, and the rank
@@ -234,6 +275,12 @@ int run(const Options &o, Communicator &comm) {
   int64_t logRank = lossRank >= 0 ? lossRank : 0;
   bool logs = rank == logRank;
 
+  for (auto [flag, path] : {std::pair<const char *, std::string>{
+                                "--save", o.save},
+                            {"--trace", o.trace},
+                            {"--log-json", o.logJson}})
+    if (!path.empty())
+      checkWritable(flag, path);
   std::ofstream log;
   if (logs && !o.logJson.empty()) {
     log.open(o.logJson);
@@ -310,7 +357,7 @@ int run(const Options &o, Communicator &comm) {
     std::fflush(stdout);
     if (log.is_open())
       log << json{{"step", step + 1},
-                  {"loss", loss ? json(*loss) : json(nullptr)},
+                  {"loss", lossJson(loss)},
                   {"seconds", seconds},
                   {"samples_per_s", samples},
                   {"arena_bytes", arenaMax},
@@ -319,6 +366,12 @@ int run(const Options &o, Communicator &comm) {
                   {"rank_peak_bytes", rankPeak}}
                  .dump()
           << std::endl;
+    // A non-finite loss poisons every later step; stopping keeps the last
+    // checkpoint good (nothing is saved) and says where it happened.
+    if (loss && !std::isfinite(*loss) && o.stopOnNan)
+      throw Error("step " + std::to_string(step + 1) + ": the loss is " +
+                  lossJson(loss).get<std::string>() +
+                  "; stopping (--on-nan=continue trains on)");
   }
   if (logs && lossRank >= 0 && o.steps > 0)
     std::printf("mean loss over %lld steps: %.6f\n", (long long)o.steps,

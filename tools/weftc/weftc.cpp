@@ -259,15 +259,15 @@ LogicalResult reportPipeline(ModuleOp module) {
     weft::printAsciiTimeline(prediction, prediction.busySeconds.size(),
                              report);
   if (!timeline.empty()) {
-    std::string error;
-    auto file = openOutputFile(timeline, &error);
-    if (!file) {
+    // A temporary file renamed over the old one: never a partial timeline.
+    if (Error error = writeToOutput(timeline, [&](raw_ostream &os) {
+          os << weft::chromeTrace(prediction.events) << "\n";
+          return Error::success();
+        })) {
       errs() << "weftc: --timeline: cannot write '" << timeline
-             << "': " << error << "\n";
+             << "': " << toString(std::move(error)) << "\n";
       return failure();
     }
-    file->os() << weft::chromeTrace(prediction.events) << "\n";
-    file->keep();
   }
   return success();
 }
@@ -322,7 +322,9 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     if (emit == Emit::Summary)
       printSummary(summary, source, os);
     else
-      os << summaryJSON(summary).dump() << "\n";
+      os << summaryJSON(summary).dump(-1, ' ', false,
+                                       nlohmann::json::error_handler_t::replace)
+         << "\n";
     return success();
   }
   // One kernel per GELU, which keeps only its input for the backward.
@@ -504,19 +506,27 @@ int main(int argc, char **argv) {
     errs() << "weftc: cannot read '" << inputFile << "': " << error << "\n";
     return 1;
   }
-  auto output = openOutputFile(outputFile, &error);
-  if (!output) {
-    errs() << "weftc: cannot write '" << outputFile << "': " << error << "\n";
-    return 1;
-  }
+  // The output is built in memory and written only when the compile
+  // succeeds, to a temporary file renamed over -o: a failure leaves an
+  // existing file as it was, and no reader ever sees half a plan.
+  std::string result;
+  raw_string_ostream os(result);
   auto process = [&](std::unique_ptr<MemoryBuffer> chunk, raw_ostream &os) {
     return processModel(std::move(chunk), options, os);
   };
-  if (failed(splitAndProcessBuffer(std::move(buffer), process, output->os(),
+  if (failed(splitAndProcessBuffer(std::move(buffer), process, os,
                                    splitInputFile ? "# -----" : "",
                                    "// -----")))
     return 1;
-  if (!estimateMemory) // an estimate writes no plan
-    output->keep();
+  if (estimateMemory) // an estimate writes no plan
+    return 0;
+  if (Error error = writeToOutput(outputFile, [&](raw_ostream &out) {
+        out << result;
+        return Error::success();
+      })) {
+    errs() << "weftc: cannot write '" << outputFile
+           << "': " << toString(std::move(error)) << "\n";
+    return 1;
+  }
   return 0;
 }

@@ -358,6 +358,15 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
           << "not a valid ONNX model: no default-domain opset_import";
       return {};
     }
+    // libonnx 1.12 knows opsets up to 17; its checker and version
+    // converter abort on newer ones (an assertion, not an exception).
+    if (int64_t opset = defaultOpset(model); opset > kImportOpset) {
+      emitError(loc) << "the model imports ONNX opset " << opset
+                     << "; weft reads opsets 1 to " << kImportOpset
+                     << " (libonnx 1.12): export with opset_version="
+                     << kImportOpset << " (weft.export does)";
+      return {};
+    }
     try {
       checkModel(model);
     } catch (const std::exception &e) {

@@ -144,6 +144,11 @@ std::optional<int64_t> indexBound(Value value) {
 } // namespace
 
 void weft::printPlan(const json &plan, llvm::raw_ostream &os) {
+  // ONNX names are arbitrary bytes; JSON strings are UTF-8. An invalid
+  // sequence is written as U+FFFD instead of aborting the writer.
+  auto dump = [](const json &value) {
+    return value.dump(-1, ' ', false, json::error_handler_t::replace);
+  };
   // Objects at depth 0 and each rank are expanded; arrays of objects put one
   // compact element per line; everything else is compact.
   std::function<void(const json &, int, bool)> print =
@@ -153,7 +158,7 @@ void weft::printPlan(const json &plan, llvm::raw_ostream &os) {
           os << "{\n";
           size_t i = 0;
           for (const auto &[key, item] : value.items()) {
-            os << pad << " " << json(key).dump() << ": ";
+            os << pad << " " << dump(json(key)) << ": ";
             print(item, indent + 1, key == "ranks");
             os << (++i < value.size() ? ",\n" : "\n");
           }
@@ -169,13 +174,13 @@ void weft::printPlan(const json &plan, llvm::raw_ostream &os) {
             if (expand)
               print(value[i], indent + 1, true);
             else
-              os << value[i].dump();
+              os << dump(value[i]);
             os << (i + 1 < value.size() ? ",\n" : "\n");
           }
           os << pad << "]";
           return;
         }
-        os << value.dump();
+        os << dump(value);
       };
   print(plan, 0, true);
   os << "\n";

@@ -1,0 +1,153 @@
+"""Unlucky and hostile runs (issue 12): a non-finite loss stops the run
+naming the step, output paths are checked before step 1, weftc never leaves
+a partial or deleted -o file, and external data cannot leave its
+directory. Each fails with one line and exit 1."""
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from conftest import run, tool
+
+
+def nan_model(path):
+    """loss = mean(log(x * w)) with x uniform in [-1, 1) (synthetic data):
+    the log of negative numbers, NaN at step 1."""
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "w"], ["xw"]),
+         helper.make_node("Log", ["xw"], ["l"]),
+         helper.make_node("ReduceMean", ["l"], ["loss"], keepdims=0)],
+        "nan", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+        [numpy_helper.from_array(np.ones(3, np.float32), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def nan_plan(weftc, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("nan")
+    plan = workdir / "plan.json"
+    result = run([weftc, str(nan_model(workdir / "nan.onnx")), "-o", str(plan),
+                  "--optimizer=sgd"])
+    assert result.returncode == 0, result.stderr
+    return plan
+
+
+def test_nan_loss_stops_naming_the_step(nan_plan, tmp_path):
+    log = tmp_path / "log.jsonl"
+    result = run([tool("weft-run"), str(nan_plan), "--steps", "3",
+                  "--log-json", str(log), "--save", str(tmp_path / "t.onnx")])
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("weft-run: step 1: the loss is nan; "
+                                     "stopping (--on-nan=continue trains on)")
+    # Logged explicitly (JSON has no NaN), and nothing was saved.
+    assert [json.loads(l)["loss"] for l in log.read_text().splitlines()] == \
+        ["nan"]
+    assert not (tmp_path / "t.onnx").exists()
+
+
+def test_nan_loss_can_train_on(nan_plan, tmp_path):
+    log = tmp_path / "log.jsonl"
+    result = run([tool("weft-run"), str(nan_plan), "--steps", "2",
+                  "--on-nan", "continue", "--log-json", str(log)])
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(l)["loss"] for l in log.read_text().splitlines()] == \
+        ["nan", "nan"]
+    result = run([tool("weft-run"), str(nan_plan), "--on-nan", "skip"])
+    assert result.returncode == 1
+    assert "--on-nan: 'skip' is not stop or continue" in result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--save", "--trace", "--log-json"])
+def test_output_paths_are_checked_before_step_1(flag, nan_plan, tmp_path):
+    bad = tmp_path / "no-such-dir" / "out"
+    result = run([tool("weft-run"), str(nan_plan), "--steps", "5",
+                  "--on-nan", "continue", flag, str(bad)])
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"weft-run: {flag}: cannot write '{bad}': '{bad.parent}' is not a "
+        f"directory")
+    assert "step 1" not in result.stdout
+    result = run([tool("weft-run"), str(nan_plan), "--on-nan", "continue",
+                  flag, str(tmp_path)])
+    assert result.returncode == 1
+    assert f"{flag}: cannot write '{tmp_path}': it is a directory" in \
+        result.stderr
+
+
+def test_weftc_output_is_replaced_whole_or_not_at_all(weftc, tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text("the previous plan")
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"\x08\x07not a model")
+    result = run([weftc, str(garbage), "-o", str(plan)])
+    assert result.returncode == 1
+    assert plan.read_text() == "the previous plan"
+    result = run([weftc, str(nan_model(tmp_path / "nan.onnx")), "-o", str(plan)])
+    assert result.returncode == 0, result.stderr
+    assert json.loads(plan.read_text())["format"] == "weft-plan"
+    assert [p.name for p in tmp_path.iterdir() if "plan" in p.name] == \
+        ["plan.json"]  # no temporary left behind
+
+
+def external_input(data_dir, location, length=48):
+    """step_0/x.pb of the nan model's input, its data external at
+    `location`."""
+    step = data_dir / "step_0"
+    step.mkdir(parents=True)
+    tensor = TensorProto(name="x", data_type=TensorProto.FLOAT, dims=[4, 3])
+    tensor.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", "0"),
+                       ("length", str(length))):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+    (step / "x.pb").write_bytes(tensor.SerializeToString())
+
+
+@pytest.mark.parametrize("location,message", [
+    ("../../../../etc/passwd", "is not a path inside"),
+    ("/etc/passwd", "is not a path inside"),
+])
+def test_external_data_cannot_leave_its_directory(nan_plan, tmp_path,
+                                                   location, message):
+    data = tmp_path / "data"
+    external_input(data, location)
+    result = run([tool("weft-run"), str(nan_plan), "--data", str(data),
+                  "--on-nan", "continue"])
+    assert result.returncode == 1
+    assert f"external data location '{location}' {message} '{data}'" in \
+        result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_external_data_length_must_fit_the_tensor(nan_plan, tmp_path):
+    data = tmp_path / "data"
+    external_input(data, "x.bin", length=8)
+    (data / "x.bin").write_bytes(np.ones(12, np.float32).tobytes())
+    result = run([tool("weft-run"), str(nan_plan), "--data", str(data),
+                  "--on-nan", "continue"])
+    assert result.returncode == 1
+    assert "external data length 8 bytes, the tensor needs 48" in \
+        result.stderr, result.stderr
+
+
+def test_invalid_utf8_node_name_is_written_replaced(weftc, tmp_path):
+    """ONNX (proto2) names are bytes; the plan is JSON (UTF-8). A name with
+    an invalid sequence is written with U+FFFD, not an abort."""
+    path = nan_model(tmp_path / "model.onnx")
+    model = onnx.load(str(path))
+    model.graph.node[1].name = "log_NAME"
+    blob = model.SerializeToString().replace(b"log_NAME", b"log_\xff\xfeME")
+    path.write_bytes(blob)
+    plan = tmp_path / "plan.json"
+    result = run([weftc, str(path), "-o", str(plan)])
+    assert result.returncode == 0, result.stderr
+    assert "log_\ufffd\ufffdME" in plan.read_text(encoding="utf-8")
+    result = run([weftc, str(path), "--emit=summary-json"])
+    assert result.returncode == 0, result.stderr
