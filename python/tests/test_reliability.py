@@ -151,3 +151,32 @@ def test_invalid_utf8_node_name_is_written_replaced(weftc, tmp_path):
     assert "log_\ufffd\ufffdME" in plan.read_text(encoding="utf-8")
     result = run([weftc, str(path), "--emit=summary-json"])
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("flag,message", [
+    ("--lr=nan", "--lr=nan: must be a finite number > 0"),
+    ("--lr=0", "--lr=0: must be a finite number > 0"),
+    ("--weight-decay=-0.5", "--weight-decay=-0.5: must be a finite number >= 0"),
+    ("--momentum=-1", "--momentum=-1: must be a finite number >= 0"),
+    ("--eps=inf", "--eps=inf: must be a finite number >= 0"),
+    ("--betas=0.9,1.5", "--betas=1.5: must be in [0, 1)"),
+])
+def test_bad_optimizer_values_are_refused(weftc, tmp_path, flag, message):
+    """torch.optim's ranges; before, --weight-decay=-0.5 silently became
+    0.01 and --lr=nan wrote "lr": null."""
+    result = run([weftc, str(nan_model(tmp_path / "m.onnx")), "-o",
+                  str(tmp_path / "plan.json"), flag])
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"weftc: {message}"
+    assert not (tmp_path / "plan.json").exists()
+
+
+def test_empty_batch_cannot_train(weftc, tmp_path):
+    """A batch of 0 trained to NaN with exit 0."""
+    model = nan_model(tmp_path / "m.onnx")
+    result = run([weftc, str(model), "--input-shape=x=0x3", "-o",
+                  str(tmp_path / "plan.json")])
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "weftc: input 'x' is tensor<0x3xf32>, empty: a training step needs "
+        "a non-empty batch")

@@ -39,6 +39,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 using namespace mlir;
@@ -302,10 +304,38 @@ LogicalResult checkMemory(ModuleOp module) {
   return success();
 }
 
+/// The ranges torch.optim checks (SGD, AdamW): a value outside them, or
+/// not finite, is an error naming the flag, never a silent default.
+LogicalResult checkOptimizerValues(const weft::AppendOptimizerOptions &o) {
+  auto bad = [](StringRef flag, double value, StringRef range) {
+    errs() << "weftc: --" << flag << "=" << format("%g", value)
+           << ": must be " << range << "\n";
+    return failure();
+  };
+  if (!std::isfinite(o.lr) || o.lr <= 0)
+    return bad("lr", o.lr, "a finite number > 0");
+  // -1, the option's default, means "torch's default for the optimizer".
+  if (weightDecay.getNumOccurrences() &&
+      (!std::isfinite(o.weightDecay) || o.weightDecay < 0))
+    return bad("weight-decay", o.weightDecay, "a finite number >= 0");
+  if (!std::isfinite(o.momentum) || o.momentum < 0)
+    return bad("momentum", o.momentum, "a finite number >= 0");
+  if (!std::isfinite(o.eps) || o.eps < 0)
+    return bad("eps", o.eps, "a finite number >= 0");
+  for (double beta : {o.beta1, o.beta2})
+    if (!(beta >= 0 && beta < 1))
+      return bad("betas", beta, "in [0, 1)");
+  return success();
+}
+
 LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
                            const weft::ImportOptions &options,
                            raw_ostream &os) {
   MLIRContext context;
+  // A pass error names the ONNX node (the op's location) in one line; the
+  // op itself, often the whole step function (tens of kB), is printed only
+  // with --mlir-print-ir-after-failure.
+  context.printOpOnDiagnostic(false);
   SourceMgr sourceMgr;
   StringRef source = inputFile;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
@@ -343,6 +373,18 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   // --train sends any model through weft-autodiff, whose errors say why a
   // model cannot train; without it, a model without a loss compiles forward.
   bool training = train || (!forwardOnly && isTrainable(func));
+  // An empty batch has no loss (its mean is 0/0): it would train on NaN.
+  if (training || gradients)
+    for (BlockArgument arg : func.getArguments()) {
+      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                    weft::kInputAttr);
+      auto type = cast<RankedTensorType>(arg.getType());
+      if (name && type.getNumElements() == 0) {
+        errs() << "weftc: input '" << name.getValue() << "' is " << type
+               << ", empty: a training step needs a non-empty batch\n";
+        return failure();
+      }
+    }
   bool pipelined = pipelineParallel > 1;
   if (pipelined && !(gradients || training)) {
     errs() << "weftc: --pipeline-parallel needs a training step (or "
@@ -379,6 +421,8 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
         return failure();
       }
       options.eps = eps;
+      if (failed(checkOptimizerValues(options)))
+        return failure();
       pm.addNestedPass<func::FuncOp>(weft::createAppendOptimizer(options));
     }
     // Transfers between stages, then recompute regions, then the per-stage

@@ -227,6 +227,25 @@ bool inlineExternalData(TensorProto &proto, llvm::StringRef modelDir,
   return true;
 }
 
+/// The number of values in the typed field that holds `proto`'s data, per
+/// onnx.proto: float_data, double_data, int64_data, uint64_data, and
+/// int32_data for every narrower type (f16 as bits).
+static int64_t typedValueCount(const TensorProto &proto) {
+  switch (proto.data_type()) {
+  case TensorProto::FLOAT:
+    return proto.float_data_size();
+  case TensorProto::DOUBLE:
+    return proto.double_data_size();
+  case TensorProto::INT64:
+    return proto.int64_data_size();
+  case TensorProto::UINT64:
+  case TensorProto::UINT32:
+    return proto.uint64_data_size();
+  default:
+    return proto.int32_data_size();
+  }
+}
+
 bool readTensorProto(const TensorProto &proto, HostTensor &out,
                      std::string &error, llvm::StringRef modelDir) {
   if (proto.data_location() == TensorProto::EXTERNAL) {
@@ -235,22 +254,35 @@ bool readTensorProto(const TensorProto &proto, HostTensor &out,
       return false;
     return readTensorProto(inlined, out, error);
   }
-  out = HostTensor::zeros(
-      proto.data_type(),
-      llvm::SmallVector<int64_t>(proto.dims().begin(), proto.dims().end()));
   int64_t width = rawWidth(proto.data_type());
   if (width == 0) {
     error = "dtype " + std::to_string(proto.data_type()) + " is not supported";
     return false;
   }
-  int64_t n = out.size();
-  if (proto.has_raw_data()) {
-    const std::string &raw = proto.raw_data();
-    if ((int64_t)raw.size() != n * width) {
-      error = "raw_data holds " + std::to_string(raw.size()) + " bytes, " +
-              std::to_string(n * width) + " expected";
+  // The declared size is checked, and held against the bytes present,
+  // before anything is allocated: a few bytes of protobuf may declare
+  // terabytes.
+  int64_t n = 1;
+  for (int64_t d : proto.dims())
+    if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxElements) {
+      error = "dims are negative or hold more than 2^40 elements";
       return false;
     }
+  if (proto.has_raw_data() && (int64_t)proto.raw_data().size() != n * width) {
+    error = "raw_data holds " + std::to_string(proto.raw_data().size()) +
+            " bytes, " + std::to_string(n * width) + " expected";
+    return false;
+  }
+  if (!proto.has_raw_data() && typedValueCount(proto) != n) {
+    error = "holds " + std::to_string(typedValueCount(proto)) + " values, " +
+            std::to_string(n) + " expected";
+    return false;
+  }
+  out = HostTensor::zeros(
+      proto.data_type(),
+      llvm::SmallVector<int64_t>(proto.dims().begin(), proto.dims().end()));
+  if (proto.has_raw_data()) {
+    const std::string &raw = proto.raw_data();
     for (int64_t k = 0; k < n; ++k) {
       int64_t i = 0;
       double d = decodeRaw(raw.data() + k * width, proto.data_type(), &i);
@@ -264,12 +296,7 @@ bool readTensorProto(const TensorProto &proto, HostTensor &out,
   // Typed fields, per onnx.proto: float_data, double_data, int64_data,
   // uint64_data, and int32_data for every narrower type (f16 as bits).
   auto fill = [&](const auto &field, auto convert) {
-    if ((int64_t)field.size() != n) {
-      error = "holds " + std::to_string(field.size()) + " values, " +
-              std::to_string(n) + " expected";
-      return false;
-    }
-    for (int64_t k = 0; k < n; ++k)
+    for (int64_t k = 0; k < n; ++k) // the count was checked above
       convert(k, field.Get(k));
     return true;
   };

@@ -25,6 +25,10 @@ namespace weft {
 /// to the runtime as ops on weft.constant operands.
 inline constexpr int64_t kMaxFoldElements = 1 << 16;
 
+/// The most elements weft accepts in one tensor (2^40): an element count
+/// times an element size then always fits int64, and no machine holds more.
+inline constexpr int64_t kMaxElements = int64_t(1) << 40;
+
 struct HostTensor {
   int32_t dtype = onnx::TensorProto::INT64; ///< onnx::TensorProto::DataType
   llvm::SmallVector<int64_t> shape;

@@ -59,6 +59,38 @@ SmallVector<StringRef> weft::supportedONNXOps() {
 
 namespace {
 
+/// Every tensor of the imported program has dims >= 0 and at most 2^40
+/// elements (kMaxElements), so element and byte counts fit int64 wherever
+/// they are computed later (memory plan, runtime arena). Fails at the first
+/// offending value, naming its ONNX node (the op's location).
+LogicalResult checkTensorSizes(ModuleOp module) {
+  auto check = [](Value value, Location loc) -> LogicalResult {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type)
+      return success();
+    int64_t count = 1;
+    for (int64_t d : type.getShape())
+      if (d < 0 || __builtin_mul_overflow(count, d, &count) ||
+          count > kMaxElements)
+        return emitError(loc)
+               << "a tensor of type " << type
+               << " has a negative dim or more than 2^40 elements";
+    return success();
+  };
+  WalkResult result = module.walk([&](Operation *op) {
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          if (failed(check(arg, arg.getLoc())))
+            return WalkResult::interrupt();
+    for (Value v : op->getResults())
+      if (failed(check(v, op->getLoc())))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 /// The default-domain opset a model imports.
 int64_t defaultOpset(const onnx::ModelProto &model) {
   for (const auto &opset : model.opset_import())
@@ -426,7 +458,8 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
   (*module)->setAttr("weft.source", builder.getStringAttr(sourceName));
   (*module)->setAttr("weft.opset", builder.getI64IntegerAttr(kImportOpset));
   GraphImporter importer(context, model, resolved, sourceName);
-  if (failed(importer.run(*module)) || failed(verify(*module)))
+  if (failed(importer.run(*module)) || failed(checkTensorSizes(*module)) ||
+      failed(verify(*module)))
     return {};
   return module;
 }
