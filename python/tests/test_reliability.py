@@ -1,9 +1,17 @@
 """Unlucky and hostile runs (issue 12): a non-finite loss stops the run
 naming the step, output paths are checked before step 1, weftc never leaves
-a partial or deleted -o file, and external data cannot leave its
-directory. Each fails with one line and exit 1."""
+a partial or deleted -o file, external data cannot leave its directory,
+bad optimizer values and empty batches are refused, and a stopped rank ends
+the job (the watchdog) instead of hanging it. Each fails with one line
+naming the problem and a non-zero exit."""
 
 import json
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import time
 
 import numpy as np
 import onnx
@@ -11,6 +19,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from conftest import run, tool
+from weft import oracle
 
 
 def nan_model(path):
@@ -62,6 +71,9 @@ def test_nan_loss_can_train_on(nan_plan, tmp_path):
     result = run([tool("weft-run"), str(nan_plan), "--on-nan", "skip"])
     assert result.returncode == 1
     assert "--on-nan: 'skip' is not stop or continue" in result.stderr
+    result = run([tool("weft-run"), str(nan_plan), "--timeout", "-1"])
+    assert result.returncode == 1
+    assert "--timeout: '-1' is not a number of seconds >= 0" in result.stderr
 
 
 @pytest.mark.parametrize("flag", ["--save", "--trace", "--log-json"])
@@ -180,3 +192,47 @@ def test_empty_batch_cannot_train(weftc, tmp_path):
     assert result.stderr.strip() == (
         "weftc: input 'x' is tensor<0x3xf32>, empty: a training step needs "
         "a non-empty batch")
+
+
+def _rank_pid(rank):
+    """The pid of weft-run's MPI rank `rank` (from its environment)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
+            env = pathlib.Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if cmdline.split(b"\0")[0].endswith(b"weft-run") and \
+                f"OMPI_COMM_WORLD_RANK={rank}\0".encode() in env:
+            return int(pid)
+    raise AssertionError(f"no weft-run process of rank {rank}")
+
+
+def test_stopped_rank_ends_the_job_naming_the_transfer(weftc, models_dir,
+                                                       tmp_path):
+    """The watchdog: rank 0 of a 2-stage pipeline is stopped (SIGSTOP)
+    mid-run; rank 1, waiting on its activations, ends the job after
+    --timeout seconds naming the transfer and the peer. Before, the job
+    hung forever."""
+    plan = tmp_path / "plan.json"
+    assert run([weftc, str(models_dir / "gpt.onnx"), "-o", str(plan),
+                "--pipeline-parallel=2", "--microbatches=2"]).returncode == 0
+    job = subprocess.Popen(
+        oracle.mpirun(2) + [tool("weft-run"), str(plan), "--steps", "100000",
+                            "--timeout", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not job.stdout.readline().startswith("step 2/"):
+            assert job.poll() is None, job.stderr.read()
+        stopped = _rank_pid(0)
+        os.kill(stopped, signal.SIGSTOP)
+        start = time.monotonic()
+        _, stderr = job.communicate(timeout=120)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode != 0
+    assert time.monotonic() - start < 30
+    assert re.search(r"weft-run: rank 1: .*transfer \d+ \(receive of \d+ "
+                     r"bytes from rank 0\) has not completed after 2 s "
+                     r"\(--timeout\)", stderr), stderr

@@ -9,10 +9,12 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <thread>
 
 namespace weft::rt {
 
@@ -74,34 +76,41 @@ public:
   int size() const override { return size_; }
 
   void isend(const void *data, int64_t bytes, int peer, int64_t tag) override {
-    post(tag, "MPI_Isend", [&](MPI_Request *r) {
-      return MPI_Isend(data, checkedCount(bytes, tag), MPI_BYTE, peer,
-                       mpiTag(tag), MPI_COMM_WORLD, r);
-    });
+    post(tag, "MPI_Isend", "send of " + std::to_string(bytes) +
+                               " bytes to rank " + std::to_string(peer),
+         [&](MPI_Request *r) {
+           return MPI_Isend(data, checkedCount(bytes, tag), MPI_BYTE, peer,
+                            mpiTag(tag), MPI_COMM_WORLD, r);
+         });
   }
   void irecv(void *data, int64_t bytes, int peer, int64_t tag) override {
-    post(tag, "MPI_Irecv", [&](MPI_Request *r) {
-      return MPI_Irecv(data, checkedCount(bytes, tag), MPI_BYTE, peer,
-                       mpiTag(tag), MPI_COMM_WORLD, r);
-    });
+    post(tag, "MPI_Irecv", "receive of " + std::to_string(bytes) +
+                               " bytes from rank " + std::to_string(peer),
+         [&](MPI_Request *r) {
+           return MPI_Irecv(data, checkedCount(bytes, tag), MPI_BYTE, peer,
+                            mpiTag(tag), MPI_COMM_WORLD, r);
+         });
   }
   void wait(int64_t tag) override {
     auto it = pending.find(tag);
     if (it == pending.end())
       throw Error("wait of transfer " + std::to_string(tag) +
                   ", which was not posted");
-    MPI_Request request = it->second;
+    Pending transfer = it->second;
     pending.erase(it);
-    check(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait", tag);
+    complete(transfer.request, "MPI_Wait", tag,
+             "transfer " + std::to_string(tag) + " (" + transfer.what + ")");
   }
 
   std::vector<int64_t> allGather(int64_t value) override {
     std::vector<int64_t> all(size_);
     long long mine = value;
     std::vector<long long> out(size_);
-    check(MPI_Allgather(&mine, 1, MPI_LONG_LONG, out.data(), 1, MPI_LONG_LONG,
-                        MPI_COMM_WORLD),
-          "MPI_Allgather", -1);
+    MPI_Request request;
+    check(MPI_Iallgather(&mine, 1, MPI_LONG_LONG, out.data(), 1,
+                         MPI_LONG_LONG, MPI_COMM_WORLD, &request),
+          "MPI_Iallgather", -1);
+    complete(request, "MPI_Iallgather", -1, "an all-gather of all ranks");
     for (int r = 0; r < size_; ++r)
       all[r] = out[r];
     return all;
@@ -110,9 +119,12 @@ public:
                                          int root) override {
     int length = static_cast<int>(text.size());
     std::vector<int> lengths(size_), displs(size_);
-    check(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root,
-                     MPI_COMM_WORLD),
-          "MPI_Gather", -1);
+    MPI_Request request;
+    check(MPI_Igather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root,
+                      MPI_COMM_WORLD, &request),
+          "MPI_Igather", -1);
+    complete(request, "MPI_Igather", -1, "a gather to rank " +
+                                             std::to_string(root));
     std::string all;
     if (rank_ == root) {
       int total = 0;
@@ -122,10 +134,12 @@ public:
       }
       all.resize(total);
     }
-    check(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(),
-                      lengths.data(), displs.data(), MPI_CHAR, root,
-                      MPI_COMM_WORLD),
-          "MPI_Gatherv", -1);
+    check(MPI_Igatherv(text.data(), length, MPI_CHAR, all.data(),
+                       lengths.data(), displs.data(), MPI_CHAR, root,
+                       MPI_COMM_WORLD, &request),
+          "MPI_Igatherv", -1);
+    complete(request, "MPI_Igatherv", -1, "a gather to rank " +
+                                              std::to_string(root));
     std::vector<std::string> out;
     if (rank_ == root)
       for (int r = 0; r < size_; ++r)
@@ -133,12 +147,17 @@ public:
     return out;
   }
   double broadcast(double value, int root) override {
-    check(MPI_Bcast(&value, 1, MPI_DOUBLE, root, MPI_COMM_WORLD), "MPI_Bcast",
-          -1);
+    MPI_Request request;
+    check(MPI_Ibcast(&value, 1, MPI_DOUBLE, root, MPI_COMM_WORLD, &request),
+          "MPI_Ibcast", -1);
+    complete(request, "MPI_Ibcast", -1, "a broadcast from rank " +
+                                            std::to_string(root));
     return value;
   }
   void barrier() override {
-    check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", -1);
+    MPI_Request request;
+    check(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier", -1);
+    complete(request, "MPI_Ibarrier", -1, "a barrier of all ranks");
   }
   [[noreturn]] void abort(const std::string &message) override {
     std::fprintf(stderr, "%s\n", message.c_str());
@@ -148,13 +167,48 @@ public:
   }
 
 private:
+  struct Pending {
+    MPI_Request request;
+    std::string what; ///< "receive of N bytes from rank P", for the watchdog
+  };
+
   template <typename Post>
-  void post(int64_t tag, const char *call, Post &&postCall) {
+  void post(int64_t tag, const char *call, std::string what,
+            Post &&postCall) {
     MPI_Request request;
     check(postCall(&request), call, tag);
-    if (!pending.insert({tag, request}).second)
+    if (!pending.insert({tag, {request, std::move(what)}}).second)
       throw Error(std::string(call) + ": transfer " + std::to_string(tag) +
                   " is already pending");
+  }
+
+  /// Waits for `request` under the watchdog: MPI_Test, spinning briefly
+  /// (a transfer between running stages completes in microseconds), then
+  /// every 50 us so that a waiting rank leaves the core to a peer sharing
+  /// it; after timeoutSeconds, throws naming `what`.
+  void complete(MPI_Request &request, const char *call, int64_t tag,
+                const std::string &what) {
+    if (timeoutSeconds <= 0) {
+      check(MPI_Wait(&request, MPI_STATUS_IGNORE), call, tag);
+      return;
+    }
+    auto start = std::chrono::steady_clock::now();
+    for (int64_t polls = 0;; ++polls) {
+      int done = 0;
+      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call, tag);
+      if (done)
+        return;
+      if (polls < 10000)
+        continue;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      double waited = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+      if (waited > timeoutSeconds)
+        throw Error(what + " has not completed after " +
+                    std::to_string(static_cast<int64_t>(waited)) +
+                    " s (--timeout): a peer is stuck, stopped or gone");
+    }
   }
   static int checkedCount(int64_t bytes, int64_t tag) {
     if (bytes > INT_MAX)
@@ -182,7 +236,7 @@ private:
 
   int rank_ = 0, size_ = 1;
   int64_t tagUpperBound = 32767; ///< MPI_TAG_UB, read once
-  std::map<int64_t, MPI_Request> pending;
+  std::map<int64_t, Pending> pending;
 };
 
 } // namespace

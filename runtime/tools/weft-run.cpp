@@ -57,6 +57,9 @@ const char *kUsage =
     "                        samples_per_s, arena_bytes, peak_bytes\n"
     "  --trace FILE          Chrome/Perfetto trace, one slice per instruction\n"
     "  --dump-outputs DIR    write every output as DIR/step_<i>/<name>.pb\n"
+    "  --timeout S           a rank waiting on a transfer or collective for\n"
+    "                        S seconds ends the job naming the peer\n"
+    "                        (default 300; 0 waits forever)\n"
     "  --on-nan stop|continue  a non-finite loss stops the run with exit 1\n"
     "                        naming the step (default stop)\n"
     "  --save OUT.onnx       after the last step, write the trained model\n"
@@ -70,6 +73,7 @@ struct Options {
   double holdout = 0.1;
   std::string tokens = "tokens", targets = "targets";
   bool stopOnNan = true;
+  double timeout = 300;
   uint64_t seed = 0;
   int64_t steps = 1;
   int threads = 1;
@@ -119,6 +123,13 @@ Options parse(int argc, char **argv) {
                     "' is not TOKENS,TARGETS (two input names)");
       o.tokens = names.substr(0, comma);
       o.targets = names.substr(comma + 1);
+    } else if (arg == "--timeout") {
+      const char *text = value();
+      char *end = nullptr;
+      o.timeout = std::strtod(text, &end);
+      if (!*text || *end || !(o.timeout >= 0) || std::isinf(o.timeout))
+        throw Error(std::string("--timeout: '") + text +
+                    "' is not a number of seconds >= 0");
     } else if (arg == "--on-nan") {
       std::string policy = value();
       if (policy != "stop" && policy != "continue")
@@ -265,6 +276,7 @@ int run(const Options &o, Communicator &comm) {
                 " process(es); start it with mpirun -np " +
                 std::to_string(ranks) + " weft-run " + o.plan);
   int64_t rank = comm.rank();
+  comm.setTimeout(o.timeout);
   Executor executor(plan, rank, *backend, &comm);
   executor.loadWeights();
   // Steps are numbered globally: a resumed run continues the data, the

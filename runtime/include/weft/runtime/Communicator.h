@@ -4,7 +4,8 @@
 // transfers identified by the plan's tags (posted by isend/irecv
 // instructions, completed by wait_send/wait_recv), a few collectives for
 // logging, and abort. The MPI implementation (one process per rank,
-// MPI_Isend/MPI_Irecv/MPI_Wait on MPI_COMM_WORLD) serves the CPU backend; a
+// MPI_Isend/MPI_Irecv and non-blocking collectives on MPI_COMM_WORLD,
+// completed by MPI_Test under a watchdog) serves the CPU backend; a
 // CUDA backend would use NCCL send/recv on a copy stream behind the same
 // interface.
 //
@@ -47,6 +48,15 @@ public:
 
   /// Prints `message` to stderr and ends every rank with exit status 1.
   [[noreturn]] virtual void abort(const std::string &message) = 0;
+
+  /// The watchdog: a wait or collective that has not completed after
+  /// `seconds` throws Error naming this rank, the peer and the transfer, so
+  /// a stuck or stopped peer ends the job instead of hanging it. 0 waits
+  /// forever.
+  void setTimeout(double seconds) { timeoutSeconds = seconds; }
+
+protected:
+  double timeoutSeconds = 0;
 };
 
 /// One rank, no peers: collectives return this rank's value; a transfer is
