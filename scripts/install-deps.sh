@@ -12,7 +12,7 @@ packages=(
   # tests
   libgtest-dev libonnx-testdata
   # runtime
-  openmpi-bin libopenmpi-dev libopenblas-dev libopenblas0-pthread
+  openmpi-bin libopenmpi-dev libopenblas-dev libopenblas0-pthread libssl-dev
   # python: example models, references, tests
   python3 python3-torch python3-torchvision python3-onnx python3-numpy
   python3-pytest python3-matplotlib python3-jsonschema

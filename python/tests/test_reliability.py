@@ -236,3 +236,22 @@ def test_stopped_rank_ends_the_job_naming_the_transfer(weftc, models_dir,
     assert re.search(r"weft-run: rank 1: .*transfer \d+ \(receive of \d+ "
                      r"bytes from rank 0\) has not completed after 2 s "
                      r"\(--timeout\)", stderr), stderr
+
+
+def test_plan_refuses_a_changed_model(weftc, tmp_path):
+    """The plan records the model's SHA-256; weights of another file with
+    the same names would load and train silently."""
+    model = nan_model(tmp_path / "m.onnx")
+    plan = tmp_path / "plan.json"
+    assert run([weftc, str(model), "-o", str(plan)]).returncode == 0
+    changed = onnx.load(str(model))
+    changed.graph.initializer[0].CopyFrom(
+        numpy_helper.from_array(np.full(3, 2, np.float32), "w"))
+    onnx.save(changed, str(model))
+    result = run([tool("weft-run"), str(plan), "--on-nan", "continue"])
+    assert result.returncode == 1
+    assert re.fullmatch(
+        rf"weft-run: {re.escape(str(plan))}: model\.sha256: "
+        rf"'{re.escape(str(model))}' is not the model the plan was compiled "
+        r"from \(sha256 [0-9a-f]{12}\.\.\., the plan's [0-9a-f]{12}\.\.\.\); "
+        r"recompile the plan with weftc", result.stderr.strip()), result.stderr

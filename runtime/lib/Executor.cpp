@@ -3,6 +3,7 @@
 #include "weft/runtime/Executor.h"
 
 #include "weft/runtime/OnnxTensor.h"
+#include "weft/runtime/Sha256.h"
 
 #include "../kernels/Kernel.h"
 
@@ -84,6 +85,19 @@ void Executor::loadInitializers(const std::string &modelPath,
 }
 
 void Executor::loadWeights() {
+  // The plan's buffers, shapes and op order were derived from that exact
+  // file: another model's weights of the same names would load and train
+  // a different graph's numbers.
+  if (!plan.modelSha256.empty()) {
+    std::string actual =
+        sha256File(plan.modelPath, plan.path + ": model.path");
+    if (actual != plan.modelSha256)
+      throw Error(plan.path + ": model.sha256: '" + plan.modelPath +
+                  "' is not the model the plan was compiled from (sha256 " +
+                  actual.substr(0, 12) + "..., the plan's " +
+                  plan.modelSha256.substr(0, 12) +
+                  "...); recompile the plan with weftc");
+  }
   std::vector<NamedBuffer> all = rankPlan.params;
   all.insert(all.end(), rankPlan.state.begin(), rankPlan.state.end());
   loadInitializers(plan.modelPath, all, "weight");

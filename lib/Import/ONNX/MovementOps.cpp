@@ -319,6 +319,10 @@ LogicalResult convertSlice(GraphImporter &g, const Node &node) {
         v = v + dim < v ? lo : v + dim; // guard INT64_MIN-style sentinels
       return std::clamp(v, lo, hi);
     };
+    // A step longer than the dim takes one element, as a step of the dim
+    // does: the IR carries no step whose products could overflow.
+    int64_t longest = std::max<int64_t>(dim, 1);
+    step = step > 0 ? std::min(step, longest) : std::max(step, -longest);
     steps[*a] = step;
     if (step > 0) {
       starts[*a] = clampTo(startsIn[i], 0, dim);
@@ -333,8 +337,8 @@ LogicalResult convertSlice(GraphImporter &g, const Node &node) {
     SmallVector<int64_t> shape, strides = stridesOf(c->shape);
     for (int64_t d = 0; d < rank; ++d) {
       int64_t span = steps[d] > 0 ? ends[d] - starts[d] : starts[d] - ends[d];
-      int64_t stride = std::abs(steps[d]);
-      shape.push_back(span <= 0 ? 0 : (span + stride - 1) / stride);
+      int64_t stride = std::abs(steps[d]); // clamped to the dim above
+      shape.push_back(span <= 0 ? 0 : (span - 1) / stride + 1);
     }
     g.bind(node, 0, remap(*c, shape, [&](ArrayRef<int64_t> idx) {
              int64_t flat = 0;

@@ -420,9 +420,10 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
     if (!ok)
       return emitOptionalError(loc, "slice bounds of dim ", i,
                                " are not normalised");
+    // ceil(span / |step|) without overflow, for any step (even INT64_MIN).
     int64_t span = step > 0 ? ends[i] - starts[i] : starts[i] - ends[i];
-    int64_t stride = step > 0 ? step : -step;
-    shape.push_back(span <= 0 ? 0 : (span + stride - 1) / stride);
+    uint64_t stride = step > 0 ? uint64_t(step) : 0 - uint64_t(step);
+    shape.push_back(span <= 0 ? 0 : int64_t((uint64_t(span) - 1) / stride + 1));
   }
   out.push_back(tensorOf(shape, input.getElementType()));
   return success();

@@ -40,8 +40,9 @@ public:
   Executor &operator=(const Executor &) = delete;
 
   /// Loads every parameter and state buffer from the plan's ONNX model.
-  /// Throws Error naming the initializer on a missing tensor, a dtype or
-  /// shape mismatch, or an unreadable external data file.
+  /// Throws Error when the model's SHA-256 is not the plan's model.sha256
+  /// (when the plan records one), or naming the initializer on a missing
+  /// tensor, a dtype or shape mismatch, or an unreadable external data file.
   void loadWeights();
 
   /// Writes a checkpoint after `stepsDone` steps: a copy of the plan's model
