@@ -48,7 +48,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun --oversubscribe -x OPENBLAS_NUM_THREADS=1 -np 2 \
   build/bin/weft-run "$out/gpt.plan.json" --data "text:$text" --steps "$steps" \
   --threads 1 --seed 1 --log-json "$out/gpt.log.jsonl" \
-  --trace "$out/gpt.trace.json" --save "$out/gpt.trained.onnx" |
+  --trace "$out/gpt.trace.json" --save "$out/gpt.trained.onnx" \
+  --checkpoint "$out/gpt.checkpoint" --save-every 100 |
   awk -v every=$((steps / 12 > 0 ? steps / 12 : 1)) \
     '/^step/ { split($2, s, "/"); if (s[1] != 1 && s[1] % every) next }
      { print; fflush() }'
@@ -59,4 +60,4 @@ validate "$out/gpt.trained.onnx"
 echo
 echo "log: $out/gpt.log.jsonl (every step's loss)"
 echo "timelines (ui.perfetto.dev): predicted $out/gpt.predicted.json, measured $out/gpt.trace.json"
-echo "trained model: $out/gpt.trained.onnx (optimizer state: .optim beside it)"
+echo "trained model: $out/gpt.trained.onnx; checkpoint (resume with --resume): $out/gpt.checkpoint"

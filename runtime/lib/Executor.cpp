@@ -103,11 +103,11 @@ void Executor::loadWeights() {
   loadInitializers(plan.modelPath, all, "weight");
 }
 
-void Executor::saveCheckpoint(const std::string &path, int64_t stepsDone,
-                              bool mergeIntoExisting) const {
+void Executor::exportModel(const std::string &path, const std::string &temp,
+                           bool first, bool last) const {
   onnx::ModelProto model =
-      mergeIntoExisting ? readModel(path, "--save")
-                        : readModel(plan.modelPath, plan.path + ": model.path");
+      first ? readModel(plan.modelPath, plan.path + ": model.path")
+            : readModel(temp, "--save");
   std::map<std::string, const NamedBuffer *> current;
   for (const auto *list : {&rankPlan.params, &rankPlan.state})
     for (const NamedBuffer &named : *list)
@@ -124,51 +124,41 @@ void Executor::saveCheckpoint(const std::string &path, int64_t stepsDone,
     t.clear_float_data();
     t.set_raw_data(bytes);
   }
-  writeModelAtomically(model, path);
-
-  onnx::ModelProto optim;
-  if (mergeIntoExisting) {
-    optim = readModel(path + ".optim", "--save");
-  } else {
-    optim.set_ir_version(model.ir_version());
-    auto *steps = optim.add_metadata_props();
-    steps->set_key("weft.steps");
-    steps->set_value(std::to_string(stepsDone));
-  }
-  std::map<std::string, onnx::TensorProto *> existing;
-  for (onnx::TensorProto &t : *optim.mutable_graph()->mutable_initializer())
-    existing[t.name()] = &t;
-  for (const NamedBuffer &named : rankPlan.optimizerState) {
-    const BufferDesc &b = rankPlan.buffers[named.buffer];
-    std::string bytes(b.bytes, '\0');
-    backend.download(bytes.data(), arena + b.offset, b.bytes);
-    // A tied parameter's state is held by several ranks, equal on each.
-    if (auto it = existing.find(named.name); it != existing.end()) {
-      it->second->set_raw_data(bytes);
-      continue;
-    }
-    onnx::TensorProto *t = optim.mutable_graph()->add_initializer();
-    t->set_name(named.name);
-    t->set_data_type(onnxTypeOf(b.dtype));
-    for (int64_t d : b.shape)
-      t->add_dims(d);
-    t->set_raw_data(bytes);
-  }
-  writeModelAtomically(optim, path + ".optim");
+  writeModelAtomically(model, temp);
+  if (last)
+    std::filesystem::rename(temp, path);
 }
 
-int64_t Executor::loadCheckpoint(const std::string &path) {
-  std::vector<NamedBuffer> all = rankPlan.params;
-  all.insert(all.end(), rankPlan.state.begin(), rankPlan.state.end());
-  loadInitializers(path, all, "--resume " + path + ": weight");
-  std::string optimPath = path + ".optim";
-  loadInitializers(optimPath, rankPlan.optimizerState,
-                   "--resume " + optimPath + ": optimizer state");
-  onnx::ModelProto optim = readModel(optimPath, "--resume");
-  for (const auto &prop : optim.metadata_props())
-    if (prop.key() == "weft.steps")
-      return std::stoll(prop.value());
-  throw Error("--resume: '" + optimPath + "' has no weft.steps entry");
+std::vector<Executor::StateTensor> Executor::snapshot() const {
+  std::vector<StateTensor> out;
+  for (const auto *list :
+       {&rankPlan.params, &rankPlan.state, &rankPlan.optimizerState})
+    for (const NamedBuffer &named : *list) {
+      const BufferDesc &b = rankPlan.buffers[named.buffer];
+      StateTensor t{named.name, b.dtype, b.shape, std::string(b.bytes, '\0')};
+      backend.download(t.bytes.data(), arena + b.offset, b.bytes);
+      out.push_back(std::move(t));
+    }
+  return out;
+}
+
+std::vector<std::string> Executor::stateNames() const {
+  std::vector<std::string> names;
+  for (const auto *list :
+       {&rankPlan.params, &rankPlan.state, &rankPlan.optimizerState})
+    for (const NamedBuffer &named : *list)
+      names.push_back(named.name);
+  return names;
+}
+
+void Executor::restore(const std::string &name, const std::string &bytes) {
+  for (const auto *list :
+       {&rankPlan.params, &rankPlan.state, &rankPlan.optimizerState})
+    for (const NamedBuffer &named : *list)
+      if (named.name == name)
+        return write(named, bytes, "checkpoint tensor");
+  throw Error("checkpoint tensor '" + name + "' is not a tensor of rank " +
+              std::to_string(rankPlan.rank));
 }
 
 namespace {

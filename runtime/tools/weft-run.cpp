@@ -2,7 +2,8 @@
 //
 // [mpirun -np P] weft-run PLAN.json [--data DIR | synthetic | text:FILE]
 //          [--split train|val] [--holdout F] [--seed S] [--steps K] [--threads N] [--log-json FILE] [--trace FILE]
-//          [--dump-outputs DIR] [--save OUT.onnx] [--resume CKPT.onnx]
+//          [--dump-outputs DIR] [--save OUT.onnx] [--checkpoint DIR
+//          [--save-every N] [--keep K]] [--resume DIR]
 //
 // A plan with P ranks (pipeline stages) runs as P MPI processes, one rank
 // each; the rank holding the loss prints the log.
@@ -13,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/runtime/Backend.h"
+#include "weft/runtime/Checkpoint.h"
 #include "weft/runtime/Communicator.h"
 #include "weft/runtime/Data.h"
 #include "weft/runtime/Executor.h"
@@ -62,13 +64,19 @@ const char *kUsage =
     "                        (default 300; 0 waits forever)\n"
     "  --on-nan stop|continue  a non-finite loss stops the run with exit 1\n"
     "                        naming the step (default stop)\n"
-    "  --save OUT.onnx       after the last step, write the trained model\n"
-    "                        (and optimizer state to OUT.onnx.optim)\n"
-    "  --resume CKPT.onnx    continue from a checkpoint written by --save\n";
+    "  --save OUT.onnx       after the last step, write the trained model as\n"
+    "                        one ONNX file (also --save-onnx)\n"
+    "  --checkpoint DIR      write checkpoints to DIR (one shard per rank, a\n"
+    "                        manifest, DIR/latest), after the last step and\n"
+    "  --save-every N        every N steps (default 0: the last step only)\n"
+    "  --keep K              keep the newest K checkpoints (default 1)\n"
+    "  --resume DIR          continue from the checkpoint DIR/latest names\n"
+    "                        (or DIR itself, a step_<N> directory)\n";
 
 struct Options {
   std::string plan, data = "synthetic", logJson, trace, dumpOutputs, save,
-                    resume;
+                    checkpoint, resume;
+  int64_t saveEvery = 0, keep = 1;
   TextData::Split split = TextData::Split::Train;
   double holdout = 0.1;
   std::string tokens = "tokens", targets = "targets";
@@ -147,8 +155,16 @@ Options parse(int argc, char **argv) {
       o.trace = value();
     } else if (arg == "--dump-outputs") {
       o.dumpOutputs = value();
-    } else if (arg == "--save") {
+    } else if (arg == "--save" || arg == "--save-onnx") {
       o.save = value();
+    } else if (arg == "--checkpoint") {
+      o.checkpoint = value();
+    } else if (arg == "--save-every") {
+      o.saveEvery = number("--save-every", value());
+    } else if (arg == "--keep") {
+      o.keep = number("--keep", value());
+      if (o.keep < 1)
+        throw Error("--keep: 0 would delete every checkpoint; keep 1 or more");
     } else if (arg == "--resume") {
       o.resume = value();
     } else if (!arg.empty() && arg[0] == '-') {
@@ -161,6 +177,8 @@ Options parse(int argc, char **argv) {
   }
   if (o.plan.empty())
     throw Error(std::string("no plan given\n") + kUsage);
+  if (o.saveEvery && o.checkpoint.empty())
+    throw Error("--save-every needs --checkpoint DIR");
   return o;
 }
 
@@ -281,14 +299,24 @@ int run(const Options &o, Communicator &comm) {
   executor.loadWeights();
   // Steps are numbered globally: a resumed run continues the data, the
   // optimizer's step count and the dropout RNG where the checkpoint stopped.
-  int64_t first = o.resume.empty() ? 0 : executor.loadCheckpoint(o.resume);
+  int64_t first =
+      o.resume.empty()
+          ? 0
+          : loadCheckpoint(plan, executor, rank, o.resume, o.seed);
   auto [lossName, lossRank] = lossOutput(plan);
   // The rank holding the loss writes the console log and --log-json.
   int64_t logRank = lossRank >= 0 ? lossRank : 0;
   bool logs = rank == logRank;
 
+  if (!o.checkpoint.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.checkpoint, ec);
+  }
   for (auto [flag, path] : {std::pair<const char *, std::string>{
                                 "--save", o.save},
+                            {"--checkpoint", o.checkpoint.empty()
+                                                 ? std::string()
+                                                 : o.checkpoint + "/latest"},
                             {"--trace", o.trace},
                             {"--log-json", o.logJson}})
     if (!path.empty())
@@ -315,9 +343,37 @@ int run(const Options &o, Communicator &comm) {
     return o.data == "synthetic" ? syntheticInputs(plan, o.seed, step)
                                  : readStepInputs(plan, o.data, step);
   };
+  // The console line and the --log-json record of one step (log rank).
+  auto began = std::chrono::steady_clock::now();
+  std::ofstream *logFile = log.is_open() ? &log : nullptr;
+  auto logStep = [&](int64_t step, std::optional<double> loss,
+                     double seconds) {
+    double samples = plan.globalBatch / std::max(seconds, 1e-12);
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+            .count();
+    int64_t done = step - first + 1;
+    double eta = elapsed / done * (o.steps - done);
+    std::printf("step %lld/%lld: loss %s  %.4f s  %.1f samples/s  peak %lld "
+                "bytes  ETA %.1f s\n",
+                (long long)step + 1, (long long)(first + o.steps),
+                loss ? std::to_string(*loss).c_str() : "n/a", seconds, samples,
+                (long long)peakMax, eta);
+    std::fflush(stdout);
+    if (logFile)
+      *logFile << json{{"step", step + 1},
+                       {"loss", lossJson(loss)},
+                       {"seconds", seconds},
+                       {"samples_per_s", samples},
+                       {"arena_bytes", arenaMax},
+                       {"peak_bytes", peakMax},
+                       {"rank_arena_bytes", rankArena},
+                       {"rank_peak_bytes", rankPeak}}
+                      .dump()
+               << std::endl;
+  };
   std::vector<TraceEvent> trace;
   double lossSum = 0;
-  auto began = std::chrono::steady_clock::now();
   for (int64_t step = first; step < first + o.steps; ++step) {
     auto inputs = stepInputs(step);
     for (const auto &[name, bytes] : inputs)
@@ -353,37 +409,19 @@ int run(const Options &o, Communicator &comm) {
                             out.name + ".pb",
                         out.name, b.dtype, b.shape, executor.output(out.name));
       }
-    if (!logs)
-      continue;
-    double samples = plan.globalBatch / std::max(seconds, 1e-12);
-    double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
-            .count();
-    int64_t done = step - first + 1;
-    double eta = elapsed / done * (o.steps - done);
-    std::printf("step %lld/%lld: loss %s  %.4f s  %.1f samples/s  peak %lld "
-                "bytes  ETA %.1f s\n",
-                (long long)step + 1, (long long)(first + o.steps),
-                loss ? std::to_string(*loss).c_str() : "n/a", seconds, samples,
-                (long long)peakMax, eta);
-    std::fflush(stdout);
-    if (log.is_open())
-      log << json{{"step", step + 1},
-                  {"loss", lossJson(loss)},
-                  {"seconds", seconds},
-                  {"samples_per_s", samples},
-                  {"arena_bytes", arenaMax},
-                  {"peak_bytes", peakMax},
-                  {"rank_arena_bytes", rankArena},
-                  {"rank_peak_bytes", rankPeak}}
-                 .dump()
-          << std::endl;
-    // A non-finite loss poisons every later step; stopping keeps the last
-    // checkpoint good (nothing is saved) and says where it happened.
+    if (logs)
+      logStep(step, loss, seconds);
+    // A non-finite loss poisons every later step. Stopping keeps the last
+    // checkpoint good: this step's save cannot complete without this rank.
     if (loss && !std::isfinite(*loss) && o.stopOnNan)
       throw Error("step " + std::to_string(step + 1) + ": the loss is " +
                   lossJson(loss).get<std::string>() +
                   "; stopping (--on-nan=continue trains on)");
+    int64_t done = step + 1 - first;
+    if (!o.checkpoint.empty() &&
+        ((o.saveEvery && done % o.saveEvery == 0) || done == o.steps))
+      saveCheckpoint(plan, executor, comm, o.checkpoint, step + 1, o.seed,
+                     o.keep);
   }
   if (logs && lossRank >= 0 && o.steps > 0)
     std::printf("mean loss over %lld steps: %.6f\n", (long long)o.steps,
@@ -405,12 +443,12 @@ int run(const Options &o, Communicator &comm) {
     }
   }
   if (!o.save.empty()) {
-    // Ranks write their parameters into the checkpoint in turn, each
-    // starting from the previous rank's file (rank 0 from the model).
+    // Ranks write their tensors into one temporary file in turn (rank 0
+    // starting from the model); the last renames it over --save.
+    std::string temp = o.save + ".partial";
     for (int64_t r = 0; r < ranks; ++r) {
       if (r == rank)
-        executor.saveCheckpoint(o.save, first + o.steps,
-                                /*mergeIntoExisting=*/r > 0);
+        executor.exportModel(o.save, temp, r == 0, r == ranks - 1);
       comm.barrier();
     }
   }

@@ -45,21 +45,30 @@ public:
   /// tensor, a dtype or shape mismatch, or an unreadable external data file.
   void loadWeights();
 
-  /// Writes a checkpoint after `stepsDone` steps: a copy of the plan's model
-  /// with every parameter and state initializer replaced by its current
-  /// value, at `path`, and the optimizer state and step count at
-  /// `path`.optim (an ONNX model holding only initializers, metadata
-  /// "weft.steps"). Each file is written to a temporary name and renamed, so
-  /// a crash never leaves a partial checkpoint. With `mergeIntoExisting`,
-  /// this rank's tensors are written into the checkpoint already at `path`
-  /// (ranks of a pipeline take turns) instead of into a copy of the model.
-  void saveCheckpoint(const std::string &path, int64_t stepsDone,
-                      bool mergeIntoExisting = false) const;
+  /// Writes the trained model as one ONNX file (`--save`): a copy of the
+  /// plan's model with every parameter and state initializer this rank
+  /// holds replaced by its current value. Ranks take turns (collective
+  /// order is the caller's): the first reads the plan's model, the others
+  /// `temp`, each writes `temp`; the last renames `temp` to `path`, so
+  /// `path` is never partial and never holds another rank's stale values.
+  void exportModel(const std::string &path, const std::string &temp,
+                   bool first, bool last) const;
 
-  /// Loads a checkpoint written by saveCheckpoint (weights, state, optimizer
-  /// state); returns the steps it had done. Throws Error naming the file on
-  /// a missing, corrupt or mismatching checkpoint.
-  int64_t loadCheckpoint(const std::string &path);
+  /// One tensor this rank trains or keeps across steps.
+  struct StateTensor {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> shape;
+    std::string bytes;
+  };
+  /// Every parameter, state (batch-norm statistics, frozen) and optimizer
+  /// state tensor of this rank, with its current bytes: a checkpoint shard.
+  std::vector<StateTensor> snapshot() const;
+  /// Writes the tensor `name` of those lists. Throws Error naming it when
+  /// this rank has no such tensor or the byte count differs from the plan.
+  void restore(const std::string &name, const std::string &bytes);
+  /// The names snapshot() returns, in its order.
+  std::vector<std::string> stateNames() const;
 
   /// Copies one input's bytes (dtype and shape as the plan declares).
   void setInput(const std::string &name, const std::string &bytes);

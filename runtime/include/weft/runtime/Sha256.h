@@ -11,6 +11,9 @@ namespace weft::rt {
 /// when the file cannot be read.
 std::string sha256File(const std::string &path, const std::string &what);
 
+/// The SHA-256 of `bytes`, as 64 lowercase hex digits.
+std::string sha256Bytes(const std::string &bytes);
+
 } // namespace weft::rt
 
 #endif // WEFT_RUNTIME_SHA256_H
