@@ -1,15 +1,18 @@
 //===- weft-run.cpp - execute a weft plan ---------------------------------===//
 //
 // [mpirun -np P] weft-run PLAN.json [--data DIR | synthetic | text:FILE]
-//          [--split train|val] [--holdout F] [--seed S] [--steps K] [--threads N] [--log-json FILE] [--trace FILE]
-//          [--dump-outputs DIR] [--save OUT.onnx] [--checkpoint DIR
-//          [--save-every N] [--keep K]] [--resume DIR]
+//          [--split train|val] [--holdout F] [--seed S] [--steps K]
+//          [--threads N] [--log-json FILE] [--trace FILE]
+//          [--dump-outputs DIR] [--timeout S] [--on-nan stop|continue]
+//          [--save OUT.onnx] [--checkpoint DIR [--save-every N] [--keep K]]
+//          [--resume DIR]
 //
 // A plan with P ranks (pipeline stages) runs as P MPI processes, one rank
 // each; the rank holding the loss prints the log.
 // Loads and validates the plan, loads weights from the model it names, and
-// runs K steps, printing the loss of each and their mean. Exit status 1 with one line
-// naming the problem on any bad plan, weight or data file.
+// runs K steps, printing the loss of each and their mean. Exit status 1
+// with one line naming the problem on any bad plan, weight or data file,
+// a non-finite loss or a stuck peer.
 //
 //===----------------------------------------------------------------------===//
 
