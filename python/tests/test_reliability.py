@@ -255,3 +255,79 @@ def test_plan_refuses_a_changed_model(weftc, tmp_path):
         rf"'{re.escape(str(model))}' is not the model the plan was compiled "
         r"from \(sha256 [0-9a-f]{12}\.\.\., the plan's [0-9a-f]{12}\.\.\.\); "
         r"recompile the plan with weftc", result.stderr.strip()), result.stderr
+
+
+@pytest.fixture(scope="module")
+def pipelined_plan(weftc, models_dir, tmp_path_factory):
+    """The gpt example on 2 stages (1F1B, 4 micro-batches), as JSON."""
+    path = tmp_path_factory.mktemp("order") / "plan.json"
+    assert run([weftc, str(models_dir / "gpt.onnx"), "-o", str(path),
+                "--pipeline-parallel=2", "--microbatches=4"]).returncode == 0
+    return json.loads(path.read_text())
+
+
+def _first(instructions, op):
+    return next(i for i, inst in enumerate(instructions) if inst["op"] == op)
+
+
+def _drop_first_wait_recv(plan):
+    insts = plan["ranks"][1]["instructions"]
+    del insts[_first(insts, "wait_recv")]
+
+
+def _drop_every_wait_send(plan):
+    insts = plan["ranks"][0]["instructions"]
+    insts[:] = [i for i in insts if i["op"] != "wait_send"]
+
+
+def _receive_gradient_first(plan):
+    """Rank 0 waits for stage 1's first gradient before sending it any
+    activation: each rank waits on the other."""
+    insts = plan["ranks"][0]["instructions"]
+    recv = _first(insts, "irecv")
+    tag = insts[recv]["tag"]
+    wait = next(i for i, inst in enumerate(insts)
+                if inst["op"] == "wait_recv" and inst["tag"] == tag)
+    moved = [insts[recv], insts[wait]]
+    insts[:] = moved + [x for i, x in enumerate(insts) if i not in (recv, wait)]
+
+
+@pytest.mark.parametrize("edit,pattern", [
+    (_drop_first_wait_recv,
+     r"ranks\[1\]\.instructions\[\d+\] \(\w+ .*\): reads buffer \d+ while the "
+     r"receive of tag \d+ into its bytes is in flight \(no wait_recv before\)"),
+    (_drop_every_wait_send,
+     r"ranks\[0\].*(writes buffer \d+ while the send of tag \d+ owns its "
+     r"bytes|the transfer of tag \d+ is never waited for)"),
+    (_receive_gradient_first,
+     r"the ranks would deadlock, each waiting on another: "
+     r"ranks\[0\]\.instructions\[1\] \(wait_recv tag \d+\); "
+     r"ranks\[1\]\.instructions\[\d+\] \(wait_recv tag \d+\)"),
+])
+def test_plans_that_would_misread_or_hang_are_refused(pipelined_plan, tmp_path,
+                                                      edit, pattern):
+    """A missing wait_recv once read data before it arrived; a plan that
+    would deadlock hung forever. The loader refuses both before any rank
+    runs (the same message on every rank; one line)."""
+    plan = json.loads(json.dumps(pipelined_plan))
+    edit(plan)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    result = run([tool("weft-run"), str(path)])
+    assert result.returncode == 1
+    assert re.search(pattern, result.stderr), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_read_before_write_is_refused(nan_plan, tmp_path):
+    """Instructions in the wrong order (a mutated or hand-edited plan) ran
+    to a wrong loss; a read of a buffer nothing wrote yet is refused."""
+    plan = json.loads(nan_plan.read_text())
+    plan["ranks"][0]["instructions"].reverse()
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    result = run([tool("weft-run"), str(path)])
+    assert result.returncode == 1
+    assert re.search(r"ranks\[0\]\.instructions\[0\] \(\w+ .*\): reads "
+                     r"buffer \d+ before anything writes it", result.stderr), \
+        result.stderr

@@ -317,6 +317,7 @@ Plan parsePlan(const std::string &text, const std::string &path,
       ranks.at(i).at("rank").fail("ranks must be listed as 0, 1, 2, ...");
   }
   checkTransfers(plan, ranks);
+  checkInstructionOrder(plan);
   return plan;
 }
 

@@ -24,6 +24,8 @@
 #include "weft/runtime/OnnxTensor.h"
 #include "weft/runtime/TextData.h"
 
+#include "RunOptions.h"
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -42,148 +44,6 @@ using namespace weft::rt;
 using json = nlohmann::json;
 
 namespace {
-
-const char *kUsage =
-    "usage: weft-run PLAN.json [options]\n"
-    "  --data DIR|synthetic|text:FILE\n"
-    "                        inputs: DIR/step_<i>/<input>.pb (ONNX "
-    "TensorProto),\n"
-    "                        generated from --seed (default: synthetic), or\n"
-    "                        byte-level LM windows of a text file\n"
-    "  --split train|val     text: which split to read (default train)\n"
-    "  --holdout F           text: the file's last fraction F is the\n"
-    "                        validation split (default 0.1)\n"
-    "  --text-inputs T,Y     text: the token and target inputs (default\n"
-    "                        tokens,targets)\n"
-    "  --seed S              seed of synthetic data and dropout (default 0)\n"
-    "  --steps K             steps to run (default 1)\n"
-    "  --threads N           BLAS threads (default 1)\n"
-    "  --log-json FILE       one JSON object per step: step, loss, seconds,\n"
-    "                        samples_per_s, arena_bytes, peak_bytes\n"
-    "  --trace FILE          Chrome/Perfetto trace, one slice per instruction\n"
-    "  --dump-outputs DIR    write every output as DIR/step_<i>/<name>.pb\n"
-    "  --timeout S           a rank waiting on a transfer or collective for\n"
-    "                        S seconds ends the job naming the peer\n"
-    "                        (default 300; 0 waits forever)\n"
-    "  --on-nan stop|continue  a non-finite loss stops the run with exit 1\n"
-    "                        naming the step (default stop)\n"
-    "  --save OUT.onnx       after the last step, write the trained model as\n"
-    "                        one ONNX file (also --save-onnx)\n"
-    "  --checkpoint DIR      write checkpoints to DIR (one shard per rank, a\n"
-    "                        manifest, DIR/latest), after the last step and\n"
-    "  --save-every N        every N steps (default 0: the last step only)\n"
-    "  --keep K              keep the newest K checkpoints (default 1)\n"
-    "  --resume DIR          continue from the checkpoint DIR/latest names\n"
-    "                        (or DIR itself, a step_<N> directory)\n";
-
-struct Options {
-  std::string plan, data = "synthetic", logJson, trace, dumpOutputs, save,
-                    checkpoint, resume;
-  int64_t saveEvery = 0, keep = 1;
-  TextData::Split split = TextData::Split::Train;
-  double holdout = 0.1;
-  std::string tokens = "tokens", targets = "targets";
-  bool stopOnNan = true;
-  double timeout = 300;
-  uint64_t seed = 0;
-  int64_t steps = 1;
-  int threads = 1;
-};
-
-int64_t number(const char *flag, const char *text) {
-  char *end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (!*text || *end || v < 0)
-    throw Error(std::string(flag) + ": '" + text +
-                "' is not a non-negative integer");
-  return v;
-}
-
-Options parse(int argc, char **argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> const char * {
-      if (i + 1 >= argc)
-        throw Error(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    } else if (arg == "--data") {
-      o.data = value();
-    } else if (arg == "--split") {
-      std::string split = value();
-      if (split != "train" && split != "val")
-        throw Error("--split: '" + split + "' is not train or val");
-      o.split = split == "train" ? TextData::Split::Train
-                                 : TextData::Split::Validation;
-    } else if (arg == "--holdout") {
-      const char *text = value();
-      char *end = nullptr;
-      o.holdout = std::strtod(text, &end);
-      if (!*text || *end)
-        throw Error(std::string("--holdout: '") + text + "' is not a number");
-    } else if (arg == "--text-inputs") {
-      std::string names = value();
-      size_t comma = names.find(',');
-      if (comma == std::string::npos || comma == 0 ||
-          comma + 1 == names.size())
-        throw Error("--text-inputs: '" + names +
-                    "' is not TOKENS,TARGETS (two input names)");
-      o.tokens = names.substr(0, comma);
-      o.targets = names.substr(comma + 1);
-    } else if (arg == "--timeout") {
-      const char *text = value();
-      char *end = nullptr;
-      o.timeout = std::strtod(text, &end);
-      if (!*text || *end || !(o.timeout >= 0) || std::isinf(o.timeout))
-        throw Error(std::string("--timeout: '") + text +
-                    "' is not a number of seconds >= 0");
-    } else if (arg == "--on-nan") {
-      std::string policy = value();
-      if (policy != "stop" && policy != "continue")
-        throw Error("--on-nan: '" + policy + "' is not stop or continue");
-      o.stopOnNan = policy == "stop";
-    } else if (arg == "--seed") {
-      o.seed = number("--seed", value());
-    } else if (arg == "--steps") {
-      o.steps = number("--steps", value());
-    } else if (arg == "--threads") {
-      o.threads = std::max<int64_t>(1, number("--threads", value()));
-    } else if (arg == "--log-json") {
-      o.logJson = value();
-    } else if (arg == "--trace") {
-      o.trace = value();
-    } else if (arg == "--dump-outputs") {
-      o.dumpOutputs = value();
-    } else if (arg == "--save" || arg == "--save-onnx") {
-      o.save = value();
-    } else if (arg == "--checkpoint") {
-      o.checkpoint = value();
-    } else if (arg == "--save-every") {
-      o.saveEvery = number("--save-every", value());
-    } else if (arg == "--keep") {
-      o.keep = number("--keep", value());
-      if (o.keep < 1)
-        throw Error("--keep: 0 would delete every checkpoint; keep 1 or more");
-    } else if (arg == "--resume") {
-      o.resume = value();
-    } else if (!arg.empty() && arg[0] == '-') {
-      throw Error("unknown option '" + arg + "'\n" + kUsage);
-    } else if (o.plan.empty()) {
-      o.plan = arg;
-    } else {
-      throw Error("unexpected argument '" + arg + "'");
-    }
-  }
-  if (o.plan.empty())
-    throw Error(std::string("no plan given\n") + kUsage);
-  if (o.saveEvery && o.checkpoint.empty())
-    throw Error("--save-every needs --checkpoint DIR");
-  return o;
-}
 
 /// Fails naming `flag` unless `path` can be created or replaced: its
 /// directory exists and is writable. Checked before step 1, so that a typo
@@ -285,7 +145,7 @@ json traceEvents(const std::vector<TraceEvent> &events) {
   return list;
 }
 
-int run(const Options &o, Communicator &comm) {
+int run(const RunOptions &o, Communicator &comm) {
   std::unique_ptr<Backend> backend = createCpuBackend();
   backend->setThreads(o.threads);
   Plan plan = loadPlan(
@@ -472,7 +332,7 @@ int main(int argc, char **argv) {
                            : "weft-run: ";
   std::string message;
   try {
-    return run(parse(argc, argv), *comm);
+    return run(parseOptions(argc, argv), *comm);
   } catch (const Error &e) {
     message = prefix + e.what();
   } catch (const std::exception &e) {

@@ -96,6 +96,16 @@ Plan loadPlan(const std::string &path,
 Plan parsePlan(const std::string &text, const std::string &path,
                const std::function<bool(const std::string &)> &knownKernel);
 
+/// The order checks parsePlan runs last (runtime/lib/PlanOrder.cpp). Per
+/// rank: every buffer an instruction reads was written before (or is a
+/// step argument), no instruction reads or writes the bytes of a receive
+/// before its wait_recv or overwrites a send's before its wait_send, each
+/// wait matches its post's kind, every post is waited for. Across ranks: a
+/// rendezvous simulation (a wait completes once the peer has posted the
+/// matching transfer) finds plans that would deadlock. Throws Error naming
+/// the instruction, or each blocked rank's instruction.
+void checkInstructionOrder(const Plan &plan);
+
 /// Decodes standard base64 (RFC 4648); throws Error on malformed input.
 std::string decodeBase64(const std::string &text);
 

@@ -1,0 +1,34 @@
+//===- RunOptions.h - weft-run's command line -----------------*- C++ -*-===//
+#ifndef WEFT_RUNTIME_TOOLS_RUNOPTIONS_H
+#define WEFT_RUNTIME_TOOLS_RUNOPTIONS_H
+
+#include "weft/runtime/TextData.h"
+
+#include <cstdint>
+#include <string>
+
+namespace weft::rt {
+
+/// weft-run's flags, as parsed (defaults as the usage text states).
+struct RunOptions {
+  std::string plan, data = "synthetic", logJson, trace, dumpOutputs, save,
+                    checkpoint, resume;
+  int64_t saveEvery = 0, keep = 1;
+  TextData::Split split = TextData::Split::Train;
+  double holdout = 0.1;
+  std::string tokens = "tokens", targets = "targets";
+  bool stopOnNan = true;
+  double timeout = 300;
+  uint64_t seed = 0;
+  int64_t steps = 1;
+  int threads = 1;
+};
+
+/// Parses argv; prints the usage and exits 0 on --help. Throws Error naming
+/// the flag on an unknown flag, a missing or malformed value, or a
+/// contradiction (--save-every without --checkpoint).
+RunOptions parseOptions(int argc, char **argv);
+
+} // namespace weft::rt
+
+#endif // WEFT_RUNTIME_TOOLS_RUNOPTIONS_H
