@@ -550,18 +550,23 @@ int main(int argc, char **argv) {
     errs() << "weftc: cannot read '" << inputFile << "': " << error << "\n";
     return 1;
   }
-  // The output is built in memory and written only when the compile
+  // A file output is built in memory and written only when the compile
   // succeeds, to a temporary file renamed over -o: a failure leaves an
-  // existing file as it was, and no reader ever sees half a plan.
+  // existing file as it was, and no reader ever sees half a plan. Standard
+  // output streams (with --split-input-file, each chunk's as it compiles).
   std::string result;
-  raw_string_ostream os(result);
+  raw_string_ostream buffered(result);
+  bool toStdout = outputFile == "-";
   auto process = [&](std::unique_ptr<MemoryBuffer> chunk, raw_ostream &os) {
     return processModel(std::move(chunk), options, os);
   };
-  if (failed(splitAndProcessBuffer(std::move(buffer), process, os,
-                                   splitInputFile ? "# -----" : "",
-                                   "// -----")))
+  if (failed(splitAndProcessBuffer(
+          std::move(buffer), process,
+          toStdout ? static_cast<raw_ostream &>(outs()) : buffered,
+          splitInputFile ? "# -----" : "", "// -----")))
     return 1;
+  if (toStdout)
+    return 0;
   if (estimateMemory) // an estimate writes no plan
     return 0;
   if (Error error = writeToOutput(outputFile, [&](raw_ostream &out) {

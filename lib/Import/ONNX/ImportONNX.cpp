@@ -13,6 +13,8 @@
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/Path.h"
 
+#include <climits>
+
 #include <onnx/checker.h>
 #include <onnx/defs/parser.h>
 #include <onnx/shape_inference/implementation.h>
@@ -200,6 +202,42 @@ LogicalResult fixInputShapes(onnx::ModelProto &model,
   // let shape inference derive them afresh.
   if (!options.inputShapes.empty() || options.microbatches > 1)
     graph->clear_value_info();
+  return success();
+}
+
+/// What libonnx 1.12 mishandles, refused before it runs: its Slice shape
+/// inference narrows `steps` to int, so a step beyond +-(2^31 - 1) on a
+/// propagated shape (Slice of Shape) crashes it or loops without bound. A
+/// step larger than the dim takes one element either way.
+LogicalResult checkLibonnxHazards(const onnx::ModelProto &model,
+                                  Location loc) {
+  llvm::StringMap<const onnx::TensorProto *> values;
+  for (const auto &init : model.graph().initializer())
+    values[init.name()] = &init;
+  for (const auto &node : model.graph().node())
+    if (node.op_type() == "Constant" && node.output_size() == 1)
+      for (const auto &attr : node.attribute())
+        if (attr.name() == "value" && attr.has_t())
+          values[node.output(0)] = &attr.t();
+  for (const auto &node : model.graph().node()) {
+    if (node.op_type() != "Slice" || node.input_size() < 5)
+      continue;
+    const onnx::TensorProto *steps = values.lookup(node.input(4));
+    HostTensor value;
+    std::string error;
+    if (!steps || !readTensorProto(*steps, value, error) || value.isFloat())
+      continue; // the importer reports these itself
+    for (int64_t step : value.toInts())
+      if (step > INT32_MAX || step < -INT32_MAX)
+        return emitError(loc)
+               << "Slice node '"
+               << (node.name().empty() ? "Slice(" + node.output(0) + ")"
+                                       : node.name())
+               << "': step " << step
+               << " is beyond +-(2^31 - 1), which libonnx 1.12's shape "
+                  "inference cannot take; a step larger than the dim takes "
+                  "one element, so use the dim";
+  }
   return success();
 }
 
@@ -399,6 +437,8 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
                      << kImportOpset << " (weft.export does)";
       return {};
     }
+    if (failed(checkLibonnxHazards(model, loc)))
+      return {};
     try {
       checkModel(model);
     } catch (const std::exception &e) {
