@@ -37,15 +37,23 @@ using namespace weft;
 
 namespace {
 
-/// A polynomial in x and e: (power of x, power of e) -> coefficient.
-using Polynomial = std::map<std::pair<unsigned, unsigned>, double>;
+/// (power of x, power of e).
+using Monomial = std::pair<unsigned, unsigned>;
+/// A polynomial in x and e: monomial -> coefficient.
+using Polynomial = std::map<Monomial, double>;
 
 /// Highest power of x or e a chain may reach (x^3 in gelu_new, x^3 e in
 /// its expanded product); beyond it the chain is not a GELU.
 constexpr unsigned kMaxPower = 6;
 
-Polynomial constant(double c) { return {{{0, 0}, c}}; }
+Polynomial constantTerm(double c) { return {{{0, 0}, c}}; }
 Polynomial xTerm() { return {{{1, 0}, 1.0}}; }
+Polynomial eTerm() { return {{{0, 1}, 1.0}}; }
+
+/// The ops a chain is read through.
+bool isArithmetic(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, PowOp>(op);
+}
 
 Polynomial combine(const Polynomial &a, const Polynomial &b, double sign) {
   Polynomial sum = a;
@@ -64,8 +72,7 @@ std::optional<Polynomial> multiply(const Polynomial &a, const Polynomial &b) {
   Polynomial product;
   for (const auto &[ma, ca] : a)
     for (const auto &[mb, cb] : b) {
-      std::pair<unsigned, unsigned> m{ma.first + mb.first,
-                                      ma.second + mb.second};
+      Monomial m{ma.first + mb.first, ma.second + mb.second};
       if (m.first > kMaxPower || m.second > kMaxPower)
         return std::nullopt;
       product[m] += ca * cb;
@@ -75,14 +82,11 @@ std::optional<Polynomial> multiply(const Polynomial &a, const Polynomial &b) {
 
 /// The constant term alone, if `p` has no other.
 std::optional<double> constantOf(const Polynomial &p) {
-  double c = 0;
-  for (const auto &[m, coefficient] : p) {
-    if (m != std::pair<unsigned, unsigned>{0, 0} && coefficient != 0)
+  for (const auto &[m, coefficient] : p)
+    if (m != Monomial{0, 0} && coefficient != 0)
       return std::nullopt;
-    if (m == std::pair<unsigned, unsigned>{0, 0})
-      c = coefficient;
-  }
-  return c;
+  auto it = p.find({0, 0});
+  return it == p.end() ? 0.0 : it->second;
 }
 
 /// `got` equals `want` coefficient by coefficient within `tolerance`
@@ -131,7 +135,7 @@ private:
 
 std::optional<Polynomial> ChainReader::read(Value v) {
   if (e && v == e)
-    return Polynomial{{{0, 1}, 1.0}};
+    return eTerm();
   ElementsAttr attr;
   if (matchPattern(v, m_Constant(&attr))) {
     auto type = dyn_cast<FloatType>(attr.getElementType());
@@ -142,13 +146,12 @@ std::optional<Polynomial> ChainReader::read(Value v) {
                                       APFloat::semanticsPrecision(
                                           type.getFloatSemantics()))));
     constants.insert(v.getDefiningOp());
-    return constant(attr.getSplatValue<APFloat>().convertToDouble());
+    return constantTerm(attr.getSplatValue<APFloat>().convertToDouble());
   }
   if (v == x)
     return xTerm();
   Operation *def = v.getDefiningOp();
-  if (def && v.hasOneUse() &&
-      isa<AddOp, SubOp, MulOp, DivOp, NegOp, PowOp>(def)) {
+  if (def && v.hasOneUse() && isArithmetic(def)) {
     interior.push_back(def);
     return readOp(def);
   }
@@ -159,7 +162,7 @@ std::optional<Polynomial> ChainReader::read(Value v) {
 }
 
 std::optional<Polynomial> ChainReader::readOp(Operation *op) {
-  if (!isa<AddOp, SubOp, MulOp, DivOp, NegOp, PowOp>(op))
+  if (!isArithmetic(op))
     return std::nullopt;
   std::optional<Polynomial> lhs = read(op->getOperand(0));
   if (!lhs)
@@ -181,7 +184,7 @@ std::optional<Polynomial> ChainReader::readOp(Operation *op) {
   // pow(p, n) for a small integer n.
   if (!c || *c != std::floor(*c) || *c < 0 || *c > kMaxPower)
     return std::nullopt;
-  Polynomial power = constant(1);
+  Polynomial power = constantTerm(1);
   for (int i = 0; i < static_cast<int>(*c); ++i) {
     std::optional<Polynomial> next = multiply(power, *lhs);
     if (!next)

@@ -21,7 +21,7 @@ import pytest
 from onnx import numpy_helper
 
 from conftest import run, tool
-from test_forward_loss import write_step
+from weft.oracle import write_step
 from test_training import batches
 from weft import oracle
 from weft.examples import gpt

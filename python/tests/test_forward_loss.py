@@ -13,7 +13,7 @@ import torch
 
 from conftest import run
 from weft.examples import gpt, resnet, unet
-from weft.oracle import write_step  # noqa: F401 (the other tests import it from here)
+from weft.oracle import write_step
 
 BUILDERS = {
     "gpt": lambda: gpt.build(**gpt.CONFIGS["small"]),

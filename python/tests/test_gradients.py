@@ -12,7 +12,8 @@ import pytest
 from onnx import numpy_helper
 
 from conftest import run, tool
-from test_forward_loss import BUILDERS, write_step
+from test_forward_loss import BUILDERS
+from weft.oracle import write_step
 
 
 TOLERANCE = {"gpt": 1e-5, "resnet": 1e-4, "unet": 1e-4}

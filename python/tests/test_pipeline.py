@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from conftest import run, tool
-from test_forward_loss import write_step
+from weft.oracle import write_step
 from weft import oracle
 from weft.oracle import mpirun
 from weft.examples import gpt, resnet, unet

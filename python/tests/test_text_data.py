@@ -141,4 +141,5 @@ def test_text_for_a_smaller_vocabulary_is_refused(weftc, models_dir, lm,
     result = run([tool("weft-run"), str(plan), "--data",
                   f"text:{tmp_path / 'missing.txt'}"])
     assert result.returncode == 1
-    assert "missing.txt: cannot read the file" in result.stderr
+    assert f"--data text: cannot read '{tmp_path / 'missing.txt'}'" in \
+        result.stderr

@@ -8,6 +8,7 @@
 
 #include "weft/runtime/Checkpoint.h"
 
+#include "weft/runtime/Files.h"
 #include "weft/runtime/OnnxTensor.h"
 #include "weft/runtime/Sha256.h"
 
@@ -18,10 +19,6 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 namespace weft::rt {
 
@@ -31,48 +28,6 @@ using json = nlohmann::json;
 namespace {
 
 constexpr int64_t kFormatVersion = 1;
-
-/// fsync of an open descriptor, or Error naming `path`.
-void syncOrFail(int fd, const std::string &path) {
-  if (::fsync(fd) != 0)
-    throw Error("--checkpoint: cannot sync '" + path + "'");
-}
-
-/// `bytes` to `path` so that a crash leaves either the old file or the new
-/// one: a temporary name, fsync, rename, fsync of the directory.
-void writeDurably(const std::string &path, const std::string &bytes) {
-  std::string temp = path + ".tmp";
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw Error("--checkpoint: cannot write '" + temp + "'");
-  for (size_t done = 0; done < bytes.size();) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      throw Error("--checkpoint: cannot write '" + temp + "'");
-    }
-    done += n;
-  }
-  syncOrFail(fd, temp);
-  ::close(fd);
-  if (std::rename(temp.c_str(), path.c_str()) != 0)
-    throw Error("--checkpoint: cannot rename '" + temp + "' to '" + path + "'");
-  std::string dir = fs::path(path).parent_path().string();
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    syncOrFail(dfd, dir);
-    ::close(dfd);
-  }
-}
-
-std::string readFile(const std::string &path, const std::string &what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(what + ": cannot read '" + path + "'");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
 
 std::string stepName(int64_t step) {
   char name[32];
@@ -97,14 +52,9 @@ std::string serializeShard(const Executor &executor, int64_t rank,
     prop->set_key(key);
     prop->set_value(value);
   }
-  for (Executor::StateTensor &t : executor.snapshot()) {
-    onnx::TensorProto *proto = model.mutable_graph()->add_initializer();
-    proto->set_name(t.name);
-    proto->set_data_type(onnxTypeOf(t.dtype));
-    for (int64_t d : t.shape)
-      proto->add_dims(d);
-    proto->set_raw_data(std::move(t.bytes));
-  }
+  for (Executor::StateTensor &t : executor.snapshot())
+    *model.mutable_graph()->add_initializer() =
+        makeTensorProto(t.name, t.dtype, t.shape, std::move(t.bytes));
   std::string bytes;
   if (!model.SerializeToString(&bytes))
     throw Error("--checkpoint: cannot serialize rank " + std::to_string(rank) +
@@ -162,7 +112,8 @@ void saveCheckpoint(const Plan &plan, const Executor &executor,
     return;
 
   std::string shard = serializeShard(executor, rank, step);
-  writeDurably((stepDir / shardName(rank)).string(), shard);
+  writeFileAtomically((stepDir / shardName(rank)).string(), shard,
+                      "--checkpoint");
   json mine = {{"rank", rank},
                {"file", shardName(rank)},
                {"bytes", (int64_t)shard.size()},
@@ -179,10 +130,10 @@ void saveCheckpoint(const Plan &plan, const Executor &executor,
                      {"shards", json::array()}};
     for (const std::string &s : shards)
       manifest["shards"].push_back(json::parse(s));
-    writeDurably((stepDir / "manifest.json").string(),
-                 manifest.dump(1) + "\n");
+    writeFileAtomically((stepDir / "manifest.json").string(),
+                        manifest.dump(1) + "\n", "--checkpoint");
     // The checkpoint is complete; only now does `latest` move to it.
-    writeDurably(latestPath, name + "\n");
+    writeFileAtomically(latestPath, name + "\n", "--checkpoint");
     // Prune: this checkpoint and the newest keep - 1 complete ones before
     // it stay; older ones and interrupted saves (no manifest) go. Complete
     // checkpoints of later steps (another run's) are left alone.
@@ -207,12 +158,8 @@ void saveCheckpoint(const Plan &plan, const Executor &executor,
 int64_t loadCheckpoint(const Plan &plan, Executor &executor, int64_t rank,
                        const std::string &dir, uint64_t seed) {
   const std::string what = "--resume " + dir;
-  fs::path stepDir = dir;
-  if (fs::exists(fs::path(dir) / "latest")) {
-    std::string name = readFile((fs::path(dir) / "latest").string(), what);
-    name.erase(name.find_last_not_of(" \n") + 1);
-    stepDir = fs::path(dir) / name;
-  }
+  std::string latest = latestName(dir);
+  fs::path stepDir = latest.empty() ? fs::path(dir) : fs::path(dir) / latest;
   fs::path manifestPath = stepDir / "manifest.json";
   if (!fs::exists(manifestPath))
     throw Error(what + ": no complete checkpoint ('" + manifestPath.string() +

@@ -2,6 +2,7 @@
 
 #include "weft/runtime/Executor.h"
 
+#include "weft/runtime/Files.h"
 #include "weft/runtime/OnnxTensor.h"
 #include "weft/runtime/Sha256.h"
 
@@ -44,16 +45,6 @@ onnx::ModelProto readModel(const std::string &path, const std::string &what) {
   return model;
 }
 
-void writeModelAtomically(const onnx::ModelProto &model,
-                          const std::string &path) {
-  std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out || !model.SerializeToOstream(&out))
-      throw Error("--save: cannot write '" + temp + "'");
-  }
-  std::filesystem::rename(temp, path);
-}
 } // namespace
 
 void Executor::loadInitializers(const std::string &modelPath,
@@ -124,39 +115,43 @@ void Executor::exportModel(const std::string &path, const std::string &temp,
     t.clear_float_data();
     t.set_raw_data(bytes);
   }
-  writeModelAtomically(model, temp);
-  if (last)
-    std::filesystem::rename(temp, path);
+  // The last rank writes the result itself; earlier ranks hand it on.
+  writeFileAtomically(last ? path : temp, model.SerializeAsString(), "--save");
+  if (last && !first)
+    std::filesystem::remove(temp);
+}
+
+std::vector<const NamedBuffer *> Executor::stateBuffers() const {
+  std::vector<const NamedBuffer *> out;
+  for (const auto *list :
+       {&rankPlan.params, &rankPlan.state, &rankPlan.optimizerState})
+    for (const NamedBuffer &named : *list)
+      out.push_back(&named);
+  return out;
 }
 
 std::vector<Executor::StateTensor> Executor::snapshot() const {
   std::vector<StateTensor> out;
-  for (const auto *list :
-       {&rankPlan.params, &rankPlan.state, &rankPlan.optimizerState})
-    for (const NamedBuffer &named : *list) {
-      const BufferDesc &b = rankPlan.buffers[named.buffer];
-      StateTensor t{named.name, b.dtype, b.shape, std::string(b.bytes, '\0')};
-      backend.download(t.bytes.data(), arena + b.offset, b.bytes);
-      out.push_back(std::move(t));
-    }
+  for (const NamedBuffer *named : stateBuffers()) {
+    const BufferDesc &b = rankPlan.buffers[named->buffer];
+    StateTensor t{named->name, b.dtype, b.shape, std::string(b.bytes, '\0')};
+    backend.download(t.bytes.data(), arena + b.offset, b.bytes);
+    out.push_back(std::move(t));
+  }
   return out;
 }
 
 std::vector<std::string> Executor::stateNames() const {
   std::vector<std::string> names;
-  for (const auto *list :
-       {&rankPlan.params, &rankPlan.state, &rankPlan.optimizerState})
-    for (const NamedBuffer &named : *list)
-      names.push_back(named.name);
+  for (const NamedBuffer *named : stateBuffers())
+    names.push_back(named->name);
   return names;
 }
 
 void Executor::restore(const std::string &name, const std::string &bytes) {
-  for (const auto *list :
-       {&rankPlan.params, &rankPlan.state, &rankPlan.optimizerState})
-    for (const NamedBuffer &named : *list)
-      if (named.name == name)
-        return write(named, bytes, "checkpoint tensor");
+  for (const NamedBuffer *named : stateBuffers())
+    if (named->name == name)
+      return write(*named, bytes, "checkpoint tensor");
   throw Error("checkpoint tensor '" + name + "' is not a tensor of rank " +
               std::to_string(rankPlan.rank));
 }

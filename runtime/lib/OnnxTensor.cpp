@@ -2,11 +2,12 @@
 
 #include "weft/runtime/OnnxTensor.h"
 
+#include "weft/runtime/Files.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 using onnx::TensorProto;
 
@@ -25,15 +26,6 @@ constexpr Mapping kMappings[] = {
     {TensorProto::UINT8, DType::U8},    {TensorProto::UINT16, DType::U16},
     {TensorProto::UINT32, DType::U32},  {TensorProto::UINT64, DType::U64},
     {TensorProto::BOOL, DType::Bool}};
-
-std::string readFile(const std::string &path, const std::string &what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(what + ": cannot read '" + path + "'");
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
 
 /// Appends `count` values of a typed field, narrowed to `size` bytes each
 /// (little-endian host, as every supported platform is).
@@ -161,25 +153,26 @@ TensorProto readTensorFile(const std::string &path) {
   return proto;
 }
 
-void writeTensorFile(const std::string &path, const std::string &name,
-                     DType dtype, const std::vector<int64_t> &shape,
-                     const std::string &bytes) {
+TensorProto makeTensorProto(const std::string &name, DType dtype,
+                            const std::vector<int64_t> &shape,
+                            std::string bytes) {
   TensorProto proto;
   proto.set_name(name);
   proto.set_data_type(onnxTypeOf(dtype));
   for (int64_t d : shape)
     proto.add_dims(d);
-  proto.set_raw_data(bytes);
+  proto.set_raw_data(std::move(bytes));
+  return proto;
+}
+
+void writeTensorFile(const std::string &path, const std::string &name,
+                     DType dtype, const std::vector<int64_t> &shape,
+                     const std::string &bytes) {
   std::filesystem::create_directories(
       std::filesystem::path(path).parent_path());
-  // Temp file + rename: a reader never sees a half-written file.
-  std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary);
-    if (!out || !proto.SerializeToOstream(&out))
-      throw Error(path + ": cannot write");
-  }
-  std::filesystem::rename(temp, path);
+  writeFileAtomically(
+      path, makeTensorProto(name, dtype, shape, bytes).SerializeAsString(),
+      "--dump-outputs");
 }
 
 } // namespace weft::rt

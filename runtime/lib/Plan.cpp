@@ -2,10 +2,10 @@
 
 #include "weft/runtime/Plan.h"
 
-#include <fstream>
+#include "weft/runtime/Files.h"
+
 #include <map>
 #include <set>
-#include <sstream>
 
 using json = nlohmann::json;
 
@@ -323,12 +323,7 @@ Plan parsePlan(const std::string &text, const std::string &path,
 
 Plan loadPlan(const std::string &path,
               const std::function<bool(const std::string &)> &knownKernel) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(path + ": cannot open the plan");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parsePlan(text.str(), path, knownKernel);
+  return parsePlan(readFile(path, "the plan"), path, knownKernel);
 }
 
 std::string decodeBase64(const std::string &text) {

@@ -2,12 +2,12 @@
 
 #include "weft/runtime/TextData.h"
 
+#include "weft/runtime/Files.h"
+
 #include "../kernels/Philox.h"
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace weft::rt {
 
@@ -15,12 +15,7 @@ TextData::TextData(const std::string &path, double holdout) : path(path) {
   if (!(holdout > 0 && holdout < 1))
     throw Error("--holdout: " + std::to_string(holdout) +
                 " is not a fraction in (0, 1)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error("--data text:" + path + ": cannot read the file");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  text = bytes.str();
+  text = readFile(path, "--data text");
   trainEnd = text.size() - (int64_t)std::llround(holdout * text.size());
 }
 

@@ -208,7 +208,6 @@ int run(const RunOptions &o, Communicator &comm) {
   };
   // The console line and the --log-json record of one step (log rank).
   auto began = std::chrono::steady_clock::now();
-  std::ofstream *logFile = log.is_open() ? &log : nullptr;
   auto logStep = [&](int64_t step, std::optional<double> loss,
                      double seconds) {
     double samples = plan.globalBatch / std::max(seconds, 1e-12);
@@ -223,17 +222,17 @@ int run(const RunOptions &o, Communicator &comm) {
                 loss ? std::to_string(*loss).c_str() : "n/a", seconds, samples,
                 (long long)peakMax, eta);
     std::fflush(stdout);
-    if (logFile)
-      *logFile << json{{"step", step + 1},
-                       {"loss", lossJson(loss)},
-                       {"seconds", seconds},
-                       {"samples_per_s", samples},
-                       {"arena_bytes", arenaMax},
-                       {"peak_bytes", peakMax},
-                       {"rank_arena_bytes", rankArena},
-                       {"rank_peak_bytes", rankPeak}}
-                      .dump()
-               << std::endl;
+    if (log.is_open())
+      log << json{{"step", step + 1},
+                  {"loss", lossJson(loss)},
+                  {"seconds", seconds},
+                  {"samples_per_s", samples},
+                  {"arena_bytes", arenaMax},
+                  {"peak_bytes", peakMax},
+                  {"rank_arena_bytes", rankArena},
+                  {"rank_peak_bytes", rankPeak}}
+                 .dump()
+          << std::endl;
   };
   std::vector<TraceEvent> trace;
   double lossSum = 0;

@@ -37,7 +37,6 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 #include <cmath>
 
@@ -352,9 +351,7 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     if (emit == Emit::Summary)
       printSummary(summary, source, os);
     else
-      os << summaryJSON(summary).dump(-1, ' ', false,
-                                       nlohmann::json::error_handler_t::replace)
-         << "\n";
+      os << weft::jsonText(summaryJSON(summary)) << "\n";
     return success();
   }
   // One kernel per GELU, which keeps only its input for the backward.
@@ -565,9 +562,7 @@ int main(int argc, char **argv) {
           toStdout ? static_cast<raw_ostream &>(outs()) : buffered,
           splitInputFile ? "# -----" : "", "// -----")))
     return 1;
-  if (toStdout)
-    return 0;
-  if (estimateMemory) // an estimate writes no plan
+  if (toStdout || estimateMemory) // an estimate writes no plan
     return 0;
   if (Error error = writeToOutput(outputFile, [&](raw_ostream &out) {
         out << result;

@@ -37,7 +37,7 @@ GraphImporter::GraphImporter(MLIRContext *ctx, const onnx::ModelProto &model,
 // Diagnostics and attributes
 //===----------------------------------------------------------------------===//
 
-static std::string nodeName(const Node &node) {
+std::string weft::nodeName(const Node &node) {
   if (!node.name().empty())
     return node.name();
   // Unnamed nodes are identified by their first output, unique in a graph.

@@ -30,6 +30,10 @@ inline constexpr llvm::StringLiteral kDynamicBatchFix =
 class GraphImporter;
 using Node = onnx::NodeProto;
 
+/// How diagnostics name a node: its name, or "<OpType>(<first output>)"
+/// for an unnamed one (outputs are unique in a graph).
+std::string nodeName(const Node &node);
+
 /// Converts one ONNX node: binds every used output with `bind`, or emits an
 /// error through `GraphImporter::error` and fails.
 using Converter = llvm::LogicalResult (*)(GraphImporter &, const Node &);

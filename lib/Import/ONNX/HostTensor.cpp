@@ -23,6 +23,15 @@ bool isFloatDtype(int32_t dtype) {
          dtype == TensorProto::FLOAT16 || dtype == TensorProto::BFLOAT16;
 }
 
+std::optional<int64_t> checkedElementCount(llvm::ArrayRef<int64_t> dims) {
+  int64_t count = 1;
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(count, d, &count) ||
+        count > kMaxElements)
+      return std::nullopt;
+  return count;
+}
+
 bool HostTensor::isFloat() const { return isFloatDtype(dtype); }
 
 int64_t HostTensor::size() const {
@@ -262,12 +271,13 @@ bool readTensorProto(const TensorProto &proto, HostTensor &out,
   // The declared size is checked, and held against the bytes present,
   // before anything is allocated: a few bytes of protobuf may declare
   // terabytes.
-  int64_t n = 1;
-  for (int64_t d : proto.dims())
-    if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxElements) {
-      error = "dims are negative or hold more than 2^40 elements";
-      return false;
-    }
+  std::optional<int64_t> count = checkedElementCount(
+      llvm::SmallVector<int64_t>(proto.dims().begin(), proto.dims().end()));
+  if (!count) {
+    error = "dims are negative or hold more than 2^40 elements";
+    return false;
+  }
+  int64_t n = *count;
   if (proto.has_raw_data() && (int64_t)proto.raw_data().size() != n * width) {
     error = "raw_data holds " + std::to_string(proto.raw_data().size()) +
             " bytes, " + std::to_string(n * width) + " expected";

@@ -16,6 +16,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ inline constexpr int64_t kMaxFoldElements = 1 << 16;
 /// The most elements weft accepts in one tensor (2^40): an element count
 /// times an element size then always fits int64, and no machine holds more.
 inline constexpr int64_t kMaxElements = int64_t(1) << 40;
+
+/// The element count of `dims`, or nullopt when a dim is negative or the
+/// count exceeds kMaxElements (overflow-checked).
+std::optional<int64_t> checkedElementCount(llvm::ArrayRef<int64_t> dims);
 
 struct HostTensor {
   int32_t dtype = onnx::TensorProto::INT64; ///< onnx::TensorProto::DataType

@@ -70,13 +70,10 @@ LogicalResult checkTensorSizes(ModuleOp module) {
     auto type = dyn_cast<RankedTensorType>(value.getType());
     if (!type)
       return success();
-    int64_t count = 1;
-    for (int64_t d : type.getShape())
-      if (d < 0 || __builtin_mul_overflow(count, d, &count) ||
-          count > kMaxElements)
-        return emitError(loc)
-               << "a tensor of type " << type
-               << " has a negative dim or more than 2^40 elements";
+    if (!checkedElementCount(type.getShape()))
+      return emitError(loc)
+             << "a tensor of type " << type
+             << " has a negative dim or more than 2^40 elements";
     return success();
   };
   WalkResult result = module.walk([&](Operation *op) {
@@ -230,10 +227,7 @@ LogicalResult checkLibonnxHazards(const onnx::ModelProto &model,
     for (int64_t step : value.toInts())
       if (step > INT32_MAX || step < -INT32_MAX)
         return emitError(loc)
-               << "Slice node '"
-               << (node.name().empty() ? "Slice(" + node.output(0) + ")"
-                                       : node.name())
-               << "': step " << step
+               << "Slice node '" << nodeName(node) << "': step " << step
                << " is beyond +-(2^31 - 1), which libonnx 1.12's shape "
                   "inference cannot take; a step larger than the dim takes "
                   "one element, so use the dim";

@@ -143,12 +143,11 @@ std::optional<int64_t> indexBound(Value value) {
 
 } // namespace
 
+std::string weft::jsonText(const json &value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 void weft::printPlan(const json &plan, llvm::raw_ostream &os) {
-  // ONNX names are arbitrary bytes; JSON strings are UTF-8. An invalid
-  // sequence is written as U+FFFD instead of aborting the writer.
-  auto dump = [](const json &value) {
-    return value.dump(-1, ' ', false, json::error_handler_t::replace);
-  };
   // Objects at depth 0 and each rank are expanded; arrays of objects put one
   // compact element per line; everything else is compact.
   std::function<void(const json &, int, bool)> print =
@@ -158,7 +157,7 @@ void weft::printPlan(const json &plan, llvm::raw_ostream &os) {
           os << "{\n";
           size_t i = 0;
           for (const auto &[key, item] : value.items()) {
-            os << pad << " " << dump(json(key)) << ": ";
+            os << pad << " " << jsonText(json(key)) << ": ";
             print(item, indent + 1, key == "ranks");
             os << (++i < value.size() ? ",\n" : "\n");
           }
@@ -174,13 +173,13 @@ void weft::printPlan(const json &plan, llvm::raw_ostream &os) {
             if (expand)
               print(value[i], indent + 1, true);
             else
-              os << dump(value[i]);
+              os << jsonText(value[i]);
             os << (i + 1 < value.size() ? ",\n" : "\n");
           }
           os << pad << "]";
           return;
         }
-        os << dump(value);
+        os << jsonText(value);
       };
   print(plan, 0, true);
   os << "\n";

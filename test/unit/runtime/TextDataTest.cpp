@@ -121,7 +121,7 @@ TEST(TextData, BadInputsAreNamed) {
     };
   };
   EXPECT_EQ(errorOf([] { TextData("/nonexistent/text", 0.1); }),
-            "--data text:/nonexistent/text: cannot read the file");
+            "--data text: cannot read '/nonexistent/text'");
   EXPECT_EQ(errorOf([&] { TextData(path, 1.0); }),
             "--holdout: 1.000000 is not a fraction in (0, 1)");
   EXPECT_EQ(errorOf(inputs(lmPlan(2, 8), "ids")),

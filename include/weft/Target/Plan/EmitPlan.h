@@ -36,6 +36,11 @@ llvm::FailureOr<nlohmann::json> emitPlan(mlir::ModuleOp module,
 /// as one compact JSON object per line.
 void printPlan(const nlohmann::json &plan, llvm::raw_ostream &os);
 
+/// `value` as compact JSON text. ONNX names are arbitrary bytes and JSON
+/// strings UTF-8: an invalid sequence is written as U+FFFD instead of
+/// aborting the writer.
+std::string jsonText(const nlohmann::json &value);
+
 /// Hex SHA-256 of a file's bytes; empty when it cannot be read.
 std::string sha256File(llvm::StringRef path);
 

@@ -47,10 +47,11 @@ public:
 
   /// Writes the trained model as one ONNX file (`--save`): a copy of the
   /// plan's model with every parameter and state initializer this rank
-  /// holds replaced by its current value. Ranks take turns (collective
-  /// order is the caller's): the first reads the plan's model, the others
-  /// `temp`, each writes `temp`; the last renames `temp` to `path`, so
-  /// `path` is never partial and never holds another rank's stale values.
+  /// holds replaced by its current value. Ranks take turns (the order is the
+  /// caller's): the first reads the plan's model, the others `temp`; all but
+  /// the last write `temp`, the last writes `path` (atomically, Files.h) and
+  /// removes `temp`, so `path` is never partial and never holds another
+  /// rank's stale values.
   void exportModel(const std::string &path, const std::string &temp,
                    bool first, bool last) const;
 
@@ -104,6 +105,8 @@ private:
                         const std::vector<NamedBuffer> &buffers,
                         const std::string &what);
   void measureLiveness();
+  /// Parameters, state and optimizer state: what a checkpoint holds.
+  std::vector<const NamedBuffer *> stateBuffers() const;
 
   const Plan &plan;
   const RankPlan &rankPlan;

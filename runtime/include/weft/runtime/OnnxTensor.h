@@ -29,7 +29,13 @@ std::string tensorBytes(const onnx::TensorProto &proto,
 /// Reads one serialized TensorProto file; throws Error naming the file.
 onnx::TensorProto readTensorFile(const std::string &path);
 
-/// Writes `bytes` (dtype, shape) as a TensorProto named `name` to `path`.
+/// A TensorProto named `name` holding `bytes` (dtype, shape) as raw_data.
+onnx::TensorProto makeTensorProto(const std::string &name, DType dtype,
+                                  const std::vector<int64_t> &shape,
+                                  std::string bytes);
+
+/// Writes `bytes` (dtype, shape) as a TensorProto named `name` to `path`,
+/// creating its directory; atomically (Files.h).
 void writeTensorFile(const std::string &path, const std::string &name,
                      DType dtype, const std::vector<int64_t> &shape,
                      const std::string &bytes);

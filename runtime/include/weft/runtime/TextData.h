@@ -27,8 +27,9 @@ class TextData {
 public:
   enum class Split { Train, Validation };
 
-  /// Reads `path` whole. Throws Error naming the file when it cannot be
-  /// read, or `--holdout` when `holdout` is not in (0, 1).
+  /// Reads `path` whole. Throws Error "--data text: cannot read '<path>'"
+  /// when it cannot be read, or naming `--holdout` when `holdout` is not in
+  /// (0, 1).
   TextData(const std::string &path, double holdout);
 
   /// The plan's inputs `tokensName` and `targetsName` for `step`: int64 or
