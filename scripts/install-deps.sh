@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build
   cmake ninja-build ccache g++ pkg-config
+  # fuzzing (scripts/fuzz.sh): libFuzzer, ASan, UBSan
+  clang-22 libclang-rt-22-dev
   # compiler
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libonnx-dev libprotobuf-dev protobuf-compiler nlohmann-json3-dev

@@ -99,16 +99,17 @@ def test_float64_weft_equals_torch_float64(name, m, p, tools, tmp_path):
 def test_regnet_grouped_conv_error_is_a_float32_near_tie(tools, tmp_path,
                                                          tmp_path_factory):
     """RegNetX-400MF (grouped convolutions throughout) at M=1: in float32
-    the last block's changes are off by ~500x torch float32's error, which
-    only the near-tie ambiguity covers (76 kink inputs within float32's
-    error); in float64, where no input is that close to a kink, weft equals
-    torch to 1e-8 on every tensor (4e-13 measured). The error is float32
+    the last block's changes were off by ~500x torch float32's error on
+    one CPU, which only the near-tie ambiguity covers (76 kink inputs
+    within float32's error); in float64, where no input is that close to a
+    kink, weft equals torch to 1e-8 on every tensor (4e-13 measured). The error is float32
     rounding deciding a ReLU, not the grouped convolution."""
     model, batch, path = exported("regnet_x", tmp_path_factory)
     report = oracle.check_sgd_step(tools, model, path, batch,
                                    ["images", "labels"], tmp_path / "f32")
     assert report.undecidable > 0
-    assert any(t.weft > t.bound - t.ambiguity for t in report.tensors), \
-        "no tensor needed the ambiguity term: the near-tie is gone"
+    # Whether float32 rounding lands past the plain bound depends on the
+    # CPU's BLAS kernels (it did on the machine of issue 11, not on every
+    # CPU CI may have); where it does, the ambiguity term must cover it.
     oracle.check_float64_step(tools, model, batch, ["images", "labels"],
                               tmp_path / "f64")

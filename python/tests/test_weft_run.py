@@ -99,10 +99,18 @@ BAD_PLANS = {
                            "ranks[0].instructions[0].inputs[2]: buffer 99999 does not exist"),
     "missing weight": (lambda p: first_param(p).update(name="no.such.weight"),
                        "weight 'no.such.weight': no such initializer"),
+    # The first parameter read from an initializer of another shape (a
+    # buffer reshaped in the plan is refused earlier, by the kernel table).
     "weight shape mismatch": (
+        lambda p: first_param(p).update(name=next(
+            q["name"] for q in p["ranks"][0]["params"]
+            if buffer_of(p, q)["shape"] != buffer_of(p, first_param(p))["shape"])),
+        "the plan expects [512x128] f32, "),
+    "buffer reshaped under its kernel": (
         lambda p: buffer_of(p, first_param(p)).update(
             shape=list(reversed(buffer_of(p, first_param(p))["shape"]))),
-        "the plan expects [128x512] f32, "),
+        "kernel gather: output 0 is [8x64x128] f32, gather writes "
+        "[8x64x512] f32"),
     "missing model file": (lambda p: p["model"].update(path="/nonexistent/model.onnx"),
                            "model.path: cannot read '/nonexistent/model.onnx'"),
 }

@@ -1,7 +1,8 @@
 //===- Kernel.h - the kernel calling convention of the runtime --*- C++ -*-===//
 //
 // A kernel is a plain function of its input and output tensor views and the
-// instruction's attributes (plan format: docs/plan-format.md). The math is
+// instruction's attributes (plan format: docs/plan-format.md), called only
+// with operands its specification-table entry admits (KernelSpec.h). The math is
 // written once here, over raw pointers, so the CUDA backend can compile the
 // same functions; the CPU backend calls them directly.
 //
@@ -12,9 +13,8 @@
 #ifndef WEFT_RUNTIME_KERNELS_KERNEL_H
 #define WEFT_RUNTIME_KERNELS_KERNEL_H
 
+#include "weft/runtime/KernelSpec.h"
 #include "weft/runtime/Tensor.h"
-
-#include <nlohmann/json.hpp>
 
 #include <array>
 #include <map>
@@ -34,30 +34,24 @@ struct KernelContext {
 struct KernelCall {
   std::string kernel;
   std::vector<Tensor> in, out;
-  const nlohmann::json &attrs;
+  /// Checked at plan load against the kernel's entry (KernelSpec.h): the
+  /// required attributes are present and of their kind, shapes agree.
+  const KernelAttrs &attrs;
   const KernelContext &ctx;
 
   [[noreturn]] void fail(const std::string &message) const {
     throw Error("kernel " + kernel + ": " + message);
   }
-  const nlohmann::json &attr(const char *name) const {
-    auto it = attrs.find(name);
-    if (it == attrs.end())
-      fail(std::string("missing attribute '") + name + "'");
-    return *it;
+  bool has(const char *name) const { return attrs.has(name); }
+  int64_t i(const char *name) const { return attrs.i(name); }
+  double f(const char *name) const { return attrs.f(name); }
+  bool b(const char *name) const { return attrs.b(name); }
+  const std::string &s(const char *name) const { return attrs.s(name); }
+  const std::vector<int64_t> &ints(const char *name) const {
+    return attrs.ints(name);
   }
-  bool has(const char *name) const { return attrs.contains(name); }
-  int64_t i(const char *name) const { return attr(name).get<int64_t>(); }
-  double f(const char *name) const { return attr(name).get<double>(); }
-  bool b(const char *name) const { return attr(name).get<bool>(); }
-  std::string s(const char *name) const {
-    return attr(name).get<std::string>();
-  }
-  std::vector<int64_t> ints(const char *name) const {
-    return attr(name).get<std::vector<int64_t>>();
-  }
-  std::vector<double> floats(const char *name) const {
-    return attr(name).get<std::vector<double>>();
+  const std::vector<double> &floats(const char *name) const {
+    return attrs.floats(name);
   }
   [[noreturn]] void unsupported(DType dtype) const {
     fail(std::string("dtype ") + dtypeName(dtype) +

@@ -206,9 +206,6 @@ void Executor::run(int64_t step, uint64_t seed,
         launch(inst, i, step, seed);
       else
         transfer(inst);
-    } catch (const nlohmann::json::exception &e) {
-      throw Error("instruction " + std::to_string(i) + " (" + inst.name +
-                  "): kernel " + inst.kernel + ": bad attribute: " + e.what());
     } catch (const Error &e) {
       throw Error("instruction " + std::to_string(i) + " (" +
                   (inst.op == "compute" ? inst.name
@@ -223,7 +220,7 @@ void Executor::run(int64_t step, uint64_t seed,
       trace->push_back({inst.name, inst.op == "compute" ? inst.kernel : inst.op,
                         inst.phase, inst.microBatch, inst.op != "compute", step,
                         rankPlan.rank, us(start - origin).count(),
-                        us(end - start).count()});
+                        us(end - start).count(), inst.cost});
     }
   }
   backend.synchronize();

@@ -4,6 +4,7 @@
 
 #include "weft/runtime/Files.h"
 
+#include <climits>
 #include <map>
 #include <set>
 
@@ -126,12 +127,14 @@ parseRank(const Field &f,
     if (std::find(std::begin(kinds), std::end(kinds), d.kind) ==
         std::end(kinds))
       b.at("kind").fail("unknown buffer kind '" + d.kind + "'");
-    Tensor t{nullptr, d.dtype, d.shape};
-    if (t.bytes() != d.bytes)
+    // Saturating: a shape whose size overflows int64 matches no byte count
+    // an arena can hold.
+    int64_t size = TensorType{d.dtype, d.shape}.bytes();
+    if (size != d.bytes || size == INT64_MAX)
       b.at("bytes").fail(std::to_string(d.bytes) + " bytes, but " +
                          shapeString(d.shape) + " " + dtypeName(d.dtype) +
-                         " takes " + std::to_string(t.bytes()));
-    if (d.offset + d.bytes > rank.arenaBytes)
+                         " takes " + std::to_string(size));
+    if (d.offset > rank.arenaBytes || d.bytes > rank.arenaBytes - d.offset)
       b.at("offset").fail(
           std::to_string(d.offset) + " + " + std::to_string(d.bytes) +
           " bytes exceeds arena_bytes " + std::to_string(rank.arenaBytes));
@@ -186,11 +189,32 @@ parseRank(const Field &f,
     d.outputs = in.at("outputs").ids(count);
     if (d.op == "compute") {
       d.kernel = in.at("kernel").string();
-      if (!knownKernel(d.kernel))
+      const KernelSpec *spec = findKernelSpec(d.kernel);
+      if (!spec)
         in.at("kernel").fail("unknown kernel '" + d.kernel + "'");
-      d.attrs = in.at("attrs").value;
-      if (!d.attrs.is_object())
-        in.at("attrs").fail("expected an object");
+      if (!knownKernel(d.kernel))
+        in.at("kernel").fail("kernel '" + d.kernel +
+                             "' is not implemented by this backend");
+      Field attrs = in.at("attrs");
+      if (!attrs.value.is_object())
+        attrs.fail("expected an object");
+      auto placed = [&](const std::vector<int64_t> &ids) {
+        std::vector<OperandPlacement> out;
+        for (int64_t id : ids) {
+          const BufferDesc &b = rank.buffers[id];
+          out.push_back({{b.dtype, b.shape}, b.offset});
+        }
+        return out;
+      };
+      try {
+        CheckedKernel checked = checkKernel(*spec, placed(d.inputs),
+                                            placed(d.outputs), attrs.value);
+        d.attrs = std::move(checked.attrs);
+        d.cost = checked.cost;
+      } catch (const Error &e) {
+        in.fail((d.name.empty() ? "" : "node '" + d.name + "': ") + "kernel " +
+                d.kernel + ": " + e.what());
+      }
     } else {
       d.tag = in.at("tag").nonNegative();
       if (d.op == "isend" || d.op == "irecv")

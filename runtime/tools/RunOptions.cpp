@@ -2,6 +2,8 @@
 
 #include "RunOptions.h"
 
+#include "weft/runtime/KernelSpec.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -41,7 +43,8 @@ const char *kUsage =
     "  --save-every N        every N steps (default 0: the last step only)\n"
     "  --keep K              keep the newest K checkpoints (default 1)\n"
     "  --resume DIR          continue from the checkpoint DIR/latest names\n"
-    "                        (or DIR itself, a step_<N> directory)\n";
+    "                        (or DIR itself, a step_<N> directory)\n"
+    "  --kernels             print the kernel specification table (markdown)\n";
 
 
 
@@ -67,6 +70,9 @@ RunOptions parseOptions(int argc, char **argv) {
     };
     if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;
+      std::exit(0);
+    } else if (arg == "--kernels") {
+      std::cout << kernelSpecsMarkdown();
       std::exit(0);
     } else if (arg == "--data") {
       o.data = value();

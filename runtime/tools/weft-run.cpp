@@ -123,7 +123,11 @@ json traceEvents(const std::vector<TraceEvent> &events) {
                     {"dur", e.durationUs},
                     {"pid", e.rank},
                     {"tid", 2},
-                    {"args", {{"node", e.name}, {"step", e.step}}}});
+                    {"args",
+                     {{"node", e.name},
+                      {"step", e.step},
+                      {"flops", e.cost.flops},
+                      {"bytes", e.cost.bytesRead + e.cost.bytesWritten}}}});
     if (!open.is_null() &&
         (open["name"] != task || open["args"]["step"] != e.step)) {
       list.push_back(open);

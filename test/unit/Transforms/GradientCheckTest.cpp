@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Target/Plan/EmitPlan.h"
 #include "weft/Transforms/Passes.h"
 #include "weft/runtime/Backend.h"
@@ -78,6 +79,22 @@ struct Runner {
   weft::rt::Executor executor;
 };
 
+/// The runtime's kernel table counts the FLOPs the compiler's cost model
+/// does (CostOpInterface), for every instruction of `plan`.
+void checkCosts(ModuleOp module, const weft::rt::Plan &plan) {
+  std::vector<std::pair<std::string, int64_t>> ops;
+  module.walk([&](weft::CostOpInterface op) {
+    std::string name = op->getName().stripDialect().str();
+    if (weft::rt::findKernelSpec(name)) // not constants, reshapes, transfers
+      ops.push_back({name, op.getFlops()});
+  });
+  std::vector<std::pair<std::string, int64_t>> instructions;
+  for (const weft::rt::Instruction &inst : plan.ranks[0].instructions)
+    if (inst.op == "compute")
+      instructions.push_back({inst.kernel, inst.cost.flops});
+  EXPECT_EQ(instructions, ops);
+}
+
 void checkGradients(const char *ir) {
   MLIRContext ctx;
   ctx.loadDialect<weft::WeftDialect, func::FuncDialect>();
@@ -106,6 +123,8 @@ void checkGradients(const char *ir) {
 
   auto backend = weft::rt::createCpuBackend();
   Runner grad(*backwardPlan, backend), loss(*forwardPlan, backend);
+  checkCosts(*forward, loss.plan);
+  checkCosts(*backward, grad.plan);
   std::mt19937 rng(42);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   std::vector<std::vector<double>> values;

@@ -80,8 +80,18 @@ TEST(PlanLoader, NamesTheFieldOfEveryRejection) {
        "ranks[0].buffers[0].shape[0]: expected a non-negative integer"},
       {[](json &p) { p["ranks"][0]["instructions"][0]["op"] = "send"; },
        "ranks[0].instructions[0].op: unknown instruction 'send'"},
+      {[](json &p) { p["ranks"][0]["instructions"][0]["kernel"] = "gelu9"; },
+       "ranks[0].instructions[0].kernel: unknown kernel 'gelu9'"},
       {[](json &p) { p["ranks"][0]["instructions"][0]["kernel"] = "gelu"; },
-       "ranks[0].instructions[0].kernel: unknown kernel 'gelu'"},
+       "ranks[0].instructions[0].kernel: kernel 'gelu' is not implemented by "
+       "this backend"},
+      {[](json &p) { p["ranks"][0]["instructions"][0]["name"] = "Relu_3"; 
+                     p["ranks"][0]["buffers"][1]["shape"] = {1};
+                     p["ranks"][0]["buffers"][1]["bytes"] = 4; },
+       "ranks[0].instructions[0]: node 'Relu_3': kernel relu: output 0 is "
+       "[1] f32, relu writes [2] f32"},
+      {[](json &p) { p["ranks"][0]["instructions"][0]["attrs"] = {{"axis", 0}}; },
+       "ranks[0].instructions[0]: kernel relu: unknown attribute 'axis'"},
       {[](json &p) { p["ranks"][0]["instructions"][0]["outputs"] = {2}; },
        "ranks[0].instructions[0].outputs[0]: buffer 2 does not exist"},
       {[](json &p) { p["ranks"][0]["instructions"][0]["attrs"] = 3; },

@@ -27,6 +27,7 @@ struct TraceEvent {
   bool transfer = false; ///< isend/irecv/wait_send/wait_recv
   int64_t step = 0, rank = 0;
   double startUs = 0, durationUs = 0;
+  KernelCost cost; ///< compute: the kernel table's FLOPs and bytes
 };
 
 class Executor {

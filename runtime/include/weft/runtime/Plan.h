@@ -10,6 +10,7 @@
 #ifndef WEFT_RUNTIME_PLAN_H
 #define WEFT_RUNTIME_PLAN_H
 
+#include "weft/runtime/KernelSpec.h"
 #include "weft/runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -52,7 +53,10 @@ struct Instruction {
   std::string phase;  ///< "forward"
   int64_t microBatch = 0;
   std::vector<int64_t> inputs, outputs; ///< buffer ids
-  nlohmann::json attrs;
+  /// compute: the attributes as checked against the kernel's entry in the
+  /// specification table (KernelSpec.h), and the instruction's cost.
+  KernelAttrs attrs;
+  KernelCost cost;
   int64_t peer = -1; ///< isend/irecv: the other rank
   int64_t tag = -1;  ///< transfers: matches an isend with its irecv
 };
@@ -87,8 +91,11 @@ struct Plan {
   std::vector<RankPlan> ranks;
 };
 
-/// Reads and validates a plan. `knownKernel` says whether the executor
-/// implements a kernel name. Throws Error naming the field on any problem.
+/// Reads and validates a plan: every field, every compute instruction
+/// against its kernel's entry in the specification table (checkKernel), the
+/// transfers' pairing and the instruction order (checkInstructionOrder).
+/// `knownKernel` says whether the backend implements a kernel of the table.
+/// Throws Error naming the field on any problem.
 Plan loadPlan(const std::string &path,
               const std::function<bool(const std::string &)> &knownKernel);
 

@@ -1,0 +1,188 @@
+//===- KernelSpec.h - the kernel specification table ------------*- C++ -*-===//
+//
+// One entry per kernel of the plan format (docs/plan-format.md, "Kernels"):
+// how many inputs it takes, its attributes (kind, required or optional), the
+// rule that gives its outputs' dtypes and shapes from the inputs and the
+// attributes, the outputs that update an input in place, and its cost.
+//
+// The shape rules are those of the ONNX opset-17 operators the kernels
+// implement, as the compiler's ops infer them (lib/Dialect/Weft/IR/
+// WeftOps.cpp, WeftGradOps.cpp); the FLOP counts follow the compiler's
+// CostOpInterface (lib/Dialect/Weft/IR/WeftCost.cpp): a multiply-add is 2
+// FLOPs, an elementwise op 1 FLOP per element, data movement 0.
+//
+// The plan loader checks every compute instruction against its entry
+// (checkKernel) and keeps the decoded attributes; the executor hands kernels
+// those attributes and buffers whose dtypes and shapes the entry admits, so
+// no kernel parses JSON or sees a shape its rule does not produce. The table
+// has no device code: the CPU and CUDA backends and cost reports share it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_KERNELSPEC_H
+#define WEFT_RUNTIME_KERNELSPEC_H
+
+#include "weft/runtime/Tensor.h"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace weft::rt {
+
+/// A tensor as a kernel signature sees it: element type and row-major shape.
+struct TensorType {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  int64_t numel() const; ///< saturating at INT64_MAX
+  int64_t bytes() const; ///< saturating at INT64_MAX
+  bool operator==(const TensorType &o) const {
+    return dtype == o.dtype && shape == o.shape;
+  }
+  bool operator!=(const TensorType &o) const { return !(*this == o); }
+};
+
+/// "[2x3] f32", for messages.
+std::string typeString(const TensorType &type);
+
+enum class AttrKind { Int, Float, Bool, String, Ints, Floats };
+
+/// An instruction's attributes, decoded once when the plan is loaded. The
+/// accessors throw Error for an attribute the instruction lacks (kernels ask
+/// `has` first for optional ones) or of another kind.
+class KernelAttrs {
+public:
+  using Value = std::variant<int64_t, double, bool, std::string,
+                             std::vector<int64_t>, std::vector<double>>;
+
+  bool has(std::string_view name) const { return find(name) != nullptr; }
+  int64_t i(std::string_view name) const { return get<int64_t>(name); }
+  double f(std::string_view name) const { return get<double>(name); }
+  bool b(std::string_view name) const { return get<bool>(name); }
+  const std::string &s(std::string_view name) const {
+    return get<std::string>(name);
+  }
+  const std::vector<int64_t> &ints(std::string_view name) const {
+    return get<std::vector<int64_t>>(name);
+  }
+  const std::vector<double> &floats(std::string_view name) const {
+    return get<std::vector<double>>(name);
+  }
+  void set(std::string name, Value value);
+
+private:
+  const Value *find(std::string_view name) const;
+  template <typename T> const T &get(std::string_view name) const {
+    const Value *v = find(name);
+    if (!v || !std::holds_alternative<T>(*v))
+      throw Error("attribute '" + std::string(name) +
+                  (v ? "' has another kind" : "' is missing"));
+    return std::get<T>(*v);
+  }
+  std::vector<std::pair<std::string, Value>> values;
+};
+
+struct AttrSpec {
+  const char *name;
+  AttrKind kind;
+  bool required = true; ///< false: the kernel has a meaning without it
+};
+
+/// What a shape rule sees: the instruction's inputs and decoded attributes.
+/// `fail` throws Error with the message; the checker prefixes the kernel.
+struct SpecCall {
+  const std::vector<TensorType> &in;
+  const KernelAttrs &attrs;
+
+  [[noreturn]] void fail(const std::string &message) const;
+  /// Input `k` must be f32 or f64 (the float types the kernels implement).
+  void requireFloat(size_t k) const;
+  /// Input `k` must be i32 or i64 (indices, labels).
+  void requireIndex(size_t k) const;
+  /// Inputs `a` and `b` must share a dtype.
+  void requireSameDType(size_t a, size_t b) const;
+  /// Input `k` must be exactly `type`.
+  void requireType(size_t k, const TensorType &type, const char *what) const;
+  /// Attribute `name` must be an axis of a rank-`rank` tensor: [0, rank).
+  int64_t axis(const char *name, int64_t rank) const;
+  /// numpy broadcast of two shapes; fails naming both when they do not.
+  std::vector<int64_t> broadcast(const std::vector<int64_t> &a,
+                                 const std::vector<int64_t> &b) const;
+  /// a + b and a * b, failing on int64 overflow (hostile attributes).
+  int64_t add(int64_t a, int64_t b) const;
+  int64_t mul(int64_t a, int64_t b) const;
+};
+
+/// Work of one instruction: FLOPs (CostOpInterface conventions) and bytes.
+struct KernelCost {
+  int64_t flops = 0, bytesRead = 0, bytesWritten = 0;
+};
+
+struct KernelSpec {
+  const char *name;
+  /// The ONNX operator (section of the opset-17 spec) or weft op it runs.
+  const char *source;
+  int minInputs, maxInputs; ///< maxInputs kVariadic: no upper bound
+  std::vector<AttrSpec> attrs;
+  /// The outputs' types for these inputs and attributes; fails on inputs or
+  /// attribute values the kernel does not admit.
+  std::vector<TensorType> (*infer)(const SpecCall &call);
+  /// FLOPs of one call (saturating at INT64_MAX).
+  int64_t (*flops)(const SpecCall &call, const std::vector<TensorType> &out);
+  /// Bytes read, when not every input byte is (gather, slice).
+  int64_t (*bytesRead)(const SpecCall &call,
+                       const std::vector<TensorType> &out) = nullptr;
+  /// Outputs that update an input in place: exactly the input's bytes, or
+  /// (when not `required`) bytes apart from every input. Any other overlap
+  /// of an output with an input or another output is refused.
+  struct InPlace {
+    int output, input;
+    bool required; ///< the kernel reads the state it updates from the output
+  };
+  std::vector<InPlace> inPlace = {};
+};
+
+inline constexpr int kVariadic = 1 << 30;
+
+/// Every kernel of the plan format, by name.
+const std::vector<KernelSpec> &kernelSpecs();
+/// The entry for `name`, or null.
+const KernelSpec *findKernelSpec(std::string_view name);
+
+/// The table as markdown, one row per kernel: inputs, attributes (kind;
+/// optional ones marked ?), in-place outputs, source. weft-run --kernels
+/// prints it; the build writes it to docs/generated/Kernels.md.
+std::string kernelSpecsMarkdown();
+
+/// One operand of an instruction as the plan places it in the rank's arena.
+struct OperandPlacement {
+  TensorType type;
+  int64_t offset = 0; ///< bytes from the start of the arena
+};
+
+/// The result of checking one instruction.
+struct CheckedKernel {
+  KernelAttrs attrs;
+  KernelCost cost;
+};
+
+/// Checks a compute instruction against `spec`: the input count, every
+/// attribute (known, of its kind, required ones present), the output count
+/// and each output's dtype and shape against the rule, and in-place and
+/// overlapping operands. Throws Error with a message that names the
+/// operand or attribute, e.g. "output 0 is [3x2] f32, gemm writes [2x2]
+/// f32".
+CheckedKernel checkKernel(const KernelSpec &spec,
+                          const std::vector<OperandPlacement> &inputs,
+                          const std::vector<OperandPlacement> &outputs,
+                          const nlohmann::json &attrs);
+
+} // namespace weft::rt
+
+#endif // WEFT_RUNTIME_KERNELSPEC_H

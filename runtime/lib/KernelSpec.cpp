@@ -1,0 +1,348 @@
+//===- KernelSpec.cpp - checking instructions against the kernel table ----===//
+
+#include "weft/runtime/KernelSpec.h"
+
+#include "specs/Specs.h"
+
+#include <algorithm>
+#include <climits>
+
+using json = nlohmann::json;
+
+namespace weft::rt {
+
+int64_t TensorType::numel() const { return specs::product(shape); }
+
+int64_t TensorType::bytes() const {
+  return specs::satMul(numel(), dtypeSize(dtype));
+}
+
+std::string typeString(const TensorType &type) {
+  return shapeString(type.shape) + " " + dtypeName(type.dtype);
+}
+
+void KernelAttrs::set(std::string name, Value value) {
+  values.emplace_back(std::move(name), std::move(value));
+}
+
+const KernelAttrs::Value *KernelAttrs::find(std::string_view name) const {
+  for (const auto &[key, value] : values)
+    if (key == name)
+      return &value;
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// SpecCall
+//===----------------------------------------------------------------------===//
+
+void SpecCall::fail(const std::string &message) const { throw Error(message); }
+
+void SpecCall::requireFloat(size_t k) const {
+  DType d = in[k].dtype;
+  if (d != DType::F32 && d != DType::F64)
+    fail("input " + std::to_string(k) + " is " + dtypeName(d) +
+         ", expected f32 or f64");
+}
+
+void SpecCall::requireIndex(size_t k) const {
+  DType d = in[k].dtype;
+  if (d != DType::I32 && d != DType::I64)
+    fail("input " + std::to_string(k) + " is " + dtypeName(d) +
+         ", expected i32 or i64 indices");
+}
+
+void SpecCall::requireSameDType(size_t a, size_t b) const {
+  if (in[a].dtype != in[b].dtype)
+    fail("inputs " + std::to_string(a) + " and " + std::to_string(b) +
+         " differ in dtype: " + dtypeName(in[a].dtype) + " and " +
+         dtypeName(in[b].dtype));
+}
+
+void SpecCall::requireType(size_t k, const TensorType &type,
+                           const char *what) const {
+  if (in[k] != type)
+    fail("input " + std::to_string(k) + " (" + what + ") is " +
+         typeString(in[k]) + ", expected " + typeString(type));
+}
+
+int64_t SpecCall::axis(const char *name, int64_t rank) const {
+  int64_t a = attrs.i(name);
+  if (a < 0 || a >= rank)
+    fail(std::string("attribute '") + name + "' is " + std::to_string(a) +
+         ", outside [0, " + std::to_string(rank) + ")");
+  return a;
+}
+
+std::vector<int64_t> SpecCall::broadcast(const std::vector<int64_t> &a,
+                                         const std::vector<int64_t> &b) const {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    // numpy: align from the trailing dim, missing leading dims act as 1.
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail("shapes " + shapeString(a) + " and " + shapeString(b) +
+           " do not broadcast");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+int64_t SpecCall::add(int64_t a, int64_t b) const {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    fail("size arithmetic overflows int64");
+  return r;
+}
+
+int64_t SpecCall::mul(int64_t a, int64_t b) const {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    fail("size arithmetic overflows int64");
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// The table
+//===----------------------------------------------------------------------===//
+
+const std::vector<KernelSpec> &kernelSpecs() {
+  static const std::vector<KernelSpec> table = [] {
+    std::vector<KernelSpec> t;
+    specs::addElementwiseSpecs(t);
+    specs::addTensorSpecs(t);
+    specs::addNetworkSpecs(t);
+    specs::addBackwardSpecs(t);
+    std::sort(t.begin(), t.end(), [](const KernelSpec &a, const KernelSpec &b) {
+      return std::string_view(a.name) < b.name;
+    });
+    return t;
+  }();
+  return table;
+}
+
+const KernelSpec *findKernelSpec(std::string_view name) {
+  const auto &table = kernelSpecs();
+  auto it = std::lower_bound(
+      table.begin(), table.end(), name,
+      [](const KernelSpec &s, std::string_view n) { return s.name < n; });
+  return it != table.end() && it->name == name ? &*it : nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// checkKernel
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+const char *kindSymbol(AttrKind kind) {
+  switch (kind) {
+  case AttrKind::Int:
+    return "int";
+  case AttrKind::Float:
+    return "float";
+  case AttrKind::Bool:
+    return "bool";
+  case AttrKind::String:
+    return "string";
+  case AttrKind::Ints:
+    return "int[]";
+  case AttrKind::Floats:
+    return "float[]";
+  }
+  return "?";
+}
+
+const char *kindName(AttrKind kind) {
+  switch (kind) {
+  case AttrKind::Int:
+    return "an integer";
+  case AttrKind::Float:
+    return "a number";
+  case AttrKind::Bool:
+    return "a boolean";
+  case AttrKind::String:
+    return "a string";
+  case AttrKind::Ints:
+    return "a list of integers";
+  case AttrKind::Floats:
+    return "a list of numbers";
+  }
+  return "?";
+}
+
+/// The value of `v` as `kind`, or nullopt when it is not one.
+std::optional<KernelAttrs::Value> decode(const json &v, AttrKind kind) {
+  auto allOf = [&](auto pred) {
+    return v.is_array() && std::all_of(v.begin(), v.end(), pred);
+  };
+  switch (kind) {
+  case AttrKind::Int:
+    if (v.is_number_integer())
+      return v.get<int64_t>();
+    break;
+  case AttrKind::Float:
+    if (v.is_number())
+      return v.get<double>();
+    break;
+  case AttrKind::Bool:
+    if (v.is_boolean())
+      return v.get<bool>();
+    break;
+  case AttrKind::String:
+    if (v.is_string())
+      return v.get<std::string>();
+    break;
+  case AttrKind::Ints:
+    // Unsigned values above INT64_MAX are not int64: refused, not wrapped.
+    if (allOf([](const json &e) {
+          return e.is_number_integer() &&
+                 !(e.is_number_unsigned() && e.get<uint64_t>() > INT64_MAX);
+        }))
+      return v.get<std::vector<int64_t>>();
+    break;
+  case AttrKind::Floats:
+    if (allOf([](const json &e) { return e.is_number(); }))
+      return v.get<std::vector<double>>();
+    break;
+  }
+  return std::nullopt;
+}
+
+KernelAttrs decodeAttrs(const KernelSpec &spec, const json &attrs) {
+  KernelAttrs out;
+  for (const auto &[name, value] : attrs.items()) {
+    auto it = std::find_if(spec.attrs.begin(), spec.attrs.end(),
+                           [&](const AttrSpec &a) { return name == a.name; });
+    if (it == spec.attrs.end())
+      throw Error("unknown attribute '" + name + "'");
+    if (it->kind == AttrKind::Int && value.is_number_unsigned() &&
+        value.get<uint64_t>() > INT64_MAX)
+      throw Error("attribute '" + name + "' does not fit in int64");
+    std::optional<KernelAttrs::Value> decoded = decode(value, it->kind);
+    if (!decoded)
+      throw Error("attribute '" + name + "' must be " + kindName(it->kind) +
+                  ", got " + value.dump());
+    out.set(name, std::move(*decoded));
+  }
+  for (const AttrSpec &a : spec.attrs)
+    if (a.required && !out.has(a.name))
+      throw Error(std::string("missing attribute '") + a.name + "'");
+  return out;
+}
+
+/// Byte ranges [offset, offset + bytes) share a byte.
+bool overlaps(const OperandPlacement &a, const OperandPlacement &b) {
+  int64_t ae = a.offset + a.type.bytes(), be = b.offset + b.type.bytes();
+  return a.offset < be && b.offset < ae && a.offset < ae && b.offset < be;
+}
+
+void checkPlacement(const KernelSpec &spec,
+                    const std::vector<OperandPlacement> &inputs,
+                    const std::vector<OperandPlacement> &outputs) {
+  auto same = [&](size_t o, size_t k) {
+    return outputs[o].offset == inputs[k].offset &&
+           outputs[o].type.bytes() == inputs[k].type.bytes();
+  };
+  auto inPlace = [&](size_t o, size_t k) -> const KernelSpec::InPlace * {
+    for (const KernelSpec::InPlace &p : spec.inPlace)
+      if (p.output == int(o) && p.input == int(k))
+        return &p;
+    return nullptr;
+  };
+  for (const KernelSpec::InPlace &p : spec.inPlace)
+    if (p.required && size_t(p.output) < outputs.size() &&
+        size_t(p.input) < inputs.size() && !same(p.output, p.input))
+      throw Error("output " + std::to_string(p.output) + " must update input " +
+                  std::to_string(p.input) +
+                  " in place (the same bytes), it is at offset " +
+                  std::to_string(outputs[p.output].offset) +
+                  ", the input at " + std::to_string(inputs[p.input].offset));
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    for (size_t k = 0; k < inputs.size(); ++k)
+      if (!(inPlace(o, k) && same(o, k)) && overlaps(outputs[o], inputs[k]))
+        throw Error("output " + std::to_string(o) + " overlaps input " +
+                    std::to_string(k) + " in the arena");
+    for (size_t p = 0; p < o; ++p)
+      if (overlaps(outputs[o], outputs[p]))
+        throw Error("outputs " + std::to_string(p) + " and " +
+                    std::to_string(o) + " overlap in the arena");
+  }
+}
+
+} // namespace
+
+CheckedKernel checkKernel(const KernelSpec &spec,
+                          const std::vector<OperandPlacement> &inputs,
+                          const std::vector<OperandPlacement> &outputs,
+                          const json &attrs) {
+  int count = static_cast<int>(inputs.size());
+  if (count < spec.minInputs || count > spec.maxInputs) {
+    std::string expected = std::to_string(spec.minInputs);
+    if (spec.maxInputs == kVariadic)
+      expected = "at least " + expected;
+    else if (spec.maxInputs != spec.minInputs)
+      expected += " to " + std::to_string(spec.maxInputs);
+    throw Error("takes " + expected + " input(s), the instruction has " +
+                std::to_string(count));
+  }
+  CheckedKernel result{decodeAttrs(spec, attrs), {}};
+  std::vector<TensorType> in;
+  for (const OperandPlacement &p : inputs)
+    in.push_back(p.type);
+  SpecCall call{in, result.attrs};
+  std::vector<TensorType> expected = spec.infer(call);
+  if (expected.size() != outputs.size())
+    throw Error("writes " + std::to_string(expected.size()) +
+                " output(s), the instruction has " +
+                std::to_string(outputs.size()));
+  for (size_t o = 0; o < outputs.size(); ++o)
+    if (outputs[o].type != expected[o])
+      throw Error("output " + std::to_string(o) + " is " +
+                  typeString(outputs[o].type) + ", " + spec.name +
+                  " writes " + typeString(expected[o]));
+  checkPlacement(spec, inputs, outputs);
+
+  result.cost.flops = spec.flops(call, expected);
+  for (const TensorType &t : expected)
+    result.cost.bytesWritten += t.bytes();
+  if (spec.bytesRead)
+    result.cost.bytesRead = spec.bytesRead(call, expected);
+  else
+    for (const TensorType &t : in)
+      result.cost.bytesRead += t.bytes();
+  return result;
+}
+
+std::string kernelSpecsMarkdown() {
+  std::string out =
+      "# Kernels\n\n"
+      "Generated from the kernel specification table "
+      "(`runtime/include/weft/runtime/KernelSpec.h`, entries in "
+      "`runtime/lib/specs/`) by `weft-run --kernels`; "
+      "[the plan format](../plan-format.md#kernels) says how it is used.\n\n"
+      "| kernel | inputs | attributes | in place (output <- input) | "
+      "implements |\n|---|---|---|---|---|\n";
+  for (const KernelSpec &spec : kernelSpecs()) {
+    std::string inputs = std::to_string(spec.minInputs);
+    if (spec.maxInputs == kVariadic)
+      inputs += "+";
+    else if (spec.maxInputs != spec.minInputs)
+      inputs += "-" + std::to_string(spec.maxInputs);
+    std::string attrs, inPlace;
+    for (const AttrSpec &a : spec.attrs)
+      attrs += std::string(attrs.empty() ? "" : ", ") + "`" + a.name +
+               (a.required ? "" : "?") + "`: " + kindSymbol(a.kind);
+    for (const KernelSpec::InPlace &p : spec.inPlace)
+      inPlace += std::string(inPlace.empty() ? "" : ", ") +
+                 std::to_string(p.output) + " <- " + std::to_string(p.input) +
+                 (p.required ? "" : " (may)");
+    out += std::string("| `") + spec.name + "` | " + inputs + " | " + attrs +
+           " | " + inPlace + " | " + spec.source + " |\n";
+  }
+  return out;
+}
+
+} // namespace weft::rt

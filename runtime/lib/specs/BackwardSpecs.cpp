@@ -1,0 +1,308 @@
+//===- BackwardSpecs.cpp - gradient kernels and optimizer updates ---------===//
+//
+// The backward-only ops of lib/Dialect/Weft/IR/WeftGradOps.td (each the
+// adjoint of the forward kernel it names) and the optimizer updates of
+// WeftOptimizerOps.td: torch.optim.AdamW (Loshchilov & Hutter, ICLR 2019)
+// and torch.optim.SGD, which update the parameter and their state in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Specs.h"
+
+namespace weft::rt::specs {
+
+namespace {
+
+KernelSpec activationGrad(const char *name, const char *source,
+                          int64_t (*flops)(const SpecCall &, const Types &),
+                          std::vector<AttrSpec> attrs = {}) {
+  return {.name = name,
+          .source = source,
+          .minInputs = 2,
+          .maxInputs = 2,
+          .attrs = std::move(attrs),
+          .infer = inputGrad,
+          .flops = flops};
+}
+
+Types softmaxGrad(const SpecCall &call) {
+  Types out = inputGrad(call);
+  call.axis("axis", call.in[0].rank());
+  return out;
+}
+
+Types layerNormGrad(const SpecCall &call) {
+  // (input, scale, mean, inv_std_dev, grad): the kernel indexes scale over
+  // the normalised dims as a flat vector.
+  const TensorType &x = call.in[0], &scale = call.in[1];
+  call.requireFloat(0);
+  call.requireSameDType(0, 1);
+  int64_t axis = call.axis("axis", x.rank());
+  std::vector<int64_t> normalized(x.shape.begin() + axis, x.shape.end());
+  if (call.broadcast(scale.shape, normalized) != normalized ||
+      scale.numel() != product(normalized))
+    call.fail("scale " + typeString(scale) +
+              " does not cover the normalised dims " +
+              shapeString(normalized));
+  std::vector<int64_t> statShape(x.shape.begin(), x.shape.begin() + axis);
+  statShape.resize(x.rank(), 1);
+  call.requireType(2, {DType::F32, statShape}, "the mean");
+  call.requireType(3, {DType::F32, statShape}, "the inverse std dev");
+  call.requireType(4, x, "the gradient");
+  return {x, scale, scale};
+}
+
+Types dropoutGrad(const SpecCall &call) {
+  call.requireFloat(0);
+  call.requireType(1, {DType::Bool, call.in[0].shape}, "the mask");
+  checkRatio(call);
+  return {call.in[0]};
+}
+
+Types gatherGrad(const SpecCall &call) {
+  const TensorType &grad = call.in[0], &indices = call.in[1];
+  call.requireFloat(0);
+  call.requireIndex(1);
+  const std::vector<int64_t> &data = call.attrs.ints("shape");
+  int64_t axis = call.axis("axis", data.size());
+  for (int64_t d : data)
+    if (d < 0)
+      call.fail("attribute 'shape' " + shapeString(data) + " has a negative dim");
+  // grad is what gather produced: data[:axis] + indices + data[axis+1:].
+  std::vector<int64_t> gathered(data.begin(), data.begin() + axis);
+  gathered.insert(gathered.end(), indices.shape.begin(), indices.shape.end());
+  gathered.insert(gathered.end(), data.begin() + axis + 1, data.end());
+  call.requireType(0, {grad.dtype, gathered}, "the gradient");
+  return {{grad.dtype, data}};
+}
+
+/// (scores or log_prob, labels, grad, weights?): grad has the loss's type.
+Types lossGrad(const SpecCall &call) {
+  Types loss = lossOutput(call, 3);
+  call.requireType(2, loss[0], "the loss gradient");
+  return {call.in[0]};
+}
+
+Types convWeightGrad(const SpecCall &call) {
+  const TensorType &x = call.in[0], &dy = call.in[1];
+  call.requireFloat(0);
+  call.requireSameDType(0, 1);
+  int64_t group = call.attrs.i("group");
+  const std::vector<int64_t> &kernel = call.attrs.ints("kernel_shape");
+  if (x.rank() < 3 || dy.rank() != x.rank() || group <= 0 ||
+      x.shape[1] % group != 0 || int64_t(kernel.size()) != x.rank() - 2)
+    call.fail("expects X [N, C, D...], dY [N, M, E...] and " +
+              std::to_string(x.rank() - 2) + " kernel dims, got " +
+              typeString(x) + ", " + typeString(dy) + " and " +
+              std::to_string(kernel.size()));
+  std::vector<int64_t> weight{dy.shape[1], x.shape[1] / group};
+  weight.insert(weight.end(), kernel.begin(), kernel.end());
+  // dY must be what conv(X, W) produced with these window attributes.
+  call.requireType(1, {x.dtype, convOutputShape(call, x, weight)},
+                   "the output gradient");
+  return {{x.dtype, weight}};
+}
+
+int64_t convWeightGradFlops(const SpecCall &call, const Types &out) {
+  // Per output position: M * (C/g) * prod(k) multiply-adds (per group).
+  int64_t m = out[0].shape[0];
+  return m ? satMul(2, satMul(call.in[1].numel(), out[0].numel() / m)) : 0;
+}
+
+Types batchNormGrad(const SpecCall &call) {
+  // (input, scale, mean, var, grad)
+  const TensorType &x = call.in[0];
+  call.requireFloat(0);
+  if (x.rank() < 2)
+    call.fail("input 0 " + typeString(x) + " is not [N, C, ...]");
+  TensorType channel{x.dtype, {x.shape[1]}};
+  static const char *names[] = {"", "scale", "mean", "var"};
+  for (size_t k = 1; k < 4; ++k)
+    call.requireType(k, channel, names[k]);
+  call.requireType(4, x, "the gradient");
+  return {x, channel, channel};
+}
+
+/// (input, grad): grad is the pooling output for either ceil mode (the
+/// gradient op does not carry it).
+Types poolGrad(const SpecCall &call, const std::vector<int64_t> &dilations) {
+  call.requireFloat(0);
+  call.requireSameDType(0, 1);
+  Types floor = poolOutput(call, false, dilations),
+        ceil = poolOutput(call, true, dilations);
+  if (call.in[1] != floor[0] && call.in[1] != ceil[0])
+    call.fail("input 1 (the gradient) is " + typeString(call.in[1]) +
+              ", the pooling writes " + typeString(floor[0]));
+  return {call.in[0]};
+}
+
+int64_t poolGradFlops(const SpecCall &call, const Types &) {
+  return satMul(call.in[1].numel(), product(call.attrs.ints("kernel_shape")));
+}
+
+Types resizeGrad(const SpecCall &call) {
+  const TensorType &x = call.in[0], &dy = call.in[1];
+  call.requireFloat(0);
+  call.requireSameDType(0, 1);
+  checkResizeModes(call, x.rank());
+  if (dy.rank() != x.rank() || (dy.numel() > 0 && x.numel() == 0))
+    call.fail("gradient " + typeString(dy) + " is not a resize of " +
+              typeString(x));
+  return {x};
+}
+
+Types adamw(const SpecCall &call) {
+  // (param, grad, exp_avg, exp_avg_sq), all of one float type.
+  call.requireFloat(0);
+  for (size_t k = 1; k < 4; ++k)
+    call.requireType(k, call.in[0], "an AdamW operand");
+  return {call.in[0], call.in[0], call.in[0]};
+}
+
+Types sgd(const SpecCall &call) {
+  // (param, grad, momentum_buffer?): a buffer exactly when momentum != 0.
+  call.requireFloat(0);
+  for (size_t k = 1; k < call.in.size(); ++k)
+    call.requireType(k, call.in[0], "an SGD operand");
+  bool buffer = call.in.size() == 3;
+  if ((call.attrs.f("momentum") != 0.0) != buffer)
+    call.fail("a momentum buffer is needed exactly when momentum != 0");
+  return Types(buffer ? 2 : 1, call.in[0]);
+}
+
+} // namespace
+
+void addBackwardSpecs(std::vector<KernelSpec> &t) {
+  t.push_back(activationGrad("relu_grad", "Relu-14 adjoint", perOutput<1>));
+  t.push_back(activationGrad("gelu_grad", "gelu adjoint", perOutput<8>));
+  t.push_back(
+      activationGrad("gelu_tanh_grad", "gelu_tanh adjoint", perOutput<14>));
+  t.push_back(activationGrad("clip_grad", "Clip-13 adjoint", perOutput<2>,
+                             {{"min", AttrKind::Float, false},
+                              {"max", AttrKind::Float, false}}));
+  for (auto [name, source] :
+       {std::pair{"softmax_grad", "Softmax-13 adjoint, from the output"},
+        {"log_softmax_grad", "LogSoftmax-13 adjoint, from the output"}})
+    t.push_back({.name = name,
+                 .source = source,
+                 .minInputs = 2,
+                 .maxInputs = 2,
+                 .attrs = {{"axis", AttrKind::Int}},
+                 .infer = softmaxGrad,
+                 .flops = perOutput<4>});
+  t.push_back({.name = "layer_norm_grad",
+               .source = "LayerNormalization-17 adjoint",
+               .minInputs = 5,
+               .maxInputs = 5,
+               .attrs = {{"axis", AttrKind::Int}},
+               .infer = layerNormGrad,
+               .flops = perInput<12>});
+  t.push_back({.name = "dropout_grad",
+               .source = "Dropout-13 adjoint",
+               .minInputs = 2,
+               .maxInputs = 2,
+               .attrs = {{"ratio", AttrKind::Float}},
+               .infer = dropoutGrad,
+               .flops = perOutput<2>});
+  t.push_back({.name = "gather_grad",
+               .source = "Gather-13 adjoint (scatter-add)",
+               .minInputs = 2,
+               .maxInputs = 2,
+               .attrs = {{"axis", AttrKind::Int}, {"shape", AttrKind::Ints}},
+               .infer = gatherGrad,
+               .flops = perInput<1>});
+  t.push_back({.name = "softmax_cross_entropy_grad",
+               .source = "SoftmaxCrossEntropyLoss-13 adjoint",
+               .minInputs = 3,
+               .maxInputs = 4,
+               .attrs = {{"reduction", AttrKind::String},
+                         {"ignore_index", AttrKind::Int, false}},
+               .infer = lossGrad,
+               .flops = perInput<3>});
+  t.push_back({.name = "nll_loss_grad",
+               .source = "NegativeLogLikelihoodLoss-13 adjoint",
+               .minInputs = 3,
+               .maxInputs = 4,
+               .attrs = {{"reduction", AttrKind::String},
+                         {"ignore_index", AttrKind::Int, false}},
+               .infer = lossGrad,
+               .flops = perInput<1>});
+  t.push_back({.name = "conv_weight_grad",
+               .source = "Conv-11 adjoint w.r.t. the weight",
+               .minInputs = 2,
+               .maxInputs = 2,
+               .attrs = {{"kernel_shape", AttrKind::Ints},
+                         {"strides", AttrKind::Ints},
+                         {"pads", AttrKind::Ints},
+                         {"dilations", AttrKind::Ints},
+                         {"group", AttrKind::Int}},
+               .infer = convWeightGrad,
+               .flops = convWeightGradFlops});
+  t.push_back({.name = "batch_norm_grad",
+               .source = "BatchNormalization-15 adjoint",
+               .minInputs = 5,
+               .maxInputs = 5,
+               .attrs = {{"epsilon", AttrKind::Float},
+                         {"training", AttrKind::Bool}},
+               .infer = batchNormGrad,
+               .flops = perInput<8>});
+  t.push_back({.name = "max_pool_grad",
+               .source = "MaxPool-12 adjoint",
+               .minInputs = 2,
+               .maxInputs = 2,
+               .attrs = {{"kernel_shape", AttrKind::Ints},
+                         {"strides", AttrKind::Ints},
+                         {"pads", AttrKind::Ints},
+                         {"dilations", AttrKind::Ints}},
+               .infer =
+                   [](const SpecCall &call) {
+                     return poolGrad(call, call.attrs.ints("dilations"));
+                   },
+               .flops = poolGradFlops});
+  t.push_back({.name = "avg_pool_grad",
+               .source = "AveragePool-11 adjoint",
+               .minInputs = 2,
+               .maxInputs = 2,
+               .attrs = {{"kernel_shape", AttrKind::Ints},
+                         {"strides", AttrKind::Ints},
+                         {"pads", AttrKind::Ints},
+                         {"count_include_pad", AttrKind::Bool}},
+               .infer = [](const SpecCall &call) { return poolGrad(call, {}); },
+               .flops = poolGradFlops});
+  t.push_back({.name = "resize_grad",
+               .source = "Resize-13 (nearest) adjoint",
+               .minInputs = 2,
+               .maxInputs = 2,
+               .attrs = {{"scales", AttrKind::Floats},
+                         {"coordinate_transformation_mode", AttrKind::String},
+                         {"nearest_mode", AttrKind::String}},
+               .infer = resizeGrad,
+               .flops = [](const SpecCall &call, const Types &) {
+                 return call.in[1].numel();
+               }});
+  t.push_back({.name = "adamw",
+               .source = "torch.optim.AdamW step",
+               .minInputs = 4,
+               .maxInputs = 4,
+               .attrs = {{"lr", AttrKind::Float},
+                         {"beta1", AttrKind::Float},
+                         {"beta2", AttrKind::Float},
+                         {"eps", AttrKind::Float},
+                         {"weight_decay", AttrKind::Float}},
+               .infer = adamw,
+               .flops = perInput<12>,
+               .inPlace = {{0, 0, true}, {1, 2, true}, {2, 3, true}}});
+  t.push_back({.name = "sgd",
+               .source = "torch.optim.SGD step",
+               .minInputs = 2,
+               .maxInputs = 3,
+               .attrs = {{"lr", AttrKind::Float},
+                         {"momentum", AttrKind::Float},
+                         {"weight_decay", AttrKind::Float},
+                         {"nesterov", AttrKind::Bool}},
+               .infer = sgd,
+               .flops = perInput<4>,
+               .inPlace = {{0, 0, true}, {1, 2, true}}});
+}
+
+} // namespace weft::rt::specs

@@ -1,0 +1,377 @@
+//===- NetworkSpecs.cpp - normalisation, dropout, conv, pooling, losses ---===//
+//
+// The output-shape rules of ONNX Softmax-13, LogSoftmax-13,
+// LayerNormalization-17, BatchNormalization-15, Dropout-13, Conv-11,
+// ConvTranspose-11, MaxPool-12, AveragePool-11, SoftmaxCrossEntropyLoss-13
+// and NegativeLogLikelihoodLoss-13, as lib/Dialect/Weft/IR/WeftOps.cpp
+// infers them; FLOPs as WeftCost.cpp counts them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Specs.h"
+
+namespace weft::rt::specs {
+
+int64_t windowOutputSize(const SpecCall &call, int64_t in, int64_t kernel,
+                         int64_t stride, int64_t padBegin, int64_t padEnd,
+                         int64_t dilation, bool ceilMode) {
+  int64_t extent = call.add(call.mul(kernel - 1, dilation), 1);
+  int64_t span = call.add(call.add(in, padBegin), padEnd) - extent;
+  if (span < 0)
+    return 0;
+  int64_t steps = ceilMode ? span / stride + (span % stride != 0)
+                           : span / stride;
+  return steps + 1;
+}
+
+void checkWindow(const SpecCall &call, int64_t spatial,
+                 const std::vector<int64_t> &strides,
+                 const std::vector<int64_t> &pads,
+                 const std::vector<int64_t> &dilations, bool negativePads) {
+  if (int64_t(strides.size()) != spatial ||
+      int64_t(pads.size()) != 2 * spatial ||
+      (!dilations.empty() && int64_t(dilations.size()) != spatial))
+    call.fail("expected " + std::to_string(spatial) + " strides/dilations and " +
+              std::to_string(2 * spatial) + " pads for " +
+              std::to_string(spatial) + " spatial dims");
+  for (int64_t s : strides)
+    if (s <= 0)
+      call.fail("attribute 'strides' holds " + std::to_string(s));
+  for (int64_t d : dilations)
+    if (d <= 0)
+      call.fail("attribute 'dilations' holds " + std::to_string(d));
+  for (int64_t p : pads)
+    if (p < 0 && (!negativePads || p == INT64_MIN))
+      call.fail("attribute 'pads' holds " + std::to_string(p));
+}
+
+Types poolOutput(const SpecCall &call, bool ceilMode,
+                 const std::vector<int64_t> &dilations) {
+  const TensorType &x = call.in[0];
+  const std::vector<int64_t> &kernel = call.attrs.ints("kernel_shape"),
+                             &strides = call.attrs.ints("strides"),
+                             &pads = call.attrs.ints("pads");
+  int64_t spatial = x.rank() - 2;
+  if (spatial < 1 || int64_t(kernel.size()) != spatial)
+    call.fail("expects [N, C, D1..Dn] input and n kernel dims, got " +
+              typeString(x) + " and " + std::to_string(kernel.size()) +
+              " kernel dims");
+  for (int64_t k : kernel)
+    if (k <= 0)
+      call.fail("attribute 'kernel_shape' holds " + std::to_string(k));
+  checkWindow(call, spatial, strides, pads, dilations);
+  std::vector<int64_t> shape(x.shape.begin(), x.shape.begin() + 2);
+  for (int64_t i = 0; i < spatial; ++i)
+    shape.push_back(windowOutputSize(call, x.shape[i + 2], kernel[i],
+                                     strides[i], pads[i], pads[i + spatial],
+                                     dilations.empty() ? 1 : dilations[i],
+                                     ceilMode));
+  return {{x.dtype, shape}};
+}
+
+std::vector<int64_t> convOutputShape(const SpecCall &call,
+                                     const TensorType &input,
+                                     const std::vector<int64_t> &weight) {
+  int64_t spatial = input.rank() - 2, group = call.attrs.i("group");
+  if (spatial < 1 || int64_t(weight.size()) != input.rank())
+    call.fail("expects X [N, C, D...] and W [M, C/group, k...] of equal "
+              "rank, got " +
+              typeString(input) + " and W " + shapeString(weight));
+  if (group <= 0 || input.shape[1] != call.mul(weight[1], group) ||
+      weight[0] % group != 0)
+    call.fail("channels do not match: X " + typeString(input) + ", W " +
+              shapeString(weight) + ", group " + std::to_string(group));
+  const std::vector<int64_t> &strides = call.attrs.ints("strides"),
+                             &pads = call.attrs.ints("pads"),
+                             &dilations = call.attrs.ints("dilations");
+  checkWindow(call, spatial, strides, pads, dilations);
+  std::vector<int64_t> shape{input.shape[0], weight[0]};
+  for (int64_t i = 0; i < spatial; ++i) {
+    if (weight[i + 2] <= 0)
+      call.fail("kernel dim " + std::to_string(i) + " is " +
+                std::to_string(weight[i + 2]));
+    shape.push_back(windowOutputSize(
+        call, input.shape[i + 2], weight[i + 2], strides[i], pads[i],
+        pads[i + spatial], dilations.empty() ? 1 : dilations[i], false));
+  }
+  return shape;
+}
+
+Types lossOutput(const SpecCall &call, size_t weightInput) {
+  const TensorType &scores = call.in[0], &target = call.in[1];
+  call.requireFloat(0);
+  call.requireIndex(1);
+  if (scores.rank() < 2 || target.rank() != scores.rank() - 1 ||
+      target.shape[0] != scores.shape[0] ||
+      !std::equal(target.shape.begin() + 1, target.shape.end(),
+                  scores.shape.begin() + 2))
+    call.fail("expects scores [N, C, d...] and target [N, d...], got " +
+              typeString(scores) + " and " + typeString(target));
+  // The kernels average over N x d... and index C classes.
+  if (scores.shape[0] == 0 || scores.shape[1] == 0)
+    call.fail("scores " + typeString(scores) + " hold no sample or no class");
+  if (call.in.size() > weightInput)
+    call.requireType(weightInput, {scores.dtype, {scores.shape[1]}},
+                     "the class weights");
+  const std::string &reduction = call.attrs.s("reduction");
+  if (reduction != "mean" && reduction != "sum" && reduction != "none")
+    call.fail("attribute 'reduction' is '" + reduction +
+              "', expected mean, sum or none");
+  if (reduction == "none")
+    return {{scores.dtype, target.shape}};
+  return {{scores.dtype, {}}};
+}
+
+namespace {
+
+Types softmax(const SpecCall &call) {
+  call.requireFloat(0);
+  call.axis("axis", call.in[0].rank());
+  return {call.in[0]};
+}
+
+/// The statistics layer_norm stashes for its gradient: X's leading dims, 1
+/// over the normalised ones, f32 (LayerNormalization-17's stash_type).
+TensorType layerNormStats(const TensorType &x, int64_t axis) {
+  std::vector<int64_t> shape(x.shape.begin(), x.shape.begin() + axis);
+  shape.resize(x.rank(), 1);
+  return {DType::F32, shape};
+}
+
+Types layerNorm(const SpecCall &call) {
+  const TensorType &x = call.in[0];
+  call.requireFloat(0);
+  int64_t axis = call.axis("axis", x.rank());
+  std::vector<int64_t> normalized(x.shape.begin() + axis, x.shape.end());
+  for (size_t k = 1; k < call.in.size(); ++k) {
+    call.requireSameDType(0, k);
+    if (call.broadcast(call.in[k].shape, normalized) != normalized)
+      call.fail("input " + std::to_string(k) + " " + typeString(call.in[k]) +
+                " does not broadcast to the normalised dims " +
+                shapeString(normalized));
+  }
+  TensorType stats = layerNormStats(x, axis);
+  return {x, stats, stats};
+}
+
+Types batchNorm(const SpecCall &call) {
+  const TensorType &x = call.in[0];
+  call.requireFloat(0);
+  if (x.rank() < 2)
+    call.fail("input 0 " + typeString(x) + " is not [N, C, ...]");
+  TensorType channel{x.dtype, {x.shape[1]}};
+  static const char *names[] = {"", "scale", "bias", "mean", "var"};
+  for (size_t k = 1; k < 5; ++k)
+    call.requireType(k, channel, names[k]);
+  return {x, channel, channel};
+}
+
+int64_t batchNormFlops(const SpecCall &call, const Types &) {
+  return satMul(call.attrs.b("training") ? 7 : 4, call.in[0].numel());
+}
+
+Types dropout(const SpecCall &call) {
+  call.requireFloat(0);
+  checkRatio(call);
+  return {call.in[0], {DType::Bool, call.in[0].shape}};
+}
+
+int64_t dropoutFlops(const SpecCall &call, const Types &) {
+  bool active = call.attrs.b("training") && call.attrs.f("ratio") > 0;
+  return active ? satMul(2, call.in[0].numel()) : 0;
+}
+
+Types conv(const SpecCall &call) {
+  call.requireFloat(0);
+  call.requireSameDType(0, 1);
+  const TensorType &x = call.in[0], &w = call.in[1];
+  std::vector<int64_t> shape = convOutputShape(call, x, w.shape);
+  if (call.in.size() > 2)
+    call.requireType(2, {x.dtype, {w.shape[0]}}, "the bias");
+  return {{x.dtype, shape}};
+}
+
+int64_t convFlops(const SpecCall &call, const Types &out) {
+  // Each output element: (C/group) * prod(kernel) multiply-adds.
+  const std::vector<int64_t> &w = call.in[1].shape;
+  int64_t macs = satMul(w[1], product({w.begin() + 2, w.end()}));
+  int64_t outputs = out[0].numel();
+  return satMul(2, satMul(outputs, macs)) +
+         (call.in.size() > 2 ? outputs : 0);
+}
+
+Types convTranspose(const SpecCall &call) {
+  call.requireFloat(0);
+  call.requireSameDType(0, 1);
+  const TensorType &x = call.in[0], &w = call.in[1];
+  int64_t spatial = x.rank() - 2, group = call.attrs.i("group");
+  if (spatial < 1 || w.rank() != x.rank() || group <= 0 ||
+      x.shape[1] != w.shape[0] || x.shape[1] % group != 0)
+    call.fail("expects X [N, C, D...] and W [C, M/group, k...], got " +
+              typeString(x) + " and " + typeString(w));
+  int64_t outChannels = call.mul(w.shape[1], group);
+  if (call.in.size() > 2)
+    call.requireType(2, {x.dtype, {outChannels}}, "the bias");
+  const std::vector<int64_t> &strides = call.attrs.ints("strides"),
+                             &pads = call.attrs.ints("pads"),
+                             &dilations = call.attrs.ints("dilations"),
+                             &outputPadding = call.attrs.ints("output_padding");
+  checkWindow(call, spatial, strides, pads, dilations, /*negativePads=*/true);
+  if (int64_t(outputPadding.size()) != spatial)
+    call.fail("attribute 'output_padding' needs " + std::to_string(spatial) +
+              " entries");
+  std::vector<int64_t> shape{x.shape[0], outChannels};
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t dilation = dilations.empty() ? 1 : dilations[i];
+    if (w.shape[i + 2] <= 0 || outputPadding[i] < 0)
+      call.fail("kernel dim or output_padding of dim " + std::to_string(i) +
+                " is not positive");
+    // stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pads.
+    int64_t d = call.mul(strides[i], x.shape[i + 2] - 1);
+    d = call.add(d, outputPadding[i]);
+    d = call.add(d, call.add(call.mul(w.shape[i + 2] - 1, dilation), 1));
+    d = call.add(call.add(d, -pads[i]), -pads[i + spatial]);
+    if (d <= 0)
+      call.fail("output dim " + std::to_string(i) + " is not positive");
+    shape.push_back(d);
+  }
+  return {{x.dtype, shape}};
+}
+
+int64_t convTransposeFlops(const SpecCall &call, const Types &out) {
+  // Each input element scatters into (M/group) * prod(kernel) outputs.
+  const std::vector<int64_t> &w = call.in[1].shape;
+  int64_t macs = satMul(w[1], product({w.begin() + 2, w.end()}));
+  return satMul(2, satMul(call.in[0].numel(), macs)) +
+         (call.in.size() > 2 ? out[0].numel() : 0);
+}
+
+Types maxPool(const SpecCall &call) {
+  requireNumeric(call, 0);
+  return poolOutput(call, call.attrs.b("ceil_mode"),
+                    call.attrs.ints("dilations"));
+}
+
+Types avgPool(const SpecCall &call) {
+  call.requireFloat(0);
+  return poolOutput(call, call.attrs.b("ceil_mode"), {});
+}
+
+int64_t poolFlops(const SpecCall &call, const Types &out) {
+  return satMul(out[0].numel(), product(call.attrs.ints("kernel_shape")));
+}
+
+Types softmaxCrossEntropy(const SpecCall &call) {
+  Types out = lossOutput(call, 2);
+  out.push_back(call.in[0]); // log_prob
+  return out;
+}
+
+Types nllLoss(const SpecCall &call) { return lossOutput(call, 2); }
+
+} // namespace
+
+void addNetworkSpecs(std::vector<KernelSpec> &t) {
+  for (auto [name, source] : {std::pair{"softmax", "Softmax-13"},
+                              {"log_softmax", "LogSoftmax-13"}})
+    t.push_back({.name = name,
+                 .source = source,
+                 .minInputs = 1,
+                 .maxInputs = 1,
+                 .attrs = {{"axis", AttrKind::Int}},
+                 .infer = softmax,
+                 .flops = perOutput<5>});
+  t.push_back({.name = "layer_norm",
+               .source = "LayerNormalization-17",
+               .minInputs = 2,
+               .maxInputs = 3,
+               .attrs = {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}},
+               .infer = layerNorm,
+               .flops = perInput<8>});
+  // Running statistics update their state buffers in place when the
+  // compiler placed them there (training), or go to fresh buffers.
+  t.push_back({.name = "batch_norm",
+               .source = "BatchNormalization-15",
+               .minInputs = 5,
+               .maxInputs = 5,
+               .attrs = {{"epsilon", AttrKind::Float},
+                         {"momentum", AttrKind::Float},
+                         {"training", AttrKind::Bool},
+                         {"unbiased_running_var", AttrKind::Bool, false}},
+               .infer = batchNorm,
+               .flops = batchNormFlops,
+               .inPlace = {{1, 3, false}, {2, 4, false}}});
+  t.push_back({.name = "dropout",
+               .source = "Dropout-13",
+               .minInputs = 1,
+               .maxInputs = 1,
+               .attrs = {{"ratio", AttrKind::Float},
+                         {"training", AttrKind::Bool},
+                         {"seed", AttrKind::Int, false},
+                         {"rng_id", AttrKind::Int, false}},
+               .infer = dropout,
+               .flops = dropoutFlops});
+  t.push_back({.name = "conv",
+               .source = "Conv-11",
+               .minInputs = 2,
+               .maxInputs = 3,
+               .attrs = {{"strides", AttrKind::Ints},
+                         {"pads", AttrKind::Ints},
+                         {"dilations", AttrKind::Ints},
+                         {"group", AttrKind::Int}},
+               .infer = conv,
+               .flops = convFlops});
+  t.push_back({.name = "conv_transpose",
+               .source = "ConvTranspose-11",
+               .minInputs = 2,
+               .maxInputs = 3,
+               .attrs = {{"strides", AttrKind::Ints},
+                         {"pads", AttrKind::Ints},
+                         {"dilations", AttrKind::Ints},
+                         {"output_padding", AttrKind::Ints},
+                         {"group", AttrKind::Int}},
+               .infer = convTranspose,
+               .flops = convTransposeFlops});
+  t.push_back({.name = "max_pool",
+               .source = "MaxPool-12",
+               .minInputs = 1,
+               .maxInputs = 1,
+               .attrs = {{"kernel_shape", AttrKind::Ints},
+                         {"strides", AttrKind::Ints},
+                         {"pads", AttrKind::Ints},
+                         {"dilations", AttrKind::Ints},
+                         {"ceil_mode", AttrKind::Bool}},
+               .infer = maxPool,
+               .flops = poolFlops});
+  t.push_back({.name = "avg_pool",
+               .source = "AveragePool-11",
+               .minInputs = 1,
+               .maxInputs = 1,
+               .attrs = {{"kernel_shape", AttrKind::Ints},
+                         {"strides", AttrKind::Ints},
+                         {"pads", AttrKind::Ints},
+                         {"ceil_mode", AttrKind::Bool},
+                         {"count_include_pad", AttrKind::Bool}},
+               .infer = avgPool,
+               .flops = poolFlops});
+  t.push_back({.name = "softmax_cross_entropy",
+               .source = "SoftmaxCrossEntropyLoss-13",
+               .minInputs = 2,
+               .maxInputs = 3,
+               .attrs = {{"reduction", AttrKind::String},
+                         {"ignore_index", AttrKind::Int, false}},
+               .infer = softmaxCrossEntropy,
+               .flops = perInput<6>});
+  t.push_back({.name = "nll_loss",
+               .source = "NegativeLogLikelihoodLoss-13",
+               .minInputs = 2,
+               .maxInputs = 3,
+               .attrs = {{"reduction", AttrKind::String},
+                         {"ignore_index", AttrKind::Int, false}},
+               .infer = nllLoss,
+               .flops = [](const SpecCall &call, const Types &) {
+                 return satMul(2, call.in[1].numel());
+               }});
+}
+
+} // namespace weft::rt::specs

@@ -1,0 +1,123 @@
+//===- Specs.h - helpers shared by the kernel specification entries -------===//
+//
+// Private to runtime/lib/specs: the entry lists of each kernel group and the
+// shape and cost rules several entries share.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_LIB_SPECS_SPECS_H
+#define WEFT_RUNTIME_LIB_SPECS_SPECS_H
+
+#include "weft/runtime/KernelSpec.h"
+
+#include <climits>
+
+namespace weft::rt::specs {
+
+using Types = std::vector<TensorType>;
+
+void addElementwiseSpecs(std::vector<KernelSpec> &table);
+void addTensorSpecs(std::vector<KernelSpec> &table);
+void addNetworkSpecs(std::vector<KernelSpec> &table);
+void addBackwardSpecs(std::vector<KernelSpec> &table);
+
+/// a * b, saturating at INT64_MAX (costs of hostile shapes stay defined).
+inline int64_t satMul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+/// Product of `dims` (the shape rule has bounded each by a buffer's size,
+/// attribute lists are not: saturating).
+inline int64_t product(const std::vector<int64_t> &dims) {
+  int64_t p = 1;
+  for (int64_t d : dims)
+    p = satMul(p, d);
+  return p;
+}
+
+/// `flops` per element of output 0.
+template <int64_t PerElement>
+int64_t perOutput(const SpecCall &, const Types &out) {
+  return satMul(PerElement, out[0].numel());
+}
+/// `flops` per element of input 0.
+template <int64_t PerElement>
+int64_t perInput(const SpecCall &call, const Types &) {
+  return satMul(PerElement, call.in[0].numel());
+}
+inline int64_t noFlops(const SpecCall &, const Types &) { return 0; }
+
+/// Input `k` must have a numeric dtype the kernels compute in: float,
+/// double or an integer (not bool, f16 or bf16).
+inline void requireNumeric(const SpecCall &call, size_t k) {
+  DType d = call.in[k].dtype;
+  if (d == DType::Bool || d == DType::F16 || d == DType::BF16)
+    call.fail("input " + std::to_string(k) + " is " + dtypeName(d) +
+              ", expected a float, double or integer dtype");
+}
+
+/// dropout's `ratio` is a probability in [0, 1) (Dropout-13).
+inline void checkRatio(const SpecCall &call) {
+  double ratio = call.attrs.f("ratio");
+  if (!(ratio >= 0.0 && ratio < 1.0))
+    call.fail("attribute 'ratio' is " + std::to_string(ratio) +
+              ", expected [0, 1)");
+}
+
+/// Output 0 has input 0's type (elementwise ops, in-place updates).
+inline Types likeInput(const SpecCall &call) { return {call.in[0]}; }
+
+/// Output 0 has input 0's type, which must be f32 or f64.
+inline Types likeFloatInput(const SpecCall &call) {
+  call.requireFloat(0);
+  return {call.in[0]};
+}
+
+/// Input 1 (an upstream gradient) must have input 0's type, and so has the
+/// output: the activation gradients (relu_grad, softmax_grad, ...).
+inline Types inputGrad(const SpecCall &call) {
+  call.requireFloat(0);
+  call.requireType(1, call.in[0], "the gradient");
+  return {call.in[0]};
+}
+
+/// Resize's attributes for a rank-`rank` input: one positive finite scale
+/// per dim and known coordinate/nearest modes (resize and resize_grad).
+void checkResizeModes(const SpecCall &call, int64_t rank);
+
+/// The spatial output size of a window (ONNX Conv-11/MaxPool-12 formula):
+/// floor or ceil((in + padBegin + padEnd - ((kernel-1)*dilation+1)) /
+/// stride) + 1, 0 when the window does not fit; fails on overflow.
+int64_t windowOutputSize(const SpecCall &call, int64_t in, int64_t kernel,
+                         int64_t stride, int64_t padBegin, int64_t padEnd,
+                         int64_t dilation, bool ceilMode);
+
+/// Checks window attributes for `spatial` dims: `strides` and (when not
+/// empty) `dilations` one positive entry each, `pads` 2 * spatial entries
+/// (begins, then ends), non-negative unless `negativePads` (ConvTranspose's
+/// output_shape resolves to negative pads, which widen the output).
+void checkWindow(const SpecCall &call, int64_t spatial,
+                 const std::vector<int64_t> &strides,
+                 const std::vector<int64_t> &pads,
+                 const std::vector<int64_t> &dilations,
+                 bool negativePads = false);
+
+/// Pooling output [N, C, windowOutputSize(...)...] of input 0; `dilations`
+/// empty means 1 (average pooling).
+Types poolOutput(const SpecCall &call, bool ceilMode,
+                 const std::vector<int64_t> &dilations);
+
+/// Convolution output [N, M, ...] of input [N, C, D...] and a weight of
+/// shape [M, C/group, k...] (which may be an output, for conv_weight_grad).
+std::vector<int64_t> convOutputShape(const SpecCall &call,
+                                     const TensorType &input,
+                                     const std::vector<int64_t> &weight);
+
+/// A loss of scores [N, C, d...] (input 0, f32/f64) and class targets
+/// [N, d...] (input 1, i32/i64), with optional class weights [C] as input
+/// `weightInput`: the loss's type, a scalar or (reduction "none") [N, d...].
+Types lossOutput(const SpecCall &call, size_t weightInput);
+
+} // namespace weft::rt::specs
+
+#endif // WEFT_RUNTIME_LIB_SPECS_SPECS_H

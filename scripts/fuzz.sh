@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (test/fuzz) with clang-22, ASan and UBSan in
+# build-fuzz/, then runs each for SECONDS (default 60) from the committed
+# seeds and crashers (test/fuzz/corpus/TARGET) into a growing corpus
+# (build-fuzz/corpus/TARGET). A finding leaves its input in
+# build-fuzz/crashes/TARGET/ and fails the script; once fixed, copy the input
+# into test/fuzz/corpus/TARGET/, where the fuzz-replay-TARGET test keeps it.
+# Usage: scripts/fuzz.sh [SECONDS] [plan-loader] [import]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds="${1:-60}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(plan-loader import)
+
+scripts/install-deps.sh
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+if [ ! -f build-fuzz/build.ninja ]; then
+  cmake -G Ninja -S . -B build-fuzz \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DWEFT_FUZZ=ON -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
+fi
+ninja -C build-fuzz -j2 "${targets[@]/#/weft-fuzz-}"
+
+status=0
+for target in "${targets[@]}"; do
+  mkdir -p "build-fuzz/corpus/$target" "build-fuzz/crashes/$target"
+  echo "fuzz: $target for ${seconds} s"
+  # -rss_limit_mb: models may legitimately ask for tens of MB; a leak or a
+  # size check that comes too late shows as an out-of-memory finding.
+  if ! "build-fuzz/bin/weft-fuzz-$target" \
+      "build-fuzz/corpus/$target" "test/fuzz/corpus/$target" \
+      -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=30 \
+      -artifact_prefix="build-fuzz/crashes/$target/" -print_final_stats=1 \
+      > "build-fuzz/$target.log" 2>&1; then
+    status=1
+    echo "fuzz: $target found an input that fails (build-fuzz/$target.log):"
+    grep -E "ERROR|SUMMARY|Test unit written" "build-fuzz/$target.log" | head -5
+  fi
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" \
+    "build-fuzz/$target.log" | sed "s/^/fuzz: $target: /"
+done
+exit $status

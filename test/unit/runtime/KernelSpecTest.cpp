@@ -1,0 +1,198 @@
+//===- KernelSpecTest.cpp - the kernel specification table ----------------===//
+//
+// The crash sites a 400-mutant plan fuzz found (issue 12): each mutated
+// instruction must be refused by checkKernel with a message naming what is
+// wrong, before any kernel runs. And the costs the table gives.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/runtime/KernelSpec.h"
+
+#include "../../../runtime/kernels/Kernel.h"
+
+#include <gtest/gtest.h>
+
+using namespace weft::rt;
+using json = nlohmann::json;
+
+namespace {
+
+OperandPlacement f32(std::vector<int64_t> shape, int64_t offset) {
+  return {{DType::F32, std::move(shape)}, offset};
+}
+
+/// The Error message of checking the instruction, or "" when it passes.
+std::string errorOf(const char *kernel, std::vector<OperandPlacement> in,
+                    std::vector<OperandPlacement> out, const json &attrs) {
+  const KernelSpec *spec = findKernelSpec(kernel);
+  EXPECT_NE(spec, nullptr) << kernel;
+  try {
+    checkKernel(*spec, in, out, attrs);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+KernelCost costOf(const char *kernel, std::vector<OperandPlacement> in,
+                  std::vector<OperandPlacement> out, const json &attrs) {
+  return checkKernel(*findKernelSpec(kernel), in, out, attrs).cost;
+}
+
+const json kGemm = {
+    {"alpha", 1.0}, {"beta", 1.0}, {"transA", false}, {"transB", false}};
+const json kAdamW = {{"lr", 1e-3},
+                     {"beta1", 0.9},
+                     {"beta2", 0.999},
+                     {"eps", 1e-8},
+                     {"weight_decay", 0.01}};
+
+} // namespace
+
+TEST(KernelSpec, EveryCpuKernelHasAnEntryAndEveryEntryAKernel) {
+  for (const auto &[name, fn] : kernelTable())
+    EXPECT_NE(findKernelSpec(name), nullptr) << name;
+  for (const KernelSpec &spec : kernelSpecs()) {
+    EXPECT_TRUE(kernelTable().count(spec.name)) << spec.name;
+    EXPECT_NE(std::string(spec.source), "") << spec.name;
+  }
+  EXPECT_EQ(findKernelSpec("gelu_fast"), nullptr);
+}
+
+TEST(KernelSpec, AcceptsWhatTheCompilerEmits) {
+  EXPECT_EQ(errorOf("gemm", {f32({2, 3}, 0), f32({3, 4}, 64), f32({4}, 128)},
+                    {f32({2, 4}, 256)}, kGemm),
+            "");
+  EXPECT_EQ(errorOf("transpose", {f32({2, 3, 4}, 0)}, {f32({4, 2, 3}, 128)},
+                    {{"perm", {2, 0, 1}}}),
+            "");
+  // AdamW updates param, exp_avg and exp_avg_sq in place.
+  EXPECT_EQ(errorOf("adamw",
+                    {f32({8}, 0), f32({8}, 32), f32({8}, 64), f32({8}, 96)},
+                    {f32({8}, 0), f32({8}, 64), f32({8}, 96)}, kAdamW),
+            "");
+}
+
+TEST(KernelSpec, RefusesTheMutantsThatCrashedWeftRun) {
+  struct Case {
+    std::string error, expected;
+  };
+  std::vector<Case> cases = {
+      // transpose with no inputs / a perm out of range.
+      {errorOf("transpose", {}, {f32({3, 2}, 0)}, {{"perm", {1, 0}}}),
+       "takes 1 input(s), the instruction has 0"},
+      {errorOf("transpose", {f32({2, 3}, 0)}, {f32({3, 2}, 64)},
+               {{"perm", {1, 7}}}),
+       "attribute 'perm' is not a permutation of [0, 2)"},
+      // gemm with its operands swapped: [3x4] x [2x3] does not contract.
+      {errorOf("gemm", {f32({3, 4}, 0), f32({2, 3}, 64)}, {f32({2, 4}, 128)},
+               kGemm),
+       "contraction dims differ: 4 vs 2"},
+      // gemm writing a buffer of the wrong shape.
+      {errorOf("gemm", {f32({2, 3}, 0), f32({3, 4}, 64)}, {f32({4, 2}, 128)},
+               kGemm),
+       "output 0 is [4x2] f32, gemm writes [2x4] f32"},
+      // adamw with exp_avg and the gradient swapped: not in place.
+      {errorOf("adamw",
+               {f32({8}, 0), f32({8}, 64), f32({8}, 32), f32({8}, 96)},
+               {f32({8}, 0), f32({8}, 64), f32({8}, 96)}, kAdamW),
+       "output 1 must update input 2 in place"},
+      // layer norm writing statistics of the wrong shape (past its buffer).
+      {errorOf("layer_norm", {f32({4, 8}, 0), f32({8}, 128)},
+               {f32({4, 8}, 256), f32({4}, 384), f32({4, 1}, 400)},
+               {{"axis", 1}, {"epsilon", 1e-5}}),
+       "output 1 is [4] f32, layer_norm writes [4x1] f32"},
+      // An output overlapping an input of a kernel that is not in place.
+      {errorOf("relu", {f32({8}, 0)}, {f32({8}, 16)}, json::object()),
+       "output 0 overlaps input 0 in the arena"},
+      {errorOf("split", {f32({4}, 0)}, {f32({2}, 64), f32({2}, 68)},
+               {{"axis", 0}, {"sizes", {2, 2}}}),
+       "outputs 0 and 1 overlap in the arena"},
+      // Attributes: missing, unknown, of the wrong kind, out of range.
+      {errorOf("softmax", {f32({2, 3}, 0)}, {f32({2, 3}, 64)},
+               json::object()),
+       "missing attribute 'axis'"},
+      {errorOf("softmax", {f32({2, 3}, 0)}, {f32({2, 3}, 64)},
+               {{"axis", 1}, {"axes", 1}}),
+       "unknown attribute 'axes'"},
+      {errorOf("softmax", {f32({2, 3}, 0)}, {f32({2, 3}, 64)},
+               {{"axis", "1"}}),
+       "attribute 'axis' must be an integer, got \"1\""},
+      {errorOf("softmax", {f32({2, 3}, 0)}, {f32({2, 3}, 64)}, {{"axis", 2}}),
+       "attribute 'axis' is 2, outside [0, 2)"},
+      {errorOf("dropout", {f32({4}, 0)},
+               {f32({4}, 64), {{DType::Bool, {4}}, 128}},
+               {{"ratio", 1.0}, {"training", true}}),
+       "attribute 'ratio' is 1.000000, expected [0, 1)"},
+      // Dtypes the kernels do not implement, and the index dtype of gather.
+      {errorOf("exp", {{{DType::I64, {4}}, 0}}, {{{DType::I64, {4}}, 64}},
+               json::object()),
+       "input 0 is i64, expected f32 or f64"},
+      {errorOf("gather", {f32({10, 4}, 0), f32({3}, 256)}, {f32({3, 4}, 512)},
+               {{"axis", 0}}),
+       "expected i32 or i64 indices"},
+      // Hostile sizes: attribute arithmetic that would overflow int64.
+      {errorOf("pad", {f32({4}, 0)}, {f32({4}, 64)},
+               {{"pads", {INT64_MAX, 1}}, {"value", 0.0}}),
+       "size arithmetic overflows int64"},
+      {errorOf("conv", {f32({1, 1, 4, 4}, 0), f32({1, 1, 2, 2}, 128)},
+               {f32({1, 1, 3, 3}, 256)},
+               {{"strides", {1, 1}},
+                {"pads", {0, 0, 0, 0}},
+                {"dilations", {INT64_MAX, 1}},
+                {"group", 1}}),
+       "size arithmetic overflows int64"},
+      {errorOf("softmax_cross_entropy", {f32({0, 5}, 0), {{DType::I64, {0}}, 64}},
+               {f32({}, 128), f32({0, 5}, 192)},
+               {{"reduction", "mean"}}),
+       "hold no sample or no class"},
+  };
+  for (const Case &c : cases)
+    EXPECT_NE(c.error.find(c.expected), std::string::npos)
+        << "expected '" << c.expected << "', got '" << c.error << "'";
+}
+
+TEST(KernelSpec, CostsFollowTheCompilersConventions) {
+  // [2x3] x [3x4]: 2 * 8 outputs * 3 multiply-adds; reads A and B, writes C.
+  KernelCost mm = costOf("matmul", {f32({2, 3}, 0), f32({3, 4}, 64)},
+                         {f32({2, 4}, 128)}, json::object());
+  EXPECT_EQ(mm.flops, 48);
+  EXPECT_EQ(mm.bytesRead, (6 + 12) * 4);
+  EXPECT_EQ(mm.bytesWritten, 8 * 4);
+  // gemm with C adds 2 FLOPs per output (beta * C + alpha * AB).
+  EXPECT_EQ(costOf("gemm", {f32({2, 3}, 0), f32({3, 4}, 64), f32({4}, 128)},
+                   {f32({2, 4}, 256)}, kGemm)
+                .flops,
+            48 + 16);
+  // conv 3x3, 2 -> 4 channels, 5x5 -> 3x3 outputs: 2 * 36 * 2 * 9 + bias.
+  EXPECT_EQ(costOf("conv",
+                   {f32({1, 2, 5, 5}, 0), f32({4, 2, 3, 3}, 256),
+                    f32({4}, 1024)},
+                   {f32({1, 4, 3, 3}, 2048)},
+                   {{"strides", {1, 1}},
+                    {"pads", {0, 0, 0, 0}},
+                    {"dilations", {1, 1}},
+                    {"group", 1}})
+                .flops,
+            2 * 36 * 18 + 36);
+  // gather reads the gathered rows and the indices, not the table.
+  KernelCost g = costOf("gather",
+                        {f32({1000, 4}, 0), {{DType::I64, {3}}, 16000}},
+                        {f32({3, 4}, 16064)}, {{"axis", 0}});
+  EXPECT_EQ(g.bytesRead, 12 * 4 + 3 * 8);
+  EXPECT_EQ(costOf("adamw",
+                   {f32({8}, 0), f32({8}, 32), f32({8}, 64), f32({8}, 96)},
+                   {f32({8}, 0), f32({8}, 64), f32({8}, 96)}, kAdamW)
+                .flops,
+            12 * 8);
+}
+
+TEST(KernelAttrs, DecodedOnceAndTyped) {
+  CheckedKernel k = checkKernel(*findKernelSpec("transpose"),
+                                {f32({2, 3}, 0)}, {f32({3, 2}, 64)},
+                                {{"perm", {1, 0}}});
+  EXPECT_EQ(k.attrs.ints("perm"), (std::vector<int64_t>{1, 0}));
+  EXPECT_FALSE(k.attrs.has("axis"));
+  EXPECT_THROW(k.attrs.i("perm"), Error);
+  EXPECT_THROW(k.attrs.i("axis"), Error);
+}
