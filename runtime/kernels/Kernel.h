@@ -2,9 +2,9 @@
 //
 // A kernel is a plain function of its input and output tensor views and the
 // instruction's attributes (plan format: docs/plan-format.md), called only
-// with operands its specification-table entry admits (KernelSpec.h). The math is
-// written once here, over raw pointers, so the CUDA backend can compile the
-// same functions; the CPU backend calls them directly.
+// with operands its specification-table entry admits (KernelSpec.h). The
+// math is written once here, over raw pointers, so the CUDA backend can
+// compile the same functions; the CPU backend calls them directly.
 //
 // Unsupported cases (a dtype a kernel does not implement) throw Error naming
 // the kernel and the dtype.

@@ -20,11 +20,13 @@ Executor::Executor(const Plan &plan, int64_t rank, Backend &backend,
     : plan(plan), rankPlan(plan.ranks.at(rank)), backend(backend),
       ownComm(comm ? nullptr : createSelfCommunicator()),
       comm(comm ? comm : ownComm.get()) {
+  // Checked before the arena exists: a constructor that throws runs no
+  // destructor, so the arena would leak (found by the plan-loader fuzzer).
+  measureLiveness();
   arena = static_cast<char *>(backend.allocateArena(rankPlan.arenaBytes));
   for (const ConstantDesc &c : rankPlan.constants)
     backend.upload(arena + rankPlan.buffers[c.buffer].offset, c.bytes.data(),
                    c.bytes.size());
-  measureLiveness();
 }
 
 Executor::~Executor() { backend.freeArena(arena); }

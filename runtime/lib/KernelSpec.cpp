@@ -258,8 +258,8 @@ void checkPlacement(const KernelSpec &spec,
       throw Error("output " + std::to_string(p.output) + " must update input " +
                   std::to_string(p.input) +
                   " in place (the same bytes), it is at offset " +
-                  std::to_string(outputs[p.output].offset) +
-                  ", the input at " + std::to_string(inputs[p.input].offset));
+                  std::to_string(outputs[p.output].offset) + ", the input at " +
+                  std::to_string(inputs[p.input].offset));
   for (size_t o = 0; o < outputs.size(); ++o) {
     for (size_t k = 0; k < inputs.size(); ++k)
       if (!(inPlace(o, k) && same(o, k)) && overlaps(outputs[o], inputs[k]))
@@ -301,8 +301,8 @@ CheckedKernel checkKernel(const KernelSpec &spec,
   for (size_t o = 0; o < outputs.size(); ++o)
     if (outputs[o].type != expected[o])
       throw Error("output " + std::to_string(o) + " is " +
-                  typeString(outputs[o].type) + ", " + spec.name +
-                  " writes " + typeString(expected[o]));
+                  typeString(outputs[o].type) + ", " + spec.name + " writes " +
+                  typeString(expected[o]));
   checkPlacement(spec, inputs, outputs);
 
   result.cost.flops = spec.flops(call, expected);

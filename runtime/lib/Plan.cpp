@@ -134,6 +134,12 @@ parseRank(const Field &f,
       b.at("bytes").fail(std::to_string(d.bytes) + " bytes, but " +
                          shapeString(d.shape) + " " + dtypeName(d.dtype) +
                          " takes " + std::to_string(size));
+    // Kernels access elements through typed pointers (the arena itself is
+    // 64-byte aligned); weftc aligns every buffer to 64 bytes.
+    if (d.offset % dtypeSize(d.dtype) != 0)
+      b.at("offset").fail(std::to_string(d.offset) +
+                          " is not a multiple of the " + dtypeName(d.dtype) +
+                          " element size");
     if (d.offset > rank.arenaBytes || d.bytes > rank.arenaBytes - d.offset)
       b.at("offset").fail(
           std::to_string(d.offset) + " + " + std::to_string(d.bytes) +

@@ -122,8 +122,7 @@ LogicalResult checkSupported(const onnx::ModelProto &model, Location loc) {
   auto diag = emitError(loc)
               << unsupported.size() << " unsupported ONNX node(s):";
   for (const onnx::NodeProto *node : unsupported) {
-    diag << "\n  node '"
-         << (node->name().empty() ? node->output(0) : node->name()) << "' ("
+    diag << "\n  node '" << nodeName(*node) << "' ("
          << (node->domain().empty() ? "" : node->domain() + ".")
          << node->op_type() << ", opset " << opsetOf(model, node->domain())
          << ")";
@@ -205,9 +204,50 @@ LogicalResult fixInputShapes(onnx::ModelProto &model,
 /// What libonnx 1.12 mishandles, refused before it runs: its Slice shape
 /// inference narrows `steps` to int, so a step beyond +-(2^31 - 1) on a
 /// propagated shape (Slice of Shape) crashes it or loops without bound. A
-/// step larger than the dim takes one element either way.
+/// step larger than the dim takes one element either way. Its version
+/// converter dereferences null on a graph output nothing defines (found by
+/// the import fuzz target).
 LogicalResult checkLibonnxHazards(const onnx::ModelProto &model,
                                   Location loc) {
+  llvm::StringSet<> defined;
+  for (const auto &in : model.graph().input())
+    defined.insert(in.name());
+  for (const auto &init : model.graph().initializer())
+    defined.insert(init.name());
+  for (const auto &node : model.graph().node())
+    for (const auto &out : node.output())
+      defined.insert(out);
+  for (const auto &out : model.graph().output())
+    if (!defined.contains(out.name()))
+      return emitError(loc) << "graph output '" << out.name()
+                            << "' is not a graph input, an initializer or a "
+                               "node's output";
+  // Conv/ConvTranspose without kernel_shape take it from W's dims; libonnx
+  // indexes it by X's spatial dims unchecked, so ranks that differ read
+  // out of bounds (found by the import fuzz target). Checked where both
+  // ranks are declared; the importer checks the rest after inference.
+  llvm::StringMap<int> ranks;
+  for (const auto *list : {&model.graph().input(), &model.graph().value_info()})
+    for (const auto &info : *list)
+      if (info.type().tensor_type().has_shape())
+        ranks[info.name()] = info.type().tensor_type().shape().dim_size();
+  for (const auto &init : model.graph().initializer())
+    ranks[init.name()] = init.dims_size();
+  for (const auto &node : model.graph().node()) {
+    bool conv = node.op_type() == "Conv" || node.op_type() == "ConvTranspose";
+    if (!conv || node.input_size() < 2 ||
+        llvm::any_of(node.attribute(), [](const onnx::AttributeProto &a) {
+          return a.name() == "kernel_shape";
+        }))
+      continue;
+    auto x = ranks.find(node.input(0)), w = ranks.find(node.input(1));
+    if (x != ranks.end() && w != ranks.end() && x->second != w->second)
+      return emitError(loc)
+             << node.op_type() << " node '" << nodeName(node) << "': X '"
+             << node.input(0) << "' has rank " << x->second << ", W '"
+             << node.input(1) << "' rank " << w->second
+             << "; they must be equal";
+  }
   llvm::StringMap<const onnx::TensorProto *> values;
   for (const auto &init : model.graph().initializer())
     values[init.name()] = &init;

@@ -42,8 +42,7 @@ Types layerNormGrad(const SpecCall &call) {
   if (call.broadcast(scale.shape, normalized) != normalized ||
       scale.numel() != product(normalized))
     call.fail("scale " + typeString(scale) +
-              " does not cover the normalised dims " +
-              shapeString(normalized));
+              " does not cover the normalised dims " + shapeString(normalized));
   std::vector<int64_t> statShape(x.shape.begin(), x.shape.begin() + axis);
   statShape.resize(x.rank(), 1);
   call.requireType(2, {DType::F32, statShape}, "the mean");
@@ -67,7 +66,8 @@ Types gatherGrad(const SpecCall &call) {
   int64_t axis = call.axis("axis", data.size());
   for (int64_t d : data)
     if (d < 0)
-      call.fail("attribute 'shape' " + shapeString(data) + " has a negative dim");
+      call.fail("attribute 'shape' " + shapeString(data) +
+                " has a negative dim");
   // grad is what gather produced: data[:axis] + indices + data[axis+1:].
   std::vector<int64_t> gathered(data.begin(), data.begin() + axis);
   gathered.insert(gathered.end(), indices.shape.begin(), indices.shape.end());
@@ -177,9 +177,9 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
   t.push_back(activationGrad("gelu_grad", "gelu adjoint", perOutput<8>));
   t.push_back(
       activationGrad("gelu_tanh_grad", "gelu_tanh adjoint", perOutput<14>));
-  t.push_back(activationGrad("clip_grad", "Clip-13 adjoint", perOutput<2>,
-                             {{"min", AttrKind::Float, false},
-                              {"max", AttrKind::Float, false}}));
+  t.push_back(activationGrad(
+      "clip_grad", "Clip-13 adjoint", perOutput<2>,
+      {{"min", AttrKind::Float, false}, {"max", AttrKind::Float, false}}));
   for (auto [name, source] :
        {std::pair{"softmax_grad", "Softmax-13 adjoint, from the output"},
         {"log_softmax_grad", "LogSoftmax-13 adjoint, from the output"}})
@@ -238,14 +238,14 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          {"group", AttrKind::Int}},
                .infer = convWeightGrad,
                .flops = convWeightGradFlops});
-  t.push_back({.name = "batch_norm_grad",
-               .source = "BatchNormalization-15 adjoint",
-               .minInputs = 5,
-               .maxInputs = 5,
-               .attrs = {{"epsilon", AttrKind::Float},
-                         {"training", AttrKind::Bool}},
-               .infer = batchNormGrad,
-               .flops = perInput<8>});
+  t.push_back(
+      {.name = "batch_norm_grad",
+       .source = "BatchNormalization-15 adjoint",
+       .minInputs = 5,
+       .maxInputs = 5,
+       .attrs = {{"epsilon", AttrKind::Float}, {"training", AttrKind::Bool}},
+       .infer = batchNormGrad,
+       .flops = perInput<8>});
   t.push_back({.name = "max_pool_grad",
                .source = "MaxPool-12 adjoint",
                .minInputs = 2,

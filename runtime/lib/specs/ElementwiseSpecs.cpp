@@ -26,7 +26,8 @@ KernelSpec unary(const char *name, const char *source,
 Types broadcastBinary(const SpecCall &call) {
   requireNumeric(call, 0);
   call.requireSameDType(0, 1);
-  return {{call.in[0].dtype, call.broadcast(call.in[0].shape, call.in[1].shape)}};
+  return {
+      {call.in[0].dtype, call.broadcast(call.in[0].shape, call.in[1].shape)}};
 }
 
 KernelSpec binary(const char *name, const char *source) {
@@ -43,7 +44,8 @@ Types pow(const SpecCall &call) {
   // Pow-15 lets the exponent have its own numeric type.
   requireNumeric(call, 0);
   requireNumeric(call, 1);
-  return {{call.in[0].dtype, call.broadcast(call.in[0].shape, call.in[1].shape)}};
+  return {
+      {call.in[0].dtype, call.broadcast(call.in[0].shape, call.in[1].shape)}};
 }
 
 Types equal(const SpecCall &call) {
@@ -80,19 +82,24 @@ Types cast(const SpecCall &call) {
 } // namespace
 
 void addElementwiseSpecs(std::vector<KernelSpec> &t) {
-  for (auto [name, source] :
-       {std::pair{"sqrt", "Sqrt-13"}, {"reciprocal", "Reciprocal-13"},
-        {"neg", "Neg-13"}, {"exp", "Exp-13"}, {"log", "Log-13"},
-        {"erf", "Erf-13"}, {"tanh", "Tanh-13"}, {"relu", "Relu-14"},
-        {"sigmoid", "Sigmoid-13"}})
+  for (auto [name, source] : {std::pair{"sqrt", "Sqrt-13"},
+                              {"reciprocal", "Reciprocal-13"},
+                              {"neg", "Neg-13"},
+                              {"exp", "Exp-13"},
+                              {"log", "Log-13"},
+                              {"erf", "Erf-13"},
+                              {"tanh", "Tanh-13"},
+                              {"relu", "Relu-14"},
+                              {"sigmoid", "Sigmoid-13"}})
     t.push_back(unary(name, source, perOutput<1>));
   // Exact GELU (Gelu-20 default) and its tanh approximation: the FLOPs the
   // fused erf/tanh chains count (Korthikanti et al. 2022, section 4.1).
   t.push_back(unary("gelu", "Gelu-20, approximate none", perOutput<5>));
   t.push_back(unary("gelu_tanh", "Gelu-20, approximate tanh", perOutput<9>));
-  for (auto [name, source] :
-       {std::pair{"add", "Add-14"}, {"sub", "Sub-14"}, {"mul", "Mul-14"},
-        {"div", "Div-14"}})
+  for (auto [name, source] : {std::pair{"add", "Add-14"},
+                              {"sub", "Sub-14"},
+                              {"mul", "Mul-14"},
+                              {"div", "Div-14"}})
     t.push_back(binary(name, source));
   t.push_back({.name = "pow",
                .source = "Pow-15",

@@ -19,8 +19,8 @@ int64_t windowOutputSize(const SpecCall &call, int64_t in, int64_t kernel,
   int64_t span = call.add(call.add(in, padBegin), padEnd) - extent;
   if (span < 0)
     return 0;
-  int64_t steps = ceilMode ? span / stride + (span % stride != 0)
-                           : span / stride;
+  int64_t steps =
+      ceilMode ? span / stride + (span % stride != 0) : span / stride;
   return steps + 1;
 }
 
@@ -31,9 +31,9 @@ void checkWindow(const SpecCall &call, int64_t spatial,
   if (int64_t(strides.size()) != spatial ||
       int64_t(pads.size()) != 2 * spatial ||
       (!dilations.empty() && int64_t(dilations.size()) != spatial))
-    call.fail("expected " + std::to_string(spatial) + " strides/dilations and " +
-              std::to_string(2 * spatial) + " pads for " +
-              std::to_string(spatial) + " spatial dims");
+    call.fail("expected " + std::to_string(spatial) +
+              " strides/dilations and " + std::to_string(2 * spatial) +
+              " pads for " + std::to_string(spatial) + " spatial dims");
   for (int64_t s : strides)
     if (s <= 0)
       call.fail("attribute 'strides' holds " + std::to_string(s));
@@ -62,10 +62,9 @@ Types poolOutput(const SpecCall &call, bool ceilMode,
   checkWindow(call, spatial, strides, pads, dilations);
   std::vector<int64_t> shape(x.shape.begin(), x.shape.begin() + 2);
   for (int64_t i = 0; i < spatial; ++i)
-    shape.push_back(windowOutputSize(call, x.shape[i + 2], kernel[i],
-                                     strides[i], pads[i], pads[i + spatial],
-                                     dilations.empty() ? 1 : dilations[i],
-                                     ceilMode));
+    shape.push_back(windowOutputSize(
+        call, x.shape[i + 2], kernel[i], strides[i], pads[i], pads[i + spatial],
+        dilations.empty() ? 1 : dilations[i], ceilMode));
   return {{x.dtype, shape}};
 }
 
@@ -196,8 +195,7 @@ int64_t convFlops(const SpecCall &call, const Types &out) {
   const std::vector<int64_t> &w = call.in[1].shape;
   int64_t macs = satMul(w[1], product({w.begin() + 2, w.end()}));
   int64_t outputs = out[0].numel();
-  return satMul(2, satMul(outputs, macs)) +
-         (call.in.size() > 2 ? outputs : 0);
+  return satMul(2, satMul(outputs, macs)) + (call.in.size() > 2 ? outputs : 0);
 }
 
 Types convTranspose(const SpecCall &call) {
@@ -272,8 +270,8 @@ Types nllLoss(const SpecCall &call) { return lossOutput(call, 2); }
 } // namespace
 
 void addNetworkSpecs(std::vector<KernelSpec> &t) {
-  for (auto [name, source] : {std::pair{"softmax", "Softmax-13"},
-                              {"log_softmax", "LogSoftmax-13"}})
+  for (auto [name, source] :
+       {std::pair{"softmax", "Softmax-13"}, {"log_softmax", "LogSoftmax-13"}})
     t.push_back({.name = name,
                  .source = source,
                  .minInputs = 1,

@@ -22,8 +22,8 @@ Types matmul(const SpecCall &call) {
   call.requireSameDType(0, 1);
   const TensorType &lhs = call.in[0], &rhs = call.in[1];
   if (lhs.rank() == 0 || rhs.rank() == 0)
-    call.fail("operands must have rank >= 1, got " + typeString(lhs) +
-              " and " + typeString(rhs));
+    call.fail("operands must have rank >= 1, got " + typeString(lhs) + " and " +
+              typeString(rhs));
   // numpy: a 1-D lhs is [1, K], a 1-D rhs is [K, 1]; the 1 is dropped after.
   std::vector<int64_t> a = lhs.shape, b = rhs.shape;
   if (a.size() == 1)
@@ -33,8 +33,8 @@ Types matmul(const SpecCall &call) {
   if (a.back() != b[b.size() - 2])
     call.fail("contraction dims differ: " + shapeString(lhs.shape) + " x " +
               shapeString(rhs.shape));
-  std::vector<int64_t> shape = call.broadcast({a.begin(), a.end() - 2},
-                                              {b.begin(), b.end() - 2});
+  std::vector<int64_t> shape =
+      call.broadcast({a.begin(), a.end() - 2}, {b.begin(), b.end() - 2});
   if (lhs.rank() > 1)
     shape.push_back(a[a.size() - 2]);
   if (rhs.rank() > 1)
@@ -142,8 +142,8 @@ Types slice(const SpecCall &call) {
   int64_t rank = x.rank();
   if (int64_t(starts.size()) != rank || int64_t(ends.size()) != rank ||
       int64_t(steps.size()) != rank)
-    call.fail("needs one start, end and step per dim (" +
-              std::to_string(rank) + ")");
+    call.fail("needs one start, end and step per dim (" + std::to_string(rank) +
+              ")");
   std::vector<int64_t> shape;
   for (int64_t i = 0; i < rank; ++i) {
     int64_t step = steps[i], dim = x.shape[i], s = starts[i], e = ends[i];
@@ -159,8 +159,7 @@ Types slice(const SpecCall &call) {
     // ceil(span / |step|) without overflow, for any step (even INT64_MIN).
     int64_t span = step > 0 ? e - s : s - e;
     uint64_t stride = step > 0 ? uint64_t(step) : 0 - uint64_t(step);
-    shape.push_back(span <= 0 ? 0
-                              : int64_t((uint64_t(span) - 1) / stride + 1));
+    shape.push_back(span <= 0 ? 0 : int64_t((uint64_t(span) - 1) / stride + 1));
   }
   return {{x.dtype, shape}};
 }
@@ -362,14 +361,14 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
   for (auto [name, source] : {std::pair{"reduce_sum", "ReduceSum-13"},
                               {"reduce_mean", "ReduceMean-13"},
                               {"reduce_max", "ReduceMax-13"}})
-    t.push_back({.name = name,
-                 .source = source,
-                 .minInputs = 1,
-                 .maxInputs = 1,
-                 .attrs = {{"axes", AttrKind::Ints},
-                           {"keepdims", AttrKind::Bool}},
-                 .infer = reduce,
-                 .flops = perInput<1>});
+    t.push_back(
+        {.name = name,
+         .source = source,
+         .minInputs = 1,
+         .maxInputs = 1,
+         .attrs = {{"axes", AttrKind::Ints}, {"keepdims", AttrKind::Bool}},
+         .infer = reduce,
+         .flops = perInput<1>});
 }
 
 } // namespace weft::rt::specs

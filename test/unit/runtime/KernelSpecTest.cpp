@@ -93,8 +93,7 @@ TEST(KernelSpec, RefusesTheMutantsThatCrashedWeftRun) {
                kGemm),
        "output 0 is [4x2] f32, gemm writes [2x4] f32"},
       // adamw with exp_avg and the gradient swapped: not in place.
-      {errorOf("adamw",
-               {f32({8}, 0), f32({8}, 64), f32({8}, 32), f32({8}, 96)},
+      {errorOf("adamw", {f32({8}, 0), f32({8}, 64), f32({8}, 32), f32({8}, 96)},
                {f32({8}, 0), f32({8}, 64), f32({8}, 96)}, kAdamW),
        "output 1 must update input 2 in place"},
       // layer norm writing statistics of the wrong shape (past its buffer).
@@ -109,14 +108,12 @@ TEST(KernelSpec, RefusesTheMutantsThatCrashedWeftRun) {
                {{"axis", 0}, {"sizes", {2, 2}}}),
        "outputs 0 and 1 overlap in the arena"},
       // Attributes: missing, unknown, of the wrong kind, out of range.
-      {errorOf("softmax", {f32({2, 3}, 0)}, {f32({2, 3}, 64)},
-               json::object()),
+      {errorOf("softmax", {f32({2, 3}, 0)}, {f32({2, 3}, 64)}, json::object()),
        "missing attribute 'axis'"},
       {errorOf("softmax", {f32({2, 3}, 0)}, {f32({2, 3}, 64)},
                {{"axis", 1}, {"axes", 1}}),
        "unknown attribute 'axes'"},
-      {errorOf("softmax", {f32({2, 3}, 0)}, {f32({2, 3}, 64)},
-               {{"axis", "1"}}),
+      {errorOf("softmax", {f32({2, 3}, 0)}, {f32({2, 3}, 64)}, {{"axis", "1"}}),
        "attribute 'axis' must be an integer, got \"1\""},
       {errorOf("softmax", {f32({2, 3}, 0)}, {f32({2, 3}, 64)}, {{"axis", 2}}),
        "attribute 'axis' is 2, outside [0, 2)"},
@@ -142,9 +139,9 @@ TEST(KernelSpec, RefusesTheMutantsThatCrashedWeftRun) {
                 {"dilations", {INT64_MAX, 1}},
                 {"group", 1}}),
        "size arithmetic overflows int64"},
-      {errorOf("softmax_cross_entropy", {f32({0, 5}, 0), {{DType::I64, {0}}, 64}},
-               {f32({}, 128), f32({0, 5}, 192)},
-               {{"reduction", "mean"}}),
+      {errorOf("softmax_cross_entropy",
+               {f32({0, 5}, 0), {{DType::I64, {0}}, 64}},
+               {f32({}, 128), f32({0, 5}, 192)}, {{"reduction", "mean"}}),
        "hold no sample or no class"},
   };
   for (const Case &c : cases)
@@ -165,20 +162,20 @@ TEST(KernelSpec, CostsFollowTheCompilersConventions) {
                 .flops,
             48 + 16);
   // conv 3x3, 2 -> 4 channels, 5x5 -> 3x3 outputs: 2 * 36 * 2 * 9 + bias.
-  EXPECT_EQ(costOf("conv",
-                   {f32({1, 2, 5, 5}, 0), f32({4, 2, 3, 3}, 256),
-                    f32({4}, 1024)},
-                   {f32({1, 4, 3, 3}, 2048)},
-                   {{"strides", {1, 1}},
-                    {"pads", {0, 0, 0, 0}},
-                    {"dilations", {1, 1}},
-                    {"group", 1}})
-                .flops,
-            2 * 36 * 18 + 36);
+  EXPECT_EQ(
+      costOf("conv",
+             {f32({1, 2, 5, 5}, 0), f32({4, 2, 3, 3}, 256), f32({4}, 1024)},
+             {f32({1, 4, 3, 3}, 2048)},
+             {{"strides", {1, 1}},
+              {"pads", {0, 0, 0, 0}},
+              {"dilations", {1, 1}},
+              {"group", 1}})
+          .flops,
+      2 * 36 * 18 + 36);
   // gather reads the gathered rows and the indices, not the table.
-  KernelCost g = costOf("gather",
-                        {f32({1000, 4}, 0), {{DType::I64, {3}}, 16000}},
-                        {f32({3, 4}, 16064)}, {{"axis", 0}});
+  KernelCost g =
+      costOf("gather", {f32({1000, 4}, 0), {{DType::I64, {3}}, 16000}},
+             {f32({3, 4}, 16064)}, {{"axis", 0}});
   EXPECT_EQ(g.bytesRead, 12 * 4 + 3 * 8);
   EXPECT_EQ(costOf("adamw",
                    {f32({8}, 0), f32({8}, 32), f32({8}, 64), f32({8}, 96)},
@@ -188,9 +185,8 @@ TEST(KernelSpec, CostsFollowTheCompilersConventions) {
 }
 
 TEST(KernelAttrs, DecodedOnceAndTyped) {
-  CheckedKernel k = checkKernel(*findKernelSpec("transpose"),
-                                {f32({2, 3}, 0)}, {f32({3, 2}, 64)},
-                                {{"perm", {1, 0}}});
+  CheckedKernel k = checkKernel(*findKernelSpec("transpose"), {f32({2, 3}, 0)},
+                                {f32({3, 2}, 64)}, {{"perm", {1, 0}}});
   EXPECT_EQ(k.attrs.ints("perm"), (std::vector<int64_t>{1, 0}));
   EXPECT_FALSE(k.attrs.has("axis"));
   EXPECT_THROW(k.attrs.i("perm"), Error);

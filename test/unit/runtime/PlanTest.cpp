@@ -71,6 +71,10 @@ TEST(PlanLoader, NamesTheFieldOfEveryRejection) {
        "ranks[0].buffers[0].bytes: 4 bytes, but [2] f32 takes 8"},
       {[](json &p) { p["ranks"][0]["buffers"][1]["offset"] = 68; },
        "ranks[0].buffers[1].offset: 68 + 8 bytes exceeds arena_bytes 72"},
+      // Found by the plan-loader fuzz target: a float at an odd address.
+      {[](json &p) { p["ranks"][0]["buffers"][1]["offset"] = 63; },
+       "ranks[0].buffers[1].offset: 63 is not a multiple of the f32 element "
+       "size"},
       {[](json &p) { p["ranks"][0]["buffers"][1]["kind"] = "scratch"; },
        "ranks[0].buffers[1].kind: unknown buffer kind 'scratch'"},
       {[](json &p) { p["ranks"][0]["buffers"][1]["view_of"] = 0; },
