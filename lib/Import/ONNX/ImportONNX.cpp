@@ -222,6 +222,48 @@ LogicalResult checkLibonnxHazards(const onnx::ModelProto &model,
       return emitError(loc) << "graph output '" << out.name()
                             << "' is not a graph input, an initializer or a "
                                "node's output";
+  // Window attributes: libonnx divides by strides and sizes loops by the
+  // lists' lengths without checking them (opset < 11 pooling and Conv
+  // divide by a zero stride).
+  static const llvm::StringSet<> windowOps = {
+      "Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool",
+      "MaxUnpool"};
+  for (const auto &node : model.graph().node()) {
+    if (!windowOps.contains(node.op_type()))
+      continue;
+    llvm::StringMap<int> sizes;
+    for (const auto &attr : node.attribute()) {
+      llvm::StringRef name = attr.name();
+      bool positive = name == "strides" || name == "dilations" ||
+                      name == "kernel_shape";
+      if (!positive && name != "pads")
+        continue;
+      sizes[name] = attr.ints_size();
+      for (int64_t v : attr.ints())
+        if (positive ? v <= 0 : v < 0)
+          return emitError(loc)
+                 << node.op_type() << " node '" << nodeName(node)
+                 << "': attribute '" << name << "' holds " << v
+                 << "; it must be " << (positive ? "positive" : "non-negative");
+    }
+    int spatial = -1;
+    for (llvm::StringRef name : {"kernel_shape", "strides", "dilations"}) {
+      auto it = sizes.find(name);
+      if (it == sizes.end())
+        continue;
+      if (spatial >= 0 && it->second != spatial)
+        return emitError(loc)
+               << node.op_type() << " node '" << nodeName(node)
+               << "': attribute '" << name << "' has " << it->second
+               << " entries, another window attribute " << spatial;
+      spatial = it->second;
+    }
+    auto pads = sizes.find("pads");
+    if (pads != sizes.end() && spatial >= 0 && pads->second != 2 * spatial)
+      return emitError(loc) << node.op_type() << " node '" << nodeName(node)
+                            << "': attribute 'pads' has " << pads->second
+                            << " entries for " << spatial << " spatial dims";
+  }
   // Conv/ConvTranspose without kernel_shape take it from W's dims; libonnx
   // indexes it by X's spatial dims unchecked, so ranks that differ read
   // out of bounds (found by the import fuzz target). Checked where both
