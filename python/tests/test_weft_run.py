@@ -152,3 +152,20 @@ def test_missing_external_weight_file_is_named(weftc, models_dir, tmp_path):
     result = run([tool("weft-run"), str(plan)])
     assert result.returncode == 1
     assert "weights.bin' cannot be read" in result.stderr
+
+
+def test_trace_flops_are_the_compilers(gpt_plan, weftc, models_dir, tmp_path):
+    """Each kernel slice carries the kernel table's FLOPs and bytes; over
+    the forward pass they add up to weftc's summary of the model, which
+    counts with the compiler's cost model (CostOpInterface)."""
+    trace = tmp_path / "trace.json"
+    assert run([tool("weft-run"), str(gpt_plan), "--trace",
+                str(trace)]).returncode == 0
+    kernels = [e for e in json.loads(trace.read_text())["traceEvents"]
+               if e["tid"] == 2]
+    instructions = json.loads(gpt_plan.read_text())["ranks"][0]["instructions"]
+    forward = sum(e["args"]["flops"] for e, i in zip(kernels, instructions)
+                  if i["phase"] == "forward")
+    summary = run([weftc, str(models_dir / "gpt.onnx"), "--emit=summary-json"])
+    assert forward == json.loads(summary.stdout)["flops"]
+    assert all(e["args"]["bytes"] > 0 for e in kernels)
