@@ -58,7 +58,7 @@ LogicalResult convertConstantOfShape(GraphImporter &g, const Node &node) {
   HostTensor out = HostTensor::zeros(fill.dtype, dims);
   if (out.size() <= kMaxFoldElements) {
     for (int64_t k = 0; k < out.size(); ++k)
-      out.set(k, fill.getDouble(0));
+      out.copy(k, fill, 0);
     g.bind(node, 0, std::move(out));
     return success();
   }

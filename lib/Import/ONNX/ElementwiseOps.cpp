@@ -104,7 +104,8 @@ LogicalResult convertWhere(GraphImporter &g, const Node &node) {
       HostTensor bc = broadcastTo(c, *shape), bx = broadcastTo(x, *shape),
                  by = broadcastTo(y, *shape);
       for (int64_t k = 0; k < bx.size(); ++k)
-        bx.set(k, bc.getInt(k) ? bx.getDouble(k) : by.getDouble(k));
+        if (!bc.getInt(k))
+          bx.copy(k, by, k);
       g.bind(node, 0, std::move(bx));
       return success();
     }

@@ -10,6 +10,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 
@@ -59,13 +61,32 @@ HostTensor HostTensor::fromInts(ArrayRef<int64_t> values,
   return t;
 }
 
+int64_t HostTensor::saturatingInt(double v) {
+  // 2^63 is exact in double; int64 holds [-2^63, 2^63).
+  constexpr double kLimit = 9223372036854775808.0;
+  if (std::isnan(v))
+    return 0;
+  if (v >= kLimit)
+    return INT64_MAX;
+  if (v < -kLimit)
+    return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 void HostTensor::set(int64_t k, double v) {
   if (isFloat())
     floats[k] = v;
   else if (dtype == TensorProto::BOOL)
     ints[k] = v != 0.0;
   else
-    ints[k] = static_cast<int64_t>(v);
+    ints[k] = saturatingInt(v);
+}
+
+void HostTensor::copy(int64_t k, const HostTensor &from, int64_t j) {
+  if (!isFloat() && !from.isFloat() && dtype != TensorProto::BOOL)
+    ints[k] = from.ints[j];
+  else
+    set(k, from.getDouble(j));
 }
 
 llvm::SmallVector<int64_t> HostTensor::toInts() const {

@@ -47,10 +47,17 @@ struct HostTensor {
   bool isFloat() const;
   int64_t size() const;
   double getDouble(int64_t k) const { return isFloat() ? floats[k] : ints[k]; }
+  /// Element k as an integer; a float is truncated, saturating at the int64
+  /// range (NaN gives 0).
   int64_t getInt(int64_t k) const {
-    return isFloat() ? static_cast<int64_t>(floats[k]) : ints[k];
+    return isFloat() ? saturatingInt(floats[k]) : ints[k];
   }
+  /// Stores v, converted to this dtype: integers truncate and saturate.
   void set(int64_t k, double v);
+  /// Copies element j of `from` into element k: exact when both hold
+  /// integers or both floats (an int64 beyond 2^53 survives a Concat).
+  void copy(int64_t k, const HostTensor &from, int64_t j);
+  static int64_t saturatingInt(double v);
   llvm::SmallVector<int64_t> toInts() const;
 };
 

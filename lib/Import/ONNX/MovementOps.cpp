@@ -26,7 +26,7 @@ HostTensor remap(const HostTensor &in, ArrayRef<int64_t> shape,
   HostTensor out = HostTensor::zeros(in.dtype, shape);
   SmallVector<int64_t> idx(shape.size(), 0);
   for (int64_t k = 0, n = out.size(); k < n; ++k) {
-    out.set(k, in.getDouble(source(idx)));
+    out.copy(k, in, source(idx));
     for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
       if (++idx[d] < shape[d])
         break;
@@ -230,7 +230,7 @@ LogicalResult convertConcat(GraphImporter &g, const Node &node) {
       int64_t row = product(ArrayRef(in.shape).drop_front(*axis));
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t r = 0; r < row; ++r)
-          out.set(o * rowOut + offset + r, in.getDouble(o * row + r));
+          out.copy(o * rowOut + offset + r, in, o * row + r);
       offset += row;
     }
     g.bind(node, 0, std::move(out));

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 using namespace weft;
 using onnx::TensorProto;
 
@@ -76,4 +78,23 @@ TEST(ToElementsAttr, KeepsDtype) {
   EXPECT_TRUE(attr.getElementType().isInteger(1));
   EXPECT_EQ(attr.getValues<bool>()[1], true);
   EXPECT_EQ(attr.getValues<bool>()[0], false);
+}
+
+// Found by the import fuzz target: a Concat of shape constants copied int64
+// elements through double, converting 2^63 back to int64 (undefined) and
+// rounding everything above 2^53.
+TEST(HostTensor, IntegersCopyExactlyAndConversionsSaturate) {
+  int64_t big = (int64_t(1) << 53) + 1;
+  HostTensor in = HostTensor::fromInts({INT64_MAX, big}, {2});
+  HostTensor out = HostTensor::zeros(TensorProto::INT64, {2});
+  out.copy(0, in, 0);
+  out.copy(1, in, 1);
+  EXPECT_EQ(out.ints[0], INT64_MAX);
+  EXPECT_EQ(out.ints[1], big);
+  out.set(0, 1e30);
+  out.set(1, -1e30);
+  EXPECT_EQ(out.ints[0], INT64_MAX);
+  EXPECT_EQ(out.ints[1], INT64_MIN);
+  out.set(0, std::nan(""));
+  EXPECT_EQ(out.ints[0], 0);
 }
