@@ -14,7 +14,7 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(plan-loader import)
 
-scripts/install-deps.sh
+scripts/install-deps.sh --fuzz
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 if [ ! -f build-fuzz/build.ninja ]; then
   cmake -G Ninja -S . -B build-fuzz \

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs every Debian package weft needs; idempotent: packages already present are skipped.
-# Usage: scripts/install-deps.sh   (root, or sudo available)
+# Usage: scripts/install-deps.sh [--fuzz]   (root, or sudo available)
+#   --fuzz: also clang-22 and its runtime libraries (libFuzzer, ASan, UBSan)
+#           for scripts/fuzz.sh; the build and the tests do not need them.
 set -euo pipefail
 
 packages=(
   # build
   cmake ninja-build ccache g++ pkg-config
-  # fuzzing (scripts/fuzz.sh): libFuzzer, ASan, UBSan
-  clang-22 libclang-rt-22-dev
   # compiler
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libonnx-dev libprotobuf-dev protobuf-compiler nlohmann-json3-dev
@@ -19,6 +19,9 @@ packages=(
   python3 python3-torch python3-torchvision python3-onnx python3-numpy
   python3-pytest python3-matplotlib python3-jsonschema
 )
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang-22 libclang-rt-22-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

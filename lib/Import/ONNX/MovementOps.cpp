@@ -12,7 +12,6 @@
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include <cmath>
-#include <numeric>
 
 using namespace mlir;
 using namespace weft;
@@ -58,9 +57,15 @@ LogicalResult bindReshape(GraphImporter &g, const Node &node,
   return g.bindResults(node, g.build<ReshapeOp>(node, x, shape));
 }
 
+/// The product of non-negative `dims`, saturating at INT64_MAX: shape
+/// operands are model data, and a hostile Reshape or Expand target must
+/// compare unequal to every real size rather than wrap.
 int64_t product(ArrayRef<int64_t> dims) {
-  return std::accumulate(dims.begin(), dims.end(), int64_t(1),
-                         std::multiplies<int64_t>());
+  int64_t p = 1;
+  for (int64_t d : dims)
+    if (__builtin_mul_overflow(p, d, &p))
+      return INT64_MAX;
+  return p;
 }
 
 LogicalResult convertReshape(GraphImporter &g, const Node &node) {
@@ -85,7 +90,7 @@ LogicalResult convertReshape(GraphImporter &g, const Node &node) {
     } else if (shape[i] < 0) {
       return g.error(node) << "shape has invalid dim " << shape[i];
     } else {
-      known *= shape[i];
+      known = product({known, shape[i]});
     }
   }
   if (inferred >= 0) {
