@@ -1,12 +1,13 @@
 //===- weft-opt.cpp - the weft pass driver --------------------------------===//
 //
-// mlir-opt with the weft dialect and every weft pass registered, plus the
-// upstream canonicalize/cse passes that weft pipelines use.
+// mlir-opt with the weft dialect, every weft pass and weft-plan-pipeline
+// (weftc's compile) registered, plus the upstream canonicalize/cse passes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Transforms/Passes.h"
+#include "weft/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -19,6 +20,7 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   weft::registerWeftPasses();
+  weft::registerPlanPipeline();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "weft pass driver\n", registry));
 }

@@ -1,6 +1,7 @@
 //===- weftc.cpp - the weft compiler driver -------------------------------===//
 //
-// weftc MODEL [--input-shape NAME=DxD...] [--emit=mlir|summary|summary-json|plan]
+// weftc MODEL [--input-shape NAME=DxD...]
+//       [--emit=import|mlir|summary|summary-json|plan] [--print-pipeline]
 //       [-o plan.json] [--optimizer ... --microbatches M]
 //       [--pipeline-parallel P --schedule 1f1b|gpipe --balance N,N,...]
 //       [--timeline F.json] [--timeline-ascii]
@@ -11,6 +12,8 @@
 // Imports an ONNX model (binary .onnx or ONNX text .onnxtxt) and prints its
 // weft IR, a summary (parameters, FLOPs, op histogram), or compiles it into
 // an execution plan: a training step, pipelined over P stages on request.
+// The compile is weft-plan-pipeline (Pipelines.h), whose options weftc fills
+// from its flags: --print-pipeline prints them for weft-opt.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +27,7 @@
 #include "weft/Import/ONNX/ImportONNX.h"
 #include "weft/Target/Plan/EmitPlan.h"
 #include "weft/Transforms/Passes.h"
+#include "weft/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -76,10 +80,13 @@ cl::list<std::string> frozenInputs(
              "(for inputs that feed shapes, axes, pads...): NAME=FILE.pb"),
     cl::value_desc("NAME=FILE.pb"), cl::cat(category));
 
-enum class Emit { MLIR, Summary, SummaryJSON, Plan };
+enum class Emit { Import, MLIR, Summary, SummaryJSON, Plan };
 cl::opt<Emit> emit(
     "emit", cl::desc("What to print"), cl::init(Emit::MLIR),
-    cl::values(clEnumValN(Emit::MLIR, "mlir", "the imported weft IR"),
+    cl::values(clEnumValN(Emit::Import, "import",
+                          "the weft IR as imported, before any pass (the "
+                          "input of weft-opt --weft-plan-pipeline)"),
+               clEnumValN(Emit::MLIR, "mlir", "the compiled weft IR"),
                clEnumValN(Emit::Summary, "summary",
                           "parameters, FLOPs and op histogram as text"),
                clEnumValN(Emit::SummaryJSON, "summary-json",
@@ -190,6 +197,11 @@ cl::opt<int64_t> memoryCap(
 cl::opt<bool> listOps("list-supported-ops",
                       cl::desc("Print the supported ONNX operators and exit"),
                       cl::init(false), cl::cat(category));
+cl::opt<bool> printPipeline(
+    "print-pipeline",
+    cl::desc("Print the weft-opt option that compiles this model as weftc "
+             "would (weftc MODEL --emit=import | weft-opt <it>) and exit"),
+    cl::init(false), cl::cat(category));
 
 std::string withCommas(int64_t v) {
   std::string digits = std::to_string(v), out;
@@ -303,32 +315,9 @@ LogicalResult checkMemory(ModuleOp module) {
   return success();
 }
 
-/// The ranges torch.optim checks (SGD, AdamW): a value outside them, or
-/// not finite, is an error naming the flag, never a silent default.
-LogicalResult checkOptimizerValues(const weft::AppendOptimizerOptions &o) {
-  auto bad = [](StringRef flag, double value, StringRef range) {
-    errs() << "weftc: --" << flag << "=" << format("%g", value)
-           << ": must be " << range << "\n";
-    return failure();
-  };
-  if (!std::isfinite(o.lr) || o.lr <= 0)
-    return bad("lr", o.lr, "a finite number > 0");
-  // -1, the option's default, means "torch's default for the optimizer".
-  if (weightDecay.getNumOccurrences() &&
-      (!std::isfinite(o.weightDecay) || o.weightDecay < 0))
-    return bad("weight-decay", o.weightDecay, "a finite number >= 0");
-  if (!std::isfinite(o.momentum) || o.momentum < 0)
-    return bad("momentum", o.momentum, "a finite number >= 0");
-  if (!std::isfinite(o.eps) || o.eps < 0)
-    return bad("eps", o.eps, "a finite number >= 0");
-  for (double beta : {o.beta1, o.beta2})
-    if (!(beta >= 0 && beta < 1))
-      return bad("betas", beta, "in [0, 1)");
-  return success();
-}
-
 LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
                            const weft::ImportOptions &options,
+                           weft::PlanPipelineOptions &pipelineOptions,
                            raw_ostream &os) {
   MLIRContext context;
   // A pass error names the ONNX node (the op's location) in one line; the
@@ -343,6 +332,11 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
                        weft::isONNXTextPath(source), options, &context);
   if (!module)
     return failure();
+  if (emit == Emit::Import) {
+    module->print(os);
+    os << "\n";
+    return success();
+  }
   auto func = cast<func::FuncOp>(module->getBody()->front());
   // The summary describes the model (its forward graph); the IR and the plan
   // are of the compiled step, a training step when the model has a loss.
@@ -353,15 +347,6 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     else
       os << weft::jsonText(summaryJSON(summary)) << "\n";
     return success();
-  }
-  // One kernel per GELU, which keeps only its input for the backward.
-  {
-    PassManager pm(&context);
-    if (failed(applyPassManagerCLOptions(pm)))
-      return failure();
-    pm.addNestedPass<func::FuncOp>(weft::createFuseGelu());
-    if (failed(pm.run(*module)))
-      return failure();
   }
   if (train && forwardOnly) {
     errs() << "weftc: --train and --forward-only contradict each other\n";
@@ -382,60 +367,28 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
         return failure();
       }
     }
-  bool pipelined = pipelineParallel > 1;
-  if (pipelined && !(gradients || training)) {
-    errs() << "weftc: --pipeline-parallel needs a training step (or "
-              "--gradients); " << source << " compiles forward only\n";
+  // The compile itself is weft-plan-pipeline, as weft-opt runs it.
+  pipelineOptions.step = gradients  ? weft::CompiledStep::Gradients
+                         : training ? weft::CompiledStep::Train
+                                    : weft::CompiledStep::Forward;
+  if (failed(pipelineOptions.validate([&](const Twine &message) {
+        errs() << "weftc: " << message << "\n";
+      })))
     return failure();
+  if (printPipeline) {
+    // One argument for weft-opt: quote it in a shell ("$(weftc ...)").
+    os << "--weft-plan-pipeline=" << pipelineOptions.textual() << "\n";
+    return success();
   }
-  if (gradients || training) {
+  {
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
-    // Pipeline stages are chosen on the forward graph; backward ops inherit
-    // their forward op's stage.
-    if (pipelined)
-      pm.addNestedPass<func::FuncOp>(weft::createPartitionPipeline(
-          {pipelineParallel, SmallVector<int64_t>(balance.begin(),
-                                                  balance.end())}));
-    // The backward pass: loss -> parameter gradients.
-    pm.addNestedPass<func::FuncOp>(weft::createAutodiff());
-    // GPipe micro-batches: M copies of forward+backward, gradients summed.
-    pm.addNestedPass<func::FuncOp>(
-        weft::createAccumulateMicrobatches({microbatches}));
-    if (!gradients) {
-      // The update: SGD or AdamW, in place, with explicit optimizer state.
-      weft::AppendOptimizerOptions options;
-      options.optimizer = optimizer;
-      options.lr = lr;
-      options.weightDecay = weightDecay;
-      options.momentum = momentum;
-      options.nesterov = nesterov;
-      auto [beta1, beta2] = StringRef(betas).split(',');
-      if (beta1.getAsDouble(options.beta1) ||
-          beta2.getAsDouble(options.beta2)) {
-        errs() << "weftc: --betas '" << betas << "': expected B1,B2\n";
-        return failure();
-      }
-      options.eps = eps;
-      if (failed(checkOptimizerValues(options)))
-        return failure();
-      pm.addNestedPass<func::FuncOp>(weft::createAppendOptimizer(options));
-    }
-    // Transfers between stages, then recompute regions, then the per-stage
-    // task order and the deadlock check that predicts the timeline.
-    if (pipelined)
-      pm.addNestedPass<func::FuncOp>(weft::createInsertSendRecv());
-    pm.addNestedPass<func::FuncOp>(weft::createCheckpoint(
-        {recompute, /*exceptLast=*/pipelined && schedule == "gpipe",
-         recomputeGranularity}));
-    if (pipelined) {
-      pm.addPass(weft::createSchedule({schedule}));
-      pm.addPass(weft::createSimulatePipeline());
-    }
+    weft::buildPlanPipeline(pm, pipelineOptions);
     if (failed(pm.run(*module)))
       return failure();
   }
+  bool pipelined = pipelineParallel > 1;
   if (pipelined && !estimateMemory && failed(reportPipeline(*module)))
     return failure();
   if ((estimateMemory || memoryCap > 0) && failed(checkMemory(*module)))
@@ -447,6 +400,7 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     module->print(os);
     os << "\n";
     break;
+  case Emit::Import:
   case Emit::Summary:
   case Emit::SummaryJSON:
     llvm_unreachable("handled before the pipeline");
@@ -479,32 +433,58 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  weft::ImportOptions options;
-  if (microbatches < 1) {
-    errs() << "weftc: --microbatches must be at least 1\n";
-    return 1;
-  }
-  options.microbatches = microbatches;
-  if (pipelineParallel < 1) {
-    errs() << "weftc: --pipeline-parallel must be at least 1\n";
-    return 1;
-  }
-  if (!weft::parseSchedule(schedule)) {
+  // Flags -> weft-plan-pipeline's options; the names the flags take are
+  // checked here, the values in PlanPipelineOptions::validate.
+  weft::PlanPipelineOptions pipelineOptions;
+  pipelineOptions.pipelineParallel = pipelineParallel;
+  pipelineOptions.balance = ArrayRef<int64_t>(balance);
+  pipelineOptions.microbatches = microbatches;
+  if (auto kind = weft::parseSchedule(schedule)) {
+    pipelineOptions.schedule = *kind;
+  } else {
     errs() << "weftc: --schedule '" << schedule
            << "': expected gpipe or 1f1b\n";
     return 1;
   }
-  if (recompute != "none" && recompute != "full" &&
-      recompute != "selective") {
+  if (auto kind = weft::parseOptimizer(optimizer)) {
+    pipelineOptions.optimizer = *kind;
+  } else {
+    errs() << "weftc: --optimizer '" << optimizer
+           << "': expected adamw or sgd\n";
+    return 1;
+  }
+  if (auto policy = weft::parseRecomputePolicy(recompute)) {
+    pipelineOptions.recompute = *policy;
+  } else {
     errs() << "weftc: --recompute '" << recompute
            << "': expected none, full or selective\n";
     return 1;
   }
-  if (recomputeGranularity != "stage" && recomputeGranularity != "layer") {
+  if (auto granularity = weft::parseRecomputeGranularity(recomputeGranularity)) {
+    pipelineOptions.recomputeGranularity = *granularity;
+  } else {
     errs() << "weftc: --recompute-granularity '" << recomputeGranularity
            << "': expected stage or layer\n";
     return 1;
   }
+  auto [beta1, beta2] = StringRef(betas).split(',');
+  double b1, b2;
+  if (beta1.getAsDouble(b1) || beta2.getAsDouble(b2)) {
+    errs() << "weftc: --betas '" << betas << "': expected B1,B2\n";
+    return 1;
+  }
+  pipelineOptions.betas = ArrayRef<double>({b1, b2});
+  pipelineOptions.lr = lr;
+  pipelineOptions.weightDecay = weightDecay;
+  pipelineOptions.momentum = momentum;
+  pipelineOptions.nesterov = nesterov;
+  pipelineOptions.eps = eps;
+  // The counts are needed before import (the batch is split at import);
+  // the step-dependent checks follow once the model is read.
+  pipelineOptions.step = weft::CompiledStep::Gradients;
+  if (failed(pipelineOptions.validate(
+          [](const Twine &message) { errs() << "weftc: " << message << "\n"; })))
+    return 1;
   if (!activationDtype.empty() &&
       !weft::activationElementBytes(activationDtype)) {
     errs() << "weftc: --activation-dtype '" << activationDtype
@@ -517,10 +497,8 @@ int main(int argc, char **argv) {
               "dtypes\n";
     return 1;
   }
-  if (!balance.empty() && pipelineParallel < 2) {
-    errs() << "weftc: --balance needs --pipeline-parallel of 2 or more\n";
-    return 1;
-  }
+  weft::ImportOptions options;
+  options.microbatches = microbatches;
   std::string error;
   for (const std::string &spec : inputShapes)
     if (failed(weft::parseInputShape(spec, options.inputShapes, error))) {
@@ -555,7 +533,7 @@ int main(int argc, char **argv) {
   raw_string_ostream buffered(result);
   bool toStdout = outputFile == "-";
   auto process = [&](std::unique_ptr<MemoryBuffer> chunk, raw_ostream &os) {
-    return processModel(std::move(chunk), options, os);
+    return processModel(std::move(chunk), options, pipelineOptions, os);
   };
   if (failed(splitAndProcessBuffer(
           std::move(buffer), process,

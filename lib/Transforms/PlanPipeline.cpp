@@ -1,0 +1,201 @@
+//===- PlanPipeline.cpp - weft-plan-pipeline ------------------------------===//
+
+#include "weft/Transforms/Pipelines.h"
+
+#include "weft/Transforms/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+#include <cstdio>
+
+using namespace mlir;
+
+namespace weft {
+
+std::optional<RecomputePolicy> parseRecomputePolicy(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<RecomputePolicy>>(name)
+      .Case("none", RecomputePolicy::None)
+      .Case("full", RecomputePolicy::Full)
+      .Case("selective", RecomputePolicy::Selective)
+      .Default(std::nullopt);
+}
+
+std::optional<RecomputeGranularity>
+parseRecomputeGranularity(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<RecomputeGranularity>>(name)
+      .Case("stage", RecomputeGranularity::Stage)
+      .Case("layer", RecomputeGranularity::Layer)
+      .Default(std::nullopt);
+}
+
+std::optional<OptimizerKind> parseOptimizer(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<OptimizerKind>>(name)
+      .Case("adamw", OptimizerKind::AdamW)
+      .Case("sgd", OptimizerKind::SGD)
+      .Default(std::nullopt);
+}
+
+namespace {
+const char *policyName(RecomputePolicy p) {
+  switch (p) {
+  case RecomputePolicy::None:
+    return "none";
+  case RecomputePolicy::Full:
+    return "full";
+  case RecomputePolicy::Selective:
+    return "selective";
+  }
+  llvm_unreachable("recompute policy");
+}
+
+/// The AdamW betas, defaulting to torch's (0.9, 0.999).
+std::pair<double, double> betasOf(const PlanPipelineOptions &o) {
+  if (o.betas.size() == 2)
+    return {o.betas[0], o.betas[1]};
+  return {0.9, 0.999};
+}
+} // namespace
+
+LogicalResult PlanPipelineOptions::validate(
+    llvm::function_ref<void(const llvm::Twine &)> error) const {
+  auto fail = [&](const llvm::Twine &message) {
+    error(message);
+    return failure();
+  };
+  if (pipelineParallel < 1)
+    return fail("--pipeline-parallel must be at least 1");
+  if (microbatches < 1)
+    return fail("--microbatches must be at least 1");
+  if (!balance.empty() && pipelineParallel < 2)
+    return fail("--balance needs --pipeline-parallel of 2 or more");
+  if (pipelineParallel > 1 && step == CompiledStep::Forward)
+    return fail("--pipeline-parallel needs a training step (or --gradients)");
+  if (step != CompiledStep::Train)
+    return success();
+  // torch.optim's ranges: a value outside them, or not finite, is an error
+  // naming the flag, never a silent default.
+  auto bad = [&](llvm::StringRef flag, double value, llvm::StringRef range) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", value);
+    return fail("--" + flag + "=" + text + ": must be " + range);
+  };
+  if (!std::isfinite(lr) || lr <= 0)
+    return bad("lr", lr, "a finite number > 0");
+  // -1, the default, means "torch's default for the optimizer".
+  if (weightDecay != -1.0 && (!std::isfinite(weightDecay) || weightDecay < 0))
+    return bad("weight-decay", weightDecay, "a finite number >= 0");
+  if (!std::isfinite(momentum) || momentum < 0)
+    return bad("momentum", momentum, "a finite number >= 0");
+  if (!std::isfinite(eps) || eps < 0)
+    return bad("eps", eps, "a finite number >= 0");
+  if (!betas.empty() && betas.size() != 2)
+    return fail("--betas: expected B1,B2");
+  auto [beta1, beta2] = betasOf(*this);
+  for (double beta : {beta1, beta2})
+    if (!(beta >= 0 && beta < 1))
+      return bad("betas", beta, "in [0, 1)");
+  return success();
+}
+
+std::string PlanPipelineOptions::textual() const {
+  auto number = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", v);
+    return std::string(text);
+  };
+  const char *stepName = step == CompiledStep::Forward     ? "forward"
+                         : step == CompiledStep::Gradients ? "gradients"
+                                                           : "train";
+  auto [beta1, beta2] = betasOf(*this);
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << "step=" << stepName << " pipeline-parallel=" << pipelineParallel;
+  if (!balance.empty()) {
+    os << " balance=";
+    llvm::interleave(balance, os, ",");
+  }
+  os << " microbatches=" << microbatches
+     << " schedule=" << scheduleName(schedule)
+     << " optimizer=" << (optimizer == OptimizerKind::SGD ? "sgd" : "adamw")
+     << " lr=" << number(lr) << " weight-decay=" << number(weightDecay)
+     << " momentum=" << number(momentum)
+     << " nesterov=" << (nesterov ? "true" : "false") << " betas="
+     << number(beta1) << "," << number(beta2) << " eps=" << number(eps)
+     << " recompute=" << policyName(recompute) << " recompute-granularity="
+     << (recomputeGranularity == RecomputeGranularity::Layer ? "layer"
+                                                              : "stage");
+  return out;
+}
+
+void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
+  // One kernel per GELU, which keeps only its input for the backward.
+  pm.addNestedPass<func::FuncOp>(createFuseGelu());
+  if (o.step == CompiledStep::Forward)
+    return;
+  bool pipelined = o.pipelineParallel > 1;
+  // Stages are chosen on the forward graph; backward ops inherit their
+  // forward op's stage.
+  if (pipelined)
+    pm.addNestedPass<func::FuncOp>(createPartitionPipeline(
+        {o.pipelineParallel,
+         llvm::SmallVector<int64_t>(o.balance.begin(), o.balance.end())}));
+  // The backward pass: loss -> parameter gradients.
+  pm.addNestedPass<func::FuncOp>(createAutodiff());
+  // GPipe micro-batches: M copies of forward+backward, gradients summed.
+  pm.addNestedPass<func::FuncOp>(
+      createAccumulateMicrobatches({o.microbatches}));
+  if (o.step == CompiledStep::Train) {
+    // The update: SGD or AdamW, in place, with explicit optimizer state.
+    AppendOptimizerOptions update;
+    update.optimizer = o.optimizer == OptimizerKind::SGD ? "sgd" : "adamw";
+    update.lr = o.lr;
+    update.weightDecay = o.weightDecay;
+    update.momentum = o.momentum;
+    update.nesterov = o.nesterov;
+    std::tie(update.beta1, update.beta2) = betasOf(o);
+    update.eps = o.eps;
+    pm.addNestedPass<func::FuncOp>(createAppendOptimizer(update));
+  }
+  // Transfers between stages, then recompute regions (GPipe keeps the last
+  // stage's activations: its backward follows at once).
+  if (pipelined)
+    pm.addNestedPass<func::FuncOp>(createInsertSendRecv());
+  pm.addNestedPass<func::FuncOp>(createCheckpoint(
+      {policyName(o.recompute),
+       /*exceptLast=*/pipelined && o.schedule == ScheduleKind::GPipe,
+       o.recomputeGranularity == RecomputeGranularity::Layer ? "layer"
+                                                             : "stage"}));
+  // The per-stage task order, and the deadlock check that predicts the
+  // timeline.
+  if (pipelined) {
+    pm.addPass(createSchedule({scheduleName(o.schedule).str()}));
+    pm.addPass(createSimulatePipeline());
+  }
+}
+
+void registerPlanPipeline() {
+  registerPassPipeline(
+      "weft-plan-pipeline",
+      "Compile an imported model into the step a plan executes (weftc's "
+      "passes, options named as weftc's flags)",
+      [](OpPassManager &pm, llvm::StringRef text,
+         llvm::function_ref<LogicalResult(const llvm::Twine &)> error) {
+        PlanPipelineOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        bool ok = succeeded(options.validate([&](const llvm::Twine &message) {
+          (void)error("weft-plan-pipeline: " + message);
+        }));
+        if (!ok)
+          return failure();
+        buildPlanPipeline(pm, options);
+        return success();
+      },
+      [](llvm::function_ref<void(const detail::PassOptions &)> handler) {
+        handler(PlanPipelineOptions());
+      });
+}
+
+} // namespace weft
