@@ -130,6 +130,9 @@ std::string PlanPipelineOptions::textual() const {
 }
 
 void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
+  // The devices: P pipeline stages (data and tensor axes of size 1 until
+  // data and tensor parallelism); plan emission takes coordinates from it.
+  pm.addPass(createCreateDeviceMesh({o.pipelineParallel, 1, 1}));
   // One kernel per GELU, which keeps only its input for the backward.
   pm.addNestedPass<func::FuncOp>(createFuseGelu());
   if (o.step == CompiledStep::Forward)

@@ -10,13 +10,15 @@
 #include "weft/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<weft::WeftDialect, mlir::func::FuncDialect>();
+  registry.insert<weft::WeftDialect, mlir::func::FuncDialect,
+                  mlir::shard::ShardDialect>();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   weft::registerWeftPasses();

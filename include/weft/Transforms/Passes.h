@@ -3,6 +3,7 @@
 #define WEFT_TRANSFORMS_PASSES_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Pass/Pass.h"
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"

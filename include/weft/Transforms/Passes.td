@@ -65,6 +65,32 @@ def FuseGelu : Pass<"weft-fuse-gelu", "mlir::func::FuncOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def CreateDeviceMesh : Pass<"weft-create-device-mesh", "mlir::ModuleOp"> {
+  let summary = "Add the device mesh the step runs on";
+  let description = [{
+    Adds `shard.grid @mesh` (MLIR's upstream `shard` dialect) with the shape
+    `pipeline x data x tensor` and the axis names in `weft.mesh_axes`
+    (`weft/Dialect/Weft/IR/DeviceMesh.h`). Later passes and plan emission
+    read it: a rank's mesh coordinates are its row-major index over the shape
+    (tensor fastest, then data, then pipeline, as Megatron-LM orders ranks).
+
+    ```mlir
+    shard.grid @mesh(shape = 2x1x1) {weft.mesh_axes = ["pipeline", "data", "tensor"]}
+    ```
+    A module that has a mesh keeps it when it is the same, and is an error
+    otherwise. Errors: a size < 1.
+  }];
+  let options = [
+    Option<"pipeline", "pipeline", "int64_t", /*default=*/"1",
+           "Pipeline stages (P)">,
+    Option<"data", "data", "int64_t", /*default=*/"1",
+           "Data-parallel replicas (D)">,
+    Option<"tensor", "tensor", "int64_t", /*default=*/"1",
+           "Tensor-parallel ranks (T)">,
+  ];
+  let dependentDialects = ["mlir::shard::ShardDialect"];
+}
+
 def PartitionPipeline : Pass<"weft-partition-pipeline", "mlir::func::FuncOp"> {
   let summary = "Assign every forward op to one of P pipeline stages";
   let description = [{

@@ -4,6 +4,7 @@
 
 #include "weft/Analysis/MemoryPlan.h"
 #include "weft/Analysis/PipelineSimulation.h"
+#include "weft/Dialect/Weft/IR/DeviceMesh.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -195,7 +196,7 @@ struct RankSection {
 };
 
 FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
-                                int64_t stage,
+                                const DeviceMesh &mesh,
                                 std::map<int64_t, int64_t> &dropoutCount) {
   MemoryPlan memory = planMemory(func);
 
@@ -359,8 +360,11 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
     rankOutputs.push_back({{"name", name}, {"buffer", bufferId[v]}});
   }
 
+  json coords = json::object();
+  for (auto [axis, index] : llvm::zip(mesh.axes, mesh.coords(rankIndex)))
+    coords[axis] = index;
   section.rank = {{"rank", rankIndex},
-                  {"coords", {{"pipeline", stage}, {"data", 0}, {"tensor", 0}}},
+                  {"coords", coords},
                   {"arena_bytes", memory.arenaBytes},
                   {"buffers", buffers},
                   {"params", params},
@@ -385,14 +389,33 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   std::string schedule = "none";
   if (auto name = funcs.front()->getAttrOfType<StringAttr>("weft.schedule"))
     schedule = name.str();
+  // The ranks are the mesh's devices (weft-create-device-mesh); a module
+  // without one (hand-written IR) runs its stage functions on a pipeline.
+  FailureOr<std::optional<DeviceMesh>> found = getDeviceMesh(module);
+  if (failed(found))
+    return failure();
+  DeviceMesh mesh = found->value_or(DeviceMesh{
+      {"pipeline", "data", "tensor"}, {int64_t(funcs.size()), 1, 1}});
+  if (!llvm::is_contained(mesh.axes, "pipeline") ||
+      mesh.sizeOf("pipeline") != int64_t(funcs.size()) ||
+      mesh.size() != int64_t(funcs.size()))
+    return module.emitError("plan emission: the device mesh has ")
+           << mesh.size() << " device(s), " << mesh.sizeOf("pipeline")
+           << " pipeline stage(s); the module has " << funcs.size()
+           << " stage function(s) (data and tensor parallel plans are not "
+              "emitted yet)";
 
   json ranks = json::array(), inputs = json::array(), outputs = json::array();
   std::set<std::string> seenInputs, seenOutputs;
   int64_t microBatches = 1;
   std::map<int64_t, int64_t> dropoutCount;
   for (auto [index, func] : llvm::enumerate(funcs)) {
+    // Stage s is the rank at pipeline coordinate s (data = tensor = 0).
+    int64_t stage = stageOf(func).value_or(0);
+    SmallVector<int64_t> coords(mesh.axes.size(), 0);
+    coords[llvm::find(mesh.axes, "pipeline") - mesh.axes.begin()] = stage;
     FailureOr<RankSection> section =
-        emitRank(func, index, stageOf(func).value_or(0), dropoutCount);
+        emitRank(func, mesh.rank(coords), mesh, dropoutCount);
     if (failed(section))
       return failure();
     microBatches = std::max(microBatches, section->microBatches);
@@ -408,15 +431,13 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   int64_t batch = 1;
   if (!inputs.empty() && !inputs[0]["shape"].empty())
     batch = inputs[0]["shape"][0];
-  int64_t stages = funcs.size();
+  json axes = json::array();
+  for (auto [axis, size] : llvm::zip(mesh.axes, mesh.sizes))
+    axes.push_back({{"name", axis}, {"size", size}});
   return json{{"format", "weft-plan"},
               {"version", kPlanVersion},
               {"model", {{"path", source.path}, {"sha256", source.sha256}}},
-              {"mesh",
-               {{"axes",
-                 {{{"name", "pipeline"}, {"size", stages}},
-                  {{"name", "data"}, {"size", 1}},
-                  {{"name", "tensor"}, {"size", 1}}}}}},
+              {"mesh", {{"axes", axes}}},
               {"schedule", schedule},
               {"micro_batches", microBatches},
               {"global_batch", batch},

@@ -1,0 +1,58 @@
+//===- DeviceMesh.h - weft's device mesh in the IR --------------*- C++ -*-===//
+//
+// The devices a step runs on are a mesh with named axes, `pipeline`, `data`
+// and `tensor`, held in the IR as MLIR's upstream `shard.grid @mesh` (its
+// shape the axis sizes) with the names in `weft.mesh_axes`:
+//
+//   shard.grid @mesh(shape = 2x1x1) {weft.mesh_axes = ["pipeline", "data",
+//                                                      "tensor"]}
+//
+// Collectives name the axes they run over by index (`shard.all_reduce ...
+// grid_axes = [2]`). A rank's coordinates are its row-major multi-index over
+// the shape: the tensor axis varies fastest, then data, then pipeline,
+// Megatron-LM's default rank order, so the ranks of one tensor-parallel group
+// are adjacent (one node, the fastest links).
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_DIALECT_WEFT_IR_DEVICEMESH_H
+#define WEFT_DIALECT_WEFT_IR_DEVICEMESH_H
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+
+namespace weft {
+
+/// The mesh's symbol and the attribute holding its axis names.
+inline constexpr llvm::StringLiteral kMeshSymbol = "mesh";
+inline constexpr llvm::StringLiteral kMeshAxesAttr = "weft.mesh_axes";
+
+struct DeviceMesh {
+  llvm::SmallVector<std::string> axes; ///< names, outermost first
+  llvm::SmallVector<int64_t> sizes;    ///< devices along each axis
+
+  /// Devices in the mesh (ranks).
+  int64_t size() const;
+  /// Size of the axis named `name`, 1 when the mesh lacks it.
+  int64_t sizeOf(llvm::StringRef name) const;
+  /// The rank's coordinates: its row-major multi-index. Pre: 0 <= rank <
+  /// size().
+  llvm::SmallVector<int64_t> coords(int64_t rank) const;
+  /// The rank at `coords` (row-major linear index).
+  int64_t rank(llvm::ArrayRef<int64_t> coords) const;
+};
+
+/// The module's mesh, or nullopt when it has none; emits an error and
+/// returns failure when `shard.grid @mesh` is malformed (a dynamic size,
+/// names missing or not one per axis).
+llvm::FailureOr<std::optional<DeviceMesh>> getDeviceMesh(mlir::ModuleOp module);
+
+/// Adds `shard.grid @mesh` for `mesh` at the start of the module.
+mlir::shard::GridOp createDeviceMesh(mlir::ModuleOp module,
+                                     const DeviceMesh &mesh);
+
+} // namespace weft
+
+#endif // WEFT_DIALECT_WEFT_IR_DEVICEMESH_H
