@@ -6,6 +6,8 @@
 # build-fuzz/crashes/TARGET/ and fails the script; once fixed, copy the input
 # into test/fuzz/corpus/TARGET/, where the fuzz-replay-TARGET test keeps it.
 # Usage: scripts/fuzz.sh [SECONDS] [plan-loader] [import]
+#   WEFT_FUZZ_SEED=N   libFuzzer's -seed (CI fixes it, so a run is repeatable)
+#   WEFT_FUZZ_FRESH=1  start from the committed corpus only (as CI does)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,14 +27,17 @@ fi
 ninja -C build-fuzz -j2 "${targets[@]/#/weft-fuzz-}"
 
 status=0
+seed=()
+[ -z "${WEFT_FUZZ_SEED:-}" ] || seed=(-seed="$WEFT_FUZZ_SEED")
 for target in "${targets[@]}"; do
+  [ -z "${WEFT_FUZZ_FRESH:-}" ] || rm -rf "build-fuzz/corpus/$target"
   mkdir -p "build-fuzz/corpus/$target" "build-fuzz/crashes/$target"
   echo "fuzz: $target for ${seconds} s"
   # -rss_limit_mb: models may legitimately ask for tens of MB; a leak or a
   # size check that comes too late shows as an out-of-memory finding.
   if ! "build-fuzz/bin/weft-fuzz-$target" \
       "build-fuzz/corpus/$target" "test/fuzz/corpus/$target" \
-      -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=30 \
+      -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=30 "${seed[@]}" \
       -artifact_prefix="build-fuzz/crashes/$target/" -print_final_stats=1 \
       > "build-fuzz/$target.log" 2>&1; then
     status=1

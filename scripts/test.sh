@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one test command: installs dependencies, builds, runs every suite
-# (lit, GoogleTest, the fuzz corpora's replay, pytest) through ctest, then
-# prints the sweep figures.
+# (lit, GoogleTest, the fuzz corpora's replay, pytest) through ctest, prints
+# the sweep figures, then runs each fuzz target for 60 s (scripts/fuzz.sh).
 #   scripts/test.sh              the build in build/ (what CI runs)
 #   scripts/test.sh --sanitize   a build with ASan and UBSan in
 #                                build-sanitize/: lit, GoogleTest and the
@@ -34,3 +34,7 @@ ctest --output-on-failure
 # The libonnx-testdata sweeps print their counts; show them on success too.
 grep -h -A0 -E "^(libonnx-testdata import sweep|ONNX node tests through weft-run):" \
   Testing/Temporary/LastTest.log || true
+cd ..
+# Each libFuzzer target for 60 s from the committed corpus, with a fixed
+# libFuzzer seed so a run repeats (clang build in build-fuzz/, ~5 min).
+WEFT_FUZZ_SEED=1 WEFT_FUZZ_FRESH=1 scripts/fuzz.sh 60
