@@ -323,8 +323,8 @@ std::string kernelSpecsMarkdown() {
       "(`runtime/include/weft/runtime/KernelSpec.h`, entries in "
       "`runtime/lib/specs/`) by `weft-run --kernels`; "
       "[the plan format](../plan-format.md#kernels) says how it is used.\n\n"
-      "| kernel | inputs | attributes | in place (output <- input) | "
-      "implements |\n|---|---|---|---|---|\n";
+      "| kernel | inputs | dtypes | attributes | in place (output <- input) "
+      "| implements |\n|---|---|---|---|---|---|\n";
   for (const KernelSpec &spec : kernelSpecs()) {
     std::string inputs = std::to_string(spec.minInputs);
     if (spec.maxInputs == kVariadic)
@@ -339,8 +339,9 @@ std::string kernelSpecsMarkdown() {
       inPlace += std::string(inPlace.empty() ? "" : ", ") +
                  std::to_string(p.output) + " <- " + std::to_string(p.input) +
                  (p.required ? "" : " (may)");
-    out += std::string("| `") + spec.name + "` | " + inputs + " | " + attrs +
-           " | " + inPlace + " | " + spec.source + " |\n";
+    out += std::string("| `") + spec.name + "` | " + inputs + " | " +
+           spec.dtypes + " | " + attrs + " | " + inPlace + " | " + spec.source +
+           " |\n";
   }
   return out;
 }

@@ -196,21 +196,24 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .maxInputs = 5,
                .attrs = {{"axis", AttrKind::Int}},
                .infer = layerNormGrad,
-               .flops = perInput<12>});
+               .flops = perInput<12>,
+               .dtypes = "f32, f64; statistics f32"});
   t.push_back({.name = "dropout_grad",
                .source = "Dropout-13 adjoint",
                .minInputs = 2,
                .maxInputs = 2,
                .attrs = {{"ratio", AttrKind::Float}},
                .infer = dropoutGrad,
-               .flops = perOutput<2>});
+               .flops = perOutput<2>,
+               .dtypes = "f32, f64; mask bool"});
   t.push_back({.name = "gather_grad",
                .source = "Gather-13 adjoint (scatter-add)",
                .minInputs = 2,
                .maxInputs = 2,
                .attrs = {{"axis", AttrKind::Int}, {"shape", AttrKind::Ints}},
                .infer = gatherGrad,
-               .flops = perInput<1>});
+               .flops = perInput<1>,
+               .dtypes = "f32, f64; indices i32, i64"});
   t.push_back({.name = "softmax_cross_entropy_grad",
                .source = "SoftmaxCrossEntropyLoss-13 adjoint",
                .minInputs = 3,
@@ -218,7 +221,8 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"reduction", AttrKind::String},
                          {"ignore_index", AttrKind::Int, false}},
                .infer = lossGrad,
-               .flops = perInput<3>});
+               .flops = perInput<3>,
+               .dtypes = "f32, f64; labels i32, i64"});
   t.push_back({.name = "nll_loss_grad",
                .source = "NegativeLogLikelihoodLoss-13 adjoint",
                .minInputs = 3,
@@ -226,7 +230,8 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"reduction", AttrKind::String},
                          {"ignore_index", AttrKind::Int, false}},
                .infer = lossGrad,
-               .flops = perInput<1>});
+               .flops = perInput<1>,
+               .dtypes = "f32, f64; target i32, i64"});
   t.push_back({.name = "conv_weight_grad",
                .source = "Conv-11 adjoint w.r.t. the weight",
                .minInputs = 2,

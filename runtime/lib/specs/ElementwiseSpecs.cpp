@@ -37,7 +37,8 @@ KernelSpec binary(const char *name, const char *source) {
           .maxInputs = 2,
           .attrs = {},
           .infer = broadcastBinary,
-          .flops = perOutput<1>};
+          .flops = perOutput<1>,
+          .dtypes = "f32, f64, integers (alike)"};
 }
 
 Types pow(const SpecCall &call) {
@@ -107,21 +108,24 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
                .maxInputs = 2,
                .attrs = {},
                .infer = pow,
-               .flops = perOutput<1>});
+               .flops = perOutput<1>,
+               .dtypes = "f32, f64, integers (the exponent any of them)"});
   t.push_back({.name = "equal",
                .source = "Equal-13",
                .minInputs = 2,
                .maxInputs = 2,
                .attrs = {},
                .infer = equal,
-               .flops = perOutput<1>});
+               .flops = perOutput<1>,
+               .dtypes = "f32, f64, integers, bool (alike); output bool"});
   t.push_back({.name = "where",
                .source = "Where-16",
                .minInputs = 3,
                .maxInputs = 3,
                .attrs = {},
                .infer = where,
-               .flops = perOutput<1>});
+               .flops = perOutput<1>,
+               .dtypes = "condition bool; x, y any (alike)"});
   t.push_back({.name = "clip",
                .source = "Clip-13, bounds as attributes",
                .minInputs = 1,
@@ -129,14 +133,16 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"min", AttrKind::Float, false},
                          {"max", AttrKind::Float, false}},
                .infer = clip,
-               .flops = perOutput<1>});
+               .flops = perOutput<1>,
+               .dtypes = "f32, f64, integers"});
   t.push_back({.name = "cast",
                .source = "Cast-13",
                .minInputs = 1,
                .maxInputs = 1,
                .attrs = {{"to", AttrKind::String}},
                .infer = cast,
-               .flops = perOutput<1>});
+               .flops = perOutput<1>,
+               .dtypes = "any, to the attribute `to`"});
 }
 
 } // namespace weft::rt::specs

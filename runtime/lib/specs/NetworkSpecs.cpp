@@ -285,7 +285,8 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                .maxInputs = 3,
                .attrs = {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}},
                .infer = layerNorm,
-               .flops = perInput<8>});
+               .flops = perInput<8>,
+               .dtypes = "f32, f64; statistics f32"});
   // Running statistics update their state buffers in place when the
   // compiler placed them there (training), or go to fresh buffers.
   t.push_back({.name = "batch_norm",
@@ -308,7 +309,8 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          {"seed", AttrKind::Int, false},
                          {"rng_id", AttrKind::Int, false}},
                .infer = dropout,
-               .flops = dropoutFlops});
+               .flops = dropoutFlops,
+               .dtypes = "f32, f64; mask bool"});
   t.push_back({.name = "conv",
                .source = "Conv-11",
                .minInputs = 2,
@@ -340,7 +342,8 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          {"dilations", AttrKind::Ints},
                          {"ceil_mode", AttrKind::Bool}},
                .infer = maxPool,
-               .flops = poolFlops});
+               .flops = poolFlops,
+               .dtypes = "f32, f64, integers"});
   t.push_back({.name = "avg_pool",
                .source = "AveragePool-11",
                .minInputs = 1,
@@ -359,17 +362,19 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"reduction", AttrKind::String},
                          {"ignore_index", AttrKind::Int, false}},
                .infer = softmaxCrossEntropy,
-               .flops = perInput<6>});
-  t.push_back({.name = "nll_loss",
-               .source = "NegativeLogLikelihoodLoss-13",
-               .minInputs = 2,
-               .maxInputs = 3,
-               .attrs = {{"reduction", AttrKind::String},
-                         {"ignore_index", AttrKind::Int, false}},
-               .infer = nllLoss,
-               .flops = [](const SpecCall &call, const Types &) {
-                 return satMul(2, call.in[1].numel());
-               }});
+               .flops = perInput<6>,
+               .dtypes = "scores f32, f64; labels i32, i64"});
+  t.push_back(
+      {.name = "nll_loss",
+       .source = "NegativeLogLikelihoodLoss-13",
+       .minInputs = 2,
+       .maxInputs = 3,
+       .attrs = {{"reduction", AttrKind::String},
+                 {"ignore_index", AttrKind::Int, false}},
+       .infer = nllLoss,
+       .flops = [](const SpecCall &call,
+                   const Types &) { return satMul(2, call.in[1].numel()); },
+       .dtypes = "input f32, f64; target i32, i64"});
 }
 
 } // namespace weft::rt::specs

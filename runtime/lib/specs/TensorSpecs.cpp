@@ -294,28 +294,32 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .maxInputs = 1,
                .attrs = {{"perm", AttrKind::Ints}},
                .infer = transpose,
-               .flops = noFlops});
+               .flops = noFlops,
+               .dtypes = "any"});
   t.push_back({.name = "expand",
                .source = "Expand-13",
                .minInputs = 1,
                .maxInputs = 1,
                .attrs = {{"shape", AttrKind::Ints}},
                .infer = expand,
-               .flops = noFlops});
+               .flops = noFlops,
+               .dtypes = "any"});
   t.push_back({.name = "concat",
                .source = "Concat-13",
                .minInputs = 1,
                .maxInputs = kVariadic,
                .attrs = {{"axis", AttrKind::Int}},
                .infer = concat,
-               .flops = noFlops});
+               .flops = noFlops,
+               .dtypes = "any (alike)"});
   t.push_back({.name = "split",
                .source = "Split-13",
                .minInputs = 1,
                .maxInputs = 1,
                .attrs = {{"axis", AttrKind::Int}, {"sizes", AttrKind::Ints}},
                .infer = split,
-               .flops = noFlops});
+               .flops = noFlops,
+               .dtypes = "any"});
   t.push_back({.name = "slice",
                .source = "Slice-13, bounds normalised",
                .minInputs = 1,
@@ -325,7 +329,8 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                          {"steps", AttrKind::Ints}},
                .infer = slice,
                .flops = noFlops,
-               .bytesRead = movedBytes});
+               .bytesRead = movedBytes,
+               .dtypes = "any"});
   t.push_back({.name = "gather",
                .source = "Gather-13",
                .minInputs = 2,
@@ -333,21 +338,24 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"axis", AttrKind::Int}},
                .infer = gather,
                .flops = noFlops,
-               .bytesRead = gatherBytes});
+               .bytesRead = gatherBytes,
+               .dtypes = "data any; indices i32, i64"});
   t.push_back({.name = "pad",
                .source = "Pad-13, constant mode",
                .minInputs = 1,
                .maxInputs = 1,
                .attrs = {{"pads", AttrKind::Ints}, {"value", AttrKind::Float}},
                .infer = pad,
-               .flops = noFlops});
+               .flops = noFlops,
+               .dtypes = "any but f16, bf16"});
   t.push_back({.name = "trilu",
                .source = "Trilu-14",
                .minInputs = 1,
                .maxInputs = 1,
                .attrs = {{"upper", AttrKind::Bool}, {"k", AttrKind::Int}},
                .infer = trilu,
-               .flops = noFlops});
+               .flops = noFlops,
+               .dtypes = "any"});
   t.push_back({.name = "resize",
                .source = "Resize-13, nearest mode",
                .minInputs = 1,
@@ -357,7 +365,8 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                          {"coordinate_transformation_mode", AttrKind::String},
                          {"nearest_mode", AttrKind::String}},
                .infer = resize,
-               .flops = noFlops});
+               .flops = noFlops,
+               .dtypes = "any"});
   for (auto [name, source] : {std::pair{"reduce_sum", "ReduceSum-13"},
                               {"reduce_mean", "ReduceMean-13"},
                               {"reduce_max", "ReduceMax-13"}})
@@ -368,7 +377,8 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
          .maxInputs = 1,
          .attrs = {{"axes", AttrKind::Ints}, {"keepdims", AttrKind::Bool}},
          .infer = reduce,
-         .flops = perInput<1>});
+         .flops = perInput<1>,
+         .dtypes = "f32, f64, integers"});
 }
 
 } // namespace weft::rt::specs

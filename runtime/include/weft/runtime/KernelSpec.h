@@ -146,6 +146,9 @@ struct KernelSpec {
     bool required; ///< the kernel reads the state it updates from the output
   };
   std::vector<InPlace> inPlace = {};
+  /// The dtypes the kernels implement, for the table's docs (the rule
+  /// enforces them).
+  const char *dtypes = "f32, f64";
 };
 
 inline constexpr int kVariadic = 1 << 30;
