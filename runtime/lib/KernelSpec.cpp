@@ -137,40 +137,23 @@ const KernelSpec *findKernelSpec(std::string_view name) {
 
 namespace {
 
-const char *kindSymbol(AttrKind kind) {
-  switch (kind) {
-  case AttrKind::Int:
-    return "int";
-  case AttrKind::Float:
-    return "float";
-  case AttrKind::Bool:
-    return "bool";
-  case AttrKind::String:
-    return "string";
-  case AttrKind::Ints:
-    return "int[]";
-  case AttrKind::Floats:
-    return "float[]";
-  }
-  return "?";
+/// How the table docs and the error messages name each AttrKind, in the
+/// enum's order.
+struct KindNames {
+  const char *symbol, *phrase;
+};
+constexpr KindNames kKindNames[] = {
+    {"int", "an integer"},           {"float", "a number"},
+    {"bool", "a boolean"},           {"string", "a string"},
+    {"int[]", "a list of integers"}, {"float[]", "a list of numbers"}};
+const KindNames &namesOf(AttrKind kind) {
+  return kKindNames[static_cast<int>(kind)];
 }
 
-const char *kindName(AttrKind kind) {
-  switch (kind) {
-  case AttrKind::Int:
-    return "an integer";
-  case AttrKind::Float:
-    return "a number";
-  case AttrKind::Bool:
-    return "a boolean";
-  case AttrKind::String:
-    return "a string";
-  case AttrKind::Ints:
-    return "a list of integers";
-  case AttrKind::Floats:
-    return "a list of numbers";
-  }
-  return "?";
+/// An int64: unsigned JSON values above INT64_MAX are refused, not wrapped.
+bool isInt64(const json &v) {
+  return v.is_number_integer() &&
+         !(v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX);
 }
 
 /// The value of `v` as `kind`, or nullopt when it is not one.
@@ -180,7 +163,7 @@ std::optional<KernelAttrs::Value> decode(const json &v, AttrKind kind) {
   };
   switch (kind) {
   case AttrKind::Int:
-    if (v.is_number_integer())
+    if (isInt64(v))
       return v.get<int64_t>();
     break;
   case AttrKind::Float:
@@ -196,11 +179,7 @@ std::optional<KernelAttrs::Value> decode(const json &v, AttrKind kind) {
       return v.get<std::string>();
     break;
   case AttrKind::Ints:
-    // Unsigned values above INT64_MAX are not int64: refused, not wrapped.
-    if (allOf([](const json &e) {
-          return e.is_number_integer() &&
-                 !(e.is_number_unsigned() && e.get<uint64_t>() > INT64_MAX);
-        }))
+    if (allOf(isInt64))
       return v.get<std::vector<int64_t>>();
     break;
   case AttrKind::Floats:
@@ -218,13 +197,10 @@ KernelAttrs decodeAttrs(const KernelSpec &spec, const json &attrs) {
                            [&](const AttrSpec &a) { return name == a.name; });
     if (it == spec.attrs.end())
       throw Error("unknown attribute '" + name + "'");
-    if (it->kind == AttrKind::Int && value.is_number_unsigned() &&
-        value.get<uint64_t>() > INT64_MAX)
-      throw Error("attribute '" + name + "' does not fit in int64");
     std::optional<KernelAttrs::Value> decoded = decode(value, it->kind);
     if (!decoded)
-      throw Error("attribute '" + name + "' must be " + kindName(it->kind) +
-                  ", got " + value.dump());
+      throw Error("attribute '" + name + "' must be " +
+                  namesOf(it->kind).phrase + ", got " + value.dump());
     out.set(name, std::move(*decoded));
   }
   for (const AttrSpec &a : spec.attrs)
@@ -233,10 +209,12 @@ KernelAttrs decodeAttrs(const KernelSpec &spec, const json &attrs) {
   return out;
 }
 
-/// Byte ranges [offset, offset + bytes) share a byte.
+/// Byte ranges [offset, offset + bytes) share a byte (an empty one never
+/// does).
 bool overlaps(const OperandPlacement &a, const OperandPlacement &b) {
   int64_t ae = a.offset + a.type.bytes(), be = b.offset + b.type.bytes();
-  return a.offset < be && b.offset < ae && a.offset < ae && b.offset < be;
+  bool empty = a.offset == ae || b.offset == be;
+  return !empty && a.offset < be && b.offset < ae;
 }
 
 void checkPlacement(const KernelSpec &spec,
@@ -246,11 +224,11 @@ void checkPlacement(const KernelSpec &spec,
     return outputs[o].offset == inputs[k].offset &&
            outputs[o].type.bytes() == inputs[k].type.bytes();
   };
-  auto inPlace = [&](size_t o, size_t k) -> const KernelSpec::InPlace * {
-    for (const KernelSpec::InPlace &p : spec.inPlace)
-      if (p.output == int(o) && p.input == int(k))
-        return &p;
-    return nullptr;
+  auto inPlace = [&](size_t o, size_t k) {
+    return std::any_of(spec.inPlace.begin(), spec.inPlace.end(),
+                       [&](const KernelSpec::InPlace &p) {
+                         return p.output == int(o) && p.input == int(k);
+                       });
   };
   for (const KernelSpec::InPlace &p : spec.inPlace)
     if (p.required && size_t(p.output) < outputs.size() &&
@@ -334,7 +312,7 @@ std::string kernelSpecsMarkdown() {
     std::string attrs, inPlace;
     for (const AttrSpec &a : spec.attrs)
       attrs += std::string(attrs.empty() ? "" : ", ") + "`" + a.name +
-               (a.required ? "" : "?") + "`: " + kindSymbol(a.kind);
+               (a.required ? "" : "?") + "`: " + namesOf(a.kind).symbol;
     for (const KernelSpec::InPlace &p : spec.inPlace)
       inPlace += std::string(inPlace.empty() ? "" : ", ") +
                  std::to_string(p.output) + " <- " + std::to_string(p.input) +

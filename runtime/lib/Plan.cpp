@@ -199,8 +199,8 @@ parseRank(const Field &f,
       if (!spec)
         in.at("kernel").fail("unknown kernel '" + d.kernel + "'");
       if (!knownKernel(d.kernel))
-        in.at("kernel").fail("kernel '" + d.kernel +
-                             "' is not implemented by this backend");
+        in.at("kernel").fail("this backend has no kernel '" + d.kernel +
+                             "' (it is in the kernel table)");
       Field attrs = in.at("attrs");
       if (!attrs.value.is_object())
         attrs.fail("expected an object");

@@ -43,10 +43,8 @@ Types layerNormGrad(const SpecCall &call) {
       scale.numel() != product(normalized))
     call.fail("scale " + typeString(scale) +
               " does not cover the normalised dims " + shapeString(normalized));
-  std::vector<int64_t> statShape(x.shape.begin(), x.shape.begin() + axis);
-  statShape.resize(x.rank(), 1);
-  call.requireType(2, {DType::F32, statShape}, "the mean");
-  call.requireType(3, {DType::F32, statShape}, "the inverse std dev");
+  call.requireType(2, layerNormStats(x, axis), "the mean");
+  call.requireType(3, layerNormStats(x, axis), "the inverse std dev");
   call.requireType(4, x, "the gradient");
   return {x, scale, scale};
 }
@@ -111,16 +109,9 @@ int64_t convWeightGradFlops(const SpecCall &call, const Types &out) {
 
 Types batchNormGrad(const SpecCall &call) {
   // (input, scale, mean, var, grad)
-  const TensorType &x = call.in[0];
-  call.requireFloat(0);
-  if (x.rank() < 2)
-    call.fail("input 0 " + typeString(x) + " is not [N, C, ...]");
-  TensorType channel{x.dtype, {x.shape[1]}};
-  static const char *names[] = {"", "scale", "mean", "var"};
-  for (size_t k = 1; k < 4; ++k)
-    call.requireType(k, channel, names[k]);
-  call.requireType(4, x, "the gradient");
-  return {x, channel, channel};
+  TensorType channel = batchNormChannels(call, {"scale", "mean", "var"});
+  call.requireType(4, call.in[0], "the gradient");
+  return {call.in[0], channel, channel};
 }
 
 /// (input, grad): grad is the pooling output for either ceil mode (the

@@ -121,20 +121,31 @@ Types lossOutput(const SpecCall &call, size_t weightInput) {
   return {{scores.dtype, {}}};
 }
 
+TensorType layerNormStats(const TensorType &x, int64_t axis) {
+  std::vector<int64_t> shape(x.shape.begin(), x.shape.begin() + axis);
+  shape.resize(x.rank(), 1);
+  return {DType::F32, shape};
+}
+
+TensorType batchNormChannels(const SpecCall &call,
+                             std::initializer_list<const char *> names) {
+  const TensorType &x = call.in[0];
+  call.requireFloat(0);
+  if (x.rank() < 2)
+    call.fail("input 0 " + typeString(x) + " is not [N, C, ...]");
+  TensorType channel{x.dtype, {x.shape[1]}};
+  size_t k = 1;
+  for (const char *name : names)
+    call.requireType(k++, channel, name);
+  return channel;
+}
+
 namespace {
 
 Types softmax(const SpecCall &call) {
   call.requireFloat(0);
   call.axis("axis", call.in[0].rank());
   return {call.in[0]};
-}
-
-/// The statistics layer_norm stashes for its gradient: X's leading dims, 1
-/// over the normalised ones, f32 (LayerNormalization-17's stash_type).
-TensorType layerNormStats(const TensorType &x, int64_t axis) {
-  std::vector<int64_t> shape(x.shape.begin(), x.shape.begin() + axis);
-  shape.resize(x.rank(), 1);
-  return {DType::F32, shape};
 }
 
 Types layerNorm(const SpecCall &call) {
@@ -154,15 +165,9 @@ Types layerNorm(const SpecCall &call) {
 }
 
 Types batchNorm(const SpecCall &call) {
-  const TensorType &x = call.in[0];
-  call.requireFloat(0);
-  if (x.rank() < 2)
-    call.fail("input 0 " + typeString(x) + " is not [N, C, ...]");
-  TensorType channel{x.dtype, {x.shape[1]}};
-  static const char *names[] = {"", "scale", "bias", "mean", "var"};
-  for (size_t k = 1; k < 5; ++k)
-    call.requireType(k, channel, names[k]);
-  return {x, channel, channel};
+  TensorType channel =
+      batchNormChannels(call, {"scale", "bias", "mean", "var"});
+  return {call.in[0], channel, channel};
 }
 
 int64_t batchNormFlops(const SpecCall &call, const Types &) {

@@ -10,6 +10,7 @@
 #include "weft/runtime/KernelSpec.h"
 
 #include <climits>
+#include <initializer_list>
 
 namespace weft::rt::specs {
 
@@ -64,9 +65,6 @@ inline void checkRatio(const SpecCall &call) {
               ", expected [0, 1)");
 }
 
-/// Output 0 has input 0's type (elementwise ops, in-place updates).
-inline Types likeInput(const SpecCall &call) { return {call.in[0]}; }
-
 /// Output 0 has input 0's type, which must be f32 or f64.
 inline Types likeFloatInput(const SpecCall &call) {
   call.requireFloat(0);
@@ -117,6 +115,17 @@ std::vector<int64_t> convOutputShape(const SpecCall &call,
 /// [N, d...] (input 1, i32/i64), with optional class weights [C] as input
 /// `weightInput`: the loss's type, a scalar or (reduction "none") [N, d...].
 Types lossOutput(const SpecCall &call, size_t weightInput);
+
+/// The statistics layer_norm stashes for its gradient: X's leading dims
+/// before `axis`, 1 over the normalised ones, f32 (LayerNormalization-17's
+/// stash_type). Shared by layer_norm and layer_norm_grad.
+TensorType layerNormStats(const TensorType &x, int64_t axis);
+
+/// batch_norm's operands: input 0 is [N, C, ...] (f32/f64) and inputs 1, 2,
+/// ... (named by `names`) are [C] of its dtype. Returns the [C] type.
+/// Shared by batch_norm and batch_norm_grad.
+TensorType batchNormChannels(const SpecCall &call,
+                             std::initializer_list<const char *> names);
 
 } // namespace weft::rt::specs
 

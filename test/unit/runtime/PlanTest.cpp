@@ -87,8 +87,8 @@ TEST(PlanLoader, NamesTheFieldOfEveryRejection) {
       {[](json &p) { p["ranks"][0]["instructions"][0]["kernel"] = "gelu9"; },
        "ranks[0].instructions[0].kernel: unknown kernel 'gelu9'"},
       {[](json &p) { p["ranks"][0]["instructions"][0]["kernel"] = "gelu"; },
-       "ranks[0].instructions[0].kernel: kernel 'gelu' is not implemented by "
-       "this backend"},
+       "ranks[0].instructions[0].kernel: this backend has no kernel 'gelu' "
+       "(it is in the kernel table)"},
       {[](json &p) { p["ranks"][0]["instructions"][0]["name"] = "Relu_3"; 
                      p["ranks"][0]["buffers"][1]["shape"] = {1};
                      p["ranks"][0]["buffers"][1]["bytes"] = 4; },
