@@ -42,7 +42,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
-#include <cmath>
 
 #include <nlohmann/json.hpp>
 

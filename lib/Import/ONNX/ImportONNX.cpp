@@ -71,9 +71,8 @@ LogicalResult checkTensorSizes(ModuleOp module) {
     if (!type)
       return success();
     if (!checkedElementCount(type.getShape()))
-      return emitError(loc)
-             << "a tensor of type " << type
-             << " has a negative dim or more than 2^40 elements";
+      return emitError(loc) << "a tensor of type " << type
+                            << " has a negative dim or more than 2^40 elements";
     return success();
   };
   WalkResult result = module.walk([&](Operation *op) {
@@ -201,50 +200,55 @@ LogicalResult fixInputShapes(onnx::ModelProto &model,
   return success();
 }
 
-/// What libonnx 1.12 mishandles, refused before it runs: its Slice shape
-/// inference narrows `steps` to int, so a step beyond +-(2^31 - 1) on a
-/// propagated shape (Slice of Shape) crashes it or loops without bound. A
-/// step larger than the dim takes one element either way. Its version
-/// converter dereferences null on a graph output nothing defines (found by
-/// the import fuzz target).
-LogicalResult checkLibonnxHazards(const onnx::ModelProto &model,
-                                  Location loc) {
+/// An error at the model naming `node`, as the importer's own errors do.
+InFlightDiagnostic nodeError(Location loc, const onnx::NodeProto &node) {
+  return emitError(loc) << node.op_type() << " node '" << nodeName(node)
+                        << "': ";
+}
+
+/// libonnx's version converter dereferences null on a graph output that
+/// nothing defines (found by the import fuzz target).
+LogicalResult checkGraphOutputsDefined(const onnx::GraphProto &graph,
+                                       Location loc) {
   llvm::StringSet<> defined;
-  for (const auto &in : model.graph().input())
+  for (const auto &in : graph.input())
     defined.insert(in.name());
-  for (const auto &init : model.graph().initializer())
+  for (const auto &init : graph.initializer())
     defined.insert(init.name());
-  for (const auto &node : model.graph().node())
+  for (const auto &node : graph.node())
     for (const auto &out : node.output())
       defined.insert(out);
-  for (const auto &out : model.graph().output())
+  for (const auto &out : graph.output())
     if (!defined.contains(out.name()))
       return emitError(loc) << "graph output '" << out.name()
                             << "' is not a graph input, an initializer or a "
                                "node's output";
-  // Window attributes: libonnx divides by strides and sizes loops by the
-  // lists' lengths without checking them (opset < 11 pooling and Conv
-  // divide by a zero stride).
+  return success();
+}
+
+/// libonnx divides by strides and sizes loops by the window attributes'
+/// lengths without checking them (its opset-10 Conv and pooling inference
+/// divide by a zero stride: import fuzz target).
+LogicalResult checkWindowAttributes(const onnx::GraphProto &graph,
+                                    Location loc) {
   static const llvm::StringSet<> windowOps = {
-      "Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool",
-      "MaxUnpool"};
-  for (const auto &node : model.graph().node()) {
+      "Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool", "MaxUnpool"};
+  for (const auto &node : graph.node()) {
     if (!windowOps.contains(node.op_type()))
       continue;
     llvm::StringMap<int> sizes;
     for (const auto &attr : node.attribute()) {
       llvm::StringRef name = attr.name();
-      bool positive = name == "strides" || name == "dilations" ||
-                      name == "kernel_shape";
+      bool positive =
+          name == "strides" || name == "dilations" || name == "kernel_shape";
       if (!positive && name != "pads")
         continue;
       sizes[name] = attr.ints_size();
       for (int64_t v : attr.ints())
         if (positive ? v <= 0 : v < 0)
-          return emitError(loc)
-                 << node.op_type() << " node '" << nodeName(node)
-                 << "': attribute '" << name << "' holds " << v
-                 << "; it must be " << (positive ? "positive" : "non-negative");
+          return nodeError(loc, node)
+                 << "attribute '" << name << "' holds " << v << "; it must be "
+                 << (positive ? "positive" : "non-negative");
     }
     int spatial = -1;
     for (llvm::StringRef name : {"kernel_shape", "strides", "dilations"}) {
@@ -252,30 +256,33 @@ LogicalResult checkLibonnxHazards(const onnx::ModelProto &model,
       if (it == sizes.end())
         continue;
       if (spatial >= 0 && it->second != spatial)
-        return emitError(loc)
-               << node.op_type() << " node '" << nodeName(node)
-               << "': attribute '" << name << "' has " << it->second
+        return nodeError(loc, node)
+               << "attribute '" << name << "' has " << it->second
                << " entries, another window attribute " << spatial;
       spatial = it->second;
     }
     auto pads = sizes.find("pads");
     if (pads != sizes.end() && spatial >= 0 && pads->second != 2 * spatial)
-      return emitError(loc) << node.op_type() << " node '" << nodeName(node)
-                            << "': attribute 'pads' has " << pads->second
-                            << " entries for " << spatial << " spatial dims";
+      return nodeError(loc, node)
+             << "attribute 'pads' has " << pads->second << " entries for "
+             << spatial << " spatial dims";
   }
-  // Conv/ConvTranspose without kernel_shape take it from W's dims; libonnx
-  // indexes it by X's spatial dims unchecked, so ranks that differ read
-  // out of bounds (found by the import fuzz target). Checked where both
-  // ranks are declared; the importer checks the rest after inference.
+  return success();
+}
+
+/// Conv/ConvTranspose without kernel_shape take it from W's dims; libonnx
+/// indexes it by X's spatial dims unchecked, so ranks that differ read out
+/// of bounds (import fuzz target). Checked where both ranks are declared;
+/// the importer checks the rest after inference.
+LogicalResult checkConvRanks(const onnx::GraphProto &graph, Location loc) {
   llvm::StringMap<int> ranks;
-  for (const auto *list : {&model.graph().input(), &model.graph().value_info()})
+  for (const auto *list : {&graph.input(), &graph.value_info()})
     for (const auto &info : *list)
       if (info.type().tensor_type().has_shape())
         ranks[info.name()] = info.type().tensor_type().shape().dim_size();
-  for (const auto &init : model.graph().initializer())
+  for (const auto &init : graph.initializer())
     ranks[init.name()] = init.dims_size();
-  for (const auto &node : model.graph().node()) {
+  for (const auto &node : graph.node()) {
     bool conv = node.op_type() == "Conv" || node.op_type() == "ConvTranspose";
     if (!conv || node.input_size() < 2 ||
         llvm::any_of(node.attribute(), [](const onnx::AttributeProto &a) {
@@ -284,21 +291,27 @@ LogicalResult checkLibonnxHazards(const onnx::ModelProto &model,
       continue;
     auto x = ranks.find(node.input(0)), w = ranks.find(node.input(1));
     if (x != ranks.end() && w != ranks.end() && x->second != w->second)
-      return emitError(loc)
-             << node.op_type() << " node '" << nodeName(node) << "': X '"
-             << node.input(0) << "' has rank " << x->second << ", W '"
+      return nodeError(loc, node)
+             << "X '" << node.input(0) << "' has rank " << x->second << ", W '"
              << node.input(1) << "' rank " << w->second
              << "; they must be equal";
   }
+  return success();
+}
+
+/// libonnx's Slice shape inference narrows `steps` to int, so a step beyond
+/// +-(2^31 - 1) on a propagated shape (Slice of Shape) crashes it or loops
+/// without bound. A step larger than the dim takes one element either way.
+LogicalResult checkSliceSteps(const onnx::GraphProto &graph, Location loc) {
   llvm::StringMap<const onnx::TensorProto *> values;
-  for (const auto &init : model.graph().initializer())
+  for (const auto &init : graph.initializer())
     values[init.name()] = &init;
-  for (const auto &node : model.graph().node())
+  for (const auto &node : graph.node())
     if (node.op_type() == "Constant" && node.output_size() == 1)
       for (const auto &attr : node.attribute())
         if (attr.name() == "value" && attr.has_t())
           values[node.output(0)] = &attr.t();
-  for (const auto &node : model.graph().node()) {
+  for (const auto &node : graph.node()) {
     if (node.op_type() != "Slice" || node.input_size() < 5)
       continue;
     const onnx::TensorProto *steps = values.lookup(node.input(4));
@@ -308,13 +321,22 @@ LogicalResult checkLibonnxHazards(const onnx::ModelProto &model,
       continue; // the importer reports these itself
     for (int64_t step : value.toInts())
       if (step > INT32_MAX || step < -INT32_MAX)
-        return emitError(loc)
-               << "Slice node '" << nodeName(node) << "': step " << step
+        return nodeError(loc, node)
+               << "step " << step
                << " is beyond +-(2^31 - 1), which libonnx 1.12's shape "
                   "inference cannot take; a step larger than the dim takes "
                   "one element, so use the dim";
   }
   return success();
+}
+
+/// What libonnx 1.12 mishandles, refused before it runs.
+LogicalResult checkLibonnxHazards(const onnx::ModelProto &model, Location loc) {
+  const onnx::GraphProto &graph = model.graph();
+  return success(succeeded(checkGraphOutputsDefined(graph, loc)) &&
+                 succeeded(checkWindowAttributes(graph, loc)) &&
+                 succeeded(checkConvRanks(graph, loc)) &&
+                 succeeded(checkSliceSteps(graph, loc)));
 }
 
 /// An input that is also an initializer (ONNX IR < 4 style) must agree with it.
@@ -435,14 +457,13 @@ LogicalResult resolveWeftOptions(const onnx::ModelProto &model,
     std::map<std::string, SmallVector<int64_t>> parsed;
     std::string why;
     if (failed(parseInputShape(spec.trim(), parsed, why)))
-      return emitError(loc) << "metadata " << kInputShapesMetadataKey << ": "
-                            << why;
+      return emitError(loc)
+             << "metadata " << kInputShapesMetadataKey << ": " << why;
     for (auto &[name, shape] : parsed) {
       if (options.inputShapes.count(name))
         continue;
-      auto in = llvm::find_if(model.graph().input(), [&](const auto &i) {
-        return i.name() == name;
-      });
+      auto in = llvm::find_if(model.graph().input(),
+                              [&](const auto &i) { return i.name() == name; });
       if (in == model.graph().input().end())
         continue;
       const auto &dims = in->type().tensor_type().shape().dim();
@@ -552,9 +573,10 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
       auto first = llvm::find_if(lines, [](StringRef l) {
         return l.contains("node name") || l.contains("op_type");
       });
-      auto diag = emitError(loc) << "ONNX shape inference fails: "
-                                 << (first != lines.end() ? first->trim()
-                                                          : StringRef(e.what()));
+      auto diag = emitError(loc)
+                  << "ONNX shape inference fails: "
+                  << (first != lines.end() ? first->trim()
+                                           : StringRef(e.what()));
       if (lines.size() > 1)
         diag << "\n  (" << lines.size() - 1 << " more line(s) of libonnx's "
              << "report follow from it)";
