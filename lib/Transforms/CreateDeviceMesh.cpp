@@ -17,8 +17,7 @@ struct CreateDeviceMesh
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    weft::DeviceMesh mesh{{"pipeline", "data", "tensor"},
-                          {pipeline, data, tensor}};
+    weft::DeviceMesh mesh = weft::DeviceMesh::standard(pipeline, data, tensor);
     for (auto [axis, size] : llvm::zip(mesh.axes, mesh.sizes))
       if (size < 1) {
         module.emitError("weft-create-device-mesh: ")

@@ -5,7 +5,6 @@
 #include "weft/Transforms/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 #include <cstdio>
@@ -14,40 +13,41 @@ using namespace mlir;
 
 namespace weft {
 
-std::optional<RecomputePolicy> parseRecomputePolicy(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<RecomputePolicy>>(name)
-      .Case("none", RecomputePolicy::None)
-      .Case("full", RecomputePolicy::Full)
-      .Case("selective", RecomputePolicy::Selective)
-      .Default(std::nullopt);
-}
-
-std::optional<RecomputeGranularity>
-parseRecomputeGranularity(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<RecomputeGranularity>>(name)
-      .Case("stage", RecomputeGranularity::Stage)
-      .Case("layer", RecomputeGranularity::Layer)
-      .Default(std::nullopt);
-}
-
-std::optional<OptimizerKind> parseOptimizer(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<OptimizerKind>>(name)
-      .Case("adamw", OptimizerKind::AdamW)
-      .Case("sgd", OptimizerKind::SGD)
-      .Default(std::nullopt);
-}
-
 namespace {
-const char *policyName(RecomputePolicy p) {
-  switch (p) {
-  case RecomputePolicy::None:
-    return "none";
-  case RecomputePolicy::Full:
-    return "full";
-  case RecomputePolicy::Selective:
-    return "selective";
-  }
-  llvm_unreachable("recompute policy");
+/// One name per enum value: what weftc's flags, the pipeline's options
+/// and the passes' string options call it.
+template <typename E> struct Named {
+  E value;
+  llvm::StringLiteral name;
+};
+constexpr Named<CompiledStep> kSteps[] = {
+    {CompiledStep::Forward, "forward"},
+    {CompiledStep::Gradients, "gradients"},
+    {CompiledStep::Train, "train"}};
+constexpr Named<RecomputePolicy> kPolicies[] = {
+    {RecomputePolicy::None, "none"},
+    {RecomputePolicy::Full, "full"},
+    {RecomputePolicy::Selective, "selective"}};
+constexpr Named<RecomputeGranularity> kGranularities[] = {
+    {RecomputeGranularity::Stage, "stage"},
+    {RecomputeGranularity::Layer, "layer"}};
+constexpr Named<OptimizerKind> kOptimizers[] = {
+    {OptimizerKind::AdamW, "adamw"}, {OptimizerKind::SGD, "sgd"}};
+
+template <typename E, size_t N>
+std::optional<E> lookup(const Named<E> (&table)[N], llvm::StringRef name) {
+  for (const Named<E> &entry : table)
+    if (entry.name == name)
+      return entry.value;
+  return std::nullopt;
+}
+
+template <typename E, size_t N>
+llvm::StringRef nameOf(const Named<E> (&table)[N], E value) {
+  for (const Named<E> &entry : table)
+    if (entry.value == value)
+      return entry.name;
+  llvm_unreachable("every enum value is named");
 }
 
 /// The AdamW betas, defaulting to torch's (0.9, 0.999).
@@ -57,6 +57,20 @@ std::pair<double, double> betasOf(const PlanPipelineOptions &o) {
   return {0.9, 0.999};
 }
 } // namespace
+
+std::optional<RecomputePolicy> parseRecomputePolicy(llvm::StringRef name) {
+  return lookup(kPolicies, name);
+}
+
+std::optional<RecomputeGranularity>
+parseRecomputeGranularity(llvm::StringRef name) {
+  return lookup(kGranularities, name);
+}
+
+std::optional<OptimizerKind> parseOptimizer(llvm::StringRef name) {
+  return lookup(kOptimizers, name);
+}
+
 
 LogicalResult PlanPipelineOptions::validate(
     llvm::function_ref<void(const llvm::Twine &)> error) const {
@@ -105,27 +119,25 @@ std::string PlanPipelineOptions::textual() const {
     std::snprintf(text, sizeof text, "%.17g", v);
     return std::string(text);
   };
-  const char *stepName = step == CompiledStep::Forward     ? "forward"
-                         : step == CompiledStep::Gradients ? "gradients"
-                                                           : "train";
   auto [beta1, beta2] = betasOf(*this);
   std::string out;
   llvm::raw_string_ostream os(out);
-  os << "step=" << stepName << " pipeline-parallel=" << pipelineParallel;
+  os << "step=" << nameOf(kSteps, step.getValue())
+     << " pipeline-parallel=" << pipelineParallel;
   if (!balance.empty()) {
     os << " balance=";
     llvm::interleave(balance, os, ",");
   }
   os << " microbatches=" << microbatches
      << " schedule=" << scheduleName(schedule)
-     << " optimizer=" << (optimizer == OptimizerKind::SGD ? "sgd" : "adamw")
+     << " optimizer=" << nameOf(kOptimizers, optimizer.getValue())
      << " lr=" << number(lr) << " weight-decay=" << number(weightDecay)
      << " momentum=" << number(momentum)
      << " nesterov=" << (nesterov ? "true" : "false") << " betas="
      << number(beta1) << "," << number(beta2) << " eps=" << number(eps)
-     << " recompute=" << policyName(recompute) << " recompute-granularity="
-     << (recomputeGranularity == RecomputeGranularity::Layer ? "layer"
-                                                              : "stage");
+     << " recompute=" << nameOf(kPolicies, recompute.getValue())
+     << " recompute-granularity="
+     << nameOf(kGranularities, recomputeGranularity.getValue());
   return out;
 }
 
@@ -152,7 +164,7 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   if (o.step == CompiledStep::Train) {
     // The update: SGD or AdamW, in place, with explicit optimizer state.
     AppendOptimizerOptions update;
-    update.optimizer = o.optimizer == OptimizerKind::SGD ? "sgd" : "adamw";
+    update.optimizer = nameOf(kOptimizers, o.optimizer.getValue()).str();
     update.lr = o.lr;
     update.weightDecay = o.weightDecay;
     update.momentum = o.momentum;
@@ -166,10 +178,9 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   if (pipelined)
     pm.addNestedPass<func::FuncOp>(createInsertSendRecv());
   pm.addNestedPass<func::FuncOp>(createCheckpoint(
-      {policyName(o.recompute),
+      {nameOf(kPolicies, o.recompute.getValue()).str(),
        /*exceptLast=*/pipelined && o.schedule == ScheduleKind::GPipe,
-       o.recomputeGranularity == RecomputeGranularity::Layer ? "layer"
-                                                             : "stage"}));
+       nameOf(kGranularities, o.recomputeGranularity.getValue()).str()}));
   // The per-stage task order, and the deadlock check that predicts the
   // timeline.
   if (pipelined) {

@@ -394,8 +394,8 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   FailureOr<std::optional<DeviceMesh>> found = getDeviceMesh(module);
   if (failed(found))
     return failure();
-  DeviceMesh mesh = found->value_or(DeviceMesh{
-      {"pipeline", "data", "tensor"}, {int64_t(funcs.size()), 1, 1}});
+  DeviceMesh mesh =
+      found->value_or(DeviceMesh::standard(int64_t(funcs.size()), 1, 1));
   if (!llvm::is_contained(mesh.axes, "pipeline") ||
       mesh.sizeOf("pipeline") != int64_t(funcs.size()) ||
       mesh.size() != int64_t(funcs.size()))

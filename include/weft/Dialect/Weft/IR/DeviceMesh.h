@@ -33,6 +33,11 @@ struct DeviceMesh {
   llvm::SmallVector<std::string> axes; ///< names, outermost first
   llvm::SmallVector<int64_t> sizes;    ///< devices along each axis
 
+  /// weft's mesh: axes pipeline, data, tensor of these sizes.
+  static DeviceMesh standard(int64_t pipeline, int64_t data, int64_t tensor) {
+    return {{"pipeline", "data", "tensor"}, {pipeline, data, tensor}};
+  }
+
   /// Devices in the mesh (ranks).
   int64_t size() const;
   /// Size of the axis named `name`, 1 when the mesh lacks it.
