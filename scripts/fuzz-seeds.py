@@ -118,6 +118,13 @@ def tiny_cnn():
 
 def main():
     count = {"import": 0, "plan-loader": 0}
+
+    def add_plan(model_path, flags):
+        plan = compile_plan(model_path, flags)
+        if plan:
+            save(CORPUS / "plan-loader", plan, ".json")
+            count["plan-loader"] += 1
+
     with tempfile.TemporaryDirectory() as tmp:
         for stem, model in models():
             data = model.SerializeToString()
@@ -125,10 +132,7 @@ def main():
             count["import"] += 1
             path = pathlib.Path(tmp) / f"{stem}.onnx"
             path.write_bytes(data)
-            plan = compile_plan(path, [])
-            if plan:
-                save(CORPUS / "plan-loader", plan, ".json")
-                count["plan-loader"] += 1
+            add_plan(path, [])
         # Training plans: gradients, optimizer state updated in place, and
         # transfers between two pipeline stages.
         for name, model in [("lm", tiny_lm()), ("cnn", tiny_cnn())]:
@@ -137,10 +141,7 @@ def main():
             for flags in [[], ["--optimizer=sgd", "--momentum=0.9"],
                           ["--pipeline-parallel=2", "--microbatches=2"],
                           ["--recompute=full"]]:
-                plan = compile_plan(path, flags)
-                if plan:
-                    save(CORPUS / "plan-loader", plan, ".json")
-                    count["plan-loader"] += 1
+                add_plan(path, flags)
     print(f"fuzz seeds: {count['import']} models, {count['plan-loader']} plans")
 
 

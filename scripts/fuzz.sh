@@ -17,14 +17,9 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(plan-loader import)
 
 scripts/install-deps.sh --fuzz
-export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
-if [ ! -f build-fuzz/build.ninja ]; then
-  cmake -G Ninja -S . -B build-fuzz \
-    -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DWEFT_FUZZ=ON -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
-fi
-ninja -C build-fuzz -j2 "${targets[@]/#/weft-fuzz-}"
+WEFT_BUILD_DIR=build-fuzz \
+  WEFT_CMAKE_ARGS="-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 -DWEFT_FUZZ=ON" \
+  scripts/build.sh "${targets[@]/#/weft-fuzz-}"
 
 status=0
 seed=()

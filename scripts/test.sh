@@ -11,14 +11,8 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 if [ "${1:-}" = "--sanitize" ]; then
-  export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
-  if [ ! -f build-sanitize/build.ninja ]; then
-    cmake -G Ninja -S . -B build-sanitize \
-      -DCMAKE_BUILD_TYPE=Release -DWEFT_SANITIZE=ON \
-      -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ \
-      -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
-  fi
-  ninja -C build-sanitize -j2
+  WEFT_BUILD_DIR=build-sanitize WEFT_CMAKE_ARGS="-DWEFT_SANITIZE=ON" \
+    scripts/build.sh
   cd build-sanitize
   # Leaks of the one-shot tools (MLIR contexts at exit) are not findings.
   # allow_user_poisoning=0: LLVM's headers poison allocator memory when they
