@@ -10,7 +10,7 @@ using namespace mlir;
 
 double weft::opSeconds(Operation *op, const DeviceModel &device) {
   auto cost = dyn_cast<CostOpInterface>(op);
-  if (!cost || isa<ReshapeOp, ConstantOp>(op))
+  if (!cost || isView(op) || isa<ConstantOp>(op))
     return 0.0;
   double compute = cost.getFlops() / device.flopsPerSecond;
   double memory = (cost.getBytesRead() + cost.getBytesWritten()) /

@@ -44,7 +44,7 @@ bool readByBackward(Value v) {
     Operation *user = use.getOwner();
     if (isBackward(user))
       return true;
-    if (isa<ReshapeOp, WaitRecvOp>(user) && readByBackward(user->getResult(0)))
+    if ((isView(user) || isa<WaitRecvOp>(user)) && readByBackward(user->getResult(0)))
       return true;
   }
   return false;

@@ -105,7 +105,7 @@ MemoryPlan weft::planMemory(func::FuncOp func,
       if (!isa<RankedTensorType>(result.getType()))
         continue; // a transfer request: no bytes
       std::optional<unsigned> alias =
-          isa<ReshapeOp>(op)
+          isView(&op)
               ? std::optional<unsigned>(0)
               : inPlaceOperand(&op, cast<OpResult>(result).getResultNumber());
       if (alias) {

@@ -31,6 +31,9 @@ constexpr Named<RecomputePolicy> kPolicies[] = {
 constexpr Named<RecomputeGranularity> kGranularities[] = {
     {RecomputeGranularity::Stage, "stage"},
     {RecomputeGranularity::Layer, "layer"}};
+constexpr Named<TensorParallelFallback> kFallbacks[] = {
+    {TensorParallelFallback::Error, "error"},
+    {TensorParallelFallback::Replicate, "replicate"}};
 constexpr Named<OptimizerKind> kOptimizers[] = {
     {OptimizerKind::AdamW, "adamw"}, {OptimizerKind::SGD, "sgd"}};
 
@@ -71,6 +74,11 @@ std::optional<OptimizerKind> parseOptimizer(llvm::StringRef name) {
   return lookup(kOptimizers, name);
 }
 
+std::optional<TensorParallelFallback>
+parseTensorParallelFallback(llvm::StringRef name) {
+  return lookup(kFallbacks, name);
+}
+
 
 LogicalResult PlanPipelineOptions::validate(
     llvm::function_ref<void(const llvm::Twine &)> error) const {
@@ -82,6 +90,8 @@ LogicalResult PlanPipelineOptions::validate(
     return fail("--pipeline-parallel must be at least 1");
   if (microbatches < 1)
     return fail("--microbatches must be at least 1");
+  if (tensorParallel < 1)
+    return fail("--tensor-parallel must be at least 1");
   if (!balance.empty() && pipelineParallel < 2)
     return fail("--balance needs --pipeline-parallel of 2 or more");
   if (pipelineParallel > 1 && step == CompiledStep::Forward)
@@ -128,6 +138,8 @@ std::string PlanPipelineOptions::textual() const {
     os << " balance=";
     llvm::interleave(balance, os, ",");
   }
+  os << " tensor-parallel=" << tensorParallel << " tensor-parallel-fallback="
+     << nameOf(kFallbacks, tensorParallelFallback.getValue());
   os << " microbatches=" << microbatches
      << " schedule=" << scheduleName(schedule)
      << " optimizer=" << nameOf(kOptimizers, optimizer.getValue())
@@ -144,9 +156,14 @@ std::string PlanPipelineOptions::textual() const {
 void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // The devices: P pipeline stages (data and tensor axes of size 1 until
   // data and tensor parallelism); plan emission takes coordinates from it.
-  pm.addPass(createCreateDeviceMesh({o.pipelineParallel, 1, 1}));
+  pm.addPass(createCreateDeviceMesh({o.pipelineParallel, 1, o.tensorParallel}));
   // One kernel per GELU, which keeps only its input for the backward.
   pm.addNestedPass<func::FuncOp>(createFuseGelu());
+  // Megatron's blocks sharded over the tensor axis, on the forward graph:
+  // autodiff then derives the backward's collectives from f and g.
+  if (o.tensorParallel > 1)
+    pm.addNestedPass<func::FuncOp>(createSplitTensorParallel(
+        {nameOf(kFallbacks, o.tensorParallelFallback.getValue()).str()}));
   if (o.step == CompiledStep::Forward)
     return;
   bool pipelined = o.pipelineParallel > 1;

@@ -4,6 +4,7 @@
 //       [--emit=import|mlir|summary|summary-json|plan] [--print-pipeline]
 //       [-o plan.json] [--optimizer ... --microbatches M]
 //       [--pipeline-parallel P --schedule 1f1b|gpipe --balance N,N,...]
+//       [--tensor-parallel T --tensor-parallel-fallback error|replicate]
 //       [--timeline F.json] [--timeline-ascii]
 //       [--recompute none|full|selective --recompute-granularity stage|layer]
 //       [--estimate-memory [--activation-dtype f16|bf16|f32]]
@@ -144,6 +145,16 @@ cl::opt<int64_t> pipelineParallel(
     cl::desc("Split the training step into P pipeline stages, one MPI rank "
              "each (default 1)"),
     cl::init(1), cl::cat(category));
+cl::opt<int64_t> tensorParallel(
+    "tensor-parallel",
+    cl::desc("Megatron tensor parallelism: shard each MLP and attention "
+             "block over T ranks per stage (default 1)"),
+    cl::init(1), cl::cat(category));
+cl::opt<std::string> tensorParallelFallback(
+    "tensor-parallel-fallback",
+    cl::desc("A block with an op the split cannot handle: error (default) "
+             "or replicate (with a warning)"),
+    cl::init("error"), cl::cat(category));
 cl::opt<std::string> schedule(
     "schedule",
     cl::desc("Pipeline schedule: 1f1b (default) or gpipe"),
@@ -438,6 +449,14 @@ int main(int argc, char **argv) {
   pipelineOptions.pipelineParallel = pipelineParallel;
   pipelineOptions.balance = ArrayRef<int64_t>(balance);
   pipelineOptions.microbatches = microbatches;
+  pipelineOptions.tensorParallel = tensorParallel;
+  if (auto fallback = weft::parseTensorParallelFallback(tensorParallelFallback)) {
+    pipelineOptions.tensorParallelFallback = *fallback;
+  } else {
+    errs() << "weftc: --tensor-parallel-fallback '" << tensorParallelFallback
+           << "': expected error or replicate\n";
+    return 1;
+  }
   if (auto kind = weft::parseSchedule(schedule)) {
     pipelineOptions.schedule = *kind;
   } else {

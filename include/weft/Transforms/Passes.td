@@ -91,6 +91,47 @@ def CreateDeviceMesh : Pass<"weft-create-device-mesh", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::shard::ShardDialect"];
 }
 
+def SplitTensorParallel : Pass<"weft-split-tensor-parallel",
+                                "mlir::func::FuncOp"> {
+  let summary = "Megatron tensor parallelism: shard the MLP and attention "
+                "blocks over the mesh's tensor axis";
+  let description = [{
+    Rewrites a forward graph into the program each of the T ranks of the
+    device mesh's `tensor` axis runs (T from `shard.grid @mesh`; nothing to
+    do when T is 1). The blocks are found by `weft/Analysis/TensorParallel.h`
+    on the graph's structure: column-parallel linears (the QKV projection,
+    the first MLP linear: each rank computes T-th of the output features,
+    for a fused QKV a T-th of each of Q, K and V), then ops that keep the
+    shard local (bias, GELU, the heads of core attention), then
+    row-parallel linears (the output projection, the second MLP linear:
+    each rank a partial sum). Shoeybi et al., "Megatron-LM" (2019), Section
+    3; Korthikanti et al. (2022), Figure 4.
+
+    Sharded values get their local types, reshapes and splits their local
+    sizes, and sharded parameters `weft.shard = {dim, blocks}` (the slice
+    of the ONNX initializer a rank loads). Before each column-parallel
+    linear the activation passes `weft.copy_to_tensor_parallel` (f: its
+    gradient is all-reduced); after each row-parallel linear,
+    `shard.all_reduce` over the tensor axis (g), before the bias:
+
+    ```mlir
+    %xf = weft.copy_to_tensor_parallel %x {grid = @mesh, grid_axes = array<i16: 2>} : tensor<8x64x128xf32>
+    %h = weft.matmul %xf, %w1 : (tensor<8x64x128xf32>, tensor<128x256xf32>) -> tensor<8x64x256xf32>
+    ...
+    %p = weft.matmul %a, %w2 : (tensor<8x64x256xf32>, tensor<256x128xf32>) -> tensor<8x64x128xf32>
+    %y = shard.all_reduce %p on @mesh grid_axes = [2] : tensor<8x64x128xf32> -> tensor<8x64x128xf32>
+    ```
+    Errors: an op inside a block that cannot keep the shard local (named,
+    with the block's first linear), unless `fallback=replicate`, which
+    leaves that block replicated with a warning.
+  }];
+  let options = [
+    Option<"fallback", "fallback", "std::string", /*default=*/"\"error\"",
+           "A block with an op the split cannot handle: error | replicate">,
+  ];
+  let dependentDialects = ["mlir::shard::ShardDialect", "weft::WeftDialect"];
+}
+
 def PartitionPipeline : Pass<"weft-partition-pipeline", "mlir::func::FuncOp"> {
   let summary = "Assign every forward op to one of P pipeline stages";
   let description = [{

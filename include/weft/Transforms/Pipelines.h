@@ -24,6 +24,8 @@
 #include <optional>
 #include <string>
 
+#include "weft/Analysis/TensorParallel.h"
+
 namespace weft {
 
 /// What the compiled step computes.
@@ -45,6 +47,8 @@ std::optional<RecomputePolicy> parseRecomputePolicy(llvm::StringRef name);
 std::optional<RecomputeGranularity>
 parseRecomputeGranularity(llvm::StringRef name);
 std::optional<OptimizerKind> parseOptimizer(llvm::StringRef name);
+std::optional<TensorParallelFallback>
+parseTensorParallelFallback(llvm::StringRef name);
 
 struct PlanPipelineOptions
     : public mlir::PassPipelineOptions<PlanPipelineOptions> {
@@ -63,6 +67,18 @@ struct PlanPipelineOptions
   ListOption<int64_t> balance{
       *this, "balance",
       llvm::cl::desc("Ops per stage (default: the cost-balanced partition)")};
+  Option<int64_t> tensorParallel{
+      *this, "tensor-parallel",
+      llvm::cl::desc("Tensor-parallel ranks per stage (Megatron)"),
+      llvm::cl::init(1)};
+  Option<TensorParallelFallback> tensorParallelFallback{
+      *this, "tensor-parallel-fallback",
+      llvm::cl::desc("A block the tensor-parallel split cannot handle"),
+      llvm::cl::init(TensorParallelFallback::Error),
+      llvm::cl::values(
+          clEnumValN(TensorParallelFallback::Error, "error", "is an error"),
+          clEnumValN(TensorParallelFallback::Replicate, "replicate",
+                     "is replicated, with a warning"))};
   Option<int64_t> microbatches{
       *this, "microbatches",
       llvm::cl::desc("Micro-batches per step (the model is imported at "

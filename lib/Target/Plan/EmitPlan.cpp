@@ -198,6 +198,21 @@ struct RankSection {
 FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
                                 const DeviceMesh &mesh,
                                 std::map<int64_t, int64_t> &dropoutCount) {
+  // The ranks of one pipeline stage run the same function (tensor and data
+  // parallel replicas of it); `replica` is this rank's index among them.
+  SmallVector<int64_t> coords = mesh.coords(rankIndex);
+  size_t pipelineAxis = llvm::find(mesh.axes, "pipeline") - mesh.axes.begin();
+  int64_t replicas = mesh.size() / mesh.sizeOf("pipeline");
+  int64_t replica = rankIndex % replicas;
+  auto peerRank = [&](int64_t stage) {
+    SmallVector<int64_t> peer(coords);
+    peer[pipelineAxis] = stage;
+    return mesh.rank(peer);
+  };
+  // Tags are unique per step within the plan: the function's tag for each
+  // replica, interleaved.
+  auto planTag = [&](int64_t tag) { return tag * replicas + replica; };
+  int64_t collectives = 0;
   MemoryPlan memory = planMemory(func);
 
   // Buffer ids: one per value, in definition order; views point at the
@@ -240,8 +255,20 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
     int64_t id = bufferId[arg];
     unsigned i = arg.getArgNumber();
     if (auto name = func.getArgAttrOfType<StringAttr>(i, kParamAttr)) {
+      json shard = nullptr;
+      if (auto split = func.getArgAttrOfType<DictionaryAttr>(i, kShardAttr)) {
+        auto field = [&](StringRef key) {
+          return cast<IntegerAttr>(split.get(key)).getInt();
+        };
+        int64_t tensorAxis =
+            llvm::find(mesh.axes, "tensor") - mesh.axes.begin();
+        shard = {{"dim", field("dim")},
+                 {"blocks", field("blocks")},
+                 {"index", coords[tensorAxis]},
+                 {"count", mesh.sizeOf("tensor")}};
+      }
       params.push_back(
-          {{"name", name.str()}, {"buffer", id}, {"shard", nullptr}});
+          {{"name", name.str()}, {"buffer", id}, {"shard", shard}});
     } else if (auto name = func.getArgAttrOfType<StringAttr>(i, kStateAttr)) {
       state.push_back({{"name", name.str()}, {"buffer", id}});
     } else if (auto name =
@@ -275,7 +302,7 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
                            {"data", constantBytes(value)}});
       continue;
     }
-    if (isa<ReshapeOp>(op))
+    if (isView(&op))
       continue; // a view: no work, its buffer aliases the operand's bytes
     std::string phase = phaseOf(&op).str();
     int64_t microBatch = microBatchOf(&op).value_or(0);
@@ -293,21 +320,33 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
                  {"outputs", out},
                  {"phase", phase},
                  {"micro_batch", microBatch}};
-    // Transfers: peers are ranks (one rank per stage on the pipeline axis).
+    // Transfers: the peer stage's rank with this rank's other coordinates.
     if (auto send = dyn_cast<ISendOp>(op)) {
       inst["op"] = "isend";
-      inst["peer"] = send.getPeer();
-      inst["tag"] = send.getTag();
+      inst["peer"] = peerRank(send.getPeer());
+      inst["tag"] = planTag(send.getTag());
     } else if (auto recv = dyn_cast<IRecvOp>(op)) {
       inst["op"] = "irecv";
-      inst["peer"] = recv.getPeer();
-      inst["tag"] = recv.getTag();
+      inst["peer"] = peerRank(recv.getPeer());
+      inst["tag"] = planTag(recv.getTag());
     } else if (auto wait = dyn_cast<WaitSendOp>(op)) {
       inst["op"] = "wait_send";
-      inst["tag"] = wait.getRequest().getDefiningOp<ISendOp>().getTag();
+      inst["tag"] =
+          planTag(wait.getRequest().getDefiningOp<ISendOp>().getTag());
     } else if (auto wait = dyn_cast<WaitRecvOp>(op)) {
       inst["op"] = "wait_recv";
-      inst["tag"] = wait.getRequest().getDefiningOp<IRecvOp>().getTag();
+      inst["tag"] =
+          planTag(wait.getRequest().getDefiningOp<IRecvOp>().getTag());
+    } else if (auto sum = dyn_cast<shard::AllReduceOp>(op)) {
+      // Collectives: the group is the ranks that differ only along `axis`;
+      // each runs the group's collectives in one order, numbered by `tag`.
+      if (sum.getGridAxes().size() != 1 ||
+          sum.getReduction() != shard::ReductionKind::Sum)
+        return op.emitError("plan emission: an all-reduce must sum over one "
+                            "mesh axis");
+      inst["op"] = "all_reduce";
+      inst["axis"] = mesh.axes[sum.getGridAxes()[0]];
+      inst["tag"] = collectives++;
     } else {
       NamedAttrList attrList(op.getAttrDictionary());
       op.getName().populateDefaultAttrs(attrList);
@@ -360,11 +399,11 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
     rankOutputs.push_back({{"name", name}, {"buffer", bufferId[v]}});
   }
 
-  json coords = json::object();
-  for (auto [axis, index] : llvm::zip(mesh.axes, mesh.coords(rankIndex)))
-    coords[axis] = index;
+  json coordsJson = json::object();
+  for (auto [axis, index] : llvm::zip(mesh.axes, coords))
+    coordsJson[axis] = index;
   section.rank = {{"rank", rankIndex},
-                  {"coords", coords},
+                  {"coords", coordsJson},
                   {"arena_bytes", memory.arenaBytes},
                   {"buffers", buffers},
                   {"params", params},
@@ -398,24 +437,36 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
       found->value_or(DeviceMesh::standard(int64_t(funcs.size()), 1, 1));
   if (!llvm::is_contained(mesh.axes, "pipeline") ||
       mesh.sizeOf("pipeline") != int64_t(funcs.size()) ||
-      mesh.size() != int64_t(funcs.size()))
+      mesh.sizeOf("data") != 1)
     return module.emitError("plan emission: the device mesh has ")
-           << mesh.size() << " device(s), " << mesh.sizeOf("pipeline")
-           << " pipeline stage(s); the module has " << funcs.size()
-           << " stage function(s) (data and tensor parallel plans are not "
-              "emitted yet)";
+           << mesh.sizeOf("pipeline") << " pipeline stage(s) and "
+           << mesh.sizeOf("data") << " data-parallel replica(s); the module "
+           << "has " << funcs.size()
+           << " stage function(s) (data-parallel plans are not emitted yet)";
 
   json ranks = json::array(), inputs = json::array(), outputs = json::array();
   std::set<std::string> seenInputs, seenOutputs;
   int64_t microBatches = 1;
   std::map<int64_t, int64_t> dropoutCount;
-  for (auto [index, func] : llvm::enumerate(funcs)) {
-    // Stage s is the rank at pipeline coordinate s (data = tensor = 0).
-    int64_t stage = stageOf(func).value_or(0);
-    SmallVector<int64_t> coords(mesh.axes.size(), 0);
-    coords[llvm::find(mesh.axes, "pipeline") - mesh.axes.begin()] = stage;
+  // Ranks in mesh order; a stage's function serves every rank at its
+  // pipeline coordinate.
+  llvm::DenseMap<int64_t, func::FuncOp> byStage;
+  for (func::FuncOp func : funcs)
+    byStage[stageOf(func).value_or(0)] = func;
+  size_t pipelineAxis = llvm::find(mesh.axes, "pipeline") - mesh.axes.begin();
+  std::map<int64_t, std::map<int64_t, int64_t>> dropoutsBefore;
+  for (int64_t index = 0; index < mesh.size(); ++index) {
+    int64_t stage = mesh.coords(index)[pipelineAxis];
+    func::FuncOp func = byStage.lookup(stage);
+    if (!func)
+      return module.emitError("plan emission: no function for stage ")
+             << stage;
+    // Every replica of a stage numbers its dropouts from the same start.
+    auto [before, first] = dropoutsBefore.insert({stage, dropoutCount});
+    if (!first)
+      dropoutCount = before->second;
     FailureOr<RankSection> section =
-        emitRank(func, mesh.rank(coords), mesh, dropoutCount);
+        emitRank(func, index, mesh, dropoutCount);
     if (failed(section))
       return failure();
     microBatches = std::max(microBatches, section->microBatches);

@@ -3,6 +3,8 @@
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+
 using namespace mlir;
 using namespace weft;
 
@@ -23,4 +25,6 @@ void WeftDialect::initialize() {
 #define GET_TYPEDEF_LIST
 #include "weft/Dialect/Weft/IR/WeftTypes.cpp.inc"
       >();
+  // The shard dialect is loaded first (a dependent dialect).
+  attachShardInterfaces(*getContext());
 }

@@ -18,6 +18,8 @@ def Weft_Dialect : Dialect {
   let name = "weft";
   let cppNamespace = "::weft";
   let useDefaultTypePrinterParser = 1;
+  // The device mesh and the collectives are upstream shard ops.
+  let dependentDialects = ["mlir::shard::ShardDialect"];
   let summary = "Compute ops of a statically shaped training graph, at ONNX granularity.";
   let description = [{
     The `weft` dialect is the IR of the weft distributed-training compiler. A

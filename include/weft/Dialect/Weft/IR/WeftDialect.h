@@ -31,6 +31,17 @@ inline constexpr llvm::StringLiteral kRecomputeAttr = "weft.recompute";
 /// On the model function: the number of pipeline stages it is split into.
 inline constexpr llvm::StringLiteral kPipelineStagesAttr =
     "weft.pipeline_stages";
+/// On a parameter argument of a tensor-parallel step: which shard of the
+/// ONNX initializer the argument holds, `{dim, blocks}`: dimension `dim`
+/// (of size n) is read as [blocks, T, n / (blocks T)] and tensor rank t holds
+/// [:, t, :] (blocks > 1 for fused projections, e.g. QKV: each of the three
+/// is split). weft-split-tensor-parallel sets it; plan emission adds the
+/// rank's index.
+inline constexpr llvm::StringLiteral kShardAttr = "weft.shard";
+
+/// Attaches weft's cost and gradient interfaces to the upstream `shard`
+/// collectives (ShardInterfaces.cpp); the dialect does it when it loads.
+void attachShardInterfaces(mlir::MLIRContext &ctx);
 } // namespace weft
 
 #endif // WEFT_DIALECT_WEFT_IR_WEFTDIALECT_H

@@ -30,6 +30,12 @@ std::optional<unsigned> inPlaceOperand(mlir::Operation *op, unsigned result);
 /// the state argument it updates; null otherwise.
 mlir::BlockArgument batchNormStateRoot(mlir::Value stats);
 
+/// Ops whose result is their operand's bytes (no work, no buffer of its
+/// own): a reshape, and Megatron's f in the forward.
+inline bool isView(mlir::Operation *op) {
+  return llvm::isa<ReshapeOp, CopyToTensorParallelOp>(op);
+}
+
 /// The pipeline stage of an op (`weft.stage`), if it has one.
 inline std::optional<int64_t> stageOf(mlir::Operation *op) {
   if (auto attr = op->getAttrOfType<mlir::IntegerAttr>(kStageAttr))

@@ -1,0 +1,100 @@
+//===- TensorParallel.h - Megatron's tensor-parallel split -----*- C++ -*-===//
+//
+// Which values of a forward graph a T-way tensor-parallel program shards,
+// and how (Shoeybi et al., "Megatron-LM", 2019, Section 3; Korthikanti et
+// al., "Reducing Activation Recomputation in Large Transformer Models",
+// 2022, Section 3 and Figure 4).
+//
+// A *block* starts at column-parallel linears (a matmul of a replicated
+// activation and a 2-D parameter, or its transpose: each rank holds a slice
+// of the output features) and ends at row-parallel linears (a matmul of
+// that sharded activation and a parameter sliced along its input features:
+// each rank holds a partial sum, which an all-reduce completes). In between
+// every op must keep the shard local: elementwise ops, reshapes that move
+// the sharded dimension (hidden -> heads), transposes, batched matmuls over
+// the sharded heads, softmax over another axis. Megatron's MLP (column ->
+// GELU -> row) and self-attention (QKV column -> heads -> core attention ->
+// output projection row) are such blocks; the analysis finds them by this
+// rule on any imported graph, not by names.
+//
+// The shard of a value is `Sharding`: replicated, split along one dimension
+// (read as [blocks, T, n / (blocks T)], rank t holding [:, t, :], so that a
+// fused QKV projection splits each of Q, K and V), or partial (a sum over
+// the T ranks, before the all-reduce).
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_ANALYSIS_TENSORPARALLEL_H
+#define WEFT_ANALYSIS_TENSORPARALLEL_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <optional>
+#include <string>
+
+namespace weft {
+
+struct Sharding {
+  enum class Kind { Replicated, Split, Partial };
+  Kind kind = Kind::Replicated;
+  int64_t dim = -1;   ///< Split: the sharded dimension
+  int64_t blocks = 1; ///< Split: independent blocks the dimension holds
+
+  static Sharding replicated() { return {}; }
+  static Sharding split(int64_t dim, int64_t blocks = 1) {
+    return {Kind::Split, dim, blocks};
+  }
+  static Sharding partial() { return {Kind::Partial, -1, 1}; }
+  bool isSplit() const { return kind == Kind::Split; }
+  bool isPartial() const { return kind == Kind::Partial; }
+  bool operator==(const Sharding &o) const {
+    return kind == o.kind && dim == o.dim && blocks == o.blocks;
+  }
+};
+
+/// The local shape of a `shape` value sharded `s` over `parts` ranks: the
+/// split dimension divided by `parts`.
+llvm::SmallVector<int64_t> localShape(llvm::ArrayRef<int64_t> shape,
+                                      Sharding s, int64_t parts);
+
+/// The sharding of a reshape's result when its operand (shape `in`) is
+/// split `s` over `parts` ranks, or nullopt when the reshape mixes the
+/// shard with other data (e.g. [b, s, h] -> [b, s, heads, dh] keeps it when
+/// `parts` divides heads; [b, s, 3h] -> [b, s, 3, h] with 3 blocks moves it
+/// to h). Row-major element order: rank t's elements of the operand must be
+/// exactly its elements of the result.
+std::optional<Sharding> reshapeSharding(llvm::ArrayRef<int64_t> in,
+                                        llvm::ArrayRef<int64_t> out,
+                                        Sharding s, int64_t parts);
+
+/// The outcome of the analysis.
+struct TensorParallelSplit {
+  /// Every value the program shards (absent: replicated), parameters
+  /// (function arguments) included.
+  llvm::DenseMap<mlir::Value, Sharding> shardings;
+  /// Column-parallel linears (their activation operand gets Megatron's f)
+  /// and row-parallel linears (their result gets g, an all-reduce), in op
+  /// order.
+  llvm::SmallVector<mlir::Operation *> columnLinears, rowLinears;
+  /// Blocks left replicated by `--tensor-parallel-fallback=replicate`: the
+  /// op that could not be split, and why.
+  llvm::SmallVector<std::pair<mlir::Operation *, std::string>> replicated;
+};
+
+enum class TensorParallelFallback { Error, Replicate };
+
+/// Finds the blocks of `func` (a forward graph) and the shard of every value
+/// for `parts`-way tensor parallelism. A block with an op that cannot keep
+/// the shard local (a LayerNorm over the sharded features, a dropout that
+/// draws a mask, a slice across the shard, a dimension `parts` does not
+/// divide, ...) is an error at that op naming it and the block's first
+/// linear, or, with Fallback::Replicate, left replicated and listed in
+/// `replicated`. Linears that start no block (an LM head feeding the loss)
+/// stay replicated without a word.
+llvm::FailureOr<TensorParallelSplit>
+analyzeTensorParallel(mlir::func::FuncOp func, int64_t parts,
+                      TensorParallelFallback fallback);
+
+} // namespace weft
+
+#endif // WEFT_ANALYSIS_TENSORPARALLEL_H

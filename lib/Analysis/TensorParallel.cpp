@@ -1,0 +1,451 @@
+//===- TensorParallel.cpp - find Megatron blocks and their shards ---------===//
+//
+// One walk over the forward graph in op order propagates shardings from the
+// column-parallel linears it meets (TensorParallel.h). Each column linear
+// opens a block; values sharded by two blocks join them (Q and K meet in
+// the attention scores). A block that meets an op without a rule fails;
+// failed blocks are replicated and the walk repeats until none fails.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Analysis/TensorParallel.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+
+using namespace mlir;
+
+namespace weft {
+
+SmallVector<int64_t> localShape(ArrayRef<int64_t> shape, Sharding s,
+                                int64_t parts) {
+  SmallVector<int64_t> out(shape);
+  if (s.isSplit())
+    out[s.dim] /= parts;
+  return out;
+}
+
+std::optional<Sharding> reshapeSharding(ArrayRef<int64_t> in,
+                                        ArrayRef<int64_t> out, Sharding s,
+                                        int64_t parts) {
+  if (!s.isSplit())
+    return s;
+  // Over the row-major flat index f, rank t holds the elements with
+  // (f / chunk) mod parts == t, chunk = (n / (blocks parts)) * inner. That
+  // function determines chunk, so a split of the result holds the same
+  // elements iff it has the same chunk: (o_j / (c parts)) * inner_j = chunk.
+  int64_t inner = 1;
+  for (int64_t i = s.dim + 1; i < int64_t(in.size()); ++i)
+    inner *= in[i];
+  int64_t chunk = in[s.dim] / (s.blocks * parts) * inner;
+  int64_t innerOut = 1;
+  for (int64_t j = int64_t(out.size()) - 1; j >= 0; innerOut *= out[j--]) {
+    if (chunk % innerOut)
+      continue;
+    int64_t perRankRun = chunk / innerOut; // o_j / (c parts)
+    if (out[j] % (perRankRun * parts))
+      continue;
+    return Sharding::split(j, out[j] / (perRankRun * parts));
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+std::string nodeOf(Operation *op) {
+  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+    return "'" + name.getName().str() + "' (" +
+           op->getName().getStringRef().str() + ")";
+  return op->getName().getStringRef().str();
+}
+
+int64_t rankOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getRank();
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+int64_t normalized(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// A trainable parameter used by exactly one op.
+bool isOwnedParam(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || !arg.hasOneUse())
+    return false;
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  return func && func.getArgAttr(arg.getArgNumber(), kParamAttr);
+}
+
+/// The weight operand of a linear: a 2-D parameter, or its transpose
+/// (torch.nn.Linear's export), used only here. Returns the parameter.
+BlockArgument weightParam(Value rhs) {
+  Value v = rhs;
+  if (auto t = rhs.getDefiningOp<TransposeOp>()) {
+    if (!rhs.hasOneUse() || t.getPerm() != ArrayRef<int64_t>{1, 0})
+      return {};
+    v = t.getInput();
+  } else if (!rhs.hasOneUse()) {
+    return {};
+  }
+  if (!isOwnedParam(v) || rankOf(v) != 2)
+    return {};
+  return cast<BlockArgument>(v);
+}
+
+/// Independent blocks in a column linear's output features: k when the
+/// output (after a bias add) is only cut into k equal parts along them
+/// (a fused QKV projection), else 1.
+int64_t fusedBlocks(Value y) {
+  int64_t last = rankOf(y) - 1;
+  Value v = y;
+  while (v.hasOneUse()) {
+    auto add = dyn_cast<AddOp>(*v.getUsers().begin());
+    if (!add)
+      break;
+    Value other = add.getLhs() == v ? add.getRhs() : add.getLhs();
+    if (!isOwnedParam(other) || rankOf(other) != 1)
+      break;
+    v = add.getResult();
+  }
+  int64_t k = 0;
+  for (Operation *user : v.getUsers()) {
+    auto split = dyn_cast<SplitOp>(user);
+    if (!split || normalized(split.getAxis(), rankOf(v)) != last)
+      return 1;
+    ArrayRef<int64_t> sizes = split.getSizes();
+    if (!llvm::all_equal(sizes) || (k && k != int64_t(sizes.size())))
+      return 1;
+    k = sizes.size();
+  }
+  return std::max<int64_t>(k, 1);
+}
+
+bool isElementwise(Operation *op) {
+  return isa<SqrtOp, ReciprocalOp, NegOp, ExpOp, LogOp, ErfOp, TanhOp, ReluOp,
+             SigmoidOp, GeluOp, GeluTanhOp, CastOp, ClipOp, AddOp, SubOp, MulOp,
+             DivOp, PowOp, EqualOp, WhereOp>(op);
+}
+
+/// One walk over the graph with a set of column linears excluded.
+class Walk {
+public:
+  Walk(func::FuncOp func, int64_t parts,
+       const llvm::DenseSet<Operation *> &excluded)
+      : func(func), parts(parts), excluded(excluded) {}
+
+  struct Block {
+    Operation *start = nullptr;
+    SmallVector<Operation *> columns, rows;
+    Operation *failedAt = nullptr;
+    std::string reason;
+  };
+
+  void run() {
+    for (Operation &op : func.getBody().front())
+      visit(&op);
+  }
+
+  /// The blocks, one per class of joined column linears.
+  SmallVector<Block> blocks() {
+    SmallVector<Block> out;
+    llvm::DenseMap<int64_t, size_t> index;
+    for (int64_t r = 0; r < int64_t(opened.size()); ++r) {
+      int64_t leader = joined.getLeaderValue(r);
+      auto [it, first] = index.insert({leader, out.size()});
+      if (first)
+        out.push_back({opened[leader].start, {}, {}, nullptr, ""});
+      Block &b = out[it->second];
+      const Block &part = opened[r];
+      b.columns.append(part.columns);
+      b.rows.append(part.rows);
+      if (part.failedAt && !b.failedAt) {
+        b.failedAt = part.failedAt;
+        b.reason = part.reason;
+      }
+    }
+    return out;
+  }
+
+  llvm::DenseMap<Value, Sharding> shardings;
+
+private:
+  Sharding get(Value v) const {
+    auto it = shardings.find(v);
+    if (it == shardings.end() || it->second.isPartial())
+      return Sharding::replicated(); // g made it replicated
+    return it->second;
+  }
+
+  void set(Value v, Sharding s, int64_t block) {
+    shardings[v] = s;
+    if (s.isSplit())
+      blockOf[v] = block;
+  }
+
+  int64_t open(Operation *start) {
+    opened.push_back({start, {}, {}, nullptr, ""});
+    joined.insert(opened.size() - 1);
+    return opened.size() - 1;
+  }
+
+  /// Shards the weight `rhs` (a parameter or its transpose) as `s`.
+  void shardWeight(Value rhs, Sharding s, int64_t block) {
+    set(rhs, s, block);
+    if (auto t = rhs.getDefiningOp<TransposeOp>())
+      set(t.getInput(), Sharding::split(1 - s.dim, s.blocks), block);
+  }
+
+  void fail(Operation *op, int64_t block, const std::string &reason) {
+    Block &b = opened[joined.getLeaderValue(block)];
+    if (!b.failedAt) {
+      b.failedAt = op;
+      b.reason = reason;
+    }
+  }
+
+  void visit(Operation *op) {
+    // The sharded operands, and the block they join.
+    int64_t block = -1;
+    bool anySplit = false;
+    for (Value v : op->getOperands())
+      if (get(v).isSplit()) {
+        anySplit = true;
+        int64_t b = blockOf.lookup(v);
+        if (block < 0)
+          block = b;
+        else
+          joined.unionSets(block, b);
+      }
+    if (!anySplit) {
+      openColumn(op);
+      return;
+    }
+    std::string reason = rule(op, block);
+    if (!reason.empty()) {
+      fail(op, block, reason);
+      for (Value r : op->getResults())
+        shardings.erase(r);
+    }
+  }
+
+  /// A column-parallel linear: replicated activation x 2-D weight.
+  void openColumn(Operation *op) {
+    auto mm = dyn_cast<MatMulOp>(op);
+    if (!mm || excluded.contains(op) || rankOf(mm.getLhs()) < 2 ||
+        !weightParam(mm.getRhs()))
+      return;
+    int64_t n = shapeOf(mm.getRhs())[1];
+    int64_t blocks = fusedBlocks(mm.getResult());
+    if (n % (blocks * parts))
+      return; // not a block: its features do not divide
+    int64_t b = open(op);
+    opened[b].columns.push_back(op);
+    shardWeight(mm.getRhs(), Sharding::split(1, blocks), b);
+    set(mm.getResult(), Sharding::split(rankOf(mm.getResult()) - 1, blocks),
+        b);
+  }
+
+  /// Applies op's rule to its sharded operands; returns why it cannot.
+  std::string rule(Operation *op, int64_t block) {
+    auto same = [&](Sharding s) {
+      for (Value r : op->getResults())
+        set(r, s, block);
+      return std::string();
+    };
+    Value x = op->getNumOperands() ? op->getOperand(0) : Value();
+    Sharding s = x ? get(x) : Sharding();
+    if (isa<func::ReturnOp>(op))
+      return "the function returns a sharded value";
+    if (isElementwise(op))
+      return elementwise(op, block);
+    if (auto dropout = dyn_cast<DropoutOp>(op)) {
+      if (dropout.getTraining() && dropout.getRatio().convertToDouble() > 0)
+        return "dropout draws its mask over the whole tensor; per-shard "
+               "masks are not implemented";
+      return same(s);
+    }
+    if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
+      int64_t axis = normalized(op->getAttrOfType<IntegerAttr>("axis").getInt(),
+                                rankOf(x));
+      if (axis == s.dim)
+        return "it normalizes over the sharded dimension";
+      return same(s);
+    }
+    if (auto ln = dyn_cast<LayerNormOp>(op)) {
+      if (!s.isSplit() || s.dim >= normalized(ln.getAxis(), rankOf(x)))
+        return "it normalizes over the sharded dimension";
+      return same(s);
+    }
+    if (auto t = dyn_cast<TransposeOp>(op)) {
+      ArrayRef<int64_t> perm = t.getPerm();
+      return same(Sharding::split(llvm::find(perm, s.dim) - perm.begin(),
+                                  s.blocks));
+    }
+    if (auto r = dyn_cast<ReshapeOp>(op)) {
+      std::optional<Sharding> out =
+          reshapeSharding(shapeOf(x), shapeOf(r.getResult()), s, parts);
+      if (!out)
+        return "the reshape mixes the shards of its operand";
+      return same(*out);
+    }
+    if (auto split = dyn_cast<SplitOp>(op)) {
+      if (normalized(split.getAxis(), rankOf(x)) != s.dim)
+        return same(s);
+      ArrayRef<int64_t> sizes = split.getSizes();
+      if (s.blocks != int64_t(sizes.size()) || !llvm::all_equal(sizes))
+        return "it cuts the sharded dimension into other pieces than the "
+               "shards' blocks";
+      return same(Sharding::split(s.dim, 1));
+    }
+    if (auto slice = dyn_cast<SliceOp>(op)) {
+      int64_t d = s.dim;
+      if (slice.getStarts()[d] != 0 || slice.getSteps()[d] != 1 ||
+          slice.getEnds()[d] < shapeOf(x)[d])
+        return "it slices the sharded dimension";
+      return same(s);
+    }
+    if (auto mm = dyn_cast<MatMulOp>(op))
+      return matmul(mm, block);
+    return "the tensor-parallel split has no rule for it";
+  }
+
+  /// Numpy broadcasting: every sharded operand must agree on the result
+  /// dimension; a replicated operand must not extend along it, except a
+  /// parameter of its own (a bias), which is sharded alike.
+  std::string elementwise(Operation *op, int64_t block) {
+    int64_t rank = rankOf(op->getResult(0));
+    std::optional<Sharding> out;
+    for (Value v : op->getOperands()) {
+      Sharding s = get(v);
+      if (!s.isSplit())
+        continue;
+      Sharding aligned =
+          Sharding::split(s.dim + rank - rankOf(v), s.blocks);
+      if (out && !(*out == aligned))
+        return "its operands are sharded along different dimensions";
+      out = aligned;
+    }
+    for (Value v : op->getOperands()) {
+      if (get(v).isSplit())
+        continue;
+      int64_t d = out->dim - (rank - rankOf(v));
+      if (d < 0 || shapeOf(v)[d] == 1)
+        continue;
+      if (!isOwnedParam(v))
+        return "a replicated operand extends along the sharded dimension";
+      set(v, Sharding::split(d, out->blocks), block);
+    }
+    for (Value r : op->getResults())
+      set(r, *out, block);
+    return "";
+  }
+
+  /// Batched matmul [.., M, K] x [.., K, N]: shards along a batch dimension
+  /// (attention heads), M or N carry over; a shard along K on both sides is
+  /// a row-parallel linear, whose result is partial.
+  std::string matmul(MatMulOp mm, int64_t block) {
+    Value a = mm.getLhs(), w = mm.getRhs();
+    int64_t ra = rankOf(a), rb = rankOf(w), r = rankOf(mm.getResult());
+    if (ra < 2 || rb < 2)
+      return "a matrix-vector product of a sharded value has no rule";
+    Sharding sa = get(a), sb = get(w);
+    // Row-parallel linear: the weight is sliced along its input features.
+    if (sa.isSplit() && sa.dim == ra - 1 && !sb.isSplit() &&
+        weightParam(w)) {
+      shardWeight(w, Sharding::split(0, sa.blocks), block);
+      shardings[mm.getResult()] = Sharding::partial();
+      opened[block].rows.push_back(mm);
+      return "";
+    }
+    auto alignedA = sa.isSplit() ? sa.dim + r - ra : -1;
+    auto alignedB = sb.isSplit() ? sb.dim + r - rb : -1;
+    bool batchA = sa.isSplit() && sa.dim < ra - 2;
+    bool batchB = sb.isSplit() && sb.dim < rb - 2;
+    if (batchA || batchB) {
+      if (sa.isSplit() && sb.isSplit() &&
+          (alignedA != alignedB || sa.blocks != sb.blocks))
+        return "its operands are sharded along different dimensions";
+      // The unsharded side must broadcast along the shard.
+      Value other = batchA ? w : a;
+      Sharding s = batchA ? sa : sb;
+      int64_t aligned = batchA ? alignedA : alignedB;
+      if (!get(other).isSplit()) {
+        int64_t d = aligned - (r - rankOf(other));
+        if (d >= 0 && shapeOf(other)[d] != 1)
+          return "a replicated operand extends along the sharded dimension";
+      }
+      set(mm.getResult(), Sharding::split(aligned, s.blocks), block);
+      return "";
+    }
+    if (sa.isSplit() && sa.dim == ra - 2 && !sb.isSplit()) {
+      set(mm.getResult(), Sharding::split(r - 2, sa.blocks), block);
+      return "";
+    }
+    if (sb.isSplit() && sb.dim == rb - 1 && !sa.isSplit()) {
+      set(mm.getResult(), Sharding::split(r - 1, sb.blocks), block);
+      return "";
+    }
+    return "its operands' shards do not meet in a local product";
+  }
+
+  func::FuncOp func;
+  int64_t parts;
+  const llvm::DenseSet<Operation *> &excluded;
+  SmallVector<Block> opened;
+  llvm::EquivalenceClasses<int64_t> joined;
+  llvm::DenseMap<Value, int64_t> blockOf;
+};
+
+} // namespace
+
+FailureOr<TensorParallelSplit>
+analyzeTensorParallel(func::FuncOp func, int64_t parts,
+                      TensorParallelFallback fallback) {
+  TensorParallelSplit result;
+  llvm::DenseSet<Operation *> excluded;
+  for (;;) {
+    Walk walk(func, parts, excluded);
+    walk.run();
+    bool again = false;
+    SmallVector<Walk::Block> blocks = walk.blocks();
+    for (const Walk::Block &b : blocks) {
+      bool closed = !b.rows.empty();
+      if (b.failedAt || !closed) {
+        // A block that never reaches a row-parallel linear is no Megatron
+        // block (an LM head feeding the loss): replicated without a word.
+        if (b.failedAt && closed) {
+          if (fallback == TensorParallelFallback::Error)
+            return b.failedAt->emitError("tensor parallelism: cannot split ")
+                   << nodeOf(b.failedAt) << " in the block that starts at "
+                   << nodeOf(b.start) << ": " << b.reason
+                   << " (--tensor-parallel-fallback=replicate leaves the "
+                      "block replicated)";
+          result.replicated.push_back({b.failedAt, b.reason});
+        }
+        excluded.insert(b.columns.begin(), b.columns.end());
+        again = true;
+      }
+    }
+    if (again)
+      continue;
+    result.shardings = std::move(walk.shardings);
+    for (const Walk::Block &b : blocks) {
+      result.columnLinears.append(b.columns);
+      result.rowLinears.append(b.rows);
+    }
+    auto byOrder = [](Operation *x, Operation *y) {
+      return x->isBeforeInBlock(y);
+    };
+    llvm::sort(result.columnLinears, byOrder);
+    llvm::sort(result.rowLinears, byOrder);
+    return result;
+  }
+}
+
+} // namespace weft

@@ -1,0 +1,138 @@
+//===- SplitTensorParallel.cpp - weft-split-tensor-parallel ---------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Analysis/TensorParallel.h"
+#include "weft/Dialect/Weft/IR/DeviceMesh.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace weft {
+#define GEN_PASS_DEF_SPLITTENSORPARALLEL
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+struct SplitTensorParallelPass
+    : weft::impl::SplitTensorParallelBase<SplitTensorParallelPass> {
+  using SplitTensorParallelBase::SplitTensorParallelBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (fallback != "error" && fallback != "replicate") {
+      func.emitError("weft-split-tensor-parallel: fallback='")
+          << fallback << "': expected error or replicate";
+      return signalPassFailure();
+    }
+    FailureOr<std::optional<DeviceMesh>> mesh =
+        getDeviceMesh(func->getParentOfType<ModuleOp>());
+    if (failed(mesh))
+      return signalPassFailure();
+    if (!*mesh || (*mesh)->sizeOf("tensor") == 1)
+      return;
+    parts = (*mesh)->sizeOf("tensor");
+    axis = llvm::find((*mesh)->axes, "tensor") - (*mesh)->axes.begin();
+
+    FailureOr<TensorParallelSplit> split = analyzeTensorParallel(
+        func, parts,
+        fallback == "replicate" ? TensorParallelFallback::Replicate
+                                : TensorParallelFallback::Error);
+    if (failed(split))
+      return signalPassFailure();
+    for (auto &[op, reason] : split->replicated)
+      op->emitWarning("tensor parallelism: replicating the block of this op: ")
+          << reason;
+    if (split->columnLinears.empty())
+      func.emitWarning("tensor parallelism: no MLP or attention block to "
+                       "split; every tensor rank computes the whole model");
+    rewrite(func, *split);
+  }
+
+  RankedTensorType localType(Value v, Sharding s) const {
+    auto type = cast<RankedTensorType>(v.getType());
+    return RankedTensorType::get(localShape(type.getShape(), s, parts),
+                                 type.getElementType());
+  }
+
+  void rewrite(func::FuncOp func, const TensorParallelSplit &split) {
+    OpBuilder b(func.getContext());
+    auto shardOf = [&](Value v) {
+      auto it = split.shardings.find(v);
+      return it == split.shardings.end() ? Sharding() : it->second;
+    };
+    // Parameters: local types, and which slice of the initializer to load.
+    for (BlockArgument arg : func.getArguments()) {
+      Sharding s = shardOf(arg);
+      if (!s.isSplit())
+        continue;
+      arg.setType(localType(arg, s));
+      func.setArgAttr(arg.getArgNumber(), kShardAttr,
+                      b.getDictionaryAttr(
+                          {b.getNamedAttr("dim", b.getI64IntegerAttr(s.dim)),
+                           b.getNamedAttr("blocks",
+                                          b.getI64IntegerAttr(s.blocks))}));
+    }
+    // Values: local types; attributes that restate a shape, local sizes.
+    for (Operation &op : func.getBody().front()) {
+      for (Value r : op.getResults())
+        if (Sharding s = shardOf(r); s.isSplit())
+          r.setType(localType(r, s));
+      Sharding in = op.getNumOperands() ? shardOf(op.getOperand(0))
+                                        : Sharding();
+      if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+        reshape.setShape(reshape.getType().getShape());
+      } else if (auto cut = dyn_cast<SplitOp>(op); cut && in.isSplit()) {
+        int64_t a = cut.getAxis() < 0 ? cut.getAxis() + cut.getInput()
+                                                             .getType()
+                                                             .getRank()
+                                      : cut.getAxis();
+        SmallVector<int64_t> sizes;
+        for (Value r : cut.getResults())
+          sizes.push_back(cast<RankedTensorType>(r.getType()).getDimSize(a));
+        cut.setSizes(sizes);
+      } else if (auto slice = dyn_cast<SliceOp>(op); slice && in.isSplit()) {
+        SmallVector<int64_t> ends(slice.getEnds());
+        ends[in.dim] = slice.getType().getDimSize(in.dim);
+        slice.setEnds(ends);
+      }
+    }
+    // f before every column-parallel linear, one per activation.
+    llvm::DenseMap<Value, Value> entered;
+    for (Operation *op : split.columnLinears) {
+      Value x = op->getOperand(0);
+      Value &f = entered[x];
+      if (!f) {
+        if (Operation *def = x.getDefiningOp())
+          b.setInsertionPointAfter(def);
+        else
+          b.setInsertionPointToStart(&func.getBody().front());
+        f = CopyToTensorParallelOp::create(
+            b, x.getLoc(), x, FlatSymbolRefAttr::get(b.getContext(), kMeshSymbol),
+            b.getDenseI16ArrayAttr({int16_t(axis)}));
+      }
+      op->setOperand(0, f);
+    }
+    // g after every row-parallel linear.
+    for (Operation *op : split.rowLinears) {
+      b.setInsertionPointAfter(op);
+      Value partial = op->getResult(0);
+      auto sum = shard::AllReduceOp::create(
+          b, op->getLoc(), partial, kMeshSymbol,
+          ArrayRef<shard::GridAxis>{shard::GridAxis(axis)},
+          shard::ReductionKind::Sum);
+      partial.replaceAllUsesExcept(sum, sum);
+    }
+    func.setType(FunctionType::get(func.getContext(),
+                                   func.getBody().front().getArgumentTypes(),
+                                   func.getResultTypes()));
+  }
+
+  int64_t parts = 1, axis = 0;
+};
+
+} // namespace
