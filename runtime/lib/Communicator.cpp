@@ -13,6 +13,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <thread>
 
@@ -31,6 +32,19 @@ public:
     noPeer(peer, tag);
   }
   void wait(int64_t tag) override { noPeer(-1, tag); }
+  void splitMesh(const std::vector<std::pair<std::string, int64_t>> &axes,
+                 const std::vector<int64_t> &) override {
+    for (const auto &[name, size] : axes)
+      if (size != 1)
+        throw Error("the plan's mesh has " + std::to_string(size) +
+                    " ranks along '" + name +
+                    "': start it with mpirun -np <ranks>");
+  }
+  void allReduce(const std::string &, const void *in, void *out,
+                 int64_t count, DType dtype, int64_t) override {
+    if (in != out) // a group of one: the sum is the input
+      std::memmove(out, in, count * dtypeSize(dtype));
+  }
   std::vector<int64_t> allGather(int64_t value) override { return {value}; }
   std::vector<std::string> gatherStrings(const std::string &text,
                                          int) override {
@@ -67,6 +81,8 @@ public:
     tagUpperBound = found ? *ub : 32767; // the standard's guaranteed minimum
   }
   ~MpiCommunicator() override {
+    for (auto &[axis, comm] : axisComms)
+      MPI_Comm_free(&comm);
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized)
@@ -100,6 +116,44 @@ public:
     pending.erase(it);
     complete(transfer.request, "MPI_Wait", tag,
              "transfer " + std::to_string(tag) + " (" + transfer.what + ")");
+  }
+
+  void splitMesh(const std::vector<std::pair<std::string, int64_t>> &axes,
+                 const std::vector<int64_t> &coords) override {
+    for (size_t a = 0; a < axes.size(); ++a) {
+      // Color: the row-major index of the other coordinates; key: this
+      // rank's coordinate along the axis, so group rank = coordinate.
+      int color = 0;
+      for (size_t b = 0; b < axes.size(); ++b)
+        if (b != a)
+          color = color * static_cast<int>(axes[b].second) +
+                  static_cast<int>(coords[b]);
+      MPI_Comm comm;
+      check(MPI_Comm_split(MPI_COMM_WORLD, color, static_cast<int>(coords[a]),
+                           &comm),
+            "MPI_Comm_split", -1);
+      MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+      axisComms[axes[a].first] = comm;
+    }
+  }
+  void allReduce(const std::string &axis, const void *in, void *out,
+                 int64_t count, DType dtype, int64_t tag) override {
+    auto it = axisComms.find(axis);
+    if (it == axisComms.end())
+      throw Error("all-reduce " + std::to_string(tag) + " over '" + axis +
+                  "': no such mesh axis (splitMesh not called?)");
+    if (count > INT_MAX)
+      throw Error("all-reduce " + std::to_string(tag) + ": " +
+                  std::to_string(count) +
+                  " elements exceed one MPI call (2^31 - 1)");
+    MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
+    MPI_Request request;
+    check(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out,
+                         static_cast<int>(count), type, MPI_SUM, it->second,
+                         &request),
+          "MPI_Iallreduce", tag);
+    complete(request, "MPI_Iallreduce", tag,
+             "all-reduce " + std::to_string(tag) + " over '" + axis + "'");
   }
 
   std::vector<int64_t> allGather(int64_t value) override {
@@ -237,6 +291,7 @@ private:
   int rank_ = 0, size_ = 1;
   int64_t tagUpperBound = 32767; ///< MPI_TAG_UB, read once
   std::map<int64_t, Pending> pending;
+  std::map<std::string, MPI_Comm> axisComms; ///< splitMesh's groups
 };
 
 } // namespace

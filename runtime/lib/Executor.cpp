@@ -5,6 +5,7 @@
 #include "weft/runtime/Files.h"
 #include "weft/runtime/OnnxTensor.h"
 #include "weft/runtime/Sha256.h"
+#include "weft/runtime/Shard.h"
 
 #include "../kernels/Kernel.h"
 
@@ -68,11 +69,21 @@ void Executor::loadInitializers(const std::string &modelPath,
     const onnx::TensorProto &t = *it->second;
     std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
     DType dtype = dtypeOfONNX(t.data_type(), label);
-    if (dims != b.shape || dtype != b.dtype)
-      throw Error(label + ": the plan expects " + shapeString(b.shape) + " " +
-                  dtypeName(b.dtype) + ", " + modelPath + " holds " +
-                  shapeString(dims) + " " + dtypeName(dtype));
+    // A tensor-parallel shard is sliced from the whole initializer.
+    std::vector<int64_t> expected =
+        named.shard ? fullShape(b.shape, *named.shard) : b.shape;
+    if (dims != expected || dtype != b.dtype)
+      throw Error(label + ": the plan expects " + shapeString(expected) +
+                  " " + dtypeName(b.dtype) +
+                  (named.shard ? " (sharded " +
+                                     std::to_string(named.shard->count) +
+                                     " ways)"
+                               : "") +
+                  ", " + modelPath + " holds " + shapeString(dims) + " " +
+                  dtypeName(dtype));
     std::string bytes = tensorBytes(t, modelDir, label);
+    if (named.shard)
+      bytes = sliceShard(bytes, dims, dtypeSize(dtype), *named.shard);
     backend.upload(arena + b.offset, bytes.data(), bytes.size());
   }
 }
@@ -112,6 +123,15 @@ void Executor::exportModel(const std::string &path, const std::string &temp,
     const BufferDesc &b = rankPlan.buffers[it->second->buffer];
     std::string bytes(b.bytes, '\0');
     backend.download(bytes.data(), arena + b.offset, b.bytes);
+    if (const std::optional<ShardDesc> &shard = it->second->shard) {
+      // This rank's slice goes into the whole tensor the model holds.
+      std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+      std::string whole = tensorBytes(
+          t, std::filesystem::path(plan.modelPath).parent_path().string(),
+          "--save: '" + t.name() + "'");
+      placeShard(whole, dims, dtypeSize(b.dtype), *shard, bytes);
+      bytes = std::move(whole);
+    }
     t.clear_external_data();
     t.set_data_location(onnx::TensorProto::DEFAULT);
     t.clear_float_data();
@@ -243,7 +263,12 @@ void Executor::transfer(const Instruction &inst) {
   // The CPU backend computes synchronously, so a buffer is ready to send as
   // soon as its producer returned; a device backend would record an event on
   // the compute stream and post on a copy stream after it.
-  if (inst.op == "isend") {
+  if (isCollective(inst.op)) {
+    const BufferDesc &x = rankPlan.buffers[inst.inputs[0]],
+                     &y = rankPlan.buffers[inst.outputs[0]];
+    comm->allReduce(inst.axis, arena + x.offset, arena + y.offset,
+                    x.bytes / dtypeSize(x.dtype), x.dtype, inst.tag);
+  } else if (inst.op == "isend") {
     const BufferDesc &b = rankPlan.buffers[inst.inputs[0]];
     comm->isend(arena + b.offset, b.bytes, inst.peer, inst.tag);
   } else if (inst.op == "irecv") {

@@ -96,9 +96,32 @@ std::vector<NamedBuffer> namedBuffers(const Field &list, int64_t count) {
     int64_t id = f.at("buffer").nonNegative();
     if (id >= count)
       f.at("buffer").fail("buffer " + std::to_string(id) + " does not exist");
-    out.push_back({f.at("name").string(), id});
+    out.push_back({f.at("name").string(), id, std::nullopt});
   }
   return out;
+}
+
+/// The params' "shard" fields; checked against the mesh in checkMesh.
+void parseShards(const Field &list, RankPlan &rank) {
+  for (size_t i = 0; i < rank.params.size(); ++i) {
+    Field f = list.at(i);
+    if (!f.has("shard"))
+      continue;
+    Field s = f.at("shard");
+    ShardDesc d{s.at("dim").nonNegative(), s.at("blocks").nonNegative(),
+                s.at("index").nonNegative(), s.at("count").nonNegative()};
+    const BufferDesc &b = rank.buffers[rank.params[i].buffer];
+    if (d.dim >= int64_t(b.shape.size()))
+      s.at("dim").fail("dimension " + std::to_string(d.dim) + " of a " +
+                       shapeString(b.shape) + " buffer");
+    if (d.blocks < 1 || d.count < 1 || d.index >= d.count)
+      s.fail("needs blocks >= 1, count >= 1 and index < count");
+    if (b.shape[d.dim] % d.blocks)
+      s.at("blocks").fail(std::to_string(d.blocks) +
+                          " blocks do not divide the shard's " +
+                          std::to_string(b.shape[d.dim]) + " elements");
+    rank.params[i].shard = d;
+  }
 }
 
 RankPlan
@@ -153,6 +176,7 @@ parseRank(const Field &f,
   }
   int64_t count = rank.buffers.size();
   rank.params = namedBuffers(f.at("params"), count);
+  parseShards(f.at("params"), rank);
   rank.state = namedBuffers(f.at("state"), count);
   rank.optimizerState = namedBuffers(f.at("optimizer_state"), count);
   rank.inputs = namedBuffers(f.at("inputs"), count);
@@ -182,12 +206,10 @@ parseRank(const Field &f,
     Field in = instructions.at(i);
     Instruction d;
     d.op = in.at("op").string();
-    static const char *ops[] = {"compute", "isend", "irecv", "wait_send",
-                                "wait_recv"};
-    if (std::find(std::begin(ops), std::end(ops), d.op) == std::end(ops))
+    if (d.op != "compute" && !isTransfer(d.op) && !isCollective(d.op))
       in.at("op").fail("unknown instruction '" + d.op +
-                       "' (expected compute, isend, irecv, wait_send or "
-                       "wait_recv)");
+                       "' (expected compute, isend, irecv, wait_send, "
+                       "wait_recv or all_reduce)");
     d.name = in.has("name") ? in.at("name").string() : "";
     d.phase = in.at("phase").string();
     d.microBatch = in.at("micro_batch").nonNegative();
@@ -221,6 +243,22 @@ parseRank(const Field &f,
         in.fail((d.name.empty() ? "" : "node '" + d.name + "': ") + "kernel " +
                 d.kernel + ": " + e.what());
       }
+    } else if (isCollective(d.op)) {
+      d.tag = in.at("tag").nonNegative();
+      d.axis = in.at("axis").string();
+      // A sum over the group: one float buffer in, one of its type out.
+      if (d.inputs.size() != 1 || d.outputs.size() != 1)
+        in.fail(d.op + " reads one buffer and writes one");
+      const BufferDesc &x = rank.buffers[d.inputs[0]],
+                       &y = rank.buffers[d.outputs[0]];
+      if (x.dtype != y.dtype || x.shape != y.shape)
+        in.at("outputs").fail(d.op + " writes " + shapeString(y.shape) + " " +
+                              dtypeName(y.dtype) + ", its input is " +
+                              shapeString(x.shape) + " " +
+                              dtypeName(x.dtype));
+      if (x.dtype != DType::F32 && x.dtype != DType::F64)
+        in.at("inputs").fail(d.op + " sums f32 or f64, not " +
+                             dtypeName(x.dtype));
     } else {
       d.tag = in.at("tag").nonNegative();
       if (d.op == "isend" || d.op == "irecv")
@@ -264,7 +302,7 @@ void checkTransfers(const Plan &plan, const Field &ranks) {
     std::set<int64_t> posted;
     for (size_t i = 0; i < rank.instructions.size(); ++i) {
       const Instruction &inst = rank.instructions[i];
-      if (inst.op == "compute")
+      if (!isTransfer(inst.op))
         continue;
       Field field = ranks.at(rank.rank).at("instructions").at(i);
       if (inst.op == "isend" || inst.op == "irecv") {
@@ -311,6 +349,104 @@ void checkTransfers(const Plan &plan, const Field &ranks) {
                 std::to_string(recv.peer));
 }
 
+/// The mesh: one rank per device, each at its row-major coordinates;
+/// collectives over an axis of it, the same sequence (kind, tag, bytes) on
+/// every rank of a group, so that MPI matches them; parameter shards split
+/// over the tensor axis at the rank's coordinate.
+void checkMesh(const Plan &plan, const Field &ranks) {
+  int64_t devices = 1, tensorSize = 1;
+  std::set<std::string> names;
+  for (const auto &[name, size] : plan.meshAxes) {
+    if (size < 1 || !names.insert(name).second)
+      ranks.fail("the mesh's axes must have distinct names and sizes >= 1");
+    if (__builtin_mul_overflow(devices, size, &devices))
+      devices = INT64_MAX;
+    if (name == "tensor")
+      tensorSize = size;
+  }
+  if (devices != int64_t(plan.ranks.size()))
+    ranks.fail(std::to_string(plan.ranks.size()) + " ranks for a mesh of " +
+               std::to_string(devices) + " devices");
+  // Row-major: the last axis varies fastest.
+  auto expected = [&](int64_t rank, const std::string &axis) {
+    int64_t stride = 1;
+    for (auto it = plan.meshAxes.rbegin(); it != plan.meshAxes.rend(); ++it) {
+      if (it->first == axis)
+        return rank / stride % it->second;
+      stride *= it->second;
+    }
+    return int64_t(0);
+  };
+  // The group of `rank` along `axis`: its coordinates on the other axes.
+  auto groupOf = [&](const RankPlan &r, const std::string &axis) {
+    std::vector<int64_t> key;
+    for (const auto &[name, size] : plan.meshAxes)
+      key.push_back(name == axis ? -1 : r.coord(name));
+    return key;
+  };
+  struct Collective {
+    std::string op;
+    int64_t tag, bytes;
+  };
+  std::map<std::pair<std::string, std::vector<int64_t>>,
+           std::pair<int64_t, std::vector<Collective>>>
+      groups; // (axis, group) -> (first member, its sequence)
+  for (const RankPlan &rank : plan.ranks) {
+    Field field = ranks.at(rank.rank);
+    if (rank.coords.size() != plan.meshAxes.size())
+      field.at("coords").fail("needs one coordinate per mesh axis");
+    for (const auto &[name, index] : rank.coords)
+      if (!names.count(name) || index != expected(rank.rank, name))
+        field.at("coords").at(name).fail(
+            "rank " + std::to_string(rank.rank) + " is not at " + name + " " +
+            std::to_string(index) + " of the mesh (row-major order)");
+    for (size_t i = 0; i < rank.params.size(); ++i) {
+      const std::optional<ShardDesc> &s = rank.params[i].shard;
+      if (s && (s->count != tensorSize || s->index != rank.coord("tensor")))
+        field.at("params").at(i).at("shard").fail(
+            "a shard over the tensor axis: count must be its size (" +
+            std::to_string(tensorSize) + ") and index this rank's tensor "
+            "coordinate (" + std::to_string(rank.coord("tensor")) + ")");
+    }
+    std::map<std::string, std::vector<Collective>> mine;
+    for (size_t i = 0; i < rank.instructions.size(); ++i) {
+      const Instruction &inst = rank.instructions[i];
+      if (!isCollective(inst.op))
+        continue;
+      if (!names.count(inst.axis))
+        field.at("instructions").at(i).at("axis").fail(
+            "'" + inst.axis + "' is not an axis of the mesh");
+      mine[inst.axis].push_back(
+          {inst.op, inst.tag, rank.buffers[inst.inputs[0]].bytes});
+    }
+    for (const auto &[axis, size] : plan.meshAxes) {
+      std::vector<Collective> &sequence = mine[axis];
+      auto [it, first] = groups.insert(
+          {{axis, groupOf(rank, axis)}, {rank.rank, sequence}});
+      if (first)
+        continue;
+      const auto &[leader, theirs] = it->second;
+      for (size_t k = 0; k < std::max(sequence.size(), theirs.size()); ++k) {
+        if (k < sequence.size() && k < theirs.size() &&
+            sequence[k].op == theirs[k].op &&
+            sequence[k].tag == theirs[k].tag &&
+            sequence[k].bytes == theirs[k].bytes)
+          continue;
+        auto describe = [](const std::vector<Collective> &s, size_t k) {
+          return k < s.size() ? s[k].op + " tag " + std::to_string(s[k].tag) +
+                                    " of " + std::to_string(s[k].bytes) +
+                                    " bytes"
+                              : std::string("nothing");
+        };
+        field.fail("collective " + std::to_string(k) + " over '" + axis +
+                   "' is " + describe(sequence, k) + ", on rank " +
+                   std::to_string(leader) + " of its group " +
+                   describe(theirs, k) + " (the group would hang)");
+      }
+    }
+  }
+}
+
 } // namespace
 
 Plan parsePlan(const std::string &text, const std::string &path,
@@ -347,6 +483,7 @@ Plan parsePlan(const std::string &text, const std::string &path,
       ranks.at(i).at("rank").fail("ranks must be listed as 0, 1, 2, ...");
   }
   checkTransfers(plan, ranks);
+  checkMesh(plan, ranks);
   checkInstructionOrder(plan);
   return plan;
 }

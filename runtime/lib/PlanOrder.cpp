@@ -10,6 +10,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace weft::rt {
 
@@ -75,22 +76,24 @@ void checkRank(const Plan &plan, const RankPlan &rank) {
       flying.erase(it);
       continue;
     }
+    // Compute and collectives read their inputs and write their outputs.
+    std::string what = isCollective(inst.op) ? inst.op : inst.kernel;
     for (int64_t id : inst.inputs) {
       for (const auto &[tag, f] : flying)
         if (f.receive && overlaps(rank.buffers[id], f))
-          throw Error(at(plan, rank.rank, i) + " (" + inst.kernel + " " +
+          throw Error(at(plan, rank.rank, i) + " (" + what + " " +
                       inst.name + "): reads buffer " + std::to_string(id) +
                       " while the receive of tag " + std::to_string(tag) +
                       " into its bytes is in flight (no wait_recv before)");
       if (!isWritten(id))
-        throw Error(at(plan, rank.rank, i) + " (" + inst.kernel + " " +
+        throw Error(at(plan, rank.rank, i) + " (" + what + " " +
                     inst.name + "): reads buffer " + std::to_string(id) +
                     " before anything writes it");
     }
     for (int64_t id : inst.outputs) {
       for (const auto &[tag, f] : flying)
         if (overlaps(rank.buffers[id], f))
-          throw Error(at(plan, rank.rank, i) + " (" + inst.kernel + " " +
+          throw Error(at(plan, rank.rank, i) + " (" + what + " " +
                       inst.name + "): writes buffer " + std::to_string(id) +
                       " while the " + (f.receive ? "receive" : "send") +
                       " of tag " + std::to_string(tag) +
@@ -108,24 +111,53 @@ void checkRank(const Plan &plan, const RankPlan &rank) {
 /// All ranks: a rendezvous simulation of the instruction lists. Posts never
 /// block; a wait_send completes once its irecv is posted on the peer, a
 /// wait_recv once its isend is (the strictest MPI semantics: no eager
-/// buffering). If no rank can move and some are not done, the plan would
-/// hang: the error names each blocked rank's instruction.
+/// buffering); a collective once every rank of its group has reached it
+/// (the groups' sequences match: checkMesh). If no rank can move and some
+/// are not done, the plan would hang: the error names each blocked rank's
+/// instruction.
 void checkDeadlock(const Plan &plan) {
   std::set<int64_t> sendPosted, recvPosted;
+  // (axis, the members' other coordinates, tag) -> members arrived.
+  std::map<std::tuple<std::string, std::vector<int64_t>, int64_t>, int64_t>
+      arrived;
+  auto axisSize = [&](const std::string &axis) {
+    for (const auto &[name, size] : plan.meshAxes)
+      if (name == axis)
+        return size;
+    return int64_t(1);
+  };
+  auto groupKey = [&](const RankPlan &rank, const Instruction &inst) {
+    std::vector<int64_t> others;
+    for (const auto &[name, size] : plan.meshAxes)
+      others.push_back(name == inst.axis ? -1 : rank.coord(name));
+    return std::make_tuple(inst.axis, others, inst.tag);
+  };
   std::vector<size_t> pc(plan.ranks.size(), 0);
+  std::vector<bool> atCollective(plan.ranks.size(), false);
   for (bool moved = true; moved;) {
     moved = false;
     for (const RankPlan &rank : plan.ranks) {
       size_t &i = pc[rank.rank];
       for (; i < rank.instructions.size(); ++i) {
         const Instruction &inst = rank.instructions[i];
-        if (inst.op == "isend")
+        if (isCollective(inst.op)) {
+          int64_t &count = arrived[groupKey(rank, inst)];
+          if (!atCollective[rank.rank]) {
+            atCollective[rank.rank] = true;
+            ++count;
+            moved = true;
+          }
+          if (count < axisSize(inst.axis))
+            break;
+          atCollective[rank.rank] = false;
+        } else if (inst.op == "isend") {
           sendPosted.insert(inst.tag);
-        else if (inst.op == "irecv")
+        } else if (inst.op == "irecv") {
           recvPosted.insert(inst.tag);
-        else if ((inst.op == "wait_send" && !recvPosted.count(inst.tag)) ||
-                 (inst.op == "wait_recv" && !sendPosted.count(inst.tag)))
+        } else if ((inst.op == "wait_send" && !recvPosted.count(inst.tag)) ||
+                   (inst.op == "wait_recv" && !sendPosted.count(inst.tag))) {
           break;
+        }
         moved = true;
       }
     }

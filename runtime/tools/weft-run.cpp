@@ -162,6 +162,11 @@ int run(const RunOptions &o, Communicator &comm) {
                 std::to_string(ranks) + " weft-run " + o.plan);
   int64_t rank = comm.rank();
   comm.setTimeout(o.timeout);
+  // One communicator per mesh axis, for the plan's collectives.
+  std::vector<int64_t> coords;
+  for (const auto &[axis, size] : plan.meshAxes)
+    coords.push_back(plan.ranks[rank].coord(axis));
+  comm.splitMesh(plan.meshAxes, coords);
   Executor executor(plan, rank, *backend, &comm);
   executor.loadWeights();
   // Steps are numbered globally: a resumed run continues the data, the

@@ -13,6 +13,8 @@
 #ifndef WEFT_RUNTIME_COMMUNICATOR_H
 #define WEFT_RUNTIME_COMMUNICATOR_H
 
+#include "weft/runtime/Tensor.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,6 +37,20 @@ public:
   /// Blocks until the transfer `tag` posted on this rank has completed.
   /// Throws Error when no transfer with that tag is pending.
   virtual void wait(int64_t tag) = 0;
+
+  /// Makes one group per axis of the device mesh `axes` (name, size; row-
+  /// major, the last fastest): the ranks whose coordinates on the other axes
+  /// equal this rank's `coords` (MPI_Comm_split). Collective over all ranks;
+  /// call once, before the collectives below.
+  virtual void splitMesh(
+      const std::vector<std::pair<std::string, int64_t>> &axes,
+      const std::vector<int64_t> &coords) = 0;
+  /// Sums `count` elements of `dtype` (f32 or f64) at `in` over this rank's
+  /// group along `axis` into `out` (`out` may be `in`). Collective over the
+  /// group; every member calls its collectives in one order. `tag` names the
+  /// collective in errors and in the watchdog's message.
+  virtual void allReduce(const std::string &axis, const void *in, void *out,
+                         int64_t count, DType dtype, int64_t tag) = 0;
 
   /// Every rank's `value`, indexed by rank (collective).
   virtual std::vector<int64_t> allGather(int64_t value) = 0;

@@ -34,9 +34,17 @@ struct BufferDesc {
   int64_t viewOf = -1; ///< buffer whose bytes this one shares, or -1
 };
 
+/// Which slice of an ONNX initializer a rank's parameter holds (tensor
+/// parallelism): dimension `dim` of the full tensor (size n) read as
+/// [blocks, count, n / (blocks count)], this rank holding [:, index, :].
+struct ShardDesc {
+  int64_t dim = 0, blocks = 1, index = 0, count = 1;
+};
+
 struct NamedBuffer {
   std::string name;
   int64_t buffer = 0;
+  std::optional<ShardDesc> shard; ///< params only; none: the whole tensor
 };
 
 struct ConstantDesc {
@@ -45,8 +53,9 @@ struct ConstantDesc {
 };
 
 struct Instruction {
-  /// "compute", or a transfer: "isend", "irecv" (post), "wait_send",
-  /// "wait_recv" (complete).
+  /// "compute"; a transfer: "isend", "irecv" (post), "wait_send",
+  /// "wait_recv" (complete); or a collective over one mesh axis:
+  /// "all_reduce" (sum).
   std::string op;
   std::string kernel; ///< compute: e.g. "matmul"
   std::string name;   ///< the ONNX node, for traces and errors
@@ -58,12 +67,30 @@ struct Instruction {
   KernelAttrs attrs;
   KernelCost cost;
   int64_t peer = -1; ///< isend/irecv: the other rank
-  int64_t tag = -1;  ///< transfers: matches an isend with its irecv
+  /// transfers: matches an isend with its irecv; collectives: the position
+  /// in the group's sequence of collectives (the same on every member).
+  int64_t tag = -1;
+  /// collectives: the mesh axis whose ranks (the others' coordinates
+  /// equal) form the group.
+  std::string axis;
 };
+
+inline bool isTransfer(const std::string &op) {
+  return op == "isend" || op == "irecv" || op == "wait_send" ||
+         op == "wait_recv";
+}
+inline bool isCollective(const std::string &op) { return op == "all_reduce"; }
 
 struct RankPlan {
   int64_t rank = 0;
   std::vector<std::pair<std::string, int64_t>> coords; ///< mesh axis -> index
+  /// The coordinate along `axis` (0 when the plan's mesh lacks it).
+  int64_t coord(const std::string &axis) const {
+    for (const auto &[name, index] : coords)
+      if (name == axis)
+        return index;
+    return 0;
+  }
   int64_t arenaBytes = 0;
   std::vector<BufferDesc> buffers;
   std::vector<NamedBuffer> params, state, inputs, outputs;
@@ -93,7 +120,9 @@ struct Plan {
 
 /// Reads and validates a plan: every field, every compute instruction
 /// against its kernel's entry in the specification table (checkKernel), the
-/// transfers' pairing and the instruction order (checkInstructionOrder).
+/// transfers' pairing, the mesh (ranks' coordinates, collectives' axes and
+/// groups, parameter shards) and the instruction order
+/// (checkInstructionOrder).
 /// `knownKernel` says whether the backend implements a kernel of the table.
 /// Throws Error naming the field on any problem.
 Plan loadPlan(const std::string &path,

@@ -1,0 +1,37 @@
+//===- Shard.h - a rank's slice of a tensor-parallel parameter --*- C++ -*-===//
+//
+// Tensor parallelism keeps the model's ONNX initializers whole on disk; each
+// rank reads its slice at load and writes it back at --save (ShardDesc in
+// Plan.h: dimension `dim` of size n read as [blocks, count, n / (blocks
+// count)], rank `index` holding [:, index, :]; Megatron-LM's
+// column/row-parallel weights, and a fused QKV weight split per block).
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_SHARD_H
+#define WEFT_RUNTIME_SHARD_H
+
+#include "weft/runtime/Plan.h"
+
+#include <string>
+#include <vector>
+
+namespace weft::rt {
+
+/// The shape of the whole tensor whose shard `s` has shape `local`.
+std::vector<int64_t> fullShape(const std::vector<int64_t> &local,
+                               const ShardDesc &s);
+
+/// The bytes of shard `s` of a tensor of shape `full` with elements of
+/// `elementBytes` bytes stored row-major in `bytes`.
+std::string sliceShard(const std::string &bytes,
+                       const std::vector<int64_t> &full, int64_t elementBytes,
+                       const ShardDesc &s);
+
+/// Writes `shard` (sliceShard's layout) into its place in `bytes`.
+void placeShard(std::string &bytes, const std::vector<int64_t> &full,
+                int64_t elementBytes, const ShardDesc &s,
+                const std::string &shard);
+
+} // namespace weft::rt
+
+#endif // WEFT_RUNTIME_SHARD_H

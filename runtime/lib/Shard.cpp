@@ -1,0 +1,54 @@
+//===- Shard.cpp - a rank's slice of a tensor-parallel parameter ----------===//
+
+#include "weft/runtime/Shard.h"
+
+#include <cstring>
+
+namespace weft::rt {
+
+std::vector<int64_t> fullShape(const std::vector<int64_t> &local,
+                               const ShardDesc &s) {
+  std::vector<int64_t> full(local);
+  full[s.dim] *= s.count;
+  return full;
+}
+
+namespace {
+/// The full tensor as [outer, blocks, count, run] bytes, the shard as
+/// [outer, blocks, run]: calls copy(shard offset, full offset, run bytes)
+/// for each contiguous run.
+template <typename Copy>
+void forEachRun(const std::vector<int64_t> &full, int64_t elementBytes,
+                const ShardDesc &s, Copy copy) {
+  int64_t outer = 1, inner = elementBytes;
+  for (int64_t i = 0; i < s.dim; ++i)
+    outer *= full[i];
+  for (size_t i = s.dim + 1; i < full.size(); ++i)
+    inner *= full[i];
+  int64_t run = full[s.dim] / (s.blocks * s.count) * inner;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < s.blocks; ++k)
+      copy((o * s.blocks + k) * run,
+           ((o * s.blocks + k) * s.count + s.index) * run, run);
+}
+} // namespace
+
+std::string sliceShard(const std::string &bytes,
+                       const std::vector<int64_t> &full, int64_t elementBytes,
+                       const ShardDesc &s) {
+  std::string shard(bytes.size() / s.count, '\0');
+  forEachRun(full, elementBytes, s, [&](int64_t to, int64_t from, int64_t n) {
+    std::memcpy(shard.data() + to, bytes.data() + from, n);
+  });
+  return shard;
+}
+
+void placeShard(std::string &bytes, const std::vector<int64_t> &full,
+                int64_t elementBytes, const ShardDesc &s,
+                const std::string &shard) {
+  forEachRun(full, elementBytes, s, [&](int64_t from, int64_t to, int64_t n) {
+    std::memcpy(bytes.data() + to, shard.data() + from, n);
+  });
+}
+
+} // namespace weft::rt
