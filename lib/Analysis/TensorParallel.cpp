@@ -132,6 +132,45 @@ bool isElementwise(Operation *op) {
              DivOp, PowOp, EqualOp, WhereOp>(op);
 }
 
+/// Whether a linear's output reaches another linear through the ops a
+/// block is made of: then it opens a Megatron block, and a failure to split
+/// it is the user's business. The walk passes normalizations (a LayerNorm
+/// inside an MLP must be reported, not hidden) but stops at a residual
+/// connection (an add or sub of an activation from outside the walk): an LM
+/// head (logits -> loss) or an input projection (-> + positions -> layers)
+/// reaches none.
+bool opensBlock(Operation *column) {
+  SmallVector<Value> work{column->getResult(0)};
+  llvm::DenseSet<Value> seen;
+  auto foreign = [&](Operation *op) {
+    if (!isa<AddOp, SubOp>(op))
+      return false;
+    for (Value v : op->getOperands())
+      if (!seen.contains(v) && !isOwnedParam(v) &&
+          !v.getDefiningOp<ConstantOp>())
+        return true;
+    return false;
+  };
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto mm = dyn_cast<MatMulOp>(user);
+          mm && use.getOperandNumber() == 0 && weightParam(mm.getRhs()))
+        return true;
+      if (foreign(user))
+        continue;
+      if (isElementwise(user) ||
+          isa<ReshapeOp, TransposeOp, SplitOp, SliceOp, SoftmaxOp,
+              LogSoftmaxOp, DropoutOp, MatMulOp, LayerNormOp>(user))
+        work.append(user->getResults().begin(), user->getResults().end());
+    }
+  }
+  return false;
+}
+
 /// One walk over the graph with a set of column linears excluded.
 class Walk {
 public:
@@ -144,6 +183,7 @@ public:
     SmallVector<Operation *> columns, rows;
     Operation *failedAt = nullptr;
     std::string reason;
+    bool megatron = false; ///< reaches a linear (opensBlock)
   };
 
   void run() {
@@ -159,9 +199,10 @@ public:
       int64_t leader = joined.getLeaderValue(r);
       auto [it, first] = index.insert({leader, out.size()});
       if (first)
-        out.push_back({opened[leader].start, {}, {}, nullptr, ""});
+        out.push_back({opened[leader].start, {}, {}, nullptr, "", false});
       Block &b = out[it->second];
       const Block &part = opened[r];
+      b.megatron |= part.megatron;
       b.columns.append(part.columns);
       b.rows.append(part.rows);
       if (part.failedAt && !b.failedAt) {
@@ -189,7 +230,7 @@ private:
   }
 
   int64_t open(Operation *start) {
-    opened.push_back({start, {}, {}, nullptr, ""});
+    opened.push_back({start, {}, {}, nullptr, "", opensBlock(start)});
     joined.insert(opened.size() - 1);
     return opened.size() - 1;
   }
@@ -242,10 +283,15 @@ private:
       return;
     int64_t n = shapeOf(mm.getRhs())[1];
     int64_t blocks = fusedBlocks(mm.getResult());
-    if (n % (blocks * parts))
-      return; // not a block: its features do not divide
     int64_t b = open(op);
     opened[b].columns.push_back(op);
+    if (n % (blocks * parts)) {
+      fail(op, b,
+           "its " + std::to_string(n) + " output features" +
+               (blocks > 1 ? " (" + std::to_string(blocks) + " blocks)" : "") +
+               " do not split " + std::to_string(parts) + " ways");
+      return;
+    }
     shardWeight(mm.getRhs(), Sharding::split(1, blocks), b);
     set(mm.getResult(), Sharding::split(rankOf(mm.getResult()) - 1, blocks),
         b);
@@ -290,8 +336,18 @@ private:
     if (auto r = dyn_cast<ReshapeOp>(op)) {
       std::optional<Sharding> out =
           reshapeSharding(shapeOf(x), shapeOf(r.getResult()), s, parts);
-      if (!out)
-        return "the reshape mixes the shards of its operand";
+      if (!out) {
+        std::string text;
+        llvm::raw_string_ostream os(text);
+        os << "reshaping ";
+        llvm::interleave(shapeOf(x), os, "x");
+        os << " (dimension " << s.dim << " sharded " << parts
+           << " ways) to ";
+        llvm::interleave(shapeOf(r.getResult()), os, "x");
+        os << " mixes the ranks' shards (do " << parts
+           << " ranks divide the heads?)";
+        return text;
+      }
       return same(*out);
     }
     if (auto split = dyn_cast<SplitOp>(op)) {
@@ -415,15 +471,17 @@ analyzeTensorParallel(func::FuncOp func, int64_t parts,
     bool again = false;
     SmallVector<Walk::Block> blocks = walk.blocks();
     for (const Walk::Block &b : blocks) {
-      bool closed = !b.rows.empty();
-      if (b.failedAt || !closed) {
-        // A block that never reaches a row-parallel linear is no Megatron
-        // block (an LM head feeding the loss): replicated without a word.
-        if (b.failedAt && closed) {
+      if (b.failedAt || b.rows.empty()) {
+        // A linear that reaches no other linear is no Megatron block (an LM
+        // head feeding the loss): replicated without a word.
+        if (b.failedAt && b.megatron) {
           if (fallback == TensorParallelFallback::Error)
             return b.failedAt->emitError("tensor parallelism: cannot split ")
-                   << nodeOf(b.failedAt) << " in the block that starts at "
-                   << nodeOf(b.start) << ": " << b.reason
+                   << nodeOf(b.failedAt)
+                   << (b.failedAt == b.start
+                           ? ""
+                           : " in the block that starts at " + nodeOf(b.start))
+                   << ": " << b.reason
                    << " (--tensor-parallel-fallback=replicate leaves the "
                       "block replicated)";
           result.replicated.push_back({b.failedAt, b.reason});

@@ -44,12 +44,24 @@ struct SplitTensorParallelPass
                                 : TensorParallelFallback::Error);
     if (failed(split))
       return signalPassFailure();
-    for (auto &[op, reason] : split->replicated)
-      op->emitWarning("tensor parallelism: replicating the block of this op: ")
-          << reason;
-    if (split->columnLinears.empty())
+    for (auto &[op, reason] : split->replicated) {
+      auto name = dyn_cast<NameLoc>(op->getLoc());
+      op->emitWarning("tensor parallelism: replicating the block of '")
+          << (name ? name.getName().str() : op->getName().getStringRef().str())
+          << "': " << reason;
+    }
+    if (split->columnLinears.empty()) {
+      // T ranks that all compute the whole model is not what was asked.
+      if (fallback == "error") {
+        func.emitError("tensor parallelism: no MLP or attention block to "
+                       "split ")
+            << parts << " ways (--tensor-parallel-fallback=replicate runs "
+            << "the whole model on every tensor rank)";
+        return signalPassFailure();
+      }
       func.emitWarning("tensor parallelism: no MLP or attention block to "
                        "split; every tensor rank computes the whole model");
+    }
     rewrite(func, *split);
   }
 

@@ -1,0 +1,103 @@
+// weft-split-tensor-parallel on a Megatron MLP and a fused-QKV attention
+// block, T = 2 (the mesh's tensor axis); then weft-autodiff derives the
+// backward's collectives from f and g.
+// RUN: weft-opt %s --split-input-file --weft-create-device-mesh="tensor=2" --weft-split-tensor-parallel | FileCheck %s
+// RUN: weft-opt %s --split-input-file --weft-create-device-mesh="tensor=2" --weft-split-tensor-parallel --weft-autodiff | FileCheck %s --check-prefix=GRAD
+// RUN: weft-opt %s --split-input-file --weft-split-tensor-parallel | FileCheck %s --check-prefix=ONE
+
+// The MLP: fc column-parallel (weight rows = output features halved, bias
+// halved), GELU local, out row-parallel (input features halved); f before
+// fc, the all-reduce (g) after out and before its bias.
+// CHECK-LABEL: func.func @mlp
+// CHECK-SAME: tensor<8x8xf32> {weft.param = "fc.weight", weft.shard = {blocks = 1 : i64, dim = 0 : i64}}
+// CHECK-SAME: tensor<8xf32> {weft.param = "fc.bias", weft.shard = {blocks = 1 : i64, dim = 0 : i64}}
+// CHECK-SAME: tensor<8x8xf32> {weft.param = "out.weight", weft.shard = {blocks = 1 : i64, dim = 1 : i64}}
+// CHECK-SAME: tensor<8xf32> {weft.param = "out.bias"}
+// CHECK: %[[X:.*]] = weft.mul
+// CHECK: %[[F:.*]] = weft.copy_to_tensor_parallel %[[X]] {grid = @mesh, grid_axes = array<i16: 2>} : tensor<4x8xf32>
+// CHECK: weft.matmul %[[F]], %{{.*}} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK: weft.gelu %{{.*}} : tensor<4x8xf32>
+// CHECK: %[[P:.*]] = weft.matmul {{.*}} -> tensor<4x8xf32>
+// CHECK: %[[S:.*]] = shard.all_reduce %[[P]] on @mesh grid_axes = [2] : tensor<4x8xf32> -> tensor<4x8xf32>
+// CHECK: weft.add %arg5, %[[S]]
+// The backward: g's adjoint is the identity, f's an all-reduce of the
+// input's partial gradient.
+// GRAD-LABEL: func.func @mlp
+// GRAD: shard.all_reduce %{{.*}} on @mesh grid_axes = [2] :
+// GRAD: shard.all_reduce %{{.*}} on @mesh grid_axes = [2] {weft.phase = "backward"}
+// GRAD-NOT: shard.all_reduce
+// GRAD: return
+// Without a tensor axis the pass changes nothing.
+// ONE-LABEL: func.func @mlp
+// ONE-NOT: weft.shard
+// ONE-NOT: copy_to_tensor_parallel
+func.func @mlp(%x0: tensor<4x8xf32> {weft.input = "x"},
+               %scale: tensor<8xf32> {weft.param = "scale"},
+               %w1: tensor<16x8xf32> {weft.param = "fc.weight"},
+               %b1: tensor<16xf32> {weft.param = "fc.bias"},
+               %w2: tensor<8x16xf32> {weft.param = "out.weight"},
+               %b2: tensor<8xf32> {weft.param = "out.bias"}) -> tensor<f32> {
+  %x = weft.mul %x0, %scale : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %w1t = weft.transpose %w1 {perm = array<i64: 1, 0>} : (tensor<16x8xf32>) -> tensor<8x16xf32>
+  %h = weft.matmul %x, %w1t : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %hb = weft.add %b1, %h : (tensor<16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %a = weft.gelu %hb : tensor<4x16xf32>
+  %w2t = weft.transpose %w2 {perm = array<i64: 1, 0>} : (tensor<8x16xf32>) -> tensor<16x8xf32>
+  %y = weft.matmul %a, %w2t : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %yb = weft.add %b2, %y : (tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %l = weft.reduce_sum %yb {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+// Attention with a fused QKV projection [h, 3h]: each of Q, K and V is split
+// (blocks = 3), so the split into three stays local; the heads (4) are
+// halved by the reshapes, core attention runs on 2 heads per rank.
+// CHECK-LABEL: func.func @attention
+// CHECK-SAME: tensor<8x12xf32> {weft.param = "qkv.weight", weft.shard = {blocks = 3 : i64, dim = 1 : i64}}
+// CHECK-SAME: tensor<4x8xf32> {weft.param = "proj.weight", weft.shard = {blocks = 1 : i64, dim = 0 : i64}}
+// CHECK: weft.split %{{.*}} {axis = 2 : i64, sizes = array<i64: 4, 4, 4>} : (tensor<1x3x12xf32>) -> (tensor<1x3x4xf32>, tensor<1x3x4xf32>, tensor<1x3x4xf32>)
+// CHECK: weft.reshape %{{.*}} {shape = array<i64: 1, 3, 2, 2>} : (tensor<1x3x4xf32>) -> tensor<1x3x2x2xf32>
+// CHECK: weft.softmax %{{.*}} {axis = 3 : i64} : tensor<1x2x3x3xf32>
+// CHECK: weft.reshape %{{.*}} {shape = array<i64: 1, 3, 4>} : (tensor<1x3x2x2xf32>) -> tensor<1x3x4xf32>
+// CHECK: weft.matmul %{{.*}} : (tensor<1x3x4xf32>, tensor<4x8xf32>) -> tensor<1x3x8xf32>
+// CHECK: shard.all_reduce
+func.func @attention(%x: tensor<1x3x8xf32> {weft.input = "x"},
+                     %wqkv: tensor<8x24xf32> {weft.param = "qkv.weight"},
+                     %wo: tensor<8x8xf32> {weft.param = "proj.weight"}) -> tensor<f32> {
+  %qkv = weft.matmul %x, %wqkv : (tensor<1x3x8xf32>, tensor<8x24xf32>) -> tensor<1x3x24xf32>
+  %q, %k, %v = weft.split %qkv {axis = 2 : i64, sizes = array<i64: 8, 8, 8>} : (tensor<1x3x24xf32>) -> (tensor<1x3x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>)
+  %q4 = weft.reshape %q {shape = array<i64: 1, 3, 4, 2>} : (tensor<1x3x8xf32>) -> tensor<1x3x4x2xf32>
+  %k4 = weft.reshape %k {shape = array<i64: 1, 3, 4, 2>} : (tensor<1x3x8xf32>) -> tensor<1x3x4x2xf32>
+  %v4 = weft.reshape %v {shape = array<i64: 1, 3, 4, 2>} : (tensor<1x3x8xf32>) -> tensor<1x3x4x2xf32>
+  %qh = weft.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x4x2xf32>) -> tensor<1x4x3x2xf32>
+  %kh = weft.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x3x4x2xf32>) -> tensor<1x4x2x3xf32>
+  %vh = weft.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x4x2xf32>) -> tensor<1x4x3x2xf32>
+  %s = weft.matmul %qh, %kh : (tensor<1x4x3x2xf32>, tensor<1x4x2x3xf32>) -> tensor<1x4x3x3xf32>
+  %p = weft.softmax %s {axis = 3 : i64} : tensor<1x4x3x3xf32>
+  %o = weft.matmul %p, %vh : (tensor<1x4x3x3xf32>, tensor<1x4x3x2xf32>) -> tensor<1x4x3x2xf32>
+  %ot = weft.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x3x2xf32>) -> tensor<1x3x4x2xf32>
+  %y = weft.reshape %ot {shape = array<i64: 1, 3, 8>} : (tensor<1x3x4x2xf32>) -> tensor<1x3x8xf32>
+  %out = weft.matmul %y, %wo : (tensor<1x3x8xf32>, tensor<8x8xf32>) -> tensor<1x3x8xf32>
+  %l = weft.reduce_sum %out {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<1x3x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+// A linear that reaches no other linear (an LM head) is no block: it stays
+// replicated, and the MLP before it is split.
+// CHECK-LABEL: func.func @head
+// CHECK-SAME: tensor<8x8xf32> {weft.param = "fc.weight", weft.shard
+// CHECK-SAME: tensor<8x8xf32> {weft.param = "out.weight", weft.shard
+// CHECK-SAME: %{{.*}}: tensor<8x10xf32> {weft.param = "head.weight"})
+func.func @head(%x: tensor<4x8xf32> {weft.input = "x"},
+                %w1: tensor<8x16xf32> {weft.param = "fc.weight"},
+                %w2: tensor<16x8xf32> {weft.param = "out.weight"},
+                %wh: tensor<8x10xf32> {weft.param = "head.weight"}) -> tensor<f32> {
+  %h = weft.matmul %x, %w1 : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %a = weft.relu %h : tensor<4x16xf32>
+  %y = weft.matmul %a, %w2 : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %logits = weft.matmul %y, %wh : (tensor<4x8xf32>, tensor<8x10xf32>) -> tensor<4x10xf32>
+  %l = weft.reduce_sum %logits {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x10xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
