@@ -231,21 +231,23 @@ def write_step(data_dir: pathlib.Path, names, tensors, step: int = 0):
 
 def weft_train(tools: Tools, onnx_path, batches, input_names, workdir, *,
                micro_batches=1, stages=1, schedule="1f1b",
-               flags: Sequence[str] = (), save: bool = False):
+               flags: Sequence[str] = (), save: bool = False,
+               tensor_parallel: int = 1):
     """Compiles `onnx_path` for the layout, trains len(batches) steps on
-    stages MPI ranks, and returns (per-step losses, {name: trained
-    initializer} or None)."""
+    stages x tensor_parallel MPI ranks, and returns (per-step losses,
+    {name: trained initializer} or None)."""
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     plan = workdir / "plan.json"
     _run([tools.weftc, str(onnx_path), "-o", str(plan),
           f"--microbatches={micro_batches}", f"--pipeline-parallel={stages}",
-          f"--schedule={schedule}", *flags], "weftc")
+          f"--schedule={schedule}", f"--tensor-parallel={tensor_parallel}",
+          *flags], "weftc")
     data = workdir / "data"
     for step, batch in enumerate(batches):
         write_step(data, input_names, batch, step)
     log, saved = workdir / "log.jsonl", workdir / "trained.onnx"
-    command = mpirun(stages) + [
+    command = mpirun(stages * tensor_parallel) + [
         tools.weft_run, str(plan), "--data", str(data), "--steps",
         str(len(batches)), "--log-json", str(log)]
     if save:
@@ -267,7 +269,8 @@ def check_sgd_step(tools: Tools, model: torch.nn.Module, onnx_path,
                    workdir, *, micro_batches: int = 1, stages: int = 1,
                    schedule: str = "1f1b", lr: float = 0.1,
                    flags: Sequence[str] = (),
-                   reference: Optional[tuple] = None) -> SgdStepReport:
+                   reference: Optional[tuple] = None,
+                   tensor_parallel: int = 1) -> SgdStepReport:
     """Oracles (a) and (b): one plain SGD step (lr `lr`) of weft on the layout
     against torch float64 and float32 on the same micro-batch split.
 
@@ -282,8 +285,9 @@ def check_sgd_step(tools: Tools, model: torch.nn.Module, onnx_path,
     losses, trained = weft_train(
         tools, onnx_path, [batch], input_names, workdir,
         micro_batches=micro_batches, stages=stages, schedule=schedule,
-        flags=["--optimizer=sgd", f"--lr={lr}", *flags], save=True)
-    layout = f"M={micro_batches} P={stages} {schedule}"
+        flags=["--optimizer=sgd", f"--lr={lr}", *flags], save=True,
+        tensor_parallel=tensor_parallel)
+    layout = f"M={micro_batches} P={stages} T={tensor_parallel} {schedule}"
 
     tensors = []
     for name, want in delta_64.items():
@@ -326,8 +330,8 @@ def _check_bounds(layout: str, tensors: List[TensorError], what: str,
 def check_float64_step(tools: Tools, model: torch.nn.Module, batch,
                        input_names: Sequence[str], workdir, *,
                        micro_batches: int = 1, stages: int = 1,
-                       schedule: str = "1f1b", lr: float = 0.1
-                       ) -> List[TensorError]:
+                       schedule: str = "1f1b", lr: float = 0.1,
+                       tensor_parallel: int = 1) -> List[TensorError]:
     """Oracle (d): `model` exported in float64 (its float inputs too) and
     trained one plain SGD step by weft on the layout, against torch float64
     on the same split. Raises OracleError naming the tensors whose change
@@ -347,8 +351,10 @@ def check_float64_step(tools: Tools, model: torch.nn.Module, batch,
     losses, trained = weft_train(
         tools, path, [batch], input_names, workdir,
         micro_batches=micro_batches, stages=stages, schedule=schedule,
-        flags=["--optimizer=sgd", f"--lr={lr}"], save=True)
-    layout = f"float64 M={micro_batches} P={stages} {schedule}"
+        flags=["--optimizer=sgd", f"--lr={lr}"], save=True,
+        tensor_parallel=tensor_parallel)
+    layout = (f"float64 M={micro_batches} P={stages} T={tensor_parallel} "
+              f"{schedule}")
     if abs(losses[0] - loss_64) > F64_RTOL * abs(loss_64):
         raise OracleError(f"{layout}: step-1 loss {losses[0]!r} against "
                           f"torch float64 {loss_64!r}")
