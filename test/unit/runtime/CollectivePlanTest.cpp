@@ -1,0 +1,159 @@
+//===- CollectivePlanTest.cpp - tensor-parallel plans: mesh, collectives,
+//                              shards ----------------------------------===//
+
+#include "weft/runtime/Plan.h"
+#include "weft/runtime/Shard.h"
+
+#include <gtest/gtest.h>
+
+using namespace weft::rt;
+using json = nlohmann::json;
+
+namespace {
+/// Two tensor-parallel ranks: y = all_reduce(x) over "tensor", and a
+/// parameter w [2] sharded from a [4] initializer.
+json tensorParallelPlan() {
+  json rank = json::parse(R"({
+    "rank": 0, "coords": {"pipeline": 0, "tensor": 0}, "arena_bytes": 136,
+    "buffers": [
+      {"id": 0, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 0, "kind": "input"},
+      {"id": 1, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 64, "kind": "activation"},
+      {"id": 2, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 128, "kind": "param"}],
+    "params": [{"name": "w", "buffer": 2,
+                "shard": {"dim": 0, "blocks": 1, "index": 0, "count": 2}}],
+    "state": [], "optimizer_state": [],
+    "inputs": [{"name": "x", "buffer": 0}], "outputs": [{"name": "y", "buffer": 1}],
+    "constants": [],
+    "instructions": [{"op": "all_reduce", "axis": "tensor", "tag": 0,
+                      "inputs": [0], "outputs": [1], "phase": "forward",
+                      "micro_batch": 0}]})");
+  json plan = json::parse(R"({
+    "format": "weft-plan", "version": 1,
+    "model": {"path": "m.onnx", "sha256": ""},
+    "mesh": {"axes": [{"name": "pipeline", "size": 1}, {"name": "tensor", "size": 2}]},
+    "micro_batches": 1, "global_batch": 2,
+    "inputs": [{"name": "x", "dtype": "f32", "shape": [2]}],
+    "outputs": [{"name": "y", "dtype": "f32", "shape": [2]}]})");
+  json second = rank;
+  second["rank"] = 1;
+  second["coords"]["tensor"] = 1;
+  second["params"][0]["shard"]["index"] = 1;
+  plan["ranks"] = {rank, second};
+  return plan;
+}
+
+std::string errorOf(const json &plan) {
+  try {
+    parsePlan(plan.dump(), "p.json", [](const std::string &) { return true; });
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+json transfer(const std::string &op, int64_t peer, int64_t buffer,
+              bool post) {
+  json inst = {{"op", op}, {"tag", 5}, {"phase", "forward"},
+               {"micro_batch", 0}, {"inputs", json::array()},
+               {"outputs", json::array()}};
+  if (post)
+    inst["peer"] = peer;
+  inst[op == "irecv" ? "outputs" : "inputs"] = {buffer};
+  return inst;
+}
+} // namespace
+
+TEST(CollectivePlan, AcceptsATensorParallelPlan) {
+  Plan plan = parsePlan(tensorParallelPlan().dump(), "p.json",
+                        [](const std::string &) { return true; });
+  ASSERT_EQ(plan.ranks.size(), 2u);
+  const Instruction &sum = plan.ranks[1].instructions[0];
+  EXPECT_EQ(sum.op, "all_reduce");
+  EXPECT_EQ(sum.axis, "tensor");
+  ASSERT_TRUE(plan.ranks[1].params[0].shard);
+  EXPECT_EQ(plan.ranks[1].params[0].shard->index, 1);
+  EXPECT_EQ(plan.ranks[1].coord("tensor"), 1);
+}
+
+TEST(CollectivePlan, NamesTheFieldOfEveryRejection) {
+  struct Case {
+    std::function<void(json &)> edit;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {[](json &p) { p["ranks"][1]["instructions"][0]["axis"] = "sequence"; },
+       "ranks[1].instructions[0].axis: 'sequence' is not an axis of the mesh"},
+      {[](json &p) { p["ranks"][1]["instructions"][0]["tag"] = 1; },
+       "ranks[1]: collective 0 over 'tensor' is all_reduce tag 1 of 8 bytes, "
+       "on rank 0 of its group all_reduce tag 0 of 8 bytes (the group would "
+       "hang)"},
+      {[](json &p) { p["ranks"][1]["instructions"] = json::array(); },
+       "ranks[1]: collective 0 over 'tensor' is nothing, on rank 0 of its "
+       "group all_reduce tag 0 of 8 bytes"},
+      {[](json &p) { p["ranks"][1]["coords"]["tensor"] = 0; },
+       "ranks[1].coords.tensor: rank 1 is not at tensor 0 of the mesh"},
+      {[](json &p) { p["mesh"]["axes"][1]["size"] = 3; },
+       "ranks: 2 ranks for a mesh of 3 devices"},
+      {[](json &p) { p["ranks"][1]["params"][0]["shard"]["index"] = 0; },
+       "ranks[1].params[0].shard: a shard over the tensor axis: count must "
+       "be its size (2) and index this rank's tensor coordinate (1)"},
+      {[](json &p) { p["ranks"][0]["params"][0]["shard"]["dim"] = 1; },
+       "ranks[0].params[0].shard.dim: dimension 1 of a [2] buffer"},
+      {[](json &p) { p["ranks"][0]["params"][0]["shard"]["blocks"] = 0; },
+       "ranks[0].params[0].shard: needs blocks >= 1"},
+      {[](json &p) {
+         p["ranks"][0]["instructions"][0]["outputs"] = {2};
+         p["ranks"][0]["buffers"][2]["shape"] = {1};
+         p["ranks"][0]["buffers"][2]["bytes"] = 4;
+       },
+       "ranks[0].instructions[0].outputs: all_reduce writes [1] f32, its "
+       "input is [2] f32"},
+      {[](json &p) {
+         for (json &r : p["ranks"]) {
+           r["buffers"][0]["dtype"] = "i32";
+           r["buffers"][1]["dtype"] = "i32";
+         }
+       },
+       "ranks[0].instructions[0].inputs: all_reduce sums f32 or f64, not i32"},
+      // Rank 0 waits for a message rank 1 sends only after the all-reduce
+      // that rank 0 has not reached.
+      {[](json &p) {
+         json &r0 = p["ranks"][0]["instructions"];
+         r0.insert(r0.begin(), transfer("wait_recv", 1, 1, false));
+         r0.insert(r0.begin(), transfer("irecv", 1, 1, true));
+         json &r1 = p["ranks"][1]["instructions"];
+         r1.push_back(transfer("isend", 0, 1, true));
+         r1.push_back(transfer("wait_send", 0, 1, false));
+       },
+       "the ranks would deadlock, each waiting on another: "
+       "ranks[0].instructions[1] (wait_recv tag 5); ranks[1].instructions[0] "
+       "(all_reduce tag 0)"},
+  };
+  for (Case &c : cases) {
+    json plan = tensorParallelPlan();
+    c.edit(plan);
+    std::string message = errorOf(plan);
+    EXPECT_NE(message.find(c.message), std::string::npos)
+        << "expected '" << c.message << "', got '" << message << "'";
+  }
+}
+
+TEST(Shard, SlicesEachBlockAndPlacesItBack) {
+  // A fused [6, 2] weight of 3 blocks (Q, K, V) over 2 ranks: rank 1 holds
+  // the second row of each block.
+  std::vector<int64_t> full = {6, 2};
+  std::string bytes;
+  for (char c = 0; c < 12; ++c)
+    bytes.push_back(c);
+  ShardDesc s{0, 3, 1, 2};
+  std::string shard = sliceShard(bytes, full, 1, s);
+  EXPECT_EQ(shard, std::string({2, 3, 6, 7, 10, 11}));
+  EXPECT_EQ(fullShape({3, 2}, s), full);
+  std::string other(12, '\0');
+  placeShard(other, full, 1, s, shard);
+  EXPECT_EQ(other, std::string({0, 0, 2, 3, 0, 0, 6, 7, 0, 0, 10, 11}));
+  // Along the inner dimension: columns.
+  ShardDesc columns{1, 1, 0, 2};
+  EXPECT_EQ(sliceShard(bytes, full, 1, columns),
+            std::string({0, 2, 4, 6, 8, 10}));
+}
