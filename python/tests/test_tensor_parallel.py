@@ -184,6 +184,15 @@ def test_collectives_per_layer_are_the_papers(weftc, models_dir, tmp_path):
         assert shards["blocks.0.out.bias"] is None
         assert shards["wte.weight"] is None  # the tied head: not a block
     assert sequences[0] == sequences[1]
+    # weftc's table: per rank and step, the all-reduces and the bytes a
+    # rank sends in them (ring: 2 (T - 1) / T of each).
+    result = run([weftc, str(models_dir / "gpt.onnx"), "-o",
+                  str(tmp_path / "p.json"), f"--microbatches={M}",
+                  "--tensor-parallel=2"])
+    assert "tensor parallel: 2 ranks per stage" in result.stdout
+    row = result.stdout.splitlines()[-1].split()
+    assert int(row[-2]) == 4 * layers * M
+    assert int(row[-1]) == 4 * layers * M * s * b * h * 4 * 2 * (2 - 1) // 2
 
 
 def test_tensor_parallel_errors_name_the_flag_or_node(weftc, models_dir,

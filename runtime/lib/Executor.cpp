@@ -239,10 +239,15 @@ void Executor::run(int64_t step, uint64_t seed,
       backend.synchronize();
       auto end = clock::now();
       using us = std::chrono::duration<double, std::micro>;
+      bool collective = isCollective(inst.op);
+      KernelCost cost = inst.cost;
+      if (collective)
+        cost.bytesRead = rankPlan.buffers[inst.inputs[0]].bytes;
       trace->push_back({inst.name, inst.op == "compute" ? inst.kernel : inst.op,
-                        inst.phase, inst.microBatch, inst.op != "compute", step,
-                        rankPlan.rank, us(start - origin).count(),
-                        us(end - start).count(), inst.cost});
+                        inst.phase, inst.microBatch, isTransfer(inst.op),
+                        collective, inst.axis, step, rankPlan.rank,
+                        us(start - origin).count(), us(end - start).count(),
+                        cost});
     }
   }
   backend.synchronize();

@@ -91,8 +91,9 @@ std::pair<std::string, int64_t> lossOutput(const Plan &plan) {
 
 /// The measured timeline in the format of weftc --timeline: per rank,
 /// consecutive instructions of one task (F<i>, B<i>, U) merged into one slice
-/// on thread 0, transfers (mostly their waits) on thread 1; and, on thread 2,
-/// one slice per compute instruction named by its kernel.
+/// on thread 0, transfers (mostly their waits) on thread 1; on thread 2,
+/// one slice per compute instruction named by its kernel; on thread 3, the
+/// collectives (category "collective", args: axis, bytes, node).
 json traceEvents(const std::vector<TraceEvent> &events) {
   json list = json::array();
   auto taskOf = [](const TraceEvent &e) {
@@ -102,6 +103,21 @@ json traceEvents(const std::vector<TraceEvent> &events) {
   };
   json open;
   for (const TraceEvent &e : events) {
+    if (e.collective) {
+      list.push_back({{"name", e.kernel},
+                      {"cat", "collective"},
+                      {"ph", "X"},
+                      {"ts", e.startUs},
+                      {"dur", e.durationUs},
+                      {"pid", e.rank},
+                      {"tid", 3},
+                      {"args",
+                       {{"node", e.name},
+                        {"step", e.step},
+                        {"axis", e.axis},
+                        {"bytes", e.cost.bytesRead}}}});
+      continue;
+    }
     if (e.transfer) {
       if (e.durationUs > 0)
         list.push_back({{"name", e.kernel},

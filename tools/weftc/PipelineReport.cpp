@@ -2,8 +2,10 @@
 
 #include "PipelineReport.h"
 
+#include "weft/Analysis/CostModel.h"
 #include "weft/Analysis/MemoryPlan.h"
 #include "weft/Analysis/Partition.h"
+#include "weft/Dialect/Weft/IR/DeviceMesh.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -14,40 +16,67 @@ using namespace mlir;
 void weft::printStageTable(ModuleOp module, const SimResult &prediction,
                            llvm::raw_ostream &os) {
   SmallVector<func::FuncOp> stages = rankFunctions(module);
-  if (stages.empty() || !stages[0]->hasAttr(kStageAttr))
+  if (stages.empty())
     return;
-  int64_t microbatches =
-      stages[0]->getAttrOfType<IntegerAttr>("weft.micro_batches").getInt();
-  os << llvm::formatv("pipeline: {0} stages, {1} micro-batches, schedule {2}\n",
-                      stages.size(), microbatches,
-                      stages[0]->getAttrOfType<StringAttr>("weft.schedule")
-                          .getValue());
-  os << llvm::formatv("{0,5} {1,6} {2,12} {3,14} {4,10} {5,12} {6,12}\n",
+  bool pipelined = stages[0]->hasAttr(kStageAttr);
+  int64_t microbatches = 1;
+  if (auto m = stages[0]->getAttrOfType<IntegerAttr>("weft.micro_batches"))
+    microbatches = m.getInt();
+  int64_t tensor = 1;
+  if (FailureOr<std::optional<DeviceMesh>> mesh = getDeviceMesh(module);
+      succeeded(mesh) && *mesh)
+    tensor = (*mesh)->sizeOf("tensor");
+  if (pipelined)
+    os << llvm::formatv(
+        "pipeline: {0} stages, {1} micro-batches, schedule {2}\n",
+        stages.size(), microbatches,
+        stages[0]->getAttrOfType<StringAttr>("weft.schedule").getValue());
+  if (tensor > 1)
+    os << llvm::formatv("tensor parallel: {0} ranks per stage (each row is "
+                        "one of them); all-reduces per step and the bytes "
+                        "one rank sends in them (ring)\n",
+                        tensor);
+  os << llvm::formatv("{0,5} {1,6} {2,12} {3,14} {4,10} {5,12} {6,12}",
                       "stage", "ops", "params", "peak bytes", "busy ms",
                       "send bytes", "recv bytes");
+  if (tensor > 1)
+    os << llvm::formatv(" {0,11} {1,15}", "all-reduces", "all-reduce sent");
+  os << "\n";
   for (auto [s, func] : llvm::enumerate(stages)) {
-    int64_t ops = 0, params = 0, sent = 0, received = 0;
+    int64_t ops = 0, params = 0, sent = 0, received = 0, reduces = 0,
+            reduceSent = 0;
     for (BlockArgument arg : func.getArguments())
       if (func.getArgAttr(arg.getArgNumber(), kParamAttr))
         params += numElements(arg.getType());
     for (Operation &op : func.getBody().front().without_terminator()) {
-      if (auto send = dyn_cast<ISendOp>(op))
+      if (auto send = dyn_cast<ISendOp>(op)) {
         sent += byteSize(send.getValue().getType());
-      else if (auto recv = dyn_cast<IRecvOp>(op))
+      } else if (auto recv = dyn_cast<IRecvOp>(op)) {
         received += byteSize(recv.getBuffer().getType());
-      // Forward ops of one micro-batch: the stage's share of the model.
-      else if (microBatchOf(&op) == 0 && phaseOf(&op) == "forward" &&
-               !isa<ConstantOp, WaitRecvOp, WaitSendOp>(op))
+      } else if (auto sum = dyn_cast<shard::AllReduceOp>(op)) {
+        ++reduces;
+        reduceSent += allReduceBytesSent(byteSize(sum.getType()),
+                                         collectiveRanks(&op));
+      } else if (microBatchOf(&op).value_or(0) == 0 &&
+                 phaseOf(&op) == "forward" &&
+                 !isa<ConstantOp, WaitRecvOp, WaitSendOp>(op)) {
+        // Forward ops of one micro-batch: the stage's share of the model.
         ++ops;
+      }
     }
     MemoryPlan memory = planMemory(func);
     double busy = s < prediction.busySeconds.size()
                       ? prediction.busySeconds[s] * 1e3
                       : 0.0;
-    os << llvm::formatv("{0,5} {1,6} {2,12} {3,14} {4,10:f2} {5,12} {6,12}\n",
+    os << llvm::formatv("{0,5} {1,6} {2,12} {3,14} {4,10:f2} {5,12} {6,12}",
                         s, ops, params, memory.arenaBytes, busy, sent,
                         received);
+    if (tensor > 1)
+      os << llvm::formatv(" {0,11} {1,15}", reduces, reduceSent);
+    os << "\n";
   }
+  if (!pipelined)
+    return;
   os << llvm::formatv(
       "predicted step: {0:f2} ms, bubble fraction {1:f3} (uniform stages: "
       "{2:f3})\n",

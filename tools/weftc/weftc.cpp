@@ -399,7 +399,8 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
       return failure();
   }
   bool pipelined = pipelineParallel > 1;
-  if (pipelined && !estimateMemory && failed(reportPipeline(*module)))
+  if ((pipelined || tensorParallel > 1) && !estimateMemory &&
+      failed(reportPipeline(*module)))
     return failure();
   if ((estimateMemory || memoryCap > 0) && failed(checkMemory(*module)))
     return failure();

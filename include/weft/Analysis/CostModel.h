@@ -33,6 +33,21 @@ double opSeconds(mlir::Operation *op, const DeviceModel &device);
 /// Predicted seconds to move `bytes` between two ranks.
 double transferSeconds(int64_t bytes, const DeviceModel &device);
 
+/// Bytes each of `ranks` ranks sends in a ring all-reduce of `bytes`:
+/// 2 (n - 1) / n of them (a reduce-scatter, then an all-gather; Patarasuk &
+/// Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+/// workstations", JPDC 2009).
+int64_t allReduceBytesSent(int64_t bytes, int64_t ranks);
+
+/// Predicted seconds of a ring all-reduce of `bytes` over `ranks` ranks:
+/// 2 (n - 1) steps, each a latency plus bytes / n over the link.
+double allReduceSeconds(int64_t bytes, int64_t ranks,
+                        const DeviceModel &device);
+
+/// The ranks a collective (`shard.all_reduce`) runs over: the product of
+/// its grid axes' sizes; 1 when the grid is not found.
+int64_t collectiveRanks(mlir::Operation *op);
+
 } // namespace weft
 
 #endif // WEFT_ANALYSIS_COSTMODEL_H

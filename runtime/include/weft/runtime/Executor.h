@@ -24,10 +24,13 @@ struct TraceEvent {
   std::string name, kernel; ///< kernel: the compute kernel or transfer op
   std::string phase;        ///< forward, backward, optimizer
   int64_t microBatch = 0;
-  bool transfer = false; ///< isend/irecv/wait_send/wait_recv
+  bool transfer = false;   ///< isend/irecv/wait_send/wait_recv
+  bool collective = false; ///< all_reduce (transfer is false)
+  std::string axis;        ///< collective: its mesh axis
   int64_t step = 0, rank = 0;
   double startUs = 0, durationUs = 0;
-  KernelCost cost; ///< compute: the kernel table's FLOPs and bytes
+  KernelCost cost; ///< compute: the kernel table's FLOPs and bytes;
+                   ///< collective: bytesRead = the bytes each rank sends in
 };
 
 class Executor {
