@@ -98,9 +98,28 @@ BlockArgument weightParam(Value rhs) {
   return cast<BlockArgument>(v);
 }
 
+/// The block a slice along `dim` cuts from a value of shape `shape`: its
+/// width when it is one of equal contiguous blocks (start a multiple of the
+/// width, step 1, every other dimension whole), else 0.
+int64_t sliceBlockWidth(SliceOp slice, ArrayRef<int64_t> shape, int64_t dim) {
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+    int64_t start = slice.getStarts()[d], end = slice.getEnds()[d];
+    if (slice.getSteps()[d] != 1)
+      return 0;
+    if (d != dim && (start != 0 || end < shape[d]))
+      return 0;
+  }
+  int64_t start = slice.getStarts()[dim],
+          end = std::min(slice.getEnds()[dim], shape[dim]);
+  int64_t width = end - start;
+  if (width <= 0 || shape[dim] % width || start % width)
+    return 0;
+  return width;
+}
+
 /// Independent blocks in a column linear's output features: k when the
-/// output (after a bias add) is only cut into k equal parts along them
-/// (a fused QKV projection), else 1.
+/// output (after a bias add) is only cut into k equal parts along them (a
+/// fused QKV projection: a split, or slices of equal width), else 1.
 int64_t fusedBlocks(Value y) {
   int64_t last = rankOf(y) - 1;
   Value v = y;
@@ -115,15 +134,45 @@ int64_t fusedBlocks(Value y) {
   }
   int64_t k = 0;
   for (Operation *user : v.getUsers()) {
-    auto split = dyn_cast<SplitOp>(user);
-    if (!split || normalized(split.getAxis(), rankOf(v)) != last)
+    int64_t parts = 0;
+    if (auto split = dyn_cast<SplitOp>(user)) {
+      ArrayRef<int64_t> sizes = split.getSizes();
+      if (normalized(split.getAxis(), rankOf(v)) == last &&
+          llvm::all_equal(sizes))
+        parts = sizes.size();
+    } else if (auto slice = dyn_cast<SliceOp>(user)) {
+      if (int64_t width = sliceBlockWidth(slice, shapeOf(v), last))
+        parts = shapeOf(v)[last] / width;
+    }
+    if (parts < 2 || (k && k != parts))
       return 1;
-    ArrayRef<int64_t> sizes = split.getSizes();
-    if (!llvm::all_equal(sizes) || (k && k != int64_t(sizes.size())))
-      return 1;
-    k = sizes.size();
+    k = parts;
   }
   return std::max<int64_t>(k, 1);
+}
+
+/// A linear layer: a matmul [.., K] x [K, N] or a gemm (ONNX Gemm, e.g.
+/// nn.MultiheadAttention's output projection, Hugging Face's Conv1D) whose
+/// weight is a 2-D parameter of its own (weightParam).
+struct Linear {
+  Value x, w;         ///< activation, weight operand (param or transpose)
+  int64_t kDim, nDim; ///< the weight operand's input, output feature dims
+  Value bias;         ///< gemm's C, or null
+};
+
+std::optional<Linear> linearOf(Operation *op) {
+  if (auto mm = dyn_cast<MatMulOp>(op)) {
+    if (rankOf(mm.getLhs()) < 2 || !weightParam(mm.getRhs()))
+      return std::nullopt;
+    return Linear{mm.getLhs(), mm.getRhs(), 0, 1, Value()};
+  }
+  if (auto gemm = dyn_cast<GemmOp>(op)) {
+    if (gemm.getTransA() || !weightParam(gemm.getB()))
+      return std::nullopt;
+    int64_t k = gemm.getTransB() ? 1 : 0;
+    return Linear{gemm.getA(), gemm.getB(), k, 1 - k, gemm.getC()};
+  }
+  return std::nullopt;
 }
 
 bool isElementwise(Operation *op) {
@@ -157,8 +206,7 @@ bool opensBlock(Operation *column) {
       continue;
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
-      if (auto mm = dyn_cast<MatMulOp>(user);
-          mm && use.getOperandNumber() == 0 && weightParam(mm.getRhs()))
+      if (linearOf(user) && use.getOperandNumber() == 0)
         return true;
       if (foreign(user))
         continue;
@@ -277,12 +325,12 @@ private:
 
   /// A column-parallel linear: replicated activation x 2-D weight.
   void openColumn(Operation *op) {
-    auto mm = dyn_cast<MatMulOp>(op);
-    if (!mm || excluded.contains(op) || rankOf(mm.getLhs()) < 2 ||
-        !weightParam(mm.getRhs()))
+    std::optional<Linear> linear = linearOf(op);
+    if (!linear || excluded.contains(op))
       return;
-    int64_t n = shapeOf(mm.getRhs())[1];
-    int64_t blocks = fusedBlocks(mm.getResult());
+    int64_t n = shapeOf(linear->w)[linear->nDim];
+    Value y = op->getResult(0);
+    int64_t blocks = fusedBlocks(y);
     int64_t b = open(op);
     opened[b].columns.push_back(op);
     if (n % (blocks * parts)) {
@@ -292,9 +340,18 @@ private:
                " do not split " + std::to_string(parts) + " ways");
       return;
     }
-    shardWeight(mm.getRhs(), Sharding::split(1, blocks), b);
-    set(mm.getResult(), Sharding::split(rankOf(mm.getResult()) - 1, blocks),
-        b);
+    // A gemm's bias is sliced with the features it is added to.
+    if (linear->bias) {
+      if (!isOwnedParam(linear->bias) || rankOf(linear->bias) != 1 ||
+          shapeOf(linear->bias)[0] != n) {
+        fail(op, b, "its bias is not a [" + std::to_string(n) +
+                        "] parameter of its own");
+        return;
+      }
+      set(linear->bias, Sharding::split(0, blocks), b);
+    }
+    shardWeight(linear->w, Sharding::split(linear->nDim, blocks), b);
+    set(y, Sharding::split(rankOf(y) - 1, blocks), b);
   }
 
   /// Applies op's rule to its sharded operands; returns why it cannot.
@@ -360,12 +417,18 @@ private:
       return same(Sharding::split(s.dim, 1));
     }
     if (auto slice = dyn_cast<SliceOp>(op)) {
-      int64_t d = s.dim;
-      if (slice.getStarts()[d] != 0 || slice.getSteps()[d] != 1 ||
-          slice.getEnds()[d] < shapeOf(x)[d])
-        return "it slices the sharded dimension";
-      return same(s);
+      // The whole sharded dimension, or exactly one of its blocks.
+      int64_t n = shapeOf(x)[s.dim];
+      int64_t width = sliceBlockWidth(slice, shapeOf(x), s.dim);
+      if (width == n)
+        return same(s);
+      if (width && width * s.blocks == n)
+        return same(Sharding::split(s.dim, 1));
+      return "it slices the sharded dimension other than along the shards' "
+             "blocks";
     }
+    if (auto gemm = dyn_cast<GemmOp>(op))
+      return rowGemm(gemm, block);
     if (auto mm = dyn_cast<MatMulOp>(op))
       return matmul(mm, block);
     return "the tensor-parallel split has no rule for it";
@@ -399,6 +462,24 @@ private:
     }
     for (Value r : op->getResults())
       set(r, *out, block);
+    return "";
+  }
+
+  /// A gemm of a sharded activation is a row-parallel linear when the
+  /// shard is along K and the weight a parameter of its own; its bias is
+  /// added after the all-reduce (the rewrite moves it out of the gemm).
+  std::string rowGemm(GemmOp gemm, int64_t block) {
+    std::optional<Linear> linear = linearOf(gemm);
+    Sharding sa = get(gemm.getA());
+    if (!linear || !sa.isSplit() || sa.dim != 1 || get(gemm.getB()).isSplit())
+      return "a gemm of a sharded value that is no row-parallel linear has "
+             "no rule";
+    if (linear->bias &&
+        (get(linear->bias).isSplit() || gemm.getBeta().convertToDouble() != 1))
+      return "its bias would be added on every rank before the all-reduce";
+    shardWeight(linear->w, Sharding::split(linear->kDim, sa.blocks), block);
+    shardings[gemm.getResult()] = Sharding::partial();
+    opened[block].rows.push_back(gemm);
     return "";
   }
 

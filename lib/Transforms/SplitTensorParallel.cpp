@@ -108,8 +108,14 @@ struct SplitTensorParallelPass
           sizes.push_back(cast<RankedTensorType>(r.getType()).getDimSize(a));
         cut.setSizes(sizes);
       } else if (auto slice = dyn_cast<SliceOp>(op); slice && in.isSplit()) {
-        SmallVector<int64_t> ends(slice.getEnds());
-        ends[in.dim] = slice.getType().getDimSize(in.dim);
+        // The whole shard, or block i of it: [i w, (i + 1) w) locally.
+        int64_t d = in.dim;
+        int64_t width = slice.getType().getDimSize(d);
+        int64_t fullWidth = width * parts;
+        SmallVector<int64_t> starts(slice.getStarts()), ends(slice.getEnds());
+        starts[d] = starts[d] / fullWidth * width;
+        ends[d] = starts[d] + width;
+        slice.setStarts(starts);
         slice.setEnds(ends);
       }
     }
@@ -129,8 +135,21 @@ struct SplitTensorParallelPass
       }
       op->setOperand(0, f);
     }
-    // g after every row-parallel linear.
+    // g after every row-parallel linear; a gemm's bias after g.
     for (Operation *op : split.rowLinears) {
+      Value bias;
+      if (auto gemm = dyn_cast<GemmOp>(op); gemm && gemm.getC()) {
+        b.setInsertionPoint(gemm);
+        bias = gemm.getC();
+        auto unbiased = GemmOp::create(
+            b, gemm.getLoc(), gemm.getA(), gemm.getB(), Value(),
+            gemm.getAlphaAttr(), gemm.getBetaAttr(), gemm.getTransAAttr(),
+            gemm.getTransBAttr());
+        unbiased->setDiscardableAttrs(gemm->getDiscardableAttrDictionary());
+        gemm.replaceAllUsesWith(unbiased.getResult());
+        gemm.erase();
+        op = unbiased;
+      }
       b.setInsertionPointAfter(op);
       Value partial = op->getResult(0);
       auto sum = shard::AllReduceOp::create(
@@ -138,6 +157,10 @@ struct SplitTensorParallelPass
           ArrayRef<shard::GridAxis>{shard::GridAxis(axis)},
           shard::ReductionKind::Sum);
       partial.replaceAllUsesExcept(sum, sum);
+      if (bias) {
+        auto added = AddOp::create(b, op->getLoc(), sum, bias);
+        sum.getResult().replaceAllUsesExcept(added, added);
+      }
     }
     func.setType(FunctionType::get(func.getContext(),
                                    func.getBody().front().getArgumentTypes(),

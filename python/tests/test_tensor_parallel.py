@@ -1,8 +1,9 @@
 """Tensor parallelism (issue 13): Megatron's MLP and attention blocks
 sharded over T ranks per stage train exactly like one rank.
 
-`gpt` (4 layers, hidden 128, 4 heads) for T in {2, 4} x P in {1, 2} x
-recompute {none, selective, full}: 10 AdamW steps (M = 2 micro-batches)
+`gpt` (4 layers, hidden 128, 4 heads) and an nn.TransformerEncoder LM
+(2 layers, hidden 64, 4 heads) for T in {2, 4} x P in {1, 2} x recompute
+{none, selective, full}: 10 AdamW steps (M = 2 micro-batches)
 give per-step losses within 1e-5 of torch float64 on the same split
 (weft.oracle.MULTISTEP_RTOL) and of the single-rank plan; one SGD step in
 float64 changes every parameter as torch float64 does (per tensor, through
@@ -23,32 +24,45 @@ from onnx import numpy_helper
 
 from conftest import BUILD, run, tool
 from weft import oracle
-from weft.examples import gpt
+from weft.examples import encoder_lm, gpt
 from weft.oracle import mpirun, write_step
 
 STEPS = 10
 M = 2
 CONFIG = gpt.CONFIGS["small"]
+# The two language models: gpt (fused QKV split into three), and an
+# nn.TransformerEncoder LM (MultiheadAttention's packed projection cut by
+# slices, heads folded into the batch, a Gemm output projection).
+MODELS = {"gpt": gpt, "encoder_lm": encoder_lm}
 
 
-def batches():
+def batches(name="gpt"):
+    config = MODELS[name].CONFIGS["small"]
     generator = torch.Generator().manual_seed(3)
-    shape = (CONFIG["batch"], CONFIG["seq"])
-    return [(torch.randint(0, CONFIG["vocab"], shape, generator=generator),
-             torch.randint(0, CONFIG["vocab"], shape, generator=generator))
+    shape = (config["batch"], config["seq"])
+    return [(torch.randint(0, config["vocab"], shape, generator=generator),
+             torch.randint(0, config["vocab"], shape, generator=generator))
             for _ in range(STEPS)]
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("tp-data")
-    for step, batch in enumerate(batches()):
-        write_step(directory, ["tokens", "targets"], batch, step)
-    return directory
+def data_dirs(tmp_path_factory):
+    dirs = {}
+    for name in MODELS:
+        directory = tmp_path_factory.mktemp(f"tp-data-{name}")
+        for step, batch in enumerate(batches(name)):
+            write_step(directory, ["tokens", "targets"], batch, step)
+        dirs[name] = directory
+    return dirs
 
 
-def compile_plan(weftc, models_dir, path, *flags):
-    result = run([weftc, str(models_dir / "gpt.onnx"), "-o", str(path),
+@pytest.fixture(scope="module")
+def data_dir(data_dirs):
+    return data_dirs["gpt"]
+
+
+def compile_plan(weftc, models_dir, path, *flags, name="gpt"):
+    result = run([weftc, str(models_dir / f"{name}.onnx"), "-o", str(path),
                   f"--microbatches={M}", *flags])
     assert result.returncode == 0, result.stderr
     return json.loads(path.read_text())
@@ -71,36 +85,52 @@ def oracle_models_dir():
 _reference = {}
 
 
-def reference_losses(weftc, models_dir, data_dir, tmp_path):
-    """(torch float64, single-rank weft) per-step losses."""
-    if not _reference:
-        model, _ = gpt.build(**CONFIG)
-        _reference["torch"] = oracle.float64_losses(
-            model, batches(), M, lambda p: torch.optim.AdamW(p, lr=1e-3))
-        compile_plan(weftc, models_dir, tmp_path / "one.json")
-        records = train(tmp_path / "one.json", 1, data_dir,
+def reference_losses(weftc, models_dir, data_dirs, tmp_path, name):
+    """(torch float64, single-rank weft) per-step losses of `name`."""
+    if name not in _reference:
+        module = MODELS[name]
+        model, _ = module.build(**module.CONFIGS["small"])
+        torch64 = oracle.float64_losses(
+            model, batches(name), M, lambda p: torch.optim.AdamW(p, lr=1e-3))
+        compile_plan(weftc, models_dir, tmp_path / "one.json", name=name)
+        records = train(tmp_path / "one.json", 1, data_dirs[name],
                         tmp_path / "one.jsonl")
-        _reference["one"] = [r["loss"] for r in records]
-    return _reference["torch"], _reference["one"]
+        _reference[name] = (torch64, [r["loss"] for r in records])
+    return _reference[name]
 
 
 @pytest.mark.parametrize("recompute", ["none", "selective", "full"])
 @pytest.mark.parametrize("stages", [1, 2])
 @pytest.mark.parametrize("tensor", [2, 4])
-def test_tensor_parallel_gpt_equals_float64(tensor, stages, recompute, weftc,
-                                            models_dir, data_dir, tmp_path):
+@pytest.mark.parametrize("name", list(MODELS))
+def test_tensor_parallel_equals_float64(name, tensor, stages, recompute,
+                                        weftc, models_dir, data_dirs,
+                                        tmp_path):
     plan = tmp_path / "plan.json"
     plan_json = compile_plan(weftc, models_dir, plan,
                              f"--tensor-parallel={tensor}",
                              f"--pipeline-parallel={stages}",
-                             f"--recompute={recompute}")
+                             f"--recompute={recompute}", name=name)
     ranks = stages * tensor
     assert len(plan_json["ranks"]) == ranks
     assert {a["name"]: a["size"] for a in plan_json["mesh"]["axes"]} == {
         "pipeline": stages, "data": 1, "tensor": tensor}
-    records = train(plan, ranks, data_dir, tmp_path / "log.jsonl")
+    # Every layer's attention and MLP are split: per layer and micro-batch
+    # 2 forward all-reduces and 2 backward ones over the group (summed over
+    # its stages); full recompute re-runs forward ones in the backward.
+    layers = MODELS[name].CONFIGS["small"]["layers"]
+    phases = [i["phase"] for r in plan_json["ranks"]
+              if r["coords"]["tensor"] == 0
+              for i in r["instructions"] if i["op"] == "all_reduce"]
+    assert phases.count("forward") == 2 * layers * M
+    if recompute == "full":
+        assert phases.count("backward") > 2 * layers * M
+    else:
+        assert phases.count("backward") == 2 * layers * M
+    records = train(plan, ranks, data_dirs[name], tmp_path / "log.jsonl")
     losses = [r["loss"] for r in records]
-    torch64, one = reference_losses(weftc, models_dir, data_dir, tmp_path)
+    torch64, one = reference_losses(weftc, models_dir, data_dirs, tmp_path,
+                                    name)
     assert losses == pytest.approx(one, rel=1e-5)
     assert losses == pytest.approx(torch64, rel=oracle.MULTISTEP_RTOL)
     for r in records:  # measured peak = planned arena on every rank

@@ -101,3 +101,44 @@ func.func @head(%x: tensor<4x8xf32> {weft.input = "x"},
   %l = weft.reduce_sum %logits {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x10xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+// nn.MultiheadAttention's export: the packed projection [s, b, 3h] is cut by
+// three slices of width h (blocks = 3: each slice is local, [i h/2, (i+1)
+// h/2) on each rank), heads are folded into the batch ([s, b*heads, dh]:
+// the shard becomes batch-blocked), and the output projection is a Gemm
+// whose bias moves after the all-reduce.
+// CHECK-LABEL: func.func @packed
+// CHECK-SAME: tensor<12xf32> {weft.param = "in_proj_bias", weft.shard = {blocks = 3 : i64, dim = 0 : i64}}
+// CHECK-SAME: tensor<8x4xf32> {weft.param = "out_proj.weight", weft.shard = {blocks = 1 : i64, dim = 1 : i64}}
+// CHECK: weft.slice %{{.*}} {ends = array<i64: 3, 1, 8>, starts = array<i64: 0, 0, 4>, steps = array<i64: 1, 1, 1>} : (tensor<3x1x12xf32>) -> tensor<3x1x4xf32>
+// CHECK: weft.reshape %{{.*}} {shape = array<i64: 3, 2, 2>} : (tensor<3x1x4xf32>) -> tensor<3x2x2xf32>
+// CHECK: %[[P:.*]] = weft.gemm %{{.*}}, %{{.*}} {transB = true} : (tensor<3x4xf32>, tensor<8x4xf32>) -> tensor<3x8xf32>
+// CHECK: %[[S:.*]] = shard.all_reduce %[[P]]
+// CHECK: weft.add %[[S]], %arg4 : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+func.func @packed(%x: tensor<3x1x8xf32> {weft.input = "x"},
+                  %w: tensor<24x8xf32> {weft.param = "in_proj_weight"},
+                  %b: tensor<24xf32> {weft.param = "in_proj_bias"},
+                  %wo: tensor<8x8xf32> {weft.param = "out_proj.weight"},
+                  %bo: tensor<8xf32> {weft.param = "out_proj.bias"}) -> tensor<f32> {
+  %wt = weft.transpose %w {perm = array<i64: 1, 0>} : (tensor<24x8xf32>) -> tensor<8x24xf32>
+  %p = weft.matmul %x, %wt : (tensor<3x1x8xf32>, tensor<8x24xf32>) -> tensor<3x1x24xf32>
+  %pb = weft.add %b, %p : (tensor<24xf32>, tensor<3x1x24xf32>) -> tensor<3x1x24xf32>
+  %q = weft.slice %pb {ends = array<i64: 3, 1, 8>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>} : (tensor<3x1x24xf32>) -> tensor<3x1x8xf32>
+  %k = weft.slice %pb {ends = array<i64: 3, 1, 16>, starts = array<i64: 0, 0, 8>, steps = array<i64: 1, 1, 1>} : (tensor<3x1x24xf32>) -> tensor<3x1x8xf32>
+  %v = weft.slice %pb {ends = array<i64: 3, 1, 24>, starts = array<i64: 0, 0, 16>, steps = array<i64: 1, 1, 1>} : (tensor<3x1x24xf32>) -> tensor<3x1x8xf32>
+  %q3 = weft.reshape %q {shape = array<i64: 3, 4, 2>} : (tensor<3x1x8xf32>) -> tensor<3x4x2xf32>
+  %k3 = weft.reshape %k {shape = array<i64: 3, 4, 2>} : (tensor<3x1x8xf32>) -> tensor<3x4x2xf32>
+  %v3 = weft.reshape %v {shape = array<i64: 3, 4, 2>} : (tensor<3x1x8xf32>) -> tensor<3x4x2xf32>
+  %qh = weft.transpose %q3 {perm = array<i64: 1, 0, 2>} : (tensor<3x4x2xf32>) -> tensor<4x3x2xf32>
+  %kh = weft.transpose %k3 {perm = array<i64: 1, 2, 0>} : (tensor<3x4x2xf32>) -> tensor<4x2x3xf32>
+  %vh = weft.transpose %v3 {perm = array<i64: 1, 0, 2>} : (tensor<3x4x2xf32>) -> tensor<4x3x2xf32>
+  %s = weft.matmul %qh, %kh : (tensor<4x3x2xf32>, tensor<4x2x3xf32>) -> tensor<4x3x3xf32>
+  %a = weft.softmax %s {axis = 2 : i64} : tensor<4x3x3xf32>
+  %o = weft.matmul %a, %vh : (tensor<4x3x3xf32>, tensor<4x3x2xf32>) -> tensor<4x3x2xf32>
+  %ot = weft.transpose %o {perm = array<i64: 1, 0, 2>} : (tensor<4x3x2xf32>) -> tensor<3x4x2xf32>
+  %flat = weft.reshape %ot {shape = array<i64: 3, 8>} : (tensor<3x4x2xf32>) -> tensor<3x8xf32>
+  %y = weft.gemm %flat, %wo, %bo {transB = true} : (tensor<3x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %l = weft.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<3x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
