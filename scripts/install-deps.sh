@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs every Debian package weft needs; idempotent: packages already present are skipped.
+# Installs every Debian package weft needs, then the PyPI packages the tests
+# need into .venv (a venv over Debian's Python, --system-site-packages, so it
+# sees Debian's torch and onnx); idempotent: what is present is skipped.
 # Usage: scripts/install-deps.sh [--fuzz]   (root, or sudo available)
 #   --fuzz: also clang-22 and its runtime libraries (libFuzzer, ASan, UBSan)
 #           for scripts/fuzz.sh; the build and the tests do not need them.
@@ -17,8 +19,24 @@ packages=(
   openmpi-bin libopenmpi-dev libopenblas-dev libopenblas0-pthread libssl-dev
   # python: example models, references, tests
   python3 python3-torch python3-torchvision python3-onnx python3-numpy
-  python3-pytest python3-matplotlib python3-jsonschema
+  python3-pytest python3-matplotlib python3-jsonschema python3-venv
 )
+# PyPI, pinned: Hugging Face transformers for the GPT-2 tensor-parallel test
+# (4.30.2: the last release that runs on Debian's torch 1.13 without
+# complaint).
+pypi=("transformers==4.30.2")
+venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
+install_pypi() {
+  if [ ! -x "$venv/bin/python3" ]; then
+    /usr/bin/python3 -m venv --system-site-packages "$venv"
+  fi
+  if "$venv/bin/python3" -c "import transformers" 2>/dev/null; then
+    echo "install-deps: .venv has ${pypi[*]}"
+  else
+    echo "install-deps: installing ${pypi[*]} into .venv"
+    "$venv/bin/pip" install -q "${pypi[@]}"
+  fi
+}
 if [ "${1:-}" = "--fuzz" ]; then
   packages+=(clang-22 libclang-rt-22-dev)
 fi
@@ -32,6 +50,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
+  install_pypi
   exit 0
 fi
 
@@ -41,3 +60,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+install_pypi

@@ -118,20 +118,28 @@ int64_t sliceBlockWidth(SliceOp slice, ArrayRef<int64_t> shape, int64_t dim) {
 }
 
 /// Independent blocks in a column linear's output features: k when the
-/// output (after a bias add) is only cut into k equal parts along them (a
-/// fused QKV projection: a split, or slices of equal width), else 1.
+/// output (after a bias add, and reshapes that keep the features last, as
+/// Hugging Face's Conv1D [b s, 3h] -> [b, s, 3h]) is only cut into k equal
+/// parts along them (a fused QKV projection: a split, or slices of equal
+/// width), else 1.
 int64_t fusedBlocks(Value y) {
-  int64_t last = rankOf(y) - 1;
   Value v = y;
   while (v.hasOneUse()) {
-    auto add = dyn_cast<AddOp>(*v.getUsers().begin());
-    if (!add)
+    Operation *user = *v.getUsers().begin();
+    if (auto add = dyn_cast<AddOp>(user)) {
+      Value other = add.getLhs() == v ? add.getRhs() : add.getLhs();
+      if (!isOwnedParam(other) || rankOf(other) != 1)
+        break;
+      v = add.getResult();
+    } else if (auto reshape = dyn_cast<ReshapeOp>(user);
+               reshape && shapeOf(reshape.getResult()).back() ==
+                              shapeOf(v).back()) {
+      v = reshape.getResult();
+    } else {
       break;
-    Value other = add.getLhs() == v ? add.getRhs() : add.getLhs();
-    if (!isOwnedParam(other) || rankOf(other) != 1)
-      break;
-    v = add.getResult();
+    }
   }
+  int64_t last = rankOf(v) - 1;
   int64_t k = 0;
   for (Operation *user : v.getUsers()) {
     int64_t parts = 0;

@@ -3,7 +3,9 @@ sharded over T ranks per stage train exactly like one rank.
 
 `gpt` (4 layers, hidden 128, 4 heads) and an nn.TransformerEncoder LM
 (2 layers, hidden 64, 4 heads) for T in {2, 4} x P in {1, 2} x recompute
-{none, selective, full}: 10 AdamW steps (M = 2 micro-batches)
+{none, selective, full}, and Hugging Face's GPT-2 (transformers, 2 layers,
+hidden 64) for T = 2 x P in {1, 2} x recompute {none, full}: 10 AdamW
+steps (M = 2 micro-batches)
 give per-step losses within 1e-5 of torch float64 on the same split
 (weft.oracle.MULTISTEP_RTOL) and of the single-rank plan; one SGD step in
 float64 changes every parameter as torch float64 does (per tensor, through
@@ -15,6 +17,8 @@ and micro-batch).
 
 import json
 import os
+import pathlib
+import tempfile
 
 import numpy as np
 import onnx
@@ -24,7 +28,8 @@ from onnx import numpy_helper
 
 from conftest import BUILD, run, tool
 from weft import oracle
-from weft.examples import encoder_lm, gpt
+from weft.examples import encoder_lm, gpt, hf_gpt2
+from weft.examples.common import export
 from weft.oracle import mpirun, write_step
 
 STEPS = 10
@@ -33,7 +38,7 @@ CONFIG = gpt.CONFIGS["small"]
 # The two language models: gpt (fused QKV split into three), and an
 # nn.TransformerEncoder LM (MultiheadAttention's packed projection cut by
 # slices, heads folded into the batch, a Gemm output projection).
-MODELS = {"gpt": gpt, "encoder_lm": encoder_lm}
+MODELS = {"gpt": gpt, "encoder_lm": encoder_lm, "hf_gpt2": hf_gpt2}
 
 
 def batches(name="gpt"):
@@ -61,8 +66,25 @@ def data_dir(data_dirs):
     return data_dirs["gpt"]
 
 
+_exported = {}
+
+
+def model_path(models_dir, name):
+    """The built example, or (Hugging Face GPT-2, whose export needs
+    transformers from .venv) exported on first use."""
+    if name != "hf_gpt2":
+        return models_dir / f"{name}.onnx"
+    if name not in _exported:
+        directory = pathlib.Path(tempfile.mkdtemp(prefix="weft-hf-gpt2-"))
+        model, inputs = hf_gpt2.build(**hf_gpt2.CONFIGS["small"])
+        export(model, inputs, ["tokens", "targets"],
+               str(directory / "hf_gpt2.onnx"))
+        _exported[name] = directory / "hf_gpt2.onnx"
+    return _exported[name]
+
+
 def compile_plan(weftc, models_dir, path, *flags, name="gpt"):
-    result = run([weftc, str(models_dir / f"{name}.onnx"), "-o", str(path),
+    result = run([weftc, str(model_path(models_dir, name)), "-o", str(path),
                   f"--microbatches={M}", *flags])
     assert result.returncode == 0, result.stderr
     return json.loads(path.read_text())
@@ -99,10 +121,15 @@ def reference_losses(weftc, models_dir, data_dirs, tmp_path, name):
     return _reference[name]
 
 
-@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
-@pytest.mark.parametrize("stages", [1, 2])
-@pytest.mark.parametrize("tensor", [2, 4])
-@pytest.mark.parametrize("name", list(MODELS))
+LAYOUTS = [(name, tensor, stages, recompute)
+           for name in ("gpt", "encoder_lm")
+           for tensor in (2, 4) for stages in (1, 2)
+           for recompute in ("none", "selective", "full")] + [
+    ("hf_gpt2", 2, stages, recompute)
+    for stages in (1, 2) for recompute in ("none", "full")]
+
+
+@pytest.mark.parametrize("name,tensor,stages,recompute", LAYOUTS)
 def test_tensor_parallel_equals_float64(name, tensor, stages, recompute,
                                         weftc, models_dir, data_dirs,
                                         tmp_path):
