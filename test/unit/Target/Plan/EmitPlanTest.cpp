@@ -49,13 +49,28 @@ TEST(EmitPlan, MeshAndCoordinatesComeFromTheIR) {
 }
 
 TEST(EmitPlan, RefusesAMeshItCannotPlaceTheStagesOn) {
-  std::string ir = std::string(R"(shard.grid @mesh(shape = 1x1x2)
+  std::string ir = std::string(R"(shard.grid @mesh(shape = 1x2x1)
       {weft.mesh_axes = ["pipeline", "data", "tensor"]})") + kMain;
   std::string error;
   EXPECT_TRUE(failed(emit(ir.c_str(), error)));
-  EXPECT_EQ(error, "plan emission: the device mesh has 2 device(s), 1 "
-                   "pipeline stage(s); the module has 1 stage function(s) "
-                   "(data and tensor parallel plans are not emitted yet)");
+  EXPECT_EQ(error, "plan emission: the device mesh has 1 pipeline stage(s) "
+                   "and 2 data-parallel replica(s); the module has 1 stage "
+                   "function(s) (data-parallel plans are not emitted yet)");
+}
+
+TEST(EmitPlan, EveryTensorRankRunsTheStagesFunction) {
+  std::string ir = std::string(R"(shard.grid @mesh(shape = 1x1x2)
+      {weft.mesh_axes = ["pipeline", "data", "tensor"]})") + kMain;
+  std::string error;
+  FailureOr<nlohmann::json> plan = emit(ir.c_str(), error);
+  ASSERT_TRUE(succeeded(plan)) << error;
+  ASSERT_EQ((*plan)["ranks"].size(), 2u);
+  for (int rank : {0, 1}) {
+    EXPECT_EQ((*plan)["ranks"][rank]["rank"], rank);
+    EXPECT_EQ((*plan)["ranks"][rank]["coords"]["tensor"], rank);
+    EXPECT_EQ((*plan)["ranks"][rank]["instructions"].dump(),
+              (*plan)["ranks"][0]["instructions"].dump());
+  }
 }
 
 TEST(EmitPlan, AModuleWithoutAMeshRunsItsStagesOnAPipeline) {
