@@ -375,12 +375,10 @@ private:
       return "the function returns a sharded value";
     if (isElementwise(op))
       return elementwise(op, block);
-    if (auto dropout = dyn_cast<DropoutOp>(op)) {
-      if (dropout.getTraining() && dropout.getRatio().convertToDouble() > 0)
-        return "dropout draws its mask over the whole tensor; per-shard "
-               "masks are not implemented";
+    // A dropout draws its shard's elements of the whole tensor's mask
+    // (the rewrite marks it with weft.shard).
+    if (isa<DropoutOp>(op))
       return same(s);
-    }
     if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
       int64_t axis = normalized(op->getAttrOfType<IntegerAttr>("axis").getInt(),
                                 rankOf(x));

@@ -98,6 +98,14 @@ struct SplitTensorParallelPass
                                         : Sharding();
       if (auto reshape = dyn_cast<ReshapeOp>(op)) {
         reshape.setShape(reshape.getType().getShape());
+      } else if (isa<DropoutOp>(op) && in.isSplit()) {
+        // Its mask is this shard's part of the whole tensor's (plan
+        // emission adds the rank's index).
+        op.setAttr(kShardAttr,
+                   b.getDictionaryAttr(
+                       {b.getNamedAttr("dim", b.getI64IntegerAttr(in.dim)),
+                        b.getNamedAttr("blocks",
+                                       b.getI64IntegerAttr(in.blocks))}));
       } else if (auto cut = dyn_cast<SplitOp>(op); cut && in.isSplit()) {
         int64_t a = cut.getAxis() < 0 ? cut.getAxis() + cut.getInput()
                                                              .getType()

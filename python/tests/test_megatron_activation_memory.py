@@ -1,6 +1,8 @@
 """weft's planned activation memory per transformer layer against Megatron-LM
 (Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
-Models", 2022, §4.1 and §5, Table 2 without tensor or sequence parallelism).
+Models", 2022, §4.1 and §5, Table 2 without sequence parallelism; with
+t-way tensor parallelism, sbh (10 + 24/t + 5as/(ht)), sbh (10 + 24/t) with
+selective recompute and 2 sbh with full recompute, per tensor rank).
 
 With 16-bit activations and 1-byte dropout masks, one GPT layer keeps for
 the backward
@@ -120,6 +122,42 @@ def test_per_layer_activations_match_megatron(weftc, tmp_path, name, batch,
     # LayerNorms, mean and inverse deviation, sb f16 values each); full
     # recompute keeps the layer input alone.
     stats = 2 * 2 * 2 * config["seq"] * batch
+    assert per_layer - expected == (0 if policy == "full-layer" else stats)
+
+
+def megatron_tensor_parallel_bytes(policy, s, b, h, a, t):
+    """Table 2, tensor parallel rows: bytes per layer per tensor rank."""
+    sbh = s * b * h
+    return {"none": 10 * sbh + 24 * sbh // t + 5 * a * s * s * b // t,
+            "selective": 10 * sbh + 24 * sbh // t,
+            "full-layer": 2 * sbh}[policy]
+
+
+@pytest.mark.parametrize("name", ["small", "22B", "175B", "530B", "1T"])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_per_layer_activations_with_tensor_parallelism_match_megatron(
+        weftc, tmp_path, name, policy):
+    """The Table 3 shapes at t = 8 (the paper's tensor-parallel size; the
+    small shape too): the attention's and MLP's activations are sharded
+    (24 sbh / t and the 5 as^2 b of core attention / t), the LayerNorms'
+    and the blocks' inputs and dropout masks replicated (10 sbh). Attention
+    dropout draws each rank's shard of the whole mask."""
+    if name == "small":
+        config = dict(hidden=1024, heads=16, seq=512)
+    else:
+        config = {k: v for k, v in gpt_weights_free.MEGATRON_SHAPES[name]
+                  .items() if k != "layers"}
+    t = 8
+    shape = dict(config, vocab=512, batch=1)
+    flags = [f"--tensor-parallel={t}", *POLICIES[policy]]
+    per_layer = (most_kept(weftc, weights_free(tmp_path, 3, **shape), *flags)
+                 - most_kept(weftc, weights_free(tmp_path, 2, **shape),
+                             *flags))
+    expected = megatron_tensor_parallel_bytes(
+        policy, config["seq"], 1, config["hidden"], config["heads"], t)
+    assert per_layer == pytest.approx(expected, rel=0.02), \
+        (per_layer, expected, per_layer / expected)
+    stats = 2 * 2 * 2 * config["seq"]
     assert per_layer - expected == (0 if policy == "full-layer" else stats)
 
 

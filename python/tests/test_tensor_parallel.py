@@ -252,6 +252,38 @@ def test_collectives_per_layer_are_the_papers(weftc, models_dir, tmp_path):
     assert int(row[-1]) == 4 * layers * M * s * b * h * 4 * 2 * (2 - 1) // 2
 
 
+def test_dropout_masks_do_not_depend_on_the_tensor_axis(weftc, tmp_path):
+    """gpt with dropout 0.1 (attention probabilities, sharded by heads, and
+    the residual branches, replicated): each rank draws its shard of the
+    whole tensor's mask from the same Philox stream, so T = 2 and T = 4 give
+    the single rank's losses; with selective recompute the recomputed
+    dropout draws them again. (Not against torch: its RNG differs.)"""
+    model, inputs = gpt.build(**CONFIG)
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.1
+    path = tmp_path / "gpt-dropout.onnx"
+    export(model, inputs, ["tokens", "targets"], str(path))
+    losses = {}
+    for tensor in (1, 2, 4):
+        plan = tmp_path / f"t{tensor}.json"
+        result = run([weftc, str(path), "-o", str(plan), f"--microbatches={M}",
+                      f"--tensor-parallel={tensor}", "--recompute=selective"])
+        assert result.returncode == 0, result.stderr
+        if tensor > 1:
+            shards = [i["attrs"] for i in json.loads(plan.read_text())
+                      ["ranks"][1]["instructions"]
+                      if i.get("kernel") == "dropout" and
+                      "shard_index" in i["attrs"]]
+            assert shards and all(a["shard_index"] == 1 and
+                                  a["shard_count"] == tensor for a in shards)
+        records = train(plan, tensor, "synthetic",
+                        tmp_path / f"t{tensor}.jsonl", steps=3)
+        losses[tensor] = [r["loss"] for r in records]
+    assert losses[2] == pytest.approx(losses[1], rel=1e-6)
+    assert losses[4] == pytest.approx(losses[1], rel=1e-6)
+
+
 def test_tensor_parallel_errors_name_the_flag_or_node(weftc, models_dir,
                                                       tmp_path):
     out = tmp_path / "plan.json"

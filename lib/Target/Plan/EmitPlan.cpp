@@ -372,6 +372,16 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
           attrs["rng_id"] = id.getInt();
         else
           attrs["rng_id"] = dropoutCount[microBatch]++;
+        // A tensor-parallel shard draws its part of the whole mask.
+        if (auto split = op.getAttrOfType<DictionaryAttr>(kShardAttr)) {
+          int64_t tensorAxis =
+              llvm::find(mesh.axes, "tensor") - mesh.axes.begin();
+          attrs["shard_dim"] = cast<IntegerAttr>(split.get("dim")).getInt();
+          attrs["shard_blocks"] =
+              cast<IntegerAttr>(split.get("blocks")).getInt();
+          attrs["shard_count"] = mesh.sizeOf("tensor");
+          attrs["shard_index"] = coords[tensorAxis];
+        }
       }
       inst["kernel"] = op.getName().stripDialect().str();
       inst["attrs"] = attrs;

@@ -27,19 +27,6 @@ func.func @norm_inside(%x: tensor<4x8xf32> {weft.input = "x"},
 }
 
 // -----
-// A dropout that draws a mask inside the block.
-func.func @dropout_inside(%x: tensor<4x8xf32> {weft.input = "x"},
-                          %w1: tensor<8x16xf32> {weft.param = "fc.weight"},
-                          %w2: tensor<16x8xf32> {weft.param = "out.weight"}) -> tensor<f32> {
-  %h = weft.matmul %x, %w1 : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> loc("fc")
-  // CHECK: error: {{.*}}tensor parallelism: cannot split 'drop' (weft.dropout) in the block that starts at 'fc' (weft.matmul): dropout draws its mask over the whole tensor
-  %d, %mask = weft.dropout %h {ratio = 0.1 : f64, training = true} : (tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xi1>) loc("drop")
-  %y = weft.matmul %d, %w2 : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
-  %l = weft.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x8xf32>) -> tensor<f32>
-  return %l : tensor<f32>
-}
-
-// -----
 // Features the tensor axis does not divide.
 func.func @indivisible(%x: tensor<4x8xf32> {weft.input = "x"},
                        %w1: tensor<8x5xf32> {weft.param = "fc.weight"},

@@ -142,3 +142,18 @@ func.func @packed(%x: tensor<3x1x8xf32> {weft.input = "x"},
   %l = weft.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<3x8xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+// A dropout in a block draws its shard of the whole tensor's mask: it is
+// marked with the shard (plan emission adds the rank's index).
+// CHECK-LABEL: func.func @dropout
+// CHECK: weft.dropout %{{.*}} {ratio = 1.000000e-01 : f64, training = true, weft.shard = {blocks = 1 : i64, dim = 1 : i64}} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+func.func @dropout(%x: tensor<4x8xf32> {weft.input = "x"},
+                   %w1: tensor<8x16xf32> {weft.param = "fc.weight"},
+                   %w2: tensor<16x8xf32> {weft.param = "out.weight"}) -> tensor<f32> {
+  %h = weft.matmul %x, %w1 : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %d, %mask = weft.dropout %h {ratio = 0.1 : f64, training = true} : (tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xi1>)
+  %y = weft.matmul %d, %w2 : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %l = weft.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

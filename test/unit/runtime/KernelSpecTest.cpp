@@ -192,3 +192,33 @@ TEST(KernelAttrs, DecodedOnceAndTyped) {
   EXPECT_THROW(k.attrs.i("perm"), Error);
   EXPECT_THROW(k.attrs.i("axis"), Error);
 }
+
+TEST(KernelSpec, ChecksATensorParallelDropoutsShard) {
+  auto mask = [](std::vector<int64_t> shape, int64_t offset) {
+    return OperandPlacement{{DType::Bool, shape}, offset};
+  };
+  json shard = {{"ratio", 0.1},      {"training", true}, {"shard_dim", 1},
+                {"shard_blocks", 1}, {"shard_count", 2}, {"shard_index", 1}};
+  EXPECT_EQ(errorOf("dropout", {f32({4, 8}, 0)},
+                    {f32({4, 8}, 128), mask({4, 8}, 256)}, shard),
+            "");
+  json partial = shard;
+  partial.erase("shard_index");
+  EXPECT_NE(errorOf("dropout", {f32({4, 8}, 0)},
+                    {f32({4, 8}, 128), mask({4, 8}, 256)}, partial)
+                .find("needs all of shard_dim, shard_blocks, shard_count and "
+                      "shard_index, or none"),
+            std::string::npos);
+  json outside = shard;
+  outside["shard_index"] = 2;
+  EXPECT_NE(errorOf("dropout", {f32({4, 8}, 0)},
+                    {f32({4, 8}, 128), mask({4, 8}, 256)}, outside)
+                .find("shard_index 2 do not describe a shard of 8 elements"),
+            std::string::npos);
+  json dim = shard;
+  dim["shard_dim"] = 2;
+  EXPECT_NE(errorOf("dropout", {f32({4, 8}, 0)},
+                    {f32({4, 8}, 128), mask({4, 8}, 256)}, dim)
+                .find("attribute 'shard_dim' is 2, the input has rank 2"),
+            std::string::npos);
+}

@@ -36,7 +36,8 @@ inline constexpr llvm::StringLiteral kPipelineStagesAttr =
 /// (of size n) is read as [blocks, T, n / (blocks T)] and tensor rank t holds
 /// [:, t, :] (blocks > 1 for fused projections, e.g. QKV: each of the three
 /// is split). weft-split-tensor-parallel sets it; plan emission adds the
-/// rank's index.
+/// rank's index. On a dropout of a sharded value, the same: its mask is
+/// that shard of the whole tensor's mask.
 inline constexpr llvm::StringLiteral kShardAttr = "weft.shard";
 
 /// Attaches weft's cost and gradient interfaces to the upstream `shard`
