@@ -92,6 +92,28 @@ def tiny_lm():
                                   "head": w(8, 11)})
 
 
+def tiny_mlp_lm():
+    """Embedding, a Megatron MLP block (linear, ReLU, linear), a residual,
+    a head and the loss: the seed of tensor-parallel plans."""
+    rng = np.random.default_rng(2)
+    w = lambda *s: rng.standard_normal(s).astype(np.float32) * 0.1
+    nodes = [
+        helper.make_node("Gather", ["emb", "tokens"], ["h"]),
+        helper.make_node("MatMul", ["h", "w1"], ["u"]),
+        helper.make_node("Relu", ["u"], ["a"]),
+        helper.make_node("MatMul", ["a", "w2"], ["d"]),
+        helper.make_node("Add", ["d", "h"], ["r"]),
+        helper.make_node("MatMul", ["r", "head"], ["logits"]),
+        helper.make_node("Transpose", ["logits"], ["lt"], perm=[0, 2, 1]),
+        helper.make_node("SoftmaxCrossEntropyLoss", ["lt", "targets"],
+                         ["loss"]),
+    ]
+    inputs = [helper.make_tensor_value_info("tokens", TensorProto.INT64, [2, 4]),
+              helper.make_tensor_value_info("targets", TensorProto.INT64, [2, 4])]
+    return _model(nodes, inputs, {"emb": w(11, 8), "w1": w(8, 16),
+                                  "w2": w(16, 8), "head": w(8, 11)})
+
+
 def tiny_cnn():
     """Convolution, batch norm, pooling, a linear head, loss."""
     rng = np.random.default_rng(1)
@@ -142,6 +164,13 @@ def main():
                           ["--pipeline-parallel=2", "--microbatches=2"],
                           ["--recompute=full"]]:
                 add_plan(path, flags)
+        # Tensor-parallel plans: shards, all-reduces, a 2 x 2 mesh.
+        path = pathlib.Path(tmp) / "mlp.onnx"
+        onnx.save(tiny_mlp_lm(), str(path))
+        for flags in [["--tensor-parallel=2"],
+                      ["--tensor-parallel=2", "--pipeline-parallel=2",
+                       "--microbatches=2"]]:
+            add_plan(path, flags)
     print(f"fuzz seeds: {count['import']} models, {count['plan-loader']} plans")
 
 
