@@ -77,17 +77,20 @@ struct SplitTensorParallelPass
       auto it = split.shardings.find(v);
       return it == split.shardings.end() ? Sharding() : it->second;
     };
+    // weft.shard = {dim, blocks}: a parameter's slice of its initializer,
+    // a dropout's of the whole mask.
+    auto shardAttr = [&](Sharding s) {
+      return b.getDictionaryAttr(
+          {b.getNamedAttr("dim", b.getI64IntegerAttr(s.dim)),
+           b.getNamedAttr("blocks", b.getI64IntegerAttr(s.blocks))});
+    };
     // Parameters: local types, and which slice of the initializer to load.
     for (BlockArgument arg : func.getArguments()) {
       Sharding s = shardOf(arg);
       if (!s.isSplit())
         continue;
       arg.setType(localType(arg, s));
-      func.setArgAttr(arg.getArgNumber(), kShardAttr,
-                      b.getDictionaryAttr(
-                          {b.getNamedAttr("dim", b.getI64IntegerAttr(s.dim)),
-                           b.getNamedAttr("blocks",
-                                          b.getI64IntegerAttr(s.blocks))}));
+      func.setArgAttr(arg.getArgNumber(), kShardAttr, shardAttr(s));
     }
     // Values: local types; attributes that restate a shape, local sizes.
     for (Operation &op : func.getBody().front()) {
@@ -99,18 +102,12 @@ struct SplitTensorParallelPass
       if (auto reshape = dyn_cast<ReshapeOp>(op)) {
         reshape.setShape(reshape.getType().getShape());
       } else if (isa<DropoutOp>(op) && in.isSplit()) {
-        // Its mask is this shard's part of the whole tensor's (plan
-        // emission adds the rank's index).
-        op.setAttr(kShardAttr,
-                   b.getDictionaryAttr(
-                       {b.getNamedAttr("dim", b.getI64IntegerAttr(in.dim)),
-                        b.getNamedAttr("blocks",
-                                       b.getI64IntegerAttr(in.blocks))}));
+        // Plan emission adds the rank's index.
+        op.setAttr(kShardAttr, shardAttr(in));
       } else if (auto cut = dyn_cast<SplitOp>(op); cut && in.isSplit()) {
-        int64_t a = cut.getAxis() < 0 ? cut.getAxis() + cut.getInput()
-                                                             .getType()
-                                                             .getRank()
-                                      : cut.getAxis();
+        int64_t a = cut.getAxis();
+        if (a < 0)
+          a += cut.getInput().getType().getRank();
         SmallVector<int64_t> sizes;
         for (Value r : cut.getResults())
           sizes.push_back(cast<RankedTensorType>(r.getType()).getDimSize(a));
