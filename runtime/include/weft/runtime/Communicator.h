@@ -2,12 +2,13 @@
 //
 // The executor's view of the other ranks: non-blocking point-to-point
 // transfers identified by the plan's tags (posted by isend/irecv
-// instructions, completed by wait_send/wait_recv), a few collectives for
-// logging, and abort. The MPI implementation (one process per rank,
-// MPI_Isend/MPI_Irecv and non-blocking collectives on MPI_COMM_WORLD,
-// completed by MPI_Test under a watchdog) serves the CPU backend; a
-// CUDA backend would use NCCL send/recv on a copy stream behind the same
-// interface.
+// instructions, completed by wait_send/wait_recv), the plan's collectives
+// over one mesh axis (all_reduce instructions, on one group per axis), a
+// few collectives over all ranks for logging, and abort. The MPI
+// implementation (one process per rank, MPI_Isend/MPI_Irecv, non-blocking
+// collectives on MPI_COMM_WORLD and on MPI_Comm_split's axis groups,
+// completed by MPI_Test under a watchdog) serves the CPU backend; a CUDA
+// backend would use NCCL (ncclCommSplit) behind the same interface.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_RUNTIME_COMMUNICATOR_H
