@@ -183,6 +183,77 @@ std::optional<Linear> linearOf(Operation *op) {
   return std::nullopt;
 }
 
+/// Whether `v` is (through reshapes and micro-batch slices) a model input:
+/// token ids, not positions computed in the graph.
+bool isModelInput(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<ReshapeOp, SliceOp>(def))
+      return false;
+    v = def->getOperand(0);
+  }
+  auto arg = cast<BlockArgument>(v);
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  return func && func.getArgAttr(arg.getArgNumber(), kInputAttr);
+}
+
+/// The softmax cross-entropy `scores` feeds after the ops a head's logits
+/// pass (bias adds of its own, reshapes keeping the classes last), if it is
+/// one vocab parallelism computes: mean over 2-D scores, no class weights.
+SoftmaxCrossEntropyOp headLoss(Value scores) {
+  Value v = scores;
+  while (v.hasOneUse()) {
+    Operation *user = *v.getUsers().begin();
+    if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(user)) {
+      if (loss.getScores() == v && rankOf(v) == 2 && !loss.getWeights() &&
+          loss.getReduction() == "mean" && loss.getLogProb().use_empty())
+        return loss;
+      return {};
+    }
+    if (auto add = dyn_cast<AddOp>(user)) {
+      Value other = add.getLhs() == v ? add.getRhs() : add.getLhs();
+      if (!isOwnedParam(other) || rankOf(other) != 1)
+        return {};
+      v = add.getResult();
+    } else if (auto r = dyn_cast<ReshapeOp>(user);
+               r && shapeOf(r.getResult()).back() == shapeOf(v).back()) {
+      v = r.getResult();
+    } else {
+      return {};
+    }
+  }
+  return {};
+}
+
+/// A vocab table: a 2-D trainable parameter whose every use is a word
+/// embedding lookup (gather along rows by model input ids) or the LM
+/// head's weight (its transpose times the hidden states, into a loss
+/// headLoss accepts), with rows T divides. Returns the op that starts its
+/// block (the first use), or null.
+Operation *vocabTableStart(BlockArgument arg, int64_t parts) {
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (!func || !func.getArgAttr(arg.getArgNumber(), kParamAttr) ||
+      rankOf(arg) != 2 || shapeOf(arg)[0] % parts || arg.use_empty())
+    return nullptr;
+  Operation *first = nullptr;
+  for (Operation *user : arg.getUsers()) {
+    bool ok = false;
+    if (auto gather = dyn_cast<GatherOp>(user))
+      ok = gather.getData() == arg && gather.getAxis() == 0 &&
+           isModelInput(gather.getIndices());
+    else if (auto t = dyn_cast<TransposeOp>(user);
+             t && t.getPerm() == ArrayRef<int64_t>{1, 0})
+      ok = llvm::all_of(t->getUses(), [](OpOperand &use) {
+        auto mm = dyn_cast<MatMulOp>(use.getOwner());
+        return mm && use.getOperandNumber() == 1 && headLoss(mm.getResult());
+      });
+    if (!ok)
+      return nullptr;
+    if (!first || user->isBeforeInBlock(first))
+      first = user;
+  }
+  return first;
+}
+
 bool isElementwise(Operation *op) {
   return isa<SqrtOp, ReciprocalOp, NegOp, ExpOp, LogOp, ErfOp, TanhOp, ReluOp,
              SigmoidOp, GeluOp, GeluTanhOp, CastOp, ClipOp, AddOp, SubOp, MulOp,
@@ -236,31 +307,40 @@ public:
 
   struct Block {
     Operation *start = nullptr;
-    SmallVector<Operation *> columns, rows;
+    SmallVector<Operation *> columns, rows, vocabGathers, vocabLosses;
     Operation *failedAt = nullptr;
     std::string reason;
     bool megatron = false; ///< reaches a linear (opensBlock)
   };
 
   void run() {
+    // Vocab tables are sharded by rows before the walk: their lookups come
+    // first in op order, their head last.
+    for (BlockArgument arg : func.getArguments())
+      if (Operation *start = vocabTableStart(arg, parts);
+          start && !excluded.contains(start))
+        set(arg, Sharding::split(0), open(start));
     for (Operation &op : func.getBody().front())
       visit(&op);
   }
 
   /// The blocks, one per class of joined column linears.
-  SmallVector<Block> blocks() {
-    SmallVector<Block> out;
+  std::vector<Block> blocks() {
+    std::vector<Block> out;
     llvm::DenseMap<int64_t, size_t> index;
     for (int64_t r = 0; r < int64_t(opened.size()); ++r) {
       int64_t leader = joined.getLeaderValue(r);
       auto [it, first] = index.insert({leader, out.size()});
       if (first)
-        out.push_back({opened[leader].start, {}, {}, nullptr, "", false});
+        out.push_back({opened[leader].start, {}, {}, {}, {}, nullptr, "",
+                       false});
       Block &b = out[it->second];
       const Block &part = opened[r];
       b.megatron |= part.megatron;
       b.columns.append(part.columns);
       b.rows.append(part.rows);
+      b.vocabGathers.append(part.vocabGathers);
+      b.vocabLosses.append(part.vocabLosses);
       if (part.failedAt && !b.failedAt) {
         b.failedAt = part.failedAt;
         b.reason = part.reason;
@@ -286,7 +366,8 @@ private:
   }
 
   int64_t open(Operation *start) {
-    opened.push_back({start, {}, {}, nullptr, "", opensBlock(start)});
+    opened.push_back(
+        {start, {}, {}, {}, {}, nullptr, "", opensBlock(start)});
     joined.insert(opened.size() - 1);
     return opened.size() - 1;
   }
@@ -435,6 +516,30 @@ private:
     }
     if (auto gemm = dyn_cast<GemmOp>(op))
       return rowGemm(gemm, block);
+    if (auto gather = dyn_cast<GatherOp>(op)) {
+      // A lookup in a vocab table's rows: partial (zeros for the ids other
+      // ranks hold), summed by g.
+      if (gather.getAxis() != 0 || !get(gather.getData()).isSplit() ||
+          get(gather.getData()).dim != 0 || get(gather.getIndices()).isSplit())
+        return "a gather of sharded data other than an embedding lookup has "
+               "no rule";
+      shardings[gather.getResult()] = Sharding::partial();
+      opened[block].vocabGathers.push_back(gather);
+      opened[block].rows.push_back(gather);
+      return "";
+    }
+    if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op)) {
+      // Scores sharded by class: the vocab-parallel cross-entropy.
+      Sharding scores = get(loss.getScores());
+      if (loss != headLoss(loss.getScores()) || !scores.isSplit() ||
+          scores.dim != 1 || scores.blocks != 1 ||
+          get(loss.getLabels()).isSplit())
+        return "a softmax cross-entropy over these sharded scores has no "
+               "rule";
+      opened[block].vocabLosses.push_back(loss);
+      opened[block].rows.push_back(loss);
+      return "";
+    }
     if (auto mm = dyn_cast<MatMulOp>(op))
       return matmul(mm, block);
     return "the tensor-parallel split has no rule for it";
@@ -531,7 +636,10 @@ private:
       return "";
     }
     if (sb.isSplit() && sb.dim == rb - 1 && !sa.isSplit()) {
+      // A replicated activation times sharded columns (the vocab head):
+      // its gradient is partial, so it enters through f.
       set(mm.getResult(), Sharding::split(r - 1, sb.blocks), block);
+      opened[block].columns.push_back(mm);
       return "";
     }
     return "its operands' shards do not meet in a local product";
@@ -540,7 +648,7 @@ private:
   func::FuncOp func;
   int64_t parts;
   const llvm::DenseSet<Operation *> &excluded;
-  SmallVector<Block> opened;
+  std::vector<Block> opened;
   llvm::EquivalenceClasses<int64_t> joined;
   llvm::DenseMap<Value, int64_t> blockOf;
 };
@@ -556,7 +664,7 @@ analyzeTensorParallel(func::FuncOp func, int64_t parts,
     Walk walk(func, parts, excluded);
     walk.run();
     bool again = false;
-    SmallVector<Walk::Block> blocks = walk.blocks();
+    std::vector<Walk::Block> blocks = walk.blocks();
     for (const Walk::Block &b : blocks) {
       if (b.failedAt || b.rows.empty()) {
         // A linear that reaches no other linear is no Megatron block (an LM
@@ -574,6 +682,7 @@ analyzeTensorParallel(func::FuncOp func, int64_t parts,
           result.replicated.push_back({b.failedAt, b.reason});
         }
         excluded.insert(b.columns.begin(), b.columns.end());
+        excluded.insert(b.start); // a vocab table's first use
         again = true;
       }
     }
@@ -582,13 +691,19 @@ analyzeTensorParallel(func::FuncOp func, int64_t parts,
     result.shardings = std::move(walk.shardings);
     for (const Walk::Block &b : blocks) {
       result.columnLinears.append(b.columns);
-      result.rowLinears.append(b.rows);
+      for (Operation *row : b.rows)
+        if (isa<MatMulOp, GemmOp>(row))
+          result.rowLinears.push_back(row);
+      result.vocabGathers.append(b.vocabGathers);
+      result.vocabLosses.append(b.vocabLosses);
     }
     auto byOrder = [](Operation *x, Operation *y) {
       return x->isBeforeInBlock(y);
     };
     llvm::sort(result.columnLinears, byOrder);
     llvm::sort(result.rowLinears, byOrder);
+    llvm::sort(result.vocabGathers, byOrder);
+    llvm::sort(result.vocabLosses, byOrder);
     return result;
   }
 }

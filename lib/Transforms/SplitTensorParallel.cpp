@@ -167,9 +167,58 @@ struct SplitTensorParallelPass
         sum.getResult().replaceAllUsesExcept(added, added);
       }
     }
+    rewriteVocab(b, split);
     func.setType(FunctionType::get(func.getContext(),
                                    func.getBody().front().getArgumentTypes(),
                                    func.getResultTypes()));
+  }
+
+  shard::AllReduceOp allReduce(OpBuilder &b, Location loc, Value v,
+                               shard::ReductionKind kind) const {
+    return shard::AllReduceOp::create(
+        b, loc, v, kMeshSymbol,
+        ArrayRef<shard::GridAxis>{shard::GridAxis(axis)}, kind);
+  }
+
+  /// Lookups in a vocab table become masked gathers summed by g; losses
+  /// over class-sharded scores the cross-entropy that all-reduces the row
+  /// maxima, then the softmax denominators and target scores.
+  void rewriteVocab(OpBuilder &b, const TensorParallelSplit &split) {
+    auto grid = FlatSymbolRefAttr::get(b.getContext(), kMeshSymbol);
+    auto axes = b.getDenseI16ArrayAttr({int16_t(axis)});
+    for (Operation *op : split.vocabGathers) {
+      auto gather = cast<GatherOp>(op);
+      b.setInsertionPoint(gather);
+      auto local = VocabParallelGatherOp::create(
+          b, gather.getLoc(), gather.getType(), gather.getData(),
+          gather.getIndices(), grid, axes);
+      local->setDiscardableAttrs(gather->getDiscardableAttrDictionary());
+      auto sum = allReduce(b, gather.getLoc(), local,
+                           shard::ReductionKind::Sum);
+      gather.replaceAllUsesWith(sum.getResult());
+      gather.erase();
+    }
+    for (Operation *op : split.vocabLosses) {
+      auto loss = cast<SoftmaxCrossEntropyOp>(op);
+      b.setInsertionPoint(loss);
+      Location loc = loss.getLoc();
+      Value scores = loss.getScores(), labels = loss.getLabels();
+      auto type = cast<RankedTensorType>(scores.getType());
+      int64_t n = type.getDimSize(0);
+      auto rowMax = ReduceMaxOp::create(b, loc, scores,
+                                        ArrayRef<int64_t>{1}, true);
+      auto max = allReduce(b, loc, rowMax, shard::ReductionKind::Max);
+      auto stats = VocabParallelCrossEntropyStatsOp::create(
+          b, loc, RankedTensorType::get({n, 2}, type.getElementType()),
+          scores, max, labels, grid, axes);
+      auto sums = allReduce(b, loc, stats, shard::ReductionKind::Sum);
+      auto vocab = VocabParallelCrossEntropyOp::create(
+          b, loc, loss.getLoss().getType(), type, scores, max, sums, labels,
+          loss.getIgnoreIndexAttr());
+      loss.getLoss().replaceAllUsesWith(vocab.getLoss());
+      loss.getLogProb().replaceAllUsesWith(vocab.getLogProb());
+      loss.erase();
+    }
   }
 
   int64_t parts = 1, axis = 0;

@@ -144,16 +144,18 @@ def test_tensor_parallel_equals_float64(name, tensor, stages, recompute,
         "pipeline": stages, "data": 1, "tensor": tensor}
     # Every layer's attention and MLP are split: per layer and micro-batch
     # 2 forward all-reduces and 2 backward ones over the group (summed over
-    # its stages); full recompute re-runs forward ones in the backward.
+    # its stages); the vocabulary adds, per micro-batch, the embedding's g
+    # and the loss's maxima and sums in the forward, the head's f in the
+    # backward; full recompute re-runs forward ones in the backward.
     layers = MODELS[name].CONFIGS["small"]["layers"]
     phases = [i["phase"] for r in plan_json["ranks"]
               if r["coords"]["tensor"] == 0
               for i in r["instructions"] if i["op"] == "all_reduce"]
-    assert phases.count("forward") == 2 * layers * M
+    assert phases.count("forward") == (2 * layers + 3) * M
     if recompute == "full":
-        assert phases.count("backward") > 2 * layers * M
+        assert phases.count("backward") > (2 * layers + 1) * M
     else:
-        assert phases.count("backward") == 2 * layers * M
+        assert phases.count("backward") == (2 * layers + 1) * M
     records = train(plan, ranks, data_dirs[name], tmp_path / "log.jsonl")
     losses = [r["loss"] for r in records]
     torch64, one = reference_losses(weftc, models_dir, data_dirs, tmp_path,
@@ -211,9 +213,13 @@ def test_save_gathers_the_shards(weftc, models_dir, data_dir, tmp_path):
 def test_collectives_per_layer_are_the_papers(weftc, models_dir, tmp_path):
     """Per layer and micro-batch: 2 forward and 2 backward all-reduces of
     s*b*h float32 over the tensor axis (Korthikanti et al. 2022, Section 3),
-    the same sequence on both ranks of the group; parameters sharded as
-    Megatron does (QKV and fc by output features, proj and out by input
-    features, LayerNorms and biases after g replicated)."""
+    the same sequence on both ranks of the group; the vocabulary adds per
+    micro-batch the embedding's g and the head's f (s*b*h each) and the
+    cross-entropy's row maxima (max, s*b) and denominators and target scores
+    (sum, 2 s*b): the logits (s*b*V) are never communicated. Parameters are
+    sharded as Megatron does (QKV and fc by output features, proj and out by
+    input features, the tied embedding/head by vocabulary rows, LayerNorms
+    and the biases after g replicated)."""
     plan = compile_plan(weftc, models_dir, tmp_path / "plan.json",
                         "--tensor-parallel=2")
     s, h, layers = CONFIG["seq"], CONFIG["hidden"], CONFIG["layers"]
@@ -223,12 +229,16 @@ def test_collectives_per_layer_are_the_papers(weftc, models_dir, tmp_path):
         buffers = rank["buffers"]
         reduces = [i for i in rank["instructions"] if i["op"] == "all_reduce"]
         assert all(i["axis"] == "tensor" for i in reduces)
-        by_phase = {}
+        sizes = {}
         for i in reduces:
-            by_phase.setdefault(i["phase"], []).append(i)
-            assert buffers[i["inputs"][0]]["bytes"] == s * b * h * 4
-        assert len(by_phase["forward"]) == 2 * layers * M
-        assert len(by_phase["backward"]) == 2 * layers * M
+            key = (i["phase"], i["reduction"],
+                   buffers[i["inputs"][0]]["bytes"])
+            sizes[key] = sizes.get(key, 0) + 1
+        sbh = s * b * h * 4
+        assert sizes == {("forward", "sum", sbh): (2 * layers + 1) * M,
+                         ("forward", "max", s * b * 4): M,
+                         ("forward", "sum", 2 * s * b * 4): M,
+                         ("backward", "sum", sbh): (2 * layers + 1) * M}
         sequences.append([(i["tag"], i["name"]) for i in reduces])
         shards = {p["name"]: p["shard"] for p in rank["params"]}
         assert shards["blocks.0.qkv.weight"] == {
@@ -239,7 +249,10 @@ def test_collectives_per_layer_are_the_papers(weftc, models_dir, tmp_path):
         assert shards["blocks.0.out.weight"]["dim"] == 1
         assert shards["blocks.0.ln1.weight"] is None
         assert shards["blocks.0.out.bias"] is None
-        assert shards["wte.weight"] is None  # the tied head: not a block
+        assert shards["wte.weight"] == {  # the tied embedding and head
+            "dim": 0, "blocks": 1, "index": rank["coords"]["tensor"],
+            "count": 2}
+        assert shards["wpe.weight"] is None  # positions: not vocabulary
     assert sequences[0] == sequences[1]
     # weftc's table: per rank and step, the all-reduces and the bytes a
     # rank sends in them (ring: 2 (T - 1) / T of each).
@@ -248,8 +261,9 @@ def test_collectives_per_layer_are_the_papers(weftc, models_dir, tmp_path):
                   "--tensor-parallel=2"])
     assert "tensor parallel: 2 ranks per stage" in result.stdout
     row = result.stdout.splitlines()[-1].split()
-    assert int(row[-2]) == 4 * layers * M
-    assert int(row[-1]) == 4 * layers * M * s * b * h * 4 * 2 * (2 - 1) // 2
+    assert int(row[-2]) == (4 * layers + 4) * M
+    assert int(row[-1]) == M * ((4 * layers + 2) * s * b * h * 4 +
+                                3 * s * b * 4) * 2 * (2 - 1) // 2
 
 
 def test_dropout_masks_do_not_depend_on_the_tensor_axis(weftc, tmp_path):

@@ -17,6 +17,7 @@ const KernelTable &kernelTable() {
     registerLossKernels(t);
     registerBackwardKernels(t);
     registerOptimizerKernels(t);
+    registerVocabParallelKernels(t);
     return t;
   }();
   return table;

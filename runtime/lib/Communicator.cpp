@@ -41,7 +41,7 @@ public:
                     "': start it with mpirun -np <ranks>");
   }
   void allReduce(const std::string &, const void *in, void *out,
-                 int64_t count, DType dtype, int64_t) override {
+                 int64_t count, DType dtype, bool, int64_t) override {
     if (in != out) // a group of one: the sum is the input
       std::memmove(out, in, count * dtypeSize(dtype));
   }
@@ -137,7 +137,7 @@ public:
     }
   }
   void allReduce(const std::string &axis, const void *in, void *out,
-                 int64_t count, DType dtype, int64_t tag) override {
+                 int64_t count, DType dtype, bool max, int64_t tag) override {
     auto it = axisComms.find(axis);
     if (it == axisComms.end())
       throw Error("all-reduce " + std::to_string(tag) + " over '" + axis +
@@ -149,7 +149,8 @@ public:
     MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
     MPI_Request request;
     check(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out,
-                         static_cast<int>(count), type, MPI_SUM, it->second,
+                         static_cast<int>(count), type, max ? MPI_MAX : MPI_SUM,
+                         it->second,
                          &request),
           "MPI_Iallreduce", tag);
     complete(request, "MPI_Iallreduce", tag,

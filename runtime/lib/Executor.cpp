@@ -272,7 +272,8 @@ void Executor::transfer(const Instruction &inst) {
     const BufferDesc &x = rankPlan.buffers[inst.inputs[0]],
                      &y = rankPlan.buffers[inst.outputs[0]];
     comm->allReduce(inst.axis, arena + x.offset, arena + y.offset,
-                    x.bytes / dtypeSize(x.dtype), x.dtype, inst.tag);
+                    x.bytes / dtypeSize(x.dtype), x.dtype,
+                    inst.reduction == "max", inst.tag);
   } else if (inst.op == "isend") {
     const BufferDesc &b = rankPlan.buffers[inst.inputs[0]];
     comm->isend(arena + b.offset, b.bytes, inst.peer, inst.tag);

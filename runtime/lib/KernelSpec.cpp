@@ -115,6 +115,7 @@ const std::vector<KernelSpec> &kernelSpecs() {
     specs::addTensorSpecs(t);
     specs::addNetworkSpecs(t);
     specs::addBackwardSpecs(t);
+    specs::addParallelSpecs(t);
     std::sort(t.begin(), t.end(), [](const KernelSpec &a, const KernelSpec &b) {
       return std::string_view(a.name) < b.name;
     });

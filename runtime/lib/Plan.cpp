@@ -246,6 +246,12 @@ parseRank(const Field &f,
     } else if (isCollective(d.op)) {
       d.tag = in.at("tag").nonNegative();
       d.axis = in.at("axis").string();
+      if (in.has("reduction")) {
+        d.reduction = in.at("reduction").string();
+        if (d.reduction != "sum" && d.reduction != "max")
+          in.at("reduction").fail("'" + d.reduction +
+                                  "': expected sum or max");
+      }
       // A sum over the group: one float buffer in, one of its type out.
       if (d.inputs.size() != 1 || d.outputs.size() != 1)
         in.fail(d.op + " reads one buffer and writes one");
@@ -416,8 +422,9 @@ void checkMesh(const Plan &plan, const Field &ranks) {
       if (!names.count(inst.axis))
         field.at("instructions").at(i).at("axis").fail(
             "'" + inst.axis + "' is not an axis of the mesh");
-      mine[inst.axis].push_back(
-          {inst.op, inst.tag, rank.buffers[inst.inputs[0]].bytes});
+      mine[inst.axis].push_back({inst.op + " (" + inst.reduction + ")",
+                                 inst.tag,
+                                 rank.buffers[inst.inputs[0]].bytes});
     }
     for (const auto &[axis, size] : plan.meshAxes) {
       std::vector<Collective> &sequence = mine[axis];

@@ -17,6 +17,14 @@
 // output projection row) are such blocks; the analysis finds them by this
 // rule on any imported graph, not by names.
 //
+// Vocab parallelism: a [V, h] parameter used as a word embedding (gathered
+// by the model's input ids) and/or as the LM head's weight feeding a
+// softmax cross-entropy (the tied `wte` of GPT) is sharded by rows when T
+// divides V: the lookups become masked gathers summed by g, the head a
+// column-parallel product, the loss a cross-entropy that never gathers the
+// logits (Megatron-LM's VocabParallelEmbedding and
+// vocab_parallel_cross_entropy).
+//
 // The shard of a value is `Sharding`: replicated, split along one dimension
 // (read as [blocks, T, n / (blocks T)], rank t holding [:, t, :], so that a
 // fused QKV projection splits each of Q, K and V), or partial (a sum over
@@ -76,6 +84,12 @@ struct TensorParallelSplit {
   /// and row-parallel linears (their result gets g, an all-reduce), in op
   /// order.
   llvm::SmallVector<mlir::Operation *> columnLinears, rowLinears;
+  /// Vocab parallelism (Megatron's VocabParallelEmbedding and
+  /// vocab_parallel_cross_entropy): embedding gathers from a row-sharded
+  /// table (each becomes a masked gather whose partial result g sums) and
+  /// losses over class-sharded scores (each becomes the cross-entropy that
+  /// all-reduces row maxima and sums, never the logits).
+  llvm::SmallVector<mlir::Operation *> vocabGathers, vocabLosses;
   /// Blocks left replicated by `--tensor-parallel-fallback=replicate`: the
   /// op that could not be split, and why.
   llvm::SmallVector<std::pair<mlir::Operation *, std::string>> replicated;

@@ -119,16 +119,24 @@ std::string nodeName(Location loc) {
 }
 
 /// Largest valid index for integer inputs that feed gather indices or loss
-/// labels, so the synthetic data generator makes valid batches.
-std::optional<int64_t> indexBound(Value value) {
+/// labels, so the synthetic data generator makes valid batches. A
+/// vocab-parallel op's table holds 1/`vocabParts` of the vocabulary.
+std::optional<int64_t> indexBound(Value value, int64_t vocabParts) {
   std::optional<int64_t> bound;
   auto tighten = [&](int64_t b) { bound = bound ? std::min(*bound, b) : b; };
   for (OpOperand &use : value.getUses()) {
     Operation *user = use.getOwner();
     // Micro-batch slices and reshapes pass the indices on unchanged.
     if (isa<weft::SliceOp, weft::ReshapeOp>(user))
-      if (std::optional<int64_t> b = indexBound(user->getResult(0)))
+      if (std::optional<int64_t> b =
+              indexBound(user->getResult(0), vocabParts))
         tighten(*b);
+    if (auto gather = dyn_cast<weft::VocabParallelGatherOp>(user);
+        gather && use.getOperandNumber() == 1)
+      tighten(gather.getTable().getType().getDimSize(0) * vocabParts);
+    if (auto loss = dyn_cast<weft::VocabParallelCrossEntropyOp>(user);
+        loss && use.getOperandNumber() == 3)
+      tighten(loss.getScores().getType().getDimSize(1) * vocabParts);
     if (auto gather = dyn_cast<weft::GatherOp>(user);
         gather && use.getOperandNumber() == 1)
       tighten(gather.getData().getType().getDimSize(gather.getAxis()));
@@ -282,7 +290,8 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
       json input = {{"name", inName},
                     {"dtype", buffers[id]["dtype"]},
                     {"shape", type.getShape().vec()}};
-      if (std::optional<int64_t> bound = indexBound(arg))
+      if (std::optional<int64_t> bound =
+              indexBound(arg, mesh.sizeOf("tensor")))
         input["index_bound"] = *bound;
       section.inputs.push_back(input);
       rankInputs.push_back({{"name", inName}, {"buffer", id}});
@@ -340,13 +349,15 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
     } else if (auto sum = dyn_cast<shard::AllReduceOp>(op)) {
       // Collectives: the group is the ranks that differ only along `axis`;
       // each runs the group's collectives in one order, numbered by `tag`.
+      bool max = sum.getReduction() == shard::ReductionKind::Max;
       if (sum.getGridAxes().size() != 1 ||
-          sum.getReduction() != shard::ReductionKind::Sum)
-        return op.emitError("plan emission: an all-reduce must sum over one "
-                            "mesh axis");
+          (!max && sum.getReduction() != shard::ReductionKind::Sum))
+        return op.emitError("plan emission: an all-reduce must sum or take "
+                            "the maximum over one mesh axis");
       inst["op"] = "all_reduce";
       inst["axis"] = mesh.axes[sum.getGridAxes()[0]];
       inst["tag"] = collectives++;
+      inst["reduction"] = max ? "max" : "sum";
     } else {
       NamedAttrList attrList(op.getAttrDictionary());
       op.getName().populateDefaultAttrs(attrList);
@@ -354,6 +365,9 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
       for (NamedAttribute attr : attrList) {
         if (attr.getName().getValue().starts_with("weft."))
           continue; // compiler bookkeeping: phase, micro-batch, stage
+        // The vocab ops' grid becomes this rank's first row: `start`.
+        if (attr.getName() == "grid" || attr.getName() == "grid_axes")
+          continue;
         json value = attributeJSON(attr.getValue());
         if (value.is_null())
           return op.emitError("plan emission cannot encode attribute ")
@@ -382,6 +396,27 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
           attrs["shard_count"] = mesh.sizeOf("tensor");
           attrs["shard_index"] = coords[tensorAxis];
         }
+      }
+      // Vocab parallelism: the first row (class) this rank holds.
+      auto localRows = [&]() -> int64_t {
+        if (auto gather = dyn_cast<VocabParallelGatherOp>(op))
+          return gather.getTable().getType().getDimSize(0);
+        if (auto grad = dyn_cast<VocabParallelGatherGradOp>(op)) {
+          attrs["rows"] = grad.getType().getDimSize(0);
+          return grad.getType().getDimSize(0);
+        }
+        if (auto stats = dyn_cast<VocabParallelCrossEntropyStatsOp>(op))
+          return stats.getScores().getType().getDimSize(1);
+        if (auto grad = dyn_cast<VocabParallelCrossEntropyGradOp>(op))
+          return grad.getType().getDimSize(1);
+        return -1;
+      };
+      if (int64_t rows = localRows(); rows >= 0) {
+        auto axes = op.getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+        if (!axes || axes.size() != 1)
+          return op.emitError("plan emission: a vocab-parallel op must be "
+                              "sharded over one mesh axis");
+        attrs["start"] = coords[axes[0]] * rows;
       }
       inst["kernel"] = op.getName().stripDialect().str();
       inst["attrs"] = attrs;

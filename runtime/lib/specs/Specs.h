@@ -20,6 +20,7 @@ void addElementwiseSpecs(std::vector<KernelSpec> &table);
 void addTensorSpecs(std::vector<KernelSpec> &table);
 void addNetworkSpecs(std::vector<KernelSpec> &table);
 void addBackwardSpecs(std::vector<KernelSpec> &table);
+void addParallelSpecs(std::vector<KernelSpec> &table);
 
 /// a * b, saturating at INT64_MAX (costs of hostile shapes stay defined).
 inline int64_t satMul(int64_t a, int64_t b) {

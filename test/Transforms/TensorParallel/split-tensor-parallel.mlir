@@ -157,3 +157,36 @@ func.func @dropout(%x: tensor<4x8xf32> {weft.input = "x"},
   %l = weft.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x8xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+// Vocab parallelism: the tied embedding/head [V = 8, h = 4] sharded by rows;
+// the lookup masks the ids other ranks hold and g sums; the head is a
+// column-parallel product (f before it); the loss all-reduces the row
+// maxima, then the denominators and target scores, never the logits.
+// CHECK-LABEL: func.func @vocab
+// CHECK-SAME: tensor<4x4xf32> {weft.param = "wte", weft.shard = {blocks = 1 : i64, dim = 0 : i64}}
+// CHECK: %[[E:.*]] = weft.vocab_parallel_gather %arg2, %arg0 {grid = @mesh, grid_axes = array<i16: 2>} : (tensor<4x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+// CHECK: shard.all_reduce %[[E]] on @mesh grid_axes = [2] : tensor<2x3x4xf32>
+// CHECK: weft.copy_to_tensor_parallel
+// CHECK: weft.matmul {{.*}} -> tensor<2x3x4xf32>
+// CHECK: %[[M:.*]] = weft.reduce_max %{{.*}} {axes = array<i64: 1>, keepdims = true} : (tensor<6x4xf32>) -> tensor<6x1xf32>
+// CHECK: %[[MAX:.*]] = shard.all_reduce %[[M]] on @mesh grid_axes = [2] reduction = max
+// CHECK: %[[ST:.*]] = weft.vocab_parallel_cross_entropy_stats %{{.*}}, %[[MAX]], %{{.*}} {grid = @mesh, grid_axes = array<i16: 2>} : (tensor<6x4xf32>, tensor<6x1xf32>, tensor<6xi64>) -> tensor<6x2xf32>
+// CHECK: %[[S:.*]] = shard.all_reduce %[[ST]] on @mesh grid_axes = [2] :
+// CHECK: weft.vocab_parallel_cross_entropy %{{.*}}, %[[MAX]], %[[S]], %{{.*}} : (tensor<6x4xf32>, tensor<6x1xf32>, tensor<6x2xf32>, tensor<6xi64>) -> (tensor<f32>, tensor<6x4xf32>)
+// CHECK-NOT: softmax_cross_entropy
+// GRAD-LABEL: func.func @vocab
+// GRAD: weft.vocab_parallel_cross_entropy_grad
+// GRAD: weft.vocab_parallel_gather_grad
+func.func @vocab(%tokens: tensor<2x3xi64> {weft.input = "tokens"},
+                 %targets: tensor<2x3xi64> {weft.input = "targets"},
+                 %wte: tensor<8x4xf32> {weft.param = "wte"}) -> tensor<f32> {
+  %x = weft.gather %wte, %tokens {axis = 0 : i64} : (tensor<8x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+  %h = weft.tanh %x : tensor<2x3x4xf32>
+  %wt = weft.transpose %wte {perm = array<i64: 1, 0>} : (tensor<8x4xf32>) -> tensor<4x8xf32>
+  %logits = weft.matmul %h, %wt : (tensor<2x3x4xf32>, tensor<4x8xf32>) -> tensor<2x3x8xf32>
+  %scores = weft.reshape %logits {shape = array<i64: 6, 8>} : (tensor<2x3x8xf32>) -> tensor<6x8xf32>
+  %labels = weft.reshape %targets {shape = array<i64: 6>} : (tensor<2x3xi64>) -> tensor<6xi64>
+  %loss, %logp = weft.softmax_cross_entropy %scores, %labels : (tensor<6x8xf32>, tensor<6xi64>) -> (tensor<f32>, tensor<6x8xf32>)
+  return %loss : tensor<f32>
+}

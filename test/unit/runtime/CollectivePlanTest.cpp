@@ -84,12 +84,16 @@ TEST(CollectivePlan, NamesTheFieldOfEveryRejection) {
       {[](json &p) { p["ranks"][1]["instructions"][0]["axis"] = "sequence"; },
        "ranks[1].instructions[0].axis: 'sequence' is not an axis of the mesh"},
       {[](json &p) { p["ranks"][1]["instructions"][0]["tag"] = 1; },
-       "ranks[1]: collective 0 over 'tensor' is all_reduce tag 1 of 8 bytes, "
-       "on rank 0 of its group all_reduce tag 0 of 8 bytes (the group would "
-       "hang)"},
+       "ranks[1]: collective 0 over 'tensor' is all_reduce (sum) tag 1 of 8 "
+       "bytes, on rank 0 of its group all_reduce (sum) tag 0 of 8 bytes (the "
+       "group would hang)"},
+      {[](json &p) { p["ranks"][1]["instructions"][0]["reduction"] = "max"; },
+       "ranks[1]: collective 0 over 'tensor' is all_reduce (max) tag 0"},
+      {[](json &p) { p["ranks"][1]["instructions"][0]["reduction"] = "prod"; },
+       "ranks[1].instructions[0].reduction: 'prod': expected sum or max"},
       {[](json &p) { p["ranks"][1]["instructions"] = json::array(); },
        "ranks[1]: collective 0 over 'tensor' is nothing, on rank 0 of its "
-       "group all_reduce tag 0 of 8 bytes"},
+       "group all_reduce (sum) tag 0 of 8 bytes"},
       {[](json &p) { p["ranks"][1]["coords"]["tensor"] = 0; },
        "ranks[1].coords.tensor: rank 1 is not at tensor 0 of the mesh"},
       {[](json &p) { p["mesh"]["axes"][1]["size"] = 3; },

@@ -46,12 +46,14 @@ public:
   virtual void splitMesh(
       const std::vector<std::pair<std::string, int64_t>> &axes,
       const std::vector<int64_t> &coords) = 0;
-  /// Sums `count` elements of `dtype` (f32 or f64) at `in` over this rank's
-  /// group along `axis` into `out` (`out` may be `in`). Collective over the
-  /// group; every member calls its collectives in one order. `tag` names the
-  /// collective in errors and in the watchdog's message.
+  /// Sums (or, with `max`, takes the maximum of) `count` elements of
+  /// `dtype` (f32 or f64) at `in` over this rank's group along `axis` into
+  /// `out` (`out` may be `in`). Collective over the group; every member
+  /// calls its collectives in one order. `tag` names the collective in
+  /// errors and in the watchdog's message.
   virtual void allReduce(const std::string &axis, const void *in, void *out,
-                         int64_t count, DType dtype, int64_t tag) = 0;
+                         int64_t count, DType dtype, bool max,
+                         int64_t tag) = 0;
 
   /// Every rank's `value`, indexed by rank (collective).
   virtual std::vector<int64_t> allGather(int64_t value) = 0;

@@ -55,7 +55,7 @@ struct ConstantDesc {
 struct Instruction {
   /// "compute"; a transfer: "isend", "irecv" (post), "wait_send",
   /// "wait_recv" (complete); or a collective over one mesh axis:
-  /// "all_reduce" (sum).
+  /// "all_reduce" (sum or max).
   std::string op;
   std::string kernel; ///< compute: e.g. "matmul"
   std::string name;   ///< the ONNX node, for traces and errors
@@ -71,8 +71,8 @@ struct Instruction {
   /// in the group's sequence of collectives (the same on every member).
   int64_t tag = -1;
   /// collectives: the mesh axis whose ranks (the others' coordinates
-  /// equal) form the group.
-  std::string axis;
+  /// equal) form the group, and all_reduce's "sum" or "max".
+  std::string axis, reduction = "sum";
 };
 
 inline bool isTransfer(const std::string &op) {

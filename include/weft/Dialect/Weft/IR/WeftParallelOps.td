@@ -49,4 +49,104 @@ def Weft_CopyToTensorParallelOp : Weft_Op<"copy_to_tensor_parallel",
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Vocab parallelism (Megatron-LM's VocabParallelEmbedding and
+// vocab_parallel_cross_entropy): a [V, h] table sharded by rows over the
+// mesh axes `grid_axes`, rank r of the group holding rows [r V/T, (r+1) V/T).
+// The plan gives each rank's kernels `start` = r V/T.
+//===----------------------------------------------------------------------===//
+
+class Weft_VocabParallelOp<string mnemonic, list<Trait> traits = [],
+                           list<string> costOverrides = []>
+    : Weft_Op<mnemonic, !listconcat(traits, [Pure]), costOverrides>;
+
+def Weft_VocabParallelGatherOp : Weft_VocabParallelOp<"vocab_parallel_gather",
+    [DeclareOpInterfaceMethods<GradientOpInterface>], ["getBytesRead"]> {
+  let summary = "Embedding lookup in this rank's rows of a vocab-sharded table.";
+  let description = [{
+    `table: [V/T, h...]` (this rank's rows), `indices: [d...]` (whole-vocab
+    ids) -> `[d..., h...]`: the row of each id this rank holds, zeros for
+    the others. A `shard.all_reduce` over the axes sums the ranks' results
+    into the embedding (Megatron's VocabParallelEmbedding). Cost: no FLOPs;
+    reads the indices and the rows it returns.
+  }];
+  let arguments = (ins Weft_FloatTensor:$table,
+                       StaticShapeTensorOf<[I32, I64]>:$indices,
+                       FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = "$table `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Weft_VocabParallelGatherGradOp : Weft_VocabParallelOp<"vocab_parallel_gather_grad"> {
+  let summary = "d/d table of vocab_parallel_gather: scatter-add into this rank's rows.";
+  let description = [{
+    `grad: [d..., h...]`, `indices: [d...]` -> `[V/T, h...]` (the result
+    type): row `id - start` accumulates every `grad` slice of an id this
+    rank holds. Cost: 1 FLOP per element of `grad`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$grad,
+                       StaticShapeTensorOf<[I32, I64]>:$indices,
+                       FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
+  let results = (outs Weft_FloatTensor:$table_grad);
+  let assemblyFormat = "$grad `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_VocabParallelCrossEntropyStatsOp
+    : Weft_VocabParallelOp<"vocab_parallel_cross_entropy_stats"> {
+  let summary = "This rank's share of the softmax denominator and target score.";
+  let description = [{
+    `scores: [N, C/T]` (this rank's classes), `max: [N, 1]` (the row maxima
+    over all ranks), `labels: [N]` -> `[N, 2]`: column 0 is
+    `sum_c exp(scores[n, c] - max[n])`, column 1 the score of `labels[n]`
+    when this rank holds that class, else 0. A `shard.all_reduce` sums
+    them over the ranks. Cost: 3 FLOPs per score.
+  }];
+  let arguments = (ins Weft_FloatTensor:$scores, Weft_FloatTensor:$max,
+                       StaticShapeTensorOf<[I32, I64]>:$labels,
+                       FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
+  let results = (outs Weft_FloatTensor:$stats);
+  let assemblyFormat = "$scores `,` $max `,` $labels attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Weft_VocabParallelCrossEntropyOp
+    : Weft_VocabParallelOp<"vocab_parallel_cross_entropy",
+                           [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let summary = "Softmax cross-entropy over vocab-sharded scores, never gathered.";
+  let description = [{
+    `scores: [N, C/T]`, `max: [N, 1]`, `stats: [N, 2]` (summed over the
+    ranks), `labels: [N]` -> `loss` (scalar, the mean over labels other than
+    `ignore_index` of `max + log(stats[n, 0]) - stats[n, 1]`, the same on
+    every rank) and `log_prob: [N, C/T]` (this rank's log-softmax). Megatron-
+    LM's vocab_parallel_cross_entropy; equals ONNX SoftmaxCrossEntropyLoss
+    (mean, no weights) over the whole vocabulary. Cost: 2 FLOPs per score.
+  }];
+  let arguments = (ins Weft_FloatTensor:$scores, Weft_FloatTensor:$max,
+                       Weft_FloatTensor:$stats,
+                       StaticShapeTensorOf<[I32, I64]>:$labels,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Weft_FloatTensor:$loss, Weft_FloatTensor:$log_prob);
+  let assemblyFormat = "$scores `,` $max `,` $stats `,` $labels attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Weft_VocabParallelCrossEntropyGradOp
+    : Weft_VocabParallelOp<"vocab_parallel_cross_entropy_grad"> {
+  let summary = "d/d scores of vocab_parallel_cross_entropy.";
+  let description = [{
+    `log_prob: [N, C/T]`, `labels: [N]`, `grad` (scalar) -> `[N, C/T]`:
+    `(exp(log_prob) - onehot(labels - start)) * grad / count`, count the
+    labels other than `ignore_index`; rows of ignored labels get 0.
+    Cost: 3 FLOPs per element.
+  }];
+  let arguments = (ins Weft_FloatTensor:$log_prob,
+                       StaticShapeTensorOf<[I32, I64]>:$labels,
+                       Weft_FloatTensor:$grad,
+                       FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Weft_FloatTensor:$scores_grad);
+  let assemblyFormat = "$log_prob `,` $labels `,` $grad attr-dict `:` functional-type(operands, results)";
+}
+
 #endif // WEFT_DIALECT_WEFT_IR_WEFTPARALLELOPS_TD

@@ -1,0 +1,141 @@
+//===- ParallelSpecs.cpp - vocab-parallel embedding and cross-entropy -----===//
+//
+// The kernels of a rank's share of a vocab-sharded table (WeftParallelOps.td;
+// Megatron-LM's VocabParallelEmbedding and vocab_parallel_cross_entropy).
+// `start` is the first row (class) the rank holds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Specs.h"
+
+namespace weft::rt::specs {
+
+namespace {
+
+void checkStart(const SpecCall &call) {
+  if (call.attrs.i("start") < 0)
+    call.fail("attribute 'start' is " + std::to_string(call.attrs.i("start")) +
+              ", expected >= 0");
+}
+
+Types vocabGather(const SpecCall &call) {
+  call.requireFloat(0);
+  call.requireIndex(1);
+  checkStart(call);
+  const TensorType &table = call.in[0];
+  if (table.rank() < 1)
+    call.fail("input 0 (the table) is a scalar");
+  std::vector<int64_t> shape(call.in[1].shape);
+  shape.insert(shape.end(), table.shape.begin() + 1, table.shape.end());
+  return {{table.dtype, shape}};
+}
+
+int64_t vocabGatherBytes(const SpecCall &call, const Types &out) {
+  return out[0].bytes() + call.in[1].bytes();
+}
+
+/// Output: [rows, h...] with `rows` the attribute; the gradient's shape is
+/// the indices' then the row's.
+Types vocabGatherGrad(const SpecCall &call) {
+  call.requireFloat(0);
+  call.requireIndex(1);
+  checkStart(call);
+  const TensorType &grad = call.in[0], &indices = call.in[1];
+  int64_t rows = call.attrs.i("rows");
+  if (rows < 1)
+    call.fail("attribute 'rows' is " + std::to_string(rows) +
+              ", expected >= 1");
+  if (grad.rank() < indices.rank() ||
+      !std::equal(indices.shape.begin(), indices.shape.end(),
+                  grad.shape.begin()))
+    call.fail("input 0 must start with the indices' shape");
+  std::vector<int64_t> shape = {rows};
+  shape.insert(shape.end(), grad.shape.begin() + indices.rank(),
+               grad.shape.end());
+  return {{grad.dtype, shape}};
+}
+
+/// scores [N, C], (max [N, 1]), labels [N].
+void checkScores(const SpecCall &call, size_t labels) {
+  call.requireFloat(0);
+  call.requireIndex(labels);
+  const TensorType &scores = call.in[0];
+  if (scores.rank() != 2)
+    call.fail("input 0 (scores) must be [N, C]");
+  call.requireType(labels, {call.in[labels].dtype, {scores.shape[0]}},
+                   "labels [N]");
+}
+
+Types vocabStats(const SpecCall &call) {
+  checkScores(call, 2);
+  checkStart(call);
+  const TensorType &scores = call.in[0];
+  call.requireType(1, {scores.dtype, {scores.shape[0], 1}}, "max [N, 1]");
+  return {{scores.dtype, {scores.shape[0], 2}}};
+}
+
+Types vocabCrossEntropy(const SpecCall &call) {
+  checkScores(call, 3);
+  const TensorType &scores = call.in[0];
+  call.requireType(1, {scores.dtype, {scores.shape[0], 1}}, "max [N, 1]");
+  call.requireType(2, {scores.dtype, {scores.shape[0], 2}}, "stats [N, 2]");
+  return {{scores.dtype, {}}, scores};
+}
+
+Types vocabCrossEntropyGrad(const SpecCall &call) {
+  checkScores(call, 1);
+  checkStart(call);
+  call.requireType(2, {call.in[0].dtype, {}}, "a scalar loss gradient");
+  return {call.in[0]};
+}
+
+} // namespace
+
+void addParallelSpecs(std::vector<KernelSpec> &t) {
+  t.push_back({.name = "vocab_parallel_gather",
+               .source = "weft.vocab_parallel_gather (Megatron "
+                         "VocabParallelEmbedding)",
+               .minInputs = 2,
+               .maxInputs = 2,
+               .attrs = {{"start", AttrKind::Int}},
+               .infer = vocabGather,
+               .flops = noFlops,
+               .bytesRead = vocabGatherBytes,
+               .dtypes = "f32, f64; indices i32, i64"});
+  t.push_back({.name = "vocab_parallel_gather_grad",
+               .source = "weft.vocab_parallel_gather adjoint",
+               .minInputs = 2,
+               .maxInputs = 2,
+               .attrs = {{"start", AttrKind::Int}, {"rows", AttrKind::Int}},
+               .infer = vocabGatherGrad,
+               .flops = perInput<1>,
+               .dtypes = "f32, f64; indices i32, i64"});
+  t.push_back({.name = "vocab_parallel_cross_entropy_stats",
+               .source = "weft.vocab_parallel_cross_entropy_stats",
+               .minInputs = 3,
+               .maxInputs = 3,
+               .attrs = {{"start", AttrKind::Int}},
+               .infer = vocabStats,
+               .flops = perInput<3>,
+               .dtypes = "f32, f64; labels i32, i64"});
+  t.push_back({.name = "vocab_parallel_cross_entropy",
+               .source = "weft.vocab_parallel_cross_entropy (Megatron "
+                         "vocab_parallel_cross_entropy)",
+               .minInputs = 4,
+               .maxInputs = 4,
+               .attrs = {{"ignore_index", AttrKind::Int, false}},
+               .infer = vocabCrossEntropy,
+               .flops = perInput<2>,
+               .dtypes = "f32, f64; labels i32, i64"});
+  t.push_back({.name = "vocab_parallel_cross_entropy_grad",
+               .source = "weft.vocab_parallel_cross_entropy adjoint",
+               .minInputs = 3,
+               .maxInputs = 3,
+               .attrs = {{"start", AttrKind::Int},
+                         {"ignore_index", AttrKind::Int, false}},
+               .infer = vocabCrossEntropyGrad,
+               .flops = perInput<3>,
+               .dtypes = "f32, f64; labels i32, i64"});
+}
+
+} // namespace weft::rt::specs
