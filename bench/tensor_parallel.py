@@ -5,8 +5,9 @@ attention and MLP block sharded over both), the same batch (8 x 256 tokens,
 one micro-batch). Two rounds, each running both for 2 warm-up and 8 timed
 steps; a configuration's figure is the median of its 16 timed steps
 (min-max in brackets). Prints the step-time ratio (the ideal is 2x: the
-blocks' FLOPs halve; the embedding, LayerNorms, the tied LM head and the
-loss are replicated, and each layer adds 4 all-reduces of s*b*h floats)
+blocks' and the vocab-parallel LM head's FLOPs halve; LayerNorms, residuals
+and position embeddings are replicated; each layer adds 4 all-reduces of
+s*b*h floats, the vocabulary 4 more per step)
 and, from a measured `weft-run --trace` of T = 2, the share of the step
 each rank spends in collectives (waiting for the slower rank included).
 
