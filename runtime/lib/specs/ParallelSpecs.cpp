@@ -23,8 +23,8 @@ Types vocabGather(const SpecCall &call) {
   call.requireIndex(1);
   checkStart(call);
   const TensorType &table = call.in[0];
-  if (table.rank() < 1)
-    call.fail("input 0 (the table) is a scalar");
+  if (table.rank() < 1 || table.shape[0] < 1)
+    call.fail("input 0 (the table) has no rows");
   std::vector<int64_t> shape(call.in[1].shape);
   shape.insert(shape.end(), table.shape.begin() + 1, table.shape.end());
   return {{table.dtype, shape}};
