@@ -298,6 +298,31 @@ def test_dropout_masks_do_not_depend_on_the_tensor_axis(weftc, tmp_path):
     assert losses[4] == pytest.approx(losses[1], rel=1e-6)
 
 
+def test_trace_shows_collectives_on_their_own_track(weftc, models_dir,
+                                                   tmp_path):
+    """--trace: every all-reduce of a step is a slice on thread 3 of its
+    rank (category collective, with the axis and the bytes it reduces)."""
+    plan = tmp_path / "plan.json"
+    plan_json = compile_plan(weftc, models_dir, plan, "--tensor-parallel=2")
+    trace = tmp_path / "trace.json"
+    result = run(mpirun(2) + [tool("weft-run"), str(plan), "--data",
+                              "synthetic", "--steps", "1", "--trace",
+                              str(trace)],
+                 env={**os.environ, "OPENBLAS_NUM_THREADS": "1"}, timeout=600)
+    assert result.returncode == 0, result.stderr
+    events = json.loads(trace.read_text())["traceEvents"]
+    for rank in plan_json["ranks"]:
+        buffers = rank["buffers"]
+        expected = [("all_reduce", "tensor", buffers[i["inputs"][0]]["bytes"])
+                    for i in rank["instructions"] if i["op"] == "all_reduce"]
+        slices = [(e["name"], e["args"]["axis"], e["args"]["bytes"])
+                  for e in events
+                  if e["pid"] == rank["rank"] and e["cat"] == "collective"]
+        assert slices == expected
+        assert all(e["tid"] == 3 for e in events
+                   if e["pid"] == rank["rank"] and e["cat"] == "collective")
+
+
 def test_tensor_parallel_errors_name_the_flag_or_node(weftc, models_dir,
                                                       tmp_path):
     out = tmp_path / "plan.json"
