@@ -1,10 +1,12 @@
 //===- TensorParallel.cpp - find Megatron blocks and their shards ---------===//
 //
 // One walk over the forward graph in op order propagates shardings from the
-// column-parallel linears it meets (TensorParallel.h). Each column linear
-// opens a block; values sharded by two blocks join them (Q and K meet in
-// the attention scores). A block that meets an op without a rule fails;
-// failed blocks are replicated and the walk repeats until none fails.
+// column-parallel linears it meets and from the vocab tables sharded before
+// it (TensorParallel.h). Each opens a block; values sharded by two blocks
+// join them (Q and K meet in the attention scores). A block closes at
+// row-parallel linears, embedding lookups or the vocab loss; one that meets
+// an op without a rule fails; failed blocks are replicated and the walk
+// repeats until none fails.
 //
 //===----------------------------------------------------------------------===//
 
@@ -307,6 +309,8 @@ public:
 
   struct Block {
     Operation *start = nullptr;
+    /// rows: where the block closes (row-parallel linears, embedding
+    /// lookups, the vocab loss); the vocab ones also in their own lists.
     SmallVector<Operation *> columns, rows, vocabGathers, vocabLosses;
     Operation *failedAt = nullptr;
     std::string reason;
