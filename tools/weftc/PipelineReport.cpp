@@ -42,6 +42,7 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
   if (tensor > 1)
     os << llvm::formatv(" {0,11} {1,15}", "all-reduces", "all-reduce sent");
   os << "\n";
+  double unpipelinedStep = 0, unpipelinedReduces = 0;
   for (auto [s, func] : llvm::enumerate(stages)) {
     int64_t ops = 0, params = 0, sent = 0, received = 0, reduces = 0,
             reduceSent = 0;
@@ -68,6 +69,20 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
     double busy = s < prediction.busySeconds.size()
                       ? prediction.busySeconds[s] * 1e3
                       : 0.0;
+    // One unpipelined rank: its step is the sum of its ops' times.
+    double reduceSeconds = 0;
+    if (!pipelined) {
+      DeviceModel device;
+      busy = 0;
+      for (Operation &op : func.getBody().front().without_terminator()) {
+        double seconds = opSeconds(&op, device);
+        busy += seconds * 1e3;
+        if (isa<shard::AllReduceOp>(op))
+          reduceSeconds += seconds;
+      }
+      unpipelinedStep = busy;
+      unpipelinedReduces = reduceSeconds * 1e3;
+    }
     os << llvm::formatv("{0,5} {1,6} {2,12} {3,14} {4,10:f2} {5,12} {6,12}",
                         s, ops, params, memory.arenaBytes, busy, sent,
                         received);
@@ -75,8 +90,12 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
       os << llvm::formatv(" {0,11} {1,15}", reduces, reduceSent);
     os << "\n";
   }
-  if (!pipelined)
+  if (!pipelined) {
+    os << llvm::formatv("predicted step: {0:f2} ms, all-reduces {1:f2} ms of "
+                        "it\n",
+                        unpipelinedStep, unpipelinedReduces);
     return;
+  }
   os << llvm::formatv(
       "predicted step: {0:f2} ms, bubble fraction {1:f3} (uniform stages: "
       "{2:f3})\n",

@@ -1,10 +1,12 @@
 //===- PipelineReport.h - weftc's per-stage table -------------*- C++ -*-===//
 //
-// What `weftc --pipeline-parallel P` prints about the plan it wrote: per
-// stage, the forward ops it holds, its parameters, its planned peak arena
-// bytes, its predicted busy time and the bytes it sends and receives per
-// step; then the predicted step time and bubble fraction, next to the
-// uniform-stage formula (P - 1) / (M + P - 1).
+// What `weftc --pipeline-parallel P` (or `--tensor-parallel T`) prints
+// about the plan it wrote: per stage, the forward ops it holds, its
+// parameters, its planned peak arena bytes, its predicted busy time and the
+// bytes it sends and receives per step, with T > 1 also its all-reduces and
+// the bytes a rank sends in them; then the predicted step time and (for a
+// pipeline) the bubble fraction, next to the uniform-stage formula
+// (P - 1) / (M + P - 1).
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_TOOLS_WEFTC_PIPELINEREPORT_H
