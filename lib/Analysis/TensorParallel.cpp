@@ -581,17 +581,15 @@ private:
   }
 
   /// A gemm of a sharded activation is a row-parallel linear when the
-  /// shard is along K and the weight a parameter of its own; its bias is
-  /// added after the all-reduce (the rewrite moves it out of the gemm).
+  /// shard is along K and the weight a parameter of its own; its bias term
+  /// (beta C, replicated) is added after the all-reduce (the rewrite moves
+  /// it out of the gemm).
   std::string rowGemm(GemmOp gemm, int64_t block) {
     std::optional<Linear> linear = linearOf(gemm);
     Sharding sa = get(gemm.getA());
     if (!linear || !sa.isSplit() || sa.dim != 1 || get(gemm.getB()).isSplit())
       return "a gemm of a sharded value that is no row-parallel linear has "
              "no rule";
-    if (linear->bias &&
-        (get(linear->bias).isSplit() || gemm.getBeta().convertToDouble() != 1))
-      return "its bias would be added on every rank before the all-reduce";
     shardWeight(linear->w, Sharding::split(linear->kDim, sa.blocks), block);
     shardings[gemm.getResult()] = Sharding::partial();
     opened[block].rows.push_back(gemm);

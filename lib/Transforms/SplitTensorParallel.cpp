@@ -140,12 +140,21 @@ struct SplitTensorParallelPass
       }
       op->setOperand(0, f);
     }
-    // g after every row-parallel linear; a gemm's bias after g.
+    // g after every row-parallel linear; a gemm's bias term beta C after g
+    // (added on every rank before it, the sum would count it T times).
     for (Operation *op : split.rowLinears) {
       Value bias;
       if (auto gemm = dyn_cast<GemmOp>(op); gemm && gemm.getC()) {
         b.setInsertionPoint(gemm);
         bias = gemm.getC();
+        if (double beta = gemm.getBeta().convertToDouble(); beta != 1.0) {
+          Type element = cast<RankedTensorType>(bias.getType()).getElementType();
+          auto scale = ConstantOp::create(
+              b, gemm.getLoc(),
+              DenseElementsAttr::get(RankedTensorType::get({}, element),
+                                     b.getFloatAttr(element, beta)));
+          bias = MulOp::create(b, gemm.getLoc(), bias, scale);
+        }
         auto unbiased = GemmOp::create(
             b, gemm.getLoc(), gemm.getA(), gemm.getB(), Value(),
             gemm.getAlphaAttr(), gemm.getBetaAttr(), gemm.getTransAAttr(),
@@ -157,10 +166,7 @@ struct SplitTensorParallelPass
       }
       b.setInsertionPointAfter(op);
       Value partial = op->getResult(0);
-      auto sum = shard::AllReduceOp::create(
-          b, op->getLoc(), partial, kMeshSymbol,
-          ArrayRef<shard::GridAxis>{shard::GridAxis(axis)},
-          shard::ReductionKind::Sum);
+      auto sum = allReduce(b, op->getLoc(), partial, shard::ReductionKind::Sum);
       partial.replaceAllUsesExcept(sum, sum);
       if (bias) {
         auto added = AddOp::create(b, op->getLoc(), sum, bias);

@@ -190,3 +190,22 @@ func.func @vocab(%tokens: tensor<2x3xi64> {weft.input = "tokens"},
   %loss, %logp = weft.softmax_cross_entropy %scores, %labels : (tensor<6x8xf32>, tensor<6xi64>) -> (tensor<f32>, tensor<6x8xf32>)
   return %loss : tensor<f32>
 }
+
+// -----
+// A row-parallel Gemm with beta != 1: beta C is added once, after g.
+// CHECK-LABEL: func.func @gemm_beta
+// CHECK: %[[B:.*]] = weft.constant dense<5.000000e-01> : tensor<f32>
+// CHECK: %[[C:.*]] = weft.mul %arg3, %[[B]]
+// CHECK: %[[P:.*]] = weft.gemm %{{.*}}, %arg2 {beta = 5.000000e-01 : f64} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[S:.*]] = shard.all_reduce %[[P]]
+// CHECK: weft.add %[[S]], %[[C]]
+func.func @gemm_beta(%x: tensor<4x8xf32> {weft.input = "x"},
+                     %w1: tensor<8x16xf32> {weft.param = "fc.weight"},
+                     %w2: tensor<16x8xf32> {weft.param = "out.weight"},
+                     %c: tensor<8xf32> {weft.param = "out.bias"}) -> tensor<f32> {
+  %h = weft.matmul %x, %w1 : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %a = weft.relu %h : tensor<4x16xf32>
+  %y = weft.gemm %a, %w2, %c {beta = 0.5 : f64} : (tensor<4x16xf32>, tensor<16x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %l = weft.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
