@@ -36,7 +36,7 @@ struct SplitTensorParallelPass
     if (!*mesh || (*mesh)->sizeOf("tensor") == 1)
       return;
     parts = (*mesh)->sizeOf("tensor");
-    axis = llvm::find((*mesh)->axes, "tensor") - (*mesh)->axes.begin();
+    axis = (*mesh)->axisIndex("tensor");
 
     FailureOr<TensorParallelSplit> split = analyzeTensorParallel(
         func, parts,
@@ -220,7 +220,7 @@ struct SplitTensorParallelPass
       auto sums = allReduce(b, loc, stats, shard::ReductionKind::Sum);
       auto vocab = VocabParallelCrossEntropyOp::create(
           b, loc, loss.getLoss().getType(), type, scores, max, sums, labels,
-          loss.getIgnoreIndexAttr());
+          grid, axes, loss.getIgnoreIndexAttr());
       loss.getLoss().replaceAllUsesWith(vocab.getLoss());
       loss.getLogProb().replaceAllUsesWith(vocab.getLogProb());
       loss.erase();

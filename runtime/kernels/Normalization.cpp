@@ -157,18 +157,18 @@ void batchNorm(const KernelCall &call) {
   });
 }
 
-/// The whole tensor's flat index of each element of a tensor-parallel
-/// shard (attributes shard_dim d, shard_blocks b, shard_count c,
-/// shard_index t): the local dim d of size n holds, per block k, the whole
-/// tensor's elements (k c + t) n/b + r, r < n/b. Without the attributes,
-/// the identity.
-std::vector<int64_t> globalIndices(const KernelCall &call) {
+/// Calls `visit(e, g)` for each element e of a tensor-parallel shard with
+/// g its flat index in the whole tensor (attributes shard_dim d,
+/// shard_blocks b, shard_count c, shard_index t): the local dim d of size n
+/// holds, per block k, the whole tensor's entries (k c + t) n/b + r, r < n/b.
+/// Without the attributes, g = e.
+template <typename Visit>
+void forEachGlobalIndex(const KernelCall &call, Visit visit) {
   const Tensor &x = call.in[0];
-  std::vector<int64_t> out(x.numel());
   if (!call.has("shard_dim")) {
-    for (int64_t i = 0; i < int64_t(out.size()); ++i)
-      out[i] = i;
-    return out;
+    for (int64_t e = 0, n = x.numel(); e < n; ++e)
+      visit(e, e);
+    return;
   }
   int64_t d = call.i("shard_dim"), blocks = call.i("shard_blocks"),
           count = call.i("shard_count"), index = call.i("shard_index");
@@ -177,15 +177,14 @@ std::vector<int64_t> globalIndices(const KernelCall &call) {
     outer *= x.shape[i];
   for (size_t i = d + 1; i < x.shape.size(); ++i)
     inner *= x.shape[i];
-  int64_t width = n / blocks, whole = n * count;
-  int64_t e = 0;
+  int64_t width = n / blocks, whole = n * count, e = 0;
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t l = 0; l < n; ++l) {
-      int64_t g = (l / width * count + index) * width + l % width;
+      int64_t row = (l / width * count + index) * width + l % width;
+      int64_t g = (o * whole + row) * inner;
       for (int64_t r = 0; r < inner; ++r)
-        out[e++] = (o * whole + g) * inner + r;
+        visit(e++, g + r);
     }
-  return out;
 }
 
 /// Dropout mask bits: Philox4x32-10 with key (seed low, seed high) and
@@ -208,29 +207,20 @@ void dropout(const KernelCall &call) {
   std::array<uint32_t, 2> key = {uint32_t(seed), uint32_t(seed >> 32)};
   uint32_t rngId = call.has("rng_id") ? uint32_t(call.i("rng_id")) : 0;
   float threshold = static_cast<float>(ratio);
-  auto block = [&](int64_t g) {
-    return philox4x32({uint32_t(g / 4), rngId, uint32_t(call.ctx.microBatch),
-                       uint32_t(call.ctx.step)},
-                      key);
-  };
-  if (!call.has("shard_dim")) {
-    for (int64_t base = 0; base < count; base += 4) {
-      PhiloxBlock bits = block(base);
-      for (int64_t k = 0; k < 4 && base + k < count; ++k)
-        mask[base + k] = uniform01(bits[k]) >= threshold;
+  // Four mask elements per Philox block; consecutive elements mostly share
+  // one, so the last block is kept.
+  int64_t cached = -1;
+  PhiloxBlock bits{};
+  forEachGlobalIndex(call, [&](int64_t e, int64_t g) {
+    if (g / 4 != cached) {
+      cached = g / 4;
+      bits = philox4x32({uint32_t(cached), rngId,
+                         uint32_t(call.ctx.microBatch),
+                         uint32_t(call.ctx.step)},
+                        key);
     }
-  } else {
-    std::vector<int64_t> global = globalIndices(call);
-    int64_t cached = -1;
-    PhiloxBlock bits{};
-    for (int64_t e = 0; e < count; ++e) {
-      if (global[e] / 4 != cached) {
-        cached = global[e] / 4;
-        bits = block(global[e]);
-      }
-      mask[e] = uniform01(bits[global[e] % 4]) >= threshold;
-    }
-  }
+    mask[e] = uniform01(bits[g % 4]) >= threshold;
+  });
   double scale = 1.0 / (1.0 - ratio);
   dispatchFloat(call, x.dtype, [&]<typename T>() {
     const T *in = x.as<T>();

@@ -360,15 +360,13 @@ void checkTransfers(const Plan &plan, const Field &ranks) {
 /// every rank of a group, so that MPI matches them; parameter shards split
 /// over the tensor axis at the rank's coordinate.
 void checkMesh(const Plan &plan, const Field &ranks) {
-  int64_t devices = 1, tensorSize = 1;
+  int64_t devices = 1, tensorSize = plan.axisSize("tensor");
   std::set<std::string> names;
   for (const auto &[name, size] : plan.meshAxes) {
     if (size < 1 || !names.insert(name).second)
       ranks.fail("the mesh's axes must have distinct names and sizes >= 1");
     if (__builtin_mul_overflow(devices, size, &devices))
       devices = INT64_MAX;
-    if (name == "tensor")
-      tensorSize = size;
   }
   if (devices != int64_t(plan.ranks.size()))
     ranks.fail(std::to_string(plan.ranks.size()) + " ranks for a mesh of " +

@@ -120,12 +120,6 @@ void checkDeadlock(const Plan &plan) {
   // (axis, the members' other coordinates, tag) -> members arrived.
   std::map<std::tuple<std::string, std::vector<int64_t>, int64_t>, int64_t>
       arrived;
-  auto axisSize = [&](const std::string &axis) {
-    for (const auto &[name, size] : plan.meshAxes)
-      if (name == axis)
-        return size;
-    return int64_t(1);
-  };
   auto groupKey = [&](const RankPlan &rank, const Instruction &inst) {
     std::vector<int64_t> others;
     for (const auto &[name, size] : plan.meshAxes)
@@ -147,7 +141,7 @@ void checkDeadlock(const Plan &plan) {
             ++count;
             moved = true;
           }
-          if (count < axisSize(inst.axis))
+          if (count < plan.axisSize(inst.axis))
             break;
           atCollective[rank.rank] = false;
         } else if (inst.op == "isend") {

@@ -203,13 +203,41 @@ struct RankSection {
   int64_t microBatches = 1;
 };
 
-FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
-                                const DeviceMesh &mesh,
+/// A `weft.shard = {dim, blocks}` attribute at this rank: the plan's
+/// {dim, blocks, index, count} over the tensor axis.
+json tensorShard(DictionaryAttr split, const DeviceMesh &mesh,
+                 ArrayRef<int64_t> coords) {
+  auto field = [&](StringRef key) {
+    return cast<IntegerAttr>(split.get(key)).getInt();
+  };
+  return {{"dim", field("dim")},
+          {"blocks", field("blocks")},
+          {"index", coords[mesh.axisIndex("tensor")]},
+          {"count", mesh.sizeOf("tensor")}};
+}
+
+/// The vocabulary rows (classes) a vocab-parallel op's rank holds, or -1
+/// for any other op.
+int64_t vocabRows(Operation &op) {
+  if (auto gather = dyn_cast<VocabParallelGatherOp>(op))
+    return gather.getTable().getType().getDimSize(0);
+  if (auto grad = dyn_cast<VocabParallelGatherGradOp>(op))
+    return grad.getType().getDimSize(0);
+  if (auto stats = dyn_cast<VocabParallelCrossEntropyStatsOp>(op))
+    return stats.getScores().getType().getDimSize(1);
+  if (auto grad = dyn_cast<VocabParallelCrossEntropyGradOp>(op))
+    return grad.getType().getDimSize(1);
+  return -1;
+}
+
+/// `memory` is the function's plan, shared by the ranks that run it.
+FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
+                                int64_t rankIndex, const DeviceMesh &mesh,
                                 std::map<int64_t, int64_t> &dropoutCount) {
   // The ranks of one pipeline stage run the same function (tensor and data
   // parallel replicas of it); `replica` is this rank's index among them.
   SmallVector<int64_t> coords = mesh.coords(rankIndex);
-  size_t pipelineAxis = llvm::find(mesh.axes, "pipeline") - mesh.axes.begin();
+  int64_t pipelineAxis = mesh.axisIndex("pipeline");
   int64_t replicas = mesh.size() / mesh.sizeOf("pipeline");
   int64_t replica = rankIndex % replicas;
   auto peerRank = [&](int64_t stage) {
@@ -221,7 +249,6 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
   // replica, interleaved.
   auto planTag = [&](int64_t tag) { return tag * replicas + replica; };
   int64_t collectives = 0;
-  MemoryPlan memory = planMemory(func);
 
   // Buffer ids: one per value, in definition order; views point at the
   // buffer whose bytes they share.
@@ -264,17 +291,8 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
     unsigned i = arg.getArgNumber();
     if (auto name = func.getArgAttrOfType<StringAttr>(i, kParamAttr)) {
       json shard = nullptr;
-      if (auto split = func.getArgAttrOfType<DictionaryAttr>(i, kShardAttr)) {
-        auto field = [&](StringRef key) {
-          return cast<IntegerAttr>(split.get(key)).getInt();
-        };
-        int64_t tensorAxis =
-            llvm::find(mesh.axes, "tensor") - mesh.axes.begin();
-        shard = {{"dim", field("dim")},
-                 {"blocks", field("blocks")},
-                 {"index", coords[tensorAxis]},
-                 {"count", mesh.sizeOf("tensor")}};
-      }
+      if (auto split = func.getArgAttrOfType<DictionaryAttr>(i, kShardAttr))
+        shard = tensorShard(split, mesh, coords);
       params.push_back(
           {{"name", name.str()}, {"buffer", id}, {"shard", shard}});
     } else if (auto name = func.getArgAttrOfType<StringAttr>(i, kStateAttr)) {
@@ -388,35 +406,20 @@ FailureOr<RankSection> emitRank(func::FuncOp func, int64_t rankIndex,
           attrs["rng_id"] = dropoutCount[microBatch]++;
         // A tensor-parallel shard draws its part of the whole mask.
         if (auto split = op.getAttrOfType<DictionaryAttr>(kShardAttr)) {
-          int64_t tensorAxis =
-              llvm::find(mesh.axes, "tensor") - mesh.axes.begin();
-          attrs["shard_dim"] = cast<IntegerAttr>(split.get("dim")).getInt();
-          attrs["shard_blocks"] =
-              cast<IntegerAttr>(split.get("blocks")).getInt();
-          attrs["shard_count"] = mesh.sizeOf("tensor");
-          attrs["shard_index"] = coords[tensorAxis];
+          json shard = tensorShard(split, mesh, coords);
+          for (auto &[key, value] : shard.items())
+            attrs["shard_" + key] = value;
         }
       }
       // Vocab parallelism: the first row (class) this rank holds.
-      auto localRows = [&]() -> int64_t {
-        if (auto gather = dyn_cast<VocabParallelGatherOp>(op))
-          return gather.getTable().getType().getDimSize(0);
-        if (auto grad = dyn_cast<VocabParallelGatherGradOp>(op)) {
-          attrs["rows"] = grad.getType().getDimSize(0);
-          return grad.getType().getDimSize(0);
-        }
-        if (auto stats = dyn_cast<VocabParallelCrossEntropyStatsOp>(op))
-          return stats.getScores().getType().getDimSize(1);
-        if (auto grad = dyn_cast<VocabParallelCrossEntropyGradOp>(op))
-          return grad.getType().getDimSize(1);
-        return -1;
-      };
-      if (int64_t rows = localRows(); rows >= 0) {
+      if (int64_t rows = vocabRows(op); rows >= 0) {
         auto axes = op.getAttrOfType<DenseI16ArrayAttr>("grid_axes");
         if (!axes || axes.size() != 1)
           return op.emitError("plan emission: a vocab-parallel op must be "
                               "sharded over one mesh axis");
         attrs["start"] = coords[axes[0]] * rows;
+        if (isa<VocabParallelGatherGradOp>(op))
+          attrs["rows"] = rows;
       }
       inst["kernel"] = op.getName().stripDialect().str();
       inst["attrs"] = attrs;
@@ -498,8 +501,9 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   llvm::DenseMap<int64_t, func::FuncOp> byStage;
   for (func::FuncOp func : funcs)
     byStage[stageOf(func).value_or(0)] = func;
-  size_t pipelineAxis = llvm::find(mesh.axes, "pipeline") - mesh.axes.begin();
+  int64_t pipelineAxis = mesh.axisIndex("pipeline");
   std::map<int64_t, std::map<int64_t, int64_t>> dropoutsBefore;
+  std::map<int64_t, MemoryPlan> memories; // planned once per stage
   for (int64_t index = 0; index < mesh.size(); ++index) {
     int64_t stage = mesh.coords(index)[pipelineAxis];
     func::FuncOp func = byStage.lookup(stage);
@@ -510,8 +514,11 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
     auto [before, first] = dropoutsBefore.insert({stage, dropoutCount});
     if (!first)
       dropoutCount = before->second;
+    auto [memory, planned] = memories.try_emplace(stage);
+    if (planned)
+      memory->second = planMemory(func);
     FailureOr<RankSection> section =
-        emitRank(func, index, mesh, dropoutCount);
+        emitRank(func, memory->second, index, mesh, dropoutCount);
     if (failed(section))
       return failure();
     microBatches = std::max(microBatches, section->microBatches);

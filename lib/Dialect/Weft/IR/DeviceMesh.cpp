@@ -23,6 +23,11 @@ int64_t DeviceMesh::sizeOf(StringRef name) const {
   return 1;
 }
 
+int64_t DeviceMesh::axisIndex(StringRef name) const {
+  auto it = llvm::find(axes, name);
+  return it == axes.end() ? -1 : it - axes.begin();
+}
+
 SmallVector<int64_t> DeviceMesh::coords(int64_t rank) const {
   SmallVector<int64_t> out(sizes.size());
   for (int64_t d = sizes.size() - 1; d >= 0; --d) {

@@ -88,18 +88,9 @@ VocabParallelCrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   if (dys[1])
     return emitOpError("autodiff: the loss depends on log_prob, whose "
                        "gradient weft does not implement");
-  // The grid of the stats' all-reduce names the vocab axis.
-  auto allReduce = getStats().getDefiningOp();
-  auto statsOp = allReduce
-                     ? allReduce->getOperand(0)
-                           .getDefiningOp<VocabParallelCrossEntropyStatsOp>()
-                     : VocabParallelCrossEntropyStatsOp();
-  if (!statsOp)
-    return emitOpError("autodiff: stats must be the all-reduced "
-                       "vocab_parallel_cross_entropy_stats");
   dxs[0] = VocabParallelCrossEntropyGradOp::create(
       b, getLoc(), getScores().getType(), getLogProb(), getLabels(), dys[0],
-      statsOp.getGridAttr(), statsOp.getGridAxesAttr(), getIgnoreIndexAttr());
+      getGridAttr(), getGridAxesAttr(), getIgnoreIndexAttr());
   return success();
 }
 

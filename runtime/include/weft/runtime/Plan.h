@@ -116,6 +116,14 @@ struct Plan {
   int64_t globalBatch = 1;
   std::vector<InputDesc> inputs, outputs;
   std::vector<RankPlan> ranks;
+
+  /// Ranks along mesh axis `axis` (1 when the mesh lacks it).
+  int64_t axisSize(const std::string &axis) const {
+    for (const auto &[name, size] : meshAxes)
+      if (name == axis)
+        return size;
+    return 1;
+  }
 };
 
 /// Reads and validates a plan: every field, every compute instruction

@@ -42,6 +42,9 @@ struct DeviceMesh {
   int64_t size() const;
   /// Size of the axis named `name`, 1 when the mesh lacks it.
   int64_t sizeOf(llvm::StringRef name) const;
+  /// Position of the axis named `name` among the axes (its index in
+  /// coordinates and in collectives' grid_axes), -1 when the mesh lacks it.
+  int64_t axisIndex(llvm::StringRef name) const;
   /// The rank's coordinates: its row-major multi-index. Pre: 0 <= rank <
   /// size().
   llvm::SmallVector<int64_t> coords(int64_t rank) const;

@@ -125,6 +125,7 @@ def Weft_VocabParallelCrossEntropyOp
   let arguments = (ins Weft_FloatTensor:$scores, Weft_FloatTensor:$max,
                        Weft_FloatTensor:$stats,
                        StaticShapeTensorOf<[I32, I64]>:$labels,
+                       FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes,
                        OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Weft_FloatTensor:$loss, Weft_FloatTensor:$log_prob);
   let assemblyFormat = "$scores `,` $max `,` $stats `,` $labels attr-dict `:` functional-type(operands, results)";

@@ -1,0 +1,223 @@
+//===- TensorParallelPatterns.cpp - what the split recognises -------------===//
+
+#include "TensorParallelPatterns.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+using namespace mlir;
+
+namespace weft::tp {
+
+std::string nodeOf(Operation *op) {
+  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+    return "'" + name.getName().str() + "' (" +
+           op->getName().getStringRef().str() + ")";
+  return op->getName().getStringRef().str();
+}
+
+int64_t rankOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getRank();
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+int64_t normalized(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+bool isOwnedParam(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || !arg.hasOneUse())
+    return false;
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  return func && func.getArgAttr(arg.getArgNumber(), kParamAttr);
+}
+
+BlockArgument weightParam(Value rhs) {
+  Value v = rhs;
+  if (auto t = rhs.getDefiningOp<TransposeOp>()) {
+    if (!rhs.hasOneUse() || t.getPerm() != ArrayRef<int64_t>{1, 0})
+      return {};
+    v = t.getInput();
+  } else if (!rhs.hasOneUse()) {
+    return {};
+  }
+  if (!isOwnedParam(v) || rankOf(v) != 2)
+    return {};
+  return cast<BlockArgument>(v);
+}
+
+int64_t sliceBlockWidth(SliceOp slice, ArrayRef<int64_t> shape, int64_t dim) {
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+    int64_t start = slice.getStarts()[d], end = slice.getEnds()[d];
+    if (slice.getSteps()[d] != 1)
+      return 0;
+    if (d != dim && (start != 0 || end < shape[d]))
+      return 0;
+  }
+  int64_t start = slice.getStarts()[dim],
+          end = std::min(slice.getEnds()[dim], shape[dim]);
+  int64_t width = end - start;
+  if (width <= 0 || shape[dim] % width || start % width)
+    return 0;
+  return width;
+}
+
+int64_t fusedBlocks(Value y) {
+  Value v = y;
+  while (v.hasOneUse()) {
+    Operation *user = *v.getUsers().begin();
+    if (auto add = dyn_cast<AddOp>(user)) {
+      Value other = add.getLhs() == v ? add.getRhs() : add.getLhs();
+      if (!isOwnedParam(other) || rankOf(other) != 1)
+        break;
+      v = add.getResult();
+    } else if (auto reshape = dyn_cast<ReshapeOp>(user);
+               reshape && shapeOf(reshape.getResult()).back() ==
+                              shapeOf(v).back()) {
+      v = reshape.getResult();
+    } else {
+      break;
+    }
+  }
+  int64_t last = rankOf(v) - 1;
+  int64_t k = 0;
+  for (Operation *user : v.getUsers()) {
+    int64_t parts = 0;
+    if (auto split = dyn_cast<SplitOp>(user)) {
+      ArrayRef<int64_t> sizes = split.getSizes();
+      if (normalized(split.getAxis(), rankOf(v)) == last &&
+          llvm::all_equal(sizes))
+        parts = sizes.size();
+    } else if (auto slice = dyn_cast<SliceOp>(user)) {
+      if (int64_t width = sliceBlockWidth(slice, shapeOf(v), last))
+        parts = shapeOf(v)[last] / width;
+    }
+    if (parts < 2 || (k && k != parts))
+      return 1;
+    k = parts;
+  }
+  return std::max<int64_t>(k, 1);
+}
+
+std::optional<Linear> linearOf(Operation *op) {
+  if (auto mm = dyn_cast<MatMulOp>(op)) {
+    if (rankOf(mm.getLhs()) < 2 || !weightParam(mm.getRhs()))
+      return std::nullopt;
+    return Linear{mm.getLhs(), mm.getRhs(), 0, 1, Value()};
+  }
+  if (auto gemm = dyn_cast<GemmOp>(op)) {
+    if (gemm.getTransA() || !weightParam(gemm.getB()))
+      return std::nullopt;
+    int64_t k = gemm.getTransB() ? 1 : 0;
+    return Linear{gemm.getA(), gemm.getB(), k, 1 - k, gemm.getC()};
+  }
+  return std::nullopt;
+}
+
+namespace {
+/// Whether `v` is (through reshapes and micro-batch slices) a model input:
+/// token ids, not positions computed in the graph.
+bool isModelInput(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<ReshapeOp, SliceOp>(def))
+      return false;
+    v = def->getOperand(0);
+  }
+  auto arg = cast<BlockArgument>(v);
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  return func && func.getArgAttr(arg.getArgNumber(), kInputAttr);
+}
+
+} // namespace
+
+SoftmaxCrossEntropyOp headLoss(Value scores) {
+  Value v = scores;
+  while (v.hasOneUse()) {
+    Operation *user = *v.getUsers().begin();
+    if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(user)) {
+      if (loss.getScores() == v && rankOf(v) == 2 && !loss.getWeights() &&
+          loss.getReduction() == "mean" && loss.getLogProb().use_empty())
+        return loss;
+      return {};
+    }
+    if (auto add = dyn_cast<AddOp>(user)) {
+      Value other = add.getLhs() == v ? add.getRhs() : add.getLhs();
+      if (!isOwnedParam(other) || rankOf(other) != 1)
+        return {};
+      v = add.getResult();
+    } else if (auto r = dyn_cast<ReshapeOp>(user);
+               r && shapeOf(r.getResult()).back() == shapeOf(v).back()) {
+      v = r.getResult();
+    } else {
+      return {};
+    }
+  }
+  return {};
+}
+
+Operation *vocabTableStart(BlockArgument arg, int64_t parts) {
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (!func || !func.getArgAttr(arg.getArgNumber(), kParamAttr) ||
+      rankOf(arg) != 2 || shapeOf(arg)[0] % parts || arg.use_empty())
+    return nullptr;
+  Operation *first = nullptr;
+  for (Operation *user : arg.getUsers()) {
+    bool ok = false;
+    if (auto gather = dyn_cast<GatherOp>(user))
+      ok = gather.getData() == arg && gather.getAxis() == 0 &&
+           isModelInput(gather.getIndices());
+    else if (auto t = dyn_cast<TransposeOp>(user);
+             t && t.getPerm() == ArrayRef<int64_t>{1, 0})
+      ok = llvm::all_of(t->getUses(), [](OpOperand &use) {
+        auto mm = dyn_cast<MatMulOp>(use.getOwner());
+        return mm && use.getOperandNumber() == 1 && headLoss(mm.getResult());
+      });
+    if (!ok)
+      return nullptr;
+    if (!first || user->isBeforeInBlock(first))
+      first = user;
+  }
+  return first;
+}
+
+bool isElementwise(Operation *op) {
+  return isa<SqrtOp, ReciprocalOp, NegOp, ExpOp, LogOp, ErfOp, TanhOp, ReluOp,
+             SigmoidOp, GeluOp, GeluTanhOp, CastOp, ClipOp, AddOp, SubOp, MulOp,
+             DivOp, PowOp, EqualOp, WhereOp>(op);
+}
+
+bool opensBlock(Operation *column) {
+  SmallVector<Value> work{column->getResult(0)};
+  llvm::DenseSet<Value> seen;
+  auto foreign = [&](Operation *op) {
+    if (!isa<AddOp, SubOp>(op))
+      return false;
+    for (Value v : op->getOperands())
+      if (!seen.contains(v) && !isOwnedParam(v) &&
+          !v.getDefiningOp<ConstantOp>())
+        return true;
+    return false;
+  };
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (linearOf(user) && use.getOperandNumber() == 0)
+        return true;
+      if (foreign(user))
+        continue;
+      if (isElementwise(user) ||
+          isa<ReshapeOp, TransposeOp, SplitOp, SliceOp, SoftmaxOp,
+              LogSoftmaxOp, DropoutOp, MatMulOp, LayerNormOp>(user))
+        work.append(user->getResults().begin(), user->getResults().end());
+    }
+  }
+  return false;
+}
+
+} // namespace weft::tp
