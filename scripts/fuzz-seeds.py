@@ -67,6 +67,12 @@ def _model(nodes, inputs, initializers):
     return model
 
 
+def _token_inputs():
+    """int64 tokens and targets [2, 4] of the tiny language models."""
+    return [helper.make_tensor_value_info(name, TensorProto.INT64, [2, 4])
+            for name in ("tokens", "targets")]
+
+
 def tiny_lm():
     """Embedding, layer norm, attention-like matmuls, softmax, loss."""
     rng = np.random.default_rng(0)
@@ -85,8 +91,7 @@ def tiny_lm():
         helper.make_node("SoftmaxCrossEntropyLoss", ["lt", "targets"],
                          ["loss"]),
     ]
-    inputs = [helper.make_tensor_value_info("tokens", TensorProto.INT64, [2, 4]),
-              helper.make_tensor_value_info("targets", TensorProto.INT64, [2, 4])]
+    inputs = _token_inputs()
     return _model(nodes, inputs, {"emb": w(11, 8), "g": np.ones(8, np.float32),
                                   "b": np.zeros(8, np.float32), "wq": w(8, 8),
                                   "head": w(8, 11)})
@@ -108,8 +113,7 @@ def tiny_mlp_lm():
         helper.make_node("SoftmaxCrossEntropyLoss", ["lt", "targets"],
                          ["loss"]),
     ]
-    inputs = [helper.make_tensor_value_info("tokens", TensorProto.INT64, [2, 4]),
-              helper.make_tensor_value_info("targets", TensorProto.INT64, [2, 4])]
+    inputs = _token_inputs()
     return _model(nodes, inputs, {"emb": w(11, 8), "w1": w(8, 16),
                                   "w2": w(16, 8), "head": w(8, 11)})
 

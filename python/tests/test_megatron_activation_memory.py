@@ -29,12 +29,11 @@ import re
 
 import onnx
 import pytest
-import torch
 
 import independent_gpt
 from conftest import run
 from weft.examples import gpt, gpt_weights_free
-from weft.examples.common import export
+from weft.examples.common import export, set_dropout
 
 POLICIES = {
     "none": [],
@@ -73,9 +72,7 @@ def test_weights_free_export_plans_like_torch(weftc, tmp_path):
     and on two pipeline stages, and the same parameter and FLOP counts."""
     shape = dict(layers=2, hidden=128, heads=4, seq=64, vocab=96, batch=2)
     model, inputs = gpt.build(**shape)
-    for module in model.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = 0.1
+    set_dropout(model, 0.1)
     exported = tmp_path / "torch.onnx"
     export(model, inputs, ["tokens", "targets"], str(exported))
     built = tmp_path / "weights-free.onnx"
@@ -116,13 +113,14 @@ def test_per_layer_activations_match_megatron(weftc, tmp_path, name, batch,
                              *POLICIES[policy]))
     expected = megatron_bytes(policy, config["seq"], batch, config["hidden"],
                               config["heads"])
-    assert per_layer == pytest.approx(expected, rel=0.02), \
-        (per_layer, expected, per_layer / expected)
     # What weft adds to the formula is the LayerNorm statistics alone (two
     # LayerNorms, mean and inverse deviation, sb f16 values each); full
-    # recompute keeps the layer input alone.
+    # recompute keeps the layer input alone. The issue's bar, within 2% of
+    # Table 2, follows from it.
     stats = 2 * 2 * 2 * config["seq"] * batch
-    assert per_layer - expected == (0 if policy == "full-layer" else stats)
+    assert per_layer - expected == (0 if policy == "full-layer" else stats), \
+        (per_layer, expected, per_layer / expected)
+    assert per_layer - expected <= 0.02 * expected
 
 
 def megatron_tensor_parallel_bytes(policy, s, b, h, a, t):
@@ -155,10 +153,12 @@ def test_per_layer_activations_with_tensor_parallelism_match_megatron(
                              *flags))
     expected = megatron_tensor_parallel_bytes(
         policy, config["seq"], 1, config["hidden"], config["heads"], t)
-    assert per_layer == pytest.approx(expected, rel=0.02), \
-        (per_layer, expected, per_layer / expected)
+    # Exactly Table 2 plus the LayerNorm statistics (replicated: each rank
+    # normalises the whole sequence), within the issue's 2%.
     stats = 2 * 2 * 2 * config["seq"]
-    assert per_layer - expected == (0 if policy == "full-layer" else stats)
+    assert per_layer - expected == (0 if policy == "full-layer" else stats), \
+        (per_layer, expected, per_layer / expected)
+    assert per_layer - expected <= 0.02 * expected
 
 
 def test_gpt3_175b_estimate(weftc, tmp_path):

@@ -29,7 +29,7 @@ from onnx import numpy_helper
 from conftest import BUILD, run, tool
 from weft import oracle
 from weft.examples import encoder_lm, gpt, hf_gpt2
-from weft.examples.common import export
+from weft.examples.common import export, set_dropout
 from weft.oracle import mpirun, write_step
 
 STEPS = 10
@@ -275,9 +275,7 @@ def test_dropout_masks_do_not_depend_on_the_tensor_axis(weftc, tmp_path):
     the single rank's losses; with selective recompute the recomputed
     dropout draws them again. (Not against torch: its RNG differs.)"""
     model, inputs = gpt.build(**CONFIG)
-    for module in model.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = 0.1
+    set_dropout(model, 0.1)
     path = tmp_path / "gpt-dropout.onnx"
     export(model, inputs, ["tokens", "targets"], str(path))
     losses = {}

@@ -18,7 +18,7 @@ import argparse
 import torch
 import torch.nn as nn
 
-from weft.examples.common import export
+from weft.examples.common import build_lm, export
 
 CONFIGS = {
     "small": dict(layers=2, hidden=64, heads=4, seq=32, vocab=128, batch=8),
@@ -49,11 +49,8 @@ class EncoderLM(nn.Module):
 
 def build(layers, hidden, heads, seq, vocab, batch, seed=0):
     """The model and a fixed batch (tokens, targets)."""
-    torch.manual_seed(seed)
-    model = EncoderLM(layers, hidden, heads, seq, vocab)
-    tokens = torch.randint(0, vocab, (batch, seq))
-    targets = torch.randint(0, vocab, (batch, seq))
-    return model, (tokens, targets)
+    return build_lm(lambda: EncoderLM(layers, hidden, heads, seq, vocab), vocab,
+                    batch, seq, seed)
 
 
 def main(argv=None):

@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from weft.examples.common import export
+from weft.examples.common import build_lm, export
 
 CONFIGS = {
     "small": dict(layers=4, hidden=128, heads=4, seq=64, vocab=512, batch=8),
@@ -95,11 +95,8 @@ class GPT(nn.Module):
 
 def build(layers, hidden, heads, seq, vocab, batch, seed=0):
     """The model and a fixed batch (tokens, targets)."""
-    torch.manual_seed(seed)
-    model = GPT(layers, hidden, heads, seq, vocab)
-    tokens = torch.randint(0, vocab, (batch, seq))
-    targets = torch.randint(0, vocab, (batch, seq))
-    return model, (tokens, targets)
+    return build_lm(lambda: GPT(layers, hidden, heads, seq, vocab), vocab,
+                    batch, seq, seed)
 
 
 def main(argv=None):

@@ -15,7 +15,7 @@ import argparse
 
 import torch
 
-from weft.examples.common import export
+from weft.examples.common import build_lm, export
 
 CONFIGS = {
     "small": dict(layers=2, hidden=64, heads=4, seq=32, vocab=128, batch=8),
@@ -42,11 +42,8 @@ class GPT2Loss(torch.nn.Module):
 
 def build(layers, hidden, heads, seq, vocab, batch, seed=0):
     """The model and a fixed batch (tokens, targets)."""
-    torch.manual_seed(seed)
-    model = GPT2Loss(layers, hidden, heads, seq, vocab)
-    tokens = torch.randint(0, vocab, (batch, seq))
-    targets = torch.randint(0, vocab, (batch, seq))
-    return model, (tokens, targets)
+    return build_lm(lambda: GPT2Loss(layers, hidden, heads, seq, vocab), vocab,
+                    batch, seq, seed)
 
 
 def main(argv=None):
