@@ -65,23 +65,31 @@ int64_t sliceBlockWidth(SliceOp slice, ArrayRef<int64_t> shape, int64_t dim) {
   return width;
 }
 
-int64_t fusedBlocks(Value y) {
-  Value v = y;
+namespace {
+/// The end of the single-use chain a linear's output passes before its
+/// features are used: bias adds of its own (1-D parameters) and reshapes
+/// that keep the features last.
+Value throughBiasAndReshapes(Value v) {
   while (v.hasOneUse()) {
     Operation *user = *v.getUsers().begin();
     if (auto add = dyn_cast<AddOp>(user)) {
       Value other = add.getLhs() == v ? add.getRhs() : add.getLhs();
       if (!isOwnedParam(other) || rankOf(other) != 1)
-        break;
+        return v;
       v = add.getResult();
-    } else if (auto reshape = dyn_cast<ReshapeOp>(user);
-               reshape && shapeOf(reshape.getResult()).back() ==
-                              shapeOf(v).back()) {
-      v = reshape.getResult();
+    } else if (auto r = dyn_cast<ReshapeOp>(user);
+               r && shapeOf(r.getResult()).back() == shapeOf(v).back()) {
+      v = r.getResult();
     } else {
-      break;
+      return v;
     }
   }
+  return v;
+}
+} // namespace
+
+int64_t fusedBlocks(Value y) {
+  Value v = throughBiasAndReshapes(y);
   int64_t last = rankOf(v) - 1;
   int64_t k = 0;
   for (Operation *user : v.getUsers()) {
@@ -134,28 +142,14 @@ bool isModelInput(Value v) {
 } // namespace
 
 SoftmaxCrossEntropyOp headLoss(Value scores) {
-  Value v = scores;
-  while (v.hasOneUse()) {
-    Operation *user = *v.getUsers().begin();
-    if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(user)) {
-      if (loss.getScores() == v && rankOf(v) == 2 && !loss.getWeights() &&
-          loss.getReduction() == "mean" && loss.getLogProb().use_empty())
-        return loss;
-      return {};
-    }
-    if (auto add = dyn_cast<AddOp>(user)) {
-      Value other = add.getLhs() == v ? add.getRhs() : add.getLhs();
-      if (!isOwnedParam(other) || rankOf(other) != 1)
-        return {};
-      v = add.getResult();
-    } else if (auto r = dyn_cast<ReshapeOp>(user);
-               r && shapeOf(r.getResult()).back() == shapeOf(v).back()) {
-      v = r.getResult();
-    } else {
-      return {};
-    }
-  }
-  return {};
+  Value v = throughBiasAndReshapes(scores);
+  if (!v.hasOneUse())
+    return {};
+  auto loss = dyn_cast<SoftmaxCrossEntropyOp>(*v.getUsers().begin());
+  if (!loss || loss.getScores() != v || rankOf(v) != 2 || loss.getWeights() ||
+      loss.getReduction() != "mean" || !loss.getLogProb().use_empty())
+    return {};
+  return loss;
 }
 
 Operation *vocabTableStart(BlockArgument arg, int64_t parts) {
