@@ -92,6 +92,8 @@ LogicalResult PlanPipelineOptions::validate(
     return fail("--microbatches must be at least 1");
   if (tensorParallel < 1)
     return fail("--tensor-parallel must be at least 1");
+  if (sequenceParallel && tensorParallel < 2)
+    return fail("--sequence-parallel needs --tensor-parallel of 2 or more");
   if (!balance.empty() && pipelineParallel < 2)
     return fail("--balance needs --pipeline-parallel of 2 or more");
   if (pipelineParallel > 1 && step == CompiledStep::Forward)
@@ -139,7 +141,8 @@ std::string PlanPipelineOptions::textual() const {
     llvm::interleave(balance, os, ",");
   }
   os << " tensor-parallel=" << tensorParallel << " tensor-parallel-fallback="
-     << nameOf(kFallbacks, tensorParallelFallback.getValue());
+     << nameOf(kFallbacks, tensorParallelFallback.getValue())
+     << " sequence-parallel=" << (sequenceParallel ? "true" : "false");
   os << " microbatches=" << microbatches
      << " schedule=" << scheduleName(schedule)
      << " optimizer=" << nameOf(kOptimizers, optimizer.getValue())
@@ -164,6 +167,9 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   if (o.tensorParallel > 1)
     pm.addNestedPass<func::FuncOp>(createSplitTensorParallel(
         {nameOf(kFallbacks, o.tensorParallelFallback.getValue()).str()}));
+  // The region between g and f on 1/T of the sequence.
+  if (o.sequenceParallel)
+    pm.addNestedPass<func::FuncOp>(createSplitSequenceParallel());
   if (o.step == CompiledStep::Forward)
     return;
   bool pipelined = o.pipelineParallel > 1;

@@ -45,6 +45,17 @@ public:
     if (in != out) // a group of one: the sum is the input
       std::memmove(out, in, count * dtypeSize(dtype));
   }
+  void allGather(const std::string &, const void *in, void *out,
+                 int64_t outer, int64_t part, DType dtype, int64_t) override {
+    if (in != out) // a group of one: the whole is the part
+      std::memmove(out, in, outer * part * dtypeSize(dtype));
+  }
+  void reduceScatter(const std::string &, const void *in, void *out,
+                     int64_t outer, int64_t part, DType dtype,
+                     int64_t) override {
+    if (in != out)
+      std::memmove(out, in, outer * part * dtypeSize(dtype));
+  }
   std::vector<int64_t> allGather(int64_t value) override { return {value}; }
   std::vector<std::string> gatherStrings(const std::string &text,
                                          int) override {
@@ -138,23 +149,73 @@ public:
   }
   void allReduce(const std::string &axis, const void *in, void *out,
                  int64_t count, DType dtype, bool max, int64_t tag) override {
-    auto it = axisComms.find(axis);
-    if (it == axisComms.end())
-      throw Error("all-reduce " + std::to_string(tag) + " over '" + axis +
-                  "': no such mesh axis (splitMesh not called?)");
-    if (count > INT_MAX)
-      throw Error("all-reduce " + std::to_string(tag) + ": " +
-                  std::to_string(count) +
-                  " elements exceed one MPI call (2^31 - 1)");
+    MPI_Comm comm = axisComm(axis, "all-reduce", tag);
     MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
     MPI_Request request;
     check(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out,
-                         static_cast<int>(count), type, max ? MPI_MAX : MPI_SUM,
-                         it->second,
-                         &request),
+                         elements(count, "all-reduce", tag), type,
+                         max ? MPI_MAX : MPI_SUM, comm, &request),
           "MPI_Iallreduce", tag);
     complete(request, "MPI_Iallreduce", tag,
              "all-reduce " + std::to_string(tag) + " over '" + axis + "'");
+  }
+
+  void allGather(const std::string &axis, const void *in, void *out,
+                 int64_t outer, int64_t part, DType dtype,
+                 int64_t tag) override {
+    MPI_Comm comm = axisComm(axis, "all-gather", tag);
+    int members = 0;
+    MPI_Comm_size(comm, &members);
+    MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
+    int64_t size = dtypeSize(dtype);
+    int count = elements(outer * part, "all-gather", tag);
+    // Member t's part lands at t * part, then every G * part: a vector
+    // type whose extent is one part, so that MPI places part t at t.
+    MPI_Datatype strided, placed;
+    check(MPI_Type_vector(elements(outer, "all-gather", tag),
+                          elements(part, "all-gather", tag),
+                          elements(members * part, "all-gather", tag), type,
+                          &strided),
+          "MPI_Type_vector", tag);
+    check(MPI_Type_create_resized(strided, 0, part * size, &placed),
+          "MPI_Type_create_resized", tag);
+    MPI_Type_commit(&placed);
+    MPI_Request request;
+    int status = MPI_Iallgather(in, count, type, out, 1, placed, comm,
+                                &request);
+    MPI_Type_free(&strided);
+    MPI_Type_free(&placed); // MPI keeps it until the request completes
+    check(status, "MPI_Iallgather", tag);
+    complete(request, "MPI_Iallgather", tag,
+             "all-gather " + std::to_string(tag) + " over '" + axis + "'");
+  }
+
+  void reduceScatter(const std::string &axis, const void *in, void *out,
+                     int64_t outer, int64_t part, DType dtype,
+                     int64_t tag) override {
+    MPI_Comm comm = axisComm(axis, "reduce-scatter", tag);
+    int members = 0;
+    MPI_Comm_size(comm, &members);
+    MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
+    int64_t size = dtypeSize(dtype);
+    const void *send = in;
+    if (outer > 1) {
+      // MPI scatters contiguous blocks: [outer][G][part] -> [G][outer][part].
+      staging.resize(outer * members * part * size);
+      const char *from = static_cast<const char *>(in);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t t = 0; t < members; ++t)
+          std::memcpy(staging.data() + (t * outer + o) * part * size,
+                      from + (o * members + t) * part * size, part * size);
+      send = staging.data();
+    }
+    MPI_Request request;
+    check(MPI_Ireduce_scatter_block(
+              send, out, elements(outer * part, "reduce-scatter", tag), type,
+              MPI_SUM, comm, &request),
+          "MPI_Ireduce_scatter_block", tag);
+    complete(request, "MPI_Ireduce_scatter_block", tag,
+             "reduce-scatter " + std::to_string(tag) + " over '" + axis + "'");
   }
 
   std::vector<int64_t> allGather(int64_t value) override {
@@ -222,6 +283,24 @@ public:
   }
 
 private:
+  /// The group along `axis` (splitMesh made it).
+  MPI_Comm axisComm(const std::string &axis, const char *what,
+                    int64_t tag) const {
+    auto it = axisComms.find(axis);
+    if (it == axisComms.end())
+      throw Error(std::string(what) + " " + std::to_string(tag) + " over '" +
+                  axis + "': no such mesh axis (splitMesh not called?)");
+    return it->second;
+  }
+  /// `count` as MPI's int, or an Error naming the collective.
+  static int elements(int64_t count, const char *what, int64_t tag) {
+    if (count > INT_MAX)
+      throw Error(std::string(what) + " " + std::to_string(tag) + ": " +
+                  std::to_string(count) +
+                  " elements exceed one MPI call (2^31 - 1)");
+    return static_cast<int>(count);
+  }
+
   struct Pending {
     MPI_Request request;
     std::string what; ///< "receive of N bytes from rank P", for the watchdog
@@ -293,6 +372,8 @@ private:
   int64_t tagUpperBound = 32767; ///< MPI_TAG_UB, read once
   std::map<int64_t, Pending> pending;
   std::map<std::string, MPI_Comm> axisComms; ///< splitMesh's groups
+  /// reduceScatter's part-major copy of a strided input (grown, reused).
+  std::vector<char> staging;
 };
 
 } // namespace

@@ -271,9 +271,25 @@ void Executor::transfer(const Instruction &inst) {
   if (isCollective(inst.op)) {
     const BufferDesc &x = rankPlan.buffers[inst.inputs[0]],
                      &y = rankPlan.buffers[inst.outputs[0]];
-    comm->allReduce(inst.axis, arena + x.offset, arena + y.offset,
-                    x.bytes / dtypeSize(x.dtype), x.dtype,
-                    inst.reduction == "max", inst.tag);
+    if (inst.op == "all_reduce") {
+      comm->allReduce(inst.axis, arena + x.offset, arena + y.offset,
+                      x.bytes / dtypeSize(x.dtype), x.dtype,
+                      inst.reduction == "max", inst.tag);
+      return;
+    }
+    // A rank's part of the whole along `dim`: [outer][part] of
+    // [outer][G][part] (the loader checked the shapes against G).
+    const std::vector<int64_t> &local =
+        (inst.op == "all_gather" ? x : y).shape;
+    int64_t outer = 1, part = 1;
+    for (size_t d = 0; d < local.size(); ++d)
+      (int64_t(d) < inst.dim ? outer : part) *= local[d];
+    if (inst.op == "all_gather")
+      comm->allGather(inst.axis, arena + x.offset, arena + y.offset, outer,
+                      part, x.dtype, inst.tag);
+    else
+      comm->reduceScatter(inst.axis, arena + x.offset, arena + y.offset,
+                          outer, part, x.dtype, inst.tag);
   } else if (inst.op == "isend") {
     const BufferDesc &b = rankPlan.buffers[inst.inputs[0]];
     comm->isend(arena + b.offset, b.bytes, inst.peer, inst.tag);

@@ -209,7 +209,7 @@ parseRank(const Field &f,
     if (d.op != "compute" && !isTransfer(d.op) && !isCollective(d.op))
       in.at("op").fail("unknown instruction '" + d.op +
                        "' (expected compute, isend, irecv, wait_send, "
-                       "wait_recv or all_reduce)");
+                       "wait_recv, all_reduce, all_gather or reduce_scatter)");
     d.name = in.has("name") ? in.at("name").string() : "";
     d.phase = in.at("phase").string();
     d.microBatch = in.at("micro_batch").nonNegative();
@@ -248,22 +248,33 @@ parseRank(const Field &f,
       d.axis = in.at("axis").string();
       if (in.has("reduction")) {
         d.reduction = in.at("reduction").string();
-        if (d.reduction != "sum" && d.reduction != "max")
-          in.at("reduction").fail("'" + d.reduction +
-                                  "': expected sum or max");
+        if (d.reduction != "sum" && (d.reduction != "max" ||
+                                     d.op != "all_reduce"))
+          in.at("reduction").fail("'" + d.reduction + "': expected sum" +
+                                   (d.op == "all_reduce" ? " or max" : ""));
       }
-      // A sum over the group: one float buffer in, one of its type out.
+      // One float buffer in, one of its type out: the same shape for an
+      // all-reduce; for the others, checked against the axis's size with
+      // the mesh (checkMesh).
       if (d.inputs.size() != 1 || d.outputs.size() != 1)
         in.fail(d.op + " reads one buffer and writes one");
       const BufferDesc &x = rank.buffers[d.inputs[0]],
                        &y = rank.buffers[d.outputs[0]];
-      if (x.dtype != y.dtype || x.shape != y.shape)
+      bool sameShape = d.op == "all_reduce";
+      if (d.op != "all_reduce") {
+        d.dim = in.at("dim").nonNegative();
+        if (d.dim >= int64_t(x.shape.size()))
+          in.at("dim").fail("dimension " + std::to_string(d.dim) + " of a " +
+                            shapeString(x.shape) + " buffer");
+      }
+      if (x.dtype != y.dtype || (sameShape && x.shape != y.shape) ||
+          x.shape.size() != y.shape.size())
         in.at("outputs").fail(d.op + " writes " + shapeString(y.shape) + " " +
                               dtypeName(y.dtype) + ", its input is " +
                               shapeString(x.shape) + " " +
                               dtypeName(x.dtype));
       if (x.dtype != DType::F32 && x.dtype != DType::F64)
-        in.at("inputs").fail(d.op + " sums f32 or f64, not " +
+        in.at("inputs").fail(d.op + " moves f32 or f64, not " +
                              dtypeName(x.dtype));
     } else {
       d.tag = in.at("tag").nonNegative();
@@ -420,7 +431,23 @@ void checkMesh(const Plan &plan, const Field &ranks) {
       if (!names.count(inst.axis))
         field.at("instructions").at(i).at("axis").fail(
             "'" + inst.axis + "' is not an axis of the mesh");
-      mine[inst.axis].push_back({inst.op + " (" + inst.reduction + ")",
+      if (inst.op != "all_reduce") {
+        // The whole tensor is the parts laid along `dim`.
+        const BufferDesc &x = rank.buffers[inst.inputs[0]],
+                         &y = rank.buffers[inst.outputs[0]];
+        std::vector<int64_t> part = inst.op == "all_gather" ? x.shape : y.shape;
+        part[inst.dim] *= plan.axisSize(inst.axis);
+        if (part != (inst.op == "all_gather" ? y.shape : x.shape))
+          field.at("instructions").at(i).fail(
+              inst.op + " over '" + inst.axis + "' (" +
+              std::to_string(plan.axisSize(inst.axis)) + " ranks) along " +
+              "dimension " + std::to_string(inst.dim) + " cannot turn " +
+              shapeString(x.shape) + " into " + shapeString(y.shape));
+      }
+      mine[inst.axis].push_back({inst.op + (inst.op == "all_reduce"
+                                                ? " (" + inst.reduction + ")"
+                                                : " along " +
+                                                      std::to_string(inst.dim)),
                                  inst.tag,
                                  rank.buffers[inst.inputs[0]].bytes});
     }

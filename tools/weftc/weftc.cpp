@@ -5,6 +5,7 @@
 //       [-o plan.json] [--optimizer ... --microbatches M]
 //       [--pipeline-parallel P --schedule 1f1b|gpipe --balance N,N,...]
 //       [--tensor-parallel T --tensor-parallel-fallback error|replicate]
+//       [--sequence-parallel]
 //       [--timeline F.json] [--timeline-ascii]
 //       [--recompute none|full|selective --recompute-granularity stage|layer]
 //       [--estimate-memory [--activation-dtype f16|bf16|f32]]
@@ -155,6 +156,12 @@ cl::opt<std::string> tensorParallelFallback(
     cl::desc("A block with an op the split cannot handle: error (default) "
              "or replicate (with a warning)"),
     cl::init("error"), cl::cat(category));
+cl::opt<bool> sequenceParallel(
+    "sequence-parallel",
+    cl::desc("Megatron sequence parallelism (needs --tensor-parallel T): "
+             "LayerNorm, dropout and the residual stream on 1/T of the "
+             "sequence; g becomes a reduce-scatter, f an all-gather"),
+    cl::init(false), cl::cat(category));
 cl::opt<std::string> schedule(
     "schedule",
     cl::desc("Pipeline schedule: 1f1b (default) or gpipe"),
@@ -451,6 +458,7 @@ int main(int argc, char **argv) {
   pipelineOptions.balance = ArrayRef<int64_t>(balance);
   pipelineOptions.microbatches = microbatches;
   pipelineOptions.tensorParallel = tensorParallel;
+  pipelineOptions.sequenceParallel = sequenceParallel;
   if (auto fallback = weft::parseTensorParallelFallback(tensorParallelFallback)) {
     pipelineOptions.tensorParallelFallback = *fallback;
   } else {

@@ -132,6 +132,41 @@ def SplitTensorParallel : Pass<"weft-split-tensor-parallel",
   let dependentDialects = ["mlir::shard::ShardDialect", "weft::WeftDialect"];
 }
 
+def SplitSequenceParallel : Pass<"weft-split-sequence-parallel",
+                                  "mlir::func::FuncOp"> {
+  let summary = "Megatron sequence parallelism: LayerNorm, dropout and the "
+                "residual stream on 1/T of the sequence";
+  let description = [{
+    Runs after `weft-split-tensor-parallel` on the forward graph. The
+    region between Megatron's g and the next f (LayerNorms, dropouts, bias
+    and residual adds; found by `weft/Analysis/SequenceParallel.h` from the
+    token embedding, by structure) is sharded along the sequence over the
+    mesh's tensor axis: every all-reduce that enters it becomes a
+    `shard.reduce_scatter` along the sequence, every value that leaves it
+    (into f's copy, or any op that needs the whole sequence) a
+    `shard.all_gather`. Korthikanti et al. (2022), Section 4.2.2, Figure 5.
+
+    ```mlir
+    %r = shard.reduce_scatter %p on @mesh grid_axes = [2] scatter_axis = 1 : tensor<8x64x128xf32> -> tensor<8x32x128xf32>
+    ... layer_norm, dropout, add on tensor<8x32x128xf32> ...
+    %x = shard.all_gather %n on @mesh grid_axes = [2] gather_axis = 1 : tensor<8x32x128xf32> -> tensor<8x64x128xf32>
+    %xf = weft.copy_to_tensor_parallel %x {grid = @mesh, grid_axes = array<i16: 2>} : tensor<8x64x128xf32>
+    ```
+    Replicated operands read along the sequence (a position embedding) are
+    sliced to the rank's part (`shard.all_slice`, whose adjoint is an
+    all-gather); those broadcast along it that depend on a parameter
+    (LayerNorm weights, biases) get `weft.copy_to_tensor_parallel`, whose
+    adjoint all-reduces their partial gradients. Dropouts get
+    `weft.shard = {dim, blocks = 1}`: each rank draws its part of the whole
+    mask. weft-autodiff turns f's all-reduce followed by the all-gather's
+    adjoint slice into one reduce-scatter.
+
+    Errors: no tensor axis, no token embedding, a sequence length T does not
+    divide, operands disagreeing on the sequence dimension.
+  }];
+  let dependentDialects = ["mlir::shard::ShardDialect", "weft::WeftDialect"];
+}
+
 def PartitionPipeline : Pass<"weft-partition-pipeline", "mlir::func::FuncOp"> {
   let summary = "Assign every forward op to one of P pipeline stages";
   let description = [{

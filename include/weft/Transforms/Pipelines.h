@@ -79,6 +79,11 @@ struct PlanPipelineOptions
           clEnumValN(TensorParallelFallback::Error, "error", "is an error"),
           clEnumValN(TensorParallelFallback::Replicate, "replicate",
                      "is replicated, with a warning"))};
+  Option<bool> sequenceParallel{
+      *this, "sequence-parallel",
+      llvm::cl::desc("Megatron sequence parallelism on the tensor axis "
+                     "(LayerNorm, dropout, residual on 1/T of the sequence)"),
+      llvm::cl::init(false)};
   Option<int64_t> microbatches{
       *this, "microbatches",
       llvm::cl::desc("Micro-batches per step (the model is imported at "

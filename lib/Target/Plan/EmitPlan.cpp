@@ -376,6 +376,36 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
       inst["axis"] = mesh.axes[sum.getGridAxes()[0]];
       inst["tag"] = collectives++;
       inst["reduction"] = max ? "max" : "sum";
+    } else if (isa<shard::AllGatherOp, shard::ReduceScatterOp>(op)) {
+      // Sequence parallelism: the group's parts along tensor dimension
+      // `dim` (rank t's the t-th), concatenated or summed and split.
+      auto gather = dyn_cast<shard::AllGatherOp>(op);
+      auto scatter = dyn_cast<shard::ReduceScatterOp>(op);
+      ArrayRef<shard::GridAxis> axes =
+          gather ? gather.getGridAxes() : scatter.getGridAxes();
+      if (axes.size() != 1 ||
+          (scatter && scatter.getReduction() != shard::ReductionKind::Sum))
+        return op.emitError("plan emission: an all-gather or reduce-scatter "
+                            "must run over one mesh axis (and sum)");
+      inst["op"] = gather ? "all_gather" : "reduce_scatter";
+      inst["axis"] = mesh.axes[axes[0]];
+      inst["tag"] = collectives++;
+      inst["dim"] = gather ? gather.getGatherAxis().getSExtValue()
+                           : scatter.getScatterAxis().getSExtValue();
+    } else if (auto slice = dyn_cast<shard::AllSliceOp>(op)) {
+      // No communication: the rank's part, as a slice kernel.
+      if (slice.getGridAxes().size() != 1)
+        return op.emitError("plan emission: an all-slice must run over one "
+                            "mesh axis");
+      auto whole = slice.getInput().getType().getShape();
+      int64_t dim = slice.getSliceAxis().getSExtValue();
+      int64_t width = slice.getType().getDimSize(dim);
+      std::vector<int64_t> starts(whole.size(), 0),
+          ends(whole.begin(), whole.end()), steps(whole.size(), 1);
+      starts[dim] = coords[slice.getGridAxes()[0]] * width;
+      ends[dim] = starts[dim] + width;
+      inst["kernel"] = "slice";
+      inst["attrs"] = {{"starts", starts}, {"ends", ends}, {"steps", steps}};
     } else {
       NamedAttrList attrList(op.getAttrDictionary());
       op.getName().populateDefaultAttrs(attrList);

@@ -3,7 +3,8 @@
 // The executor's view of the other ranks: non-blocking point-to-point
 // transfers identified by the plan's tags (posted by isend/irecv
 // instructions, completed by wait_send/wait_recv), the plan's collectives
-// over one mesh axis (all_reduce instructions, on one group per axis), a
+// over one mesh axis (all_reduce, all_gather and reduce_scatter
+// instructions, on one group per axis), a
 // few collectives over all ranks for logging, and abort. The MPI
 // implementation (one process per rank, MPI_Isend/MPI_Irecv, non-blocking
 // collectives on MPI_COMM_WORLD and on MPI_Comm_split's axis groups,
@@ -54,6 +55,25 @@ public:
   virtual void allReduce(const std::string &axis, const void *in, void *out,
                          int64_t count, DType dtype, bool max,
                          int64_t tag) = 0;
+
+  /// Sequence parallelism's collectives over this rank's group along `axis`
+  /// (G members, f32 or f64 elements of `dtype`). The whole tensor is laid
+  /// out as [outer][G][part] elements (its dimension `dim` split into G
+  /// parts: `outer` = the product of the sizes before `dim`, `part` = a
+  /// rank's elements of one outer row); member t holds [outer][part], the
+  /// t-th part. allGather writes the whole tensor at `out` from every
+  /// member's part at `in`; reduceScatter sums every member's whole tensor
+  /// at `in` and writes this member's part of the sum at `out`. A part
+  /// that is not contiguous in the whole (outer > 1) is gathered through
+  /// an MPI strided datatype, and scattered after packing the input into
+  /// part-major order in a staging buffer the communicator owns (outside
+  /// the plan's arena, as MPI's own buffers). Collective over the group.
+  virtual void allGather(const std::string &axis, const void *in, void *out,
+                         int64_t outer, int64_t part, DType dtype,
+                         int64_t tag) = 0;
+  virtual void reduceScatter(const std::string &axis, const void *in,
+                             void *out, int64_t outer, int64_t part,
+                             DType dtype, int64_t tag) = 0;
 
   /// Every rank's `value`, indexed by rank (collective).
   virtual std::vector<int64_t> allGather(int64_t value) = 0;

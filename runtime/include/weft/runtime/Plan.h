@@ -55,7 +55,8 @@ struct ConstantDesc {
 struct Instruction {
   /// "compute"; a transfer: "isend", "irecv" (post), "wait_send",
   /// "wait_recv" (complete); or a collective over one mesh axis:
-  /// "all_reduce" (sum or max).
+  /// "all_reduce" (sum or max), "all_gather" or "reduce_scatter" (sum;
+  /// along tensor dimension `dim`, rank t's part the t-th).
   std::string op;
   std::string kernel; ///< compute: e.g. "matmul"
   std::string name;   ///< the ONNX node, for traces and errors
@@ -73,13 +74,18 @@ struct Instruction {
   /// collectives: the mesh axis whose ranks (the others' coordinates
   /// equal) form the group, and all_reduce's "sum" or "max".
   std::string axis, reduction = "sum";
+  /// all_gather, reduce_scatter: the dimension of the whole (gathered,
+  /// scattered) tensor the group's parts are laid along.
+  int64_t dim = -1;
 };
 
 inline bool isTransfer(const std::string &op) {
   return op == "isend" || op == "irecv" || op == "wait_send" ||
          op == "wait_recv";
 }
-inline bool isCollective(const std::string &op) { return op == "all_reduce"; }
+inline bool isCollective(const std::string &op) {
+  return op == "all_reduce" || op == "all_gather" || op == "reduce_scatter";
+}
 
 struct RankPlan {
   int64_t rank = 0;
