@@ -204,6 +204,10 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
       {nameOf(kPolicies, o.recompute.getValue()).str(),
        /*exceptLast=*/pipelined && o.schedule == ScheduleKind::GPipe,
        nameOf(kGranularities, o.recomputeGranularity.getValue()).str()}));
+  // Sequence parallelism keeps linears' inputs as shards: gathered again
+  // in the backward.
+  if (o.sequenceParallel)
+    pm.addNestedPass<func::FuncOp>(createRegatherSequenceParallel());
   // The per-stage task order, and the deadlock check that predicts the
   // timeline.
   if (pipelined) {

@@ -31,21 +31,38 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
         "pipeline: {0} stages, {1} micro-batches, schedule {2}\n",
         stages.size(), microbatches,
         stages[0]->getAttrOfType<StringAttr>("weft.schedule").getValue());
+  // Collectives per step by kind: how many, and the bytes one rank sends
+  // in them (ring). Sequence parallelism adds all-gathers and reduce-
+  // scatters.
+  constexpr CollectiveKind kinds[] = {CollectiveKind::AllReduce,
+                                      CollectiveKind::AllGather,
+                                      CollectiveKind::ReduceScatter};
+  constexpr const char *names[] = {"all-reduce", "all-gather",
+                                   "reduce-scatter"};
+  bool sequence = false;
+  for (func::FuncOp func : stages)
+    func.walk([&](Operation *op) {
+      if (collectiveKind(op).value_or(CollectiveKind::AllReduce) !=
+          CollectiveKind::AllReduce)
+        sequence = true;
+    });
+  int64_t shownKinds = tensor == 1 ? 0 : sequence ? 3 : 1;
   if (tensor > 1)
     os << llvm::formatv("tensor parallel: {0} ranks per stage (each row is "
-                        "one of them); all-reduces per step and the bytes "
+                        "one of them){1}; collectives per step and the bytes "
                         "one rank sends in them (ring)\n",
-                        tensor);
+                        tensor, sequence ? ", sequence parallel" : "");
   os << llvm::formatv("{0,5} {1,6} {2,12} {3,14} {4,10} {5,12} {6,12}",
                       "stage", "ops", "params", "peak bytes", "busy ms",
                       "send bytes", "recv bytes");
-  if (tensor > 1)
-    os << llvm::formatv(" {0,11} {1,15}", "all-reduces", "all-reduce sent");
+  for (int64_t k = 0; k < shownKinds; ++k)
+    os << llvm::formatv(" {0,16} {1,20}", std::string(names[k]) + "s",
+                        std::string(names[k]) + " sent");
   os << "\n";
-  double unpipelinedStep = 0, unpipelinedReduces = 0;
+  double unpipelinedStep = 0, unpipelinedCollectives = 0;
   for (auto [s, func] : llvm::enumerate(stages)) {
-    int64_t ops = 0, params = 0, sent = 0, received = 0, reduces = 0,
-            reduceSent = 0;
+    int64_t ops = 0, params = 0, sent = 0, received = 0;
+    int64_t count[3] = {0, 0, 0}, bytesSent[3] = {0, 0, 0};
     for (BlockArgument arg : func.getArguments())
       if (func.getArgAttr(arg.getArgNumber(), kParamAttr))
         params += numElements(arg.getType());
@@ -54,10 +71,11 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
         sent += byteSize(send.getValue().getType());
       } else if (auto recv = dyn_cast<IRecvOp>(op)) {
         received += byteSize(recv.getBuffer().getType());
-      } else if (auto sum = dyn_cast<shard::AllReduceOp>(op)) {
-        ++reduces;
-        reduceSent += allReduceBytesSent(byteSize(sum.getType()),
-                                         collectiveRanks(&op));
+      } else if (std::optional<CollectiveKind> kind = collectiveKind(&op)) {
+        int k = static_cast<int>(*kind);
+        ++count[k];
+        bytesSent[k] += collectiveBytesSent(*kind, collectiveBytes(&op),
+                                            collectiveRanks(&op));
       } else if (microBatchOf(&op).value_or(0) == 0 &&
                  phaseOf(&op) == "forward" &&
                  !isa<ConstantOp, WaitRecvOp, WaitSendOp>(op)) {
@@ -70,30 +88,30 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
                       ? prediction.busySeconds[s] * 1e3
                       : 0.0;
     // One unpipelined rank: its step is the sum of its ops' times.
-    double reduceSeconds = 0;
     if (!pipelined) {
       DeviceModel device;
       busy = 0;
+      double collectiveSeconds = 0;
       for (Operation &op : func.getBody().front().without_terminator()) {
         double seconds = opSeconds(&op, device);
         busy += seconds * 1e3;
-        if (isa<shard::AllReduceOp>(op))
-          reduceSeconds += seconds;
+        if (collectiveKind(&op))
+          collectiveSeconds += seconds;
       }
       unpipelinedStep = busy;
-      unpipelinedReduces = reduceSeconds * 1e3;
+      unpipelinedCollectives = collectiveSeconds * 1e3;
     }
     os << llvm::formatv("{0,5} {1,6} {2,12} {3,14} {4,10:f2} {5,12} {6,12}",
                         s, ops, params, memory.arenaBytes, busy, sent,
                         received);
-    if (tensor > 1)
-      os << llvm::formatv(" {0,11} {1,15}", reduces, reduceSent);
+    for (int64_t k = 0; k < shownKinds; ++k)
+      os << llvm::formatv(" {0,16} {1,20}", count[k], bytesSent[k]);
     os << "\n";
   }
   if (!pipelined) {
-    os << llvm::formatv("predicted step: {0:f2} ms, all-reduces {1:f2} ms of "
+    os << llvm::formatv("predicted step: {0:f2} ms, collectives {1:f2} ms of "
                         "it\n",
-                        unpipelinedStep, unpipelinedReduces);
+                        unpipelinedStep, unpipelinedCollectives);
     return;
   }
   os << llvm::formatv(

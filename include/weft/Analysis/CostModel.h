@@ -15,6 +15,8 @@
 
 #include "mlir/IR/Operation.h"
 
+#include <optional>
+
 #include <cstdint>
 
 namespace weft {
@@ -33,19 +35,32 @@ double opSeconds(mlir::Operation *op, const DeviceModel &device);
 /// Predicted seconds to move `bytes` between two ranks.
 double transferSeconds(int64_t bytes, const DeviceModel &device);
 
-/// Bytes each of `ranks` ranks sends in a ring all-reduce of `bytes`:
-/// 2 (n - 1) / n of them (a reduce-scatter, then an all-gather; Patarasuk &
-/// Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
-/// workstations", JPDC 2009).
-int64_t allReduceBytesSent(int64_t bytes, int64_t ranks);
+/// Ring collectives over n ranks on a tensor of `bytes` bytes (the whole
+/// tensor: an all-gather's result, a reduce-scatter's operand). An all-
+/// gather and a reduce-scatter take n - 1 steps, each rank sending bytes / n
+/// per step; an all-reduce is both, 2 (n - 1) steps (Patarasuk & Yuan,
+/// "Bandwidth optimal all-reduce algorithms for clusters of workstations",
+/// JPDC 2009; Korthikanti et al. 2022, Section 4.2.2: sequence
+/// parallelism's all-gather + reduce-scatter cost what the all-reduce did).
+enum class CollectiveKind { AllReduce, AllGather, ReduceScatter };
 
-/// Predicted seconds of a ring all-reduce of `bytes` over `ranks` ranks:
-/// 2 (n - 1) steps, each a latency plus bytes / n over the link.
-double allReduceSeconds(int64_t bytes, int64_t ranks,
-                        const DeviceModel &device);
+/// The collective `op` is (shard.all_reduce, all_gather, reduce_scatter).
+std::optional<CollectiveKind> collectiveKind(mlir::Operation *op);
 
-/// The ranks a collective (`shard.all_reduce`) runs over: the product of
-/// its grid axes' sizes; 1 when the grid is not found.
+/// Bytes each of `ranks` ranks sends in a ring collective over a whole
+/// tensor of `bytes`: (n - 1) / n of them, twice for an all-reduce.
+int64_t collectiveBytesSent(CollectiveKind kind, int64_t bytes,
+                            int64_t ranks);
+
+/// Predicted seconds of that ring collective: its steps, each a latency
+/// plus bytes / n over the link.
+double collectiveSeconds(CollectiveKind kind, int64_t bytes, int64_t ranks,
+                         const DeviceModel &device);
+
+/// The whole tensor's bytes of a collective op (see above), and the ranks
+/// it runs over: the product of its grid axes' sizes (1 when the grid is
+/// not found).
+int64_t collectiveBytes(mlir::Operation *op);
 int64_t collectiveRanks(mlir::Operation *op);
 
 } // namespace weft

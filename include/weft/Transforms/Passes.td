@@ -167,6 +167,24 @@ def SplitSequenceParallel : Pass<"weft-split-sequence-parallel",
   let dependentDialects = ["mlir::shard::ShardDialect", "weft::WeftDialect"];
 }
 
+def RegatherSequenceParallel : Pass<"weft-regather-sequence-parallel",
+                                     "mlir::func::FuncOp"> {
+  let summary = "Sequence parallelism: all-gather a linear's input again in "
+                "the backward instead of keeping it";
+  let description = [{
+    Runs on the training step (after weft-checkpoint). Each forward
+    `shard.all_gather` whose result (or f's `weft.copy_to_tensor_parallel`
+    of it) a backward op reads, the weight gradient of a column-parallel
+    linear, is cloned right before the first such op of its stage and
+    micro-batch (`weft.recompute`, phase backward), and the backward reads
+    the clone: the step keeps the sequence shard, not the gathered tensor
+    (Korthikanti et al. 2022, Section 4.2.2: activation memory sbh/t (34 +
+    5as/h) per layer with tensor and sequence parallelism). One extra
+    all-gather per column-parallel linear and micro-batch.
+  }];
+  let dependentDialects = ["mlir::shard::ShardDialect", "weft::WeftDialect"];
+}
+
 def PartitionPipeline : Pass<"weft-partition-pipeline", "mlir::func::FuncOp"> {
   let summary = "Assign every forward op to one of P pipeline stages";
   let description = [{
