@@ -201,8 +201,14 @@ private:
   llvm::DenseMap<Value, bool> dependsMemo;
 };
 
-/// Whether `v` is a model input of shape [batch, sequence].
+/// Whether `v` is a model input of shape [batch, sequence], possibly
+/// through reshapes to the same shape (Hugging Face's input_ids.view).
 bool isTokenInput(Value v) {
+  while (auto reshape = v.getDefiningOp<ReshapeOp>()) {
+    if (shapeOf(reshape.getInput()) != shapeOf(v))
+      return false;
+    v = reshape.getInput();
+  }
   auto arg = dyn_cast<BlockArgument>(v);
   if (!arg || rankOf(v) != 2)
     return false;
