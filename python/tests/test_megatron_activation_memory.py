@@ -2,7 +2,8 @@
 (Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
 Models", 2022, §4.1 and §5, Table 2 without sequence parallelism; with
 t-way tensor parallelism, sbh (10 + 24/t + 5as/(ht)), sbh (10 + 24/t) with
-selective recompute and 2 sbh with full recompute, per tensor rank).
+selective recompute and 2 sbh with full recompute, per tensor rank; with
+sequence parallelism as well, sbh/t (34 + 5as/h), 34 sbh/t and 2 sbh/t).
 
 With 16-bit activations and 1-byte dropout masks, one GPT layer keeps for
 the backward
@@ -156,6 +157,46 @@ def test_per_layer_activations_with_tensor_parallelism_match_megatron(
     # Exactly Table 2 plus the LayerNorm statistics (replicated: each rank
     # normalises the whole sequence), within the issue's 2%.
     stats = 2 * 2 * 2 * config["seq"]
+    assert per_layer - expected == (0 if policy == "full-layer" else stats), \
+        (per_layer, expected, per_layer / expected)
+    assert per_layer - expected <= 0.02 * expected
+
+
+def megatron_sequence_parallel_bytes(policy, s, b, h, a, t):
+    """Table 2, tensor + sequence parallel rows: bytes per layer per tensor
+    rank, sbh/t (34 + 5as/h) and 34 sbh/t with selective recompute; with
+    full recompute per layer the layer input, a sequence shard: 2 sbh/t
+    (Section 5's remark on storing 1/t of it)."""
+    sbh = s * b * h
+    return {"none": 34 * sbh // t + 5 * a * s * s * b // t,
+            "selective": 34 * sbh // t,
+            "full-layer": 2 * sbh // t}[policy]
+
+
+@pytest.mark.parametrize("name", ["small", "22B", "175B", "530B", "1T"])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_per_layer_activations_with_sequence_parallelism_match_megatron(
+        weftc, tmp_path, name, policy):
+    """The Table 3 shapes at t = 8 with --sequence-parallel: the LayerNorms'
+    inputs and outputs, the residual branches' dropouts and their masks are
+    sequence shards too, and the linears' gathered inputs are gathered
+    again in the backward instead of kept (Section 4.2.2), so every term is
+    divided by t. weft adds the LayerNorm statistics, sharded as well."""
+    if name == "small":
+        config = dict(hidden=1024, heads=16, seq=512)
+    else:
+        config = {k: v for k, v in gpt_weights_free.MEGATRON_SHAPES[name]
+                  .items() if k != "layers"}
+    t = 8
+    shape = dict(config, vocab=512, batch=1)
+    flags = [f"--tensor-parallel={t}", "--sequence-parallel",
+             *POLICIES[policy]]
+    per_layer = (most_kept(weftc, weights_free(tmp_path, 3, **shape), *flags)
+                 - most_kept(weftc, weights_free(tmp_path, 2, **shape),
+                             *flags))
+    expected = megatron_sequence_parallel_bytes(
+        policy, config["seq"], 1, config["hidden"], config["heads"], t)
+    stats = 2 * 2 * 2 * config["seq"] // t
     assert per_layer - expected == (0 if policy == "full-layer" else stats), \
         (per_layer, expected, per_layer / expected)
     assert per_layer - expected <= 0.02 * expected
