@@ -274,8 +274,8 @@ parseRank(const Field &f,
                               shapeString(x.shape) + " " +
                               dtypeName(x.dtype));
       if (x.dtype != DType::F32 && x.dtype != DType::F64)
-        in.at("inputs").fail(d.op + " moves f32 or f64, not " +
-                             dtypeName(x.dtype));
+        in.at("inputs").fail(d.op + (sameShape ? " sums" : " moves") +
+                             " f32 or f64, not " + dtypeName(x.dtype));
     } else {
       d.tag = in.at("tag").nonNegative();
       if (d.op == "isend" || d.op == "irecv")

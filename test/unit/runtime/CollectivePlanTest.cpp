@@ -51,6 +51,21 @@ std::string errorOf(const json &plan) {
   return "";
 }
 
+/// An edit of a valid plan and the message the loader must reject it with.
+struct Rejection {
+  std::function<void(json &)> edit;
+  std::string message;
+};
+void expectRejections(json (*valid)(), const std::vector<Rejection> &cases) {
+  for (const Rejection &c : cases) {
+    json plan = valid();
+    c.edit(plan);
+    std::string message = errorOf(plan);
+    EXPECT_NE(message.find(c.message), std::string::npos)
+        << "expected '" << c.message << "', got '" << message << "'";
+  }
+}
+
 json transfer(const std::string &op, int64_t peer, int64_t buffer,
               bool post) {
   json inst = {{"op", op}, {"tag", 5}, {"phase", "forward"},
@@ -76,11 +91,7 @@ TEST(CollectivePlan, AcceptsATensorParallelPlan) {
 }
 
 TEST(CollectivePlan, NamesTheFieldOfEveryRejection) {
-  struct Case {
-    std::function<void(json &)> edit;
-    std::string message;
-  };
-  std::vector<Case> cases = {
+  std::vector<Rejection> cases = {
       {[](json &p) { p["ranks"][1]["instructions"][0]["axis"] = "sequence"; },
        "ranks[1].instructions[0].axis: 'sequence' is not an axis of the mesh"},
       {[](json &p) { p["ranks"][1]["instructions"][0]["tag"] = 1; },
@@ -133,13 +144,56 @@ TEST(CollectivePlan, NamesTheFieldOfEveryRejection) {
        "ranks[0].instructions[1] (wait_recv tag 5); ranks[1].instructions[0] "
        "(all_reduce tag 0)"},
   };
-  for (Case &c : cases) {
-    json plan = tensorParallelPlan();
-    c.edit(plan);
-    std::string message = errorOf(plan);
-    EXPECT_NE(message.find(c.message), std::string::npos)
-        << "expected '" << c.message << "', got '" << message << "'";
+  expectRejections(tensorParallelPlan, cases);
+}
+
+/// Sequence parallelism's collectives: x [2] all-gathered into g [4] along
+/// dimension 0, and g reduce-scattered back into y [2].
+json sequenceParallelPlan() {
+  json plan = tensorParallelPlan();
+  for (json &rank : plan["ranks"]) {
+    rank["buffers"].push_back(json::parse(
+        R"({"id": 3, "dtype": "f32", "shape": [4], "bytes": 16, "offset": 72, "kind": "activation"})"));
+    rank["instructions"] = json::parse(R"([
+      {"op": "all_gather", "axis": "tensor", "tag": 0, "dim": 0,
+       "inputs": [0], "outputs": [3], "phase": "forward", "micro_batch": 0},
+      {"op": "reduce_scatter", "axis": "tensor", "tag": 1, "dim": 0,
+       "inputs": [3], "outputs": [1], "phase": "forward", "micro_batch": 0}])");
   }
+  return plan;
+}
+
+TEST(CollectivePlan, AcceptsASequenceParallelPlan) {
+  Plan plan = parsePlan(sequenceParallelPlan().dump(), "p.json",
+                        [](const std::string &) { return true; });
+  const Instruction &gather = plan.ranks[0].instructions[0];
+  EXPECT_EQ(gather.op, "all_gather");
+  EXPECT_EQ(gather.dim, 0);
+  EXPECT_EQ(plan.ranks[1].instructions[1].op, "reduce_scatter");
+}
+
+TEST(CollectivePlan, NamesTheFieldOfEverySequenceParallelRejection) {
+  std::vector<Rejection> cases = {
+      {[](json &p) { p["ranks"][0]["instructions"][0].erase("dim"); },
+       "ranks[0].instructions[0]: missing field 'dim'"},
+      {[](json &p) { p["ranks"][0]["instructions"][0]["dim"] = 1; },
+       "ranks[0].instructions[0].dim: dimension 1 of a [2] buffer"},
+      {[](json &p) { p["ranks"][0]["instructions"][1]["outputs"] = {3}; },
+       "ranks[0].instructions[1]: reduce_scatter over 'tensor' (2 ranks) "
+       "along dimension 0 cannot turn [4] into [4]"},
+      {[](json &p) {
+         p["ranks"][1]["instructions"][1]["reduction"] = "max";
+       },
+       "ranks[1].instructions[1].reduction: 'max': expected sum"},
+      {[](json &p) { p["ranks"][1]["instructions"][0]["op"] = "reduce_scatter"; },
+       "cannot turn [2] into [4]"},
+      {[](json &p) {
+         std::swap(p["ranks"][1]["instructions"][0]["tag"],
+                   p["ranks"][1]["instructions"][1]["tag"]);
+       },
+       "ranks[1]: collective 0 over 'tensor' is all_gather along 0 tag 1"},
+  };
+  expectRejections(sequenceParallelPlan, cases);
 }
 
 TEST(Shard, SlicesEachBlockAndPlacesItBack) {
