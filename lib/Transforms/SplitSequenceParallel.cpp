@@ -99,11 +99,11 @@ struct SplitSequenceParallelPass
       if (auto reshape = dyn_cast<ReshapeOp>(op)) {
         reshape.setShape(reshape.getType().getShape());
       } else if (isa<DropoutOp>(op)) {
+        // Its part of the whole mask (plan emission adds the rank's index).
+        int64_t dim = region.sharded.lookup(op->getResult(0));
         op->setAttr(kShardAttr,
                     b.getDictionaryAttr(
-                        {b.getNamedAttr("dim", b.getI64IntegerAttr(
-                                                   region.sharded.lookup(
-                                                       op->getResult(0)))),
+                        {b.getNamedAttr("dim", b.getI64IntegerAttr(dim)),
                          b.getNamedAttr("blocks", b.getI64IntegerAttr(1))}));
       }
     }

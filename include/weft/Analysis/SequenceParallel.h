@@ -1,4 +1,4 @@
-//===- SequenceParallel.h - Megatron's sequence-parallel regions -*- C++ -*-===//
+//===- SequenceParallel.h - Megatron sequence-parallel regions -*- C++ -*-===//
 //
 // Which values of a tensor-parallel forward graph (the output of
 // weft-split-tensor-parallel) a sequence-parallel program shards along the
