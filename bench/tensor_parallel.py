@@ -1,15 +1,19 @@
-"""Benchmark: Megatron tensor parallelism on the medium gpt example.
+"""Benchmark: Megatron tensor and sequence parallelism on the medium gpt
+example.
 
 1 rank x 1 thread (the whole step) against T = 2 ranks x 1 thread (each
-attention and MLP block sharded over both), the same batch (8 x 256 tokens,
-one micro-batch). Two rounds, each running both for 2 warm-up and 8 timed
-steps; a configuration's figure is the median of its 16 timed steps
-(min-max in brackets). Prints the step-time ratio (the ideal is 2x: the
-blocks' and the vocab-parallel LM head's FLOPs halve; LayerNorms, residuals
-and position embeddings are replicated; each layer adds 4 all-reduces of
-s*b*h floats, the vocabulary 4 more per step)
-and, from a measured `weft-run --trace` of T = 2, the share of the step
-each rank spends in collectives (waiting for the slower rank included).
+attention and MLP block sharded over both), without and with sequence
+parallelism, the same batch (8 x 256 tokens, one micro-batch). Two rounds,
+each running every configuration for 2 warm-up and 8 timed steps; a
+configuration's figure is the median of its 16 timed steps (min-max in
+brackets). Prints the step-time ratio (the ideal is 2x: the blocks' and the
+vocab-parallel LM head's FLOPs halve; without sequence parallelism the
+LayerNorms, residuals and position embeddings are replicated; each layer
+adds 4 all-reduces of s*b*h floats, or 4 all-gathers and 4 reduce-scatters
+with sequence parallelism) and, from a measured `weft-run --trace` of each
+T = 2 configuration, per rank: the collectives' time in flight (post to
+end of wait, summed), the part the rank spent in their post and wait calls
+(exposed: compute did not hide it), and the exposed share of the step.
 
 Usage: python3 bench/tensor_parallel.py BUILD_DIR
 """
@@ -26,17 +30,15 @@ from pipeline_common import CONFIG, export_gpt_medium, run_plan
 WARMUP, STEPS, ROUNDS = 2, 8, 2
 
 
-def compile_plan(build, model, plan, tensor):
+def compile_plan(build, model, plan, flags):
     subprocess.run([str(build / "bin" / "weftc"), str(model), "-o",
-                    str(plan), f"--tensor-parallel={tensor}"], check=True,
-                   capture_output=True)
+                    str(plan), *flags], check=True, capture_output=True)
 
 
 def collective_share(build, plan, directory):
-    """Per rank: (collective seconds, step seconds) of the last of 3 traced
-    steps."""
+    """Per rank, from the last of 3 traced steps: (collectives, seconds in
+    flight, seconds exposed in their calls, step seconds)."""
     trace = directory / "trace.json"
-    run_plan(build, plan, 2, 3, directory / "trace-log.jsonl")
     subprocess.run(
         ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
          "OPENBLAS_NUM_THREADS=1", "-np", "2", str(build / "bin" / "weft-run"),
@@ -49,9 +51,11 @@ def collective_share(build, plan, directory):
                 and e["args"].get("step") == 2 and e["tid"] in (1, 2, 3)]
         begin = min(e["ts"] for e in mine)
         end = max(e["ts"] + e["dur"] for e in mine)
-        comm = sum(e["dur"] for e in mine if e["cat"] == "collective")
-        count = sum(1 for e in mine if e["cat"] == "collective")
-        shares.append((comm / 1e6, (end - begin) / 1e6, count))
+        flight = [e["dur"] for e in mine if e["cat"] == "collective"]
+        exposed = sum(e["dur"] for e in mine
+                      if e["cat"] == "collective_call")
+        shares.append((len(flight), sum(flight) / 1e6, exposed / 1e6,
+                       (end - begin) / 1e6))
     return shares
 
 
@@ -59,13 +63,15 @@ def main(build):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         onnx_path = export_gpt_medium(tmp)
-        plans = {"1 rank": (tmp / "t1.json", 1),
-                 "T=2 on 2 ranks": (tmp / "t2.json", 2)}
-        for plan, ranks in plans.values():
-            compile_plan(build, onnx_path, plan, ranks)
+        plans = {"1 rank": (tmp / "t1.json", 1, []),
+                 "T=2": (tmp / "t2.json", 2, ["--tensor-parallel=2"]),
+                 "T=2 SP": (tmp / "t2sp.json", 2,
+                            ["--tensor-parallel=2", "--sequence-parallel"])}
+        for plan, _, flags in plans.values():
+            compile_plan(build, onnx_path, plan, flags)
         times = {name: [] for name in plans}
         for _ in range(ROUNDS):
-            for name, (plan, ranks) in plans.items():
+            for name, (plan, ranks, _) in plans.items():
                 records = run_plan(build, plan, ranks, WARMUP + STEPS,
                                    tmp / "log.jsonl")
                 times[name] += [r["seconds"] for r in records[WARMUP:]]
@@ -76,13 +82,19 @@ def main(build):
         base = statistics.median(times["1 rank"])
         for name, values in times.items():
             median = statistics.median(values)
-            print(f"  {name:16s} {median * 1e3:8.1f} ms  [{min(values) * 1e3:.1f}"
-                  f"-{max(values) * 1e3:.1f}]  speed-up {base / median:.2f}x")
-        for rank, (comm, step, count) in enumerate(
-                collective_share(build, plans["T=2 on 2 ranks"][0], tmp)):
-            print(f"  T=2 rank {rank}: {count} all-reduces, {comm * 1e3:.1f} "
-                  f"ms of a {step * 1e3:.1f} ms traced step in collectives "
-                  f"({100 * comm / step:.1f}%)")
+            ranks = plans[name][1]
+            print(f"  {name:8s} on {ranks} rank(s) {median * 1e3:8.1f} ms  "
+                  f"[{min(values) * 1e3:.1f}-{max(values) * 1e3:.1f}]  "
+                  f"speed-up {base / median:.2f}x")
+        for name in ("T=2", "T=2 SP"):
+            shares = collective_share(build, plans[name][0], tmp)
+            for rank, (count, flight, exposed, step) in enumerate(shares):
+                print(f"  {name:6s} rank {rank}: {count} collectives, "
+                      f"{flight * 1e3:.1f} ms in flight, {exposed * 1e3:.1f} "
+                      f"ms exposed in their calls "
+                      f"({100 * exposed / step:.1f}% of a "
+                      f"{step * 1e3:.1f} ms traced step; "
+                      f"{100 * (1 - exposed / flight):.0f}% hidden)")
 
 
 if __name__ == "__main__":

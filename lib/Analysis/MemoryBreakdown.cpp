@@ -44,7 +44,11 @@ bool readByBackward(Value v) {
     Operation *user = use.getOwner();
     if (isBackward(user))
       return true;
-    if ((isView(user) || isa<WaitRecvOp>(user)) && readByBackward(user->getResult(0)))
+    // Ops whose result is `v`'s bytes: views and the waits of transfers
+    // and collectives (not a wait_collective's operand kept live, 1).
+    bool aliases = isView(user) || isa<WaitRecvOp>(user) ||
+                   (isa<WaitCollectiveOp>(user) && use.getOperandNumber() == 0);
+    if (aliases && readByBackward(user->getResult(0)))
       return true;
   }
   return false;

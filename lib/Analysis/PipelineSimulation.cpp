@@ -36,6 +36,11 @@ std::string describe(const SimOp &op) {
   }
 }
 
+/// A collective's label on the timeline: the op, e.g. "all_reduce".
+std::string opName(const SimOp &op) {
+  return op.op ? op.op->getName().stripDialect().str() : "collective";
+}
+
 std::string categoryOf(const std::string &task) {
   if (task.empty() || task == "U")
     return "optimizer";
@@ -52,6 +57,8 @@ SimResult weft::simulatePipeline(const std::vector<std::vector<SimOp>> &ranks,
   std::vector<size_t> next(n, 0);
   result.busySeconds.assign(n, 0.0);
   std::map<int64_t, Transfer> transfers;
+  // (rank, tag) of each posted collective -> when it completes.
+  std::map<std::pair<size_t, int64_t>, double> collectiveDone;
   // The open compute slice of each rank, merged while the task is the same.
   std::vector<std::optional<SimEvent>> open(n);
   auto closeSlice = [&](size_t r) {
@@ -75,6 +82,16 @@ SimResult weft::simulatePipeline(const std::vector<std::vector<SimOp>> &ranks,
           clock[r] += op.seconds;
           open[r]->end = clock[r];
           result.busySeconds[r] += op.seconds;
+        } else if (op.kind == SimOp::Kind::PostCollective) {
+          collectiveDone[{r, op.tag}] = clock[r] + op.seconds;
+          result.events.push_back({static_cast<int64_t>(r), opName(op),
+                                   "collective", clock[r],
+                                   clock[r] + op.seconds});
+        } else if (op.kind == SimOp::Kind::WaitCollective) {
+          double done = collectiveDone.at({r, op.tag});
+          if (done > clock[r])
+            closeSlice(r);
+          clock[r] = std::max(clock[r], done);
         } else if (op.kind == SimOp::Kind::ISend ||
                    op.kind == SimOp::Kind::IRecv) {
           Transfer &t = transfers[op.tag];
@@ -166,6 +183,7 @@ std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
     if (!func->hasAttr(kStageAttr))
       break; // one unscheduled @main: nothing to simulate
     std::vector<SimOp> program;
+    llvm::DenseMap<Operation *, int64_t> collectiveTag;
     std::string task = "F0";
     for (Operation &op : func.getBody().front().without_terminator()) {
       // Untagged ops (gradient sums) belong to the task before them.
@@ -197,10 +215,22 @@ std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
         sim.kind = SimOp::Kind::WaitRecv;
         sim.peer = recv ? recv.getPeer() : -1;
         sim.tag = recv ? recv.getTag() : -1;
+      } else if (isa<WaitCollectiveOp>(op)) {
+        sim.kind = SimOp::Kind::WaitCollective;
+        sim.tag = collectiveTag.lookup(
+            cast<WaitCollectiveOp>(op).getPosted().getDefiningOp());
       } else {
         sim.seconds = opSeconds(&op, device);
         if (isa<ConstantOp>(op))
           continue;
+        // A collective someone waits for is a post (weft.wait_collective).
+        if (llvm::any_of(op.getUsers(), [](Operation *user) {
+              return isa<WaitCollectiveOp>(user);
+            })) {
+          sim.kind = SimOp::Kind::PostCollective;
+          sim.tag = static_cast<int64_t>(collectiveTag.size());
+          collectiveTag[&op] = sim.tag;
+        }
       }
       program.push_back(sim);
     }
@@ -219,7 +249,9 @@ std::string weft::chromeTrace(const std::vector<SimEvent> &events) {
         {"ts", e.start * 1e6},
         {"dur", (e.end - e.start) * 1e6},
         {"pid", e.rank},
-        {"tid", e.category == "transfer" ? 1 : 0}});
+        {"tid", e.category == "transfer"     ? 1
+                : e.category == "collective" ? 2
+                                             : 0}});
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(llvm::json::Object{
@@ -234,7 +266,8 @@ void weft::printAsciiTimeline(const SimResult &result, int64_t ranks,
   double scale = width / result.stepSeconds;
   std::vector<std::string> rows(ranks, std::string(width, ' '));
   for (const SimEvent &e : result.events) {
-    if (e.category == "transfer" || e.rank >= ranks)
+    if (e.category == "transfer" || e.category == "collective" ||
+        e.rank >= ranks)
       continue;
     int64_t begin = std::min<int64_t>(e.start * scale, width - 1);
     int64_t end = std::max<int64_t>(begin + 1, e.end * scale);

@@ -170,8 +170,10 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // The region between g and f on 1/T of the sequence.
   if (o.sequenceParallel)
     pm.addNestedPass<func::FuncOp>(createSplitSequenceParallel());
-  if (o.step == CompiledStep::Forward)
+  if (o.step == CompiledStep::Forward) {
+    pm.addNestedPass<func::FuncOp>(createOverlapCollectives());
     return;
+  }
   bool pipelined = o.pipelineParallel > 1;
   // Stages are chosen on the forward graph; backward ops inherit their
   // forward op's stage.
@@ -208,12 +210,13 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // in the backward.
   if (o.sequenceParallel)
     pm.addNestedPass<func::FuncOp>(createRegatherSequenceParallel());
-  // The per-stage task order, and the deadlock check that predicts the
-  // timeline.
-  if (pipelined) {
+  // The per-stage task order; collectives posted early and waited for late
+  // within it; the deadlock check that predicts the timeline.
+  if (pipelined)
     pm.addPass(createSchedule({scheduleName(o.schedule).str()}));
+  pm.addNestedPass<func::FuncOp>(createOverlapCollectives());
+  if (pipelined)
     pm.addPass(createSimulatePipeline());
-  }
 }
 
 void registerPlanPipeline() {

@@ -235,7 +235,8 @@ def test_trace_shows_every_collective_kind(weftc, models_dir, tmp_path):
         expected = [(i["op"], "tensor") for i in rank["instructions"]
                     if i["op"] in ("all_reduce", "all_gather",
                                    "reduce_scatter")]
-        slices = [(e["name"], e["args"]["axis"]) for e in events
+        slices = [(e["name"], e["args"]["axis"])
+                  for e in sorted(events, key=lambda e: e["ts"])
                   if e["pid"] == rank["rank"] and e["cat"] == "collective"]
         assert slices == expected
         assert {"all_gather", "reduce_scatter"} <= {n for n, _ in slices}

@@ -268,6 +268,48 @@ def test_collectives_per_layer_are_the_papers(weftc, models_dir, tmp_path):
                                 3 * s * b * 4) * 2 * (2 - 1) // 2
 
 
+@pytest.mark.parametrize("sequence", [False, True], ids=["TP", "TP+SP"])
+def test_backward_collectives_overlap_the_gradient_gemms(
+        weftc, models_dir, tmp_path, sequence):
+    """weft-overlap-collectives posts each collective early and waits for
+    it late (Megatron's LinearWithGradAccumulationAndAsyncCommunication):
+    per layer and micro-batch, the collective of each column-parallel
+    linear's input gradient (QKV, fc, and the LM head: 2L + 1), an
+    all-reduce, or a reduce-scatter with sequence parallelism, is in
+    flight while a GEMM (its weight gradient) runs; with sequence
+    parallelism so is the all-gather of each such linear's regathered
+    input (the input gradient's GEMM). The forward's collectives feed the
+    next op at once: nothing to overlap there."""
+    flags = ["--tensor-parallel=2"] + (["--sequence-parallel"]
+                                       if sequence else [])
+    plan = compile_plan(weftc, models_dir, tmp_path / "plan.json", *flags)
+    s, h, layers = CONFIG["seq"], CONFIG["hidden"], CONFIG["layers"]
+    b = CONFIG["batch"] // M
+    for rank in plan["ranks"]:
+        insts, buffers = rank["instructions"], rank["buffers"]
+        posts = {i["tag"]: k for k, i in enumerate(insts)
+                 if i["op"] in ("all_reduce", "all_gather", "reduce_scatter")}
+        overlapped = {}
+        for k, inst in enumerate(insts):
+            if inst["op"] != "wait_collective":
+                continue
+            start = posts.pop(inst["tag"])
+            post = insts[start]
+            gemms = [i for i in insts[start + 1:k]
+                     if i.get("kernel") in ("gemm", "matmul")]
+            if gemms and post["phase"] == "backward":
+                key = (post["op"], buffers[post["inputs"][0]]["bytes"])
+                overlapped[key] = overlapped.get(key, 0) + 1
+        assert not posts, "every collective is waited for"
+        sbh = s * b * h * 4
+        expected = ({("reduce_scatter", sbh): (2 * layers + 1) * M,
+                     ("all_gather", sbh // 2): (2 * layers + 1) * M}
+                    if sequence else
+                    {("all_reduce", sbh): (2 * layers + 1) * M})
+        assert {k: v for k, v in overlapped.items() if k in expected} == \
+            expected
+
+
 def test_dropout_masks_do_not_depend_on_the_tensor_axis(weftc, tmp_path):
     """gpt with dropout 0.1 (attention probabilities, sharded by heads, and
     the residual branches, replicated): each rank draws its shard of the
@@ -301,7 +343,10 @@ def test_dropout_masks_do_not_depend_on_the_tensor_axis(weftc, tmp_path):
 def test_trace_shows_collectives_on_their_own_track(weftc, models_dir,
                                                    tmp_path):
     """--trace: every all-reduce of a step is a slice on thread 3 of its
-    rank (category collective, with the axis and the bytes it reduces)."""
+    rank (category collective, with the axis and the bytes it reduces),
+    from its post to the end of its wait, in the order of the posts; its
+    post and wait calls are slices on thread 1 (category
+    collective_call)."""
     plan = tmp_path / "plan.json"
     plan_json = compile_plan(weftc, models_dir, plan, "--tensor-parallel=2")
     trace = tmp_path / "trace.json"
@@ -315,12 +360,17 @@ def test_trace_shows_collectives_on_their_own_track(weftc, models_dir,
         buffers = rank["buffers"]
         expected = [("all_reduce", "tensor", buffers[i["inputs"][0]]["bytes"])
                     for i in rank["instructions"] if i["op"] == "all_reduce"]
+        mine = sorted((e for e in events if e["pid"] == rank["rank"]),
+                      key=lambda e: e["ts"])
         slices = [(e["name"], e["args"]["axis"], e["args"]["bytes"])
-                  for e in events
-                  if e["pid"] == rank["rank"] and e["cat"] == "collective"]
+                  for e in mine if e["cat"] == "collective"]
         assert slices == expected
-        assert all(e["tid"] == 3 for e in events
-                   if e["pid"] == rank["rank"] and e["cat"] == "collective")
+        assert all(e["tid"] == 3 for e in mine if e["cat"] == "collective")
+        calls = [e for e in mine if e["cat"] == "collective_call"]
+        assert sorted(e["name"] for e in calls) == sorted(
+            f"{verb} all_reduce" for verb in ("post", "wait")
+            for _ in expected)
+        assert all(e["tid"] == 1 for e in calls)
 
 
 def test_tensor_parallel_errors_name_the_flag_or_node(weftc, models_dir,

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <thread>
 
 namespace weft::rt {
@@ -40,21 +41,26 @@ public:
                     " ranks along '" + name +
                     "': start it with mpirun -np <ranks>");
   }
-  void allReduce(const std::string &, const void *in, void *out,
-                 int64_t count, DType dtype, bool, int64_t) override {
-    if (in != out) // a group of one: the sum is the input
-      std::memmove(out, in, count * dtypeSize(dtype));
+  // A group of one: the sum, the whole and the part are the input, there
+  // at the post; the wait checks the tag was posted.
+  void postAllReduce(const std::string &, const void *in, void *out,
+                     int64_t count, DType dtype, bool, int64_t tag) override {
+    copy(in, out, count * dtypeSize(dtype), tag);
   }
-  void allGather(const std::string &, const void *in, void *out,
-                 int64_t outer, int64_t part, DType dtype, int64_t) override {
-    if (in != out) // a group of one: the whole is the part
-      std::memmove(out, in, outer * part * dtypeSize(dtype));
-  }
-  void reduceScatter(const std::string &, const void *in, void *out,
+  void postAllGather(const std::string &, const void *in, void *out,
                      int64_t outer, int64_t part, DType dtype,
-                     int64_t) override {
-    if (in != out)
-      std::memmove(out, in, outer * part * dtypeSize(dtype));
+                     int64_t tag) override {
+    copy(in, out, outer * part * dtypeSize(dtype), tag);
+  }
+  void postReduceScatter(const std::string &, const void *in, void *out,
+                         int64_t outer, int64_t part, DType dtype,
+                         int64_t tag) override {
+    copy(in, out, outer * part * dtypeSize(dtype), tag);
+  }
+  void waitCollective(int64_t tag) override {
+    if (!posted.erase(tag))
+      throw Error("wait of collective " + std::to_string(tag) +
+                  ", which was not posted");
   }
   std::vector<int64_t> allGather(int64_t value) override { return {value}; }
   std::vector<std::string> gatherStrings(const std::string &text,
@@ -69,6 +75,14 @@ public:
   }
 
 private:
+  void copy(const void *in, void *out, int64_t bytes, int64_t tag) {
+    if (!posted.insert(tag).second)
+      throw Error("collective " + std::to_string(tag) + " is already pending");
+    if (in != out)
+      std::memmove(out, in, bytes);
+  }
+  std::set<int64_t> posted;
+
   [[noreturn]] static void noPeer(int peer, int64_t tag) {
     throw Error("transfer " + std::to_string(tag) + " to rank " +
                 std::to_string(peer) +
@@ -147,22 +161,25 @@ public:
       axisComms[axes[a].first] = comm;
     }
   }
-  void allReduce(const std::string &axis, const void *in, void *out,
-                 int64_t count, DType dtype, bool max, int64_t tag) override {
+  void postAllReduce(const std::string &axis, const void *in, void *out,
+                     int64_t count, DType dtype, bool max,
+                     int64_t tag) override {
     MPI_Comm comm = axisComm(axis, "all-reduce", tag);
     MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
-    MPI_Request request;
-    check(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out,
+    postCollective(tag, "MPI_Iallreduce",
+                   "all-reduce " + std::to_string(tag) + " over '" + axis +
+                       "'",
+                   {}, [&](MPI_Request *r) {
+                     return MPI_Iallreduce(
+                         in == out ? MPI_IN_PLACE : in, out,
                          elements(count, "all-reduce", tag), type,
-                         max ? MPI_MAX : MPI_SUM, comm, &request),
-          "MPI_Iallreduce", tag);
-    complete(request, "MPI_Iallreduce", tag,
-             "all-reduce " + std::to_string(tag) + " over '" + axis + "'");
+                         max ? MPI_MAX : MPI_SUM, comm, r);
+                   });
   }
 
-  void allGather(const std::string &axis, const void *in, void *out,
-                 int64_t outer, int64_t part, DType dtype,
-                 int64_t tag) override {
+  void postAllGather(const std::string &axis, const void *in, void *out,
+                     int64_t outer, int64_t part, DType dtype,
+                     int64_t tag) override {
     MPI_Comm comm = axisComm(axis, "all-gather", tag);
     int members = 0;
     MPI_Comm_size(comm, &members);
@@ -180,25 +197,34 @@ public:
     check(MPI_Type_create_resized(strided, 0, part * size, &placed),
           "MPI_Type_create_resized", tag);
     MPI_Type_commit(&placed);
-    MPI_Request request;
-    int status = MPI_Iallgather(in, count, type, out, 1, placed, comm,
-                                &request);
-    MPI_Type_free(&strided);
-    MPI_Type_free(&placed); // MPI keeps it until the request completes
-    check(status, "MPI_Iallgather", tag);
-    complete(request, "MPI_Iallgather", tag,
-             "all-gather " + std::to_string(tag) + " over '" + axis + "'");
+    auto freeTypes = [&] {
+      MPI_Type_free(&strided);
+      MPI_Type_free(&placed); // MPI keeps it until the request completes
+    };
+    try {
+      postCollective(tag, "MPI_Iallgather",
+                     "all-gather " + std::to_string(tag) + " over '" + axis +
+                         "'",
+                     {}, [&](MPI_Request *r) {
+                       return MPI_Iallgather(in, count, type, out, 1, placed,
+                                             comm, r);
+                     });
+    } catch (...) {
+      freeTypes();
+      throw;
+    }
+    freeTypes();
   }
 
-  void reduceScatter(const std::string &axis, const void *in, void *out,
-                     int64_t outer, int64_t part, DType dtype,
-                     int64_t tag) override {
+  void postReduceScatter(const std::string &axis, const void *in, void *out,
+                         int64_t outer, int64_t part, DType dtype,
+                         int64_t tag) override {
     MPI_Comm comm = axisComm(axis, "reduce-scatter", tag);
     int members = 0;
     MPI_Comm_size(comm, &members);
     MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
     int64_t size = dtypeSize(dtype);
-    const void *send = in;
+    std::vector<char> staging;
     if (outer > 1) {
       // MPI scatters contiguous blocks: [outer][G][part] -> [G][outer][part].
       staging.resize(outer * members * part * size);
@@ -207,15 +233,41 @@ public:
         for (int64_t t = 0; t < members; ++t)
           std::memcpy(staging.data() + (t * outer + o) * part * size,
                       from + (o * members + t) * part * size, part * size);
-      send = staging.data();
     }
-    MPI_Request request;
-    check(MPI_Ireduce_scatter_block(
-              send, out, elements(outer * part, "reduce-scatter", tag), type,
-              MPI_SUM, comm, &request),
-          "MPI_Ireduce_scatter_block", tag);
-    complete(request, "MPI_Ireduce_scatter_block", tag,
-             "reduce-scatter " + std::to_string(tag) + " over '" + axis + "'");
+    // The vector's heap bytes do not move when it is moved into the
+    // pending entry: MPI may keep reading them until the wait.
+    const void *send = outer > 1 ? staging.data() : in;
+    postCollective(tag, "MPI_Ireduce_scatter_block",
+                   "reduce-scatter " + std::to_string(tag) + " over '" +
+                       axis + "'",
+                   std::move(staging), [&](MPI_Request *r) {
+                     return MPI_Ireduce_scatter_block(
+                         send, out,
+                         elements(outer * part, "reduce-scatter", tag), type,
+                         MPI_SUM, comm, r);
+                   });
+  }
+
+  void waitCollective(int64_t tag) override {
+    auto it = collectives.find(tag);
+    if (it == collectives.end())
+      throw Error("wait of collective " + std::to_string(tag) +
+                  ", which was not posted");
+    PendingCollective pending = std::move(it->second);
+    collectives.erase(it);
+    complete(pending.request, pending.call, tag, pending.what);
+  }
+
+  void progress() override {
+    // MPI_Test on each posted collective runs its next rounds; a completed
+    // one stays pending (its request freed) until its wait.
+    for (auto &[tag, pending] : collectives) {
+      if (pending.request == MPI_REQUEST_NULL)
+        continue;
+      int done = 0;
+      check(MPI_Test(&pending.request, &done, MPI_STATUS_IGNORE),
+            pending.call, tag);
+    }
   }
 
   std::vector<int64_t> allGather(int64_t value) override {
@@ -306,6 +358,24 @@ private:
     std::string what; ///< "receive of N bytes from rank P", for the watchdog
   };
 
+  struct PendingCollective {
+    MPI_Request request;
+    const char *call;
+    std::string what;          ///< "all-reduce 3 over 'tensor'"
+    std::vector<char> staging; ///< reduce-scatter's packed input, or empty
+  };
+
+  template <typename Post>
+  void postCollective(int64_t tag, const char *call, std::string what,
+                      std::vector<char> staging, Post &&postCall) {
+    if (collectives.count(tag))
+      throw Error(std::string(call) + ": collective " + std::to_string(tag) +
+                  " is already pending");
+    MPI_Request request;
+    check(postCall(&request), call, tag);
+    collectives[tag] = {request, call, std::move(what), std::move(staging)};
+  }
+
   template <typename Post>
   void post(int64_t tag, const char *call, std::string what,
             Post &&postCall) {
@@ -371,9 +441,8 @@ private:
   int rank_ = 0, size_ = 1;
   int64_t tagUpperBound = 32767; ///< MPI_TAG_UB, read once
   std::map<int64_t, Pending> pending;
+  std::map<int64_t, PendingCollective> collectives; ///< posted, by tag
   std::map<std::string, MPI_Comm> axisComms; ///< splitMesh's groups
-  /// reduceScatter's part-major copy of a strided input (grown, reused).
-  std::vector<char> staging;
 };
 
 } // namespace

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 namespace weft::rt {
 
@@ -219,15 +220,30 @@ void Executor::setParameter(const std::string &name, const std::string &bytes) {
 void Executor::run(int64_t step, uint64_t seed,
                    std::vector<TraceEvent> *trace) {
   using clock = std::chrono::steady_clock;
+  using us = std::chrono::duration<double, std::micro>;
   auto origin = clock::now();
+  // Collectives in flight: tag -> (post instruction, when it was posted).
+  std::map<int64_t, std::pair<const Instruction *, clock::time_point>> posted;
   for (size_t i = 0; i < rankPlan.instructions.size(); ++i) {
     const Instruction &inst = rankPlan.instructions[i];
     auto start = clock::now();
+    std::optional<std::pair<const Instruction *, clock::time_point>> waited;
     try {
-      if (inst.op == "compute")
+      if (inst.op == "compute") {
         launch(inst, i, step, seed);
-      else
+        if (!posted.empty())
+          comm->progress();
+      } else if (isCollectiveWait(inst.op)) {
+        if (auto it = posted.find(inst.tag); it != posted.end()) {
+          waited = it->second;
+          posted.erase(it);
+        }
+        comm->waitCollective(inst.tag);
+      } else {
         transfer(inst);
+        if (isCollective(inst.op))
+          posted[inst.tag] = {&inst, start};
+      }
     } catch (const Error &e) {
       throw Error("instruction " + std::to_string(i) + " (" +
                   (inst.op == "compute" ? inst.name
@@ -235,20 +251,39 @@ void Executor::run(int64_t step, uint64_t seed,
                                               std::to_string(inst.tag)) +
                   "): " + e.what());
     }
-    if (trace) {
-      backend.synchronize();
-      auto end = clock::now();
-      using us = std::chrono::duration<double, std::micro>;
-      bool collective = isCollective(inst.op);
-      KernelCost cost = inst.cost;
-      if (collective)
-        cost.bytesRead = rankPlan.buffers[inst.inputs[0]].bytes;
-      trace->push_back({inst.name, inst.op == "compute" ? inst.kernel : inst.op,
-                        inst.phase, inst.microBatch, isTransfer(inst.op),
-                        collective, inst.axis, step, rankPlan.rank,
-                        us(start - origin).count(), us(end - start).count(),
-                        cost});
+    if (!trace)
+      continue;
+    backend.synchronize();
+    auto end = clock::now();
+    TraceEvent event{inst.name, inst.op == "compute" ? inst.kernel : inst.op,
+                     inst.phase, inst.microBatch, isTransfer(inst.op),
+                     false, false, inst.axis, step, rankPlan.rank,
+                     us(start - origin).count(), us(end - start).count(),
+                     inst.cost};
+    const Instruction *post = waited ? waited->first
+                              : isCollective(inst.op) ? &inst
+                                                      : nullptr;
+    if (post) {
+      // The rank's own time in the post or the wait call; bytes: what
+      // each rank sends in.
+      event.collectiveCall = true;
+      event.axis = post->axis;
+      event.name = post->name;
+      event.kernel = (waited ? "wait " : "post ") + post->op;
+      event.cost = KernelCost{};
+      event.cost.bytesRead = rankPlan.buffers[post->inputs[0]].bytes;
     }
+    if (waited) {
+      // The collective in flight: from its post to the end of its wait.
+      TraceEvent flight = event;
+      flight.collectiveCall = false;
+      flight.collective = true;
+      flight.kernel = post->op;
+      flight.startUs = us(waited->second - origin).count();
+      flight.durationUs = us(end - waited->second).count();
+      trace->push_back(flight);
+    }
+    trace->push_back(event);
   }
   backend.synchronize();
 }
@@ -269,12 +304,13 @@ void Executor::transfer(const Instruction &inst) {
   // soon as its producer returned; a device backend would record an event on
   // the compute stream and post on a copy stream after it.
   if (isCollective(inst.op)) {
+    // Posted; the plan's wait_collective completes it.
     const BufferDesc &x = rankPlan.buffers[inst.inputs[0]],
                      &y = rankPlan.buffers[inst.outputs[0]];
     if (inst.op == "all_reduce") {
-      comm->allReduce(inst.axis, arena + x.offset, arena + y.offset,
-                      x.bytes / dtypeSize(x.dtype), x.dtype,
-                      inst.reduction == "max", inst.tag);
+      comm->postAllReduce(inst.axis, arena + x.offset, arena + y.offset,
+                          x.bytes / dtypeSize(x.dtype), x.dtype,
+                          inst.reduction == "max", inst.tag);
       return;
     }
     // A rank's part of the whole along `dim`: [outer][part] of
@@ -285,11 +321,11 @@ void Executor::transfer(const Instruction &inst) {
     for (size_t d = 0; d < local.size(); ++d)
       (int64_t(d) < inst.dim ? outer : part) *= local[d];
     if (inst.op == "all_gather")
-      comm->allGather(inst.axis, arena + x.offset, arena + y.offset, outer,
-                      part, x.dtype, inst.tag);
-    else
-      comm->reduceScatter(inst.axis, arena + x.offset, arena + y.offset,
+      comm->postAllGather(inst.axis, arena + x.offset, arena + y.offset,
                           outer, part, x.dtype, inst.tag);
+    else
+      comm->postReduceScatter(inst.axis, arena + x.offset, arena + y.offset,
+                              outer, part, x.dtype, inst.tag);
   } else if (inst.op == "isend") {
     const BufferDesc &b = rankPlan.buffers[inst.inputs[0]];
     comm->isend(arena + b.offset, b.bytes, inst.peer, inst.tag);

@@ -206,10 +206,12 @@ parseRank(const Field &f,
     Field in = instructions.at(i);
     Instruction d;
     d.op = in.at("op").string();
-    if (d.op != "compute" && !isTransfer(d.op) && !isCollective(d.op))
+    if (d.op != "compute" && !isTransfer(d.op) && !isCollective(d.op) &&
+        !isCollectiveWait(d.op))
       in.at("op").fail("unknown instruction '" + d.op +
                        "' (expected compute, isend, irecv, wait_send, "
-                       "wait_recv, all_reduce, all_gather or reduce_scatter)");
+                       "wait_recv, all_reduce, all_gather, reduce_scatter "
+                       "or wait_collective)");
     d.name = in.has("name") ? in.at("name").string() : "";
     d.phase = in.at("phase").string();
     d.microBatch = in.at("micro_batch").nonNegative();
@@ -276,6 +278,8 @@ parseRank(const Field &f,
       if (x.dtype != DType::F32 && x.dtype != DType::F64)
         in.at("inputs").fail(d.op + (sameShape ? " sums" : " moves") +
                              " f32 or f64, not " + dtypeName(x.dtype));
+    } else if (isCollectiveWait(d.op)) {
+      d.tag = in.at("tag").nonNegative(); // checkInstructionOrder pairs it
     } else {
       d.tag = in.at("tag").nonNegative();
       if (d.op == "isend" || d.op == "irecv")

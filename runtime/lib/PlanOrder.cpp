@@ -31,6 +31,13 @@ bool overlaps(const BufferDesc &b, const InFlight &f) {
   return b.bytes > 0 && b.offset < f.end && f.begin < b.offset + b.bytes;
 }
 
+/// A collective between its post and its wait_collective: it reads its
+/// input's bytes and writes its output's.
+struct CollectiveInFlight {
+  std::string op;
+  InFlight input, output;
+};
+
 /// One rank: a buffer read before anything wrote it, a buffer touched
 /// while a transfer owns its bytes (a receive not yet complete is read or
 /// written; a send not yet complete is overwritten), a wait of the wrong
@@ -50,8 +57,21 @@ void checkRank(const Plan &plan, const RankPlan &rank) {
     return written.count(id) || (b.viewOf >= 0 && written.count(b.viewOf));
   };
   std::map<int64_t, InFlight> flying; // by tag
+  std::map<int64_t, CollectiveInFlight> collectives; // by tag
   for (size_t i = 0; i < rank.instructions.size(); ++i) {
     const Instruction &inst = rank.instructions[i];
+    if (isCollectiveWait(inst.op)) {
+      auto it = collectives.find(inst.tag);
+      if (it == collectives.end())
+        throw Error(at(plan, rank.rank, i) + ": wait_collective of tag " +
+                    std::to_string(inst.tag) +
+                    ", which is not in flight on this rank");
+      written.insert(it->second.output.buffer);
+      for (int64_t id : inst.outputs)
+        written.insert(id);
+      collectives.erase(it);
+      continue;
+    }
     if (inst.op == "isend" || inst.op == "irecv") {
       bool receive = inst.op == "irecv";
       int64_t id = receive ? inst.outputs[0] : inst.inputs[0];
@@ -76,7 +96,8 @@ void checkRank(const Plan &plan, const RankPlan &rank) {
       flying.erase(it);
       continue;
     }
-    // Compute and collectives read their inputs and write their outputs.
+    // Compute and collectives read their inputs and write their outputs
+    // (a collective's once its wait_collective has run).
     std::string what = isCollective(inst.op) ? inst.op : inst.kernel;
     for (int64_t id : inst.inputs) {
       for (const auto &[tag, f] : flying)
@@ -85,6 +106,13 @@ void checkRank(const Plan &plan, const RankPlan &rank) {
                       inst.name + "): reads buffer " + std::to_string(id) +
                       " while the receive of tag " + std::to_string(tag) +
                       " into its bytes is in flight (no wait_recv before)");
+      for (const auto &[tag, c] : collectives)
+        if (overlaps(rank.buffers[id], c.output))
+          throw Error(at(plan, rank.rank, i) + " (" + what + " " +
+                      inst.name + "): reads buffer " + std::to_string(id) +
+                      " while the " + c.op + " of tag " + std::to_string(tag) +
+                      " into its bytes is in flight (no wait_collective "
+                      "before)");
       if (!isWritten(id))
         throw Error(at(plan, rank.rank, i) + " (" + what + " " +
                     inst.name + "): reads buffer " + std::to_string(id) +
@@ -98,7 +126,29 @@ void checkRank(const Plan &plan, const RankPlan &rank) {
                       " while the " + (f.receive ? "receive" : "send") +
                       " of tag " + std::to_string(tag) +
                       " owns its bytes");
-      written.insert(id);
+      for (const auto &[tag, c] : collectives)
+        if (overlaps(rank.buffers[id], c.input) ||
+            overlaps(rank.buffers[id], c.output))
+          throw Error(at(plan, rank.rank, i) + " (" + what + " " +
+                      inst.name + "): writes buffer " + std::to_string(id) +
+                      " while the " + c.op + " of tag " +
+                      std::to_string(tag) + " owns its bytes");
+      if (!isCollective(inst.op))
+        written.insert(id);
+    }
+    if (isCollective(inst.op)) {
+      auto range = [&](int64_t id) {
+        const BufferDesc &b = rank.buffers[id];
+        return InFlight{inst.tag, id, b.offset, b.offset + b.bytes, false};
+      };
+      if (!collectives
+               .insert({inst.tag,
+                        {inst.op, range(inst.inputs[0]),
+                         range(inst.outputs[0])}})
+               .second)
+        throw Error(at(plan, rank.rank, i) + ": " + inst.op + " of tag " +
+                    std::to_string(inst.tag) + " while the collective of "
+                    "that tag is in flight");
     }
   }
   if (!flying.empty())
@@ -106,15 +156,20 @@ void checkRank(const Plan &plan, const RankPlan &rank) {
                 "]: the transfer of tag " +
                 std::to_string(flying.begin()->first) +
                 " is never waited for");
+  if (!collectives.empty())
+    throw Error(plan.path + ": ranks[" + std::to_string(rank.rank) +
+                "]: the " + collectives.begin()->second.op + " of tag " +
+                std::to_string(collectives.begin()->first) +
+                " is never waited for (no wait_collective)");
 }
 
 /// All ranks: a rendezvous simulation of the instruction lists. Posts never
 /// block; a wait_send completes once its irecv is posted on the peer, a
 /// wait_recv once its isend is (the strictest MPI semantics: no eager
-/// buffering); a collective once every rank of its group has reached it
-/// (the groups' sequences match: checkMesh). If no rank can move and some
-/// are not done, the plan would hang: the error names each blocked rank's
-/// instruction.
+/// buffering); a wait_collective once every rank of its group has posted
+/// the collective (the groups' sequences match: checkMesh). If no rank can
+/// move and some are not done, the plan would hang: the error names each
+/// blocked rank's instruction.
 void checkDeadlock(const Plan &plan) {
   std::set<int64_t> sendPosted, recvPosted;
   // (axis, the members' other coordinates, tag) -> members arrived.
@@ -127,7 +182,9 @@ void checkDeadlock(const Plan &plan) {
     return std::make_tuple(inst.axis, others, inst.tag);
   };
   std::vector<size_t> pc(plan.ranks.size(), 0);
-  std::vector<bool> atCollective(plan.ranks.size(), false);
+  // Per rank: the collective each tag posted (a wait names only the tag).
+  std::vector<std::map<int64_t, const Instruction *>> posted(
+      plan.ranks.size());
   for (bool moved = true; moved;) {
     moved = false;
     for (const RankPlan &rank : plan.ranks) {
@@ -135,15 +192,12 @@ void checkDeadlock(const Plan &plan) {
       for (; i < rank.instructions.size(); ++i) {
         const Instruction &inst = rank.instructions[i];
         if (isCollective(inst.op)) {
-          int64_t &count = arrived[groupKey(rank, inst)];
-          if (!atCollective[rank.rank]) {
-            atCollective[rank.rank] = true;
-            ++count;
-            moved = true;
-          }
-          if (count < plan.axisSize(inst.axis))
+          ++arrived[groupKey(rank, inst)];
+          posted[rank.rank][inst.tag] = &inst;
+        } else if (isCollectiveWait(inst.op)) {
+          const Instruction &post = *posted[rank.rank].at(inst.tag);
+          if (arrived[groupKey(rank, post)] < plan.axisSize(post.axis))
             break;
-          atCollective[rank.rank] = false;
         } else if (inst.op == "isend") {
           sendPosted.insert(inst.tag);
         } else if (inst.op == "irecv") {

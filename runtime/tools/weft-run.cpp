@@ -91,9 +91,11 @@ std::pair<std::string, int64_t> lossOutput(const Plan &plan) {
 
 /// The measured timeline in the format of weftc --timeline: per rank,
 /// consecutive instructions of one task (F<i>, B<i>, U) merged into one slice
-/// on thread 0, transfers (mostly their waits) on thread 1; on thread 2,
-/// one slice per compute instruction named by its kernel; on thread 3, the
-/// collectives (category "collective", args: axis, bytes, node).
+/// on thread 0, transfers (mostly their waits) and the posts and waits of
+/// collectives (category "collective_call": the time compute did not hide)
+/// on thread 1; on thread 2, one slice per compute instruction named by its
+/// kernel; on thread 3, each collective from its post to the end of its
+/// wait (category "collective", args: axis, bytes, node).
 json traceEvents(const std::vector<TraceEvent> &events) {
   json list = json::array();
   auto taskOf = [](const TraceEvent &e) {
@@ -116,6 +118,18 @@ json traceEvents(const std::vector<TraceEvent> &events) {
                         {"step", e.step},
                         {"axis", e.axis},
                         {"bytes", e.cost.bytesRead}}}});
+      continue;
+    }
+    if (e.collectiveCall) {
+      list.push_back({{"name", e.kernel},
+                      {"cat", "collective_call"},
+                      {"ph", "X"},
+                      {"ts", e.startUs},
+                      {"dur", e.durationUs},
+                      {"pid", e.rank},
+                      {"tid", 1},
+                      {"args",
+                       {{"node", e.name}, {"step", e.step}, {"axis", e.axis}}}});
       continue;
     }
     if (e.transfer) {

@@ -9,6 +9,11 @@
 // stricter of MPI's protocols, so a schedule that completes here completes
 // under any protocol.
 //
+// A collective (over the tensor axis: the members are replicas of one
+// stage, running one program on equal clocks) is posted without waiting and
+// completes its predicted seconds later; its wait blocks until then, so the
+// compute between post and wait hides it (weft-overlap-collectives).
+//
 // A schedule that cannot complete (every unfinished rank blocked on a
 // transfer whose other side is never posted) is a deadlock, reported with
 // the blocked rank, its op and the transfer it waits on.
@@ -35,9 +40,19 @@ namespace weft {
 
 /// One op of a rank's program, as the simulator sees it.
 struct SimOp {
-  enum class Kind { Compute, ISend, IRecv, WaitSend, WaitRecv } kind;
-  double seconds = 0; ///< Compute: predicted duration
-  int64_t peer = 0, tag = 0, bytes = 0; ///< transfers
+  enum class Kind {
+    Compute,
+    ISend,
+    IRecv,
+    WaitSend,
+    WaitRecv,
+    PostCollective,
+    WaitCollective
+  } kind;
+  /// Compute: predicted duration; PostCollective: the collective's.
+  double seconds = 0;
+  /// Transfers; collectives: tag (their position in the program).
+  int64_t peer = 0, tag = 0, bytes = 0;
   /// Task label for the timeline: "F3", "B3", "U" (optimizer update).
   std::string task;
   mlir::Operation *op = nullptr; ///< for diagnostics; may be null
@@ -46,8 +61,10 @@ struct SimOp {
 /// A slice of the timeline (seconds from the step's start).
 struct SimEvent {
   int64_t rank = 0;
-  std::string name;     ///< task label, or "send F3 -> 2" for transfers
-  std::string category; ///< "forward", "backward", "optimizer", "transfer"
+  /// Task label, "send F3 -> 2" for transfers, the op for collectives.
+  std::string name;
+  /// "forward", "backward", "optimizer", "transfer", "collective".
+  std::string category;
   double start = 0, end = 0;
 };
 
@@ -78,7 +95,8 @@ std::vector<std::vector<SimOp>> stagePrograms(mlir::ModuleOp module,
                                               const DeviceModel &device);
 
 /// The timeline as a Chrome trace (chrome://tracing, Perfetto): one process
-/// per rank, compute on thread 0, transfers on thread 1; microseconds.
+/// per rank, compute on thread 0, transfers on thread 1, collectives on
+/// thread 2; microseconds.
 std::string chromeTrace(const std::vector<SimEvent> &events);
 
 /// A text Gantt chart, one row per rank, `width` columns for the step, like

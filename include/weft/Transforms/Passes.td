@@ -185,6 +185,45 @@ def RegatherSequenceParallel : Pass<"weft-regather-sequence-parallel",
   let dependentDialects = ["mlir::shard::ShardDialect", "weft::WeftDialect"];
 }
 
+def OverlapCollectives : Pass<"weft-overlap-collectives",
+                               "mlir::func::FuncOp"> {
+  let summary = "Post each collective early and wait for it late, so compute "
+                "overlaps it";
+  let description = [{
+    Runs last on a rank's program (after `weft-schedule` when pipelined).
+    Each `shard.all_reduce`, `shard.all_gather` and `shard.reduce_scatter`
+    becomes a post, completed by a `weft.wait_collective` that every reader
+    of the result reads instead:
+
+    1. post early: the op computing the collective's operand, when only the
+       collective reads it, moves up past the ops of its task (phase and
+       micro-batch) it does not read from; the collective moves up past
+       other posts and at most one op it does not read from (enough for the
+       regathered input of a sequence-parallel linear to be all-gathered
+       while the input gradient's GEMM runs, without gathering it at the
+       start of the task);
+    2. wait late: the wait sinks to the first op that reads the result, the
+       end of the task, or an op updating a buffer in place.
+
+    In a tensor-parallel layer's backward the all-reduce (or, with sequence
+    parallelism, the reduce-scatter) of a linear's input gradient is then
+    in flight while the weight gradient is computed, the overlap
+    Megatron-LM's `LinearWithGradAccumulationAndAsyncCommunication` builds
+    by hand (Korthikanti et al. 2022, Section 4.2.2). Posts never pass a
+    transfer or an in-place update; they may pass each other, since the
+    members of a group run one function and so post in one order. The
+    collective's operand stays live until the wait (MPI's rule for a
+    non-blocking collective's send buffer).
+    ```mlir
+    %g = weft.matmul %dy, %w ...               // the input gradient
+    %p = shard.all_reduce %g on @mesh grid_axes = [2] : ...
+    %dw = weft.matmul %x, %dy ...              // overlaps the all-reduce
+    %s = weft.wait_collective %p, %g : tensor<8x64xf32> -> tensor<8x64xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::shard::ShardDialect", "weft::WeftDialect"];
+}
+
 def PartitionPipeline : Pass<"weft-partition-pipeline", "mlir::func::FuncOp"> {
   let summary = "Assign every forward op to one of P pipeline stages";
   let description = [{

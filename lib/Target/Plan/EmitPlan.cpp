@@ -248,7 +248,10 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
   // Tags are unique per step within the plan: the function's tag for each
   // replica, interleaved.
   auto planTag = [&](int64_t tag) { return tag * replicas + replica; };
+  // Collectives: numbered in program order (the order the group's members
+  // post them); a wait names its collective's number.
   int64_t collectives = 0;
+  llvm::DenseMap<Operation *, int64_t> collectiveTag;
 
   // Buffer ids: one per value, in definition order; views point at the
   // buffer whose bytes they share.
@@ -374,7 +377,7 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
                             "the maximum over one mesh axis");
       inst["op"] = "all_reduce";
       inst["axis"] = mesh.axes[sum.getGridAxes()[0]];
-      inst["tag"] = collectives++;
+      inst["tag"] = collectiveTag[&op] = collectives++;
       inst["reduction"] = max ? "max" : "sum";
     } else if (isa<shard::AllGatherOp, shard::ReduceScatterOp>(op)) {
       // Sequence parallelism: the group's parts along tensor dimension
@@ -389,9 +392,16 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
                             "must run over one mesh axis (and sum)");
       inst["op"] = gather ? "all_gather" : "reduce_scatter";
       inst["axis"] = mesh.axes[axes[0]];
-      inst["tag"] = collectives++;
+      inst["tag"] = collectiveTag[&op] = collectives++;
       inst["dim"] = gather ? gather.getGatherAxis().getSExtValue()
                            : scatter.getScatterAxis().getSExtValue();
+    } else if (auto wait = dyn_cast<WaitCollectiveOp>(op)) {
+      auto it = collectiveTag.find(wait.getPosted().getDefiningOp());
+      if (it == collectiveTag.end())
+        return op.emitError("plan emission: a wait_collective must wait for "
+                            "a collective posted before it");
+      inst["op"] = "wait_collective";
+      inst["tag"] = it->second;
     } else if (auto slice = dyn_cast<shard::AllSliceOp>(op)) {
       // No communication: the rank's part, as a slice kernel.
       if (slice.getGridAxes().size() != 1)
@@ -454,7 +464,24 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
       inst["kernel"] = op.getName().stripDialect().str();
       inst["attrs"] = attrs;
     }
+    // A collective nothing waits for (weft-overlap-collectives did not run)
+    // completes at once.
+    bool unwaited = collectiveTag.count(&op) &&
+                    llvm::none_of(op.getUsers(), [](Operation *user) {
+                      return isa<WaitCollectiveOp>(user);
+                    });
+    json waitNow;
+    if (unwaited)
+      waitNow = {{"op", "wait_collective"},
+                 {"name", inst["name"]},
+                 {"inputs", json::array({out[0], in[0]})},
+                 {"outputs", json::array()},
+                 {"phase", phase},
+                 {"micro_batch", microBatch},
+                 {"tag", inst["tag"]}};
     instructions.push_back(std::move(inst));
+    if (unwaited)
+      instructions.push_back(std::move(waitNow));
   }
 
   json rankOutputs = json::array();

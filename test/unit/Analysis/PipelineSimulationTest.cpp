@@ -166,3 +166,33 @@ TEST(SimulationTest, TransferTimeDelaysTheReceiver) {
 }
 
 } // namespace
+
+TEST(PipelineSimulation, ComputeBetweenPostAndWaitHidesACollective) {
+  // B(0): a 3 s GEMM, a 2 s all-reduce posted before a 1 s GEMM and waited
+  // for after it, then a 1 s op: the wait blocks 1 s (2 - 1), the step
+  // takes 3 + 2 + 1 = 6 s; with 4 s of compute between, nothing blocks.
+  auto program = [](double between) {
+    return std::vector<SimOp>{
+        {SimOp::Kind::Compute, 3, 0, 0, 0, "B0"},
+        {SimOp::Kind::PostCollective, 2, 0, 0, 0, "B0"},
+        {SimOp::Kind::Compute, between, 0, 0, 0, "B0"},
+        {SimOp::Kind::WaitCollective, 0, 0, 0, 0, "B0"},
+        {SimOp::Kind::Compute, 1, 0, 0, 0, "B0"}};
+  };
+  DeviceModel device;
+  SimResult partly = simulatePipeline({program(1)}, device);
+  ASSERT_TRUE(partly.completed);
+  EXPECT_DOUBLE_EQ(partly.stepSeconds, 6);
+  EXPECT_DOUBLE_EQ(partly.busySeconds[0], 5);
+  SimResult hidden = simulatePipeline({program(4)}, device);
+  EXPECT_DOUBLE_EQ(hidden.stepSeconds, 8);
+  EXPECT_DOUBLE_EQ(hidden.busySeconds[0], 8);
+  // The collective is its own slice, from its post for its cost.
+  std::vector<SimEvent> collectives;
+  for (const SimEvent &e : partly.events)
+    if (e.category == "collective")
+      collectives.push_back(e);
+  ASSERT_EQ(collectives.size(), 1u);
+  EXPECT_DOUBLE_EQ(collectives[0].start, 3);
+  EXPECT_DOUBLE_EQ(collectives[0].end, 5);
+}

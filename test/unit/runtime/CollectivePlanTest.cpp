@@ -26,7 +26,9 @@ json tensorParallelPlan() {
     "constants": [],
     "instructions": [{"op": "all_reduce", "axis": "tensor", "tag": 0,
                       "inputs": [0], "outputs": [1], "phase": "forward",
-                      "micro_batch": 0}]})");
+                      "micro_batch": 0},
+                     {"op": "wait_collective", "tag": 0, "inputs": [1, 0],
+                      "outputs": [], "phase": "forward", "micro_batch": 0}]})");
   json plan = json::parse(R"({
     "format": "weft-plan", "version": 1,
     "model": {"path": "m.onnx", "sha256": ""},
@@ -64,6 +66,13 @@ void expectRejections(json (*valid)(), const std::vector<Rejection> &cases) {
     EXPECT_NE(message.find(c.message), std::string::npos)
         << "expected '" << c.message << "', got '" << message << "'";
   }
+}
+
+/// A compute instruction y = relu(x) on buffers of one shape.
+json relu(int64_t x, int64_t y) {
+  return {{"op", "compute"}, {"kernel", "relu"}, {"name", "r"},
+          {"attrs", json::object()}, {"phase", "forward"},
+          {"micro_batch", 0}, {"inputs", {x}}, {"outputs", {y}}};
 }
 
 json transfer(const std::string &op, int64_t peer, int64_t buffer,
@@ -141,8 +150,33 @@ TEST(CollectivePlan, NamesTheFieldOfEveryRejection) {
          r1.push_back(transfer("wait_send", 0, 1, false));
        },
        "the ranks would deadlock, each waiting on another: "
-       "ranks[0].instructions[1] (wait_recv tag 5); ranks[1].instructions[0] "
-       "(all_reduce tag 0)"},
+       "ranks[0].instructions[1] (wait_recv tag 5); ranks[1].instructions[1] "
+       "(wait_collective tag 0)"},
+      // The post and its wait_collective.
+      {[](json &p) { p["ranks"][0]["instructions"].erase(1); },
+       "ranks[0]: the all_reduce of tag 0 is never waited for (no "
+       "wait_collective)"},
+      {[](json &p) {
+         json &r0 = p["ranks"][0]["instructions"];
+         std::swap(r0[0], r0[1]);
+       },
+       "ranks[0].instructions[0]: wait_collective of tag 0, which is not in "
+       "flight on this rank"},
+      {[](json &p) { p["ranks"][0]["instructions"][1]["tag"] = 3; },
+       "wait_collective of tag 3, which is not in flight"},
+      {[](json &p) {
+         json &r0 = p["ranks"][0]["instructions"];
+         r0.insert(r0.begin() + 1, relu(1, 2));
+       },
+       "ranks[0].instructions[1] (relu r): reads buffer 1 while the "
+       "all_reduce of tag 0 into its bytes is in flight (no wait_collective "
+       "before)"},
+      {[](json &p) {
+         json &r0 = p["ranks"][0]["instructions"];
+         r0.insert(r0.begin() + 1, relu(2, 0));
+       },
+       "ranks[0].instructions[1] (relu r): writes buffer 0 while the "
+       "all_reduce of tag 0 owns its bytes"},
   };
   expectRejections(tensorParallelPlan, cases);
 }
@@ -157,8 +191,12 @@ json sequenceParallelPlan() {
     rank["instructions"] = json::parse(R"([
       {"op": "all_gather", "axis": "tensor", "tag": 0, "dim": 0,
        "inputs": [0], "outputs": [3], "phase": "forward", "micro_batch": 0},
+      {"op": "wait_collective", "tag": 0, "inputs": [3, 0], "outputs": [],
+       "phase": "forward", "micro_batch": 0},
       {"op": "reduce_scatter", "axis": "tensor", "tag": 1, "dim": 0,
-       "inputs": [3], "outputs": [1], "phase": "forward", "micro_batch": 0}])");
+       "inputs": [3], "outputs": [1], "phase": "forward", "micro_batch": 0},
+      {"op": "wait_collective", "tag": 1, "inputs": [1, 3], "outputs": [],
+       "phase": "forward", "micro_batch": 0}])");
   }
   return plan;
 }
@@ -169,7 +207,7 @@ TEST(CollectivePlan, AcceptsASequenceParallelPlan) {
   const Instruction &gather = plan.ranks[0].instructions[0];
   EXPECT_EQ(gather.op, "all_gather");
   EXPECT_EQ(gather.dim, 0);
-  EXPECT_EQ(plan.ranks[1].instructions[1].op, "reduce_scatter");
+  EXPECT_EQ(plan.ranks[1].instructions[2].op, "reduce_scatter");
 }
 
 TEST(CollectivePlan, NamesTheFieldOfEverySequenceParallelRejection) {
@@ -178,18 +216,18 @@ TEST(CollectivePlan, NamesTheFieldOfEverySequenceParallelRejection) {
        "ranks[0].instructions[0]: missing field 'dim'"},
       {[](json &p) { p["ranks"][0]["instructions"][0]["dim"] = 1; },
        "ranks[0].instructions[0].dim: dimension 1 of a [2] buffer"},
-      {[](json &p) { p["ranks"][0]["instructions"][1]["outputs"] = {3}; },
-       "ranks[0].instructions[1]: reduce_scatter over 'tensor' (2 ranks) "
+      {[](json &p) { p["ranks"][0]["instructions"][2]["outputs"] = {3}; },
+       "ranks[0].instructions[2]: reduce_scatter over 'tensor' (2 ranks) "
        "along dimension 0 cannot turn [4] into [4]"},
       {[](json &p) {
-         p["ranks"][1]["instructions"][1]["reduction"] = "max";
+         p["ranks"][1]["instructions"][2]["reduction"] = "max";
        },
-       "ranks[1].instructions[1].reduction: 'max': expected sum"},
+       "ranks[1].instructions[2].reduction: 'max': expected sum"},
       {[](json &p) { p["ranks"][1]["instructions"][0]["op"] = "reduce_scatter"; },
        "cannot turn [2] into [4]"},
       {[](json &p) {
          std::swap(p["ranks"][1]["instructions"][0]["tag"],
-                   p["ranks"][1]["instructions"][1]["tag"]);
+                   p["ranks"][1]["instructions"][2]["tag"]);
        },
        "ranks[1]: collective 0 over 'tensor' is all_gather along 0 tag 1"},
   };

@@ -184,5 +184,8 @@ std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
   // wait_recv yields the buffer its irecv filled (operand 1).
   if (isa<WaitRecvOp>(op))
     return 1u;
+  // wait_collective yields the buffer its collective filled (operand 0).
+  if (isa<WaitCollectiveOp>(op))
+    return 0u;
   return std::nullopt;
 }

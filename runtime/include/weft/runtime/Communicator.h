@@ -3,9 +3,9 @@
 // The executor's view of the other ranks: non-blocking point-to-point
 // transfers identified by the plan's tags (posted by isend/irecv
 // instructions, completed by wait_send/wait_recv), the plan's collectives
-// over one mesh axis (all_reduce, all_gather and reduce_scatter
-// instructions, on one group per axis), a
-// few collectives over all ranks for logging, and abort. The MPI
+// over one mesh axis (posted by all_reduce, all_gather and reduce_scatter
+// instructions, completed by wait_collective; one group per axis), a few
+// collectives over all ranks for logging, and abort. The MPI
 // implementation (one process per rank, MPI_Isend/MPI_Irecv, non-blocking
 // collectives on MPI_COMM_WORLD and on MPI_Comm_split's axis groups,
 // completed by MPI_Test under a watchdog) serves the CPU backend; a CUDA
@@ -47,33 +47,46 @@ public:
   virtual void splitMesh(
       const std::vector<std::pair<std::string, int64_t>> &axes,
       const std::vector<int64_t> &coords) = 0;
-  /// Sums (or, with `max`, takes the maximum of) `count` elements of
-  /// `dtype` (f32 or f64) at `in` over this rank's group along `axis` into
-  /// `out` (`out` may be `in`). Collective over the group; every member
-  /// calls its collectives in one order. `tag` names the collective in
-  /// errors and in the watchdog's message.
-  virtual void allReduce(const std::string &axis, const void *in, void *out,
-                         int64_t count, DType dtype, bool max,
-                         int64_t tag) = 0;
+  /// The plan's collectives over this rank's group along `axis`, posted
+  /// (non-blocking: MPI_Iallreduce, MPI_Iallgather,
+  /// MPI_Ireduce_scatter_block) and completed by waitCollective(tag); until
+  /// then `out` is undefined and `in` must stay untouched. Every member
+  /// posts the group's collectives in one order; `tag` (the plan's, unique
+  /// per step) names the collective in waitCollective, errors and the
+  /// watchdog's message. Elements are f32 or f64 (`dtype`).
+  ///
+  /// postAllReduce sums (or, with `max`, takes the maximum of) `count`
+  /// elements at `in` over the group into `out` (`out` may be `in`).
+  virtual void postAllReduce(const std::string &axis, const void *in,
+                             void *out, int64_t count, DType dtype, bool max,
+                             int64_t tag) = 0;
 
-  /// Sequence parallelism's collectives over this rank's group along `axis`
-  /// (G members, f32 or f64 elements of `dtype`). The whole tensor is laid
-  /// out as [outer][G][part] elements (its dimension `dim` split into G
-  /// parts: `outer` = the product of the sizes before `dim`, `part` = a
+  /// Sequence parallelism's collectives (G members). The whole tensor is
+  /// laid out as [outer][G][part] elements (its dimension `dim` split into
+  /// G parts: `outer` = the product of the sizes before `dim`, `part` = a
   /// rank's elements of one outer row); member t holds [outer][part], the
-  /// t-th part. allGather writes the whole tensor at `out` from every
-  /// member's part at `in`; reduceScatter sums every member's whole tensor
-  /// at `in` and writes this member's part of the sum at `out`. A part
-  /// that is not contiguous in the whole (outer > 1) is gathered through
-  /// an MPI strided datatype, and scattered after packing the input into
-  /// part-major order in a staging buffer the communicator owns (outside
-  /// the plan's arena, as MPI's own buffers). Collective over the group.
-  virtual void allGather(const std::string &axis, const void *in, void *out,
-                         int64_t outer, int64_t part, DType dtype,
-                         int64_t tag) = 0;
-  virtual void reduceScatter(const std::string &axis, const void *in,
+  /// t-th part. postAllGather writes the whole tensor at `out` from every
+  /// member's part at `in`; postReduceScatter sums every member's whole
+  /// tensor at `in` and writes this member's part of the sum at `out`. A
+  /// part that is not contiguous in the whole (outer > 1) is gathered
+  /// through an MPI strided datatype, and scattered after packing the
+  /// input into part-major order, at the post, in a staging buffer the
+  /// communicator owns until the wait (outside the plan's arena, as MPI's
+  /// own buffers).
+  virtual void postAllGather(const std::string &axis, const void *in,
                              void *out, int64_t outer, int64_t part,
                              DType dtype, int64_t tag) = 0;
+  virtual void postReduceScatter(const std::string &axis, const void *in,
+                                 void *out, int64_t outer, int64_t part,
+                                 DType dtype, int64_t tag) = 0;
+  /// Blocks (under the watchdog) until the collective `tag` posted on this
+  /// rank has completed. Throws Error when none with that tag is pending.
+  virtual void waitCollective(int64_t tag) = 0;
+  /// Lets posted collectives advance without blocking: MPI moves a
+  /// non-blocking collective's data only inside MPI calls (Open MPI's
+  /// libnbc has no progress thread), so the executor calls this between
+  /// instructions while collectives are in flight.
+  virtual void progress() {}
 
   /// Every rank's `value`, indexed by rank (collective).
   virtual std::vector<int64_t> allGather(int64_t value) = 0;

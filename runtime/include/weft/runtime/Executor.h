@@ -24,9 +24,14 @@ struct TraceEvent {
   std::string name, kernel; ///< kernel: the compute kernel or transfer op
   std::string phase;        ///< forward, backward, optimizer
   int64_t microBatch = 0;
-  bool transfer = false;   ///< isend/irecv/wait_send/wait_recv
-  bool collective = false; ///< all_reduce (transfer is false)
-  std::string axis;        ///< collective: its mesh axis
+  bool transfer = false; ///< isend/irecv/wait_send/wait_recv
+  /// A collective in flight: from its post to the end of its wait.
+  bool collective = false;
+  /// The post or the wait of a collective (kernel "post all_reduce",
+  /// "wait all_reduce"): the time this rank spends in its calls, the part
+  /// of the collective compute did not hide.
+  bool collectiveCall = false;
+  std::string axis; ///< collective, collectiveCall: its mesh axis
   int64_t step = 0, rank = 0;
   double startUs = 0, durationUs = 0;
   KernelCost cost; ///< compute: the kernel table's FLOPs and bytes;
@@ -82,9 +87,10 @@ public:
   /// declares): for tests, and for weights that arrive from elsewhere.
   void setParameter(const std::string &name, const std::string &bytes);
 
-  /// Runs the instruction list once: compute on the backend, transfers on
-  /// the communicator. `trace`, when given, receives one event per
-  /// instruction.
+  /// Runs the instruction list once: compute on the backend, transfers and
+  /// collectives on the communicator (driven between instructions while a
+  /// collective is in flight). `trace`, when given, receives one event per
+  /// instruction, and one per collective spanning its post to its wait.
   void run(int64_t step, uint64_t seed, std::vector<TraceEvent> *trace);
 
   /// Bytes of a plan output after run().

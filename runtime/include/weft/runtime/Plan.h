@@ -54,9 +54,11 @@ struct ConstantDesc {
 
 struct Instruction {
   /// "compute"; a transfer: "isend", "irecv" (post), "wait_send",
-  /// "wait_recv" (complete); or a collective over one mesh axis:
+  /// "wait_recv" (complete); or a collective over one mesh axis, posted:
   /// "all_reduce" (sum or max), "all_gather" or "reduce_scatter" (sum;
-  /// along tensor dimension `dim`, rank t's part the t-th).
+  /// along tensor dimension `dim`, rank t's part the t-th), and completed
+  /// by the "wait_collective" of its tag (inputs: the buffers it keeps
+  /// live; outputs: views of the result, for liveness).
   std::string op;
   std::string kernel; ///< compute: e.g. "matmul"
   std::string name;   ///< the ONNX node, for traces and errors
@@ -68,8 +70,9 @@ struct Instruction {
   KernelAttrs attrs;
   KernelCost cost;
   int64_t peer = -1; ///< isend/irecv: the other rank
-  /// transfers: matches an isend with its irecv; collectives: the position
-  /// in the group's sequence of collectives (the same on every member).
+  /// transfers: matches an isend with its irecv; collectives and their
+  /// waits: the position in the group's sequence of collectives (the same
+  /// on every member).
   int64_t tag = -1;
   /// collectives: the mesh axis whose ranks (the others' coordinates
   /// equal) form the group, and all_reduce's "sum" or "max".
@@ -85,6 +88,9 @@ inline bool isTransfer(const std::string &op) {
 }
 inline bool isCollective(const std::string &op) {
   return op == "all_reduce" || op == "all_gather" || op == "reduce_scatter";
+}
+inline bool isCollectiveWait(const std::string &op) {
+  return op == "wait_collective";
 }
 
 struct RankPlan {
@@ -149,10 +155,12 @@ Plan parsePlan(const std::string &text, const std::string &path,
 /// The order checks parsePlan runs last (runtime/lib/PlanOrder.cpp). Per
 /// rank: every buffer an instruction reads was written before (or is a
 /// step argument), no instruction reads or writes the bytes of a receive
-/// before its wait_recv or overwrites a send's before its wait_send, each
-/// wait matches its post's kind, every post is waited for. Across ranks: a
-/// rendezvous simulation (a wait completes once the peer has posted the
-/// matching transfer) finds plans that would deadlock. Throws Error naming
+/// before its wait_recv or overwrites a send's before its wait_send, nor
+/// reads a collective's result or writes its buffers before its
+/// wait_collective, each wait matches its post's kind, every post is
+/// waited for. Across ranks: a rendezvous simulation (a wait completes once
+/// the peer has posted the matching transfer, or every member of the group
+/// its collective) finds plans that would deadlock. Throws Error naming
 /// the instruction, or each blocked rank's instruction.
 void checkInstructionOrder(const Plan &plan);
 

@@ -79,3 +79,74 @@ TEST(EmitPlan, AModuleWithoutAMeshRunsItsStagesOnAPipeline) {
   ASSERT_TRUE(succeeded(plan)) << error;
   EXPECT_EQ((*plan)["mesh"]["axes"][0]["size"], 1);
 }
+
+namespace {
+const char *kTensorMesh = R"(shard.grid @mesh(shape = 1x1x2)
+    {weft.mesh_axes = ["pipeline", "data", "tensor"]})";
+
+/// The (op, tag) of each instruction of rank 0.
+std::vector<std::pair<std::string, int64_t>>
+opsOf(const nlohmann::json &plan) {
+  std::vector<std::pair<std::string, int64_t>> ops;
+  for (const auto &inst : plan["ranks"][0]["instructions"])
+    ops.push_back({inst["op"], inst.value("tag", int64_t(-1))});
+  return ops;
+}
+} // namespace
+
+TEST(EmitPlan, ACollectiveIsPostedAndWaitedForWhereTheIRSays) {
+  std::string ir = std::string(kTensorMesh) + R"(
+  func.func @main(%x: tensor<2xf32> {weft.input = "x"})
+      -> (tensor<2xf32> {weft.output = "y"}, tensor<2xf32> {weft.output = "z"}) {
+    %p = shard.all_reduce %x on @mesh grid_axes = [2] : tensor<2xf32> -> tensor<2xf32>
+    %z = weft.relu %x : tensor<2xf32>
+    %y = weft.wait_collective %p, %x : tensor<2xf32> -> tensor<2xf32>
+    return %y, %z : tensor<2xf32>, tensor<2xf32>
+  })";
+  std::string error;
+  FailureOr<nlohmann::json> plan = emit(ir.c_str(), error);
+  ASSERT_TRUE(succeeded(plan)) << error;
+  using Op = std::pair<std::string, int64_t>;
+  EXPECT_EQ(opsOf(*plan), (std::vector<Op>{{"all_reduce", 0},
+                                           {"compute", -1},
+                                           {"wait_collective", 0}}));
+  // The wait keeps the posted result and the input live; its output is a
+  // view of the result's bytes.
+  const auto &rank = (*plan)["ranks"][0];
+  const auto &wait = rank["instructions"][2];
+  EXPECT_EQ(rank["instructions"][0]["outputs"], nlohmann::json({1}));
+  EXPECT_EQ(wait["inputs"], nlohmann::json({1, 0}));
+  int64_t view = wait["outputs"][0];
+  EXPECT_EQ(rank["buffers"][view]["view_of"], 1);
+}
+
+TEST(EmitPlan, ACollectiveNothingWaitsForCompletesAtOnce) {
+  std::string ir = std::string(kTensorMesh) + R"(
+  func.func @main(%x: tensor<2xf32> {weft.input = "x"})
+      -> (tensor<2xf32> {weft.output = "y"}) {
+    %s = shard.all_reduce %x on @mesh grid_axes = [2] : tensor<2xf32> -> tensor<2xf32>
+    %y = weft.relu %s : tensor<2xf32>
+    return %y : tensor<2xf32>
+  })";
+  std::string error;
+  FailureOr<nlohmann::json> plan = emit(ir.c_str(), error);
+  ASSERT_TRUE(succeeded(plan)) << error;
+  using Op = std::pair<std::string, int64_t>;
+  EXPECT_EQ(opsOf(*plan), (std::vector<Op>{{"all_reduce", 0},
+                                           {"wait_collective", 0},
+                                           {"compute", -1}}));
+}
+
+TEST(EmitPlan, AWaitCollectiveNeedsACollective) {
+  std::string ir = std::string(kTensorMesh) + R"(
+  func.func @main(%x: tensor<2xf32> {weft.input = "x"})
+      -> (tensor<2xf32> {weft.output = "y"}) {
+    %r = weft.relu %x : tensor<2xf32>
+    %y = weft.wait_collective %r, %x : tensor<2xf32> -> tensor<2xf32>
+    return %y : tensor<2xf32>
+  })";
+  std::string error;
+  EXPECT_TRUE(failed(emit(ir.c_str(), error)));
+  EXPECT_EQ(error, "plan emission: a wait_collective must wait for a "
+                   "collective posted before it");
+}

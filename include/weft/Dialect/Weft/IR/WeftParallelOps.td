@@ -150,4 +150,37 @@ def Weft_VocabParallelCrossEntropyGradOp
   let assemblyFormat = "$log_prob `,` $labels `,` $grad attr-dict `:` functional-type(operands, results)";
 }
 
+//===----------------------------------------------------------------------===//
+// Overlap: a collective as a post and a wait
+//===----------------------------------------------------------------------===//
+
+def Weft_WaitCollectiveOp : Weft_WaitOp<"wait_collective",
+    [AllTypesMatch<["posted", "value"]>]> {
+  let summary = "Wait until a posted collective has completed; yields its "
+                "result.";
+  let description = [{
+    Splits a `shard` collective into a post and a wait, as `weft.isend` and
+    `weft.wait_send` split a transfer: once a `weft.wait_collective` reads
+    the result `posted` of a `shard.all_reduce`, `shard.all_gather` or
+    `shard.reduce_scatter`, that op only posts the collective (a
+    non-blocking MPI or NCCL call) and the bytes of `posted` are undefined
+    until this op, which blocks until the collective has completed and
+    returns them: `value` is a view of `posted`'s bytes (no copy). `input`
+    is the collective's operand, taken again so that its buffer stays live
+    (untouched, as MPI requires of a non-blocking collective's send
+    buffer) until then. Only this op may read `posted`. The ops between the
+    post and the wait overlap the collective (weft-overlap-collectives).
+    ```mlir
+    %p = shard.all_reduce %x on @mesh grid_axes = [2] : tensor<8x64xf32> -> tensor<8x64xf32>
+    %dw = weft.matmul ...                      // runs while %x is summed
+    %y = weft.wait_collective %p, %x : tensor<8x64xf32> -> tensor<8x64xf32>
+    ```
+    Cost: none (the collective's cost is the post's).
+  }];
+  let arguments = (ins Weft_Tensor:$posted, Weft_Tensor:$input);
+  let results = (outs Weft_Tensor:$value);
+  let assemblyFormat = "$posted `,` $input attr-dict `:` type($input) `->` "
+                       "type($value)";
+}
+
 #endif // WEFT_DIALECT_WEFT_IR_WEFTPARALLELOPS_TD

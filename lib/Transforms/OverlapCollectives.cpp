@@ -1,0 +1,196 @@
+//===- OverlapCollectives.cpp - weft-overlap-collectives ------------------===//
+//
+// Splits each tensor- and sequence-parallel collective into a post and a
+// `weft.wait_collective`, so that the compute between them runs while the
+// collective is in flight. The overlap Megatron-LM builds by hand in its
+// linear layers' backward (Korthikanti et al. 2022, Section 4.2.2: the
+// all-gather of a linear's input and the reduce-scatter of its input
+// gradient overlap the gradient GEMMs; Megatron's
+// `LinearWithGradAccumulationAndAsyncCommunication`) falls out of two local
+// moves on the scheduled order:
+//
+//   post early: the op producing a collective's operand (the input-gradient
+//     GEMM) moves up past the ops of its task it does not depend on (the
+//     weight-gradient GEMM), and the collective up to it, past other posts
+//     and at most one op it does not depend on (under sequence parallelism
+//     the regathered input's all-gather then overlaps the input-gradient
+//     GEMM);
+//   wait late: the wait sinks to the first op that reads the result.
+//
+// Moves never cross a task's boundary (its phase and micro-batch) or an op
+// that updates a buffer in place (which might be the collective's), and
+// posts never cross a transfer. Posts may trade places with each other:
+// the members of a group run one function, so they all post in the new
+// order. A wait may pass other posts and waits: completing later never
+// blocks a peer. The memory plan sees the collective's operand live until
+// the wait.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+namespace weft {
+#define GEN_PASS_DEF_OVERLAPCOLLECTIVES
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+bool isCollective(Operation *op) {
+  return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp>(
+      op);
+}
+
+/// Whether `op` belongs to the task (phase, micro-batch) of `anchor`.
+bool sameTask(Operation *op, Operation *anchor) {
+  return phaseOf(op) == phaseOf(anchor) &&
+         microBatchOf(op) == microBatchOf(anchor);
+}
+
+/// Whether `op` writes an operand's buffer (an optimizer update, batch
+/// norm's running statistics, a receive's wait).
+bool updatesInPlace(Operation *op) {
+  for (unsigned r = 0; r < op->getNumResults(); ++r)
+    if (inPlaceOperand(op, r))
+      return true;
+  return false;
+}
+
+/// An op no post moves across: one with effects beyond its results (a
+/// transfer, an in-place update, another collective or its wait).
+bool isBarrier(Operation *op) {
+  return isCollective(op) || op->hasTrait<OpTrait::IsTerminator>() ||
+         isa<ISendOp, IRecvOp, WaitSendOp, WaitRecvOp, WaitCollectiveOp>(op) ||
+         updatesInPlace(op);
+}
+
+/// Whether `op` reads a result of `producer`.
+bool reads(Operation *op, Operation *producer) {
+  for (Value operand : op->getOperands())
+    if (operand.getDefiningOp() == producer)
+      return true;
+  return false;
+}
+
+/// Moves the producer `op` up past the ops of its task it does not read
+/// from (none of which is a barrier).
+void hoistProducer(Operation *op) {
+  Operation *target = op;
+  for (Operation *prev = op->getPrevNode(); prev && sameTask(prev, op) &&
+                                            !isBarrier(prev) && !reads(op, prev);
+       prev = prev->getPrevNode())
+    target = prev;
+  if (target != op)
+    op->moveBefore(target);
+}
+
+/// Moves the collective `op` up past the posts of other collectives and at
+/// most one other op of its task it does not read from. Posts may trade
+/// places: every member of a group runs this function, so all post in the
+/// new order. One op at most: a collective whose operand was computed long
+/// before (sequence parallelism's regathered linear input, a forward
+/// value) would otherwise be posted at the start of the task, holding its
+/// whole result from there (Megatron posts that all-gather just before the
+/// input-gradient GEMM it overlaps).
+void hoistCollective(Operation *op) {
+  Operation *target = op;
+  int passed = 0;
+  for (Operation *prev = op->getPrevNode();
+       prev && sameTask(prev, op) && !reads(op, prev);
+       prev = prev->getPrevNode()) {
+    if (!isCollective(prev) && (isBarrier(prev) || ++passed > 1))
+      break;
+    target = prev;
+  }
+  if (target != op)
+    op->moveBefore(target);
+}
+
+struct OverlapCollectivesPass
+    : weft::impl::OverlapCollectivesBase<OverlapCollectivesPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> collectives;
+    getOperation().walk([&](Operation *op) {
+      if (isCollective(op))
+        collectives.push_back(op);
+    });
+    for (Operation *collective : collectives)
+      postEarly(collective);
+    for (Operation *collective : collectives)
+      waitLate(collective);
+  }
+
+  /// The producer of the collective's operand first (when only the
+  /// collective reads it, and it is a plain compute op of the same task),
+  /// then the collective right after whatever it still follows.
+  static void postEarly(Operation *collective) {
+    Operation *producer = collective->getOperand(0).getDefiningOp();
+    if (producer && producer->getBlock() == collective->getBlock() &&
+        producer->hasOneUse() && sameTask(producer, collective) &&
+        !isBarrier(producer) && !isa<ConstantOp>(producer))
+      hoistProducer(producer);
+    hoistCollective(collective);
+  }
+
+  static void waitLate(Operation *collective) {
+    Value posted = collective->getResult(0);
+    if (llvm::any_of(posted.getUsers(), [](Operation *user) {
+          return isa<WaitCollectiveOp>(user);
+        }))
+      return; // already split
+    OpBuilder b(collective->getContext());
+    b.setInsertionPointAfter(collective);
+    auto wait = WaitCollectiveOp::create(b, collective->getLoc(), posted,
+                                         collective->getOperand(0));
+    // The wait belongs to the collective's task (phase, micro-batch, stage).
+    for (NamedAttribute attr : collective->getAttrs())
+      if (attr.getName().getValue().starts_with("weft."))
+        wait->setAttr(attr.getName(), attr.getValue());
+    posted.replaceAllUsesExcept(wait.getValue(), wait);
+    // Views of the result (a reshape before the GEMM that reads it) cost
+    // nothing: they move down with the wait, and their readers count as
+    // the result's.
+    llvm::SmallPtrSet<Operation *, 4> result{wait};
+    SmallVector<Operation *> views;
+    auto readsResult = [&](Operation *op) {
+      return llvm::any_of(op->getOperands(), [&](Value v) {
+        return result.contains(v.getDefiningOp());
+      });
+    };
+    Operation *last = wait;
+    for (Operation *next = wait->getNextNode(); next;
+         next = next->getNextNode()) {
+      // Another wait only completes its own transfer's or collective's
+      // bytes; a true in-place update might write this one's.
+      bool writesInPlace =
+          updatesInPlace(next) && !isa<WaitCollectiveOp, WaitRecvOp>(next);
+      if (!sameTask(next, collective) ||
+          next->hasTrait<OpTrait::IsTerminator>() || writesInPlace)
+        break;
+      if (readsResult(next)) {
+        if (!isView(next))
+          break;
+        result.insert(next);
+        views.push_back(next);
+        continue;
+      }
+      last = next;
+    }
+    if (last == wait)
+      return;
+    wait->moveAfter(last);
+    for (Operation *view : llvm::reverse(views))
+      view->moveAfter(wait);
+  }
+};
+
+} // namespace
