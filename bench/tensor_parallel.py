@@ -11,9 +11,10 @@ vocab-parallel LM head's FLOPs halve; without sequence parallelism the
 LayerNorms, residuals and position embeddings are replicated; each layer
 adds 4 all-reduces of s*b*h floats, or 4 all-gathers and 4 reduce-scatters
 with sequence parallelism) and, from a measured `weft-run --trace` of each
-T = 2 configuration, per rank: the collectives' time in flight (post to
-end of wait, summed), the part the rank spent in their post and wait calls
-(exposed: compute did not hide it), and the exposed share of the step.
+T = 2 configuration, compiled with and without --overlap-collectives, per
+rank: the time it spent in the collectives' post and wait calls (exposed:
+compute did not hide it) and its share of the step. Without the overlap
+every collective is waited for at once, so that time is all of it.
 
 Usage: python3 bench/tensor_parallel.py BUILD_DIR
 """
@@ -36,8 +37,8 @@ def compile_plan(build, model, plan, flags):
 
 
 def collective_share(build, plan, directory):
-    """Per rank, from the last of 3 traced steps: (collectives, seconds in
-    flight, seconds exposed in their calls, step seconds)."""
+    """Per rank, from the last of 3 traced steps: (collectives, seconds
+    exposed in their calls, step seconds)."""
     trace = directory / "trace.json"
     subprocess.run(
         ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
@@ -51,11 +52,10 @@ def collective_share(build, plan, directory):
                 and e["args"].get("step") == 2 and e["tid"] in (1, 2, 3)]
         begin = min(e["ts"] for e in mine)
         end = max(e["ts"] + e["dur"] for e in mine)
-        flight = [e["dur"] for e in mine if e["cat"] == "collective"]
+        count = sum(1 for e in mine if e["cat"] == "collective")
         exposed = sum(e["dur"] for e in mine
                       if e["cat"] == "collective_call")
-        shares.append((len(flight), sum(flight) / 1e6, exposed / 1e6,
-                       (end - begin) / 1e6))
+        shares.append((count, exposed / 1e6, (end - begin) / 1e6))
     return shares
 
 
@@ -87,14 +87,17 @@ def main(build):
                   f"[{min(values) * 1e3:.1f}-{max(values) * 1e3:.1f}]  "
                   f"speed-up {base / median:.2f}x")
         for name in ("T=2", "T=2 SP"):
-            shares = collective_share(build, plans[name][0], tmp)
-            for rank, (count, flight, exposed, step) in enumerate(shares):
-                print(f"  {name:6s} rank {rank}: {count} collectives, "
-                      f"{flight * 1e3:.1f} ms in flight, {exposed * 1e3:.1f} "
-                      f"ms exposed in their calls "
-                      f"({100 * exposed / step:.1f}% of a "
-                      f"{step * 1e3:.1f} ms traced step; "
-                      f"{100 * (1 - exposed / flight):.0f}% hidden)")
+            plan, _, flags = plans[name]
+            blocking = tmp / "blocking.json"
+            compile_plan(build, onnx_path, blocking,
+                         flags + ["--overlap-collectives=false"])
+            for label, path in (("overlapped", plan), ("blocking", blocking)):
+                shares = collective_share(build, path, tmp)
+                for rank, (count, exposed, step) in enumerate(shares):
+                    print(f"  {name:6s} {label:10s} rank {rank}: {count} "
+                          f"collectives, {exposed * 1e3:6.1f} ms in their "
+                          f"calls ({100 * exposed / step:4.1f}% of a "
+                          f"{step * 1e3:.1f} ms traced step)")
 
 
 if __name__ == "__main__":

@@ -142,7 +142,8 @@ std::string PlanPipelineOptions::textual() const {
   }
   os << " tensor-parallel=" << tensorParallel << " tensor-parallel-fallback="
      << nameOf(kFallbacks, tensorParallelFallback.getValue())
-     << " sequence-parallel=" << (sequenceParallel ? "true" : "false");
+     << " sequence-parallel=" << (sequenceParallel ? "true" : "false")
+     << " overlap-collectives=" << (overlapCollectives ? "true" : "false");
   os << " microbatches=" << microbatches
      << " schedule=" << scheduleName(schedule)
      << " optimizer=" << nameOf(kOptimizers, optimizer.getValue())
@@ -171,7 +172,8 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   if (o.sequenceParallel)
     pm.addNestedPass<func::FuncOp>(createSplitSequenceParallel());
   if (o.step == CompiledStep::Forward) {
-    pm.addNestedPass<func::FuncOp>(createOverlapCollectives());
+    if (o.overlapCollectives)
+      pm.addNestedPass<func::FuncOp>(createOverlapCollectives());
     return;
   }
   bool pipelined = o.pipelineParallel > 1;
@@ -214,7 +216,8 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // within it; the deadlock check that predicts the timeline.
   if (pipelined)
     pm.addPass(createSchedule({scheduleName(o.schedule).str()}));
-  pm.addNestedPass<func::FuncOp>(createOverlapCollectives());
+  if (o.overlapCollectives)
+    pm.addNestedPass<func::FuncOp>(createOverlapCollectives());
   if (pipelined)
     pm.addPass(createSimulatePipeline());
 }

@@ -310,6 +310,30 @@ def test_backward_collectives_overlap_the_gradient_gemms(
             expected
 
 
+def test_overlap_off_waits_at_once_and_trains_identically(
+        weftc, models_dir, data_dirs, tmp_path):
+    """--overlap-collectives=false: every wait_collective follows its post
+    at once; the overlapped plan only reorders independent ops and
+    completes the same collectives later, so 3 AdamW steps give the same
+    losses bit for bit."""
+    losses = {}
+    for overlap in ("true", "false"):
+        path = tmp_path / f"plan-{overlap}.json"
+        plan = compile_plan(weftc, models_dir, path, "--tensor-parallel=2",
+                            f"--overlap-collectives={overlap}")
+        insts = plan["ranks"][0]["instructions"]
+        waits_at_once = all(
+            insts[k + 1]["op"] == "wait_collective"
+            and insts[k + 1]["tag"] == inst["tag"]
+            for k, inst in enumerate(insts)
+            if inst["op"] in ("all_reduce", "all_gather", "reduce_scatter"))
+        assert waits_at_once == (overlap == "false")
+        records = train(path, 2, data_dirs["gpt"],
+                        tmp_path / f"log-{overlap}.jsonl", steps=3)
+        losses[overlap] = [r["loss"] for r in records]
+    assert losses["true"] == losses["false"]
+
+
 def test_dropout_masks_do_not_depend_on_the_tensor_axis(weftc, tmp_path):
     """gpt with dropout 0.1 (attention probabilities, sharded by heads, and
     the residual branches, replicated): each rank draws its shard of the

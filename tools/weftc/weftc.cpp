@@ -5,7 +5,7 @@
 //       [-o plan.json] [--optimizer ... --microbatches M]
 //       [--pipeline-parallel P --schedule 1f1b|gpipe --balance N,N,...]
 //       [--tensor-parallel T --tensor-parallel-fallback error|replicate]
-//       [--sequence-parallel]
+//       [--sequence-parallel] [--overlap-collectives=false]
 //       [--timeline F.json] [--timeline-ascii]
 //       [--recompute none|full|selective --recompute-granularity stage|layer]
 //       [--estimate-memory [--activation-dtype f16|bf16|f32]]
@@ -162,6 +162,12 @@ cl::opt<bool> sequenceParallel(
              "LayerNorm, dropout and the residual stream on 1/T of the "
              "sequence; g becomes a reduce-scatter, f an all-gather"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> overlapCollectives(
+    "overlap-collectives",
+    cl::desc("Post each tensor/sequence-parallel collective early and wait "
+             "for it at its first reader, so compute overlaps it (default "
+             "true; =false completes each before the next op)"),
+    cl::init(true), cl::cat(category));
 cl::opt<std::string> schedule(
     "schedule",
     cl::desc("Pipeline schedule: 1f1b (default) or gpipe"),
@@ -459,6 +465,7 @@ int main(int argc, char **argv) {
   pipelineOptions.microbatches = microbatches;
   pipelineOptions.tensorParallel = tensorParallel;
   pipelineOptions.sequenceParallel = sequenceParallel;
+  pipelineOptions.overlapCollectives = overlapCollectives;
   if (auto fallback = weft::parseTensorParallelFallback(tensorParallelFallback)) {
     pipelineOptions.tensorParallelFallback = *fallback;
   } else {

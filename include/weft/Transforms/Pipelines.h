@@ -84,6 +84,12 @@ struct PlanPipelineOptions
       llvm::cl::desc("Megatron sequence parallelism on the tensor axis "
                      "(LayerNorm, dropout, residual on 1/T of the sequence)"),
       llvm::cl::init(false)};
+  Option<bool> overlapCollectives{
+      *this, "overlap-collectives",
+      llvm::cl::desc("Post each collective early and wait for it late "
+                     "(weft-overlap-collectives); false: each completes "
+                     "before the next op"),
+      llvm::cl::init(true)};
   Option<int64_t> microbatches{
       *this, "microbatches",
       llvm::cl::desc("Micro-batches per step (the model is imported at "
