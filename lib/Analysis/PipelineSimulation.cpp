@@ -223,10 +223,8 @@ std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
         sim.seconds = opSeconds(&op, device);
         if (isa<ConstantOp>(op))
           continue;
-        // A collective someone waits for is a post (weft.wait_collective).
-        if (llvm::any_of(op.getUsers(), [](Operation *user) {
-              return isa<WaitCollectiveOp>(user);
-            })) {
+        // A collective a weft.wait_collective waits for is a post.
+        if (isWaitedFor(&op)) {
           sim.kind = SimOp::Kind::PostCollective;
           sim.tag = static_cast<int64_t>(collectiveTag.size());
           collectiveTag[&op] = sim.tag;

@@ -142,11 +142,9 @@ struct OverlapCollectivesPass
   }
 
   static void waitLate(Operation *collective) {
-    Value posted = collective->getResult(0);
-    if (llvm::any_of(posted.getUsers(), [](Operation *user) {
-          return isa<WaitCollectiveOp>(user);
-        }))
+    if (isWaitedFor(collective))
       return; // already split
+    Value posted = collective->getResult(0);
     OpBuilder b(collective->getContext());
     b.setInsertionPointAfter(collective);
     auto wait = WaitCollectiveOp::create(b, collective->getLoc(), posted,

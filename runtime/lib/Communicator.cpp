@@ -117,31 +117,26 @@ public:
   int size() const override { return size_; }
 
   void isend(const void *data, int64_t bytes, int peer, int64_t tag) override {
-    post(tag, "MPI_Isend", "send of " + std::to_string(bytes) +
-                               " bytes to rank " + std::to_string(peer),
+    post(transfers, tag, "MPI_Isend",
+         "transfer " + std::to_string(tag) + " (send of " +
+             std::to_string(bytes) + " bytes to rank " +
+             std::to_string(peer) + ")",
          [&](MPI_Request *r) {
            return MPI_Isend(data, checkedCount(bytes, tag), MPI_BYTE, peer,
                             mpiTag(tag), MPI_COMM_WORLD, r);
          });
   }
   void irecv(void *data, int64_t bytes, int peer, int64_t tag) override {
-    post(tag, "MPI_Irecv", "receive of " + std::to_string(bytes) +
-                               " bytes from rank " + std::to_string(peer),
+    post(transfers, tag, "MPI_Irecv",
+         "transfer " + std::to_string(tag) + " (receive of " +
+             std::to_string(bytes) + " bytes from rank " +
+             std::to_string(peer) + ")",
          [&](MPI_Request *r) {
            return MPI_Irecv(data, checkedCount(bytes, tag), MPI_BYTE, peer,
                             mpiTag(tag), MPI_COMM_WORLD, r);
          });
   }
-  void wait(int64_t tag) override {
-    auto it = pending.find(tag);
-    if (it == pending.end())
-      throw Error("wait of transfer " + std::to_string(tag) +
-                  ", which was not posted");
-    Pending transfer = it->second;
-    pending.erase(it);
-    complete(transfer.request, "MPI_Wait", tag,
-             "transfer " + std::to_string(tag) + " (" + transfer.what + ")");
-  }
+  void wait(int64_t tag) override { finish(transfers, tag, "transfer"); }
 
   void splitMesh(const std::vector<std::pair<std::string, int64_t>> &axes,
                  const std::vector<int64_t> &coords) override {
@@ -166,15 +161,13 @@ public:
                      int64_t tag) override {
     MPI_Comm comm = axisComm(axis, "all-reduce", tag);
     MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
-    postCollective(tag, "MPI_Iallreduce",
-                   "all-reduce " + std::to_string(tag) + " over '" + axis +
-                       "'",
-                   {}, [&](MPI_Request *r) {
-                     return MPI_Iallreduce(
-                         in == out ? MPI_IN_PLACE : in, out,
-                         elements(count, "all-reduce", tag), type,
-                         max ? MPI_MAX : MPI_SUM, comm, r);
-                   });
+    post(collectives, tag, "MPI_Iallreduce",
+         "all-reduce " + std::to_string(tag) + " over '" + axis + "'",
+         [&](MPI_Request *r) {
+           return MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out,
+                                 elements(count, "all-reduce", tag), type,
+                                 max ? MPI_MAX : MPI_SUM, comm, r);
+         });
   }
 
   void postAllGather(const std::string &axis, const void *in, void *out,
@@ -186,34 +179,27 @@ public:
     MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
     int64_t size = dtypeSize(dtype);
     int count = elements(outer * part, "all-gather", tag);
-    // Member t's part lands at t * part, then every G * part: a vector
-    // type whose extent is one part, so that MPI places part t at t.
-    MPI_Datatype strided, placed;
-    check(MPI_Type_vector(elements(outer, "all-gather", tag),
-                          elements(part, "all-gather", tag),
-                          elements(members * part, "all-gather", tag), type,
-                          &strided),
-          "MPI_Type_vector", tag);
-    check(MPI_Type_create_resized(strided, 0, part * size, &placed),
-          "MPI_Type_create_resized", tag);
-    MPI_Type_commit(&placed);
-    auto freeTypes = [&] {
-      MPI_Type_free(&strided);
-      MPI_Type_free(&placed); // MPI keeps it until the request completes
-    };
-    try {
-      postCollective(tag, "MPI_Iallgather",
-                     "all-gather " + std::to_string(tag) + " over '" + axis +
-                         "'",
-                     {}, [&](MPI_Request *r) {
-                       return MPI_Iallgather(in, count, type, out, 1, placed,
-                                             comm, r);
-                     });
-    } catch (...) {
-      freeTypes();
-      throw;
-    }
-    freeTypes();
+    post(collectives, tag, "MPI_Iallgather",
+         "all-gather " + std::to_string(tag) + " over '" + axis + "'",
+         [&](MPI_Request *r) {
+           // Member t's part lands at t * part, then every G * part: a
+           // vector type whose extent is one part, so that MPI places part
+           // t at t. Freed at once: MPI keeps it until the request is done.
+           MPI_Datatype strided, placed;
+           check(MPI_Type_vector(elements(outer, "all-gather", tag),
+                                 elements(part, "all-gather", tag),
+                                 elements(members * part, "all-gather", tag),
+                                 type, &strided),
+                 "MPI_Type_vector", tag);
+           check(MPI_Type_create_resized(strided, 0, part * size, &placed),
+                 "MPI_Type_create_resized", tag);
+           MPI_Type_commit(&placed);
+           int status =
+               MPI_Iallgather(in, count, type, out, 1, placed, comm, r);
+           MPI_Type_free(&strided);
+           MPI_Type_free(&placed);
+           return status;
+         });
   }
 
   void postReduceScatter(const std::string &axis, const void *in, void *out,
@@ -237,25 +223,18 @@ public:
     // The vector's heap bytes do not move when it is moved into the
     // pending entry: MPI may keep reading them until the wait.
     const void *send = outer > 1 ? staging.data() : in;
-    postCollective(tag, "MPI_Ireduce_scatter_block",
-                   "reduce-scatter " + std::to_string(tag) + " over '" +
-                       axis + "'",
-                   std::move(staging), [&](MPI_Request *r) {
-                     return MPI_Ireduce_scatter_block(
-                         send, out,
-                         elements(outer * part, "reduce-scatter", tag), type,
-                         MPI_SUM, comm, r);
-                   });
+    post(collectives, tag, "MPI_Ireduce_scatter_block",
+         "reduce-scatter " + std::to_string(tag) + " over '" + axis + "'",
+         [&](MPI_Request *r) {
+           return MPI_Ireduce_scatter_block(
+               send, out, elements(outer * part, "reduce-scatter", tag), type,
+               MPI_SUM, comm, r);
+         },
+         std::move(staging));
   }
 
   void waitCollective(int64_t tag) override {
-    auto it = collectives.find(tag);
-    if (it == collectives.end())
-      throw Error("wait of collective " + std::to_string(tag) +
-                  ", which was not posted");
-    PendingCollective pending = std::move(it->second);
-    collectives.erase(it);
-    complete(pending.request, pending.call, tag, pending.what);
+    finish(collectives, tag, "collective");
   }
 
   void progress() override {
@@ -266,7 +245,7 @@ public:
         continue;
       int done = 0;
       check(MPI_Test(&pending.request, &done, MPI_STATUS_IGNORE),
-            pending.call, tag);
+            "MPI_Test", tag);
     }
   }
 
@@ -353,37 +332,37 @@ private:
     return static_cast<int>(count);
   }
 
+  /// A posted transfer or collective, until its wait.
   struct Pending {
     MPI_Request request;
-    std::string what; ///< "receive of N bytes from rank P", for the watchdog
-  };
-
-  struct PendingCollective {
-    MPI_Request request;
-    const char *call;
-    std::string what;          ///< "all-reduce 3 over 'tensor'"
+    /// For the watchdog: "transfer 4 (receive of N bytes from rank P)",
+    /// "all-reduce 3 over 'tensor'".
+    std::string what;
     std::vector<char> staging; ///< reduce-scatter's packed input, or empty
   };
+  /// Transfers and collectives count their tags from 0 each: two maps.
+  using PendingMap = std::map<int64_t, Pending>;
 
   template <typename Post>
-  void postCollective(int64_t tag, const char *call, std::string what,
-                      std::vector<char> staging, Post &&postCall) {
-    if (collectives.count(tag))
-      throw Error(std::string(call) + ": collective " + std::to_string(tag) +
-                  " is already pending");
+  void post(PendingMap &into, int64_t tag, const char *call,
+            std::string what, Post &&postCall,
+            std::vector<char> staging = {}) {
+    if (into.count(tag))
+      throw Error(std::string(call) + ": " + what + " is already pending");
     MPI_Request request;
     check(postCall(&request), call, tag);
-    collectives[tag] = {request, call, std::move(what), std::move(staging)};
+    into[tag] = {request, std::move(what), std::move(staging)};
   }
 
-  template <typename Post>
-  void post(int64_t tag, const char *call, std::string what,
-            Post &&postCall) {
-    MPI_Request request;
-    check(postCall(&request), call, tag);
-    if (!pending.insert({tag, {request, std::move(what)}}).second)
-      throw Error(std::string(call) + ": transfer " + std::to_string(tag) +
-                  " is already pending");
+  /// Waits for the `kind` ("transfer", "collective") posted as `tag`.
+  void finish(PendingMap &from, int64_t tag, const char *kind) {
+    auto it = from.find(tag);
+    if (it == from.end())
+      throw Error(std::string("wait of ") + kind + " " +
+                  std::to_string(tag) + ", which was not posted");
+    Pending posted = std::move(it->second);
+    from.erase(it);
+    complete(posted.request, "MPI_Wait", tag, posted.what);
   }
 
   /// Waits for `request` under the watchdog: MPI_Test, spinning briefly
@@ -440,8 +419,7 @@ private:
 
   int rank_ = 0, size_ = 1;
   int64_t tagUpperBound = 32767; ///< MPI_TAG_UB, read once
-  std::map<int64_t, Pending> pending;
-  std::map<int64_t, PendingCollective> collectives; ///< posted, by tag
+  PendingMap transfers, collectives; ///< posted, by tag
   std::map<std::string, MPI_Comm> axisComms; ///< splitMesh's groups
 };
 

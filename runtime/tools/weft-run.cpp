@@ -103,61 +103,42 @@ json traceEvents(const std::vector<TraceEvent> &events) {
       return std::string("U");
     return (e.phase == "backward" ? "B" : "F") + std::to_string(e.microBatch);
   };
+  // One instruction's slice: its name, times and rank; `args` gains the
+  // step.
+  auto slice = [](const TraceEvent &e, const char *category, int thread,
+                  json args) {
+    args["step"] = e.step;
+    return json{{"name", e.kernel}, {"cat", category}, {"ph", "X"},
+                {"ts", e.startUs},  {"dur", e.durationUs},
+                {"pid", e.rank},    {"tid", thread},
+                {"args", std::move(args)}};
+  };
   json open;
   for (const TraceEvent &e : events) {
     if (e.collective) {
-      list.push_back({{"name", e.kernel},
-                      {"cat", "collective"},
-                      {"ph", "X"},
-                      {"ts", e.startUs},
-                      {"dur", e.durationUs},
-                      {"pid", e.rank},
-                      {"tid", 3},
-                      {"args",
-                       {{"node", e.name},
-                        {"step", e.step},
-                        {"axis", e.axis},
-                        {"bytes", e.cost.bytesRead}}}});
+      list.push_back(slice(e, "collective", 3,
+                           {{"node", e.name},
+                            {"axis", e.axis},
+                            {"bytes", e.cost.bytesRead}}));
       continue;
     }
     if (e.collectiveCall) {
-      list.push_back({{"name", e.kernel},
-                      {"cat", "collective_call"},
-                      {"ph", "X"},
-                      {"ts", e.startUs},
-                      {"dur", e.durationUs},
-                      {"pid", e.rank},
-                      {"tid", 1},
-                      {"args",
-                       {{"node", e.name}, {"step", e.step}, {"axis", e.axis}}}});
+      list.push_back(slice(e, "collective_call", 1,
+                           {{"node", e.name}, {"axis", e.axis}}));
       continue;
     }
     if (e.transfer) {
       if (e.durationUs > 0)
-        list.push_back({{"name", e.kernel},
-                        {"cat", "transfer"},
-                        {"ph", "X"},
-                        {"ts", e.startUs},
-                        {"dur", e.durationUs},
-                        {"pid", e.rank},
-                        {"tid", 1},
-                        {"args", {{"step", e.step}}}});
+        list.push_back(slice(e, "transfer", 1, json::object()));
       continue;
     }
     std::string task = taskOf(e);
     std::string category = e.phase.empty() ? "forward" : e.phase;
-    list.push_back({{"name", e.kernel},
-                    {"cat", "kernel"},
-                    {"ph", "X"},
-                    {"ts", e.startUs},
-                    {"dur", e.durationUs},
-                    {"pid", e.rank},
-                    {"tid", 2},
-                    {"args",
-                     {{"node", e.name},
-                      {"step", e.step},
-                      {"flops", e.cost.flops},
-                      {"bytes", e.cost.bytesRead + e.cost.bytesWritten}}}});
+    list.push_back(
+        slice(e, "kernel", 2,
+              {{"node", e.name},
+               {"flops", e.cost.flops},
+               {"bytes", e.cost.bytesRead + e.cost.bytesWritten}}));
     if (!open.is_null() &&
         (open["name"] != task || open["args"]["step"] != e.step)) {
       list.push_back(open);

@@ -464,24 +464,17 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
       inst["kernel"] = op.getName().stripDialect().str();
       inst["attrs"] = attrs;
     }
+    instructions.push_back(std::move(inst));
     // A collective nothing waits for (weft-overlap-collectives did not run)
     // completes at once.
-    bool unwaited = collectiveTag.count(&op) &&
-                    llvm::none_of(op.getUsers(), [](Operation *user) {
-                      return isa<WaitCollectiveOp>(user);
-                    });
-    json waitNow;
-    if (unwaited)
-      waitNow = {{"op", "wait_collective"},
-                 {"name", inst["name"]},
-                 {"inputs", json::array({out[0], in[0]})},
-                 {"outputs", json::array()},
-                 {"phase", phase},
-                 {"micro_batch", microBatch},
-                 {"tag", inst["tag"]}};
-    instructions.push_back(std::move(inst));
-    if (unwaited)
-      instructions.push_back(std::move(waitNow));
+    if (collectiveTag.count(&op) && !isWaitedFor(&op))
+      instructions.push_back({{"op", "wait_collective"},
+                              {"name", nodeName(op.getLoc())},
+                              {"inputs", json::array({out[0], in[0]})},
+                              {"outputs", json::array()},
+                              {"phase", phase},
+                              {"micro_batch", microBatch},
+                              {"tag", collectiveTag.lookup(&op)}});
   }
 
   json rankOutputs = json::array();

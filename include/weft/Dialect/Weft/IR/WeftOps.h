@@ -36,6 +36,15 @@ inline bool isView(mlir::Operation *op) {
   return llvm::isa<ReshapeOp, CopyToTensorParallelOp>(op);
 }
 
+/// Whether a `shard` collective's result is read by a
+/// `weft.wait_collective`, which makes the collective a post (completed at
+/// the wait) rather than a blocking op.
+inline bool isWaitedFor(mlir::Operation *collective) {
+  return llvm::any_of(collective->getUsers(), [](mlir::Operation *user) {
+    return llvm::isa<WaitCollectiveOp>(user);
+  });
+}
+
 /// The pipeline stage of an op (`weft.stage`), if it has one.
 inline std::optional<int64_t> stageOf(mlir::Operation *op) {
   if (auto attr = op->getAttrOfType<mlir::IntegerAttr>(kStageAttr))
