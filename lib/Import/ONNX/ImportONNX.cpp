@@ -330,12 +330,35 @@ LogicalResult checkSliceSteps(const onnx::GraphProto &graph, Location loc) {
   return success();
 }
 
+/// libonnx narrows `axis`/`axes` attributes to int before range-checking
+/// them in several inference functions (LayerNormalization's reads the
+/// statistics' dims at axis 2^32 - 1 as -1 and crashes: import fuzz
+/// target). No rank reaches 2^31, so such an axis is out of range anyway.
+LogicalResult checkAxisAttributes(const onnx::GraphProto &graph,
+                                  Location loc) {
+  for (const auto &node : graph.node())
+    for (const auto &attr : node.attribute()) {
+      if (attr.name() != "axis" && attr.name() != "axes")
+        continue;
+      SmallVector<int64_t> values(attr.ints().begin(), attr.ints().end());
+      if (attr.has_i())
+        values.push_back(attr.i());
+      for (int64_t v : values)
+        if (v > INT32_MAX || v < -INT32_MAX)
+          return nodeError(loc, node)
+                 << "attribute '" << attr.name() << "' holds " << v
+                 << ", beyond any tensor's rank";
+    }
+  return success();
+}
+
 /// What libonnx 1.12 mishandles, refused before it runs.
 LogicalResult checkLibonnxHazards(const onnx::ModelProto &model, Location loc) {
   const onnx::GraphProto &graph = model.graph();
   return success(succeeded(checkGraphOutputsDefined(graph, loc)) &&
                  succeeded(checkWindowAttributes(graph, loc)) &&
                  succeeded(checkConvRanks(graph, loc)) &&
+                 succeeded(checkAxisAttributes(graph, loc)) &&
                  succeeded(checkSliceSteps(graph, loc)));
 }
 
