@@ -58,7 +58,7 @@ struct AppendOptimizerPass
     auto update = [&](Value v, StringRef name) {
       results.push_back(v);
       resultAttrs.push_back(b.getDictionaryAttr(
-          b.getNamedAttr("weft.update", b.getStringAttr(name))));
+          b.getNamedAttr(kUpdateAttr, b.getStringAttr(name))));
     };
     auto newState = [&](Type type, std::string name) {
       unsigned index = func.getNumArguments();

@@ -92,6 +92,12 @@ LogicalResult PlanPipelineOptions::validate(
     return fail("--microbatches must be at least 1");
   if (tensorParallel < 1)
     return fail("--tensor-parallel must be at least 1");
+  if (dataParallel < 1)
+    return fail("--data-parallel must be at least 1");
+  if (!std::isfinite(bucketCapMb) || bucketCapMb < 0)
+    return fail("--bucket-cap-mb must be a finite number >= 0");
+  if (dataParallel > 1 && step == CompiledStep::Forward)
+    return fail("--data-parallel needs a training step");
   if (sequenceParallel && tensorParallel < 2)
     return fail("--sequence-parallel needs --tensor-parallel of 2 or more");
   if (!balance.empty() && pipelineParallel < 2)
@@ -140,6 +146,8 @@ std::string PlanPipelineOptions::textual() const {
     os << " balance=";
     llvm::interleave(balance, os, ",");
   }
+  os << " data-parallel=" << dataParallel
+     << " bucket-cap-mb=" << number(bucketCapMb);
   os << " tensor-parallel=" << tensorParallel << " tensor-parallel-fallback="
      << nameOf(kFallbacks, tensorParallelFallback.getValue())
      << " sequence-parallel=" << (sequenceParallel ? "true" : "false")
@@ -158,9 +166,10 @@ std::string PlanPipelineOptions::textual() const {
 }
 
 void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
-  // The devices: P pipeline stages (data and tensor axes of size 1 until
-  // data and tensor parallelism); plan emission takes coordinates from it.
-  pm.addPass(createCreateDeviceMesh({o.pipelineParallel, 1, o.tensorParallel}));
+  // The devices: P stages x D replicas x T tensor-parallel ranks; plan
+  // emission takes coordinates from it.
+  pm.addPass(createCreateDeviceMesh(
+      {o.pipelineParallel, o.dataParallel, o.tensorParallel}));
   // One kernel per GELU, which keeps only its input for the backward.
   pm.addNestedPass<func::FuncOp>(createFuseGelu());
   // Megatron's blocks sharded over the tensor axis, on the forward graph:
@@ -204,6 +213,10 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // stage's activations: its backward follows at once).
   if (pipelined)
     pm.addNestedPass<func::FuncOp>(createInsertSendRecv());
+  // Gradients averaged over the replicas in DDP's buckets, each posted as
+  // soon as its last gradient exists.
+  if (o.dataParallel > 1)
+    pm.addNestedPass<func::FuncOp>(createDataParallel({o.bucketCapMb}));
   pm.addNestedPass<func::FuncOp>(createCheckpoint(
       {nameOf(kPolicies, o.recompute.getValue()).str(),
        /*exceptLast=*/pipelined && o.schedule == ScheduleKind::GPipe,

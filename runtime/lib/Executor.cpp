@@ -206,7 +206,19 @@ void Executor::setInput(const std::string &name, const std::string &bytes) {
   if (!in)
     throw Error("input '" + name + "' is not an input of rank " +
                 std::to_string(rankPlan.rank));
-  write(*in, bytes, "input");
+  if (!in->shard) {
+    write(*in, bytes, "input");
+    return;
+  }
+  // A data-parallel replica reads its rows of the global batch.
+  const BufferDesc &b = rankPlan.buffers[in->buffer];
+  std::vector<int64_t> global = fullShape(b.shape, *in->shard);
+  if (int64_t(bytes.size()) != b.bytes * in->shard->count)
+    throw Error("input '" + name + "': " + std::to_string(bytes.size()) +
+                " bytes, the plan expects " + shapeString(global) + " " +
+                dtypeName(b.dtype));
+  write(*in, sliceShard(bytes, global, dtypeSize(b.dtype), *in->shard),
+        "input");
 }
 
 void Executor::setParameter(const std::string &name, const std::string &bytes) {

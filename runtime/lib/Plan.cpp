@@ -3,7 +3,9 @@
 #include "weft/runtime/Plan.h"
 
 #include "weft/runtime/Files.h"
+#include "weft/runtime/Shard.h"
 
+#include <algorithm>
 #include <climits>
 #include <map>
 #include <set>
@@ -101,16 +103,18 @@ std::vector<NamedBuffer> namedBuffers(const Field &list, int64_t count) {
   return out;
 }
 
-/// The params' "shard" fields; checked against the mesh in checkMesh.
-void parseShards(const Field &list, RankPlan &rank) {
-  for (size_t i = 0; i < rank.params.size(); ++i) {
+/// The "shard" fields of `named` (params: tensor-parallel slices; inputs:
+/// a data-parallel replica's rows); checked against the mesh in checkMesh.
+void parseShards(const Field &list, const RankPlan &rank,
+                 std::vector<NamedBuffer> &named) {
+  for (size_t i = 0; i < named.size(); ++i) {
     Field f = list.at(i);
-    if (!f.has("shard"))
+    if (!f.has("shard") || f.at("shard").value.is_null())
       continue;
     Field s = f.at("shard");
     ShardDesc d{s.at("dim").nonNegative(), s.at("blocks").nonNegative(),
                 s.at("index").nonNegative(), s.at("count").nonNegative()};
-    const BufferDesc &b = rank.buffers[rank.params[i].buffer];
+    const BufferDesc &b = rank.buffers[named[i].buffer];
     if (d.dim >= int64_t(b.shape.size()))
       s.at("dim").fail("dimension " + std::to_string(d.dim) + " of a " +
                        shapeString(b.shape) + " buffer");
@@ -120,7 +124,7 @@ void parseShards(const Field &list, RankPlan &rank) {
       s.at("blocks").fail(std::to_string(d.blocks) +
                           " blocks do not divide the shard's " +
                           std::to_string(b.shape[d.dim]) + " elements");
-    rank.params[i].shard = d;
+    named[i].shard = d;
   }
 }
 
@@ -176,10 +180,11 @@ parseRank(const Field &f,
   }
   int64_t count = rank.buffers.size();
   rank.params = namedBuffers(f.at("params"), count);
-  parseShards(f.at("params"), rank);
+  parseShards(f.at("params"), rank, rank.params);
   rank.state = namedBuffers(f.at("state"), count);
   rank.optimizerState = namedBuffers(f.at("optimizer_state"), count);
   rank.inputs = namedBuffers(f.at("inputs"), count);
+  parseShards(f.at("inputs"), rank, rank.inputs);
   rank.outputs = namedBuffers(f.at("outputs"), count);
 
   Field constants = f.at("constants");
@@ -426,6 +431,35 @@ void checkMesh(const Plan &plan, const Field &ranks) {
             "a shard over the tensor axis: count must be its size (" +
             std::to_string(tensorSize) + ") and index this rank's tensor "
             "coordinate (" + std::to_string(rank.coord("tensor")) + ")");
+    }
+    // A rank's input is the plan's whole input or, data-parallel, its
+    // replica's contiguous rows of it.
+    int64_t dataSize = plan.axisSize("data");
+    for (size_t i = 0; i < rank.inputs.size(); ++i) {
+      const NamedBuffer &in = rank.inputs[i];
+      Field at = field.at("inputs").at(i);
+      auto global = std::find_if(
+          plan.inputs.begin(), plan.inputs.end(),
+          [&](const InputDesc &d) { return d.name == in.name; });
+      if (global == plan.inputs.end())
+        at.at("name").fail("'" + in.name + "' is not one of the plan's inputs");
+      const std::optional<ShardDesc> &s = in.shard;
+      if (s && (s->dim != 0 || s->blocks != 1 || s->count != dataSize ||
+                s->index != rank.coord("data")))
+        at.at("shard").fail(
+            "an input's shard is its data-parallel replica's rows: dim 0, "
+            "blocks 1, count the data axis's size (" +
+            std::to_string(dataSize) + ") and index this rank's data "
+            "coordinate (" + std::to_string(rank.coord("data")) + ")");
+      std::vector<int64_t> shape = rank.buffers[in.buffer].shape;
+      if (s)
+        shape = fullShape(shape, *s);
+      if (shape != global->shape)
+        at.fail("buffer " + std::to_string(in.buffer) + " (" +
+                shapeString(rank.buffers[in.buffer].shape) + ")" +
+                (s ? " x " + std::to_string(s->count) + " replicas" : "") +
+                " does not hold input '" + in.name + "' (" +
+                shapeString(global->shape) + ")");
     }
     std::map<std::string, std::vector<Collective>> mine;
     for (size_t i = 0; i < rank.instructions.size(); ++i) {

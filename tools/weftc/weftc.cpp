@@ -5,6 +5,7 @@
 //       [-o plan.json] [--optimizer ... --microbatches M]
 //       [--pipeline-parallel P --schedule 1f1b|gpipe --balance N,N,...]
 //       [--tensor-parallel T --tensor-parallel-fallback error|replicate]
+//       [--data-parallel D --bucket-cap-mb MB]
 //       [--sequence-parallel] [--overlap-collectives=false]
 //       [--timeline F.json] [--timeline-ascii]
 //       [--recompute none|full|selective --recompute-granularity stage|layer]
@@ -151,6 +152,17 @@ cl::opt<int64_t> tensorParallel(
     cl::desc("Megatron tensor parallelism: shard each MLP and attention "
              "block over T ranks per stage (default 1)"),
     cl::init(1), cl::cat(category));
+cl::opt<int64_t> dataParallel(
+    "data-parallel",
+    cl::desc("Data parallelism (DDP): D replicas, each training on a "
+             "contiguous 1/D of the global batch; gradients averaged in "
+             "buckets (default 1)"),
+    cl::init(1), cl::cat(category));
+cl::opt<double> bucketCapMb(
+    "bucket-cap-mb",
+    cl::desc("Data-parallel gradient bucket size limit in MiB, as DDP's "
+             "bucket_cap_mb (default 25; 0: one all-reduce per gradient)"),
+    cl::init(25.0), cl::cat(category));
 cl::opt<std::string> tensorParallelFallback(
     "tensor-parallel-fallback",
     cl::desc("A block with an op the split cannot handle: error (default) "
@@ -164,7 +176,8 @@ cl::opt<bool> sequenceParallel(
     cl::init(false), cl::cat(category));
 cl::opt<bool> overlapCollectives(
     "overlap-collectives",
-    cl::desc("Post each tensor/sequence-parallel collective early and wait "
+    cl::desc("Post each collective (tensor, sequence, data parallel) early "
+             "and wait "
              "for it at its first reader, so compute overlaps it (default "
              "true; =false completes each before the next op)"),
     cl::init(true), cl::cat(category));
@@ -412,7 +425,8 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
       return failure();
   }
   bool pipelined = pipelineParallel > 1;
-  if ((pipelined || tensorParallel > 1) && !estimateMemory &&
+  if ((pipelined || tensorParallel > 1 || dataParallel > 1) &&
+      !estimateMemory &&
       failed(reportPipeline(*module)))
     return failure();
   if ((estimateMemory || memoryCap > 0) && failed(checkMemory(*module)))
@@ -464,6 +478,8 @@ int main(int argc, char **argv) {
   pipelineOptions.balance = ArrayRef<int64_t>(balance);
   pipelineOptions.microbatches = microbatches;
   pipelineOptions.tensorParallel = tensorParallel;
+  pipelineOptions.dataParallel = dataParallel;
+  pipelineOptions.bucketCapMb = bucketCapMb;
   pipelineOptions.sequenceParallel = sequenceParallel;
   pipelineOptions.overlapCollectives = overlapCollectives;
   if (auto fallback = weft::parseTensorParallelFallback(tensorParallelFallback)) {
@@ -533,6 +549,7 @@ int main(int argc, char **argv) {
   }
   weft::ImportOptions options;
   options.microbatches = microbatches;
+  options.dataParallel = dataParallel;
   std::string error;
   for (const std::string &spec : inputShapes)
     if (failed(weft::parseInputShape(spec, options.inputShapes, error))) {

@@ -393,6 +393,51 @@ def InsertSendRecv : Pass<"weft-insert-send-recv", "mlir::func::FuncOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def DataParallel : Pass<"weft-data-parallel", "mlir::func::FuncOp"> {
+  let summary = "Average the gradients over the mesh's data axis in DDP's "
+                "buckets, and the loss over the replicas";
+  let description = [{
+    Runs on a training step (after `weft-append-optimizer`, and after
+    `weft-insert-send-recv` when pipelined); nothing to do when the mesh's
+    `data` axis has size 1. Each of the D replicas computes the gradients of
+    its contiguous 1/D of the batch; the update must see their mean, as
+    PyTorch's DistributedDataParallel gives it (Li et al., "PyTorch
+    Distributed", VLDB 2020, Section 3.2):
+
+    1. Micro-batch accumulation's sums move up to right after their latest
+       contribution (and join its task), so a gradient is complete when its
+       last micro-batch's backward has produced it.
+    2. The updates' gradients are grouped into buckets in the order they
+       become ready, the reverse of the order the forward first uses their
+       parameters, by DDP's rule (`weft/Analysis/GradientBuckets.h`): per
+       stage and dtype, a bucket closes once it holds `bucket-cap-mb` MiB
+       (the first one 1 MiB).
+    3. Per bucket, right after its last gradient: the gradients flattened
+       and concatenated, one `shard.all_reduce` (sum) over the data axis,
+       marked `weft.bucket = k`; before the first update that reads it, the
+       sum scaled by 1/D and split back into the gradients. With
+       `weft-overlap-collectives` the all-reduce is posted there and waited
+       for at the end of the backward, overlapping the rest of it.
+    4. The loss (a scalar float result) is all-reduced and scaled by 1/D:
+       every replica reports the whole batch's loss.
+
+    ```mlir
+    %f = weft.concat %g1, %g0 {axis = 0 : i64} : (tensor<6xf32>, tensor<4xf32>) -> tensor<10xf32>
+    %s = shard.all_reduce %f on @mesh grid_axes = [1] {weft.bucket = 0 : i64} : tensor<10xf32> -> tensor<10xf32>
+    ...
+    %m = weft.mul %s, %inv_d {weft.phase = "optimizer"} : (tensor<10xf32>, tensor<f32>) -> tensor<10xf32>
+    %p:2 = weft.split %m {axis = 0 : i64, sizes = array<i64: 6, 4>} ...
+    ```
+    Errors: a step without an optimizer update; a negative bucket-cap-mb.
+  }];
+  let options = [
+    Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
+           "Bucket size limit in MiB (DDP's bucket_cap_mb); 0: one bucket "
+           "per gradient">,
+  ];
+  let dependentDialects = ["mlir::shard::ShardDialect", "weft::WeftDialect"];
+}
+
 def Schedule : Pass<"weft-schedule", "mlir::ModuleOp"> {
   let summary = "Split a pipelined step into one function per stage, in schedule order";
   let description = [{

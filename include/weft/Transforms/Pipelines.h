@@ -84,6 +84,16 @@ struct PlanPipelineOptions
       llvm::cl::desc("Megatron sequence parallelism on the tensor axis "
                      "(LayerNorm, dropout, residual on 1/T of the sequence)"),
       llvm::cl::init(false)};
+  Option<int64_t> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("Data-parallel replicas, each on a contiguous 1/D of "
+                     "the batch; gradients averaged (DDP)"),
+      llvm::cl::init(1)};
+  Option<double> bucketCapMb{
+      *this, "bucket-cap-mb",
+      llvm::cl::desc("Data-parallel gradient bucket size limit, MiB (DDP's "
+                     "bucket_cap_mb)"),
+      llvm::cl::init(25.0)};
   Option<bool> overlapCollectives{
       *this, "overlap-collectives",
       llvm::cl::desc("Post each collective early and wait for it late "

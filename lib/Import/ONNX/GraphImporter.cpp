@@ -150,8 +150,8 @@ GraphImporter::explainFixedBatch(InFlightDiagnostic &diag, const Node &node,
   diag << "] holds " << *fixed;
   if (*fixed != batch)
     diag << " = " << batch << "x" << *fixed / batch;
-  diag << "\n  --microbatches " << options.microbatches
-       << " needs micro-batches of " << batch / options.microbatches
+  diag << "\n  " << options.batchSplitFlags() << " needs micro-batches of "
+       << batch / options.batchSplit()
        << "\n  fix: " << kDynamicBatchFix;
   return diag;
 }
@@ -443,9 +443,9 @@ LogicalResult GraphImporter::run(ModuleOp module) {
       continue;
     graphInputs.insert(info.name());
     const auto &dims = info.type().tensor_type().shape().dim();
-    if (options.microbatches > 1 && !globalBatch && dims.size() &&
+    if (options.batchSplit() > 1 && !globalBatch && dims.size() &&
         dims[0].has_dim_value())
-      globalBatch = dims[0].dim_value() * options.microbatches;
+      globalBatch = dims[0].dim_value() * options.batchSplit();
     auto frozen = options.frozenInputs.find(info.name());
     if (frozen != options.frozenInputs.end()) {
       onnx::TensorProto proto;

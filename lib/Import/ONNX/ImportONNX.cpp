@@ -170,11 +170,11 @@ LogicalResult fixInputShapes(onnx::ModelProto &model,
                             << "' has no shape; give one with --input-shape "
                             << in.name() << "=DxDx...";
     const auto &dims = in.type().tensor_type().shape().dim();
-    if (options.microbatches > 1 && dims.size() > 0 &&
+    if (options.batchSplit() > 1 && dims.size() > 0 &&
         dims[0].has_dim_value()) {
       int64_t batch = dims[0].dim_value();
-      if (batch % options.microbatches != 0)
-        return emitError(loc) << "--microbatches " << options.microbatches
+      if (batch % options.batchSplit() != 0)
+        return emitError(loc) << options.batchSplitFlags()
                               << " does not divide the batch (dim 0 = " << batch
                               << ") of input '" << in.name() << "'";
       graph->mutable_input(index)
@@ -182,7 +182,7 @@ LogicalResult fixInputShapes(onnx::ModelProto &model,
           ->mutable_tensor_type()
           ->mutable_shape()
           ->mutable_dim(0)
-          ->set_dim_value(batch / options.microbatches);
+          ->set_dim_value(batch / options.batchSplit());
     }
     for (int d = 0; d < dims.size(); ++d)
       if (!dims[d].has_dim_value())
@@ -195,7 +195,7 @@ LogicalResult fixInputShapes(onnx::ModelProto &model,
   }
   // Shapes recorded at export (value_info) describe the old input shapes:
   // let shape inference derive them afresh.
-  if (!options.inputShapes.empty() || options.microbatches > 1)
+  if (!options.inputShapes.empty() || options.batchSplit() > 1)
     graph->clear_value_info();
   return success();
 }
@@ -603,8 +603,8 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
       if (lines.size() > 1)
         diag << "\n  (" << lines.size() - 1 << " more line(s) of libonnx's "
              << "report follow from it)";
-      if (resolved.microbatches > 1)
-        diag << "\n  with --microbatches " << resolved.microbatches
+      if (resolved.batchSplit() > 1)
+        diag << "\n  with " << resolved.batchSplitFlags()
              << ": a graph exported at a fixed batch cannot be split; "
              << kDynamicBatchFix;
       return {};

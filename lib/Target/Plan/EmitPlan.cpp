@@ -308,14 +308,27 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
       std::string inName =
           inputName ? inputName.str() : "arg" + std::to_string(i);
       auto type = cast<RankedTensorType>(arg.getType());
+      // Data parallelism: the plan's input is the global batch; the rank
+      // reads its replica's contiguous rows (dim 0 as [1, D, rows]).
+      std::vector<int64_t> shape = type.getShape().vec();
+      json shard = nullptr;
+      if (int64_t d = mesh.sizeOf("data"); d > 1) {
+        shape[0] *= d;
+        shard = {{"dim", 0},
+                 {"blocks", 1},
+                 {"index", coords[mesh.axisIndex("data")]},
+                 {"count", d}};
+      }
       json input = {{"name", inName},
                     {"dtype", buffers[id]["dtype"]},
-                    {"shape", type.getShape().vec()}};
+                    {"shape", shape}};
       if (std::optional<int64_t> bound =
               indexBound(arg, mesh.sizeOf("tensor")))
         input["index_bound"] = *bound;
       section.inputs.push_back(input);
       rankInputs.push_back({{"name", inName}, {"buffer", id}});
+      if (!shard.is_null())
+        rankInputs.back()["shard"] = shard;
     }
   }
 
@@ -482,7 +495,7 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
   for (auto [i, v] : llvm::enumerate(results)) {
     // Updates are written in place (their buffers alias the parameter's and
     // the optimizer state's): they are not outputs.
-    if (func.getResultAttr(i, "weft.update"))
+    if (func.getResultAttr(i, kUpdateAttr))
       continue;
     // Gradients are named after their parameter: "<param>.grad".
     auto attr = func.getResultAttrOfType<StringAttr>(i, "weft.output");
@@ -534,13 +547,10 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   DeviceMesh mesh =
       found->value_or(DeviceMesh::standard(int64_t(funcs.size()), 1, 1));
   if (!llvm::is_contained(mesh.axes, "pipeline") ||
-      mesh.sizeOf("pipeline") != int64_t(funcs.size()) ||
-      mesh.sizeOf("data") != 1)
+      mesh.sizeOf("pipeline") != int64_t(funcs.size()))
     return module.emitError("plan emission: the device mesh has ")
-           << mesh.sizeOf("pipeline") << " pipeline stage(s) and "
-           << mesh.sizeOf("data") << " data-parallel replica(s); the module "
-           << "has " << funcs.size()
-           << " stage function(s) (data-parallel plans are not emitted yet)";
+           << mesh.sizeOf("pipeline") << " pipeline stage(s); the module "
+           << "has " << funcs.size() << " stage function(s)";
 
   json ranks = json::array(), inputs = json::array(), outputs = json::array();
   std::set<std::string> seenInputs, seenOutputs;

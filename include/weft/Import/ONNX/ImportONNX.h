@@ -47,6 +47,19 @@ struct ImportOptions {
   /// Import at micro-batch size: dim 0 of every model input (the global
   /// batch) is divided by this; it must divide it exactly.
   int64_t microbatches = 1;
+  /// Data-parallel replicas: each imports its contiguous 1/D of the global
+  /// batch (split before the micro-batches).
+  int64_t dataParallel = 1;
+  /// What dim 0 of the global batch is divided by: M x D.
+  int64_t batchSplit() const { return microbatches * dataParallel; }
+  /// The flags that split the batch, for messages ("--microbatches 4", or
+  /// "--microbatches 2 x --data-parallel 2").
+  std::string batchSplitFlags() const {
+    std::string flags = "--microbatches " + std::to_string(microbatches);
+    if (dataParallel > 1)
+      flags += " x --data-parallel " + std::to_string(dataParallel);
+    return flags;
+  }
   /// Float initializers kept constant (`--frozen`): exact names or globs
   /// (`*`, `?`, `[...]`, llvm::GlobPattern). They import as `weft.state` +
   /// `weft.frozen` arguments: no gradient, no optimizer state, saved

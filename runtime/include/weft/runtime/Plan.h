@@ -44,7 +44,9 @@ struct ShardDesc {
 struct NamedBuffer {
   std::string name;
   int64_t buffer = 0;
-  std::optional<ShardDesc> shard; ///< params only; none: the whole tensor
+  /// params: the tensor-parallel slice; inputs: the data-parallel
+  /// replica's rows (dim 0 over the data axis); none: the whole tensor
+  std::optional<ShardDesc> shard;
 };
 
 struct ConstantDesc {

@@ -49,13 +49,32 @@ TEST(EmitPlan, MeshAndCoordinatesComeFromTheIR) {
 }
 
 TEST(EmitPlan, RefusesAMeshItCannotPlaceTheStagesOn) {
-  std::string ir = std::string(R"(shard.grid @mesh(shape = 1x2x1)
+  std::string ir = std::string(R"(shard.grid @mesh(shape = 2x1x1)
       {weft.mesh_axes = ["pipeline", "data", "tensor"]})") + kMain;
   std::string error;
   EXPECT_TRUE(failed(emit(ir.c_str(), error)));
-  EXPECT_EQ(error, "plan emission: the device mesh has 1 pipeline stage(s) "
-                   "and 2 data-parallel replica(s); the module has 1 stage "
-                   "function(s) (data-parallel plans are not emitted yet)");
+  EXPECT_EQ(error, "plan emission: the device mesh has 2 pipeline stage(s); "
+                   "the module has 1 stage function(s)");
+}
+
+TEST(EmitPlan, EachDataReplicaReadsItsRowsOfTheGlobalBatch) {
+  std::string ir = std::string(R"(shard.grid @mesh(shape = 1x2x2)
+      {weft.mesh_axes = ["pipeline", "data", "tensor"]})") + kMain;
+  std::string error;
+  FailureOr<nlohmann::json> plan = emit(ir.c_str(), error);
+  ASSERT_TRUE(succeeded(plan)) << error;
+  ASSERT_EQ((*plan)["ranks"].size(), 4u);
+  // The plan's input is the global batch: D times the function's rows.
+  EXPECT_EQ((*plan)["inputs"][0]["shape"].dump(), "[4]");
+  EXPECT_EQ((*plan)["global_batch"], 4);
+  for (int rank = 0; rank < 4; ++rank) {
+    const auto &section = (*plan)["ranks"][rank];
+    int64_t replica = rank / 2; // tensor varies fastest
+    EXPECT_EQ(section["coords"]["data"], replica);
+    EXPECT_EQ(section["inputs"][0]["shard"].dump(),
+              R"({"blocks":1,"count":2,"dim":0,"index":)" +
+                  std::to_string(replica) + "}");
+  }
 }
 
 TEST(EmitPlan, EveryTensorRankRunsTheStagesFunction) {

@@ -39,6 +39,12 @@ inline constexpr llvm::StringLiteral kPipelineStagesAttr =
 /// rank's index. On a dropout of a sharded value, the same: its mask is
 /// that shard of the whole tensor's mask.
 inline constexpr llvm::StringLiteral kShardAttr = "weft.shard";
+/// On the model function's results that are updated parameters or
+/// optimizer state: the argument's name (weft-append-optimizer).
+inline constexpr llvm::StringLiteral kUpdateAttr = "weft.update";
+/// On a data-parallel gradient all-reduce (weft-data-parallel): its
+/// bucket's index, in the order the buckets become ready.
+inline constexpr llvm::StringLiteral kBucketAttr = "weft.bucket";
 
 /// Attaches weft's cost and gradient interfaces to the upstream `shard`
 /// collectives (ShardInterfaces.cpp); the dialect does it when it loads.

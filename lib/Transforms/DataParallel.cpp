@@ -1,0 +1,287 @@
+//===- DataParallel.cpp - weft-data-parallel ------------------------------===//
+//
+// Averages the gradients over the mesh's data axis the way PyTorch's
+// DistributedDataParallel does (Li et al., VLDB 2020): gradients grouped
+// into buckets in the order they become ready (weft/Analysis/
+// GradientBuckets.h), one all-reduce per bucket posted once its last
+// gradient (its last micro-batch's contribution) exists. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Analysis/GradientBuckets.h"
+#include "weft/Dialect/Weft/IR/DeviceMesh.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace weft {
+#define GEN_PASS_DEF_DATAPARALLEL
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+/// The operand of an optimizer update that is its parameter's gradient.
+constexpr unsigned kGradOperand = 1;
+
+bool isUpdate(Operation *op) { return isa<SGDOp, AdamWOp>(op); }
+
+/// Copies `from`'s task (phase, micro-batch) and stage onto `op`.
+void copyPlacement(Operation *op, Operation *from) {
+  for (StringRef name : {kPhaseAttr, kMicroBatchAttr, kStageAttr})
+    if (Attribute attr = from->getAttr(name))
+      op->setAttr(name, attr);
+}
+
+/// The op among the defining ops of `values` that comes last in the block
+/// (constants and block arguments do not count); null when none.
+Operation *latestDef(ValueRange values) {
+  Operation *latest = nullptr;
+  for (Value v : values) {
+    Operation *def = v.getDefiningOp();
+    if (!def || isa<ConstantOp>(def))
+      continue;
+    if (!latest || latest->isBeforeInBlock(def))
+      latest = def;
+  }
+  return latest;
+}
+
+/// A scalar constant `value` of `type`'s element type, placed like `like`.
+Value scalar(OpBuilder &b, Location loc, Type type, double value) {
+  Type element = cast<ShapedType>(type).getElementType();
+  return ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({}, element),
+                             b.getFloatAttr(element, value)));
+}
+
+struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
+  using DataParallelBase::DataParallelBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    auto mesh = getDeviceMesh(func->getParentOfType<ModuleOp>());
+    if (failed(mesh))
+      return signalPassFailure();
+    if (!*mesh || (*mesh)->sizeOf("data") == 1)
+      return;
+    replicas = (*mesh)->sizeOf("data");
+    axis = (*mesh)->axisIndex("data");
+    if (bucketCapMb < 0) {
+      func.emitError("weft-data-parallel: bucket-cap-mb must be >= 0");
+      return signalPassFailure();
+    }
+    SmallVector<Operation *> updates;
+    func.walk([&](Operation *op) {
+      if (isUpdate(op))
+        updates.push_back(op);
+    });
+    if (updates.empty()) {
+      func.emitError("weft-data-parallel: the step updates no parameter; "
+                     "data parallelism needs a training step");
+      return signalPassFailure();
+    }
+    hoistAccumulation(updates);
+    reduceInBuckets(func, readyOrder(func, updates));
+    averageLoss(func);
+  }
+
+  /// Micro-batch accumulation appends its sums (and the 1/M scale) after
+  /// the last micro-batch's whole step: moved up to right after their
+  /// latest operand, a gradient is complete as soon as its last
+  /// contribution is, and takes that contribution's task (what
+  /// weft-schedule would give it), so the bucket it joins can be posted
+  /// inside the backward.
+  void hoistAccumulation(ArrayRef<Operation *> updates) {
+    llvm::SetVector<Operation *> chain;
+    SmallVector<Operation *> work;
+    for (Operation *update : updates)
+      if (Operation *def = update->getOperand(kGradOperand).getDefiningOp())
+        work.push_back(def);
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (microBatchOf(op) || !isa<AddOp, MulOp>(op) || !chain.insert(op))
+        continue;
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp())
+          work.push_back(def);
+    }
+    SmallVector<Operation *> ordered(chain.begin(), chain.end());
+    llvm::sort(ordered, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    for (Operation *op : ordered) {
+      Operation *after = latestDef(op->getOperands());
+      if (!after)
+        continue;
+      if (after->isBeforeInBlock(op)) {
+        op->moveAfter(after);
+        // A scale constant defined further down comes along.
+        for (Value v : op->getOperands())
+          if (auto constant = v.getDefiningOp<ConstantOp>();
+              constant && op->isBeforeInBlock(constant))
+            constant->moveBefore(op);
+      }
+      copyPlacement(op, after);
+    }
+  }
+
+  /// The updates in the order their gradients become ready: the reverse
+  /// of the order the forward first uses their parameters.
+  static SmallVector<Operation *> readyOrder(func::FuncOp func,
+                                             ArrayRef<Operation *> updates) {
+    llvm::DenseMap<Value, int64_t> firstUse;
+    int64_t position = 0;
+    for (Operation &op : func.getBody().front()) {
+      ++position;
+      if (phaseOf(&op) != "forward")
+        continue;
+      for (Value v : op.getOperands())
+        if (isa<BlockArgument>(v))
+          firstUse.try_emplace(v, position);
+    }
+    SmallVector<std::pair<int64_t, Operation *>> keyed;
+    for (auto [i, update] : llvm::enumerate(updates))
+      keyed.push_back({firstUse.lookup(update->getOperand(0)), update});
+    llvm::stable_sort(keyed, [](const auto &a, const auto &b) {
+      return a.first > b.first;
+    });
+    SmallVector<Operation *> order;
+    for (auto &[use, update] : keyed)
+      order.push_back(update);
+    return order;
+  }
+
+  void reduceInBuckets(func::FuncOp func, ArrayRef<Operation *> updates) {
+    // Buckets never mix stages or dtypes (DDP: devices or dtypes).
+    llvm::DenseMap<std::pair<int64_t, Type>, int64_t> keys;
+    SmallVector<BucketTensor> tensors;
+    for (Operation *update : updates) {
+      auto type =
+          cast<RankedTensorType>(update->getOperand(kGradOperand).getType());
+      auto key = std::make_pair(stageOf(update).value_or(0),
+                                type.getElementType());
+      int64_t id = keys.try_emplace(key, keys.size()).first->second;
+      tensors.push_back({type.getNumElements() *
+                             ((type.getElementTypeBitWidth() + 7) / 8),
+                         id});
+    }
+    auto cap = int64_t(bucketCapMb * 1024 * 1024);
+    for (const std::vector<size_t> &bucket :
+         assignGradientBuckets(tensors, cap)) {
+      SmallVector<Operation *> members;
+      for (size_t i : bucket)
+        members.push_back(updates[i]);
+      reduceBucket(members);
+    }
+  }
+
+  /// One bucket: its gradients flattened into one buffer, all-reduced over
+  /// the data axis (posted right after the last gradient), scaled by 1/D
+  /// and split back before the first update that reads one of them.
+  void reduceBucket(ArrayRef<Operation *> members) {
+    SmallVector<Value> grads;
+    for (Operation *update : members)
+      grads.push_back(update->getOperand(kGradOperand));
+    Operation *ready = latestDef(grads);
+    Location loc = members.front()->getLoc();
+    OpBuilder b(members.front()->getContext());
+    if (ready)
+      b.setInsertionPointAfter(ready);
+    else
+      b.setInsertionPoint(members.front());
+    // New ops join the task and stage of the op they follow (the operands
+    // are local: weft-insert-send-recv ran).
+    Operation *placement = ready ? ready : members.front();
+    auto place = [&](Operation *op) {
+      copyPlacement(op, placement);
+      return op;
+    };
+    Value flat;
+    SmallVector<int64_t> sizes;
+    if (grads.size() == 1) {
+      flat = grads[0];
+    } else {
+      SmallVector<Value> pieces;
+      for (Value g : grads) {
+        int64_t n = cast<RankedTensorType>(g.getType()).getNumElements();
+        sizes.push_back(n);
+        pieces.push_back(
+            place(ReshapeOp::create(b, loc, g, {n}))->getResult(0));
+      }
+      flat = place(ConcatOp::create(b, loc, pieces, 0))->getResult(0);
+    }
+    auto sum = shard::AllReduceOp::create(
+        b, loc, flat, kMeshSymbol,
+        ArrayRef<shard::GridAxis>{shard::GridAxis(axis)},
+        shard::ReductionKind::Sum);
+    place(sum);
+    sum->setAttr(kBucketAttr, b.getI64IntegerAttr(buckets++));
+
+    // The scale and the split run with the updates, after the wait.
+    Operation *first = *llvm::min_element(
+        members, [](Operation *a, Operation *c) { return a->isBeforeInBlock(c); });
+    b.setInsertionPoint(first);
+    placement = first;
+    Value scale = scalar(b, loc, flat.getType(), 1.0 / replicas);
+    auto mean = place(MulOp::create(b, loc, sum.getResult(), scale));
+    SmallVector<Value> reduced;
+    if (grads.size() == 1) {
+      reduced.push_back(mean->getResult(0));
+    } else {
+      auto split = place(SplitOp::create(b, loc, mean->getResult(0), 0,
+                                         sizes));
+      for (auto [piece, g] : llvm::zip(split->getResults(), grads)) {
+        auto shape = cast<RankedTensorType>(g.getType()).getShape();
+        reduced.push_back(place(ReshapeOp::create(b, loc, piece, shape))
+                              ->getResult(0));
+      }
+    }
+    for (auto [update, g] : llvm::zip(members, reduced))
+      update->setOperand(kGradOperand, g);
+  }
+
+  /// The loss a replica computes is the mean over its part of the batch:
+  /// the step's loss is the mean over the replicas (what one device
+  /// training on the whole batch reports).
+  void averageLoss(func::FuncOp func) {
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    for (OpOperand &result : ret->getOpOperands()) {
+      if (func.getResultAttr(result.getOperandNumber(), kUpdateAttr))
+        continue;
+      Value loss = result.get();
+      auto type = cast<RankedTensorType>(loss.getType());
+      if (type.getRank() != 0 || !isa<FloatType>(type.getElementType()))
+        continue;
+      Operation *def = loss.getDefiningOp();
+      OpBuilder b(func.getContext());
+      if (def)
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPoint(ret);
+      Location loc = loss.getLoc();
+      auto sum = shard::AllReduceOp::create(
+          b, loc, loss, kMeshSymbol,
+          ArrayRef<shard::GridAxis>{shard::GridAxis(axis)},
+          shard::ReductionKind::Sum);
+      Value scale = scalar(b, loc, type, 1.0 / replicas);
+      auto mean = MulOp::create(b, loc, sum.getResult(), scale);
+      if (def) {
+        copyPlacement(sum, def);
+        copyPlacement(mean, def);
+      }
+      result.set(mean);
+    }
+  }
+
+  int64_t replicas = 1, axis = 0, buckets = 0;
+};
+
+} // namespace
