@@ -225,9 +225,20 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     place(sum);
     sum->setAttr(kBucketAttr, b.getI64IntegerAttr(buckets++));
 
-    // The scale and the split run with the updates, after the wait.
-    Operation *first = *llvm::min_element(
-        members, [](Operation *a, Operation *c) { return a->isBeforeInBlock(c); });
+    // The scale and the split run with the updates, after the wait. A
+    // gradient that arrives among the updates (a tied parameter's sum
+    // received from another stage) holds back the bucket's earlier ones.
+    SmallVector<Operation *> ordered(members.begin(), members.end());
+    llvm::sort(ordered, [](Operation *a, Operation *c) {
+      return a->isBeforeInBlock(c);
+    });
+    Operation *at = sum;
+    for (Operation *update : ordered)
+      if (update->isBeforeInBlock(sum)) {
+        update->moveAfter(at);
+        at = update;
+      }
+    Operation *first = ordered.front();
     b.setInsertionPoint(first);
     placement = first;
     Value scale = scalar(b, loc, flat.getType(), 1.0 / replicas);

@@ -171,6 +171,11 @@ struct OverlapCollectivesPass
       // bytes; a true in-place update might write this one's.
       bool writesInPlace =
           updatesInPlace(next) && !isa<WaitCollectiveOp, WaitRecvOp>(next);
+      // Constants belong to no task (each stage holds its own copies).
+      if (isa<ConstantOp>(next)) {
+        last = next;
+        continue;
+      }
       if (!sameTask(next, collective) ||
           next->hasTrait<OpTrait::IsTerminator>() || writesInPlace)
         break;

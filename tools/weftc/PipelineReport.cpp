@@ -13,6 +13,20 @@
 
 using namespace mlir;
 
+namespace {
+/// Whether the collective `op` runs over mesh axis `axis` (alone).
+bool overAxis(Operation *op, int64_t axis) {
+  ArrayRef<shard::GridAxis> axes;
+  if (auto o = dyn_cast<shard::AllReduceOp>(op))
+    axes = o.getGridAxes();
+  else if (auto o = dyn_cast<shard::AllGatherOp>(op))
+    axes = o.getGridAxes();
+  else if (auto o = dyn_cast<shard::ReduceScatterOp>(op))
+    axes = o.getGridAxes();
+  return axes.size() == 1 && axes[0] == axis;
+}
+} // namespace
+
 void weft::printStageTable(ModuleOp module, const SimResult &prediction,
                            llvm::raw_ostream &os) {
   SmallVector<func::FuncOp> stages = rankFunctions(module);
@@ -22,10 +36,13 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
   int64_t microbatches = 1;
   if (auto m = stages[0]->getAttrOfType<IntegerAttr>("weft.micro_batches"))
     microbatches = m.getInt();
-  int64_t tensor = 1;
+  int64_t tensor = 1, data = 1, dataAxis = -1;
   if (FailureOr<std::optional<DeviceMesh>> mesh = getDeviceMesh(module);
-      succeeded(mesh) && *mesh)
+      succeeded(mesh) && *mesh) {
     tensor = (*mesh)->sizeOf("tensor");
+    data = (*mesh)->sizeOf("data");
+    dataAxis = (*mesh)->axisIndex("data");
+  }
   if (pipelined)
     os << llvm::formatv(
         "pipeline: {0} stages, {1} micro-batches, schedule {2}\n",
@@ -52,9 +69,16 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
                         "one of them){1}; collectives per step and the bytes "
                         "one rank sends in them (ring)\n",
                         tensor, sequence ? ", sequence parallel" : "");
+  if (data > 1)
+    os << llvm::formatv("data parallel: {0} replicas per stage; gradients "
+                        "all-reduced in buckets (DDP), the bytes one rank "
+                        "sends in them (ring)\n",
+                        data);
   os << llvm::formatv("{0,5} {1,6} {2,12} {3,14} {4,10} {5,12} {6,12}",
                       "stage", "ops", "params", "peak bytes", "busy ms",
                       "send bytes", "recv bytes");
+  if (data > 1)
+    os << llvm::formatv(" {0,8} {1,18}", "buckets", "bucket bytes sent");
   for (int64_t k = 0; k < shownKinds; ++k)
     os << llvm::formatv(" {0,16} {1,20}", std::string(names[k]) + "s",
                         std::string(names[k]) + " sent");
@@ -63,6 +87,7 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
   for (auto [s, func] : llvm::enumerate(stages)) {
     int64_t ops = 0, params = 0, sent = 0, received = 0;
     int64_t count[3] = {0, 0, 0}, bytesSent[3] = {0, 0, 0};
+    int64_t buckets = 0, bucketBytesSent = 0;
     for (BlockArgument arg : func.getArguments())
       if (func.getArgAttr(arg.getArgNumber(), kParamAttr))
         params += numElements(arg.getType());
@@ -71,7 +96,13 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
         sent += byteSize(send.getValue().getType());
       } else if (auto recv = dyn_cast<IRecvOp>(op)) {
         received += byteSize(recv.getBuffer().getType());
-      } else if (std::optional<CollectiveKind> kind = collectiveKind(&op)) {
+      } else if (isa<shard::AllReduceOp>(op) && op.hasAttr(kBucketAttr)) {
+        ++buckets;
+        bucketBytesSent +=
+            collectiveBytesSent(CollectiveKind::AllReduce,
+                                collectiveBytes(&op), collectiveRanks(&op));
+      } else if (std::optional<CollectiveKind> kind = collectiveKind(&op);
+                 kind && !overAxis(&op, dataAxis)) {
         int k = static_cast<int>(*kind);
         ++count[k];
         bytesSent[k] += collectiveBytesSent(*kind, collectiveBytes(&op),
@@ -104,6 +135,8 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
     os << llvm::formatv("{0,5} {1,6} {2,12} {3,14} {4,10:f2} {5,12} {6,12}",
                         s, ops, params, memory.arenaBytes, busy, sent,
                         received);
+    if (data > 1)
+      os << llvm::formatv(" {0,8} {1,18}", buckets, bucketBytesSent);
     for (int64_t k = 0; k < shownKinds; ++k)
       os << llvm::formatv(" {0,16} {1,20}", count[k], bytesSent[k]);
     os << "\n";
