@@ -325,12 +325,19 @@ int run(const RunOptions &o, Communicator &comm) {
     }
   }
   if (!o.save.empty()) {
-    // Ranks write their tensors into one temporary file in turn (rank 0
-    // starting from the model); the last renames it over --save.
+    // Ranks write their tensors into one temporary file in turn (the
+    // first starting from the model); the last renames it over --save.
+    // Data-parallel replicas hold the same parameters: replica 0's ranks
+    // write (and its batch-norm statistics, as DDP broadcasts rank 0's).
+    std::vector<int64_t> writers;
+    for (const RankPlan &r : plan.ranks)
+      if (r.coord("data") == 0)
+        writers.push_back(r.rank);
     std::string temp = o.save + ".partial";
-    for (int64_t r = 0; r < ranks; ++r) {
+    for (int64_t r : writers) {
       if (r == rank)
-        executor.exportModel(o.save, temp, r == 0, r == ranks - 1);
+        executor.exportModel(o.save, temp, r == writers.front(),
+                             r == writers.back());
       comm.barrier();
     }
   }
