@@ -232,9 +232,11 @@ def write_step(data_dir: pathlib.Path, names, tensors, step: int = 0):
 def weft_train(tools: Tools, onnx_path, batches, input_names, workdir, *,
                micro_batches=1, stages=1, schedule="1f1b",
                flags: Sequence[str] = (), save: bool = False,
-               tensor_parallel: int = 1):
+               tensor_parallel: int = 1, data_parallel: int = 1):
     """Compiles `onnx_path` for the layout, trains len(batches) steps on
-    stages x tensor_parallel MPI ranks, and returns (per-step losses,
+    stages x data_parallel x tensor_parallel MPI ranks (each data-parallel
+    replica on a contiguous 1/data_parallel of the batch, in
+    `micro_batches` micro-batches), and returns (per-step losses,
     {name: trained initializer} or None)."""
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -242,12 +244,12 @@ def weft_train(tools: Tools, onnx_path, batches, input_names, workdir, *,
     _run([tools.weftc, str(onnx_path), "-o", str(plan),
           f"--microbatches={micro_batches}", f"--pipeline-parallel={stages}",
           f"--schedule={schedule}", f"--tensor-parallel={tensor_parallel}",
-          *flags], "weftc")
+          f"--data-parallel={data_parallel}", *flags], "weftc")
     data = workdir / "data"
     for step, batch in enumerate(batches):
         write_step(data, input_names, batch, step)
     log, saved = workdir / "log.jsonl", workdir / "trained.onnx"
-    command = mpirun(stages * tensor_parallel) + [
+    command = mpirun(stages * tensor_parallel * data_parallel) + [
         tools.weft_run, str(plan), "--data", str(data), "--steps",
         str(len(batches)), "--log-json", str(log)]
     if save:
@@ -270,9 +272,12 @@ def check_sgd_step(tools: Tools, model: torch.nn.Module, onnx_path,
                    schedule: str = "1f1b", lr: float = 0.1,
                    flags: Sequence[str] = (),
                    reference: Optional[tuple] = None,
-                   tensor_parallel: int = 1) -> SgdStepReport:
+                   tensor_parallel: int = 1,
+                   data_parallel: int = 1) -> SgdStepReport:
     """Oracles (a) and (b): one plain SGD step (lr `lr`) of weft on the layout
-    against torch float64 and float32 on the same micro-batch split.
+    against torch float64 and float32 on the same micro-batch split (with
+    data parallelism, the batch in data_parallel x micro_batches
+    contiguous micro-batches: each replica's micro-batches in turn).
 
     `model` is the torch module `onnx_path` was exported from (its forward
     returns the loss); its parameters are reset from the ONNX initializers.
@@ -280,14 +285,16 @@ def check_sgd_step(tools: Tools, model: torch.nn.Module, onnx_path,
     OracleError naming the first tensor over its bound; returns the report.
     """
     inits = load_initializers(model, onnx_path)
-    ref = reference or sgd_references(model, batch, micro_batches, lr)
+    ref = reference or sgd_references(model, batch,
+                                      micro_batches * data_parallel, lr)
     (loss_64, delta_64), (loss_32, delta_32), (ambiguity, undecidable) = ref
     losses, trained = weft_train(
         tools, onnx_path, [batch], input_names, workdir,
         micro_batches=micro_batches, stages=stages, schedule=schedule,
         flags=["--optimizer=sgd", f"--lr={lr}", *flags], save=True,
-        tensor_parallel=tensor_parallel)
-    layout = f"M={micro_batches} P={stages} T={tensor_parallel} {schedule}"
+        tensor_parallel=tensor_parallel, data_parallel=data_parallel)
+    layout = (f"M={micro_batches} P={stages} T={tensor_parallel} "
+              f"D={data_parallel} {schedule}")
 
     tensors = []
     for name, want in delta_64.items():
@@ -331,7 +338,8 @@ def check_float64_step(tools: Tools, model: torch.nn.Module, batch,
                        input_names: Sequence[str], workdir, *,
                        micro_batches: int = 1, stages: int = 1,
                        schedule: str = "1f1b", lr: float = 0.1,
-                       tensor_parallel: int = 1) -> List[TensorError]:
+                       tensor_parallel: int = 1,
+                       data_parallel: int = 1) -> List[TensorError]:
     """Oracle (d): `model` exported in float64 (its float inputs too) and
     trained one plain SGD step by weft on the layout, against torch float64
     on the same split. Raises OracleError naming the tensors whose change
@@ -346,15 +354,15 @@ def check_float64_step(tools: Tools, model: torch.nn.Module, batch,
     path = workdir / "model-f64.onnx"
     export(model, batch, str(path), list(input_names))
     inits = load_initializers(model, path)
-    loss_64, delta_64 = sgd_step(model, batch, micro_batches, lr,
-                                 torch.float64)
+    loss_64, delta_64 = sgd_step(model, batch, micro_batches * data_parallel,
+                                 lr, torch.float64)
     losses, trained = weft_train(
         tools, path, [batch], input_names, workdir,
         micro_batches=micro_batches, stages=stages, schedule=schedule,
         flags=["--optimizer=sgd", f"--lr={lr}"], save=True,
-        tensor_parallel=tensor_parallel)
+        tensor_parallel=tensor_parallel, data_parallel=data_parallel)
     layout = (f"float64 M={micro_batches} P={stages} T={tensor_parallel} "
-              f"{schedule}")
+              f"D={data_parallel} {schedule}")
     if abs(losses[0] - loss_64) > F64_RTOL * abs(loss_64):
         raise OracleError(f"{layout}: step-1 loss {losses[0]!r} against "
                           f"torch float64 {loss_64!r}")

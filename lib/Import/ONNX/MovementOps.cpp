@@ -474,7 +474,13 @@ LogicalResult convertResize(GraphImporter &g, const Node &node) {
   } else if (scalesArg && scalesArg->size() == rank) {
     for (int64_t d = 0; d < rank; ++d) {
       scales.push_back(scalesArg->getDouble(d));
-      sizes.push_back((int64_t)std::floor(type.getDimSize(d) * scales.back()));
+      // ONNX: scales > 0; the product must fit a dim (found by the import
+      // fuzz target: a converted -1e34 is undefined behaviour).
+      double size = std::floor(type.getDimSize(d) * scales.back());
+      if (!(scales.back() > 0) || !(size < 0x1p62))
+        return g.error(node) << "scales[" << d << "] = " << scales.back()
+                             << ": must be > 0 and give a size below 2^62";
+      sizes.push_back(int64_t(size));
     }
   } else {
     return g.error(node) << "needs scales or sizes with one entry per dim";
