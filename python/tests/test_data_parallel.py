@@ -14,7 +14,6 @@ _compute_bucket_assignment_by_size on the gradients in ready order).
 """
 
 import json
-import os
 
 import numpy as np
 import onnx
@@ -27,7 +26,8 @@ from conftest import BUILD, run, tool
 from weft import oracle
 from weft.examples import gpt, vision
 from weft.export import export
-from weft.oracle import mpirun, write_step
+from weft.oracle import write_step
+from test_tensor_parallel import train  # 10 steps on mpirun, the log
 
 STEPS = 10
 M = 2
@@ -56,16 +56,6 @@ def compile_plan(weftc, path, *flags, microbatches=M):
                   f"--microbatches={microbatches}", *flags])
     assert result.returncode == 0, result.stderr
     return json.loads(path.read_text())
-
-
-def train(plan, ranks, data_dir, log, *extra, steps=STEPS):
-    result = run(mpirun(ranks) + [tool("weft-run"), str(plan), "--data",
-                                  str(data_dir), "--steps", str(steps),
-                                  "--log-json", str(log), *extra],
-                 env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
-                 timeout=900)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return [json.loads(line) for line in log.read_text().splitlines()]
 
 
 _reference = {}
