@@ -10,6 +10,11 @@
 #include "weft/Analysis/Partition.h"
 #include "weft/Analysis/PipelineSimulation.h"
 #include "weft/Analysis/Schedule.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Parser/Parser.h"
 
 #include <gtest/gtest.h>
 
@@ -195,4 +200,29 @@ TEST(PipelineSimulation, ComputeBetweenPostAndWaitHidesACollective) {
   ASSERT_EQ(collectives.size(), 1u);
   EXPECT_DOUBLE_EQ(collectives[0].start, 3);
   EXPECT_DOUBLE_EQ(collectives[0].end, 5);
+}
+
+TEST(PipelineSimulation, OnlyTheCollectiveAWaitCompletesIsAPost) {
+  // The wait also reads the collective's input (to keep it live): the
+  // matmul producing it is compute, not a post.
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<WeftDialect, mlir::func::FuncDialect,
+                  mlir::shard::ShardDialect>();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+    shard.grid @mesh(shape = 2x2x1) {weft.mesh_axes = ["pipeline", "data", "tensor"]}
+    func.func @stage0(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> attributes {weft.stage = 0 : i64} {
+      %y = weft.matmul %x, %w {weft.phase = "backward"} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+      %p = shard.all_reduce %y on @mesh grid_axes = [1] {weft.phase = "backward"} : tensor<4x4xf32> -> tensor<4x4xf32>
+      %s = weft.wait_collective %p, %y {weft.phase = "backward"} : tensor<4x4xf32> -> tensor<4x4xf32>
+      return %s : tensor<4x4xf32>
+    })",
+                                                        &ctx);
+  ASSERT_TRUE(module);
+  DeviceModel device;
+  auto programs = stagePrograms(*module, device);
+  ASSERT_EQ(programs.size(), 1u);
+  ASSERT_EQ(programs[0].size(), 3u);
+  EXPECT_EQ(programs[0][0].kind, SimOp::Kind::Compute);
+  EXPECT_EQ(programs[0][1].kind, SimOp::Kind::PostCollective);
+  EXPECT_EQ(programs[0][2].kind, SimOp::Kind::WaitCollective);
 }

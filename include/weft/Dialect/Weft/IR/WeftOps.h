@@ -40,8 +40,11 @@ inline bool isView(mlir::Operation *op) {
 /// `weft.wait_collective`, which makes the collective a post (completed at
 /// the wait) rather than a blocking op.
 inline bool isWaitedFor(mlir::Operation *collective) {
-  return llvm::any_of(collective->getUsers(), [](mlir::Operation *user) {
-    return llvm::isa<WaitCollectiveOp>(user);
+  // Only as the posted operand: a wait also reads the collective's input
+  // (to keep it live), whose producer is no post.
+  return llvm::any_of(collective->getUses(), [](mlir::OpOperand &use) {
+    return llvm::isa<WaitCollectiveOp>(use.getOwner()) &&
+           use.getOperandNumber() == 0;
   });
 }
 
