@@ -179,9 +179,9 @@ SmallVector<func::FuncOp> weft::rankFunctions(ModuleOp module) {
 std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
                                                     const DeviceModel &device) {
   std::vector<std::vector<SimOp>> programs;
+  // Without stages, the one @main is every rank's program (its collectives
+  // still overlap its compute).
   for (func::FuncOp func : rankFunctions(module)) {
-    if (!func->hasAttr(kStageAttr))
-      break; // one unscheduled @main: nothing to simulate
     std::vector<SimOp> program;
     llvm::DenseMap<Operation *, int64_t> collectiveTag;
     std::string task = "F0";
@@ -223,11 +223,18 @@ std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
         sim.seconds = opSeconds(&op, device);
         if (isa<ConstantOp>(op))
           continue;
-        // A collective a weft.wait_collective waits for is a post.
-        if (isWaitedFor(&op)) {
+        // A collective is a post; one no weft.wait_collective waits for
+        // (weft-overlap-collectives did not run) is waited for at once, as
+        // plan emission has it.
+        if (collectiveKind(&op)) {
           sim.kind = SimOp::Kind::PostCollective;
           sim.tag = static_cast<int64_t>(collectiveTag.size());
           collectiveTag[&op] = sim.tag;
+          if (!isWaitedFor(&op)) {
+            program.push_back(sim);
+            sim.kind = SimOp::Kind::WaitCollective;
+            sim.seconds = 0;
+          }
         }
       }
       program.push_back(sim);

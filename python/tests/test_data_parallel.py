@@ -170,6 +170,25 @@ def test_weftc_reports_the_buckets(weftc, tmp_path):
     assert int(row[-1]) == sum(buckets)
 
 
+def test_predicted_step_overlaps_the_buckets(weftc, tmp_path):
+    """weftc simulates the unpipelined rank: with the overlap, part of the
+    buckets' all-reduce time is hidden behind the backward; without it all
+    of it is exposed."""
+    exposed = {}
+    for overlap in ("true", "false"):
+        result = run([weftc, str(BUILD / "models" / "gpt.onnx"), "-o",
+                      str(tmp_path / "p.json"), "--data-parallel=2",
+                      "--bucket-cap-mb=0.25",
+                      f"--overlap-collectives={overlap}"])
+        assert result.returncode == 0, result.stderr
+        words = result.stdout.splitlines()[-1].split()
+        assert words[:2] == ["predicted", "step:"], words
+        exposed[overlap] = (float(words[5]), float(words[10].strip("(")))
+    hidden, in_flight = exposed["true"]
+    assert 0 <= hidden < in_flight
+    assert exposed["false"] == (in_flight, in_flight)
+
+
 def test_save_writes_replica_zero(weftc, data_dir, tmp_path):
     """--save after D = 2 training equals the single-rank model trained on
     the same micro-batch split (two plain SGD steps: linear in the

@@ -226,3 +226,33 @@ TEST(PipelineSimulation, OnlyTheCollectiveAWaitCompletesIsAPost) {
   EXPECT_EQ(programs[0][1].kind, SimOp::Kind::PostCollective);
   EXPECT_EQ(programs[0][2].kind, SimOp::Kind::WaitCollective);
 }
+
+TEST(PipelineSimulation, AnUnstagedMainIsOneRanksProgram) {
+  // Without stages @main is simulated; a collective nothing waits for is
+  // waited for at once (as plan emission emits it).
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<WeftDialect, mlir::func::FuncDialect,
+                  mlir::shard::ShardDialect>();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+    shard.grid @mesh(shape = 1x2x1) {weft.mesh_axes = ["pipeline", "data", "tensor"]}
+    func.func @main(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
+      %y = weft.matmul %x, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+      %s = shard.all_reduce %y on @mesh grid_axes = [1] : tensor<4x4xf32> -> tensor<4x4xf32>
+      return %s : tensor<4x4xf32>
+    })",
+                                                        &ctx);
+  ASSERT_TRUE(module);
+  DeviceModel device;
+  auto programs = stagePrograms(*module, device);
+  ASSERT_EQ(programs.size(), 1u);
+  ASSERT_EQ(programs[0].size(), 3u);
+  EXPECT_EQ(programs[0][0].kind, SimOp::Kind::Compute);
+  EXPECT_EQ(programs[0][1].kind, SimOp::Kind::PostCollective);
+  EXPECT_GT(programs[0][1].seconds, 0);
+  EXPECT_EQ(programs[0][2].kind, SimOp::Kind::WaitCollective);
+  SimResult result = simulatePipeline(programs, device);
+  ASSERT_TRUE(result.completed);
+  EXPECT_DOUBLE_EQ(result.stepSeconds,
+                   programs[0][0].seconds + programs[0][1].seconds);
+  EXPECT_DOUBLE_EQ(result.busySeconds[0], programs[0][0].seconds);
+}
