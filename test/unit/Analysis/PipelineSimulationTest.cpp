@@ -202,24 +202,35 @@ TEST(PipelineSimulation, ComputeBetweenPostAndWaitHidesACollective) {
   EXPECT_DOUBLE_EQ(collectives[0].end, 5);
 }
 
+namespace {
+/// The simulator's programs of the module `ir` (kept alive: SimOps point
+/// at its ops).
+std::vector<std::vector<SimOp>> programsOf(const char *ir) {
+  static mlir::MLIRContext ctx;
+  static std::vector<mlir::OwningOpRef<mlir::ModuleOp>> modules;
+  ctx.loadDialect<WeftDialect, mlir::func::FuncDialect,
+                  mlir::shard::ShardDialect>();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(ir, &ctx);
+  EXPECT_TRUE(module);
+  if (!module)
+    return {};
+  modules.push_back(std::move(module));
+  DeviceModel device;
+  return stagePrograms(*modules.back(), device);
+}
+} // namespace
+
 TEST(PipelineSimulation, OnlyTheCollectiveAWaitCompletesIsAPost) {
   // The wait also reads the collective's input (to keep it live): the
   // matmul producing it is compute, not a post.
-  mlir::MLIRContext ctx;
-  ctx.loadDialect<WeftDialect, mlir::func::FuncDialect,
-                  mlir::shard::ShardDialect>();
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+  auto programs = programsOf(R"(
     shard.grid @mesh(shape = 2x2x1) {weft.mesh_axes = ["pipeline", "data", "tensor"]}
     func.func @stage0(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> attributes {weft.stage = 0 : i64} {
       %y = weft.matmul %x, %w {weft.phase = "backward"} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
       %p = shard.all_reduce %y on @mesh grid_axes = [1] {weft.phase = "backward"} : tensor<4x4xf32> -> tensor<4x4xf32>
       %s = weft.wait_collective %p, %y {weft.phase = "backward"} : tensor<4x4xf32> -> tensor<4x4xf32>
       return %s : tensor<4x4xf32>
-    })",
-                                                        &ctx);
-  ASSERT_TRUE(module);
-  DeviceModel device;
-  auto programs = stagePrograms(*module, device);
+    })");
   ASSERT_EQ(programs.size(), 1u);
   ASSERT_EQ(programs[0].size(), 3u);
   EXPECT_EQ(programs[0][0].kind, SimOp::Kind::Compute);
@@ -230,27 +241,20 @@ TEST(PipelineSimulation, OnlyTheCollectiveAWaitCompletesIsAPost) {
 TEST(PipelineSimulation, AnUnstagedMainIsOneRanksProgram) {
   // Without stages @main is simulated; a collective nothing waits for is
   // waited for at once (as plan emission emits it).
-  mlir::MLIRContext ctx;
-  ctx.loadDialect<WeftDialect, mlir::func::FuncDialect,
-                  mlir::shard::ShardDialect>();
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+  auto programs = programsOf(R"(
     shard.grid @mesh(shape = 1x2x1) {weft.mesh_axes = ["pipeline", "data", "tensor"]}
     func.func @main(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
       %y = weft.matmul %x, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
       %s = shard.all_reduce %y on @mesh grid_axes = [1] : tensor<4x4xf32> -> tensor<4x4xf32>
       return %s : tensor<4x4xf32>
-    })",
-                                                        &ctx);
-  ASSERT_TRUE(module);
-  DeviceModel device;
-  auto programs = stagePrograms(*module, device);
+    })");
   ASSERT_EQ(programs.size(), 1u);
   ASSERT_EQ(programs[0].size(), 3u);
   EXPECT_EQ(programs[0][0].kind, SimOp::Kind::Compute);
   EXPECT_EQ(programs[0][1].kind, SimOp::Kind::PostCollective);
   EXPECT_GT(programs[0][1].seconds, 0);
   EXPECT_EQ(programs[0][2].kind, SimOp::Kind::WaitCollective);
-  SimResult result = simulatePipeline(programs, device);
+  SimResult result = simulatePipeline(programs, DeviceModel());
   ASSERT_TRUE(result.completed);
   EXPECT_DOUBLE_EQ(result.stepSeconds,
                    programs[0][0].seconds + programs[0][1].seconds);
