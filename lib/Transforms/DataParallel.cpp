@@ -10,6 +10,8 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "ShardedBucket.h"
+
 #include "weft/Analysis/GradientBuckets.h"
 #include "weft/Dialect/Weft/IR/DeviceMesh.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
@@ -76,6 +78,12 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     axis = (*mesh)->axisIndex("data");
     if (bucketCapMb < 0) {
       func.emitError("weft-data-parallel: bucket-cap-mb must be >= 0");
+      return signalPassFailure();
+    }
+    if (zeroStage < 0 || zeroStage > 1) {
+      func.emitError("weft-data-parallel: zero-stage ")
+          << zeroStage << " is not built (0: replicated, 1: sharded "
+          << "optimizer state)";
       return signalPassFailure();
     }
     SmallVector<Operation *> updates;
@@ -179,18 +187,22 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
       SmallVector<Operation *> members;
       for (size_t i : bucket)
         members.push_back(updates[i]);
-      reduceBucket(members);
+      reduceBucket(func, members);
     }
   }
 
   /// One bucket: its gradients flattened into one buffer, all-reduced over
   /// the data axis (posted right after the last gradient), scaled by 1/D
   /// and split back before the first update that reads one of them.
-  void reduceBucket(ArrayRef<Operation *> members) {
+  void reduceBucket(func::FuncOp func, ArrayRef<Operation *> members) {
     SmallVector<Value> grads;
     for (Operation *update : members)
       grads.push_back(update->getOperand(kGradOperand));
     Operation *ready = latestDef(grads);
+    if (zeroStage >= 1) {
+      shardBucket(func, members, ready, buckets++, {axis, replicas});
+      return;
+    }
     Location loc = members.front()->getLoc();
     OpBuilder b(members.front()->getContext());
     if (ready)
@@ -225,20 +237,8 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     place(sum);
     sum->setAttr(kBucketAttr, b.getI64IntegerAttr(buckets++));
 
-    // The scale and the split run with the updates, after the wait. A
-    // gradient that arrives among the updates (a tied parameter's sum
-    // received from another stage) holds back the bucket's earlier ones.
-    SmallVector<Operation *> ordered(members.begin(), members.end());
-    llvm::sort(ordered, [](Operation *a, Operation *c) {
-      return a->isBeforeInBlock(c);
-    });
-    Operation *at = sum;
-    for (Operation *update : ordered)
-      if (update->isBeforeInBlock(sum)) {
-        update->moveAfter(at);
-        at = update;
-      }
-    Operation *first = ordered.front();
+    // The scale and the split run with the updates, after the wait.
+    Operation *first = firstUpdateAfter(members, sum);
     b.setInsertionPoint(first);
     placement = first;
     Value scale = scalar(b, loc, flat.getType(), 1.0 / replicas);

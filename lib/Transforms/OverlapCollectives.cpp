@@ -150,9 +150,9 @@ struct OverlapCollectivesPass
     auto wait = WaitCollectiveOp::create(b, collective->getLoc(), posted,
                                          collective->getOperand(0));
     // The wait belongs to the collective's task (phase, micro-batch, stage).
-    for (NamedAttribute attr : collective->getAttrs())
-      if (attr.getName().getValue().starts_with("weft."))
-        wait->setAttr(attr.getName(), attr.getValue());
+    for (StringRef name : {kPhaseAttr, kMicroBatchAttr, kStageAttr})
+      if (Attribute attr = collective->getAttr(name))
+        wait->setAttr(name, attr);
     posted.replaceAllUsesExcept(wait.getValue(), wait);
     // Views of the result (a reshape before the GEMM that reads it) cost
     // nothing: they move down with the wait, and their readers count as

@@ -98,6 +98,12 @@ LogicalResult PlanPipelineOptions::validate(
     return fail("--bucket-cap-mb must be a finite number >= 0");
   if (dataParallel > 1 && step == CompiledStep::Forward)
     return fail("--data-parallel needs a training step");
+  if (zeroStage < 0 || zeroStage > 1)
+    return fail("--zero-stage " + llvm::Twine(zeroStage) +
+                ": expected 0 or 1 (ZeRO stages 2 and 3 are not built yet)");
+  if (zeroStage > 0 && dataParallel < 2)
+    return fail("--zero-stage shards over the data axis: it needs "
+                "--data-parallel of 2 or more");
   if (sequenceParallel && tensorParallel < 2)
     return fail("--sequence-parallel needs --tensor-parallel of 2 or more");
   if (!balance.empty() && pipelineParallel < 2)
@@ -147,7 +153,8 @@ std::string PlanPipelineOptions::textual() const {
     llvm::interleave(balance, os, ",");
   }
   os << " data-parallel=" << dataParallel
-     << " bucket-cap-mb=" << number(bucketCapMb);
+     << " bucket-cap-mb=" << number(bucketCapMb)
+     << " zero-stage=" << zeroStage;
   os << " tensor-parallel=" << tensorParallel << " tensor-parallel-fallback="
      << nameOf(kFallbacks, tensorParallelFallback.getValue())
      << " sequence-parallel=" << (sequenceParallel ? "true" : "false")
@@ -216,7 +223,8 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // Gradients averaged over the replicas in DDP's buckets, each posted as
   // soon as its last gradient exists.
   if (o.dataParallel > 1)
-    pm.addNestedPass<func::FuncOp>(createDataParallel({o.bucketCapMb}));
+    pm.addNestedPass<func::FuncOp>(
+        createDataParallel({o.bucketCapMb, o.zeroStage}));
   pm.addNestedPass<func::FuncOp>(createCheckpoint(
       {nameOf(kPolicies, o.recompute.getValue()).str(),
        /*exceptLast=*/pipelined && o.schedule == ScheduleKind::GPipe,

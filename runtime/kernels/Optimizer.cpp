@@ -9,6 +9,7 @@
 #include "Kernel.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace weft::rt {
 
@@ -60,6 +61,12 @@ void registerOptimizerKernels(KernelTable &t) {
   // Generic lambdas: the float or double instance for the parameter's dtype.
   t["adamw"] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype, [&]<typename T>() { adamw<T>(c); });
+  };
+  // ZeRO's gathered parameter written back into its buffer.
+  t["assign"] = [](const KernelCall &c) {
+    if (c.out[0].data != c.in[1].data)
+      std::memmove(c.out[0].data, c.in[1].data,
+                   c.in[1].numel() * dtypeSize(c.in[1].dtype));
   };
   t["sgd"] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype, [&]<typename T>() { sgd<T>(c); });

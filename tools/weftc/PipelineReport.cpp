@@ -96,11 +96,14 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
         sent += byteSize(send.getValue().getType());
       } else if (auto recv = dyn_cast<IRecvOp>(op)) {
         received += byteSize(recv.getBuffer().getType());
-      } else if (isa<shard::AllReduceOp>(op) && op.hasAttr(kBucketAttr)) {
-        ++buckets;
-        bucketBytesSent +=
-            collectiveBytesSent(CollectiveKind::AllReduce,
-                                collectiveBytes(&op), collectiveRanks(&op));
+      } else if (std::optional<CollectiveKind> kind = collectiveKind(&op);
+                 kind && op.hasAttr(kBucketAttr)) {
+        // A bucket's all-reduce, or (ZeRO) its reduce-scatter and the
+        // all-gather of its updated parameters.
+        if (*kind != CollectiveKind::AllGather)
+          ++buckets;
+        bucketBytesSent += collectiveBytesSent(*kind, collectiveBytes(&op),
+                                               collectiveRanks(&op));
       } else if (std::optional<CollectiveKind> kind = collectiveKind(&op);
                  kind && !overAxis(&op, dataAxis)) {
         int k = static_cast<int>(*kind);

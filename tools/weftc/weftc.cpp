@@ -5,7 +5,7 @@
 //       [-o plan.json] [--optimizer ... --microbatches M]
 //       [--pipeline-parallel P --schedule 1f1b|gpipe --balance N,N,...]
 //       [--tensor-parallel T --tensor-parallel-fallback error|replicate]
-//       [--data-parallel D --bucket-cap-mb MB]
+//       [--data-parallel D --bucket-cap-mb MB --zero-stage 0|1]
 //       [--sequence-parallel] [--overlap-collectives=false]
 //       [--timeline F.json] [--timeline-ascii]
 //       [--recompute none|full|selective --recompute-granularity stage|layer]
@@ -23,6 +23,7 @@
 #include "PipelineReport.h"
 
 #include "weft/Analysis/MemoryBreakdown.h"
+#include "weft/Analysis/ModelStates.h"
 #include "weft/Analysis/ModelSummary.h"
 #include "weft/Analysis/Schedule.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
@@ -163,6 +164,12 @@ cl::opt<double> bucketCapMb(
     cl::desc("Data-parallel gradient bucket size limit in MiB, as DDP's "
              "bucket_cap_mb (default 25; 0: one all-reduce per gradient)"),
     cl::init(25.0), cl::cat(category));
+cl::opt<int64_t> zeroStage(
+    "zero-stage",
+    cl::desc("ZeRO over the data axis (needs --data-parallel D): 0 "
+             "(default) replicated optimizer, 1 optimizer state sharded "
+             "(gradients reduce-scattered, parameters all-gathered)"),
+    cl::init(0), cl::cat(category));
 cl::opt<std::string> tensorParallelFallback(
     "tensor-parallel-fallback",
     cl::desc("A block with an op the split cannot handle: error (default) "
@@ -339,6 +346,7 @@ LogicalResult checkMemory(ModuleOp module) {
     report << "rank " << rank << (exceeds ? " (exceeds --memory-cap)" : "")
            << ":\n";
     weft::printMemoryBreakdown(breakdown, report);
+    weft::printModelStates(weft::modelStates(func), report);
   }
   if (over) {
     errs() << "weftc: a rank's planned memory exceeds --memory-cap "
@@ -480,6 +488,7 @@ int main(int argc, char **argv) {
   pipelineOptions.tensorParallel = tensorParallel;
   pipelineOptions.dataParallel = dataParallel;
   pipelineOptions.bucketCapMb = bucketCapMb;
+  pipelineOptions.zeroStage = zeroStage;
   pipelineOptions.sequenceParallel = sequenceParallel;
   pipelineOptions.overlapCollectives = overlapCollectives;
   if (auto fallback = weft::parseTensorParallelFallback(tensorParallelFallback)) {

@@ -428,12 +428,25 @@ def DataParallel : Pass<"weft-data-parallel", "mlir::func::FuncOp"> {
     %m = weft.mul %s, %inv_d {weft.phase = "optimizer"} : (tensor<10xf32>, tensor<f32>) -> tensor<10xf32>
     %p:2 = weft.split %m {axis = 0 : i64, sizes = array<i64: 6, 4>} ...
     ```
-    Errors: a step without an optimizer update; a negative bucket-cap-mb.
+    With `zero-stage=1` (ZeRO's P_os, Rajbhandari et al., SC 2020, Section
+    5.1) a bucket is reduce-scattered instead: its flat gradient, zero-padded
+    to a multiple of D (the flat split: no parameter shape has to divide by
+    D), is summed into this replica's 1/D shard; the replica updates the
+    same shard of the bucket's parameters (`shard.all_slice`) with optimizer
+    state of that size (`zero.bucket<k>.exp_avg`, ... arguments), and the
+    updated shards are `shard.all_gather`ed and `weft.assign`ed back into
+    the parameters.
+
+    Errors: a step without an optimizer update; a negative bucket-cap-mb; a
+    zero stage other than 0 or 1.
   }];
   let options = [
     Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
            "Bucket size limit in MiB (DDP's bucket_cap_mb); 0: one bucket "
            "per gradient">,
+    Option<"zeroStage", "zero-stage", "int64_t", /*default=*/"0",
+           "0: replicated optimizer; 1: ZeRO stage 1 (optimizer state "
+           "sharded over the data axis)">,
   ];
   let dependentDialects = ["mlir::shard::ShardDialect", "weft::WeftDialect"];
 }

@@ -94,6 +94,11 @@ struct PlanPipelineOptions
       llvm::cl::desc("Data-parallel gradient bucket size limit, MiB (DDP's "
                      "bucket_cap_mb)"),
       llvm::cl::init(25.0)};
+  Option<int64_t> zeroStage{
+      *this, "zero-stage",
+      llvm::cl::desc("Sharded optimizer over the data axis (ZeRO): 0 off, 1 "
+                     "optimizer state sharded"),
+      llvm::cl::init(0)};
   Option<bool> overlapCollectives{
       *this, "overlap-collectives",
       llvm::cl::desc("Post each collective early and wait for it late "

@@ -161,6 +161,12 @@ Types sgd(const SpecCall &call) {
   return Types(buffer ? 2 : 1, call.in[0]);
 }
 
+Types assign(const SpecCall &call) {
+  // (dest, value): one type; the output is dest's bytes.
+  call.requireType(1, call.in[0], "the assigned value");
+  return {call.in[0]};
+}
+
 } // namespace
 
 void addBackwardSpecs(std::vector<KernelSpec> &t) {
@@ -299,6 +305,14 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .infer = sgd,
                .flops = perInput<4>,
                .inPlace = {{0, 0, true}, {1, 2, true}}});
+  t.push_back({.name = "assign",
+               .source = "ZeRO: a gathered parameter written back in place",
+               .minInputs = 2,
+               .maxInputs = 2,
+               .infer = assign,
+               .flops = noFlops,
+               .inPlace = {{0, 0, true}},
+               .dtypes = "any"});
 }
 
 } // namespace weft::rt::specs

@@ -137,6 +137,7 @@ int64_t ResizeGradOp::getFlops() { return numElements(getGrad().getType()); }
 
 int64_t AdamWOp::getFlops() { return 12 * numElements(getParam().getType()); }
 int64_t SGDOp::getFlops() { return 4 * numElements(getParam().getType()); }
+int64_t AssignOp::getFlops() { return 0; }
 
 LogicalResult SGDOp::verify() {
   size_t expected = getMomentumBuffer() ? 2 : 1;
@@ -181,6 +182,9 @@ std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
     return result == 0 ? 0u : result + 1;
   if (isa<SGDOp>(op))
     return result == 0 ? 0u : 2u;
+  // assign writes its value into its destination.
+  if (isa<AssignOp>(op))
+    return 0u;
   // wait_recv yields the buffer its irecv filled (operand 1).
   if (isa<WaitRecvOp>(op))
     return 1u;

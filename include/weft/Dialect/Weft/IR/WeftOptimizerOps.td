@@ -60,4 +60,18 @@ def Weft_SGDOp : Weft_Op<"sgd"> {
   let hasVerifier = 1;
 }
 
+def Weft_AssignOp : Weft_Op<"assign", [AllTypesMatch<["dest", "value",
+                                                      "result"]>]> {
+  let summary = "Write `value` into `dest`'s bytes (in place).";
+  let description = [{
+    The sharded optimizer (ZeRO, `weft-data-parallel` with `zero-stage`)
+    updates a flat shard of a bucket's parameters and all-gathers it; each
+    parameter's part is assigned back into the parameter's own buffer. The
+    result aliases `dest`. Cost: 0 FLOPs, the bytes read and written.
+  }];
+  let arguments = (ins Weft_Tensor:$dest, Weft_Tensor:$value);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$dest `,` $value attr-dict `:` type($dest)";
+}
+
 #endif // WEFT_DIALECT_WEFT_IR_WEFTOPTIMIZEROPS_TD
