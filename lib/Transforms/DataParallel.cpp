@@ -55,7 +55,7 @@ Operation *latestDef(ValueRange values) {
   return latest;
 }
 
-/// A scalar constant `value` of `type`'s element type, placed like `like`.
+/// A scalar constant `value` of `type`'s element type.
 Value scalar(OpBuilder &b, Location loc, Type type, double value) {
   Type element = cast<ShapedType>(type).getElementType();
   return ConstantOp::create(
@@ -156,7 +156,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
           firstUse.try_emplace(v, position);
     }
     SmallVector<std::pair<int64_t, Operation *>> keyed;
-    for (auto [i, update] : llvm::enumerate(updates))
+    for (Operation *update : updates)
       keyed.push_back({firstUse.lookup(update->getOperand(0)), update});
     llvm::stable_sort(keyed, [](const auto &a, const auto &b) {
       return a.first > b.first;
@@ -193,7 +193,8 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
 
   /// One bucket: its gradients flattened into one buffer, all-reduced over
   /// the data axis (posted right after the last gradient), scaled by 1/D
-  /// and split back before the first update that reads one of them.
+  /// and split back before the first update that reads one of them; with
+  /// ZeRO, reduce-scattered and updated in shards (ShardedBucket.h).
   void reduceBucket(func::FuncOp func, ArrayRef<Operation *> members) {
     SmallVector<Value> grads;
     for (Operation *update : members)

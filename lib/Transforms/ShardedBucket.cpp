@@ -17,7 +17,8 @@ namespace {
 /// The optimizer-state operands of an update and their names' suffixes.
 SmallVector<std::pair<Value, StringRef>> stateOf(Operation *update) {
   if (auto adamw = dyn_cast<AdamWOp>(update))
-    return {{adamw.getExpAvg(), "exp_avg"}, {adamw.getExpAvgSq(), "exp_avg_sq"}};
+    return {{adamw.getExpAvg(), "exp_avg"},
+            {adamw.getExpAvgSq(), "exp_avg_sq"}};
   auto sgd = cast<SGDOp>(update);
   if (Value buffer = sgd.getMomentumBuffer())
     return {{buffer, "momentum_buffer"}};

@@ -442,7 +442,8 @@ void checkMesh(const Plan &plan, const Field &ranks) {
           plan.inputs.begin(), plan.inputs.end(),
           [&](const InputDesc &d) { return d.name == in.name; });
       if (global == plan.inputs.end())
-        at.at("name").fail("'" + in.name + "' is not one of the plan's inputs");
+        at.at("name").fail("'" + in.name +
+                           "' is not one of the plan's inputs");
       const std::optional<ShardDesc> &s = in.shard;
       if (s && (s->dim != 0 || s->blocks != 1 || s->count != dataSize ||
                 s->index != rank.coord("data")))

@@ -253,3 +253,51 @@ TEST(Shard, SlicesEachBlockAndPlacesItBack) {
   EXPECT_EQ(sliceShard(bytes, full, 1, columns),
             std::string({0, 2, 4, 6, 8, 10}));
 }
+
+namespace {
+/// The tensor-parallel plan's two ranks as data-parallel replicas: the
+/// global input x [4], each rank's buffer [2] its replica's rows.
+json dataParallelPlan() {
+  json plan = tensorParallelPlan();
+  plan["mesh"]["axes"] = {{{"name", "pipeline"}, {"size", 1}},
+                          {{"name", "data"}, {"size", 2}}};
+  plan["inputs"][0]["shape"] = {4};
+  plan["global_batch"] = 4;
+  for (int r : {0, 1}) {
+    json &rank = plan["ranks"][r];
+    rank["coords"] = {{"pipeline", 0}, {"data", r}};
+    rank["params"][0]["shard"] = nullptr;
+    rank["buffers"][2]["shape"] = {4};
+    rank["buffers"][2]["bytes"] = 16;
+    rank["arena_bytes"] = 144;
+    rank["instructions"][0]["axis"] = "data";
+    rank["inputs"][0]["shard"] = {
+        {"dim", 0}, {"blocks", 1}, {"index", r}, {"count", 2}};
+  }
+  return plan;
+}
+} // namespace
+
+TEST(CollectivePlan, AcceptsADataParallelPlan) {
+  EXPECT_EQ(errorOf(dataParallelPlan()), "");
+  Plan plan = parsePlan(dataParallelPlan().dump(), "p.json",
+                        [](const std::string &) { return true; });
+  ASSERT_TRUE(plan.ranks[1].inputs[0].shard);
+  EXPECT_EQ(plan.ranks[1].inputs[0].shard->index, 1);
+}
+
+TEST(CollectivePlan, NamesTheFieldOfEveryDataParallelRejection) {
+  expectRejections(
+      dataParallelPlan,
+      {{[](json &p) { p["ranks"][1]["inputs"][0]["shard"]["index"] = 0; },
+        "ranks[1].inputs[0].shard: an input's shard is its data-parallel "
+        "replica's rows: dim 0, blocks 1, count the data axis's size (2) and "
+        "index this rank's data coordinate (1)"},
+       {[](json &p) { p["inputs"][0]["shape"] = {6}; },
+        "ranks[0].inputs[0]: buffer 0 ([2]) x 2 replicas does not hold input "
+        "'x' ([6])"},
+       {[](json &p) { p["ranks"][0]["inputs"][0].erase("shard"); },
+        "ranks[0].inputs[0]: buffer 0 ([2]) does not hold input 'x' ([4])"},
+       {[](json &p) { p["ranks"][0]["inputs"][0]["name"] = "z"; },
+        "ranks[0].inputs[0].name: 'z' is not one of the plan's inputs"}});
+}
