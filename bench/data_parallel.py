@@ -3,9 +3,11 @@ example, weak scaling.
 
 1 rank x 1 thread on a batch of 8 (8 x 256 tokens) against D = 2 ranks x 1
 thread on a global batch of 16 (each replica the same 8 sequences' worth),
-one micro-batch, AdamW. Two rounds, each running both configurations for
-2 warm-up and 8 timed steps; a figure is the median of the 16 timed steps
-(min-max in brackets). Prints the throughput ratio (samples/s of D = 2
+one micro-batch, AdamW, and D = 2 with ZeRO stage 1 (optimizer state
+sharded: a reduce-scatter and an all-gather per bucket instead of the
+all-reduce, and each replica's AdamW over half the parameters). Two
+rounds, each running every configuration for 2 warm-up and 8 timed steps;
+a figure is the median of the 16 timed steps (min-max in brackets). Prints the throughput ratio (samples/s of D = 2
 over 1 rank; the ideal is 2x: each replica computes what the single rank
 does, plus one all-reduce of the gradients in buckets) and, from a measured
 `weft-run --trace` of the D = 2 plan, per rank: the buckets' all-reduce
@@ -82,7 +84,10 @@ def main(build):
                         f"--input-shape=targets={2 * batch}x{seq}"]
         plans = {"1 rank": (tmp / "d1.json", 1, batch, []),
                  "D=2": (tmp / "d2.json", 2, 2 * batch,
-                         ["--data-parallel=2"] + global_shape)}
+                         ["--data-parallel=2"] + global_shape),
+                 "D=2 ZeRO-1": (tmp / "z1.json", 2, 2 * batch,
+                                ["--data-parallel=2", "--zero-stage=1"] +
+                                global_shape)}
         for plan, _, _, flags in plans.values():
             compile_plan(build, onnx_path, plan, flags)
         times = {name: [] for name in plans}
@@ -99,7 +104,7 @@ def main(build):
         for name, values in times.items():
             median = statistics.median(values)
             _, ranks, samples, _ = plans[name]
-            print(f"  {name:6s} on {ranks} rank(s), batch {samples:2d}: "
+            print(f"  {name:10s} on {ranks} rank(s), batch {samples:2d}: "
                   f"{median * 1e3:8.1f} ms [{min(values) * 1e3:.1f}-"
                   f"{max(values) * 1e3:.1f}]  {samples / median:6.2f} "
                   f"samples/s  throughput {samples / median / base:.2f}x")
