@@ -11,52 +11,45 @@
 using namespace mlir;
 using namespace weft;
 
-namespace {
-
-/// The bucket collective (weft.bucket) a sharded update's gradient comes
-/// from, through its 1/D scale and its wait; null for any other gradient.
-Operation *bucketCollective(Value grad) {
-  Operation *op = grad.getDefiningOp();
-  while (op && !op->hasAttr(kBucketAttr)) {
-    if (!isa<MulOp, WaitCollectiveOp>(op))
-      return nullptr;
-    op = op->getOperand(0).getDefiningOp();
-  }
-  return op && isa<shard::ReduceScatterOp>(op) ? op : nullptr;
-}
-
-} // namespace
-
 ModelStates weft::modelStates(func::FuncOp func) {
   ModelStates states;
+  bool zero = false;
+  func.walk([&](Operation *op) { zero |= op->hasAttr(kZeroStageAttr); });
   llvm::DenseSet<Value> params;
-  llvm::DenseSet<Operation *> buckets;
   func.walk([&](Operation *op) {
     if (!isa<SGDOp, AdamWOp>(op))
       return;
-    Value grad = op->getOperand(1);
-    if (Operation *scatter = bucketCollective(grad)) {
-      if (buckets.insert(scatter).second)
-        states.gradients += byteSize(scatter->getOperand(0).getType());
-    } else {
-      states.gradients += byteSize(grad.getType());
+    Value param = op->getOperand(0), grad = op->getOperand(1);
+    int64_t state = 0;
+    for (Value v : op->getOperands().drop_front(2))
+      state += byteSize(v.getType());
+    auto stage = op->getAttrOfType<IntegerAttr>(kZeroStageAttr);
+    auto shape = op->getAttrOfType<DenseI64ArrayAttr>(kFlatShardAttr);
+    if (stage && shape) {
+      // A piece of s elements of a tensor of n (ZeRO).
+      int64_t s = numElements(param.getType());
+      int64_t bytes = byteSize(param.getType()) / std::max<int64_t>(s, 1);
+      int64_t n = 1;
+      for (int64_t d : shape.asArrayRef())
+        n *= d;
+      states.params += (stage.getInt() >= 3 ? s : n) * bytes;
+      states.gradients += (stage.getInt() >= 2 ? s : n) * bytes;
+      states.optimizerState += state;
+      states.paramCount += n;
+      return;
+    }
+    if (!params.insert(param).second)
+      return;
+    int64_t total = byteSize(param.getType()) + byteSize(grad.getType());
+    states.params += byteSize(param.getType());
+    states.gradients += byteSize(grad.getType());
+    states.optimizerState += state;
+    states.paramCount += numElements(param.getType());
+    if (zero) {
+      states.replicatedBytes += total + state;
+      states.replicatedCount += numElements(param.getType());
     }
   });
-  // The parameters: what the updates write, directly or through assign.
-  func.walk([&](Operation *op) {
-    Value param;
-    if (isa<SGDOp, AdamWOp>(op) && isa<BlockArgument>(op->getOperand(0)))
-      param = op->getOperand(0);
-    if (auto assign = dyn_cast<AssignOp>(op))
-      param = assign.getDest();
-    if (param && params.insert(param).second) {
-      states.params += byteSize(param.getType());
-      states.paramCount += numElements(param.getType());
-    }
-  });
-  for (BlockArgument arg : func.getArguments())
-    if (func.getArgAttr(arg.getArgNumber(), kOptimizerStateAttr))
-      states.optimizerState += byteSize(arg.getType());
   return states;
 }
 
@@ -66,4 +59,8 @@ void weft::printModelStates(const ModelStates &s, llvm::raw_ostream &os,
                       "optimizer state {3} = {4} bytes (Ψ = {5})\n",
                       indent, s.params, s.gradients, s.optimizerState,
                       s.total(), s.paramCount);
+  if (s.replicatedCount)
+    os << llvm::formatv("{0}  of which replicated (under "
+                        "--optimizer-shard-threshold): {1} bytes (Ψ = {2})\n",
+                        indent, s.replicatedBytes, s.replicatedCount);
 }

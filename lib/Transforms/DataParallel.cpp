@@ -41,20 +41,6 @@ void copyPlacement(Operation *op, Operation *from) {
       op->setAttr(name, attr);
 }
 
-/// The op among the defining ops of `values` that comes last in the block
-/// (constants and block arguments do not count); null when none.
-Operation *latestDef(ValueRange values) {
-  Operation *latest = nullptr;
-  for (Value v : values) {
-    Operation *def = v.getDefiningOp();
-    if (!def || isa<ConstantOp>(def))
-      continue;
-    if (!latest || latest->isBeforeInBlock(def))
-      latest = def;
-  }
-  return latest;
-}
-
 /// A scalar constant `value` of `type`'s element type.
 Value scalar(OpBuilder &b, Location loc, Type type, double value) {
   Type element = cast<ShapedType>(type).getElementType();
@@ -80,10 +66,15 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
       func.emitError("weft-data-parallel: bucket-cap-mb must be >= 0");
       return signalPassFailure();
     }
-    if (zeroStage < 0 || zeroStage > 1) {
+    if (zeroStage < 0 || zeroStage > 3) {
       func.emitError("weft-data-parallel: zero-stage ")
-          << zeroStage << " is not built (0: replicated, 1: sharded "
-          << "optimizer state)";
+          << int64_t(zeroStage) << " is not one of 0 (replicated), 1 "
+          << "(optimizer state sharded), 2 (and gradients), 3 (and "
+          << "parameters)";
+      return signalPassFailure();
+    }
+    if (shardThresholdKb < 0) {
+      func.emitError("weft-data-parallel: shard-threshold-kb must be >= 0");
       return signalPassFailure();
     }
     SmallVector<Operation *> updates;
@@ -96,9 +87,48 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
                      "data parallelism needs a training step");
       return signalPassFailure();
     }
-    hoistAccumulation(updates);
+    for (Operation *update : updates)
+      microBatchGrads[update] = microBatchParts(update);
+    llvm::SetVector<Operation *> chain = hoistAccumulation(updates);
     reduceInBuckets(func, readyOrder(func, updates));
+    // ZeRO stages 2 and 3 sum the micro-batches' shards instead.
+    // (A chain op precedes its operands' in `chain`.)
+    for (Operation *op : chain) {
+      if (!op->use_empty())
+        continue;
+      SmallVector<Value> operands(op->getOperands());
+      op->erase();
+      for (Value v : operands)
+        if (auto constant = v.getDefiningOp<ConstantOp>();
+            constant && constant->use_empty())
+          constant->erase();
+    }
     averageLoss(func);
+  }
+
+  /// A gradient that weft-accumulate-microbatches summed, (g_0 + ... +
+  /// g_{M-1}) * (1/M): its parts g_0 .. g_{M-1}, each of its own
+  /// micro-batch, in order; empty for any other gradient.
+  static SmallVector<Value> microBatchParts(Operation *update) {
+    auto scale = update->getOperand(kGradOperand).getDefiningOp<MulOp>();
+    if (!scale || microBatchOf(scale))
+      return {};
+    SmallVector<Value> parts;
+    Value sum = scale->getOperand(0);
+    while (auto add = sum.getDefiningOp<AddOp>()) {
+      if (microBatchOf(add))
+        break;
+      parts.push_back(add->getOperand(1));
+      sum = add->getOperand(0);
+    }
+    parts.push_back(sum);
+    std::reverse(parts.begin(), parts.end());
+    for (auto [k, part] : llvm::enumerate(parts)) {
+      Operation *def = part.getDefiningOp();
+      if (!def || microBatchOf(def) != int64_t(k))
+        return {};
+    }
+    return parts.size() > 1 ? parts : SmallVector<Value>{};
   }
 
   /// Micro-batch accumulation appends its sums (and the 1/M scale) after
@@ -107,7 +137,8 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
   /// contribution is, and takes that contribution's task (what
   /// weft-schedule would give it), so the bucket it joins can be posted
   /// inside the backward.
-  void hoistAccumulation(ArrayRef<Operation *> updates) {
+  llvm::SetVector<Operation *>
+  hoistAccumulation(ArrayRef<Operation *> updates) {
     llvm::SetVector<Operation *> chain;
     SmallVector<Operation *> work;
     for (Operation *update : updates)
@@ -139,6 +170,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
       }
       copyPlacement(op, after);
     }
+    return chain;
   }
 
   /// The updates in the order their gradients become ready: the reverse
@@ -191,19 +223,39 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     }
   }
 
-  /// One bucket: its gradients flattened into one buffer, all-reduced over
-  /// the data axis (posted right after the last gradient), scaled by 1/D
-  /// and split back before the first update that reads one of them; with
-  /// ZeRO, reduce-scattered and updated in shards (ShardedBucket.h).
+  /// One bucket: all-reduced, or with ZeRO its parameters of at least the
+  /// threshold reduce-scattered and updated in shards (ShardedBucket.h).
   void reduceBucket(func::FuncOp func, ArrayRef<Operation *> members) {
+    int64_t bucket = buckets++;
+    // With ZeRO, parameters of at least the threshold are sharded.
+    SmallVector<Operation *> replicated;
+    SmallVector<BucketMember> sharded;
+    for (Operation *update : members) {
+      if (zeroStage >= 1 &&
+          byteSize(update->getOperand(0).getType()) >= shardThresholdKb * 1024)
+        sharded.push_back({update, microBatchGrads.lookup(update)});
+      else
+        replicated.push_back(update);
+    }
+    if (!sharded.empty()) {
+      SmallVector<Value> grads;
+      for (const BucketMember &m : sharded)
+        grads.push_back(m.update->getOperand(kGradOperand));
+      shardBucket(func, sharded, latestDef(grads), bucket, zeroStage,
+                  {axis, replicas});
+    }
+    if (!replicated.empty())
+      allReduceBucket(replicated, bucket);
+  }
+
+  /// `members`' gradients flattened into one buffer, all-reduced over the
+  /// data axis (posted right after the last gradient), scaled by 1/D and
+  /// split back before the first update that reads one of them.
+  void allReduceBucket(ArrayRef<Operation *> members, int64_t bucket) {
     SmallVector<Value> grads;
     for (Operation *update : members)
       grads.push_back(update->getOperand(kGradOperand));
     Operation *ready = latestDef(grads);
-    if (zeroStage >= 1) {
-      shardBucket(func, members, ready, buckets++, {axis, replicas});
-      return;
-    }
     Location loc = members.front()->getLoc();
     OpBuilder b(members.front()->getContext());
     if (ready)
@@ -236,7 +288,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
         ArrayRef<shard::GridAxis>{shard::GridAxis(axis)},
         shard::ReductionKind::Sum);
     place(sum);
-    sum->setAttr(kBucketAttr, b.getI64IntegerAttr(buckets++));
+    sum->setAttr(kBucketAttr, b.getI64IntegerAttr(bucket));
 
     // The scale and the split run with the updates, after the wait.
     Operation *first = firstUpdateAfter(members, sum);
@@ -294,6 +346,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
   }
 
   int64_t replicas = 1, axis = 0, buckets = 0;
+  llvm::DenseMap<Operation *, SmallVector<Value>> microBatchGrads;
 };
 
 } // namespace

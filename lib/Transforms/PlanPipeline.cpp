@@ -98,9 +98,12 @@ LogicalResult PlanPipelineOptions::validate(
     return fail("--bucket-cap-mb must be a finite number >= 0");
   if (dataParallel > 1 && step == CompiledStep::Forward)
     return fail("--data-parallel needs a training step");
-  if (zeroStage < 0 || zeroStage > 1)
+  if (zeroStage < 0 || zeroStage > 3)
     return fail("--zero-stage " + llvm::Twine(zeroStage) +
-                ": expected 0 or 1 (ZeRO stages 2 and 3 are not built yet)");
+                ": expected 0, 1, 2 or 3");
+  if (!std::isfinite(optimizerShardThresholdKb) ||
+      optimizerShardThresholdKb < 0)
+    return fail("--optimizer-shard-threshold must be a finite number >= 0");
   if (zeroStage > 0 && dataParallel < 2)
     return fail("--zero-stage shards over the data axis: it needs "
                 "--data-parallel of 2 or more");
@@ -154,7 +157,8 @@ std::string PlanPipelineOptions::textual() const {
   }
   os << " data-parallel=" << dataParallel
      << " bucket-cap-mb=" << number(bucketCapMb)
-     << " zero-stage=" << zeroStage;
+     << " zero-stage=" << zeroStage << " optimizer-shard-threshold="
+     << number(optimizerShardThresholdKb);
   os << " tensor-parallel=" << tensorParallel << " tensor-parallel-fallback="
      << nameOf(kFallbacks, tensorParallelFallback.getValue())
      << " sequence-parallel=" << (sequenceParallel ? "true" : "false")
@@ -224,7 +228,8 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // soon as its last gradient exists.
   if (o.dataParallel > 1)
     pm.addNestedPass<func::FuncOp>(
-        createDataParallel({o.bucketCapMb, o.zeroStage}));
+        createDataParallel(
+            {o.bucketCapMb, o.zeroStage, o.optimizerShardThresholdKb}));
   pm.addNestedPass<func::FuncOp>(createCheckpoint(
       {nameOf(kPolicies, o.recompute.getValue()).str(),
        /*exceptLast=*/pipelined && o.schedule == ScheduleKind::GPipe,

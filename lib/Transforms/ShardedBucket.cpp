@@ -8,24 +8,119 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace weft;
 
 namespace {
 
-/// The optimizer-state operands of an update and their names' suffixes.
-SmallVector<std::pair<Value, StringRef>> stateOf(Operation *update) {
+/// The optimizer-state operands of an update and their results.
+SmallVector<std::pair<Value, Value>> stateOf(Operation *update) {
   if (auto adamw = dyn_cast<AdamWOp>(update))
-    return {{adamw.getExpAvg(), "exp_avg"},
-            {adamw.getExpAvgSq(), "exp_avg_sq"}};
+    return {{adamw.getExpAvg(), adamw.getNewExpAvg()},
+            {adamw.getExpAvgSq(), adamw.getNewExpAvgSq()}};
   auto sgd = cast<SGDOp>(update);
   if (Value buffer = sgd.getMomentumBuffer())
-    return {{buffer, "momentum_buffer"}};
+    return {{buffer, sgd.getUpdated()[1]}};
   return {};
 }
 
+/// Builds the rewrite's ops, each joining the task and stage of the op it
+/// is placed with.
+struct ShardBuilder {
+  ShardBuilder(MLIRContext *ctx, Location loc, DataAxis data, Type element)
+      : b(ctx), loc(loc), data(data), element(element),
+        grid(FlatSymbolRefAttr::get(ctx, kMeshSymbol)),
+        axes(b.getDenseI16ArrayAttr({int16_t(data.axis)})) {}
+
+  /// Insert before `op` (or after it) and place new ops in its task.
+  void before(Operation *op) {
+    b.setInsertionPoint(op);
+    placement = op;
+  }
+  void after(Operation *op) {
+    b.setInsertionPointAfter(op);
+    placement = op;
+  }
+
+  Value place(Operation *op) {
+    for (StringRef name : {kPhaseAttr, kMicroBatchAttr, kStageAttr})
+      if (Attribute attr = placement->getAttr(name))
+        op->setAttr(name, attr);
+    return op->getResult(0);
+  }
+
+  RankedTensorType type(ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, element);
+  }
+  Value reshape(Value v, ArrayRef<int64_t> shape) {
+    return place(ReshapeOp::create(b, loc, v, shape));
+  }
+  Value concat(ArrayRef<Value> pieces, int64_t axis) {
+    return pieces.size() == 1 ? pieces[0]
+                              : place(ConcatOp::create(b, loc, pieces, axis));
+  }
+  SmallVector<Value> split(Value v, int64_t axis, ArrayRef<int64_t> sizes) {
+    if (sizes.size() == 1)
+      return {v};
+    auto op = SplitOp::create(b, loc, v, axis, sizes);
+    place(op);
+    return SmallVector<Value>(op->getResults());
+  }
+  Value scalar(double value) {
+    return ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(type({}), b.getFloatAttr(element, value)));
+  }
+
+  /// `v` (n elements) flattened and zero-padded to D s elements.
+  Value flatPadded(Value v, int64_t n, int64_t s) {
+    Value flat = reshape(v, {n});
+    if (data.replicas * s == n)
+      return flat;
+    Value zeros = ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(type({data.replicas * s - n}),
+                               b.getFloatAttr(element, 0.0)));
+    return concat({flat, zeros}, 0);
+  }
+  /// The first n of `v`'s D s elements, reshaped to `shape`.
+  Value unpadded(Value v, ArrayRef<int64_t> shape, int64_t n, int64_t s) {
+    if (data.replicas * s != n)
+      v = place(SliceOp::create(b, loc, v, {0}, {n}, {1}));
+    return reshape(v, shape);
+  }
+
+  OpBuilder b;
+  Location loc;
+  DataAxis data;
+  Type element;
+  FlatSymbolRefAttr grid;
+  DenseI16ArrayAttr axes;
+  Operation *placement = nullptr;
+};
+
+/// A bucket tensor's geometry under the flat split.
+struct Piece {
+  SmallVector<int64_t> shape; ///< the whole (rank-local) tensor's
+  int64_t n = 0;              ///< its elements
+  int64_t s = 0;              ///< a replica's shard: ceil(n / D)
+};
+
 } // namespace
+
+Operation *weft::latestDef(ValueRange values) {
+  Operation *latest = nullptr;
+  for (Value v : values) {
+    Operation *def = v.getDefiningOp();
+    if (!def || isa<ConstantOp>(def))
+      continue;
+    if (!latest || latest->isBeforeInBlock(def))
+      latest = def;
+  }
+  return latest;
+}
 
 Operation *weft::firstUpdateAfter(ArrayRef<Operation *> members,
                                   Operation *collective) {
@@ -42,156 +137,218 @@ Operation *weft::firstUpdateAfter(ArrayRef<Operation *> members,
   return ordered.front();
 }
 
-void weft::shardBucket(func::FuncOp func, ArrayRef<Operation *> members,
-                       Operation *ready, int64_t bucket, DataAxis data) {
+void weft::shardParameter(func::FuncOp func, BlockArgument param,
+                          DataAxis data) {
+  unsigned index = param.getArgNumber();
+  if (func.getArgAttr(index, kFlatShardAttr))
+    return;
+  auto whole = cast<RankedTensorType>(param.getType());
+  int64_t n = whole.getNumElements();
+  int64_t s = (n + data.replicas - 1) / data.replicas;
+  ShardBuilder build(func.getContext(), param.getLoc(), data,
+                whole.getElementType());
+  llvm::SetVector<Operation *> users;
+  for (Operation *user : param.getUsers())
+    if (!isa<SGDOp, AdamWOp>(user))
+      users.insert(user);
+  for (Operation *user : users) {
+    build.before(user);
+    auto gather = shard::AllGatherOp::create(
+        build.b, build.loc, build.type({data.replicas * s}), build.grid,
+        build.axes, param, build.b.getIndexAttr(0));
+    Value value = build.unpadded(build.place(gather), whole.getShape(), n, s);
+    user->replaceUsesOfWith(param, value);
+  }
+  param.setType(build.type({s}));
+  func.setArgAttr(index, kFlatShardAttr,
+                  build.b.getDenseI64ArrayAttr(whole.getShape()));
+  func.setType(FunctionType::get(func.getContext(),
+                                 func.getBody().getArgumentTypes(),
+                                 func.getResultTypes()));
+}
+
+void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
+                       Operation *ready, int64_t bucket, int64_t stage,
+                       DataAxis data) {
   MLIRContext *ctx = func.getContext();
-  OpBuilder b(ctx);
-  Location loc = members.front()->getLoc();
-  SmallVector<Value> grads, params;
-  SmallVector<int64_t> sizes;
-  int64_t n = 0;
-  for (Operation *update : members) {
-    params.push_back(update->getOperand(0));
-    grads.push_back(update->getOperand(1));
-    sizes.push_back(numElements(update->getOperand(0).getType()));
-    n += sizes.back();
+  Operation *front = members.front().update;
+  Type element =
+      cast<ShapedType>(front->getOperand(1).getType()).getElementType();
+  ShardBuilder build(ctx, front->getLoc(), data, element);
+  OpBuilder &b = build.b;
+  // The gradients have the whole parameters' shapes (a stage-3 parameter
+  // argument may already be a shard).
+  SmallVector<Piece> pieces;
+  SmallVector<int64_t> shards;
+  SmallVector<Operation *> updates;
+  for (const BucketMember &m : members) {
+    auto type = cast<RankedTensorType>(m.update->getOperand(1).getType());
+    int64_t n = type.getNumElements();
+    pieces.push_back({SmallVector<int64_t>(type.getShape()), n,
+                      (n + data.replicas - 1) / data.replicas});
+    shards.push_back(pieces.back().s);
+    updates.push_back(m.update);
   }
-  Type element = cast<ShapedType>(params[0].getType()).getElementType();
-  // The flat split: s elements per replica, the last padded with zeros.
-  int64_t shard = (n + data.replicas - 1) / data.replicas;
-  int64_t padded = shard * data.replicas;
-  auto flatType = [&](int64_t k) {
-    return RankedTensorType::get({k}, element);
-  };
-  auto grid = FlatSymbolRefAttr::get(ctx, kMeshSymbol);
-  auto axes = b.getDenseI16ArrayAttr({int16_t(data.axis)});
-  Operation *placement = nullptr;
-  auto place = [&](Operation *op) {
-    for (StringRef name : {kPhaseAttr, kMicroBatchAttr, kStageAttr})
-      if (Attribute attr = placement->getAttr(name))
-        op->setAttr(name, attr);
-    return op->getResult(0);
-  };
-  // `values` flattened, concatenated and padded to `padded` elements.
-  auto flatten = [&](ArrayRef<Value> values) {
-    SmallVector<Value> pieces;
-    for (auto [v, size] : llvm::zip(values, sizes))
-      pieces.push_back(place(ReshapeOp::create(b, loc, v, {size})));
-    if (padded > n)
-      pieces.push_back(ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(flatType(padded - n),
-                                 b.getFloatAttr(element, 0.0))));
-    return pieces.size() == 1
-               ? pieces[0]
-               : place(ConcatOp::create(b, loc, pieces, 0));
+  int64_t total = 0;
+  for (int64_t s : shards)
+    total += s;
+
+  // One reduce-scatter of `grads` (one per member) after `after`: the
+  // bucket as [D, S], this replica's row [1, S] of the sum.
+  auto scatter = [&](ArrayRef<Value> grads, Operation *after) {
+    if (after)
+      build.after(after);
+    else
+      build.before(front);
+    SmallVector<Value> rows;
+    for (auto [g, p] : llvm::zip(grads, pieces)) {
+      Value whole = data.replicas * p.s == p.n ? g
+                                               : build.flatPadded(g, p.n, p.s);
+      rows.push_back(build.reshape(whole, {data.replicas, p.s}));
+    }
+    auto op = shard::ReduceScatterOp::create(
+        b, build.loc, build.type({1, total}), build.grid, build.axes,
+        build.concat(rows, 1),
+        shard::ReductionKindAttr::get(ctx, shard::ReductionKind::Sum),
+        b.getIndexAttr(0));
+    op->setAttr(kBucketAttr, b.getI64IntegerAttr(bucket));
+    build.place(op);
+    return op;
   };
 
-  // The gradients' sum, this replica's shard of it: once they exist.
-  placement = ready ? ready : members.front();
-  if (ready)
-    b.setInsertionPointAfter(ready);
-  else
-    b.setInsertionPoint(members.front());
-  auto scattered = shard::ReduceScatterOp::create(
-      b, loc, flatType(shard), grid, axes, flatten(grads),
-      shard::ReductionKindAttr::get(ctx, shard::ReductionKind::Sum),
-      b.getIndexAttr(0));
-  place(scattered);
-  scattered->setAttr(kBucketAttr, b.getI64IntegerAttr(bucket));
-
-  // The update of this replica's shard, with the updates.
-  Operation *first = firstUpdateAfter(members, scattered);
-  placement = first;
-  b.setInsertionPoint(first);
-  auto inverse = ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(RankedTensorType::get({}, element),
-                             b.getFloatAttr(element, 1.0 / data.replicas)));
-  Value grad = place(MulOp::create(b, loc, scattered.getResult(), inverse));
-  Value param = place(shard::AllSliceOp::create(
-      b, loc, flatType(shard), grid, axes, flatten(params), b.getIndexAttr(0)));
-  SmallVector<Value> state;
-  SmallVector<DictionaryAttr> stateAttrs;
-  for (auto [old, suffix] : stateOf(first)) {
-    std::string name =
-        "zero.bucket" + std::to_string(bucket) + "." + suffix.str();
-    unsigned index = func.getNumArguments();
-    auto attrs = b.getDictionaryAttr(
-        b.getNamedAttr(kOptimizerStateAttr, b.getStringAttr(name)));
-    (void)func.insertArgument(index, flatType(shard), attrs, loc);
-    state.push_back(func.getArgument(index));
-    stateAttrs.push_back(b.getDictionaryAttr(
-        b.getNamedAttr(kUpdateAttr, b.getStringAttr(name))));
-  }
-  Operation *update;
-  if (auto adamw = dyn_cast<AdamWOp>(first)) {
-    Type t = flatType(shard);
-    update = AdamWOp::create(b, loc, t, t, t, param, grad, state[0], state[1],
-                             adamw.getLrAttr(), adamw.getBeta1Attr(),
-                             adamw.getBeta2Attr(), adamw.getEpsAttr(),
-                             adamw.getWeightDecayAttr());
+  // The shard of the gradients' sum over the replicas (and micro-batches).
+  size_t microBatches = members.front().microBatchGrads.size();
+  bool perMicroBatch = stage >= 2 && microBatches > 1;
+  for (const BucketMember &m : members)
+    perMicroBatch &= m.microBatchGrads.size() == microBatches;
+  // Each micro-batch's shard is added to the running sum once the next
+  // micro-batch's reduce-scatter is posted: it has the rest of its
+  // backward and the next one's to complete in.
+  Value sum, previous;
+  Operation *last = nullptr;
+  auto post = [&](ArrayRef<Value> grads, Operation *after) {
+    last = scatter(grads, after);
+    if (previous && !sum) {
+      sum = previous;
+    } else if (previous) {
+      build.after(last);
+      sum = build.place(AddOp::create(b, build.loc, sum, previous));
+    }
+    previous = last->getResult(0);
+  };
+  if (perMicroBatch) {
+    for (size_t k = 0; k < microBatches; ++k) {
+      SmallVector<Value> grads;
+      for (const BucketMember &m : members)
+        grads.push_back(m.microBatchGrads[k]);
+      post(grads, latestDef(grads));
+    }
   } else {
-    auto sgd = cast<SGDOp>(first);
-    SmallVector<Type> types(1 + state.size(), flatType(shard));
-    update = SGDOp::create(b, loc, types, param, grad,
-                           state.empty() ? Value() : state[0],
-                           sgd.getLrAttr(), sgd.getMomentumAttr(),
-                           sgd.getWeightDecayAttr(), sgd.getNesterovAttr());
+    SmallVector<Value> grads;
+    for (Operation *update : updates)
+      grads.push_back(update->getOperand(1));
+    post(grads, ready);
   }
-  place(update);
 
-  // Every replica's updated shard, back into the parameters.
-  auto gathered = shard::AllGatherOp::create(
-      b, loc, flatType(padded), grid, axes, update->getResult(0),
-      b.getIndexAttr(0));
-  gathered->setAttr(kBucketAttr, b.getI64IntegerAttr(bucket));
-  Value whole = place(gathered);
-  if (padded > n)
-    whole = place(SliceOp::create(b, loc, whole, {0}, {n}, {1}));
-  SmallVector<Value> parts{whole};
-  if (members.size() > 1) {
-    auto split = SplitOp::create(b, loc, whole, 0, sizes);
-    place(split);
-    parts.assign(split->getResults().begin(), split->getResults().end());
-  }
+  // The update of this replica's shards, with the updates.
+  Operation *first = firstUpdateAfter(updates, last);
+  build.before(first);
+  Value grad = previous;
+  if (sum)
+    grad = build.place(AddOp::create(b, build.loc, sum, previous));
+  double scale = 1.0 / data.replicas / (perMicroBatch ? microBatches : 1);
+  grad = build.place(MulOp::create(b, build.loc, grad, build.scalar(scale)));
+  SmallVector<Value> gradShards = build.split(grad, 1, shards);
+
   llvm::DenseMap<Value, Value> newValue; // an old update's result -> its own
-  llvm::DenseSet<Value> dropped;         // the old state's updated values
-  for (auto [old, part, p] : llvm::zip(members, parts, params)) {
-    auto shape = cast<RankedTensorType>(p.getType()).getShape();
-    Value value = place(ReshapeOp::create(b, loc, part, shape));
-    newValue[old->getResult(0)] = place(AssignOp::create(b, loc, p, value));
-    for (Value r : old->getResults().drop_front())
-      dropped.insert(r);
+  SmallVector<Value> newShards;
+  SmallVector<BlockArgument> oldState;
+  for (auto [update, p, gradShard] : llvm::zip(updates, pieces, gradShards)) {
+    Value param = update->getOperand(0);
+    Value paramShard;
+    if (stage >= 3) {
+      shardParameter(func, cast<BlockArgument>(param), data);
+      paramShard = param;
+    } else {
+      paramShard = build.place(shard::AllSliceOp::create(
+          b, build.loc, build.type({p.s}), build.grid, build.axes,
+          build.flatPadded(param, p.n, p.s), b.getIndexAttr(0)));
+    }
+    Value g = build.reshape(gradShard, {p.s});
+    // The state keeps its name; its argument becomes the shard.
+    SmallVector<Value> state;
+    for (auto [old, result] : stateOf(update)) {
+      auto arg = cast<BlockArgument>(old);
+      oldState.push_back(arg);
+      auto attrs = func.getArgAttrDict(arg.getArgNumber());
+      NamedAttrList list(attrs);
+      list.set(kFlatShardAttr, b.getDenseI64ArrayAttr(p.shape));
+      unsigned index = func.getNumArguments();
+      (void)func.insertArgument(index, build.type({p.s}),
+                                list.getDictionary(ctx), arg.getLoc());
+      state.push_back(func.getArgument(index));
+    }
+    Type t = build.type({p.s});
+    Operation *sharded;
+    if (auto adamw = dyn_cast<AdamWOp>(update)) {
+      sharded = AdamWOp::create(b, build.loc, t, t, t, paramShard, g,
+                                state[0], state[1], adamw.getLrAttr(),
+                                adamw.getBeta1Attr(), adamw.getBeta2Attr(),
+                                adamw.getEpsAttr(), adamw.getWeightDecayAttr());
+    } else {
+      auto sgd = cast<SGDOp>(update);
+      SmallVector<Type> types(1 + state.size(), t);
+      sharded = SGDOp::create(b, build.loc, types, paramShard, g,
+                              state.empty() ? Value() : state[0],
+                              sgd.getLrAttr(), sgd.getMomentumAttr(),
+                              sgd.getWeightDecayAttr(), sgd.getNesterovAttr());
+    }
+    build.place(sharded);
+    sharded->setAttr(kFlatShardAttr, b.getDenseI64ArrayAttr(p.shape));
+    sharded->setAttr(kZeroStageAttr, b.getI64IntegerAttr(stage));
+    for (auto [old, now] : llvm::zip(update->getResults().drop_front(),
+                                     sharded->getResults().drop_front()))
+      newValue[old] = now;
+    newValue[update->getResult(0)] = sharded->getResult(0);
+    newShards.push_back(sharded->getResult(0));
   }
 
-  // The return: parameters from the assigns, the old state's updates
-  // replaced by the new state's.
+  // Stages 1 and 2: every replica's updated shards, back into the whole
+  // parameters.
+  if (stage < 3) {
+    SmallVector<Value> rows;
+    for (auto [v, p] : llvm::zip(newShards, pieces))
+      rows.push_back(build.reshape(v, {1, p.s}));
+    auto gathered = shard::AllGatherOp::create(
+        b, build.loc, build.type({data.replicas, total}), build.grid,
+        build.axes, build.concat(rows, 1), b.getIndexAttr(0));
+    gathered->setAttr(kBucketAttr, b.getI64IntegerAttr(bucket));
+    SmallVector<Value> columns =
+        build.split(build.place(gathered), 1, shards);
+    for (auto [update, p, column] : llvm::zip(updates, pieces, columns)) {
+      Value whole =
+          data.replicas * p.s == p.n
+              ? build.reshape(column, p.shape)
+              : build.unpadded(build.reshape(column, {data.replicas * p.s}),
+                               p.shape, p.n, p.s);
+      Value param = update->getOperand(0);
+      newValue[update->getResult(0)] =
+          build.place(AssignOp::create(b, build.loc, param, whole));
+    }
+  }
+
+  // The return reads the new values; the old updates and the state
+  // arguments no update reads any more are gone.
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   SmallVector<Value> results;
   SmallVector<DictionaryAttr> resultAttrs;
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-    if (dropped.contains(v))
-      continue;
     results.push_back(newValue.lookup(v) ? newValue.lookup(v) : v);
     resultAttrs.push_back(func.getResultAttrDict(i));
   }
-  for (auto [v, attrs] : llvm::zip(update->getResults().drop_front(),
-                                   stateAttrs)) {
-    results.push_back(v);
-    resultAttrs.push_back(attrs);
-  }
   replaceReturn(func, results, resultAttrs);
-
-  // The members are gone, and their state arguments once no update reads
-  // them (a tied parameter's copy on another stage may, until its own
-  // bucket is sharded).
-  SmallVector<BlockArgument> oldState;
-  for (Operation *old : members) {
-    for (auto [v, suffix] : stateOf(old))
-      oldState.push_back(cast<BlockArgument>(v));
-    old->erase();
-  }
+  for (Operation *update : updates)
+    update->erase();
   llvm::BitVector unused(func.getNumArguments());
   for (BlockArgument arg : oldState)
     if (arg.use_empty())

@@ -1,10 +1,19 @@
 //===- ShardedBucket.h - ZeRO's update of one gradient bucket ---*- C++ -*-===//
 //
-// Private to weft-data-parallel: with `zero-stage` 1 a bucket's gradients
-// are reduce-scattered instead of all-reduced, and each replica updates only
-// its shard of the bucket's parameters with its shard of the optimizer state
-// (Rajbhandari et al., "ZeRO", SC 2020, Section 5.1: P_os), then the
-// updated shards are all-gathered back into every replica's parameters.
+// Private to weft-data-parallel. With `zero-stage` >= 1 a bucket's
+// gradients are reduce-scattered instead of all-reduced, and each replica
+// updates only its shard of every parameter with its shard of the
+// optimizer state (Rajbhandari et al., "ZeRO", SC 2020, Section 5: P_os,
+// P_os+g, P_os+g+p).
+//
+// The flat split: a tensor of n elements is flattened and zero-padded to
+// D s elements, s = ceil(n / D), and replica r holds elements [r s, r s + s).
+// No parameter's shape has to divide by D, and the padding is at most D - 1
+// elements per tensor. A bucket's tensors are laid out rank-major, [D, S]
+// with S the sum of their s (each tensor a [D, s] column block), so one
+// reduce-scatter of the bucket hands each replica the concatenation of its
+// shards of every tensor, and one all-gather of that concatenation
+// rebuilds them all.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_LIB_TRANSFORMS_SHARDEDBUCKET_H
@@ -20,32 +29,56 @@ struct DataAxis {
   int64_t replicas = 1; ///< its size, D
 };
 
+/// An update (weft.sgd / weft.adamw) of a bucket and its gradient's parts.
+struct BucketMember {
+  mlir::Operation *update = nullptr;
+  /// The gradient's contributions of micro-batches 0 .. M-1, whose sum
+  /// times 1/M is the gradient (weft-accumulate-microbatches); empty when
+  /// the gradient is not such a sum (one micro-batch, or a tied
+  /// parameter's gradient that adds another stage's sum).
+  llvm::SmallVector<mlir::Value> microBatchGrads;
+};
+
+/// The op among the defining ops of `values` that comes last in the block
+/// (constants and block arguments do not count); null when none.
+mlir::Operation *latestDef(mlir::ValueRange values);
+
 /// The first of the updates `members` in the block, after moving those
 /// that precede `collective` (a gradient that arrives among the updates: a
 /// tied parameter's sum received from another stage) right after it.
 mlir::Operation *firstUpdateAfter(llvm::ArrayRef<mlir::Operation *> members,
                                   mlir::Operation *collective);
 
-/// Rewrites the updates `members` (weft.sgd / weft.adamw on the bucket's
-/// parameters, in ready order) of bucket `bucket` into a sharded update:
+/// Rewrites bucket `bucket`'s updates (in ready order; `ready`, the op
+/// producing the last gradient, or null) into ZeRO stage `stage`'s:
 ///
-/// - after the bucket's last gradient `ready` (or before the first update
-///   when null): the gradients flattened, concatenated and zero-padded to
-///   D * s elements (s = ceil(n / D): the flat split, so no parameter's
-///   shape has to divide by D), one `shard.reduce_scatter` over the data
-///   axis (`weft.bucket` = `bucket`);
-/// - before the first update: the shard scaled by 1/D; the parameters
-///   flattened the same way and `shard.all_slice`d to this replica's s
-///   elements; one update of that shard with new optimizer-state arguments
-///   of s elements (`zero.bucket<k>.<state>`, replacing the members'); the
-///   updated shard `shard.all_gather`ed, unpadded, split, and each part
-///   `weft.assign`ed into its parameter.
+/// - the gradients' sum over the data axis, this replica's shard of it:
+///   stage 1, one `shard.reduce_scatter` right after `ready`; stages 2
+///   and 3, when every member has micro-batch parts, one per micro-batch
+///   right after that micro-batch's last part, the shards summed (so no
+///   whole gradient is accumulated across micro-batches), else as stage 1;
+/// - before the first update: the shard scaled by 1/D and split per
+///   parameter; each parameter's shard (stage 1, 2: `shard.all_slice` of
+///   it; stage 3: the parameter argument itself, see shardParameter)
+///   updated with optimizer state of its shard's size (the state arguments
+///   keep their names and gain `weft.flat_shard`);
+/// - stages 1 and 2: the updated shards `shard.all_gather`ed (one per
+///   bucket), unpadded, reshaped and `weft.assign`ed into the parameters.
 ///
-/// The members' old optimizer-state arguments and their results are
-/// removed from `func`; the new state's updates are returned.
-void shardBucket(mlir::func::FuncOp func,
-                 llvm::ArrayRef<mlir::Operation *> members,
-                 mlir::Operation *ready, int64_t bucket, DataAxis data);
+/// Collectives carry `weft.bucket` = `bucket`. The members, their old state
+/// arguments and results are replaced.
+void shardBucket(mlir::func::FuncOp func, llvm::ArrayRef<BucketMember> members,
+                 mlir::Operation *ready, int64_t bucket, int64_t stage,
+                 DataAxis data);
+
+/// ZeRO stage 3's parameter: argument `param` becomes its flat shard (type
+/// [s], `weft.flat_shard` = its shape) and every op that reads it but an
+/// update gets its own `shard.all_gather` right before it, with the op's
+/// task, so the whole parameter lives only around each use (forward and
+/// backward, per micro-batch). Does nothing when `param` is already
+/// sharded (a tied parameter's second update).
+void shardParameter(mlir::func::FuncOp func, mlir::BlockArgument param,
+                    DataAxis data);
 
 } // namespace weft
 

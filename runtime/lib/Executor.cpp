@@ -70,9 +70,12 @@ void Executor::loadInitializers(const std::string &modelPath,
     const onnx::TensorProto &t = *it->second;
     std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
     DType dtype = dtypeOfONNX(t.data_type(), label);
-    // A tensor-parallel shard is sliced from the whole initializer.
+    // A tensor-parallel shard is sliced from the whole initializer, and a
+    // ZeRO piece from that.
+    std::vector<int64_t> local =
+        named.flatShard ? named.flatShard->shape : b.shape;
     std::vector<int64_t> expected =
-        named.shard ? fullShape(b.shape, *named.shard) : b.shape;
+        named.shard ? fullShape(local, *named.shard) : local;
     if (dims != expected || dtype != b.dtype)
       throw Error(label + ": the plan expects " + shapeString(expected) +
                   " " + dtypeName(b.dtype) +
@@ -80,11 +83,18 @@ void Executor::loadInitializers(const std::string &modelPath,
                                      std::to_string(named.shard->count) +
                                      " ways)"
                                : "") +
+                  (named.flatShard ? " (a piece of " +
+                                         std::to_string(
+                                             named.flatShard->count) +
+                                         ")"
+                                   : "") +
                   ", " + modelPath + " holds " + shapeString(dims) + " " +
                   dtypeName(dtype));
     std::string bytes = tensorBytes(t, modelDir, label);
     if (named.shard)
       bytes = sliceShard(bytes, dims, dtypeSize(dtype), *named.shard);
+    if (named.flatShard)
+      bytes = sliceFlatShard(bytes, dtypeSize(dtype), *named.flatShard);
     backend.upload(arena + b.offset, bytes.data(), bytes.size());
   }
 }
@@ -109,7 +119,7 @@ void Executor::loadWeights() {
 }
 
 void Executor::exportModel(const std::string &path, const std::string &temp,
-                           bool first, bool last) const {
+                           bool first, bool last, bool replicaZero) const {
   onnx::ModelProto model =
       first ? readModel(plan.modelPath, plan.path + ": model.path")
             : readModel(temp, "--save");
@@ -121,17 +131,32 @@ void Executor::exportModel(const std::string &path, const std::string &temp,
     auto it = current.find(t.name());
     if (it == current.end())
       continue;
-    const BufferDesc &b = rankPlan.buffers[it->second->buffer];
+    const NamedBuffer &named = *it->second;
+    // Replicated tensors come from data-parallel replica 0 (its batch-norm
+    // statistics, as DDP broadcasts rank 0's); every replica writes its
+    // ZeRO pieces.
+    if (!named.flatShard && !replicaZero)
+      continue;
+    const BufferDesc &b = rankPlan.buffers[named.buffer];
     std::string bytes(b.bytes, '\0');
     backend.download(bytes.data(), arena + b.offset, b.bytes);
-    if (const std::optional<ShardDesc> &shard = it->second->shard) {
-      // This rank's slice goes into the whole tensor the model holds.
+    if (named.shard || named.flatShard) {
+      // This rank's part goes into the whole tensor the model holds.
       std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+      int64_t size = dtypeSize(b.dtype);
       std::string whole = tensorBytes(
           t, std::filesystem::path(plan.modelPath).parent_path().string(),
           "--save: '" + t.name() + "'");
-      placeShard(whole, dims, dtypeSize(b.dtype), *shard, bytes);
-      bytes = std::move(whole);
+      std::string local =
+          named.shard ? sliceShard(whole, dims, size, *named.shard) : whole;
+      if (named.flatShard) {
+        placeFlatShard(local, size, *named.flatShard, bytes);
+        bytes = std::move(local);
+      }
+      if (named.shard)
+        placeShard(whole, dims, size, *named.shard, bytes);
+      if (named.shard)
+        bytes = std::move(whole);
     }
     t.clear_external_data();
     t.set_data_location(onnx::TensorProto::DEFAULT);

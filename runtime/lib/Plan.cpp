@@ -104,7 +104,8 @@ std::vector<NamedBuffer> namedBuffers(const Field &list, int64_t count) {
 }
 
 /// The "shard" fields of `named` (params: tensor-parallel slices; inputs:
-/// a data-parallel replica's rows); checked against the mesh in checkMesh.
+/// a data-parallel replica's rows; after parseFlatShards); checked against
+/// the mesh in checkMesh.
 void parseShards(const Field &list, const RankPlan &rank,
                  std::vector<NamedBuffer> &named) {
   for (size_t i = 0; i < named.size(); ++i) {
@@ -114,17 +115,43 @@ void parseShards(const Field &list, const RankPlan &rank,
     Field s = f.at("shard");
     ShardDesc d{s.at("dim").nonNegative(), s.at("blocks").nonNegative(),
                 s.at("index").nonNegative(), s.at("count").nonNegative()};
-    const BufferDesc &b = rank.buffers[named[i].buffer];
-    if (d.dim >= int64_t(b.shape.size()))
+    // The rank's slice: the buffer, or the tensor a ZeRO piece is of.
+    const std::vector<int64_t> &shape =
+        named[i].flatShard ? named[i].flatShard->shape
+                           : rank.buffers[named[i].buffer].shape;
+    if (d.dim >= int64_t(shape.size()))
       s.at("dim").fail("dimension " + std::to_string(d.dim) + " of a " +
-                       shapeString(b.shape) + " buffer");
+                       shapeString(shape) + " buffer");
     if (d.blocks < 1 || d.count < 1 || d.index >= d.count)
       s.fail("needs blocks >= 1, count >= 1 and index < count");
-    if (b.shape[d.dim] % d.blocks)
+    if (shape[d.dim] % d.blocks)
       s.at("blocks").fail(std::to_string(d.blocks) +
                           " blocks do not divide the shard's " +
-                          std::to_string(b.shape[d.dim]) + " elements");
+                          std::to_string(shape[d.dim]) + " elements");
     named[i].shard = d;
+  }
+}
+
+/// The "flat_shard" fields of `named` (ZeRO's pieces of parameters and
+/// optimizer state); the data axis is checked in checkMesh.
+void parseFlatShards(const Field &list, const RankPlan &rank,
+                     std::vector<NamedBuffer> &named) {
+  for (size_t i = 0; i < named.size(); ++i) {
+    Field f = list.at(i);
+    if (!f.has("flat_shard"))
+      continue;
+    Field s = f.at("flat_shard");
+    FlatShardDesc d{s.at("shape").shape(), s.at("index").nonNegative(),
+                    s.at("count").nonNegative()};
+    if (d.count < 1 || d.index >= d.count)
+      s.fail("needs count >= 1 and index < count");
+    const BufferDesc &b = rank.buffers[named[i].buffer];
+    if (b.shape != std::vector<int64_t>{d.piece()})
+      s.fail("a piece of " + shapeString(d.shape) + " over " +
+             std::to_string(d.count) + " ranks is [" +
+             std::to_string(d.piece()) + "], buffer " +
+             std::to_string(named[i].buffer) + " is " + shapeString(b.shape));
+    named[i].flatShard = d;
   }
 }
 
@@ -180,9 +207,11 @@ parseRank(const Field &f,
   }
   int64_t count = rank.buffers.size();
   rank.params = namedBuffers(f.at("params"), count);
+  parseFlatShards(f.at("params"), rank, rank.params);
   parseShards(f.at("params"), rank, rank.params);
   rank.state = namedBuffers(f.at("state"), count);
   rank.optimizerState = namedBuffers(f.at("optimizer_state"), count);
+  parseFlatShards(f.at("optimizer_state"), rank, rank.optimizerState);
   rank.inputs = namedBuffers(f.at("inputs"), count);
   parseShards(f.at("inputs"), rank, rank.inputs);
   rank.outputs = namedBuffers(f.at("outputs"), count);
@@ -432,9 +461,22 @@ void checkMesh(const Plan &plan, const Field &ranks) {
             std::to_string(tensorSize) + ") and index this rank's tensor "
             "coordinate (" + std::to_string(rank.coord("tensor")) + ")");
     }
+    // ZeRO's pieces are over the data axis.
+    int64_t dataSize = plan.axisSize("data");
+    for (const char *list : {"params", "optimizer_state"}) {
+      const std::vector<NamedBuffer> &named =
+          std::string(list) == "params" ? rank.params : rank.optimizerState;
+      for (size_t i = 0; i < named.size(); ++i) {
+        const std::optional<FlatShardDesc> &s = named[i].flatShard;
+        if (s && (s->count != dataSize || s->index != rank.coord("data")))
+          field.at(list).at(i).at("flat_shard").fail(
+              "a piece over the data axis: count must be its size (" +
+              std::to_string(dataSize) + ") and index this rank's data "
+              "coordinate (" + std::to_string(rank.coord("data")) + ")");
+      }
+    }
     // A rank's input is the plan's whole input or, data-parallel, its
     // replica's contiguous rows of it.
-    int64_t dataSize = plan.axisSize("data");
     for (size_t i = 0; i < rank.inputs.size(); ++i) {
       const NamedBuffer &in = rank.inputs[i];
       Field at = field.at("inputs").at(i);

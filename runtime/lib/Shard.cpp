@@ -1,7 +1,8 @@
-//===- Shard.cpp - a rank's slice of a tensor-parallel parameter ----------===//
+//===- Shard.cpp - a rank's slice of a sharded parameter ------------------===//
 
 #include "weft/runtime/Shard.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace weft::rt {
@@ -49,6 +50,42 @@ void placeShard(std::string &bytes, const std::vector<int64_t> &full,
   forEachRun(full, elementBytes, s, [&](int64_t from, int64_t to, int64_t n) {
     std::memcpy(bytes.data() + to, shard.data() + from, n);
   });
+}
+
+int64_t FlatShardDesc::elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int64_t FlatShardDesc::piece() const {
+  return (elements() + count - 1) / count;
+}
+
+namespace {
+/// The elements [begin, end) of the whole tensor this rank's piece holds
+/// (end - begin < s for the padded last pieces).
+std::pair<int64_t, int64_t> pieceRange(const FlatShardDesc &s) {
+  int64_t begin = std::min(s.index * s.piece(), s.elements());
+  return {begin, std::min(begin + s.piece(), s.elements())};
+}
+} // namespace
+
+std::string sliceFlatShard(const std::string &bytes, int64_t elementBytes,
+                           const FlatShardDesc &s) {
+  std::string piece(s.piece() * elementBytes, '\0');
+  auto [begin, end] = pieceRange(s);
+  std::memcpy(piece.data(), bytes.data() + begin * elementBytes,
+              (end - begin) * elementBytes);
+  return piece;
+}
+
+void placeFlatShard(std::string &bytes, int64_t elementBytes,
+                    const FlatShardDesc &s, const std::string &piece) {
+  auto [begin, end] = pieceRange(s);
+  std::memcpy(bytes.data() + begin * elementBytes, piece.data(),
+              (end - begin) * elementBytes);
 }
 
 } // namespace weft::rt

@@ -26,6 +26,7 @@
 
 #include "RunOptions.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -328,16 +329,22 @@ int run(const RunOptions &o, Communicator &comm) {
     // Ranks write their tensors into one temporary file in turn (the
     // first starting from the model); the last renames it over --save.
     // Data-parallel replicas hold the same parameters: replica 0's ranks
-    // write (and its batch-norm statistics, as DDP broadcasts rank 0's).
+    // write (and its batch-norm statistics, as DDP broadcasts rank 0's),
+    // and with ZeRO stage 3 every rank writes its pieces.
+    auto sharded = [](const RankPlan &r) {
+      return std::any_of(r.params.begin(), r.params.end(),
+                         [](const NamedBuffer &p) { return p.flatShard; });
+    };
     std::vector<int64_t> writers;
     for (const RankPlan &r : plan.ranks)
-      if (r.coord("data") == 0)
+      if (r.coord("data") == 0 || sharded(r))
         writers.push_back(r.rank);
     std::string temp = o.save + ".partial";
     for (int64_t r : writers) {
       if (r == rank)
         executor.exportModel(o.save, temp, r == writers.front(),
-                             r == writers.back());
+                             r == writers.back(),
+                             plan.ranks[r].coord("data") == 0);
       comm.barrier();
     }
   }

@@ -5,7 +5,8 @@
 //       [-o plan.json] [--optimizer ... --microbatches M]
 //       [--pipeline-parallel P --schedule 1f1b|gpipe --balance N,N,...]
 //       [--tensor-parallel T --tensor-parallel-fallback error|replicate]
-//       [--data-parallel D --bucket-cap-mb MB --zero-stage 0|1]
+//       [--data-parallel D --bucket-cap-mb MB --zero-stage 0..3
+//        --optimizer-shard-threshold KB]
 //       [--sequence-parallel] [--overlap-collectives=false]
 //       [--timeline F.json] [--timeline-ascii]
 //       [--recompute none|full|selective --recompute-granularity stage|layer]
@@ -167,9 +168,14 @@ cl::opt<double> bucketCapMb(
 cl::opt<int64_t> zeroStage(
     "zero-stage",
     cl::desc("ZeRO over the data axis (needs --data-parallel D): 0 "
-             "(default) replicated optimizer, 1 optimizer state sharded "
-             "(gradients reduce-scattered, parameters all-gathered)"),
+             "(default) replicated, 1 optimizer state sharded, 2 and "
+             "gradients, 3 and parameters (gathered around each use)"),
     cl::init(0), cl::cat(category));
+cl::opt<double> optimizerShardThreshold(
+    "optimizer-shard-threshold",
+    cl::desc("With --zero-stage: parameters under this many KiB stay "
+             "replicated, all-reduced (MindSpore's threshold; default 64)"),
+    cl::init(64.0), cl::cat(category));
 cl::opt<std::string> tensorParallelFallback(
     "tensor-parallel-fallback",
     cl::desc("A block with an op the split cannot handle: error (default) "
@@ -489,6 +495,7 @@ int main(int argc, char **argv) {
   pipelineOptions.dataParallel = dataParallel;
   pipelineOptions.bucketCapMb = bucketCapMb;
   pipelineOptions.zeroStage = zeroStage;
+  pipelineOptions.optimizerShardThresholdKb = optimizerShardThreshold;
   pipelineOptions.sequenceParallel = sequenceParallel;
   pipelineOptions.overlapCollectives = overlapCollectives;
   if (auto fallback = weft::parseTensorParallelFallback(tensorParallelFallback)) {

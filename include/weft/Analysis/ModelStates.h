@@ -2,10 +2,16 @@
 //
 // What Rajbhandari et al., "ZeRO" (SC 2020), Section 3.1 calls model
 // states, per rank: the parameters, their gradients and the optimizer
-// state. With float32 Adam over Ψ parameters that is 4Ψ + 4Ψ + 8Ψ = 16Ψ
-// bytes unsharded, and with the optimizer state sharded over N data-
-// parallel replicas (ZeRO stage 1, P_os) 8Ψ + 8Ψ/N (plus the flat split's
-// padding: each bucket's n elements become N ceil(n / N)).
+// state. With float32 Adam over Ψ parameters and N data-parallel replicas
+// (Section 5.1's table; K = 12 bytes of optimizer state with the master
+// copy, 8 without it in fp32):
+//
+//   stage 0: 4Ψ + 4Ψ + 8Ψ = 16Ψ          stage 2: 4Ψ + (4 + 8)Ψ/N
+//   stage 1: 4Ψ + 4Ψ + 8Ψ/N              stage 3: (4 + 4 + 8)Ψ/N
+//
+// plus the flat split's padding (a tensor of n elements is N ceil(n/N)),
+// and with parameters under --optimizer-shard-threshold replicated (16
+// bytes each, listed apart).
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_ANALYSIS_MODELSTATES_H
@@ -23,14 +29,17 @@ struct ModelStates {
   int64_t paramCount = 0;     ///< their elements: Ψ on this rank
   int64_t gradients = 0;      ///< bytes of the full gradients reduced
   int64_t optimizerState = 0; ///< bytes of the optimizer state
+  /// With ZeRO, the parameters left replicated (under the threshold): their
+  /// elements and the bytes of their parameters, gradients and state
+  int64_t replicatedCount = 0, replicatedBytes = 0;
   int64_t total() const { return params + gradients + optimizerState; }
 };
 
-/// The model states of a rank's step `func` (after weft-append-optimizer):
-/// parameters = the arguments the updates write (once each); gradients =
-/// per update, its gradient operand or, for a sharded update (ZeRO), the
-/// whole flat gradient its bucket's reduce-scatter reads; optimizer state =
-/// the `weft.optimizer_state` arguments.
+/// The model states of a rank's step `func` (after weft-append-optimizer),
+/// per update: its parameter, gradient and optimizer-state operands' bytes;
+/// for a ZeRO update (weft.zero_stage, weft.flat_shard) of a piece of s of
+/// n elements: parameters n (stage 3: s), gradients n (stages 2, 3: s), the
+/// state as it is (pieces). Ψ counts whole parameters.
 ModelStates modelStates(mlir::func::FuncOp func);
 
 /// "model states: parameters P + gradients G + optimizer state O = T bytes

@@ -428,25 +428,44 @@ def DataParallel : Pass<"weft-data-parallel", "mlir::func::FuncOp"> {
     %m = weft.mul %s, %inv_d {weft.phase = "optimizer"} : (tensor<10xf32>, tensor<f32>) -> tensor<10xf32>
     %p:2 = weft.split %m {axis = 0 : i64, sizes = array<i64: 6, 4>} ...
     ```
-    With `zero-stage=1` (ZeRO's P_os, Rajbhandari et al., SC 2020, Section
-    5.1) a bucket is reduce-scattered instead: its flat gradient, zero-padded
-    to a multiple of D (the flat split: no parameter shape has to divide by
-    D), is summed into this replica's 1/D shard; the replica updates the
-    same shard of the bucket's parameters (`shard.all_slice`) with optimizer
-    state of that size (`zero.bucket<k>.exp_avg`, ... arguments), and the
-    updated shards are `shard.all_gather`ed and `weft.assign`ed back into
-    the parameters.
+    With `zero-stage` >= 1 (ZeRO, Rajbhandari et al., SC 2020, Section 5)
+    the bucket's parameters of at least `shard-threshold-kb` KiB are
+    sharded over the replicas by the flat split (ShardedBucket.h: each
+    flattened, zero-padded to D ceil(n/D), replica r holding the r-th
+    piece; no parameter shape has to divide by D), laid out rank-major so
+    one `shard.reduce_scatter` hands each replica its piece of every
+    gradient's sum. Each replica updates its piece of each parameter with
+    optimizer state of that size (the state arguments keep their names and
+    gain `weft.flat_shard`, the whole tensor's shape):
 
-    Errors: a step without an optimizer update; a negative bucket-cap-mb; a
-    zero stage other than 0 or 1.
+    - stage 1 (P_os): one reduce-scatter after the bucket's last gradient;
+      the pieces of the parameters `shard.all_slice`d, updated, then one
+      `shard.all_gather` per bucket and `weft.assign` back;
+    - stage 2 (P_os+g): as stage 1, but with micro-batches one
+      reduce-scatter per micro-batch, the pieces summed, so no whole
+      gradient is accumulated across micro-batches;
+    - stage 3 (P_os+g+p): as stage 2, and the parameter arguments
+      themselves become pieces (`weft.flat_shard`): every op that reads one
+      gets its own `shard.all_gather` right before it (forward, backward,
+      each micro-batch), and the update writes the piece in place.
+
+    Smaller parameters stay replicated and are all-reduced as above
+    (MindSpore's optimizer-parallel `threshold`).
+
+    Errors: a step without an optimizer update; a negative bucket-cap-mb or
+    shard-threshold-kb; a zero stage outside 0..3.
   }];
   let options = [
     Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
            "Bucket size limit in MiB (DDP's bucket_cap_mb); 0: one bucket "
            "per gradient">,
     Option<"zeroStage", "zero-stage", "int64_t", /*default=*/"0",
-           "0: replicated optimizer; 1: ZeRO stage 1 (optimizer state "
-           "sharded over the data axis)">,
+           "0: replicated; ZeRO over the data axis: 1 optimizer state, 2 "
+           "and gradients, 3 and parameters sharded">,
+    Option<"shardThresholdKb", "shard-threshold-kb", "double",
+           /*default=*/"64.0",
+           "With ZeRO: parameters under this many KiB stay replicated "
+           "(MindSpore's optimizer-parallel threshold)">,
   ];
   let dependentDialects = ["mlir::shard::ShardDialect", "weft::WeftDialect"];
 }

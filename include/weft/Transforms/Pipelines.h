@@ -96,9 +96,14 @@ struct PlanPipelineOptions
       llvm::cl::init(25.0)};
   Option<int64_t> zeroStage{
       *this, "zero-stage",
-      llvm::cl::desc("Sharded optimizer over the data axis (ZeRO): 0 off, 1 "
-                     "optimizer state sharded"),
+      llvm::cl::desc("Sharded over the data axis (ZeRO): 0 off, 1 optimizer "
+                     "state, 2 and gradients, 3 and parameters"),
       llvm::cl::init(0)};
+  Option<double> optimizerShardThresholdKb{
+      *this, "optimizer-shard-threshold",
+      llvm::cl::desc("With --zero-stage: parameters under this many KiB stay "
+                     "replicated (MindSpore's threshold)"),
+      llvm::cl::init(64.0)};
   Option<bool> overlapCollectives{
       *this, "overlap-collectives",
       llvm::cl::desc("Post each collective early and wait for it late "

@@ -292,17 +292,27 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
       return failure();
     int64_t id = bufferId[arg];
     unsigned i = arg.getArgNumber();
+    // ZeRO's piece of the argument's whole tensor, over the data axis.
+    auto withPiece = [&](json entry) {
+      if (auto shape =
+              func.getArgAttrOfType<DenseI64ArrayAttr>(i, kFlatShardAttr))
+        entry["flat_shard"] = {{"shape", shape.asArrayRef().vec()},
+                               {"index", coords[mesh.axisIndex("data")]},
+                               {"count", mesh.sizeOf("data")}};
+      return entry;
+    };
     if (auto name = func.getArgAttrOfType<StringAttr>(i, kParamAttr)) {
       json shard = nullptr;
       if (auto split = func.getArgAttrOfType<DictionaryAttr>(i, kShardAttr))
         shard = tensorShard(split, mesh, coords);
-      params.push_back(
-          {{"name", name.str()}, {"buffer", id}, {"shard", shard}});
+      params.push_back(withPiece(
+          {{"name", name.str()}, {"buffer", id}, {"shard", shard}}));
     } else if (auto name = func.getArgAttrOfType<StringAttr>(i, kStateAttr)) {
       state.push_back({{"name", name.str()}, {"buffer", id}});
     } else if (auto name =
                    func.getArgAttrOfType<StringAttr>(i, kOptimizerStateAttr)) {
-      optimizerState.push_back({{"name", name.str()}, {"buffer", id}});
+      optimizerState.push_back(
+          withPiece({{"name", name.str()}, {"buffer", id}}));
     } else {
       auto inputName = func.getArgAttrOfType<StringAttr>(i, kInputAttr);
       std::string inName =

@@ -60,9 +60,10 @@ public:
   /// caller's): the first reads the plan's model, the others `temp`; all but
   /// the last write `temp`, the last writes `path` (atomically, Files.h) and
   /// removes `temp`, so `path` is never partial and never holds another
-  /// rank's stale values.
+  /// rank's stale values. A rank writes its ZeRO pieces (flat shards) of
+  /// parameters, and its other tensors only when `replicaZero`.
   void exportModel(const std::string &path, const std::string &temp,
-                   bool first, bool last) const;
+                   bool first, bool last, bool replicaZero) const;
 
   /// One tensor this rank trains or keeps across steps.
   struct StateTensor {

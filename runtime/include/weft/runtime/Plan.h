@@ -41,12 +41,27 @@ struct ShardDesc {
   int64_t dim = 0, blocks = 1, index = 0, count = 1;
 };
 
+/// Which piece of a tensor a ZeRO-sharded buffer holds (the flat split):
+/// the tensor of shape `shape` (after any `ShardDesc`) flattened and
+/// zero-padded to count s elements, s = ceil(n / count), this rank
+/// holding elements [index s, index s + s). `count` is the data axis's
+/// size and `index` the rank's data coordinate.
+struct FlatShardDesc {
+  std::vector<int64_t> shape;
+  int64_t index = 0, count = 1;
+  int64_t elements() const; ///< n
+  int64_t piece() const;    ///< s
+};
+
 struct NamedBuffer {
   std::string name;
   int64_t buffer = 0;
   /// params: the tensor-parallel slice; inputs: the data-parallel
   /// replica's rows (dim 0 over the data axis); none: the whole tensor
   std::optional<ShardDesc> shard;
+  /// params and optimizer state sharded by ZeRO: this rank's piece of the
+  /// (tensor-parallel slice of the) tensor
+  std::optional<FlatShardDesc> flatShard;
 };
 
 struct ConstantDesc {

@@ -1,10 +1,12 @@
-//===- Shard.h - a rank's slice of a tensor-parallel parameter --*- C++ -*-===//
+//===- Shard.h - a rank's slice of a sharded parameter ----------*- C++ -*-===//
 //
 // Tensor parallelism keeps the model's ONNX initializers whole on disk; each
 // rank reads its slice at load and writes it back at --save (ShardDesc in
 // Plan.h: dimension `dim` of size n read as [blocks, count, n / (blocks
 // count)], rank `index` holding [:, index, :]; Megatron-LM's
 // column/row-parallel weights, and a fused QKV weight split per block).
+// ZeRO's flat split (FlatShardDesc) then takes a data-parallel rank's
+// piece of that slice.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_RUNTIME_SHARD_H
@@ -31,6 +33,16 @@ std::string sliceShard(const std::string &bytes,
 void placeShard(std::string &bytes, const std::vector<int64_t> &full,
                 int64_t elementBytes, const ShardDesc &s,
                 const std::string &shard);
+
+/// This rank's piece (FlatShardDesc) of the tensor `bytes`, with elements
+/// of `elementBytes` bytes: s elements, zeros past the tensor's end.
+std::string sliceFlatShard(const std::string &bytes, int64_t elementBytes,
+                           const FlatShardDesc &s);
+
+/// Writes `piece` (sliceFlatShard's layout, padding dropped) into its
+/// place in `bytes`.
+void placeFlatShard(std::string &bytes, int64_t elementBytes,
+                    const FlatShardDesc &s, const std::string &piece);
 
 } // namespace weft::rt
 

@@ -45,6 +45,14 @@ inline constexpr llvm::StringLiteral kUpdateAttr = "weft.update";
 /// On a data-parallel gradient all-reduce (weft-data-parallel): its
 /// bucket's index, in the order the buckets become ready.
 inline constexpr llvm::StringLiteral kBucketAttr = "weft.bucket";
+/// On an argument sharded by ZeRO over the data axis (optimizer state from
+/// stage 1, parameters at stage 3) and on the update of such a shard: the
+/// shape of the whole (rank-local) tensor. The argument holds this
+/// replica's s = ceil(n / D) elements of it, flattened and zero-padded to
+/// D s elements (the flat split; plan emission adds the rank's index).
+inline constexpr llvm::StringLiteral kFlatShardAttr = "weft.flat_shard";
+/// On a sharded update (weft-data-parallel): the ZeRO stage that built it.
+inline constexpr llvm::StringLiteral kZeroStageAttr = "weft.zero_stage";
 
 /// Attaches weft's cost and gradient interfaces to the upstream `shard`
 /// collectives (ShardInterfaces.cpp); the dialect does it when it loads.
