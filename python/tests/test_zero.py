@@ -13,6 +13,7 @@ stage that shards something the plan keeps.
 
 import json
 
+import jsonschema
 import numpy as np
 import onnx
 import pytest
@@ -22,6 +23,7 @@ from conftest import BUILD, run
 from weft.examples import gpt
 from test_data_parallel import CONFIG, LAYOUTS, compile_plan, data_dir
 from test_tensor_parallel import train
+from test_weft_run import SCHEMA
 
 __all__ = ["data_dir"]  # the fixture, shared with test_data_parallel
 
@@ -78,6 +80,7 @@ def test_stage_3_keeps_parameter_pieces(weftc, tmp_path):
     plan_json = compile_plan(weftc, tmp_path / "plan.json",
                              "--data-parallel=2", "--zero-stage=3",
                              "--optimizer-shard-threshold=0")
+    jsonschema.validate(plan_json, SCHEMA)
     rank = plan_json["ranks"][1]
     buffers = {b["id"]: b for b in rank["buffers"]}
     for named in rank["params"] + rank["optimizer_state"]:

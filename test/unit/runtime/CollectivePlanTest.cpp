@@ -301,3 +301,66 @@ TEST(CollectivePlan, NamesTheFieldOfEveryDataParallelRejection) {
        {[](json &p) { p["ranks"][0]["inputs"][0]["name"] = "z"; },
         "ranks[0].inputs[0].name: 'z' is not one of the plan's inputs"}});
 }
+
+TEST(Shard, FlatPiecesPadTheLastAndPlaceBackWithoutIt) {
+  // 9 one-byte elements over 2 ranks: pieces of 5, the second padded.
+  std::string bytes;
+  for (char c = 1; c <= 9; ++c)
+    bytes.push_back(c);
+  FlatShardDesc first{{3, 3}, 0, 2}, second{{3, 3}, 1, 2};
+  EXPECT_EQ(first.elements(), 9);
+  EXPECT_EQ(first.piece(), 5);
+  EXPECT_EQ(sliceFlatShard(bytes, 1, first), std::string({1, 2, 3, 4, 5}));
+  std::string piece = sliceFlatShard(bytes, 1, second);
+  EXPECT_EQ(piece, std::string({6, 7, 8, 9, 0}));
+  std::string whole(9, '\0');
+  placeFlatShard(whole, 1, second, std::string({16, 17, 18, 19, 20}));
+  EXPECT_EQ(whole, std::string({0, 0, 0, 0, 0, 16, 17, 18, 19}));
+  // More ranks than elements: the last pieces are all padding.
+  FlatShardDesc sparse{{2}, 3, 4};
+  EXPECT_EQ(sliceFlatShard(std::string({1, 2}), 1, sparse), std::string(1, 0));
+}
+
+namespace {
+/// The data-parallel plan with ZeRO-3's parameter: w [3] as pieces of 2.
+json zeroPlan() {
+  json plan = dataParallelPlan();
+  for (int r : {0, 1}) {
+    json &rank = plan["ranks"][r];
+    rank["buffers"][2]["shape"] = {2};
+    rank["buffers"][2]["bytes"] = 8;
+    rank["params"][0]["flat_shard"] = {
+        {"shape", {3}}, {"index", r}, {"count", 2}};
+  }
+  return plan;
+}
+} // namespace
+
+TEST(CollectivePlan, AcceptsZeroPieces) {
+  EXPECT_EQ(errorOf(zeroPlan()), "");
+  Plan plan = parsePlan(zeroPlan().dump(), "p.json",
+                        [](const std::string &) { return true; });
+  ASSERT_TRUE(plan.ranks[1].params[0].flatShard);
+  EXPECT_EQ(plan.ranks[1].params[0].flatShard->index, 1);
+  EXPECT_EQ(plan.ranks[1].params[0].flatShard->shape,
+            std::vector<int64_t>{3});
+}
+
+TEST(CollectivePlan, NamesTheFieldOfEveryZeroPieceRejection) {
+  expectRejections(
+      zeroPlan,
+      {{[](json &p) { p["ranks"][1]["params"][0]["flat_shard"]["index"] = 0; },
+        "ranks[1].params[0].flat_shard: a piece over the data axis: count "
+        "must be its size (2) and index this rank's data coordinate (1)"},
+       {[](json &p) {
+          p["ranks"][0]["params"][0]["flat_shard"]["shape"] = {5};
+        },
+        "ranks[0].params[0].flat_shard: a piece of [5] over 2 ranks is [3], "
+        "buffer 2 is [2]"},
+       {[](json &p) { p["ranks"][0]["params"][0]["flat_shard"]["count"] = 0; },
+        "ranks[0].params[0].flat_shard: needs count >= 1 and index < count"},
+       {[](json &p) {
+          p["ranks"][0]["params"][0]["flat_shard"]["shape"] = "x";
+        },
+        "ranks[0].params[0].flat_shard.shape"}});
+}
