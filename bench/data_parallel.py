@@ -5,7 +5,11 @@ example, weak scaling.
 thread on a global batch of 16 (each replica the same 8 sequences' worth),
 one micro-batch, AdamW, and D = 2 with ZeRO stage 1 (optimizer state
 sharded: a reduce-scatter and an all-gather per bucket instead of the
-all-reduce, and each replica's AdamW over half the parameters). Two
+all-reduce, and each replica's AdamW over half the parameters) and stage 3
+(parameters sharded too: each gathered before each forward and backward
+use; the default 64 KiB threshold keeps LayerNorm weights and biases
+replicated). Prints each configuration's planned arena per rank and the
+ZeRO-3 / ZeRO-0 step-time ratio. Two
 rounds, each running every configuration for 2 warm-up and 8 timed steps;
 a figure is the median of the 16 timed steps (min-max in brackets). Prints the throughput ratio (samples/s of D = 2
 over 1 rank; the ideal is 2x: each replica computes what the single rank
@@ -87,15 +91,20 @@ def main(build):
                          ["--data-parallel=2"] + global_shape),
                  "D=2 ZeRO-1": (tmp / "z1.json", 2, 2 * batch,
                                 ["--data-parallel=2", "--zero-stage=1"] +
+                                global_shape),
+                 "D=2 ZeRO-3": (tmp / "z3.json", 2, 2 * batch,
+                                ["--data-parallel=2", "--zero-stage=3"] +
                                 global_shape)}
         for plan, _, _, flags in plans.values():
             compile_plan(build, onnx_path, plan, flags)
         times = {name: [] for name in plans}
+        arenas = {}
         for _ in range(ROUNDS):
             for name, (plan, ranks, _, _) in plans.items():
                 records = run_plan(build, plan, ranks, WARMUP + STEPS,
                                    tmp / "log.jsonl")
                 times[name] += [r["seconds"] for r in records[WARMUP:]]
+                arenas[name] = max(records[-1]["rank_arena_bytes"])
         print(f"gpt medium ({CONFIG['layers']} layers, hidden "
               f"{CONFIG['hidden']}, {CONFIG['heads']} heads, seq {seq}), "
               f"AdamW step, batch {batch} per replica, 1 thread per rank, "
@@ -107,7 +116,11 @@ def main(build):
             print(f"  {name:10s} on {ranks} rank(s), batch {samples:2d}: "
                   f"{median * 1e3:8.1f} ms [{min(values) * 1e3:.1f}-"
                   f"{max(values) * 1e3:.1f}]  {samples / median:6.2f} "
-                  f"samples/s  throughput {samples / median / base:.2f}x")
+                  f"samples/s  throughput {samples / median / base:.2f}x"
+                  f"  arena {arenas[name] / 2**20:6.1f} MiB/rank")
+        ratio = (statistics.median(times["D=2 ZeRO-3"]) /
+                 statistics.median(times["D=2"]))
+        print(f"  ZeRO-3 / ZeRO-0 step time (D=2): {ratio:.2f}")
         blocking = tmp / "blocking.json"
         compile_plan(build, onnx_path, blocking,
                      plans["D=2"][3] + ["--overlap-collectives=false"])

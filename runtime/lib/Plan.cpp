@@ -145,6 +145,8 @@ void parseFlatShards(const Field &list, const RankPlan &rank,
                     s.at("count").nonNegative()};
     if (d.count < 1 || d.index >= d.count)
       s.fail("needs count >= 1 and index < count");
+    if (d.elements() == INT64_MAX)
+      s.at("shape").fail("too many elements");
     const BufferDesc &b = rank.buffers[named[i].buffer];
     if (b.shape != std::vector<int64_t>{d.piece()})
       s.fail("a piece of " + shapeString(d.shape) + " over " +

@@ -3,6 +3,7 @@
 #include "weft/runtime/Shard.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 namespace weft::rt {
@@ -55,12 +56,14 @@ void placeShard(std::string &bytes, const std::vector<int64_t> &full,
 int64_t FlatShardDesc::elements() const {
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n))
+      return INT64_MAX;
   return n;
 }
 
 int64_t FlatShardDesc::piece() const {
-  return (elements() + count - 1) / count;
+  int64_t n = elements();
+  return n / count + (n % count != 0);
 }
 
 namespace {

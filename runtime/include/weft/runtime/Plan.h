@@ -49,8 +49,8 @@ struct ShardDesc {
 struct FlatShardDesc {
   std::vector<int64_t> shape;
   int64_t index = 0, count = 1;
-  int64_t elements() const; ///< n
-  int64_t piece() const;    ///< s
+  int64_t elements() const; ///< n, saturating at INT64_MAX
+  int64_t piece() const;    ///< s (count >= 1)
 };
 
 struct NamedBuffer {
