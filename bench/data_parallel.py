@@ -8,8 +8,12 @@ sharded: a reduce-scatter and an all-gather per bucket instead of the
 all-reduce, and each replica's AdamW over half the parameters) and stage 3
 (parameters sharded too: each gathered before each forward and backward
 use; the default 64 KiB threshold keeps LayerNorm weights and biases
-replicated). Prints each configuration's planned arena per rank and the
-ZeRO-3 / ZeRO-0 step-time ratio. Two
+replicated), and ZeRO-1 with --zero-prefetch (MindSpore's level1: the
+parameters' all-gather posted at the start of the next step's forward
+instead of ending the step). Prints each configuration's planned arena per
+rank, the ZeRO-3 / ZeRO-0 and prefetch / ZeRO-1 step-time ratios, and
+for ZeRO-1 with and without prefetch the time each rank spends in the
+data axis's collective calls (measured trace). Two
 rounds, each running every configuration for 2 warm-up and 8 timed steps;
 a figure is the median of the 16 timed steps (min-max in brackets). Prints the throughput ratio (samples/s of D = 2
 over 1 rank; the ideal is 2x: each replica computes what the single rank
@@ -92,6 +96,9 @@ def main(build):
                  "D=2 ZeRO-1": (tmp / "z1.json", 2, 2 * batch,
                                 ["--data-parallel=2", "--zero-stage=1"] +
                                 global_shape),
+                 "D=2 ZeRO-1p": (tmp / "z1p.json", 2, 2 * batch,
+                                 ["--data-parallel=2", "--zero-stage=1",
+                                  "--zero-prefetch"] + global_shape),
                  "D=2 ZeRO-3": (tmp / "z3.json", 2, 2 * batch,
                                 ["--data-parallel=2", "--zero-stage=3"] +
                                 global_shape)}
@@ -113,7 +120,7 @@ def main(build):
         for name, values in times.items():
             median = statistics.median(values)
             _, ranks, samples, _ = plans[name]
-            print(f"  {name:10s} on {ranks} rank(s), batch {samples:2d}: "
+            print(f"  {name:11s} on {ranks} rank(s), batch {samples:2d}: "
                   f"{median * 1e3:8.1f} ms [{min(values) * 1e3:.1f}-"
                   f"{max(values) * 1e3:.1f}]  {samples / median:6.2f} "
                   f"samples/s  throughput {samples / median / base:.2f}x"
@@ -121,6 +128,21 @@ def main(build):
         ratio = (statistics.median(times["D=2 ZeRO-3"]) /
                  statistics.median(times["D=2"]))
         print(f"  ZeRO-3 / ZeRO-0 step time (D=2): {ratio:.2f}")
+        ratio = (statistics.median(times["D=2 ZeRO-1p"]) /
+                 statistics.median(times["D=2 ZeRO-1"]))
+        print(f"  ZeRO-1 with --zero-prefetch / without, step time: "
+              f"{ratio:.2f}")
+        # The parameters' all-gather at the end of the step (ZeRO-1) or
+        # posted at the start of the next one's forward (prefetch): the
+        # time ranks spend in the data axis's collective calls.
+        for name in ("D=2 ZeRO-1", "D=2 ZeRO-1p"):
+            shares = bucket_overlap(build, plans[name][0], tmp)
+            for rank, (count, flight, calls, step) in enumerate(shares):
+                print(f"  {name:11s} rank {rank}: {count:.0f} data-axis "
+                      f"collectives, in flight {flight * 1e3:7.1f} ms, in "
+                      f"their calls {calls * 1e3:5.1f} ms "
+                      f"({100 * calls / step:4.1f}% of a {step * 1e3:.1f} "
+                      f"ms step)")
         blocking = tmp / "blocking.json"
         compile_plan(build, onnx_path, blocking,
                      plans["D=2"][3] + ["--overlap-collectives=false"])

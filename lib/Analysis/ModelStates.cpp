@@ -32,7 +32,12 @@ ModelStates weft::modelStates(func::FuncOp func) {
       int64_t n = 1;
       for (int64_t d : shape.asArrayRef())
         n *= d;
-      states.params += (stage.getInt() >= 3 ? s : n) * bytes;
+      // The parameter is a piece when its argument is (stage 3, and
+      // stages 1 and 2 with --zero-prefetch).
+      auto arg = dyn_cast<BlockArgument>(param);
+      bool piece =
+          arg && func.getArgAttr(arg.getArgNumber(), kFlatShardAttr);
+      states.params += (piece ? s : n) * bytes;
       states.gradients += (stage.getInt() >= 2 ? s : n) * bytes;
       states.optimizerState += state;
       states.paramCount += n;

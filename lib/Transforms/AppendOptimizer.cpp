@@ -60,13 +60,18 @@ struct AppendOptimizerPass
       resultAttrs.push_back(b.getDictionaryAttr(
           b.getNamedAttr(kUpdateAttr, b.getStringAttr(name))));
     };
-    auto newState = [&](Type type, std::string name) {
+    // A state tensor is its parameter's shape: a tensor-parallel slice of
+    // the parameter keeps a slice of the state, which says which (weft.shard)
+    // so a checkpoint can be resharded to another layout.
+    auto newState = [&](BlockArgument param, std::string name) {
+      NamedAttrList attrs;
+      attrs.set(kOptimizerStateAttr, b.getStringAttr(name));
+      if (Attribute slice = func.getArgAttr(param.getArgNumber(), kShardAttr))
+        attrs.set(kShardAttr, slice);
       unsigned index = func.getNumArguments();
-      if (failed(func.insertArgument(
-              index, type,
-              b.getDictionaryAttr(
-                  b.getNamedAttr(kOptimizerStateAttr, b.getStringAttr(name))),
-              func.getLoc())))
+      if (failed(func.insertArgument(index, param.getType(),
+                                     attrs.getDictionary(b.getContext()),
+                                     func.getLoc())))
         return Value();
       return Value(func.getArgument(index));
     };
@@ -83,8 +88,8 @@ struct AppendOptimizerPass
       Type type = param.getType();
       std::string base = name.getValue().str();
       if (adamw) {
-        Value m = newState(type, base + ".exp_avg");
-        Value v = newState(type, base + ".exp_avg_sq");
+        Value m = newState(param, base + ".exp_avg");
+        Value v = newState(param, base + ".exp_avg_sq");
         auto op =
             AdamWOp::create(b, param.getLoc(), type, type, type, param, grad, m,
                             v, b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
@@ -95,8 +100,9 @@ struct AppendOptimizerPass
         update(op.getNewExpAvg(), base + ".exp_avg");
         update(op.getNewExpAvgSq(), base + ".exp_avg_sq");
       } else {
-        Value buffer =
-            momentum != 0 ? newState(type, base + ".momentum_buffer") : Value();
+        Value buffer = momentum != 0
+                           ? newState(param, base + ".momentum_buffer")
+                           : Value();
         SmallVector<Type> types(buffer ? 2 : 1, type);
         auto op =
             SGDOp::create(b, param.getLoc(), types, param, grad, buffer,

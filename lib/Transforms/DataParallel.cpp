@@ -87,8 +87,22 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
                      "data parallelism needs a training step");
       return signalPassFailure();
     }
+    if (zeroPrefetch && (zeroStage < 1 || zeroStage > 2)) {
+      func.emitError("weft-data-parallel: zero-prefetch needs zero-stage 1 "
+                     "or 2 (stage 3 gathers each parameter at its uses)");
+      return signalPassFailure();
+    }
     for (Operation *update : updates)
       microBatchGrads[update] = microBatchParts(update);
+    // Prefetched gathers are posted before each stage's first op reading
+    // a parameter: where the stage's forward starts.
+    prefetch.enabled = zeroPrefetch;
+    for (Operation &op : func.getBody().front())
+      if (llvm::any_of(op.getOperands(), [&](Value v) {
+            auto arg = dyn_cast<BlockArgument>(v);
+            return arg && func.getArgAttr(arg.getArgNumber(), kParamAttr);
+          }))
+        prefetch.at.try_emplace(stageOf(&op).value_or(0), &op);
     llvm::SetVector<Operation *> chain = hoistAccumulation(updates);
     reduceInBuckets(func, readyOrder(func, updates));
     // ZeRO stages 2 and 3 sum the micro-batches' shards instead.
@@ -242,7 +256,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
       for (const BucketMember &m : sharded)
         grads.push_back(m.update->getOperand(kGradOperand));
       shardBucket(func, sharded, latestDef(grads), bucket, zeroStage,
-                  {axis, replicas});
+                  {axis, replicas}, prefetch);
     }
     if (!replicated.empty())
       allReduceBucket(replicated, bucket);
@@ -347,6 +361,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
 
   int64_t replicas = 1, axis = 0, buckets = 0;
   llvm::DenseMap<Operation *, SmallVector<Value>> microBatchGrads;
+  Prefetch prefetch; // with zero-prefetch: where the next gather goes
 };
 
 } // namespace

@@ -104,6 +104,9 @@ LogicalResult PlanPipelineOptions::validate(
   if (!std::isfinite(optimizerShardThresholdKb) ||
       optimizerShardThresholdKb < 0)
     return fail("--optimizer-shard-threshold must be a finite number >= 0");
+  if (zeroPrefetch && zeroStage != 1 && zeroStage != 2)
+    return fail("--zero-prefetch needs --zero-stage 1 or 2 (stage 3 "
+                "gathers each parameter at its uses)");
   if (zeroStage > 0 && dataParallel < 2)
     return fail("--zero-stage shards over the data axis: it needs "
                 "--data-parallel of 2 or more");
@@ -158,7 +161,8 @@ std::string PlanPipelineOptions::textual() const {
   os << " data-parallel=" << dataParallel
      << " bucket-cap-mb=" << number(bucketCapMb)
      << " zero-stage=" << zeroStage << " optimizer-shard-threshold="
-     << number(optimizerShardThresholdKb);
+     << number(optimizerShardThresholdKb)
+     << " zero-prefetch=" << (zeroPrefetch ? "true" : "false");
   os << " tensor-parallel=" << tensorParallel << " tensor-parallel-fallback="
      << nameOf(kFallbacks, tensorParallelFallback.getValue())
      << " sequence-parallel=" << (sequenceParallel ? "true" : "false")
@@ -229,7 +233,8 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   if (o.dataParallel > 1)
     pm.addNestedPass<func::FuncOp>(
         createDataParallel(
-            {o.bucketCapMb, o.zeroStage, o.optimizerShardThresholdKb}));
+            {o.bucketCapMb, o.zeroStage, o.optimizerShardThresholdKb,
+             o.zeroPrefetch}));
   pm.addNestedPass<func::FuncOp>(createCheckpoint(
       {nameOf(kPolicies, o.recompute.getValue()).str(),
        /*exceptLast=*/pipelined && o.schedule == ScheduleKind::GPipe,

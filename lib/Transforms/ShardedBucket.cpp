@@ -167,9 +167,78 @@ void weft::shardParameter(func::FuncOp func, BlockArgument param,
                                  func.getResultTypes()));
 }
 
+void weft::prefetchParameters(func::FuncOp func, ArrayRef<BlockArgument> params,
+                              int64_t stage, int64_t bucket, DataAxis data,
+                              Operation *&at) {
+  auto element = cast<ShapedType>(params.front().getType()).getElementType();
+  ShardBuilder build(func.getContext(), params.front().getLoc(), data,
+                     element);
+  // Each parameter's readers on this stage (but its update), then its
+  // argument the piece. A tied parameter read on two stages is gathered by
+  // each stage's bucket, the argument retyped by the first.
+  SmallVector<Piece> pieces;
+  SmallVector<SmallVector<Operation *>> readers;
+  int64_t total = 0;
+  for (BlockArgument param : params) {
+    unsigned index = param.getArgNumber();
+    SmallVector<int64_t> shape(
+        cast<RankedTensorType>(param.getType()).getShape());
+    if (auto whole = func.getArgAttrOfType<DenseI64ArrayAttr>(index,
+                                                              kFlatShardAttr))
+      shape.assign(whole.asArrayRef().begin(), whole.asArrayRef().end());
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    pieces.push_back({shape, n, (n + data.replicas - 1) / data.replicas});
+    total += pieces.back().s;
+    llvm::SetVector<Operation *> users;
+    for (Operation *user : param.getUsers())
+      if (!isa<SGDOp, AdamWOp>(user) && stageOf(user).value_or(0) == stage)
+        users.insert(user);
+    SmallVector<Operation *> ordered(users.begin(), users.end());
+    llvm::sort(ordered, [](Operation *a, Operation *c) {
+      return a->isBeforeInBlock(c);
+    });
+    readers.push_back(std::move(ordered));
+    param.setType(build.type({pieces.back().s}));
+    func.setArgAttr(index, kFlatShardAttr,
+                    build.b.getDenseI64ArrayAttr(shape));
+  }
+  func.setType(FunctionType::get(func.getContext(),
+                                 func.getBody().getArgumentTypes(),
+                                 func.getResultTypes()));
+  // The gather, posted where the stage's forward starts.
+  build.before(at);
+  SmallVector<Value> rows;
+  for (auto [param, p] : llvm::zip(params, pieces))
+    rows.push_back(build.reshape(param, {1, p.s}));
+  Operation *start = rows.front().getDefiningOp();
+  auto gather = shard::AllGatherOp::create(
+      build.b, build.loc, build.type({data.replicas, total}), build.grid,
+      build.axes, build.concat(rows, 1), build.b.getIndexAttr(0));
+  gather->setAttr(kBucketAttr, build.b.getI64IntegerAttr(bucket));
+  Value gathered = build.place(gather);
+  at = start;
+  // Each parameter's column, before its first reader.
+  int64_t offset = 0;
+  for (auto [param, p, users] : llvm::zip(params, pieces, readers)) {
+    if (!users.empty()) {
+      build.before(users.front());
+      Value column = build.place(SliceOp::create(
+          build.b, build.loc, gathered, {0, offset},
+          {data.replicas, offset + p.s}, {1, 1}));
+      Value whole = build.unpadded(
+          build.reshape(column, {data.replicas * p.s}), p.shape, p.n, p.s);
+      for (Operation *user : users)
+        user->replaceUsesOfWith(param, whole);
+    }
+    offset += p.s;
+  }
+}
+
 void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
                        Operation *ready, int64_t bucket, int64_t stage,
-                       DataAxis data) {
+                       DataAxis data, Prefetch &prefetch) {
   MLIRContext *ctx = func.getContext();
   Operation *front = members.front().update;
   Type element =
@@ -260,6 +329,18 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
   grad = build.place(MulOp::create(b, build.loc, grad, build.scalar(scale)));
   SmallVector<Value> gradShards = build.split(grad, 1, shards);
 
+  // MindSpore's schedule: the parameters are pieces, gathered at the start.
+  bool piecesBetweenSteps = stage >= 3 || prefetch.enabled;
+  if (stage < 3 && prefetch.enabled) {
+    SmallVector<BlockArgument> params;
+    for (Operation *update : updates)
+      params.push_back(cast<BlockArgument>(update->getOperand(0)));
+    int64_t stageIndex = stageOf(front).value_or(0);
+    prefetchParameters(func, params, stageIndex, bucket, data,
+                       prefetch.at[stageIndex]);
+    build.before(first);
+  }
+
   llvm::DenseMap<Value, Value> newValue; // an old update's result -> its own
   SmallVector<Value> newShards;
   SmallVector<BlockArgument> oldState;
@@ -268,6 +349,8 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
     Value paramShard;
     if (stage >= 3) {
       shardParameter(func, cast<BlockArgument>(param), data);
+      paramShard = param;
+    } else if (prefetch.enabled) {
       paramShard = param;
     } else {
       paramShard = build.place(shard::AllSliceOp::create(
@@ -315,7 +398,7 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
 
   // Stages 1 and 2: every replica's updated shards, back into the whole
   // parameters.
-  if (stage < 3) {
+  if (!piecesBetweenSteps) {
     SmallVector<Value> rows;
     for (auto [v, p] : llvm::zip(newShards, pieces))
       rows.push_back(build.reshape(v, {1, p.s}));

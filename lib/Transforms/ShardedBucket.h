@@ -20,6 +20,7 @@
 #define WEFT_LIB_TRANSFORMS_SHARDEDBUCKET_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
 
 namespace weft {
 
@@ -49,6 +50,21 @@ mlir::Operation *latestDef(mlir::ValueRange values);
 mlir::Operation *firstUpdateAfter(llvm::ArrayRef<mlir::Operation *> members,
                                   mlir::Operation *collective);
 
+/// MindSpore's optimizer-parallel schedule for stages 1 and 2 (its
+/// level1/level2): the parameters stay pieces between steps, and the
+/// updated pieces are all-gathered at the start of the next step's
+/// forward instead of after the update, so the gather overlaps the
+/// forward rather than ending the step.
+struct Prefetch {
+  bool enabled = false;
+  /// Per pipeline stage, where its next bucket's gather is posted: first
+  /// the stage's first op that reads a parameter; each bucket's gather
+  /// then goes before the one posted before it, so buckets (in ready
+  /// order, the reverse of the forward's) are posted in the order the
+  /// forward reads them.
+  llvm::DenseMap<int64_t, mlir::Operation *> at;
+};
+
 /// Rewrites bucket `bucket`'s updates (in ready order; `ready`, the op
 /// producing the last gradient, or null) into ZeRO stage `stage`'s:
 ///
@@ -63,13 +79,29 @@ mlir::Operation *firstUpdateAfter(llvm::ArrayRef<mlir::Operation *> members,
 ///   updated with optimizer state of its shard's size (the state arguments
 ///   keep their names and gain `weft.flat_shard`);
 /// - stages 1 and 2: the updated shards `shard.all_gather`ed (one per
-///   bucket), unpadded, reshaped and `weft.assign`ed into the parameters.
+///   bucket), unpadded, reshaped and `weft.assign`ed into the parameters;
+///   with `prefetch`, the parameter arguments are pieces updated in place,
+///   gathered at the step's start instead (prefetchParameters).
 ///
 /// Collectives carry `weft.bucket` = `bucket`. The members, their old state
 /// arguments and results are replaced.
 void shardBucket(mlir::func::FuncOp func, llvm::ArrayRef<BucketMember> members,
                  mlir::Operation *ready, int64_t bucket, int64_t stage,
-                 DataAxis data);
+                 DataAxis data, Prefetch &prefetch);
+
+/// Prefetch's parameters: each argument of `params` becomes its flat piece
+/// (type [s], `weft.flat_shard` = its shape); one `shard.all_gather` of
+/// their concatenated pieces is posted before `at` (which then moves to the
+/// gather's first op), and each parameter's column of the
+/// result is sliced, unpadded and reshaped right before the first op that
+/// reads it, so the gather's wait sinks to that op. Every reader on
+/// pipeline stage `stage` but an update reads the whole parameter; a tied
+/// parameter read on two stages is gathered by each stage's bucket (the
+/// argument retyped by the first).
+void prefetchParameters(mlir::func::FuncOp func,
+                        llvm::ArrayRef<mlir::BlockArgument> params,
+                        int64_t stage, int64_t bucket, DataAxis data,
+                        mlir::Operation *&at);
 
 /// ZeRO stage 3's parameter: argument `param` becomes its flat shard (type
 /// [s], `weft.flat_shard` = its shape) and every op that reads it but an

@@ -160,14 +160,19 @@ def test_weftc_reports_the_buckets(weftc, tmp_path):
     plan = json.loads((tmp_path / "p.json").read_text())
     insts = plan["ranks"][0]["instructions"]
     buffers = plan["ranks"][0]["buffers"]
-    buckets = [buffers[i["inputs"][0]]["bytes"] for i in insts
-               if i["op"] == "all_reduce" and i["axis"] == "data"
-               and i["phase"] == "backward"]
+    data = [i for i in insts if i["op"] == "all_reduce" and
+            i["axis"] == "data"]
+    buckets = [buffers[i["inputs"][0]]["bytes"] for i in data
+               if i["phase"] == "backward"]
+    # The loss's all-reduce (the mean over replicas) is the other one.
+    (loss,) = [buffers[i["inputs"][0]]["bytes"] for i in data
+               if i["phase"] != "backward"]
     (row,) = [line.split() for line in result.stdout.splitlines()
               if line.split()[:1] == ["0"]]
-    # Ring all-reduce over 2 ranks: each sends 2 (D - 1) / D of a bucket.
+    # Ring all-reduce over 2 ranks: each sends 2 (D - 1) / D of a bucket;
+    # the column counts every byte sent over the data axis.
     assert int(row[-2]) == len(buckets)
-    assert int(row[-1]) == sum(buckets)
+    assert int(row[-1]) == sum(buckets) + loss
 
 
 def test_predicted_step_overlaps_the_buckets(weftc, tmp_path):

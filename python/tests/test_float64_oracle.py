@@ -71,7 +71,11 @@ def test_densenet121_near_tie_is_ambiguity_not_error(tools, tmp_path,
     upstream moves by ~1% (800x torch float32's error). The oracle finds the
     undecidable elements, and the float64 step moves as much when they are
     flipped: without that ambiguity term this case fails, with it it
-    passes; weft's error stays within what the flip explains."""
+    passes; weft's error stays within what the flip explains. Which side
+    float32 lands on depends on the CPU (OpenBLAS picks its GEMM kernels
+    per CPU, and their summation order): on the Intel CPUs this was found
+    on weft flips it, on an AMD EPYC it does not, and then no tensor needs
+    the term; the undecidable elements are there either way."""
     model, batch, path = exported("densenet121", tmp_path_factory)
     ref = oracle.sgd_references(model, batch, 2)
     report = oracle.check_sgd_step(tools, model, path, batch,
@@ -79,7 +83,8 @@ def test_densenet121_near_tie_is_ambiguity_not_error(tools, tmp_path,
                                    micro_batches=2, reference=ref)
     assert report.undecidable > 0
     over = [t for t in report.tensors if t.weft > t.bound - t.ambiguity]
-    assert over, "no tensor needed the ambiguity term: the near-tie is gone"
+    print(f"\ntensors past the float32 bound, within the flip's: "
+          f"{len(over)} of {len(report.tensors)}")
     assert all(t.weft <= 2 * t.ambiguity + t.bound - t.ambiguity for t in over)
 
 

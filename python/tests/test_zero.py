@@ -37,6 +37,11 @@ STAGES = {
         {"all_reduce", "reduce_scatter", "all_gather"}),
     3: (["--optimizer-shard-threshold=0"],
         {"all_reduce", "reduce_scatter", "all_gather"}),
+    # MindSpore's schedule: parameters gathered at the next step's start.
+    "1p": (["--zero-prefetch"],
+           {"all_reduce", "reduce_scatter", "all_gather"}),
+    "2p": (["--zero-prefetch", "--optimizer-shard-threshold=0"],
+           {"all_reduce", "reduce_scatter", "all_gather"}),
 }
 
 
@@ -55,7 +60,7 @@ def test_zero_stages_equal_stage_0(data, stages, tensor, weftc, data_dir,
         plan_json = compile_plan(weftc, plan, f"--data-parallel={data}",
                                  f"--pipeline-parallel={stages}",
                                  f"--tensor-parallel={tensor}",
-                                 f"--zero-stage={zero}", *flags)
+                                 f"--zero-stage={str(zero)[0]}", *flags)
         assert data_ops(plan_json) == ops
         records = train(plan, data * stages * tensor, data_dir,
                         tmp_path / f"zero{zero}.jsonl")
@@ -63,7 +68,7 @@ def test_zero_stages_equal_stage_0(data, stages, tensor, weftc, data_dir,
         arenas[zero] = records[-1]["rank_arena_bytes"]
         for r in records:
             assert r["rank_peak_bytes"] == r["rank_arena_bytes"]
-    for zero in (1, 2, 3):
+    for zero in (1, 2, 3, "1p", "2p"):
         assert losses[zero] == pytest.approx(losses[0], rel=1e-6), zero
     # Stage 1 shards the optimizer state, stage 3 the parameters (stage 2's
     # gradient pieces save only what the accumulation across micro-batches
@@ -101,6 +106,82 @@ def test_stage_3_keeps_parameter_pieces(weftc, tmp_path):
     assert len(scatters) == sum(per_micro_batch)
 
 
+def data_bytes_sent(weftc, tmp_path, zero, *flags):
+    """weftc's table: (its data-parallel line, the bytes rank 0 sends over
+    the data axis per step)."""
+    result = run([weftc, str(BUILD / "models" / "gpt.onnx"), "-o",
+                  str(tmp_path / f"zero{zero}.json"), "--data-parallel=2",
+                  f"--zero-stage={zero}", "--optimizer-shard-threshold=0",
+                  *flags])
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    header = next(i for i, l in enumerate(lines) if l.startswith("stage"))
+    assert lines[header].split()[11:15] == ["buckets", "data", "bytes",
+                                            "sent"]
+    line = next(l for l in lines if l.startswith("data parallel:"))
+    # stage, ops, params, peak, busy, send, recv, buckets, data bytes sent
+    return line, int(lines[header + 1].split()[8])
+
+
+def test_communication_volume_is_zeros(weftc, tmp_path):
+    """Section 7 of the ZeRO paper: stages 1 and 2 send what DDP's
+    all-reduce sends (a reduce-scatter and an all-gather, Psi each), stage
+    3 1.5x (a gather before the forward and the backward, M = 1; a few
+    percent more here: the tied embedding is gathered again for the LM
+    head). weftc's table names the stage; ZeRO's gathers over the data
+    axis do not make a tensor-parallel table claim sequence parallelism."""
+    line, ddp = data_bytes_sent(weftc, tmp_path, 0)
+    assert "gradients all-reduced in buckets (DDP)" in line
+    for zero in (1, 2):
+        line, sent = data_bytes_sent(weftc, tmp_path, zero)
+        assert f"ZeRO stage {zero}; gradients reduce-scattered" in line
+        assert sent == ddp
+    line, sent = data_bytes_sent(weftc, tmp_path, 3)
+    assert 1.5 <= sent / ddp < 1.6
+    result = run([weftc, str(BUILD / "models" / "gpt.onnx"), "-o",
+                  str(tmp_path / "tp.json"), "--data-parallel=2",
+                  "--tensor-parallel=2", "--zero-stage=3"])
+    tensor = next(l for l in result.stdout.splitlines()
+                  if l.startswith("tensor parallel:"))
+    assert "sequence parallel" not in tensor
+    assert "all-gathers" not in result.stdout
+
+
+def test_prefetch_gathers_overlap_the_forward(weftc, tmp_path):
+    """--zero-prefetch (MindSpore's level1): the parameters are pieces
+    between steps; each bucket's all-gather is posted at the start of the
+    forward, in the order the forward reads the buckets, and waited for at
+    its first reader, so later buckets arrive while the first layers run;
+    none is left after the updates."""
+    plan_json = compile_plan(weftc, tmp_path / "plan.json",
+                             "--data-parallel=2", "--zero-stage=1",
+                             "--zero-prefetch",
+                             "--optimizer-shard-threshold=0")
+    jsonschema.validate(plan_json, SCHEMA)
+    rank = plan_json["ranks"][0]
+    assert all("flat_shard" in named for named in rank["params"])
+    insts = rank["instructions"]
+    gathers = [k for k, i in enumerate(insts)
+               if i["op"] == "all_gather" and i["axis"] == "data"]
+    assert len(gathers) > 1
+    assert {(insts[k]["phase"], insts[k]["micro_batch"])
+            for k in gathers} == {("forward", 0)}
+    computes = [k for k, i in enumerate(insts) if i["op"] == "compute"
+                and i["kernel"] in ("matmul", "gemm", "gather")]
+    # Posted before the forward's first parameter reader...
+    assert max(gathers) < computes[0]
+    waits = {i["tag"]: k for k, i in enumerate(insts)
+             if i["op"] == "wait_collective"}
+    gather_waits = sorted(waits[insts[k]["tag"]] for k in gathers)
+    # ...and the last bucket waited for after some of the forward's GEMMs.
+    assert sum(computes[0] < k < gather_waits[-1] for k in computes) > 0
+    # Posted in the order they are waited for (the forward's order).
+    assert [waits[insts[k]["tag"]] for k in gathers] == gather_waits
+    # Buckets are gathered for the forward only: not after the updates.
+    updates = [k for k, i in enumerate(insts) if i["phase"] == "optimizer"]
+    assert max(gathers) < min(updates)
+
+
 MODEL_STATE_WORDS = (3, 6, 10, 12)
 
 
@@ -123,18 +204,23 @@ def model_states(weftc, *flags):
 
 # Section 5.1 of the ZeRO paper, float32 AdamW: (params, grads, state) bytes
 # per parameter at each stage, N replicas.
+# --zero-prefetch keeps the parameters as pieces between steps too
+# (MindSpore's level1 and level2).
 FORMULAS = {0: lambda n: (4, 4, 8), 1: lambda n: (4, 4, 8 / n),
-            2: lambda n: (4, 4 / n, 8 / n), 3: lambda n: (4 / n, 4 / n, 8 / n)}
+            2: lambda n: (4, 4 / n, 8 / n), 3: lambda n: (4 / n, 4 / n, 8 / n),
+            "1p": lambda n: (4 / n, 4, 8 / n),
+            "2p": lambda n: (4 / n, 4 / n, 8 / n)}
 
 
 @pytest.mark.parametrize("data", [2, 4])
-@pytest.mark.parametrize("zero", [0, 1, 2, 3])
+@pytest.mark.parametrize("zero", [0, 1, 2, 3, "1p", "2p"])
 def test_model_states_are_zeros_formulas(weftc, data, zero):
     """Every parameter sharded (threshold 0): exactly the paper's bytes
     (gpt's tensors all divide by N: no padding)."""
+    prefetch = ["--zero-prefetch"] if str(zero).endswith("p") else []
     params, grads, state, total, psi, _, _ = model_states(
-        weftc, f"--data-parallel={data}", f"--zero-stage={zero}",
-        "--optimizer-shard-threshold=0")
+        weftc, f"--data-parallel={data}", f"--zero-stage={str(zero)[0]}",
+        "--optimizer-shard-threshold=0", *prefetch)
     assert psi == sum(p.numel() for p in gpt.build(**CONFIG)[0].parameters())
     want = FORMULAS[zero](data)
     assert (params, grads, state) == tuple(int(k * psi) for k in want)
@@ -183,7 +269,9 @@ def test_zero_flag_errors(weftc, tmp_path):
             (["--zero-stage=3"], "needs --data-parallel of 2 or more"),
             (["--zero-stage=2", "--data-parallel=2",
               "--optimizer-shard-threshold=-1"],
-             "--optimizer-shard-threshold must be")):
+             "--optimizer-shard-threshold must be"),
+            (["--zero-stage=3", "--data-parallel=2", "--zero-prefetch"],
+             "--zero-prefetch needs --zero-stage 1 or 2")):
         result = run([weftc, str(BUILD / "models" / "gpt.onnx"), "-o",
                       str(tmp_path / "p.json"), *flags])
         assert result.returncode != 0

@@ -10,6 +10,7 @@
 
 #include "weft/runtime/Files.h"
 #include "weft/runtime/OnnxTensor.h"
+#include "weft/runtime/Reshard.h"
 #include "weft/runtime/Sha256.h"
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 namespace weft::rt {
@@ -27,7 +29,9 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr int64_t kFormatVersion = 1;
+// Version 2 describes each shard's pieces (Reshard.h); version 1 did not,
+// and is still read by a run of the plan that wrote it.
+constexpr int64_t kFormatVersion = 2;
 
 std::string stepName(int64_t step) {
   char name[32];
@@ -114,10 +118,14 @@ void saveCheckpoint(const Plan &plan, const Executor &executor,
   std::string shard = serializeShard(executor, rank, step);
   writeFileAtomically((stepDir / shardName(rank)).string(), shard,
                       "--checkpoint");
+  json tensors = json::object();
+  for (const auto &[name, piece] : executor.pieces())
+    tensors[name] = pieceJson(piece.second);
   json mine = {{"rank", rank},
                {"file", shardName(rank)},
                {"bytes", (int64_t)shard.size()},
-               {"sha256", sha256Bytes(shard)}};
+               {"sha256", sha256Bytes(shard)},
+               {"tensors", tensors}};
   std::vector<std::string> shards = comm.gatherStrings(mine.dump(), 0);
   if (rank == 0) {
     json manifest = {{"format", "weft-checkpoint"},
@@ -155,8 +163,106 @@ void saveCheckpoint(const Plan &plan, const Executor &executor,
   comm.barrier();
 }
 
+namespace {
+
+/// The shard `entry` of the manifest names, checked against its size and
+/// SHA-256, parsed.
+onnx::ModelProto readShard(const fs::path &stepDir, const json &entry,
+                           const std::string &what) {
+  fs::path shardPath = stepDir / entry.value("file", "");
+  std::string shard = readFile(shardPath.string(), what);
+  if ((int64_t)shard.size() != entry.value("bytes", int64_t(-1)) ||
+      sha256Bytes(shard) != entry.value("sha256", ""))
+    throw Error(what + ": '" + shardPath.string() +
+                "' is not the shard the manifest lists (size or sha256 "
+                "differs)");
+  onnx::ModelProto model;
+  if (!model.ParseFromString(shard))
+    throw Error(what + ": '" + shardPath.string() + "' does not parse");
+  return model;
+}
+
+/// Loads this rank's own shard: the plan is the one that wrote it.
+void loadOwnShard(Executor &executor, int64_t rank, const fs::path &stepDir,
+                  const json &shards, const std::string &what) {
+  const json *entry = nullptr;
+  for (const json &s : shards)
+    if (s.is_object() && s.value("rank", int64_t(-1)) == rank)
+      entry = &s;
+  if (!entry)
+    throw Error(what + ": the manifest lists no shard of rank " +
+                std::to_string(rank));
+  onnx::ModelProto model = readShard(stepDir, *entry, what);
+  std::set<std::string> missing;
+  for (const std::string &n : executor.stateNames())
+    missing.insert(n);
+  for (const onnx::TensorProto &t : model.graph().initializer()) {
+    executor.restore(t.name(), tensorBytes(t, stepDir.string(),
+                                           what + ": '" + t.name() + "'"));
+    missing.erase(t.name());
+  }
+  if (!missing.empty())
+    throw Error(what + ": '" + (stepDir / entry->value("file", "")).string() +
+                "' lacks '" + *missing.begin() + "'");
+}
+
+/// Loads a checkpoint another layout wrote: the whole tensors this rank
+/// needs are assembled from every shard's pieces (lowest rank first), then
+/// this rank takes its pieces of them.
+void loadResharded(Executor &executor, const fs::path &stepDir,
+                   const json &shards, const std::string &what) {
+  std::map<std::string, std::pair<DType, PieceDesc>> need;
+  for (auto &[name, piece] : executor.pieces())
+    need[name] = piece;
+  std::vector<const json *> entries;
+  for (const json &s : shards) {
+    if (!s.is_object() || !s.contains("tensors") ||
+        !s["tensors"].is_object())
+      throw Error(what + ": the manifest does not describe its shards' "
+                         "pieces (a checkpoint of format version 1): it "
+                         "can only be resumed by the plan that wrote it");
+    entries.push_back(&s);
+  }
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const json *a, const json *b) {
+                     return a->value("rank", int64_t(0)) <
+                            b->value("rank", int64_t(0));
+                   });
+  WholeTensors wholes;
+  for (const json *entry : entries) {
+    std::string label = what + ": rank " +
+                        std::to_string(entry->value("rank", int64_t(-1))) +
+                        "'s shard";
+    onnx::ModelProto model = readShard(stepDir, *entry, what);
+    for (const onnx::TensorProto &t : model.graph().initializer()) {
+      auto want = need.find(t.name());
+      if (want == need.end())
+        continue;
+      std::string at = label + ": '" + t.name() + "'";
+      const json &tensors = (*entry)["tensors"];
+      if (!tensors.contains(t.name()))
+        throw Error(at + ": the manifest does not describe its piece");
+      PieceDesc piece = parsePiece(tensors[t.name()], at);
+      DType dtype = dtypeOfONNX(t.data_type(), at);
+      // The whole tensor is this plan's: a checkpoint of another model's
+      // shapes is refused before anything is assembled.
+      auto [wantType, wantPiece] = want->second;
+      if (piece.shape != wantPiece.shape || dtype != wantType)
+        throw Error(at + " is " + shapeString(piece.shape) + " " +
+                    dtypeName(dtype) + ", this plan's is " +
+                    shapeString(wantPiece.shape) + " " + dtypeName(wantType));
+      wholes.add(t.name(), dtype, piece,
+                 tensorBytes(t, stepDir.string(), at), label);
+    }
+  }
+  for (const auto &entry : need)
+    executor.restoreWhole(entry.first, wholes.get(entry.first, what).bytes);
+}
+
+} // namespace
+
 int64_t loadCheckpoint(const Plan &plan, Executor &executor, int64_t rank,
-                       const std::string &dir, uint64_t seed) {
+                       const std::string &dir, uint64_t seed, bool reshard) {
   const std::string what = "--resume " + dir;
   std::string latest = latestName(dir);
   fs::path stepDir = latest.empty() ? fs::path(dir) : fs::path(dir) / latest;
@@ -173,56 +279,36 @@ int64_t loadCheckpoint(const Plan &plan, Executor &executor, int64_t rank,
     return manifest[key];
   };
   if (field("format") != "weft-checkpoint" ||
-      field("version") != kFormatVersion)
+      (field("version") != kFormatVersion && field("version") != 1))
     throw Error(what + ": " + manifestPath.string() +
-                " is not a weft-checkpoint of version " +
+                " is not a weft-checkpoint of version 1 or " +
                 std::to_string(kFormatVersion));
   auto differs = [&](const std::string &thing, const std::string &saved,
                      const std::string &now) {
     throw Error(what + ": the checkpoint's " + thing + " is " + saved +
                 ", this run's is " + now);
   };
-  if (field("ranks") != (int64_t)plan.ranks.size())
-    differs("rank count", field("ranks").dump(),
-            std::to_string(plan.ranks.size()));
   if (field("model_sha256") != plan.modelSha256)
-    differs("model (sha256)", field("model_sha256").get<std::string>(),
+    differs("model (sha256)", field("model_sha256").dump(),
             plan.modelSha256);
-  std::string planHash = sha256File(plan.path, what);
-  if (field("plan_sha256") != planHash)
-    differs("plan (sha256)", field("plan_sha256").get<std::string>(),
-            planHash + " (" + plan.path + ")");
   if (field("seed") != seed)
     differs("--seed", field("seed").dump(), std::to_string(seed));
-
-  const json *entry = nullptr;
-  for (const json &s : field("shards"))
-    if (s.value("rank", int64_t(-1)) == rank)
-      entry = &s;
-  if (!entry)
-    throw Error(what + ": the manifest lists no shard of rank " +
-                std::to_string(rank));
-  fs::path shardPath = stepDir / entry->value("file", "");
-  std::string shard = readFile(shardPath.string(), what);
-  if ((int64_t)shard.size() != entry->value("bytes", int64_t(-1)) ||
-      sha256Bytes(shard) != entry->value("sha256", ""))
-    throw Error(what + ": '" + shardPath.string() +
-                "' is not the shard the manifest lists (size or sha256 "
-                "differs)");
-  onnx::ModelProto model;
-  if (!model.ParseFromString(shard))
-    throw Error(what + ": '" + shardPath.string() + "' does not parse");
-  std::set<std::string> missing;
-  for (const std::string &n : executor.stateNames())
-    missing.insert(n);
-  for (const onnx::TensorProto &t : model.graph().initializer()) {
-    executor.restore(t.name(), tensorBytes(t, stepDir.string(),
-                                           what + ": '" + t.name() + "'"));
-    missing.erase(t.name());
+  if (!field("shards").is_array() || !field("step").is_number_integer())
+    throw Error(what + ": " + manifestPath.string() +
+                " needs a list 'shards' and an integer 'step'");
+  std::string planHash = sha256File(plan.path, what);
+  if (field("plan_sha256") == planHash) {
+    if (field("ranks") != (int64_t)plan.ranks.size())
+      differs("rank count", field("ranks").dump(),
+              std::to_string(plan.ranks.size()));
+    loadOwnShard(executor, rank, stepDir, field("shards"), what);
+  } else if (reshard) {
+    loadResharded(executor, stepDir, field("shards"), what);
+  } else {
+    differs("plan (sha256)", field("plan_sha256").dump(),
+            planHash + " (" + plan.path +
+                "); --reshard loads it into this plan's layout");
   }
-  if (!missing.empty())
-    throw Error(what + ": '" + shardPath.string() + "' lacks '" +
-                *missing.begin() + "'");
   return field("step").get<int64_t>();
 }
 

@@ -196,6 +196,51 @@ std::vector<std::string> Executor::stateNames() const {
   return names;
 }
 
+namespace {
+/// The piece of the model's whole tensor `named` holds.
+PieceDesc pieceOf(const NamedBuffer &named, const BufferDesc &b) {
+  std::vector<int64_t> local =
+      named.flatShard ? named.flatShard->shape : b.shape;
+  return {named.shard ? fullShape(local, *named.shard) : local, named.shard,
+          named.flatShard};
+}
+} // namespace
+
+std::vector<std::pair<std::string, std::pair<DType, PieceDesc>>>
+Executor::pieces() const {
+  std::vector<std::pair<std::string, std::pair<DType, PieceDesc>>> out;
+  for (const NamedBuffer *named : stateBuffers()) {
+    const BufferDesc &b = rankPlan.buffers[named->buffer];
+    out.push_back({named->name, {b.dtype, pieceOf(*named, b)}});
+  }
+  return out;
+}
+
+void Executor::restoreWhole(const std::string &name,
+                            const std::string &bytes) {
+  for (const NamedBuffer *named : stateBuffers()) {
+    if (named->name != name)
+      continue;
+    const BufferDesc &b = rankPlan.buffers[named->buffer];
+    PieceDesc piece = pieceOf(*named, b);
+    int64_t size = dtypeSize(b.dtype), n = 1;
+    for (int64_t d : piece.shape)
+      n *= d;
+    if (int64_t(bytes.size()) != n * size)
+      throw Error("checkpoint tensor '" + name + "': " +
+                  std::to_string(bytes.size()) + " bytes, the plan's is " +
+                  shapeString(piece.shape) + " " + dtypeName(b.dtype));
+    std::string local = bytes;
+    if (named->shard)
+      local = sliceShard(local, piece.shape, size, *named->shard);
+    if (named->flatShard)
+      local = sliceFlatShard(local, size, *named->flatShard);
+    return write(*named, local, "checkpoint tensor");
+  }
+  throw Error("checkpoint tensor '" + name + "' is not a tensor of rank " +
+              std::to_string(rankPlan.rank));
+}
+
 void Executor::restore(const std::string &name, const std::string &bytes) {
   for (const NamedBuffer *named : stateBuffers())
     if (named->name == name)

@@ -214,6 +214,7 @@ parseRank(const Field &f,
   rank.state = namedBuffers(f.at("state"), count);
   rank.optimizerState = namedBuffers(f.at("optimizer_state"), count);
   parseFlatShards(f.at("optimizer_state"), rank, rank.optimizerState);
+  parseShards(f.at("optimizer_state"), rank, rank.optimizerState);
   rank.inputs = namedBuffers(f.at("inputs"), count);
   parseShards(f.at("inputs"), rank, rank.inputs);
   rank.outputs = namedBuffers(f.at("outputs"), count);
@@ -455,20 +456,20 @@ void checkMesh(const Plan &plan, const Field &ranks) {
         field.at("coords").at(name).fail(
             "rank " + std::to_string(rank.rank) + " is not at " + name + " " +
             std::to_string(index) + " of the mesh (row-major order)");
-    for (size_t i = 0; i < rank.params.size(); ++i) {
-      const std::optional<ShardDesc> &s = rank.params[i].shard;
-      if (s && (s->count != tensorSize || s->index != rank.coord("tensor")))
-        field.at("params").at(i).at("shard").fail(
-            "a shard over the tensor axis: count must be its size (" +
-            std::to_string(tensorSize) + ") and index this rank's tensor "
-            "coordinate (" + std::to_string(rank.coord("tensor")) + ")");
-    }
-    // ZeRO's pieces are over the data axis.
+    // Tensor-parallel slices are over the tensor axis, ZeRO's pieces over
+    // the data axis (parameters and their optimizer state alike).
     int64_t dataSize = plan.axisSize("data");
     for (const char *list : {"params", "optimizer_state"}) {
       const std::vector<NamedBuffer> &named =
           std::string(list) == "params" ? rank.params : rank.optimizerState;
       for (size_t i = 0; i < named.size(); ++i) {
+        const std::optional<ShardDesc> &slice = named[i].shard;
+        if (slice && (slice->count != tensorSize ||
+                      slice->index != rank.coord("tensor")))
+          field.at(list).at(i).at("shard").fail(
+              "a shard over the tensor axis: count must be its size (" +
+              std::to_string(tensorSize) + ") and index this rank's tensor "
+              "coordinate (" + std::to_string(rank.coord("tensor")) + ")");
         const std::optional<FlatShardDesc> &s = named[i].flatShard;
         if (s && (s->count != dataSize || s->index != rank.coord("data")))
           field.at(list).at(i).at("flat_shard").fail(

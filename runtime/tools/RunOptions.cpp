@@ -44,6 +44,10 @@ const char *kUsage =
     "  --keep K              keep the newest K checkpoints (default 1)\n"
     "  --resume DIR          continue from the checkpoint DIR/latest names\n"
     "                        (or DIR itself, a step_<N> directory)\n"
+    "  --reshard             --resume: a checkpoint of another plan of the\n"
+    "                        same model (pipeline, tensor, data-parallel\n"
+    "                        degree, ZeRO stage) is loaded into this one's\n"
+    "                        layout\n"
     "  --kernels             print the kernel specification table (markdown)\n";
 
 
@@ -133,6 +137,8 @@ RunOptions parseOptions(int argc, char **argv) {
         throw Error("--keep: 0 would delete every checkpoint; keep 1 or more");
     } else if (arg == "--resume") {
       o.resume = value();
+    } else if (arg == "--reshard") {
+      o.reshard = true;
     } else if (!arg.empty() && arg[0] == '-') {
       throw Error("unknown option '" + arg + "'\n" + kUsage);
     } else if (o.plan.empty()) {
@@ -145,6 +151,8 @@ RunOptions parseOptions(int argc, char **argv) {
     throw Error(std::string("no plan given\n") + kUsage);
   if (o.saveEvery && o.checkpoint.empty())
     throw Error("--save-every needs --checkpoint DIR");
+  if (o.reshard && o.resume.empty())
+    throw Error("--reshard needs --resume DIR");
   return o;
 }
 

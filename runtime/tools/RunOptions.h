@@ -17,7 +17,7 @@ struct RunOptions {
   TextData::Split split = TextData::Split::Train;
   double holdout = 0.1;
   std::string tokens = "tokens", targets = "targets";
-  bool stopOnNan = true;
+  bool stopOnNan = true, reshard = false;
   double timeout = 300;
   uint64_t seed = 0;
   int64_t steps = 1;
@@ -26,7 +26,8 @@ struct RunOptions {
 
 /// Parses argv; prints the usage and exits 0 on --help. Throws Error naming
 /// the flag on an unknown flag, a missing or malformed value, or a
-/// contradiction (--save-every without --checkpoint).
+/// contradiction (--save-every without --checkpoint, --reshard without
+/// --resume).
 RunOptions parseOptions(int argc, char **argv);
 
 } // namespace weft::rt

@@ -5,7 +5,7 @@
 //          [--threads N] [--log-json FILE] [--trace FILE]
 //          [--dump-outputs DIR] [--timeout S] [--on-nan stop|continue]
 //          [--save OUT.onnx] [--checkpoint DIR [--save-every N] [--keep K]]
-//          [--resume DIR]
+//          [--resume DIR [--reshard]]
 //
 // A plan with P ranks (pipeline stages) runs as P MPI processes, one rank
 // each; the rank holding the loss prints the log.
@@ -186,7 +186,8 @@ int run(const RunOptions &o, Communicator &comm) {
   int64_t first =
       o.resume.empty()
           ? 0
-          : loadCheckpoint(plan, executor, rank, o.resume, o.seed);
+          : loadCheckpoint(plan, executor, rank, o.resume, o.seed,
+                           o.reshard);
   auto [lossName, lossRank] = lossOutput(plan);
   // The rank holding the loss writes the console log and --log-json.
   int64_t logRank = lossRank >= 0 ? lossRank : 0;

@@ -36,12 +36,13 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
   int64_t microbatches = 1;
   if (auto m = stages[0]->getAttrOfType<IntegerAttr>("weft.micro_batches"))
     microbatches = m.getInt();
-  int64_t tensor = 1, data = 1, dataAxis = -1;
+  int64_t tensor = 1, data = 1, dataAxis = -1, tensorAxis = -1;
   if (FailureOr<std::optional<DeviceMesh>> mesh = getDeviceMesh(module);
       succeeded(mesh) && *mesh) {
     tensor = (*mesh)->sizeOf("tensor");
     data = (*mesh)->sizeOf("data");
     dataAxis = (*mesh)->axisIndex("data");
+    tensorAxis = (*mesh)->axisIndex("tensor");
   }
   if (pipelined)
     os << llvm::formatv(
@@ -57,11 +58,15 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
   constexpr const char *names[] = {"all-reduce", "all-gather",
                                    "reduce-scatter"};
   bool sequence = false;
+  int64_t zeroStage = 0;
   for (func::FuncOp func : stages)
     func.walk([&](Operation *op) {
       if (collectiveKind(op).value_or(CollectiveKind::AllReduce) !=
-          CollectiveKind::AllReduce)
+              CollectiveKind::AllReduce &&
+          overAxis(op, tensorAxis))
         sequence = true;
+      if (auto stage = op->getAttrOfType<IntegerAttr>(kZeroStageAttr))
+        zeroStage = stage.getInt();
     });
   int64_t shownKinds = tensor == 1 ? 0 : sequence ? 3 : 1;
   if (tensor > 1)
@@ -69,16 +74,22 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
                         "one of them){1}; collectives per step and the bytes "
                         "one rank sends in them (ring)\n",
                         tensor, sequence ? ", sequence parallel" : "");
-  if (data > 1)
+  if (data > 1 && zeroStage == 0)
     os << llvm::formatv("data parallel: {0} replicas per stage; gradients "
                         "all-reduced in buckets (DDP), the bytes one rank "
                         "sends in them (ring)\n",
                         data);
+  else if (data > 1)
+    os << llvm::formatv("data parallel: {0} replicas per stage, ZeRO stage "
+                        "{1}; gradients reduce-scattered in buckets, "
+                        "parameters all-gathered, the bytes one rank sends "
+                        "in them (ring)\n",
+                        data, zeroStage);
   os << llvm::formatv("{0,5} {1,6} {2,12} {3,14} {4,10} {5,12} {6,12}",
                       "stage", "ops", "params", "peak bytes", "busy ms",
                       "send bytes", "recv bytes");
   if (data > 1)
-    os << llvm::formatv(" {0,8} {1,18}", "buckets", "bucket bytes sent");
+    os << llvm::formatv(" {0,8} {1,18}", "buckets", "data bytes sent");
   for (int64_t k = 0; k < shownKinds; ++k)
     os << llvm::formatv(" {0,16} {1,20}", std::string(names[k]) + "s",
                         std::string(names[k]) + " sent");
@@ -97,15 +108,15 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
       } else if (auto recv = dyn_cast<IRecvOp>(op)) {
         received += byteSize(recv.getBuffer().getType());
       } else if (std::optional<CollectiveKind> kind = collectiveKind(&op);
-                 kind && op.hasAttr(kBucketAttr)) {
+                 kind && (op.hasAttr(kBucketAttr) || overAxis(&op, dataAxis))) {
         // A bucket's all-reduce, or (ZeRO) its reduce-scatter and the
-        // all-gather of its updated parameters.
-        if (*kind != CollectiveKind::AllGather)
+        // all-gather of its updated parameters; stage 3's gathers of a
+        // parameter before its uses.
+        if (op.hasAttr(kBucketAttr) && *kind != CollectiveKind::AllGather)
           ++buckets;
         bucketBytesSent += collectiveBytesSent(*kind, collectiveBytes(&op),
                                                collectiveRanks(&op));
-      } else if (std::optional<CollectiveKind> kind = collectiveKind(&op);
-                 kind && !overAxis(&op, dataAxis)) {
+      } else if (std::optional<CollectiveKind> kind = collectiveKind(&op)) {
         int k = static_cast<int>(*kind);
         ++count[k];
         bytesSent[k] += collectiveBytesSent(*kind, collectiveBytes(&op),

@@ -6,7 +6,7 @@
 //       [--pipeline-parallel P --schedule 1f1b|gpipe --balance N,N,...]
 //       [--tensor-parallel T --tensor-parallel-fallback error|replicate]
 //       [--data-parallel D --bucket-cap-mb MB --zero-stage 0..3
-//        --optimizer-shard-threshold KB]
+//        --optimizer-shard-threshold KB --zero-prefetch]
 //       [--sequence-parallel] [--overlap-collectives=false]
 //       [--timeline F.json] [--timeline-ascii]
 //       [--recompute none|full|selective --recompute-granularity stage|layer]
@@ -176,6 +176,12 @@ cl::opt<double> optimizerShardThreshold(
     cl::desc("With --zero-stage: parameters under this many KiB stay "
              "replicated, all-reduced (MindSpore's threshold; default 64)"),
     cl::init(64.0), cl::cat(category));
+cl::opt<bool> zeroPrefetch(
+    "zero-prefetch",
+    cl::desc("With --zero-stage 1 or 2: parameters stay pieces between "
+             "steps and are all-gathered at the next step's start, "
+             "overlapping its forward (MindSpore's level1/level2)"),
+    cl::init(false), cl::cat(category));
 cl::opt<std::string> tensorParallelFallback(
     "tensor-parallel-fallback",
     cl::desc("A block with an op the split cannot handle: error (default) "
@@ -496,6 +502,7 @@ int main(int argc, char **argv) {
   pipelineOptions.bucketCapMb = bucketCapMb;
   pipelineOptions.zeroStage = zeroStage;
   pipelineOptions.optimizerShardThresholdKb = optimizerShardThreshold;
+  pipelineOptions.zeroPrefetch = zeroPrefetch;
   pipelineOptions.sequenceParallel = sequenceParallel;
   pipelineOptions.overlapCollectives = overlapCollectives;
   if (auto fallback = weft::parseTensorParallelFallback(tensorParallelFallback)) {

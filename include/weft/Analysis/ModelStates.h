@@ -9,6 +9,11 @@
 //   stage 0: 4Ψ + 4Ψ + 8Ψ = 16Ψ          stage 2: 4Ψ + (4 + 8)Ψ/N
 //   stage 1: 4Ψ + 4Ψ + 8Ψ/N              stage 3: (4 + 4 + 8)Ψ/N
 //
+// With --zero-prefetch (MindSpore's level1/level2: the parameters are
+// pieces between steps) stages 1 and 2 keep 4Ψ/N of parameters: 4Ψ/N +
+// 4Ψ + 8Ψ/N and (4 + 4 + 8)Ψ/N; the gathered whole parameters are then
+// the step's temporaries, as stage 3's are.
+//
 // plus the flat split's padding (a tensor of n elements is N ceil(n/N)),
 // and with parameters under --optimizer-shard-threshold replicated (16
 // bytes each, listed apart).
@@ -38,7 +43,8 @@ struct ModelStates {
 /// The model states of a rank's step `func` (after weft-append-optimizer),
 /// per update: its parameter, gradient and optimizer-state operands' bytes;
 /// for a ZeRO update (weft.zero_stage, weft.flat_shard) of a piece of s of
-/// n elements: parameters n (stage 3: s), gradients n (stages 2, 3: s), the
+/// n elements: parameters n (s when the parameter argument is a piece:
+/// stage 3, --zero-prefetch), gradients n (stages 2, 3: s), the
 /// state as it is (pieces). Ψ counts whole parameters.
 ModelStates modelStates(mlir::func::FuncOp func);
 

@@ -452,8 +452,18 @@ def DataParallel : Pass<"weft-data-parallel", "mlir::func::FuncOp"> {
     Smaller parameters stay replicated and are all-reduced as above
     (MindSpore's optimizer-parallel `threshold`).
 
+    With `zero-prefetch` (stages 1 and 2; MindSpore's optimizer_level
+    level1/level2 schedule) the parameter arguments are pieces between
+    steps too: the update writes the piece in place, and one
+    `shard.all_gather` per bucket is posted at the start of the step's
+    forward (before the first op that reads a parameter; buckets in the
+    order the forward reads them), each parameter's column sliced out right
+    before its first reader, so the gather overlaps the forward instead of
+    ending the step.
+
     Errors: a step without an optimizer update; a negative bucket-cap-mb or
-    shard-threshold-kb; a zero stage outside 0..3.
+    shard-threshold-kb; a zero stage outside 0..3; zero-prefetch without
+    stage 1 or 2.
   }];
   let options = [
     Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
@@ -466,6 +476,10 @@ def DataParallel : Pass<"weft-data-parallel", "mlir::func::FuncOp"> {
            /*default=*/"64.0",
            "With ZeRO: parameters under this many KiB stay replicated "
            "(MindSpore's optimizer-parallel threshold)">,
+    Option<"zeroPrefetch", "zero-prefetch", "bool", /*default=*/"false",
+           "Stages 1 and 2: parameters stay pieces between steps, gathered "
+           "at the next step's start to overlap its forward (MindSpore's "
+           "level1/level2)">,
   ];
   let dependentDialects = ["mlir::shard::ShardDialect", "weft::WeftDialect"];
 }

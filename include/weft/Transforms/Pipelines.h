@@ -104,6 +104,12 @@ struct PlanPipelineOptions
       llvm::cl::desc("With --zero-stage: parameters under this many KiB stay "
                      "replicated (MindSpore's threshold)"),
       llvm::cl::init(64.0)};
+  Option<bool> zeroPrefetch{
+      *this, "zero-prefetch",
+      llvm::cl::desc("With --zero-stage 1 or 2: parameters stay pieces "
+                     "between steps, gathered at the next step's start "
+                     "(MindSpore's level1/level2)"),
+      llvm::cl::init(false)};
   Option<bool> overlapCollectives{
       *this, "overlap-collectives",
       llvm::cl::desc("Post each collective early and wait for it late "

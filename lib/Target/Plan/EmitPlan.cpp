@@ -301,18 +301,20 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
                                {"count", mesh.sizeOf("data")}};
       return entry;
     };
+    // The tensor-parallel slice of a parameter (and of its optimizer
+    // state) this rank holds, or null.
+    json shard = nullptr;
+    if (auto split = func.getArgAttrOfType<DictionaryAttr>(i, kShardAttr))
+      shard = tensorShard(split, mesh, coords);
     if (auto name = func.getArgAttrOfType<StringAttr>(i, kParamAttr)) {
-      json shard = nullptr;
-      if (auto split = func.getArgAttrOfType<DictionaryAttr>(i, kShardAttr))
-        shard = tensorShard(split, mesh, coords);
       params.push_back(withPiece(
           {{"name", name.str()}, {"buffer", id}, {"shard", shard}}));
     } else if (auto name = func.getArgAttrOfType<StringAttr>(i, kStateAttr)) {
       state.push_back({{"name", name.str()}, {"buffer", id}});
     } else if (auto name =
                    func.getArgAttrOfType<StringAttr>(i, kOptimizerStateAttr)) {
-      optimizerState.push_back(
-          withPiece({{"name", name.str()}, {"buffer", id}}));
+      optimizerState.push_back(withPiece(
+          {{"name", name.str()}, {"buffer", id}, {"shard", shard}}));
     } else {
       auto inputName = func.getArgAttrOfType<StringAttr>(i, kInputAttr);
       std::string inName =

@@ -99,6 +99,47 @@ TEST(CollectivePlan, AcceptsATensorParallelPlan) {
   EXPECT_EQ(plan.ranks[1].coord("tensor"), 1);
 }
 
+namespace {
+/// The tensor-parallel plan with w's momentum buffer, sliced as w is.
+json withOptimizerState() {
+  json plan = tensorParallelPlan();
+  for (json &rank : plan["ranks"]) {
+    rank["buffers"].push_back({{"id", 3},
+                               {"dtype", "f32"},
+                               {"shape", {2}},
+                               {"bytes", 8},
+                               {"offset", 136},
+                               {"kind", "optimizer_state"}});
+    rank["arena_bytes"] = 144;
+    rank["optimizer_state"] = {{{"name", "w.momentum_buffer"},
+                                {"buffer", 3},
+                                {"shard", rank["params"][0]["shard"]}}};
+  }
+  return plan;
+}
+} // namespace
+
+TEST(CollectivePlan, OptimizerStateCarriesItsParametersSlice) {
+  Plan plan = parsePlan(withOptimizerState().dump(), "p.json",
+                        [](const std::string &) { return true; });
+  ASSERT_TRUE(plan.ranks[1].optimizerState[0].shard);
+  EXPECT_EQ(plan.ranks[1].optimizerState[0].shard->index, 1);
+  EXPECT_EQ(plan.ranks[1].optimizerState[0].shard->count, 2);
+  expectRejections(
+      withOptimizerState,
+      {{[](json &p) {
+          p["ranks"][1]["optimizer_state"][0]["shard"]["index"] = 0;
+        },
+        "ranks[1].optimizer_state[0].shard: a shard over the tensor axis: "
+        "count must be its size (2) and index this rank's tensor coordinate "
+        "(1)"},
+       {[](json &p) {
+          p["ranks"][0]["optimizer_state"][0]["shard"]["dim"] = 1;
+        },
+        "ranks[0].optimizer_state[0].shard.dim: dimension 1 of a [2] "
+        "buffer"}});
+}
+
 TEST(CollectivePlan, NamesTheFieldOfEveryRejection) {
   std::vector<Rejection> cases = {
       {[](json &p) { p["ranks"][1]["instructions"][0]["axis"] = "sequence"; },

@@ -5,10 +5,13 @@
 // (`rank_<r>.onnx`: an ONNX model whose initializers are the rank's
 // parameters, state and optimizer state) and `manifest.json`, written last:
 //
-//   {"format": "weft-checkpoint", "version": 1, "step": N, "seed": S,
+//   {"format": "weft-checkpoint", "version": 2, "step": N, "seed": S,
 //    "plan_sha256": ..., "model_sha256": ..., "ranks": R,
 //    "shards": [{"rank": r, "file": "rank_r.onnx", "bytes": B,
-//                "sha256": ...}, ...]}
+//                "sha256": ..., "tensors": {name: piece, ...}}, ...]}
+//
+// where a piece (Reshard.h's pieceJson) says which part of the model's
+// whole tensor the shard holds, so another layout can resume.
 //
 // then `DIR/latest` (the step directory's name) replaced atomically. Every
 // file goes to a temporary name, is fsynced and renamed, and the directory
@@ -38,14 +41,18 @@ void saveCheckpoint(const Plan &plan, const Executor &executor,
                     Communicator &comm, const std::string &dir, int64_t step,
                     uint64_t seed, int64_t keep);
 
-/// Loads this rank's shard of the checkpoint `dir` names: the one its
+/// Loads this rank's tensors from the checkpoint `dir` names: the one its
 /// `latest` file names, or `dir` itself when it holds a manifest. Checks the
-/// manifest (format, version, rank count, plan and model SHA-256, seed)
-/// and the shard (size, SHA-256, one tensor for every name this rank
-/// holds, each of the plan's size) and throws Error naming what differs.
+/// manifest (format, version, model SHA-256, seed). When the plan's SHA-256
+/// is the checkpoint's, loads this rank's shard (rank count, the shard's
+/// size and SHA-256, one tensor for every name this rank holds, each of the
+/// plan's size). Otherwise, with `reshard`, assembles each tensor this rank
+/// holds from the pieces of every shard and loads its piece (Reshard.h):
+/// another pipeline, tensor or data-parallel degree or ZeRO stage of the
+/// same model; without it, refuses. Throws Error naming what differs.
 /// Returns the steps the checkpoint had done.
 int64_t loadCheckpoint(const Plan &plan, Executor &executor, int64_t rank,
-                       const std::string &dir, uint64_t seed);
+                       const std::string &dir, uint64_t seed, bool reshard);
 
 } // namespace weft::rt
 

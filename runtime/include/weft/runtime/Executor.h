@@ -12,6 +12,7 @@
 #include "weft/runtime/Backend.h"
 #include "weft/runtime/Communicator.h"
 #include "weft/runtime/Plan.h"
+#include "weft/runtime/Reshard.h"
 
 #include <map>
 #include <string>
@@ -80,6 +81,14 @@ public:
   void restore(const std::string &name, const std::string &bytes);
   /// The names snapshot() returns, in its order.
   std::vector<std::string> stateNames() const;
+  /// Which piece of the model's whole tensor each of those holds, and its
+  /// dtype, in snapshot()'s order: what a checkpoint's manifest records.
+  std::vector<std::pair<std::string, std::pair<DType, PieceDesc>>>
+  pieces() const;
+  /// Writes this rank's piece of `bytes`, the whole tensor `name` (dtype
+  /// and shape as pieces() gives them). Throws Error naming it when this
+  /// rank has no such tensor or the byte count differs.
+  void restoreWhole(const std::string &name, const std::string &bytes);
 
   /// Copies one input's bytes (dtype and shape as the plan declares).
   void setInput(const std::string &name, const std::string &bytes);
