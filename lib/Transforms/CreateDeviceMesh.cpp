@@ -24,6 +24,18 @@ struct CreateDeviceMesh
             << axis << " size " << size << " must be at least 1";
         return signalPassFailure();
       }
+    if (dataShard < 0 || (dataShard > 0 && data % dataShard)) {
+      module.emitError("weft-create-device-mesh: a ZeRO group of ")
+          << int64_t(dataShard) << " does not divide the data axis ("
+          << int64_t(data) << ")";
+      return signalPassFailure();
+    }
+    bool groups = dataShard > 1 && dataShard < data;
+    if (groups && !module.lookupSymbol(weft::kZeroMeshSymbol))
+      weft::createDeviceMesh(
+          module,
+          weft::DeviceMesh::zeroGroups(pipeline, data, dataShard, tensor),
+          weft::kZeroMeshSymbol);
     FailureOr<std::optional<weft::DeviceMesh>> existing =
         weft::getDeviceMesh(module);
     if (failed(existing))

@@ -62,6 +62,18 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
       return;
     replicas = (*mesh)->sizeOf("data");
     axis = (*mesh)->axisIndex("data");
+    data = {axis, replicas, kMeshSymbol, axis, replicas, -1};
+    // ZeRO's groups, when smaller than the data axis.
+    auto groups =
+        getDeviceMesh(func->getParentOfType<ModuleOp>(), kZeroMeshSymbol);
+    if (failed(groups))
+      return signalPassFailure();
+    if (*groups) {
+      data.grid = kZeroMeshSymbol;
+      data.shardAxis = (*groups)->axisIndex("data_shard");
+      data.pieces = (*groups)->sizeOf("data_shard");
+      data.replicaAxis = (*groups)->axisIndex("data_replica");
+    }
     if (bucketCapMb < 0) {
       func.emitError("weft-data-parallel: bucket-cap-mb must be >= 0");
       return signalPassFailure();
@@ -255,8 +267,8 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
       SmallVector<Value> grads;
       for (const BucketMember &m : sharded)
         grads.push_back(m.update->getOperand(kGradOperand));
-      shardBucket(func, sharded, latestDef(grads), bucket, zeroStage,
-                  {axis, replicas}, prefetch);
+      shardBucket(func, sharded, latestDef(grads), bucket, zeroStage, data,
+                  prefetch);
     }
     if (!replicated.empty())
       allReduceBucket(replicated, bucket);
@@ -362,6 +374,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
   int64_t replicas = 1, axis = 0, buckets = 0;
   llvm::DenseMap<Operation *, SmallVector<Value>> microBatchGrads;
   Prefetch prefetch; // with zero-prefetch: where the next gather goes
+  DataAxis data;      // where ZeRO's pieces live
 };
 
 } // namespace

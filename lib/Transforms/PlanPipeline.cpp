@@ -104,6 +104,14 @@ LogicalResult PlanPipelineOptions::validate(
   if (!std::isfinite(optimizerShardThresholdKb) ||
       optimizerShardThresholdKb < 0)
     return fail("--optimizer-shard-threshold must be a finite number >= 0");
+  if (optimizerShardSize != 0 &&
+      (zeroStage == 0 || optimizerShardSize < 2 ||
+       optimizerShardSize > dataParallel ||
+       dataParallel % optimizerShardSize))
+    return fail("--optimizer-shard-size " + llvm::Twine(optimizerShardSize) +
+                ": expected 0 or a group of 2 or more replicas that divides "
+                "--data-parallel (" + llvm::Twine(dataParallel) +
+                "), with --zero-stage");
   if (zeroPrefetch && zeroStage != 1 && zeroStage != 2)
     return fail("--zero-prefetch needs --zero-stage 1 or 2 (stage 3 "
                 "gathers each parameter at its uses)");
@@ -162,6 +170,7 @@ std::string PlanPipelineOptions::textual() const {
      << " bucket-cap-mb=" << number(bucketCapMb)
      << " zero-stage=" << zeroStage << " optimizer-shard-threshold="
      << number(optimizerShardThresholdKb)
+     << " optimizer-shard-size=" << optimizerShardSize
      << " zero-prefetch=" << (zeroPrefetch ? "true" : "false");
   os << " tensor-parallel=" << tensorParallel << " tensor-parallel-fallback="
      << nameOf(kFallbacks, tensorParallelFallback.getValue())
@@ -183,8 +192,8 @@ std::string PlanPipelineOptions::textual() const {
 void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // The devices: P stages x D replicas x T tensor-parallel ranks; plan
   // emission takes coordinates from it.
-  pm.addPass(createCreateDeviceMesh(
-      {o.pipelineParallel, o.dataParallel, o.tensorParallel}));
+  pm.addPass(createCreateDeviceMesh({o.pipelineParallel, o.dataParallel,
+                                     o.tensorParallel, o.optimizerShardSize}));
   // One kernel per GELU, which keeps only its input for the backward.
   pm.addNestedPass<func::FuncOp>(createFuseGelu());
   // Megatron's blocks sharded over the tensor axis, on the forward graph:

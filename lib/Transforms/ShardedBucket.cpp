@@ -31,8 +31,8 @@ SmallVector<std::pair<Value, Value>> stateOf(Operation *update) {
 struct ShardBuilder {
   ShardBuilder(MLIRContext *ctx, Location loc, DataAxis data, Type element)
       : b(ctx), loc(loc), data(data), element(element),
-        grid(FlatSymbolRefAttr::get(ctx, kMeshSymbol)),
-        axes(b.getDenseI16ArrayAttr({int16_t(data.axis)})) {}
+        grid(FlatSymbolRefAttr::get(ctx, data.grid)),
+        axes(b.getDenseI16ArrayAttr({int16_t(data.shardAxis)})) {}
 
   /// Insert before `op` (or after it) and place new ops in its task.
   void before(Operation *op) {
@@ -77,17 +77,17 @@ struct ShardBuilder {
   /// `v` (n elements) flattened and zero-padded to D s elements.
   Value flatPadded(Value v, int64_t n, int64_t s) {
     Value flat = reshape(v, {n});
-    if (data.replicas * s == n)
+    if (data.pieces * s == n)
       return flat;
     Value zeros = ConstantOp::create(
         b, loc,
-        DenseElementsAttr::get(type({data.replicas * s - n}),
+        DenseElementsAttr::get(type({data.pieces * s - n}),
                                b.getFloatAttr(element, 0.0)));
     return concat({flat, zeros}, 0);
   }
   /// The first n of `v`'s D s elements, reshaped to `shape`.
   Value unpadded(Value v, ArrayRef<int64_t> shape, int64_t n, int64_t s) {
-    if (data.replicas * s != n)
+    if (data.pieces * s != n)
       v = place(SliceOp::create(b, loc, v, {0}, {n}, {1}));
     return reshape(v, shape);
   }
@@ -144,7 +144,7 @@ void weft::shardParameter(func::FuncOp func, BlockArgument param,
     return;
   auto whole = cast<RankedTensorType>(param.getType());
   int64_t n = whole.getNumElements();
-  int64_t s = (n + data.replicas - 1) / data.replicas;
+  int64_t s = (n + data.pieces - 1) / data.pieces;
   ShardBuilder build(func.getContext(), param.getLoc(), data,
                 whole.getElementType());
   llvm::SetVector<Operation *> users;
@@ -154,7 +154,7 @@ void weft::shardParameter(func::FuncOp func, BlockArgument param,
   for (Operation *user : users) {
     build.before(user);
     auto gather = shard::AllGatherOp::create(
-        build.b, build.loc, build.type({data.replicas * s}), build.grid,
+        build.b, build.loc, build.type({data.pieces * s}), build.grid,
         build.axes, param, build.b.getIndexAttr(0));
     Value value = build.unpadded(build.place(gather), whole.getShape(), n, s);
     user->replaceUsesOfWith(param, value);
@@ -189,7 +189,7 @@ void weft::prefetchParameters(func::FuncOp func, ArrayRef<BlockArgument> params,
     int64_t n = 1;
     for (int64_t d : shape)
       n *= d;
-    pieces.push_back({shape, n, (n + data.replicas - 1) / data.replicas});
+    pieces.push_back({shape, n, (n + data.pieces - 1) / data.pieces});
     total += pieces.back().s;
     llvm::SetVector<Operation *> users;
     for (Operation *user : param.getUsers())
@@ -214,7 +214,7 @@ void weft::prefetchParameters(func::FuncOp func, ArrayRef<BlockArgument> params,
     rows.push_back(build.reshape(param, {1, p.s}));
   Operation *start = rows.front().getDefiningOp();
   auto gather = shard::AllGatherOp::create(
-      build.b, build.loc, build.type({data.replicas, total}), build.grid,
+      build.b, build.loc, build.type({data.pieces, total}), build.grid,
       build.axes, build.concat(rows, 1), build.b.getIndexAttr(0));
   gather->setAttr(kBucketAttr, build.b.getI64IntegerAttr(bucket));
   Value gathered = build.place(gather);
@@ -226,9 +226,9 @@ void weft::prefetchParameters(func::FuncOp func, ArrayRef<BlockArgument> params,
       build.before(users.front());
       Value column = build.place(SliceOp::create(
           build.b, build.loc, gathered, {0, offset},
-          {data.replicas, offset + p.s}, {1, 1}));
+          {data.pieces, offset + p.s}, {1, 1}));
       Value whole = build.unpadded(
-          build.reshape(column, {data.replicas * p.s}), p.shape, p.n, p.s);
+          build.reshape(column, {data.pieces * p.s}), p.shape, p.n, p.s);
       for (Operation *user : users)
         user->replaceUsesOfWith(param, whole);
     }
@@ -254,7 +254,7 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
     auto type = cast<RankedTensorType>(m.update->getOperand(1).getType());
     int64_t n = type.getNumElements();
     pieces.push_back({SmallVector<int64_t>(type.getShape()), n,
-                      (n + data.replicas - 1) / data.replicas});
+                      (n + data.pieces - 1) / data.pieces});
     shards.push_back(pieces.back().s);
     updates.push_back(m.update);
   }
@@ -271,9 +271,9 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
       build.before(front);
     SmallVector<Value> rows;
     for (auto [g, p] : llvm::zip(grads, pieces)) {
-      Value whole = data.replicas * p.s == p.n ? g
+      Value whole = data.pieces * p.s == p.n ? g
                                                : build.flatPadded(g, p.n, p.s);
-      rows.push_back(build.reshape(whole, {data.replicas, p.s}));
+      rows.push_back(build.reshape(whole, {data.pieces, p.s}));
     }
     auto op = shard::ReduceScatterOp::create(
         b, build.loc, build.type({1, total}), build.grid, build.axes,
@@ -282,7 +282,17 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
         b.getIndexAttr(0));
     op->setAttr(kBucketAttr, b.getI64IntegerAttr(bucket));
     build.place(op);
-    return op;
+    if (data.replicaAxis < 0)
+      return op.getOperation();
+    // Groups smaller than the data axis: the group's pieces summed over
+    // the groups (the ranks holding the same piece).
+    auto sum = shard::AllReduceOp::create(
+        b, build.loc, op.getResult(), data.grid,
+        ArrayRef<shard::GridAxis>{shard::GridAxis(data.replicaAxis)},
+        shard::ReductionKind::Sum);
+    sum->setAttr(kBucketAttr, b.getI64IntegerAttr(bucket));
+    build.place(sum);
+    return sum.getOperation();
   };
 
   // The shard of the gradients' sum over the replicas (and micro-batches).
@@ -403,16 +413,16 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
     for (auto [v, p] : llvm::zip(newShards, pieces))
       rows.push_back(build.reshape(v, {1, p.s}));
     auto gathered = shard::AllGatherOp::create(
-        b, build.loc, build.type({data.replicas, total}), build.grid,
+        b, build.loc, build.type({data.pieces, total}), build.grid,
         build.axes, build.concat(rows, 1), b.getIndexAttr(0));
     gathered->setAttr(kBucketAttr, b.getI64IntegerAttr(bucket));
     SmallVector<Value> columns =
         build.split(build.place(gathered), 1, shards);
     for (auto [update, p, column] : llvm::zip(updates, pieces, columns)) {
       Value whole =
-          data.replicas * p.s == p.n
+          data.pieces * p.s == p.n
               ? build.reshape(column, p.shape)
-              : build.unpadded(build.reshape(column, {data.replicas * p.s}),
+              : build.unpadded(build.reshape(column, {data.pieces * p.s}),
                                p.shape, p.n, p.s);
       Value param = update->getOperand(0);
       newValue[update->getResult(0)] =

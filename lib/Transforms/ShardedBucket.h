@@ -7,7 +7,9 @@
 // P_os+g, P_os+g+p).
 //
 // The flat split: a tensor of n elements is flattened and zero-padded to
-// D s elements, s = ceil(n / D), and replica r holds elements [r s, r s + s).
+// D s elements, s = ceil(n / D), and replica r holds elements [r s, r s + s)
+// (with ZeRO groups of S replicas, D is S and r the rank's place in its
+// group; the groups' pieces are then all-reduced across groups).
 // No parameter's shape has to divide by D, and the padding is at most D - 1
 // elements per tensor. A bucket's tensors are laid out rank-major, [D, S]
 // with S the sum of their s (each tensor a [D, s] column block), so one
@@ -19,15 +21,24 @@
 #ifndef WEFT_LIB_TRANSFORMS_SHARDEDBUCKET_H
 #define WEFT_LIB_TRANSFORMS_SHARDEDBUCKET_H
 
+#include "weft/Dialect/Weft/IR/DeviceMesh.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 
 namespace weft {
 
-/// Where a bucket is reduced over the mesh's data axis.
+/// Where a bucket is reduced over the mesh's data axis, and where ZeRO's
+/// pieces live: over the whole data axis, or (MindSpore's shard_size) over
+/// groups of S replicas on the zero mesh (DeviceMesh.h), their pieces then
+/// all-reduced across the D / S groups.
 struct DataAxis {
   int64_t axis = 0;     ///< its index among the mesh's axes
   int64_t replicas = 1; ///< its size, D
+  llvm::StringRef grid = kMeshSymbol; ///< the grid ZeRO's collectives use
+  int64_t shardAxis = 0;              ///< a group's axis on it
+  int64_t pieces = 1;                 ///< the group's size: D or S
+  int64_t replicaAxis = -1; ///< the axis across groups, -1: one group
 };
 
 /// An update (weft.sgd / weft.adamw) of a bucket and its gradient's parts.

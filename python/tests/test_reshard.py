@@ -37,6 +37,11 @@ CASES = {
         ["--data-parallel=2", "--zero-stage=1", "--zero-prefetch",
          THRESHOLD, "--microbatches=2"], 2,
         ["--pipeline-parallel=2", "--microbatches=4"], 2),
+    "D4-ZeRO2-groups-of-2-to-D2-ZeRO3": (
+        ["--data-parallel=4", "--zero-stage=2", "--optimizer-shard-size=2",
+         THRESHOLD, "--microbatches=1"], 4,
+        ["--data-parallel=2", "--zero-stage=3", THRESHOLD,
+         "--microbatches=2"], 2),
     "P2-T2-to-D4-ZeRO1": (
         ["--pipeline-parallel=2", "--tensor-parallel=2", "--microbatches=4"],
         4,

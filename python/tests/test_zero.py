@@ -77,6 +77,52 @@ def test_zero_stages_equal_stage_0(data, stages, tensor, weftc, data_dir,
     assert all(a3 < a2 for a2, a3 in zip(arenas[2], arenas[3]))
 
 
+GROUP_LAYOUTS = [(4, 1, 1), (4, 2, 1)]
+
+
+@pytest.mark.parametrize("data,stages,tensor", GROUP_LAYOUTS,
+                         ids=[f"D{d}-P{p}-T{t}" for d, p, t in GROUP_LAYOUTS])
+def test_zero_groups_equal_stage_0(data, stages, tensor, weftc, data_dir,
+                                   tmp_path):
+    """--optimizer-shard-size 2 over D = 4 (MindSpore's shard_size, FSDP's
+    hybrid sharding): pieces over groups of 2 replicas (data_shard), each
+    group's pieces all-reduced across the groups (data_replica); stages 1,
+    2, 3 and prefetch train like stage 0 within 1e-6."""
+    layout = [f"--data-parallel={data}", f"--pipeline-parallel={stages}",
+              f"--tensor-parallel={tensor}"]
+    ranks = data * stages * tensor
+    plan = tmp_path / "zero0.json"
+    compile_plan(weftc, plan, *layout)
+    want = [r["loss"] for r in train(plan, ranks, data_dir,
+                                     tmp_path / "zero0.jsonl")]
+    for zero, flags in ((1, []), (2, []), (3, []), (1, ["--zero-prefetch"])):
+        plan = tmp_path / f"zero{zero}.json"
+        plan_json = compile_plan(weftc, plan, *layout, f"--zero-stage={zero}",
+                                 "--optimizer-shard-size=2",
+                                 "--optimizer-shard-threshold=0", *flags)
+        jsonschema.validate(plan_json, SCHEMA)
+        assert {a["name"]: (a["size"], a["stride"])
+                for a in plan_json["mesh"]["sub_axes"]} == {
+                    "data_shard": (2, 1), "data_replica": (data // 2, 2)}
+        pieces = (rank_plan["optimizer_state"] +
+                  (rank_plan["params"] if zero == 3 or flags else [])
+                  for rank_plan in plan_json["ranks"])
+        for rank, named_list in zip(plan_json["ranks"], pieces):
+            for named in named_list:
+                assert named["flat_shard"]["count"] == 2
+                assert named["flat_shard"]["index"] == \
+                    rank["coords"]["data"] % 2
+        axes = {(i["op"], i["axis"]) for r in plan_json["ranks"]
+                for i in r["instructions"] if "axis" in i}
+        assert {("reduce_scatter", "data_shard"), ("all_gather", "data_shard"),
+                ("all_reduce", "data_replica")} <= axes
+        records = train(plan, ranks, data_dir, tmp_path / f"zero{zero}.jsonl")
+        losses = [r["loss"] for r in records]
+        assert losses == pytest.approx(want, rel=1e-6), (zero, flags)
+        for r in records:
+            assert r["rank_peak_bytes"] == r["rank_arena_bytes"]
+
+
 def test_stage_3_keeps_parameter_pieces(weftc, tmp_path):
     """Stage 3's plan: every parameter (threshold 0) and its optimizer
     state is a flat piece over the data axis, each is all-gathered right
@@ -212,6 +258,17 @@ FORMULAS = {0: lambda n: (4, 4, 8), 1: lambda n: (4, 4, 8 / n),
             "2p": lambda n: (4 / n, 4 / n, 8 / n)}
 
 
+@pytest.mark.parametrize("zero", [1, 2, 3])
+def test_model_states_over_groups(weftc, zero):
+    """ZeRO over groups of S = 2 of D = 4 replicas: the formulas with N =
+    S (each rank holds a 1/S piece; the groups hold copies)."""
+    params, grads, state, total, psi, _, _ = model_states(
+        weftc, "--data-parallel=4", f"--zero-stage={zero}",
+        "--optimizer-shard-size=2", "--optimizer-shard-threshold=0")
+    want = FORMULAS[zero](2)
+    assert (params, grads, state) == tuple(int(k * psi) for k in want)
+
+
 @pytest.mark.parametrize("data", [2, 4])
 @pytest.mark.parametrize("zero", [0, 1, 2, 3, "1p", "2p"])
 def test_model_states_are_zeros_formulas(weftc, data, zero):
@@ -271,7 +328,11 @@ def test_zero_flag_errors(weftc, tmp_path):
               "--optimizer-shard-threshold=-1"],
              "--optimizer-shard-threshold must be"),
             (["--zero-stage=3", "--data-parallel=2", "--zero-prefetch"],
-             "--zero-prefetch needs --zero-stage 1 or 2")):
+             "--zero-prefetch needs --zero-stage 1 or 2"),
+            (["--zero-stage=1", "--data-parallel=4",
+              "--optimizer-shard-size=3"],
+             "--optimizer-shard-size 3: expected 0 or a group of 2 or more "
+             "replicas that divides --data-parallel (4)")):
         result = run([weftc, str(BUILD / "models" / "gpt.onnx"), "-o",
                       str(tmp_path / "p.json"), *flags])
         assert result.returncode != 0

@@ -41,6 +41,13 @@ public:
                     " ranks along '" + name +
                     "': start it with mpirun -np <ranks>");
   }
+  void splitSubAxis(const std::string &name, const std::string &,
+                    int64_t size, int64_t, int64_t) override {
+    if (size != 1)
+      throw Error("the plan's mesh has " + std::to_string(size) +
+                  " ranks along '" + name +
+                  "': start it with mpirun -np <ranks>");
+  }
   // A group of one: the sum, the whole and the part are the input, there
   // at the post; the wait checks the tag was posted.
   void postAllReduce(const std::string &, const void *in, void *out,
@@ -155,6 +162,19 @@ public:
       MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
       axisComms[axes[a].first] = comm;
     }
+  }
+  void splitSubAxis(const std::string &name, const std::string &of,
+                    int64_t size, int64_t stride, int64_t coord) override {
+    // Color: the coordinate without the sub-axis' component; key: the
+    // component, so group rank = sub-axis coordinate.
+    int64_t component = coord / stride % size;
+    MPI_Comm comm;
+    check(MPI_Comm_split(axisComm(of, "sub-axis", -1),
+                         static_cast<int>(coord - component * stride),
+                         static_cast<int>(component), &comm),
+          "MPI_Comm_split", -1);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    axisComms[name] = comm;
   }
   void postAllReduce(const std::string &axis, const void *in, void *out,
                      int64_t count, DType dtype, bool max,

@@ -423,6 +423,25 @@ void checkMesh(const Plan &plan, const Field &ranks) {
   if (devices != int64_t(plan.ranks.size()))
     ranks.fail(std::to_string(plan.ranks.size()) + " ranks for a mesh of " +
                std::to_string(devices) + " devices");
+  // Sub-axes factor an axis: size x stride divides it (a stride-1 factor
+  // of S and a stride-S factor of n / S split it in two).
+  std::vector<std::string> axisNames;
+  for (const auto &[name, size] : plan.meshAxes)
+    axisNames.push_back(name);
+  for (size_t i = 0; i < plan.subAxes.size(); ++i) {
+    const SubAxis &sub = plan.subAxes[i];
+    int64_t of = plan.axisSize(sub.of);
+    if (!names.count(sub.of) || sub.size < 1 || sub.stride < 1 ||
+        sub.size > of || sub.stride > of || of % (sub.size * sub.stride))
+      ranks.fail("mesh.sub_axes[" + std::to_string(i) + "] '" + sub.name +
+                 "': " + std::to_string(sub.size) + " ranks at stride " +
+                 std::to_string(sub.stride) + " do not factor mesh axis '" +
+                 sub.of + "'");
+    if (!names.insert(sub.name).second)
+      ranks.fail("mesh.sub_axes[" + std::to_string(i) + "] '" + sub.name +
+                 "': the name of another axis");
+    axisNames.push_back(sub.name);
+  }
   // Row-major: the last axis varies fastest.
   auto expected = [&](int64_t rank, const std::string &axis) {
     int64_t stride = 1;
@@ -432,13 +451,6 @@ void checkMesh(const Plan &plan, const Field &ranks) {
       stride *= it->second;
     }
     return int64_t(0);
-  };
-  // The group of `rank` along `axis`: its coordinates on the other axes.
-  auto groupOf = [&](const RankPlan &r, const std::string &axis) {
-    std::vector<int64_t> key;
-    for (const auto &[name, size] : plan.meshAxes)
-      key.push_back(name == axis ? -1 : r.coord(name));
-    return key;
   };
   struct Collective {
     std::string op;
@@ -457,8 +469,11 @@ void checkMesh(const Plan &plan, const Field &ranks) {
             "rank " + std::to_string(rank.rank) + " is not at " + name + " " +
             std::to_string(index) + " of the mesh (row-major order)");
     // Tensor-parallel slices are over the tensor axis, ZeRO's pieces over
-    // the data axis (parameters and their optimizer state alike).
+    // the data axis or its groups (parameters and their optimizer state
+    // alike).
     int64_t dataSize = plan.axisSize("data");
+    std::string zero = plan.zeroAxis();
+    int64_t pieces = plan.axisSize(zero), piece = plan.coord(rank, zero);
     for (const char *list : {"params", "optimizer_state"}) {
       const std::vector<NamedBuffer> &named =
           std::string(list) == "params" ? rank.params : rank.optimizerState;
@@ -471,11 +486,11 @@ void checkMesh(const Plan &plan, const Field &ranks) {
               std::to_string(tensorSize) + ") and index this rank's tensor "
               "coordinate (" + std::to_string(rank.coord("tensor")) + ")");
         const std::optional<FlatShardDesc> &s = named[i].flatShard;
-        if (s && (s->count != dataSize || s->index != rank.coord("data")))
+        if (s && (s->count != pieces || s->index != piece))
           field.at(list).at(i).at("flat_shard").fail(
-              "a piece over the data axis: count must be its size (" +
-              std::to_string(dataSize) + ") and index this rank's data "
-              "coordinate (" + std::to_string(rank.coord("data")) + ")");
+              "a piece over the " + zero + " axis: count must be its size (" +
+              std::to_string(pieces) + ") and index this rank's " + zero +
+              " coordinate (" + std::to_string(piece) + ")");
       }
     }
     // A rank's input is the plan's whole input or, data-parallel, its
@@ -535,10 +550,10 @@ void checkMesh(const Plan &plan, const Field &ranks) {
                                  inst.tag,
                                  rank.buffers[inst.inputs[0]].bytes});
     }
-    for (const auto &[axis, size] : plan.meshAxes) {
+    for (const std::string &axis : axisNames) {
       std::vector<Collective> &sequence = mine[axis];
       auto [it, first] = groups.insert(
-          {{axis, groupOf(rank, axis)}, {rank.rank, sequence}});
+          {{axis, plan.groupOf(rank, axis)}, {rank.rank, sequence}});
       if (first)
         continue;
       const auto &[leader, theirs] = it->second;
@@ -565,6 +580,24 @@ void checkMesh(const Plan &plan, const Field &ranks) {
 
 } // namespace
 
+std::vector<int64_t> Plan::groupOf(const RankPlan &rank,
+                                   const std::string &axis) const {
+  const SubAxis *sub = nullptr;
+  for (const SubAxis &s : subAxes)
+    if (s.name == axis)
+      sub = &s;
+  std::vector<int64_t> key;
+  for (const auto &[name, size] : meshAxes) {
+    if (name == axis)
+      key.push_back(-1);
+    else if (sub && name == sub->of)
+      key.push_back(rank.coord(name) - coord(rank, axis) * sub->stride);
+    else
+      key.push_back(rank.coord(name));
+  }
+  return key;
+}
+
 Plan parsePlan(const std::string &text, const std::string &path,
                const std::function<bool(const std::string &)> &knownKernel) {
   json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -586,6 +619,14 @@ Plan parsePlan(const std::string &text, const std::string &path,
   for (size_t i = 0; i < axes.size(); ++i)
     plan.meshAxes.push_back(
         {axes.at(i).at("name").string(), axes.at(i).at("size").nonNegative()});
+  if (f.at("mesh").has("sub_axes")) {
+    Field subs = f.at("mesh").at("sub_axes");
+    for (size_t i = 0; i < subs.size(); ++i)
+      plan.subAxes.push_back({subs.at(i).at("name").string(),
+                              subs.at(i).at("of").string(),
+                              subs.at(i).at("size").nonNegative(),
+                              subs.at(i).at("stride").nonNegative()});
+  }
   plan.microBatches = f.at("micro_batches").nonNegative();
   plan.globalBatch = f.at("global_batch").nonNegative();
   plan.inputs = parseIO(f.at("inputs"));

@@ -176,10 +176,8 @@ void checkDeadlock(const Plan &plan) {
   std::map<std::tuple<std::string, std::vector<int64_t>, int64_t>, int64_t>
       arrived;
   auto groupKey = [&](const RankPlan &rank, const Instruction &inst) {
-    std::vector<int64_t> others;
-    for (const auto &[name, size] : plan.meshAxes)
-      others.push_back(name == inst.axis ? -1 : rank.coord(name));
-    return std::make_tuple(inst.axis, others, inst.tag);
+    return std::make_tuple(inst.axis, plan.groupOf(rank, inst.axis),
+                           inst.tag);
   };
   std::vector<size_t> pc(plan.ranks.size(), 0);
   // Per rank: the collective each tag posted (a wait names only the tag).

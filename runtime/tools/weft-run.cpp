@@ -179,6 +179,10 @@ int run(const RunOptions &o, Communicator &comm) {
   for (const auto &[axis, size] : plan.meshAxes)
     coords.push_back(plan.ranks[rank].coord(axis));
   comm.splitMesh(plan.meshAxes, coords);
+  // ZeRO's groups smaller than the data axis.
+  for (const SubAxis &sub : plan.subAxes)
+    comm.splitSubAxis(sub.name, sub.of, sub.size, sub.stride,
+                      plan.ranks[rank].coord(sub.of));
   Executor executor(plan, rank, *backend, &comm);
   executor.loadWeights();
   // Steps are numbered globally: a resumed run continues the data, the

@@ -11,11 +11,22 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace {
-/// Whether the collective `op` runs over mesh axis `axis` (alone).
+/// Whether the collective `op` runs on the ZeRO groups' grid.
+bool onZeroMesh(Operation *op) {
+  auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+  return grid && grid.getValue() == weft::kZeroMeshSymbol;
+}
+
+/// Whether the collective `op` runs over the device mesh's axis `axis`
+/// (alone).
 bool overAxis(Operation *op, int64_t axis) {
+  if (onZeroMesh(op))
+    return false;
   ArrayRef<shard::GridAxis> axes;
   if (auto o = dyn_cast<shard::AllReduceOp>(op))
     axes = o.getGridAxes();
@@ -79,12 +90,24 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
                         "all-reduced in buckets (DDP), the bytes one rank "
                         "sends in them (ring)\n",
                         data);
-  else if (data > 1)
+  else if (data > 1) {
+    // ZeRO's groups, when smaller than the data axis.
+    int64_t group = data;
+    if (auto groups = getDeviceMesh(module, kZeroMeshSymbol);
+        succeeded(groups) && *groups)
+      group = (*groups)->sizeOf("data_shard");
     os << llvm::formatv("data parallel: {0} replicas per stage, ZeRO stage "
-                        "{1}; gradients reduce-scattered in buckets, "
+                        "{1}{2}; gradients reduce-scattered in buckets, "
                         "parameters all-gathered, the bytes one rank sends "
                         "in them (ring)\n",
-                        data, zeroStage);
+                        data, zeroStage,
+                        group < data ? llvm::formatv(
+                                           " over groups of {0} (pieces "
+                                           "all-reduced across groups)",
+                                           group)
+                                           .str()
+                                     : std::string());
+  }
   os << llvm::formatv("{0,5} {1,6} {2,12} {3,14} {4,10} {5,12} {6,12}",
                       "stage", "ops", "params", "peak bytes", "busy ms",
                       "send bytes", "recv bytes");
@@ -98,7 +121,8 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
   for (auto [s, func] : llvm::enumerate(stages)) {
     int64_t ops = 0, params = 0, sent = 0, received = 0;
     int64_t count[3] = {0, 0, 0}, bytesSent[3] = {0, 0, 0};
-    int64_t buckets = 0, bucketBytesSent = 0;
+    int64_t bucketBytesSent = 0;
+    std::set<int64_t> buckets;
     for (BlockArgument arg : func.getArguments())
       if (func.getArgAttr(arg.getArgNumber(), kParamAttr))
         params += numElements(arg.getType());
@@ -108,12 +132,13 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
       } else if (auto recv = dyn_cast<IRecvOp>(op)) {
         received += byteSize(recv.getBuffer().getType());
       } else if (std::optional<CollectiveKind> kind = collectiveKind(&op);
-                 kind && (op.hasAttr(kBucketAttr) || overAxis(&op, dataAxis))) {
+                 kind && (op.hasAttr(kBucketAttr) ||
+                          overAxis(&op, dataAxis) || onZeroMesh(&op))) {
         // A bucket's all-reduce, or (ZeRO) its reduce-scatter and the
         // all-gather of its updated parameters; stage 3's gathers of a
         // parameter before its uses.
-        if (op.hasAttr(kBucketAttr) && *kind != CollectiveKind::AllGather)
-          ++buckets;
+        if (auto bucket = op.getAttrOfType<IntegerAttr>(kBucketAttr))
+          buckets.insert(bucket.getInt());
         bucketBytesSent += collectiveBytesSent(*kind, collectiveBytes(&op),
                                                collectiveRanks(&op));
       } else if (std::optional<CollectiveKind> kind = collectiveKind(&op)) {
@@ -142,7 +167,7 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
                         s, ops, params, memory.arenaBytes, busy, sent,
                         received);
     if (data > 1)
-      os << llvm::formatv(" {0,8} {1,18}", buckets, bucketBytesSent);
+      os << llvm::formatv(" {0,8} {1,18}", buckets.size(), bucketBytesSent);
     for (int64_t k = 0; k < shownKinds; ++k)
       os << llvm::formatv(" {0,16} {1,20}", count[k], bytesSent[k]);
     os << "\n";

@@ -6,7 +6,8 @@
 //       [--pipeline-parallel P --schedule 1f1b|gpipe --balance N,N,...]
 //       [--tensor-parallel T --tensor-parallel-fallback error|replicate]
 //       [--data-parallel D --bucket-cap-mb MB --zero-stage 0..3
-//        --optimizer-shard-threshold KB --zero-prefetch]
+//        --optimizer-shard-threshold KB --optimizer-shard-size S
+//        --zero-prefetch]
 //       [--sequence-parallel] [--overlap-collectives=false]
 //       [--timeline F.json] [--timeline-ascii]
 //       [--recompute none|full|selective --recompute-granularity stage|layer]
@@ -176,6 +177,13 @@ cl::opt<double> optimizerShardThreshold(
     cl::desc("With --zero-stage: parameters under this many KiB stay "
              "replicated, all-reduced (MindSpore's threshold; default 64)"),
     cl::init(64.0), cl::cat(category));
+cl::opt<int64_t> optimizerShardSize(
+    "optimizer-shard-size",
+    cl::desc("With --zero-stage: shard over groups of S replicas (S "
+             "divides --data-parallel; default 0: all of them), each "
+             "group's pieces all-reduced across the groups (MindSpore's "
+             "shard_size, FSDP's hybrid sharding)"),
+    cl::init(0), cl::cat(category));
 cl::opt<bool> zeroPrefetch(
     "zero-prefetch",
     cl::desc("With --zero-stage 1 or 2: parameters stay pieces between "
@@ -503,6 +511,7 @@ int main(int argc, char **argv) {
   pipelineOptions.zeroStage = zeroStage;
   pipelineOptions.optimizerShardThresholdKb = optimizerShardThreshold;
   pipelineOptions.zeroPrefetch = zeroPrefetch;
+  pipelineOptions.optimizerShardSize = optimizerShardSize;
   pipelineOptions.sequenceParallel = sequenceParallel;
   pipelineOptions.overlapCollectives = overlapCollectives;
   if (auto fallback = weft::parseTensorParallelFallback(tensorParallelFallback)) {

@@ -14,6 +14,8 @@
 // 4Ψ + 8Ψ/N and (4 + 4 + 8)Ψ/N; the gathered whole parameters are then
 // the step's temporaries, as stage 3's are.
 //
+// With ZeRO groups of S replicas (--optimizer-shard-size), N is S.
+//
 // plus the flat split's padding (a tensor of n elements is N ceil(n/N)),
 // and with parameters under --optimizer-shard-threshold replicated (16
 // bytes each, listed apart).

@@ -78,7 +78,16 @@ def CreateDeviceMesh : Pass<"weft-create-device-mesh", "mlir::ModuleOp"> {
     shard.grid @mesh(shape = 2x1x1) {weft.mesh_axes = ["pipeline", "data", "tensor"]}
     ```
     A module that has a mesh keeps it when it is the same, and is an error
-    otherwise. Errors: a size < 1.
+    otherwise.
+
+    With `data-shard` S, 1 < S < D, ZeRO shards over groups of S replicas
+    (MindSpore's optimizer-parallel `shard_size`): the pass also adds
+    `shard.grid @zero_mesh` of shape
+    `pipeline x data_replica x data_shard x tensor` = P x D/S x S x T, the
+    same devices in the same order (data coordinate d = data_replica S +
+    data_shard), over which weft-data-parallel's ZeRO collectives run.
+
+    Errors: a size < 1; a data-shard that does not divide D.
   }];
   let options = [
     Option<"pipeline", "pipeline", "int64_t", /*default=*/"1",
@@ -87,6 +96,9 @@ def CreateDeviceMesh : Pass<"weft-create-device-mesh", "mlir::ModuleOp"> {
            "Data-parallel replicas (D)">,
     Option<"tensor", "tensor", "int64_t", /*default=*/"1",
            "Tensor-parallel ranks (T)">,
+    Option<"dataShard", "data-shard", "int64_t", /*default=*/"0",
+           "ZeRO's sharding group size S (divides D; 0 or D: the whole "
+           "data axis)">,
   ];
   let dependentDialects = ["mlir::shard::ShardDialect"];
 }
@@ -451,6 +463,12 @@ def DataParallel : Pass<"weft-data-parallel", "mlir::func::FuncOp"> {
 
     Smaller parameters stay replicated and are all-reduced as above
     (MindSpore's optimizer-parallel `threshold`).
+
+    When the module has `shard.grid @zero_mesh` (weft-create-device-mesh's
+    `data-shard` S < D: MindSpore's `shard_size`), the pieces are over
+    groups of S replicas: ZeRO's reduce-scatters, all-gathers and slices
+    run over its `data_shard` axis, and each reduce-scatter's piece is
+    all-reduced over `data_replica` (the groups holding the same piece).
 
     With `zero-prefetch` (stages 1 and 2; MindSpore's optimizer_level
     level1/level2 schedule) the parameter arguments are pieces between

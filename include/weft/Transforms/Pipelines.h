@@ -104,6 +104,13 @@ struct PlanPipelineOptions
       llvm::cl::desc("With --zero-stage: parameters under this many KiB stay "
                      "replicated (MindSpore's threshold)"),
       llvm::cl::init(64.0)};
+  Option<int64_t> optimizerShardSize{
+      *this, "optimizer-shard-size",
+      llvm::cl::desc("With --zero-stage: shard over groups of this many "
+                     "replicas (divides --data-parallel; 0: all of them), "
+                     "the groups' pieces all-reduced (MindSpore's "
+                     "shard_size)"),
+      llvm::cl::init(0)};
   Option<bool> zeroPrefetch{
       *this, "zero-prefetch",
       llvm::cl::desc("With --zero-stage 1 or 2: parameters stay pieces "

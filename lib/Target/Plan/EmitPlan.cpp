@@ -233,10 +233,22 @@ int64_t vocabRows(Operation &op) {
 /// `memory` is the function's plan, shared by the ranks that run it.
 FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
                                 int64_t rankIndex, const DeviceMesh &mesh,
+                                const std::optional<DeviceMesh> &zeroMesh,
                                 std::map<int64_t, int64_t> &dropoutCount) {
   // The ranks of one pipeline stage run the same function (tensor and data
   // parallel replicas of it); `replica` is this rank's index among them.
   SmallVector<int64_t> coords = mesh.coords(rankIndex);
+  // ZeRO's groups smaller than the data axis run on the zero mesh, whose
+  // axes are the plan's sub-axes of `data` (the same rank order).
+  SmallVector<int64_t> zeroCoords =
+      zeroMesh ? zeroMesh->coords(rankIndex) : coords;
+  auto onZeroMesh = [&](Operation *op) {
+    auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+    return zeroMesh && grid && grid.getValue() == kZeroMeshSymbol;
+  };
+  auto axisName = [&](Operation *op, int64_t axis) {
+    return onZeroMesh(op) ? zeroMesh->axes[axis] : mesh.axes[axis];
+  };
   int64_t pipelineAxis = mesh.axisIndex("pipeline");
   int64_t replicas = mesh.size() / mesh.sizeOf("pipeline");
   int64_t replica = rankIndex % replicas;
@@ -296,9 +308,12 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
     auto withPiece = [&](json entry) {
       if (auto shape =
               func.getArgAttrOfType<DenseI64ArrayAttr>(i, kFlatShardAttr))
-        entry["flat_shard"] = {{"shape", shape.asArrayRef().vec()},
-                               {"index", coords[mesh.axisIndex("data")]},
-                               {"count", mesh.sizeOf("data")}};
+        entry["flat_shard"] = {
+            {"shape", shape.asArrayRef().vec()},
+            {"index", zeroMesh ? zeroCoords[zeroMesh->axisIndex("data_shard")]
+                               : coords[mesh.axisIndex("data")]},
+            {"count", zeroMesh ? zeroMesh->sizeOf("data_shard")
+                               : mesh.sizeOf("data")}};
       return entry;
     };
     // The tensor-parallel slice of a parameter (and of its optimizer
@@ -401,7 +416,7 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
         return op.emitError("plan emission: an all-reduce must sum or take "
                             "the maximum over one mesh axis");
       inst["op"] = "all_reduce";
-      inst["axis"] = mesh.axes[sum.getGridAxes()[0]];
+      inst["axis"] = axisName(&op, sum.getGridAxes()[0]);
       inst["tag"] = collectiveTag[&op] = collectives++;
       inst["reduction"] = max ? "max" : "sum";
     } else if (isa<shard::AllGatherOp, shard::ReduceScatterOp>(op)) {
@@ -416,7 +431,7 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
         return op.emitError("plan emission: an all-gather or reduce-scatter "
                             "must run over one mesh axis (and sum)");
       inst["op"] = gather ? "all_gather" : "reduce_scatter";
-      inst["axis"] = mesh.axes[axes[0]];
+      inst["axis"] = axisName(&op, axes[0]);
       inst["tag"] = collectiveTag[&op] = collectives++;
       inst["dim"] = gather ? gather.getGatherAxis().getSExtValue()
                            : scatter.getScatterAxis().getSExtValue();
@@ -437,7 +452,9 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
       int64_t width = slice.getType().getDimSize(dim);
       std::vector<int64_t> starts(whole.size(), 0),
           ends(whole.begin(), whole.end()), steps(whole.size(), 1);
-      starts[dim] = coords[slice.getGridAxes()[0]] * width;
+      starts[dim] =
+          (onZeroMesh(&op) ? zeroCoords : coords)[slice.getGridAxes()[0]] *
+          width;
       ends[dim] = starts[dim] + width;
       inst["kernel"] = "slice";
       inst["attrs"] = {{"starts", starts}, {"ends", ends}, {"steps", steps}};
@@ -554,7 +571,9 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   // The ranks are the mesh's devices (weft-create-device-mesh); a module
   // without one (hand-written IR) runs its stage functions on a pipeline.
   FailureOr<std::optional<DeviceMesh>> found = getDeviceMesh(module);
-  if (failed(found))
+  FailureOr<std::optional<DeviceMesh>> zeroMesh =
+      getDeviceMesh(module, kZeroMeshSymbol);
+  if (failed(found) || failed(zeroMesh))
     return failure();
   DeviceMesh mesh =
       found->value_or(DeviceMesh::standard(int64_t(funcs.size()), 1, 1));
@@ -590,7 +609,7 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
     if (planned)
       memory->second = planMemory(func);
     FailureOr<RankSection> section =
-        emitRank(func, memory->second, index, mesh, dropoutCount);
+        emitRank(func, memory->second, index, mesh, *zeroMesh, dropoutCount);
     if (failed(section))
       return failure();
     microBatches = std::max(microBatches, section->microBatches);
@@ -609,10 +628,23 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   json axes = json::array();
   for (auto [axis, size] : llvm::zip(mesh.axes, mesh.sizes))
     axes.push_back({{"name", axis}, {"size", size}});
+  json meshJson = {{"axes", axes}};
+  // ZeRO's groups: data coordinate d is data_replica d / S, data_shard
+  // d % S (a sub-axis' coordinate is (d / stride) % size).
+  if (*zeroMesh) {
+    int64_t shard = (*zeroMesh)->sizeOf("data_shard");
+    meshJson["sub_axes"] = {
+        {{"name", "data_replica"},
+         {"of", "data"},
+         {"size", (*zeroMesh)->sizeOf("data_replica")},
+         {"stride", shard}},
+        {{"name", "data_shard"}, {"of", "data"}, {"size", shard},
+         {"stride", 1}}};
+  }
   return json{{"format", "weft-plan"},
               {"version", kPlanVersion},
               {"model", {{"path", source.path}, {"sha256", source.sha256}}},
-              {"mesh", {{"axes", axes}}},
+              {"mesh", meshJson},
               {"schedule", schedule},
               {"micro_batches", microBatches},
               {"global_batch", batch},

@@ -405,3 +405,70 @@ TEST(CollectivePlan, NamesTheFieldOfEveryZeroPieceRejection) {
         },
         "ranks[0].params[0].flat_shard.shape"}});
 }
+
+TEST(CollectivePlan, ZeroGroupsAreSubAxesOfTheDataAxis) {
+  // D = 4 in groups of S = 2: data coordinate d is data_replica d / 2,
+  // data_shard d % 2.
+  Plan plan;
+  plan.meshAxes = {{"pipeline", 1}, {"data", 4}, {"tensor", 1}};
+  plan.subAxes = {{"data_replica", "data", 2, 2}, {"data_shard", "data", 2, 1}};
+  std::vector<RankPlan> ranks(4);
+  for (int d = 0; d < 4; ++d)
+    ranks[d].coords = {{"pipeline", 0}, {"data", d}, {"tensor", 0}};
+  EXPECT_EQ(plan.zeroAxis(), "data_shard");
+  EXPECT_EQ(plan.axisSize("data_shard"), 2);
+  EXPECT_EQ(plan.coord(ranks[3], "data_shard"), 1);
+  EXPECT_EQ(plan.coord(ranks[3], "data_replica"), 1);
+  EXPECT_EQ(plan.coord(ranks[2], "data_shard"), 0);
+  // A group shares a key: {0, 1} and {2, 3} along data_shard, {0, 2} and
+  // {1, 3} along data_replica, all four along data.
+  auto key = [&](int d, const char *axis) {
+    return plan.groupOf(ranks[d], axis);
+  };
+  EXPECT_EQ(key(0, "data_shard"), key(1, "data_shard"));
+  EXPECT_NE(key(1, "data_shard"), key(2, "data_shard"));
+  EXPECT_EQ(key(2, "data_shard"), key(3, "data_shard"));
+  EXPECT_EQ(key(0, "data_replica"), key(2, "data_replica"));
+  EXPECT_NE(key(0, "data_replica"), key(1, "data_replica"));
+  EXPECT_EQ(key(1, "data_replica"), key(3, "data_replica"));
+  EXPECT_EQ(key(0, "data"), key(3, "data"));
+}
+
+namespace {
+/// The ZeRO-3 plan over groups: D = 2 split as data_shard (2 ranks, the
+/// pieces' axis) x data_replica (1).
+json zeroGroupsPlan() {
+  json plan = zeroPlan();
+  plan["mesh"]["sub_axes"] = {
+      {{"name", "data_replica"}, {"of", "data"}, {"size", 1}, {"stride", 2}},
+      {{"name", "data_shard"}, {"of", "data"}, {"size", 2}, {"stride", 1}}};
+  for (json &rank : plan["ranks"])
+    rank["instructions"][0]["axis"] = "data_shard";
+  return plan;
+}
+} // namespace
+
+TEST(CollectivePlan, AcceptsZeroGroups) {
+  EXPECT_EQ(errorOf(zeroGroupsPlan()), "");
+  expectRejections(
+      zeroGroupsPlan,
+      {{[](json &p) { p["mesh"]["sub_axes"][1]["size"] = 3; },
+        "mesh.sub_axes[1] 'data_shard': 3 ranks at stride 1 do not factor "
+        "mesh axis 'data'"},
+       {[](json &p) { p["mesh"]["sub_axes"][0]["of"] = "tensor"; },
+        "mesh.sub_axes[0] 'data_replica': 1 ranks at stride 2 do not factor "
+        "mesh axis 'tensor'"},
+       {[](json &p) { p["mesh"]["sub_axes"][0]["name"] = "data"; },
+        "mesh.sub_axes[0] 'data': the name of another axis"},
+       {[](json &p) {
+          p["mesh"]["sub_axes"][1]["size"] = 1;
+          p["mesh"]["sub_axes"][1]["stride"] = 2;
+          p["mesh"]["sub_axes"][0]["stride"] = 1;
+          p["mesh"]["sub_axes"][0]["size"] = 2;
+        },
+        "ranks[0].params[0].flat_shard: a piece over the data_shard axis: "
+        "count must be its size (1) and index this rank's data_shard "
+        "coordinate (0)"},
+       {[](json &p) { p["ranks"][1]["instructions"][0]["axis"] = "data"; },
+        "over 'data"}});
+}

@@ -44,8 +44,9 @@ int64_t DeviceMesh::rank(ArrayRef<int64_t> coords) const {
   return r;
 }
 
-FailureOr<std::optional<DeviceMesh>> getDeviceMesh(ModuleOp module) {
-  auto grid = module.lookupSymbol<shard::GridOp>(kMeshSymbol);
+FailureOr<std::optional<DeviceMesh>> getDeviceMesh(ModuleOp module,
+                                                   StringRef symbol) {
+  auto grid = module.lookupSymbol<shard::GridOp>(symbol);
   if (!grid)
     return std::optional<DeviceMesh>();
   auto names = grid->getAttrOfType<ArrayAttr>(kMeshAxesAttr);
@@ -66,9 +67,10 @@ FailureOr<std::optional<DeviceMesh>> getDeviceMesh(ModuleOp module) {
   return std::optional<DeviceMesh>(mesh);
 }
 
-shard::GridOp createDeviceMesh(ModuleOp module, const DeviceMesh &mesh) {
+shard::GridOp createDeviceMesh(ModuleOp module, const DeviceMesh &mesh,
+                               StringRef symbol) {
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  auto grid = b.create<shard::GridOp>(module.getLoc(), kMeshSymbol,
+  auto grid = b.create<shard::GridOp>(module.getLoc(), symbol,
                                       ArrayRef<int64_t>(mesh.sizes));
   SmallVector<Attribute> names;
   for (const std::string &axis : mesh.axes)

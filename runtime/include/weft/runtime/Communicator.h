@@ -47,6 +47,12 @@ public:
   virtual void splitMesh(
       const std::vector<std::pair<std::string, int64_t>> &axes,
       const std::vector<int64_t> &coords) = 0;
+  /// Makes the group of sub-axis `name` of mesh axis `of` (ZeRO's groups,
+  /// Plan.h's SubAxis): the ranks of this rank's `of` group whose `of`
+  /// coordinates differ from `coord` only in (coord / stride) % size, in
+  /// that order. Collective over all ranks; after splitMesh.
+  virtual void splitSubAxis(const std::string &name, const std::string &of,
+                            int64_t size, int64_t stride, int64_t coord) = 0;
   /// The plan's collectives over this rank's group along `axis`, posted
   /// (non-blocking: MPI_Iallreduce, MPI_Iallgather,
   /// MPI_Ireduce_scatter_block) and completed by waitCollective(tag); until

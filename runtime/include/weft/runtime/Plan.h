@@ -136,22 +136,57 @@ struct InputDesc {
   std::optional<int64_t> indexBound; ///< valid integer values are [0, bound)
 };
 
+/// A factor of a mesh axis (ZeRO's groups smaller than the data axis): a
+/// rank's coordinate along it is (its coordinate along `of` / stride) %
+/// size; its group is the ranks of its `of` group that differ only there.
+/// ZeRO's groups of S: data_shard (size S, stride 1) and data_replica
+/// (size D / S, stride S).
+struct SubAxis {
+  std::string name, of;
+  int64_t size = 1, stride = 1;
+};
+
 struct Plan {
   std::string path; ///< where the plan was read from, for messages
   int64_t version = 0;
   std::string modelPath, modelSha256;
   std::vector<std::pair<std::string, int64_t>> meshAxes;
+  std::vector<SubAxis> subAxes; ///< mesh.sub_axes, checked in checkMesh
   int64_t microBatches = 1;
   int64_t globalBatch = 1;
   std::vector<InputDesc> inputs, outputs;
   std::vector<RankPlan> ranks;
 
-  /// Ranks along mesh axis `axis` (1 when the mesh lacks it).
+  /// Ranks along mesh axis or sub-axis `axis` (1 when the mesh lacks it).
   int64_t axisSize(const std::string &axis) const {
     for (const auto &[name, size] : meshAxes)
       if (name == axis)
         return size;
+    for (const SubAxis &sub : subAxes)
+      if (sub.name == axis)
+        return sub.size;
     return 1;
+  }
+  /// `rank`'s coordinate along mesh axis or sub-axis `axis`.
+  int64_t coord(const RankPlan &rank, const std::string &axis) const {
+    for (const SubAxis &sub : subAxes)
+      if (sub.name == axis)
+        return rank.coord(sub.of) / sub.stride % sub.size;
+    return rank.coord(axis);
+  }
+  /// The group of `rank` along mesh axis or sub-axis `axis`, as a key: its
+  /// coordinates on the other axes (-1 on `axis`; along a sub-axis, its
+  /// axis' coordinate without the sub-axis' component). Ranks of one group
+  /// have equal keys.
+  std::vector<int64_t> groupOf(const RankPlan &rank,
+                               const std::string &axis) const;
+  /// The axis ZeRO's pieces are over: data_shard when the plan has ZeRO
+  /// groups smaller than the data axis, else data.
+  std::string zeroAxis() const {
+    for (const SubAxis &sub : subAxes)
+      if (sub.name == "data_shard")
+        return sub.name;
+    return "data";
   }
 };
 

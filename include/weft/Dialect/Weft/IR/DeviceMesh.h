@@ -29,6 +29,16 @@ namespace weft {
 inline constexpr llvm::StringLiteral kMeshSymbol = "mesh";
 inline constexpr llvm::StringLiteral kMeshAxesAttr = "weft.mesh_axes";
 
+/// ZeRO's sharding groups when they are smaller than the data axis
+/// (MindSpore's optimizer-parallel `shard_size`, FSDP's hybrid sharding):
+/// a second view of the same devices, `shard.grid @zero_mesh` of shape
+/// pipeline x data_replica x data_shard x tensor, data_shard of size S. The
+/// rank at data coordinate d is at data_replica d / S and data_shard d % S,
+/// so both grids number the ranks alike. ZeRO's reduce-scatters and
+/// all-gathers run over data_shard (the S ranks of consecutive data
+/// coordinates), the all-reduce of their pieces over data_replica.
+inline constexpr llvm::StringLiteral kZeroMeshSymbol = "zero_mesh";
+
 struct DeviceMesh {
   llvm::SmallVector<std::string> axes; ///< names, outermost first
   llvm::SmallVector<int64_t> sizes;    ///< devices along each axis
@@ -36,6 +46,12 @@ struct DeviceMesh {
   /// weft's mesh: axes pipeline, data, tensor of these sizes.
   static DeviceMesh standard(int64_t pipeline, int64_t data, int64_t tensor) {
     return {{"pipeline", "data", "tensor"}, {pipeline, data, tensor}};
+  }
+  /// The ZeRO groups' view (kZeroMeshSymbol): S divides data.
+  static DeviceMesh zeroGroups(int64_t pipeline, int64_t data, int64_t shard,
+                               int64_t tensor) {
+    return {{"pipeline", "data_replica", "data_shard", "tensor"},
+            {pipeline, data / shard, shard, tensor}};
   }
 
   /// Devices in the mesh (ranks).
@@ -52,14 +68,16 @@ struct DeviceMesh {
   int64_t rank(llvm::ArrayRef<int64_t> coords) const;
 };
 
-/// The module's mesh, or nullopt when it has none; emits an error and
-/// returns failure when `shard.grid @mesh` is malformed (a dynamic size,
-/// names missing or not one per axis).
-llvm::FailureOr<std::optional<DeviceMesh>> getDeviceMesh(mlir::ModuleOp module);
+/// The module's mesh `symbol`, or nullopt when it has none; emits an error
+/// and returns failure when `shard.grid @<symbol>` is malformed (a dynamic
+/// size, names missing or not one per axis).
+llvm::FailureOr<std::optional<DeviceMesh>>
+getDeviceMesh(mlir::ModuleOp module, llvm::StringRef symbol = kMeshSymbol);
 
-/// Adds `shard.grid @mesh` for `mesh` at the start of the module.
+/// Adds `shard.grid @<symbol>` for `mesh` at the start of the module.
 mlir::shard::GridOp createDeviceMesh(mlir::ModuleOp module,
-                                     const DeviceMesh &mesh);
+                                     const DeviceMesh &mesh,
+                                     llvm::StringRef symbol = kMeshSymbol);
 
 } // namespace weft
 
