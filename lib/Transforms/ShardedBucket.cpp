@@ -207,7 +207,14 @@ void weft::prefetchParameters(func::FuncOp func, ArrayRef<BlockArgument> params,
   func.setType(FunctionType::get(func.getContext(),
                                  func.getBody().getArgumentTypes(),
                                  func.getResultTypes()));
-  // The gather, posted where the stage's forward starts.
+  // The gather, posted where the stage's forward starts (or, when no op
+  // was found there, before these parameters' first reader; with none,
+  // nothing needs the whole parameters).
+  for (ArrayRef<Operation *> users : readers)
+    if (!users.empty() && (!at || users.front()->isBeforeInBlock(at)))
+      at = users.front();
+  if (!at)
+    return;
   build.before(at);
   SmallVector<Value> rows;
   for (auto [param, p] : llvm::zip(params, pieces))
