@@ -166,7 +166,13 @@ def main():
             onnx.save(model, str(path))
             for flags in [[], ["--optimizer=sgd", "--momentum=0.9"],
                           ["--pipeline-parallel=2", "--microbatches=2"],
-                          ["--recompute=full"]]:
+                          ["--recompute=full"],
+                          # Data parallelism and ZeRO's pieces.
+                          ["--data-parallel=2", "--zero-stage=3",
+                           "--optimizer-shard-threshold=0"],
+                          ["--data-parallel=2", "--zero-stage=1",
+                           "--zero-prefetch",
+                           "--optimizer-shard-threshold=0"]]:
                 add_plan(path, flags)
         # Tensor-parallel plans: shards, all-reduces, a 2 x 2 mesh.
         path = pathlib.Path(tmp) / "mlp.onnx"
