@@ -12,8 +12,9 @@ LayerNorms, residuals and position embeddings are replicated; each layer
 adds 4 all-reduces of s*b*h floats, or 4 all-gathers and 4 reduce-scatters
 with sequence parallelism) and, from a measured `weft-run --trace` of each
 T = 2 configuration, compiled with and without --overlap-collectives, per
-rank: the time it spent in the collectives' post and wait calls (exposed:
-compute did not hide it) and its share of the step. Without the overlap
+rank and averaged over 4 traced steps: the time it spent in the
+collectives' post and wait calls (exposed: compute did not hide it) and its
+share of the step. Without the overlap
 every collective is waited for at once, so that time is all of it.
 
 Usage: python3 bench/tensor_parallel.py BUILD_DIR
@@ -36,26 +37,36 @@ def compile_plan(build, model, plan, flags):
                     str(plan), *flags], check=True, capture_output=True)
 
 
+TRACED = 4  # steps averaged in the trace, after 2 warm-up steps
+
+
 def collective_share(build, plan, directory):
-    """Per rank, from the last of 3 traced steps: (collectives, seconds
-    exposed in their calls, step seconds)."""
+    """Per rank, averaged over traced steps 2 to 5 (of 6): (collectives,
+    seconds exposed in their calls, step seconds), per step."""
     trace = directory / "trace.json"
     subprocess.run(
         ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
          "OPENBLAS_NUM_THREADS=1", "-np", "2", str(build / "bin" / "weft-run"),
-         str(plan), "--threads", "1", "--steps", "3", "--trace", str(trace)],
+         str(plan), "--threads", "1", "--steps", str(TRACED + 2), "--trace",
+         str(trace)],
         check=True, capture_output=True)
     events = json.loads(trace.read_text())["traceEvents"]
     shares = []
     for rank in (0, 1):
-        mine = [e for e in events if e["pid"] == rank
-                and e["args"].get("step") == 2 and e["tid"] in (1, 2, 3)]
-        begin = min(e["ts"] for e in mine)
-        end = max(e["ts"] + e["dur"] for e in mine)
-        count = sum(1 for e in mine if e["cat"] == "collective")
-        exposed = sum(e["dur"] for e in mine
-                      if e["cat"] == "collective_call")
-        shares.append((count, exposed / 1e6, (end - begin) / 1e6))
+        totals = [0.0, 0.0, 0.0]
+        for step in range(2, 2 + TRACED):
+            mine = [e for e in events if e["pid"] == rank
+                    and e["args"].get("step") == step
+                    and e["tid"] in (1, 2, 3)]
+            begin = min(e["ts"] for e in mine)
+            end = max(e["ts"] + e["dur"] for e in mine)
+            count = sum(1 for e in mine if e["cat"] == "collective")
+            exposed = sum(e["dur"] for e in mine
+                          if e["cat"] == "collective_call")
+            for k, v in enumerate((count, exposed / 1e6,
+                                   (end - begin) / 1e6)):
+                totals[k] += v / TRACED
+        shares.append(tuple(totals))
     return shares
 
 
@@ -94,10 +105,11 @@ def main(build):
             for label, path in (("overlapped", plan), ("blocking", blocking)):
                 shares = collective_share(build, path, tmp)
                 for rank, (count, exposed, step) in enumerate(shares):
-                    print(f"  {name:6s} {label:10s} rank {rank}: {count} "
-                          f"collectives, {exposed * 1e3:6.1f} ms in their "
-                          f"calls ({100 * exposed / step:4.1f}% of a "
-                          f"{step * 1e3:.1f} ms traced step)")
+                    print(f"  {name:6s} {label:10s} rank {rank}: "
+                          f"{count:.0f} collectives, {exposed * 1e3:6.1f} ms "
+                          f"in their calls ({100 * exposed / step:4.1f}% of "
+                          f"a {step * 1e3:.1f} ms step, mean of {TRACED} "
+                          f"traced steps)")
 
 
 if __name__ == "__main__":
