@@ -108,6 +108,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
       microBatchGrads[update] = microBatchParts(update);
     // Prefetched gathers are posted before each stage's first op reading
     // a parameter: where the stage's forward starts.
+    prefetch = Prefetch();
     prefetch.enabled = zeroPrefetch;
     for (Operation &op : func.getBody().front())
       if (llvm::any_of(op.getOperands(), [&](Value v) {
