@@ -73,9 +73,9 @@ def test_densenet121_near_tie_is_ambiguity_not_error(tools, tmp_path,
     flipped: without that ambiguity term this case fails, with it it
     passes; weft's error stays within what the flip explains. Which side
     float32 lands on depends on the CPU (OpenBLAS picks its GEMM kernels
-    per CPU, and their summation order): on the Intel CPUs this was found
-    on weft flips it, on an AMD EPYC it does not, and then no tensor needs
-    the term; the undecidable elements are there either way."""
+    per CPU, and their summation order): on the machine this was found on
+    weft flips it, on an AMD EPYC it does not, and then no tensor needs the
+    term; the undecidable elements are there either way."""
     model, batch, path = exported("densenet121", tmp_path_factory)
     ref = oracle.sgd_references(model, batch, 2)
     report = oracle.check_sgd_step(tools, model, path, batch,
