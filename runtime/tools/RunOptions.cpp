@@ -27,6 +27,8 @@ const char *kUsage =
     "  --seed S              seed of synthetic data and dropout (default 0)\n"
     "  --steps K             steps to run (default 1)\n"
     "  --threads N           BLAS threads (default 1)\n"
+    "  --device cpu|cuda     the backend (default cpu; cuda: device memory\n"
+    "                        and streams only so far, no kernels)\n"
     "  --log-json FILE       one JSON object per step: step, loss, seconds,\n"
     "                        samples_per_s, arena_bytes, peak_bytes\n"
     "  --trace FILE          Chrome/Perfetto trace, one slice per instruction\n"
@@ -119,6 +121,10 @@ RunOptions parseOptions(int argc, char **argv) {
       o.steps = number("--steps", value());
     } else if (arg == "--threads") {
       o.threads = std::max<int64_t>(1, number("--threads", value()));
+    } else if (arg == "--device") {
+      o.device = value();
+      if (o.device != "cpu" && o.device != "cuda")
+        throw Error("--device: '" + o.device + "' is not cpu or cuda");
     } else if (arg == "--log-json") {
       o.logJson = value();
     } else if (arg == "--trace") {

@@ -2,8 +2,9 @@
 //
 // [mpirun -np P] weft-run PLAN.json [--data DIR | synthetic | text:FILE]
 //          [--split train|val] [--holdout F] [--seed S] [--steps K]
-//          [--threads N] [--log-json FILE] [--trace FILE]
-//          [--dump-outputs DIR] [--timeout S] [--on-nan stop|continue]
+//          [--threads N] [--device cpu|cuda] [--log-json FILE]
+//          [--trace FILE] [--dump-outputs DIR] [--timeout S]
+//          [--on-nan stop|continue]
 //          [--save OUT.onnx] [--checkpoint DIR [--save-every N] [--keep K]]
 //          [--resume DIR [--reshard]]
 //
@@ -32,6 +33,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -161,8 +163,22 @@ json traceEvents(const std::vector<TraceEvent> &events) {
   return list;
 }
 
+/// The backend --device names; a CUDA rank takes the GPU of its rank on
+/// the node (Open MPI's local rank) modulo the GPUs there.
+std::unique_ptr<Backend> makeBackend(const RunOptions &o, int64_t rank) {
+  if (o.device == "cpu")
+    return createCpuBackend();
+#ifdef WEFT_HAVE_CUDA
+  const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  return createCudaBackend(local ? std::atoi(local) : int(rank));
+#else
+  throw Error("--device cuda: this weft-run was built without CUDA "
+              "(WEFT_ENABLE_CUDA=OFF: no CUDA toolkit found at build time)");
+#endif
+}
+
 int run(const RunOptions &o, Communicator &comm) {
-  std::unique_ptr<Backend> backend = createCpuBackend();
+  std::unique_ptr<Backend> backend = makeBackend(o, comm.rank());
   backend->setThreads(o.threads);
   Plan plan = loadPlan(
       o.plan, [&](const std::string &k) { return backend->hasKernel(k); });

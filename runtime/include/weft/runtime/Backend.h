@@ -46,6 +46,13 @@ public:
 /// The reference backend: host memory, OpenBLAS, synchronous execution.
 std::unique_ptr<Backend> createCpuBackend();
 
+/// The CUDA backend (runtime/backends/cuda; built when WEFT_ENABLE_CUDA,
+/// which defines WEFT_HAVE_CUDA) on GPU `localRank` modulo the GPUs
+/// visible. Throws Error naming --device cuda when there is none. It
+/// implements no kernel yet (issue 15): device memory, copy and compute
+/// streams only.
+std::unique_ptr<Backend> createCudaBackend(int localRank);
+
 } // namespace weft::rt
 
 #endif // WEFT_RUNTIME_BACKEND_H

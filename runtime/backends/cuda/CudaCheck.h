@@ -1,0 +1,36 @@
+//===- CudaCheck.h - CUDA errors as weft::rt::Error -------------*- C++ -*-===//
+//
+// WEFT_CUDA_CHECK(call) throws Error("file:line: call: <CUDA's error name
+// and string>") when a CUDA runtime call fails, so a failing call names
+// where it was made and what CUDA said, and weft-run prints it as its one
+// line. (WEFT_NCCL_CHECK follows with the NCCL communicator.)
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_BACKENDS_CUDA_CUDACHECK_H
+#define WEFT_RUNTIME_BACKENDS_CUDA_CUDACHECK_H
+
+#include "weft/runtime/Tensor.h"
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+namespace weft::rt {
+
+/// Throws Error naming `file`:`line`, the call `what` and CUDA's error
+/// when `status` is not cudaSuccess.
+inline void cudaCheck(cudaError_t status, const char *what, const char *file,
+                      int line) {
+  if (status == cudaSuccess)
+    return;
+  throw Error(std::string(file) + ":" + std::to_string(line) + ": " + what +
+              ": " + cudaGetErrorName(status) + " (" +
+              cudaGetErrorString(status) + ")");
+}
+
+} // namespace weft::rt
+
+#define WEFT_CUDA_CHECK(call)                                                  \
+  ::weft::rt::cudaCheck((call), #call, __FILE__, __LINE__)
+
+#endif // WEFT_RUNTIME_BACKENDS_CUDA_CUDACHECK_H
