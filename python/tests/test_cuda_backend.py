@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from conftest import run, tool
+from test_weft_run import gpt_plan  # noqa: F401 (fixture)
 
 
 def gpu_present():
@@ -21,11 +22,8 @@ def gpu_present():
 
 
 @pytest.fixture(scope="module")
-def plan(weftc, models_dir, tmp_path_factory):
-    path = tmp_path_factory.mktemp("cuda") / "plan.json"
-    result = run([weftc, str(models_dir / "gpt.onnx"), "-o", str(path)])
-    assert result.returncode == 0, result.stderr
-    return path
+def plan(gpt_plan):
+    return gpt_plan
 
 
 def test_unknown_device_is_an_error(plan):
