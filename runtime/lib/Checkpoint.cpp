@@ -119,8 +119,8 @@ void saveCheckpoint(const Plan &plan, const Executor &executor,
   writeFileAtomically((stepDir / shardName(rank)).string(), shard,
                       "--checkpoint");
   json tensors = json::object();
-  for (const auto &[name, piece] : executor.pieces())
-    tensors[name] = pieceJson(piece.second);
+  for (const Executor::TensorPiece &t : executor.pieces())
+    tensors[t.name] = pieceJson(t.piece);
   json mine = {{"rank", rank},
                {"file", shardName(rank)},
                {"bytes", (int64_t)shard.size()},
@@ -211,9 +211,9 @@ void loadOwnShard(Executor &executor, int64_t rank, const fs::path &stepDir,
 /// this rank takes its pieces of them.
 void loadResharded(Executor &executor, const fs::path &stepDir,
                    const json &shards, const std::string &what) {
-  std::map<std::string, std::pair<DType, PieceDesc>> need;
-  for (auto &[name, piece] : executor.pieces())
-    need[name] = piece;
+  std::map<std::string, Executor::TensorPiece> need;
+  for (Executor::TensorPiece &t : executor.pieces())
+    need[t.name] = std::move(t);
   std::vector<const json *> entries;
   for (const json &s : shards) {
     if (!s.is_object() || !s.contains("tensors") ||
@@ -246,11 +246,12 @@ void loadResharded(Executor &executor, const fs::path &stepDir,
       DType dtype = dtypeOfONNX(t.data_type(), at);
       // The whole tensor is this plan's: a checkpoint of another model's
       // shapes is refused before anything is assembled.
-      auto [wantType, wantPiece] = want->second;
-      if (piece.shape != wantPiece.shape || dtype != wantType)
+      const Executor::TensorPiece &mine = want->second;
+      if (piece.shape != mine.piece.shape || dtype != mine.dtype)
         throw Error(at + " is " + shapeString(piece.shape) + " " +
                     dtypeName(dtype) + ", this plan's is " +
-                    shapeString(wantPiece.shape) + " " + dtypeName(wantType));
+                    shapeString(mine.piece.shape) + " " +
+                    dtypeName(mine.dtype));
       wholes.add(t.name(), dtype, piece,
                  tensorBytes(t, stepDir.string(), at), label);
     }

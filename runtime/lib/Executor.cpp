@@ -51,6 +51,16 @@ onnx::ModelProto readModel(const std::string &path, const std::string &what) {
 
 } // namespace
 
+namespace {
+/// The piece of the model's whole tensor `named` holds.
+PieceDesc pieceOf(const NamedBuffer &named, const BufferDesc &b) {
+  std::vector<int64_t> local =
+      named.flatShard ? named.flatShard->shape : b.shape;
+  return {named.shard ? fullShape(local, *named.shard) : local, named.shard,
+          named.flatShard};
+}
+} // namespace
+
 void Executor::loadInitializers(const std::string &modelPath,
                                 const std::vector<NamedBuffer> &buffers,
                                 const std::string &what) {
@@ -72,12 +82,9 @@ void Executor::loadInitializers(const std::string &modelPath,
     DType dtype = dtypeOfONNX(t.data_type(), label);
     // A tensor-parallel shard is sliced from the whole initializer, and a
     // ZeRO piece from that.
-    std::vector<int64_t> local =
-        named.flatShard ? named.flatShard->shape : b.shape;
-    std::vector<int64_t> expected =
-        named.shard ? fullShape(local, *named.shard) : local;
-    if (dims != expected || dtype != b.dtype)
-      throw Error(label + ": the plan expects " + shapeString(expected) +
+    PieceDesc piece = pieceOf(named, b);
+    if (dims != piece.shape || dtype != b.dtype)
+      throw Error(label + ": the plan expects " + shapeString(piece.shape) +
                   " " + dtypeName(b.dtype) +
                   (named.shard ? " (sharded " +
                                      std::to_string(named.shard->count) +
@@ -90,11 +97,8 @@ void Executor::loadInitializers(const std::string &modelPath,
                                    : "") +
                   ", " + modelPath + " holds " + shapeString(dims) + " " +
                   dtypeName(dtype));
-    std::string bytes = tensorBytes(t, modelDir, label);
-    if (named.shard)
-      bytes = sliceShard(bytes, dims, dtypeSize(dtype), *named.shard);
-    if (named.flatShard)
-      bytes = sliceFlatShard(bytes, dtypeSize(dtype), *named.flatShard);
+    std::string bytes =
+        slicePiece(tensorBytes(t, modelDir, label), piece, dtypeSize(dtype));
     backend.upload(arena + b.offset, bytes.data(), bytes.size());
   }
 }
@@ -142,21 +146,11 @@ void Executor::exportModel(const std::string &path, const std::string &temp,
     backend.download(bytes.data(), arena + b.offset, b.bytes);
     if (named.shard || named.flatShard) {
       // This rank's part goes into the whole tensor the model holds.
-      std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
-      int64_t size = dtypeSize(b.dtype);
       std::string whole = tensorBytes(
           t, std::filesystem::path(plan.modelPath).parent_path().string(),
           "--save: '" + t.name() + "'");
-      std::string local =
-          named.shard ? sliceShard(whole, dims, size, *named.shard) : whole;
-      if (named.flatShard) {
-        placeFlatShard(local, size, *named.flatShard, bytes);
-        bytes = std::move(local);
-      }
-      if (named.shard)
-        placeShard(whole, dims, size, *named.shard, bytes);
-      if (named.shard)
-        bytes = std::move(whole);
+      placePiece(whole, pieceOf(named, b), dtypeSize(b.dtype), bytes);
+      bytes = std::move(whole);
     }
     t.clear_external_data();
     t.set_data_location(onnx::TensorProto::DEFAULT);
@@ -196,22 +190,11 @@ std::vector<std::string> Executor::stateNames() const {
   return names;
 }
 
-namespace {
-/// The piece of the model's whole tensor `named` holds.
-PieceDesc pieceOf(const NamedBuffer &named, const BufferDesc &b) {
-  std::vector<int64_t> local =
-      named.flatShard ? named.flatShard->shape : b.shape;
-  return {named.shard ? fullShape(local, *named.shard) : local, named.shard,
-          named.flatShard};
-}
-} // namespace
-
-std::vector<std::pair<std::string, std::pair<DType, PieceDesc>>>
-Executor::pieces() const {
-  std::vector<std::pair<std::string, std::pair<DType, PieceDesc>>> out;
+std::vector<Executor::TensorPiece> Executor::pieces() const {
+  std::vector<TensorPiece> out;
   for (const NamedBuffer *named : stateBuffers()) {
     const BufferDesc &b = rankPlan.buffers[named->buffer];
-    out.push_back({named->name, {b.dtype, pieceOf(*named, b)}});
+    out.push_back({named->name, b.dtype, pieceOf(*named, b)});
   }
   return out;
 }
@@ -223,19 +206,12 @@ void Executor::restoreWhole(const std::string &name,
       continue;
     const BufferDesc &b = rankPlan.buffers[named->buffer];
     PieceDesc piece = pieceOf(*named, b);
-    int64_t size = dtypeSize(b.dtype), n = 1;
-    for (int64_t d : piece.shape)
-      n *= d;
-    if (int64_t(bytes.size()) != n * size)
+    int64_t size = dtypeSize(b.dtype);
+    if (int64_t(bytes.size()) != elementCount(piece.shape) * size)
       throw Error("checkpoint tensor '" + name + "': " +
                   std::to_string(bytes.size()) + " bytes, the plan's is " +
                   shapeString(piece.shape) + " " + dtypeName(b.dtype));
-    std::string local = bytes;
-    if (named->shard)
-      local = sliceShard(local, piece.shape, size, *named->shard);
-    if (named->flatShard)
-      local = sliceFlatShard(local, size, *named->flatShard);
-    return write(*named, local, "checkpoint tensor");
+    return write(*named, slicePiece(bytes, piece, size), "checkpoint tensor");
   }
   throw Error("checkpoint tensor '" + name + "' is not a tensor of rank " +
               std::to_string(rankPlan.rank));

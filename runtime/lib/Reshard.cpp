@@ -2,20 +2,11 @@
 
 #include "weft/runtime/Reshard.h"
 
-#include "weft/runtime/Shard.h"
+#include <climits>
 
 namespace weft::rt {
 
 using json = nlohmann::json;
-
-std::vector<int64_t> PieceDesc::localShape() const {
-  if (flatShard)
-    return {flatShard->piece()};
-  std::vector<int64_t> local(shape);
-  if (shard)
-    local[shard->dim] /= shard->count;
-  return local;
-}
 
 json pieceJson(const PieceDesc &piece) {
   json j = {{"shape", piece.shape}};
@@ -31,15 +22,6 @@ json pieceJson(const PieceDesc &piece) {
 }
 
 namespace {
-
-/// Element count of `shape`, or -1 on a negative dimension or overflow.
-int64_t elements(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    if (d < 0 || __builtin_mul_overflow(n, d, &n))
-      return -1;
-  return n;
-}
 
 /// The non-negative integer `j[key]`; throws Error naming it otherwise.
 int64_t count(const json &j, const char *key, const std::string &what) {
@@ -58,7 +40,7 @@ std::vector<int64_t> shape(const json &j, const std::string &what) {
       throw Error(what + ": 'shape' must be a list of dimensions");
     dims.push_back(d.get<int64_t>());
   }
-  if (elements(dims) < 0)
+  if (elementCount(dims) == INT64_MAX)
     throw Error(what + ": 'shape' has too many elements");
   return dims;
 }
@@ -103,7 +85,7 @@ void WholeTensors::add(const std::string &name, DType dtype,
                        const std::string &what) {
   int64_t size = dtypeSize(dtype);
   std::string label = what + ": '" + name + "'";
-  if (int64_t(bytes.size()) != elements(piece.localShape()) * size)
+  if (int64_t(bytes.size()) != elementCount(piece.localShape()) * size)
     throw Error(label + ": " + std::to_string(bytes.size()) +
                 " bytes, its piece is " + shapeString(piece.localShape()) +
                 " " + dtypeName(dtype));
@@ -112,9 +94,10 @@ void WholeTensors::add(const std::string &name, DType dtype,
   auto [it, first] = tensors.try_emplace(name);
   Whole &whole = it->second;
   if (first) {
-    whole = {
-        dtype,  piece.shape, std::string(elements(piece.shape) * size, '\0'),
-        slices, pieces,      {}};
+    whole = {dtype,  piece.shape,
+             std::string(elementCount(piece.shape) * size, '\0'),
+             slices, pieces,
+             {}};
   } else if (whole.dtype != dtype || whole.shape != piece.shape ||
              whole.slices != slices || whole.pieces != pieces) {
     throw Error(label + ": pieces of different tensors (" +
@@ -126,24 +109,9 @@ void WholeTensors::add(const std::string &name, DType dtype,
   }
   std::pair<int64_t, int64_t> at{piece.shard ? piece.shard->index : 0,
                                  piece.flatShard ? piece.flatShard->index : 0};
-  if (!whole.filled.insert(at).second)
-    return; // a replica's copy: the first stands
-  if (!piece.shard && !piece.flatShard) {
-    whole.bytes = bytes;
-    return;
-  }
-  // A flat piece goes into its slice, the slice into the whole.
-  std::string slice =
-      piece.shard ? sliceShard(whole.bytes, whole.shape, size, *piece.shard)
-                  : whole.bytes;
-  if (piece.flatShard)
-    placeFlatShard(slice, size, *piece.flatShard, bytes);
-  else
-    slice = bytes;
-  if (piece.shard)
-    placeShard(whole.bytes, whole.shape, size, *piece.shard, slice);
-  else
-    whole.bytes = std::move(slice);
+  // A position already filled is a replica's copy: the first stands.
+  if (whole.filled.insert(at).second)
+    placePiece(whole.bytes, piece, size, bytes);
 }
 
 const WholeTensors::Whole &WholeTensors::get(const std::string &name,

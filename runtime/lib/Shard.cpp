@@ -53,13 +53,15 @@ void placeShard(std::string &bytes, const std::vector<int64_t> &full,
   });
 }
 
-int64_t FlatShardDesc::elements() const {
+int64_t elementCount(const std::vector<int64_t> &shape) {
   int64_t n = 1;
   for (int64_t d : shape)
     if (__builtin_mul_overflow(n, d, &n))
       return INT64_MAX;
   return n;
 }
+
+int64_t FlatShardDesc::elements() const { return elementCount(shape); }
 
 int64_t FlatShardDesc::piece() const {
   int64_t n = elements();
@@ -89,6 +91,45 @@ void placeFlatShard(std::string &bytes, int64_t elementBytes,
   auto [begin, end] = pieceRange(s);
   std::memcpy(bytes.data() + begin * elementBytes, piece.data(),
               (end - begin) * elementBytes);
+}
+
+std::vector<int64_t> PieceDesc::localShape() const {
+  if (flatShard)
+    return {flatShard->piece()};
+  std::vector<int64_t> local(shape);
+  if (shard)
+    local[shard->dim] /= shard->count;
+  return local;
+}
+
+std::string slicePiece(const std::string &whole, const PieceDesc &piece,
+                       int64_t elementBytes) {
+  std::string bytes =
+      piece.shard ? sliceShard(whole, piece.shape, elementBytes, *piece.shard)
+                  : whole;
+  if (piece.flatShard)
+    bytes = sliceFlatShard(bytes, elementBytes, *piece.flatShard);
+  return bytes;
+}
+
+void placePiece(std::string &whole, const PieceDesc &piece,
+                int64_t elementBytes, const std::string &bytes) {
+  if (!piece.shard && !piece.flatShard) {
+    whole = bytes;
+    return;
+  }
+  // A flat piece goes into its slice, the slice into the whole.
+  std::string slice = bytes;
+  if (piece.flatShard) {
+    slice = piece.shard ? sliceShard(whole, piece.shape, elementBytes,
+                                     *piece.shard)
+                        : whole;
+    placeFlatShard(slice, elementBytes, *piece.flatShard, bytes);
+  }
+  if (piece.shard)
+    placeShard(whole, piece.shape, elementBytes, *piece.shard, slice);
+  else
+    whole = std::move(slice);
 }
 
 } // namespace weft::rt

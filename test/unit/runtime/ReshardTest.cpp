@@ -60,6 +60,9 @@ TEST(Reshard, PiecesOfEveryLayoutAssembleTheWholeTensor) {
                                                           {2, 1, 5}}) {
     WholeTensors wholes;
     for (auto &[piece, bytes] : cut(whole, tensor, blocks, data)) {
+      // slicePiece (what loading and resharding take) is the slice, then
+      // the flat piece.
+      EXPECT_EQ(slicePiece(whole, piece, 4), bytes);
       // The manifest's form round-trips.
       PieceDesc parsed = parsePiece(pieceJson(piece), "w");
       EXPECT_EQ(pieceJson(parsed), pieceJson(piece));

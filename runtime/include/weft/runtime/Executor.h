@@ -12,7 +12,7 @@
 #include "weft/runtime/Backend.h"
 #include "weft/runtime/Communicator.h"
 #include "weft/runtime/Plan.h"
-#include "weft/runtime/Reshard.h"
+#include "weft/runtime/Shard.h"
 
 #include <map>
 #include <string>
@@ -81,10 +81,16 @@ public:
   void restore(const std::string &name, const std::string &bytes);
   /// The names snapshot() returns, in its order.
   std::vector<std::string> stateNames() const;
-  /// Which piece of the model's whole tensor each of those holds, and its
-  /// dtype, in snapshot()'s order: what a checkpoint's manifest records.
-  std::vector<std::pair<std::string, std::pair<DType, PieceDesc>>>
-  pieces() const;
+  /// One tensor's dtype and which piece of the model's whole tensor this
+  /// rank holds.
+  struct TensorPiece {
+    std::string name;
+    DType dtype;
+    PieceDesc piece;
+  };
+  /// Every tensor snapshot() returns, in its order: what a checkpoint's
+  /// manifest records.
+  std::vector<TensorPiece> pieces() const;
   /// Writes this rank's piece of `bytes`, the whole tensor `name` (dtype
   /// and shape as pieces() gives them). Throws Error naming it when this
   /// rank has no such tensor or the byte count differs.

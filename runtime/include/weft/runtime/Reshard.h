@@ -3,7 +3,7 @@
 // A checkpoint shard holds each rank's pieces of its tensors: a
 // tensor-parallel slice (ShardDesc), ZeRO's flat piece of that slice
 // (FlatShardDesc), or the whole tensor. The manifest describes every piece
-// (PieceDesc), as torch.distributed.checkpoint's metadata does, so that a
+// (Shard.h's PieceDesc), as torch.distributed.checkpoint's metadata does, so that a
 // run with another layout (pipeline, tensor or data-parallel degree, ZeRO
 // stage) can resume: each rank assembles the whole tensors it needs from
 // the pieces of every shard, then takes its own piece of each.
@@ -12,32 +12,18 @@
 #ifndef WEFT_RUNTIME_RESHARD_H
 #define WEFT_RUNTIME_RESHARD_H
 
-#include "weft/runtime/Plan.h"
+#include "weft/runtime/Shard.h"
 #include "weft/runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
 
 #include <map>
-#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace weft::rt {
-
-/// Which piece of a tensor of shape `shape` (the model's whole tensor) a
-/// buffer holds: its tensor-parallel slice `shard`, then the flat piece
-/// `flatShard` of that slice; neither: the whole tensor.
-struct PieceDesc {
-  std::vector<int64_t> shape;
-  std::optional<ShardDesc> shard;
-  std::optional<FlatShardDesc> flatShard;
-
-  /// The shape of the piece's bytes: [s] for a flat piece, the slice's
-  /// shape for a tensor-parallel slice, else `shape`.
-  std::vector<int64_t> localShape() const;
-};
 
 /// The manifest's form: {"shape": [...], "shard": {dim, blocks, index,
 /// count}?, "flat_shard": {shape, index, count}?}.

@@ -6,7 +6,7 @@
 // count)], rank `index` holding [:, index, :]; Megatron-LM's
 // column/row-parallel weights, and a fused QKV weight split per block).
 // ZeRO's flat split (FlatShardDesc) then takes a data-parallel rank's
-// piece of that slice.
+// piece of that slice; PieceDesc names both.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_RUNTIME_SHARD_H
@@ -14,6 +14,7 @@
 
 #include "weft/runtime/Plan.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,32 @@ std::string sliceFlatShard(const std::string &bytes, int64_t elementBytes,
 /// place in `bytes`.
 void placeFlatShard(std::string &bytes, int64_t elementBytes,
                     const FlatShardDesc &s, const std::string &piece);
+
+/// Elements of a tensor of `shape` (non-negative dims), saturating at
+/// INT64_MAX.
+int64_t elementCount(const std::vector<int64_t> &shape);
+
+/// Which piece of a tensor of shape `shape` (the model's whole tensor) a
+/// buffer holds: its tensor-parallel slice `shard`, then the flat piece
+/// `flatShard` of that slice; neither: the whole tensor. What loading,
+/// --save and checkpoints convert between.
+struct PieceDesc {
+  std::vector<int64_t> shape;
+  std::optional<ShardDesc> shard;
+  std::optional<FlatShardDesc> flatShard;
+
+  /// The shape of the piece's bytes: [s] for a flat piece, the slice's
+  /// shape for a tensor-parallel slice, else `shape`.
+  std::vector<int64_t> localShape() const;
+};
+
+/// The bytes of `piece` of the whole tensor `whole` (elements of
+/// `elementBytes` bytes): its slice, then the flat piece of that.
+std::string slicePiece(const std::string &whole, const PieceDesc &piece,
+                       int64_t elementBytes);
+/// Writes `bytes` (slicePiece's layout) into its place in `whole`.
+void placePiece(std::string &whole, const PieceDesc &piece,
+                int64_t elementBytes, const std::string &bytes);
 
 } // namespace weft::rt
 
