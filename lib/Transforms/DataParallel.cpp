@@ -70,9 +70,9 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
       return signalPassFailure();
     if (*groups) {
       data.grid = kZeroMeshSymbol;
-      data.shardAxis = (*groups)->axisIndex("data_shard");
-      data.pieces = (*groups)->sizeOf("data_shard");
-      data.replicaAxis = (*groups)->axisIndex("data_replica");
+      data.shardAxis = (*groups)->axisIndex(kDataShardAxis);
+      data.pieces = (*groups)->sizeOf(kDataShardAxis);
+      data.replicaAxis = (*groups)->axisIndex(kDataReplicaAxis);
     }
     if (bucketCapMb < 0) {
       func.emitError("weft-data-parallel: bucket-cap-mb must be >= 0");

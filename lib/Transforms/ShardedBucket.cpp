@@ -26,6 +26,52 @@ SmallVector<std::pair<Value, Value>> stateOf(Operation *update) {
   return {};
 }
 
+/// A bucket tensor's geometry under the flat split.
+struct Piece {
+  SmallVector<int64_t> shape; ///< the whole (rank-local) tensor's
+  int64_t n = 0;              ///< its elements
+  int64_t s = 0;              ///< a replica's shard: ceil(n / D)
+
+  /// The split of a tensor of `shape` into `pieces`.
+  static Piece of(ArrayRef<int64_t> shape, int64_t pieces) {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return {SmallVector<int64_t>(shape), n, (n + pieces - 1) / pieces};
+  }
+};
+
+/// The ops reading `param` but its updates (on pipeline stage `stage`,
+/// when given), in block order.
+SmallVector<Operation *> readersOf(BlockArgument param,
+                                   std::optional<int64_t> stage = {}) {
+  llvm::SetVector<Operation *> users;
+  for (Operation *user : param.getUsers())
+    if (!isa<SGDOp, AdamWOp>(user) &&
+        (!stage || stageOf(user).value_or(0) == *stage))
+      users.insert(user);
+  SmallVector<Operation *> ordered(users.begin(), users.end());
+  llvm::sort(ordered, [](Operation *a, Operation *c) {
+    return a->isBeforeInBlock(c);
+  });
+  return ordered;
+}
+
+/// Makes argument `param` its flat piece: type [s], `weft.flat_shard` =
+/// the whole shape (the function type follows with syncFunctionType).
+void makePiece(func::FuncOp func, BlockArgument param, const Piece &p) {
+  param.setType(RankedTensorType::get(
+      {p.s}, cast<ShapedType>(param.getType()).getElementType()));
+  func.setArgAttr(param.getArgNumber(), kFlatShardAttr,
+                  DenseI64ArrayAttr::get(func.getContext(), p.shape));
+}
+
+void syncFunctionType(func::FuncOp func) {
+  func.setType(FunctionType::get(func.getContext(),
+                                 func.getBody().getArgumentTypes(),
+                                 func.getResultTypes()));
+}
+
 /// Builds the rewrite's ops, each joining the task and stage of the op it
 /// is placed with.
 struct ShardBuilder {
@@ -55,6 +101,8 @@ struct ShardBuilder {
     return RankedTensorType::get(shape, element);
   }
   Value reshape(Value v, ArrayRef<int64_t> shape) {
+    if (cast<ShapedType>(v.getType()).getShape() == shape)
+      return v;
     return place(ReshapeOp::create(b, loc, v, shape));
   }
   Value concat(ArrayRef<Value> pieces, int64_t axis) {
@@ -74,22 +122,25 @@ struct ShardBuilder {
         DenseElementsAttr::get(type({}), b.getFloatAttr(element, value)));
   }
 
-  /// `v` (n elements) flattened and zero-padded to D s elements.
-  Value flatPadded(Value v, int64_t n, int64_t s) {
-    Value flat = reshape(v, {n});
-    if (data.pieces * s == n)
-      return flat;
+  /// `v`, `p`'s tensor, flattened and zero-padded to D s elements; as it
+  /// is when that needs no padding.
+  Value padded(Value v, const Piece &p) {
+    if (data.pieces * p.s == p.n)
+      return v;
+    Value flat = reshape(v, {p.n});
     Value zeros = ConstantOp::create(
         b, loc,
-        DenseElementsAttr::get(type({data.pieces * s - n}),
+        DenseElementsAttr::get(type({data.pieces * p.s - p.n}),
                                b.getFloatAttr(element, 0.0)));
     return concat({flat, zeros}, 0);
   }
-  /// The first n of `v`'s D s elements, reshaped to `shape`.
-  Value unpadded(Value v, ArrayRef<int64_t> shape, int64_t n, int64_t s) {
-    if (data.pieces * s != n)
-      v = place(SliceOp::create(b, loc, v, {0}, {n}, {1}));
-    return reshape(v, shape);
+  /// `p`'s tensor from `v`, its D s elements (of any shape): the first n,
+  /// reshaped to its shape.
+  Value unpadded(Value v, const Piece &p) {
+    if (data.pieces * p.s != p.n)
+      v = place(SliceOp::create(b, loc, reshape(v, {data.pieces * p.s}),
+                                {0}, {p.n}, {1}));
+    return reshape(v, p.shape);
   }
 
   OpBuilder b;
@@ -99,13 +150,6 @@ struct ShardBuilder {
   FlatSymbolRefAttr grid;
   DenseI16ArrayAttr axes;
   Operation *placement = nullptr;
-};
-
-/// A bucket tensor's geometry under the flat split.
-struct Piece {
-  SmallVector<int64_t> shape; ///< the whole (rank-local) tensor's
-  int64_t n = 0;              ///< its elements
-  int64_t s = 0;              ///< a replica's shard: ceil(n / D)
 };
 
 } // namespace
@@ -139,32 +183,21 @@ Operation *weft::firstUpdateAfter(ArrayRef<Operation *> members,
 
 void weft::shardParameter(func::FuncOp func, BlockArgument param,
                           DataAxis data) {
-  unsigned index = param.getArgNumber();
-  if (func.getArgAttr(index, kFlatShardAttr))
+  if (func.getArgAttr(param.getArgNumber(), kFlatShardAttr))
     return;
   auto whole = cast<RankedTensorType>(param.getType());
-  int64_t n = whole.getNumElements();
-  int64_t s = (n + data.pieces - 1) / data.pieces;
+  Piece p = Piece::of(whole.getShape(), data.pieces);
   ShardBuilder build(func.getContext(), param.getLoc(), data,
-                whole.getElementType());
-  llvm::SetVector<Operation *> users;
-  for (Operation *user : param.getUsers())
-    if (!isa<SGDOp, AdamWOp>(user))
-      users.insert(user);
-  for (Operation *user : users) {
+                     whole.getElementType());
+  for (Operation *user : readersOf(param)) {
     build.before(user);
     auto gather = shard::AllGatherOp::create(
-        build.b, build.loc, build.type({data.pieces * s}), build.grid,
+        build.b, build.loc, build.type({data.pieces * p.s}), build.grid,
         build.axes, param, build.b.getIndexAttr(0));
-    Value value = build.unpadded(build.place(gather), whole.getShape(), n, s);
-    user->replaceUsesOfWith(param, value);
+    user->replaceUsesOfWith(param, build.unpadded(build.place(gather), p));
   }
-  param.setType(build.type({s}));
-  func.setArgAttr(index, kFlatShardAttr,
-                  build.b.getDenseI64ArrayAttr(whole.getShape()));
-  func.setType(FunctionType::get(func.getContext(),
-                                 func.getBody().getArgumentTypes(),
-                                 func.getResultTypes()));
+  makePiece(func, param, p);
+  syncFunctionType(func);
 }
 
 void weft::prefetchParameters(func::FuncOp func, ArrayRef<BlockArgument> params,
@@ -173,40 +206,24 @@ void weft::prefetchParameters(func::FuncOp func, ArrayRef<BlockArgument> params,
   auto element = cast<ShapedType>(params.front().getType()).getElementType();
   ShardBuilder build(func.getContext(), params.front().getLoc(), data,
                      element);
-  // Each parameter's readers on this stage (but its update), then its
-  // argument the piece. A tied parameter read on two stages is gathered by
-  // each stage's bucket, the argument retyped by the first.
+  // Each parameter's readers on this stage, then its argument the piece. A
+  // tied parameter read on two stages is gathered by each stage's bucket,
+  // the argument made a piece by the first.
   SmallVector<Piece> pieces;
   SmallVector<SmallVector<Operation *>> readers;
   int64_t total = 0;
   for (BlockArgument param : params) {
-    unsigned index = param.getArgNumber();
-    SmallVector<int64_t> shape(
-        cast<RankedTensorType>(param.getType()).getShape());
-    if (auto whole = func.getArgAttrOfType<DenseI64ArrayAttr>(index,
-                                                              kFlatShardAttr))
-      shape.assign(whole.asArrayRef().begin(), whole.asArrayRef().end());
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    pieces.push_back({shape, n, (n + data.pieces - 1) / data.pieces});
+    auto shape = func.getArgAttrOfType<DenseI64ArrayAttr>(
+        param.getArgNumber(), kFlatShardAttr);
+    pieces.push_back(Piece::of(
+        shape ? shape.asArrayRef()
+              : cast<RankedTensorType>(param.getType()).getShape(),
+        data.pieces));
     total += pieces.back().s;
-    llvm::SetVector<Operation *> users;
-    for (Operation *user : param.getUsers())
-      if (!isa<SGDOp, AdamWOp>(user) && stageOf(user).value_or(0) == stage)
-        users.insert(user);
-    SmallVector<Operation *> ordered(users.begin(), users.end());
-    llvm::sort(ordered, [](Operation *a, Operation *c) {
-      return a->isBeforeInBlock(c);
-    });
-    readers.push_back(std::move(ordered));
-    param.setType(build.type({pieces.back().s}));
-    func.setArgAttr(index, kFlatShardAttr,
-                    build.b.getDenseI64ArrayAttr(shape));
+    readers.push_back(readersOf(param, stage));
+    makePiece(func, param, pieces.back());
   }
-  func.setType(FunctionType::get(func.getContext(),
-                                 func.getBody().getArgumentTypes(),
-                                 func.getResultTypes()));
+  syncFunctionType(func);
   // The gather, posted where the stage's forward starts (or, when no op
   // was found there, before these parameters' first reader; with none,
   // nothing needs the whole parameters).
@@ -231,11 +248,11 @@ void weft::prefetchParameters(func::FuncOp func, ArrayRef<BlockArgument> params,
   for (auto [param, p, users] : llvm::zip(params, pieces, readers)) {
     if (!users.empty()) {
       build.before(users.front());
-      Value column = build.place(SliceOp::create(
-          build.b, build.loc, gathered, {0, offset},
-          {data.pieces, offset + p.s}, {1, 1}));
       Value whole = build.unpadded(
-          build.reshape(column, {data.pieces * p.s}), p.shape, p.n, p.s);
+          build.place(SliceOp::create(build.b, build.loc, gathered,
+                                      {0, offset},
+                                      {data.pieces, offset + p.s}, {1, 1})),
+          p);
       for (Operation *user : users)
         user->replaceUsesOfWith(param, whole);
     }
@@ -259,9 +276,7 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
   SmallVector<Operation *> updates;
   for (const BucketMember &m : members) {
     auto type = cast<RankedTensorType>(m.update->getOperand(1).getType());
-    int64_t n = type.getNumElements();
-    pieces.push_back({SmallVector<int64_t>(type.getShape()), n,
-                      (n + data.pieces - 1) / data.pieces});
+    pieces.push_back(Piece::of(type.getShape(), data.pieces));
     shards.push_back(pieces.back().s);
     updates.push_back(m.update);
   }
@@ -277,11 +292,8 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
     else
       build.before(front);
     SmallVector<Value> rows;
-    for (auto [g, p] : llvm::zip(grads, pieces)) {
-      Value whole = data.pieces * p.s == p.n ? g
-                                               : build.flatPadded(g, p.n, p.s);
-      rows.push_back(build.reshape(whole, {data.pieces, p.s}));
-    }
+    for (auto [g, p] : llvm::zip(grads, pieces))
+      rows.push_back(build.reshape(build.padded(g, p), {data.pieces, p.s}));
     auto op = shard::ReduceScatterOp::create(
         b, build.loc, build.type({1, total}), build.grid, build.axes,
         build.concat(rows, 1),
@@ -372,7 +384,8 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
     } else {
       paramShard = build.place(shard::AllSliceOp::create(
           b, build.loc, build.type({p.s}), build.grid, build.axes,
-          build.flatPadded(param, p.n, p.s), b.getIndexAttr(0)));
+          build.reshape(build.padded(param, p), {data.pieces * p.s}),
+          b.getIndexAttr(0)));
     }
     Value g = build.reshape(gradShard, {p.s});
     // The state keeps its name; its argument becomes the shard.
@@ -426,11 +439,7 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
     SmallVector<Value> columns =
         build.split(build.place(gathered), 1, shards);
     for (auto [update, p, column] : llvm::zip(updates, pieces, columns)) {
-      Value whole =
-          data.pieces * p.s == p.n
-              ? build.reshape(column, p.shape)
-              : build.unpadded(build.reshape(column, {data.pieces * p.s}),
-                               p.shape, p.n, p.s);
+      Value whole = build.unpadded(column, p);
       Value param = update->getOperand(0);
       newValue[update->getResult(0)] =
           build.place(AssignOp::create(b, build.loc, param, whole));

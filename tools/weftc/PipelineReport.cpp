@@ -16,16 +16,10 @@
 using namespace mlir;
 
 namespace {
-/// Whether the collective `op` runs on the ZeRO groups' grid.
-bool onZeroMesh(Operation *op) {
-  auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid");
-  return grid && grid.getValue() == weft::kZeroMeshSymbol;
-}
-
 /// Whether the collective `op` runs over the device mesh's axis `axis`
 /// (alone).
 bool overAxis(Operation *op, int64_t axis) {
-  if (onZeroMesh(op))
+  if (weft::onZeroMesh(op))
     return false;
   ArrayRef<shard::GridAxis> axes;
   if (auto o = dyn_cast<shard::AllReduceOp>(op))
@@ -92,21 +86,17 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
                         data);
   else if (data > 1) {
     // ZeRO's groups, when smaller than the data axis.
-    int64_t group = data;
-    if (auto groups = getDeviceMesh(module, kZeroMeshSymbol);
-        succeeded(groups) && *groups)
-      group = (*groups)->sizeOf("data_shard");
+    std::string groups;
+    if (auto zero = getDeviceMesh(module, kZeroMeshSymbol);
+        succeeded(zero) && *zero)
+      groups = llvm::formatv(" over groups of {0} (pieces all-reduced "
+                             "across groups)",
+                             (*zero)->sizeOf(kDataShardAxis));
     os << llvm::formatv("data parallel: {0} replicas per stage, ZeRO stage "
                         "{1}{2}; gradients reduce-scattered in buckets, "
                         "parameters all-gathered, the bytes one rank sends "
                         "in them (ring)\n",
-                        data, zeroStage,
-                        group < data ? llvm::formatv(
-                                           " over groups of {0} (pieces "
-                                           "all-reduced across groups)",
-                                           group)
-                                           .str()
-                                     : std::string());
+                        data, zeroStage, groups);
   }
   os << llvm::formatv("{0,5} {1,6} {2,12} {3,14} {4,10} {5,12} {6,12}",
                       "stage", "ops", "params", "peak bytes", "busy ms",

@@ -239,15 +239,16 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
   // parallel replicas of it); `replica` is this rank's index among them.
   SmallVector<int64_t> coords = mesh.coords(rankIndex);
   // ZeRO's groups smaller than the data axis run on the zero mesh, whose
-  // axes are the plan's sub-axes of `data` (the same rank order).
-  SmallVector<int64_t> zeroCoords =
-      zeroMesh ? zeroMesh->coords(rankIndex) : coords;
-  auto onZeroMesh = [&](Operation *op) {
-    auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid");
-    return zeroMesh && grid && grid.getValue() == kZeroMeshSymbol;
+  // axes are the plan's sub-axes of `data` (the same rank order); ZeRO's
+  // pieces are over its data_shard axis, else over data.
+  const DeviceMesh &pieceMesh = zeroMesh ? *zeroMesh : mesh;
+  SmallVector<int64_t> pieceCoords = pieceMesh.coords(rankIndex);
+  StringRef pieceAxis = zeroMesh ? StringRef(kDataShardAxis) : "data";
+  auto gridOf = [&](Operation *op) -> const DeviceMesh & {
+    return zeroMesh && onZeroMesh(op) ? *zeroMesh : mesh;
   };
-  auto axisName = [&](Operation *op, int64_t axis) {
-    return onZeroMesh(op) ? zeroMesh->axes[axis] : mesh.axes[axis];
+  auto coordsOf = [&](Operation *op) -> ArrayRef<int64_t> {
+    return zeroMesh && onZeroMesh(op) ? pieceCoords : coords;
   };
   int64_t pipelineAxis = mesh.axisIndex("pipeline");
   int64_t replicas = mesh.size() / mesh.sizeOf("pipeline");
@@ -310,10 +311,8 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
               func.getArgAttrOfType<DenseI64ArrayAttr>(i, kFlatShardAttr))
         entry["flat_shard"] = {
             {"shape", shape.asArrayRef().vec()},
-            {"index", zeroMesh ? zeroCoords[zeroMesh->axisIndex("data_shard")]
-                               : coords[mesh.axisIndex("data")]},
-            {"count", zeroMesh ? zeroMesh->sizeOf("data_shard")
-                               : mesh.sizeOf("data")}};
+            {"index", pieceCoords[pieceMesh.axisIndex(pieceAxis)]},
+            {"count", pieceMesh.sizeOf(pieceAxis)}};
       return entry;
     };
     // The tensor-parallel slice of a parameter (and of its optimizer
@@ -416,7 +415,7 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
         return op.emitError("plan emission: an all-reduce must sum or take "
                             "the maximum over one mesh axis");
       inst["op"] = "all_reduce";
-      inst["axis"] = axisName(&op, sum.getGridAxes()[0]);
+      inst["axis"] = gridOf(&op).axes[sum.getGridAxes()[0]];
       inst["tag"] = collectiveTag[&op] = collectives++;
       inst["reduction"] = max ? "max" : "sum";
     } else if (isa<shard::AllGatherOp, shard::ReduceScatterOp>(op)) {
@@ -431,7 +430,7 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
         return op.emitError("plan emission: an all-gather or reduce-scatter "
                             "must run over one mesh axis (and sum)");
       inst["op"] = gather ? "all_gather" : "reduce_scatter";
-      inst["axis"] = axisName(&op, axes[0]);
+      inst["axis"] = gridOf(&op).axes[axes[0]];
       inst["tag"] = collectiveTag[&op] = collectives++;
       inst["dim"] = gather ? gather.getGatherAxis().getSExtValue()
                            : scatter.getScatterAxis().getSExtValue();
@@ -452,9 +451,7 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
       int64_t width = slice.getType().getDimSize(dim);
       std::vector<int64_t> starts(whole.size(), 0),
           ends(whole.begin(), whole.end()), steps(whole.size(), 1);
-      starts[dim] =
-          (onZeroMesh(&op) ? zeroCoords : coords)[slice.getGridAxes()[0]] *
-          width;
+      starts[dim] = coordsOf(&op)[slice.getGridAxes()[0]] * width;
       ends[dim] = starts[dim] + width;
       inst["kernel"] = "slice";
       inst["attrs"] = {{"starts", starts}, {"ends", ends}, {"steps", steps}};
@@ -632,13 +629,15 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   // ZeRO's groups: data coordinate d is data_replica d / S, data_shard
   // d % S (a sub-axis' coordinate is (d / stride) % size).
   if (*zeroMesh) {
-    int64_t shard = (*zeroMesh)->sizeOf("data_shard");
+    int64_t shard = (*zeroMesh)->sizeOf(kDataShardAxis);
     meshJson["sub_axes"] = {
-        {{"name", "data_replica"},
+        {{"name", kDataReplicaAxis.str()},
          {"of", "data"},
-         {"size", (*zeroMesh)->sizeOf("data_replica")},
+         {"size", (*zeroMesh)->sizeOf(kDataReplicaAxis)},
          {"stride", shard}},
-        {{"name", "data_shard"}, {"of", "data"}, {"size", shard},
+        {{"name", kDataShardAxis.str()},
+         {"of", "data"},
+         {"size", shard},
          {"stride", 1}}};
   }
   return json{{"format", "weft-plan"},

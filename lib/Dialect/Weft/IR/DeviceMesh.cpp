@@ -67,6 +67,11 @@ FailureOr<std::optional<DeviceMesh>> getDeviceMesh(ModuleOp module,
   return std::optional<DeviceMesh>(mesh);
 }
 
+bool onZeroMesh(Operation *op) {
+  auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+  return grid && grid.getValue() == kZeroMeshSymbol;
+}
+
 shard::GridOp createDeviceMesh(ModuleOp module, const DeviceMesh &mesh,
                                StringRef symbol) {
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());

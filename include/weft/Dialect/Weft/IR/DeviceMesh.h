@@ -38,6 +38,11 @@ inline constexpr llvm::StringLiteral kMeshAxesAttr = "weft.mesh_axes";
 /// all-gathers run over data_shard (the S ranks of consecutive data
 /// coordinates), the all-reduce of their pieces over data_replica.
 inline constexpr llvm::StringLiteral kZeroMeshSymbol = "zero_mesh";
+inline constexpr llvm::StringLiteral kDataReplicaAxis = "data_replica";
+inline constexpr llvm::StringLiteral kDataShardAxis = "data_shard";
+
+/// Whether the `shard` collective or slice `op` runs on the zero mesh.
+bool onZeroMesh(mlir::Operation *op);
 
 struct DeviceMesh {
   llvm::SmallVector<std::string> axes; ///< names, outermost first
@@ -50,7 +55,8 @@ struct DeviceMesh {
   /// The ZeRO groups' view (kZeroMeshSymbol): S divides data.
   static DeviceMesh zeroGroups(int64_t pipeline, int64_t data, int64_t shard,
                                int64_t tensor) {
-    return {{"pipeline", "data_replica", "data_shard", "tensor"},
+    return {{"pipeline", kDataReplicaAxis.str(), kDataShardAxis.str(),
+             "tensor"},
             {pipeline, data / shard, shard, tensor}};
   }
 
