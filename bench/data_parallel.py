@@ -13,11 +13,12 @@ parameters' all-gather posted at the start of the next step's forward
 instead of ending the step). Prints each configuration's planned arena per
 rank, the ZeRO-3 / ZeRO-0 and prefetch / ZeRO-1 step-time ratios, and
 for ZeRO-1 with and without prefetch the time each rank spends in the
-data axis's collective calls (measured trace). Two
-rounds, each running every configuration for 2 warm-up and 8 timed steps;
-a figure is the median of the 16 timed steps (min-max in brackets). Prints the throughput ratio (samples/s of D = 2
-over 1 rank; the ideal is 2x: each replica computes what the single rank
-does, plus one all-reduce of the gradients in buckets) and, from a measured
+data axis's collective calls (measured trace). Two rounds, each running
+every configuration for 2 warm-up and 8 timed steps; a figure is the median
+of the 16 timed steps (min-max in brackets). Prints the throughput ratio
+(samples/s of D = 2 over 1 rank; the ideal is 2x: each replica computes
+what the single rank does, plus one all-reduce of the gradients in
+buckets) and, from a measured
 `weft-run --trace` of the D = 2 plan, per rank: the buckets' all-reduce
 time in flight (post to the end of its wait) and the part of it spent
 inside the post and wait calls (exposed: compute did not hide it), per
@@ -30,59 +31,15 @@ it includes waiting for the slower rank, which no overlap hides).
 Usage: python3 bench/data_parallel.py BUILD_DIR
 """
 
-import json
 import pathlib
 import statistics
-import subprocess
 import sys
 import tempfile
 
-from pipeline_common import CONFIG, export_gpt_medium, run_plan
+from pipeline_common import (CONFIG, compile_plan, export_gpt_medium,
+                             run_plan, traced_collectives)
 
 WARMUP, STEPS, ROUNDS = 2, 8, 2
-TRACED = 4  # steps averaged in the trace, after 2 warm-up steps
-
-
-def compile_plan(build, model, plan, flags):
-    subprocess.run([str(build / "bin" / "weftc"), str(model), "-o",
-                    str(plan), *flags], check=True, capture_output=True)
-
-
-def bucket_overlap(build, plan, directory):
-    """Per rank, averaged over traced steps 2 to 5 (of 6): (data-axis
-    all-reduces, seconds in flight, seconds exposed in their calls, step
-    seconds), per step."""
-    trace = directory / "trace.json"
-    subprocess.run(
-        ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
-         "OPENBLAS_NUM_THREADS=1", "-np", "2", str(build / "bin" / "weft-run"),
-         str(plan), "--threads", "1", "--steps", str(TRACED + 2), "--trace",
-         str(trace)],
-        check=True, capture_output=True)
-    events = json.loads(trace.read_text())["traceEvents"]
-    shares = []
-    for rank in (0, 1):
-        totals = [0, 0.0, 0.0, 0.0]
-        for step in range(2, 2 + TRACED):
-            mine = [e for e in events if e["pid"] == rank
-                    and e["args"].get("step") == step
-                    and e["tid"] in (1, 2, 3)]
-            begin = min(e["ts"] for e in mine)
-            end = max(e["ts"] + e["dur"] for e in mine)
-            # The data axis's all-reduces: the buckets and the scalar loss.
-            flights = [e for e in mine if e["cat"] == "collective"
-                       and e["args"].get("axis") == "data"]
-            calls = [e for e in mine if e["cat"] == "collective_call"
-                     and e["args"].get("axis") == "data"]
-            for k, v in enumerate((len(flights),
-                                   sum(e["dur"] for e in flights) / 1e6,
-                                   sum(e["dur"] for e in calls) / 1e6,
-                                   (end - begin) / 1e6)):
-                totals[k] += v / TRACED
-        shares.append(tuple(totals))
-    return shares
-
-
 def main(build):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
@@ -136,7 +93,7 @@ def main(build):
         # posted at the start of the next one's forward (prefetch): the
         # time ranks spend in the data axis's collective calls.
         for name in ("D=2 ZeRO-1", "D=2 ZeRO-1p"):
-            shares = bucket_overlap(build, plans[name][0], tmp)
+            shares = traced_collectives(build, plans[name][0], tmp, "data")
             for rank, (count, flight, calls, step) in enumerate(shares):
                 print(f"  {name:11s} rank {rank}: {count:.0f} data-axis "
                       f"collectives, in flight {flight * 1e3:7.1f} ms, in "
@@ -149,7 +106,7 @@ def main(build):
         exposed = {}
         for label, path in (("overlapped", plans["D=2"][0]),
                             ("blocking", blocking)):
-            shares = bucket_overlap(build, path, tmp)
+            shares = traced_collectives(build, path, tmp, "data")
             exposed[label] = sum(share[2] for share in shares)
             for rank, (count, flight, calls, step) in enumerate(shares):
                 print(f"  D=2 {label:10s} rank {rank}: {count:.0f} "

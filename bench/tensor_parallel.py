@@ -20,54 +20,15 @@ every collective is waited for at once, so that time is all of it.
 Usage: python3 bench/tensor_parallel.py BUILD_DIR
 """
 
-import json
 import pathlib
 import statistics
-import subprocess
 import sys
 import tempfile
 
-from pipeline_common import CONFIG, export_gpt_medium, run_plan
+from pipeline_common import (CONFIG, TRACED, compile_plan, export_gpt_medium,
+                             run_plan, traced_collectives)
 
 WARMUP, STEPS, ROUNDS = 2, 8, 2
-
-
-def compile_plan(build, model, plan, flags):
-    subprocess.run([str(build / "bin" / "weftc"), str(model), "-o",
-                    str(plan), *flags], check=True, capture_output=True)
-
-
-TRACED = 4  # steps averaged in the trace, after 2 warm-up steps
-
-
-def collective_share(build, plan, directory):
-    """Per rank, averaged over traced steps 2 to 5 (of 6): (collectives,
-    seconds exposed in their calls, step seconds), per step."""
-    trace = directory / "trace.json"
-    subprocess.run(
-        ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
-         "OPENBLAS_NUM_THREADS=1", "-np", "2", str(build / "bin" / "weft-run"),
-         str(plan), "--threads", "1", "--steps", str(TRACED + 2), "--trace",
-         str(trace)],
-        check=True, capture_output=True)
-    events = json.loads(trace.read_text())["traceEvents"]
-    shares = []
-    for rank in (0, 1):
-        totals = [0.0, 0.0, 0.0]
-        for step in range(2, 2 + TRACED):
-            mine = [e for e in events if e["pid"] == rank
-                    and e["args"].get("step") == step
-                    and e["tid"] in (1, 2, 3)]
-            begin = min(e["ts"] for e in mine)
-            end = max(e["ts"] + e["dur"] for e in mine)
-            count = sum(1 for e in mine if e["cat"] == "collective")
-            exposed = sum(e["dur"] for e in mine
-                          if e["cat"] == "collective_call")
-            for k, v in enumerate((count, exposed / 1e6,
-                                   (end - begin) / 1e6)):
-                totals[k] += v / TRACED
-        shares.append(tuple(totals))
-    return shares
 
 
 def main(build):
@@ -103,8 +64,8 @@ def main(build):
             compile_plan(build, onnx_path, blocking,
                          flags + ["--overlap-collectives=false"])
             for label, path in (("overlapped", plan), ("blocking", blocking)):
-                shares = collective_share(build, path, tmp)
-                for rank, (count, exposed, step) in enumerate(shares):
+                shares = traced_collectives(build, path, tmp)
+                for rank, (count, _, exposed, step) in enumerate(shares):
                     print(f"  {name:6s} {label:10s} rank {rank}: "
                           f"{count:.0f} collectives, {exposed * 1e3:6.1f} ms "
                           f"in their calls ({100 * exposed / step:4.1f}% of "
