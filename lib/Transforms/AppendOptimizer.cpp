@@ -63,13 +63,24 @@ struct AppendOptimizerPass
     // A state tensor is its parameter's shape: a tensor-parallel slice of
     // the parameter keeps a slice of the state, which says which (weft.shard)
     // so a checkpoint can be resharded to another layout.
-    auto newState = [&](BlockArgument param, std::string name) {
+    // A 16-bit parameter (weft-mixed-precision) is a working copy: its
+    // master and the moments are f32, the parameter's shape.
+    auto stateType = [](BlockArgument param) -> Type {
+      auto type = cast<RankedTensorType>(param.getType());
+      if (!type.getElementType().isF16() && !type.getElementType().isBF16())
+        return type;
+      return type.clone(Float32Type::get(type.getContext()));
+    };
+    auto newState = [&](BlockArgument param, std::string name,
+                        StringRef masterOf = {}) {
       NamedAttrList attrs;
       attrs.set(kOptimizerStateAttr, b.getStringAttr(name));
+      if (!masterOf.empty())
+        attrs.set(kMasterOfAttr, b.getStringAttr(masterOf));
       if (Attribute slice = func.getArgAttr(param.getArgNumber(), kShardAttr))
         attrs.set(kShardAttr, slice);
       unsigned index = func.getNumArguments();
-      if (failed(func.insertArgument(index, param.getType(),
+      if (failed(func.insertArgument(index, stateType(param),
                                      attrs.getDictionary(b.getContext()),
                                      func.getLoc())))
         return Value();
@@ -85,33 +96,43 @@ struct AppendOptimizerPass
       if (!param)
         return func.emitError("gradient of unknown parameter '") << name << "'";
       Value grad = ret.getOperand(i);
-      Type type = param.getType();
+      Type type = param.getType(), state = stateType(param);
       std::string base = name.getValue().str();
+      Value master = state != type
+                         ? newState(param, base + ".master", base)
+                         : Value();
+      Type masterType = master ? state : Type();
       if (adamw) {
         Value m = newState(param, base + ".exp_avg");
         Value v = newState(param, base + ".exp_avg_sq");
-        auto op =
-            AdamWOp::create(b, param.getLoc(), type, type, type, param, grad, m,
-                            v, b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
-                            b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
-                            b.getF64FloatAttr(decay));
+        auto op = AdamWOp::create(
+            b, param.getLoc(), type, state, state, masterType, param, grad, m,
+            v, master, b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
+            b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
+            b.getF64FloatAttr(decay));
         op->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
         update(op.getNewParam(), base);
         update(op.getNewExpAvg(), base + ".exp_avg");
         update(op.getNewExpAvgSq(), base + ".exp_avg_sq");
+        if (master)
+          update(op.getNewMaster(), base + ".master");
       } else {
         Value buffer = momentum != 0
                            ? newState(param, base + ".momentum_buffer")
                            : Value();
-        SmallVector<Type> types(buffer ? 2 : 1, type);
+        SmallVector<Type> types{type};
+        types.append((buffer ? 1 : 0) + (master ? 1 : 0), state);
         auto op =
             SGDOp::create(b, param.getLoc(), types, param, grad, buffer,
-                          b.getF64FloatAttr(lr), b.getF64FloatAttr(momentum),
+                          master, b.getF64FloatAttr(lr),
+                          b.getF64FloatAttr(momentum),
                           b.getF64FloatAttr(decay), b.getBoolAttr(nesterov));
         op->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
         update(op.getUpdated()[0], base);
         if (buffer)
           update(op.getUpdated()[1], base + ".momentum_buffer");
+        if (master)
+          update(op.getUpdated().back(), base + ".master");
       }
     }
     // Batch-norm running statistics are state the step updates: return the

@@ -118,6 +118,14 @@ LogicalResult PlanPipelineOptions::validate(
   if (zeroStage > 0 && dataParallel < 2)
     return fail("--zero-stage shards over the data axis: it needs "
                 "--data-parallel of 2 or more");
+  if (precision != "f32" && precision != "bf16" && precision != "f16")
+    return fail("--precision " + precision + ": expected bf16, f16 or f32");
+  // f16 gradients underflow without loss scaling (GradScaler), which weft
+  // does not have yet; bf16 has f32's exponent range and needs none.
+  if (precision == "f16" && step != CompiledStep::Forward)
+    return fail("--precision f16 trains only with dynamic loss scaling, "
+                "which weft does not have yet: use bf16 (or f16 with "
+                "--forward-only)");
   if (sequenceParallel && tensorParallel < 2)
     return fail("--sequence-parallel needs --tensor-parallel of 2 or more");
   if (!balance.empty() && pipelineParallel < 2)
@@ -176,7 +184,7 @@ std::string PlanPipelineOptions::textual() const {
      << nameOf(kFallbacks, tensorParallelFallback.getValue())
      << " sequence-parallel=" << (sequenceParallel ? "true" : "false")
      << " overlap-collectives=" << (overlapCollectives ? "true" : "false");
-  os << " microbatches=" << microbatches
+  os << " precision=" << precision << " microbatches=" << microbatches
      << " schedule=" << scheduleName(schedule)
      << " optimizer=" << nameOf(kOptimizers, optimizer.getValue())
      << " lr=" << number(lr) << " weight-decay=" << number(weightDecay)
@@ -204,6 +212,10 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // The region between g and f on 1/T of the sequence.
   if (o.sequenceParallel)
     pm.addNestedPass<func::FuncOp>(createSplitSequenceParallel());
+  // 16-bit operands where autocast's lists say, on the forward graph:
+  // autodiff derives a backward of the same precision.
+  if (o.precision != "f32")
+    pm.addNestedPass<func::FuncOp>(createMixedPrecision({o.precision}));
   if (o.step == CompiledStep::Forward) {
     if (o.overlapCollectives)
       pm.addNestedPass<func::FuncOp>(createOverlapCollectives());

@@ -15,15 +15,23 @@ using namespace weft;
 
 namespace {
 
-/// The optimizer-state operands of an update and their results.
+/// The optimizer-state operands of an update and their results, the
+/// mixed-precision master copy last.
 SmallVector<std::pair<Value, Value>> stateOf(Operation *update) {
-  if (auto adamw = dyn_cast<AdamWOp>(update))
-    return {{adamw.getExpAvg(), adamw.getNewExpAvg()},
-            {adamw.getExpAvgSq(), adamw.getNewExpAvgSq()}};
+  SmallVector<std::pair<Value, Value>> state;
+  if (auto adamw = dyn_cast<AdamWOp>(update)) {
+    state = {{adamw.getExpAvg(), adamw.getNewExpAvg()},
+             {adamw.getExpAvgSq(), adamw.getNewExpAvgSq()}};
+    if (Value master = adamw.getMaster())
+      state.push_back({master, adamw.getNewMaster()});
+    return state;
+  }
   auto sgd = cast<SGDOp>(update);
   if (Value buffer = sgd.getMomentumBuffer())
-    return {{buffer, sgd.getUpdated()[1]}};
-  return {};
+    state.push_back({buffer, sgd.getUpdated()[1]});
+  if (Value master = sgd.getMaster())
+    state.push_back({master, sgd.getUpdated().back()});
+  return state;
 }
 
 /// A bucket tensor's geometry under the flat split.
@@ -388,8 +396,10 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
           b.getIndexAttr(0)));
     }
     Value g = build.reshape(gradShard, {p.s});
-    // The state keeps its name; its argument becomes the shard.
+    // The state keeps its name and element type (f32 beside a 16-bit
+    // parameter); its argument becomes the shard.
     SmallVector<Value> state;
+    SmallVector<Type> types{build.type({p.s})};
     for (auto [old, result] : stateOf(update)) {
       auto arg = cast<BlockArgument>(old);
       oldState.push_back(arg);
@@ -397,23 +407,27 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
       NamedAttrList list(attrs);
       list.set(kFlatShardAttr, b.getDenseI64ArrayAttr(p.shape));
       unsigned index = func.getNumArguments();
-      (void)func.insertArgument(index, build.type({p.s}),
-                                list.getDictionary(ctx), arg.getLoc());
+      Type type = cast<RankedTensorType>(arg.getType()).clone({p.s});
+      (void)func.insertArgument(index, type, list.getDictionary(ctx),
+                                arg.getLoc());
       state.push_back(func.getArgument(index));
+      types.push_back(type);
     }
-    Type t = build.type({p.s});
     Operation *sharded;
     if (auto adamw = dyn_cast<AdamWOp>(update)) {
-      sharded = AdamWOp::create(b, build.loc, t, t, t, paramShard, g,
-                                state[0], state[1], adamw.getLrAttr(),
-                                adamw.getBeta1Attr(), adamw.getBeta2Attr(),
-                                adamw.getEpsAttr(), adamw.getWeightDecayAttr());
+      Value master = adamw.getMaster() ? state[2] : Value();
+      sharded = AdamWOp::create(
+          b, build.loc, types[0], types[1], types[2],
+          master ? types[3] : Type(), paramShard, g, state[0], state[1],
+          master, adamw.getLrAttr(), adamw.getBeta1Attr(),
+          adamw.getBeta2Attr(), adamw.getEpsAttr(),
+          adamw.getWeightDecayAttr());
     } else {
       auto sgd = cast<SGDOp>(update);
-      SmallVector<Type> types(1 + state.size(), t);
-      sharded = SGDOp::create(b, build.loc, types, paramShard, g,
-                              state.empty() ? Value() : state[0],
-                              sgd.getLrAttr(), sgd.getMomentumAttr(),
+      Value buffer = sgd.getMomentumBuffer() ? state.front() : Value();
+      Value master = sgd.getMaster() ? state.back() : Value();
+      sharded = SGDOp::create(b, build.loc, types, paramShard, g, buffer,
+                              master, sgd.getLrAttr(), sgd.getMomentumAttr(),
                               sgd.getWeightDecayAttr(), sgd.getNesterovAttr());
     }
     build.place(sharded);

@@ -1,5 +1,6 @@
 //===- Elementwise.cpp - unary, binary (broadcasting), where, clip, cast --===//
 
+#include "Half.h"
 #include "Kernel.h"
 
 #include <cmath>
@@ -135,29 +136,9 @@ void clip(const KernelCall &call) {
   });
 }
 
-/// bfloat16 <-> float: the upper half of the float's bits. Cast-13 to
-/// bfloat16 truncates, as the ONNX 1.12 reference and its test data do
-/// (opset 19 later specified round-to-nearest-even).
-float fromBF16(uint16_t bits) {
-  uint32_t word = uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &word, 4);
-  return f;
-}
-uint16_t toBF16(float f) {
-  uint32_t word;
-  std::memcpy(&word, &f, 4);
-  if (std::isnan(f))
-    return 0x7FC0;
-  return uint16_t(word >> 16);
-}
-// IEEE half through the compiler's _Float16 (correctly rounded conversions).
-float fromF16(uint16_t bits) {
-  _Float16 h;
-  std::memcpy(&h, &bits, 2);
-  return static_cast<float>(h);
-}
-uint16_t toF16(double v) {
+/// double -> f16 in one rounding, through the compiler's _Float16 (a
+/// double narrowed to f32 first could round twice).
+uint16_t f16FromDouble(double v) {
   _Float16 h = static_cast<_Float16>(v);
   uint16_t bits;
   std::memcpy(&bits, &h, 2);
@@ -199,11 +180,16 @@ void cast(const KernelCall &call) {
     return;
   case DType::F16:
     for (int64_t i = 0; i < count; ++i)
-      y.as<uint16_t>()[i] = toF16(values[i]);
+      y.as<uint16_t>()[i] = f16FromDouble(values[i]);
     return;
   case DType::BF16:
+    // Cast-13 truncates; weft-mixed-precision's casts (nearest_even) round
+    // as torch's .to(torch.bfloat16).
     for (int64_t i = 0; i < count; ++i)
-      y.as<uint16_t>()[i] = toBF16(static_cast<float>(values[i]));
+      y.as<uint16_t>()[i] =
+          call.has("nearest_even") && call.b("nearest_even")
+              ? toBF16(static_cast<float>(values[i]))
+              : truncBF16(static_cast<float>(values[i]));
     return;
   default:
     dispatchNumeric(call, y.dtype, [&]<typename T>() {

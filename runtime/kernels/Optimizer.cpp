@@ -4,10 +4,16 @@
 // docs/generated/Dialects/Weft.md). The step number t = ctx.step + 1. The
 // outputs alias the parameter and state inputs: updates are in place.
 //
+// Mixed precision: with a master copy (the last input, f32) the step runs
+// on the master and the parameter output receives it; the backend has
+// widened the 16-bit parameter and gradient and rounds that output back
+// (CpuBackend's widening), so the parameter is the master rounded.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Kernel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -27,14 +33,19 @@ template <typename T> void adamw(const KernelCall &call) {
   T keep = static_cast<T>(1 - lr * decay);
   T b1 = beta1, b2 = beta2, e = eps;
   const T *g = grad.as<T>();
-  T *p = call.out[0].as<T>(), *m = call.out[1].as<T>(), *v = call.out[2].as<T>();
-  for (int64_t i = 0, n = param.numel(); i < n; ++i) {
+  bool master = call.in.size() == 5;
+  T *p = call.out[master ? 3 : 0].as<T>(), *m = call.out[1].as<T>(),
+    *v = call.out[2].as<T>();
+  int64_t n = param.numel();
+  for (int64_t i = 0; i < n; ++i) {
     p[i] *= keep;
     m[i] = b1 * m[i] + (1 - b1) * g[i];
     v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
     T denom = std::sqrt(v[i]) / bias2Sqrt + e;
     p[i] -= stepSize * (m[i] / denom);
   }
+  if (master)
+    std::copy(p, p + n, call.out[0].as<T>());
 }
 
 template <typename T> void sgd(const KernelCall &call) {
@@ -42,10 +53,13 @@ template <typename T> void sgd(const KernelCall &call) {
   T lr = call.f("lr"), momentum = call.f("momentum"),
     decay = call.f("weight_decay");
   bool nesterov = call.b("nesterov"), first = call.ctx.step == 0;
+  bool buffer = momentum != 0;
+  bool master = call.in.size() == (buffer ? 4u : 3u);
   const T *g = grad.as<T>();
-  T *p = call.out[0].as<T>();
-  T *buf = call.out.size() > 1 ? call.out[1].as<T>() : nullptr;
-  for (int64_t i = 0, n = param.numel(); i < n; ++i) {
+  T *p = call.out[master ? call.out.size() - 1 : 0].as<T>();
+  T *buf = buffer ? call.out[1].as<T>() : nullptr;
+  int64_t n = param.numel();
+  for (int64_t i = 0; i < n; ++i) {
     T d = g[i] + decay * p[i];
     if (buf) {
       buf[i] = first ? d : momentum * buf[i] + d;
@@ -53,6 +67,8 @@ template <typename T> void sgd(const KernelCall &call) {
     }
     p[i] -= lr * d;
   }
+  if (master)
+    std::copy(p, p + n, call.out[0].as<T>());
 }
 
 } // namespace

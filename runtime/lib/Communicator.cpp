@@ -4,6 +4,8 @@
 
 #include "weft/runtime/Tensor.h"
 
+#include "../kernels/Half.h"
+
 // The C API only: the deprecated C++ bindings need their own library.
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
@@ -21,6 +23,47 @@
 namespace weft::rt {
 
 namespace {
+
+/// MPI's view of a float dtype: its datatype and reductions. MPI has no
+/// 16-bit float: f16 and bf16 travel as MPI_UINT16_T and reduce through
+/// user operations that widen to f32, combine and round to nearest even
+/// (Half.h), as NCCL's 16-bit sum rounds at each step.
+struct MpiFloat {
+  MPI_Datatype type;
+  MPI_Op sum, max;
+};
+
+template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float), bool Max>
+void reduce16(void *in, void *inout, int *count, MPI_Datatype *) {
+  const auto *a = static_cast<const uint16_t *>(in);
+  auto *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *count; ++i) {
+    float x = Widen(a[i]), y = Widen(b[i]);
+    b[i] = Narrow(Max ? (x > y ? x : y) : x + y);
+  }
+}
+
+MpiFloat mpiFloat(DType dtype) {
+  if (dtype == DType::F64)
+    return {MPI_DOUBLE, MPI_SUM, MPI_MAX};
+  if (dtype != DType::F16 && dtype != DType::BF16)
+    return {MPI_FLOAT, MPI_SUM, MPI_MAX};
+  // Created once, after MPI_Init (the communicator exists), never freed:
+  // MPI_Finalize releases them.
+  static MpiFloat f16 = [] {
+    MpiFloat f{MPI_UINT16_T, MPI_OP_NULL, MPI_OP_NULL};
+    MPI_Op_create(reduce16<fromF16, toF16, false>, 1, &f.sum);
+    MPI_Op_create(reduce16<fromF16, toF16, true>, 1, &f.max);
+    return f;
+  }();
+  static MpiFloat bf16 = [] {
+    MpiFloat f{MPI_UINT16_T, MPI_OP_NULL, MPI_OP_NULL};
+    MPI_Op_create(reduce16<fromBF16, toBF16, false>, 1, &f.sum);
+    MPI_Op_create(reduce16<fromBF16, toBF16, true>, 1, &f.max);
+    return f;
+  }();
+  return dtype == DType::F16 ? f16 : bf16;
+}
 
 class SelfCommunicator final : public Communicator {
 public:
@@ -180,13 +223,13 @@ public:
                      int64_t count, DType dtype, bool max,
                      int64_t tag) override {
     MPI_Comm comm = axisComm(axis, "all-reduce", tag);
-    MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
+    MpiFloat f = mpiFloat(dtype);
     post(collectives, tag, "MPI_Iallreduce",
          "all-reduce " + std::to_string(tag) + " over '" + axis + "'",
          [&](MPI_Request *r) {
            return MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out,
-                                 elements(count, "all-reduce", tag), type,
-                                 max ? MPI_MAX : MPI_SUM, comm, r);
+                                 elements(count, "all-reduce", tag), f.type,
+                                 max ? f.max : f.sum, comm, r);
          });
   }
 
@@ -196,7 +239,7 @@ public:
     MPI_Comm comm = axisComm(axis, "all-gather", tag);
     int members = 0;
     MPI_Comm_size(comm, &members);
-    MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
+    MPI_Datatype type = mpiFloat(dtype).type;
     int64_t size = dtypeSize(dtype);
     int count = elements(outer * part, "all-gather", tag);
     post(collectives, tag, "MPI_Iallgather",
@@ -228,7 +271,7 @@ public:
     MPI_Comm comm = axisComm(axis, "reduce-scatter", tag);
     int members = 0;
     MPI_Comm_size(comm, &members);
-    MPI_Datatype type = dtype == DType::F64 ? MPI_DOUBLE : MPI_FLOAT;
+    MpiFloat f = mpiFloat(dtype);
     int64_t size = dtypeSize(dtype);
     std::vector<char> staging;
     if (outer > 1) {
@@ -247,8 +290,8 @@ public:
          "reduce-scatter " + std::to_string(tag) + " over '" + axis + "'",
          [&](MPI_Request *r) {
            return MPI_Ireduce_scatter_block(
-               send, out, elements(outer * part, "reduce-scatter", tag), type,
-               MPI_SUM, comm, r);
+               send, out, elements(outer * part, "reduce-scatter", tag),
+               f.type, f.sum, comm, r);
          },
          std::move(staging));
   }

@@ -2,6 +2,7 @@
 
 #include "weft/runtime/Backend.h"
 
+#include "../kernels/Half.h"
 #include "../kernels/Kernel.h"
 
 #include <cblas.h>
@@ -11,6 +12,7 @@
 #include <xmmintrin.h>
 #endif
 #include <cstring>
+#include <map>
 
 namespace weft::rt {
 
@@ -25,6 +27,58 @@ void flushDenormals() {
 #if defined(__SSE__)
   _mm_setcsr(_mm_getcsr() | 0x8040); // FTZ (bit 15) | DAZ (bit 6)
 #endif
+}
+
+bool is16(DType d) { return d == DType::F16 || d == DType::BF16; }
+
+/// Runs `fn` on f32 copies of the call's f16/bf16 tensors and rounds the
+/// outputs back to nearest even: the CPU's form of a 16-bit kernel that
+/// loads 16 bits, computes in f32 registers (GEMMs accumulate in f32) and
+/// stores 16 bits, as the CUDA kernels and cuBLAS's bf16 GEMMs with f32
+/// compute do. A tensor that is an input and an output (an in-place
+/// update) is one copy.
+void launchWidened(const KernelCall &call, KernelFn fn) {
+  std::map<void *, std::vector<float>> wide;
+  auto widen = [&](const Tensor &t) {
+    Tensor f{t.data, t.dtype, t.shape};
+    if (!is16(t.dtype))
+      return f;
+    auto [it, fresh] = wide.try_emplace(t.data);
+    if (fresh) {
+      it->second.resize(t.numel());
+      const auto *bits = t.as<uint16_t>();
+      for (int64_t i = 0, n = t.numel(); i < n; ++i)
+        it->second[i] =
+            t.dtype == DType::F16 ? fromF16(bits[i]) : fromBF16(bits[i]);
+    }
+    f.data = it->second.data();
+    f.dtype = DType::F32;
+    return f;
+  };
+  std::vector<Tensor> in, out;
+  for (const Tensor &t : call.in)
+    in.push_back(widen(t));
+  for (const Tensor &t : call.out)
+    out.push_back(widen(t));
+  fn(KernelCall{call.kernel, std::move(in), std::move(out), call.attrs,
+                call.ctx});
+  for (const Tensor &t : call.out) {
+    if (!is16(t.dtype))
+      continue;
+    const std::vector<float> &values = wide.at(t.data);
+    auto *bits = t.as<uint16_t>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i)
+      bits[i] =
+          t.dtype == DType::F16 ? toF16(values[i]) : toBF16(values[i]);
+  }
+}
+
+bool has16(const KernelCall &call) {
+  for (const auto *list : {&call.in, &call.out})
+    for (const Tensor &t : *list)
+      if (is16(t.dtype))
+        return true;
+  return false;
 }
 
 class CpuBackend final : public Backend {
@@ -52,7 +106,12 @@ public:
     return kernelTable().count(kernel) != 0;
   }
   void launch(const KernelCall &call) override {
-    kernelTable().at(call.kernel)(call);
+    KernelFn fn = kernelTable().at(call.kernel);
+    // Cast converts 16-bit values itself; every other kernel is written
+    // over f32/f64 and sees 16-bit tensors widened.
+    if (call.kernel != "cast" && has16(call))
+      return launchWidened(call, fn);
+    fn(call);
   }
   void synchronize() override {}
   void setThreads(int threads) override {

@@ -7,6 +7,7 @@
 #include "weft/runtime/Sha256.h"
 #include "weft/runtime/Shard.h"
 
+#include "../kernels/Half.h"
 #include "../kernels/Kernel.h"
 
 #include <algorithm>
@@ -52,6 +53,19 @@ onnx::ModelProto readModel(const std::string &path, const std::string &what) {
 } // namespace
 
 namespace {
+/// f32 bytes rounded to nearest even as f16 or bf16 bytes.
+std::string roundedTo(DType dtype, const std::string &f32) {
+  size_t n = f32.size() / 4;
+  std::string out(n * 2, '\0');
+  for (size_t i = 0; i < n; ++i) {
+    float v;
+    std::memcpy(&v, f32.data() + 4 * i, 4);
+    uint16_t bits = dtype == DType::F16 ? toF16(v) : toBF16(v);
+    std::memcpy(out.data() + 2 * i, &bits, 2);
+  }
+  return out;
+}
+
 /// The piece of the model's whole tensor `named` holds.
 PieceDesc pieceOf(const NamedBuffer &named, const BufferDesc &b) {
   std::vector<int64_t> local =
@@ -83,7 +97,11 @@ void Executor::loadInitializers(const std::string &modelPath,
     // A tensor-parallel shard is sliced from the whole initializer, and a
     // ZeRO piece from that.
     PieceDesc piece = pieceOf(named, b);
-    if (dims != piece.shape || dtype != b.dtype)
+    // A 16-bit working copy (mixed precision) is the f32 initializer
+    // rounded to nearest even.
+    bool narrow = dtype == DType::F32 &&
+                  (b.dtype == DType::F16 || b.dtype == DType::BF16);
+    if (dims != piece.shape || (dtype != b.dtype && !narrow))
       throw Error(label + ": the plan expects " + shapeString(piece.shape) +
                   " " + dtypeName(b.dtype) +
                   (named.shard ? " (sharded " +
@@ -99,6 +117,8 @@ void Executor::loadInitializers(const std::string &modelPath,
                   dtypeName(dtype));
     std::string bytes =
         slicePiece(tensorBytes(t, modelDir, label), piece, dtypeSize(dtype));
+    if (narrow)
+      bytes = roundedTo(b.dtype, bytes);
     backend.upload(arena + b.offset, bytes.data(), bytes.size());
   }
 }
@@ -119,6 +139,12 @@ void Executor::loadWeights() {
   }
   std::vector<NamedBuffer> all = rankPlan.params;
   all.insert(all.end(), rankPlan.state.begin(), rankPlan.state.end());
+  // A master copy starts as its parameter's initializer, in f32.
+  for (const NamedBuffer &state : rankPlan.optimizerState)
+    if (!state.init.empty()) {
+      all.push_back(state);
+      all.back().name = state.init;
+    }
   loadInitializers(plan.modelPath, all, "weight");
 }
 
@@ -131,6 +157,11 @@ void Executor::exportModel(const std::string &path, const std::string &temp,
   for (const auto *list : {&rankPlan.params, &rankPlan.state})
     for (const NamedBuffer &named : *list)
       current[named.name] = &named;
+  // A parameter with a master copy is saved as the master: f32, not the
+  // rounded working copy.
+  for (const NamedBuffer &state : rankPlan.optimizerState)
+    if (!state.init.empty())
+      current[state.init] = &state;
   for (onnx::TensorProto &t : *model.mutable_graph()->mutable_initializer()) {
     auto it = current.find(t.name());
     if (it == current.end())

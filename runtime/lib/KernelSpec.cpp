@@ -40,9 +40,9 @@ void SpecCall::fail(const std::string &message) const { throw Error(message); }
 
 void SpecCall::requireFloat(size_t k) const {
   DType d = in[k].dtype;
-  if (d != DType::F32 && d != DType::F64)
+  if (!isFloat(d))
     fail("input " + std::to_string(k) + " is " + dtypeName(d) +
-         ", expected f32 or f64");
+         ", expected f32, f64, f16 or bf16");
 }
 
 void SpecCall::requireIndex(size_t k) const {

@@ -99,8 +99,31 @@ std::vector<NamedBuffer> namedBuffers(const Field &list, int64_t count) {
     if (id >= count)
       f.at("buffer").fail("buffer " + std::to_string(id) + " does not exist");
     out.push_back({f.at("name").string(), id, std::nullopt});
+    if (f.has("init"))
+      out.back().init = f.at("init").string();
   }
   return out;
+}
+
+/// Each master copy's "init" names a 16-bit parameter of the rank, and the
+/// master is f32.
+void checkMasters(const Field &list, const RankPlan &rank) {
+  for (size_t i = 0; i < rank.optimizerState.size(); ++i) {
+    const NamedBuffer &master = rank.optimizerState[i];
+    if (master.init.empty())
+      continue;
+    Field f = list.at(i).at("init");
+    auto param = std::find_if(
+        rank.params.begin(), rank.params.end(),
+        [&](const NamedBuffer &p) { return p.name == master.init; });
+    if (param == rank.params.end())
+      f.fail("'" + master.init + "' is not a parameter of this rank");
+    DType p = rank.buffers[param->buffer].dtype,
+          m = rank.buffers[master.buffer].dtype;
+    if ((p != DType::F16 && p != DType::BF16) || m != DType::F32)
+      f.fail("a master copy is f32 beside an f16 or bf16 parameter; here " +
+             std::string(dtypeName(m)) + " beside " + dtypeName(p));
+  }
 }
 
 /// The "shard" fields of `named` (params: tensor-parallel slices; inputs:
@@ -215,6 +238,7 @@ parseRank(const Field &f,
   rank.optimizerState = namedBuffers(f.at("optimizer_state"), count);
   parseFlatShards(f.at("optimizer_state"), rank, rank.optimizerState);
   parseShards(f.at("optimizer_state"), rank, rank.optimizerState);
+  checkMasters(f.at("optimizer_state"), rank);
   rank.inputs = namedBuffers(f.at("inputs"), count);
   parseShards(f.at("inputs"), rank, rank.inputs);
   rank.outputs = namedBuffers(f.at("outputs"), count);
@@ -312,9 +336,10 @@ parseRank(const Field &f,
                               dtypeName(y.dtype) + ", its input is " +
                               shapeString(x.shape) + " " +
                               dtypeName(x.dtype));
-      if (x.dtype != DType::F32 && x.dtype != DType::F64)
+      if (!isFloat(x.dtype))
         in.at("inputs").fail(d.op + (sameShape ? " sums" : " moves") +
-                             " f32 or f64, not " + dtypeName(x.dtype));
+                             " f32, f64, f16 or bf16, not " +
+                             dtypeName(x.dtype));
     } else if (isCollectiveWait(d.op)) {
       d.tag = in.at("tag").nonNegative(); // checkInstructionOrder pairs it
     } else {

@@ -9,6 +9,7 @@
 //        --optimizer-shard-threshold KB --optimizer-shard-size S
 //        --zero-prefetch]
 //       [--sequence-parallel] [--overlap-collectives=false]
+//       [--precision bf16|f16|f32]
 //       [--timeline F.json] [--timeline-ascii]
 //       [--recompute none|full|selective --recompute-granularity stage|layer]
 //       [--estimate-memory [--activation-dtype f16|bf16|f32]]
@@ -140,6 +141,13 @@ cl::opt<std::string> betas("betas",
                            cl::init("0.9,0.999"), cl::cat(category));
 cl::opt<double> eps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
                     cl::init(1e-8), cl::cat(category));
+cl::opt<std::string> precision(
+    "precision",
+    cl::desc("Mixed precision: bf16 or f16 run matmuls, convolutions and "
+             "activations in 16 bits with f32 master weights, optimizer "
+             "state, norms, softmax and loss (torch.autocast's lists); f32 "
+             "(default) as the model is typed"),
+    cl::init("f32"), cl::cat(category));
 cl::opt<int64_t> microbatches(
     "microbatches",
     cl::desc("Split the global batch into M micro-batches per step; gradients "
@@ -505,6 +513,7 @@ int main(int argc, char **argv) {
   pipelineOptions.pipelineParallel = pipelineParallel;
   pipelineOptions.balance = ArrayRef<int64_t>(balance);
   pipelineOptions.microbatches = microbatches;
+  pipelineOptions.precision = precision;
   pipelineOptions.tensorParallel = tensorParallel;
   pipelineOptions.dataParallel = dataParallel;
   pipelineOptions.bucketCapMb = bucketCapMb;

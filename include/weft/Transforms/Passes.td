@@ -335,6 +335,48 @@ def AccumulateMicrobatches : Pass<"weft-accumulate-microbatches",
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def MixedPrecision : Pass<"weft-mixed-precision", "mlir::func::FuncOp"> {
+  let summary = "Make matmuls, convolutions and activations 16-bit";
+  let description = [{
+    Mixed-precision training (Micikevicius et al., "Mixed Precision
+    Training", ICLR 2018) on the forward graph, before `weft-autodiff`,
+    which then derives a backward of the same precision (a cast's gradient
+    is the cast back). With `precision=bf16` (or `f16`):
+
+    - the f32 parameters become 16-bit working copies; `weft-append-
+      optimizer` gives each an f32 master copy in the optimizer state (the
+      ZeRO paper's (2 + 2 + 12)Ψ bytes of model state);
+    - each op gets the operand precision of torch.autocast's CUDA lists
+      (aten/src/ATen/autocast_mode.cpp; the torch.amp docs, "Op-Specific
+      Behavior"): matmul, gemm, conv and
+      conv_transpose run in 16 bits (f32 operands cast down; the kernels
+      accumulate in f32); softmax, log_softmax, layer and batch norm, the
+      losses, reduce_sum and reduce_mean, exp, log, pow and reciprocal run
+      in f32 (16-bit operands cast up); binary ops, where and concat run in
+      their widest operand's type, a rank-0 operand (a scalar) not counting
+      beside a tensor (torch's type promotion); every other op runs in its
+      operand's type, so activations (GELU, ReLU, dropout, pooling) stay
+      16-bit between a matmul and the next f32 op;
+    - results keep the types the function declares (a cast back where needed).
+
+    Casts are `weft.cast` ops the memory plan sees and the runtime runs.
+    Only f32 values change (an f64 model is an error); `precision=f32`
+    changes nothing.
+
+    ```mlir
+    %w16 = weft.cast %w {to = bf16}   // in fact: %w becomes tensor<..xbf16>
+    %y = weft.matmul %x16, %w16 : ... -> tensor<8x16xbf16>
+    %z = weft.cast %y {to = f32}
+    %s = weft.softmax %z : tensor<8x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"f32\"",
+           "bf16, f16 or f32">,
+  ];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 def AppendOptimizer : Pass<"weft-append-optimizer", "mlir::func::FuncOp"> {
   let summary = "Append the parameter update (SGD or AdamW) to a training step";
   let description = [{

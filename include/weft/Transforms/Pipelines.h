@@ -123,6 +123,12 @@ struct PlanPipelineOptions
                      "(weft-overlap-collectives); false: each completes "
                      "before the next op"),
       llvm::cl::init(true)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("bf16 or f16: matmuls, convolutions and activations "
+                     "16-bit, f32 master weights and optimizer state "
+                     "(weft-mixed-precision); f32: as the model is typed"),
+      llvm::cl::init("f32")};
   Option<int64_t> microbatches{
       *this, "microbatches",
       llvm::cl::desc("Micro-batches per step (the model is imported at "

@@ -327,8 +327,11 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
       state.push_back({{"name", name.str()}, {"buffer", id}});
     } else if (auto name =
                    func.getArgAttrOfType<StringAttr>(i, kOptimizerStateAttr)) {
-      optimizerState.push_back(withPiece(
-          {{"name", name.str()}, {"buffer", id}, {"shard", shard}}));
+      json entry = {{"name", name.str()}, {"buffer", id}, {"shard", shard}};
+      // A master copy starts as its parameter's initializer, exactly.
+      if (auto of = func.getArgAttrOfType<StringAttr>(i, kMasterOfAttr))
+        entry["init"] = of.str();
+      optimizerState.push_back(withPiece(std::move(entry)));
     } else {
       auto inputName = func.getArgAttrOfType<StringAttr>(i, kInputAttr);
       std::string inName =

@@ -142,23 +142,49 @@ Types resizeGrad(const SpecCall &call) {
   return {x};
 }
 
-Types adamw(const SpecCall &call) {
-  // (param, grad, exp_avg, exp_avg_sq), all of one float type.
+/// The type of an update's state: the master's (input `master`, f32 beside
+/// an f16/bf16 parameter: mixed precision) when there is one, else the
+/// parameter's. Checks the gradient and the master.
+TensorType updateState(const SpecCall &call, bool master, size_t at) {
   call.requireFloat(0);
-  for (size_t k = 1; k < 4; ++k)
-    call.requireType(k, call.in[0], "an AdamW operand");
-  return {call.in[0], call.in[0], call.in[0]};
+  call.requireType(1, call.in[0], "the gradient");
+  if (!master)
+    return call.in[0];
+  TensorType state{DType::F32, call.in[0].shape};
+  if (call.in[0].dtype != DType::F16 && call.in[0].dtype != DType::BF16)
+    call.fail("a master copy (input " + std::to_string(at) +
+              ") needs an f16 or bf16 parameter, not " +
+              dtypeName(call.in[0].dtype));
+  call.requireType(at, state, "the f32 master copy");
+  return state;
+}
+
+Types adamw(const SpecCall &call) {
+  // (param, grad, exp_avg, exp_avg_sq, master?).
+  bool master = call.in.size() == 5;
+  TensorType state = updateState(call, master, 4);
+  for (size_t k = 2; k < 4; ++k)
+    call.requireType(k, state, "an AdamW moment");
+  Types out{call.in[0], state, state};
+  if (master)
+    out.push_back(state);
+  return out;
 }
 
 Types sgd(const SpecCall &call) {
-  // (param, grad, momentum_buffer?): a buffer exactly when momentum != 0.
-  call.requireFloat(0);
-  for (size_t k = 1; k < call.in.size(); ++k)
-    call.requireType(k, call.in[0], "an SGD operand");
-  bool buffer = call.in.size() == 3;
-  if ((call.attrs.f("momentum") != 0.0) != buffer)
+  // (param, grad, momentum_buffer?, master?): a buffer exactly when
+  // momentum != 0, so the input count says whether there is a master.
+  bool buffer = call.attrs.f("momentum") != 0.0;
+  size_t plain = buffer ? 3 : 2;
+  if (call.in.size() != plain && call.in.size() != plain + 1)
     call.fail("a momentum buffer is needed exactly when momentum != 0");
-  return Types(buffer ? 2 : 1, call.in[0]);
+  bool master = call.in.size() == plain + 1;
+  TensorType state = updateState(call, master, plain);
+  if (buffer)
+    call.requireType(2, state, "the momentum buffer");
+  Types out{call.in[0]};
+  out.resize(call.in.size() - 1, state);
+  return out;
 }
 
 Types assign(const SpecCall &call) {
@@ -285,7 +311,7 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
   t.push_back({.name = "adamw",
                .source = "torch.optim.AdamW step",
                .minInputs = 4,
-               .maxInputs = 4,
+               .maxInputs = 5,
                .attrs = {{"lr", AttrKind::Float},
                          {"beta1", AttrKind::Float},
                          {"beta2", AttrKind::Float},
@@ -293,18 +319,21 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          {"weight_decay", AttrKind::Float}},
                .infer = adamw,
                .flops = perInput<12>,
-               .inPlace = {{0, 0, true}, {1, 2, true}, {2, 3, true}}});
+               .inPlace = {{0, 0, true},
+                           {1, 2, true},
+                           {2, 3, true},
+                           {3, 4, true}}});
   t.push_back({.name = "sgd",
                .source = "torch.optim.SGD step",
                .minInputs = 2,
-               .maxInputs = 3,
+               .maxInputs = 4,
                .attrs = {{"lr", AttrKind::Float},
                          {"momentum", AttrKind::Float},
                          {"weight_decay", AttrKind::Float},
                          {"nesterov", AttrKind::Bool}},
                .infer = sgd,
                .flops = perInput<4>,
-               .inPlace = {{0, 0, true}, {1, 2, true}}});
+               .inPlace = {{0, 0, true}, {1, 2, true}, {2, 3, true}}});
   t.push_back({.name = "assign",
                .source = "ZeRO: a gathered parameter written back in place",
                .minInputs = 2,

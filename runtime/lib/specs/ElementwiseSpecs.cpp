@@ -139,7 +139,8 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
                .source = "Cast-13",
                .minInputs = 1,
                .maxInputs = 1,
-               .attrs = {{"to", AttrKind::String}},
+               .attrs = {{"to", AttrKind::String},
+                         {"nearest_even", AttrKind::Bool, false}},
                .infer = cast,
                .flops = perOutput<1>,
                .dtypes = "any, to the attribute `to`"});

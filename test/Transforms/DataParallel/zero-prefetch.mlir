@@ -37,8 +37,8 @@
 // PREFETCH-NOT: shard.all_gather
 // PREFETCH: weft.matmul %{{.*}}, %[[WW]] {weft.micro_batch = 1 : i64}
 // PREFETCH-NOT: shard.all_gather
-// PREFETCH: %[[NW:.*]], %{{.*}}, %{{.*}} = weft.adamw %[[W]], {{.*}}weft.zero_stage = 1 {{.*}} : tensor<5xf32>
-// PREFETCH: %[[NV:.*]], %{{.*}}, %{{.*}} = weft.adamw %[[V]], {{.*}} : tensor<3xf32>
+// PREFETCH: %[[NW:.*]], %{{.*}}, %{{.*}} = weft.adamw %[[W]], {{.*}}weft.zero_stage = 1 {{.*}} -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
+// PREFETCH: %[[NV:.*]], %{{.*}}, %{{.*}} = weft.adamw %[[V]], {{.*}} -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
 // PREFETCH-NOT: shard.all_gather
 // PREFETCH-NOT: weft.assign
 // PREFETCH: return %{{.*}}, %[[NW]], %{{.*}}, %{{.*}}, %[[NV]]

@@ -24,9 +24,9 @@
 // CHECK: %[[PV:.*]] = weft.reshape %[[V]] {shape = array<i64: 6>
 // CHECK: %[[SV:.*]] = shard.all_slice %[[PV]] on @mesh grid_axes = [1] slice_axis = 0 {weft.phase = "optimizer"} : tensor<6xf32> -> tensor<3xf32>
 // CHECK: %[[GV3:.*]] = weft.reshape %[[GP]]#0 {shape = array<i64: 3>
-// CHECK: %[[NV:.*]], %[[NVM:.*]], %[[NVS:.*]] = weft.adamw %[[SV]], %[[GV3]], %[[VM]], %[[VS]] {{.*}}weft.flat_shard = array<i64: 3, 2>, weft.phase = "optimizer", weft.zero_stage = 1 : i64{{.*}} : tensor<3xf32>
+// CHECK: %[[NV:.*]], %[[NVM:.*]], %[[NVS:.*]] = weft.adamw %[[SV]], %[[GV3]], %[[VM]], %[[VS]] {{.*}}weft.flat_shard = array<i64: 3, 2>, weft.phase = "optimizer", weft.zero_stage = 1 : i64{{.*}} -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
 // CHECK: %[[SW:.*]] = shard.all_slice %{{.*}} on @mesh grid_axes = [1] slice_axis = 0 {weft.phase = "optimizer"} : tensor<10xf32> -> tensor<5xf32>
-// CHECK: %[[NW:.*]], %[[NWM:.*]], %[[NWS:.*]] = weft.adamw %[[SW]], %{{.*}}, %[[WM]], %[[WS]] {{.*}} : tensor<5xf32>
+// CHECK: %[[NW:.*]], %[[NWM:.*]], %[[NWS:.*]] = weft.adamw %[[SW]], %{{.*}}, %[[WM]], %[[WS]] {{.*}} -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
 // CHECK: %[[RV:.*]] = weft.reshape %[[NV]] {shape = array<i64: 1, 3>
 // CHECK: %[[RW:.*]] = weft.reshape %[[NW]] {shape = array<i64: 1, 5>
 // CHECK: %[[ROW:.*]] = weft.concat %[[RV]], %[[RW]] {axis = 1 : i64

@@ -43,8 +43,8 @@
 // THREE-NEXT: weft.gemm %{{.*}}, %[[BRV]] {{.*}}transB = true, weft.micro_batch = 0 : i64, weft.phase = "backward"
 // THREE: shard.all_gather %[[W]] {{.*}}{weft.micro_batch = 1 : i64}
 // THREE: shard.all_gather %[[W]] {{.*}}{weft.micro_batch = 2 : i64}
-// THREE: %[[NV:.*]], %{{.*}}, %{{.*}} = weft.adamw %[[V]], {{.*}}weft.zero_stage = 3 {{.*}} : tensor<3xf32>
-// THREE: %[[NW:.*]], %{{.*}}, %{{.*}} = weft.adamw %[[W]], {{.*}} : tensor<5xf32>
+// THREE: %[[NV:.*]], %{{.*}}, %{{.*}} = weft.adamw %[[V]], {{.*}}weft.zero_stage = 3 {{.*}} -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+// THREE: %[[NW:.*]], %{{.*}}, %{{.*}} = weft.adamw %[[W]], {{.*}} -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
 // THREE-NOT: shard.all_gather
 // THREE-NOT: weft.assign
 // THREE: return %{{.*}}, %[[NW]], %{{.*}}, %{{.*}}, %[[NV]]

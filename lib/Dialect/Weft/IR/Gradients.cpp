@@ -189,8 +189,10 @@ LogicalResult WhereOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 LogicalResult CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                      SmallVectorImpl<Value> &dxs) {
   if (prepare(*this, dys, dxs) && isFloat(getInput()) && isFloat(getResult()))
+    // torch's autograd rounds a gradient it narrows (ToCopyBackward).
     dxs[0] = CastOp::create(b, getLoc(), dys[0],
-                            typeOf(getInput()).getElementType());
+                            typeOf(getInput()).getElementType(),
+                            /*nearest_even=*/true);
   return success();
 }
 

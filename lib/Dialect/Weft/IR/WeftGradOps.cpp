@@ -139,19 +139,58 @@ int64_t AdamWOp::getFlops() { return 12 * numElements(getParam().getType()); }
 int64_t SGDOp::getFlops() { return 4 * numElements(getParam().getType()); }
 int64_t AssignOp::getFlops() { return 0; }
 
+namespace {
+/// An update's operand and result types: the gradient and the new parameter
+/// have the parameter's type; the state (moments, momentum buffer) and its
+/// results have the master's when there is one (f32, the parameter's shape,
+/// the parameter 16-bit), else the parameter's.
+LogicalResult verifyUpdate(Operation *op, Value param, Value grad,
+                           ValueRange state, Value master) {
+  Type p = param.getType();
+  if (grad.getType() != p)
+    return op->emitOpError("the gradient must have the parameter's type");
+  Type s = p;
+  if (master) {
+    auto pt = cast<RankedTensorType>(p);
+    auto mt = cast<RankedTensorType>(master.getType());
+    if (!pt.getElementType().isF16() && !pt.getElementType().isBF16())
+      return op->emitOpError("a master copy needs an f16 or bf16 parameter");
+    if (!mt.getElementType().isF32() || mt.getShape() != pt.getShape())
+      return op->emitOpError("the master copy must be the parameter's "
+                             "shape in f32");
+    s = mt;
+  }
+  for (Value v : state)
+    if (v.getType() != s)
+      return op->emitOpError("optimizer state must have the ")
+             << (master ? "master's" : "parameter's") << " type";
+  auto results = op->getResults();
+  if (results.size() != 1 + state.size() + (master ? 1 : 0))
+    return op->emitOpError("returns the parameter, its state")
+           << (master ? " and its master" : "") << ", got "
+           << results.size() << " results";
+  if (results[0].getType() != p)
+    return op->emitOpError("the new parameter must have its type");
+  for (Value v : results.drop_front())
+    if (v.getType() != s)
+      return op->emitOpError("the new state must have its type");
+  return success();
+}
+} // namespace
+
+LogicalResult AdamWOp::verify() {
+  return verifyUpdate(*this, getParam(), getGrad(),
+                      {getExpAvg(), getExpAvgSq()}, getMaster());
+}
+
 LogicalResult SGDOp::verify() {
-  size_t expected = getMomentumBuffer() ? 2 : 1;
-  if (getUpdated().size() != expected)
-    return emitOpError("returns the parameter")
-           << (expected == 2 ? " and the momentum buffer" : "") << ", got "
-           << getUpdated().size() << " results";
-  for (Value v : getUpdated())
-    if (v.getType() != getParam().getType())
-      return emitOpError("results must have the parameter's type");
   if ((getMomentum().convertToDouble() != 0.0) != bool(getMomentumBuffer()))
     return emitOpError(
         "a momentum buffer is needed exactly when momentum != 0");
-  return success();
+  SmallVector<Value> state;
+  if (Value buffer = getMomentumBuffer())
+    state.push_back(buffer);
+  return verifyUpdate(*this, getParam(), getGrad(), state, getMaster());
 }
 
 BlockArgument weft::batchNormStateRoot(Value stats) {
@@ -177,11 +216,10 @@ std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
       return std::nullopt;
     return result + 2;
   }
-  // adamw: (param, m, v) <- operands (0, 2, 3); sgd: (param, buffer) <- (0, 2).
-  if (isa<AdamWOp>(op))
+  // adamw: (param, m, v, master?) <- operands (0, 2, 3, 4); sgd: (param,
+  // buffer?, master?) <- (0, 2?, 3 or 2): past the gradient, in order.
+  if (isa<AdamWOp, SGDOp>(op))
     return result == 0 ? 0u : result + 1;
-  if (isa<SGDOp>(op))
-    return result == 0 ? 0u : 2u;
   // assign writes its value into its destination.
   if (isa<AssignOp>(op))
     return 0u;

@@ -62,6 +62,9 @@ struct NamedBuffer {
   /// params and optimizer state sharded by ZeRO: this rank's piece of the
   /// (tensor-parallel slice of the) tensor
   std::optional<FlatShardDesc> flatShard;
+  /// optimizer state: the parameter (initializer) a mixed-precision master
+  /// copy starts from, exactly (f32); empty: the state starts at zero
+  std::string init;
 };
 
 struct ConstantDesc {

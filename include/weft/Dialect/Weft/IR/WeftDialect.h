@@ -17,6 +17,10 @@ inline constexpr llvm::StringLiteral kStateAttr = "weft.state";
 inline constexpr llvm::StringLiteral kFrozenAttr = "weft.frozen";
 /// Optimizer state (Adam moments, momentum buffers): zero-initialised.
 inline constexpr llvm::StringLiteral kOptimizerStateAttr = "weft.optimizer_state";
+/// Beside weft.optimizer_state on a mixed-precision master copy (f32): the
+/// parameter (ONNX initializer) it is the master of, whose exact f32 value
+/// initialises it.
+inline constexpr llvm::StringLiteral kMasterOfAttr = "weft.master_of";
 /// On ops a pass created: "backward" (weft-autodiff) or "optimizer".
 inline constexpr llvm::StringLiteral kPhaseAttr = "weft.phase";
 /// On ops of a micro-batched step: which micro-batch (0-based) they belong to.

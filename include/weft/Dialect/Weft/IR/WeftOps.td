@@ -98,8 +98,15 @@ def Weft_ClipOp : Weft_Op<"clip", [Pure, SameOperandsAndResultType, DeclareOpInt
 
 def Weft_CastOp : Weft_InferredOp<"cast", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Convert element type to `to` (ONNX Cast-13).";
-  let description = "Cost: 1 FLOP per element.";
-  let arguments = (ins Weft_Tensor:$input, TypeAttr:$to);
+  let description = [{
+    Conversion to bf16 truncates, as ONNX Cast-13 (and libonnx 1.12's
+    reference) does, unless `nearest_even` is set: then it rounds to
+    nearest, ties to even, as torch's `.to(torch.bfloat16)` and ONNX
+    Cast-19. weft-mixed-precision's casts and every gradient cast round.
+    Other conversions round to nearest even. Cost: 1 FLOP per element.
+  }];
+  let arguments = (ins Weft_Tensor:$input, TypeAttr:$to,
+                       DefaultValuedAttr<BoolAttr, "false">:$nearest_even);
   let results = (outs Weft_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }

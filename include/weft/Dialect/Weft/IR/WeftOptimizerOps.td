@@ -10,8 +10,7 @@
 #ifndef WEFT_DIALECT_WEFT_IR_WEFTOPTIMIZEROPS_TD
 #define WEFT_DIALECT_WEFT_IR_WEFTOPTIMIZEROPS_TD
 
-def Weft_AdamWOp : Weft_Op<"adamw", [AllTypesMatch<["param", "grad", "exp_avg",
-    "exp_avg_sq", "new_param", "new_exp_avg", "new_exp_avg_sq"]>]> {
+def Weft_AdamWOp : Weft_Op<"adamw"> {
   let summary = "One AdamW step, torch.optim.AdamW semantics (amsgrad off).";
   let description = [{
     Loshchilov & Hutter, "Decoupled Weight Decay Regularization" (ICLR 2019),
@@ -22,21 +21,32 @@ def Weft_AdamWOp : Weft_Op<"adamw", [AllTypesMatch<["param", "grad", "exp_avg",
     v = beta2 * v + (1 - beta2) * g * g
     p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
     ```
-    Results alias `param`, `exp_avg` and `exp_avg_sq` (in place).
+    Results alias `param`, `exp_avg`, `exp_avg_sq` and `master` (in place).
+
+    Mixed precision (Micikevicius et al., "Mixed Precision Training", ICLR
+    2018; the ZeRO paper's (2 + 2 + 12)Ψ): with a `master` operand the
+    parameter and its gradient are f16/bf16 and the step runs on the f32
+    master copy (the gradient widened), which the f32 moments accompany;
+    the new parameter is the new master rounded to nearest even. Without
+    one, every operand has the parameter's type.
     Cost: 12 FLOPs per parameter element.
   }];
   let arguments = (ins Weft_FloatTensor:$param, Weft_FloatTensor:$grad,
                        Weft_FloatTensor:$exp_avg, Weft_FloatTensor:$exp_avg_sq,
+                       Optional<Weft_FloatTensor>:$master,
                        F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
                        F64Attr:$weight_decay);
   let results = (outs Weft_FloatTensor:$new_param, Weft_FloatTensor:$new_exp_avg,
-                      Weft_FloatTensor:$new_exp_avg_sq);
+                      Weft_FloatTensor:$new_exp_avg_sq,
+                      Optional<Weft_FloatTensor>:$new_master);
   let assemblyFormat = [{
-    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq attr-dict `:` type($param)
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq (`master` $master^)?
+    attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
-def Weft_SGDOp : Weft_Op<"sgd"> {
+def Weft_SGDOp : Weft_Op<"sgd", [AttrSizedOperandSegments]> {
   let summary = "One SGD step, torch.optim.SGD semantics (dampening 0).";
   let description = [{
     ```
@@ -45,16 +55,18 @@ def Weft_SGDOp : Weft_Op<"sgd"> {
     g = g + momentum * b if nesterov, else b    (only with momentum_buffer)
     p = p - lr * g
     ```
-    With `momentum` 0 there is no buffer operand. Results alias `param` and
-    `momentum_buffer` (in place). Cost: 4 FLOPs per parameter element.
+    With `momentum` 0 there is no buffer operand. Results alias `param`,
+    `momentum_buffer` and `master` (in place). A `master` operand makes it
+    mixed precision, as AdamW's. Cost: 4 FLOPs per parameter element.
   }];
   let arguments = (ins Weft_FloatTensor:$param, Weft_FloatTensor:$grad,
                        Optional<Weft_FloatTensor>:$momentum_buffer,
+                       Optional<Weft_FloatTensor>:$master,
                        F64Attr:$lr, F64Attr:$momentum, F64Attr:$weight_decay,
                        BoolAttr:$nesterov);
   let results = (outs Variadic<Weft_FloatTensor>:$updated);
   let assemblyFormat = [{
-    $param `,` $grad (`,` $momentum_buffer^)? attr-dict `:`
+    $param `,` $grad (`,` $momentum_buffer^)? (`master` $master^)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

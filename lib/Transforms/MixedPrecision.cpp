@@ -1,0 +1,197 @@
+//===- MixedPrecision.cpp - weft-mixed-precision --------------------------===//
+//
+// torch.autocast's rule, applied once to the forward graph: each op's
+// operands get the precision its list names (16-bit for the GEMM-like ops,
+// f32 for the reductions that lose accuracy in 16 bits, the widest operand's
+// for binary ops, the operand's own for the rest), then its results are
+// re-inferred. Running before weft-autodiff means the backward needs no
+// rule of its own: a cast's gradient is the cast back, so a 16-bit forward
+// op gets a 16-bit backward and a parameter's gradient has the 16-bit
+// working copy's type, as in Megatron-LM and DeepSpeed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Transforms/FuncUtils.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+
+namespace weft {
+#define GEN_PASS_DEF_MIXEDPRECISION
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+/// Which precision an op's float operands get.
+enum class Policy {
+  Low,     ///< 16-bit (autocast's "lower precision" list)
+  Full,    ///< f32 (autocast's "float32" list)
+  Promote, ///< the widest operand's (type promotion)
+  Follow,  ///< as they are; several float operands are promoted
+};
+
+Policy policyOf(Operation *op) {
+  if (isa<MatMulOp, GemmOp, ConvOp, ConvTransposeOp>(op))
+    return Policy::Low;
+  if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp,
+          SoftmaxCrossEntropyOp, NllLossOp, VocabParallelCrossEntropyStatsOp,
+          VocabParallelCrossEntropyOp, ReduceSumOp, ReduceMeanOp, ExpOp,
+          LogOp, PowOp, ReciprocalOp>(op))
+    return Policy::Full;
+  if (isa<AddOp, SubOp, MulOp, DivOp, EqualOp, WhereOp, ConcatOp>(op))
+    return Policy::Promote;
+  return Policy::Follow;
+}
+
+bool isF32(Value v) {
+  return cast<ShapedType>(v.getType()).getElementType().isF32();
+}
+
+struct MixedPrecisionPass
+    : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
+  using MixedPrecisionBase::MixedPrecisionBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (precision != "bf16" && precision != "f16" && precision != "f32") {
+      func.emitError("weft-mixed-precision: precision '")
+          << precision << "' is not bf16, f16 or f32";
+      return signalPassFailure();
+    }
+    if (precision == "f32")
+      return;
+    Builder b(func.getContext());
+    low = precision == "bf16" ? Type(b.getBF16Type()) : b.getF16Type();
+    if (failed(check(func)) || failed(rewrite(func)))
+      signalPassFailure();
+  }
+
+  /// Only f32 models: an f64 one asks for its precision explicitly.
+  LogicalResult check(func::FuncOp func) {
+    WalkResult walk = func.walk([&](Operation *op) {
+      for (Value v : op->getResults())
+        if (auto type = dyn_cast<ShapedType>(v.getType());
+            type && type.getElementType().isF64()) {
+          op->emitError("--precision ")
+              << precision << " needs an f32 model; this value is "
+              << v.getType();
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    return failure(walk.wasInterrupted());
+  }
+
+  LogicalResult rewrite(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    // Parameters become 16-bit working copies (the f32 master is the
+    // optimizer's); inputs and state (batch-norm statistics) keep f32.
+    for (BlockArgument arg : func.getArguments())
+      if (func.getArgAttr(arg.getArgNumber(), kParamAttr) && isF32(arg))
+        arg.setType(cast<RankedTensorType>(arg.getType()).clone(low));
+    for (Operation &op : llvm::make_early_inc_range(
+             body.without_terminator()))
+      if (failed(retype(&op)))
+        return failure();
+    // The function's results keep their declared types.
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    OpBuilder builder(ret);
+    for (auto [operand, type] :
+         llvm::zip(ret->getOpOperands(), func.getResultTypes()))
+      if (operand.get().getType() != type)
+        operand.set(castTo(builder, operand.get(),
+                           cast<ShapedType>(type).getElementType()));
+    func.setType(FunctionType::get(func.getContext(),
+                                   body.getArgumentTypes(),
+                                   func.getResultTypes()));
+    return success();
+  }
+
+  Value castTo(OpBuilder &builder, Value v, Type element) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getElementType() == element)
+      return v;
+    return CastOp::create(builder, v.getLoc(), v, element,
+                          /*nearest_even=*/true);
+  }
+
+  /// The element type the op's float operands get, or null to leave them.
+  Type target(Operation *op, ArrayRef<OpOperand *> floats) {
+    switch (policyOf(op)) {
+    case Policy::Low:
+      return low;
+    case Policy::Full:
+      return Float32Type::get(op->getContext());
+    case Policy::Promote:
+    case Policy::Follow:
+      break;
+    }
+    // torch's promotion: a rank-0 tensor does not widen a tensor of the
+    // same kind, so `x16 / 8.0` stays 16-bit; among tensors (or among
+    // scalars alone) the widest wins.
+    bool anyTensor = llvm::any_of(floats, [](OpOperand *o) {
+      return cast<ShapedType>(o->get().getType()).getRank() > 0;
+    });
+    bool wide = false, narrow = false;
+    for (OpOperand *o : floats) {
+      if (anyTensor && cast<ShapedType>(o->get().getType()).getRank() == 0)
+        continue;
+      (isF32(o->get()) ? wide : narrow) = true;
+    }
+    if (!narrow)
+      return Type();
+    return wide ? Type(Float32Type::get(op->getContext())) : low;
+  }
+
+  LogicalResult retype(Operation *op) {
+    if (isa<CastOp, ConstantOp>(op))
+      return success();
+    SmallVector<OpOperand *> floats;
+    for (OpOperand &o : op->getOpOperands()) {
+      auto type = cast<ShapedType>(o.get().getType());
+      if (type.getElementType().isF32() || type.getElementType() == low)
+        floats.push_back(&o);
+    }
+    if (floats.empty())
+      return success();
+    if (Type element = target(op, floats)) {
+      OpBuilder builder(op);
+      for (OpOperand *o : floats)
+        o->set(castTo(builder, o->get(), element));
+    }
+    // The results follow the operands: inferred, or (ops without
+    // inference: unary elementwise, collectives) the first float operand's
+    // element type on each f32 result.
+    if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
+      SmallVector<Type> types;
+      if (failed(infer.inferReturnTypes(
+              op->getContext(), op->getLoc(), op->getOperands(),
+              op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+              op->getRegions(), types)))
+        return op->emitError("weft-mixed-precision: cannot infer the "
+                             "16-bit result type");
+      for (auto [result, type] : llvm::zip(op->getResults(), types))
+        result.setType(type);
+      return success();
+    }
+    Type element =
+        cast<ShapedType>(floats.front()->get().getType()).getElementType();
+    for (Value result : op->getResults())
+      if (auto type = dyn_cast<RankedTensorType>(result.getType());
+          type && type.getElementType().isF32())
+        result.setType(type.clone(element));
+    return success();
+  }
+
+  Type low;
+};
+
+} // namespace
