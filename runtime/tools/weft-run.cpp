@@ -352,9 +352,18 @@ int run(const RunOptions &o, Communicator &comm) {
     // Data-parallel replicas hold the same parameters: replica 0's ranks
     // write (and its batch-norm statistics, as DDP broadcasts rank 0's),
     // and with ZeRO stage 3 every rank writes its pieces.
+    // A mixed-precision master copy is saved for its parameter, so a
+    // sharded master (ZeRO, any stage) makes its rank a writer too.
     auto sharded = [](const RankPlan &r) {
-      return std::any_of(r.params.begin(), r.params.end(),
-                         [](const NamedBuffer &p) { return p.flatShard; });
+      auto piece = [](const NamedBuffer &p) {
+        return p.flatShard.has_value();
+      };
+      auto masterPiece = [](const NamedBuffer &s) {
+        return !s.init.empty() && s.flatShard;
+      };
+      return std::any_of(r.params.begin(), r.params.end(), piece) ||
+             std::any_of(r.optimizerState.begin(), r.optimizerState.end(),
+                         masterPiece);
     };
     std::vector<int64_t> writers;
     for (const RankPlan &r : plan.ranks)

@@ -572,7 +572,8 @@ int main(int argc, char **argv) {
   pipelineOptions.eps = eps;
   // The counts are needed before import (the batch is split at import);
   // the step-dependent checks follow once the model is read.
-  pipelineOptions.step = weft::CompiledStep::Gradients;
+  pipelineOptions.step = forwardOnly ? weft::CompiledStep::Forward
+                                     : weft::CompiledStep::Gradients;
   if (failed(pipelineOptions.validate(
           [](const Twine &message) { errs() << "weftc: " << message << "\n"; })))
     return 1;
