@@ -20,9 +20,22 @@ ModelStates weft::modelStates(func::FuncOp func) {
     if (!isa<SGDOp, AdamWOp>(op))
       return;
     Value param = op->getOperand(0), grad = op->getOperand(1);
+    // The state: moments, momentum buffer, master copy (not the loss
+    // scaler's 12 bytes nor found_inf, which every update shares).
     int64_t state = 0;
-    for (Value v : op->getOperands().drop_front(2))
-      state += byteSize(v.getType());
+    auto add = [&](Value v) {
+      if (v)
+        state += byteSize(v.getType());
+    };
+    if (auto adamw = dyn_cast<AdamWOp>(op)) {
+      add(adamw.getExpAvg());
+      add(adamw.getExpAvgSq());
+      add(adamw.getMaster());
+    } else {
+      auto sgd = cast<SGDOp>(op);
+      add(sgd.getMomentumBuffer());
+      add(sgd.getMaster());
+    }
     auto stage = op->getAttrOfType<IntegerAttr>(kZeroStageAttr);
     auto shape = op->getAttrOfType<DenseI64ArrayAttr>(kFlatShardAttr);
     if (stage && shape) {

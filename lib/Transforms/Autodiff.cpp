@@ -68,6 +68,18 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
         b, loss.getLoc(),
         DenseElementsAttr::get(lossType,
                                b.getFloatAttr(lossType.getElementType(), 1.0)));
+    // f16 loss scaling: d(scale * loss) = scale, the scaler's element 0.
+    for (BlockArgument arg : func.getArguments())
+      if (func.getArgAttr(arg.getArgNumber(), kLossScalerAttr)) {
+        Value scale = ReshapeOp::create(
+            b, loss.getLoc(),
+            SliceOp::create(b, loss.getLoc(), arg, {0}, {1}, {1}),
+            ArrayRef<int64_t>{});
+        if (getElementTypeOrSelf(scale) != lossType.getElementType())
+          scale = CastOp::create(b, loss.getLoc(), scale,
+                                 lossType.getElementType(), true);
+        grads[loss] = scale;
+      }
     for (Operation *op : llvm::reverse(ops)) {
       SmallVector<Value> dys;
       bool any = false;

@@ -97,6 +97,17 @@ struct MixedPrecisionPass
     for (BlockArgument arg : func.getArguments())
       if (func.getArgAttr(arg.getArgNumber(), kParamAttr) && isF32(arg))
         arg.setType(cast<RankedTensorType>(arg.getType()).clone(low));
+    if (lossScaling) {
+      Builder b(func.getContext());
+      NamedAttrList attrs;
+      attrs.set(kOptimizerStateAttr, b.getStringAttr("loss_scaler"));
+      attrs.set(kLossScalerAttr, b.getUnitAttr());
+      if (failed(func.insertArgument(
+              func.getNumArguments(),
+              RankedTensorType::get({3}, b.getF32Type()),
+              attrs.getDictionary(func.getContext()), func.getLoc())))
+        return failure();
+    }
     for (Operation &op : llvm::make_early_inc_range(
              body.without_terminator()))
       if (failed(retype(&op)))

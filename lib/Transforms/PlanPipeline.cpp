@@ -120,12 +120,15 @@ LogicalResult PlanPipelineOptions::validate(
                 "--data-parallel of 2 or more");
   if (precision != "f32" && precision != "bf16" && precision != "f16")
     return fail("--precision " + precision + ": expected bf16, f16 or f32");
-  // f16 gradients underflow without loss scaling (GradScaler), which weft
-  // does not have yet; bf16 has f32's exponent range and needs none.
-  if (precision == "f16" && step != CompiledStep::Forward)
-    return fail("--precision f16 trains only with dynamic loss scaling, "
-                "which weft does not have yet: use bf16 (or f16 with "
-                "--forward-only)");
+  // f16 trains with dynamic loss scaling (GradScaler), whose scaler state
+  // every rank updates alike: not built across pipeline stages yet, and a
+  // gradient step alone would return scaled gradients.
+  if (precision == "f16" && step == CompiledStep::Gradients)
+    return fail("--precision f16 --gradients: the gradients of an f16 step "
+                "are loss-scaled; compute them in bf16 or f32");
+  if (precision == "f16" && pipelineParallel > 1)
+    return fail("--precision f16 with --pipeline-parallel: the loss "
+                "scaler is not kept on every stage yet; use bf16");
   if (sequenceParallel && tensorParallel < 2)
     return fail("--sequence-parallel needs --tensor-parallel of 2 or more");
   if (!balance.empty() && pipelineParallel < 2)
@@ -214,8 +217,11 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
     pm.addNestedPass<func::FuncOp>(createSplitSequenceParallel());
   // 16-bit operands where autocast's lists say, on the forward graph:
   // autodiff derives a backward of the same precision.
+  // f16 training is loss-scaled (GradScaler): bf16 has f32's exponents.
+  bool lossScaling = o.precision == "f16" && o.step == CompiledStep::Train;
   if (o.precision != "f32")
-    pm.addNestedPass<func::FuncOp>(createMixedPrecision({o.precision}));
+    pm.addNestedPass<func::FuncOp>(
+        createMixedPrecision({o.precision, lossScaling}));
   if (o.step == CompiledStep::Forward) {
     if (o.overlapCollectives)
       pm.addNestedPass<func::FuncOp>(createOverlapCollectives());
@@ -256,6 +262,9 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
         createDataParallel(
             {o.bucketCapMb, o.zeroStage, o.optimizerShardThresholdKb,
              o.zeroPrefetch}));
+  // The overflow check reads what the updates read, agreed over the mesh.
+  if (lossScaling)
+    pm.addNestedPass<func::FuncOp>(createAgreeFoundInf());
   pm.addNestedPass<func::FuncOp>(createCheckpoint(
       {nameOf(kPolicies, o.recompute.getValue()).str(),
        /*exceptLast=*/pipelined && o.schedule == ScheduleKind::GPipe,

@@ -419,7 +419,8 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
       sharded = AdamWOp::create(
           b, build.loc, types[0], types[1], types[2],
           master ? types[3] : Type(), paramShard, g, state[0], state[1],
-          master, adamw.getLrAttr(), adamw.getBeta1Attr(),
+          master, adamw.getScaler(), adamw.getFoundInf(), adamw.getLrAttr(),
+          adamw.getBeta1Attr(),
           adamw.getBeta2Attr(), adamw.getEpsAttr(),
           adamw.getWeightDecayAttr());
     } else {
@@ -427,7 +428,8 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
       Value buffer = sgd.getMomentumBuffer() ? state.front() : Value();
       Value master = sgd.getMaster() ? state.back() : Value();
       sharded = SGDOp::create(b, build.loc, types, paramShard, g, buffer,
-                              master, sgd.getLrAttr(), sgd.getMomentumAttr(),
+                              master, sgd.getScaler(), sgd.getFoundInf(),
+                              sgd.getLrAttr(), sgd.getMomentumAttr(),
                               sgd.getWeightDecayAttr(), sgd.getNesterovAttr());
     }
     build.place(sharded);

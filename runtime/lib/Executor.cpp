@@ -146,6 +146,13 @@ void Executor::loadWeights() {
       all.back().name = state.init;
     }
   loadInitializers(plan.modelPath, all, "weight");
+  // Explicit starting values (the loss scaler's).
+  for (const NamedBuffer &state : rankPlan.optimizerState)
+    if (!state.fill.empty()) {
+      std::vector<float> values(state.fill.begin(), state.fill.end());
+      backend.upload(arena + rankPlan.buffers[state.buffer].offset,
+                     values.data(), values.size() * sizeof(float));
+    }
 }
 
 void Executor::exportModel(const std::string &path, const std::string &temp,
@@ -192,6 +199,18 @@ void Executor::exportModel(const std::string &path, const std::string &temp,
   writeFileAtomically(last ? path : temp, model.SerializeAsString(), "--save");
   if (last && !first)
     std::filesystem::remove(temp);
+}
+
+std::optional<std::array<float, 3>> Executor::lossScaler() const {
+  for (const NamedBuffer &state : rankPlan.optimizerState)
+    if (state.name == "loss_scaler" && !state.fill.empty()) {
+      std::array<float, 3> values;
+      backend.download(values.data(),
+                       arena + rankPlan.buffers[state.buffer].offset,
+                       sizeof values);
+      return values;
+    }
+  return std::nullopt;
 }
 
 std::vector<const NamedBuffer *> Executor::stateBuffers() const {

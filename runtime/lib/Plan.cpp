@@ -6,6 +6,7 @@
 #include "weft/runtime/Shard.h"
 
 #include <algorithm>
+#include <cmath>
 #include <climits>
 #include <map>
 #include <set>
@@ -56,6 +57,11 @@ public:
       fail("expected a non-negative integer, got " + std::to_string(v));
     return v;
   }
+  double number() const {
+    if (!value.is_number() || !std::isfinite(value.get<double>()))
+      fail("expected a finite number");
+    return value.get<double>();
+  }
   std::string string() const {
     if (!value.is_string())
       fail("expected a string");
@@ -101,15 +107,28 @@ std::vector<NamedBuffer> namedBuffers(const Field &list, int64_t count) {
     out.push_back({f.at("name").string(), id, std::nullopt});
     if (f.has("init"))
       out.back().init = f.at("init").string();
+    if (f.has("fill")) {
+      Field fill = f.at("fill");
+      for (size_t k = 0; k < fill.size(); ++k)
+        out.back().fill.push_back(fill.at(k).number());
+    }
   }
   return out;
 }
 
 /// Each master copy's "init" names a 16-bit parameter of the rank, and the
-/// master is f32.
-void checkMasters(const Field &list, const RankPlan &rank) {
+/// master is f32; a "fill" gives an f32 buffer one value per element.
+void checkOptimizerState(const Field &list, const RankPlan &rank) {
   for (size_t i = 0; i < rank.optimizerState.size(); ++i) {
     const NamedBuffer &master = rank.optimizerState[i];
+    const BufferDesc &b = rank.buffers[master.buffer];
+    if (!master.fill.empty() &&
+        (b.dtype != DType::F32 ||
+         int64_t(master.fill.size()) != TensorType{b.dtype, b.shape}.numel()))
+      list.at(i).at("fill").fail(
+          std::to_string(master.fill.size()) + " values for a " +
+          shapeString(b.shape) + " " + dtypeName(b.dtype) +
+          " buffer: expected one per element of an f32 buffer");
     if (master.init.empty())
       continue;
     Field f = list.at(i).at("init");
@@ -238,7 +257,7 @@ parseRank(const Field &f,
   rank.optimizerState = namedBuffers(f.at("optimizer_state"), count);
   parseFlatShards(f.at("optimizer_state"), rank, rank.optimizerState);
   parseShards(f.at("optimizer_state"), rank, rank.optimizerState);
-  checkMasters(f.at("optimizer_state"), rank);
+  checkOptimizerState(f.at("optimizer_state"), rank);
   rank.inputs = namedBuffers(f.at("inputs"), count);
   parseShards(f.at("inputs"), rank, rank.inputs);
   rank.outputs = namedBuffers(f.at("outputs"), count);

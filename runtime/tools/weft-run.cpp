@@ -264,17 +264,23 @@ int run(const RunOptions &o, Communicator &comm) {
                 loss ? std::to_string(*loss).c_str() : "n/a", seconds, samples,
                 (long long)peakMax, eta);
     std::fflush(stdout);
-    if (log.is_open())
-      log << json{{"step", step + 1},
-                  {"loss", lossJson(loss)},
-                  {"seconds", seconds},
-                  {"samples_per_s", samples},
-                  {"arena_bytes", arenaMax},
-                  {"peak_bytes", peakMax},
-                  {"rank_arena_bytes", rankArena},
-                  {"rank_peak_bytes", rankPeak}}
-                 .dump()
-          << std::endl;
+    if (log.is_open()) {
+      json record = {{"step", step + 1},
+                     {"loss", lossJson(loss)},
+                     {"seconds", seconds},
+                     {"samples_per_s", samples},
+                     {"arena_bytes", arenaMax},
+                     {"peak_bytes", peakMax},
+                     {"rank_arena_bytes", rankArena},
+                     {"rank_peak_bytes", rankPeak}};
+      // f16: the loss scale the next step uses and the steps skipped so
+      // far (GradScaler's get_scale and its skipped optimizer steps).
+      if (auto scaler = executor.lossScaler()) {
+        record["loss_scale"] = (*scaler)[0];
+        record["skipped_steps"] = int64_t((*scaler)[2]);
+      }
+      log << record.dump() << std::endl;
+    }
   };
   std::vector<TraceEvent> trace;
   double lossSum = 0;

@@ -3,6 +3,7 @@
 // RUN: weft-opt %s --weft-mixed-precision=precision=f32 | FileCheck %s --check-prefix=F32
 // RUN: weft-opt %s --weft-mixed-precision=precision=bf16 --weft-autodiff --weft-append-optimizer | FileCheck %s --check-prefix=TRAIN
 // RUN: weft-opt %s --weft-mixed-precision=precision=bf16 --weft-autodiff --weft-append-optimizer="optimizer=sgd momentum=0.9" | FileCheck %s --check-prefix=SGD
+// RUN: weft-opt %s --weft-mixed-precision="precision=f16 loss-scaling=true" --weft-autodiff --weft-append-optimizer | FileCheck %s --check-prefix=SCALED
 
 // A linear layer, softmax and a loss: the parameters become bf16 working
 // copies, the matmul runs in bf16 (its f32 input cast down), the bias add
@@ -41,6 +42,17 @@
 // TRAIN: weft.cast {{.*}} {nearest_even = true, to = bf16, weft.phase = "backward"} : (tensor<4x16xf32>) -> tensor<4x16xbf16>
 // TRAIN: weft.adamw %{{.*}}, %{{.*}}, %[[M]], %[[V]] master %[[WM]] {{.*}} : (tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> (tensor<8x16xbf16>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>)
 // SGD: weft.sgd %{{.*}}, %{{.*}}, %{{.*}} master %{{.*}} {{.*}} : (tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xf32>, tensor<8x16xf32>) -> (tensor<8x16xbf16>, tensor<8x16xf32>, tensor<8x16xf32>)
+// f16 with loss scaling (GradScaler): the scaler state is optimizer state,
+// the backward is seeded with its scale (element 0), one check of every
+// gradient gates the updates, which unscale, and the scale is updated last.
+// SCALED-LABEL: func.func @linear
+// SCALED-SAME: %[[S:[a-z0-9]+]]: tensor<3xf32> {weft.loss_scaler, weft.optimizer_state = "loss_scaler"}
+// SCALED-SAME: tensor<3xf32> {weft.update = "loss_scaler"}
+// SCALED: weft.slice %[[S]] {ends = array<i64: 1>, starts = array<i64: 0>
+// SCALED: %[[F:.*]] = weft.found_inf %{{.*}}, %{{.*}} {weft.phase = "optimizer"} : (tensor<8x16xf16>, tensor<16xf16>) -> tensor<f32>
+// SCALED: weft.adamw {{.*}} master %{{.*}} scaler %[[S]] found_inf %[[F]]
+// SCALED: weft.adamw {{.*}} master %{{.*}} scaler %[[S]] found_inf %[[F]]
+// SCALED: weft.update_loss_scale %[[S]], %[[F]] {backoff_factor = 5.000000e-01 : f64, growth_factor = 2.000000e+00 : f64, growth_interval = 2000 : i64
 func.func @linear(%x: tensor<4x8xf32> {weft.input = "x"},
                   %t: tensor<4xi64> {weft.input = "t"},
                   %w: tensor<8x16xf32> {weft.param = "w"},

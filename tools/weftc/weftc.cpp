@@ -573,7 +573,8 @@ int main(int argc, char **argv) {
   // The counts are needed before import (the batch is split at import);
   // the step-dependent checks follow once the model is read.
   pipelineOptions.step = forwardOnly ? weft::CompiledStep::Forward
-                                     : weft::CompiledStep::Gradients;
+                         : gradients ? weft::CompiledStep::Gradients
+                                     : weft::CompiledStep::Train;
   if (failed(pipelineOptions.validate(
           [](const Twine &message) { errs() << "weftc: " << message << "\n"; })))
     return 1;

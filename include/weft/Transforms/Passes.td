@@ -357,7 +357,13 @@ def MixedPrecision : Pass<"weft-mixed-precision", "mlir::func::FuncOp"> {
       beside a tensor (torch's type promotion); every other op runs in its
       operand's type, so activations (GELU, ReLU, dropout, pooling) stay
       16-bit between a matmul and the next f32 op;
-    - results keep the types the function declares (a cast back where needed).
+    - results keep the types the function declares (a cast back where needed);
+    - with `loss-scaling` (f16 training; torch.cuda.amp.GradScaler), an
+      argument `{weft.optimizer_state = "loss_scaler", weft.loss_scaler}`
+      of type tensor<3xf32> holds [scale, growth_tracker, skipped_steps]
+      (2^16, 0, 0 at the start): weft-autodiff seeds the backward with the
+      scale, weft-append-optimizer unscales, skips steps whose gradients
+      overflow and updates the scale.
 
     Casts are `weft.cast` ops the memory plan sees and the runtime runs.
     Only f32 values change (an f64 model is an error); `precision=f32`
@@ -373,8 +379,28 @@ def MixedPrecision : Pass<"weft-mixed-precision", "mlir::func::FuncOp"> {
   let options = [
     Option<"precision", "precision", "std::string", /*default=*/"\"f32\"",
            "bf16, f16 or f32">,
+    Option<"lossScaling", "loss-scaling", "bool", /*default=*/"false",
+           "Add the loss scaler's state (f16 training), which seeds the "
+           "backward with the scale">,
   ];
   let dependentDialects = ["weft::WeftDialect"];
+}
+
+def AgreeFoundInf : Pass<"weft-agree-found-inf", "mlir::func::FuncOp"> {
+  let summary = "Check the gradients the updates read, and agree over the mesh";
+  let description = [{
+    f16 training's overflow check (`weft.found_inf`, placed by
+    weft-append-optimizer on the accumulated gradients) must read what the
+    updates read once weft-data-parallel has rewritten them: the averaged
+    gradients, or ZeRO's pieces, each rank then seeing only its own. The
+    pass points the check at the updates' gradient operands, moves it after
+    the last of them (sinking the updates, and what reads them, past it:
+    every update waits for every gradient, as GradScaler's `unscale_` does
+    before `step`), and takes the maximum over the data and tensor axes
+    of size > 1 (`shard.all_reduce` max), so every rank skips the same
+    steps. Without a check, it does nothing.
+  }];
+  let dependentDialects = ["weft::WeftDialect", "mlir::shard::ShardDialect"];
 }
 
 def AppendOptimizer : Pass<"weft-append-optimizer", "mlir::func::FuncOp"> {

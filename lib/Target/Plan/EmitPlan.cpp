@@ -331,6 +331,9 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
       // A master copy starts as its parameter's initializer, exactly.
       if (auto of = func.getArgAttrOfType<StringAttr>(i, kMasterOfAttr))
         entry["init"] = of.str();
+      // The loss scaler starts at GradScaler's (2^16, 0, 0).
+      if (func.getArgAttr(i, kLossScalerAttr))
+        entry["fill"] = json::array({kInitialLossScale, 0.0, 0.0});
       optimizerState.push_back(withPiece(std::move(entry)));
     } else {
       auto inputName = func.getArgAttrOfType<StringAttr>(i, kInputAttr);
@@ -465,6 +468,9 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
       for (NamedAttribute attr : attrList) {
         if (attr.getName().getValue().starts_with("weft."))
           continue; // compiler bookkeeping: phase, micro-batch, stage
+        // Which optional operands are present: the input count says it.
+        if (attr.getName() == "operandSegmentSizes")
+          continue;
         // The vocab ops' grid becomes this rank's first row: `start`.
         if (attr.getName() == "grid" || attr.getName() == "grid_axes")
           continue;

@@ -159,12 +159,23 @@ TensorType updateState(const SpecCall &call, bool master, size_t at) {
   return state;
 }
 
+/// The loss scaler (f32 [scale, growth_tracker, skipped_steps]) and
+/// found_inf (f32 scalar) at inputs `at`, `at + 1`.
+void requireScaler(const SpecCall &call, size_t at) {
+  call.requireType(at, {DType::F32, {3}}, "the loss scaler");
+  call.requireType(at + 1, {DType::F32, {}}, "found_inf");
+}
+
 Types adamw(const SpecCall &call) {
-  // (param, grad, exp_avg, exp_avg_sq, master?).
-  bool master = call.in.size() == 5;
+  // (param, grad, exp_avg, exp_avg_sq), then master, then (scaler,
+  // found_inf): 4, 5, 6 or 7 inputs.
+  size_t n = call.in.size();
+  bool master = n == 5 || n == 7;
   TensorType state = updateState(call, master, 4);
   for (size_t k = 2; k < 4; ++k)
     call.requireType(k, state, "an AdamW moment");
+  if (n >= 6)
+    requireScaler(call, n - 2);
   Types out{call.in[0], state, state};
   if (master)
     out.push_back(state);
@@ -172,19 +183,39 @@ Types adamw(const SpecCall &call) {
 }
 
 Types sgd(const SpecCall &call) {
-  // (param, grad, momentum_buffer?, master?): a buffer exactly when
-  // momentum != 0, so the input count says whether there is a master.
+  // (param, grad, momentum_buffer?), then master, then (scaler,
+  // found_inf): a buffer exactly when momentum != 0.
   bool buffer = call.attrs.f("momentum") != 0.0;
   size_t plain = buffer ? 3 : 2;
-  if (call.in.size() != plain && call.in.size() != plain + 1)
+  if (call.in.size() < plain)
     call.fail("a momentum buffer is needed exactly when momentum != 0");
-  bool master = call.in.size() == plain + 1;
+  size_t extra = call.in.size() - plain;
+  bool master = extra == 1 || extra == 3;
   TensorType state = updateState(call, master, plain);
   if (buffer)
     call.requireType(2, state, "the momentum buffer");
+  if (extra >= 2)
+    requireScaler(call, call.in.size() - 2);
   Types out{call.in[0]};
-  out.resize(call.in.size() - 1, state);
+  out.resize(1 + (buffer ? 1 : 0) + (master ? 1 : 0), state);
   return out;
+}
+
+Types foundInf(const SpecCall &call) {
+  for (size_t k = 0; k < call.in.size(); ++k)
+    call.requireFloat(k);
+  return {{DType::F32, {}}};
+}
+
+Types updateLossScale(const SpecCall &call) {
+  requireScaler(call, 0);
+  if (call.attrs.i("growth_interval") < 1 ||
+      !(call.attrs.f("growth_factor") > 1) ||
+      !(call.attrs.f("backoff_factor") > 0 &&
+        call.attrs.f("backoff_factor") < 1))
+    call.fail("needs growth_interval >= 1, growth_factor > 1 and "
+              "backoff_factor in (0, 1)");
+  return {call.in[0]};
 }
 
 Types assign(const SpecCall &call) {
@@ -311,7 +342,7 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
   t.push_back({.name = "adamw",
                .source = "torch.optim.AdamW step",
                .minInputs = 4,
-               .maxInputs = 5,
+               .maxInputs = 7,
                .attrs = {{"lr", AttrKind::Float},
                          {"beta1", AttrKind::Float},
                          {"beta2", AttrKind::Float},
@@ -326,7 +357,7 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
   t.push_back({.name = "sgd",
                .source = "torch.optim.SGD step",
                .minInputs = 2,
-               .maxInputs = 4,
+               .maxInputs = 6,
                .attrs = {{"lr", AttrKind::Float},
                          {"momentum", AttrKind::Float},
                          {"weight_decay", AttrKind::Float},
@@ -334,6 +365,24 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .infer = sgd,
                .flops = perInput<4>,
                .inPlace = {{0, 0, true}, {1, 2, true}, {2, 3, true}}});
+  t.push_back({.name = "found_inf",
+               .source = "GradScaler's non-finite check (torch.amp)",
+               .minInputs = 1,
+               .maxInputs = 1 << 20,
+               .infer = foundInf,
+               .flops = perInput<1>,
+               .dtypes = "any float in, f32 out"});
+  t.push_back({.name = "update_loss_scale",
+               .source = "GradScaler.update (torch.amp _amp_update_scale_)",
+               .minInputs = 2,
+               .maxInputs = 2,
+               .attrs = {{"growth_factor", AttrKind::Float},
+                         {"backoff_factor", AttrKind::Float},
+                         {"growth_interval", AttrKind::Int}},
+               .infer = updateLossScale,
+               .flops = noFlops,
+               .inPlace = {{0, 0, true}},
+               .dtypes = "f32"});
   t.push_back({.name = "assign",
                .source = "ZeRO: a gathered parameter written back in place",
                .minInputs = 2,

@@ -179,7 +179,7 @@ TEST(CollectivePlan, NamesTheFieldOfEveryRejection) {
            r["buffers"][1]["dtype"] = "i32";
          }
        },
-       "ranks[0].instructions[0].inputs: all_reduce sums f32 or f64, not i32"},
+       "ranks[0].instructions[0].inputs: all_reduce sums f32, f64, f16 or bf16, not i32"},
       // Rank 0 waits for a message rank 1 sends only after the all-reduce
       // that rank 0 has not reached.
       {[](json &p) {

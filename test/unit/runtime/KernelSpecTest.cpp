@@ -124,7 +124,7 @@ TEST(KernelSpec, RefusesTheMutantsThatCrashedWeftRun) {
       // Dtypes the kernels do not implement, and the index dtype of gather.
       {errorOf("exp", {{{DType::I64, {4}}, 0}}, {{{DType::I64, {4}}, 64}},
                json::object()),
-       "input 0 is i64, expected f32 or f64"},
+       "input 0 is i64, expected f32, f64, f16 or bf16"},
       {errorOf("gather", {f32({10, 4}, 0), f32({3}, 256)}, {f32({3, 4}, 512)},
                {{"axis", 0}}),
        "expected i32 or i64 indices"},

@@ -138,6 +138,44 @@ int64_t ResizeGradOp::getFlops() { return numElements(getGrad().getType()); }
 int64_t AdamWOp::getFlops() { return 12 * numElements(getParam().getType()); }
 int64_t SGDOp::getFlops() { return 4 * numElements(getParam().getType()); }
 int64_t AssignOp::getFlops() { return 0; }
+int64_t FoundInfOp::getFlops() {
+  int64_t n = 0;
+  for (Value g : getGrads())
+    n += numElements(g.getType());
+  return n;
+}
+int64_t UpdateLossScaleOp::getFlops() { return 4; }
+
+namespace {
+bool isF32Scalar(Type t, int64_t elements) {
+  auto type = dyn_cast<RankedTensorType>(t);
+  return type && type.getElementType().isF32() &&
+         (elements == 1 ? type.getRank() == 0
+                        : type.getShape() == ArrayRef<int64_t>{elements});
+}
+} // namespace
+
+LogicalResult FoundInfOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("needs at least one gradient");
+  if (!isF32Scalar(getFound().getType(), 1))
+    return emitOpError("returns tensor<f32>");
+  return success();
+}
+
+LogicalResult UpdateLossScaleOp::verify() {
+  if (!isF32Scalar(getScaler().getType(), 3) ||
+      getNewScaler().getType() != getScaler().getType())
+    return emitOpError("updates a tensor<3xf32> scaler state in place");
+  if (!isF32Scalar(getFoundInf().getType(), 1))
+    return emitOpError("reads found_inf as tensor<f32>");
+  if (getGrowthInterval() < 1 || !(getGrowthFactor().convertToDouble() > 1) ||
+      !(getBackoffFactor().convertToDouble() > 0 &&
+        getBackoffFactor().convertToDouble() < 1))
+    return emitOpError("needs growth_interval >= 1, growth_factor > 1 and "
+                       "backoff_factor in (0, 1)");
+  return success();
+}
 
 namespace {
 /// An update's operand and result types: the gradient and the new parameter
@@ -145,7 +183,14 @@ namespace {
 /// results have the master's when there is one (f32, the parameter's shape,
 /// the parameter 16-bit), else the parameter's.
 LogicalResult verifyUpdate(Operation *op, Value param, Value grad,
-                           ValueRange state, Value master) {
+                           ValueRange state, Value master, Value scaler,
+                           Value foundInf) {
+  if (bool(scaler) != bool(foundInf))
+    return op->emitOpError("a loss scaler comes with found_inf");
+  if (scaler && (!isF32Scalar(scaler.getType(), 3) ||
+                 !isF32Scalar(foundInf.getType(), 1)))
+    return op->emitOpError("the loss scaler is tensor<3xf32>, found_inf "
+                           "tensor<f32>");
   Type p = param.getType();
   if (grad.getType() != p)
     return op->emitOpError("the gradient must have the parameter's type");
@@ -180,7 +225,8 @@ LogicalResult verifyUpdate(Operation *op, Value param, Value grad,
 
 LogicalResult AdamWOp::verify() {
   return verifyUpdate(*this, getParam(), getGrad(),
-                      {getExpAvg(), getExpAvgSq()}, getMaster());
+                      {getExpAvg(), getExpAvgSq()}, getMaster(), getScaler(),
+                      getFoundInf());
 }
 
 LogicalResult SGDOp::verify() {
@@ -190,7 +236,8 @@ LogicalResult SGDOp::verify() {
   SmallVector<Value> state;
   if (Value buffer = getMomentumBuffer())
     state.push_back(buffer);
-  return verifyUpdate(*this, getParam(), getGrad(), state, getMaster());
+  return verifyUpdate(*this, getParam(), getGrad(), state, getMaster(),
+                      getScaler(), getFoundInf());
 }
 
 BlockArgument weft::batchNormStateRoot(Value stats) {
@@ -220,8 +267,9 @@ std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
   // buffer?, master?) <- (0, 2?, 3 or 2): past the gradient, in order.
   if (isa<AdamWOp, SGDOp>(op))
     return result == 0 ? 0u : result + 1;
-  // assign writes its value into its destination.
-  if (isa<AssignOp>(op))
+  // assign writes its value into its destination; the loss scaler's
+  // update, its state.
+  if (isa<AssignOp, UpdateLossScaleOp>(op))
     return 0u;
   // wait_recv yields the buffer its irecv filled (operand 1).
   if (isa<WaitRecvOp>(op))

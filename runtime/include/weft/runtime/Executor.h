@@ -14,7 +14,9 @@
 #include "weft/runtime/Plan.h"
 #include "weft/runtime/Shard.h"
 
+#include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +78,9 @@ public:
   /// Every parameter, state (batch-norm statistics, frozen) and optimizer
   /// state tensor of this rank, with its current bytes: a checkpoint shard.
   std::vector<StateTensor> snapshot() const;
+  /// The f16 loss scaler's state [scale, growth_tracker, skipped_steps]
+  /// (GradScaler), when the plan has one.
+  std::optional<std::array<float, 3>> lossScaler() const;
   /// Writes the tensor `name` of those lists. Throws Error naming it when
   /// this rank has no such tensor or the byte count differs from the plan.
   void restore(const std::string &name, const std::string &bytes);

@@ -65,6 +65,9 @@ struct NamedBuffer {
   /// optimizer state: the parameter (initializer) a mixed-precision master
   /// copy starts from, exactly (f32); empty: the state starts at zero
   std::string init;
+  /// optimizer state: explicit f32 starting values, one per element (the
+  /// loss scaler's [2^16, 0, 0]); empty: zeros or `init`
+  std::vector<double> fill;
 };
 
 struct ConstantDesc {

@@ -21,6 +21,12 @@ inline constexpr llvm::StringLiteral kOptimizerStateAttr = "weft.optimizer_state
 /// parameter (ONNX initializer) it is the master of, whose exact f32 value
 /// initialises it.
 inline constexpr llvm::StringLiteral kMasterOfAttr = "weft.master_of";
+/// Unit attribute beside weft.optimizer_state on the loss scaler's state
+/// (f16 training: tensor<3xf32> [scale, growth_tracker, skipped_steps],
+/// weft.update_loss_scale): the backward is seeded with its scale.
+inline constexpr llvm::StringLiteral kLossScalerAttr = "weft.loss_scaler";
+/// GradScaler's initial scale (torch.amp.GradScaler(init_scale=2.0**16)).
+inline constexpr double kInitialLossScale = 65536.0;
 /// On ops a pass created: "backward" (weft-autodiff) or "optimizer".
 inline constexpr llvm::StringLiteral kPhaseAttr = "weft.phase";
 /// On ops of a micro-batched step: which micro-batch (0-based) they belong to.
