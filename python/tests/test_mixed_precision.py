@@ -351,3 +351,24 @@ def test_master_init_must_name_a_16bit_parameter(model_and_batches,
     assert out.returncode == 1
     assert "optimizer_state[" in out.stderr
     assert "'no.such.parameter' is not a parameter of this rank" in out.stderr
+
+
+def test_f16_checkpoint_resumes_bit_identically(model_and_batches, tmp_path):
+    """A checkpoint holds the 16-bit parameters, their f32 masters and the
+    loss scaler (mid-back-off here: 2^19 skips the first steps), so a
+    resumed run continues the same losses, scales and skips."""
+    _, path, batches = model_and_batches
+    plan = _f16_plan(tmp_path, path, fill=[2.0 ** 19, 0, 0])
+    straight = _run_plan(plan, batches[:4], tmp_path / "straight")
+    data = tmp_path / "straight" / "data"
+    ckpt = tmp_path / "ckpt"
+    base = [tool("weft-run"), str(plan), "--data", str(data)]
+    first = run(base + ["--steps", "2", "--checkpoint", str(ckpt)])
+    assert first.returncode == 0, first.stderr
+    log = tmp_path / "resumed.jsonl"
+    second = run(base + ["--steps", "2", "--resume", str(ckpt),
+                         "--log-json", str(log)])
+    assert second.returncode == 0, second.stderr
+    assert straight[0]["skipped_steps"] == 1
+    for key in ("loss", "loss_scale", "skipped_steps"):
+        assert [r[key] for r in _log(log)] == [r[key] for r in straight[2:]]
