@@ -120,6 +120,10 @@ def test_bf16_layouts_agree_exactly(tools, model_and_batches, tmp_path):
     losses0, trained0 = results["micro-batches"]
     for name, (losses, trained) in results.items():
         assert losses == losses0, name
+        # The 16-bit buffers are planned as they are used: every rank's
+        # measured peak is its planned arena.
+        record = _log(tmp_path / name / "log.jsonl")[0]
+        assert record["rank_peak_bytes"] == record["rank_arena_bytes"], name
         for key, value in trained0.items():
             np.testing.assert_array_equal(trained[key], value,
                                           err_msg=f"{name}: {key}")
