@@ -86,29 +86,6 @@ struct AppendOptimizerPass
         return Value();
       return Value(func.getArgument(index));
     };
-    // f16: the loss scaler (weft-mixed-precision's argument). One check of
-    // every gradient decides whether this step's updates run; they divide
-    // the gradients by the scale. weft-agree-found-inf later makes it read
-    // the gradients the updates read (reduced, or ZeRO's pieces) and agree
-    // over the mesh.
-    BlockArgument scaler;
-    for (BlockArgument arg : func.getArguments())
-      if (func.getArgAttr(arg.getArgNumber(), kLossScalerAttr))
-        scaler = arg;
-    Value found;
-    if (scaler) {
-      SmallVector<Value> grads;
-      for (unsigned i = 1; i < ret.getNumOperands(); ++i)
-        if (func.getResultAttr(i, "weft.grad"))
-          grads.push_back(ret.getOperand(i));
-      if (grads.empty())
-        return func.emitError("no parameter gradients to apply: run "
-                              "weft-autodiff first");
-      auto check = FoundInfOp::create(
-          b, func.getLoc(), RankedTensorType::get({}, b.getF32Type()), grads);
-      check->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
-      found = check;
-    }
     bool sawGrad = false;
     for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
       auto name = func.getResultAttrOfType<StringAttr>(i, "weft.grad");
@@ -130,7 +107,7 @@ struct AppendOptimizerPass
         Value v = newState(param, base + ".exp_avg_sq");
         auto op = AdamWOp::create(
             b, param.getLoc(), type, state, state, masterType, param, grad, m,
-            v, master, scaler, found, b.getF64FloatAttr(lr),
+            v, master, Value(), Value(), b.getF64FloatAttr(lr),
             b.getF64FloatAttr(beta1),
             b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
             b.getF64FloatAttr(decay));
@@ -148,7 +125,7 @@ struct AppendOptimizerPass
         types.append((buffer ? 1 : 0) + (master ? 1 : 0), state);
         auto op =
             SGDOp::create(b, param.getLoc(), types, param, grad, buffer,
-                          master, scaler, found, b.getF64FloatAttr(lr),
+                          master, Value(), Value(), b.getF64FloatAttr(lr),
                           b.getF64FloatAttr(momentum),
                           b.getF64FloatAttr(decay), b.getBoolAttr(nesterov));
         op->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
@@ -181,16 +158,6 @@ struct AppendOptimizerPass
     if (!sawGrad)
       return func.emitError("no parameter gradients to apply: run "
                             "weft-autodiff first");
-    if (scaler) {
-      // GradScaler's defaults: x2 after 2000 steps without overflow, x0.5
-      // on one.
-      auto next = UpdateLossScaleOp::create(
-          b, func.getLoc(), scaler.getType(), scaler, found,
-          b.getF64FloatAttr(2.0), b.getF64FloatAttr(0.5),
-          b.getI64IntegerAttr(2000));
-      next->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
-      update(next, "loss_scaler");
-    }
     replaceReturn(func, results, resultAttrs);
     return success();
   }

@@ -120,15 +120,11 @@ LogicalResult PlanPipelineOptions::validate(
                 "--data-parallel of 2 or more");
   if (precision != "f32" && precision != "bf16" && precision != "f16")
     return fail("--precision " + precision + ": expected bf16, f16 or f32");
-  // f16 trains with dynamic loss scaling (GradScaler), whose scaler state
-  // every rank updates alike: not built across pipeline stages yet, and a
-  // gradient step alone would return scaled gradients.
+  // f16 trains with dynamic loss scaling (GradScaler): a gradient step
+  // alone would return scaled gradients.
   if (precision == "f16" && step == CompiledStep::Gradients)
     return fail("--precision f16 --gradients: the gradients of an f16 step "
                 "are loss-scaled; compute them in bf16 or f32");
-  if (precision == "f16" && pipelineParallel > 1)
-    return fail("--precision f16 with --pipeline-parallel: the loss "
-                "scaler is not kept on every stage yet; use bf16");
   if (sequenceParallel && tensorParallel < 2)
     return fail("--sequence-parallel needs --tensor-parallel of 2 or more");
   if (!balance.empty() && pipelineParallel < 2)
@@ -262,9 +258,10 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
         createDataParallel(
             {o.bucketCapMb, o.zeroStage, o.optimizerShardThresholdKb,
              o.zeroPrefetch}));
-  // The overflow check reads what the updates read, agreed over the mesh.
+  // GradScaler: the overflow check of what the updates read, agreed over
+  // the mesh, the skip and the scale's update, on every stage.
   if (lossScaling)
-    pm.addNestedPass<func::FuncOp>(createAgreeFoundInf());
+    pm.addNestedPass<func::FuncOp>(createLossScaling());
   pm.addNestedPass<func::FuncOp>(createCheckpoint(
       {nameOf(kPolicies, o.recompute.getValue()).str(),
        /*exceptLast=*/pipelined && o.schedule == ScheduleKind::GPipe,

@@ -280,15 +280,17 @@ def test_f16_skipped_steps_do_not_count_for_adamw(model_and_batches,
     ["--data-parallel=2"],
     ["--data-parallel=2", "--zero-stage=1", "--optimizer-shard-threshold=0"],
     ["--data-parallel=2", "--zero-stage=3", "--optimizer-shard-threshold=0"],
-], ids=["ddp", "zero-1", "zero-3"])
+    ["--pipeline-parallel=2", "--microbatches=2"],
+], ids=["ddp", "zero-1", "zero-3", "pipeline"])
 def test_f16_overflow_is_agreed_over_the_mesh(model_and_batches, tmp_path,
                                               layout):
-    """Each replica checks the gradients it updates with (ZeRO: only its
-    pieces); the maximum over the data axis makes them skip the same
-    steps. From 2^19 the scale backs off through skipped steps, and the
-    two replicas' losses and masters equal one rank's on two micro-batches
-    (the same two f16 sums) bit for bit; a replica that updated while the
-    other skipped would leave them."""
+    """Each rank checks the gradients it updates with (ZeRO: only its
+    pieces; a pipeline stage: only its parameters'); the maximum over the
+    mesh makes them skip the same steps, and each stage keeps its scaler
+    alike. From 2^19 the scale backs off through skipped steps, and the two
+    ranks' losses and masters equal one rank's on two micro-batches (the
+    same two f16 sums) bit for bit; a rank that updated while the other
+    skipped would leave them."""
     _, path, batches = model_and_batches
     fill = [2.0 ** 19, 0, 0]
     (tmp_path / "one").mkdir()
@@ -315,9 +317,6 @@ def test_f16_overflow_is_agreed_over_the_mesh(model_and_batches, tmp_path,
     (["--precision=f16", "--gradients"],
      "--precision f16 --gradients: the gradients of an f16 step are "
      "loss-scaled"),
-    (["--precision=f16", "--pipeline-parallel=2"],
-     "--precision f16 with --pipeline-parallel: the loss scaler is not "
-     "kept on every stage yet"),
 ])
 def test_precision_errors(model_and_batches, flags, message):
     _, path, _ = model_and_batches

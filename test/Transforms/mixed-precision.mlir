@@ -3,7 +3,7 @@
 // RUN: weft-opt %s --weft-mixed-precision=precision=f32 | FileCheck %s --check-prefix=F32
 // RUN: weft-opt %s --weft-mixed-precision=precision=bf16 --weft-autodiff --weft-append-optimizer | FileCheck %s --check-prefix=TRAIN
 // RUN: weft-opt %s --weft-mixed-precision=precision=bf16 --weft-autodiff --weft-append-optimizer="optimizer=sgd momentum=0.9" | FileCheck %s --check-prefix=SGD
-// RUN: weft-opt %s --weft-mixed-precision="precision=f16 loss-scaling=true" --weft-autodiff --weft-append-optimizer | FileCheck %s --check-prefix=SCALED
+// RUN: weft-opt %s --weft-mixed-precision="precision=f16 loss-scaling=true" --weft-autodiff --weft-append-optimizer --weft-loss-scaling | FileCheck %s --check-prefix=SCALED
 
 // A linear layer, softmax and a loss: the parameters become bf16 working
 // copies, the matmul runs in bf16 (its f32 input cast down), the bias add

@@ -362,7 +362,7 @@ def MixedPrecision : Pass<"weft-mixed-precision", "mlir::func::FuncOp"> {
       argument `{weft.optimizer_state = "loss_scaler", weft.loss_scaler}`
       of type tensor<3xf32> holds [scale, growth_tracker, skipped_steps]
       (2^16, 0, 0 at the start): weft-autodiff seeds the backward with the
-      scale, weft-append-optimizer unscales, skips steps whose gradients
+      scale, weft-loss-scaling unscales, skips steps whose gradients
       overflow and updates the scale.
 
     Casts are `weft.cast` ops the memory plan sees and the runtime runs.
@@ -386,19 +386,32 @@ def MixedPrecision : Pass<"weft-mixed-precision", "mlir::func::FuncOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
-def AgreeFoundInf : Pass<"weft-agree-found-inf", "mlir::func::FuncOp"> {
-  let summary = "Check the gradients the updates read, and agree over the mesh";
+def LossScaling : Pass<"weft-loss-scaling", "mlir::func::FuncOp"> {
+  let summary = "GradScaler's check, unscale, skip and scale update (f16)";
   let description = [{
-    f16 training's overflow check (`weft.found_inf`, placed by
-    weft-append-optimizer on the accumulated gradients) must read what the
-    updates read once weft-data-parallel has rewritten them: the averaged
-    gradients, or ZeRO's pieces, each rank then seeing only its own. The
-    pass points the check at the updates' gradient operands, moves it after
-    the last of them (sinking the updates, and what reads them, past it:
-    every update waits for every gradient, as GradScaler's `unscale_` does
-    before `step`), and takes the maximum over the data and tensor axes
-    of size > 1 (`shard.all_reduce` max), so every rank skips the same
-    steps. Without a check, it does nothing.
+    Dynamic loss scaling (torch.amp.GradScaler; Micikevicius et al., "Mixed
+    Precision Training", ICLR 2018, §3.2) for a step whose backward
+    weft-autodiff seeded with the loss scaler's scale (the argument
+    `{weft.loss_scaler}` weft-mixed-precision adds for f16 training). Runs
+    once the updates read what they will read: after weft-data-parallel
+    (averaged gradients, or ZeRO's pieces, each rank seeing only its own)
+    and weft-insert-send-recv (each stage's updates on its stage). On each
+    pipeline stage:
+
+    - `weft.found_inf` of the gradients the stage's updates read, placed
+      after the last of them; its maximum over the data, tensor and
+      pipeline axes of size > 1 (`shard.all_reduce` max), so every rank
+      skips the same steps (FSDP's ShardedGradScaler all-reduces the same
+      way);
+    - the updates take the scaler and the verdict (they unscale in f32 and
+      skip the step on overflow) and move, with what reads them, after the
+      verdict: every update waits for every gradient, as GradScaler's
+      `unscale_` precedes `step`;
+    - `weft.update_loss_scale` (GradScaler's defaults: x2 after 2000 steps,
+      x0.5 on overflow) last; each stage keeps its own copy of the scaler,
+      all updated alike, returned as `{weft.update = "loss_scaler"}`.
+
+    Without the argument it does nothing.
   }];
   let dependentDialects = ["weft::WeftDialect", "mlir::shard::ShardDialect"];
 }
