@@ -1,5 +1,6 @@
 //===- Elementwise.cpp - unary, binary (broadcasting), where, clip, cast --===//
 
+#include "ElementwiseMath.h"
 #include "Half.h"
 #include "Kernel.h"
 
@@ -202,57 +203,22 @@ void cast(const KernelCall &call) {
 } // namespace
 
 void registerElementwiseKernels(KernelTable &t) {
-  // Generic lambdas: float tensors compute in float (sqrtf, expf, erff...).
-  t["sqrt"] = [](const KernelCall &c) {
-    unary(c, [](auto v) { return std::sqrt(v); });
-  };
-  t["reciprocal"] = [](const KernelCall &c) {
-    unary(c, [](auto v) { return 1 / v; });
-  };
-  t["neg"] = [](const KernelCall &c) { unary(c, [](auto v) { return -v; }); };
-  t["exp"] = [](const KernelCall &c) {
-    unary(c, [](auto v) { return std::exp(v); });
-  };
-  t["log"] = [](const KernelCall &c) {
-    unary(c, [](auto v) { return std::log(v); });
-  };
-  // x * Phi(x): Hendrycks & Gimpel 2016, ONNX Gelu-20 (approximate="none").
-  t["gelu"] = [](const KernelCall &c) {
-    unary(c, [](auto v) {
-      using T = decltype(v);
-      return T(0.5) * v * (T(1) + std::erf(v * T(M_SQRT1_2)));
-    });
-  };
-  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GPT-2's gelu_new, ONNX
-  // Gelu-20 (approximate="tanh").
-  t["gelu_tanh"] = [](const KernelCall &c) {
-    unary(c, [](auto v) {
-      using T = decltype(v);
-      const T k = T(M_2_SQRTPI * M_SQRT1_2), cubic = T(0.044715);
-      return T(0.5) * v * (T(1) + std::tanh(k * (v + cubic * v * v * v)));
-    });
-  };
-  t["erf"] = [](const KernelCall &c) {
-    unary(c, [](auto v) { return std::erf(v); });
-  };
-  t["tanh"] = [](const KernelCall &c) {
-    unary(c, [](auto v) { return std::tanh(v); });
-  };
-  t["relu"] = [](const KernelCall &c) {
-    unary(c, [](auto v) { return v > 0 ? v : decltype(v)(0); });
-  };
-  t["sigmoid"] = [](const KernelCall &c) {
-    unary(c, [](auto v) { return 1 / (1 + std::exp(-v)); });
-  };
-  t["add"] = [](const KernelCall &c) {
-    binary(c, [](auto a, auto b) { return a + b; });
-  };
-  t["sub"] = [](const KernelCall &c) {
-    binary(c, [](auto a, auto b) { return a - b; });
-  };
-  t["mul"] = [](const KernelCall &c) {
-    binary(c, [](auto a, auto b) { return a * b; });
-  };
+  // The functions of ElementwiseMath.h, shared with the CUDA kernels; float
+  // tensors compute in float (sqrtf, expf, erff...).
+  t["sqrt"] = [](const KernelCall &c) { unary(c, math::Sqrt()); };
+  t["reciprocal"] = [](const KernelCall &c) { unary(c, math::Reciprocal()); };
+  t["neg"] = [](const KernelCall &c) { unary(c, math::Neg()); };
+  t["exp"] = [](const KernelCall &c) { unary(c, math::Exp()); };
+  t["log"] = [](const KernelCall &c) { unary(c, math::Log()); };
+  t["gelu"] = [](const KernelCall &c) { unary(c, math::Gelu()); };
+  t["gelu_tanh"] = [](const KernelCall &c) { unary(c, math::GeluTanh()); };
+  t["erf"] = [](const KernelCall &c) { unary(c, math::Erf()); };
+  t["tanh"] = [](const KernelCall &c) { unary(c, math::Tanh()); };
+  t["relu"] = [](const KernelCall &c) { unary(c, math::Relu()); };
+  t["sigmoid"] = [](const KernelCall &c) { unary(c, math::Sigmoid()); };
+  t["add"] = [](const KernelCall &c) { binary(c, math::Add()); };
+  t["sub"] = [](const KernelCall &c) { binary(c, math::Sub()); };
+  t["mul"] = [](const KernelCall &c) { binary(c, math::Mul()); };
   t["div"] = [](const KernelCall &c) {
     binary(c, [](auto a, auto b) {
       // Integer division by zero is undefined in ONNX; weft yields 0, never a

@@ -1,0 +1,106 @@
+//===- ElementwiseMath.h - elementwise functions, host/device --*- C++ -*-===//
+//
+// The elementwise math of the unary and binary kernels, as function objects
+// generic in the element type, written once for the CPU kernels
+// (Elementwise.cpp, float and double) and the CUDA ones (f32 registers for
+// f32, bf16 and f16 storage), so the CPU tests exercise what the GPU runs.
+// Formulas: the ONNX opset-17 operators (Relu-14, Sigmoid-13, Erf-13, ...);
+// GELU is Hendrycks & Gimpel 2016 (ONNX Gelu-20, approximate "none" and
+// "tanh").
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_KERNELS_ELEMENTWISEMATH_H
+#define WEFT_RUNTIME_KERNELS_ELEMENTWISEMATH_H
+
+#include "Half.h"
+
+#include <cmath>
+
+namespace weft::rt::math {
+
+struct Sqrt {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
+    using std::sqrt;
+    return sqrt(v);
+  }
+};
+struct Reciprocal {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
+    return T(1) / v;
+  }
+};
+struct Neg {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
+    return -v;
+  }
+};
+struct Exp {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
+    using std::exp;
+    return exp(v);
+  }
+};
+struct Log {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
+    using std::log;
+    return log(v);
+  }
+};
+struct Erf {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
+    using std::erf;
+    return erf(v);
+  }
+};
+struct Tanh {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
+    using std::tanh;
+    return tanh(v);
+  }
+};
+struct Relu {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
+    return v > T(0) ? v : T(0);
+  }
+};
+struct Sigmoid {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
+    using std::exp;
+    return T(1) / (T(1) + exp(-v));
+  }
+};
+/// x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))).
+struct Gelu {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
+    using std::erf;
+    return T(0.5) * v * (T(1) + erf(v * T(0.70710678118654752440)));
+  }
+};
+/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GPT-2's gelu_new.
+struct GeluTanh {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
+    using std::tanh;
+    const T k = T(0.79788456080286535588), cubic = T(0.044715);
+    return T(0.5) * v * (T(1) + tanh(k * (v + cubic * v * v * v)));
+  }
+};
+
+struct Add {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct Sub {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T a, T b) const {
+    return a - b;
+  }
+};
+struct Mul {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T a, T b) const {
+    return a * b;
+  }
+};
+
+} // namespace weft::rt::math
+
+#endif // WEFT_RUNTIME_KERNELS_ELEMENTWISEMATH_H
