@@ -1,18 +1,25 @@
 """The CUDA backend (issue 15, in progress): `weft-run --device cuda`.
 
-What exists: device memory, a copy and a compute stream, and errors that
-name the flag. No kernel runs on the GPU yet, so a plan is refused at its
-first kernel. Without a GPU (CI, and any session without one) the GPU
-tests skip with a message; the error paths run everywhere.
+What exists: device memory, a copy and a compute stream, cuBLASLt GEMMs
+and weft's elementwise, cast and update kernels (their math shared with
+the CPU kernels), and errors that name the flag. A plan naming a kernel the
+backend lacks is refused before it runs. Without a GPU (CI, and any
+session without one) the GPU tests skip with a message; the error paths
+run everywhere.
 """
 
 import shutil
 import subprocess
 
+import numpy as np
+import onnx
 import pytest
+import torch
+from onnx import numpy_helper
 
 from conftest import run, tool
 from test_weft_run import gpt_plan  # noqa: F401 (fixture)
+from weft.examples.common import export
 
 
 def gpu_present():
@@ -60,3 +67,66 @@ def test_cuda_refuses_a_plan_before_running_half_of_it(plan):
     result = run([tool("weft-run"), str(plan), "--device", "cuda"])
     assert result.returncode == 1
     assert "kernel" in result.stderr
+
+
+class Mlp(torch.nn.Module):
+    """Kernels the CUDA backend has: matmul, add (a broadcast bias), gelu,
+    relu, mul, sub."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(64, 256)
+        self.out = torch.nn.Linear(256, 32)
+
+    def forward(self, x):
+        h = torch.nn.functional.gelu(self.fc(x))
+        y = torch.relu(self.out(h))
+        return y * y - y
+
+
+# Tolerances per dtype: f32 GEMMs differ from OpenBLAS's only in summation
+# order (K = 256: a few f32 ulps of the sum); a 16-bit result may round the
+# other way once (one bf16 ulp is 2^-8 relative, one f16 ulp 2^-11).
+TOLERANCE = {"f32": 1e-5, "bf16": 2 ** -7, "f16": 2 ** -10}
+
+
+@pytest.mark.parametrize("precision", ["f32", "bf16", "f16"])
+def test_cuda_forward_equals_cpu(tmp_path, precision):
+    if not gpu_present():
+        pytest.skip("no GPU on this machine: the CUDA kernels (cuBLASLt "
+                    "GEMM, elementwise, casts) were compiled, not run")
+    torch.manual_seed(0)
+    x = torch.randn(16, 64)
+    model = tmp_path / "mlp.onnx"
+    export(Mlp(), (x,), ["x"], str(model))
+    plan = tmp_path / "plan.json"
+    out = run([tool("weftc"), str(model), f"--precision={precision}",
+               "--forward-only", "-o", str(plan)])
+    assert out.returncode == 0, out.stderr
+    data = tmp_path / "data" / "step_0"
+    data.mkdir(parents=True)
+    (data / "x.pb").write_bytes(
+        numpy_helper.from_array(x.numpy(), "x").SerializeToString())
+    outputs = {}
+    for device in ("cpu", "cuda"):
+        dump = tmp_path / device
+        out = run([tool("weft-run"), str(plan), "--data",
+                   str(tmp_path / "data"), "--device", device,
+                   "--dump-outputs", str(dump)])
+        assert out.returncode == 0, out.stderr
+        (path,) = (dump / "step_0").glob("*.pb")
+        outputs[device] = numpy_helper.to_array(onnx.load_tensor(str(path)))
+    cpu, cuda = (outputs[d].astype(np.float64) for d in ("cpu", "cuda"))
+    scale = np.abs(cpu).max()
+    assert np.abs(cuda - cpu).max() <= TOLERANCE[precision] * scale
+
+
+def test_cuda_refuses_several_ranks_until_nccl(plan):
+    """Every rank says so, with or without a GPU, before touching one."""
+    result = run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+                  "2", tool("weft-run"), str(plan), "--device", "cuda"])
+    assert result.returncode != 0
+    assert ("--device cuda: 2 processes; the CUDA backend runs one rank "
+            "until its NCCL communicator exists" in result.stderr or
+            "--device cuda: this weft-run was built without CUDA"
+            in result.stderr), result.stderr

@@ -8,6 +8,7 @@
 
 #include "Gemm.h"
 #include "Kernel.h"
+#include "MatmulShape.h"
 
 #include <cstring>
 
@@ -17,48 +18,22 @@ namespace {
 
 void matmul(const KernelCall &call) {
   const Tensor &lhs = call.in[0], &rhs = call.in[1], &y = call.out[0];
-  // numpy promotion of 1-D operands: [K] -> [1, K] and [K] -> [K, 1].
-  std::vector<int64_t> a = lhs.shape, b = rhs.shape;
-  if (a.size() == 1)
-    a.insert(a.begin(), 1);
-  if (b.size() == 1)
-    b.push_back(1);
-  int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
-  std::vector<int64_t> batchA(a.begin(), a.end() - 2),
-      batchB(b.begin(), b.end() - 2);
-  size_t batchRank = std::max(batchA.size(), batchB.size());
-  std::vector<int64_t> batch(batchRank);
-  for (size_t i = 0; i < batchRank; ++i) {
-    int64_t da = i < batchRank - batchA.size()
-                     ? 1
-                     : batchA[i - (batchRank - batchA.size())];
-    int64_t db = i < batchRank - batchB.size()
-                     ? 1
-                     : batchB[i - (batchRank - batchB.size())];
-    batch[i] = da == 1 ? db : da;
-  }
+  MatmulShape s = MatmulShape::of(lhs, rhs);
+  int64_t m = s.m, n = s.n, k = s.k;
   dispatchFloat(call, lhs.dtype, [&]<typename T>() {
     const T *pa = lhs.as<T>(), *pb = rhs.as<T>();
     T *pc = y.as<T>();
-    int64_t batchCount = 1;
-    for (int64_t d : batch)
-      batchCount *= d;
-    bool rhsShared = true;
-    for (int64_t d : batchB)
-      rhsShared &= d == 1;
-    if (rhsShared && batchA.size() == batchRank) {
+    if (s.foldsIntoM()) {
       // [..., M, K] x [K, N]: one GEMM with M' = batch * M.
-      gemm<T>(false, false, batchCount * m, n, k, 1, pa, k, pb, n, 0, pc, n);
+      gemm<T>(false, false, s.batchCount() * m, n, k, 1, pa, k, pb, n, 0,
+              pc, n);
       return;
     }
     std::array<std::vector<int64_t>, 2> strides = {
-        broadcastStrides(batchA, batch), broadcastStrides(batchB, batch)};
+        broadcastStrides(s.batchA, s.batch),
+        broadcastStrides(s.batchB, s.batch)};
     int64_t matA = m * k, matB = k * n, matC = m * n;
-    if (batch.empty()) {
-      gemm<T>(false, false, m, n, k, 1, pa, k, pb, n, 0, pc, n);
-      return;
-    }
-    forEachBroadcast<2>(batch, strides, [&](int64_t o, const auto &off) {
+    forEachBroadcast<2>(s.batch, strides, [&](int64_t o, const auto &off) {
       gemm<T>(false, false, m, n, k, 1, pa + off[0] * matA, k,
               pb + off[1] * matB, n, 0, pc + o * matC, n);
     });

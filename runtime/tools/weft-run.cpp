@@ -178,6 +178,12 @@ std::unique_ptr<Backend> makeBackend(const RunOptions &o, int64_t rank) {
 }
 
 int run(const RunOptions &o, Communicator &comm) {
+  // MPI moves host memory: GPU ranks' transfers and collectives need NCCL
+  // (or staging through pinned memory), which is not built yet.
+  if (o.device == "cuda" && comm.size() > 1)
+    throw Error("--device cuda: " + std::to_string(comm.size()) +
+                " processes; the CUDA backend runs one rank until its NCCL "
+                "communicator exists");
   std::unique_ptr<Backend> backend = makeBackend(o, comm.rank());
   backend->setThreads(o.threads);
   Plan plan = loadPlan(

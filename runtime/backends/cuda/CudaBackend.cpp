@@ -1,19 +1,20 @@
 //===- CudaBackend.cpp - device memory and streams on a CUDA GPU ----------===//
 //
-// The CUDA backend's device side, host code over the CUDA runtime API (no
-// kernels are compiled here): the rank's arena in device memory, copies on
-// a copy stream (a download waits for the compute stream's work through an
-// event, as torchgpipe's copy streams do), and the compute stream kernels
-// will be enqueued on. It implements no kernel yet: hasKernel() is false
-// for all, so the plan loader refuses a plan naming the first kernel, and a
-// plan never runs half on the GPU. Kernels (cuBLASLt GEMM, cuDNN, weft's own)
-// are issue 15's next step.
+// The CUDA backend's device side: the rank's arena in device memory, copies
+// on a copy stream (a download waits for the compute stream's work through
+// an event, as torchgpipe's copy streams do), and the compute stream the
+// kernels (CudaKernels.h: elementwise, cast, updates, cuBLASLt GEMM) are
+// enqueued on, with cuBLASLt's workspace. A plan naming a kernel it lacks
+// (convolution, normalisation, softmax, losses, movement: cuDNN and weft's
+// own kernels are issue 15's next steps) is refused by the plan loader, so
+// a plan never runs half on the GPU.
 //
 //===----------------------------------------------------------------------===//
 
 #include "weft/runtime/Backend.h"
 
 #include "CudaCheck.h"
+#include "CudaKernels.h"
 
 #include <algorithm>
 
@@ -30,9 +31,17 @@ public:
     WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
     WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&copied,
                                              cudaEventDisableTiming));
+    context.stream = compute;
+    WEFT_CUBLAS_CHECK(cublasLtCreate(&context.lt));
+    // cuBLASLt's recommended workspace for Hopper: 32 MiB, apart from the
+    // plan's arena (the libraries' memory, reported separately).
+    context.workspaceBytes = 32u << 20;
+    WEFT_CUDA_CHECK(cudaMalloc(&context.workspace, context.workspaceBytes));
   }
   ~CudaBackend() override {
     // Destruction cannot throw; a failing device reports at its next call.
+    cudaFree(context.workspace);
+    cublasLtDestroy(context.lt);
     cudaEventDestroy(copied);
     cudaStreamDestroy(copy);
     cudaStreamDestroy(compute);
@@ -73,9 +82,11 @@ public:
     WEFT_CUDA_CHECK(cudaStreamSynchronize(copy));
   }
 
-  bool hasKernel(const std::string &) const override { return false; }
-  void launch(const KernelCall &) override {
-    throw Error(name() + ": this backend implements no kernel yet");
+  bool hasKernel(const std::string &kernel) const override {
+    return cuda::kernelTable().count(kernel) != 0;
+  }
+  void launch(const KernelCall &call) override {
+    cuda::kernelTable().at(call.kernel)(call, context);
   }
   void synchronize() override {
     WEFT_CUDA_CHECK(cudaStreamSynchronize(copy));
@@ -87,6 +98,7 @@ private:
   int device;
   cudaStream_t compute = nullptr, copy = nullptr;
   cudaEvent_t copied = nullptr;
+  cuda::Context context;
 };
 
 } // namespace

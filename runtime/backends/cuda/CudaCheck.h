@@ -3,7 +3,8 @@
 // WEFT_CUDA_CHECK(call) throws Error("file:line: call: <CUDA's error name
 // and string>") when a CUDA runtime call fails, so a failing call names
 // where it was made and what CUDA said, and weft-run prints it as its one
-// line. (WEFT_NCCL_CHECK follows with the NCCL communicator.)
+// line; WEFT_CUBLAS_CHECK does the same for cuBLAS(Lt) status codes.
+// (WEFT_NCCL_CHECK follows with the NCCL communicator.)
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_RUNTIME_BACKENDS_CUDA_CUDACHECK_H
@@ -11,6 +12,7 @@
 
 #include "weft/runtime/Tensor.h"
 
+#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include <string>
@@ -28,9 +30,21 @@ inline void cudaCheck(cudaError_t status, const char *what, const char *file,
               cudaGetErrorString(status) + ")");
 }
 
+/// The same for a cuBLAS or cuBLASLt status.
+inline void cublasCheck(cublasStatus_t status, const char *what,
+                        const char *file, int line) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return;
+  throw Error(std::string(file) + ":" + std::to_string(line) + ": " + what +
+              ": " + cublasLtGetStatusName(status) + " (" +
+              cublasLtGetStatusString(status) + ")");
+}
+
 } // namespace weft::rt
 
 #define WEFT_CUDA_CHECK(call)                                                  \
   ::weft::rt::cudaCheck((call), #call, __FILE__, __LINE__)
+#define WEFT_CUBLAS_CHECK(call)                                                \
+  ::weft::rt::cublasCheck((call), #call, __FILE__, __LINE__)
 
 #endif // WEFT_RUNTIME_BACKENDS_CUDA_CUDACHECK_H

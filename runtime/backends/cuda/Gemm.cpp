@@ -1,0 +1,170 @@
+//===- Gemm.cpp - matmul and gemm through cuBLASLt ------------------------===//
+//
+// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt
+// gets B's buffer as its A and A's as its B, with m and n swapped. Every
+// dtype accumulates in f32 (CUBLAS_COMPUTE_32F; bf16 and f16 operands,
+// f32 scale), as the CPU backend's widened GEMM does. Batched matmul with
+// equal batch dims is one strided-batched call; a shared right operand (a
+// weight) folds the batch into M; other broadcasts loop over the batch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCheck.h"
+#include "CudaKernels.h"
+
+#include "../../kernels/MatmulShape.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+namespace weft::rt::cuda {
+
+namespace {
+
+cudaDataType_t dataType(const KernelCall &call, DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return CUDA_R_32F;
+  case DType::BF16:
+    return CUDA_R_16BF;
+  case DType::F16:
+    return CUDA_R_16F;
+  default:
+    unsupported(call, dtype);
+  }
+}
+
+/// The descriptors of one call, destroyed with it.
+struct Descriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  ~Descriptors() {
+    cublasLtMatmulPreferenceDestroy(preference);
+    cublasLtMatrixLayoutDestroy(c);
+    cublasLtMatrixLayoutDestroy(b);
+    cublasLtMatrixLayoutDestroy(a);
+    cublasLtMatmulDescDestroy(op);
+  }
+};
+
+/// One row-major GEMM (batched: `batch` of them `stride*` elements
+/// apart): C = alpha op(A) op(B) + beta C.
+struct Gemm {
+  DType dtype;
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+  int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
+  float alpha = 1, beta = 0;
+
+  void run(const KernelCall &call, const Context &ctx, const void *a,
+           const void *b, void *c) const {
+    if (m == 0 || n == 0)
+      return;
+    cudaDataType_t type = dataType(call, dtype);
+    Descriptors d;
+    WEFT_CUBLAS_CHECK(
+        cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    // Column-major: cuBLASLt's A is our B, its B our A.
+    cublasOperation_t opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+                      opB = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    WEFT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        d.op, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
+    WEFT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        d.op, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
+    // Stored (before op) column-major shapes: our B is [k, n] row-major,
+    // i.e. n x k column-major (k x n when transposed), and so on.
+    WEFT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(
+        &d.a, type, transB ? k : n, transB ? n : k, ldb));
+    WEFT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(
+        &d.b, type, transA ? m : k, transA ? k : m, lda));
+    WEFT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.c, type, n, m, ldc));
+    if (batch > 1) {
+      int32_t count = int32_t(batch);
+      for (auto [layout, stride] :
+           {std::pair{d.a, strideB}, {d.b, strideA}, {d.c, strideC}}) {
+        WEFT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+            layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+            sizeof count));
+        WEFT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+            layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+            sizeof stride));
+      }
+    }
+    WEFT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.preference));
+    WEFT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+        &ctx.workspaceBytes, sizeof ctx.workspaceBytes));
+    cublasLtMatmulHeuristicResult_t best;
+    int found = 0;
+    WEFT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(
+        ctx.lt, d.op, d.a, d.b, d.c, d.c, d.preference, 1, &best, &found));
+    if (found == 0)
+      call.fail("cuBLASLt has no algorithm for this GEMM");
+    WEFT_CUBLAS_CHECK(cublasLtMatmul(ctx.lt, d.op, &alpha, b, d.a, a, d.b,
+                                     &beta, c, d.c, c, d.c, &best.algo,
+                                     ctx.workspace, ctx.workspaceBytes,
+                                     ctx.stream));
+  }
+};
+
+void matmul(const KernelCall &call, const Context &ctx) {
+  const Tensor &lhs = call.in[0], &rhs = call.in[1], &y = call.out[0];
+  MatmulShape s = MatmulShape::of(lhs, rhs);
+  Gemm g{lhs.dtype};
+  g.m = s.m;
+  g.n = s.n;
+  g.k = s.k;
+  g.lda = g.k;
+  g.ldb = g.n;
+  g.ldc = g.n;
+  if (s.foldsIntoM()) {
+    g.m *= s.batchCount(); // [..., M, K] x [K, N]: one GEMM
+    return g.run(call, ctx, lhs.data, rhs.data, y.data);
+  }
+  if (s.batchA == s.batch && s.batchB == s.batch) {
+    g.batch = s.batchCount();
+    g.strideA = g.m * g.k;
+    g.strideB = g.k * g.n;
+    g.strideC = g.m * g.n;
+    return g.run(call, ctx, lhs.data, rhs.data, y.data);
+  }
+  std::array<std::vector<int64_t>, 2> strides = {
+      broadcastStrides(s.batchA, s.batch),
+      broadcastStrides(s.batchB, s.batch)};
+  int64_t elem = dtypeSize(lhs.dtype);
+  int64_t matA = g.m * g.k * elem, matB = g.k * g.n * elem,
+          matC = g.m * g.n * elem;
+  forEachBroadcast<2>(s.batch, strides, [&](int64_t o, const auto &off) {
+    g.run(call, ctx, lhs.as<char>() + off[0] * matA,
+          rhs.as<char>() + off[1] * matB, y.as<char>() + o * matC);
+  });
+}
+
+/// ONNX Gemm: Y = alpha op(A) op(B) + beta C, C broadcast into Y first.
+void gemm(const KernelCall &call, const Context &ctx) {
+  const Tensor &a = call.in[0], &b = call.in[1], &y = call.out[0];
+  Gemm g{a.dtype, call.b("transA"), call.b("transB")};
+  g.m = y.shape[0];
+  g.n = y.shape[1];
+  g.k = g.transA ? a.shape[0] : a.shape[1];
+  g.lda = a.shape[1];
+  g.ldb = b.shape[1];
+  g.ldc = g.n;
+  g.alpha = float(call.f("alpha"));
+  if (call.in.size() > 2) {
+    broadcastInto(call, ctx, call.in[2], y);
+    g.beta = float(call.f("beta"));
+  }
+  g.run(call, ctx, a.data, b.data, y.data);
+}
+
+} // namespace
+
+void registerGemmKernels(KernelTable &t) {
+  t["matmul"] = matmul;
+  t["gemm"] = gemm;
+}
+
+} // namespace weft::rt::cuda

@@ -1,0 +1,374 @@
+//===- Kernels.cu - elementwise, cast and update kernels on the GPU -------===//
+//
+// Grid-stride loops over f32, bf16 and f16 storage with f32 arithmetic
+// (ElementwiseMath.h and UpdateMath.h: the CPU kernels' functions). Binary
+// ops broadcast as numpy does through per-operand strides (0 on a broadcast
+// dimension), up to kMaxRank dimensions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCheck.h"
+#include "CudaKernels.h"
+
+#include "../../kernels/ElementwiseMath.h"
+#include "../../kernels/Half.h"
+#include "../../kernels/UpdateMath.h"
+
+#include <algorithm>
+
+namespace weft::rt::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kMaxRank = 8;
+
+/// A grid for n elements: grid-stride loops cover the rest.
+dim3 grid(int64_t n) {
+  int64_t blocks = (n + kThreads - 1) / kThreads;
+  return dim3(unsigned(std::clamp<int64_t>(blocks, 1, 65535 * 16)));
+}
+
+/// Storage formats a kernel is instantiated for.
+enum class Storage { F32, BF16, F16 };
+
+template <Storage S> __device__ float load(const void *p, int64_t i) {
+  if constexpr (S == Storage::F32)
+    return static_cast<const float *>(p)[i];
+  else if constexpr (S == Storage::BF16)
+    return fromBF16(static_cast<const uint16_t *>(p)[i]);
+  else
+    return fromF16(static_cast<const uint16_t *>(p)[i]);
+}
+
+template <Storage S> __device__ void store(void *p, int64_t i, float v) {
+  if constexpr (S == Storage::F32)
+    static_cast<float *>(p)[i] = v;
+  else if constexpr (S == Storage::BF16)
+    static_cast<uint16_t *>(p)[i] = toBF16(v);
+  else
+    static_cast<uint16_t *>(p)[i] = toF16(v);
+}
+
+/// Calls fn.template operator()<S>() for `dtype`'s storage.
+template <typename Fn>
+void byStorage(const KernelCall &call, DType dtype, Fn &&fn) {
+  switch (dtype) {
+  case DType::F32:
+    return fn.template operator()<Storage::F32>();
+  case DType::BF16:
+    return fn.template operator()<Storage::BF16>();
+  case DType::F16:
+    return fn.template operator()<Storage::F16>();
+  default:
+    unsupported(call, dtype);
+  }
+}
+
+#define WEFT_GRID_STRIDE(i, n)                                                 \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n);  \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+template <Storage S, typename Op>
+__global__ void unaryKernel(const void *x, void *y, int64_t n, Op op) {
+  WEFT_GRID_STRIDE(i, n) { store<S>(y, i, op(load<S>(x, i))); }
+}
+
+/// The output's dims and each operand's strides over them.
+struct Broadcast {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t a[kMaxRank] = {}, b[kMaxRank] = {};
+};
+
+template <Storage S, typename Op>
+__global__ void binaryKernel(const void *a, const void *b, void *y,
+                             int64_t n, Broadcast shape, Op op) {
+  WEFT_GRID_STRIDE(i, n) {
+    int64_t rest = i, offsetA = 0, offsetB = 0;
+    for (int d = shape.rank - 1; d >= 0; --d) {
+      int64_t coord = rest % shape.dims[d];
+      rest /= shape.dims[d];
+      offsetA += coord * shape.a[d];
+      offsetB += coord * shape.b[d];
+    }
+    store<S>(y, i, op(load<S>(a, offsetA), load<S>(b, offsetB)));
+  }
+}
+
+struct Div {
+  __device__ float operator()(float a, float b) const { return a / b; }
+};
+
+template <typename Op> void unary(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  int64_t n = x.numel();
+  if (n == 0)
+    return;
+  byStorage(call, x.dtype, [&]<Storage S>() {
+    unaryKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(x.data, y.data, n,
+                                                         Op());
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+/// `a` read at each output element (broadcastInto's binary op).
+struct First {
+  __device__ float operator()(float a, float) const { return a; }
+};
+
+template <typename Op>
+void binary(const KernelCall &call, const Context &ctx, const Tensor &a,
+            const Tensor &b, const Tensor &y) {
+  int64_t n = y.numel();
+  if (n == 0)
+    return;
+  if (y.rank() > kMaxRank)
+    call.fail("rank " + std::to_string(y.rank()) + " is over the CUDA "
+              "backend's " + std::to_string(kMaxRank));
+  Broadcast shape;
+  shape.rank = int(y.rank());
+  std::vector<int64_t> sa = broadcastStrides(a.shape, y.shape),
+                       sb = broadcastStrides(b.shape, y.shape);
+  for (int d = 0; d < shape.rank; ++d) {
+    shape.dims[d] = y.shape[d];
+    shape.a[d] = sa[d];
+    shape.b[d] = sb[d];
+  }
+  byStorage(call, y.dtype, [&]<Storage S>() {
+    binaryKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
+        a.data, b.data, y.data, n, shape, Op());
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename Op> void binary(const KernelCall &call, const Context &ctx) {
+  binary<Op>(call, ctx, call.in[0], call.in[1], call.out[0]);
+}
+
+template <Storage From, Storage To, bool Truncate>
+__global__ void castKernel(const void *x, void *y, int64_t n) {
+  WEFT_GRID_STRIDE(i, n) {
+    float v = load<From>(x, i);
+    if constexpr (To == Storage::BF16 && Truncate)
+      static_cast<uint16_t *>(y)[i] = truncBF16(v);
+    else
+      store<To>(y, i, v);
+  }
+}
+
+/// Between f32, bf16 and f16 (the mixed-precision casts); bf16 truncates
+/// unless `nearest_even`, as Cast-13 (Half.h).
+void cast(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  int64_t n = x.numel();
+  if (n == 0)
+    return;
+  bool truncate = !(call.has("nearest_even") && call.b("nearest_even"));
+  byStorage(call, x.dtype, [&]<Storage From>() {
+    byStorage(call, y.dtype, [&]<Storage To>() {
+      if (truncate)
+        castKernel<From, To, true>
+            <<<grid(n), kThreads, 0, ctx.stream>>>(x.data, y.data, n);
+      else
+        castKernel<From, To, false>
+            <<<grid(n), kThreads, 0, ctx.stream>>>(x.data, y.data, n);
+    });
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+//===----------------------------------------------------------------------===//
+// Updates
+//===----------------------------------------------------------------------===//
+
+/// The loss scaler and verdict of a scaled update (null when unscaled);
+/// both live in device memory, so the step's constants are computed there.
+struct Scaling {
+  const float *scaler = nullptr, *found = nullptr;
+};
+
+Scaling scalingOf(const KernelCall &call, bool scaled) {
+  if (!scaled)
+    return {};
+  size_t n = call.in.size();
+  return {call.in[n - 2].as<float>(), call.in[n - 1].as<float>()};
+}
+
+/// AdamW with the parameter in storage S; with a master the step runs on
+/// it (f32) and the parameter receives it rounded.
+template <Storage S>
+__global__ void adamwKernel(void *param, const void *grad, float *m,
+                            float *v, float *master, Scaling scaling,
+                            int64_t n, double step, double lr, double beta1,
+                            double beta2, double eps, double decay) {
+  if (scaling.found && *scaling.found != 0.0f)
+    return; // GradScaler skips the step
+  double t = step - (scaling.scaler ? scaling.scaler[2] : 0.0);
+  double inverse = scaling.scaler ? 1.0 / scaling.scaler[0] : 1.0;
+  auto update =
+      AdamWStep<float>::at(t, lr, beta1, beta2, eps, decay, inverse);
+  WEFT_GRID_STRIDE(i, n) {
+    float p = master ? master[i] : load<S>(param, i);
+    update(load<S>(grad, i), p, m[i], v[i]);
+    if (master)
+      master[i] = p;
+    store<S>(param, i, p);
+  }
+}
+
+template <Storage S>
+__global__ void sgdKernel(void *param, const void *grad, float *buffer,
+                          float *master, Scaling scaling, int64_t n,
+                          int64_t step, float lr, float momentum,
+                          float decay, bool nesterov) {
+  if (scaling.found && *scaling.found != 0.0f)
+    return;
+  int64_t skipped = scaling.scaler ? int64_t(scaling.scaler[2]) : 0;
+  float inverse = scaling.scaler ? 1.0f / scaling.scaler[0] : 1.0f;
+  SgdStep<float> update{lr, momentum, decay, inverse, nesterov,
+                        step - skipped == 0};
+  WEFT_GRID_STRIDE(i, n) {
+    float p = master ? master[i] : load<S>(param, i);
+    update(load<S>(grad, i), p, buffer ? buffer + i : nullptr);
+    if (master)
+      master[i] = p;
+    store<S>(param, i, p);
+  }
+}
+
+/// Without a master the state has the parameter's type: f32 only here.
+void requireF32State(const KernelCall &call, const UpdateInputs &inputs) {
+  if (!inputs.master && call.in[0].dtype != DType::F32)
+    unsupported(call, call.in[0].dtype);
+}
+
+void adamw(const KernelCall &call, const Context &ctx) {
+  UpdateInputs inputs = UpdateInputs::adamw(call.in.size());
+  requireF32State(call, inputs);
+  float *master = inputs.master ? call.out[3].as<float>() : nullptr;
+  int64_t n = call.in[0].numel();
+  byStorage(call, call.in[0].dtype, [&]<Storage S>() {
+    adamwKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
+        call.out[0].data, call.in[1].data, call.out[1].as<float>(),
+        call.out[2].as<float>(), master, scalingOf(call, inputs.scaled), n,
+        double(call.ctx.step + 1), call.f("lr"), call.f("beta1"),
+        call.f("beta2"), call.f("eps"), call.f("weight_decay"));
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+void sgd(const KernelCall &call, const Context &ctx) {
+  bool buffer = call.f("momentum") != 0;
+  UpdateInputs inputs = UpdateInputs::sgd(call.in.size(), buffer);
+  requireF32State(call, inputs);
+  float *master =
+      inputs.master ? call.out[call.out.size() - 1].as<float>() : nullptr;
+  int64_t n = call.in[0].numel();
+  byStorage(call, call.in[0].dtype, [&]<Storage S>() {
+    sgdKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
+        call.out[0].data, call.in[1].data,
+        buffer ? call.out[1].as<float>() : nullptr, master,
+        scalingOf(call, inputs.scaled), n, call.ctx.step,
+        float(call.f("lr")), float(call.f("momentum")),
+        float(call.f("weight_decay")), call.b("nesterov"));
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+template <Storage S>
+__global__ void foundInfKernel(const void *x, int64_t n, float *found) {
+  WEFT_GRID_STRIDE(i, n) {
+    if (!isfinite(load<S>(x, i)))
+      *found = 1.0f; // every writer writes the same value
+  }
+}
+
+void foundInf(const KernelCall &call, const Context &ctx) {
+  float *found = call.out[0].as<float>();
+  WEFT_CUDA_CHECK(cudaMemsetAsync(found, 0, sizeof(float), ctx.stream));
+  for (const Tensor &g : call.in) {
+    int64_t n = g.numel();
+    if (n == 0)
+      continue;
+    byStorage(call, g.dtype, [&]<Storage S>() {
+      foundInfKernel<S>
+          <<<grid(n), kThreads, 0, ctx.stream>>>(g.data, n, found);
+    });
+  }
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+__global__ void updateLossScaleKernel(float *state, const float *found,
+                                      double growth, double backoff,
+                                      int64_t interval) {
+  updateLossScale(state, *found != 0.0f, growth, backoff, interval);
+}
+
+void lossScaleUpdate(const KernelCall &call, const Context &ctx) {
+  updateLossScaleKernel<<<1, 1, 0, ctx.stream>>>(
+      call.out[0].as<float>(), call.in[1].as<float>(),
+      call.f("growth_factor"), call.f("backoff_factor"),
+      call.i("growth_interval"));
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+/// ZeRO's gathered parameter written back in place: a device copy.
+void assign(const KernelCall &call, const Context &ctx) {
+  if (call.out[0].data != call.in[1].data)
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(call.out[0].data, call.in[1].data,
+                                    call.in[1].bytes(),
+                                    cudaMemcpyDeviceToDevice, ctx.stream));
+}
+
+} // namespace
+
+void broadcastInto(const KernelCall &call, const Context &ctx,
+                   const Tensor &src, const Tensor &dst) {
+  binary<First>(call, ctx, src, src, dst);
+}
+
+[[noreturn]] void unsupported(const KernelCall &call, DType dtype) {
+  call.fail(std::string("dtype ") + dtypeName(dtype) +
+            " is not supported on the CUDA backend");
+}
+
+void registerElementwiseKernels(KernelTable &t) {
+  t["sqrt"] = unary<math::Sqrt>;
+  t["reciprocal"] = unary<math::Reciprocal>;
+  t["neg"] = unary<math::Neg>;
+  t["exp"] = unary<math::Exp>;
+  t["log"] = unary<math::Log>;
+  t["gelu"] = unary<math::Gelu>;
+  t["gelu_tanh"] = unary<math::GeluTanh>;
+  t["erf"] = unary<math::Erf>;
+  t["tanh"] = unary<math::Tanh>;
+  t["relu"] = unary<math::Relu>;
+  t["sigmoid"] = unary<math::Sigmoid>;
+  t["add"] = binary<math::Add>;
+  t["sub"] = binary<math::Sub>;
+  t["mul"] = binary<math::Mul>;
+  t["div"] = binary<Div>;
+  t["cast"] = cast;
+}
+
+void registerUpdateKernels(KernelTable &t) {
+  t["adamw"] = adamw;
+  t["sgd"] = sgd;
+  t["found_inf"] = foundInf;
+  t["update_loss_scale"] = lossScaleUpdate;
+  t["assign"] = assign;
+}
+
+const KernelTable &kernelTable() {
+  static const KernelTable table = [] {
+    KernelTable t;
+    registerElementwiseKernels(t);
+    registerUpdateKernels(t);
+    registerGemmKernels(t);
+    return t;
+  }();
+  return table;
+}
+
+} // namespace weft::rt::cuda
