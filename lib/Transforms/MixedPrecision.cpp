@@ -52,7 +52,8 @@ Policy policyOf(Operation *op) {
 }
 
 bool isF32(Value v) {
-  return cast<ShapedType>(v.getType()).getElementType().isF32();
+  auto type = dyn_cast<ShapedType>(v.getType());
+  return type && type.getElementType().isF32();
 }
 
 struct MixedPrecisionPass
@@ -167,8 +168,9 @@ struct MixedPrecisionPass
       return success();
     SmallVector<OpOperand *> floats;
     for (OpOperand &o : op->getOpOperands()) {
-      auto type = cast<ShapedType>(o.get().getType());
-      if (type.getElementType().isF32() || type.getElementType() == low)
+      auto type = dyn_cast<ShapedType>(o.get().getType());
+      if (type &&
+          (type.getElementType().isF32() || type.getElementType() == low))
         floats.push_back(&o);
     }
     if (floats.empty())

@@ -1,4 +1,4 @@
-//===- UpdateMath.h - optimizer and loss-scale steps, host/device -*- C++ -*-===//
+//===- UpdateMath.h - optimizer and loss-scale steps -------*- C++ -*-===//
 //
 // The per-element arithmetic of the update kernels, written once for the
 // CPU kernels (Optimizer.cpp) and the CUDA ones (backends/cuda), so the CPU

@@ -1,0 +1,85 @@
+"""Measurement: how far weft's bf16 and f16 training is from float64,
+against torch autocast bf16 (CPU) on the same steps.
+
+For each seed: the test's small gpt (2 layers, hidden 64, 4 heads, seq 16,
+vocab 128, batch 8 in 2 micro-batches), 6 AdamW steps (lr 1e-3) on random
+tokens; torch in float64 (the reference), torch float32 under
+`torch.autocast("cpu", torch.bfloat16)`, and weft at --precision f32, bf16
+and f16 (loss-scaled). Prints, per seed, the largest loss error of each
+against float64 and weft's bf16 and f16 errors as multiples of torch
+autocast bf16's (the bound test_mixed_precision.py asserts is 4x). Units:
+the loss is in nats.
+
+Usage (from the repository root, after the build):
+    .venv/bin/python3 -W ignore bench/mixed_precision.py build [SEEDS...]
+"""
+
+import copy
+import pathlib
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
+from weft import oracle  # noqa: E402
+from weft.examples import gpt  # noqa: E402
+from weft.examples.common import export  # noqa: E402
+
+CONFIG = dict(layers=2, hidden=64, heads=4, seq=16, vocab=128, batch=8)
+MICRO_BATCHES, STEPS = 2, 6
+
+
+def torch_losses(model, batches, dtype, autocast):
+    m = copy.deepcopy(model).to(dtype)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+    losses = []
+    for tokens, targets in batches:
+        opt.zero_grad()
+        total = 0.0
+        for t, y in zip(tokens.chunk(MICRO_BATCHES),
+                        targets.chunk(MICRO_BATCHES)):
+            with torch.autocast("cpu", dtype=torch.bfloat16,
+                                enabled=autocast):
+                loss = m(t, y) / MICRO_BATCHES
+            loss.backward()
+            total += loss.item()
+        opt.step()
+        losses.append(total)
+    return np.array(losses)
+
+
+def main():
+    build = pathlib.Path(sys.argv[1])
+    seeds = [int(s) for s in sys.argv[2:]] or [0, 1, 2, 3, 5]
+    tools = oracle.Tools(str(build / "bin" / "weftc"),
+                         str(build / "bin" / "weft-run"))
+    print("seed  torch-bf16   weft-f32    weft-bf16   weft-f16   "
+          "bf16/torch  f16/torch")
+    for seed in seeds:
+        model, (tokens, targets) = gpt.build(**CONFIG, seed=seed)
+        g = torch.Generator().manual_seed(seed + 1)
+        batches = [tuple(torch.randint(0, CONFIG["vocab"], tokens.shape,
+                                       generator=g) for _ in range(2))
+                   for _ in range(STEPS)]
+        ref = torch_losses(model, batches, torch.float64, False)
+        drift = np.abs(torch_losses(model, batches, torch.float32, True)
+                       - ref).max()
+        with tempfile.TemporaryDirectory() as work:
+            path = pathlib.Path(work) / "gpt.onnx"
+            export(model, (tokens, targets), ["tokens", "targets"], str(path))
+            err = {}
+            for p in ("f32", "bf16", "f16"):
+                losses, _ = oracle.weft_train(
+                    tools, path, batches, ["tokens", "targets"],
+                    pathlib.Path(work) / p, micro_batches=MICRO_BATCHES,
+                    flags=[f"--precision={p}"])
+                err[p] = np.abs(np.array(losses) - ref).max()
+        print(f"{seed:4d}  {drift:.3e}  {err['f32']:.3e}  {err['bf16']:.3e}"
+              f"  {err['f16']:.3e}  {err['bf16'] / drift:9.2f}"
+              f"  {err['f16'] / drift:9.2f}")
+
+
+if __name__ == "__main__":
+    main()
