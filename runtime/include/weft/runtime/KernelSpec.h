@@ -101,7 +101,8 @@ struct SpecCall {
   const KernelAttrs &attrs;
 
   [[noreturn]] void fail(const std::string &message) const;
-  /// Input `k` must be f32 or f64 (the float types the kernels implement).
+  /// Input `k` must be a float: f32, f64, f16 or bf16 (16-bit tensors
+  /// compute in f32: the CPU backend widens them, CUDA kernels load them).
   void requireFloat(size_t k) const;
   /// Input `k` must be i32 or i64 (indices, labels).
   void requireIndex(size_t k) const;

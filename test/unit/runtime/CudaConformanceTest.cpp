@@ -1,0 +1,313 @@
+//===- CudaConformanceTest.cpp - every CUDA kernel against the CPU's ------===//
+//
+// Each kernel the CUDA backend implements runs on random inputs through
+// both backends (the same Backend interface: arena, upload, launch,
+// download) and the outputs are compared. Tolerances per dtype: f32 within
+// 1e-5 of the output's largest magnitude (summation order and libm against
+// CUDA's math library); a bf16 or f16 result may round the other way once
+// (one unit in the last place: 2^-8 and 2^-11 relative), so 2^-7 and 2^-10
+// of the largest magnitude. Skipped, with a message, without a GPU; the
+// same cases run the CPU backend against itself everywhere (exact), which
+// checks the harness and that the CPU kernels take every case.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/runtime/Backend.h"
+
+#include "../../../runtime/kernels/Half.h"
+#include "../../../runtime/kernels/Kernel.h"
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+
+using namespace weft::rt;
+
+namespace {
+
+bool gpuPresent() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+/// One kernel call: its operand types, attributes, the outputs that update
+/// an input in place (output -> input), inputs that must be positive.
+struct Case {
+  std::string kernel;
+  std::vector<TensorType> in, out;
+  KernelAttrs attrs;
+  std::map<size_t, size_t> inPlace;
+  std::set<size_t> positive, exact;
+  int64_t step = 0;
+};
+
+double toDouble(const char *p, DType d) {
+  switch (d) {
+  case DType::F32: {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case DType::BF16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return fromBF16(v);
+  }
+  case DType::F16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return fromF16(v);
+  }
+  default:
+    ADD_FAILURE() << "unexpected dtype " << dtypeName(d);
+    return 0;
+  }
+}
+
+void fromDouble(char *p, DType d, double v) {
+  if (d == DType::F32) {
+    float f = float(v);
+    std::memcpy(p, &f, 4);
+  } else {
+    uint16_t bits = d == DType::BF16 ? toBF16(float(v)) : toF16(float(v));
+    std::memcpy(p, &bits, 2);
+  }
+}
+
+/// Random input bytes: uniform in [-2, 2] ([0.1, 2] where positive), the
+/// loss scaler [1024, 0, 0] and found_inf 0 where `exact` says so.
+std::vector<std::string> inputs(const Case &c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> any(-2, 2), pos(0.1, 2);
+  std::vector<std::string> out;
+  for (size_t k = 0; k < c.in.size(); ++k) {
+    const TensorType &t = c.in[k];
+    std::string bytes(t.bytes(), '\0');
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      double v = c.positive.count(k) ? pos(rng) : any(rng);
+      if (c.exact.count(k))
+        v = t.numel() == 3 && i == 0 ? 1024.0 : 0.0;
+      fromDouble(bytes.data() + i * dtypeSize(t.dtype), t.dtype, v);
+    }
+    out.push_back(std::move(bytes));
+  }
+  return out;
+}
+
+/// Runs `c` on `backend`; returns the outputs' bytes.
+std::vector<std::string> runOn(Backend &backend, const Case &c,
+                               const std::vector<std::string> &in) {
+  std::vector<int64_t> offsets;
+  int64_t size = 0;
+  auto place = [&](int64_t bytes) {
+    offsets.push_back(size);
+    size += (bytes + 255) / 256 * 256;
+  };
+  for (const TensorType &t : c.in)
+    place(t.bytes());
+  for (size_t o = 0; o < c.out.size(); ++o)
+    if (c.inPlace.count(o))
+      offsets.push_back(offsets[c.inPlace.at(o)]);
+    else
+      place(c.out[o].bytes());
+  char *arena = static_cast<char *>(backend.allocateArena(size));
+  KernelContext ctx{7, c.step, 0, 0};
+  KernelCall call{c.kernel, {}, {}, c.attrs, ctx};
+  for (size_t k = 0; k < c.in.size(); ++k) {
+    backend.upload(arena + offsets[k], in[k].data(), in[k].size());
+    call.in.push_back({arena + offsets[k], c.in[k].dtype, c.in[k].shape});
+  }
+  for (size_t o = 0; o < c.out.size(); ++o)
+    call.out.push_back({arena + offsets[c.in.size() + o], c.out[o].dtype,
+                        c.out[o].shape});
+  backend.launch(call);
+  backend.synchronize();
+  std::vector<std::string> out;
+  for (size_t o = 0; o < c.out.size(); ++o) {
+    std::string bytes(c.out[o].bytes(), '\0');
+    backend.download(bytes.data(), call.out[o].data, bytes.size());
+    out.push_back(std::move(bytes));
+  }
+  backend.freeArena(arena);
+  return out;
+}
+
+double tolerance(DType d) {
+  return d == DType::F32 ? 1e-5 : d == DType::BF16 ? 0x1p-7 : 0x1p-10;
+}
+
+void expectConforms(const Case &c, Backend &gpu) {
+  auto cpu = createCpuBackend();
+  std::vector<std::string> in = inputs(c, 1);
+  std::vector<std::string> want = runOn(*cpu, c, in),
+                           got = runOn(gpu, c, in);
+  for (size_t o = 0; o < c.out.size(); ++o) {
+    DType d = c.out[o].dtype;
+    int64_t n = c.out[o].numel(), size = dtypeSize(d);
+    double scale = 1e-30, worst = 0;
+    for (int64_t i = 0; i < n; ++i)
+      scale = std::max(scale, std::fabs(toDouble(want[o].data() + i * size,
+                                                 d)));
+    for (int64_t i = 0; i < n; ++i)
+      worst = std::max(worst,
+                       std::fabs(toDouble(got[o].data() + i * size, d) -
+                                 toDouble(want[o].data() + i * size, d)));
+    EXPECT_LE(worst, tolerance(d) * scale)
+        << c.kernel << " output " << o << " (" << typeString(c.out[o])
+        << ")";
+  }
+}
+
+std::vector<DType> floats() { return {DType::F32, DType::BF16, DType::F16}; }
+
+/// The backend under test: "cuda", or "cpu" (the CPU against itself:
+/// checks this harness, its cases and the CPU kernels' acceptance of them
+/// on every machine).
+class CudaConformance : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    if (GetParam() == "cpu") {
+      gpu = createCpuBackend();
+      return;
+    }
+    if (!gpuPresent())
+      GTEST_SKIP() << "no GPU on this machine: the CUDA kernels were "
+                      "compiled, not run";
+    gpu = createCudaBackend(0);
+  }
+  std::unique_ptr<Backend> gpu;
+};
+
+TEST_P(CudaConformance, Unary) {
+  for (const char *kernel :
+       {"sqrt", "reciprocal", "neg", "exp", "log", "gelu", "gelu_tanh",
+        "erf", "tanh", "relu", "sigmoid"})
+    for (DType d : floats()) {
+      Case c{kernel, {{d, {7, 129}}}, {{d, {7, 129}}}};
+      if (std::string(kernel) == "sqrt" || std::string(kernel) == "log" ||
+          std::string(kernel) == "reciprocal")
+        c.positive = {0};
+      expectConforms(c, *gpu);
+    }
+}
+
+TEST_P(CudaConformance, BinaryBroadcasts) {
+  for (const char *kernel : {"add", "sub", "mul", "div"})
+    for (DType d : floats()) {
+      Case c{kernel, {{d, {4, 1, 33}}, {d, {5, 1}}}, {{d, {4, 5, 33}}}};
+      if (std::string(kernel) == "div")
+        c.positive = {1};
+      expectConforms(c, *gpu);
+    }
+}
+
+TEST_P(CudaConformance, Casts) {
+  for (DType from : floats())
+    for (DType to : floats())
+      for (bool nearest : {false, true}) {
+        Case c{"cast", {{from, {1000}}}, {{to, {1000}}}};
+        c.attrs.set("to", std::string(dtypeName(to)));
+        c.attrs.set("nearest_even", nearest);
+        expectConforms(c, *gpu);
+      }
+}
+
+TEST_P(CudaConformance, Matmul) {
+  // Plain, a weight shared by the batch, equal batches, a broadcast batch,
+  // a vector on either side.
+  std::vector<std::array<std::vector<int64_t>, 3>> shapes = {
+      {{{33, 70}, {70, 45}, {33, 45}}},
+      {{{3, 33, 70}, {70, 45}, {3, 33, 45}}},
+      {{{4, 17, 32}, {4, 32, 9}, {4, 17, 9}}},
+      {{{2, 1, 8, 16}, {3, 16, 5}, {2, 3, 8, 5}}},
+      {{{16}, {16, 5}, {5}}},
+      {{{4, 16}, {16}, {4}}}};
+  for (const auto &[a, b, y] : shapes)
+    for (DType d : floats())
+      expectConforms(Case{"matmul", {{d, a}, {d, b}}, {{d, y}}}, *gpu);
+}
+
+TEST_P(CudaConformance, GemmTransposesAndBias) {
+  for (DType d : floats())
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        std::vector<int64_t> a = ta ? std::vector<int64_t>{40, 24}
+                                    : std::vector<int64_t>{24, 40};
+        std::vector<int64_t> b = tb ? std::vector<int64_t>{36, 40}
+                                    : std::vector<int64_t>{40, 36};
+        Case c{"gemm", {{d, a}, {d, b}, {d, {36}}}, {{d, {24, 36}}}};
+        c.attrs.set("transA", ta);
+        c.attrs.set("transB", tb);
+        c.attrs.set("alpha", 0.5);
+        c.attrs.set("beta", 2.0);
+        expectConforms(c, *gpu);
+      }
+}
+
+/// AdamW and SGD: plain f32, and 16-bit with a master (and loss-scaled).
+TEST_P(CudaConformance, Updates) {
+  TensorType f32{DType::F32, {1000}}, scaler{DType::F32, {3}},
+      found{DType::F32, {}};
+  for (DType d : floats()) {
+    TensorType p{d, {1000}};
+    bool master = d != DType::F32;
+    for (bool scaled : {false, true}) {
+      if (scaled && !master)
+        continue;
+      Case adamw{"adamw", {p, p, f32, f32}, {p, f32, f32}};
+      adamw.inPlace = {{0, 0}, {1, 2}, {2, 3}};
+      adamw.positive = {3}; // the second moment
+      for (auto [k, v] : {std::pair{"lr", 1e-2}, {"beta1", 0.9},
+                          {"beta2", 0.999}, {"eps", 1e-8},
+                          {"weight_decay", 0.01}})
+        adamw.attrs.set(k, v);
+      Case sgd{"sgd", {p, p, f32}, {p, f32}};
+      sgd.inPlace = {{0, 0}, {1, 2}};
+      for (auto [k, v] : {std::pair{"lr", 1e-1}, {"momentum", 0.9},
+                          {"weight_decay", 1e-4}})
+        sgd.attrs.set(k, v);
+      sgd.attrs.set("nesterov", true);
+      for (Case *c : {&adamw, &sgd}) {
+        c->step = 3;
+        if (master) {
+          c->in.push_back(f32);
+          c->out.push_back(f32);
+          c->inPlace[c->out.size() - 1] = c->in.size() - 1;
+        }
+        if (scaled) {
+          c->in.push_back(scaler);
+          c->in.push_back(found);
+          c->exact = {c->in.size() - 2, c->in.size() - 1};
+        }
+        expectConforms(*c, *gpu);
+      }
+    }
+  }
+}
+
+TEST_P(CudaConformance, FoundInfAndTheLossScale) {
+  for (DType d : floats())
+    expectConforms(Case{"found_inf", {{d, {500}}, {d, {7}}},
+                        {{DType::F32, {}}}},
+                   *gpu);
+  Case update{"update_loss_scale",
+              {{DType::F32, {3}}, {DType::F32, {}}},
+              {{DType::F32, {3}}}};
+  update.inPlace = {{0, 0}};
+  update.exact = {0, 1};
+  update.attrs.set("growth_factor", 2.0);
+  update.attrs.set("backoff_factor", 0.5);
+  update.attrs.set("growth_interval", int64_t(1));
+  expectConforms(update, *gpu);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CudaConformance,
+                         ::testing::Values("cpu", "cuda"),
+                         [](const auto &info) { return info.param; });
+
+} // namespace
