@@ -39,8 +39,7 @@ void place(Operation *op, std::optional<int64_t> stage, OpBuilder &b) {
 }
 
 /// `update` rebuilt to read the loss scaler and the verdict.
-Operation *gated(Operation *update, Value scaler, Value found,
-                 OpBuilder &b) {
+Operation *gated(Operation *update, Value scaler, Value found, OpBuilder &b) {
   b.setInsertionPoint(update);
   Operation *op;
   if (auto adamw = dyn_cast<AdamWOp>(update)) {

@@ -43,8 +43,8 @@ Policy policyOf(Operation *op) {
     return Policy::Low;
   if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp,
           SoftmaxCrossEntropyOp, NllLossOp, VocabParallelCrossEntropyStatsOp,
-          VocabParallelCrossEntropyOp, ReduceSumOp, ReduceMeanOp, ExpOp,
-          LogOp, PowOp, ReciprocalOp>(op))
+          VocabParallelCrossEntropyOp, ReduceSumOp, ReduceMeanOp, ExpOp, LogOp,
+          PowOp, ReciprocalOp>(op))
     return Policy::Full;
   if (isa<AddOp, SubOp, MulOp, DivOp, EqualOp, WhereOp, ConcatOp>(op))
     return Policy::Promote;
@@ -56,8 +56,7 @@ bool isF32(Value v) {
   return type && type.getElementType().isF32();
 }
 
-struct MixedPrecisionPass
-    : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
+struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
   using MixedPrecisionBase::MixedPrecisionBase;
 
   void runOnOperation() override {
@@ -103,14 +102,13 @@ struct MixedPrecisionPass
       NamedAttrList attrs;
       attrs.set(kOptimizerStateAttr, b.getStringAttr("loss_scaler"));
       attrs.set(kLossScalerAttr, b.getUnitAttr());
-      if (failed(func.insertArgument(
-              func.getNumArguments(),
-              RankedTensorType::get({3}, b.getF32Type()),
-              attrs.getDictionary(func.getContext()), func.getLoc())))
+      if (failed(func.insertArgument(func.getNumArguments(),
+                                     RankedTensorType::get({3}, b.getF32Type()),
+                                     attrs.getDictionary(func.getContext()),
+                                     func.getLoc())))
         return failure();
     }
-    for (Operation &op : llvm::make_early_inc_range(
-             body.without_terminator()))
+    for (Operation &op : llvm::make_early_inc_range(body.without_terminator()))
       if (failed(retype(&op)))
         return failure();
     // The function's results keep their declared types.
@@ -121,8 +119,7 @@ struct MixedPrecisionPass
       if (operand.get().getType() != type)
         operand.set(castTo(builder, operand.get(),
                            cast<ShapedType>(type).getElementType()));
-    func.setType(FunctionType::get(func.getContext(),
-                                   body.getArgumentTypes(),
+    func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
                                    func.getResultTypes()));
     return success();
   }

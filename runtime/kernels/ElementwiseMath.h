@@ -30,9 +30,7 @@ struct Reciprocal {
   }
 };
 struct Neg {
-  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
-    return -v;
-  }
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const { return -v; }
 };
 struct Exp {
   template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {

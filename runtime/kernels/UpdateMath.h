@@ -32,14 +32,14 @@ template <typename T> struct AdamWStep {
   /// On the device too: t and the scale are read there (the loss
   /// scaler lives in device memory).
   WEFT_HOST_DEVICE static AdamWStep at(double t, double lr, double beta1,
-                                       double beta2, double eps,
-                                       double decay, double inverse) {
+                                       double beta2, double eps, double decay,
+                                       double inverse) {
     using std::pow;
     using std::sqrt;
     // torch: step_size = lr / bias1; denom = sqrt(v) / sqrt(bias2) + eps.
     double bias1 = 1 - pow(beta1, t), bias2 = 1 - pow(beta2, t);
-    return {T(1 - lr * decay), T(beta1), T(beta2), T(eps), T(lr / bias1),
-            T(sqrt(bias2)), T(inverse)};
+    return {T(1 - lr * decay), T(beta1),       T(beta2),  T(eps),
+            T(lr / bias1),     T(sqrt(bias2)), T(inverse)};
   }
 
   WEFT_HOST_DEVICE void operator()(T grad, T &p, T &m, T &v) const {

@@ -13,6 +13,7 @@
 
 #include "weft/runtime/Backend.h"
 
+#include "CublasLt.h"
 #include "CudaCheck.h"
 #include "CudaKernels.h"
 
@@ -26,13 +27,11 @@ class CudaBackend final : public Backend {
 public:
   explicit CudaBackend(int device) : device(device) {
     WEFT_CUDA_CHECK(cudaSetDevice(device));
-    WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&compute,
-                                              cudaStreamNonBlocking));
+    WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
     WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
-    WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&copied,
-                                             cudaEventDisableTiming));
+    WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming));
     context.stream = compute;
-    WEFT_CUBLAS_CHECK(cublasLtCreate(&context.lt));
+    WEFT_CUBLAS_CHECK(cuda::CublasLt::get().cublasLtCreate(&context.lt));
     // cuBLASLt's recommended workspace for Hopper: 32 MiB, apart from the
     // plan's arena (the libraries' memory, reported separately).
     context.workspaceBytes = 32u << 20;
@@ -41,15 +40,13 @@ public:
   ~CudaBackend() override {
     // Destruction cannot throw; a failing device reports at its next call.
     cudaFree(context.workspace);
-    cublasLtDestroy(context.lt);
+    cuda::CublasLt::get().cublasLtDestroy(context.lt);
     cudaEventDestroy(copied);
     cudaStreamDestroy(copy);
     cudaStreamDestroy(compute);
   }
 
-  std::string name() const override {
-    return "cuda:" + std::to_string(device);
-  }
+  std::string name() const override { return "cuda:" + std::to_string(device); }
 
   void *allocateArena(int64_t bytes) override {
     void *arena = nullptr;
@@ -59,8 +56,8 @@ public:
       throw Error("cannot allocate an arena of " + std::to_string(bytes) +
                   " bytes on " + name());
     WEFT_CUDA_CHECK(status);
-    WEFT_CUDA_CHECK(cudaMemsetAsync(arena, 0, std::max<int64_t>(bytes, 1),
-                                    copy));
+    WEFT_CUDA_CHECK(
+        cudaMemsetAsync(arena, 0, std::max<int64_t>(bytes, 1), copy));
     WEFT_CUDA_CHECK(cudaStreamSynchronize(copy));
     return arena;
   }
@@ -69,16 +66,16 @@ public:
   // Copies run on the copy stream and are complete when the call returns
   // (the host buffer may be freed then; kernels enqueued later read them).
   void upload(void *device, const void *host, int64_t bytes) override {
-    WEFT_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes,
-                                    cudaMemcpyHostToDevice, copy));
+    WEFT_CUDA_CHECK(
+        cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, copy));
     WEFT_CUDA_CHECK(cudaStreamSynchronize(copy));
   }
   void download(void *host, const void *device, int64_t bytes) override {
     // What the compute stream has enqueued comes first.
     WEFT_CUDA_CHECK(cudaEventRecord(copied, compute));
     WEFT_CUDA_CHECK(cudaStreamWaitEvent(copy, copied, 0));
-    WEFT_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes,
-                                    cudaMemcpyDeviceToHost, copy));
+    WEFT_CUDA_CHECK(
+        cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, copy));
     WEFT_CUDA_CHECK(cudaStreamSynchronize(copy));
   }
 

@@ -12,7 +12,8 @@
 
 #include "weft/runtime/Tensor.h"
 
-#include <cublasLt.h>
+#include "CublasLt.h"
+
 #include <cuda_runtime_api.h>
 
 #include <string>
@@ -35,9 +36,10 @@ inline void cublasCheck(cublasStatus_t status, const char *what,
                         const char *file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS)
     return;
+  const cuda::CublasLt &lt = cuda::CublasLt::get();
   throw Error(std::string(file) + ":" + std::to_string(line) + ": " + what +
-              ": " + cublasLtGetStatusName(status) + " (" +
-              cublasLtGetStatusString(status) + ")");
+              ": " + lt.cublasLtGetStatusName(status) + " (" +
+              lt.cublasLtGetStatusString(status) + ")");
 }
 
 } // namespace weft::rt

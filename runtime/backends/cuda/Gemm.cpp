@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CublasLt.h"
 #include "CudaCheck.h"
 #include "CudaKernels.h"
 
@@ -41,11 +42,12 @@ struct Descriptors {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulPreference_t preference = nullptr;
   ~Descriptors() {
-    cublasLtMatmulPreferenceDestroy(preference);
-    cublasLtMatrixLayoutDestroy(c);
-    cublasLtMatrixLayoutDestroy(b);
-    cublasLtMatrixLayoutDestroy(a);
-    cublasLtMatmulDescDestroy(op);
+    const CublasLt &lt = CublasLt::get();
+    lt.cublasLtMatmulPreferenceDestroy(preference);
+    lt.cublasLtMatrixLayoutDestroy(c);
+    lt.cublasLtMatrixLayoutDestroy(b);
+    lt.cublasLtMatrixLayoutDestroy(a);
+    lt.cublasLtMatmulDescDestroy(op);
   }
 };
 
@@ -63,49 +65,48 @@ struct Gemm {
     if (m == 0 || n == 0)
       return;
     cudaDataType_t type = dataType(call, dtype);
+    const CublasLt &lt = CublasLt::get();
     Descriptors d;
     WEFT_CUBLAS_CHECK(
-        cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        lt.cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     // Column-major: cuBLASLt's A is our B, its B our A.
     cublasOperation_t opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N,
                       opB = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-    WEFT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+    WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
         d.op, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
-    WEFT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+    WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
         d.op, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
     // Stored (before op) column-major shapes: our B is [k, n] row-major,
     // i.e. n x k column-major (k x n when transposed), and so on.
-    WEFT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(
-        &d.a, type, transB ? k : n, transB ? n : k, ldb));
-    WEFT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(
-        &d.b, type, transA ? m : k, transA ? k : m, lda));
-    WEFT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.c, type, n, m, ldc));
+    WEFT_CUBLAS_CHECK(lt.cublasLtMatrixLayoutCreate(&d.a, type, transB ? k : n,
+                                                    transB ? n : k, ldb));
+    WEFT_CUBLAS_CHECK(lt.cublasLtMatrixLayoutCreate(&d.b, type, transA ? m : k,
+                                                    transA ? k : m, lda));
+    WEFT_CUBLAS_CHECK(lt.cublasLtMatrixLayoutCreate(&d.c, type, n, m, ldc));
     if (batch > 1) {
       int32_t count = int32_t(batch);
       for (auto [layout, stride] :
            {std::pair{d.a, strideB}, {d.b, strideA}, {d.c, strideC}}) {
-        WEFT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
-            layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-            sizeof count));
-        WEFT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+        WEFT_CUBLAS_CHECK(lt.cublasLtMatrixLayoutSetAttribute(
+            layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+        WEFT_CUBLAS_CHECK(lt.cublasLtMatrixLayoutSetAttribute(
             layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
             sizeof stride));
       }
     }
-    WEFT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.preference));
-    WEFT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+    WEFT_CUBLAS_CHECK(lt.cublasLtMatmulPreferenceCreate(&d.preference));
+    WEFT_CUBLAS_CHECK(lt.cublasLtMatmulPreferenceSetAttribute(
         d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
         &ctx.workspaceBytes, sizeof ctx.workspaceBytes));
     cublasLtMatmulHeuristicResult_t best;
     int found = 0;
-    WEFT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(
+    WEFT_CUBLAS_CHECK(lt.cublasLtMatmulAlgoGetHeuristic(
         ctx.lt, d.op, d.a, d.b, d.c, d.c, d.preference, 1, &best, &found));
     if (found == 0)
       call.fail("cuBLASLt has no algorithm for this GEMM");
-    WEFT_CUBLAS_CHECK(cublasLtMatmul(ctx.lt, d.op, &alpha, b, d.a, a, d.b,
-                                     &beta, c, d.c, c, d.c, &best.algo,
-                                     ctx.workspace, ctx.workspaceBytes,
-                                     ctx.stream));
+    WEFT_CUBLAS_CHECK(lt.cublasLtMatmul(
+        ctx.lt, d.op, &alpha, b, d.a, a, d.b, &beta, c, d.c, c, d.c, &best.algo,
+        ctx.workspace, ctx.workspaceBytes, ctx.stream));
   }
 };
 
@@ -131,8 +132,7 @@ void matmul(const KernelCall &call, const Context &ctx) {
     return g.run(call, ctx, lhs.data, rhs.data, y.data);
   }
   std::array<std::vector<int64_t>, 2> strides = {
-      broadcastStrides(s.batchA, s.batch),
-      broadcastStrides(s.batchB, s.batch)};
+      broadcastStrides(s.batchA, s.batch), broadcastStrides(s.batchB, s.batch)};
   int64_t elem = dtypeSize(lhs.dtype);
   int64_t matA = g.m * g.k * elem, matB = g.k * g.n * elem,
           matC = g.m * g.n * elem;
