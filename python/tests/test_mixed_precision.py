@@ -376,3 +376,45 @@ def test_f16_checkpoint_resumes_bit_identically(model_and_batches, tmp_path):
     assert straight[0]["skipped_steps"] == 1
     for key in ("loss", "loss_scale", "skipped_steps"):
         assert [r[key] for r in _log(log)] == [r[key] for r in straight[2:]]
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda s: s.update(fill=[1.0, 0.0]),
+     "fill: 2 values for a [3] f32 buffer: expected one per element"),
+    (lambda s: s.update(fill=["x", 0, 0]), "expected a finite number"),
+    (lambda s: s.update(init="wte.weight"),
+     "init: a master copy of a [128x64] parameter is [3]"),
+])
+def test_bad_scaler_and_master_fields_are_refused(model_and_batches,
+                                                  tmp_path, mutate, message):
+    """The plan loader names the optimizer_state field: a fill that does
+    not give every element, a fill that is not numbers, an init on a buffer
+    that is not its parameter's master (here the loss scaler)."""
+    _, path, _ = model_and_batches
+    plan = _f16_plan(tmp_path, path)
+    doc = json.loads(plan.read_text())
+    (scaler,) = [s for s in doc["ranks"][0]["optimizer_state"]
+                 if s["name"] == "loss_scaler"]
+    mutate(scaler)
+    plan.write_text(json.dumps(doc))
+    out = run([tool("weft-run"), str(plan), "--steps", "1"])
+    assert out.returncode == 1
+    assert "optimizer_state[" in out.stderr and message in out.stderr, \
+        out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_master_init_needs_a_16bit_parameter(model_and_batches, tmp_path):
+    """An f32 plan's state named as a master of its f32 parameter."""
+    _, path, _ = model_and_batches
+    plan = tmp_path / "plan.json"
+    out = run([tool("weftc"), str(path), "-o", str(plan)])
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(plan.read_text())
+    state = doc["ranks"][0]["optimizer_state"][0]
+    state["init"] = state["name"].rsplit(".", 1)[0]
+    plan.write_text(json.dumps(doc))
+    out = run([tool("weft-run"), str(plan), "--steps", "1"])
+    assert out.returncode == 1
+    assert ("a master copy is f32 beside an f16 or bf16 parameter; here "
+            "f32 beside f32") in out.stderr, out.stderr

@@ -142,6 +142,14 @@ void checkOptimizerState(const Field &list, const RankPlan &rank) {
     if ((p != DType::F16 && p != DType::BF16) || m != DType::F32)
       f.fail("a master copy is f32 beside an f16 or bf16 parameter; here " +
              std::string(dtypeName(m)) + " beside " + dtypeName(p));
+    // Of the same tensor (ZeRO may hold either as a piece of it).
+    auto whole = [&](const NamedBuffer &named) {
+      return named.flatShard ? named.flatShard->shape
+                             : rank.buffers[named.buffer].shape;
+    };
+    if (whole(master) != whole(*param))
+      f.fail("a master copy of a " + shapeString(whole(*param)) +
+             " parameter is " + shapeString(whole(master)));
   }
 }
 
