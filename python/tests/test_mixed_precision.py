@@ -418,3 +418,18 @@ def test_master_init_needs_a_16bit_parameter(model_and_batches, tmp_path):
     assert out.returncode == 1
     assert ("a master copy is f32 beside an f16 or bf16 parameter; here "
             "f32 beside f32") in out.stderr, out.stderr
+
+
+def test_f16_pipeline_with_data_parallel_runs(model_and_batches, tmp_path):
+    """Stage 1 (the loss's) all-reduces the loss over the data axis, stage
+    0 does not, so the two stages' found_inf maxima over the pipeline axis
+    follow different numbers of collectives: their tags differ while their
+    order on the pipeline communicator agrees, which is what MPI matches
+    (the loader once refused this plan)."""
+    _, path, batches = model_and_batches
+    plan = _f16_plan(tmp_path, path, fill=[2.0 ** 19, 0, 0],
+                     flags=["--pipeline-parallel=2", "--data-parallel=2",
+                            "--microbatches=2"])
+    log = _run_plan(plan, batches[:3], tmp_path, ranks=4)
+    assert log[0]["skipped_steps"] == 1
+    assert all(np.isfinite(r["loss"]) for r in log)

@@ -172,16 +172,16 @@ void checkRank(const Plan &plan, const RankPlan &rank) {
 /// blocked rank's instruction.
 void checkDeadlock(const Plan &plan) {
   std::set<int64_t> sendPosted, recvPosted;
-  // (axis, the members' other coordinates, tag) -> members arrived.
-  std::map<std::tuple<std::string, std::vector<int64_t>, int64_t>, int64_t>
-      arrived;
-  auto groupKey = [&](const RankPlan &rank, const Instruction &inst) {
-    return std::make_tuple(inst.axis, plan.groupOf(rank, inst.axis),
-                           inst.tag);
-  };
+  // (axis, the members' other coordinates, position in the group's
+  // sequence) -> members arrived. MPI matches a group's collectives by
+  // their order on its communicator; tags only pair a rank's post and wait.
+  using Key = std::tuple<std::string, std::vector<int64_t>, int64_t>;
+  std::map<Key, int64_t> arrived;
   std::vector<size_t> pc(plan.ranks.size(), 0);
-  // Per rank: the collective each tag posted (a wait names only the tag).
-  std::vector<std::map<int64_t, const Instruction *>> posted(
+  // Per rank: its posts so far per axis, and the group key each tag
+  // posted (a wait names only the tag).
+  std::vector<std::map<std::string, int64_t>> count(plan.ranks.size());
+  std::vector<std::map<int64_t, std::pair<Key, const Instruction *>>> posted(
       plan.ranks.size());
   for (bool moved = true; moved;) {
     moved = false;
@@ -190,11 +190,13 @@ void checkDeadlock(const Plan &plan) {
       for (; i < rank.instructions.size(); ++i) {
         const Instruction &inst = rank.instructions[i];
         if (isCollective(inst.op)) {
-          ++arrived[groupKey(rank, inst)];
-          posted[rank.rank][inst.tag] = &inst;
+          Key key{inst.axis, plan.groupOf(rank, inst.axis),
+                  count[rank.rank][inst.axis]++};
+          ++arrived[key];
+          posted[rank.rank][inst.tag] = {key, &inst};
         } else if (isCollectiveWait(inst.op)) {
-          const Instruction &post = *posted[rank.rank].at(inst.tag);
-          if (arrived[groupKey(rank, post)] < plan.axisSize(post.axis))
+          const auto &[key, post] = posted[rank.rank].at(inst.tag);
+          if (arrived[key] < plan.axisSize(post->axis))
             break;
         } else if (inst.op == "isend") {
           sendPosted.insert(inst.tag);

@@ -144,10 +144,10 @@ TEST(CollectivePlan, NamesTheFieldOfEveryRejection) {
   std::vector<Rejection> cases = {
       {[](json &p) { p["ranks"][1]["instructions"][0]["axis"] = "sequence"; },
        "ranks[1].instructions[0].axis: 'sequence' is not an axis of the mesh"},
+      // A post whose wait names another tag: the rank's own pairing.
       {[](json &p) { p["ranks"][1]["instructions"][0]["tag"] = 1; },
-       "ranks[1]: collective 0 over 'tensor' is all_reduce (sum) tag 1 of 8 "
-       "bytes, on rank 0 of its group all_reduce (sum) tag 0 of 8 bytes (the "
-       "group would hang)"},
+       "ranks[1].instructions[1]: wait_collective of tag 0, which is not in "
+       "flight on this rank"},
       {[](json &p) { p["ranks"][1]["instructions"][0]["reduction"] = "max"; },
        "ranks[1]: collective 0 over 'tensor' is all_reduce (max) tag 0"},
       {[](json &p) { p["ranks"][1]["instructions"][0]["reduction"] = "prod"; },
@@ -270,9 +270,26 @@ TEST(CollectivePlan, NamesTheFieldOfEverySequenceParallelRejection) {
          std::swap(p["ranks"][1]["instructions"][0]["tag"],
                    p["ranks"][1]["instructions"][2]["tag"]);
        },
-       "ranks[1]: collective 0 over 'tensor' is all_gather along 0 tag 1"},
+       "wait_collective of tag 0, which is not in flight on this rank"},
+      // The second collective sums where the group gathers.
+      {[](json &p) {
+         std::swap(p["ranks"][1]["instructions"][0],
+                   p["ranks"][1]["instructions"][2]);
+       },
+       "ranks[1]: collective 0 over 'tensor' is reduce_scatter along 0"},
   };
   expectRejections(sequenceParallelPlan, cases);
+}
+
+// MPI matches a group's collectives by their order: a rank may number its
+// posts differently from its group (a pipeline stage's found_inf maximum
+// follows collectives only the last stage has) as long as its waits name
+// them.
+TEST(CollectivePlan, TagsAreEachRanksOwn) {
+  json plan = tensorParallelPlan();
+  plan["ranks"][1]["instructions"][0]["tag"] = 7;
+  plan["ranks"][1]["instructions"][1]["tag"] = 7;
+  EXPECT_EQ(errorOf(plan), "");
 }
 
 TEST(Shard, SlicesEachBlockAndPlacesItBack) {
