@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Kernel.h"
+#include "StridedView.h"
 
 #include <algorithm>
 #include <cmath>
@@ -44,7 +45,8 @@ void transposeMatrices(void *out, const void *in, int64_t batch, int64_t rows,
       E *dst = static_cast<E *>(out) + b * rows * cols;
       for (int64_t i0 = 0; i0 < rows; i0 += kTile)
         for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-          int64_t i1 = std::min(i0 + kTile, rows), j1 = std::min(j0 + kTile, cols);
+          int64_t i1 = std::min(i0 + kTile, rows),
+                  j1 = std::min(j0 + kTile, cols);
           for (int64_t i = i0; i < i1; ++i)
             for (int64_t j = j0; j < j1; ++j)
               dst[j * rows + i] = src[i * cols + j];
@@ -55,10 +57,8 @@ void transposeMatrices(void *out, const void *in, int64_t batch, int64_t rows,
 
 void transpose(const KernelCall &call) {
   const Tensor &x = call.in[0], &y = call.out[0];
-  std::vector<int64_t> perm = call.ints("perm"), in = stridesOf(x.shape),
-                       strides(perm.size());
-  for (size_t d = 0; d < perm.size(); ++d)
-    strides[d] = in[perm[d]];
+  const std::vector<int64_t> &perm = call.ints("perm");
+  std::vector<int64_t> strides = StridedView::transpose(x.shape, perm).strides;
   int64_t n = perm.size(), elemSize = dtypeSize(x.dtype);
   bool leadingKept = true;
   for (int64_t d = 0; d + 2 < n; ++d)
@@ -88,16 +88,8 @@ void transpose(const KernelCall &call) {
 
 void expand(const KernelCall &call) {
   const Tensor &x = call.in[0], &y = call.out[0];
-  copyStrided(y.data, x.data, y.shape, broadcastStrides(x.shape, y.shape), 0,
-              dtypeSize(x.dtype));
-}
-
-/// Rows of `inner` bytes: concat/split move whole rows along `axis`.
-int64_t outerCount(const std::vector<int64_t> &shape, int64_t axis) {
-  int64_t n = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    n *= shape[d];
-  return n;
+  StridedView v = StridedView::expand(x.shape, y.shape);
+  copyStrided(y.data, x.data, y.shape, v.strides, v.base, dtypeSize(x.dtype));
 }
 
 void concat(const KernelCall &call) {
@@ -130,15 +122,9 @@ void split(const KernelCall &call) {
 
 void slice(const KernelCall &call) {
   const Tensor &x = call.in[0], &y = call.out[0];
-  std::vector<int64_t> starts = call.ints("starts"), steps = call.ints("steps");
-  std::vector<int64_t> in = stridesOf(x.shape), strides(x.rank());
-  int64_t base = 0;
-  for (int64_t d = 0; d < x.rank(); ++d) {
-    strides[d] = steps[d] * in[d];
-    if (y.shape[d] > 0)
-      base += starts[d] * in[d];
-  }
-  copyStrided(y.data, x.data, y.shape, strides, base, dtypeSize(x.dtype));
+  StridedView v = StridedView::slice(x.shape, y.shape, call.ints("starts"),
+                                     call.ints("steps"));
+  copyStrided(y.data, x.data, y.shape, v.strides, v.base, dtypeSize(x.dtype));
 }
 
 void gather(const KernelCall &call) {

@@ -3,7 +3,7 @@
 // The kernels the CUDA backend implements, by plan kernel name, each
 // enqueued on the context's compute stream (nothing synchronises the
 // device). Their element math is the CPU kernels' (ElementwiseMath.h,
-// UpdateMath.h, Half.h): f32, bf16 and f16 tensors load into f32 registers
+// UpdateMath.h, Half.h, MatmulShape.h, StridedView.h): f32, bf16 and f16 tensors load into f32 registers
 // and store rounded to nearest even; GEMMs are cuBLASLt's, f32 accumulation
 // for every dtype. A plan naming a kernel missing here is refused at load
 // (Backend::hasKernel), so a plan never runs half on the GPU.
@@ -39,6 +39,8 @@ void registerElementwiseKernels(KernelTable &table);
 /// AdamW, SGD (master copies, loss scaling), found_inf, update_loss_scale,
 /// assign (Kernels.cu).
 void registerUpdateKernels(KernelTable &table);
+/// transpose, expand, slice, concat, split (Movement.cu).
+void registerMovementKernels(KernelTable &table);
 /// matmul and gemm through cuBLASLt (Gemm.cpp).
 void registerGemmKernels(KernelTable &table);
 

@@ -9,25 +9,15 @@
 
 #include "CudaCheck.h"
 #include "CudaKernels.h"
+#include "Launch.cuh"
 
 #include "../../kernels/ElementwiseMath.h"
 #include "../../kernels/Half.h"
 #include "../../kernels/UpdateMath.h"
 
-#include <algorithm>
-
 namespace weft::rt::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int kMaxRank = 8;
-
-/// A grid for n elements: grid-stride loops cover the rest.
-dim3 grid(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  return dim3(unsigned(std::clamp<int64_t>(blocks, 1, 65535 * 16)));
-}
 
 /// Storage formats a kernel is instantiated for.
 enum class Storage { F32, BF16, F16 };
@@ -65,34 +55,18 @@ void byStorage(const KernelCall &call, DType dtype, Fn &&fn) {
   }
 }
 
-#define WEFT_GRID_STRIDE(i, n)                                                 \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n);  \
-       i += int64_t(gridDim.x) * blockDim.x)
-
 template <Storage S, typename Op>
 __global__ void unaryKernel(const void *x, void *y, int64_t n, Op op) {
   WEFT_GRID_STRIDE(i, n) { store<S>(y, i, op(load<S>(x, i))); }
 }
 
-/// The output's dims and each operand's strides over them.
-struct Broadcast {
-  int rank = 0;
-  int64_t dims[kMaxRank] = {};
-  int64_t a[kMaxRank] = {}, b[kMaxRank] = {};
-};
-
 template <Storage S, typename Op>
-__global__ void binaryKernel(const void *a, const void *b, void *y,
-                             int64_t n, Broadcast shape, Op op) {
+__global__ void binaryKernel(const void *a, const void *b, void *y, int64_t n,
+                             Strided<2> shape, Op op) {
   WEFT_GRID_STRIDE(i, n) {
-    int64_t rest = i, offsetA = 0, offsetB = 0;
-    for (int d = shape.rank - 1; d >= 0; --d) {
-      int64_t coord = rest % shape.dims[d];
-      rest /= shape.dims[d];
-      offsetA += coord * shape.a[d];
-      offsetB += coord * shape.b[d];
-    }
-    store<S>(y, i, op(load<S>(a, offsetA), load<S>(b, offsetB)));
+    int64_t offset[2];
+    shape.offsets(i, offset);
+    store<S>(y, i, op(load<S>(a, offset[0]), load<S>(b, offset[1])));
   }
 }
 
@@ -106,8 +80,8 @@ template <typename Op> void unary(const KernelCall &call, const Context &ctx) {
   if (n == 0)
     return;
   byStorage(call, x.dtype, [&]<Storage S>() {
-    unaryKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(x.data, y.data, n,
-                                                         Op());
+    unaryKernel<S>
+        <<<grid(n), kThreads, 0, ctx.stream>>>(x.data, y.data, n, Op());
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -123,18 +97,9 @@ void binary(const KernelCall &call, const Context &ctx, const Tensor &a,
   int64_t n = y.numel();
   if (n == 0)
     return;
-  if (y.rank() > kMaxRank)
-    call.fail("rank " + std::to_string(y.rank()) + " is over the CUDA "
-              "backend's " + std::to_string(kMaxRank));
-  Broadcast shape;
-  shape.rank = int(y.rank());
-  std::vector<int64_t> sa = broadcastStrides(a.shape, y.shape),
-                       sb = broadcastStrides(b.shape, y.shape);
-  for (int d = 0; d < shape.rank; ++d) {
-    shape.dims[d] = y.shape[d];
-    shape.a[d] = sa[d];
-    shape.b[d] = sb[d];
-  }
+  auto shape = Strided<2>::of(
+      call, y.shape,
+      {broadcastStrides(a.shape, y.shape), broadcastStrides(b.shape, y.shape)});
   byStorage(call, y.dtype, [&]<Storage S>() {
     binaryKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
         a.data, b.data, y.data, n, shape, Op());
@@ -198,16 +163,15 @@ Scaling scalingOf(const KernelCall &call, bool scaled) {
 /// AdamW with the parameter in storage S; with a master the step runs on
 /// it (f32) and the parameter receives it rounded.
 template <Storage S>
-__global__ void adamwKernel(void *param, const void *grad, float *m,
-                            float *v, float *master, Scaling scaling,
-                            int64_t n, double step, double lr, double beta1,
-                            double beta2, double eps, double decay) {
+__global__ void adamwKernel(void *param, const void *grad, float *m, float *v,
+                            float *master, Scaling scaling, int64_t n,
+                            double step, double lr, double beta1, double beta2,
+                            double eps, double decay) {
   if (scaling.found && *scaling.found != 0.0f)
     return; // GradScaler skips the step
   double t = step - (scaling.scaler ? scaling.scaler[2] : 0.0);
   double inverse = scaling.scaler ? 1.0 / scaling.scaler[0] : 1.0;
-  auto update =
-      AdamWStep<float>::at(t, lr, beta1, beta2, eps, decay, inverse);
+  auto update = AdamWStep<float>::at(t, lr, beta1, beta2, eps, decay, inverse);
   WEFT_GRID_STRIDE(i, n) {
     float p = master ? master[i] : load<S>(param, i);
     update(load<S>(grad, i), p, m[i], v[i]);
@@ -220,14 +184,14 @@ __global__ void adamwKernel(void *param, const void *grad, float *m,
 template <Storage S>
 __global__ void sgdKernel(void *param, const void *grad, float *buffer,
                           float *master, Scaling scaling, int64_t n,
-                          int64_t step, float lr, float momentum,
-                          float decay, bool nesterov) {
+                          int64_t step, float lr, float momentum, float decay,
+                          bool nesterov) {
   if (scaling.found && *scaling.found != 0.0f)
     return;
   int64_t skipped = scaling.scaler ? int64_t(scaling.scaler[2]) : 0;
   float inverse = scaling.scaler ? 1.0f / scaling.scaler[0] : 1.0f;
-  SgdStep<float> update{lr, momentum, decay, inverse, nesterov,
-                        step - skipped == 0};
+  SgdStep<float> update{lr,      momentum, decay,
+                        inverse, nesterov, step - skipped == 0};
   WEFT_GRID_STRIDE(i, n) {
     float p = master ? master[i] : load<S>(param, i);
     update(load<S>(grad, i), p, buffer ? buffer + i : nullptr);
@@ -269,9 +233,9 @@ void sgd(const KernelCall &call, const Context &ctx) {
     sgdKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
         call.out[0].data, call.in[1].data,
         buffer ? call.out[1].as<float>() : nullptr, master,
-        scalingOf(call, inputs.scaled), n, call.ctx.step,
-        float(call.f("lr")), float(call.f("momentum")),
-        float(call.f("weight_decay")), call.b("nesterov"));
+        scalingOf(call, inputs.scaled), n, call.ctx.step, float(call.f("lr")),
+        float(call.f("momentum")), float(call.f("weight_decay")),
+        call.b("nesterov"));
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -292,8 +256,7 @@ void foundInf(const KernelCall &call, const Context &ctx) {
     if (n == 0)
       continue;
     byStorage(call, g.dtype, [&]<Storage S>() {
-      foundInfKernel<S>
-          <<<grid(n), kThreads, 0, ctx.stream>>>(g.data, n, found);
+      foundInfKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(g.data, n, found);
     });
   }
   WEFT_CUDA_CHECK(cudaGetLastError());
@@ -307,9 +270,8 @@ __global__ void updateLossScaleKernel(float *state, const float *found,
 
 void lossScaleUpdate(const KernelCall &call, const Context &ctx) {
   updateLossScaleKernel<<<1, 1, 0, ctx.stream>>>(
-      call.out[0].as<float>(), call.in[1].as<float>(),
-      call.f("growth_factor"), call.f("backoff_factor"),
-      call.i("growth_interval"));
+      call.out[0].as<float>(), call.in[1].as<float>(), call.f("growth_factor"),
+      call.f("backoff_factor"), call.i("growth_interval"));
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -365,6 +327,7 @@ const KernelTable &kernelTable() {
     KernelTable t;
     registerElementwiseKernels(t);
     registerUpdateKernels(t);
+    registerMovementKernels(t);
     registerGemmKernels(t);
     return t;
   }();

@@ -123,8 +123,8 @@ std::vector<std::string> runOn(Backend &backend, const Case &c,
     call.in.push_back({arena + offsets[k], c.in[k].dtype, c.in[k].shape});
   }
   for (size_t o = 0; o < c.out.size(); ++o)
-    call.out.push_back({arena + offsets[c.in.size() + o], c.out[o].dtype,
-                        c.out[o].shape});
+    call.out.push_back(
+        {arena + offsets[c.in.size() + o], c.out[o].dtype, c.out[o].shape});
   backend.launch(call);
   backend.synchronize();
   std::vector<std::string> out;
@@ -144,22 +144,20 @@ double tolerance(DType d) {
 void expectConforms(const Case &c, Backend &gpu) {
   auto cpu = createCpuBackend();
   std::vector<std::string> in = inputs(c, 1);
-  std::vector<std::string> want = runOn(*cpu, c, in),
-                           got = runOn(gpu, c, in);
+  std::vector<std::string> want = runOn(*cpu, c, in), got = runOn(gpu, c, in);
   for (size_t o = 0; o < c.out.size(); ++o) {
     DType d = c.out[o].dtype;
     int64_t n = c.out[o].numel(), size = dtypeSize(d);
     double scale = 1e-30, worst = 0;
     for (int64_t i = 0; i < n; ++i)
-      scale = std::max(scale, std::fabs(toDouble(want[o].data() + i * size,
-                                                 d)));
+      scale =
+          std::max(scale, std::fabs(toDouble(want[o].data() + i * size, d)));
     for (int64_t i = 0; i < n; ++i)
-      worst = std::max(worst,
-                       std::fabs(toDouble(got[o].data() + i * size, d) -
-                                 toDouble(want[o].data() + i * size, d)));
+      worst =
+          std::max(worst, std::fabs(toDouble(got[o].data() + i * size, d) -
+                                    toDouble(want[o].data() + i * size, d)));
     EXPECT_LE(worst, tolerance(d) * scale)
-        << c.kernel << " output " << o << " (" << typeString(c.out[o])
-        << ")";
+        << c.kernel << " output " << o << " (" << typeString(c.out[o]) << ")";
   }
 }
 
@@ -184,9 +182,8 @@ protected:
 };
 
 TEST_P(CudaConformance, Unary) {
-  for (const char *kernel :
-       {"sqrt", "reciprocal", "neg", "exp", "log", "gelu", "gelu_tanh",
-        "erf", "tanh", "relu", "sigmoid"})
+  for (const char *kernel : {"sqrt", "reciprocal", "neg", "exp", "log", "gelu",
+                             "gelu_tanh", "erf", "tanh", "relu", "sigmoid"})
     for (DType d : floats()) {
       Case c{kernel, {{d, {7, 129}}}, {{d, {7, 129}}}};
       if (std::string(kernel) == "sqrt" || std::string(kernel) == "log" ||
@@ -236,10 +233,10 @@ TEST_P(CudaConformance, GemmTransposesAndBias) {
   for (DType d : floats())
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
-        std::vector<int64_t> a = ta ? std::vector<int64_t>{40, 24}
-                                    : std::vector<int64_t>{24, 40};
-        std::vector<int64_t> b = tb ? std::vector<int64_t>{36, 40}
-                                    : std::vector<int64_t>{40, 36};
+        std::vector<int64_t> a =
+            ta ? std::vector<int64_t>{40, 24} : std::vector<int64_t>{24, 40};
+        std::vector<int64_t> b =
+            tb ? std::vector<int64_t>{36, 40} : std::vector<int64_t>{40, 36};
         Case c{"gemm", {{d, a}, {d, b}, {d, {36}}}, {{d, {24, 36}}}};
         c.attrs.set("transA", ta);
         c.attrs.set("transB", tb);
@@ -262,14 +259,16 @@ TEST_P(CudaConformance, Updates) {
       Case adamw{"adamw", {p, p, f32, f32}, {p, f32, f32}};
       adamw.inPlace = {{0, 0}, {1, 2}, {2, 3}};
       adamw.positive = {3}; // the second moment
-      for (auto [k, v] : {std::pair{"lr", 1e-2}, {"beta1", 0.9},
-                          {"beta2", 0.999}, {"eps", 1e-8},
+      for (auto [k, v] : {std::pair{"lr", 1e-2},
+                          {"beta1", 0.9},
+                          {"beta2", 0.999},
+                          {"eps", 1e-8},
                           {"weight_decay", 0.01}})
         adamw.attrs.set(k, v);
       Case sgd{"sgd", {p, p, f32}, {p, f32}};
       sgd.inPlace = {{0, 0}, {1, 2}};
-      for (auto [k, v] : {std::pair{"lr", 1e-1}, {"momentum", 0.9},
-                          {"weight_decay", 1e-4}})
+      for (auto [k, v] :
+           {std::pair{"lr", 1e-1}, {"momentum", 0.9}, {"weight_decay", 1e-4}})
         sgd.attrs.set(k, v);
       sgd.attrs.set("nesterov", true);
       for (Case *c : {&adamw, &sgd}) {
@@ -290,11 +289,38 @@ TEST_P(CudaConformance, Updates) {
   }
 }
 
+/// Bytes moved exactly, in every element size the plans use.
+TEST_P(CudaConformance, Movement) {
+  for (DType d : {DType::F32, DType::BF16, DType::F16}) {
+    Case transpose{"transpose", {{d, {2, 5, 3, 7}}}, {{d, {2, 3, 5, 7}}}};
+    transpose.attrs.set("perm", std::vector<int64_t>{0, 2, 1, 3});
+    Case matrix{"transpose", {{d, {33, 65}}}, {{d, {65, 33}}}};
+    matrix.attrs.set("perm", std::vector<int64_t>{1, 0});
+    Case expand{"expand", {{d, {3, 1}}}, {{d, {2, 3, 4}}}};
+    expand.attrs.set("shape", std::vector<int64_t>{2, 3, 4});
+    Case slice{"slice", {{d, {6, 9}}}, {{d, {3, 2}}}};
+    slice.attrs.set("starts", std::vector<int64_t>{1, 8});
+    slice.attrs.set("ends", std::vector<int64_t>{6, 2});
+    slice.attrs.set("steps", std::vector<int64_t>{2, -4});
+    Case concat{"concat",
+                {{d, {2, 3, 4}}, {d, {2, 1, 4}}, {d, {2, 5, 4}}},
+                {{d, {2, 9, 4}}}};
+    concat.attrs.set("axis", int64_t(1));
+    Case split{"split",
+               {{d, {2, 9, 4}}},
+               {{d, {2, 3, 4}}, {d, {2, 1, 4}}, {d, {2, 5, 4}}}};
+    split.attrs.set("axis", int64_t(1));
+    split.attrs.set("sizes", std::vector<int64_t>{3, 1, 5});
+    for (const Case *c :
+         {&transpose, &matrix, &expand, &slice, &concat, &split})
+      expectConforms(*c, *gpu);
+  }
+}
+
 TEST_P(CudaConformance, FoundInfAndTheLossScale) {
   for (DType d : floats())
-    expectConforms(Case{"found_inf", {{d, {500}}, {d, {7}}},
-                        {{DType::F32, {}}}},
-                   *gpu);
+    expectConforms(
+        Case{"found_inf", {{d, {500}}, {d, {7}}}, {{DType::F32, {}}}}, *gpu);
   Case update{"update_loss_scale",
               {{DType::F32, {3}}, {DType::F32, {}}},
               {{DType::F32, {3}}}};

@@ -1,0 +1,74 @@
+//===- Launch.cuh - grids and strided operands of the CUDA kernels -*- C++
+//-*-===//
+//
+// Every elementwise and movement kernel is a grid-stride loop over its
+// output; operands that broadcast or are read through a view carry their
+// strides over the output's dims (numpy's rule: 0 on a broadcast dim).
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_BACKENDS_CUDA_LAUNCH_CUH
+#define WEFT_RUNTIME_BACKENDS_CUDA_LAUNCH_CUH
+
+#include "../../kernels/Kernel.h"
+
+#include <algorithm>
+#include <array>
+
+namespace weft::rt::cuda {
+
+constexpr int kThreads = 256;
+constexpr int kMaxRank = 8;
+
+/// A grid for n elements: grid-stride loops cover the rest.
+inline dim3 grid(int64_t n) {
+  int64_t blocks = (n + kThreads - 1) / kThreads;
+  return dim3(unsigned(std::clamp<int64_t>(blocks, 1, 65535 * 16)));
+}
+
+#define WEFT_GRID_STRIDE(i, n)                                                 \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n);    \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+/// The output's dims and K operands' element strides and bases over them,
+/// passed by value to a kernel.
+template <int K> struct Strided {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t strides[K][kMaxRank] = {};
+  int64_t base[K] = {};
+
+  /// Fails naming the kernel when the output has more than kMaxRank dims.
+  static Strided of(const KernelCall &call, const std::vector<int64_t> &out,
+                    const std::array<std::vector<int64_t>, K> &strides,
+                    const std::array<int64_t, K> &base = {}) {
+    if (out.size() > size_t(kMaxRank))
+      call.fail("rank " + std::to_string(out.size()) +
+                " is over the CUDA backend's " + std::to_string(kMaxRank));
+    Strided s;
+    s.rank = int(out.size());
+    for (int d = 0; d < s.rank; ++d) {
+      s.dims[d] = out[d];
+      for (int k = 0; k < K; ++k)
+        s.strides[k][d] = strides[k][d];
+    }
+    for (int k = 0; k < K; ++k)
+      s.base[k] = base[k];
+    return s;
+  }
+
+  /// Operand k's element read for output element i.
+  __device__ void offsets(int64_t i, int64_t (&offset)[K]) const {
+    for (int k = 0; k < K; ++k)
+      offset[k] = base[k];
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t coord = i % dims[d];
+      i /= dims[d];
+      for (int k = 0; k < K; ++k)
+        offset[k] += coord * strides[k][d];
+    }
+  }
+};
+
+} // namespace weft::rt::cuda
+
+#endif // WEFT_RUNTIME_BACKENDS_CUDA_LAUNCH_CUH
