@@ -1,11 +1,14 @@
-"""Mixed precision (`weftc --precision bf16`) on the CPU backend.
+"""Mixed precision (`weftc --precision bf16|f16`) on the CPU backend.
 
 The oracle is torch in float64 on the same micro-batch split, and torch's
 own bf16 (`torch.autocast("cpu", torch.bfloat16)`) sets the scale of the
 error bf16 rounding may cause (the issue's "within the drift torch's own
 bf16 shows"). Each check can fail: a plan that ignored the precision would
 land on float32's error (1e-7), far under the floor asserted; one that
-rounded wrongly or updated the wrong copy would leave the bound.
+rounded wrongly or updated the wrong copy would leave the bound. Layouts
+are compared bit for bit where their arithmetic is the same (sums of two
+16-bit values), and f16's loss scaling (GradScaler) by its skipped steps,
+scales and untouched masters. Losses are in nats.
 """
 
 import copy
