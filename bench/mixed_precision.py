@@ -4,11 +4,11 @@ against torch autocast bf16 (CPU) on the same steps.
 For each seed: the test's small gpt (2 layers, hidden 64, 4 heads, seq 16,
 vocab 128, batch 8 in 2 micro-batches), 6 AdamW steps (lr 1e-3) on random
 tokens; torch in float64 (the reference), torch float32 under
-`torch.autocast("cpu", torch.bfloat16)`, and weft at --precision f32, bf16
-and f16 (loss-scaled). Prints, per seed, the largest loss error of each
-against float64 and weft's bf16 and f16 errors as multiples of torch
-autocast bf16's (the bound test_mixed_precision.py asserts is 4x). Units:
-the loss is in nats.
+`torch.autocast("cpu", torch.bfloat16)`, and weft at --precision f32, bf16,
+bf16 with --fp32-residual-connection and f16 (loss-scaled). Prints, per
+seed, the largest loss error of each against float64 and weft's 16-bit
+errors as multiples of torch autocast bf16's (the bound
+test_mixed_precision.py asserts is 4x). Units: the loss is in nats.
 
 Usage (from the repository root, after the build):
     .venv/bin/python3 -W ignore bench/mixed_precision.py build [SEEDS...]
@@ -55,8 +55,11 @@ def main():
     seeds = [int(s) for s in sys.argv[2:]] or [0, 1, 2, 3, 5]
     tools = oracle.Tools(str(build / "bin" / "weftc"),
                          str(build / "bin" / "weft-run"))
-    print("seed  torch-bf16   weft-f32    weft-bf16   weft-f16   "
-          "bf16/torch  f16/torch")
+    runs = {"f32": ["--precision=f32"], "bf16": ["--precision=bf16"],
+            "bf16+res32": ["--precision=bf16", "--fp32-residual-connection"],
+            "f16": ["--precision=f16"]}
+    print("seed  torch-bf16 " + "".join(f"{k:>12}" for k in runs) +
+          "".join(f"{k + '/torch':>17}" for k in list(runs)[1:]))
     for seed in seeds:
         model, (tokens, targets) = gpt.build(**CONFIG, seed=seed)
         g = torch.Generator().manual_seed(seed + 1)
@@ -70,15 +73,15 @@ def main():
             path = pathlib.Path(work) / "gpt.onnx"
             export(model, (tokens, targets), ["tokens", "targets"], str(path))
             err = {}
-            for p in ("f32", "bf16", "f16"):
+            for name, flags in runs.items():
                 losses, _ = oracle.weft_train(
                     tools, path, batches, ["tokens", "targets"],
-                    pathlib.Path(work) / p, micro_batches=MICRO_BATCHES,
-                    flags=[f"--precision={p}"])
-                err[p] = np.abs(np.array(losses) - ref).max()
-        print(f"{seed:4d}  {drift:.3e}  {err['f32']:.3e}  {err['bf16']:.3e}"
-              f"  {err['f16']:.3e}  {err['bf16'] / drift:9.2f}"
-              f"  {err['f16'] / drift:9.2f}")
+                    pathlib.Path(work) / name.replace("+", "_"),
+                    micro_batches=MICRO_BATCHES, flags=flags)
+                err[name] = np.abs(np.array(losses) - ref).max()
+        print(f"{seed:4d}  {drift:.3e} " +
+              "".join(f"{err[k]:12.3e}" for k in runs) +
+              "".join(f"{err[k] / drift:17.2f}" for k in list(runs)[1:]))
 
 
 if __name__ == "__main__":

@@ -108,9 +108,13 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
                                      func.getLoc())))
         return failure();
     }
-    for (Operation &op : llvm::make_early_inc_range(body.without_terminator()))
+    for (Operation &op :
+         llvm::make_early_inc_range(body.without_terminator())) {
       if (failed(retype(&op)))
         return failure();
+      if (fp32Residual && isEmbeddingLookup(func, &op))
+        widenResult(&op);
+    }
     // The function's results keep their declared types.
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     OpBuilder builder(ret);
@@ -122,6 +126,26 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
     func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
                                    func.getResultTypes()));
     return success();
+  }
+
+  /// A gather from a parameter table (Megatron's word or position
+  /// embedding).
+  static bool isEmbeddingLookup(func::FuncOp func, Operation *op) {
+    auto gather = dyn_cast<GatherOp>(op);
+    auto table = gather ? dyn_cast<BlockArgument>(gather.getData())
+                        : BlockArgument();
+    return table && func.getArgAttr(table.getArgNumber(), kParamAttr);
+  }
+
+  /// Every reader of `op`'s 16-bit result reads it cast to f32.
+  void widenResult(Operation *op) {
+    Value v = op->getResult(0);
+    if (isF32(v))
+      return;
+    OpBuilder builder(op->getContext());
+    builder.setInsertionPointAfter(op);
+    Value wide = castTo(builder, v, Float32Type::get(op->getContext()));
+    v.replaceAllUsesExcept(wide, wide.getDefiningOp());
   }
 
   Value castTo(OpBuilder &builder, Value v, Type element) {

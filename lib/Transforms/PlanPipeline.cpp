@@ -122,6 +122,9 @@ LogicalResult PlanPipelineOptions::validate(
     return fail("--precision " + precision + ": expected bf16, f16 or f32");
   // f16 trains with dynamic loss scaling (GradScaler): a gradient step
   // alone would return scaled gradients.
+  if (fp32ResidualConnection && precision == "f32")
+    return fail("--fp32-residual-connection keeps the residual stream f32 "
+                "under --precision bf16 or f16; this step is f32");
   if (precision == "f16" && step == CompiledStep::Gradients)
     return fail("--precision f16 --gradients: the gradients of an f16 step "
                 "are loss-scaled; compute them in bf16 or f32");
@@ -183,7 +186,9 @@ std::string PlanPipelineOptions::textual() const {
      << nameOf(kFallbacks, tensorParallelFallback.getValue())
      << " sequence-parallel=" << (sequenceParallel ? "true" : "false")
      << " overlap-collectives=" << (overlapCollectives ? "true" : "false");
-  os << " precision=" << precision << " microbatches=" << microbatches
+  os << " precision=" << precision << " fp32-residual-connection="
+     << (fp32ResidualConnection ? "true" : "false")
+     << " microbatches=" << microbatches
      << " schedule=" << scheduleName(schedule)
      << " optimizer=" << nameOf(kOptimizers, optimizer.getValue())
      << " lr=" << number(lr) << " weight-decay=" << number(weightDecay)
@@ -217,7 +222,8 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   bool lossScaling = o.precision == "f16" && o.step == CompiledStep::Train;
   if (o.precision != "f32")
     pm.addNestedPass<func::FuncOp>(
-        createMixedPrecision({o.precision, lossScaling}));
+        createMixedPrecision(
+            {o.precision, lossScaling, o.fp32ResidualConnection}));
   if (o.step == CompiledStep::Forward) {
     if (o.overlapCollectives)
       pm.addNestedPass<func::FuncOp>(createOverlapCollectives());

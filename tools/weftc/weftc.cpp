@@ -9,7 +9,7 @@
 //        --optimizer-shard-threshold KB --optimizer-shard-size S
 //        --zero-prefetch]
 //       [--sequence-parallel] [--overlap-collectives=false]
-//       [--precision bf16|f16|f32]
+//       [--precision bf16|f16|f32 [--fp32-residual-connection]]
 //       [--timeline F.json] [--timeline-ascii]
 //       [--recompute none|full|selective --recompute-granularity stage|layer]
 //       [--estimate-memory [--activation-dtype f16|bf16|f32]]
@@ -148,6 +148,11 @@ cl::opt<std::string> precision(
              "state, norms, softmax and loss (torch.autocast's lists); f32 "
              "(default) as the model is typed"),
     cl::init("f32"), cl::cat(category));
+cl::opt<bool> fp32ResidualConnection(
+    "fp32-residual-connection",
+    cl::desc("With --precision bf16|f16: embedding lookups, and so the "
+             "residual stream they start, in f32 (Megatron-LM's flag)"),
+    cl::init(false), cl::cat(category));
 cl::opt<int64_t> microbatches(
     "microbatches",
     cl::desc("Split the global batch into M micro-batches per step; gradients "
@@ -514,6 +519,7 @@ int main(int argc, char **argv) {
   pipelineOptions.balance = ArrayRef<int64_t>(balance);
   pipelineOptions.microbatches = microbatches;
   pipelineOptions.precision = precision;
+  pipelineOptions.fp32ResidualConnection = fp32ResidualConnection;
   pipelineOptions.tensorParallel = tensorParallel;
   pipelineOptions.dataParallel = dataParallel;
   pipelineOptions.bucketCapMb = bucketCapMb;

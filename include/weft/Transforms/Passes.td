@@ -358,6 +358,10 @@ def MixedPrecision : Pass<"weft-mixed-precision", "mlir::func::FuncOp"> {
       operand's type, so activations (GELU, ReLU, dropout, pooling) stay
       16-bit between a matmul and the next f32 op;
     - results keep the types the function declares (a cast back where needed);
+    - with `fp32-residual`, each gather of a parameter (an embedding
+      lookup) is cast up to f32, so the sums it feeds (the residual stream
+      of a transformer) run in f32 by promotion while the blocks' matmuls
+      stay 16-bit (Megatron-LM's `--fp32-residual-connection`);
     - with `loss-scaling` (f16 training; torch.cuda.amp.GradScaler), an
       argument `{weft.optimizer_state = "loss_scaler", weft.loss_scaler}`
       of type tensor<3xf32> holds [scale, growth_tracker, skipped_steps]
@@ -382,6 +386,10 @@ def MixedPrecision : Pass<"weft-mixed-precision", "mlir::func::FuncOp"> {
     Option<"lossScaling", "loss-scaling", "bool", /*default=*/"false",
            "Add the loss scaler's state (f16 training), which seeds the "
            "backward with the scale">,
+    Option<"fp32Residual", "fp32-residual", "bool", /*default=*/"false",
+           "Embedding lookups' results in f32, so the residual stream "
+           "they start stays f32 (Megatron-LM's "
+           "--fp32-residual-connection)">,
   ];
   let dependentDialects = ["weft::WeftDialect"];
 }

@@ -129,6 +129,11 @@ struct PlanPipelineOptions
                      "16-bit, f32 master weights and optimizer state "
                      "(weft-mixed-precision); f32: as the model is typed"),
       llvm::cl::init("f32")};
+  Option<bool> fp32ResidualConnection{
+      *this, "fp32-residual-connection",
+      llvm::cl::desc("With --precision bf16|f16: embedding lookups, and so "
+                     "the residual stream, in f32 (Megatron-LM's flag)"),
+      llvm::cl::init(false)};
   Option<int64_t> microbatches{
       *this, "microbatches",
       llvm::cl::desc("Micro-batches per step (the model is imported at "
