@@ -10,7 +10,7 @@ seed, the largest loss error of each against float64 and weft's 16-bit
 errors as multiples of torch autocast bf16's (the bound
 test_mixed_precision.py asserts is 4x). Units: the loss is in nats.
 
-Usage (from the repository root, after the build):
+Usage: `ninja -C build bench-mixed-precision`, or from the repository root
     .venv/bin/python3 -W ignore bench/mixed_precision.py build [SEEDS...]
 """
 
