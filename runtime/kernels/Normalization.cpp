@@ -2,6 +2,7 @@
 
 #include "Kernel.h"
 #include "Philox.h"
+#include "RowMath.h"
 
 #include <cmath>
 #include <cstring>
@@ -29,25 +30,9 @@ template <bool Log> void softmax(const KernelCall &call) {
       for (int64_t i = 0; i < v.inner; ++i) {
         const T *row = in + o * v.dim * v.inner + i;
         T *dst = out + o * v.dim * v.inner + i;
-        T max = row[0];
-        for (int64_t d = 1; d < v.dim; ++d)
-          max = std::max(max, row[d * v.inner]);
-        double sum = 0;
-        for (int64_t d = 0; d < v.dim; ++d) {
-          T e = std::exp(row[d * v.inner] - max);
-          sum += e;
-          if (!Log)
-            dst[d * v.inner] = e;
-        }
-        if (Log) {
-          T logSum = static_cast<T>(std::log(sum));
-          for (int64_t d = 0; d < v.dim; ++d)
-            dst[d * v.inner] = row[d * v.inner] - max - logSum;
-        } else {
-          T scale = static_cast<T>(1.0 / sum);
-          for (int64_t d = 0; d < v.dim; ++d)
-            dst[d * v.inner] *= scale;
-        }
+        softmaxRow<Log, T>(
+            v.dim, [&](int64_t d) { return row[d * v.inner]; },
+            [&](int64_t d, T value) { dst[d * v.inner] = value; });
       }
   });
 }
@@ -214,8 +199,7 @@ void dropout(const KernelCall &call) {
   forEachGlobalIndex(call, [&](int64_t e, int64_t g) {
     if (g / 4 != cached) {
       cached = g / 4;
-      bits = philox4x32({uint32_t(cached), rngId,
-                         uint32_t(call.ctx.microBatch),
+      bits = philox4x32({uint32_t(cached), rngId, uint32_t(call.ctx.microBatch),
                          uint32_t(call.ctx.step)},
                         key);
     }

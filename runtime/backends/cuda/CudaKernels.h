@@ -34,7 +34,8 @@ struct Context {
 using KernelFn = void (*)(const KernelCall &, const Context &);
 using KernelTable = std::map<std::string, KernelFn>;
 
-/// Unary and binary elementwise ops, cast (Kernels.cu).
+/// Unary and binary elementwise ops, cast, softmax and log_softmax
+/// (Kernels.cu).
 void registerElementwiseKernels(KernelTable &table);
 /// AdamW, SGD (master copies, loss scaling), found_inf, update_loss_scale,
 /// assign (Kernels.cu).

@@ -13,6 +13,7 @@
 
 #include "../../kernels/ElementwiseMath.h"
 #include "../../kernels/Half.h"
+#include "../../kernels/RowMath.h"
 #include "../../kernels/UpdateMath.h"
 
 namespace weft::rt::cuda {
@@ -139,6 +140,35 @@ void cast(const KernelCall &call, const Context &ctx) {
         castKernel<From, To, false>
             <<<grid(n), kThreads, 0, ctx.stream>>>(x.data, y.data, n);
     });
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+/// One row (the `dim` elements of an axis, `inner` apart) per thread:
+/// RowMath.h's softmaxRow, in f32.
+template <Storage S, bool Log>
+__global__ void softmaxKernel(const void *x, void *y, int64_t rows, int64_t dim,
+                              int64_t inner) {
+  WEFT_GRID_STRIDE(r, rows) {
+    int64_t base = r / inner * dim * inner + r % inner;
+    softmaxRow<Log, float>(
+        dim, [&](int64_t d) { return load<S>(x, base + d * inner); },
+        [&](int64_t d, float v) { store<S>(y, base + d * inner, v); });
+  }
+}
+
+template <bool Log> void softmax(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  int64_t axis = call.i("axis"), outer = 1, inner = 1;
+  for (int64_t d = 0; d < x.rank(); ++d)
+    if (d != axis)
+      (d < axis ? outer : inner) *= x.shape[d];
+  int64_t rows = outer * inner, dim = x.shape[axis];
+  if (rows == 0 || dim == 0)
+    return;
+  byStorage(call, x.dtype, [&]<Storage S>() {
+    softmaxKernel<S, Log><<<grid(rows), kThreads, 0, ctx.stream>>>(
+        x.data, y.data, rows, dim, inner);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -312,6 +342,8 @@ void registerElementwiseKernels(KernelTable &t) {
   t["mul"] = binary<math::Mul>;
   t["div"] = binary<Div>;
   t["cast"] = cast;
+  t["softmax"] = softmax<false>;
+  t["log_softmax"] = softmax<true>;
 }
 
 void registerUpdateKernels(KernelTable &t) {

@@ -203,6 +203,17 @@ TEST_P(CudaConformance, BinaryBroadcasts) {
     }
 }
 
+/// Along the last axis (attention's) and a middle one (rows strided).
+TEST_P(CudaConformance, Softmax) {
+  for (const char *kernel : {"softmax", "log_softmax"})
+    for (DType d : floats())
+      for (int64_t axis : {2, 1}) {
+        Case c{kernel, {{d, {3, 17, 40}}}, {{d, {3, 17, 40}}}};
+        c.attrs.set("axis", axis);
+        expectConforms(c, *gpu);
+      }
+}
+
 TEST_P(CudaConformance, Casts) {
   for (DType from : floats())
     for (DType to : floats())
