@@ -23,19 +23,8 @@ ModelStates weft::modelStates(func::FuncOp func) {
     // The state: moments, momentum buffer, master copy (not the loss
     // scaler's 12 bytes nor found_inf, which every update shares).
     int64_t state = 0;
-    auto add = [&](Value v) {
-      if (v)
-        state += byteSize(v.getType());
-    };
-    if (auto adamw = dyn_cast<AdamWOp>(op)) {
-      add(adamw.getExpAvg());
-      add(adamw.getExpAvgSq());
-      add(adamw.getMaster());
-    } else {
-      auto sgd = cast<SGDOp>(op);
-      add(sgd.getMomentumBuffer());
-      add(sgd.getMaster());
-    }
+    for (auto [operand, result] : optimizerState(op))
+      state += byteSize(operand.getType());
     auto stage = op->getAttrOfType<IntegerAttr>(kZeroStageAttr);
     auto shape = op->getAttrOfType<DenseI64ArrayAttr>(kFlatShardAttr);
     if (stage && shape) {

@@ -15,25 +15,6 @@ using namespace weft;
 
 namespace {
 
-/// The optimizer-state operands of an update and their results, the
-/// mixed-precision master copy last.
-SmallVector<std::pair<Value, Value>> stateOf(Operation *update) {
-  SmallVector<std::pair<Value, Value>> state;
-  if (auto adamw = dyn_cast<AdamWOp>(update)) {
-    state = {{adamw.getExpAvg(), adamw.getNewExpAvg()},
-             {adamw.getExpAvgSq(), adamw.getNewExpAvgSq()}};
-    if (Value master = adamw.getMaster())
-      state.push_back({master, adamw.getNewMaster()});
-    return state;
-  }
-  auto sgd = cast<SGDOp>(update);
-  if (Value buffer = sgd.getMomentumBuffer())
-    state.push_back({buffer, sgd.getUpdated()[1]});
-  if (Value master = sgd.getMaster())
-    state.push_back({master, sgd.getUpdated().back()});
-  return state;
-}
-
 /// A bucket tensor's geometry under the flat split.
 struct Piece {
   SmallVector<int64_t> shape; ///< the whole (rank-local) tensor's
@@ -400,7 +381,7 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
     // parameter); its argument becomes the shard.
     SmallVector<Value> state;
     SmallVector<Type> types{build.type({p.s})};
-    for (auto [old, result] : stateOf(update)) {
+    for (auto [old, result] : optimizerState(update)) {
       auto arg = cast<BlockArgument>(old);
       oldState.push_back(arg);
       auto attrs = func.getArgAttrDict(arg.getArgNumber());

@@ -209,10 +209,12 @@ Types foundInf(const SpecCall &call) {
 
 Types updateLossScale(const SpecCall &call) {
   requireScaler(call, 0);
-  if (call.attrs.i("growth_interval") < 1 ||
-      !(call.attrs.f("growth_factor") > 1) ||
-      !(call.attrs.f("backoff_factor") > 0 &&
-        call.attrs.f("backoff_factor") < 1))
+  // Written so that a NaN factor fails too.
+  double growth = call.attrs.f("growth_factor"),
+         backoff = call.attrs.f("backoff_factor");
+  bool valid = call.attrs.i("growth_interval") >= 1 && growth > 1 &&
+               backoff > 0 && backoff < 1;
+  if (!valid)
     call.fail("needs growth_interval >= 1, growth_factor > 1 and "
               "backoff_factor in (0, 1)");
   return {call.in[0]};

@@ -169,9 +169,12 @@ LogicalResult UpdateLossScaleOp::verify() {
     return emitOpError("updates a tensor<3xf32> scaler state in place");
   if (!isF32Scalar(getFoundInf().getType(), 1))
     return emitOpError("reads found_inf as tensor<f32>");
-  if (getGrowthInterval() < 1 || !(getGrowthFactor().convertToDouble() > 1) ||
-      !(getBackoffFactor().convertToDouble() > 0 &&
-        getBackoffFactor().convertToDouble() < 1))
+  // Written so that a NaN factor fails too.
+  double growth = getGrowthFactor().convertToDouble(),
+         backoff = getBackoffFactor().convertToDouble();
+  bool valid = getGrowthInterval() >= 1 && growth > 1 && backoff > 0 &&
+               backoff < 1;
+  if (!valid)
     return emitOpError("needs growth_interval >= 1, growth_factor > 1 and "
                        "backoff_factor in (0, 1)");
   return success();
@@ -238,6 +241,23 @@ LogicalResult SGDOp::verify() {
     state.push_back(buffer);
   return verifyUpdate(*this, getParam(), getGrad(), state, getMaster(),
                       getScaler(), getFoundInf());
+}
+
+SmallVector<std::pair<Value, Value>> weft::optimizerState(Operation *update) {
+  SmallVector<std::pair<Value, Value>> state;
+  if (auto adamw = dyn_cast<AdamWOp>(update)) {
+    state = {{adamw.getExpAvg(), adamw.getNewExpAvg()},
+             {adamw.getExpAvgSq(), adamw.getNewExpAvgSq()}};
+    if (Value master = adamw.getMaster())
+      state.push_back({master, adamw.getNewMaster()});
+    return state;
+  }
+  auto sgd = cast<SGDOp>(update);
+  if (Value buffer = sgd.getMomentumBuffer())
+    state.push_back({buffer, sgd.getUpdated()[1]});
+  if (Value master = sgd.getMaster())
+    state.push_back({master, sgd.getUpdated().back()});
+  return state;
 }
 
 BlockArgument weft::batchNormStateRoot(Value stats) {

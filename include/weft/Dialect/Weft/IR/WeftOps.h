@@ -25,6 +25,13 @@ namespace weft {
 /// whose bytes result `result` reuses; std::nullopt for every other op.
 std::optional<unsigned> inPlaceOperand(mlir::Operation *op, unsigned result);
 
+/// An optimizer update's (weft.adamw, weft.sgd) state operands and the
+/// results that update them: the moments or the momentum buffer, then the
+/// mixed-precision master copy. Not the parameter, its gradient or the loss
+/// scaler, which every update reads.
+llvm::SmallVector<std::pair<mlir::Value, mlir::Value>>
+optimizerState(mlir::Operation *update);
+
 /// For a batch-norm running statistic (a `weft.state` argument, or the
 /// updated statistic of a training batch_norm, through any chain of them),
 /// the state argument it updates; null otherwise.
