@@ -14,7 +14,6 @@ Usage: `ninja -C build bench-mixed-precision`, or from the repository root
     .venv/bin/python3 -W ignore bench/mixed_precision.py build [SEEDS...]
 """
 
-import copy
 import pathlib
 import sys
 import tempfile
@@ -32,22 +31,10 @@ MICRO_BATCHES, STEPS = 2, 6
 
 
 def torch_losses(model, batches, dtype, autocast):
-    m = copy.deepcopy(model).to(dtype)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
-    losses = []
-    for tokens, targets in batches:
-        opt.zero_grad()
-        total = 0.0
-        for t, y in zip(tokens.chunk(MICRO_BATCHES),
-                        targets.chunk(MICRO_BATCHES)):
-            with torch.autocast("cpu", dtype=torch.bfloat16,
-                                enabled=autocast):
-                loss = m(t, y) / MICRO_BATCHES
-            loss.backward()
-            total += loss.item()
-        opt.step()
-        losses.append(total)
-    return np.array(losses)
+    return np.array(oracle.training_losses(
+        model, batches, MICRO_BATCHES,
+        lambda p: torch.optim.AdamW(p, lr=1e-3), dtype,
+        torch.bfloat16 if autocast else None))
 
 
 def main():

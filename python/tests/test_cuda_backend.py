@@ -84,21 +84,21 @@ class Mlp(torch.nn.Module):
         return y * y - y
 
 
-# Tolerances per dtype: f32 GEMMs differ from OpenBLAS's only in summation
-# order (K = 256: a few f32 ulps of the sum); a 16-bit result may round the
-# other way once (one bf16 ulp is 2^-8 relative, one f16 ulp 2^-11).
-TOLERANCE = {"f32": 1e-5, "bf16": 2 ** -7, "f16": 2 ** -10}
-
-
 @pytest.mark.parametrize("precision", ["f32", "bf16", "f16"])
-def test_cuda_forward_equals_cpu(tmp_path, precision):
+def test_cuda_forward_tracks_float64(tmp_path, precision):
+    """The float64 oracle (docs/numerics.md, form (b)): torch's float64
+    forward is the reference, and the GPU's error from it stays within 10x
+    the CPU backend's own at the same precision (the same rounding points;
+    another GEMM summation order and math library), plus float32's rounding
+    of the output, which no backend beats."""
     if not gpu_present():
         pytest.skip("no GPU on this machine: the CUDA kernels (cuBLASLt "
                     "GEMM, elementwise, casts) were compiled, not run")
     torch.manual_seed(0)
     x = torch.randn(16, 64)
+    mlp = Mlp()
     model = tmp_path / "mlp.onnx"
-    export(Mlp(), (x,), ["x"], str(model))
+    export(mlp, (x,), ["x"], str(model))
     plan = tmp_path / "plan.json"
     out = run([tool("weftc"), str(model), f"--precision={precision}",
                "--forward-only", "-o", str(plan)])
@@ -115,10 +115,13 @@ def test_cuda_forward_equals_cpu(tmp_path, precision):
                    "--dump-outputs", str(dump)])
         assert out.returncode == 0, out.stderr
         (path,) = (dump / "step_0").glob("*.pb")
-        outputs[device] = numpy_helper.to_array(onnx.load_tensor(str(path)))
-    cpu, cuda = (outputs[d].astype(np.float64) for d in ("cpu", "cuda"))
-    scale = np.abs(cpu).max()
-    assert np.abs(cuda - cpu).max() <= TOLERANCE[precision] * scale
+        outputs[device] = numpy_helper.to_array(
+            onnx.load_tensor(str(path))).astype(np.float64)
+    with torch.no_grad():
+        ref = mlp.double()(x.double()).numpy()
+    cpu, cuda = (np.abs(outputs[d] - ref).max() for d in ("cpu", "cuda"))
+    eps32 = np.finfo(np.float32).eps * np.abs(ref).max()
+    assert cuda <= 10 * cpu + eps32, (cuda, cpu)
 
 
 def test_cuda_refuses_several_ranks_until_nccl(plan):

@@ -11,7 +11,6 @@ are compared bit for bit where their arithmetic is the same (sums of two
 scales and untouched masters. Losses are in nats.
 """
 
-import copy
 import json
 import os
 import re
@@ -51,23 +50,11 @@ def model_and_batches(tmp_path_factory):
 
 def torch_losses(model, batches, dtype, autocast):
     """AdamW (torch's defaults, lr 1e-3) on MICRO_BATCHES micro-batches per
-    step, each loss scaled by 1/M; the step's loss is their sum."""
-    m = copy.deepcopy(model).to(dtype)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
-    losses = []
-    for tokens, targets in batches:
-        opt.zero_grad()
-        total = 0.0
-        for t, y in zip(tokens.chunk(MICRO_BATCHES),
-                        targets.chunk(MICRO_BATCHES)):
-            with torch.autocast("cpu", dtype=torch.bfloat16,
-                                enabled=autocast):
-                loss = m(t, y) / MICRO_BATCHES
-            loss.backward()
-            total += loss.item()
-        opt.step()
-        losses.append(total)
-    return np.array(losses)
+    step, under torch.autocast bf16 when `autocast`."""
+    return np.array(oracle.training_losses(
+        model, batches, MICRO_BATCHES,
+        lambda p: torch.optim.AdamW(p, lr=1e-3), dtype,
+        torch.bfloat16 if autocast else None))
 
 
 def test_bf16_gpt_tracks_torch_autocast(tools, model_and_batches, tmp_path):

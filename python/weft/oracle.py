@@ -139,15 +139,18 @@ def _cast(batch, dtype):
 
 
 def microbatch_step(model: torch.nn.Module, batch: Sequence[torch.Tensor],
-                    m: int) -> float:
+                    m: int, autocast: Optional[torch.dtype] = None) -> float:
     """Forward and backward of one step on the micro-batch split (model in
-    training mode; `.grad` of every parameter is set). Returns the step's
-    loss: the sum of the 1/M-scaled micro-batch losses."""
+    training mode; `.grad` of every parameter is set), each forward under
+    `torch.autocast("cpu", autocast)` when given. Returns the step's loss:
+    the sum of the 1/M-scaled micro-batch losses."""
     model.train()
     model.zero_grad(set_to_none=True)
     total = 0.0
     for chunk in split(batch, m):
-        loss = model(*chunk) / m
+        with torch.autocast("cpu", dtype=autocast or torch.bfloat16,
+                            enabled=autocast is not None):
+            loss = model(*chunk) / m
         loss.backward()
         total += loss.item()
     return total
@@ -406,11 +409,22 @@ def float64_losses(model: torch.nn.Module, batches, micro_batches: int,
     """Oracle (c)'s reference: per-step losses of torch training in float64
     on the micro-batch split (`make_optimizer(parameters)` builds the
     optimizer)."""
-    model = copy.deepcopy(model).double()
+    return training_losses(model, batches, micro_batches, make_optimizer,
+                           torch.float64)
+
+
+def training_losses(model: torch.nn.Module, batches, micro_batches: int,
+                    make_optimizer: Callable, dtype: torch.dtype,
+                    autocast: Optional[torch.dtype] = None) -> List[float]:
+    """Per-step losses (nats for cross-entropy) of torch training a copy of
+    `model` in `dtype` on the micro-batch split; with `autocast` (bf16) the
+    forwards run under torch.autocast("cpu", autocast): the drift torch's
+    own mixed precision shows, which bounds weft's (test_mixed_precision)."""
+    model = copy.deepcopy(model).to(dtype)
     optimizer = make_optimizer(model.parameters())
     losses = []
     for batch in batches:
-        losses.append(microbatch_step(model, _cast(batch, torch.float64),
-                                      micro_batches))
+        losses.append(microbatch_step(model, _cast(batch, dtype),
+                                      micro_batches, autocast))
         optimizer.step()
     return losses
