@@ -3,11 +3,12 @@
 #include "weft/runtime/Plan.h"
 
 #include "weft/runtime/Files.h"
-#include "weft/runtime/Shard.h"
+
+#include "PlanField.h"
 
 #include <algorithm>
-#include <cmath>
 #include <climits>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -17,85 +18,7 @@ namespace weft::rt {
 
 namespace {
 
-/// A JSON object and its path in the plan, for messages that name the field.
-class Field {
-public:
-  Field(const json &value, std::string path, const std::string &file)
-      : value(value), path(std::move(path)), file(file) {}
-
-  [[noreturn]] void fail(const std::string &message) const {
-    throw Error(file + ": " + path + ": " + message);
-  }
-
-  Field at(const std::string &key) const {
-    if (!value.is_object())
-      fail("expected an object");
-    auto it = value.find(key);
-    if (it == value.end())
-      fail("missing field '" + key + "'");
-    return Field(*it, path.empty() ? key : path + "." + key, file);
-  }
-  bool has(const std::string &key) const {
-    return value.is_object() && value.contains(key) && !value[key].is_null();
-  }
-  Field at(size_t i) const {
-    return Field(value[i], path + "[" + std::to_string(i) + "]", file);
-  }
-  size_t size() const {
-    if (!value.is_array())
-      fail("expected an array");
-    return value.size();
-  }
-  int64_t integer() const {
-    if (!value.is_number_integer())
-      fail("expected an integer");
-    return value.get<int64_t>();
-  }
-  int64_t nonNegative() const {
-    int64_t v = integer();
-    if (v < 0)
-      fail("expected a non-negative integer, got " + std::to_string(v));
-    return v;
-  }
-  double number() const {
-    if (!value.is_number() || !std::isfinite(value.get<double>()))
-      fail("expected a finite number");
-    return value.get<double>();
-  }
-  std::string string() const {
-    if (!value.is_string())
-      fail("expected a string");
-    return value.get<std::string>();
-  }
-  std::vector<int64_t> shape() const {
-    std::vector<int64_t> dims;
-    for (size_t i = 0; i < size(); ++i)
-      dims.push_back(at(i).nonNegative());
-    return dims;
-  }
-  DType dtype() const {
-    try {
-      return parseDType(string());
-    } catch (const Error &e) {
-      fail(e.what());
-    }
-  }
-  std::vector<int64_t> ids(int64_t count) const {
-    std::vector<int64_t> out;
-    for (size_t i = 0; i < size(); ++i) {
-      int64_t id = at(i).nonNegative();
-      if (id >= count)
-        at(i).fail("buffer " + std::to_string(id) + " does not exist (" +
-                   std::to_string(count) + " buffers)");
-      out.push_back(id);
-    }
-    return out;
-  }
-
-  const json &value;
-  std::string path;
-  const std::string &file;
-};
+using detail::Field;
 
 std::vector<NamedBuffer> namedBuffers(const Field &list, int64_t count) {
   std::vector<NamedBuffer> out;
@@ -228,7 +151,7 @@ parseRank(const Field &f,
     d.bytes = b.at("bytes").nonNegative();
     d.offset = b.at("offset").nonNegative();
     d.kind = b.at("kind").string();
-    static const char *kinds[] = {"input",    "param",     "state",
+    static const char *kinds[] = {"input",           "param",    "state",
                                   "optimizer_state", "constant", "activation"};
     if (std::find(std::begin(kinds), std::end(kinds), d.kind) ==
         std::end(kinds))
@@ -338,10 +261,11 @@ parseRank(const Field &f,
       d.axis = in.at("axis").string();
       if (in.has("reduction")) {
         d.reduction = in.at("reduction").string();
-        if (d.reduction != "sum" && (d.reduction != "max" ||
-                                     d.op != "all_reduce"))
-          in.at("reduction").fail("'" + d.reduction + "': expected sum" +
-                                   (d.op == "all_reduce" ? " or max" : ""));
+        if (d.reduction != "sum" &&
+            (d.reduction != "max" || d.op != "all_reduce"))
+          in.at("reduction")
+              .fail("'" + d.reduction + "': expected sum" +
+                    (d.op == "all_reduce" ? " or max" : ""));
       }
       // One float buffer in, one of its type out: the same shape for an
       // all-reduce; for the others, checked against the axis's size with
@@ -361,8 +285,7 @@ parseRank(const Field &f,
           x.shape.size() != y.shape.size())
         in.at("outputs").fail(d.op + " writes " + shapeString(y.shape) + " " +
                               dtypeName(y.dtype) + ", its input is " +
-                              shapeString(x.shape) + " " +
-                              dtypeName(x.dtype));
+                              shapeString(x.shape) + " " + dtypeName(x.dtype));
       if (!isFloat(x.dtype))
         in.at("inputs").fail(d.op + (sameShape ? " sums" : " moves") +
                              " f32, f64, f16 or bf16, not " +
@@ -401,236 +324,6 @@ std::vector<InputDesc> parseIO(const Field &list) {
 /// Every isend has exactly one irecv with its tag on its peer, from its
 /// rank, of the same byte size, and every transfer is posted before it is
 /// waited for; otherwise the ranks would hang.
-void checkTransfers(const Plan &plan, const Field &ranks) {
-  struct Side {
-    int64_t rank = -1, peer = -1, bytes = 0;
-    size_t index = 0;
-  };
-  std::map<int64_t, Side> sends, recvs;
-  int64_t n = plan.ranks.size();
-  for (const RankPlan &rank : plan.ranks) {
-    std::set<int64_t> posted;
-    for (size_t i = 0; i < rank.instructions.size(); ++i) {
-      const Instruction &inst = rank.instructions[i];
-      if (!isTransfer(inst.op))
-        continue;
-      Field field = ranks.at(rank.rank).at("instructions").at(i);
-      if (inst.op == "isend" || inst.op == "irecv") {
-        if (inst.peer >= n || inst.peer == rank.rank)
-          field.at("peer").fail("peer " + std::to_string(inst.peer) +
-                                " is not another rank of this " +
-                                std::to_string(n) + "-rank plan");
-        auto &sides = inst.op == "isend" ? sends : recvs;
-        int64_t buffer = inst.op == "isend" ? inst.inputs[0] : inst.outputs[0];
-        if (!sides
-                 .insert({inst.tag,
-                          {rank.rank, inst.peer, rank.buffers[buffer].bytes, i}})
-                 .second)
-          field.at("tag").fail("tag " + std::to_string(inst.tag) +
-                               " is posted twice");
-        posted.insert(inst.tag);
-      } else if (!posted.count(inst.tag)) {
-        field.at("tag").fail(inst.op + " of tag " + std::to_string(inst.tag) +
-                             " before its transfer is posted on this rank");
-      }
-    }
-  }
-  for (const auto &[tag, send] : sends) {
-    auto it = recvs.find(tag);
-    Field field = ranks.at(send.rank).at("instructions").at(send.index);
-    if (it == recvs.end() || it->second.rank != send.peer ||
-        it->second.peer != send.rank)
-      field.at("tag").fail("no irecv of tag " + std::to_string(tag) +
-                           " on rank " + std::to_string(send.peer) +
-                           " from rank " + std::to_string(send.rank));
-    if (it->second.bytes != send.bytes)
-      field.at("tag").fail("sends " + std::to_string(send.bytes) +
-                           " bytes, the irecv on rank " +
-                           std::to_string(send.peer) + " expects " +
-                           std::to_string(it->second.bytes));
-  }
-  for (const auto &[tag, recv] : recvs)
-    if (!sends.count(tag))
-      ranks.at(recv.rank)
-          .at("instructions")
-          .at(recv.index)
-          .at("tag")
-          .fail("no isend of tag " + std::to_string(tag) + " on rank " +
-                std::to_string(recv.peer));
-}
-
-/// The mesh: one rank per device, each at its row-major coordinates;
-/// collectives over an axis of it, the same sequence (kind, tag, bytes) on
-/// every rank of a group, so that MPI matches them; parameter shards split
-/// over the tensor axis at the rank's coordinate.
-void checkMesh(const Plan &plan, const Field &ranks) {
-  int64_t devices = 1, tensorSize = plan.axisSize("tensor");
-  std::set<std::string> names;
-  for (const auto &[name, size] : plan.meshAxes) {
-    if (size < 1 || !names.insert(name).second)
-      ranks.fail("the mesh's axes must have distinct names and sizes >= 1");
-    if (__builtin_mul_overflow(devices, size, &devices))
-      devices = INT64_MAX;
-  }
-  if (devices != int64_t(plan.ranks.size()))
-    ranks.fail(std::to_string(plan.ranks.size()) + " ranks for a mesh of " +
-               std::to_string(devices) + " devices");
-  // Sub-axes factor an axis: size x stride divides it (a stride-1 factor
-  // of S and a stride-S factor of n / S split it in two).
-  std::vector<std::string> axisNames;
-  for (const auto &[name, size] : plan.meshAxes)
-    axisNames.push_back(name);
-  for (size_t i = 0; i < plan.subAxes.size(); ++i) {
-    const SubAxis &sub = plan.subAxes[i];
-    int64_t of = plan.axisSize(sub.of);
-    if (!names.count(sub.of) || sub.size < 1 || sub.stride < 1 ||
-        sub.size > of || sub.stride > of || of % (sub.size * sub.stride))
-      ranks.fail("mesh.sub_axes[" + std::to_string(i) + "] '" + sub.name +
-                 "': " + std::to_string(sub.size) + " ranks at stride " +
-                 std::to_string(sub.stride) + " do not factor mesh axis '" +
-                 sub.of + "'");
-    if (!names.insert(sub.name).second)
-      ranks.fail("mesh.sub_axes[" + std::to_string(i) + "] '" + sub.name +
-                 "': the name of another axis");
-    axisNames.push_back(sub.name);
-  }
-  // Row-major: the last axis varies fastest.
-  auto expected = [&](int64_t rank, const std::string &axis) {
-    int64_t stride = 1;
-    for (auto it = plan.meshAxes.rbegin(); it != plan.meshAxes.rend(); ++it) {
-      if (it->first == axis)
-        return rank / stride % it->second;
-      stride *= it->second;
-    }
-    return int64_t(0);
-  };
-  struct Collective {
-    std::string op;
-    int64_t tag, bytes;
-  };
-  std::map<std::pair<std::string, std::vector<int64_t>>,
-           std::pair<int64_t, std::vector<Collective>>>
-      groups; // (axis, group) -> (first member, its sequence)
-  for (const RankPlan &rank : plan.ranks) {
-    Field field = ranks.at(rank.rank);
-    if (rank.coords.size() != plan.meshAxes.size())
-      field.at("coords").fail("needs one coordinate per mesh axis");
-    for (const auto &[name, index] : rank.coords)
-      if (!names.count(name) || index != expected(rank.rank, name))
-        field.at("coords").at(name).fail(
-            "rank " + std::to_string(rank.rank) + " is not at " + name + " " +
-            std::to_string(index) + " of the mesh (row-major order)");
-    // Tensor-parallel slices are over the tensor axis, ZeRO's pieces over
-    // the data axis or its groups (parameters and their optimizer state
-    // alike).
-    int64_t dataSize = plan.axisSize("data");
-    std::string zero = plan.zeroAxis();
-    int64_t pieces = plan.axisSize(zero), piece = plan.coord(rank, zero);
-    for (const char *list : {"params", "optimizer_state"}) {
-      const std::vector<NamedBuffer> &named =
-          std::string(list) == "params" ? rank.params : rank.optimizerState;
-      for (size_t i = 0; i < named.size(); ++i) {
-        const std::optional<ShardDesc> &slice = named[i].shard;
-        if (slice && (slice->count != tensorSize ||
-                      slice->index != rank.coord("tensor")))
-          field.at(list).at(i).at("shard").fail(
-              "a shard over the tensor axis: count must be its size (" +
-              std::to_string(tensorSize) + ") and index this rank's tensor "
-              "coordinate (" + std::to_string(rank.coord("tensor")) + ")");
-        const std::optional<FlatShardDesc> &s = named[i].flatShard;
-        if (s && (s->count != pieces || s->index != piece))
-          field.at(list).at(i).at("flat_shard").fail(
-              "a piece over the " + zero + " axis: count must be its size (" +
-              std::to_string(pieces) + ") and index this rank's " + zero +
-              " coordinate (" + std::to_string(piece) + ")");
-      }
-    }
-    // A rank's input is the plan's whole input or, data-parallel, its
-    // replica's contiguous rows of it.
-    for (size_t i = 0; i < rank.inputs.size(); ++i) {
-      const NamedBuffer &in = rank.inputs[i];
-      Field at = field.at("inputs").at(i);
-      auto global = std::find_if(
-          plan.inputs.begin(), plan.inputs.end(),
-          [&](const InputDesc &d) { return d.name == in.name; });
-      if (global == plan.inputs.end())
-        at.at("name").fail("'" + in.name +
-                           "' is not one of the plan's inputs");
-      const std::optional<ShardDesc> &s = in.shard;
-      if (s && (s->dim != 0 || s->blocks != 1 || s->count != dataSize ||
-                s->index != rank.coord("data")))
-        at.at("shard").fail(
-            "an input's shard is its data-parallel replica's rows: dim 0, "
-            "blocks 1, count the data axis's size (" +
-            std::to_string(dataSize) + ") and index this rank's data "
-            "coordinate (" + std::to_string(rank.coord("data")) + ")");
-      std::vector<int64_t> shape = rank.buffers[in.buffer].shape;
-      if (s)
-        shape = fullShape(shape, *s);
-      if (shape != global->shape)
-        at.fail("buffer " + std::to_string(in.buffer) + " (" +
-                shapeString(rank.buffers[in.buffer].shape) + ")" +
-                (s ? " x " + std::to_string(s->count) + " replicas" : "") +
-                " does not hold input '" + in.name + "' (" +
-                shapeString(global->shape) + ")");
-    }
-    std::map<std::string, std::vector<Collective>> mine;
-    for (size_t i = 0; i < rank.instructions.size(); ++i) {
-      const Instruction &inst = rank.instructions[i];
-      if (!isCollective(inst.op))
-        continue;
-      if (!names.count(inst.axis))
-        field.at("instructions").at(i).at("axis").fail(
-            "'" + inst.axis + "' is not an axis of the mesh");
-      if (inst.op != "all_reduce") {
-        // The whole tensor is the parts laid along `dim`.
-        const BufferDesc &x = rank.buffers[inst.inputs[0]],
-                         &y = rank.buffers[inst.outputs[0]];
-        std::vector<int64_t> part = inst.op == "all_gather" ? x.shape : y.shape;
-        part[inst.dim] *= plan.axisSize(inst.axis);
-        if (part != (inst.op == "all_gather" ? y.shape : x.shape))
-          field.at("instructions").at(i).fail(
-              inst.op + " over '" + inst.axis + "' (" +
-              std::to_string(plan.axisSize(inst.axis)) + " ranks) along " +
-              "dimension " + std::to_string(inst.dim) + " cannot turn " +
-              shapeString(x.shape) + " into " + shapeString(y.shape));
-      }
-      mine[inst.axis].push_back({inst.op + (inst.op == "all_reduce"
-                                                ? " (" + inst.reduction + ")"
-                                                : " along " +
-                                                      std::to_string(inst.dim)),
-                                 inst.tag,
-                                 rank.buffers[inst.inputs[0]].bytes});
-    }
-    for (const std::string &axis : axisNames) {
-      std::vector<Collective> &sequence = mine[axis];
-      auto [it, first] = groups.insert(
-          {{axis, plan.groupOf(rank, axis)}, {rank.rank, sequence}});
-      if (first)
-        continue;
-      const auto &[leader, theirs] = it->second;
-      for (size_t k = 0; k < std::max(sequence.size(), theirs.size()); ++k) {
-        // MPI matches a group's collectives by order: the kinds and sizes
-        // must agree; tags are each rank's own (its post-wait pairs).
-        if (k < sequence.size() && k < theirs.size() &&
-            sequence[k].op == theirs[k].op &&
-            sequence[k].bytes == theirs[k].bytes)
-          continue;
-        auto describe = [](const std::vector<Collective> &s, size_t k) {
-          return k < s.size() ? s[k].op + " tag " + std::to_string(s[k].tag) +
-                                    " of " + std::to_string(s[k].bytes) +
-                                    " bytes"
-                              : std::string("nothing");
-        };
-        field.fail("collective " + std::to_string(k) + " over '" + axis +
-                   "' is " + describe(sequence, k) + ", on rank " +
-                   std::to_string(leader) + " of its group " +
-                   describe(theirs, k) + " (the group would hang)");
-      }
-    }
-  }
-}
-
 } // namespace
 
 std::vector<int64_t> Plan::groupOf(const RankPlan &rank,
@@ -692,8 +385,8 @@ Plan parsePlan(const std::string &text, const std::string &path,
     if (plan.ranks.back().rank != static_cast<int64_t>(i))
       ranks.at(i).at("rank").fail("ranks must be listed as 0, 1, 2, ...");
   }
-  checkTransfers(plan, ranks);
-  checkMesh(plan, ranks);
+  detail::checkTransfers(plan, ranks);
+  detail::checkMesh(plan, ranks);
   checkInstructionOrder(plan);
   return plan;
 }

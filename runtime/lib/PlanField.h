@@ -1,0 +1,109 @@
+//===- PlanField.h - plan JSON with its path, for messages ------*- C++ -*-===//
+//
+// Shared by the plan loader's files (Plan.cpp: parsing and per-rank checks;
+// PlanMesh.cpp: the checks across ranks): every error names the field.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_LIB_PLANFIELD_H
+#define WEFT_RUNTIME_LIB_PLANFIELD_H
+
+#include "weft/runtime/Plan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace weft::rt::detail {
+
+/// A JSON object and its path in the plan, for messages that name the field.
+class Field {
+public:
+  Field(const nlohmann::json &value, std::string path, const std::string &file)
+      : value(value), path(std::move(path)), file(file) {}
+
+  [[noreturn]] void fail(const std::string &message) const {
+    throw Error(file + ": " + path + ": " + message);
+  }
+
+  Field at(const std::string &key) const {
+    if (!value.is_object())
+      fail("expected an object");
+    auto it = value.find(key);
+    if (it == value.end())
+      fail("missing field '" + key + "'");
+    return Field(*it, path.empty() ? key : path + "." + key, file);
+  }
+  bool has(const std::string &key) const {
+    return value.is_object() && value.contains(key) && !value[key].is_null();
+  }
+  Field at(size_t i) const {
+    return Field(value[i], path + "[" + std::to_string(i) + "]", file);
+  }
+  size_t size() const {
+    if (!value.is_array())
+      fail("expected an array");
+    return value.size();
+  }
+  int64_t integer() const {
+    if (!value.is_number_integer())
+      fail("expected an integer");
+    return value.get<int64_t>();
+  }
+  int64_t nonNegative() const {
+    int64_t v = integer();
+    if (v < 0)
+      fail("expected a non-negative integer, got " + std::to_string(v));
+    return v;
+  }
+  double number() const {
+    if (!value.is_number() || !std::isfinite(value.get<double>()))
+      fail("expected a finite number");
+    return value.get<double>();
+  }
+  std::string string() const {
+    if (!value.is_string())
+      fail("expected a string");
+    return value.get<std::string>();
+  }
+  std::vector<int64_t> shape() const {
+    std::vector<int64_t> dims;
+    for (size_t i = 0; i < size(); ++i)
+      dims.push_back(at(i).nonNegative());
+    return dims;
+  }
+  DType dtype() const {
+    try {
+      return parseDType(string());
+    } catch (const Error &e) {
+      fail(e.what());
+    }
+  }
+  std::vector<int64_t> ids(int64_t count) const {
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < size(); ++i) {
+      int64_t id = at(i).nonNegative();
+      if (id >= count)
+        at(i).fail("buffer " + std::to_string(id) + " does not exist (" +
+                   std::to_string(count) + " buffers)");
+      out.push_back(id);
+    }
+    return out;
+  }
+
+  const nlohmann::json &value;
+  std::string path;
+  const std::string &file;
+};
+
+/// The transfers of every rank pair up: each isend has its peer's irecv
+/// of the same tag and bytes.
+void checkTransfers(const Plan &plan, const Field &ranks);
+/// Coordinates, mesh and sub-axes agree with the rank count, shards with
+/// the mesh, and every member of a collective group runs the same
+/// collectives in the same order.
+void checkMesh(const Plan &plan, const Field &ranks);
+
+} // namespace weft::rt::detail
+
+#endif // WEFT_RUNTIME_LIB_PLANFIELD_H
