@@ -139,16 +139,18 @@ def _cast(batch, dtype):
 
 
 def microbatch_step(model: torch.nn.Module, batch: Sequence[torch.Tensor],
-                    m: int, autocast: Optional[torch.dtype] = None) -> float:
+                    m: int, autocast: Optional[torch.dtype] = None,
+                    device: str = "cpu") -> float:
     """Forward and backward of one step on the micro-batch split (model in
     training mode; `.grad` of every parameter is set), each forward under
-    `torch.autocast("cpu", autocast)` when given. Returns the step's loss:
-    the sum of the 1/M-scaled micro-batch losses."""
+    `torch.autocast(device, autocast)` when given (the model and batch on
+    `device`). Returns the step's loss: the sum of the 1/M-scaled
+    micro-batch losses."""
     model.train()
     model.zero_grad(set_to_none=True)
     total = 0.0
     for chunk in split(batch, m):
-        with torch.autocast("cpu", dtype=autocast or torch.bfloat16,
+        with torch.autocast(device, dtype=autocast or torch.bfloat16,
                             enabled=autocast is not None):
             loss = model(*chunk) / m
         loss.backward()
@@ -235,8 +237,10 @@ def write_step(data_dir: pathlib.Path, names, tensors, step: int = 0):
 def weft_train(tools: Tools, onnx_path, batches, input_names, workdir, *,
                micro_batches=1, stages=1, schedule="1f1b",
                flags: Sequence[str] = (), save: bool = False,
-               tensor_parallel: int = 1, data_parallel: int = 1):
-    """Compiles `onnx_path` for the layout, trains len(batches) steps on
+               tensor_parallel: int = 1, data_parallel: int = 1,
+               run_flags: Sequence[str] = ()):
+    """Compiles `onnx_path` for the layout (weftc `flags`), trains
+    len(batches) steps (weft-run `run_flags`: --device cuda) on
     stages x data_parallel x tensor_parallel MPI ranks (each data-parallel
     replica on a contiguous 1/data_parallel of the batch, in
     `micro_batches` micro-batches), and returns (per-step losses,
@@ -254,7 +258,7 @@ def weft_train(tools: Tools, onnx_path, batches, input_names, workdir, *,
     log, saved = workdir / "log.jsonl", workdir / "trained.onnx"
     command = mpirun(stages * tensor_parallel * data_parallel) + [
         tools.weft_run, str(plan), "--data", str(data), "--steps",
-        str(len(batches)), "--log-json", str(log)]
+        str(len(batches)), "--log-json", str(log), *run_flags]
     if save:
         command += ["--save", str(saved)]
     _run(command, "weft-run")
@@ -415,16 +419,19 @@ def float64_losses(model: torch.nn.Module, batches, micro_batches: int,
 
 def training_losses(model: torch.nn.Module, batches, micro_batches: int,
                     make_optimizer: Callable, dtype: torch.dtype,
-                    autocast: Optional[torch.dtype] = None) -> List[float]:
+                    autocast: Optional[torch.dtype] = None,
+                    device: str = "cpu") -> List[float]:
     """Per-step losses (nats for cross-entropy) of torch training a copy of
-    `model` in `dtype` on the micro-batch split; with `autocast` (bf16) the
-    forwards run under torch.autocast("cpu", autocast): the drift torch's
-    own mixed precision shows, which bounds weft's (test_mixed_precision)."""
-    model = copy.deepcopy(model).to(dtype)
+    `model` in `dtype` on `device` on the micro-batch split; with
+    `autocast` (bf16) the forwards run under torch.autocast(device,
+    autocast): the drift torch's own mixed precision shows, which bounds
+    weft's (test_mixed_precision, test_cuda_backend)."""
+    model = copy.deepcopy(model).to(dtype).to(device)
     optimizer = make_optimizer(model.parameters())
     losses = []
     for batch in batches:
-        losses.append(microbatch_step(model, _cast(batch, dtype),
-                                      micro_batches, autocast))
+        batch = [t.to(device) for t in _cast(batch, dtype)]
+        losses.append(microbatch_step(model, batch, micro_batches, autocast,
+                                      device))
         optimizer.step()
     return losses

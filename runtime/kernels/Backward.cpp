@@ -1,4 +1,5 @@
-//===- Backward.cpp - kernels of the backward-only ops ---------------------===//
+//===- Backward.cpp - kernels of the backward-only ops
+//---------------------===//
 //
 // relu_grad, gelu_grad, gelu_tanh_grad, softmax_grad, log_softmax_grad,
 // layer_norm_grad, dropout_grad, gather_grad (scatter-add) and
@@ -8,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "ClassTargets.h"
+#include "ElementwiseMath.h"
+#include "RowMath.h"
 
 #include <cmath>
 #include <cstring>
@@ -16,48 +19,16 @@ namespace weft::rt {
 
 namespace {
 
-void reluGrad(const KernelCall &call) {
+/// An elementwise gradient of (x, dy) (ElementwiseMath.h, shared with the
+/// CUDA kernels).
+template <typename Op> void elementwiseGrad(const KernelCall &call) {
   const Tensor &x = call.in[0], &dy = call.in[1], &dx = call.out[0];
   dispatchFloat(call, x.dtype, [&]<typename T>() {
     const T *in = x.as<T>(), *g = dy.as<T>();
     T *out = dx.as<T>();
+    Op op;
     for (int64_t i = 0, n = x.numel(); i < n; ++i)
-      out[i] = in[i] > 0 ? g[i] : T(0);
-  });
-}
-
-/// dx = dy * (Phi(x) + x * phi(x)), Phi the standard normal CDF, phi its
-/// density (the derivative of x * Phi(x)).
-void geluGrad(const KernelCall &call) {
-  const Tensor &x = call.in[0], &dy = call.in[1], &dx = call.out[0];
-  dispatchFloat(call, x.dtype, [&]<typename T>() {
-    const T *in = x.as<T>(), *g = dy.as<T>();
-    T *out = dx.as<T>();
-    const T invSqrt2 = T(M_SQRT1_2),
-            invSqrt2Pi = T(0.5 * M_2_SQRTPI * M_SQRT1_2);
-    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-      T v = in[i];
-      T cdf = T(0.5) * (T(1) + std::erf(v * invSqrt2));
-      T pdf = invSqrt2Pi * std::exp(T(-0.5) * v * v);
-      out[i] = g[i] * (cdf + v * pdf);
-    }
-  });
-}
-
-/// dx = dy * (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)), t = tanh(k (x +
-/// c x^3)), k = sqrt(2/pi), c = 0.044715 (the derivative of gelu_tanh).
-void geluTanhGrad(const KernelCall &call) {
-  const Tensor &x = call.in[0], &dy = call.in[1], &dx = call.out[0];
-  dispatchFloat(call, x.dtype, [&]<typename T>() {
-    const T *in = x.as<T>(), *g = dy.as<T>();
-    T *out = dx.as<T>();
-    const T k = T(M_2_SQRTPI * M_SQRT1_2), cubic = T(0.044715);
-    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-      T v = in[i];
-      T t = std::tanh(k * (v + cubic * v * v * v));
-      T inner = k * (T(1) + T(3) * cubic * v * v);
-      out[i] = g[i] * T(0.5) * (T(1) + t + v * (T(1) - t * t) * inner);
-    }
+      out[i] = op(in[i], g[i]);
   });
 }
 
@@ -82,13 +53,11 @@ template <bool Log> void softmaxGrad(const KernelCall &call) {
         double dot = 0;
         for (int64_t d = 0; d < dim; ++d) {
           int64_t k = base + d * inner;
-          dot += Log ? pg[k] : pg[k] * py[k];
+          dot += softmaxGradTerm<Log>(py[k], pg[k]);
         }
         for (int64_t d = 0; d < dim; ++d) {
           int64_t k = base + d * inner;
-          // softmax: y (dy - <dy, y>); log_softmax: dy - exp(y) sum(dy)
-          out[k] = Log ? static_cast<T>(pg[k] - std::exp(py[k]) * dot)
-                       : static_cast<T>(py[k] * (pg[k] - dot));
+          out[k] = softmaxGradAt<Log>(py[k], pg[k], dot);
         }
       }
   });
@@ -119,7 +88,8 @@ void layerNormGrad(const KernelCall &call) {
       meanGX /= inner;
       for (int64_t j = 0; j < inner; ++j) {
         double xhat = (row[j] - mu) * rstd, g = grow[j] * pg[j];
-        dx[o * inner + j] = static_cast<T>(rstd * (g - meanG - xhat * meanGX));
+        dx[o * inner + j] =
+            static_cast<T>(layerNormGradAt(xhat, g, rstd, meanG, meanGX));
       }
     }
     for (int64_t j = 0; j < inner; ++j) {
@@ -181,7 +151,7 @@ template <typename T> void softmaxCrossEntropyGrad(const KernelCall &call) {
     double scale = t < 0 ? 0.0 : targets.scale(dl, k);
     for (int64_t ch = 0; ch < targets.classes; ++ch) {
       int64_t e = targets.at(k, ch);
-      out[e] = static_cast<T>((std::exp(lp[e]) - (ch == t ? 1.0 : 0.0)) * scale);
+      out[e] = static_cast<T>(crossEntropyGradAt(lp[e], ch == t, scale));
     }
   }
 }
@@ -262,7 +232,8 @@ template <typename T> void nllLossGrad(const KernelCall &call) {
   std::memset(out, 0, call.out[0].bytes());
   for (int64_t k = 0; k < targets.n * targets.inner; ++k)
     if (targets.cls[k] >= 0)
-      out[targets.at(k, targets.cls[k])] = static_cast<T>(-targets.scale(dl, k));
+      out[targets.at(k, targets.cls[k])] =
+          static_cast<T>(-targets.scale(dl, k));
 }
 
 } // namespace
@@ -273,9 +244,9 @@ void registerBackwardKernels(KernelTable &t) {
     dispatchFloat(c, c.in[0].dtype, [&]<typename T>() { nllLossGrad<T>(c); });
   };
   t["batch_norm_grad"] = batchNormGrad;
-  t["relu_grad"] = reluGrad;
-  t["gelu_grad"] = geluGrad;
-  t["gelu_tanh_grad"] = geluTanhGrad;
+  t["relu_grad"] = elementwiseGrad<math::ReluGrad>;
+  t["gelu_grad"] = elementwiseGrad<math::GeluGrad>;
+  t["gelu_tanh_grad"] = elementwiseGrad<math::GeluTanhGrad>;
   t["softmax_grad"] = softmaxGrad<false>;
   t["log_softmax_grad"] = softmaxGrad<true>;
   t["layer_norm_grad"] = layerNormGrad;

@@ -99,6 +99,40 @@ struct Mul {
   }
 };
 
+// The backward ops' elementwise gradients, of (x, dy): the derivative of
+// the forward function at x times dy (formulas on the ops,
+// docs/generated/Dialects/Weft.md).
+
+/// dy where x > 0, else 0.
+struct ReluGrad {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T x, T dy) const {
+    return x > T(0) ? dy : T(0);
+  }
+};
+/// dy (Phi(x) + x phi(x)), Phi the standard normal CDF and phi its density.
+struct GeluGrad {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T x, T dy) const {
+    using std::erf;
+    using std::exp;
+    const T invSqrt2 = T(0.70710678118654752440),
+            invSqrt2Pi = T(0.39894228040143267794);
+    T cdf = T(0.5) * (T(1) + erf(x * invSqrt2));
+    T pdf = invSqrt2Pi * exp(T(-0.5) * x * x);
+    return dy * (cdf + x * pdf);
+  }
+};
+/// dy (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)), t = tanh(k (x + c
+/// x^3)), k = sqrt(2/pi), c = 0.044715.
+struct GeluTanhGrad {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T x, T dy) const {
+    using std::tanh;
+    const T k = T(0.79788456080286535588), cubic = T(0.044715);
+    T t = tanh(k * (x + cubic * x * x * x));
+    T inner = k * (T(1) + T(3) * cubic * x * x);
+    return dy * T(0.5) * (T(1) + t + x * (T(1) - t * t) * inner);
+  }
+};
+
 } // namespace weft::rt::math
 
 #endif // WEFT_RUNTIME_KERNELS_ELEMENTWISEMATH_H

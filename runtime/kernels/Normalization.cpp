@@ -1,7 +1,7 @@
 //===- Normalization.cpp - softmax, layer/batch norm, dropout -------------===//
 
+#include "DropoutMask.h"
 #include "Kernel.h"
-#include "Philox.h"
 #include "RowMath.h"
 
 #include <cmath>
@@ -77,14 +77,13 @@ void layerNorm(const KernelCall &call) {
       double mu = sum / inner;
       for (int64_t j = 0; j < inner; ++j)
         sq += (row[j] - mu) * (row[j] - mu);
-      double rstd = 1.0 / std::sqrt(sq / inner + eps);
+      double rstd = layerNormRstd(sq, inner, eps);
       mean[o] = static_cast<float>(mu);
       invStd[o] = static_cast<float>(rstd);
       T *dst = out + o * inner;
-      for (int64_t j = 0; j < inner; ++j) {
-        double v = (row[j] - mu) * rstd * g[scaleIndex[j]];
-        dst[j] = static_cast<T>(bb ? v + bb[biasIndex[j]] : v);
-      }
+      for (int64_t j = 0; j < inner; ++j)
+        dst[j] = static_cast<T>(layerNormAt(row[j], mu, rstd, g[scaleIndex[j]],
+                                            bb ? bb[biasIndex[j]] : T(0)));
     }
   });
 }
@@ -142,41 +141,7 @@ void batchNorm(const KernelCall &call) {
   });
 }
 
-/// Calls `visit(e, g)` for each element e of a tensor-parallel shard with
-/// g its flat index in the whole tensor (attributes shard_dim d,
-/// shard_blocks b, shard_count c, shard_index t): the local dim d of size n
-/// holds, per block k, the whole tensor's entries (k c + t) n/b + r, r < n/b.
-/// Without the attributes, g = e.
-template <typename Visit>
-void forEachGlobalIndex(const KernelCall &call, Visit visit) {
-  const Tensor &x = call.in[0];
-  if (!call.has("shard_dim")) {
-    for (int64_t e = 0, n = x.numel(); e < n; ++e)
-      visit(e, e);
-    return;
-  }
-  int64_t d = call.i("shard_dim"), blocks = call.i("shard_blocks"),
-          count = call.i("shard_count"), index = call.i("shard_index");
-  int64_t outer = 1, inner = 1, n = x.shape[d];
-  for (int64_t i = 0; i < d; ++i)
-    outer *= x.shape[i];
-  for (size_t i = d + 1; i < x.shape.size(); ++i)
-    inner *= x.shape[i];
-  int64_t width = n / blocks, whole = n * count, e = 0;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t l = 0; l < n; ++l) {
-      int64_t row = (l / width * count + index) * width + l % width;
-      int64_t g = (o * whole + row) * inner;
-      for (int64_t r = 0; r < inner; ++r)
-        visit(e++, g + r);
-    }
-}
-
-/// Dropout mask bits: Philox4x32-10 with key (seed low, seed high) and
-/// counter (element / 4, rng_id, micro-batch, step); element e keeps its
-/// value when uniform01(word e % 4) >= ratio. See docs/plan-format.md. A
-/// tensor-parallel shard draws its elements' bits of the whole tensor, so
-/// masks do not depend on the number of ranks.
+/// Dropout (DropoutMask.h: the mask bits, shared with the CUDA kernel).
 void dropout(const KernelCall &call) {
   const Tensor &x = call.in[0], &y = call.out[0];
   uint8_t *mask = call.out[1].as<uint8_t>();
@@ -188,23 +153,19 @@ void dropout(const KernelCall &call) {
     std::memset(mask, 1, count);
     return;
   }
-  uint64_t seed = call.has("seed") ? uint64_t(call.i("seed")) : call.ctx.seed;
-  std::array<uint32_t, 2> key = {uint32_t(seed), uint32_t(seed >> 32)};
-  uint32_t rngId = call.has("rng_id") ? uint32_t(call.i("rng_id")) : 0;
-  float threshold = static_cast<float>(ratio);
+  DropoutMask bits = DropoutMask::of(call, x);
   // Four mask elements per Philox block; consecutive elements mostly share
   // one, so the last block is kept.
   int64_t cached = -1;
-  PhiloxBlock bits{};
-  forEachGlobalIndex(call, [&](int64_t e, int64_t g) {
+  PhiloxBlock block{};
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t g = bits.global(e);
     if (g / 4 != cached) {
       cached = g / 4;
-      bits = philox4x32({uint32_t(cached), rngId, uint32_t(call.ctx.microBatch),
-                         uint32_t(call.ctx.step)},
-                        key);
+      block = bits.block(g);
     }
-    mask[e] = uniform01(bits[g % 4]) >= threshold;
-  });
+    mask[e] = bits.keeps(block, g);
+  }
   double scale = 1.0 / (1.0 - ratio);
   dispatchFloat(call, x.dtype, [&]<typename T>() {
     const T *in = x.as<T>();

@@ -1,4 +1,10 @@
-//===- RowMath.h - softmax along an axis, host/device -----------*- C++ -*-===//
+//===- RowMath.h - softmax, layer norm, their gradients, host/device -*- C++
+//-*-===//
+//
+// The math of the kernels that work a row at a time, written once for the
+// CPU kernels and the CUDA ones. The row sums are the caller's (a loop on
+// the CPU, a warp's shuffles on the GPU); the formulas here turn them into
+// elements.
 //
 // ONNX Softmax-13 and LogSoftmax-13, one row at a time: the maximum is
 // subtracted first (exp never overflows), the sum accumulates in double,
@@ -39,6 +45,50 @@ WEFT_HOST_DEVICE void softmaxRow(int64_t dim, In x, Out y) {
     for (int64_t d = 0; d < dim; ++d)
       y(d, static_cast<T>(exp(x(d) - max)) * scale);
   }
+}
+
+/// The row sum softmax_grad needs, one element's term: dy y (softmax) or
+/// dy (log_softmax).
+template <bool Log, typename T>
+WEFT_HOST_DEVICE double softmaxGradTerm(T y, T dy) {
+  return Log ? double(dy) : double(dy * y);
+}
+/// dx from the row sum `dot`: softmax y (dy - dot); log_softmax
+/// dy - exp(y) dot (the Jacobian-vector products of Softmax-13 and
+/// LogSoftmax-13).
+template <bool Log, typename T>
+WEFT_HOST_DEVICE T softmaxGradAt(T y, T dy, double dot) {
+  using std::exp;
+  return Log ? static_cast<T>(dy - exp(y) * dot)
+             : static_cast<T>(y * (dy - dot));
+}
+
+/// LayerNormalization-17 (Ba et al. 2016): 1 / sqrt(var + eps) from the
+/// row's sum of squared deviations over `n` elements (population variance).
+WEFT_HOST_DEVICE inline double layerNormRstd(double squares, int64_t n,
+                                             double eps) {
+  using std::sqrt;
+  return 1.0 / sqrt(squares / double(n) + eps);
+}
+/// y = (x - mean) rstd scale + bias.
+WEFT_HOST_DEVICE inline double layerNormAt(double x, double mean, double rstd,
+                                           double scale, double bias) {
+  return (x - mean) * rstd * scale + bias;
+}
+/// layer_norm_grad's dx: rstd (g - mean(g) - xhat mean(g xhat)), g = dy
+/// scale, xhat = (x - mean) rstd; the row means are the caller's.
+WEFT_HOST_DEVICE inline double layerNormGradAt(double xhat, double g,
+                                               double rstd, double meanG,
+                                               double meanGX) {
+  return rstd * (g - meanG - xhat * meanGX);
+}
+
+/// softmax_cross_entropy_grad's element: (softmax - onehot(target)) scale,
+/// softmax = exp(log-probability).
+WEFT_HOST_DEVICE inline double crossEntropyGradAt(double logp, bool target,
+                                                  double scale) {
+  using std::exp;
+  return (exp(logp) - (target ? 1.0 : 0.0)) * scale;
 }
 
 } // namespace weft::rt

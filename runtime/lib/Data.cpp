@@ -38,7 +38,7 @@ readStepInputs(const Plan &plan, const std::string &dir, int64_t step) {
 std::map<std::string, std::string>
 syntheticInputs(const Plan &plan, uint64_t seed, int64_t step) {
   std::map<std::string, std::string> inputs;
-  std::array<uint32_t, 2> key = {uint32_t(seed), uint32_t(seed >> 32)};
+  PhiloxKey key = {uint32_t(seed), uint32_t(seed >> 32)};
   for (const InputDesc &in : plan.inputs) {
     // Keyed by the input's name, not its position: a pipelined plan lists
     // inputs in stage order and must draw the single-rank plan's batches.
@@ -51,8 +51,7 @@ syntheticInputs(const Plan &plan, uint64_t seed, int64_t step) {
     int64_t bound = in.indexBound.value_or(2);
     for (int64_t e = 0; e < count; ++e) {
       uint32_t bits = philox4x32(
-          {uint32_t(e / 4), stream, uint32_t(step), 0xDA7Au},
-          key)[e % 4];
+          {uint32_t(e / 4), stream, uint32_t(step), 0xDA7Au}, key)[e % 4];
       char *dst = bytes.data() + e * size;
       if (in.dtype == DType::F32) {
         float v = 2.0f * uniform01(bits) - 1.0f;

@@ -41,7 +41,8 @@ const InputDesc &tokenInput(const Plan &plan, const std::string &name) {
   for (const InputDesc &in : plan.inputs)
     names += (names.empty() ? "'" : ", '") + in.name + "'";
   throw Error("--data text: the plan has no input '" + name +
-              "' (its inputs: " + names + "); name them with --text-inputs "
+              "' (its inputs: " + names +
+              "); name them with --text-inputs "
               "TOKENS,TARGETS");
 }
 
@@ -76,10 +77,10 @@ TextData::inputs(const Plan &plan, const std::string &tokensName,
                 std::to_string(length) + " bytes, fewer than one window of " +
                 std::to_string(seq + 1) + " (sequence " + std::to_string(seq) +
                 " + 1)");
-  std::array<uint32_t, 2> key = {uint32_t(seed), uint32_t(seed >> 32)};
+  PhiloxKey key = {uint32_t(seed), uint32_t(seed >> 32)};
   int64_t starts = length - seq; // windows [start, start + seq] fit
-  int64_t tokenSize = dtypeSize(tokens.dtype), targetSize =
-                                                   dtypeSize(targets.dtype);
+  int64_t tokenSize = dtypeSize(tokens.dtype),
+          targetSize = dtypeSize(targets.dtype);
   std::string x(rows * seq * tokenSize, '\0'), y(rows * seq * targetSize, '\0');
   for (int64_t r = 0; r < rows; ++r) {
     int64_t start;

@@ -3,11 +3,11 @@
 // The CUDA backend's device side: the rank's arena in device memory, copies
 // on a copy stream (a download waits for the compute stream's work through
 // an event, as torchgpipe's copy streams do), and the compute stream the
-// kernels (CudaKernels.h: elementwise, cast, updates, cuBLASLt GEMM) are
-// enqueued on, with cuBLASLt's workspace. A plan naming a kernel it lacks
-// (convolution, normalisation, softmax, losses, movement: cuDNN and weft's
-// own kernels are issue 15's next steps) is refused by the plan loader, so
-// a plan never runs half on the GPU.
+// kernels (CudaKernels.h) are enqueued on, with cuBLASLt's workspace, the
+// kernels' scratch buffer and the fault record their bad indices land in.
+// A plan naming a kernel it lacks (convolution, batch norm, pooling: cuDNN
+// is issue 15's next step) is refused by the plan loader, so a plan never
+// runs half on the GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +18,7 @@
 #include "CudaKernels.h"
 
 #include <algorithm>
+#include <new>
 
 namespace weft::rt {
 
@@ -36,9 +37,20 @@ public:
     // plan's arena (the libraries' memory, reported separately).
     context.workspaceBytes = 32u << 20;
     WEFT_CUDA_CHECK(cudaMalloc(&context.workspace, context.workspaceBytes));
+    context.scratch = &scratch;
+    // The fault record is host memory the device writes through.
+    void *host = nullptr, *mapped = nullptr;
+    WEFT_CUDA_CHECK(
+        cudaHostAlloc(&host, sizeof(cuda::Fault), cudaHostAllocMapped));
+    fault = new (host) cuda::Fault{};
+    WEFT_CUDA_CHECK(cudaHostGetDevicePointer(&mapped, host, 0));
+    context.fault = static_cast<cuda::Fault *>(mapped);
   }
   ~CudaBackend() override {
     // Destruction cannot throw; a failing device reports at its next call.
+    scratch.release(compute);
+    cudaStreamSynchronize(compute);
+    cudaFreeHost(fault);
     cudaFree(context.workspace);
     cuda::CublasLt::get().cublasLtDestroy(context.lt);
     cudaEventDestroy(copied);
@@ -77,6 +89,8 @@ public:
     WEFT_CUDA_CHECK(
         cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, copy));
     WEFT_CUDA_CHECK(cudaStreamSynchronize(copy));
+    // The copy waited for every kernel enqueued before it.
+    checkFault();
   }
 
   bool hasKernel(const std::string &kernel) const override {
@@ -88,17 +102,55 @@ public:
   void synchronize() override {
     WEFT_CUDA_CHECK(cudaStreamSynchronize(copy));
     WEFT_CUDA_CHECK(cudaStreamSynchronize(compute));
+    checkFault();
   }
   void setThreads(int) override {}
 
 private:
+  /// Throws the first fault a kernel recorded since the last check.
+  void checkFault() {
+    if (fault->kind == cuda::Fault::None)
+      return;
+    cuda::Fault seen = *fault;
+    *fault = cuda::Fault{};
+    bool label = seen.kind == cuda::Fault::Label;
+    std::string bound = std::to_string(seen.bound);
+    throw Error("instruction " + std::to_string(seen.instruction) + ": " +
+                (label ? "label " : "index ") + std::to_string(seen.value) +
+                " out of range [" + (label ? "0" : "-" + bound) + ", " + bound +
+                ") (found on " + name() + ")");
+  }
+
   int device;
   cudaStream_t compute = nullptr, copy = nullptr;
   cudaEvent_t copied = nullptr;
+  cuda::Scratch scratch;
+  cuda::Fault *fault = nullptr; ///< host address
   cuda::Context context;
 };
 
 } // namespace
+
+namespace cuda {
+
+void *Scratch::get(size_t bytes, cudaStream_t stream) {
+  if (bytes <= size)
+    return data;
+  // Stream-ordered: kernels enqueued before still read the old buffer.
+  release(stream);
+  WEFT_CUDA_CHECK(cudaMallocAsync(&data, bytes, stream));
+  size = bytes;
+  return data;
+}
+
+void Scratch::release(cudaStream_t stream) {
+  if (data)
+    cudaFreeAsync(data, stream);
+  data = nullptr;
+  size = 0;
+}
+
+} // namespace cuda
 
 std::unique_ptr<Backend> createCudaBackend(int localRank) {
   int count = 0;

@@ -3,10 +3,11 @@
 // The kernels the CUDA backend implements, by plan kernel name, each
 // enqueued on the context's compute stream (nothing synchronises the
 // device). Their element math is the CPU kernels' (ElementwiseMath.h,
-// UpdateMath.h, Half.h, MatmulShape.h, StridedView.h): f32, bf16 and f16 tensors load into f32 registers
-// and store rounded to nearest even; GEMMs are cuBLASLt's, f32 accumulation
-// for every dtype. A plan naming a kernel missing here is refused at load
-// (Backend::hasKernel), so a plan never runs half on the GPU.
+// UpdateMath.h, Half.h, MatmulShape.h, StridedView.h): f32, bf16 and f16
+// tensors load into f32 registers and store rounded to nearest even; GEMMs are
+// cuBLASLt's, f32 accumulation for every dtype. A plan naming a kernel missing
+// here is refused at load (Backend::hasKernel), so a plan never runs half on
+// the GPU.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_RUNTIME_BACKENDS_CUDA_CUDAKERNELS_H
@@ -22,13 +23,41 @@
 
 namespace weft::rt::cuda {
 
+/// A bad value a kernel met on the device (an index or a label out of
+/// range), where it cannot throw: the first is recorded in host-mapped
+/// memory and the backend throws it at its next synchronisation, naming
+/// the instruction.
+struct Fault {
+  enum Kind : int { None = 0, Index = 1, Label = 2 };
+  int kind = None;
+  int64_t instruction = 0, value = 0, bound = 0;
+};
+
+/// Device bytes a kernel needs besides its operands (sort keys, per-row
+/// partial sums): one buffer grown on the stream (cudaMallocAsync) to the
+/// largest request, apart from the plan's arena like the libraries'
+/// workspaces. Valid until the next get().
+class Scratch {
+public:
+  void *get(size_t bytes, cudaStream_t stream);
+  size_t capacity() const { return size; }
+  void release(cudaStream_t stream);
+
+private:
+  void *data = nullptr;
+  size_t size = 0;
+};
+
 /// What a kernel launches with: the compute stream, cuBLASLt's handle and
-/// its workspace (device bytes, apart from the plan's arena).
+/// its workspace (device bytes, apart from the plan's arena), the scratch
+/// buffer and the fault record.
 struct Context {
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;
   void *workspace = nullptr;
   size_t workspaceBytes = 0;
+  Scratch *scratch = nullptr;
+  Fault *fault = nullptr; ///< host-mapped: the device address
 };
 
 using KernelFn = void (*)(const KernelCall &, const Context &);
@@ -42,6 +71,17 @@ void registerElementwiseKernels(KernelTable &table);
 void registerUpdateKernels(KernelTable &table);
 /// transpose, expand, slice, concat, split (Movement.cu).
 void registerMovementKernels(KernelTable &table);
+/// The activations' gradients (relu, gelu, gelu_tanh), where, dropout and
+/// dropout_grad (Pointwise.cu).
+void registerPointwiseKernels(KernelTable &table);
+/// softmax_grad, log_softmax_grad, layer_norm and its gradient, the
+/// classification losses and their gradients: a warp per row (Rows.cu).
+void registerRowKernels(KernelTable &table);
+/// softmax_cross_entropy, nll_loss and their gradients (Loss.cu).
+void registerLossKernels(KernelTable &table);
+/// reduce_sum, reduce_mean, reduce_max; gather and gather_grad (a stable
+/// sort of the indices, so the scatter-add is deterministic) (Gather.cu).
+void registerReductionKernels(KernelTable &table);
 /// matmul and gemm through cuBLASLt (Gemm.cpp).
 void registerGemmKernels(KernelTable &table);
 

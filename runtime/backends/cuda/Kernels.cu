@@ -10,51 +10,15 @@
 #include "CudaCheck.h"
 #include "CudaKernels.h"
 #include "Launch.cuh"
+#include "Storage.cuh"
 
 #include "../../kernels/ElementwiseMath.h"
-#include "../../kernels/Half.h"
 #include "../../kernels/RowMath.h"
 #include "../../kernels/UpdateMath.h"
 
 namespace weft::rt::cuda {
 
 namespace {
-
-/// Storage formats a kernel is instantiated for.
-enum class Storage { F32, BF16, F16 };
-
-template <Storage S> __device__ float load(const void *p, int64_t i) {
-  if constexpr (S == Storage::F32)
-    return static_cast<const float *>(p)[i];
-  else if constexpr (S == Storage::BF16)
-    return fromBF16(static_cast<const uint16_t *>(p)[i]);
-  else
-    return fromF16(static_cast<const uint16_t *>(p)[i]);
-}
-
-template <Storage S> __device__ void store(void *p, int64_t i, float v) {
-  if constexpr (S == Storage::F32)
-    static_cast<float *>(p)[i] = v;
-  else if constexpr (S == Storage::BF16)
-    static_cast<uint16_t *>(p)[i] = toBF16(v);
-  else
-    static_cast<uint16_t *>(p)[i] = toF16(v);
-}
-
-/// Calls fn.template operator()<S>() for `dtype`'s storage.
-template <typename Fn>
-void byStorage(const KernelCall &call, DType dtype, Fn &&fn) {
-  switch (dtype) {
-  case DType::F32:
-    return fn.template operator()<Storage::F32>();
-  case DType::BF16:
-    return fn.template operator()<Storage::BF16>();
-  case DType::F16:
-    return fn.template operator()<Storage::F16>();
-  default:
-    unsupported(call, dtype);
-  }
-}
 
 template <Storage S, typename Op>
 __global__ void unaryKernel(const void *x, void *y, int64_t n, Op op) {
@@ -361,6 +325,10 @@ const KernelTable &kernelTable() {
     registerUpdateKernels(t);
     registerMovementKernels(t);
     registerGemmKernels(t);
+    registerPointwiseKernels(t);
+    registerRowKernels(t);
+    registerLossKernels(t);
+    registerReductionKernels(t);
     return t;
   }();
   return table;

@@ -29,6 +29,13 @@ inline dim3 grid(int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n);    \
        i += int64_t(gridDim.x) * blockDim.x)
 
+/// A grid of `rows` warps, for kernels that give a row to a warp.
+inline dim3 warpGrid(int64_t rows) { return grid(rows * 32); }
+
+#define WEFT_WARP_STRIDE(row, rows)                                            \
+  for (int64_t row = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;    \
+       row < (rows); row += int64_t(gridDim.x) * blockDim.x / 32)
+
 /// The output's dims and K operands' element strides and bases over them,
 /// passed by value to a kernel.
 template <int K> struct Strided {

@@ -14,6 +14,7 @@
 
 #include "weft/runtime/Backend.h"
 
+#include "../../../runtime/backends/cuda/CudaKernels.h"
 #include "../../../runtime/kernels/Half.h"
 #include "../../../runtime/kernels/Kernel.h"
 
@@ -43,8 +44,15 @@ struct Case {
   KernelAttrs attrs;
   std::map<size_t, size_t> inPlace;
   std::set<size_t> positive, exact;
+  /// Integer (or bool) inputs: drawn uniformly from [0, bound).
+  std::map<size_t, int64_t> below;
   int64_t step = 0;
 };
+
+/// The dtypes compared within a tolerance; the rest exactly.
+bool compared(DType d) {
+  return d == DType::F32 || d == DType::BF16 || d == DType::F16;
+}
 
 double toDouble(const char *p, DType d) {
   switch (d) {
@@ -88,6 +96,16 @@ std::vector<std::string> inputs(const Case &c, uint32_t seed) {
   for (size_t k = 0; k < c.in.size(); ++k) {
     const TensorType &t = c.in[k];
     std::string bytes(t.bytes(), '\0');
+    if (!compared(t.dtype)) {
+      std::uniform_int_distribution<int64_t> draw(0, c.below.at(k) - 1);
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        int64_t v = draw(rng);
+        std::memcpy(bytes.data() + i * dtypeSize(t.dtype), &v,
+                    dtypeSize(t.dtype)); // little-endian: the low bytes
+      }
+      out.push_back(std::move(bytes));
+      continue;
+    }
     for (int64_t i = 0; i < t.numel(); ++i) {
       double v = c.positive.count(k) ? pos(rng) : any(rng);
       if (c.exact.count(k))
@@ -147,6 +165,11 @@ void expectConforms(const Case &c, Backend &gpu) {
   std::vector<std::string> want = runOn(*cpu, c, in), got = runOn(gpu, c, in);
   for (size_t o = 0; o < c.out.size(); ++o) {
     DType d = c.out[o].dtype;
+    if (!compared(d)) { // masks, indices: exactly
+      EXPECT_EQ(got[o], want[o])
+          << c.kernel << " output " << o << " (" << typeString(c.out[o]) << ")";
+      continue;
+    }
     int64_t n = c.out[o].numel(), size = dtypeSize(d);
     double scale = 1e-30, worst = 0;
     for (int64_t i = 0; i < n; ++i)
@@ -341,6 +364,193 @@ TEST_P(CudaConformance, FoundInfAndTheLossScale) {
   update.attrs.set("backoff_factor", 0.5);
   update.attrs.set("growth_interval", int64_t(1));
   expectConforms(update, *gpu);
+}
+
+TEST_P(CudaConformance, ActivationGradients) {
+  for (const char *kernel : {"relu_grad", "gelu_grad", "gelu_tanh_grad"})
+    for (DType d : floats())
+      expectConforms(
+          Case{kernel, {{d, {7, 129}}, {d, {7, 129}}}, {{d, {7, 129}}}}, *gpu);
+}
+
+TEST_P(CudaConformance, WhereBroadcasts) {
+  for (DType d : floats()) {
+    Case c{"where",
+           {{DType::Bool, {1, 1, 8, 8}}, {d, {2, 3, 8, 8}}, {d, {}}},
+           {{d, {2, 3, 8, 8}}}};
+    c.below = {{0, 2}};
+    expectConforms(c, *gpu);
+  }
+}
+
+/// The masks are the CPU's bit for bit (DropoutMask.h), whole and as a
+/// tensor-parallel shard.
+TEST_P(CudaConformance, Dropout) {
+  for (DType d : floats())
+    for (bool shard : {false, true}) {
+      Case c{"dropout",
+             {{d, {4, 33, 10}}},
+             {{d, {4, 33, 10}}, {DType::Bool, {4, 33, 10}}}};
+      c.attrs.set("ratio", 0.25);
+      c.attrs.set("training", true);
+      c.attrs.set("rng_id", int64_t(3));
+      if (shard) {
+        c.attrs.set("shard_dim", int64_t(1));
+        c.attrs.set("shard_blocks", int64_t(3));
+        c.attrs.set("shard_count", int64_t(2));
+        c.attrs.set("shard_index", int64_t(1));
+      }
+      c.step = 5;
+      expectConforms(c, *gpu);
+      Case grad{"dropout_grad",
+                {{d, {4, 33, 10}}, {DType::Bool, {4, 33, 10}}},
+                {{d, {4, 33, 10}}}};
+      grad.below = {{1, 2}};
+      grad.attrs.set("ratio", 0.25);
+      expectConforms(grad, *gpu);
+    }
+}
+
+TEST_P(CudaConformance, SoftmaxGradients) {
+  for (const char *kernel : {"softmax_grad", "log_softmax_grad"})
+    for (DType d : floats())
+      for (int64_t axis : {2, 1}) {
+        Case c{
+            kernel, {{d, {3, 17, 40}}, {d, {3, 17, 40}}}, {{d, {3, 17, 40}}}};
+        c.attrs.set("axis", axis);
+        expectConforms(c, *gpu);
+      }
+}
+
+/// Over the last dim, and over the last two (one row of 5 x 48).
+TEST_P(CudaConformance, LayerNorm) {
+  TensorType stats6{DType::F32, {6, 1, 1}}, stats30{DType::F32, {6, 5, 1}};
+  for (DType d : floats())
+    for (int64_t axis : {2, 1}) {
+      std::vector<int64_t> normalized =
+          axis == 2 ? std::vector<int64_t>{48} : std::vector<int64_t>{5, 48};
+      TensorType x{d, {6, 5, 48}}, scale{d, normalized};
+      TensorType stats = axis == 2 ? stats30 : stats6;
+      Case forward{"layer_norm", {x, scale, scale}, {x, stats, stats}};
+      forward.attrs.set("axis", axis);
+      forward.attrs.set("epsilon", 1e-5);
+      expectConforms(forward, *gpu);
+      Case backward{
+          "layer_norm_grad", {x, scale, stats, stats, x}, {x, scale, scale}};
+      backward.attrs.set("axis", axis);
+      backward.positive = {3}; // 1 / std
+      expectConforms(backward, *gpu);
+    }
+}
+
+/// Every reduction, an ignored label, class weights, samples with and
+/// without trailing dims.
+TEST_P(CudaConformance, Losses) {
+  for (DType d : floats())
+    for (std::vector<int64_t> scores :
+         {std::vector<int64_t>{40, 11}, std::vector<int64_t>{3, 11, 4}})
+      for (const char *reduction : {"mean", "sum", "none"})
+        for (bool weighted : {false, true}) {
+          std::vector<int64_t> labels = {scores[0]};
+          labels.insert(labels.end(), scores.begin() + 2, scores.end());
+          std::vector<int64_t> loss = reduction == std::string("none")
+                                          ? labels
+                                          : std::vector<int64_t>{};
+          TensorType s{d, scores}, l{DType::I64, labels}, w{d, {11}};
+          Case sce{"softmax_cross_entropy", {s, l}, {{d, loss}, s}};
+          Case nll{"nll_loss", {s, l}, {{d, loss}}};
+          Case sceGrad{"softmax_cross_entropy_grad", {s, l, {d, loss}}, {s}};
+          Case nllGrad{"nll_loss_grad", {s, l, {d, loss}}, {s}};
+          for (Case *c : {&sce, &nll, &sceGrad, &nllGrad}) {
+            c->below = {{1, 11}};
+            c->attrs.set("reduction", std::string(reduction));
+            c->attrs.set("ignore_index", int64_t(2));
+            if (weighted) {
+              c->in.push_back(w);
+              c->positive.insert(c->in.size() - 1);
+            }
+            expectConforms(*c, *gpu);
+          }
+        }
+}
+
+TEST_P(CudaConformance, Reductions) {
+  std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{0, 1}, {9}},
+      {{1}, {5, 9}},
+      {{2}, {5, 7}},
+      {{0, 1, 2}, {}},
+      {{0, 2}, {7}}};
+  for (const char *kernel : {"reduce_sum", "reduce_mean", "reduce_max"})
+    for (DType d : floats())
+      for (const auto &[axes, out] : cases) {
+        Case c{kernel, {{d, {5, 7, 9}}}, {{d, out}}};
+        c.attrs.set("axes", axes);
+        c.attrs.set("keepdims", false);
+        expectConforms(c, *gpu);
+      }
+  Case rows{"reduce_sum", {{DType::F32, {1000, 3}}}, {{DType::F32, {3}}}};
+  rows.attrs.set("axes", std::vector<int64_t>{0}); // chunks of 256 rows
+  rows.attrs.set("keepdims", false);
+  expectConforms(rows, *gpu);
+}
+
+/// An embedding's lookup and its scatter-add, indices repeating (10 rows
+/// of 50 drawn), along axis 0 and 1.
+TEST_P(CudaConformance, GatherAndItsGradient) {
+  for (DType d : floats())
+    for (DType index : {DType::I64, DType::I32})
+      for (int64_t axis : {0, 1}) {
+        std::vector<int64_t> data = axis == 0 ? std::vector<int64_t>{50, 16}
+                                              : std::vector<int64_t>{3, 50, 4};
+        std::vector<int64_t> gathered = axis == 0
+                                            ? std::vector<int64_t>{3, 7, 16}
+                                            : std::vector<int64_t>{3, 3, 7, 4};
+        Case forward{"gather", {{d, data}, {index, {3, 7}}}, {{d, gathered}}};
+        forward.attrs.set("axis", axis);
+        forward.below = {{1, 10}};
+        expectConforms(forward, *gpu);
+        Case backward{
+            "gather_grad", {{d, gathered}, {index, {3, 7}}}, {{d, data}}};
+        backward.attrs.set("axis", axis);
+        backward.attrs.set("shape", data);
+        backward.below = {{1, 10}};
+        expectConforms(backward, *gpu);
+      }
+}
+
+/// Every kernel of a transformer's training step (the gpt example's plans
+/// at f32, bf16 and f16 with loss scaling, one rank) has a CUDA
+/// implementation, so such a plan loads on the GPU (checked without one).
+TEST(CudaKernelTable, CoversATransformerTrainingStep) {
+  for (const char *kernel : {"adamw",
+                             "add",
+                             "cast",
+                             "concat",
+                             "div",
+                             "dropout",
+                             "dropout_grad",
+                             "found_inf",
+                             "gather",
+                             "gather_grad",
+                             "gelu",
+                             "gelu_grad",
+                             "gemm",
+                             "layer_norm",
+                             "layer_norm_grad",
+                             "matmul",
+                             "mul",
+                             "reduce_sum",
+                             "softmax",
+                             "softmax_cross_entropy",
+                             "softmax_cross_entropy_grad",
+                             "softmax_grad",
+                             "split",
+                             "sub",
+                             "transpose",
+                             "update_loss_scale",
+                             "where"})
+    EXPECT_TRUE(cuda::kernelTable().count(kernel)) << kernel;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CudaConformance,

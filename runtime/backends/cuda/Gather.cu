@@ -1,0 +1,228 @@
+//===- Gather.cu - reductions, gather and its scatter-add on the GPU ------===//
+//
+// reduce_sum/mean/max: per-chunk partial results in double (the CPU
+// accumulates in double too) combined in chunk order, so a sum over many
+// rows (a bias gradient) spreads over the GPU and stays deterministic.
+// gather copies rows; gather_grad adds the rows of dy into the rows of dx
+// the indices name: the indices are stably sorted (CUB's radix sort, the
+// positions as values), and each run of equal indices is summed in
+// position order: the CPU's order, without atomics, bit for bit repeatable.
+// Indices outside [-dim, dim) are a Fault reported at the next
+// synchronisation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCheck.h"
+#include "Launch.cuh"
+#include "Storage.cuh"
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include <cfloat>
+
+namespace weft::rt::cuda {
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// reduce_sum, reduce_mean, reduce_max
+//===----------------------------------------------------------------------===//
+
+enum class Reduce { Sum, Mean, Max };
+
+/// Reduced elements per partial result.
+constexpr int64_t kChunk = 256;
+
+/// partial[c][o]: output o's reduction over reduced elements
+/// [c kChunk, (c + 1) kChunk); `kept` maps o, `reduced` maps r to x.
+template <Storage S, Reduce Kind>
+__global__ void reducePartialKernel(const void *x, double *partial,
+                                    int64_t outputs, int64_t count,
+                                    int64_t chunks, Strided<1> kept,
+                                    Strided<1> reduced) {
+  WEFT_GRID_STRIDE(i, chunks * outputs) {
+    int64_t c = i / outputs, o = i % outputs, base[1], offset[1];
+    kept.offsets(o, base);
+    double acc = Kind == Reduce::Max ? -DBL_MAX : 0.0;
+    for (int64_t r = c * kChunk; r < count && r < (c + 1) * kChunk; ++r) {
+      reduced.offsets(r, offset);
+      double v = load<S>(x, base[0] + offset[0]);
+      acc = Kind == Reduce::Max ? (v > acc || v != v ? v : acc) : acc + v;
+    }
+    partial[i] = acc;
+  }
+}
+
+template <Storage S, Reduce Kind>
+__global__ void reduceDoneKernel(const double *partial, void *y,
+                                 int64_t outputs, int64_t count,
+                                 int64_t chunks) {
+  WEFT_GRID_STRIDE(o, outputs) {
+    double acc = Kind == Reduce::Max ? -DBL_MAX : 0.0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      double v = partial[c * outputs + o];
+      acc = Kind == Reduce::Max ? (v > acc || v != v ? v : acc) : acc + v;
+    }
+    if (Kind == Reduce::Max && count == 0)
+      acc = -INFINITY;
+    store<S>(y, o, float(Kind == Reduce::Mean ? acc / double(count) : acc));
+  }
+}
+
+template <Reduce Kind> void reduce(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  const std::vector<int64_t> &axes = call.ints("axes");
+  std::vector<int64_t> strides = stridesOf(x.shape), keptDims, keptStrides,
+                       reducedDims, reducedStrides;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    bool r = std::find(axes.begin(), axes.end(), d) != axes.end();
+    (r ? reducedDims : keptDims).push_back(x.shape[d]);
+    (r ? reducedStrides : keptStrides).push_back(strides[d]);
+  }
+  int64_t outputs = y.numel();
+  int64_t count = outputs ? x.numel() / outputs : 0;
+  if (outputs == 0)
+    return;
+  int64_t chunks = std::max<int64_t>((count + kChunk - 1) / kChunk, 1);
+  auto kept = Strided<1>::of(call, keptDims, {keptStrides});
+  auto reduced = Strided<1>::of(call, reducedDims, {reducedStrides});
+  auto *partial = static_cast<double *>(
+      ctx.scratch->get(chunks * outputs * sizeof(double), ctx.stream));
+  byStorage(call, x.dtype, [&]<Storage S>() {
+    reducePartialKernel<S, Kind>
+        <<<grid(chunks * outputs), kThreads, 0, ctx.stream>>>(
+            x.data, partial, outputs, count, chunks, kept, reduced);
+    reduceDoneKernel<S, Kind><<<grid(outputs), kThreads, 0, ctx.stream>>>(
+        partial, y.data, outputs, count, chunks);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+//===----------------------------------------------------------------------===//
+// gather, gather_grad
+//===----------------------------------------------------------------------===//
+
+/// [outer, dim, row] around the gathered axis of `shape`.
+struct Around {
+  int64_t outer = 1, dim = 1, row = 1;
+  Around(const std::vector<int64_t> &shape, int64_t axis) {
+    for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+      (d < axis ? outer : d == axis ? dim : row) *= shape[d];
+  }
+};
+
+/// Index k normalised into [0, dim), or -1 after raising a fault.
+__device__ inline int64_t indexAt(const void *indices, bool wide, int64_t k,
+                                  int64_t dim, Fault *fault,
+                                  int64_t instruction) {
+  int64_t i = loadIndex(indices, wide, k);
+  if (i < -dim || i >= dim) {
+    raise(fault, Fault::Index, instruction, i, dim);
+    return -1;
+  }
+  return i < 0 ? i + dim : i;
+}
+
+template <typename E>
+__global__ void gatherKernel(const E *data, const void *indices, bool wide,
+                             E *y, int64_t count, Around a, Fault *fault,
+                             int64_t instruction) {
+  WEFT_GRID_STRIDE(e, a.outer * count * a.row) {
+    int64_t j = e % a.row, k = e / a.row % count, o = e / a.row / count;
+    int64_t i = indexAt(indices, wide, k, a.dim, fault, instruction);
+    y[e] = i < 0 ? E(0) : data[(o * a.dim + i) * a.row + j];
+  }
+}
+
+/// ONNX Gather-13 (an embedding lookup along axis 0).
+void gather(const KernelCall &call, const Context &ctx) {
+  const Tensor &data = call.in[0], &indices = call.in[1];
+  Around a(data.shape, call.i("axis"));
+  int64_t count = indices.numel(), n = a.outer * count * a.row;
+  if (n == 0)
+    return;
+  dispatchBySize(dtypeSize(data.dtype), [&](auto tag) {
+    using E = decltype(tag);
+    gatherKernel<E><<<grid(n), kThreads, 0, ctx.stream>>>(
+        data.as<E>(), indices.data, indices.dtype == DType::I64,
+        call.out[0].as<E>(), count, a, ctx.fault, call.ctx.instruction);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+/// Sort keys: the normalised indices (dim, past every row, when out of
+/// range); values: the positions.
+__global__ void sortKeysKernel(const void *indices, bool wide, int64_t count,
+                               int64_t dim, uint32_t *keys, uint32_t *values,
+                               Fault *fault, int64_t instruction) {
+  WEFT_GRID_STRIDE(k, count) {
+    int64_t i = indexAt(indices, wide, k, dim, fault, instruction);
+    keys[k] = uint32_t(i < 0 ? dim : i);
+    values[k] = uint32_t(k);
+  }
+}
+
+/// Each run of equal sorted keys writes its dx row: the sum, in position
+/// order, of the dy rows at the run's positions.
+template <Storage S>
+__global__ void scatterAddKernel(const void *dy, const uint32_t *keys,
+                                 const uint32_t *positions, void *dx,
+                                 int64_t count, Around a) {
+  WEFT_GRID_STRIDE(e, a.outer * count * a.row) {
+    int64_t j = e % a.row, s = e / a.row % count, o = e / a.row / count;
+    uint32_t key = keys[s];
+    if ((s > 0 && keys[s - 1] == key) || key >= a.dim)
+      continue; // not the start of a run, or an index out of range
+    float acc = 0;
+    for (int64_t t = s; t < count && keys[t] == key; ++t)
+      acc += load<S>(dy, (o * count + positions[t]) * a.row + j);
+    store<S>(dx, (o * a.dim + key) * a.row + j, acc);
+  }
+}
+
+void gatherGrad(const KernelCall &call, const Context &ctx) {
+  const Tensor &dy = call.in[0], &indices = call.in[1], &dx = call.out[0];
+  Around a(dx.shape, call.i("axis"));
+  int64_t count = indices.numel();
+  WEFT_CUDA_CHECK(cudaMemsetAsync(dx.data, 0, dx.bytes(), ctx.stream));
+  if (count == 0 || a.outer * a.row == 0)
+    return;
+  if (a.dim >= (int64_t(1) << 31) || count >= (int64_t(1) << 32))
+    call.fail("over 2^31 rows or 2^32 indices: not on the CUDA backend");
+  int endBit = 1;
+  while ((int64_t(1) << endBit) <= a.dim)
+    ++endBit;
+  size_t sortBytes = 0;
+  WEFT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+      nullptr, sortBytes, (uint32_t *)nullptr, (uint32_t *)nullptr,
+      (uint32_t *)nullptr, (uint32_t *)nullptr, count, 0, endBit, ctx.stream));
+  size_t words = (4 * count + 63) / 64 * 64;
+  auto *keys = static_cast<uint32_t *>(
+      ctx.scratch->get(words * sizeof(uint32_t) + sortBytes, ctx.stream));
+  uint32_t *values = keys + count, *sortedKeys = keys + 2 * count,
+           *positions = keys + 3 * count;
+  sortKeysKernel<<<grid(count), kThreads, 0, ctx.stream>>>(
+      indices.data, indices.dtype == DType::I64, count, a.dim, keys, values,
+      ctx.fault, call.ctx.instruction);
+  WEFT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+      keys + words, sortBytes, keys, sortedKeys, values, positions, count, 0,
+      endBit, ctx.stream));
+  int64_t n = a.outer * count * a.row;
+  byStorage(call, dy.dtype, [&]<Storage S>() {
+    scatterAddKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
+        dy.data, sortedKeys, positions, dx.data, count, a);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace
+
+void registerReductionKernels(KernelTable &t) {
+  t["reduce_sum"] = reduce<Reduce::Sum>;
+  t["reduce_mean"] = reduce<Reduce::Mean>;
+  t["reduce_max"] = reduce<Reduce::Max>;
+  t["gather"] = gather;
+  t["gather_grad"] = gatherGrad;
+}
+
+} // namespace weft::rt::cuda

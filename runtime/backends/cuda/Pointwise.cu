@@ -1,0 +1,138 @@
+//===- Pointwise.cu - activation gradients, where, dropout on the GPU
+//------===//
+//
+// Grid-stride loops: relu/gelu/gelu_tanh gradients of (x, dy)
+// (ElementwiseMath.h), where with numpy broadcasting (elements copied by
+// size, any dtype), and dropout whose mask bits are the CPU kernel's
+// (DropoutMask.h: Philox4x32-10 of the whole tensor's element index), so a
+// plan draws the same masks on either backend.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCheck.h"
+#include "Launch.cuh"
+#include "Storage.cuh"
+
+#include "../../kernels/DropoutMask.h"
+#include "../../kernels/ElementwiseMath.h"
+
+namespace weft::rt::cuda {
+
+namespace {
+
+template <Storage S, typename Op>
+__global__ void gradKernel(const void *x, const void *dy, void *dx, int64_t n,
+                           Op op) {
+  WEFT_GRID_STRIDE(i, n) { store<S>(dx, i, op(load<S>(x, i), load<S>(dy, i))); }
+}
+
+/// dx = op(x, dy), all three of one shape and dtype.
+template <typename Op>
+void activationGrad(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0], &dy = call.in[1], &dx = call.out[0];
+  int64_t n = x.numel();
+  if (n == 0)
+    return;
+  byStorage(call, x.dtype, [&]<Storage S>() {
+    gradKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(x.data, dy.data,
+                                                        dx.data, n, Op());
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename E>
+__global__ void whereKernel(const uint8_t *cond, const E *x, const E *z, E *y,
+                            int64_t n, Strided<3> shape) {
+  WEFT_GRID_STRIDE(i, n) {
+    int64_t offset[3];
+    shape.offsets(i, offset);
+    y[i] = cond[offset[0]] ? x[offset[1]] : z[offset[2]];
+  }
+}
+
+/// ONNX Where-16: y = cond ? x : z, the three broadcast to y.
+void where(const KernelCall &call, const Context &ctx) {
+  const Tensor &c = call.in[0], &x = call.in[1], &z = call.in[2],
+               &y = call.out[0];
+  int64_t n = y.numel();
+  if (n == 0)
+    return;
+  auto shape = Strided<3>::of(call, y.shape,
+                              {broadcastStrides(c.shape, y.shape),
+                               broadcastStrides(x.shape, y.shape),
+                               broadcastStrides(z.shape, y.shape)});
+  dispatchBySize(dtypeSize(y.dtype), [&](auto tag) {
+    using E = decltype(tag);
+    whereKernel<E><<<grid(n), kThreads, 0, ctx.stream>>>(
+        c.as<uint8_t>(), x.as<E>(), z.as<E>(), y.as<E>(), n, shape);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+/// One Philox block per element (the CPU caches one across four): the
+/// bits are a pure function of the element's whole-tensor index.
+template <Storage S>
+__global__ void dropoutKernel(const void *x, void *y, uint8_t *mask, int64_t n,
+                              DropoutMask bits, double scale) {
+  WEFT_GRID_STRIDE(e, n) {
+    int64_t g = bits.global(e);
+    bool keep = bits.keeps(bits.block(g), g);
+    mask[e] = keep;
+    store<S>(y, e, keep ? float(double(load<S>(x, e)) * scale) : 0.0f);
+  }
+}
+
+void dropout(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0], &y = call.out[0], &mask = call.out[1];
+  int64_t n = x.numel();
+  if (n == 0)
+    return;
+  double ratio = call.f("ratio");
+  if (!call.b("training") || ratio == 0) {
+    if (y.data != x.data)
+      WEFT_CUDA_CHECK(cudaMemcpyAsync(y.data, x.data, x.bytes(),
+                                      cudaMemcpyDeviceToDevice, ctx.stream));
+    WEFT_CUDA_CHECK(cudaMemsetAsync(mask.data, 1, n, ctx.stream));
+    return;
+  }
+  DropoutMask bits = DropoutMask::of(call, x);
+  byStorage(call, x.dtype, [&]<Storage S>() {
+    dropoutKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
+        x.data, y.data, mask.as<uint8_t>(), n, bits, 1.0 / (1.0 - ratio));
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+template <Storage S>
+__global__ void dropoutGradKernel(const void *dy, const uint8_t *mask, void *dx,
+                                  int64_t n, double scale) {
+  WEFT_GRID_STRIDE(i, n) {
+    store<S>(dx, i, mask[i] ? float(double(load<S>(dy, i)) * scale) : 0.0f);
+  }
+}
+
+void dropoutGrad(const KernelCall &call, const Context &ctx) {
+  const Tensor &dy = call.in[0], &dx = call.out[0];
+  int64_t n = dy.numel();
+  if (n == 0)
+    return;
+  byStorage(call, dy.dtype, [&]<Storage S>() {
+    dropoutGradKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
+        dy.data, call.in[1].as<uint8_t>(), dx.data, n,
+        1.0 / (1.0 - call.f("ratio")));
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace
+
+void registerPointwiseKernels(KernelTable &t) {
+  t["relu_grad"] = activationGrad<math::ReluGrad>;
+  t["gelu_grad"] = activationGrad<math::GeluGrad>;
+  t["gelu_tanh_grad"] = activationGrad<math::GeluTanhGrad>;
+  t["where"] = where;
+  t["dropout"] = dropout;
+  t["dropout_grad"] = dropoutGrad;
+}
+
+} // namespace weft::rt::cuda

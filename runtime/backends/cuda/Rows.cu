@@ -1,0 +1,243 @@
+//===- Rows.cu - row kernels on the GPU: norms, softmax grads, losses -----===//
+//
+// A warp per row: the lanes stride the row, the row's sums are warp
+// shuffles (double, as the CPU's), and the per-element formulas are
+// RowMath.h's, shared with the CPU kernels. Column sums (layer_norm_grad's
+// scale and bias gradients) and the losses' means go through per-chunk
+// partial sums in the scratch buffer, combined in a fixed order: every
+// result is deterministic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCheck.h"
+#include "Launch.cuh"
+#include "Storage.cuh"
+
+#include "../../kernels/RowMath.h"
+
+namespace weft::rt::cuda {
+
+namespace {
+
+/// Rows of `dim` elements `inner` apart: [outer, dim, inner] around `axis`.
+struct Rows {
+  int64_t count = 1, dim = 1, inner = 1;
+  Rows(const std::vector<int64_t> &shape, int64_t axis) {
+    for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+      if (d != axis)
+        count *= shape[d];
+    dim = shape[axis];
+    for (size_t d = axis + 1; d < shape.size(); ++d)
+      inner *= shape[d];
+  }
+};
+
+__device__ inline int64_t rowBase(int64_t r, int64_t dim, int64_t inner) {
+  return r / inner * dim * inner + r % inner;
+}
+
+//===----------------------------------------------------------------------===//
+// softmax_grad, log_softmax_grad
+//===----------------------------------------------------------------------===//
+
+template <Storage S, bool Log>
+__global__ void softmaxGradKernel(const void *y, const void *dy, void *dx,
+                                  int64_t rows, int64_t dim, int64_t inner) {
+  int lane = threadIdx.x % 32;
+  WEFT_WARP_STRIDE(r, rows) {
+    int64_t base = rowBase(r, dim, inner);
+    double dot = 0;
+    for (int64_t d = lane; d < dim; d += 32) {
+      int64_t k = base + d * inner;
+      dot += softmaxGradTerm<Log>(load<S>(y, k), load<S>(dy, k));
+    }
+    dot = warpSum(dot);
+    for (int64_t d = lane; d < dim; d += 32) {
+      int64_t k = base + d * inner;
+      store<S>(dx, k, softmaxGradAt<Log>(load<S>(y, k), load<S>(dy, k), dot));
+    }
+  }
+}
+
+template <bool Log>
+void softmaxGrad(const KernelCall &call, const Context &ctx) {
+  const Tensor &y = call.in[0];
+  Rows rows(y.shape, call.i("axis"));
+  if (y.numel() == 0)
+    return;
+  byStorage(call, y.dtype, [&]<Storage S>() {
+    softmaxGradKernel<S, Log>
+        <<<warpGrid(rows.count), kThreads, 0, ctx.stream>>>(
+            y.data, call.in[1].data, call.out[0].data, rows.count, rows.dim,
+            rows.inner);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+//===----------------------------------------------------------------------===//
+// layer_norm, layer_norm_grad
+//===----------------------------------------------------------------------===//
+
+/// The normalised block [axis:] as one row of `inner` elements; scale and
+/// bias must cover it whole (the CPU kernel also broadcasts them within it).
+int64_t normalizedRow(const KernelCall &call, const Tensor &x) {
+  int64_t axis = call.i("axis"), inner = 1;
+  for (int64_t d = axis; d < x.rank(); ++d)
+    inner *= x.shape[d];
+  for (size_t k = 1; k < 3 && k < call.in.size(); ++k)
+    if (call.in[k].numel() != inner)
+      call.fail("input " + std::to_string(k) + " of shape " +
+                shapeString(call.in[k].shape) +
+                " broadcast within the normalised dims is not implemented on "
+                "the CUDA backend");
+  return inner;
+}
+
+template <Storage S>
+__global__ void layerNormKernel(const void *x, const void *scale,
+                                const void *bias, void *y, float *mean,
+                                float *invStd, int64_t rows, int64_t inner,
+                                double eps) {
+  int lane = threadIdx.x % 32;
+  WEFT_WARP_STRIDE(r, rows) {
+    int64_t base = r * inner;
+    double sum = 0, squares = 0;
+    for (int64_t j = lane; j < inner; j += 32)
+      sum += load<S>(x, base + j);
+    double mu = warpSum(sum) / double(inner);
+    for (int64_t j = lane; j < inner; j += 32) {
+      double d = load<S>(x, base + j) - mu;
+      squares += d * d;
+    }
+    double rstd = layerNormRstd(warpSum(squares), inner, eps);
+    if (lane == 0) {
+      mean[r] = float(mu);
+      invStd[r] = float(rstd);
+    }
+    for (int64_t j = lane; j < inner; j += 32)
+      store<S>(
+          y, base + j,
+          float(layerNormAt(load<S>(x, base + j), mu, rstd, load<S>(scale, j),
+                            bias ? load<S>(bias, j) : 0.0f)));
+  }
+}
+
+void layerNorm(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0];
+  int64_t inner = normalizedRow(call, x);
+  int64_t rows = inner ? x.numel() / inner : 0;
+  if (rows == 0)
+    return;
+  const void *bias = call.in.size() > 2 ? call.in[2].data : nullptr;
+  byStorage(call, x.dtype, [&]<Storage S>() {
+    layerNormKernel<S><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
+        x.data, call.in[1].data, bias, call.out[0].data,
+        call.out[1].as<float>(), call.out[2].as<float>(), rows, inner,
+        call.f("epsilon"));
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+template <Storage S>
+__global__ void layerNormGradKernel(const void *x, const void *scale,
+                                    const float *mean, const float *invStd,
+                                    const void *dy, void *dx, int64_t rows,
+                                    int64_t inner) {
+  int lane = threadIdx.x % 32;
+  WEFT_WARP_STRIDE(r, rows) {
+    int64_t base = r * inner;
+    double mu = mean[r], rstd = invStd[r], meanG = 0, meanGX = 0;
+    for (int64_t j = lane; j < inner; j += 32) {
+      double xhat = (load<S>(x, base + j) - mu) * rstd;
+      double g = double(load<S>(dy, base + j)) * load<S>(scale, j);
+      meanG += g;
+      meanGX += g * xhat;
+    }
+    meanG = warpSum(meanG) / double(inner);
+    meanGX = warpSum(meanGX) / double(inner);
+    for (int64_t j = lane; j < inner; j += 32) {
+      double xhat = (load<S>(x, base + j) - mu) * rstd;
+      double g = double(load<S>(dy, base + j)) * load<S>(scale, j);
+      store<S>(dx, base + j,
+               float(layerNormGradAt(xhat, g, rstd, meanG, meanGX)));
+    }
+  }
+}
+
+/// Rows per partial sum of the column sums.
+constexpr int64_t kChunk = 256;
+
+/// Partial column sums of dy xhat and dy over kChunk rows each:
+/// partial[c][j] and partial[chunks + c][j].
+template <Storage S>
+__global__ void layerNormColumnsKernel(const void *x, const float *mean,
+                                       const float *invStd, const void *dy,
+                                       double *partial, int64_t rows,
+                                       int64_t inner, int64_t chunks) {
+  WEFT_GRID_STRIDE(i, chunks * inner) {
+    int64_t c = i / inner, j = i % inner;
+    double sumScale = 0, sumBias = 0;
+    for (int64_t r = c * kChunk; r < rows && r < (c + 1) * kChunk; ++r) {
+      double g = load<S>(dy, r * inner + j);
+      sumScale += g * (load<S>(x, r * inner + j) - mean[r]) * invStd[r];
+      sumBias += g;
+    }
+    partial[i] = sumScale;
+    partial[chunks * inner + i] = sumBias;
+  }
+}
+
+template <Storage S>
+__global__ void layerNormColumnsDone(const double *partial, void *dscale,
+                                     void *dbias, int64_t inner,
+                                     int64_t chunks) {
+  WEFT_GRID_STRIDE(j, inner) {
+    double sumScale = 0, sumBias = 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      sumScale += partial[c * inner + j];
+      sumBias += partial[(chunks + c) * inner + j];
+    }
+    store<S>(dscale, j, float(sumScale));
+    store<S>(dbias, j, float(sumBias));
+  }
+}
+
+void layerNormGrad(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0];
+  int64_t inner = 1, axis = call.i("axis");
+  for (int64_t d = axis; d < x.rank(); ++d)
+    inner *= x.shape[d];
+  if (call.in[1].numel() != inner)
+    call.fail("a scale broadcast within the normalised dims is not "
+              "implemented on the CUDA backend");
+  int64_t rows = inner ? x.numel() / inner : 0;
+  if (rows == 0)
+    return;
+  int64_t chunks = (rows + kChunk - 1) / kChunk;
+  auto *partial = static_cast<double *>(
+      ctx.scratch->get(2 * chunks * inner * sizeof(double), ctx.stream));
+  const auto *mean = call.in[2].as<float>(), *invStd = call.in[3].as<float>();
+  byStorage(call, x.dtype, [&]<Storage S>() {
+    layerNormGradKernel<S><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
+        x.data, call.in[1].data, mean, invStd, call.in[4].data,
+        call.out[0].data, rows, inner);
+    layerNormColumnsKernel<S>
+        <<<grid(chunks * inner), kThreads, 0, ctx.stream>>>(
+            x.data, mean, invStd, call.in[4].data, partial, rows, inner,
+            chunks);
+    layerNormColumnsDone<S><<<grid(inner), kThreads, 0, ctx.stream>>>(
+        partial, call.out[1].data, call.out[2].data, inner, chunks);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace
+
+void registerRowKernels(KernelTable &t) {
+  t["softmax_grad"] = softmaxGrad<false>;
+  t["log_softmax_grad"] = softmaxGrad<true>;
+  t["layer_norm"] = layerNorm;
+  t["layer_norm_grad"] = layerNormGrad;
+}
+
+} // namespace weft::rt::cuda
