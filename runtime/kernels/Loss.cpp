@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ClassTargets.h"
+#include "RowMath.h"
 
 #include <cmath>
 
@@ -32,8 +33,8 @@ void nll(const KernelCall &call, const T *logp, const Tensor &scores,
   if (targets.reduction == "sum")
     out[0] = static_cast<T>(total);
   else if (targets.reduction == "mean")
-    out[0] = static_cast<T>(
-        targets.weightSum != 0 ? total / targets.weightSum : 0.0);
+    out[0] = static_cast<T>(targets.weightSum != 0 ? total / targets.weightSum
+                                                   : 0.0);
 }
 
 template <typename T> void softmaxCrossEntropy(const KernelCall &call) {
@@ -46,15 +47,10 @@ template <typename T> void softmaxCrossEntropy(const KernelCall &call) {
   for (int64_t b = 0; b < n; ++b)
     for (int64_t i = 0; i < inner; ++i) {
       const T *row = in + b * c * inner + i;
-      T max = row[0];
-      for (int64_t k = 1; k < c; ++k)
-        max = std::max(max, row[k * inner]);
-      double sum = 0;
-      for (int64_t k = 0; k < c; ++k)
-        sum += std::exp(row[k * inner] - max); // T's exp, double sum
-      T logSum = static_cast<T>(std::log(sum));
-      for (int64_t k = 0; k < c; ++k)
-        logp[b * c * inner + k * inner + i] = row[k * inner] - max - logSum;
+      T *dst = logp + b * c * inner + i;
+      softmaxRow<true, T>(
+          c, [&](int64_t k) { return row[k * inner]; },
+          [&](int64_t k, T value) { dst[k * inner] = value; });
     }
   nll(call, logp, scores, labels, call.in.size() > 2 ? &call.in[2] : nullptr,
       call.out[0]);

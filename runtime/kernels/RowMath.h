@@ -24,10 +24,23 @@
 
 namespace weft::rt {
 
+/// The row's constant from its sum of exp(x - max) (accumulated in
+/// double): log(sum) for log_softmax, 1 / sum for softmax.
+template <bool Log, typename T>
+WEFT_HOST_DEVICE T softmaxRowConstant(double sum) {
+  using std::log;
+  return Log ? static_cast<T>(log(sum)) : static_cast<T>(1.0 / sum);
+}
+/// One output element: x - max - log(sum), or exp(x - max) / sum.
+template <bool Log, typename T>
+WEFT_HOST_DEVICE T softmaxAt(T x, T max, T constant) {
+  using std::exp;
+  return Log ? x - max - constant : static_cast<T>(exp(x - max)) * constant;
+}
+
 template <bool Log, typename T, typename In, typename Out>
 WEFT_HOST_DEVICE void softmaxRow(int64_t dim, In x, Out y) {
   using std::exp;
-  using std::log;
   T max = x(0);
   for (int64_t d = 1; d < dim; ++d) {
     T v = x(d);
@@ -36,15 +49,9 @@ WEFT_HOST_DEVICE void softmaxRow(int64_t dim, In x, Out y) {
   double sum = 0;
   for (int64_t d = 0; d < dim; ++d)
     sum += exp(x(d) - max);
-  if (Log) {
-    T logSum = static_cast<T>(log(sum));
-    for (int64_t d = 0; d < dim; ++d)
-      y(d, x(d) - max - logSum);
-  } else {
-    T scale = static_cast<T>(1.0 / sum);
-    for (int64_t d = 0; d < dim; ++d)
-      y(d, static_cast<T>(exp(x(d) - max)) * scale);
-  }
+  T constant = softmaxRowConstant<Log, T>(sum);
+  for (int64_t d = 0; d < dim; ++d)
+    y(d, softmaxAt<Log>(x(d), max, constant));
 }
 
 /// The row sum softmax_grad needs, one element's term: dy y (softmax) or

@@ -84,8 +84,8 @@ public:
                     " ranks along '" + name +
                     "': start it with mpirun -np <ranks>");
   }
-  void splitSubAxis(const std::string &name, const std::string &,
-                    int64_t size, int64_t, int64_t) override {
+  void splitSubAxis(const std::string &name, const std::string &, int64_t size,
+                    int64_t, int64_t) override {
     if (size != 1)
       throw Error("the plan's mesh has " + std::to_string(size) +
                   " ranks along '" + name +
@@ -117,7 +117,7 @@ public:
                                          int) override {
     return {text};
   }
-  double broadcast(double value, int) override { return value; }
+  void broadcast(void *, int64_t, int) override {}
   void barrier() override {}
   [[noreturn]] void abort(const std::string &message) override {
     std::fprintf(stderr, "%s\n", message.c_str());
@@ -169,8 +169,8 @@ public:
   void isend(const void *data, int64_t bytes, int peer, int64_t tag) override {
     post(transfers, tag, "MPI_Isend",
          "transfer " + std::to_string(tag) + " (send of " +
-             std::to_string(bytes) + " bytes to rank " +
-             std::to_string(peer) + ")",
+             std::to_string(bytes) + " bytes to rank " + std::to_string(peer) +
+             ")",
          [&](MPI_Request *r) {
            return MPI_Isend(data, checkedCount(bytes, tag), MPI_BYTE, peer,
                             mpiTag(tag), MPI_COMM_WORLD, r);
@@ -286,14 +286,15 @@ public:
     // The vector's heap bytes do not move when it is moved into the
     // pending entry: MPI may keep reading them until the wait.
     const void *send = outer > 1 ? staging.data() : in;
-    post(collectives, tag, "MPI_Ireduce_scatter_block",
-         "reduce-scatter " + std::to_string(tag) + " over '" + axis + "'",
-         [&](MPI_Request *r) {
-           return MPI_Ireduce_scatter_block(
-               send, out, elements(outer * part, "reduce-scatter", tag),
-               f.type, f.sum, comm, r);
-         },
-         std::move(staging));
+    post(
+        collectives, tag, "MPI_Ireduce_scatter_block",
+        "reduce-scatter " + std::to_string(tag) + " over '" + axis + "'",
+        [&](MPI_Request *r) {
+          return MPI_Ireduce_scatter_block(
+              send, out, elements(outer * part, "reduce-scatter", tag), f.type,
+              f.sum, comm, r);
+        },
+        std::move(staging));
   }
 
   void waitCollective(int64_t tag) override {
@@ -307,8 +308,8 @@ public:
       if (pending.request == MPI_REQUEST_NULL)
         continue;
       int done = 0;
-      check(MPI_Test(&pending.request, &done, MPI_STATUS_IGNORE),
-            "MPI_Test", tag);
+      check(MPI_Test(&pending.request, &done, MPI_STATUS_IGNORE), "MPI_Test",
+            tag);
     }
   }
 
@@ -317,8 +318,8 @@ public:
     long long mine = value;
     std::vector<long long> out(size_);
     MPI_Request request;
-    check(MPI_Iallgather(&mine, 1, MPI_LONG_LONG, out.data(), 1,
-                         MPI_LONG_LONG, MPI_COMM_WORLD, &request),
+    check(MPI_Iallgather(&mine, 1, MPI_LONG_LONG, out.data(), 1, MPI_LONG_LONG,
+                         MPI_COMM_WORLD, &request),
           "MPI_Iallgather", -1);
     complete(request, "MPI_Iallgather", -1, "an all-gather of all ranks");
     for (int r = 0; r < size_; ++r)
@@ -333,8 +334,8 @@ public:
     check(MPI_Igather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root,
                       MPI_COMM_WORLD, &request),
           "MPI_Igather", -1);
-    complete(request, "MPI_Igather", -1, "a gather to rank " +
-                                             std::to_string(root));
+    complete(request, "MPI_Igather", -1,
+             "a gather to rank " + std::to_string(root));
     std::string all;
     if (rank_ == root) {
       int total = 0;
@@ -348,21 +349,21 @@ public:
                        lengths.data(), displs.data(), MPI_CHAR, root,
                        MPI_COMM_WORLD, &request),
           "MPI_Igatherv", -1);
-    complete(request, "MPI_Igatherv", -1, "a gather to rank " +
-                                              std::to_string(root));
+    complete(request, "MPI_Igatherv", -1,
+             "a gather to rank " + std::to_string(root));
     std::vector<std::string> out;
     if (rank_ == root)
       for (int r = 0; r < size_; ++r)
         out.push_back(all.substr(displs[r], lengths[r]));
     return out;
   }
-  double broadcast(double value, int root) override {
+  void broadcast(void *data, int64_t bytes, int root) override {
     MPI_Request request;
-    check(MPI_Ibcast(&value, 1, MPI_DOUBLE, root, MPI_COMM_WORLD, &request),
-          "MPI_Ibcast", -1);
-    complete(request, "MPI_Ibcast", -1, "a broadcast from rank " +
-                                            std::to_string(root));
-    return value;
+    check(
+        MPI_Ibcast(data, int(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &request),
+        "MPI_Ibcast", -1);
+    complete(request, "MPI_Ibcast", -1,
+             "a broadcast from rank " + std::to_string(root));
   }
   void barrier() override {
     MPI_Request request;
@@ -407,9 +408,8 @@ private:
   using PendingMap = std::map<int64_t, Pending>;
 
   template <typename Post>
-  void post(PendingMap &into, int64_t tag, const char *call,
-            std::string what, Post &&postCall,
-            std::vector<char> staging = {}) {
+  void post(PendingMap &into, int64_t tag, const char *call, std::string what,
+            Post &&postCall, std::vector<char> staging = {}) {
     if (into.count(tag))
       throw Error(std::string(call) + ": " + what + " is already pending");
     MPI_Request request;
@@ -421,8 +421,8 @@ private:
   void finish(PendingMap &from, int64_t tag, const char *kind) {
     auto it = from.find(tag);
     if (it == from.end())
-      throw Error(std::string("wait of ") + kind + " " +
-                  std::to_string(tag) + ", which was not posted");
+      throw Error(std::string("wait of ") + kind + " " + std::to_string(tag) +
+                  ", which was not posted");
     Pending posted = std::move(it->second);
     from.erase(it);
     complete(posted.request, "MPI_Wait", tag, posted.what);
@@ -481,8 +481,8 @@ private:
   }
 
   int rank_ = 0, size_ = 1;
-  int64_t tagUpperBound = 32767; ///< MPI_TAG_UB, read once
-  PendingMap transfers, collectives; ///< posted, by tag
+  int64_t tagUpperBound = 32767;             ///< MPI_TAG_UB, read once
+  PendingMap transfers, collectives;         ///< posted, by tag
   std::map<std::string, MPI_Comm> axisComms; ///< splitMesh's groups
 };
 

@@ -7,6 +7,7 @@
 
 #include <cblas.h>
 
+#include <chrono>
 #include <cstdlib>
 #if defined(__SSE__)
 #include <xmmintrin.h>
@@ -68,8 +69,7 @@ void launchWidened(const KernelCall &call, KernelFn fn) {
     const std::vector<float> &values = wide.at(t.data);
     auto *bits = t.as<uint16_t>();
     for (int64_t i = 0, n = t.numel(); i < n; ++i)
-      bits[i] =
-          t.dtype == DType::F16 ? toF16(values[i]) : toBF16(values[i]);
+      bits[i] = t.dtype == DType::F16 ? toF16(values[i]) : toBF16(values[i]);
   }
 }
 
@@ -80,6 +80,10 @@ bool has16(const KernelCall &call) {
         return true;
   return false;
 }
+
+struct CpuEvent final : Event {
+  std::chrono::steady_clock::time_point at;
+};
 
 class CpuBackend final : public Backend {
 public:
@@ -114,6 +118,31 @@ public:
     fn(call);
   }
   void synchronize() override {}
+
+  // Kernels have finished when launch() returns: an event is the time it
+  // was recorded, and nothing needs to wait.
+  std::unique_ptr<Event> createEvent() override {
+    return std::make_unique<CpuEvent>();
+  }
+  void record(Event &event, Stream) override {
+    static_cast<CpuEvent &>(event).at = std::chrono::steady_clock::now();
+  }
+  void wait(Stream, const Event &) override {}
+  double elapsedUs(const Event &from, const Event &to) override {
+    return std::chrono::duration<double, std::micro>(
+               static_cast<const CpuEvent &>(to).at -
+               static_cast<const CpuEvent &>(from).at)
+        .count();
+  }
+  void *allocateHost(int64_t bytes) override {
+    void *host =
+        std::aligned_alloc(64, (std::max<int64_t>(bytes, 1) + 63) / 64 * 64);
+    if (!host)
+      throw Error("cannot allocate " + std::to_string(bytes) +
+                  " bytes of host staging memory");
+    return host;
+  }
+  void freeHost(void *host) override { std::free(host); }
   void setThreads(int threads) override {
     openblas_set_num_threads(threads);
     flushDenormals();

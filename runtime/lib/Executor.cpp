@@ -22,7 +22,8 @@ Executor::Executor(const Plan &plan, int64_t rank, Backend &backend,
                    Communicator *comm)
     : plan(plan), rankPlan(plan.ranks.at(rank)), backend(backend),
       ownComm(comm ? nullptr : createSelfCommunicator()),
-      comm(comm ? comm : ownComm.get()) {
+      comm(comm ? comm : ownComm.get()), produced(backend.createEvent()),
+      arrived(backend.createEvent()) {
   // Checked before the arena exists: a constructor that throws runs no
   // destructor, so the arena would leak (found by the plan-loader fuzzer).
   measureLiveness();
@@ -102,19 +103,17 @@ void Executor::loadInitializers(const std::string &modelPath,
     bool narrow = dtype == DType::F32 &&
                   (b.dtype == DType::F16 || b.dtype == DType::BF16);
     if (dims != piece.shape || (dtype != b.dtype && !narrow))
-      throw Error(label + ": the plan expects " + shapeString(piece.shape) +
-                  " " + dtypeName(b.dtype) +
-                  (named.shard ? " (sharded " +
-                                     std::to_string(named.shard->count) +
-                                     " ways)"
-                               : "") +
-                  (named.flatShard ? " (a piece of " +
-                                         std::to_string(
-                                             named.flatShard->count) +
-                                         ")"
-                                   : "") +
-                  ", " + modelPath + " holds " + shapeString(dims) + " " +
-                  dtypeName(dtype));
+      throw Error(
+          label + ": the plan expects " + shapeString(piece.shape) + " " +
+          dtypeName(b.dtype) +
+          (named.shard
+               ? " (sharded " + std::to_string(named.shard->count) + " ways)"
+               : "") +
+          (named.flatShard
+               ? " (a piece of " + std::to_string(named.flatShard->count) + ")"
+               : "") +
+          ", " + modelPath + " holds " + shapeString(dims) + " " +
+          dtypeName(dtype));
     std::string bytes =
         slicePiece(tensorBytes(t, modelDir, label), piece, dtypeSize(dtype));
     if (narrow)
@@ -128,8 +127,7 @@ void Executor::loadWeights() {
   // file: another model's weights of the same names would load and train
   // a different graph's numbers.
   if (!plan.modelSha256.empty()) {
-    std::string actual =
-        sha256File(plan.modelPath, plan.path + ": model.path");
+    std::string actual = sha256File(plan.modelPath, plan.path + ": model.path");
     if (actual != plan.modelSha256)
       throw Error(plan.path + ": model.sha256: '" + plan.modelPath +
                   "' is not the model the plan was compiled from (sha256 " +
@@ -249,8 +247,7 @@ std::vector<Executor::TensorPiece> Executor::pieces() const {
   return out;
 }
 
-void Executor::restoreWhole(const std::string &name,
-                            const std::string &bytes) {
+void Executor::restoreWhole(const std::string &name, const std::string &bytes) {
   for (const NamedBuffer *named : stateBuffers()) {
     if (named->name != name)
       continue;
@@ -329,46 +326,81 @@ void Executor::run(int64_t step, uint64_t seed,
                    std::vector<TraceEvent> *trace) {
   using clock = std::chrono::steady_clock;
   using us = std::chrono::duration<double, std::micro>;
+  const std::vector<Instruction> &instructions = rankPlan.instructions;
+  if (trace && timing.empty()) {
+    // Kernels are timed by events around them on the compute stream (no
+    // synchronisation per instruction); made once, reused every step.
+    for (size_t k = 0; k < 2 * instructions.size() + 1; ++k)
+      timing.push_back(backend.createEvent());
+  }
   auto origin = clock::now();
+  if (trace)
+    backend.record(*timing.back(), Stream::Compute);
   // Collectives in flight: tag -> (post instruction, when it was posted).
   std::map<int64_t, std::pair<const Instruction *, clock::time_point>> posted;
-  for (size_t i = 0; i < rankPlan.instructions.size(); ++i) {
-    const Instruction &inst = rankPlan.instructions[i];
+  // Compute events of `trace` whose times the events give after the step.
+  std::vector<std::pair<size_t, size_t>> timed; // (trace index, instruction)
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const Instruction &inst = instructions[i];
     auto start = clock::now();
     std::optional<std::pair<const Instruction *, clock::time_point>> waited;
     try {
       if (inst.op == "compute") {
+        if (trace)
+          backend.record(*timing[2 * i], Stream::Compute);
         launch(inst, i, step, seed);
+        if (trace)
+          backend.record(*timing[2 * i + 1], Stream::Compute);
         if (!posted.empty())
           comm->progress();
-      } else if (isCollectiveWait(inst.op)) {
+      } else if (isCollectiveWait(inst.op) || isTransferWait(inst.op)) {
         if (auto it = posted.find(inst.tag); it != posted.end()) {
           waited = it->second;
           posted.erase(it);
         }
-        comm->waitCollective(inst.tag);
+        if (isCollectiveWait(inst.op))
+          comm->waitCollective(inst.tag);
+        else
+          comm->wait(inst.tag);
+        // Kernels enqueued from here on read what arrived (and may
+        // overwrite what was sent).
+        backend.record(*arrived, Stream::Comm);
+        backend.wait(Stream::Compute, *arrived);
       } else {
+        // The comm stream starts the transfer after the kernels enqueued
+        // so far: its buffer's producer among them.
+        backend.record(*produced, Stream::Compute);
+        backend.wait(Stream::Comm, *produced);
         transfer(inst);
         if (isCollective(inst.op))
           posted[inst.tag] = {&inst, start};
       }
     } catch (const Error &e) {
       throw Error("instruction " + std::to_string(i) + " (" +
-                  (inst.op == "compute" ? inst.name
-                                        : inst.op + " tag " +
-                                              std::to_string(inst.tag)) +
+                  (inst.op == "compute"
+                       ? inst.name
+                       : inst.op + " tag " + std::to_string(inst.tag)) +
                   "): " + e.what());
     }
     if (!trace)
       continue;
-    backend.synchronize();
     auto end = clock::now();
-    TraceEvent event{inst.name, inst.op == "compute" ? inst.kernel : inst.op,
-                     inst.phase, inst.microBatch, isTransfer(inst.op),
-                     false, false, inst.axis, step, rankPlan.rank,
-                     us(start - origin).count(), us(end - start).count(),
+    TraceEvent event{inst.name,
+                     inst.op == "compute" ? inst.kernel : inst.op,
+                     inst.phase,
+                     inst.microBatch,
+                     isTransfer(inst.op),
+                     false,
+                     false,
+                     inst.axis,
+                     step,
+                     rankPlan.rank,
+                     us(start - origin).count(),
+                     us(end - start).count(),
                      inst.cost};
-    const Instruction *post = waited ? waited->first
+    if (inst.op == "compute")
+      timed.push_back({trace->size(), i});
+    const Instruction *post = waited                  ? waited->first
                               : isCollective(inst.op) ? &inst
                                                       : nullptr;
     if (post) {
@@ -393,7 +425,15 @@ void Executor::run(int64_t step, uint64_t seed,
     }
     trace->push_back(event);
   }
+  comm->drain();
   backend.synchronize();
+  // The kernels' times, from the events (device time on a GPU), on the
+  // host's timeline: the origin event was recorded at `origin`.
+  for (auto [index, i] : timed) {
+    TraceEvent &event = (*trace)[index];
+    event.startUs = backend.elapsedUs(*timing.back(), *timing[2 * i]);
+    event.durationUs = backend.elapsedUs(*timing[2 * i], *timing[2 * i + 1]);
+  }
 }
 
 void Executor::launch(const Instruction &inst, size_t index, int64_t step,
@@ -408,9 +448,7 @@ void Executor::launch(const Instruction &inst, size_t index, int64_t step,
 }
 
 void Executor::transfer(const Instruction &inst) {
-  // The CPU backend computes synchronously, so a buffer is ready to send as
-  // soon as its producer returned; a device backend would record an event on
-  // the compute stream and post on a copy stream after it.
+  // Posted on the comm stream, which waits for the producer (run()).
   if (isCollective(inst.op)) {
     // Posted; the plan's wait_collective completes it.
     const BufferDesc &x = rankPlan.buffers[inst.inputs[0]],
@@ -423,25 +461,22 @@ void Executor::transfer(const Instruction &inst) {
     }
     // A rank's part of the whole along `dim`: [outer][part] of
     // [outer][G][part] (the loader checked the shapes against G).
-    const std::vector<int64_t> &local =
-        (inst.op == "all_gather" ? x : y).shape;
+    const std::vector<int64_t> &local = (inst.op == "all_gather" ? x : y).shape;
     int64_t outer = 1, part = 1;
     for (size_t d = 0; d < local.size(); ++d)
       (int64_t(d) < inst.dim ? outer : part) *= local[d];
     if (inst.op == "all_gather")
-      comm->postAllGather(inst.axis, arena + x.offset, arena + y.offset,
-                          outer, part, x.dtype, inst.tag);
+      comm->postAllGather(inst.axis, arena + x.offset, arena + y.offset, outer,
+                          part, x.dtype, inst.tag);
     else
       comm->postReduceScatter(inst.axis, arena + x.offset, arena + y.offset,
                               outer, part, x.dtype, inst.tag);
   } else if (inst.op == "isend") {
     const BufferDesc &b = rankPlan.buffers[inst.inputs[0]];
     comm->isend(arena + b.offset, b.bytes, inst.peer, inst.tag);
-  } else if (inst.op == "irecv") {
+  } else {
     const BufferDesc &b = rankPlan.buffers[inst.outputs[0]];
     comm->irecv(arena + b.offset, b.bytes, inst.peer, inst.tag);
-  } else {
-    comm->wait(inst.tag);
   }
 }
 

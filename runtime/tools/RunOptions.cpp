@@ -27,8 +27,12 @@ const char *kUsage =
     "  --seed S              seed of synthetic data and dropout (default 0)\n"
     "  --steps K             steps to run (default 1)\n"
     "  --threads N           BLAS threads (default 1)\n"
-    "  --device cpu|cuda     the backend (default cpu; cuda: device memory\n"
-    "                        and streams only so far, no kernels)\n"
+    "  --device cpu|cuda     the backend (default cpu; cuda: a GPU per rank,\n"
+    "                        the node's GPUs taken in turn; several ranks\n"
+    "                        transfer through pinned host memory and MPI)\n"
+    "  --stage-transfers     copy every transfer and collective through\n"
+    "                        host staging buffers, as --device cuda does\n"
+    "                        over MPI (on the CPU: to test that path)\n"
     "  --log-json FILE       one JSON object per step: step, loss, seconds,\n"
     "                        samples_per_s, arena_bytes, peak_bytes\n"
     "  --trace FILE          Chrome/Perfetto trace, one slice per instruction\n"
@@ -51,8 +55,6 @@ const char *kUsage =
     "                        degree, ZeRO stage) is loaded into this one's\n"
     "                        layout\n"
     "  --kernels             print the kernel specification table (markdown)\n";
-
-
 
 int64_t number(const char *flag, const char *text) {
   char *end = nullptr;
@@ -97,8 +99,7 @@ RunOptions parseOptions(int argc, char **argv) {
     } else if (arg == "--text-inputs") {
       std::string names = value();
       size_t comma = names.find(',');
-      if (comma == std::string::npos || comma == 0 ||
-          comma + 1 == names.size())
+      if (comma == std::string::npos || comma == 0 || comma + 1 == names.size())
         throw Error("--text-inputs: '" + names +
                     "' is not TOKENS,TARGETS (two input names)");
       o.tokens = names.substr(0, comma);
@@ -125,6 +126,8 @@ RunOptions parseOptions(int argc, char **argv) {
       o.device = value();
       if (o.device != "cpu" && o.device != "cuda")
         throw Error("--device: '" + o.device + "' is not cpu or cuda");
+    } else if (arg == "--stage-transfers") {
+      o.stageTransfers = true;
     } else if (arg == "--log-json") {
       o.logJson = value();
     } else if (arg == "--trace") {

@@ -111,23 +111,21 @@ json traceEvents(const std::vector<TraceEvent> &events) {
   auto slice = [](const TraceEvent &e, const char *category, int thread,
                   json args) {
     args["step"] = e.step;
-    return json{{"name", e.kernel}, {"cat", category}, {"ph", "X"},
-                {"ts", e.startUs},  {"dur", e.durationUs},
-                {"pid", e.rank},    {"tid", thread},
-                {"args", std::move(args)}};
+    return json{{"name", e.kernel}, {"cat", category},        {"ph", "X"},
+                {"ts", e.startUs},  {"dur", e.durationUs},    {"pid", e.rank},
+                {"tid", thread},    {"args", std::move(args)}};
   };
   json open;
   for (const TraceEvent &e : events) {
     if (e.collective) {
-      list.push_back(slice(e, "collective", 3,
-                           {{"node", e.name},
-                            {"axis", e.axis},
-                            {"bytes", e.cost.bytesRead}}));
+      list.push_back(slice(
+          e, "collective", 3,
+          {{"node", e.name}, {"axis", e.axis}, {"bytes", e.cost.bytesRead}}));
       continue;
     }
     if (e.collectiveCall) {
-      list.push_back(slice(e, "collective_call", 1,
-                           {{"node", e.name}, {"axis", e.axis}}));
+      list.push_back(
+          slice(e, "collective_call", 1, {{"node", e.name}, {"axis", e.axis}}));
       continue;
     }
     if (e.transfer) {
@@ -137,25 +135,20 @@ json traceEvents(const std::vector<TraceEvent> &events) {
     }
     std::string task = taskOf(e);
     std::string category = e.phase.empty() ? "forward" : e.phase;
-    list.push_back(
-        slice(e, "kernel", 2,
-              {{"node", e.name},
-               {"flops", e.cost.flops},
-               {"bytes", e.cost.bytesRead + e.cost.bytesWritten}}));
+    list.push_back(slice(e, "kernel", 2,
+                         {{"node", e.name},
+                          {"flops", e.cost.flops},
+                          {"bytes", e.cost.bytesRead + e.cost.bytesWritten}}));
     if (!open.is_null() &&
         (open["name"] != task || open["args"]["step"] != e.step)) {
       list.push_back(open);
       open = nullptr;
     }
     if (open.is_null())
-      open = {{"name", task},
-              {"cat", category},
-              {"ph", "X"},
-              {"ts", e.startUs},
-              {"dur", 0.0},
-              {"pid", e.rank},
-              {"tid", 0},
-              {"args", {{"step", e.step}}}};
+      open = {{"name", task}, {"cat", category},
+              {"ph", "X"},    {"ts", e.startUs},
+              {"dur", 0.0},   {"pid", e.rank},
+              {"tid", 0},     {"args", {{"step", e.step}}}};
     open["dur"] = e.startUs + e.durationUs - open["ts"].get<double>();
   }
   if (!open.is_null())
@@ -177,14 +170,30 @@ std::unique_ptr<Backend> makeBackend(const RunOptions &o, int64_t rank) {
 #endif
 }
 
-int run(const RunOptions &o, Communicator &comm) {
-  // MPI moves host memory: GPU ranks' transfers and collectives need NCCL
-  // (or staging through pinned memory), which is not built yet.
-  if (o.device == "cuda" && comm.size() > 1)
-    throw Error("--device cuda: " + std::to_string(comm.size()) +
-                " processes; the CUDA backend runs one rank until its NCCL "
-                "communicator exists");
-  std::unique_ptr<Backend> backend = makeBackend(o, comm.rank());
+/// True when no two ranks drive the same GPU (hostname and device): NCCL
+/// refuses a communicator with two ranks on one device.
+bool distinctDevices(Communicator &world, const Backend &backend) {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  std::vector<int64_t> all = world.allGather(int64_t(
+      std::hash<std::string>()(std::string(name) + "/" + backend.name())));
+  std::sort(all.begin(), all.end());
+  return std::adjacent_find(all.begin(), all.end()) == all.end();
+}
+
+int run(const RunOptions &o, Communicator &world) {
+  std::unique_ptr<Backend> backend = makeBackend(o, world.rank());
+  // MPI moves host memory: GPU ranks stage their transfers through pinned
+  // host buffers, and ranks on distinct GPUs run the collectives on NCCL.
+  std::unique_ptr<Communicator> staged, nccl;
+  bool gpus = o.device == "cuda" && world.size() > 1;
+  if (o.stageTransfers || gpus)
+    staged = createStagedCommunicator(world, *backend);
+#ifdef WEFT_HAVE_NCCL
+  if (gpus && !o.stageTransfers && distinctDevices(world, *backend))
+    nccl = createNcclCommunicator(*staged, *backend);
+#endif
+  Communicator &comm = nccl ? *nccl : staged ? *staged : world;
   backend->setThreads(o.threads);
   Plan plan = loadPlan(
       o.plan, [&](const std::string &k) { return backend->hasKernel(k); });
@@ -195,6 +204,7 @@ int run(const RunOptions &o, Communicator &comm) {
                 " process(es); start it with mpirun -np " +
                 std::to_string(ranks) + " weft-run " + o.plan);
   int64_t rank = comm.rank();
+  world.setTimeout(o.timeout);
   comm.setTimeout(o.timeout);
   // One communicator per mesh axis, for the plan's collectives.
   std::vector<int64_t> coords;
@@ -212,8 +222,7 @@ int run(const RunOptions &o, Communicator &comm) {
   int64_t first =
       o.resume.empty()
           ? 0
-          : loadCheckpoint(plan, executor, rank, o.resume, o.seed,
-                           o.reshard);
+          : loadCheckpoint(plan, executor, rank, o.resume, o.seed, o.reshard);
   auto [lossName, lossRank] = lossOutput(plan);
   // The rank holding the loss writes the console log and --log-json.
   int64_t logRank = lossRank >= 0 ? lossRank : 0;
@@ -223,13 +232,12 @@ int run(const RunOptions &o, Communicator &comm) {
     std::error_code ec;
     std::filesystem::create_directories(o.checkpoint, ec);
   }
-  for (auto [flag, path] : {std::pair<const char *, std::string>{
-                                "--save", o.save},
-                            {"--checkpoint", o.checkpoint.empty()
-                                                 ? std::string()
-                                                 : o.checkpoint + "/latest"},
-                            {"--trace", o.trace},
-                            {"--log-json", o.logJson}})
+  for (auto [flag, path] :
+       {std::pair<const char *, std::string>{"--save", o.save},
+        {"--checkpoint",
+         o.checkpoint.empty() ? std::string() : o.checkpoint + "/latest"},
+        {"--trace", o.trace},
+        {"--log-json", o.logJson}})
     if (!path.empty())
       checkWritable(flag, path);
   std::ofstream log;
@@ -256,8 +264,7 @@ int run(const RunOptions &o, Communicator &comm) {
   };
   // The console line and the --log-json record of one step (log rank).
   auto began = std::chrono::steady_clock::now();
-  auto logStep = [&](int64_t step, std::optional<double> loss,
-                     double seconds) {
+  auto logStep = [&](int64_t step, std::optional<double> loss, double seconds) {
     double samples = plan.globalBatch / std::max(seconds, 1e-12);
     double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
@@ -302,8 +309,7 @@ int run(const RunOptions &o, Communicator &comm) {
             .count();
     // A step ends when its slowest rank does.
     std::vector<int64_t> micros = comm.allGather(int64_t(local * 1e6));
-    double seconds =
-        *std::max_element(micros.begin(), micros.end()) / 1e6;
+    double seconds = *std::max_element(micros.begin(), micros.end()) / 1e6;
     std::optional<double> loss;
     if (logs && lossRank >= 0) {
       std::string bytes = executor.output(lossName);
@@ -367,9 +373,7 @@ int run(const RunOptions &o, Communicator &comm) {
     // A mixed-precision master copy is saved for its parameter, so a
     // sharded master (ZeRO, any stage) makes its rank a writer too.
     auto sharded = [](const RankPlan &r) {
-      auto piece = [](const NamedBuffer &p) {
-        return p.flatShard.has_value();
-      };
+      auto piece = [](const NamedBuffer &p) { return p.flatShard.has_value(); };
       auto masterPiece = [](const NamedBuffer &s) {
         return !s.init.empty() && s.flatShard;
       };
@@ -401,10 +405,9 @@ int main(int argc, char **argv) {
   std::unique_ptr<Communicator> comm = launchedByMpi()
                                            ? createMpiCommunicator(&argc, &argv)
                                            : createSelfCommunicator();
-  std::string prefix = comm->size() > 1
-                           ? "weft-run: rank " + std::to_string(comm->rank()) +
-                                 ": "
-                           : "weft-run: ";
+  std::string prefix =
+      comm->size() > 1 ? "weft-run: rank " + std::to_string(comm->rank()) + ": "
+                       : "weft-run: ";
   std::string message;
   try {
     return run(parseOptions(argc, argv), *comm);

@@ -30,6 +30,7 @@ public:
     WEFT_CUDA_CHECK(cudaSetDevice(device));
     WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
     WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
+    WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&comm, cudaStreamNonBlocking));
     WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming));
     context.stream = compute;
     WEFT_CUBLAS_CHECK(cuda::CublasLt::get().cublasLtCreate(&context.lt));
@@ -54,6 +55,7 @@ public:
     cudaFree(context.workspace);
     cuda::CublasLt::get().cublasLtDestroy(context.lt);
     cudaEventDestroy(copied);
+    cudaStreamDestroy(comm);
     cudaStreamDestroy(copy);
     cudaStreamDestroy(compute);
   }
@@ -100,13 +102,57 @@ public:
     cuda::kernelTable().at(call.kernel)(call, context);
   }
   void synchronize() override {
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(comm));
     WEFT_CUDA_CHECK(cudaStreamSynchronize(copy));
     WEFT_CUDA_CHECK(cudaStreamSynchronize(compute));
     checkFault();
   }
   void setThreads(int) override {}
 
+  std::unique_ptr<Event> createEvent() override {
+    auto event = std::make_unique<CudaEvent>();
+    WEFT_CUDA_CHECK(cudaEventCreate(&event->event)); // timing enabled
+    return event;
+  }
+  void record(Event &event, Stream stream) override {
+    WEFT_CUDA_CHECK(
+        cudaEventRecord(static_cast<CudaEvent &>(event).event, of(stream)));
+  }
+  void wait(Stream stream, const Event &event) override {
+    WEFT_CUDA_CHECK(cudaStreamWaitEvent(
+        of(stream), static_cast<const CudaEvent &>(event).event, 0));
+  }
+  double elapsedUs(const Event &from, const Event &to) override {
+    float ms = 0;
+    WEFT_CUDA_CHECK(
+        cudaEventElapsedTime(&ms, static_cast<const CudaEvent &>(from).event,
+                             static_cast<const CudaEvent &>(to).event));
+    return 1000.0 * ms;
+  }
+
+  void *nativeStream(Stream stream) override { return of(stream); }
+
+  void *allocateHost(int64_t bytes) override {
+    void *host = nullptr;
+    cudaError_t status =
+        cudaHostAlloc(&host, std::max<int64_t>(bytes, 1), cudaHostAllocDefault);
+    if (status == cudaErrorMemoryAllocation)
+      throw Error("cannot allocate " + std::to_string(bytes) +
+                  " bytes of pinned host memory for " + name());
+    WEFT_CUDA_CHECK(status);
+    return host;
+  }
+  void freeHost(void *host) override { cudaFreeHost(host); }
+
 private:
+  struct CudaEvent final : Event {
+    cudaEvent_t event = nullptr;
+    ~CudaEvent() override { cudaEventDestroy(event); }
+  };
+  cudaStream_t of(Stream stream) const {
+    return stream == Stream::Compute ? compute : comm;
+  }
+
   /// Throws the first fault a kernel recorded since the last check.
   void checkFault() {
     if (fault->kind == cuda::Fault::None)
@@ -122,7 +168,8 @@ private:
   }
 
   int device;
-  cudaStream_t compute = nullptr, copy = nullptr;
+  /// Kernels; transfers and collectives; uploads and downloads.
+  cudaStream_t compute = nullptr, comm = nullptr, copy = nullptr;
   cudaEvent_t copied = nullptr;
   cuda::Scratch scratch;
   cuda::Fault *fault = nullptr; ///< host address

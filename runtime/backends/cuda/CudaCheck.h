@@ -3,8 +3,9 @@
 // WEFT_CUDA_CHECK(call) throws Error("file:line: call: <CUDA's error name
 // and string>") when a CUDA runtime call fails, so a failing call names
 // where it was made and what CUDA said, and weft-run prints it as its one
-// line; WEFT_CUBLAS_CHECK does the same for cuBLAS(Lt) status codes.
-// (WEFT_NCCL_CHECK follows with the NCCL communicator.)
+// line; WEFT_CUBLAS_CHECK and WEFT_NCCL_CHECK do the same for cuBLAS(Lt)
+// status codes and NCCL results (NcclCheck.h: only the communicator opens
+// NCCL).
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_RUNTIME_BACKENDS_CUDA_CUDACHECK_H

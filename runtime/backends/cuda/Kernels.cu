@@ -108,16 +108,26 @@ void cast(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
-/// One row (the `dim` elements of an axis, `inner` apart) per thread:
-/// RowMath.h's softmaxRow, in f32.
+/// A warp per row (the `dim` elements of an axis, `inner` apart): the max
+/// and the sum of exp(x - max) (double) by shuffles, then RowMath.h's
+/// elements, as the CPU's softmaxRow.
 template <Storage S, bool Log>
 __global__ void softmaxKernel(const void *x, void *y, int64_t rows, int64_t dim,
                               int64_t inner) {
-  WEFT_GRID_STRIDE(r, rows) {
+  int lane = threadIdx.x % 32;
+  WEFT_WARP_STRIDE(r, rows) {
     int64_t base = r / inner * dim * inner + r % inner;
-    softmaxRow<Log, float>(
-        dim, [&](int64_t d) { return load<S>(x, base + d * inner); },
-        [&](int64_t d, float v) { store<S>(y, base + d * inner, v); });
+    float max = -INFINITY;
+    for (int64_t d = lane; d < dim; d += 32)
+      max = fmaxf(max, load<S>(x, base + d * inner));
+    max = warpMax(max);
+    double sum = 0;
+    for (int64_t d = lane; d < dim; d += 32)
+      sum += expf(load<S>(x, base + d * inner) - max);
+    float constant = softmaxRowConstant<Log, float>(warpSum(sum));
+    for (int64_t d = lane; d < dim; d += 32)
+      store<S>(y, base + d * inner,
+               softmaxAt<Log>(load<S>(x, base + d * inner), max, constant));
   }
 }
 
@@ -131,7 +141,7 @@ template <bool Log> void softmax(const KernelCall &call, const Context &ctx) {
   if (rows == 0 || dim == 0)
     return;
   byStorage(call, x.dtype, [&]<Storage S>() {
-    softmaxKernel<S, Log><<<grid(rows), kThreads, 0, ctx.stream>>>(
+    softmaxKernel<S, Log><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
         x.data, y.data, rows, dim, inner);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());

@@ -97,9 +97,9 @@ __global__ void lossRowsKernel(const void *in, void *logp, Targets t,
       double sum = 0;
       for (int64_t c = lane; c < t.classes; c += 32)
         sum += expf(load<S>(in, t.at(k, c)) - max);
-      float logSum = float(log(warpSum(sum)));
+      float logSum = softmaxRowConstant<true, float>(warpSum(sum));
       for (int64_t c = lane; c < t.classes; c += 32) {
-        float v = load<S>(in, t.at(k, c)) - max - logSum;
+        float v = softmaxAt<true>(load<S>(in, t.at(k, c)), max, logSum);
         store<S>(logp, t.at(k, c), v);
         if (c == cls)
           picked = v;

@@ -3,9 +3,13 @@
 //
 // The executor is device-agnostic: it asks a Backend for the rank's arena,
 // copies weights, constants and inputs into it, and launches each compute
-// instruction on a stream. The CPU backend runs kernels synchronously on the
-// calling thread with OpenBLAS GEMM; a CUDA backend implements the same
-// interface with cuBLAS, a compute stream and copy streams.
+// instruction on a stream. The interface has the shape of IREE's HAL:
+// a device with memory (the arena, pinned host staging), streams (compute;
+// comm for transfers and collectives, torchgpipe's copy streams) and
+// events that order one stream after another's work and time it. The CPU
+// backend runs kernels synchronously on the calling thread with OpenBLAS
+// (its events are host timestamps, its waits no-ops); the CUDA backend
+// enqueues on CUDA streams with cuBLASLt and weft's kernels.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_RUNTIME_BACKEND_H
@@ -19,6 +23,18 @@
 namespace weft::rt {
 
 struct KernelCall;
+
+/// A marker in a stream's work (HAL's event, cudaEvent_t): recorded after
+/// the work enqueued on the stream so far. Another stream waits for it;
+/// two recorded events time the work between them.
+class Event {
+public:
+  virtual ~Event() = default;
+};
+
+/// A backend's queues: kernels run on Compute, transfers and collectives
+/// are posted on Comm, so they overlap the kernels that do not need them.
+enum class Stream { Compute, Comm };
 
 class Backend {
 public:
@@ -41,6 +57,27 @@ public:
   virtual void synchronize() = 0;
   /// Host threads the backend's math library may use (BLAS threads).
   virtual void setThreads(int threads) = 0;
+
+  /// A new event, not yet recorded.
+  virtual std::unique_ptr<Event> createEvent() = 0;
+  /// Marks the work enqueued on `stream` so far (a re-record moves it).
+  virtual void record(Event &event, Stream stream) = 0;
+  /// Work enqueued on `stream` after this call starts once `event`'s work
+  /// has finished; the host does not block.
+  virtual void wait(Stream stream, const Event &event) = 0;
+  /// Microseconds from `from` to `to`, both recorded and finished (after
+  /// synchronize()): device time on a GPU, host time on the CPU.
+  virtual double elapsedUs(const Event &from, const Event &to) = 0;
+
+  /// The native queue behind `stream` (cudaStream_t), for a communicator
+  /// that enqueues on it (NCCL); null where there is none (the CPU).
+  virtual void *nativeStream(Stream stream) { return nullptr; }
+
+  /// Host memory the device copies to and from directly (pinned: the
+  /// staging of MPI transfers); 64-byte aligned. Throws Error when none is
+  /// left.
+  virtual void *allocateHost(int64_t bytes) = 0;
+  virtual void freeHost(void *host) = 0;
 };
 
 /// The reference backend: host memory, OpenBLAS, synchronous execution.
@@ -48,10 +85,19 @@ std::unique_ptr<Backend> createCpuBackend();
 
 /// The CUDA backend (runtime/backends/cuda; built when WEFT_ENABLE_CUDA,
 /// which defines WEFT_HAVE_CUDA) on GPU `localRank` modulo the GPUs
-/// visible. Throws Error naming --device cuda when there is none. It
-/// implements no kernel yet (issue 15): device memory, copy and compute
-/// streams only.
+/// visible. Throws Error naming --device cuda when there is none.
 std::unique_ptr<Backend> createCudaBackend(int localRank);
+
+class Communicator;
+/// The plan's collectives over NCCL between ranks on distinct GPUs
+/// (runtime/backends/cuda/NcclCommunicator.cpp; built with
+/// WEFT_HAVE_NCCL): a communicator per mesh axis by ncclCommSplit,
+/// bootstrapped over `host`, each on its own stream after `backend`'s
+/// comm stream; point-to-point transfers and everything else go to `host`
+/// (the staged communicator). Throws Error naming --device cuda when NCCL
+/// cannot be opened or `backend` is not the CUDA backend.
+std::unique_ptr<Communicator> createNcclCommunicator(Communicator &host,
+                                                     Backend &backend);
 
 } // namespace weft::rt
 

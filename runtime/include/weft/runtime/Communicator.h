@@ -44,9 +44,9 @@ public:
   /// major, the last fastest): the ranks whose coordinates on the other axes
   /// equal this rank's `coords` (MPI_Comm_split). Collective over all ranks;
   /// call once, before the collectives below.
-  virtual void splitMesh(
-      const std::vector<std::pair<std::string, int64_t>> &axes,
-      const std::vector<int64_t> &coords) = 0;
+  virtual void
+  splitMesh(const std::vector<std::pair<std::string, int64_t>> &axes,
+            const std::vector<int64_t> &coords) = 0;
   /// Makes the group of sub-axis `name` of mesh axis `of` (ZeRO's groups,
   /// Plan.h's SubAxis): the ranks of this rank's `of` group whose `of`
   /// coordinates differ from `coord` only in (coord / stride) % size, in
@@ -63,8 +63,8 @@ public:
   ///
   /// postAllReduce sums (or, with `max`, takes the maximum of) `count`
   /// elements at `in` over the group into `out` (`out` may be `in`).
-  virtual void postAllReduce(const std::string &axis, const void *in,
-                             void *out, int64_t count, DType dtype, bool max,
+  virtual void postAllReduce(const std::string &axis, const void *in, void *out,
+                             int64_t count, DType dtype, bool max,
                              int64_t tag) = 0;
 
   /// Sequence parallelism's collectives (G members). The whole tensor is
@@ -79,9 +79,9 @@ public:
   /// input into part-major order, at the post, in a staging buffer the
   /// communicator owns until the wait (outside the plan's arena, as MPI's
   /// own buffers).
-  virtual void postAllGather(const std::string &axis, const void *in,
-                             void *out, int64_t outer, int64_t part,
-                             DType dtype, int64_t tag) = 0;
+  virtual void postAllGather(const std::string &axis, const void *in, void *out,
+                             int64_t outer, int64_t part, DType dtype,
+                             int64_t tag) = 0;
   virtual void postReduceScatter(const std::string &axis, const void *in,
                                  void *out, int64_t outer, int64_t part,
                                  DType dtype, int64_t tag) = 0;
@@ -93,14 +93,21 @@ public:
   /// libnbc has no progress thread), so the executor calls this between
   /// instructions while collectives are in flight.
   virtual void progress() {}
+  /// Blocks (under the watchdog) until every operation this rank posted
+  /// has finished on the device, at the end of a step: a communicator that
+  /// enqueues on a device stream (NCCL's) reports a stuck transfer here
+  /// rather than hanging the next synchronisation. The host ones have
+  /// nothing left by then.
+  virtual void drain() {}
 
   /// Every rank's `value`, indexed by rank (collective).
   virtual std::vector<int64_t> allGather(int64_t value) = 0;
   /// Every rank's `text`, on rank `root` only (collective; empty elsewhere).
   virtual std::vector<std::string> gatherStrings(const std::string &text,
                                                  int root) = 0;
-  /// `value` of rank `root`, on every rank (collective).
-  virtual double broadcast(double value, int root) = 0;
+  /// Copies the `bytes` bytes at `data` of rank `root` to `data` on every
+  /// rank (collective; NCCL's unique id, for one).
+  virtual void broadcast(void *data, int64_t bytes, int root) = 0;
   /// Blocks until every rank has called it (collective).
   virtual void barrier() = 0;
 
@@ -117,12 +124,81 @@ protected:
   double timeoutSeconds = 0;
 };
 
+/// Every call forwarded to `inner` (which must outlive it): the base of a
+/// communicator that changes how some operations move (staging, NCCL) and
+/// leaves the rest to the one beneath.
+class ForwardingCommunicator : public Communicator {
+public:
+  explicit ForwardingCommunicator(Communicator &inner) : inner(inner) {}
+  int rank() const override { return inner.rank(); }
+  int size() const override { return inner.size(); }
+  void isend(const void *data, int64_t bytes, int peer, int64_t tag) override {
+    inner.isend(data, bytes, peer, tag);
+  }
+  void irecv(void *data, int64_t bytes, int peer, int64_t tag) override {
+    inner.irecv(data, bytes, peer, tag);
+  }
+  void wait(int64_t tag) override { inner.wait(tag); }
+  void splitMesh(const std::vector<std::pair<std::string, int64_t>> &axes,
+                 const std::vector<int64_t> &coords) override {
+    inner.splitMesh(axes, coords);
+  }
+  void splitSubAxis(const std::string &name, const std::string &of,
+                    int64_t size, int64_t stride, int64_t coord) override {
+    inner.splitSubAxis(name, of, size, stride, coord);
+  }
+  void postAllReduce(const std::string &axis, const void *in, void *out,
+                     int64_t count, DType dtype, bool max,
+                     int64_t tag) override {
+    inner.postAllReduce(axis, in, out, count, dtype, max, tag);
+  }
+  void postAllGather(const std::string &axis, const void *in, void *out,
+                     int64_t outer, int64_t part, DType dtype,
+                     int64_t tag) override {
+    inner.postAllGather(axis, in, out, outer, part, dtype, tag);
+  }
+  void postReduceScatter(const std::string &axis, const void *in, void *out,
+                         int64_t outer, int64_t part, DType dtype,
+                         int64_t tag) override {
+    inner.postReduceScatter(axis, in, out, outer, part, dtype, tag);
+  }
+  void waitCollective(int64_t tag) override { inner.waitCollective(tag); }
+  void progress() override { inner.progress(); }
+  void drain() override { inner.drain(); }
+  std::vector<int64_t> allGather(int64_t value) override {
+    return inner.allGather(value);
+  }
+  std::vector<std::string> gatherStrings(const std::string &text,
+                                         int root) override {
+    return inner.gatherStrings(text, root);
+  }
+  void broadcast(void *data, int64_t bytes, int root) override {
+    inner.broadcast(data, bytes, root);
+  }
+  void barrier() override { inner.barrier(); }
+  [[noreturn]] void abort(const std::string &message) override {
+    inner.abort(message);
+  }
+
+protected:
+  Communicator &inner;
+};
+
 /// One rank, no peers: collectives return this rank's value; a transfer is
 /// an Error (the plan has one rank).
 std::unique_ptr<Communicator> createSelfCommunicator();
 
 /// MPI_COMM_WORLD. Calls MPI_Init (and MPI_Finalize on destruction).
 std::unique_ptr<Communicator> createMpiCommunicator(int *argc, char ***argv);
+
+class Backend;
+/// `inner`'s transfers and collectives of `backend`'s device memory,
+/// staged through pinned host buffers (StagedCommunicator.cpp): for a
+/// device arena over a host communicator (MPI). Collective sizes come from
+/// splitMesh/splitSubAxis, which it forwards; everything else is `inner`'s.
+/// Both must outlive it.
+std::unique_ptr<Communicator> createStagedCommunicator(Communicator &inner,
+                                                       Backend &backend);
 
 /// True when this process was started by mpirun/mpiexec (Open MPI, MPICH).
 bool launchedByMpi();

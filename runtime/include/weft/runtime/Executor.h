@@ -65,8 +65,8 @@ public:
   /// removes `temp`, so `path` is never partial and never holds another
   /// rank's stale values. A rank writes its ZeRO pieces (flat shards) of
   /// parameters, and its other tensors only when `replicaZero`.
-  void exportModel(const std::string &path, const std::string &temp,
-                   bool first, bool last, bool replicaZero) const;
+  void exportModel(const std::string &path, const std::string &temp, bool first,
+                   bool last, bool replicaZero) const;
 
   /// One tensor this rank trains or keeps across steps.
   struct StateTensor {
@@ -108,10 +108,14 @@ public:
   /// declares): for tests, and for weights that arrive from elsewhere.
   void setParameter(const std::string &name, const std::string &bytes);
 
-  /// Runs the instruction list once: compute on the backend, transfers and
-  /// collectives on the communicator (driven between instructions while a
-  /// collective is in flight). `trace`, when given, receives one event per
-  /// instruction, and one per collective spanning its post to its wait.
+  /// Runs the instruction list once: compute on the backend's compute
+  /// stream, transfers and collectives on the communicator, posted on the
+  /// comm stream after an event on the compute stream (their producers),
+  /// the compute stream waiting on the comm stream after each wait (driven
+  /// between instructions while a collective is in flight). `trace`, when
+  /// given, receives one event per instruction, and one per collective
+  /// spanning its post to its wait; kernels are timed by backend events
+  /// (device time), not by synchronising after each.
   void run(int64_t step, uint64_t seed, std::vector<TraceEvent> *trace);
 
   /// Bytes of a plan output after run().
@@ -146,6 +150,11 @@ private:
   Communicator *comm;
   char *arena = nullptr;
   int64_t peak = 0;
+  /// The hand-offs between the streams: compute -> comm before a post,
+  /// comm -> compute after a wait.
+  std::unique_ptr<Event> produced, arrived;
+  /// Tracing: a start and an end per instruction, then the step's origin.
+  std::vector<std::unique_ptr<Event>> timing;
 };
 
 } // namespace weft::rt

@@ -109,6 +109,9 @@ inline bool isTransfer(const std::string &op) {
   return op == "isend" || op == "irecv" || op == "wait_send" ||
          op == "wait_recv";
 }
+inline bool isTransferWait(const std::string &op) {
+  return op == "wait_send" || op == "wait_recv";
+}
 inline bool isCollective(const std::string &op) {
   return op == "all_reduce" || op == "all_gather" || op == "reduce_scatter";
 }

@@ -1,0 +1,265 @@
+//===- NcclCommunicator.cpp - the plan's collectives over NCCL ------------===//
+//
+// Ranks on distinct GPUs run the plan's collectives with NCCL: a world
+// communicator bootstrapped over the host communicator (rank 0's unique id,
+// broadcast), one communicator per mesh axis and ZeRO sub-axis by
+// ncclCommSplit, each with its own stream (ProcessGroupNCCL's form: a
+// collective on one axis never queues behind another axis's, as MPI's
+// communicators progress independently, so the group orders the plan
+// loader checked cannot deadlock on a shared stream). A post makes the
+// axis stream wait for the backend's comm stream (which waits for the
+// producing kernels); a wait makes the comm stream wait for the axis
+// stream (and the executor the compute stream for the comm stream): the
+// host never blocks until drain(), at the end of a step, which polls under
+// the watchdog and aborts the communicators when it expires.
+//
+// A part of a sequence-parallel all-gather or reduce-scatter that is not
+// contiguous in the whole (outer > 1) is gathered into, or packed from, a
+// device staging buffer of the axis (in part-major order) with 2-D copies
+// on the axis stream. Point-to-point transfers (pipeline stages) go through the
+// host communicator, staged (StagedCommunicator.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/runtime/Backend.h"
+#include "weft/runtime/Communicator.h"
+
+#include "CudaCheck.h"
+#include "NcclCheck.h"
+
+#include <chrono>
+#include <map>
+#include <thread>
+
+namespace weft::rt {
+
+namespace {
+
+ncclDataType_t ncclType(DType dtype, int64_t tag) {
+  switch (dtype) {
+  case DType::F32:
+    return ncclFloat32;
+  case DType::F64:
+    return ncclFloat64;
+  case DType::BF16:
+    return ncclBfloat16;
+  case DType::F16:
+    return ncclFloat16;
+  default:
+    throw Error("collective tag " + std::to_string(tag) + ": dtype " +
+                dtypeName(dtype) + " has no NCCL reduction here");
+  }
+}
+
+class NcclCommunicator final : public ForwardingCommunicator {
+public:
+  /// Point-to-point transfers and the host-side collectives stay `host`'s.
+  NcclCommunicator(Communicator &host, cudaStream_t comm)
+      : ForwardingCommunicator(host), nccl(cuda::Nccl::get()), comm(comm) {
+    ncclUniqueId id{};
+    if (inner.rank() == 0)
+      WEFT_NCCL_CHECK(nccl.ncclGetUniqueId(&id));
+    inner.broadcast(&id, sizeof id, 0);
+    WEFT_NCCL_CHECK(
+        nccl.ncclCommInitRank(&world, inner.size(), id, inner.rank()));
+    WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+  }
+  ~NcclCommunicator() override {
+    for (auto &[name, group] : groups) {
+      if (group.staging)
+        cudaFreeAsync(group.staging, group.stream);
+      cudaStreamSynchronize(group.stream);
+      nccl.ncclCommDestroy(group.comm);
+      cudaEventDestroy(group.done);
+      cudaStreamDestroy(group.stream);
+    }
+    nccl.ncclCommDestroy(world);
+    cudaEventDestroy(ready);
+  }
+
+  void splitMesh(const std::vector<std::pair<std::string, int64_t>> &axes,
+                 const std::vector<int64_t> &coords) override {
+    inner.splitMesh(axes, coords); // the host's groups serve its transfers
+    for (size_t a = 0; a < axes.size(); ++a) {
+      // The group: the ranks whose other coordinates equal this rank's,
+      // ordered by their coordinate on the axis.
+      int64_t color = 0;
+      for (size_t b = 0; b < axes.size(); ++b)
+        if (b != a)
+          color = color * axes[b].second + coords[b];
+      split(axes[a].first, world, color, coords[a]);
+    }
+  }
+  void splitSubAxis(const std::string &name, const std::string &of,
+                    int64_t size, int64_t stride, int64_t coord) override {
+    inner.splitSubAxis(name, of, size, stride, coord);
+    int64_t digit = coord / stride % size;
+    split(name, group(of, -1).comm, coord - digit * stride, digit);
+  }
+
+  void postAllReduce(const std::string &axis, const void *in, void *out,
+                     int64_t count, DType dtype, bool max,
+                     int64_t tag) override {
+    Group &g = post(axis, tag);
+    WEFT_NCCL_CHECK(nccl.ncclAllReduce(in, out, count, ncclType(dtype, tag),
+                                       max ? ncclMax : ncclSum, g.comm,
+                                       g.stream));
+  }
+  void postAllGather(const std::string &axis, const void *in, void *out,
+                     int64_t outer, int64_t part, DType dtype,
+                     int64_t tag) override {
+    Group &g = post(axis, tag);
+    ncclDataType_t type = ncclType(dtype, tag);
+    if (outer == 1) {
+      WEFT_NCCL_CHECK(
+          nccl.ncclAllGather(in, out, part, type, g.comm, g.stream));
+      return;
+    }
+    // [G][outer][part] from NCCL, laid out as [outer][G][part].
+    int64_t size = dtypeSize(dtype), piece = outer * part * size;
+    char *gathered = stage(g, g.members * piece);
+    WEFT_NCCL_CHECK(
+        nccl.ncclAllGather(in, gathered, outer * part, type, g.comm, g.stream));
+    for (int64_t m = 0; m < g.members; ++m)
+      WEFT_CUDA_CHECK(cudaMemcpy2DAsync(
+          static_cast<char *>(out) + m * part * size, g.members * part * size,
+          gathered + m * piece, part * size, part * size, outer,
+          cudaMemcpyDeviceToDevice, g.stream));
+  }
+  void postReduceScatter(const std::string &axis, const void *in, void *out,
+                         int64_t outer, int64_t part, DType dtype,
+                         int64_t tag) override {
+    Group &g = post(axis, tag);
+    ncclDataType_t type = ncclType(dtype, tag);
+    if (outer == 1) {
+      WEFT_NCCL_CHECK(nccl.ncclReduceScatter(in, out, part, type, ncclSum,
+                                             g.comm, g.stream));
+      return;
+    }
+    // [outer][G][part] packed as [G][outer][part] for NCCL.
+    int64_t size = dtypeSize(dtype), piece = outer * part * size;
+    char *packed = stage(g, g.members * piece);
+    for (int64_t m = 0; m < g.members; ++m)
+      WEFT_CUDA_CHECK(
+          cudaMemcpy2DAsync(packed + m * piece, part * size,
+                            static_cast<const char *>(in) + m * part * size,
+                            g.members * part * size, part * size, outer,
+                            cudaMemcpyDeviceToDevice, g.stream));
+    WEFT_NCCL_CHECK(nccl.ncclReduceScatter(packed, out, outer * part, type,
+                                           ncclSum, g.comm, g.stream));
+  }
+  void waitCollective(int64_t tag) override {
+    auto it = posted.find(tag);
+    if (it == posted.end())
+      throw Error("wait_collective tag " + std::to_string(tag) +
+                  ": no collective with that tag is pending on rank " +
+                  std::to_string(rank()));
+    Group &g = *it->second;
+    posted.erase(it);
+    // What follows on the comm stream (and, through the executor's event,
+    // the compute stream) waits for the collective.
+    WEFT_CUDA_CHECK(cudaEventRecord(g.done, g.stream));
+    WEFT_CUDA_CHECK(cudaStreamWaitEvent(comm, g.done, 0));
+  }
+  void drain() override {
+    inner.drain();
+    auto start = std::chrono::steady_clock::now();
+    for (auto &[name, g] : groups) {
+      WEFT_CUDA_CHECK(cudaEventRecord(g.done, g.stream));
+      while (cudaEventQuery(g.done) == cudaErrorNotReady) {
+        ncclResult_t async = ncclSuccess;
+        WEFT_NCCL_CHECK(nccl.ncclCommGetAsyncError(g.comm, &async));
+        WEFT_NCCL_CHECK(async);
+        double waited = std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+        if (timeoutSeconds > 0 && waited > timeoutSeconds) {
+          for (auto &[other, h] : groups)
+            nccl.ncclCommAbort(h.comm);
+          throw Error("rank " + std::to_string(rank()) +
+                      ": the collectives "
+                      "on axis '" +
+                      name + "' have not finished after " +
+                      std::to_string(timeoutSeconds) +
+                      " s (NCCL communicators aborted)");
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+      WEFT_CUDA_CHECK(cudaEventQuery(g.done));
+    }
+  }
+
+private:
+  /// One mesh axis's (or sub-axis's) communicator and stream.
+  struct Group {
+    ncclComm_t comm = nullptr;
+    cudaStream_t stream = nullptr;
+    cudaEvent_t done = nullptr;
+    int64_t members = 1;
+    void *staging = nullptr; ///< outer > 1 gathers and scatters
+    int64_t stagingBytes = 0;
+  };
+
+  void split(const std::string &name, ncclComm_t parent, int64_t color,
+             int64_t key) {
+    Group g;
+    WEFT_NCCL_CHECK(
+        nccl.ncclCommSplit(parent, int(color), int(key), &g.comm, nullptr));
+    int count = 1;
+    WEFT_NCCL_CHECK(nccl.ncclCommCount(g.comm, &count));
+    g.members = count;
+    WEFT_CUDA_CHECK(
+        cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
+    WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&g.done, cudaEventDisableTiming));
+    groups[name] = g;
+  }
+  Group &group(const std::string &axis, int64_t tag) {
+    auto it = groups.find(axis);
+    if (it == groups.end())
+      throw Error("collective tag " + std::to_string(tag) + ": axis '" + axis +
+                  "' has no NCCL communicator on rank " +
+                  std::to_string(rank()));
+    return it->second;
+  }
+  /// The axis stream, after the kernels enqueued so far (the backend's
+  /// comm stream waits for them: Executor::run).
+  Group &post(const std::string &axis, int64_t tag) {
+    Group &g = group(axis, tag);
+    WEFT_CUDA_CHECK(cudaEventRecord(ready, comm));
+    WEFT_CUDA_CHECK(cudaStreamWaitEvent(g.stream, ready, 0));
+    posted[tag] = &g;
+    return g;
+  }
+  /// The group's device staging of at least `bytes`: used only on its
+  /// stream, so growing it is ordered there (the old buffer is freed after
+  /// the collectives queued before).
+  char *stage(Group &g, int64_t bytes) {
+    if (bytes > g.stagingBytes) {
+      if (g.staging)
+        WEFT_CUDA_CHECK(cudaFreeAsync(g.staging, g.stream));
+      WEFT_CUDA_CHECK(cudaMallocAsync(&g.staging, bytes, g.stream));
+      g.stagingBytes = bytes;
+    }
+    return static_cast<char *>(g.staging);
+  }
+
+  const cuda::Nccl &nccl;
+  cudaStream_t comm;
+  ncclComm_t world = nullptr;
+  cudaEvent_t ready = nullptr;
+  std::map<std::string, Group> groups;
+  std::map<int64_t, Group *> posted;
+};
+
+} // namespace
+
+std::unique_ptr<Communicator> createNcclCommunicator(Communicator &host,
+                                                     Backend &backend) {
+  auto *comm = static_cast<cudaStream_t>(backend.nativeStream(Stream::Comm));
+  if (!comm)
+    throw Error("--device cuda: NCCL needs the CUDA backend (" +
+                backend.name() + ")");
+  return std::make_unique<NcclCommunicator>(host, comm);
+}
+
+} // namespace weft::rt

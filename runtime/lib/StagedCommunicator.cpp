@@ -1,0 +1,152 @@
+//===- StagedCommunicator.cpp - device transfers through host staging -----===//
+//
+// MPI moves host memory. A rank whose arena is device memory (the CUDA
+// backend without NCCL, or ranks sharing one GPU, which NCCL refuses)
+// stages each transfer through pinned host buffers: a post copies the
+// device bytes down (Backend::download, ordered after the kernels enqueued
+// before it), hands the staging buffer to the host communicator, and the
+// wait copies what arrived up into the arena. The device buffer is free
+// again as soon as the post returns. Staging buffers are pinned once and
+// reused by size: pinning is slow, and a step posts the same sizes every
+// time. The CPU backend can run on it too (weft-run --stage-transfers), so
+// the path is tested where there is no GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/runtime/Communicator.h"
+
+#include "weft/runtime/Backend.h"
+
+#include <map>
+
+namespace weft::rt {
+
+namespace {
+
+class StagedCommunicator final : public ForwardingCommunicator {
+public:
+  StagedCommunicator(Communicator &inner, Backend &backend)
+      : ForwardingCommunicator(inner), backend(backend) {}
+  ~StagedCommunicator() override {
+    for (auto &[bytes, buffers] : idle)
+      for (void *host : buffers)
+        backend.freeHost(host);
+    for (auto &[tag, staged] : pending)
+      for (auto [host, bytes] : staged.buffers)
+        backend.freeHost(host);
+  }
+
+  void isend(const void *data, int64_t bytes, int peer, int64_t tag) override {
+    void *host = take(bytes);
+    backend.download(host, data, bytes);
+    inner.isend(host, bytes, peer, tag);
+    pending[tag] = {{{host, bytes}}, nullptr};
+  }
+  void irecv(void *data, int64_t bytes, int peer, int64_t tag) override {
+    void *host = take(bytes);
+    inner.irecv(host, bytes, peer, tag);
+    pending[tag] = {{{host, bytes}}, data};
+  }
+  void wait(int64_t tag) override {
+    inner.wait(tag);
+    finish(tag);
+  }
+
+  void splitMesh(const std::vector<std::pair<std::string, int64_t>> &axes,
+                 const std::vector<int64_t> &coords) override {
+    for (const auto &[name, size] : axes)
+      groupSize[name] = size;
+    inner.splitMesh(axes, coords);
+  }
+  void splitSubAxis(const std::string &name, const std::string &of,
+                    int64_t size, int64_t stride, int64_t coord) override {
+    groupSize[name] = size;
+    inner.splitSubAxis(name, of, size, stride, coord);
+  }
+
+  void postAllReduce(const std::string &axis, const void *in, void *out,
+                     int64_t count, DType dtype, bool max,
+                     int64_t tag) override {
+    int64_t bytes = count * dtypeSize(dtype);
+    void *host = take(bytes);
+    backend.download(host, in, bytes);
+    inner.postAllReduce(axis, host, host, count, dtype, max, tag);
+    pending[tag] = {{{host, bytes}}, out};
+  }
+  void postAllGather(const std::string &axis, const void *in, void *out,
+                     int64_t outer, int64_t part, DType dtype,
+                     int64_t tag) override {
+    int64_t piece = outer * part * dtypeSize(dtype);
+    int64_t whole = piece * members(axis, tag);
+    void *hostIn = take(piece), *hostOut = take(whole);
+    backend.download(hostIn, in, piece);
+    inner.postAllGather(axis, hostIn, hostOut, outer, part, dtype, tag);
+    // The result is the first buffer: finish() uploads it.
+    pending[tag] = {{{hostOut, whole}, {hostIn, piece}}, out};
+  }
+  void postReduceScatter(const std::string &axis, const void *in, void *out,
+                         int64_t outer, int64_t part, DType dtype,
+                         int64_t tag) override {
+    int64_t piece = outer * part * dtypeSize(dtype);
+    int64_t whole = piece * members(axis, tag);
+    void *hostIn = take(whole), *hostOut = take(piece);
+    backend.download(hostIn, in, whole);
+    inner.postReduceScatter(axis, hostIn, hostOut, outer, part, dtype, tag);
+    pending[tag] = {{{hostOut, piece}, {hostIn, whole}}, out};
+  }
+  void waitCollective(int64_t tag) override {
+    inner.waitCollective(tag);
+    finish(tag);
+  }
+
+private:
+  /// A posted operation's staging buffers (the first receives the result)
+  /// and the device bytes the result goes to (null: a send).
+  struct Staged {
+    std::vector<std::pair<void *, int64_t>> buffers;
+    void *device = nullptr;
+  };
+
+  int64_t members(const std::string &axis, int64_t tag) const {
+    auto it = groupSize.find(axis);
+    if (it == groupSize.end())
+      throw Error("collective tag " + std::to_string(tag) + ": axis '" + axis +
+                  "' has no group on rank " + std::to_string(inner.rank()));
+    return it->second;
+  }
+  void *take(int64_t bytes) {
+    std::vector<void *> &free = idle[bytes];
+    if (free.empty())
+      return backend.allocateHost(bytes);
+    void *host = free.back();
+    free.pop_back();
+    return host;
+  }
+  /// Uploads what arrived and returns the staging buffers to the pool.
+  void finish(int64_t tag) {
+    auto it = pending.find(tag);
+    if (it == pending.end())
+      return; // the inner communicator has already refused the tag
+    Staged staged = std::move(it->second);
+    pending.erase(it);
+    if (staged.device)
+      backend.upload(staged.device, staged.buffers[0].first,
+                     staged.buffers[0].second);
+    for (auto [host, bytes] : staged.buffers)
+      idle[bytes].push_back(host);
+  }
+
+  Backend &backend;
+  std::map<std::string, int64_t> groupSize;
+  std::map<int64_t, Staged> pending;
+  std::map<int64_t, std::vector<void *>> idle; ///< pinned buffers by size
+};
+
+} // namespace
+
+std::unique_ptr<Communicator> createStagedCommunicator(Communicator &inner,
+                                                       Backend &backend) {
+  return std::make_unique<StagedCommunicator>(inner, backend);
+}
+
+} // namespace weft::rt
