@@ -10,6 +10,7 @@ before it runs. Without a GPU (CI, and any session without one) the GPU
 tests skip with a message; the error paths run everywhere.
 """
 
+import json
 import shutil
 import subprocess
 
@@ -64,18 +65,47 @@ def test_cuda_without_a_gpu_names_the_flag(plan):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_cuda_refuses_a_plan_before_running_half_of_it(models_dir, tmp_path):
-    """resnet's convolutions have no CUDA kernel yet."""
+class Clamp(torch.nn.Module):
+    """Clip, which has no CUDA kernel yet."""
+
+    def forward(self, x):
+        return torch.clamp(x, -1.0, 1.0).sum()
+
+
+def test_cuda_refuses_a_plan_before_running_half_of_it(tmp_path):
     if not gpu_present():
         pytest.skip("no GPU on this machine: the CUDA backend's device path "
                     "was not run")
+    model = tmp_path / "clamp.onnx"
+    export(Clamp(), (torch.randn(4, 8),), ["x"], str(model))
+    plan = tmp_path / "clamp.json"
+    out = run([tool("weftc"), str(model), "--forward-only", "-o", str(plan)])
+    assert out.returncode == 0, out.stderr
+    result = run([tool("weft-run"), str(plan), "--device", "cuda"])
+    assert result.returncode == 1
+    assert "this backend has no kernel 'clip'" in result.stderr
+
+
+def test_cuda_resnet_first_step_equals_the_cpu_backend(models_dir, tmp_path):
+    """resnet18's first training step (cuDNN convolutions and batch norm,
+    max pooling, the loss): its loss within 1e-5 of the CPU backend's. Only
+    the first step: batch-norm CNNs drift apart in float32 over steps
+    (docs/numerics.md), so later losses are no oracle."""
+    if not gpu_present():
+        pytest.skip("no GPU on this machine: cuDNN convolution, batch norm "
+                    "and the pooling kernels were compiled, not run")
     plan = tmp_path / "resnet.json"
     out = run([tool("weftc"), str(models_dir / "resnet.onnx"), "-o",
                str(plan)])
     assert out.returncode == 0, out.stderr
-    result = run([tool("weft-run"), str(plan), "--device", "cuda"])
-    assert result.returncode == 1
-    assert "this backend has no kernel 'conv'" in result.stderr
+    losses = {}
+    for device in ("cpu", "cuda"):
+        log = tmp_path / f"{device}.jsonl"
+        out = run([tool("weft-run"), str(plan), "--device", device,
+                   "--log-json", str(log)])
+        assert out.returncode == 0, out.stderr
+        losses[device] = json.loads(log.read_text().splitlines()[0])["loss"]
+    assert abs(losses["cuda"] - losses["cpu"]) <= 1e-5 * abs(losses["cpu"])
 
 
 class Mlp(torch.nn.Module):

@@ -39,6 +39,7 @@ public:
     context.workspaceBytes = 32u << 20;
     WEFT_CUDA_CHECK(cudaMalloc(&context.workspace, context.workspaceBytes));
     context.scratch = &scratch;
+    context.cudnn = &cudnn;
     // The fault record is host memory the device writes through.
     void *host = nullptr, *mapped = nullptr;
     WEFT_CUDA_CHECK(
@@ -172,6 +173,7 @@ private:
   cudaStream_t compute = nullptr, comm = nullptr, copy = nullptr;
   cudaEvent_t copied = nullptr;
   cuda::Scratch scratch;
+  cuda::CudnnHandle cudnn;
   cuda::Fault *fault = nullptr; ///< host address
   cuda::Context context;
 };

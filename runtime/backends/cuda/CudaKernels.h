@@ -48,14 +48,34 @@ private:
   size_t size = 0;
 };
 
+/// cuDNN's handle, made (and cuDNN opened) by the first kernel that needs
+/// it (Convolution.cpp), bound to the compute stream.
+class CudnnHandle {
+public:
+  CudnnHandle() = default;
+  CudnnHandle(const CudnnHandle &) = delete;
+  CudnnHandle &operator=(const CudnnHandle &) = delete;
+  ~CudnnHandle() {
+    if (handle)
+      destroy(handle);
+  }
+  /// The cudnnHandle_t, made on the first call.
+  void *get(cudaStream_t stream);
+
+private:
+  void *handle = nullptr;
+  void (*destroy)(void *) = nullptr; ///< set with the handle
+};
+
 /// What a kernel launches with: the compute stream, cuBLASLt's handle and
-/// its workspace (device bytes, apart from the plan's arena), the scratch
-/// buffer and the fault record.
+/// its workspace (device bytes, apart from the plan's arena), cuDNN's
+/// handle, the scratch buffer and the fault record.
 struct Context {
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;
   void *workspace = nullptr;
   size_t workspaceBytes = 0;
+  CudnnHandle *cudnn = nullptr;
   Scratch *scratch = nullptr;
   Fault *fault = nullptr; ///< host-mapped: the device address
 };
@@ -82,6 +102,12 @@ void registerLossKernels(KernelTable &table);
 /// reduce_sum, reduce_mean, reduce_max; gather and gather_grad (a stable
 /// sort of the indices, so the scatter-add is deterministic) (Gather.cu).
 void registerReductionKernels(KernelTable &table);
+/// conv, conv_transpose, conv_weight_grad, batch_norm and batch_norm_grad
+/// through cuDNN (Convolution.cpp; built when CMake finds cuDNN:
+/// WEFT_HAVE_CUDNN).
+void registerCudnnKernels(KernelTable &table);
+/// max_pool and max_pool_grad (Pooling.cu).
+void registerPoolingKernels(KernelTable &table);
 /// matmul and gemm through cuBLASLt (Gemm.cpp).
 void registerGemmKernels(KernelTable &table);
 

@@ -339,6 +339,10 @@ const KernelTable &kernelTable() {
     registerRowKernels(t);
     registerLossKernels(t);
     registerReductionKernels(t);
+#ifdef WEFT_HAVE_CUDNN
+    registerCudnnKernels(t);
+#endif
+    registerPoolingKernels(t);
     return t;
   }();
   return table;

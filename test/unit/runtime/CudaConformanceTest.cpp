@@ -519,6 +519,75 @@ TEST_P(CudaConformance, GatherAndItsGradient) {
       }
 }
 
+/// cuDNN's convolutions: 2-D grouped and strided with a bias, 1-D dilated;
+/// the transpose and the weight gradient of the 2-D one.
+TEST_P(CudaConformance, Convolutions) {
+  for (DType d : floats()) {
+    auto window = [](Case &c, std::vector<int64_t> strides,
+                     std::vector<int64_t> pads, std::vector<int64_t> dilations,
+                     int64_t group) {
+      c.attrs.set("strides", strides);
+      c.attrs.set("pads", pads);
+      c.attrs.set("dilations", dilations);
+      c.attrs.set("group", group);
+    };
+    TensorType x{d, {2, 4, 9, 9}}, w{d, {6, 2, 3, 3}}, y{d, {2, 6, 5, 5}};
+    Case conv{"conv", {x, w, {d, {6}}}, {y}};
+    window(conv, {2, 2}, {1, 1, 1, 1}, {1, 1}, 2);
+    Case line{"conv", {{d, {2, 3, 11}}, {d, {4, 3, 3}}}, {{d, {2, 4, 9}}}};
+    window(line, {1}, {1, 1}, {2}, 1);
+    Case transpose{"conv_transpose", {y, w}, {x}};
+    window(transpose, {2, 2}, {1, 1, 1, 1}, {1, 1}, 2);
+    transpose.attrs.set("output_padding", std::vector<int64_t>{0, 0});
+    Case weight{"conv_weight_grad", {x, y}, {w}};
+    window(weight, {2, 2}, {1, 1, 1, 1}, {1, 1}, 2);
+    weight.attrs.set("kernel_shape", std::vector<int64_t>{3, 3});
+    for (const Case *c : {&conv, &line, &transpose, &weight})
+      expectConforms(*c, *gpu);
+  }
+}
+
+/// Training-mode batch norm (f32: mixed precision keeps norms in f32) and
+/// its gradient; the running statistics in place.
+TEST_P(CudaConformance, BatchNorm) {
+  TensorType x{DType::F32, {4, 3, 5, 5}}, channel{DType::F32, {3}};
+  Case forward{"batch_norm",
+               {x, channel, channel, channel, channel},
+               {x, channel, channel}};
+  forward.inPlace = {{1, 3}, {2, 4}};
+  forward.positive = {4};
+  forward.attrs.set("epsilon", 1e-5);
+  forward.attrs.set("momentum", 0.9);
+  forward.attrs.set("training", true);
+  forward.attrs.set("unbiased_running_var", true);
+  expectConforms(forward, *gpu);
+  Case backward{"batch_norm_grad",
+                {x, channel, channel, channel, x},
+                {x, channel, channel}};
+  backward.positive = {3};
+  backward.attrs.set("epsilon", 1e-5);
+  backward.attrs.set("training", true);
+  expectConforms(backward, *gpu);
+}
+
+/// ResNet's stem pooling (3x3, stride 2, pad 1): windows overlap, so the
+/// gradient gathers from several windows per input.
+TEST_P(CudaConformance, MaxPool) {
+  for (DType d : floats()) {
+    TensorType x{d, {2, 3, 9, 9}}, y{d, {2, 3, 5, 5}};
+    Case forward{"max_pool", {x}, {y}}, backward{"max_pool_grad", {x, y}, {x}};
+    for (Case *c : {&forward, &backward}) {
+      c->attrs.set("kernel_shape", std::vector<int64_t>{3, 3});
+      c->attrs.set("strides", std::vector<int64_t>{2, 2});
+      c->attrs.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+      c->attrs.set("dilations", std::vector<int64_t>{1, 1});
+    }
+    forward.attrs.set("ceil_mode", false);
+    expectConforms(forward, *gpu);
+    expectConforms(backward, *gpu);
+  }
+}
+
 /// Every kernel of a transformer's training step (the gpt example's plans
 /// at f32, bf16 and f16 with loss scaling, one rank) has a CUDA
 /// implementation, so such a plan loads on the GPU (checked without one).

@@ -18,6 +18,7 @@
 #include "weft/runtime/Tensor.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -178,6 +179,7 @@ public:
   void barrier() override { inner.barrier(); }
   [[noreturn]] void abort(const std::string &message) override {
     inner.abort(message);
+    std::abort(); // not reached: inner.abort ends the process
   }
 
 protected:
