@@ -194,6 +194,14 @@ def test_cuda_gpt_training_equals_the_cpu_backend(gpt_and_batches, tmp_path):
     cpu = _weft_losses(gpt_and_batches, tmp_path / "cpu", "cpu")
     cuda = _weft_losses(gpt_and_batches, tmp_path / "cuda", "cuda")
     assert np.abs(cuda - cpu).max() <= 1e-5 * np.abs(cpu).max(), (cuda, cpu)
+    # The device holds at least the planned arena and the libraries'
+    # workspaces, reported apart (the rest is the allocators' rounding and
+    # lazily loaded kernel code, which bench/gpu_gpt.py reports).
+    record = json.loads(
+        (tmp_path / "cuda" / "log.jsonl").read_text().splitlines()[-1])
+    assert record["workspace_bytes"] >= 32 << 20
+    assert record["device_used_bytes"] >= \
+        record["arena_bytes"] + record["workspace_bytes"], record
 
 
 def test_cuda_bf16_gpt_tracks_torch_autocast_on_the_gpu(gpt_and_batches,

@@ -286,6 +286,12 @@ int run(const RunOptions &o, Communicator &world) {
                      {"peak_bytes", peakMax},
                      {"rank_arena_bytes", rankArena},
                      {"rank_peak_bytes", rankPeak}};
+      // A GPU: the libraries' bytes beside the arena, and what the device
+      // shows in use (arena + workspaces + the allocators' rounding).
+      if (backend->deviceBytesInUse() >= 0) {
+        record["workspace_bytes"] = backend->workspaceBytes();
+        record["device_used_bytes"] = backend->deviceBytesInUse();
+      }
       // f16: the loss scale the next step uses and the steps skipped so
       // far (GradScaler's get_scale and its skipped optimizer steps).
       if (auto scaler = executor.lossScaler()) {

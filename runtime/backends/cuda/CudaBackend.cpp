@@ -28,6 +28,9 @@ class CudaBackend final : public Backend {
 public:
   explicit CudaBackend(int device) : device(device) {
     WEFT_CUDA_CHECK(cudaSetDevice(device));
+    WEFT_CUDA_CHECK(cudaFree(nullptr)); // the context, before measuring
+    size_t total = 0;
+    WEFT_CUDA_CHECK(cudaMemGetInfo(&freeAtStart, &total));
     WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
     WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
     WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&comm, cudaStreamNonBlocking));
@@ -133,6 +136,16 @@ public:
 
   void *nativeStream(Stream stream) override { return of(stream); }
 
+  int64_t workspaceBytes() const override {
+    return int64_t(context.workspaceBytes + scratch.highWater());
+  }
+  int64_t deviceBytesInUse() const override {
+    size_t available = 0, total = 0;
+    if (cudaMemGetInfo(&available, &total) != cudaSuccess)
+      return -1;
+    return int64_t(freeAtStart) - int64_t(available);
+  }
+
   void *allocateHost(int64_t bytes) override {
     void *host = nullptr;
     cudaError_t status =
@@ -169,6 +182,7 @@ private:
   }
 
   int device;
+  size_t freeAtStart = 0; ///< device bytes free once the context existed
   /// Kernels; transfers and collectives; uploads and downloads.
   cudaStream_t compute = nullptr, comm = nullptr, copy = nullptr;
   cudaEvent_t copied = nullptr;
@@ -189,6 +203,7 @@ void *Scratch::get(size_t bytes, cudaStream_t stream) {
   release(stream);
   WEFT_CUDA_CHECK(cudaMallocAsync(&data, bytes, stream));
   size = bytes;
+  high = std::max(high, size);
   return data;
 }
 

@@ -41,11 +41,13 @@ class Scratch {
 public:
   void *get(size_t bytes, cudaStream_t stream);
   size_t capacity() const { return size; }
+  /// The largest buffer it has held (bytes).
+  size_t highWater() const { return high; }
   void release(cudaStream_t stream);
 
 private:
   void *data = nullptr;
-  size_t size = 0;
+  size_t size = 0, high = 0;
 };
 
 /// cuDNN's handle, made (and cuDNN opened) by the first kernel that needs

@@ -73,6 +73,15 @@ public:
   /// that enqueues on it (NCCL); null where there is none (the CPU).
   virtual void *nativeStream(Stream stream) { return nullptr; }
 
+  /// Device bytes beside the plan's arena: the libraries' workspaces
+  /// (cuBLASLt's) and the kernels' scratch at its high-water mark
+  /// (cuDNN's workspaces, sort buffers, partial sums). 0 on the CPU.
+  virtual int64_t workspaceBytes() const { return 0; }
+  /// Device memory in use by this process since the backend was made
+  /// (cudaMemGetInfo's difference: the arena, the workspaces and the
+  /// allocators' rounding), or -1 where it cannot be measured (the CPU).
+  virtual int64_t deviceBytesInUse() const { return -1; }
+
   /// Host memory the device copies to and from directly (pinned: the
   /// staging of MPI transfers); 64-byte aligned. Throws Error when none is
   /// left.
