@@ -211,15 +211,12 @@ void batchNormGrad(const KernelCall &call) {
 
 void clipGrad(const KernelCall &call) {
   const Tensor &x = call.in[0], &dy = call.in[1], &dx = call.out[0];
-  bool hasMin = call.has("min"), hasMax = call.has("max");
-  double lo = hasMin ? call.f("min") : 0, hi = hasMax ? call.f("max") : 0;
+  math::Clip op = math::Clip::of(call);
   dispatchFloat(call, x.dtype, [&]<typename T>() {
     const T *in = x.as<T>(), *g = dy.as<T>();
     T *out = dx.as<T>();
-    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-      bool pass = (!hasMin || in[i] >= lo) && (!hasMax || in[i] <= hi);
-      out[i] = pass ? g[i] : T(0);
-    }
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      out[i] = op.grad(in[i], g[i]);
   });
 }
 

@@ -72,8 +72,8 @@ void pow(const KernelCall &call) {
       const E *pb = b.as<E>();
       T *out = y.as<T>();
       forEachBroadcast<2>(y.shape, strides, [&](int64_t o, const auto &off) {
-        out[o] = static_cast<T>(std::pow(static_cast<double>(pa[off[0]]),
-                                         static_cast<double>(pb[off[1]])));
+        out[o] = static_cast<T>(math::Pow()(static_cast<double>(pa[off[0]]),
+                                            static_cast<double>(pb[off[1]])));
       });
     });
   });
@@ -121,19 +121,12 @@ void where(const KernelCall &call) {
 
 void clip(const KernelCall &call) {
   const Tensor &x = call.in[0], &y = call.out[0];
+  math::Clip op = math::Clip::of(call);
   dispatchNumeric(call, x.dtype, [&]<typename T>() {
     const T *in = x.as<T>();
     T *out = y.as<T>();
-    bool hasMin = call.has("min"), hasMax = call.has("max");
-    double lo = hasMin ? call.f("min") : 0, hi = hasMax ? call.f("max") : 0;
-    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-      double v = in[i];
-      if (hasMin && v < lo)
-        v = lo;
-      if (hasMax && v > hi)
-        v = hi;
-      out[i] = static_cast<T>(v);
-    }
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      out[i] = op(in[i]);
   });
 }
 
@@ -187,10 +180,9 @@ void cast(const KernelCall &call) {
     // Cast-13 truncates; weft-mixed-precision's casts (nearest_even) round
     // as torch's .to(torch.bfloat16).
     for (int64_t i = 0; i < count; ++i)
-      y.as<uint16_t>()[i] =
-          call.has("nearest_even") && call.b("nearest_even")
-              ? toBF16(static_cast<float>(values[i]))
-              : truncBF16(static_cast<float>(values[i]));
+      y.as<uint16_t>()[i] = call.has("nearest_even") && call.b("nearest_even")
+                                ? toBF16(static_cast<float>(values[i]))
+                                : truncBF16(static_cast<float>(values[i]));
     return;
   default:
     dispatchNumeric(call, y.dtype, [&]<typename T>() {

@@ -99,6 +99,43 @@ struct Mul {
   }
 };
 
+/// ONNX Pow-15, computed in double (the exponent may be fractional or
+/// negative; integers round the result back).
+struct Pow {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T a, T b) const {
+    using std::pow;
+    return static_cast<T>(pow(static_cast<double>(a), static_cast<double>(b)));
+  }
+};
+
+/// ONNX Clip-13 with optional bounds (attributes min, max).
+struct Clip {
+  bool hasMin = false, hasMax = false;
+  double lo = 0, hi = 0;
+  /// The bounds of a clip or clip_grad call (a KernelCall).
+  template <typename Call> static Clip of(const Call &call) {
+    Clip c;
+    c.hasMin = call.has("min");
+    c.hasMax = call.has("max");
+    c.lo = c.hasMin ? call.f("min") : 0;
+    c.hi = c.hasMax ? call.f("max") : 0;
+    return c;
+  }
+  template <typename T> WEFT_HOST_DEVICE T operator()(T x) const {
+    double v = static_cast<double>(x);
+    if (hasMin && v < lo)
+      v = lo;
+    if (hasMax && v > hi)
+      v = hi;
+    return static_cast<T>(v);
+  }
+  /// clip_grad: dy where the bounds let x through, else 0.
+  template <typename T> WEFT_HOST_DEVICE T grad(T x, T dy) const {
+    double v = static_cast<double>(x);
+    return (!hasMin || v >= lo) && (!hasMax || v <= hi) ? dy : T(0);
+  }
+};
+
 // The backward ops' elementwise gradients, of (x, dy): the derivative of
 // the forward function at x times dy (formulas on the ops,
 // docs/generated/Dialects/Weft.md).

@@ -93,16 +93,18 @@ void registerElementwiseKernels(KernelTable &table);
 void registerUpdateKernels(KernelTable &table);
 /// transpose, expand, slice, concat, split (Movement.cu).
 void registerMovementKernels(KernelTable &table);
-/// The activations' gradients (relu, gelu, gelu_tanh), where, dropout and
-/// dropout_grad (Pointwise.cu).
+/// The activations' gradients (relu, gelu, gelu_tanh), clip and clip_grad,
+/// where, trilu, dropout and dropout_grad (Pointwise.cu).
 void registerPointwiseKernels(KernelTable &table);
 /// softmax_grad, log_softmax_grad, layer_norm and its gradient, the
 /// classification losses and their gradients: a warp per row (Rows.cu).
 void registerRowKernels(KernelTable &table);
-/// softmax_cross_entropy, nll_loss and their gradients (Loss.cu).
+/// softmax_cross_entropy, nll_loss, the vocabulary-parallel cross-entropy
+/// and their gradients (Loss.cu).
 void registerLossKernels(KernelTable &table);
 /// reduce_sum, reduce_mean, reduce_max; gather and gather_grad (a stable
-/// sort of the indices, so the scatter-add is deterministic) (Gather.cu).
+/// sort of the indices, so the scatter-add is deterministic), and their
+/// vocabulary-parallel forms (Gather.cu).
 void registerReductionKernels(KernelTable &table);
 /// conv, conv_transpose, conv_weight_grad, batch_norm and batch_norm_grad
 /// through cuDNN (Convolution.cpp; built when CMake finds cuDNN:

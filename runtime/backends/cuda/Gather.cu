@@ -4,7 +4,8 @@
 // accumulates in double too) combined in chunk order, so a sum over many
 // rows (a bias gradient) spreads over the GPU and stays deterministic.
 // gather copies rows; gather_grad adds the rows of dy into the rows of dx
-// the indices name: the indices are stably sorted (CUB's radix sort, the
+// the indices name (and the vocabulary-parallel forms, for the rows of a
+// rank's shard): the indices are stably sorted (CUB's radix sort, the
 // positions as values), and each run of equal indices is summed in
 // position order: the CPU's order, without atomics, bit for bit repeatable.
 // Indices outside [-dim, dim) are a Fault reported at the next
@@ -123,41 +124,70 @@ __device__ inline int64_t indexAt(const void *indices, bool wide, int64_t k,
   return i < 0 ? i + dim : i;
 }
 
+/// The row of `data` index k names: ONNX's (negative from the end, a
+/// fault outside [-dim, dim)) or, for a vocabulary shard holding rows
+/// [start, start + dim), index - start (another rank's row outside: -1).
+struct Rows {
+  const void *indices;
+  bool wide;
+  int64_t dim, start;
+  bool shard;
+  Fault *fault;
+  int64_t instruction;
+
+  __device__ int64_t at(int64_t k) const {
+    if (!shard)
+      return indexAt(indices, wide, k, dim, fault, instruction);
+    int64_t row = loadIndex(indices, wide, k) - start;
+    return row >= 0 && row < dim ? row : -1;
+  }
+};
+
+Rows rowsOf(const KernelCall &call, const Context &ctx, const Tensor &indices,
+            int64_t dim, bool shard) {
+  return {indices.data,
+          indices.dtype == DType::I64,
+          dim,
+          shard ? call.i("start") : 0,
+          shard,
+          ctx.fault,
+          call.ctx.instruction};
+}
+
 template <typename E>
-__global__ void gatherKernel(const E *data, const void *indices, bool wide,
-                             E *y, int64_t count, Around a, Fault *fault,
-                             int64_t instruction) {
+__global__ void gatherKernel(const E *data, Rows rows, E *y, int64_t count,
+                             Around a) {
   WEFT_GRID_STRIDE(e, a.outer * count * a.row) {
     int64_t j = e % a.row, k = e / a.row % count, o = e / a.row / count;
-    int64_t i = indexAt(indices, wide, k, a.dim, fault, instruction);
+    int64_t i = rows.at(k);
     y[e] = i < 0 ? E(0) : data[(o * a.dim + i) * a.row + j];
   }
 }
 
-/// ONNX Gather-13 (an embedding lookup along axis 0).
-void gather(const KernelCall &call, const Context &ctx) {
+/// ONNX Gather-13 (an embedding lookup along axis 0), or a vocabulary
+/// shard's lookup (`Shard`: rows of other ranks read as zeros).
+template <bool Shard> void gather(const KernelCall &call, const Context &ctx) {
   const Tensor &data = call.in[0], &indices = call.in[1];
-  Around a(data.shape, call.i("axis"));
+  Around a(data.shape, Shard ? 0 : call.i("axis"));
   int64_t count = indices.numel(), n = a.outer * count * a.row;
   if (n == 0)
     return;
+  Rows rows = rowsOf(call, ctx, indices, a.dim, Shard);
   dispatchBySize(dtypeSize(data.dtype), [&](auto tag) {
     using E = decltype(tag);
     gatherKernel<E><<<grid(n), kThreads, 0, ctx.stream>>>(
-        data.as<E>(), indices.data, indices.dtype == DType::I64,
-        call.out[0].as<E>(), count, a, ctx.fault, call.ctx.instruction);
+        data.as<E>(), rows, call.out[0].as<E>(), count, a);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
-/// Sort keys: the normalised indices (dim, past every row, when out of
-/// range); values: the positions.
-__global__ void sortKeysKernel(const void *indices, bool wide, int64_t count,
-                               int64_t dim, uint32_t *keys, uint32_t *values,
-                               Fault *fault, int64_t instruction) {
+/// Sort keys: the rows (dim, past every row, for none); values: the
+/// positions.
+__global__ void sortKeysKernel(Rows rows, int64_t count, uint32_t *keys,
+                               uint32_t *values) {
   WEFT_GRID_STRIDE(k, count) {
-    int64_t i = indexAt(indices, wide, k, dim, fault, instruction);
-    keys[k] = uint32_t(i < 0 ? dim : i);
+    int64_t i = rows.at(k);
+    keys[k] = uint32_t(i < 0 ? rows.dim : i);
     values[k] = uint32_t(k);
   }
 }
@@ -180,9 +210,12 @@ __global__ void scatterAddKernel(const void *dy, const uint32_t *keys,
   }
 }
 
+/// gather_grad, or a vocabulary shard's (`Shard`: other ranks' rows are
+/// not this rank's to add).
+template <bool Shard>
 void gatherGrad(const KernelCall &call, const Context &ctx) {
   const Tensor &dy = call.in[0], &indices = call.in[1], &dx = call.out[0];
-  Around a(dx.shape, call.i("axis"));
+  Around a(dx.shape, Shard ? 0 : call.i("axis"));
   int64_t count = indices.numel();
   WEFT_CUDA_CHECK(cudaMemsetAsync(dx.data, 0, dx.bytes(), ctx.stream));
   if (count == 0 || a.outer * a.row == 0)
@@ -202,8 +235,7 @@ void gatherGrad(const KernelCall &call, const Context &ctx) {
   uint32_t *values = keys + count, *sortedKeys = keys + 2 * count,
            *positions = keys + 3 * count;
   sortKeysKernel<<<grid(count), kThreads, 0, ctx.stream>>>(
-      indices.data, indices.dtype == DType::I64, count, a.dim, keys, values,
-      ctx.fault, call.ctx.instruction);
+      rowsOf(call, ctx, indices, a.dim, Shard), count, keys, values);
   WEFT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
       keys + words, sortBytes, keys, sortedKeys, values, positions, count, 0,
       endBit, ctx.stream));
@@ -221,8 +253,10 @@ void registerReductionKernels(KernelTable &t) {
   t["reduce_sum"] = reduce<Reduce::Sum>;
   t["reduce_mean"] = reduce<Reduce::Mean>;
   t["reduce_max"] = reduce<Reduce::Max>;
-  t["gather"] = gather;
-  t["gather_grad"] = gatherGrad;
+  t["gather"] = gather<false>;
+  t["gather_grad"] = gatherGrad<false>;
+  t["vocab_parallel_gather"] = gather<true>;
+  t["vocab_parallel_gather_grad"] = gatherGrad<true>;
 }
 
 } // namespace weft::rt::cuda

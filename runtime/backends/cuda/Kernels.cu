@@ -315,6 +315,12 @@ void registerElementwiseKernels(KernelTable &t) {
   t["sub"] = binary<math::Sub>;
   t["mul"] = binary<math::Mul>;
   t["div"] = binary<Div>;
+  t["pow"] = [](const KernelCall &call, const Context &ctx) {
+    // ONNX lets the exponent's type differ; here it must be the base's.
+    if (call.in[1].dtype != call.in[0].dtype)
+      unsupported(call, call.in[1].dtype);
+    binary<math::Pow>(call, ctx);
+  };
   t["cast"] = cast;
   t["softmax"] = softmax<false>;
   t["log_softmax"] = softmax<true>;

@@ -120,31 +120,36 @@ __global__ void lossRowsKernel(const void *in, void *logp, Targets t,
 
 constexpr int kSumThreads = 1024;
 
+/// The sum of `v` over the block's kSumThreads threads in a fixed order (a
+/// tree over `part`, shared memory), in every thread.
+__device__ double blockSum(double v, double *part) {
+  part[threadIdx.x] = v;
+  __syncthreads();
+  for (int half = kSumThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half)
+      part[threadIdx.x] += part[threadIdx.x + half];
+    __syncthreads();
+  }
+  double total = part[0];
+  __syncthreads(); // `part` may be reused
+  return total;
+}
+
 /// One block: the rows' losses and weights summed in a fixed order.
 template <Storage S>
 __global__ void lossTotalKernel(const double *rowLoss, const double *rowWeight,
                                 int64_t rows, Reduction reduction, void *out) {
-  __shared__ double loss[kSumThreads], weight[kSumThreads];
+  __shared__ double part[kSumThreads];
   double l = 0, w = 0;
   for (int64_t k = threadIdx.x; k < rows; k += kSumThreads) {
     l += rowLoss[k];
     w += rowWeight[k];
   }
-  loss[threadIdx.x] = l;
-  weight[threadIdx.x] = w;
-  __syncthreads();
-  for (int half = kSumThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      loss[threadIdx.x] += loss[threadIdx.x + half];
-      weight[threadIdx.x] += weight[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
+  l = blockSum(l, part);
+  w = blockSum(w, part);
   if (threadIdx.x == 0)
     store<S>(out, 0,
-             float(reduction == Reduction::Sum ? loss[0]
-                   : weight[0] != 0            ? loss[0] / weight[0]
-                                               : 0.0));
+             float(reduction == Reduction::Sum ? l : w != 0 ? l / w : 0.0));
 }
 
 /// softmax_cross_entropy (scores, labels[, weight]) -> (loss, log_prob);
@@ -178,15 +183,9 @@ template <Storage S> __global__ void weightSumKernel(Targets t, double *sum) {
     t.read<S>(k, wk);
     w += wk;
   }
-  part[threadIdx.x] = w;
-  __syncthreads();
-  for (int half = kSumThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half)
-      part[threadIdx.x] += part[threadIdx.x + half];
-    __syncthreads();
-  }
+  w = blockSum(w, part);
   if (threadIdx.x == 0)
-    *sum = part[0];
+    *sum = w;
 }
 
 /// d input: (softmax - onehot) scale (Softmax: the scores' gradient from
@@ -233,9 +232,161 @@ void lossGrad(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+//===----------------------------------------------------------------------===//
+// Vocabulary-parallel cross-entropy (Megatron-LM's; formulas on the ops,
+// WeftParallelOps.td): scores [N, C] are this rank's classes [start,
+// start + C) of every row; max [N, 1] and stats [N, 2] (sum of exp(s -
+// max), the label's score) are already reduced over the ranks.
+//===----------------------------------------------------------------------===//
+
+/// A label that is ignore_index, when the call has one.
+struct Ignore {
+  bool has = false;
+  int64_t index = 0;
+  __device__ bool operator()(int64_t label) const {
+    return has && label == index;
+  }
+};
+
+Ignore ignoreOf(const KernelCall &call) {
+  return {call.has("ignore_index"),
+          call.has("ignore_index") ? call.i("ignore_index") : 0};
+}
+
+/// Per row: this rank's sum of exp(s - max) and the label's score (0 when
+/// another rank holds the label's class).
+template <Storage S>
+__global__ void vocabStatsKernel(const void *scores, const void *max,
+                                 const void *labels, bool wide, void *stats,
+                                 int64_t rows, int64_t classes, int64_t start) {
+  int lane = threadIdx.x % 32;
+  WEFT_WARP_STRIDE(i, rows) {
+    float m = load<S>(max, i);
+    double sum = 0;
+    for (int64_t k = lane; k < classes; k += 32)
+      sum += expf(load<S>(scores, i * classes + k) - m);
+    sum = warpSum(sum);
+    if (lane == 0) {
+      int64_t local = loadIndex(labels, wide, i) - start;
+      store<S>(stats, 2 * i, float(sum));
+      store<S>(stats, 2 * i + 1,
+               local >= 0 && local < classes
+                   ? load<S>(scores, i * classes + local)
+                   : 0.0f);
+    }
+  }
+}
+
+void vocabStats(const KernelCall &call, const Context &ctx) {
+  const Tensor &scores = call.in[0], &labels = call.in[2];
+  int64_t rows = scores.shape[0], classes = scores.shape[1];
+  if (rows == 0)
+    return;
+  byStorage(call, scores.dtype, [&]<Storage S>() {
+    vocabStatsKernel<S><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
+        scores.data, call.in[1].data, labels.data, labels.dtype == DType::I64,
+        call.out[0].data, rows, classes, call.i("start"));
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+/// Per row: the log-probabilities s - max - log(sum) and the row's loss
+/// max + log(sum) - s[label] (weight 0 when ignored).
+template <Storage S>
+__global__ void vocabLossRowsKernel(const void *scores, const void *max,
+                                    const void *stats, const void *labels,
+                                    bool wide, Ignore ignore, void *logp,
+                                    double *rowLoss, double *rowWeight,
+                                    int64_t rows, int64_t classes) {
+  int lane = threadIdx.x % 32;
+  WEFT_WARP_STRIDE(i, rows) {
+    float m = load<S>(max, i);
+    float logSum = softmaxRowConstant<true, float>(load<S>(stats, 2 * i));
+    for (int64_t k = lane; k < classes; k += 32)
+      store<S>(logp, i * classes + k,
+               softmaxAt<true>(load<S>(scores, i * classes + k), m, logSum));
+    if (lane == 0) {
+      bool skip = ignore(loadIndex(labels, wide, i));
+      rowLoss[i] = skip ? 0.0 : double(m) + logSum - load<S>(stats, 2 * i + 1);
+      rowWeight[i] = skip ? 0.0 : 1.0;
+    }
+  }
+}
+
+/// (scores, max, stats, labels) -> (mean loss over the rows not ignored,
+/// log-probabilities).
+void vocabCrossEntropy(const KernelCall &call, const Context &ctx) {
+  const Tensor &scores = call.in[0], &labels = call.in[3];
+  int64_t rows = scores.shape[0], classes = scores.shape[1];
+  if (rows == 0)
+    return;
+  auto *rowLoss = static_cast<double *>(
+      ctx.scratch->get(2 * rows * sizeof(double), ctx.stream));
+  byStorage(call, scores.dtype, [&]<Storage S>() {
+    vocabLossRowsKernel<S><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
+        scores.data, call.in[1].data, call.in[2].data, labels.data,
+        labels.dtype == DType::I64, ignoreOf(call), call.out[1].data, rowLoss,
+        rowLoss + rows, rows, classes);
+    lossTotalKernel<S><<<1, kSumThreads, 0, ctx.stream>>>(
+        rowLoss, rowLoss + rows, rows, Reduction::Mean, call.out[0].data);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+/// The rows not ignored, in one block.
+__global__ void countKernel(const void *labels, bool wide, Ignore ignore,
+                            int64_t rows, double *count) {
+  __shared__ double part[kSumThreads];
+  double c = 0;
+  for (int64_t i = threadIdx.x; i < rows; i += kSumThreads)
+    c += ignore(loadIndex(labels, wide, i)) ? 0.0 : 1.0;
+  c = blockSum(c, part);
+  if (threadIdx.x == 0)
+    *count = c;
+}
+
+template <Storage S>
+__global__ void vocabGradKernel(const void *logp, const void *labels, bool wide,
+                                Ignore ignore, const void *dloss,
+                                const double *count, void *dx, int64_t rows,
+                                int64_t classes, int64_t start) {
+  WEFT_GRID_STRIDE(e, rows * classes) {
+    int64_t i = e / classes, k = e % classes;
+    int64_t label = loadIndex(labels, wide, i);
+    double scale = *count != 0 ? load<S>(dloss, 0) / *count : 0.0;
+    store<S>(dx, e,
+             ignore(label) ? 0.0f
+                           : float(crossEntropyGradAt(
+                                 load<S>(logp, e), label - start == k, scale)));
+  }
+}
+
+/// (log_prob, labels, dloss) -> d scores: (softmax - onehot) dloss / the
+/// rows not ignored.
+void vocabCrossEntropyGrad(const KernelCall &call, const Context &ctx) {
+  const Tensor &logp = call.in[0], &labels = call.in[1];
+  int64_t rows = logp.shape[0], classes = logp.shape[1];
+  if (rows * classes == 0)
+    return;
+  auto *count =
+      static_cast<double *>(ctx.scratch->get(sizeof(double), ctx.stream));
+  bool wide = labels.dtype == DType::I64;
+  countKernel<<<1, kSumThreads, 0, ctx.stream>>>(labels.data, wide,
+                                                 ignoreOf(call), rows, count);
+  byStorage(call, logp.dtype, [&]<Storage S>() {
+    vocabGradKernel<S><<<grid(rows * classes), kThreads, 0, ctx.stream>>>(
+        logp.data, labels.data, wide, ignoreOf(call), call.in[2].data, count,
+        call.out[0].data, rows, classes, call.i("start"));
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
 } // namespace
 
 void registerLossKernels(KernelTable &t) {
+  t["vocab_parallel_cross_entropy_stats"] = vocabStats;
+  t["vocab_parallel_cross_entropy"] = vocabCrossEntropy;
+  t["vocab_parallel_cross_entropy_grad"] = vocabCrossEntropyGrad;
   t["softmax_cross_entropy"] = loss<true>;
   t["nll_loss"] = loss<false>;
   t["softmax_cross_entropy_grad"] = lossGrad<true>;

@@ -40,6 +40,62 @@ void activationGrad(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+template <Storage S>
+__global__ void clipKernel(const void *x, void *y, int64_t n, math::Clip op) {
+  WEFT_GRID_STRIDE(i, n) { store<S>(y, i, op(load<S>(x, i))); }
+}
+
+template <Storage S>
+__global__ void clipGradKernel(const void *x, const void *dy, void *dx,
+                               int64_t n, math::Clip op) {
+  WEFT_GRID_STRIDE(i, n) {
+    store<S>(dx, i, op.grad(load<S>(x, i), load<S>(dy, i)));
+  }
+}
+
+/// clip (x -> y) and clip_grad (x, dy -> dx) with the call's bounds.
+template <bool Grad> void clip(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0];
+  int64_t n = x.numel();
+  if (n == 0)
+    return;
+  math::Clip op = math::Clip::of(call);
+  byStorage(call, x.dtype, [&]<Storage S>() {
+    if (Grad)
+      clipGradKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
+          x.data, call.in[1].data, call.out[0].data, n, op);
+    else
+      clipKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
+          x.data, call.out[0].data, n, op);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename E>
+__global__ void triluKernel(const E *x, E *y, int64_t n, int64_t rows,
+                            int64_t cols, int64_t k, bool upper) {
+  WEFT_GRID_STRIDE(e, n) {
+    int64_t i = e / cols % rows, j = e % cols;
+    bool keep = upper ? j - i >= k : j - i <= k;
+    y[e] = keep ? x[e] : E(0);
+  }
+}
+
+/// ONNX Trilu-14 over the last two dims (elements copied by size).
+void trilu(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  int64_t n = x.numel();
+  if (n == 0)
+    return;
+  int64_t rows = x.shape[x.rank() - 2], cols = x.shape[x.rank() - 1];
+  dispatchBySize(dtypeSize(x.dtype), [&](auto tag) {
+    using E = decltype(tag);
+    triluKernel<E><<<grid(n), kThreads, 0, ctx.stream>>>(
+        x.as<E>(), y.as<E>(), n, rows, cols, call.i("k"), call.b("upper"));
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
 template <typename E>
 __global__ void whereKernel(const uint8_t *cond, const E *x, const E *z, E *y,
                             int64_t n, Strided<3> shape) {
@@ -133,6 +189,9 @@ void registerPointwiseKernels(KernelTable &t) {
   t["where"] = where;
   t["dropout"] = dropout;
   t["dropout_grad"] = dropoutGrad;
+  t["clip"] = clip<false>;
+  t["clip_grad"] = clip<true>;
+  t["trilu"] = trilu;
 }
 
 } // namespace weft::rt::cuda

@@ -373,6 +373,27 @@ TEST_P(CudaConformance, ActivationGradients) {
           Case{kernel, {{d, {7, 129}}, {d, {7, 129}}}, {{d, {7, 129}}}}, *gpu);
 }
 
+TEST_P(CudaConformance, ClipPowTrilu) {
+  for (DType d : floats()) {
+    TensorType x{d, {7, 129}};
+    Case clip{"clip", {x}, {x}}, grad{"clip_grad", {x, x}, {x}};
+    for (Case *c : {&clip, &grad}) {
+      c->attrs.set("min", -0.5);
+      c->attrs.set("max", 1.25);
+      expectConforms(*c, *gpu);
+    }
+    Case pow{"pow", {{d, {4, 1, 33}}, {d, {5, 1}}}, {{d, {4, 5, 33}}}};
+    pow.positive = {0}; // fractional exponents of positive bases
+    expectConforms(pow, *gpu);
+    for (bool upper : {false, true}) {
+      Case trilu{"trilu", {{d, {3, 9, 7}}}, {{d, {3, 9, 7}}}};
+      trilu.attrs.set("upper", upper);
+      trilu.attrs.set("k", int64_t(upper ? 1 : -2));
+      expectConforms(trilu, *gpu);
+    }
+  }
+}
+
 TEST_P(CudaConformance, WhereBroadcasts) {
   for (DType d : floats()) {
     Case c{"where",
@@ -517,6 +538,40 @@ TEST_P(CudaConformance, GatherAndItsGradient) {
         backward.below = {{1, 10}};
         expectConforms(backward, *gpu);
       }
+}
+
+/// Megatron-LM's vocabulary-parallel embedding and cross-entropy on a
+/// shard holding classes [20, 30) of 40: labels on this shard and others.
+TEST_P(CudaConformance, VocabParallel) {
+  for (DType d : floats()) {
+    TensorType table{d, {10, 8}}, ids{DType::I64, {3, 5}};
+    Case lookup{"vocab_parallel_gather", {table, ids}, {{d, {3, 5, 8}}}};
+    lookup.attrs.set("start", int64_t(20));
+    Case scatter{"vocab_parallel_gather_grad", {{d, {3, 5, 8}}, ids}, {table}};
+    scatter.attrs.set("start", int64_t(20));
+    scatter.attrs.set("rows", int64_t(10));
+    TensorType scores{d, {12, 10}}, max{d, {12, 1}}, stats{d, {12, 2}},
+        labels{DType::I64, {12}};
+    Case statsCase{
+        "vocab_parallel_cross_entropy_stats", {scores, max, labels}, {stats}};
+    statsCase.attrs.set("start", int64_t(20));
+    Case loss{"vocab_parallel_cross_entropy",
+              {scores, max, stats, labels},
+              {{d, {}}, scores}};
+    loss.positive = {2}; // sums of exponentials
+    Case grad{"vocab_parallel_cross_entropy_grad",
+              {scores, labels, {d, {}}},
+              {scores}};
+    grad.attrs.set("start", int64_t(20));
+    for (Case *c : {&loss, &grad})
+      c->attrs.set("ignore_index", int64_t(22));
+    lookup.below = scatter.below = {{1, 40}};
+    statsCase.below = {{2, 40}};
+    loss.below = {{3, 40}};
+    grad.below = {{1, 40}};
+    for (const Case *c : {&lookup, &scatter, &statsCase, &loss, &grad})
+      expectConforms(*c, *gpu);
+  }
 }
 
 /// cuDNN's convolutions: 2-D grouped and strided with a bias, 1-D dilated;
