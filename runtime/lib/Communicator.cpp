@@ -20,6 +20,11 @@
 #include <set>
 #include <thread>
 
+/// An MPI call's status as an Error naming this file and line (the ranks'
+/// errors return rather than abort: MPI_ERRORS_RETURN).
+#define WEFT_MPI_CHECK(code, call, tag)                                        \
+  check((code), (call), (tag), __FILE__, __LINE__)
+
 namespace weft::rt {
 
 namespace {
@@ -199,9 +204,9 @@ public:
           color = color * static_cast<int>(axes[b].second) +
                   static_cast<int>(coords[b]);
       MPI_Comm comm;
-      check(MPI_Comm_split(MPI_COMM_WORLD, color, static_cast<int>(coords[a]),
-                           &comm),
-            "MPI_Comm_split", -1);
+      WEFT_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color,
+                                    static_cast<int>(coords[a]), &comm),
+                     "MPI_Comm_split", -1);
       MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
       axisComms[axes[a].first] = comm;
     }
@@ -212,10 +217,10 @@ public:
     // component, so group rank = sub-axis coordinate.
     int64_t component = coord / stride % size;
     MPI_Comm comm;
-    check(MPI_Comm_split(axisComm(of, "sub-axis", -1),
-                         static_cast<int>(coord - component * stride),
-                         static_cast<int>(component), &comm),
-          "MPI_Comm_split", -1);
+    WEFT_MPI_CHECK(MPI_Comm_split(axisComm(of, "sub-axis", -1),
+                                  static_cast<int>(coord - component * stride),
+                                  static_cast<int>(component), &comm),
+                   "MPI_Comm_split", -1);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     axisComms[name] = comm;
   }
@@ -249,13 +254,15 @@ public:
            // vector type whose extent is one part, so that MPI places part
            // t at t. Freed at once: MPI keeps it until the request is done.
            MPI_Datatype strided, placed;
-           check(MPI_Type_vector(elements(outer, "all-gather", tag),
-                                 elements(part, "all-gather", tag),
-                                 elements(members * part, "all-gather", tag),
-                                 type, &strided),
-                 "MPI_Type_vector", tag);
-           check(MPI_Type_create_resized(strided, 0, part * size, &placed),
-                 "MPI_Type_create_resized", tag);
+           WEFT_MPI_CHECK(
+               MPI_Type_vector(elements(outer, "all-gather", tag),
+                               elements(part, "all-gather", tag),
+                               elements(members * part, "all-gather", tag),
+                               type, &strided),
+               "MPI_Type_vector", tag);
+           WEFT_MPI_CHECK(
+               MPI_Type_create_resized(strided, 0, part * size, &placed),
+               "MPI_Type_create_resized", tag);
            MPI_Type_commit(&placed);
            int status =
                MPI_Iallgather(in, count, type, out, 1, placed, comm, r);
@@ -308,8 +315,8 @@ public:
       if (pending.request == MPI_REQUEST_NULL)
         continue;
       int done = 0;
-      check(MPI_Test(&pending.request, &done, MPI_STATUS_IGNORE), "MPI_Test",
-            tag);
+      WEFT_MPI_CHECK(MPI_Test(&pending.request, &done, MPI_STATUS_IGNORE),
+                     "MPI_Test", tag);
     }
   }
 
@@ -318,9 +325,9 @@ public:
     long long mine = value;
     std::vector<long long> out(size_);
     MPI_Request request;
-    check(MPI_Iallgather(&mine, 1, MPI_LONG_LONG, out.data(), 1, MPI_LONG_LONG,
-                         MPI_COMM_WORLD, &request),
-          "MPI_Iallgather", -1);
+    WEFT_MPI_CHECK(MPI_Iallgather(&mine, 1, MPI_LONG_LONG, out.data(), 1,
+                                  MPI_LONG_LONG, MPI_COMM_WORLD, &request),
+                   "MPI_Iallgather", -1);
     complete(request, "MPI_Iallgather", -1, "an all-gather of all ranks");
     for (int r = 0; r < size_; ++r)
       all[r] = out[r];
@@ -331,9 +338,9 @@ public:
     int length = static_cast<int>(text.size());
     std::vector<int> lengths(size_), displs(size_);
     MPI_Request request;
-    check(MPI_Igather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root,
-                      MPI_COMM_WORLD, &request),
-          "MPI_Igather", -1);
+    WEFT_MPI_CHECK(MPI_Igather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT,
+                               root, MPI_COMM_WORLD, &request),
+                   "MPI_Igather", -1);
     complete(request, "MPI_Igather", -1,
              "a gather to rank " + std::to_string(root));
     std::string all;
@@ -345,10 +352,10 @@ public:
       }
       all.resize(total);
     }
-    check(MPI_Igatherv(text.data(), length, MPI_CHAR, all.data(),
-                       lengths.data(), displs.data(), MPI_CHAR, root,
-                       MPI_COMM_WORLD, &request),
-          "MPI_Igatherv", -1);
+    WEFT_MPI_CHECK(MPI_Igatherv(text.data(), length, MPI_CHAR, all.data(),
+                                lengths.data(), displs.data(), MPI_CHAR, root,
+                                MPI_COMM_WORLD, &request),
+                   "MPI_Igatherv", -1);
     complete(request, "MPI_Igatherv", -1,
              "a gather to rank " + std::to_string(root));
     std::vector<std::string> out;
@@ -359,7 +366,7 @@ public:
   }
   void broadcast(void *data, int64_t bytes, int root) override {
     MPI_Request request;
-    check(
+    WEFT_MPI_CHECK(
         MPI_Ibcast(data, int(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &request),
         "MPI_Ibcast", -1);
     complete(request, "MPI_Ibcast", -1,
@@ -367,7 +374,7 @@ public:
   }
   void barrier() override {
     MPI_Request request;
-    check(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier", -1);
+    WEFT_MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier", -1);
     complete(request, "MPI_Ibarrier", -1, "a barrier of all ranks");
   }
   [[noreturn]] void abort(const std::string &message) override {
@@ -413,7 +420,7 @@ private:
     if (into.count(tag))
       throw Error(std::string(call) + ": " + what + " is already pending");
     MPI_Request request;
-    check(postCall(&request), call, tag);
+    WEFT_MPI_CHECK(postCall(&request), call, tag);
     into[tag] = {request, std::move(what), std::move(staging)};
   }
 
@@ -435,13 +442,13 @@ private:
   void complete(MPI_Request &request, const char *call, int64_t tag,
                 const std::string &what) {
     if (timeoutSeconds <= 0) {
-      check(MPI_Wait(&request, MPI_STATUS_IGNORE), call, tag);
+      WEFT_MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE), call, tag);
       return;
     }
     auto start = std::chrono::steady_clock::now();
     for (int64_t polls = 0;; ++polls) {
       int done = 0;
-      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call, tag);
+      WEFT_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call, tag);
       if (done)
         return;
       if (polls < 10000)
@@ -469,13 +476,17 @@ private:
                   " exceeds MPI_TAG_UB " + std::to_string(tagUpperBound));
     return static_cast<int>(tag);
   }
-  static void check(int code, const char *call, int64_t tag) {
+  /// WEFT_MPI_CHECK: throws Error naming `file`:`line`, the MPI call (and
+  /// the transfer's tag, when >= 0) and MPI's error string.
+  static void check(int code, const char *call, int64_t tag, const char *file,
+                    int line) {
     if (code == MPI_SUCCESS)
       return;
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;
     MPI_Error_string(code, text, &length);
-    throw Error(std::string(call) +
+    throw Error(std::string(file) + ":" + std::to_string(line) + ": " +
+                std::string(call) +
                 (tag >= 0 ? " (transfer " + std::to_string(tag) + ")" : "") +
                 ": " + std::string(text, length));
   }
