@@ -81,15 +81,19 @@ public:
   }
   void freeArena(void *arena) override { cudaFree(arena); }
 
-  // Copies run on the copy stream and are complete when the call returns
-  // (the host buffer may be freed then; kernels enqueued later read them).
+  // Copies run on the copy stream after the kernels enqueued before them
+  // and are complete when the call returns (the host buffer may be freed
+  // then; kernels enqueued later see them). An upload must wait too: a
+  // kernel still running may read the bytes it overwrites (a received
+  // buffer takes arena bytes that were another's before the receive).
   void upload(void *device, const void *host, int64_t bytes) override {
+    WEFT_CUDA_CHECK(cudaEventRecord(copied, compute));
+    WEFT_CUDA_CHECK(cudaStreamWaitEvent(copy, copied, 0));
     WEFT_CUDA_CHECK(
         cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, copy));
     WEFT_CUDA_CHECK(cudaStreamSynchronize(copy));
   }
   void download(void *host, const void *device, int64_t bytes) override {
-    // What the compute stream has enqueued comes first.
     WEFT_CUDA_CHECK(cudaEventRecord(copied, compute));
     WEFT_CUDA_CHECK(cudaStreamWaitEvent(copy, copied, 0));
     WEFT_CUDA_CHECK(
