@@ -1,13 +1,12 @@
 """The CUDA backend (issue 15, in progress): `weft-run --device cuda`.
 
-What exists: device memory, a copy and a compute stream, cuBLASLt GEMMs
-and weft's own kernels for everything a transformer's training step runs
-(elementwise, casts, softmax, layer norm, losses, gather and its
-scatter-add, dropout with the CPU's masks, reductions, updates; their math
-shared with the CPU kernels), and errors that name the flag. A plan naming
-a kernel the backend lacks (convolution: cuDNN is not wired yet) is refused
-before it runs. Without a GPU (CI, and any session without one) the GPU
-tests skip with a message; the error paths run everywhere.
+What exists: device memory, compute/comm/copy streams and events, cuBLASLt
+GEMMs, cuDNN convolutions and batch norm, and weft's own kernels for every
+other kernel of the CPU's but resize (their math shared with the CPU
+kernels); several ranks stage transfers through pinned host memory; errors
+name the flag. A plan naming a kernel the backend lacks (resize) is
+refused before it runs. Without a GPU (CI, and any session without one)
+the GPU tests skip with a message; the error paths run everywhere.
 """
 
 import json
@@ -65,25 +64,26 @@ def test_cuda_without_a_gpu_names_the_flag(plan):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-class Clamp(torch.nn.Module):
-    """Clip, which has no CUDA kernel yet."""
+class Upsample(torch.nn.Module):
+    """Resize, which has no CUDA kernel yet."""
 
     def forward(self, x):
-        return torch.clamp(x, -1.0, 1.0).sum()
+        return torch.nn.functional.interpolate(
+            x, scale_factor=2, mode="nearest").sum()
 
 
 def test_cuda_refuses_a_plan_before_running_half_of_it(tmp_path):
     if not gpu_present():
         pytest.skip("no GPU on this machine: the CUDA backend's device path "
                     "was not run")
-    model = tmp_path / "clamp.onnx"
-    export(Clamp(), (torch.randn(4, 8),), ["x"], str(model))
-    plan = tmp_path / "clamp.json"
+    model = tmp_path / "upsample.onnx"
+    export(Upsample(), (torch.randn(1, 2, 4, 4),), ["x"], str(model))
+    plan = tmp_path / "upsample.json"
     out = run([tool("weftc"), str(model), "--forward-only", "-o", str(plan)])
     assert out.returncode == 0, out.stderr
     result = run([tool("weft-run"), str(plan), "--device", "cuda"])
     assert result.returncode == 1
-    assert "this backend has no kernel 'clip'" in result.stderr
+    assert "this backend has no kernel 'resize'" in result.stderr
 
 
 def test_cuda_resnet_first_step_equals_the_cpu_backend(models_dir, tmp_path):

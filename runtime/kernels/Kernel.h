@@ -135,6 +135,10 @@ template <typename Fn> void dispatchBySize(int64_t size, Fn &&fn) {
   }
 }
 
+/// Writes `value` converted to `dtype` into `out` (one element of f32,
+/// f64 or an integer type; Movement.cpp).
+void storeScalar(char *out, DType dtype, double value);
+
 /// Strides of `shape` broadcast to `outShape` (numpy alignment from the
 /// right; 0 on broadcast dims).
 std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,

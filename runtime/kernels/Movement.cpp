@@ -15,6 +15,43 @@
 
 namespace weft::rt {
 
+/// Writes `value` converted to `dtype` into `out` (one element).
+void storeScalar(char *out, DType dtype, double value) {
+  switch (dtype) {
+  case DType::F32: {
+    float v = value;
+    std::memcpy(out, &v, 4);
+    return;
+  }
+  case DType::F64:
+    std::memcpy(out, &value, 8);
+    return;
+  case DType::I64:
+  case DType::U64: {
+    int64_t v = value;
+    std::memcpy(out, &v, 8);
+    return;
+  }
+  case DType::I32:
+  case DType::U32: {
+    int32_t v = value;
+    std::memcpy(out, &v, 4);
+    return;
+  }
+  case DType::I16:
+  case DType::U16: {
+    int16_t v = value;
+    std::memcpy(out, &v, 2);
+    return;
+  }
+  default: {
+    int8_t v = value;
+    std::memcpy(out, &v, 1);
+    return;
+  }
+  }
+}
+
 namespace {
 
 /// out[o] = in[base + sum(idx[d] * strides[d])] over `outShape`.
@@ -149,43 +186,6 @@ void gather(const KernelCall &call) {
     for (int64_t k = 0; k < count; ++k)
       std::memcpy(dst + (o * count + k) * row, src + (o * dim + index(k)) * row,
                   row);
-}
-
-/// Writes `value` converted to `dtype` into `out` (one element).
-void storeScalar(char *out, DType dtype, double value) {
-  switch (dtype) {
-  case DType::F32: {
-    float v = value;
-    std::memcpy(out, &v, 4);
-    return;
-  }
-  case DType::F64:
-    std::memcpy(out, &value, 8);
-    return;
-  case DType::I64:
-  case DType::U64: {
-    int64_t v = value;
-    std::memcpy(out, &v, 8);
-    return;
-  }
-  case DType::I32:
-  case DType::U32: {
-    int32_t v = value;
-    std::memcpy(out, &v, 4);
-    return;
-  }
-  case DType::I16:
-  case DType::U16: {
-    int16_t v = value;
-    std::memcpy(out, &v, 2);
-    return;
-  }
-  default: {
-    int8_t v = value;
-    std::memcpy(out, &v, 1);
-    return;
-  }
-  }
 }
 
 void pad(const KernelCall &call) {

@@ -91,10 +91,10 @@ void registerElementwiseKernels(KernelTable &table);
 /// AdamW, SGD (master copies, loss scaling), found_inf, update_loss_scale,
 /// assign (Kernels.cu).
 void registerUpdateKernels(KernelTable &table);
-/// transpose, expand, slice, concat, split (Movement.cu).
+/// transpose, expand, slice, concat, split, pad (Movement.cu).
 void registerMovementKernels(KernelTable &table);
 /// The activations' gradients (relu, gelu, gelu_tanh), clip and clip_grad,
-/// where, trilu, dropout and dropout_grad (Pointwise.cu).
+/// where, trilu, equal, dropout and dropout_grad (Pointwise.cu).
 void registerPointwiseKernels(KernelTable &table);
 /// softmax_grad, log_softmax_grad, layer_norm and its gradient, the
 /// classification losses and their gradients: a warp per row (Rows.cu).
@@ -110,7 +110,7 @@ void registerReductionKernels(KernelTable &table);
 /// through cuDNN (Convolution.cpp; built when CMake finds cuDNN:
 /// WEFT_HAVE_CUDNN).
 void registerCudnnKernels(KernelTable &table);
-/// max_pool and max_pool_grad (Pooling.cu).
+/// max_pool, avg_pool and their gradients (Pooling.cu).
 void registerPoolingKernels(KernelTable &table);
 /// matmul and gemm through cuBLASLt (Gemm.cpp).
 void registerGemmKernels(KernelTable &table);

@@ -62,9 +62,7 @@ void binary(const KernelCall &call, const Context &ctx, const Tensor &a,
   int64_t n = y.numel();
   if (n == 0)
     return;
-  auto shape = Strided<2>::of(
-      call, y.shape,
-      {broadcastStrides(a.shape, y.shape), broadcastStrides(b.shape, y.shape)});
+  Strided<2> shape = broadcastPair(call, a, b, y);
   byStorage(call, y.dtype, [&]<Storage S>() {
     binaryKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
         a.data, b.data, y.data, n, shape, Op());

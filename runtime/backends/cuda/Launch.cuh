@@ -76,6 +76,14 @@ template <int K> struct Strided {
   }
 };
 
+/// Two operands broadcast to `y` (numpy's rule): a binary kernel's view.
+inline Strided<2> broadcastPair(const KernelCall &call, const Tensor &a,
+                                const Tensor &b, const Tensor &y) {
+  return Strided<2>::of(
+      call, y.shape,
+      {broadcastStrides(a.shape, y.shape), broadcastStrides(b.shape, y.shape)});
+}
+
 } // namespace weft::rt::cuda
 
 #endif // WEFT_RUNTIME_BACKENDS_CUDA_LAUNCH_CUH

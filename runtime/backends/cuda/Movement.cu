@@ -1,9 +1,11 @@
-//===- Movement.cu - transpose, expand, slice, concat, split on the GPU ---===//
+//===- Movement.cu - transpose, expand, slice, concat, split, pad on the GPU
+//-===//
 //
 // transpose, expand and slice are one strided gather over the output (the
 // view StridedView.h builds for the CPU kernels too), by element size;
 // concat and split move whole rows, as the CPU's memcpy loops do, with
-// one cudaMemcpy2DAsync per operand.
+// one cudaMemcpy2DAsync per operand; pad reads inside the input or writes
+// the fill value.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +13,10 @@
 #include "CudaKernels.h"
 #include "Launch.cuh"
 
+#include "../../kernels/Half.h"
 #include "../../kernels/StridedView.h"
+
+#include <cstring>
 
 namespace weft::rt::cuda {
 
@@ -88,6 +93,68 @@ void split(const KernelCall &call, const Context &ctx) {
   }
 }
 
+/// The output's dims, the input's dims and strides, the begin pads: an
+/// output element reads the input at its coordinates less the pads, or the
+/// fill outside it.
+struct Padding {
+  int rank = 0;
+  int64_t out[kMaxRank] = {}, in[kMaxRank] = {}, strides[kMaxRank] = {},
+          begin[kMaxRank] = {};
+};
+
+template <typename E>
+__global__ void padKernel(const E *x, E *y, int64_t n, Padding p, E fill) {
+  WEFT_GRID_STRIDE(o, n) {
+    int64_t rest = o, offset = 0;
+    bool inside = true;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      int64_t i = rest % p.out[d] - p.begin[d];
+      rest /= p.out[d];
+      inside &= i >= 0 && i < p.in[d];
+      offset += i * p.strides[d];
+    }
+    y[o] = inside ? x[offset] : fill;
+  }
+}
+
+/// ONNX Pad-13, constant mode (pads [begin..., end...]; negative crops).
+void pad(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  int64_t n = y.numel();
+  if (n == 0)
+    return;
+  if (x.rank() > kMaxRank)
+    call.fail("rank " + std::to_string(x.rank()) +
+              " is over the CUDA backend's " + std::to_string(kMaxRank));
+  Padding p;
+  p.rank = int(x.rank());
+  std::vector<int64_t> strides = stridesOf(x.shape);
+  for (int d = 0; d < p.rank; ++d) {
+    p.out[d] = y.shape[d];
+    p.in[d] = x.shape[d];
+    p.strides[d] = strides[d];
+    p.begin[d] = call.ints("pads")[d];
+  }
+  // The fill value in the tensor's format (16-bit: rounded to nearest).
+  uint64_t fill = 0;
+  double value = call.f("value");
+  if (x.dtype == DType::BF16 || x.dtype == DType::F16) {
+    uint16_t bits =
+        x.dtype == DType::BF16 ? toBF16(float(value)) : toF16(float(value));
+    std::memcpy(&fill, &bits, 2);
+  } else {
+    storeScalar(reinterpret_cast<char *>(&fill), x.dtype, value);
+  }
+  dispatchBySize(dtypeSize(x.dtype), [&](auto tag) {
+    using E = decltype(tag);
+    E bits;
+    std::memcpy(&bits, &fill, sizeof bits);
+    padKernel<E><<<grid(n), kThreads, 0, ctx.stream>>>(x.as<E>(), y.as<E>(), n,
+                                                       p, bits);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
 } // namespace
 
 void registerMovementKernels(KernelTable &t) {
@@ -96,6 +163,7 @@ void registerMovementKernels(KernelTable &t) {
   t["slice"] = slice;
   t["concat"] = concat;
   t["split"] = split;
+  t["pad"] = pad;
 }
 
 } // namespace weft::rt::cuda

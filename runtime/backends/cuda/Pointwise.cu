@@ -1,11 +1,12 @@
-//===- Pointwise.cu - activation gradients, where, dropout on the GPU
-//------===//
+//===- Pointwise.cu - elementwise kernels with masks and bounds
+//------------===//
 //
-// Grid-stride loops: relu/gelu/gelu_tanh gradients of (x, dy)
-// (ElementwiseMath.h), where with numpy broadcasting (elements copied by
-// size, any dtype), and dropout whose mask bits are the CPU kernel's
-// (DropoutMask.h: Philox4x32-10 of the whole tensor's element index), so a
-// plan draws the same masks on either backend.
+// Grid-stride loops: relu/gelu/gelu_tanh gradients of (x, dy) and clip
+// with its gradient (ElementwiseMath.h), where with numpy broadcasting and
+// trilu (elements copied by size, any dtype), equal, and dropout whose
+// mask bits are the CPU kernel's (DropoutMask.h: Philox4x32-10 of the
+// whole tensor's element index), so a plan draws the same masks on either
+// backend.
 //
 //===----------------------------------------------------------------------===//
 
@@ -93,6 +94,52 @@ void trilu(const KernelCall &call, const Context &ctx) {
     triluKernel<E><<<grid(n), kThreads, 0, ctx.stream>>>(
         x.as<E>(), y.as<E>(), n, rows, cols, call.i("k"), call.b("upper"));
   });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+template <Storage S>
+__global__ void equalFloatKernel(const void *a, const void *b, uint8_t *y,
+                                 int64_t n, Strided<2> shape) {
+  WEFT_GRID_STRIDE(i, n) {
+    int64_t offset[2];
+    shape.offsets(i, offset);
+    y[i] = load<S>(a, offset[0]) == load<S>(b, offset[1]);
+  }
+}
+
+template <typename E>
+__global__ void equalBitsKernel(const E *a, const E *b, uint8_t *y, int64_t n,
+                                Strided<2> shape) {
+  WEFT_GRID_STRIDE(i, n) {
+    int64_t offset[2];
+    shape.offsets(i, offset);
+    y[i] = a[offset[0]] == b[offset[1]];
+  }
+}
+
+/// ONNX Equal-13 with broadcasting: floats compare as numbers (-0 == 0,
+/// NaN unequal), integers and bools by their bits.
+void equal(const KernelCall &call, const Context &ctx) {
+  const Tensor &a = call.in[0], &b = call.in[1], &y = call.out[0];
+  int64_t n = y.numel();
+  if (n == 0)
+    return;
+  Strided<2> shape = broadcastPair(call, a, b, y);
+  if (a.dtype == DType::F32 || a.dtype == DType::BF16 ||
+      a.dtype == DType::F16) {
+    byStorage(call, a.dtype, [&]<Storage S>() {
+      equalFloatKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
+          a.data, b.data, y.as<uint8_t>(), n, shape);
+    });
+  } else if (a.dtype == DType::F64) {
+    unsupported(call, a.dtype);
+  } else {
+    dispatchBySize(dtypeSize(a.dtype), [&](auto tag) {
+      using E = decltype(tag);
+      equalBitsKernel<E><<<grid(n), kThreads, 0, ctx.stream>>>(
+          a.as<E>(), b.as<E>(), y.as<uint8_t>(), n, shape);
+    });
+  }
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -192,6 +239,7 @@ void registerPointwiseKernels(KernelTable &t) {
   t["clip"] = clip<false>;
   t["clip_grad"] = clip<true>;
   t["trilu"] = trilu;
+  t["equal"] = equal;
 }
 
 } // namespace weft::rt::cuda
