@@ -2,11 +2,11 @@
 
 What exists: device memory, compute/comm/copy streams and events, cuBLASLt
 GEMMs, cuDNN convolutions and batch norm, and weft's own kernels for every
-other kernel of the CPU's but resize (their math shared with the CPU
-kernels); several ranks stage transfers through pinned host memory; errors
-name the flag. A plan naming a kernel the backend lacks (resize) is
-refused before it runs. Without a GPU (CI, and any session without one)
-the GPU tests skip with a message; the error paths run everywhere.
+other kernel of the CPU's (their math shared with the CPU kernels), in
+f32, bf16 and f16; several ranks stage transfers through pinned host
+memory; errors name the flag, the kernel, the dtype. Without a GPU (CI,
+and any session without one) the GPU tests skip with a message; the error
+paths run everywhere.
 """
 
 import json
@@ -64,26 +64,22 @@ def test_cuda_without_a_gpu_names_the_flag(plan):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-class Upsample(torch.nn.Module):
-    """Resize, which has no CUDA kernel yet."""
-
-    def forward(self, x):
-        return torch.nn.functional.interpolate(
-            x, scale_factor=2, mode="nearest").sum()
-
-
-def test_cuda_refuses_a_plan_before_running_half_of_it(tmp_path):
+def test_cuda_names_a_dtype_it_lacks(tmp_path):
+    """f64 plans (the CPU runs them) fail at their first kernel, in one
+    line naming the instruction, the kernel and the dtype."""
     if not gpu_present():
         pytest.skip("no GPU on this machine: the CUDA backend's device path "
                     "was not run")
-    model = tmp_path / "upsample.onnx"
-    export(Upsample(), (torch.randn(1, 2, 4, 4),), ["x"], str(model))
-    plan = tmp_path / "upsample.json"
+    model = tmp_path / "f64.onnx"
+    export(torch.nn.Linear(8, 4).double(), (torch.randn(2, 8).double(),),
+           ["x"], str(model))
+    plan = tmp_path / "f64.json"
     out = run([tool("weftc"), str(model), "--forward-only", "-o", str(plan)])
     assert out.returncode == 0, out.stderr
     result = run([tool("weft-run"), str(plan), "--device", "cuda"])
     assert result.returncode == 1
-    assert "this backend has no kernel 'resize'" in result.stderr
+    assert "dtype f64 is not supported on the CUDA backend" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_cuda_resnet_first_step_equals_the_cpu_backend(models_dir, tmp_path):

@@ -139,6 +139,12 @@ template <typename Fn> void dispatchBySize(int64_t size, Fn &&fn) {
 /// f64 or an integer type; Movement.cpp).
 void storeScalar(char *out, DType dtype, double value);
 
+/// ONNX Resize-13, mode nearest: the input index (in [0, inLen)) output
+/// coordinate `x` reads along a dim of `inLen` -> `outLen` at `scale`,
+/// under a coordinate_transformation_mode and nearest_mode (Movement.cpp).
+int64_t nearestSource(int64_t x, int64_t inLen, int64_t outLen, double scale,
+                      const std::string &transform, const std::string &mode);
+
 /// Strides of `shape` broadcast to `outShape` (numpy alignment from the
 /// right; 0 on broadcast dims).
 std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,

@@ -15,6 +15,32 @@
 
 namespace weft::rt {
 
+/// ONNX Resize-13, mode nearest: the input index of output coordinate `x`.
+int64_t nearestSource(int64_t x, int64_t inLen, int64_t outLen, double scale,
+                      const std::string &transform, const std::string &mode) {
+  double orig;
+  if (transform == "half_pixel")
+    orig = (x + 0.5) / scale - 0.5;
+  else if (transform == "pytorch_half_pixel")
+    orig = outLen > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  else if (transform == "align_corners")
+    orig = outLen > 1 ? x * double(inLen - 1) / (outLen - 1) : 0.0;
+  else if (transform == "tf_half_pixel_for_nn")
+    orig = (x + 0.5) / scale;
+  else // asymmetric
+    orig = x / scale;
+  double rounded;
+  if (mode == "floor")
+    rounded = std::floor(orig);
+  else if (mode == "ceil")
+    rounded = std::ceil(orig);
+  else if (orig - std::floor(orig) == 0.5)
+    rounded = mode == "round_prefer_ceil" ? std::ceil(orig) : std::floor(orig);
+  else
+    rounded = std::round(orig);
+  return std::clamp<int64_t>(static_cast<int64_t>(rounded), 0, inLen - 1);
+}
+
 /// Writes `value` converted to `dtype` into `out` (one element).
 void storeScalar(char *out, DType dtype, double value) {
   switch (dtype) {
@@ -229,32 +255,6 @@ void trilu(const KernelCall &call) {
         if (!keep)
           std::memset(out + ((m * rows + i) * cols + j) * size, 0, size);
       }
-}
-
-/// ONNX Resize-13, mode nearest: the input index of output coordinate `x`.
-int64_t nearestSource(int64_t x, int64_t inLen, int64_t outLen, double scale,
-                      const std::string &transform, const std::string &mode) {
-  double orig;
-  if (transform == "half_pixel")
-    orig = (x + 0.5) / scale - 0.5;
-  else if (transform == "pytorch_half_pixel")
-    orig = outLen > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-  else if (transform == "align_corners")
-    orig = outLen > 1 ? x * double(inLen - 1) / (outLen - 1) : 0.0;
-  else if (transform == "tf_half_pixel_for_nn")
-    orig = (x + 0.5) / scale;
-  else // asymmetric
-    orig = x / scale;
-  double rounded;
-  if (mode == "floor")
-    rounded = std::floor(orig);
-  else if (mode == "ceil")
-    rounded = std::ceil(orig);
-  else if (orig - std::floor(orig) == 0.5)
-    rounded = mode == "round_prefer_ceil" ? std::ceil(orig) : std::floor(orig);
-  else
-    rounded = std::round(orig);
-  return std::clamp<int64_t>(static_cast<int64_t>(rounded), 0, inLen - 1);
 }
 
 void resize(const KernelCall &call) {

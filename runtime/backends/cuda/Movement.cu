@@ -12,6 +12,7 @@
 #include "CudaCheck.h"
 #include "CudaKernels.h"
 #include "Launch.cuh"
+#include "Storage.cuh"
 
 #include "../../kernels/Half.h"
 #include "../../kernels/StridedView.h"
@@ -155,6 +156,131 @@ void pad(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+/// Nearest resize's per-dim tables on the device: source[d][x], the input
+/// index output coordinate x reads, and (for the gradient) first[d][i] and
+/// last[d][i], the outputs reading input i (a contiguous run: the source
+/// is non-decreasing in x).
+struct ResizeTables {
+  int rank = 0;
+  int64_t in[kMaxRank] = {}, out[kMaxRank] = {};
+  const int64_t *source[kMaxRank] = {}, *first[kMaxRank] = {},
+                *last[kMaxRank] = {};
+};
+
+/// Builds the tables for `x` -> `y` of a resize or resize_grad call in the
+/// scratch buffer.
+ResizeTables resizeTables(const KernelCall &call, const Context &ctx,
+                          const Tensor &x, const Tensor &y) {
+  if (x.rank() > kMaxRank)
+    call.fail("rank " + std::to_string(x.rank()) +
+              " is over the CUDA backend's " + std::to_string(kMaxRank));
+  const std::vector<double> &scales = call.floats("scales");
+  const std::string &transform = call.s("coordinate_transformation_mode"),
+                    &mode = call.s("nearest_mode");
+  std::vector<int64_t> host;
+  std::vector<size_t> at;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    at.push_back(host.size());
+    std::vector<int64_t> first(x.shape[d], 0), last(x.shape[d], -1);
+    for (int64_t o = 0; o < y.shape[d]; ++o) {
+      int64_t i =
+          nearestSource(o, x.shape[d], y.shape[d], scales[d], transform, mode);
+      host.push_back(i);
+      if (last[i] < 0)
+        first[i] = o;
+      last[i] = o;
+    }
+    host.insert(host.end(), first.begin(), first.end());
+    host.insert(host.end(), last.begin(), last.end());
+  }
+  auto *device = static_cast<int64_t *>(
+      ctx.scratch->get(host.size() * sizeof(int64_t), ctx.stream));
+  // From pageable memory: staged before the call returns.
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(device, host.data(),
+                                  host.size() * sizeof(int64_t),
+                                  cudaMemcpyHostToDevice, ctx.stream));
+  ResizeTables t;
+  t.rank = int(x.rank());
+  for (int d = 0; d < t.rank; ++d) {
+    t.in[d] = x.shape[d];
+    t.out[d] = y.shape[d];
+    t.source[d] = device + at[d];
+    t.first[d] = t.source[d] + y.shape[d];
+    t.last[d] = t.first[d] + x.shape[d];
+  }
+  return t;
+}
+
+template <typename E>
+__global__ void resizeKernel(const E *x, E *y, int64_t n, ResizeTables t) {
+  WEFT_GRID_STRIDE(o, n) {
+    int64_t rest = o, in = 0, stride = 1;
+    for (int d = t.rank - 1; d >= 0; --d) {
+      in += t.source[d][rest % t.out[d]] * stride;
+      rest /= t.out[d];
+      stride *= t.in[d];
+    }
+    y[o] = x[in];
+  }
+}
+
+/// dx[i]: the sum of dy over the outputs that read i, in output order.
+template <Storage S>
+__global__ void resizeGradKernel(const void *dy, void *dx, int64_t n,
+                                 ResizeTables t) {
+  WEFT_GRID_STRIDE(i, n) {
+    int64_t lo[kMaxRank], hi[kMaxRank], box = 1, rest = i;
+    for (int d = t.rank - 1; d >= 0; --d) {
+      int64_t c = rest % t.in[d];
+      rest /= t.in[d];
+      lo[d] = t.first[d][c];
+      hi[d] = t.last[d][c];
+      box *= hi[d] >= lo[d] ? hi[d] - lo[d] + 1 : 0;
+    }
+    float acc = 0;
+    for (int64_t b = 0; b < box; ++b) {
+      int64_t left = b, o = 0, stride = 1;
+      for (int d = t.rank - 1; d >= 0; --d) {
+        int64_t width = hi[d] - lo[d] + 1;
+        o += (lo[d] + left % width) * stride;
+        left /= width;
+        stride *= t.out[d];
+      }
+      acc += load<S>(dy, o);
+    }
+    store<S>(dx, i, acc);
+  }
+}
+
+/// ONNX Resize-13, mode nearest (the plans' only mode): a gather by the
+/// per-dim source tables, elements copied by size.
+void resize(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  int64_t n = y.numel();
+  if (n == 0)
+    return;
+  ResizeTables t = resizeTables(call, ctx, x, y);
+  dispatchBySize(dtypeSize(x.dtype), [&](auto tag) {
+    using E = decltype(tag);
+    resizeKernel<E>
+        <<<grid(n), kThreads, 0, ctx.stream>>>(x.as<E>(), y.as<E>(), n, t);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+void resizeGrad(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0], &dy = call.in[1], &dx = call.out[0];
+  int64_t n = dx.numel();
+  if (n == 0)
+    return;
+  ResizeTables t = resizeTables(call, ctx, x, dy);
+  byStorage(call, dx.dtype, [&]<Storage S>() {
+    resizeGradKernel<S>
+        <<<grid(n), kThreads, 0, ctx.stream>>>(dy.data, dx.data, n, t);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
 } // namespace
 
 void registerMovementKernels(KernelTable &t) {
@@ -164,6 +290,8 @@ void registerMovementKernels(KernelTable &t) {
   t["concat"] = concat;
   t["split"] = split;
   t["pad"] = pad;
+  t["resize"] = resize;
+  t["resize_grad"] = resizeGrad;
 }
 
 } // namespace weft::rt::cuda
