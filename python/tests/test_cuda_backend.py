@@ -64,8 +64,8 @@ def test_cuda_without_a_gpu_names_the_flag(plan):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_cuda_names_a_dtype_it_lacks(tmp_path):
-    """f64 plans (the CPU runs them) fail at their first kernel, in one
+def test_cuda_refuses_a_dtype_it_lacks(tmp_path):
+    """An f64 plan (the CPU runs them) is refused before it runs, in one
     line naming the instruction, the kernel and the dtype."""
     if not gpu_present():
         pytest.skip("no GPU on this machine: the CUDA backend's device path "
@@ -78,7 +78,8 @@ def test_cuda_names_a_dtype_it_lacks(tmp_path):
     assert out.returncode == 0, out.stderr
     result = run([tool("weft-run"), str(plan), "--device", "cuda"])
     assert result.returncode == 1
-    assert "dtype f64 is not supported on the CUDA backend" in result.stderr
+    assert "(kernel gemm) has an operand of dtype f64; --device cuda " \
+        "computes in f32, bf16 and f16" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
 

@@ -204,6 +204,17 @@ int run(const RunOptions &o, Communicator &world) {
                 " process(es); start it with mpirun -np " +
                 std::to_string(ranks) + " weft-run " + o.plan);
   int64_t rank = comm.rank();
+  // A dtype the backend has no arithmetic for fails here, not half-way.
+  for (const Instruction &inst : plan.ranks[rank].instructions)
+    for (const auto *list : {&inst.inputs, &inst.outputs})
+      for (int64_t b : *list) {
+        DType dtype = plan.ranks[rank].buffers[b].dtype;
+        if (inst.op == "compute" && !backend->computes(dtype))
+          throw Error(o.plan + ": instruction '" + inst.name + "' (kernel " +
+                      inst.kernel + ") has an operand of dtype " +
+                      dtypeName(dtype) + "; --device " + o.device +
+                      " computes in f32, bf16 and f16");
+      }
   world.setTimeout(o.timeout);
   comm.setTimeout(o.timeout);
   // One communicator per mesh axis, for the plan's collectives.

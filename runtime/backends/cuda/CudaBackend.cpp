@@ -103,6 +103,9 @@ public:
     checkFault();
   }
 
+  // f32, bf16 and f16 arithmetic; integers and bools as indices, labels,
+  // masks and moved bytes.
+  bool computes(DType dtype) const override { return dtype != DType::F64; }
   bool hasKernel(const std::string &kernel) const override {
     return cuda::kernelTable().count(kernel) != 0;
   }

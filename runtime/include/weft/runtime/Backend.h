@@ -51,6 +51,9 @@ public:
 
   /// True when `kernel` is implemented.
   virtual bool hasKernel(const std::string &kernel) const = 0;
+  /// False for a dtype no kernel takes (the GPU's f64): a plan with such
+  /// an operand is refused before it runs.
+  virtual bool computes(DType dtype) const { return true; }
   /// Enqueues one kernel on the compute stream.
   virtual void launch(const KernelCall &call) = 0;
   /// Blocks until every enqueued kernel and copy has finished.
