@@ -1,5 +1,4 @@
-//===- DropoutMask.h - which elements dropout keeps, host/device -*- C++
-//-*-===//
+//===- DropoutMask.h - the dropout mask, host/device ------------*- C++ -*-===//
 //
 // The mask bits of a dropout (docs/plan-format.md): Philox4x32-10 with key
 // (seed low, seed high) and counter (g / 4, rng_id, micro-batch, step);

@@ -1,5 +1,4 @@
-//===- RowMath.h - softmax, layer norm, their gradients, host/device -*- C++
-//-*-===//
+//===- RowMath.h - row kernels' math, host/device ---------------*- C++ -*-===//
 //
 // The math of the kernels that work a row at a time, written once for the
 // CPU kernels and the CUDA ones. The row sums are the caller's (a loop on

@@ -2,10 +2,11 @@
 //
 // The kernels the CUDA backend implements, by plan kernel name, each
 // enqueued on the context's compute stream (nothing synchronises the
-// device). Their element math is the CPU kernels' (ElementwiseMath.h,
-// UpdateMath.h, Half.h, MatmulShape.h, StridedView.h): f32, bf16 and f16
-// tensors load into f32 registers and store rounded to nearest even; GEMMs are
-// cuBLASLt's, f32 accumulation for every dtype. A plan naming a kernel missing
+// device). Their element and row math is the CPU kernels' (ElementwiseMath.h,
+// RowMath.h, UpdateMath.h, DropoutMask.h, Half.h, MatmulShape.h,
+// StridedView.h): f32, bf16 and f16 tensors load into f32 registers and
+// store rounded to nearest even; GEMMs are cuBLASLt's and convolutions
+// cuDNN's, f32 accumulation for every dtype. A plan naming a kernel missing
 // here is refused at load (Backend::hasKernel), so a plan never runs half on
 // the GPU.
 //
@@ -40,7 +41,6 @@ struct Fault {
 class Scratch {
 public:
   void *get(size_t bytes, cudaStream_t stream);
-  size_t capacity() const { return size; }
   /// The largest buffer it has held (bytes).
   size_t highWater() const { return high; }
   void release(cudaStream_t stream);
@@ -96,8 +96,8 @@ void registerMovementKernels(KernelTable &table);
 /// The activations' gradients (relu, gelu, gelu_tanh), clip and clip_grad,
 /// where, trilu, equal, dropout and dropout_grad (Pointwise.cu).
 void registerPointwiseKernels(KernelTable &table);
-/// softmax_grad, log_softmax_grad, layer_norm and its gradient, the
-/// classification losses and their gradients: a warp per row (Rows.cu).
+/// softmax_grad, log_softmax_grad, layer_norm and its gradient: a warp per
+/// row (Rows.cu).
 void registerRowKernels(KernelTable &table);
 /// softmax_cross_entropy, nll_loss, the vocabulary-parallel cross-entropy
 /// and their gradients (Loss.cu).

@@ -1,5 +1,4 @@
-//===- Launch.cuh - grids and strided operands of the CUDA kernels -*- C++
-//-*-===//
+//===- Launch.cuh - grids and strided operands of CUDA kernels -*- C++ -*-===//
 //
 // Every elementwise and movement kernel is a grid-stride loop over its
 // output; operands that broadcast or are read through a view carry their

@@ -149,7 +149,9 @@ __global__ void lossTotalKernel(const double *rowLoss, const double *rowWeight,
   w = blockSum(w, part);
   if (threadIdx.x == 0)
     store<S>(out, 0,
-             float(reduction == Reduction::Sum ? l : w != 0 ? l / w : 0.0));
+             float(reduction == Reduction::Sum ? l
+                   : w != 0                    ? l / w
+                                               : 0.0));
 }
 
 /// softmax_cross_entropy (scores, labels[, weight]) -> (loss, log_prob);

@@ -1,5 +1,4 @@
-//===- Movement.cu - transpose, expand, slice, concat, split, pad on the GPU
-//-===//
+//===- Movement.cu - data movement kernels on the GPU ---------------------===//
 //
 // transpose, expand and slice are one strided gather over the output (the
 // view StridedView.h builds for the CPU kernels too), by element size;

@@ -1,5 +1,4 @@
-//===- Pointwise.cu - elementwise kernels with masks and bounds
-//------------===//
+//===- Pointwise.cu - elementwise kernels with masks and bounds ----------===//
 //
 // Grid-stride loops: relu/gelu/gelu_tanh gradients of (x, dy) and clip
 // with its gradient (ElementwiseMath.h), where with numpy broadcasting and

@@ -1,5 +1,4 @@
-//===- Storage.cuh - the float formats a CUDA kernel reads -------*- C++
-//-*-===//
+//===- Storage.cuh - the float formats CUDA kernels read -------*- C++ -*-===//
 //
 // Kernels are instantiated per storage format (f32, bf16, f16) and compute
 // in f32 registers: load() widens exactly, store() rounds to nearest even

@@ -119,14 +119,17 @@ json compute(const char *kernel, int64_t x, int64_t y) {
 Plan collectivePlan() {
   json rank = json::parse(R"({
     "rank": 0, "coords": {"tensor": 0}, "arena_bytes": 200,
-    "buffers": [
-      {"id": 0, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 0, "kind": "input"},
-      {"id": 1, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 64, "kind": "activation"},
-      {"id": 2, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 128, "kind": "activation"},
-      {"id": 3, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 192, "kind": "activation"}],
     "params": [], "state": [], "optimizer_state": [],
-    "inputs": [{"name": "x", "buffer": 0}], "outputs": [{"name": "z", "buffer": 3}],
-    "constants": []})");
+    "inputs": [{"name": "x", "buffer": 0}],
+    "outputs": [{"name": "z", "buffer": 3}], "constants": []})");
+  // x, a, y, z: f32 [2], 64 bytes apart (z reuses no live bytes).
+  for (int64_t id = 0; id < 4; ++id)
+    rank["buffers"].push_back({{"id", id},
+                               {"dtype", "f32"},
+                               {"shape", {2}},
+                               {"bytes", 8},
+                               {"offset", 64 * id},
+                               {"kind", id ? "activation" : "input"}});
   rank["instructions"] = {compute("relu", 0, 1),
                           {{"op", "all_reduce"},
                            {"axis", "tensor"},
