@@ -5,7 +5,8 @@ GPU. Staging copies bytes and changes no arithmetic, so every layout's
 losses and trained weights must equal the direct path's bit for bit:
 pipeline sends and receives, data-parallel all-reduce, ZeRO's
 reduce-scatter and all-gather, tensor and sequence parallelism's
-collectives (parts strided in the whole), f16's overflow maximum.
+collectives (parts strided in the whole), f16's overflow maximum, and
+pipeline transfers in flight beside data-parallel collectives.
 """
 
 import numpy as np
@@ -24,6 +25,9 @@ LAYOUTS = {
                             flags=["--sequence-parallel"]),
     "f16-pipeline": dict(stages=2, micro_batches=2,
                          flags=["--precision=f16"]),
+    # Transfers and collectives in flight together: their tags count from
+    # 0 each, so the staging keeps them apart.
+    "pipeline-ddp": dict(stages=2, micro_batches=2, data_parallel=2),
 }
 
 

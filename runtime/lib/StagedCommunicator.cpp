@@ -31,25 +31,26 @@ public:
     for (auto &[bytes, buffers] : idle)
       for (void *host : buffers)
         backend.freeHost(host);
-    for (auto &[tag, staged] : pending)
-      for (auto [host, bytes] : staged.buffers)
-        backend.freeHost(host);
+    for (const auto *map : {&transfers, &collectives})
+      for (auto &[tag, staged] : *map)
+        for (auto [host, bytes] : staged.buffers)
+          backend.freeHost(host);
   }
 
   void isend(const void *data, int64_t bytes, int peer, int64_t tag) override {
     void *host = take(bytes);
     backend.download(host, data, bytes);
     inner.isend(host, bytes, peer, tag);
-    pending[tag] = {{{host, bytes}}, nullptr};
+    transfers[tag] = {{{host, bytes}}, nullptr};
   }
   void irecv(void *data, int64_t bytes, int peer, int64_t tag) override {
     void *host = take(bytes);
     inner.irecv(host, bytes, peer, tag);
-    pending[tag] = {{{host, bytes}}, data};
+    transfers[tag] = {{{host, bytes}}, data};
   }
   void wait(int64_t tag) override {
     inner.wait(tag);
-    finish(tag);
+    finish(transfers, tag);
   }
 
   void splitMesh(const std::vector<std::pair<std::string, int64_t>> &axes,
@@ -71,7 +72,7 @@ public:
     void *host = take(bytes);
     backend.download(host, in, bytes);
     inner.postAllReduce(axis, host, host, count, dtype, max, tag);
-    pending[tag] = {{{host, bytes}}, out};
+    collectives[tag] = {{{host, bytes}}, out};
   }
   void postAllGather(const std::string &axis, const void *in, void *out,
                      int64_t outer, int64_t part, DType dtype,
@@ -82,7 +83,7 @@ public:
     backend.download(hostIn, in, piece);
     inner.postAllGather(axis, hostIn, hostOut, outer, part, dtype, tag);
     // The result is the first buffer: finish() uploads it.
-    pending[tag] = {{{hostOut, whole}, {hostIn, piece}}, out};
+    collectives[tag] = {{{hostOut, whole}, {hostIn, piece}}, out};
   }
   void postReduceScatter(const std::string &axis, const void *in, void *out,
                          int64_t outer, int64_t part, DType dtype,
@@ -92,11 +93,11 @@ public:
     void *hostIn = take(whole), *hostOut = take(piece);
     backend.download(hostIn, in, whole);
     inner.postReduceScatter(axis, hostIn, hostOut, outer, part, dtype, tag);
-    pending[tag] = {{{hostOut, piece}, {hostIn, whole}}, out};
+    collectives[tag] = {{{hostOut, piece}, {hostIn, whole}}, out};
   }
   void waitCollective(int64_t tag) override {
     inner.waitCollective(tag);
-    finish(tag);
+    finish(collectives, tag);
   }
 
 private:
@@ -122,13 +123,16 @@ private:
     free.pop_back();
     return host;
   }
+  /// Transfers and collectives count their tags from 0 each: two maps.
+  using StagedMap = std::map<int64_t, Staged>;
+
   /// Uploads what arrived and returns the staging buffers to the pool.
-  void finish(int64_t tag) {
-    auto it = pending.find(tag);
-    if (it == pending.end())
+  void finish(StagedMap &from, int64_t tag) {
+    auto it = from.find(tag);
+    if (it == from.end())
       return; // the inner communicator has already refused the tag
     Staged staged = std::move(it->second);
-    pending.erase(it);
+    from.erase(it);
     if (staged.device)
       backend.upload(staged.device, staged.buffers[0].first,
                      staged.buffers[0].second);
@@ -138,7 +142,7 @@ private:
 
   Backend &backend;
   std::map<std::string, int64_t> groupSize;
-  std::map<int64_t, Staged> pending;
+  StagedMap transfers, collectives;
   std::map<int64_t, std::vector<void *>> idle; ///< pinned buffers by size
 };
 
