@@ -19,6 +19,16 @@ std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
   return out;
 }
 
+std::vector<int64_t> broadcastIndex(const std::vector<int64_t> &shape,
+                                    const std::vector<int64_t> &outShape) {
+  std::vector<int64_t> strides = broadcastStrides(shape, outShape), index;
+  std::array<std::vector<int64_t>, 1> operand = {strides};
+  forEachBroadcast<1>(outShape, operand, [&](int64_t, const auto &offset) {
+    index.push_back(offset[0]);
+  });
+  return index;
+}
+
 namespace {
 
 /// `op` is generic: float tensors compute in float (expf, erff, ...).

@@ -150,6 +150,11 @@ int64_t nearestSource(int64_t x, int64_t inLen, int64_t outLen, double scale,
 std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
                                       const std::vector<int64_t> &outShape);
 
+/// For each element of `outShape` in row-major order, the element of
+/// `shape` broadcast to it (numpy's rule): a per-element index table.
+std::vector<int64_t> broadcastIndex(const std::vector<int64_t> &shape,
+                                    const std::vector<int64_t> &outShape);
+
 /// Visits `outShape` in row-major order one innermost row at a time:
 /// fn(outOffset, operandOffsets, count, innerStrides) covers `count` output
 /// elements from `outOffset`, operand k starting at operandOffsets[k] and

@@ -46,24 +46,10 @@ void layerNorm(const KernelCall &call) {
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < x.rank(); ++i)
     (i < axis ? outer : inner) *= x.shape[i];
-  std::vector<int64_t> scaleStrides = broadcastStrides(scale.shape, normalized);
-  std::vector<int64_t> biasStrides =
-      bias ? broadcastStrides(bias->shape, normalized) : std::vector<int64_t>();
   // Flat index within the normalised block -> scale/bias element.
-  std::vector<int64_t> scaleIndex(inner), biasIndex(inner);
-  std::vector<int64_t> nStrides = stridesOf(normalized);
-  for (int64_t j = 0; j < inner; ++j) {
-    int64_t rem = j, s = 0, b = 0;
-    for (size_t d = 0; d < normalized.size(); ++d) {
-      int64_t idx = rem / nStrides[d];
-      rem %= nStrides[d];
-      s += idx * scaleStrides[d];
-      if (bias)
-        b += idx * biasStrides[d];
-    }
-    scaleIndex[j] = s;
-    biasIndex[j] = b;
-  }
+  std::vector<int64_t> scaleIndex = broadcastIndex(scale.shape, normalized);
+  std::vector<int64_t> biasIndex =
+      bias ? broadcastIndex(bias->shape, normalized) : scaleIndex;
   float *mean = call.out[1].as<float>(), *invStd = call.out[2].as<float>();
   dispatchFloat(call, x.dtype, [&]<typename T>() {
     const T *in = x.as<T>(), *g = scale.as<T>(),

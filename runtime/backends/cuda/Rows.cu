@@ -78,26 +78,40 @@ void softmaxGrad(const KernelCall &call, const Context &ctx) {
 // layer_norm, layer_norm_grad
 //===----------------------------------------------------------------------===//
 
-/// The normalised block [axis:] as one row of `inner` elements; scale and
-/// bias must cover it whole (the CPU kernel also broadcasts them within it).
-int64_t normalizedRow(const KernelCall &call, const Tensor &x) {
-  int64_t axis = call.i("axis"), inner = 1;
-  for (int64_t d = axis; d < x.rank(); ++d)
-    inner *= x.shape[d];
-  for (size_t k = 1; k < 3 && k < call.in.size(); ++k)
-    if (call.in[k].numel() != inner)
-      call.fail("input " + std::to_string(k) + " of shape " +
-                shapeString(call.in[k].shape) +
-                " broadcast within the normalised dims is not implemented on "
-                "the CUDA backend");
-  return inner;
+/// Where scale and bias are read for element j of the normalised block:
+/// null when they cover it whole (element j), else device tables of the
+/// element each broadcasts to j (broadcastIndex, as the CPU kernel).
+struct AffineIndex {
+  const int64_t *scale = nullptr, *bias = nullptr;
+};
+
+AffineIndex affineIndex(const KernelCall &call, const Context &ctx,
+                        const Tensor &x, int64_t axis, int64_t inner) {
+  bool whole = true;
+  for (size_t k = 1; k < call.in.size(); ++k)
+    whole &= call.in[k].numel() == inner;
+  if (whole)
+    return {};
+  std::vector<int64_t> normalized(x.shape.begin() + axis, x.shape.end());
+  std::vector<int64_t> table = broadcastIndex(call.in[1].shape, normalized);
+  if (call.in.size() > 2) {
+    std::vector<int64_t> bias = broadcastIndex(call.in[2].shape, normalized);
+    table.insert(table.end(), bias.begin(), bias.end());
+  }
+  auto *device = static_cast<int64_t *>(
+      ctx.scratch->get(table.size() * sizeof(int64_t), ctx.stream));
+  // From pageable memory: staged before the call returns.
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(device, table.data(),
+                                  table.size() * sizeof(int64_t),
+                                  cudaMemcpyHostToDevice, ctx.stream));
+  return {device, call.in.size() > 2 ? device + inner : nullptr};
 }
 
 template <Storage S>
 __global__ void layerNormKernel(const void *x, const void *scale,
-                                const void *bias, void *y, float *mean,
-                                float *invStd, int64_t rows, int64_t inner,
-                                double eps) {
+                                const void *bias, AffineIndex at, void *y,
+                                float *mean, float *invStd, int64_t rows,
+                                int64_t inner, double eps) {
   int lane = threadIdx.x % 32;
   WEFT_WARP_STRIDE(r, rows) {
     int64_t base = r * inner;
@@ -114,24 +128,28 @@ __global__ void layerNormKernel(const void *x, const void *scale,
       mean[r] = float(mu);
       invStd[r] = float(rstd);
     }
-    for (int64_t j = lane; j < inner; j += 32)
-      store<S>(
-          y, base + j,
-          float(layerNormAt(load<S>(x, base + j), mu, rstd, load<S>(scale, j),
-                            bias ? load<S>(bias, j) : 0.0f)));
+    for (int64_t j = lane; j < inner; j += 32) {
+      float g = load<S>(scale, at.scale ? at.scale[j] : j);
+      float b = bias ? load<S>(bias, at.bias ? at.bias[j] : j) : 0.0f;
+      store<S>(y, base + j,
+               float(layerNormAt(load<S>(x, base + j), mu, rstd, g, b)));
+    }
   }
 }
 
 void layerNorm(const KernelCall &call, const Context &ctx) {
   const Tensor &x = call.in[0];
-  int64_t inner = normalizedRow(call, x);
+  int64_t axis = call.i("axis"), inner = 1;
+  for (int64_t d = axis; d < x.rank(); ++d)
+    inner *= x.shape[d];
   int64_t rows = inner ? x.numel() / inner : 0;
   if (rows == 0)
     return;
+  AffineIndex at = affineIndex(call, ctx, x, axis, inner);
   const void *bias = call.in.size() > 2 ? call.in[2].data : nullptr;
   byStorage(call, x.dtype, [&]<Storage S>() {
     layerNormKernel<S><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
-        x.data, call.in[1].data, bias, call.out[0].data,
+        x.data, call.in[1].data, bias, at, call.out[0].data,
         call.out[1].as<float>(), call.out[2].as<float>(), rows, inner,
         call.f("epsilon"));
   });
@@ -207,9 +225,7 @@ void layerNormGrad(const KernelCall &call, const Context &ctx) {
   int64_t inner = 1, axis = call.i("axis");
   for (int64_t d = axis; d < x.rank(); ++d)
     inner *= x.shape[d];
-  if (call.in[1].numel() != inner)
-    call.fail("a scale broadcast within the normalised dims is not "
-              "implemented on the CUDA backend");
+  // The plan loader checked that the scale covers the normalised dims.
   int64_t rows = inner ? x.numel() / inner : 0;
   if (rows == 0)
     return;

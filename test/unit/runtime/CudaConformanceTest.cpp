@@ -466,6 +466,15 @@ TEST_P(CudaConformance, LayerNorm) {
       backward.positive = {3}; // 1 / std
       expectConforms(backward, *gpu);
     }
+  // Scale and bias broadcast within the normalised dims [5, 48].
+  for (DType d : floats()) {
+    TensorType x{d, {6, 5, 48}}, stats{DType::F32, {6, 1, 1}};
+    Case broadcast{
+        "layer_norm", {x, {d, {48}}, {d, {5, 1}}}, {x, stats, stats}};
+    broadcast.attrs.set("axis", int64_t(1));
+    broadcast.attrs.set("epsilon", 1e-5);
+    expectConforms(broadcast, *gpu);
+  }
 }
 
 /// Every reduction, an ignored label, class weights, samples with and
