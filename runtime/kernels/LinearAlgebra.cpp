@@ -25,8 +25,8 @@ void matmul(const KernelCall &call) {
     T *pc = y.as<T>();
     if (s.foldsIntoM()) {
       // [..., M, K] x [K, N]: one GEMM with M' = batch * M.
-      gemm<T>(false, false, s.batchCount() * m, n, k, 1, pa, k, pb, n, 0, pc,
-              n);
+      gemm<T>(false, false, s.batchCount() * m, n, k, 1, pa, k, pb, n, 0,
+              pc, n);
       return;
     }
     std::array<std::vector<int64_t>, 2> strides = {

@@ -50,8 +50,9 @@ template <typename T> void adamw(const KernelCall &call) {
   if (scale.skip)
     return;
   auto step = AdamWStep<T>::at(
-      double(call.ctx.step + 1 - scale.skipped), call.f("lr"), call.f("beta1"),
-      call.f("beta2"), call.f("eps"), call.f("weight_decay"), scale.inverse);
+      double(call.ctx.step + 1 - scale.skipped), call.f("lr"),
+      call.f("beta1"), call.f("beta2"), call.f("eps"),
+      call.f("weight_decay"), scale.inverse);
   const T *g = call.in[1].as<T>();
   T *p = call.out[inputs.master ? 3 : 0].as<T>(), *m = call.out[1].as<T>(),
     *v = call.out[2].as<T>();
@@ -68,10 +69,9 @@ template <typename T> void sgd(const KernelCall &call) {
   LossScale scale = LossScale::of(call, inputs.scaled);
   if (scale.skip)
     return;
-  SgdStep<T> step{
-      T(call.f("lr")),           T(call.f("momentum")),
-      T(call.f("weight_decay")), T(scale.inverse),
-      call.b("nesterov"),        call.ctx.step - scale.skipped == 0};
+  SgdStep<T> step{T(call.f("lr")), T(call.f("momentum")),
+                  T(call.f("weight_decay")), T(scale.inverse),
+                  call.b("nesterov"), call.ctx.step - scale.skipped == 0};
   const T *g = call.in[1].as<T>();
   T *p = call.out[inputs.master ? call.out.size() - 1 : 0].as<T>();
   T *buf = buffer ? call.out[1].as<T>() : nullptr;

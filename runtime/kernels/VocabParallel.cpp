@@ -106,8 +106,7 @@ template <typename T> void vocabCrossEntropyGrad(const KernelCall &call) {
     bool skip = ignore && label == ignored;
     for (int64_t k = 0; k < c; ++k) {
       T onehot = label - start == k ? T(1) : T(0);
-      dx[i * c + k] =
-          skip ? T(0) : (std::exp(logp[i * c + k]) - onehot) * scale;
+      dx[i * c + k] = skip ? T(0) : (std::exp(logp[i * c + k]) - onehot) * scale;
     }
   }
 }
