@@ -1,0 +1,217 @@
+//===- CudaConformance.h - CUDA kernels against the CPU's: the harness ----===//
+//
+// Each kernel the CUDA backend implements runs on random inputs through
+// both backends (the same Backend interface: arena, upload, launch,
+// download) and the outputs are compared. Tolerances per dtype: f32 within
+// 1e-5 of the output's largest magnitude (summation order and libm against
+// CUDA's math library); a bf16 or f16 result may round the other way once
+// (one unit in the last place: 2^-8 and 2^-11 relative), so 2^-7 and 2^-10
+// of the largest magnitude; masks and indices exactly. Skipped, with a
+// message, without a GPU; the same cases run the CPU backend against
+// itself everywhere (exact), which checks the harness and that the CPU
+// kernels take every case. The cases: CudaConformanceTest.cpp (elementwise,
+// movement, updates) and CudaNetworkConformanceTest.cpp (norms, losses,
+// reductions, gathers, convolutions, pooling).
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_TEST_UNIT_RUNTIME_CUDACONFORMANCE_H
+#define WEFT_TEST_UNIT_RUNTIME_CUDACONFORMANCE_H
+
+#include "weft/runtime/Backend.h"
+
+#include "../../../runtime/kernels/Half.h"
+#include "../../../runtime/kernels/Kernel.h"
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+
+namespace weft::rt::conformance {
+
+inline bool gpuPresent() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+/// One kernel call: its operand types, attributes, the outputs that update
+/// an input in place (output -> input), inputs that must be positive.
+struct Case {
+  std::string kernel;
+  std::vector<TensorType> in, out;
+  KernelAttrs attrs;
+  std::map<size_t, size_t> inPlace;
+  std::set<size_t> positive, exact;
+  /// Integer (or bool) inputs, and float ones listed here: whole numbers
+  /// drawn uniformly from [0, bound).
+  std::map<size_t, int64_t> below;
+  int64_t step = 0;
+};
+
+/// The dtypes compared within a tolerance; the rest exactly.
+inline bool compared(DType d) {
+  return d == DType::F32 || d == DType::BF16 || d == DType::F16;
+}
+
+inline double toDouble(const char *p, DType d) {
+  switch (d) {
+  case DType::F32: {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case DType::BF16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return fromBF16(v);
+  }
+  case DType::F16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return fromF16(v);
+  }
+  default:
+    ADD_FAILURE() << "unexpected dtype " << dtypeName(d);
+    return 0;
+  }
+}
+
+inline void fromDouble(char *p, DType d, double v) {
+  if (d == DType::F32) {
+    float f = float(v);
+    std::memcpy(p, &f, 4);
+  } else {
+    uint16_t bits = d == DType::BF16 ? toBF16(float(v)) : toF16(float(v));
+    std::memcpy(p, &bits, 2);
+  }
+}
+
+/// Random input bytes: uniform in [-2, 2] ([0.1, 2] where positive), the
+/// loss scaler [1024, 0, 0] and found_inf 0 where `exact` says so.
+inline std::vector<std::string> inputs(const Case &c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> any(-2, 2), pos(0.1, 2);
+  std::vector<std::string> out;
+  for (size_t k = 0; k < c.in.size(); ++k) {
+    const TensorType &t = c.in[k];
+    std::string bytes(t.bytes(), '\0');
+    if (!compared(t.dtype)) {
+      std::uniform_int_distribution<int64_t> draw(0, c.below.at(k) - 1);
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        int64_t v = draw(rng);
+        std::memcpy(bytes.data() + i * dtypeSize(t.dtype), &v,
+                    dtypeSize(t.dtype)); // little-endian: the low bytes
+      }
+      out.push_back(std::move(bytes));
+      continue;
+    }
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      double v = c.positive.count(k) ? pos(rng) : any(rng);
+      if (c.below.count(k))
+        v = double(
+            std::uniform_int_distribution<int64_t>(0, c.below.at(k) - 1)(rng));
+      if (c.exact.count(k))
+        v = t.numel() == 3 && i == 0 ? 1024.0 : 0.0;
+      fromDouble(bytes.data() + i * dtypeSize(t.dtype), t.dtype, v);
+    }
+    out.push_back(std::move(bytes));
+  }
+  return out;
+}
+
+/// Runs `c` on `backend`; returns the outputs' bytes.
+inline std::vector<std::string> runOn(Backend &backend, const Case &c,
+                                      const std::vector<std::string> &in) {
+  std::vector<int64_t> offsets;
+  int64_t size = 0;
+  auto place = [&](int64_t bytes) {
+    offsets.push_back(size);
+    size += (bytes + 255) / 256 * 256;
+  };
+  for (const TensorType &t : c.in)
+    place(t.bytes());
+  for (size_t o = 0; o < c.out.size(); ++o)
+    if (c.inPlace.count(o))
+      offsets.push_back(offsets[c.inPlace.at(o)]);
+    else
+      place(c.out[o].bytes());
+  char *arena = static_cast<char *>(backend.allocateArena(size));
+  KernelContext ctx{7, c.step, 0, 0};
+  KernelCall call{c.kernel, {}, {}, c.attrs, ctx};
+  for (size_t k = 0; k < c.in.size(); ++k) {
+    backend.upload(arena + offsets[k], in[k].data(), in[k].size());
+    call.in.push_back({arena + offsets[k], c.in[k].dtype, c.in[k].shape});
+  }
+  for (size_t o = 0; o < c.out.size(); ++o)
+    call.out.push_back(
+        {arena + offsets[c.in.size() + o], c.out[o].dtype, c.out[o].shape});
+  backend.launch(call);
+  backend.synchronize();
+  std::vector<std::string> out;
+  for (size_t o = 0; o < c.out.size(); ++o) {
+    std::string bytes(c.out[o].bytes(), '\0');
+    backend.download(bytes.data(), call.out[o].data, bytes.size());
+    out.push_back(std::move(bytes));
+  }
+  backend.freeArena(arena);
+  return out;
+}
+
+inline double tolerance(DType d) {
+  return d == DType::F32 ? 1e-5 : d == DType::BF16 ? 0x1p-7 : 0x1p-10;
+}
+
+inline void expectConforms(const Case &c, Backend &gpu) {
+  auto cpu = createCpuBackend();
+  std::vector<std::string> in = inputs(c, 1);
+  std::vector<std::string> want = runOn(*cpu, c, in), got = runOn(gpu, c, in);
+  for (size_t o = 0; o < c.out.size(); ++o) {
+    DType d = c.out[o].dtype;
+    if (!compared(d)) { // masks, indices: exactly
+      EXPECT_EQ(got[o], want[o])
+          << c.kernel << " output " << o << " (" << typeString(c.out[o]) << ")";
+      continue;
+    }
+    int64_t n = c.out[o].numel(), size = dtypeSize(d);
+    double scale = 1e-30, worst = 0;
+    for (int64_t i = 0; i < n; ++i)
+      scale =
+          std::max(scale, std::fabs(toDouble(want[o].data() + i * size, d)));
+    for (int64_t i = 0; i < n; ++i)
+      worst =
+          std::max(worst, std::fabs(toDouble(got[o].data() + i * size, d) -
+                                    toDouble(want[o].data() + i * size, d)));
+    EXPECT_LE(worst, tolerance(d) * scale)
+        << c.kernel << " output " << o << " (" << typeString(c.out[o]) << ")";
+  }
+}
+
+inline std::vector<DType> floats() {
+  return {DType::F32, DType::BF16, DType::F16};
+}
+
+/// The backend under test: "cuda", or "cpu" (the CPU against itself:
+/// checks this harness, its cases and the CPU kernels' acceptance of them
+/// on every machine).
+class CudaConformance : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    if (GetParam() == "cpu") {
+      gpu = createCpuBackend();
+      return;
+    }
+    if (!gpuPresent())
+      GTEST_SKIP() << "no GPU on this machine: the CUDA kernels were "
+                      "compiled, not run";
+    gpu = createCudaBackend(0);
+  }
+  std::unique_ptr<Backend> gpu;
+};
+
+} // namespace weft::rt::conformance
+
+#endif // WEFT_TEST_UNIT_RUNTIME_CUDACONFORMANCE_H

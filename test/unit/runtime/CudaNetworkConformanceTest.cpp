@@ -1,0 +1,292 @@
+//===- CudaNetworkConformanceTest.cpp - norms, losses, convolutions -------===//
+//
+// The CUDA kernels of layer and batch norm, the losses, reductions,
+// gathers, the vocabulary-parallel kernels, convolutions, pooling, resize
+// and pad against the CPU's (the harness: CudaConformance.h; the suite is
+// instantiated in CudaConformanceTest.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaConformance.h"
+
+using namespace weft::rt;
+using namespace weft::rt::conformance;
+
+namespace {
+
+/// Over the last dim, and over the last two (one row of 5 x 48).
+TEST_P(CudaConformance, LayerNorm) {
+  TensorType stats6{DType::F32, {6, 1, 1}}, stats30{DType::F32, {6, 5, 1}};
+  for (DType d : floats())
+    for (int64_t axis : {2, 1}) {
+      std::vector<int64_t> normalized =
+          axis == 2 ? std::vector<int64_t>{48} : std::vector<int64_t>{5, 48};
+      TensorType x{d, {6, 5, 48}}, scale{d, normalized};
+      TensorType stats = axis == 2 ? stats30 : stats6;
+      Case forward{"layer_norm", {x, scale, scale}, {x, stats, stats}};
+      forward.attrs.set("axis", axis);
+      forward.attrs.set("epsilon", 1e-5);
+      expectConforms(forward, *gpu);
+      Case backward{
+          "layer_norm_grad", {x, scale, stats, stats, x}, {x, scale, scale}};
+      backward.attrs.set("axis", axis);
+      backward.positive = {3}; // 1 / std
+      expectConforms(backward, *gpu);
+    }
+  // Scale and bias broadcast within the normalised dims [5, 48].
+  for (DType d : floats()) {
+    TensorType x{d, {6, 5, 48}}, stats{DType::F32, {6, 1, 1}};
+    Case broadcast{
+        "layer_norm", {x, {d, {48}}, {d, {5, 1}}}, {x, stats, stats}};
+    broadcast.attrs.set("axis", int64_t(1));
+    broadcast.attrs.set("epsilon", 1e-5);
+    expectConforms(broadcast, *gpu);
+  }
+}
+
+/// Every reduction, an ignored label, class weights, samples with and
+/// without trailing dims.
+TEST_P(CudaConformance, Losses) {
+  for (DType d : floats())
+    for (std::vector<int64_t> scores :
+         {std::vector<int64_t>{40, 11}, std::vector<int64_t>{3, 11, 4}})
+      for (const char *reduction : {"mean", "sum", "none"})
+        for (bool weighted : {false, true}) {
+          std::vector<int64_t> labels = {scores[0]};
+          labels.insert(labels.end(), scores.begin() + 2, scores.end());
+          std::vector<int64_t> loss = reduction == std::string("none")
+                                          ? labels
+                                          : std::vector<int64_t>{};
+          TensorType s{d, scores}, l{DType::I64, labels}, w{d, {11}};
+          Case sce{"softmax_cross_entropy", {s, l}, {{d, loss}, s}};
+          Case nll{"nll_loss", {s, l}, {{d, loss}}};
+          Case sceGrad{"softmax_cross_entropy_grad", {s, l, {d, loss}}, {s}};
+          Case nllGrad{"nll_loss_grad", {s, l, {d, loss}}, {s}};
+          for (Case *c : {&sce, &nll, &sceGrad, &nllGrad}) {
+            c->below = {{1, 11}};
+            c->attrs.set("reduction", std::string(reduction));
+            c->attrs.set("ignore_index", int64_t(2));
+            if (weighted) {
+              c->in.push_back(w);
+              c->positive.insert(c->in.size() - 1);
+            }
+            expectConforms(*c, *gpu);
+          }
+        }
+}
+
+TEST_P(CudaConformance, Reductions) {
+  std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{0, 1}, {9}},
+      {{1}, {5, 9}},
+      {{2}, {5, 7}},
+      {{0, 1, 2}, {}},
+      {{0, 2}, {7}}};
+  for (const char *kernel : {"reduce_sum", "reduce_mean", "reduce_max"})
+    for (DType d : floats())
+      for (const auto &[axes, out] : cases) {
+        Case c{kernel, {{d, {5, 7, 9}}}, {{d, out}}};
+        c.attrs.set("axes", axes);
+        c.attrs.set("keepdims", false);
+        expectConforms(c, *gpu);
+      }
+  Case rows{"reduce_sum", {{DType::F32, {1000, 3}}}, {{DType::F32, {3}}}};
+  rows.attrs.set("axes", std::vector<int64_t>{0}); // chunks of 256 rows
+  rows.attrs.set("keepdims", false);
+  expectConforms(rows, *gpu);
+}
+
+/// An embedding's lookup and its scatter-add, indices repeating (10 rows
+/// of 50 drawn), along axis 0 and 1.
+TEST_P(CudaConformance, GatherAndItsGradient) {
+  for (DType d : floats())
+    for (DType index : {DType::I64, DType::I32})
+      for (int64_t axis : {0, 1}) {
+        std::vector<int64_t> data = axis == 0 ? std::vector<int64_t>{50, 16}
+                                              : std::vector<int64_t>{3, 50, 4};
+        std::vector<int64_t> gathered = axis == 0
+                                            ? std::vector<int64_t>{3, 7, 16}
+                                            : std::vector<int64_t>{3, 3, 7, 4};
+        Case forward{"gather", {{d, data}, {index, {3, 7}}}, {{d, gathered}}};
+        forward.attrs.set("axis", axis);
+        forward.below = {{1, 10}};
+        expectConforms(forward, *gpu);
+        Case backward{
+            "gather_grad", {{d, gathered}, {index, {3, 7}}}, {{d, data}}};
+        backward.attrs.set("axis", axis);
+        backward.attrs.set("shape", data);
+        backward.below = {{1, 10}};
+        expectConforms(backward, *gpu);
+      }
+}
+
+/// Megatron-LM's vocabulary-parallel embedding and cross-entropy on a
+/// shard holding classes [20, 30) of 40: labels on this shard and others.
+TEST_P(CudaConformance, VocabParallel) {
+  for (DType d : floats()) {
+    TensorType table{d, {10, 8}}, ids{DType::I64, {3, 5}};
+    Case lookup{"vocab_parallel_gather", {table, ids}, {{d, {3, 5, 8}}}};
+    lookup.attrs.set("start", int64_t(20));
+    Case scatter{"vocab_parallel_gather_grad", {{d, {3, 5, 8}}, ids}, {table}};
+    scatter.attrs.set("start", int64_t(20));
+    scatter.attrs.set("rows", int64_t(10));
+    TensorType scores{d, {12, 10}}, max{d, {12, 1}}, stats{d, {12, 2}},
+        labels{DType::I64, {12}};
+    Case statsCase{
+        "vocab_parallel_cross_entropy_stats", {scores, max, labels}, {stats}};
+    statsCase.attrs.set("start", int64_t(20));
+    Case loss{"vocab_parallel_cross_entropy",
+              {scores, max, stats, labels},
+              {{d, {}}, scores}};
+    loss.positive = {2}; // sums of exponentials
+    Case grad{"vocab_parallel_cross_entropy_grad",
+              {scores, labels, {d, {}}},
+              {scores}};
+    grad.attrs.set("start", int64_t(20));
+    for (Case *c : {&loss, &grad})
+      c->attrs.set("ignore_index", int64_t(22));
+    lookup.below = scatter.below = {{1, 40}};
+    statsCase.below = {{2, 40}};
+    loss.below = {{3, 40}};
+    grad.below = {{1, 40}};
+    for (const Case *c : {&lookup, &scatter, &statsCase, &loss, &grad})
+      expectConforms(*c, *gpu);
+  }
+}
+
+/// cuDNN's convolutions: 2-D grouped and strided with a bias, 1-D dilated;
+/// the transpose and the weight gradient of the 2-D one.
+TEST_P(CudaConformance, Convolutions) {
+  for (DType d : floats()) {
+    auto window = [](Case &c, std::vector<int64_t> strides,
+                     std::vector<int64_t> pads, std::vector<int64_t> dilations,
+                     int64_t group) {
+      c.attrs.set("strides", strides);
+      c.attrs.set("pads", pads);
+      c.attrs.set("dilations", dilations);
+      c.attrs.set("group", group);
+    };
+    TensorType x{d, {2, 4, 9, 9}}, w{d, {6, 2, 3, 3}}, y{d, {2, 6, 5, 5}};
+    Case conv{"conv", {x, w, {d, {6}}}, {y}};
+    window(conv, {2, 2}, {1, 1, 1, 1}, {1, 1}, 2);
+    Case line{"conv", {{d, {2, 3, 11}}, {d, {4, 3, 3}}}, {{d, {2, 4, 9}}}};
+    window(line, {1}, {1, 1}, {2}, 1);
+    Case transpose{"conv_transpose", {y, w}, {x}};
+    window(transpose, {2, 2}, {1, 1, 1, 1}, {1, 1}, 2);
+    transpose.attrs.set("output_padding", std::vector<int64_t>{0, 0});
+    Case weight{"conv_weight_grad", {x, y}, {w}};
+    window(weight, {2, 2}, {1, 1, 1, 1}, {1, 1}, 2);
+    weight.attrs.set("kernel_shape", std::vector<int64_t>{3, 3});
+    for (const Case *c : {&conv, &line, &transpose, &weight})
+      expectConforms(*c, *gpu);
+  }
+}
+
+/// Training-mode batch norm (f32: mixed precision keeps norms in f32) and
+/// its gradient; the running statistics in place.
+TEST_P(CudaConformance, BatchNorm) {
+  TensorType x{DType::F32, {4, 3, 5, 5}}, channel{DType::F32, {3}};
+  Case forward{"batch_norm",
+               {x, channel, channel, channel, channel},
+               {x, channel, channel}};
+  forward.inPlace = {{1, 3}, {2, 4}};
+  forward.positive = {4};
+  forward.attrs.set("epsilon", 1e-5);
+  forward.attrs.set("momentum", 0.9);
+  forward.attrs.set("training", true);
+  forward.attrs.set("unbiased_running_var", true);
+  expectConforms(forward, *gpu);
+  Case backward{"batch_norm_grad",
+                {x, channel, channel, channel, x},
+                {x, channel, channel}};
+  backward.positive = {3};
+  backward.attrs.set("epsilon", 1e-5);
+  backward.attrs.set("training", true);
+  expectConforms(backward, *gpu);
+}
+
+/// ResNet's stem pooling (3x3, stride 2, pad 1): windows overlap, so the
+/// gradients gather from several windows per input; average pooling with
+/// and without the padding counted, and a ceil_mode overhang.
+TEST_P(CudaConformance, Pooling) {
+  for (DType d : floats())
+    for (bool max : {true, false})
+      for (bool includePad : {false, true}) {
+        if (max && includePad)
+          continue;
+        TensorType x{d, {2, 3, 9, 9}}, y{d, {2, 3, 5, 5}};
+        std::string kernel = max ? "max_pool" : "avg_pool";
+        Case forward{kernel, {x}, {y}}, backward{kernel + "_grad", {x, y}, {x}};
+        for (Case *c : {&forward, &backward}) {
+          c->attrs.set("kernel_shape", std::vector<int64_t>{3, 3});
+          c->attrs.set("strides", std::vector<int64_t>{2, 2});
+          c->attrs.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+          if (max)
+            c->attrs.set("dilations", std::vector<int64_t>{1, 1});
+          else
+            c->attrs.set("count_include_pad", includePad);
+        }
+        forward.attrs.set("ceil_mode", false);
+        expectConforms(forward, *gpu);
+        expectConforms(backward, *gpu);
+      }
+  // ceil_mode: 8 -> 4 windows of 3, stride 2, the last overhanging.
+  for (DType d : floats()) {
+    Case overhang{"avg_pool", {{d, {1, 2, 8, 8}}}, {{d, {1, 2, 4, 4}}}};
+    overhang.attrs.set("kernel_shape", std::vector<int64_t>{3, 3});
+    overhang.attrs.set("strides", std::vector<int64_t>{2, 2});
+    overhang.attrs.set("pads", std::vector<int64_t>{0, 0, 0, 0});
+    overhang.attrs.set("ceil_mode", true);
+    overhang.attrs.set("count_include_pad", true);
+    expectConforms(overhang, *gpu);
+  }
+}
+
+/// Nearest resize up by 2, by 1.5 and down by 2 under three coordinate
+/// transforms, and its gradient (several outputs per input).
+TEST_P(CudaConformance, Resize) {
+  struct Geometry {
+    int64_t in, out;
+    double scale;
+    const char *transform, *mode;
+  };
+  for (DType d : floats())
+    for (Geometry g : {Geometry{4, 8, 2.0, "asymmetric", "floor"},
+                       Geometry{4, 6, 1.5, "half_pixel", "round_prefer_floor"},
+                       Geometry{8, 4, 0.5, "align_corners", "ceil"}}) {
+      TensorType x{d, {1, 2, g.in, g.in}}, y{d, {1, 2, g.out, g.out}};
+      Case forward{"resize", {x}, {y}}, backward{"resize_grad", {x, y}, {x}};
+      for (Case *c : {&forward, &backward}) {
+        c->attrs.set("sizes", std::vector<int64_t>{1, 2, g.out, g.out});
+        c->attrs.set("scales", std::vector<double>{1, 1, g.scale, g.scale});
+        c->attrs.set("coordinate_transformation_mode",
+                     std::string(g.transform));
+        c->attrs.set("nearest_mode", std::string(g.mode));
+        expectConforms(*c, *gpu);
+      }
+    }
+}
+
+/// Constant padding with a negative (cropping) side; equal on floats and
+/// integers with broadcasting.
+TEST_P(CudaConformance, PadAndEqual) {
+  for (DType d : floats()) {
+    Case pad{"pad", {{d, {3, 5, 4}}}, {{d, {4, 8, 3}}}};
+    pad.attrs.set("pads", std::vector<int64_t>{1, 2, 0, 0, 1, -1});
+    pad.attrs.set("value", 0.75);
+    expectConforms(pad, *gpu);
+    Case same{"equal", {{d, {4, 6}}, {d, {4, 6}}}, {{DType::Bool, {4, 6}}}};
+    same.below = {{0, 3}, {1, 3}}; // whole numbers: some pairs equal
+    expectConforms(same, *gpu);
+  }
+  Case ints{"equal",
+            {{DType::I64, {4, 1, 6}}, {DType::I64, {5, 1}}},
+            {{DType::Bool, {4, 5, 6}}}};
+  ints.below = {{0, 3}, {1, 3}};
+  expectConforms(ints, *gpu);
+}
+
+/// Every kernel of a transformer's training step (the gpt example's plans
+/// at f32, bf16 and f16 with loss scaling, one rank) has a CUDA
+/// implementation, so such a plan loads on the GPU (checked without one).
+} // namespace
