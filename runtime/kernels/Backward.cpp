@@ -32,18 +32,9 @@ template <typename Op> void elementwiseGrad(const KernelCall &call) {
   });
 }
 
-/// [outer, dim, inner] around `axis`.
-void axisView(const std::vector<int64_t> &shape, int64_t axis, int64_t &outer,
-              int64_t &dim, int64_t &inner) {
-  outer = dim = inner = 1;
-  for (int64_t i = 0; i < (int64_t)shape.size(); ++i)
-    (i < axis ? outer : i == axis ? dim : inner) *= shape[i];
-}
-
 template <bool Log> void softmaxGrad(const KernelCall &call) {
   const Tensor &y = call.in[0], &dy = call.in[1], &dx = call.out[0];
-  int64_t outer, dim, inner;
-  axisView(y.shape, call.i("axis"), outer, dim, inner);
+  auto [outer, dim, inner] = AxisView(y.shape, call.i("axis"));
   dispatchFloat(call, y.dtype, [&]<typename T>() {
     const T *py = y.as<T>(), *pg = dy.as<T>();
     T *out = dx.as<T>();

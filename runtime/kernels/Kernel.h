@@ -145,6 +145,19 @@ void storeScalar(char *out, DType dtype, double value);
 int64_t nearestSource(int64_t x, int64_t inLen, int64_t outLen, double scale,
                       const std::string &transform, const std::string &mode);
 
+/// `shape` as [outer, dim, inner] around `axis`: the product of the dims
+/// before it, its size, the product of the dims after it (the rows a
+/// softmax, gather or scatter walks; plain data, passed to CUDA kernels).
+struct AxisView {
+  int64_t outer = 1, dim = 1, inner = 1;
+  AxisView(const std::vector<int64_t> &shape, int64_t axis) {
+    for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+      (d < axis ? outer : d == axis ? dim : inner) *= shape[d];
+  }
+  /// The rows along the axis: outer x inner of them, `dim` elements each.
+  int64_t rows() const { return outer * inner; }
+};
+
 /// Strides of `shape` broadcast to `outShape` (numpy alignment from the
 /// right; 0 on broadcast dims).
 std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,

@@ -11,15 +11,6 @@ namespace weft::rt {
 
 namespace {
 
-/// [outer, axis, inner] view of `shape` around `axis`.
-struct AxisView {
-  int64_t outer = 1, dim = 1, inner = 1;
-  AxisView(const std::vector<int64_t> &shape, int64_t axis) {
-    for (int64_t i = 0; i < (int64_t)shape.size(); ++i)
-      (i < axis ? outer : i == axis ? dim : inner) *= shape[i];
-  }
-};
-
 template <bool Log> void softmax(const KernelCall &call) {
   const Tensor &x = call.in[0], &y = call.out[0];
   AxisView v(x.shape, call.i("axis"));

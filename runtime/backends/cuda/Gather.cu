@@ -103,15 +103,6 @@ template <Reduce Kind> void reduce(const KernelCall &call, const Context &ctx) {
 // gather, gather_grad
 //===----------------------------------------------------------------------===//
 
-/// [outer, dim, row] around the gathered axis of `shape`.
-struct Around {
-  int64_t outer = 1, dim = 1, row = 1;
-  Around(const std::vector<int64_t> &shape, int64_t axis) {
-    for (int64_t d = 0; d < int64_t(shape.size()); ++d)
-      (d < axis ? outer : d == axis ? dim : row) *= shape[d];
-  }
-};
-
 /// Index k normalised into [0, dim), or -1 after raising a fault.
 __device__ inline int64_t indexAt(const void *indices, bool wide, int64_t k,
                                   int64_t dim, Fault *fault,
@@ -156,11 +147,11 @@ Rows rowsOf(const KernelCall &call, const Context &ctx, const Tensor &indices,
 
 template <typename E>
 __global__ void gatherKernel(const E *data, Rows rows, E *y, int64_t count,
-                             Around a) {
-  WEFT_GRID_STRIDE(e, a.outer * count * a.row) {
-    int64_t j = e % a.row, k = e / a.row % count, o = e / a.row / count;
+                             AxisView a) {
+  WEFT_GRID_STRIDE(e, a.outer * count * a.inner) {
+    int64_t j = e % a.inner, k = e / a.inner % count, o = e / a.inner / count;
     int64_t i = rows.at(k);
-    y[e] = i < 0 ? E(0) : data[(o * a.dim + i) * a.row + j];
+    y[e] = i < 0 ? E(0) : data[(o * a.dim + i) * a.inner + j];
   }
 }
 
@@ -168,8 +159,8 @@ __global__ void gatherKernel(const E *data, Rows rows, E *y, int64_t count,
 /// shard's lookup (`Shard`: rows of other ranks read as zeros).
 template <bool Shard> void gather(const KernelCall &call, const Context &ctx) {
   const Tensor &data = call.in[0], &indices = call.in[1];
-  Around a(data.shape, Shard ? 0 : call.i("axis"));
-  int64_t count = indices.numel(), n = a.outer * count * a.row;
+  AxisView a(data.shape, Shard ? 0 : call.i("axis"));
+  int64_t count = indices.numel(), n = a.outer * count * a.inner;
   if (n == 0)
     return;
   Rows rows = rowsOf(call, ctx, indices, a.dim, Shard);
@@ -197,16 +188,16 @@ __global__ void sortKeysKernel(Rows rows, int64_t count, uint32_t *keys,
 template <Storage S>
 __global__ void scatterAddKernel(const void *dy, const uint32_t *keys,
                                  const uint32_t *positions, void *dx,
-                                 int64_t count, Around a) {
-  WEFT_GRID_STRIDE(e, a.outer * count * a.row) {
-    int64_t j = e % a.row, s = e / a.row % count, o = e / a.row / count;
+                                 int64_t count, AxisView a) {
+  WEFT_GRID_STRIDE(e, a.outer * count * a.inner) {
+    int64_t j = e % a.inner, s = e / a.inner % count, o = e / a.inner / count;
     uint32_t key = keys[s];
     if ((s > 0 && keys[s - 1] == key) || key >= a.dim)
       continue; // not the start of a run, or an index out of range
     float acc = 0;
     for (int64_t t = s; t < count && keys[t] == key; ++t)
-      acc += load<S>(dy, (o * count + positions[t]) * a.row + j);
-    store<S>(dx, (o * a.dim + key) * a.row + j, acc);
+      acc += load<S>(dy, (o * count + positions[t]) * a.inner + j);
+    store<S>(dx, (o * a.dim + key) * a.inner + j, acc);
   }
 }
 
@@ -215,10 +206,10 @@ __global__ void scatterAddKernel(const void *dy, const uint32_t *keys,
 template <bool Shard>
 void gatherGrad(const KernelCall &call, const Context &ctx) {
   const Tensor &dy = call.in[0], &indices = call.in[1], &dx = call.out[0];
-  Around a(dx.shape, Shard ? 0 : call.i("axis"));
+  AxisView a(dx.shape, Shard ? 0 : call.i("axis"));
   int64_t count = indices.numel();
   WEFT_CUDA_CHECK(cudaMemsetAsync(dx.data, 0, dx.bytes(), ctx.stream));
-  if (count == 0 || a.outer * a.row == 0)
+  if (count == 0 || a.outer * a.inner == 0)
     return;
   if (a.dim >= (int64_t(1) << 31) || count >= (int64_t(1) << 32))
     call.fail("over 2^31 rows or 2^32 indices: not on the CUDA backend");
@@ -239,7 +230,7 @@ void gatherGrad(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
       keys + words, sortBytes, keys, sortedKeys, values, positions, count, 0,
       endBit, ctx.stream));
-  int64_t n = a.outer * count * a.row;
+  int64_t n = a.outer * count * a.inner;
   byStorage(call, dy.dtype, [&]<Storage S>() {
     scatterAddKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
         dy.data, sortedKeys, positions, dx.data, count, a);

@@ -131,11 +131,8 @@ __global__ void softmaxKernel(const void *x, void *y, int64_t rows, int64_t dim,
 
 template <bool Log> void softmax(const KernelCall &call, const Context &ctx) {
   const Tensor &x = call.in[0], &y = call.out[0];
-  int64_t axis = call.i("axis"), outer = 1, inner = 1;
-  for (int64_t d = 0; d < x.rank(); ++d)
-    if (d != axis)
-      (d < axis ? outer : inner) *= x.shape[d];
-  int64_t rows = outer * inner, dim = x.shape[axis];
+  AxisView v(x.shape, call.i("axis"));
+  int64_t rows = v.rows(), dim = v.dim, inner = v.inner;
   if (rows == 0 || dim == 0)
     return;
   byStorage(call, x.dtype, [&]<Storage S>() {

@@ -19,19 +19,6 @@ namespace weft::rt::cuda {
 
 namespace {
 
-/// Rows of `dim` elements `inner` apart: [outer, dim, inner] around `axis`.
-struct Rows {
-  int64_t count = 1, dim = 1, inner = 1;
-  Rows(const std::vector<int64_t> &shape, int64_t axis) {
-    for (int64_t d = 0; d < int64_t(shape.size()); ++d)
-      if (d != axis)
-        count *= shape[d];
-    dim = shape[axis];
-    for (size_t d = axis + 1; d < shape.size(); ++d)
-      inner *= shape[d];
-  }
-};
-
 __device__ inline int64_t rowBase(int64_t r, int64_t dim, int64_t inner) {
   return r / inner * dim * inner + r % inner;
 }
@@ -62,13 +49,13 @@ __global__ void softmaxGradKernel(const void *y, const void *dy, void *dx,
 template <bool Log>
 void softmaxGrad(const KernelCall &call, const Context &ctx) {
   const Tensor &y = call.in[0];
-  Rows rows(y.shape, call.i("axis"));
+  AxisView rows(y.shape, call.i("axis"));
   if (y.numel() == 0)
     return;
   byStorage(call, y.dtype, [&]<Storage S>() {
     softmaxGradKernel<S, Log>
-        <<<warpGrid(rows.count), kThreads, 0, ctx.stream>>>(
-            y.data, call.in[1].data, call.out[0].data, rows.count, rows.dim,
+        <<<warpGrid(rows.rows()), kThreads, 0, ctx.stream>>>(
+            y.data, call.in[1].data, call.out[0].data, rows.rows(), rows.dim,
             rows.inner);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
