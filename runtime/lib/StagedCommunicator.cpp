@@ -77,23 +77,14 @@ public:
   void postAllGather(const std::string &axis, const void *in, void *out,
                      int64_t outer, int64_t part, DType dtype,
                      int64_t tag) override {
-    int64_t piece = outer * part * dtypeSize(dtype);
-    int64_t whole = piece * members(axis, tag);
-    void *hostIn = take(piece), *hostOut = take(whole);
-    backend.download(hostIn, in, piece);
-    inner.postAllGather(axis, hostIn, hostOut, outer, part, dtype, tag);
-    // The result is the first buffer: finish() uploads it.
-    collectives[tag] = {{{hostOut, whole}, {hostIn, piece}}, out};
+    postParts(&Communicator::postAllGather, true, axis, in, out, outer, part,
+              dtype, tag);
   }
   void postReduceScatter(const std::string &axis, const void *in, void *out,
                          int64_t outer, int64_t part, DType dtype,
                          int64_t tag) override {
-    int64_t piece = outer * part * dtypeSize(dtype);
-    int64_t whole = piece * members(axis, tag);
-    void *hostIn = take(whole), *hostOut = take(piece);
-    backend.download(hostIn, in, whole);
-    inner.postReduceScatter(axis, hostIn, hostOut, outer, part, dtype, tag);
-    collectives[tag] = {{{hostOut, piece}, {hostIn, whole}}, out};
+    postParts(&Communicator::postReduceScatter, false, axis, in, out, outer,
+              part, dtype, tag);
   }
   void waitCollective(int64_t tag) override {
     inner.waitCollective(tag);
@@ -101,6 +92,25 @@ public:
   }
 
 private:
+  using PostParts = void (Communicator::*)(const std::string &, const void *,
+                                           void *, int64_t, int64_t, DType,
+                                           int64_t);
+  /// A sequence-parallel collective through staging: a piece [outer][part]
+  /// and the whole [outer][G][part]; an all-gather (`gathers`) sends the
+  /// piece and receives the whole, a reduce-scatter the reverse.
+  void postParts(PostParts post, bool gathers, const std::string &axis,
+                 const void *in, void *out, int64_t outer, int64_t part,
+                 DType dtype, int64_t tag) {
+    int64_t piece = outer * part * dtypeSize(dtype);
+    int64_t whole = piece * members(axis, tag);
+    int64_t sent = gathers ? piece : whole, received = gathers ? whole : piece;
+    void *hostIn = take(sent), *hostOut = take(received);
+    backend.download(hostIn, in, sent);
+    (inner.*post)(axis, hostIn, hostOut, outer, part, dtype, tag);
+    // The result is the first buffer: finish() uploads it.
+    collectives[tag] = {{{hostOut, received}, {hostIn, sent}}, out};
+  }
+
   /// A posted operation's staging buffers (the first receives the result)
   /// and the device bytes the result goes to (null: a send).
   struct Staged {
