@@ -181,6 +181,27 @@ bool distinctDevices(Communicator &world, const Backend &backend) {
   return std::adjacent_find(all.begin(), all.end()) == all.end();
 }
 
+/// Refuses, before anything runs, a compute operand whose dtype `backend`
+/// has no arithmetic for (the GPU's f64), naming the instruction, kernel
+/// and dtype.
+void requireComputable(const RunOptions &o, const RankPlan &rank,
+                       const Backend &backend) {
+  for (const Instruction &inst : rank.instructions) {
+    if (inst.op != "compute")
+      continue;
+    std::vector<int64_t> operands = inst.inputs;
+    operands.insert(operands.end(), inst.outputs.begin(), inst.outputs.end());
+    for (int64_t b : operands) {
+      DType dtype = rank.buffers[b].dtype;
+      if (!backend.computes(dtype))
+        throw Error(o.plan + ": instruction '" + inst.name + "' (kernel " +
+                    inst.kernel + ") has an operand of dtype " +
+                    dtypeName(dtype) + "; --device " + o.device +
+                    " computes in f32, bf16 and f16");
+    }
+  }
+}
+
 int run(const RunOptions &o, Communicator &world) {
   std::unique_ptr<Backend> backend = makeBackend(o, world.rank());
   // MPI moves host memory: GPU ranks stage their transfers through pinned
@@ -204,17 +225,7 @@ int run(const RunOptions &o, Communicator &world) {
                 " process(es); start it with mpirun -np " +
                 std::to_string(ranks) + " weft-run " + o.plan);
   int64_t rank = comm.rank();
-  // A dtype the backend has no arithmetic for fails here, not half-way.
-  for (const Instruction &inst : plan.ranks[rank].instructions)
-    for (const auto *list : {&inst.inputs, &inst.outputs})
-      for (int64_t b : *list) {
-        DType dtype = plan.ranks[rank].buffers[b].dtype;
-        if (inst.op == "compute" && !backend->computes(dtype))
-          throw Error(o.plan + ": instruction '" + inst.name + "' (kernel " +
-                      inst.kernel + ") has an operand of dtype " +
-                      dtypeName(dtype) + "; --device " + o.device +
-                      " computes in f32, bf16 and f16");
-      }
+  requireComputable(o, plan.ranks[rank], *backend);
   world.setTimeout(o.timeout);
   comm.setTimeout(o.timeout);
   // One communicator per mesh axis, for the plan's collectives.
