@@ -26,10 +26,9 @@ namespace weft::rt {
 /// Throws Error naming `file`:`line`, the call and cuDNN's error string.
 inline void cudnnCheck(cudnnStatus_t status, const char *what, const char *file,
                        int line) {
-  if (status == CUDNN_STATUS_SUCCESS)
-    return;
-  throw Error(std::string(file) + ":" + std::to_string(line) + ": " + what +
-              ": " + cuda::Cudnn::get().cudnnGetErrorString(status));
+  if (status != CUDNN_STATUS_SUCCESS)
+    libraryError(file, line, what,
+                 cuda::Cudnn::get().cudnnGetErrorString(status));
 }
 
 } // namespace weft::rt

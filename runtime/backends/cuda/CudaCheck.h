@@ -21,15 +21,23 @@
 
 namespace weft::rt {
 
+/// Throws Error("file:line: what: message"): a GPU library call `what`
+/// failed with the library's own `message`.
+[[noreturn]] inline void libraryError(const char *file, int line,
+                                      const char *what,
+                                      const std::string &message) {
+  throw Error(std::string(file) + ":" + std::to_string(line) + ": " + what +
+              ": " + message);
+}
+
 /// Throws Error naming `file`:`line`, the call `what` and CUDA's error
 /// when `status` is not cudaSuccess.
 inline void cudaCheck(cudaError_t status, const char *what, const char *file,
                       int line) {
-  if (status == cudaSuccess)
-    return;
-  throw Error(std::string(file) + ":" + std::to_string(line) + ": " + what +
-              ": " + cudaGetErrorName(status) + " (" +
-              cudaGetErrorString(status) + ")");
+  if (status != cudaSuccess)
+    libraryError(file, line, what,
+                 std::string(cudaGetErrorName(status)) + " (" +
+                     cudaGetErrorString(status) + ")");
 }
 
 /// The same for a cuBLAS or cuBLASLt status.
@@ -38,9 +46,9 @@ inline void cublasCheck(cublasStatus_t status, const char *what,
   if (status == CUBLAS_STATUS_SUCCESS)
     return;
   const cuda::CublasLt &lt = cuda::CublasLt::get();
-  throw Error(std::string(file) + ":" + std::to_string(line) + ": " + what +
-              ": " + lt.cublasLtGetStatusName(status) + " (" +
-              lt.cublasLtGetStatusString(status) + ")");
+  libraryError(file, line, what,
+               std::string(lt.cublasLtGetStatusName(status)) + " (" +
+                   lt.cublasLtGetStatusString(status) + ")");
 }
 
 } // namespace weft::rt

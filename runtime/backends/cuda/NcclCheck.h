@@ -2,8 +2,7 @@
 #ifndef WEFT_RUNTIME_BACKENDS_CUDA_NCCLCHECK_H
 #define WEFT_RUNTIME_BACKENDS_CUDA_NCCLCHECK_H
 
-#include "weft/runtime/Tensor.h"
-
+#include "CudaCheck.h"
 #include "Nccl.h"
 
 #include <string>
@@ -14,10 +13,9 @@ namespace weft::rt {
 /// string when `result` is not ncclSuccess.
 inline void ncclCheck(ncclResult_t result, const char *what, const char *file,
                       int line) {
-  if (result == ncclSuccess)
-    return;
-  throw Error(std::string(file) + ":" + std::to_string(line) + ": " + what +
-              ": " + cuda::Nccl::get().ncclGetErrorString(result));
+  if (result != ncclSuccess)
+    libraryError(file, line, what,
+                 cuda::Nccl::get().ncclGetErrorString(result));
 }
 
 } // namespace weft::rt
