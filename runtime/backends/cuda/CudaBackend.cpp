@@ -214,6 +214,15 @@ void *Scratch::get(size_t bytes, cudaStream_t stream) {
   return data;
 }
 
+const int64_t *Scratch::upload(const std::vector<int64_t> &table,
+                               cudaStream_t stream) {
+  size_t bytes = table.size() * sizeof(int64_t);
+  void *device = get(bytes, stream);
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(device, table.data(), bytes,
+                                  cudaMemcpyHostToDevice, stream));
+  return static_cast<const int64_t *>(device);
+}
+
 void Scratch::release(cudaStream_t stream) {
   if (data)
     cudaFreeAsync(data, stream);

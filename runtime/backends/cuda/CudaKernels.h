@@ -41,6 +41,10 @@ struct Fault {
 class Scratch {
 public:
   void *get(size_t bytes, cudaStream_t stream);
+  /// `table` copied into the buffer (ordered on `stream`; the host vector
+  /// may go when this returns: a copy from pageable memory is staged
+  /// before the call returns). Its device address.
+  const int64_t *upload(const std::vector<int64_t> &table, cudaStream_t stream);
   /// The largest buffer it has held (bytes).
   size_t highWater() const { return high; }
   void release(cudaStream_t stream);

@@ -192,12 +192,7 @@ ResizeTables resizeTables(const KernelCall &call, const Context &ctx,
     host.insert(host.end(), first.begin(), first.end());
     host.insert(host.end(), last.begin(), last.end());
   }
-  auto *device = static_cast<int64_t *>(
-      ctx.scratch->get(host.size() * sizeof(int64_t), ctx.stream));
-  // From pageable memory: staged before the call returns.
-  WEFT_CUDA_CHECK(cudaMemcpyAsync(device, host.data(),
-                                  host.size() * sizeof(int64_t),
-                                  cudaMemcpyHostToDevice, ctx.stream));
+  const int64_t *device = ctx.scratch->upload(host, ctx.stream);
   ResizeTables t;
   t.rank = int(x.rank());
   for (int d = 0; d < t.rank; ++d) {

@@ -85,12 +85,7 @@ AffineIndex affineIndex(const KernelCall &call, const Context &ctx,
     std::vector<int64_t> bias = broadcastIndex(call.in[2].shape, normalized);
     table.insert(table.end(), bias.begin(), bias.end());
   }
-  auto *device = static_cast<int64_t *>(
-      ctx.scratch->get(table.size() * sizeof(int64_t), ctx.stream));
-  // From pageable memory: staged before the call returns.
-  WEFT_CUDA_CHECK(cudaMemcpyAsync(device, table.data(),
-                                  table.size() * sizeof(int64_t),
-                                  cudaMemcpyHostToDevice, ctx.stream));
+  const int64_t *device = ctx.scratch->upload(table, ctx.stream);
   return {device, call.in.size() > 2 ? device + inner : nullptr};
 }
 
