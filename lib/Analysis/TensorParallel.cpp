@@ -224,6 +224,16 @@ private:
     // (the rewrite marks it with weft.shard).
     if (isa<DropoutOp>(op))
       return same(s);
+    // Fused attention is local to each (batch, head): q, k and v sharded
+    // alike on a leading dim (the heads, after Megatron's column split).
+    if (isa<AttentionOp>(op)) {
+      for (Value operand : op->getOperands())
+        if (!(get(operand) == s))
+          return "its q, k and v are not sharded alike";
+      if (s.dim >= rankOf(x) - 2)
+        return "it attends over the sharded dimension";
+      return same(s);
+    }
     if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
       int64_t axis = normalized(op->getAttrOfType<IntegerAttr>("axis").getInt(),
                                 rankOf(x));

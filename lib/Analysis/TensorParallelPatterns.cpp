@@ -206,8 +206,8 @@ bool opensBlock(Operation *column) {
       if (foreign(user))
         continue;
       if (isElementwise(user) ||
-          isa<ReshapeOp, TransposeOp, SplitOp, SliceOp, SoftmaxOp,
-              LogSoftmaxOp, DropoutOp, MatMulOp, LayerNormOp>(user))
+          isa<ReshapeOp, TransposeOp, SplitOp, SliceOp, SoftmaxOp, LogSoftmaxOp,
+              DropoutOp, MatMulOp, LayerNormOp, AttentionOp>(user))
         work.append(user->getResults().begin(), user->getResults().end());
     }
   }

@@ -41,7 +41,7 @@ bool recomputable(Operation *op) {
   for (unsigned r = 0; r < op->getNumResults(); ++r)
     if (inPlaceOperand(op, r))
       return false; // training batch norm: running statistics in place
-  return isPure(op) || isa<DropoutOp>(op);
+  return isPure(op) || isa<DropoutOp, AttentionOp>(op);
 }
 
 /// Megatron's core attention (Korthikanti et al. 2022, section 5): the
@@ -139,7 +139,9 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
   void numberDropouts(func::FuncOp func) {
     std::map<int64_t, int64_t> next;
     Builder b(func.getContext());
-    func.walk([&](DropoutOp op) {
+    func.walk([&](Operation *op) {
+      if (!drawsDropoutMask(op))
+        return;
       int64_t mb = microBatchOf(op).value_or(0);
       op->setAttr(kRngIdAttr, b.getI64IntegerAttr(next[mb]++));
     });

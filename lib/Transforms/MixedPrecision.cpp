@@ -39,7 +39,9 @@ enum class Policy {
 };
 
 Policy policyOf(Operation *op) {
-  if (isa<MatMulOp, GemmOp, ConvOp, ConvTransposeOp>(op))
+  // Fused attention: 16-bit q, k, v and output, its softmax statistics f32
+  // (autocast's scaled_dot_product_attention).
+  if (isa<MatMulOp, GemmOp, ConvOp, ConvTransposeOp, AttentionOp>(op))
     return Policy::Low;
   if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp,
           SoftmaxCrossEntropyOp, NllLossOp, VocabParallelCrossEntropyStatsOp,

@@ -188,13 +188,15 @@ std::string PlanPipelineOptions::textual() const {
      << " overlap-collectives=" << (overlapCollectives ? "true" : "false");
   os << " precision=" << precision << " fp32-residual-connection="
      << (fp32ResidualConnection ? "true" : "false")
+     << " flash-attention=" << (flashAttention ? "true" : "false")
      << " microbatches=" << microbatches
      << " schedule=" << scheduleName(schedule)
      << " optimizer=" << nameOf(kOptimizers, optimizer.getValue())
      << " lr=" << number(lr) << " weight-decay=" << number(weightDecay)
      << " momentum=" << number(momentum)
-     << " nesterov=" << (nesterov ? "true" : "false") << " betas="
-     << number(beta1) << "," << number(beta2) << " eps=" << number(eps)
+     << " nesterov=" << (nesterov ? "true" : "false")
+     << " betas=" << number(beta1) << "," << number(beta2)
+     << " eps=" << number(eps)
      << " recompute=" << nameOf(kPolicies, recompute.getValue())
      << " recompute-granularity="
      << nameOf(kGranularities, recomputeGranularity.getValue());
@@ -208,6 +210,9 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
                                      o.tensorParallel, o.optimizerShardSize}));
   // One kernel per GELU, which keeps only its input for the backward.
   pm.addNestedPass<func::FuncOp>(createFuseGelu());
+  // One kernel per core attention, which keeps no [s, s] activations.
+  if (o.flashAttention)
+    pm.addNestedPass<func::FuncOp>(createFuseAttention());
   // Megatron's blocks sharded over the tensor axis, on the forward graph:
   // autodiff then derives the backward's collectives from f and g.
   if (o.tensorParallel > 1)

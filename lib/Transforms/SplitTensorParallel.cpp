@@ -101,8 +101,9 @@ struct SplitTensorParallelPass
                                         : Sharding();
       if (auto reshape = dyn_cast<ReshapeOp>(op)) {
         reshape.setShape(reshape.getType().getShape());
-      } else if (isa<DropoutOp>(op) && in.isSplit()) {
-        // Plan emission adds the rank's index.
+      } else if (isa<DropoutOp, AttentionOp>(op) && in.isSplit()) {
+        // Plan emission adds the rank's index. (An attention's dropout
+        // mask has q's leading dims: the same dim is sharded.)
         op.setAttr(kShardAttr, shardAttr(in));
       } else if (auto cut = dyn_cast<SplitOp>(op); cut && in.isSplit()) {
         int64_t a = cut.getAxis();

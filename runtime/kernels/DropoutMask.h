@@ -49,20 +49,26 @@ struct DropoutMask {
   /// the run's), rng_id, the shard attributes, the call's micro-batch and
   /// step.
   static DropoutMask of(const KernelCall &call, const Tensor &x) {
+    return of(call, x.shape, call.f("ratio"));
+  }
+  /// The same for a mask of local `shape` drawn with `ratio` (a fused
+  /// attention's, over its probabilities).
+  static DropoutMask of(const KernelCall &call,
+                        const std::vector<int64_t> &shape, double ratio) {
     DropoutMask m;
     uint64_t seed = call.has("seed") ? uint64_t(call.i("seed")) : call.ctx.seed;
     m.key = {{uint32_t(seed), uint32_t(seed >> 32)}};
     m.rngId = call.has("rng_id") ? uint32_t(call.i("rng_id")) : 0;
     m.microBatch = uint32_t(call.ctx.microBatch);
     m.step = uint32_t(call.ctx.step);
-    m.ratio = static_cast<float>(call.f("ratio"));
+    m.ratio = static_cast<float>(ratio);
     if (!call.has("shard_dim"))
       return m;
     int64_t d = call.i("shard_dim");
     m.sharded = true;
-    m.n = x.shape[d];
-    for (size_t i = d + 1; i < x.shape.size(); ++i)
-      m.inner *= x.shape[i];
+    m.n = shape[d];
+    for (size_t i = d + 1; i < shape.size(); ++i)
+      m.inner *= shape[i];
     m.width = m.n / call.i("shard_blocks");
     m.count = call.i("shard_count");
     m.index = call.i("shard_index");

@@ -72,6 +72,7 @@ void registerPoolingKernels(KernelTable &table);
 void registerLossKernels(KernelTable &table);
 void registerBackwardKernels(KernelTable &table);
 void registerOptimizerKernels(KernelTable &table);
+void registerAttentionKernels(KernelTable &table);
 void registerVocabParallelKernels(KernelTable &table);
 
 /// Every kernel the CPU backend implements, by plan kernel name.

@@ -18,6 +18,7 @@ const KernelTable &kernelTable() {
     registerBackwardKernels(t);
     registerOptimizerKernels(t);
     registerVocabParallelKernels(t);
+    registerAttentionKernels(t);
     return t;
   }();
   return table;

@@ -116,6 +116,7 @@ const std::vector<KernelSpec> &kernelSpecs() {
     specs::addNetworkSpecs(t);
     specs::addBackwardSpecs(t);
     specs::addParallelSpecs(t);
+    specs::addAttentionSpecs(t);
     std::sort(t.begin(), t.end(), [](const KernelSpec &a, const KernelSpec &b) {
       return std::string_view(a.name) < b.name;
     });

@@ -12,6 +12,7 @@
 //       [--precision bf16|f16|f32 [--fp32-residual-connection]]
 //       [--timeline F.json] [--timeline-ascii]
 //       [--recompute none|full|selective --recompute-granularity stage|layer]
+//       [--flash-attention]
 //       [--estimate-memory [--activation-dtype f16|bf16|f32]]
 //       [--memory-cap BYTES]
 //
@@ -152,6 +153,13 @@ cl::opt<bool> fp32ResidualConnection(
     "fp32-residual-connection",
     cl::desc("With --precision bf16|f16: embedding lookups, and so the "
              "residual stream they start, in f32 (Megatron-LM's flag)"),
+    cl::init(false), cl::cat(category));
+cl::opt<bool> flashAttention(
+    "flash-attention",
+    cl::desc("Fuse each core attention into one weft.attention (softmax(q "
+             "k^T scale, causal) [dropout] v) that keeps no [s, s] "
+             "activations and recomputes them in the backward "
+             "(FlashAttention; cuDNN's fused attention on a GPU)"),
     cl::init(false), cl::cat(category));
 cl::opt<int64_t> microbatches(
     "microbatches",
@@ -520,6 +528,7 @@ int main(int argc, char **argv) {
   pipelineOptions.microbatches = microbatches;
   pipelineOptions.precision = precision;
   pipelineOptions.fp32ResidualConnection = fp32ResidualConnection;
+  pipelineOptions.flashAttention = flashAttention;
   pipelineOptions.tensorParallel = tensorParallel;
   pipelineOptions.dataParallel = dataParallel;
   pipelineOptions.bucketCapMb = bucketCapMb;

@@ -67,6 +67,45 @@ def FuseGelu : Pass<"weft-fuse-gelu", "mlir::func::FuncOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def FuseAttention : Pass<"weft-fuse-attention", "mlir::func::FuncOp"> {
+  let summary = "Rewrite core attention into weft.attention (FlashAttention)";
+  let description = [{
+    Core attention as exported, `softmax(q k^T * scale + mask) [dropout] x v`,
+    keeps the `[.., Sq, Sk]` scores, probabilities and dropout mask for the
+    backward: the `5 a s^2 b` bytes per layer of Korthikanti et al. 2022
+    (section 4.1). `weft.attention` keeps one f32 log-sum-exp per query row
+    and `weft.attention_grad` recomputes the probabilities from it (Dao et
+    al. 2022, FlashAttention), so selective recompute has nothing left to
+    recompute there. weftc runs this pass with `--flash-attention`, after
+    weft-fuse-gelu, on the imported forward graph.
+
+    Matched from each softmax over the last dim whose probabilities (through
+    at most one dropout) are the left operand of a matmul with `v`, back to
+    the matmul `q x k^T` through single-use ops on the scores: multiplies
+    and divides by scalar constants (the scale, on either side of the
+    mask), and a causal mask: `where(future, fill, scores)` (torch's
+    masked_fill), `where(past, scores, fill)` or `scores + mask`, with a
+    constant triangle and a fill at or below -1e4 (-inf, or Hugging Face's
+    dtype minimum: exp underflows to 0 either way). q, k and v must have the
+    scores' leading dims. A scale applied to q before the product (torch's
+    MultiheadAttention) stays outside, with scale 1. `k` is the input of the
+    transpose that made `k^T`, or a new transpose.
+
+    A core attention that does not match (another mask, a softmax over
+    another dim, scores used elsewhere, broadcast heads) stays unfused, with
+    a warning that names why. The fused op keeps the dropout's ratio and
+    seed, and draws the same mask bits (its rng_id is the dropout's place).
+
+    ```mlir
+    %o, %lse = weft.attention %q, %k, %v {causal = true, scale = 0.125 : f64}
+        : (tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>,
+           tensor<2x4x64x32xf32>) -> (tensor<2x4x64x32xf32>,
+                                      tensor<2x4x64xf32>)
+    ```
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 def CreateDeviceMesh : Pass<"weft-create-device-mesh", "mlir::ModuleOp"> {
   let summary = "Add the device mesh the step runs on";
   let description = [{

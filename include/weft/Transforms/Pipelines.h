@@ -134,6 +134,11 @@ struct PlanPipelineOptions
       llvm::cl::desc("With --precision bf16|f16: embedding lookups, and so "
                      "the residual stream, in f32 (Megatron-LM's flag)"),
       llvm::cl::init(false)};
+  Option<bool> flashAttention{
+      *this, "flash-attention",
+      llvm::cl::desc("Each core attention as one weft.attention "
+                     "(weft-fuse-attention): no [s, s] activations kept"),
+      llvm::cl::init(false)};
   Option<int64_t> microbatches{
       *this, "microbatches",
       llvm::cl::desc("Micro-batches per step (the model is imported at "

@@ -238,6 +238,8 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
   // The ranks of one pipeline stage run the same function (tensor and data
   // parallel replicas of it); `replica` is this rank's index among them.
   SmallVector<int64_t> coords = mesh.coords(rankIndex);
+  // The rng_id plan emission gave each mask-drawing op without one.
+  llvm::DenseMap<Operation *, int64_t> rngIds;
   // ZeRO's groups smaller than the data axis run on the zero mesh, whose
   // axes are the plan's sub-axes of `data` (the same rank order); ZeRO's
   // pieces are over its data_shard axis, else over data.
@@ -485,15 +487,29 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
       // instruction index: a recomputed forward draws the same mask, and so
       // does a pipelined plan (stages hold contiguous pieces of the forward,
       // emitted in stage order).
-      if (isa<DropoutOp>(op)) {
-        // weft-checkpoint numbers dropouts before cloning them (a recomputed
-        // dropout keeps its original's id); otherwise count here.
-        if (auto id = op.getAttrOfType<IntegerAttr>(kRngIdAttr))
+      // An attention's gradient redraws its forward's bits: the forward's
+      // rng_id and shard.
+      Operation *drawer = &op;
+      if (auto grad = dyn_cast<AttentionGradOp>(op))
+        drawer = grad.getStats().getDefiningOp<AttentionOp>();
+      if (!drawer)
+        return op.emitError("plan emission: an attention_grad's stats must "
+                            "come from a weft.attention");
+      if (drawsDropoutMask(drawer)) {
+        // weft-checkpoint numbers dropouts before cloning them (a
+        // recomputed dropout keeps its original's id); otherwise count
+        // here.
+        if (auto id = drawer->getAttrOfType<IntegerAttr>(kRngIdAttr))
           attrs["rng_id"] = id.getInt();
+        else if (drawer == &op)
+          attrs["rng_id"] = rngIds[&op] = dropoutCount[microBatch]++;
+        else if (rngIds.count(drawer))
+          attrs["rng_id"] = rngIds.lookup(drawer);
         else
-          attrs["rng_id"] = dropoutCount[microBatch]++;
+          return op.emitError("plan emission: an attention_grad before its "
+                              "forward");
         // A tensor-parallel shard draws its part of the whole mask.
-        if (auto split = op.getAttrOfType<DictionaryAttr>(kShardAttr)) {
+        if (auto split = drawer->getAttrOfType<DictionaryAttr>(kShardAttr)) {
           json shard = tensorShard(split, mesh, coords);
           for (auto &[key, value] : shard.items())
             attrs["shard_" + key] = value;

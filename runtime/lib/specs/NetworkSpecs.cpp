@@ -140,6 +140,37 @@ TensorType batchNormChannels(const SpecCall &call,
   return channel;
 }
 
+/// A tensor-parallel dropout draws the mask elements of its shard of the
+/// whole tensor: all four shard attributes or none, each in range.
+void checkDropoutShard(const SpecCall &call,
+                       const std::vector<int64_t> &shape) {
+  const char *names[] = {"shard_dim", "shard_blocks", "shard_count",
+                         "shard_index"};
+  int present = 0;
+  for (const char *name : names)
+    present += call.attrs.has(name);
+  if (present == 0)
+    return;
+  if (present != 4)
+    call.fail("needs all of shard_dim, shard_blocks, shard_count and "
+              "shard_index, or none");
+  int64_t dim = call.attrs.i("shard_dim"),
+          blocks = call.attrs.i("shard_blocks"),
+          count = call.attrs.i("shard_count"),
+          index = call.attrs.i("shard_index");
+  if (dim < 0 || dim >= int64_t(shape.size()))
+    call.fail("attribute 'shard_dim' is " + std::to_string(dim) +
+              ", the input has rank " + std::to_string(shape.size()));
+  if (blocks < 1 || count < 1 || index < 0 || index >= count ||
+      shape[dim] % blocks)
+    call.fail("shard_blocks " + std::to_string(blocks) + ", shard_count " +
+              std::to_string(count) + ", shard_index " + std::to_string(index) +
+              " do not describe a shard of " + std::to_string(shape[dim]) +
+              " elements");
+  // The whole tensor's element count must fit the mask counter's int64.
+  satMul(product(shape), count);
+}
+
 namespace {
 
 Types softmax(const SpecCall &call) {
@@ -174,40 +205,10 @@ int64_t batchNormFlops(const SpecCall &call, const Types &) {
   return satMul(call.attrs.b("training") ? 7 : 4, call.in[0].numel());
 }
 
-/// A tensor-parallel dropout draws the mask elements of its shard of the
-/// whole tensor: all four shard attributes or none, each in range.
-void checkDropoutShard(const SpecCall &call) {
-  const char *names[] = {"shard_dim", "shard_blocks", "shard_count",
-                         "shard_index"};
-  int present = 0;
-  for (const char *name : names)
-    present += call.attrs.has(name);
-  if (present == 0)
-    return;
-  if (present != 4)
-    call.fail("needs all of shard_dim, shard_blocks, shard_count and "
-              "shard_index, or none");
-  const std::vector<int64_t> &shape = call.in[0].shape;
-  int64_t dim = call.attrs.i("shard_dim"), blocks = call.attrs.i("shard_blocks"),
-          count = call.attrs.i("shard_count"),
-          index = call.attrs.i("shard_index");
-  if (dim < 0 || dim >= int64_t(shape.size()))
-    call.fail("attribute 'shard_dim' is " + std::to_string(dim) +
-              ", the input has rank " + std::to_string(shape.size()));
-  if (blocks < 1 || count < 1 || index < 0 || index >= count ||
-      shape[dim] % blocks)
-    call.fail("shard_blocks " + std::to_string(blocks) + ", shard_count " +
-              std::to_string(count) + ", shard_index " +
-              std::to_string(index) + " do not describe a shard of " +
-              std::to_string(shape[dim]) + " elements");
-  // The whole tensor's element count must fit the mask counter's int64.
-  satMul(call.in[0].numel(), count);
-}
-
 Types dropout(const SpecCall &call) {
   call.requireFloat(0);
   checkRatio(call);
-  checkDropoutShard(call);
+  checkDropoutShard(call, call.in[0].shape);
   return {call.in[0], {DType::Bool, call.in[0].shape}};
 }
 

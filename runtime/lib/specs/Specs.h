@@ -21,6 +21,7 @@ void addTensorSpecs(std::vector<KernelSpec> &table);
 void addNetworkSpecs(std::vector<KernelSpec> &table);
 void addBackwardSpecs(std::vector<KernelSpec> &table);
 void addParallelSpecs(std::vector<KernelSpec> &table);
+void addAttentionSpecs(std::vector<KernelSpec> &table);
 
 /// a * b, saturating at INT64_MAX (costs of hostile shapes stay defined).
 inline int64_t satMul(int64_t a, int64_t b) {
@@ -118,6 +119,12 @@ std::vector<int64_t> convOutputShape(const SpecCall &call,
 /// [N, d...] (input 1, i32/i64), with optional class weights [C] as input
 /// `weightInput`: the loss's type, a scalar or (reduction "none") [N, d...].
 Types lossOutput(const SpecCall &call, size_t weightInput);
+
+/// A tensor-parallel dropout draws the mask elements of its shard of the
+/// whole tensor (local `shape`): all four shard attributes (shard_dim,
+/// shard_blocks, shard_count, shard_index) or none, each in range. Shared
+/// by dropout and attention (whose mask has the probabilities' shape).
+void checkDropoutShard(const SpecCall &call, const std::vector<int64_t> &shape);
 
 /// The statistics layer_norm stashes for its gradient: X's leading dims
 /// before `axis`, 1 over the normalised ones, f32 (LayerNormalization-17's

@@ -76,3 +76,38 @@ func.func @dynamic_shape(%a: tensor<?x3xf32>) -> tensor<?x3xf32> {
   %0 = weft.relu %a : tensor<?x3xf32>
   return %0 : tensor<?x3xf32>
 }
+
+// -----
+
+func.func @attention_head_dims(%q: tensor<2x4x8xf32>, %k: tensor<2x4x6xf32>, %v: tensor<2x4x8xf32>) {
+  // expected-error @+2 {{attention: expected q [.., Sq, D], k [.., Sk, D], v [.., Sk, Dv]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %s = weft.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x4x8xf32>, tensor<2x4x6xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_causal_rectangle(%q: tensor<2x4x8xf32>, %k: tensor<2x5x8xf32>, %v: tensor<2x5x8xf32>) {
+  // expected-error @+2 {{attention: a causal mask needs as many queries as keys, got 4 and 5}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %s = weft.attention %q, %k, %v {scale = 1.0 : f64, causal = true} : (tensor<2x4x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_ratio(%q: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{'weft.attention' op dropout_ratio 1.000000e+00 not in [0, 1)}}
+  %o, %s = weft.attention %q, %q, %q {scale = 1.0 : f64, dropout_ratio = 1.0 : f64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_stats(%q: tensor<2x4x8xf32>, %s: tensor<2x4xf64>) {
+  // expected-error @+2 {{attention_grad: output and grad must be 'tensor<2x4x8xf32>' and stats 'tensor<2x4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dq, %dk, %dv = weft.attention_grad %q, %q, %q, %q, %s, %q {scale = 1.0 : f64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xf64>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+  return
+}

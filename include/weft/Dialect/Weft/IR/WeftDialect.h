@@ -33,8 +33,8 @@ inline constexpr llvm::StringLiteral kPhaseAttr = "weft.phase";
 inline constexpr llvm::StringLiteral kMicroBatchAttr = "weft.micro_batch";
 /// On ops of a pipelined step: the pipeline stage (0-based) that runs them.
 inline constexpr llvm::StringLiteral kStageAttr = "weft.stage";
-/// On dropouts (weft-checkpoint): the key of their mask, which a recomputed
-/// clone shares with its original.
+/// On dropouts and fused attentions with a dropout (weft-checkpoint): the
+/// key of their mask, which a recomputed clone shares with its original.
 inline constexpr llvm::StringLiteral kRngIdAttr = "weft.rng_id";
 /// On ops weft-checkpoint cloned into the backward to recompute a forward.
 inline constexpr llvm::StringLiteral kRecomputeAttr = "weft.recompute";

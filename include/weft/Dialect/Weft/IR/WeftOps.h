@@ -76,6 +76,16 @@ inline std::optional<int64_t> microBatchOf(mlir::Operation *op) {
     return attr.getInt();
   return std::nullopt;
 }
+
+/// Whether `op` draws a dropout mask keyed by its rng_id: a weft.dropout,
+/// or a weft.attention that absorbed one (weft-fuse-attention). Masks are
+/// numbered over these ops in forward order per micro-batch
+/// (docs/plan-format.md).
+inline bool drawsDropoutMask(mlir::Operation *op) {
+  if (auto attention = llvm::dyn_cast<AttentionOp>(op))
+    return static_cast<bool>(attention.getDropoutRatio());
+  return llvm::isa<DropoutOp>(op);
+}
 } // namespace weft
 
 #endif // WEFT_DIALECT_WEFT_IR_WEFTOPS_H

@@ -474,6 +474,7 @@ def Weft_NllLossOp : Weft_InferredOp<"nll_loss", [DeclareOpInterfaceMethods<Grad
 }
 
 include "weft/Dialect/Weft/IR/WeftGradOps.td"
+include "weft/Dialect/Weft/IR/WeftAttentionOps.td"
 include "weft/Dialect/Weft/IR/WeftOptimizerOps.td"
 include "weft/Dialect/Weft/IR/WeftPipelineOps.td"
 include "weft/Dialect/Weft/IR/WeftParallelOps.td"

@@ -1,0 +1,83 @@
+//===- WeftAttentionOps.td - fused core attention ------------*- tablegen -*-===//
+//
+// Core attention as one op (weft-fuse-attention, weftc --flash-attention):
+// softmax(scale q k^T, causal) [dropout] v without the [.., Sq, Sk] scores
+// or probabilities in memory. The forward keeps one log-sum-exp per query
+// row and the backward recomputes the probabilities from it (Dao et al.
+// 2022, FlashAttention, Algorithms 1 and 2), so Megatron's selective
+// recompute of core attention costs nothing here (Korthikanti et al. 2022,
+// section 5: the 5 a s^2 b activation term disappears). On a GPU the kernel
+// is cuDNN's fused scaled-dot-product attention.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_DIALECT_WEFT_IR_WEFTATTENTIONOPS_TD
+#define WEFT_DIALECT_WEFT_IR_WEFTATTENTIONOPS_TD
+
+def Weft_AttentionOp : Weft_Op<"attention", [InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let summary = "Fused scaled dot-product attention (FlashAttention).";
+  let description = [{
+    `q: [.., Sq, D]`, `k: [.., Sk, D]`, `v: [.., Sk, Dv]`, one float dtype
+    and the same leading (batch, head) dims. With `S = scale * q k^T`
+    (`S[i, j] = -inf` for `j > i` when `causal`, which needs `Sq == Sk`) and
+    `P = softmax(S)` over the keys: `output = P' v : [.., Sq, Dv]`, where
+    `P' = P * keep / (1 - dropout_ratio)` with the dropout mask of the
+    probabilities' shape `[.., Sq, Sk]` (docs/plan-format.md, the Philox
+    stream of `weft.dropout`: the same bits the unfused dropout draws), or
+    `P' = P` without `dropout_ratio`. `stats = log(sum_j exp(S[i, j]))`,
+    `[.., Sq]` (cuDNN's softmax statistics), for the backward: f32, or f64
+    for f64 operands (the float64 oracles).
+
+    The op is not pure: with a dropout it draws random bits, keyed like a
+    `weft.dropout` (its rng_id counts among the dropouts').
+
+    Cost: `2 N Sq Sk (D + Dv)` FLOPs for the two products plus 5 per score
+    (scale, mask, softmax) and 2 more with a dropout, `N` the product of
+    the leading dims.
+  }];
+  let arguments = (ins Weft_FloatTensor:$q, Weft_FloatTensor:$k,
+                       Weft_FloatTensor:$v, F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       OptionalAttr<F64Attr>:$dropout_ratio,
+                       OptionalAttr<I64Attr>:$seed);
+  let results = (outs Weft_FloatTensor:$output, Weft_FloatTensor:$stats);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_AttentionGradOp : Weft_InferredOp<"attention_grad"> {
+  let summary = "Gradients of attention w.r.t. q, k and v (FlashAttention's "
+                "backward).";
+  let description = [{
+    Operands: the forward's `q`, `k`, `v`, `output` and `stats`, and the
+    output's gradient `grad`; attributes as the forward's. Recomputes
+    `P = exp(S - stats)` and, with `D_i = sum(grad_i * output_i)`:
+    `dv = P'^T grad`, `dP' = grad v^T`, `dS = P * (dP' * keep / (1 - p) -
+    D)`, `dq = scale * dS k`, `dk = scale * dS^T q` (Dao et al. 2022,
+    Algorithm 4; `D` equals `rowsum(P * dP)` with or without the dropout).
+    The dropout bits are the forward's: the plan carries the forward's
+    rng_id and shard attributes on this instruction too.
+
+    Cost: `2 N Sq Sk (3 D + 2 Dv)` FLOPs for the five products plus 8 per
+    score.
+  }];
+  let arguments = (ins Weft_FloatTensor:$q, Weft_FloatTensor:$k,
+                       Weft_FloatTensor:$v, Weft_FloatTensor:$output,
+                       Weft_FloatTensor:$stats, Weft_FloatTensor:$grad,
+                       F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       OptionalAttr<F64Attr>:$dropout_ratio,
+                       OptionalAttr<I64Attr>:$seed);
+  let results = (outs Weft_FloatTensor:$q_grad, Weft_FloatTensor:$k_grad,
+                      Weft_FloatTensor:$v_grad);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $output `,` $stats `,` $grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // WEFT_DIALECT_WEFT_IR_WEFTATTENTIONOPS_TD

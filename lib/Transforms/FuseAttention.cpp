@@ -1,0 +1,284 @@
+//===- FuseAttention.cpp - weft-fuse-attention: core attention, one op ----===//
+//
+// Exporters write core attention as ops: q k^T, a scale, a mask, softmax,
+// a dropout, x v. Differentiated as they stand they keep the [.., Sq, Sk]
+// scores, probabilities and dropout mask for the backward (Megatron's
+// 5 a s^2 b bytes per layer); weft.attention keeps one f32 per query row
+// and its gradient recomputes the rest (FlashAttention). The match reads
+// from each softmax, as weft-checkpoint's selective recompute does, but
+// only what the fused kernel computes exactly: a scalar scale, a causal
+// mask, one dropout; anything else stays unfused, with a warning naming
+// why.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+namespace weft {
+#define GEN_PASS_DEF_FUSEATTENTION
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+/// A fill at or below this zeroes a probability in every float type weft
+/// computes softmax in (exp(-1e4) underflows f32); exporters write -inf,
+/// Hugging Face the dtype's lowest value.
+constexpr double kMaskedFill = -1.0e4;
+
+/// A scalar (or splat) float constant's value.
+std::optional<double> splatValue(Value v) {
+  ElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) ||
+      !isa<FloatType>(attr.getElementType()) || !attr.isSplat())
+    return std::nullopt;
+  return attr.getSplatValue<APFloat>().convertToDouble();
+}
+
+/// Whether `v` is a constant [.., n, n] (n = sq = sk) of element type T
+/// whose every element agrees with its place: `agrees(value, j > i)` for
+/// the element at row i, column j of its trailing matrix.
+template <typename T, typename Agrees>
+bool isTriangle(Value v, int64_t sq, int64_t sk, Agrees agrees) {
+  ElementsAttr attr;
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || type.getRank() < 2 || !matchPattern(v, m_Constant(&attr)) ||
+      sq != sk || type.getShape().drop_back().back() != sq ||
+      type.getShape().back() != sk)
+    return false;
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!attr.getElementType().isInteger(1))
+      return false;
+  } else if (!isa<FloatType>(attr.getElementType())) {
+    return false;
+  }
+  int64_t e = 0;
+  for (T value : attr.getValues<T>()) {
+    int64_t i = e / sk % sq, j = e % sk;
+    if (!agrees(value, j > i))
+      return false;
+    ++e;
+  }
+  return true;
+}
+
+/// Whether `v` is a constant causal mask of [.., sq, sk] scores: true above
+/// the diagonal (`future`: what masked_fill hides) or on and below it.
+bool isCausalMask(Value v, int64_t sq, int64_t sk, bool future) {
+  return isTriangle<bool>(v, sq, sk, [&](bool bit, bool isFuture) {
+    return bit == (future ? isFuture : !isFuture);
+  });
+}
+
+/// Whether `v` is a constant additive causal mask: 0 on and below the
+/// diagonal, a masking fill above it.
+bool isAdditiveCausalMask(Value v, int64_t sq, int64_t sk) {
+  return isTriangle<APFloat>(v, sq, sk, [](const APFloat &x, bool isFuture) {
+    double d = x.convertToDouble();
+    return isFuture ? d <= kMaskedFill : d == 0.0;
+  });
+}
+
+/// One core attention the fused op computes.
+struct Attention {
+  MatMulOp qk, pv;
+  SoftmaxOp softmax;
+  DropoutOp dropout;
+  /// Between q k^T and the softmax, in program order, each with its
+  /// operand that carries the scores.
+  SmallVector<std::pair<Operation *, Value>> scoreOps;
+  double scale = 1.0;
+  bool causal = false;
+};
+
+/// Matches the attention around `softmax`. Returns std::nullopt silently
+/// for a softmax that is not between two matmuls; otherwise the match or
+/// (in `why`) the reason it does not fuse.
+std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
+  Attention a;
+  a.softmax = softmax;
+  auto scores = cast<RankedTensorType>(softmax.getType());
+  int64_t rank = scores.getRank();
+  // Forwards: an optional dropout, then probabilities x v.
+  Value probs = softmax.getResult();
+  if (probs.hasOneUse())
+    if (auto dropout = dyn_cast<DropoutOp>(*probs.getUsers().begin())) {
+      a.dropout = dropout;
+      probs = dropout.getOutput();
+    }
+  if (!probs.hasOneUse())
+    return std::nullopt;
+  a.pv = dyn_cast<MatMulOp>(*probs.getUsers().begin());
+  if (!a.pv || a.pv.getLhs() != probs)
+    return std::nullopt;
+  // Backwards: scale and mask ops on the scores, to q k^T.
+  Value v = softmax.getInput();
+  while (Operation *def = v.getDefiningOp()) {
+    if ((a.qk = dyn_cast<MatMulOp>(def)))
+      break;
+    if (!isa<MulOp, DivOp, WhereOp, AddOp>(def))
+      return std::nullopt;
+    // The operand carrying the scores: the scores' type, not a constant.
+    Value carried;
+    for (Value operand : def->getOperands())
+      if (operand.getType() == scores && !matchPattern(operand, m_Constant()))
+        carried = operand;
+    if (!carried)
+      return std::nullopt;
+    a.scoreOps.insert(a.scoreOps.begin(), {def, carried});
+    v = carried;
+  }
+  if (!a.qk)
+    return std::nullopt;
+  // From here on it is core attention: say why it does not fuse.
+  int64_t sq = scores.getDimSize(rank - 2), sk = scores.getDimSize(rank - 1);
+  if (softmax.getAxis() != rank - 1) {
+    why = "its softmax is not over the keys (the last dim)";
+    return std::nullopt;
+  }
+  for (auto [op, carried] : a.scoreOps) {
+    if (!op->getResult(0).hasOneUse()) {
+      why = "a score the softmax reads is used elsewhere";
+      return std::nullopt;
+    }
+    // The operand besides the scores (for a where, besides the condition).
+    Value other = op->getOperand(op->getNumOperands() - 1) == carried
+                      ? op->getOperand(op->getNumOperands() - 2)
+                      : op->getOperand(op->getNumOperands() - 1);
+    if (auto mul = dyn_cast<MulOp>(op); mul && splatValue(other)) {
+      a.scale *= *splatValue(other);
+    } else if (auto div = dyn_cast<DivOp>(op);
+               div && div.getRhs() == other && splatValue(other)) {
+      a.scale /= *splatValue(other);
+    } else if (auto where = dyn_cast<WhereOp>(op)) {
+      // masked_fill(future, fill): where(future, fill, scores), or the
+      // complement where(past, scores, fill).
+      bool fillFirst = where.getX() == other;
+      std::optional<double> fill = splatValue(other);
+      if (!fill || !(*fill <= kMaskedFill) ||
+          !isCausalMask(where.getCondition(), sq, sk, fillFirst)) {
+        why = "its mask is not causal (a constant triangle filled with "
+              "-inf)";
+        return std::nullopt;
+      }
+      a.causal = true;
+    } else if (isa<AddOp>(op) && isAdditiveCausalMask(other, sq, sk)) {
+      a.causal = true;
+    } else {
+      why = "'" + op->getName().getStringRef().str() +
+            "' on its scores is neither a scalar scale nor a causal mask";
+      return std::nullopt;
+    }
+  }
+  if (!a.qk.getResult().hasOneUse()) {
+    why = "q k^T is used elsewhere";
+    return std::nullopt;
+  }
+  if (!(a.scale > 0.0) || !std::isfinite(a.scale)) {
+    why = "its scale is not a positive finite number";
+    return std::nullopt;
+  }
+  // q [.., Sq, D] x k^T [.., D, Sk] and probs x v [.., Sk, Dv]: one rank,
+  // the scores' leading dims, no broadcasting.
+  auto sameBatch = [&](Value x) {
+    auto t = cast<RankedTensorType>(x.getType());
+    return t.getRank() == rank &&
+           t.getShape().drop_back(2) == scores.getShape().drop_back(2);
+  };
+  if (!sameBatch(a.qk.getLhs()) || !sameBatch(a.qk.getRhs()) ||
+      !sameBatch(a.pv.getRhs())) {
+    why = "q, k and v do not all have the scores' batch and head dims";
+    return std::nullopt;
+  }
+  // The fused op draws its mask where attention x V was: no other dropout
+  // may sit between, or the micro-batch's dropout numbering would change.
+  if (a.dropout)
+    for (Operation *op = a.dropout->getNextNode(); op != a.pv;
+         op = op->getNextNode())
+      if (isa<DropoutOp, AttentionOp>(op)) {
+        why = "another dropout runs between its dropout and attention x V";
+        return std::nullopt;
+      }
+  return a;
+}
+
+/// k from q k^T's right operand k^T: the transpose's input, else a new
+/// transpose of the last two dims.
+Value keysOf(OpBuilder &b, Value kT) {
+  int64_t rank = cast<RankedTensorType>(kT.getType()).getRank();
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0; i < rank; ++i)
+    perm.push_back(i);
+  std::swap(perm[rank - 2], perm[rank - 1]);
+  if (auto t = kT.getDefiningOp<TransposeOp>();
+      t && t.getPerm() == ArrayRef<int64_t>(perm))
+    return t.getInput();
+  return TransposeOp::create(b, kT.getLoc(), kT, perm);
+}
+
+void fuse(Attention a) {
+  OpBuilder b(a.pv);
+  Value k = keysOf(b, a.qk.getRhs());
+  FloatAttr ratio, seed;
+  if (a.dropout) {
+    double p =
+        a.dropout.getTraining() ? a.dropout.getRatio().convertToDouble() : 0.0;
+    ratio = b.getF64FloatAttr(p);
+  }
+  auto op = AttentionOp::create(
+      b, a.pv.getLoc(), a.qk.getLhs(), k, a.pv.getRhs(),
+      b.getF64FloatAttr(a.scale), b.getBoolAttr(a.causal), ratio,
+      a.dropout ? a.dropout.getSeedAttr() : IntegerAttr());
+  a.pv.getResult().replaceAllUsesWith(op.getOutput());
+  // Users before producers; the constants (scale, mask, fill) and a
+  // transpose of k die with their last user.
+  SmallVector<Operation *> dead{a.pv};
+  if (a.dropout)
+    dead.push_back(a.dropout);
+  dead.push_back(a.softmax);
+  for (auto it = a.scoreOps.rbegin(); it != a.scoreOps.rend(); ++it)
+    dead.push_back(it->first);
+  dead.push_back(a.qk);
+  llvm::SetVector<Operation *> operands;
+  for (Operation *op : dead) {
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp();
+          def && isa<ConstantOp, TransposeOp>(def))
+        operands.insert(def);
+    op->erase();
+  }
+  for (Operation *def : operands)
+    if (def->use_empty())
+      def->erase();
+}
+
+struct FuseAttentionPass : weft::impl::FuseAttentionBase<FuseAttentionPass> {
+  void runOnOperation() override {
+    SmallVector<SoftmaxOp> softmaxes;
+    getOperation().walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    for (SoftmaxOp softmax : softmaxes) {
+      std::string why;
+      if (std::optional<Attention> a = match(softmax, why))
+        fuse(*a);
+      else if (!why.empty())
+        softmax.emitWarning("core attention not fused (--flash-attention): ")
+            << why;
+    }
+  }
+};
+
+} // namespace

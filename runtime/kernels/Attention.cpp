@@ -1,0 +1,197 @@
+//===- Attention.cpp - fused core attention on the CPU --------------------===//
+//
+// attention and attention_grad (AttentionSpecs.cpp): FlashAttention's
+// algorithm (Dao et al. 2022, Algorithms 1, 2 and 4) blocked over query
+// rows, with the whole key range a block wide: per (batch, head) and block
+// of kRows queries, the scores S = scale q k^T are one BLAS GEMM, the
+// softmax (max, sums in double, as the CPU softmax) and the dropout mask
+// are applied in place, and P v is a second GEMM. Only a [kRows, Sk] block
+// of scores ever exists; the backward recomputes P = exp(S - stats) block
+// by block and accumulates dk and dv over the blocks.
+//
+// The dropout bits are DropoutMask's for the probabilities [.., Sq, Sk]:
+// the unfused dropout's bits, so a fused and an unfused plan drop the same
+// probabilities.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DropoutMask.h"
+#include "Gemm.h"
+#include "Kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace weft::rt {
+
+namespace {
+
+/// Query rows per block: a 64 x Sk score block stays in cache for the
+/// softmax and feeds BLAS a GEMM of useful size.
+constexpr int64_t kRows = 64;
+
+/// The call's sizes: N (leading dims), Sq, Sk, D, Dv, and its attributes.
+struct Geometry {
+  int64_t batch, sq, sk, d, dv;
+  double scale;
+  bool causal;
+  /// Dropout (ratio > 0): the mask of the probabilities and 1 / (1 - p).
+  bool dropout = false;
+  DropoutMask mask;
+  double keepScale = 1.0;
+
+  explicit Geometry(const KernelCall &call) {
+    const std::vector<int64_t> &q = call.in[0].shape;
+    size_t r = q.size();
+    sq = q[r - 2];
+    d = q[r - 1];
+    sk = call.in[1].shape[r - 2];
+    dv = call.in[2].shape[r - 1];
+    batch = sq * d ? call.in[0].numel() / (sq * d) : 0;
+    scale = call.f("scale");
+    causal = call.has("causal") && call.b("causal");
+    double ratio = call.has("dropout_ratio") ? call.f("dropout_ratio") : 0.0;
+    if (ratio > 0) {
+      std::vector<int64_t> probs(q.begin(), q.end() - 1);
+      probs.push_back(sk);
+      dropout = true;
+      mask = DropoutMask::of(call, probs, ratio);
+      keepScale = 1.0 / (1.0 - ratio);
+    }
+  }
+
+  /// Keys query row i attends to: [0, keys(i)).
+  int64_t keys(int64_t i) const { return causal ? std::min(i + 1, sk) : sk; }
+
+  /// Multiplies row i of head n's probabilities by the dropout's keep /
+  /// (1 - p), as weft.dropout scales them.
+  template <typename T> void drop(int64_t n, int64_t i, T *row) const {
+    if (!dropout)
+      return;
+    int64_t first = (n * sq + i) * sk, cached = -1;
+    PhiloxBlock block{};
+    for (int64_t j = 0; j < sk; ++j) {
+      int64_t g = mask.global(first + j);
+      if (g / 4 != cached) {
+        cached = g / 4;
+        block = mask.block(g);
+      }
+      row[j] = mask.keeps(block, g) ? static_cast<T>(row[j] * keepScale) : T(0);
+    }
+  }
+};
+
+/// scores[r, :] = scale q[i0 + r] k^T for rows [i0, i0 + rows) of head n.
+template <typename T>
+void scoreBlock(const Geometry &g, const T *q, const T *k, int64_t i0,
+                int64_t rows, T *scores) {
+  gemm<T>(false, true, rows, g.sk, g.d, T(g.scale), q + i0 * g.d, g.d, k, g.d,
+          T(0), scores, g.sk);
+}
+
+template <typename T> void attention(const KernelCall &call) {
+  Geometry g(call);
+  const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(),
+          *v = call.in[2].as<T>();
+  T *out = call.out[0].as<T>(), *stats = call.out[1].as<T>();
+  std::vector<T> p(kRows * g.sk);
+  for (int64_t n = 0; n < g.batch; ++n) {
+    const T *qn = q + n * g.sq * g.d, *kn = k + n * g.sk * g.d,
+            *vn = v + n * g.sk * g.dv;
+    for (int64_t i0 = 0; i0 < g.sq; i0 += kRows) {
+      int64_t rows = std::min(kRows, g.sq - i0);
+      scoreBlock(g, qn, kn, i0, rows, p.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t i = i0 + r, keys = g.keys(i);
+        T *row = p.data() + r * g.sk;
+        T max = *std::max_element(row, row + keys);
+        double sum = 0;
+        for (int64_t j = 0; j < keys; ++j)
+          sum += row[j] = std::exp(row[j] - max);
+        for (int64_t j = 0; j < keys; ++j)
+          row[j] = static_cast<T>(row[j] / sum);
+        std::fill(row + keys, row + g.sk, T(0));
+        stats[n * g.sq + i] = static_cast<T>(max + std::log(sum));
+        g.drop(n, i, row);
+      }
+      gemm<T>(false, false, rows, g.dv, g.sk, T(1), p.data(), g.sk, vn, g.dv,
+              T(0), out + (n * g.sq + i0) * g.dv, g.dv);
+    }
+  }
+}
+
+/// (q, k, v, output, stats, grad) -> (dq, dk, dv).
+template <typename T> void attentionGrad(const KernelCall &call) {
+  Geometry g(call);
+  const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(),
+          *v = call.in[2].as<T>(), *o = call.in[3].as<T>(),
+          *stats = call.in[4].as<T>(), *dO = call.in[5].as<T>();
+  T *dq = call.out[0].as<T>(), *dk = call.out[1].as<T>(),
+    *dv = call.out[2].as<T>();
+  // P and the dropped P'; dP' and then dS in place.
+  std::vector<T> p(kRows * g.sk), dropped(kRows * g.sk), ds(kRows * g.sk);
+  for (int64_t n = 0; n < g.batch; ++n) {
+    const T *qn = q + n * g.sq * g.d, *kn = k + n * g.sk * g.d,
+            *vn = v + n * g.sk * g.dv;
+    T *dkn = dk + n * g.sk * g.d, *dvn = dv + n * g.sk * g.dv;
+    std::fill(dkn, dkn + g.sk * g.d, T(0));
+    std::fill(dvn, dvn + g.sk * g.dv, T(0));
+    for (int64_t i0 = 0; i0 < g.sq; i0 += kRows) {
+      int64_t rows = std::min(kRows, g.sq - i0);
+      const T *dOBlock = dO + (n * g.sq + i0) * g.dv;
+      scoreBlock(g, qn, kn, i0, rows, p.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t i = i0 + r, keys = g.keys(i);
+        T *row = p.data() + r * g.sk;
+        T lse = stats[n * g.sq + i];
+        for (int64_t j = 0; j < keys; ++j)
+          row[j] = std::exp(row[j] - lse);
+        std::fill(row + keys, row + g.sk, T(0));
+        std::copy(row, row + g.sk, dropped.data() + r * g.sk);
+        g.drop(n, i, dropped.data() + r * g.sk);
+      }
+      // dv += P'^T dO; dP' = dO v^T.
+      gemm<T>(true, false, g.sk, g.dv, rows, T(1), dropped.data(), g.sk,
+              dOBlock, g.dv, T(1), dvn, g.dv);
+      gemm<T>(false, true, rows, g.sk, g.dv, T(1), dOBlock, g.dv, vn, g.dv,
+              T(0), ds.data(), g.sk);
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t i = i0 + r;
+        // D_i = dO_i . O_i = sum_j P_ij dP_ij (Algorithm 4, line 19).
+        const T *oRow = o + (n * g.sq + i) * g.dv, *dORow = dOBlock + r * g.dv;
+        double dot = 0;
+        for (int64_t c = 0; c < g.dv; ++c)
+          dot += double(dORow[c]) * oRow[c];
+        // dP = dP' through the dropout (its own adjoint), then
+        // dS = P (dP - D).
+        T *dsRow = ds.data() + r * g.sk;
+        g.drop(n, i, dsRow);
+        const T *pRow = p.data() + r * g.sk;
+        for (int64_t j = 0; j < g.sk; ++j)
+          dsRow[j] = static_cast<T>(pRow[j] * (dsRow[j] - dot));
+      }
+      // dq = scale dS k; dk += scale dS^T q.
+      gemm<T>(false, false, rows, g.d, g.sk, T(g.scale), ds.data(), g.sk, kn,
+              g.d, T(0), dq + (n * g.sq + i0) * g.d, g.d);
+      gemm<T>(true, false, g.sk, g.d, rows, T(g.scale), ds.data(), g.sk,
+              qn + i0 * g.d, g.d, T(1), dkn, g.d);
+    }
+  }
+}
+
+} // namespace
+
+void registerAttentionKernels(KernelTable &t) {
+  t["attention"] = [](const KernelCall &call) {
+    dispatchFloat(call, call.in[0].dtype,
+                  [&]<typename T>() { attention<T>(call); });
+  };
+  t["attention_grad"] = [](const KernelCall &call) {
+    dispatchFloat(call, call.in[0].dtype,
+                  [&]<typename T>() { attentionGrad<T>(call); });
+  };
+}
+
+} // namespace weft::rt

@@ -1,0 +1,126 @@
+//===- AttentionSpecs.cpp - fused core attention and its gradient ---------===//
+//
+// weft.attention and weft.attention_grad (lib/Dialect/Weft/IR/
+// WeftAttentionOps.td): softmax(scale q k^T, causal) [dropout] v with the
+// log-sum-exp statistics FlashAttention's backward recomputes from (Dao et
+// al. 2022). The dropout attributes are dropout's, for the mask of the
+// probabilities [.., Sq, Sk].
+//
+//===----------------------------------------------------------------------===//
+
+#include "Specs.h"
+
+#include <cmath>
+
+namespace weft::rt::specs {
+
+namespace {
+
+/// Checks q [.., Sq, D], k [.., Sk, D], v [.., Sk, Dv] and the attributes;
+/// returns (output [.., Sq, Dv], stats [.., Sq] f32, f64 for f64 q).
+Types attentionOutputs(const SpecCall &call) {
+  const TensorType &q = call.in[0], &k = call.in[1], &v = call.in[2];
+  call.requireFloat(0);
+  call.requireSameDType(0, 1);
+  call.requireSameDType(0, 2);
+  int64_t r = q.rank();
+  auto lead = [](const TensorType &t) {
+    return std::vector<int64_t>(t.shape.begin(), t.shape.end() - 2);
+  };
+  if (r < 2 || k.rank() != r || v.rank() != r || lead(k) != lead(q) ||
+      lead(v) != lead(q) || k.shape[r - 1] != q.shape[r - 1] ||
+      v.shape[r - 2] != k.shape[r - 2])
+    call.fail("expects q [.., Sq, D], k [.., Sk, D], v [.., Sk, Dv] with "
+              "the same leading dims, got " +
+              typeString(q) + ", " + typeString(k) + ", " + typeString(v));
+  double scale = call.attrs.f("scale");
+  if (!(scale > 0.0) || !std::isfinite(scale))
+    call.fail("attribute 'scale' is " + std::to_string(scale) +
+              ", expected a positive finite number");
+  if (call.attrs.has("causal") && call.attrs.b("causal") &&
+      q.shape[r - 2] != k.shape[r - 2])
+    call.fail("a causal mask needs as many queries as keys, got " +
+              std::to_string(q.shape[r - 2]) + " and " +
+              std::to_string(k.shape[r - 2]));
+  if (call.attrs.has("dropout_ratio")) {
+    double p = call.attrs.f("dropout_ratio");
+    if (!(p >= 0.0 && p < 1.0))
+      call.fail("attribute 'dropout_ratio' is " + std::to_string(p) +
+                ", expected [0, 1)");
+  }
+  std::vector<int64_t> rows(q.shape.begin(), q.shape.end() - 1);
+  std::vector<int64_t> out = rows;
+  out.push_back(v.shape[r - 1]);
+  // The dropout mask's shard is of the probabilities [.., Sq, Sk].
+  std::vector<int64_t> probs = rows;
+  probs.push_back(k.shape[r - 2]);
+  checkDropoutShard(call, probs);
+  DType stats = q.dtype == DType::F64 ? DType::F64 : DType::F32;
+  return {{q.dtype, out}, {stats, rows}};
+}
+
+Types attentionGrad(const SpecCall &call) {
+  Types forward = attentionOutputs(call);
+  call.requireType(3, forward[0], "the output");
+  call.requireType(4, forward[1], "the stats");
+  call.requireType(5, forward[0], "the output gradient");
+  return {call.in[0], call.in[1], call.in[2]};
+}
+
+/// The score count N Sq Sk and the head dims D, Dv.
+struct Sizes {
+  int64_t scores, d, dv;
+};
+Sizes sizesOf(const SpecCall &call) {
+  const TensorType &q = call.in[0], &k = call.in[1], &v = call.in[2];
+  int64_t r = q.rank();
+  return {
+      satMul(q.numel() / std::max<int64_t>(q.shape[r - 1], 1), k.shape[r - 2]),
+      q.shape[r - 1], v.shape[r - 1]};
+}
+
+int64_t attentionFlops(const SpecCall &call, const Types &) {
+  Sizes s = sizesOf(call);
+  int64_t perScore = call.attrs.has("dropout_ratio") ? 7 : 5;
+  return satMul(s.scores, 2 * (s.d + s.dv) + perScore);
+}
+
+int64_t attentionGradFlops(const SpecCall &call, const Types &) {
+  Sizes s = sizesOf(call);
+  return satMul(s.scores, 2 * (3 * s.d + 2 * s.dv) + 8);
+}
+
+std::vector<AttrSpec> attentionAttrs() {
+  return {{"scale", AttrKind::Float},
+          {"causal", AttrKind::Bool, false},
+          {"dropout_ratio", AttrKind::Float, false},
+          {"seed", AttrKind::Int, false},
+          {"rng_id", AttrKind::Int, false},
+          {"shard_dim", AttrKind::Int, false},
+          {"shard_blocks", AttrKind::Int, false},
+          {"shard_count", AttrKind::Int, false},
+          {"shard_index", AttrKind::Int, false}};
+}
+
+} // namespace
+
+void addAttentionSpecs(std::vector<KernelSpec> &t) {
+  t.push_back({.name = "attention",
+               .source = "weft.attention (FlashAttention, Dao et al. 2022)",
+               .minInputs = 3,
+               .maxInputs = 3,
+               .attrs = attentionAttrs(),
+               .infer = attentionOutputs,
+               .flops = attentionFlops,
+               .dtypes = "f32, f64; stats f32 (f64 for f64)"});
+  t.push_back({.name = "attention_grad",
+               .source = "attention adjoint (FlashAttention's backward)",
+               .minInputs = 6,
+               .maxInputs = 6,
+               .attrs = attentionAttrs(),
+               .infer = attentionGrad,
+               .flops = attentionGradFlops,
+               .dtypes = "f32, f64; stats f32 (f64 for f64)"});
+}
+
+} // namespace weft::rt::specs

@@ -1,0 +1,149 @@
+// RUN: weft-opt %s --split-input-file --weft-fuse-attention --verify-diagnostics | FileCheck %s
+
+// The gpt example's core attention as torch exports it: q (k^T), / sqrt(d),
+// masked_fill(future, -inf), softmax, dropout, x v. One weft.attention on k
+// itself (the transpose dies), the dropout's ratio and seed kept.
+// CHECK-LABEL: func.func @gpt
+// CHECK-NEXT: %[[O:.*]], %{{.*}} = weft.attention %arg0, %arg1, %arg2 {causal = true, dropout_ratio = 1.000000e-01 : f64, scale = 0.35355339664408242 : f64, seed = 7 : i64} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> (tensor<2x2x4x8xf32>, tensor<2x2x4xf32>)
+// CHECK-NEXT: return %[[O]]
+func.func @gpt(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>,
+               %v: tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32> {
+  %kt = weft.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x2x4x8xf32>) -> tensor<2x2x8x4xf32>
+  %s = weft.matmul %q, %kt : (tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x4x4xf32>
+  %c = weft.constant dense<2.82842708> : tensor<f32>
+  %d = weft.div %s, %c : (tensor<2x2x4x4xf32>, tensor<f32>) -> tensor<2x2x4x4xf32>
+  %future = weft.constant dense<[[false, true, true, true], [false, false, true, true], [false, false, false, true], [false, false, false, false]]> : tensor<4x4xi1>
+  %inf = weft.constant dense<0xFF800000> : tensor<f32>
+  %m = weft.where %future, %inf, %d : (tensor<4x4xi1>, tensor<f32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = weft.softmax %m {axis = 3 : i64} : tensor<2x2x4x4xf32>
+  %o, %mask = weft.dropout %p {ratio = 0.1 : f64, training = true, seed = 7 : i64} : (tensor<2x2x4x4xf32>) -> (tensor<2x2x4x4xf32>, tensor<2x2x4x4xi1>)
+  %a = weft.matmul %o, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %a : tensor<2x2x4x8xf32>
+}
+
+// -----
+
+// torch.nn.MultiheadAttention's export scales q before the product and
+// multiplies k^T made elsewhere: scale 1, a new transpose for k; no mask,
+// no dropout, Dv != D.
+// CHECK-LABEL: func.func @scaled_q
+// CHECK: %[[K:.*]] = weft.transpose %arg1 {perm = array<i64: 0, 2, 1>}
+// CHECK-NEXT: weft.attention %{{.*}}, %[[K]], %arg2 {scale = 1.000000e+00 : f64} : (tensor<3x5x8xf32>, tensor<3x6x8xf32>, tensor<3x6x2xf32>) -> (tensor<3x5x2xf32>, tensor<3x5xf32>)
+// CHECK-NOT: weft.softmax
+func.func @scaled_q(%q: tensor<3x5x8xf32>, %kt: tensor<3x8x6xf32>,
+                    %v: tensor<3x6x2xf32>) -> tensor<3x5x2xf32> {
+  %c = weft.constant dense<0.5> : tensor<f32>
+  %qs = weft.mul %q, %c : (tensor<3x5x8xf32>, tensor<f32>) -> tensor<3x5x8xf32>
+  %s = weft.matmul %qs, %kt : (tensor<3x5x8xf32>, tensor<3x8x6xf32>) -> tensor<3x5x6xf32>
+  %p = weft.softmax %s {axis = 2 : i64} : tensor<3x5x6xf32>
+  %a = weft.matmul %p, %v : (tensor<3x5x6xf32>, tensor<3x6x2xf32>) -> tensor<3x5x2xf32>
+  return %a : tensor<3x5x2xf32>
+}
+
+// -----
+
+// An additive causal mask (0 on and below the diagonal, a large negative
+// fill above), the scale multiplied after it.
+// CHECK-LABEL: func.func @additive_mask
+// CHECK-NEXT: weft.attention %arg0, %arg1, %arg2 {causal = true, scale = 2.500000e-01 : f64}
+func.func @additive_mask(%q: tensor<3x3x4xf32>, %k: tensor<3x3x4xf32>,
+                         %v: tensor<3x3x4xf32>) -> tensor<3x3x4xf32> {
+  %kt = weft.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<3x3x4xf32>) -> tensor<3x4x3xf32>
+  %s = weft.matmul %q, %kt : (tensor<3x3x4xf32>, tensor<3x4x3xf32>) -> tensor<3x3x3xf32>
+  %mask = weft.constant dense<[[0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  %m = weft.add %s, %mask : (tensor<3x3x3xf32>, tensor<3x3xf32>) -> tensor<3x3x3xf32>
+  %c = weft.constant dense<0.25> : tensor<f32>
+  %d = weft.mul %c, %m : (tensor<f32>, tensor<3x3x3xf32>) -> tensor<3x3x3xf32>
+  %p = weft.softmax %d {axis = 2 : i64} : tensor<3x3x3xf32>
+  %a = weft.matmul %p, %v : (tensor<3x3x3xf32>, tensor<3x3x4xf32>) -> tensor<3x3x4xf32>
+  return %a : tensor<3x3x4xf32>
+}
+
+// -----
+
+// A padding mask is not causal: left unfused, with the reason.
+// CHECK-LABEL: func.func @padding_mask
+// CHECK-NOT: weft.attention
+func.func @padding_mask(%q: tensor<3x3x4xf32>, %kt: tensor<3x4x3xf32>,
+                        %v: tensor<3x3x4xf32>) -> tensor<3x3x4xf32> {
+  %s = weft.matmul %q, %kt : (tensor<3x3x4xf32>, tensor<3x4x3xf32>) -> tensor<3x3x3xf32>
+  %pad = weft.constant dense<[false, false, true]> : tensor<3xi1>
+  %inf = weft.constant dense<0xFF800000> : tensor<f32>
+  %m = weft.where %pad, %inf, %s : (tensor<3xi1>, tensor<f32>, tensor<3x3x3xf32>) -> tensor<3x3x3xf32>
+  // expected-warning@+1 {{core attention not fused (--flash-attention): its mask is not causal}}
+  %p = weft.softmax %m {axis = 2 : i64} : tensor<3x3x3xf32>
+  %a = weft.matmul %p, %v : (tensor<3x3x3xf32>, tensor<3x3x4xf32>) -> tensor<3x3x4xf32>
+  return %a : tensor<3x3x4xf32>
+}
+
+// -----
+
+// A finite fill that does not zero the probability (-100) is not a mask
+// the fused kernel computes exactly.
+// CHECK-LABEL: func.func @weak_fill
+// CHECK-NOT: weft.attention
+func.func @weak_fill(%q: tensor<2x2x4xf32>, %kt: tensor<2x4x2xf32>,
+                     %v: tensor<2x2x4xf32>) -> tensor<2x2x4xf32> {
+  %s = weft.matmul %q, %kt : (tensor<2x2x4xf32>, tensor<2x4x2xf32>) -> tensor<2x2x2xf32>
+  %future = weft.constant dense<[[false, true], [false, false]]> : tensor<2x2xi1>
+  %fill = weft.constant dense<-100.0> : tensor<f32>
+  %m = weft.where %future, %fill, %s : (tensor<2x2xi1>, tensor<f32>, tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+  // expected-warning@+1 {{its mask is not causal}}
+  %p = weft.softmax %m {axis = 2 : i64} : tensor<2x2x2xf32>
+  %a = weft.matmul %p, %v : (tensor<2x2x2xf32>, tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  return %a : tensor<2x2x4xf32>
+}
+
+// -----
+
+// The scores are also returned: fusing would lose them.
+// CHECK-LABEL: func.func @scores_used
+// CHECK-NOT: weft.attention
+func.func @scores_used(%q: tensor<2x2x4xf32>, %kt: tensor<2x4x2xf32>,
+                       %v: tensor<2x2x4xf32>) -> (tensor<2x2x4xf32>, tensor<2x2x2xf32>) {
+  %s = weft.matmul %q, %kt : (tensor<2x2x4xf32>, tensor<2x4x2xf32>) -> tensor<2x2x2xf32>
+  %c = weft.constant dense<2.0> : tensor<f32>
+  %d = weft.div %s, %c : (tensor<2x2x2xf32>, tensor<f32>) -> tensor<2x2x2xf32>
+  // expected-warning@+1 {{a score the softmax reads is used elsewhere}}
+  %p = weft.softmax %d {axis = 2 : i64} : tensor<2x2x2xf32>
+  %a = weft.matmul %p, %v : (tensor<2x2x2xf32>, tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  return %a, %d : tensor<2x2x4xf32>, tensor<2x2x2xf32>
+}
+
+// -----
+
+// A softmax over the queries is not attention as the kernel computes it.
+// CHECK-LABEL: func.func @query_softmax
+// CHECK-NOT: weft.attention
+func.func @query_softmax(%q: tensor<2x2x4xf32>, %kt: tensor<2x4x2xf32>,
+                         %v: tensor<2x2x4xf32>) -> tensor<2x2x4xf32> {
+  %s = weft.matmul %q, %kt : (tensor<2x2x4xf32>, tensor<2x4x2xf32>) -> tensor<2x2x2xf32>
+  // expected-warning@+1 {{its softmax is not over the keys}}
+  %p = weft.softmax %s {axis = 1 : i64} : tensor<2x2x2xf32>
+  %a = weft.matmul %p, %v : (tensor<2x2x2xf32>, tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  return %a : tensor<2x2x4xf32>
+}
+
+// -----
+
+// Heads broadcast over q (multi-query attention) are not fused.
+// CHECK-LABEL: func.func @broadcast_heads
+// CHECK-NOT: weft.attention
+func.func @broadcast_heads(%q: tensor<4x3x8xf32>, %kt: tensor<1x8x3xf32>,
+                           %v: tensor<1x3x8xf32>) -> tensor<4x3x8xf32> {
+  %s = weft.matmul %q, %kt : (tensor<4x3x8xf32>, tensor<1x8x3xf32>) -> tensor<4x3x3xf32>
+  // expected-warning@+1 {{q, k and v do not all have the scores' batch and head dims}}
+  %p = weft.softmax %s {axis = 2 : i64} : tensor<4x3x3xf32>
+  %a = weft.matmul %p, %v : (tensor<4x3x3xf32>, tensor<1x3x8xf32>) -> tensor<4x3x8xf32>
+  return %a : tensor<4x3x8xf32>
+}
+
+// -----
+
+// A softmax outside attention (a classifier's) is no concern of the pass.
+// CHECK-LABEL: func.func @classifier
+// CHECK: weft.softmax
+func.func @classifier(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %p = weft.softmax %x {axis = 1 : i64} : tensor<4x8xf32>
+  return %p : tensor<4x8xf32>
+}
