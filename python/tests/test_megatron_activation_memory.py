@@ -124,6 +124,34 @@ def test_per_layer_activations_match_megatron(weftc, tmp_path, name, batch,
     assert per_layer - expected <= 0.02 * expected
 
 
+@pytest.mark.parametrize("name,batch", [("small", 1), ("22B", 1),
+                                        ("175B", 1)])
+def test_flash_attention_drops_the_quadratic_term(weftc, tmp_path, name,
+                                                  batch):
+    """--flash-attention keeps no [s, s] tensor: Table 2's 5 as^2 b is gone
+    and the layer keeps the selective-recompute count, 34 sbh, plus the
+    fused op's own: the a s b log-sum-exp values, and the attention output
+    in the op's [b, a, s, d] layout (2 sbh) beside the [b, s, h] transpose
+    the projection keeps (Megatron-LM's [s, b, a, d] layout makes them one
+    tensor)."""
+    if name == "small":
+        config = dict(hidden=1024, heads=16, seq=512)
+    else:
+        config = {k: v for k, v in gpt_weights_free.MEGATRON_SHAPES[name]
+                  .items() if k != "layers"}
+    shape = dict(config, vocab=512, batch=batch)
+    per_layer = (most_kept(weftc, weights_free(tmp_path, 3, **shape),
+                           "--flash-attention")
+                 - most_kept(weftc, weights_free(tmp_path, 2, **shape),
+                             "--flash-attention"))
+    s, h, a = config["seq"], config["hidden"], config["heads"]
+    sbh = s * batch * h
+    layer_norm_stats = 2 * 2 * 2 * s * batch
+    assert per_layer == 34 * sbh + 2 * sbh + 2 * a * s * batch + \
+        layer_norm_stats
+    assert per_layer < megatron_bytes("none", s, batch, h, a) / 2
+
+
 def megatron_tensor_parallel_bytes(policy, s, b, h, a, t):
     """Table 2, tensor parallel rows: bytes per layer per tensor rank."""
     sbh = s * b * h

@@ -57,13 +57,18 @@ def torch_losses(model, batches, dtype, autocast):
         torch.bfloat16 if autocast else None))
 
 
-def test_bf16_gpt_tracks_torch_autocast(tools, model_and_batches, tmp_path):
+# --flash-attention: the fused attention under autocast's rule (16-bit q,
+# k, v, f32 statistics) within the same bound.
+@pytest.mark.parametrize("attention", [[], ["--flash-attention"]],
+                         ids=["unfused", "fused"])
+def test_bf16_gpt_tracks_torch_autocast(tools, model_and_batches, tmp_path,
+                                        attention):
     model, path, batches = model_and_batches
     ref = torch_losses(model, batches, torch.float64, False)
     torch_bf16 = torch_losses(model, batches, torch.float32, True)
     weft = {p: np.array(oracle.weft_train(
         tools, path, batches, ["tokens", "targets"], tmp_path / p,
-        micro_batches=MICRO_BATCHES, flags=[f"--precision={p}"])[0])
+        micro_batches=MICRO_BATCHES, flags=[f"--precision={p}", *attention])[0])
         for p in ("f32", "bf16")}
     drift = np.abs(torch_bf16 - ref).max()
     weft_error = np.abs(weft["bf16"] - ref).max()

@@ -54,12 +54,14 @@ def _edge(value, rng):
     return None
 
 
-def mutate(plan, rng):
-    """One mutation of one compute instruction (or a buffer it uses)."""
+def mutate(plan, rng, kernels=None):
+    """One mutation of one compute instruction (or a buffer it uses); with
+    `kernels`, of an instruction running one of them."""
     rank = plan["ranks"][0]
     buffers = rank["buffers"]
     computes = [i for i in rank["instructions"] if i["op"] == "compute"]
-    inst = rng.choice(computes)
+    inst = rng.choice([i for i in computes
+                       if kernels is None or i["kernel"] in kernels])
     kind = rng.randrange(6)
     operands = inst["inputs"] + inst["outputs"]
     if kind == 0 and len(inst["inputs"]) >= 2:
@@ -98,27 +100,30 @@ def mutate(plan, rng):
 
 @pytest.fixture(scope="module")
 def plans(weftc, models_dir, tmp_path_factory):
-    """gpt (embedding, attention, layer norm, AdamW) and unet (conv,
-    conv_transpose, pooling, batch norm, resize, concat), one rank each."""
+    """gpt (embedding, attention, layer norm, AdamW), gpt with fused
+    attention (attention, attention_grad) and unet (conv, conv_transpose,
+    pooling, batch norm, resize, concat), one rank each."""
     workdir = tmp_path_factory.mktemp("mutants")
     out = {}
-    for name, flags in [("gpt", []), ("unet", ["--optimizer=sgd",
-                                               "--momentum=0.9"])]:
+    for name, flags in [("gpt", []), ("gpt-flash", ["--flash-attention"]),
+                        ("unet", ["--optimizer=sgd", "--momentum=0.9"])]:
         path = workdir / f"{name}.json"
-        result = run([weftc, str(models_dir / f"{name}.onnx"), "-o", str(path),
-                      *flags])
+        model = models_dir / f"{name.split('-')[0]}.onnx"
+        result = run([weftc, str(model), "-o", str(path), *flags])
         assert result.returncode == 0, result.stderr
         out[name] = json.loads(path.read_text())
     return out
 
 
-@pytest.mark.parametrize("name", ["gpt", "unet"])
+# gpt-flash: the mutants hit fused attention's two kernels alone.
+@pytest.mark.parametrize("name", ["gpt", "gpt-flash", "unet"])
 def test_mutated_plans_run_or_are_refused_in_one_line(plans, name, tmp_path):
     rng = random.Random(12)
     outcomes = collections.Counter()
+    kernels = {"attention", "attention_grad"} if name == "gpt-flash" else None
     for n in range(MUTANTS):
         plan = copy.deepcopy(plans[name])
-        what = mutate(plan, rng)
+        what = mutate(plan, rng, kernels)
         path = tmp_path / "plan.json"
         path.write_text(json.dumps(plan))
         result = run([tool("weft-run"), str(path), "--steps", "1",

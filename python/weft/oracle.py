@@ -346,10 +346,11 @@ def check_float64_step(tools: Tools, model: torch.nn.Module, batch,
                        micro_batches: int = 1, stages: int = 1,
                        schedule: str = "1f1b", lr: float = 0.1,
                        tensor_parallel: int = 1,
-                       data_parallel: int = 1) -> List[TensorError]:
+                       data_parallel: int = 1,
+                       flags: Sequence[str] = ()) -> List[TensorError]:
     """Oracle (d): `model` exported in float64 (its float inputs too) and
-    trained one plain SGD step by weft on the layout, against torch float64
-    on the same split. Raises OracleError naming the tensors whose change
+    trained one plain SGD step by weft on the layout (weftc `flags`),
+    against torch float64 on the same split. Raises OracleError naming the tensors whose change
     differs by more than F64_RTOL * ||dW_64|| + F64_FLOOR * max(||W_1||,
     max over tensors of ||dW_64||);
     returns every tensor's error (`torch32` holds the bound's relative part
@@ -366,7 +367,7 @@ def check_float64_step(tools: Tools, model: torch.nn.Module, batch,
     losses, trained = weft_train(
         tools, path, [batch], input_names, workdir,
         micro_batches=micro_batches, stages=stages, schedule=schedule,
-        flags=["--optimizer=sgd", f"--lr={lr}"], save=True,
+        flags=["--optimizer=sgd", f"--lr={lr}", *flags], save=True,
         tensor_parallel=tensor_parallel, data_parallel=data_parallel)
     layout = (f"float64 M={micro_batches} P={stages} T={tensor_parallel} "
               f"D={data_parallel} {schedule}")
