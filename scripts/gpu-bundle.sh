@@ -40,6 +40,10 @@ for precision in ("f32", "bf16"):
     subprocess.run(["build/bin/weftc", str(out / "gpt.onnx"),
                     f"--precision={precision}", "--microbatches=2",
                     "-o", str(out / f"gpt.{precision}.json")], check=True)
+# Fused attention (cuDNN's flash attention on the GPU), bf16.
+subprocess.run(["build/bin/weftc", str(out / "gpt.onnx"), "--precision=bf16",
+                "--flash-attention", "--microbatches=2",
+                "-o", str(out / "gpt.bf16-flash.json")], check=True)
 PY
 # The plans name the model by path: make it the bundle's, relative.
 sed -i 's|"path": *"[^"]*gpt.onnx"|"path": "gpt.onnx"|' "$stage"/plans/*.json

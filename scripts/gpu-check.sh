@@ -5,8 +5,10 @@
 # gpu-bundle/out):
 #   conformance.txt  WeftCudaConformanceTests: every kernel, CPU vs CUDA
 #   f32.{cpu,cuda}.jsonl, bf16.cuda.jsonl  4 steps of the gpt example
+#   flash.{cpu,cuda}.jsonl  the same in bf16 with --flash-attention
 #   summary.txt      the f32 losses side by side, their largest relative
-#                    difference, the bf16 losses and the GPU memory record
+#                    difference, the bf16 (and fused attention) losses and
+#                    the GPU memory record
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${OUT:-gpu-bundle/out}")"
@@ -39,6 +41,15 @@ done
 run ../bin/weft-run gpt.bf16.json --data data --steps 4 --device cuda \
   --log-json "$out/bf16.cuda.jsonl" > "$out/bf16.cuda.txt" 2>&1
 echo "gpt bf16 on cuda: exit $?" | tee -a "$out/summary.txt"
+# Fused attention, bf16: cuDNN's flash attention on the GPU, the CPU's
+# blocked kernel beside it.
+for device in cpu cuda; do
+  run ../bin/weft-run gpt.bf16-flash.json --data data --steps 4 \
+    --device "$device" --log-json "$out/flash.$device.jsonl" \
+    > "$out/flash.$device.txt" 2>&1
+  echo "gpt bf16 --flash-attention on $device: exit $?" |
+    tee -a "$out/summary.txt"
+done
 python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
@@ -56,6 +67,9 @@ if cpu and len(cpu) == len(cuda):
           f"(issue's bound 1e-5)")
 for r in bf16:
     print(f"step {r['step']}: bf16 cuda {r['loss']:.7f}")
+for a, b in zip(log("flash.cpu.jsonl"), log("flash.cuda.jsonl")):
+    print(f"step {a['step']}: bf16 flash cpu {a['loss']:.7f} "
+          f"cuda {b['loss']:.7f}")
 if bf16:
     r = bf16[-1]
     print(f"bf16 memory: arena {r['arena_bytes']}, workspaces "

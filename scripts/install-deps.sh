@@ -23,18 +23,24 @@ packages=(
 )
 # PyPI, pinned: Hugging Face transformers for the GPT-2 tensor-parallel test
 # (4.30.2: the last release that runs on Debian's torch 1.13 without
-# complaint).
+# complaint). cuDNN's frontend: header-only C++ for the CUDA backend's fused
+# attention; the build uses the wheel's include/ alone, so without its
+# Python dependencies (CUTLASS's DSL, some 700 MB).
 pypi=("transformers==4.30.2")
+headers=("nvidia-cudnn-frontend==1.32.0")
 venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
 install_pypi() {
   if [ ! -x "$venv/bin/python3" ]; then
     /usr/bin/python3 -m venv --system-site-packages "$venv"
   fi
-  if "$venv/bin/python3" -c "import transformers" 2>/dev/null; then
-    echo "install-deps: .venv has ${pypi[*]}"
+  if "$venv/bin/python3" -c "import transformers" 2>/dev/null &&
+     compgen -G "$venv/lib/python3*/site-packages/include/cudnn_frontend.h" \
+       >/dev/null; then
+    echo "install-deps: .venv has ${pypi[*]} ${headers[*]}"
   else
-    echo "install-deps: installing ${pypi[*]} into .venv"
+    echo "install-deps: installing ${pypi[*]} ${headers[*]} into .venv"
     "$venv/bin/pip" install -q "${pypi[@]}"
+    "$venv/bin/pip" install -q --no-deps "${headers[@]}"
   fi
 }
 if [ "${1:-}" = "--fuzz" ]; then

@@ -114,6 +114,10 @@ void registerReductionKernels(KernelTable &table);
 /// through cuDNN (Convolution.cpp; built when CMake finds cuDNN:
 /// WEFT_HAVE_CUDNN).
 void registerCudnnKernels(KernelTable &table);
+/// attention and attention_grad through cuDNN's fused flash attention
+/// (Attention.cpp; built when CMake finds cuDNN and its frontend headers:
+/// WEFT_HAVE_CUDNN_FRONTEND).
+void registerAttentionKernels(KernelTable &table);
 /// max_pool, avg_pool and their gradients (Pooling.cu).
 void registerPoolingKernels(KernelTable &table);
 /// matmul and gemm through cuBLASLt (Gemm.cpp).

@@ -52,6 +52,9 @@ struct Cudnn {
 #define WEFT_CUDNN_POINTER(name) decltype(&::name) name = nullptr;
   WEFT_CUDNN_FUNCTIONS(WEFT_CUDNN_POINTER)
 #undef WEFT_CUDNN_POINTER
+  /// The dlopen handle (the graph API's functions resolve in it: cuDNN's
+  /// frontend, Attention.cpp).
+  void *handle = nullptr;
 
   /// The library's functions, opened on the first call; throws Error
   /// naming the library and dlerror() when it or a function is missing.

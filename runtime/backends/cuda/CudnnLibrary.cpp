@@ -13,6 +13,7 @@ const Cudnn &Cudnn::get() {
     void *handle = openLibrary("libcudnn.so." + std::to_string(CUDNN_MAJOR),
                                WEFT_CUDNN_PATH, "cuDNN");
     Cudnn t;
+    t.handle = handle;
 #define WEFT_CUDNN_RESOLVE(name)                                               \
   t.name = symbol<decltype(&::name)>(handle, #name, "cuDNN");
     WEFT_CUDNN_FUNCTIONS(WEFT_CUDNN_RESOLVE)

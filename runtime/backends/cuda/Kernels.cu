@@ -343,6 +343,9 @@ const KernelTable &kernelTable() {
 #ifdef WEFT_HAVE_CUDNN
     registerCudnnKernels(t);
 #endif
+#ifdef WEFT_HAVE_CUDNN_FRONTEND
+    registerAttentionKernels(t);
+#endif
     registerPoolingKernels(t);
     return t;
   }();

@@ -1,9 +1,9 @@
 //===- CudaNetworkConformanceTest.cpp - norms, losses, convolutions -------===//
 //
 // The CUDA kernels of layer and batch norm, the losses, reductions,
-// gathers, the vocabulary-parallel kernels, convolutions, pooling, resize
-// and pad against the CPU's (the harness: CudaConformance.h; the suite is
-// instantiated in CudaConformanceTest.cpp).
+// gathers, the vocabulary-parallel kernels, convolutions, pooling, resize,
+// pad and fused attention against the CPU's (the harness: CudaConformance.h;
+// the suite is instantiated in CudaConformanceTest.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -289,4 +289,26 @@ TEST_P(CudaConformance, PadAndEqual) {
 /// Every kernel of a transformer's training step (the gpt example's plans
 /// at f32, bf16 and f16 with loss scaling, one rank) has a CUDA
 /// implementation, so such a plan loads on the GPU (checked without one).
+/// Fused attention (cuDNN's flash attention on the GPU: bf16 and f16 only),
+/// causal and not, Sk != Sq and Dv != D where the mask allows. The
+/// gradient's stats are drawn, not the forward's: both backends compute
+/// P = exp(scale q k^T - stats) from whatever the buffer holds; the small
+/// scale keeps those exponentials in range.
+TEST_P(CudaConformance, Attention) {
+  for (DType d : {DType::BF16, DType::F16})
+    for (bool causal : {true, false}) {
+      int64_t sk = causal ? 40 : 24, dv = causal ? 16 : 8;
+      TensorType q{d, {2, 3, 40, 16}}, k{d, {2, 3, sk, 16}},
+          v{d, {2, 3, sk, dv}}, o{d, {2, 3, 40, dv}},
+          stats{DType::F32, {2, 3, 40}};
+      Case forward{"attention", {q, k, v}, {o, stats}};
+      Case backward{"attention_grad", {q, k, v, o, stats, o}, {q, k, v}};
+      for (Case *c : {&forward, &backward}) {
+        c->attrs.set("scale", 0.05);
+        c->attrs.set("causal", causal);
+        expectConforms(*c, *gpu);
+      }
+    }
+}
+
 } // namespace

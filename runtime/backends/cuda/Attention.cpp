@@ -1,0 +1,245 @@
+//===- Attention.cpp - fused attention through cuDNN's SDPA ---------------===//
+//
+// attention and attention_grad (runtime/lib/specs/AttentionSpecs.cpp) as
+// cuDNN's fused flash attention: the scaled-dot-product-attention forward
+// and backward graphs of cuDNN's frontend (cudnn_frontend::graph::Graph::
+// sdpa and sdpa_backward, the header-only library cuDNN's own samples use),
+// built once per shape and kept. cuDNN's statistics are the per-row
+// log-sum-exp the CPU kernel writes, so the two backends agree on the
+// plan's stats buffer.
+//
+// cuDNN's flash attention runs bf16 and f16 only; an f32 plan's attention
+// is refused naming the kernel (compile it with --precision bf16|f16, or
+// without --flash-attention). A dropout inside it is refused as well:
+// cuDNN draws its own Philox stream, and weft's masks are the CPU's bit
+// for bit (DropoutMask.h).
+//
+// The frontend resolves cuDNN's functions through the handle weft opened
+// (Cudnn.h): weft-run links no cuDNN.
+//
+//===----------------------------------------------------------------------===//
+
+#define NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING 1
+#include <cudnn_frontend.h>
+
+#include "CudaKernels.h"
+#include "Cudnn.h"
+
+#include <compare>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+/// The library the frontend's calls resolve in (cudnn_frontend_shim.h).
+namespace cudnn_frontend {
+void *cudnn_dlhandle = nullptr;
+} // namespace cudnn_frontend
+
+namespace weft::rt::cuda {
+
+namespace {
+
+namespace fe = cudnn_frontend;
+using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+
+/// What a built graph depends on: direction, dtype, the [b, h, s, d]
+/// shapes and the attributes.
+struct Key {
+  bool backward;
+  DType dtype;
+  int64_t b, h, sq, sk, d, dv;
+  double scale;
+  bool causal;
+  auto operator<=>(const Key &) const = default;
+};
+
+Key keyOf(const KernelCall &call, bool backward) {
+  const std::vector<int64_t> &q = call.in[0].shape;
+  size_t r = q.size();
+  // Leading dims: the first is cuDNN's batch, the rest its heads.
+  int64_t b = r > 2 ? q[0] : 1, h = 1;
+  for (size_t i = 1; i + 2 < r; ++i)
+    h *= q[i];
+  return {backward,
+          call.in[0].dtype,
+          b,
+          h,
+          q[r - 2],
+          call.in[1].shape[r - 2],
+          q[r - 1],
+          call.in[2].shape[r - 1],
+          call.f("scale"),
+          call.has("causal") && call.b("causal")};
+}
+
+/// A built graph and the tensors its variant pack names.
+struct Compiled {
+  std::shared_ptr<fe::graph::Graph> graph;
+  TensorPtr q, k, v, o, stats, dO, dq, dk, dv;
+  int64_t workspace = 0;
+};
+
+[[noreturn]] void fail(const KernelCall &call, const std::string &what,
+                       fe::error_t status) {
+  call.fail("cuDNN's fused attention: " + what + ": " + status.get_message());
+}
+
+void check(const KernelCall &call, const char *what, fe::error_t status) {
+  if (status.is_bad())
+    fail(call, what, status);
+}
+
+/// A row-major [b, h, s, d] tensor of the graph.
+TensorPtr tensor(fe::graph::Graph &g, const char *name, int64_t b, int64_t h,
+                 int64_t s, int64_t d) {
+  return g.tensor(fe::graph::Tensor_attributes()
+                      .set_name(name)
+                      .set_dim({b, h, s, d})
+                      .set_stride({h * s * d, s * d, d, 1}));
+}
+
+Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {
+  Compiled c;
+  c.graph = std::make_shared<fe::graph::Graph>();
+  fe::graph::Graph &g = *c.graph;
+  g.set_io_data_type(k.dtype == DType::BF16 ? fe::DataType_t::BFLOAT16
+                                            : fe::DataType_t::HALF)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  c.q = tensor(g, "q", k.b, k.h, k.sq, k.d);
+  c.k = tensor(g, "k", k.b, k.h, k.sk, k.d);
+  c.v = tensor(g, "v", k.b, k.h, k.sk, k.dv);
+  std::vector<int64_t> statsDim{k.b, k.h, k.sq, 1},
+      statsStride{k.h * k.sq, k.sq, 1, 1};
+  if (!k.backward) {
+    auto options = fe::graph::SDPA_attributes()
+                       .set_name("attention")
+                       .set_generate_stats(true)
+                       .set_attn_scale(static_cast<float>(k.scale))
+                       .set_causal_mask(k.causal);
+    auto [o, stats] = g.sdpa(c.q, c.k, c.v, options);
+    o->set_output(true)
+        .set_dim({k.b, k.h, k.sq, k.dv})
+        .set_stride({k.h * k.sq * k.dv, k.sq * k.dv, k.dv, 1});
+    stats->set_output(true)
+        .set_data_type(fe::DataType_t::FLOAT)
+        .set_dim(statsDim)
+        .set_stride(statsStride);
+    c.o = o;
+    c.stats = stats;
+  } else {
+    c.o = tensor(g, "o", k.b, k.h, k.sq, k.dv);
+    c.dO = tensor(g, "do", k.b, k.h, k.sq, k.dv);
+    c.stats = g.tensor(fe::graph::Tensor_attributes()
+                           .set_name("stats")
+                           .set_dim(statsDim)
+                           .set_stride(statsStride)
+                           .set_data_type(fe::DataType_t::FLOAT));
+    // Deterministic: dk and dv summed in a fixed order, so a step repeats
+    // bit for bit, as every other weft kernel.
+    auto options = fe::graph::SDPA_backward_attributes()
+                       .set_name("attention_grad")
+                       .set_attn_scale(static_cast<float>(k.scale))
+                       .set_causal_mask(k.causal)
+                       .set_deterministic_algorithm(true);
+    auto [dq, dk, dv] =
+        g.sdpa_backward(c.q, c.k, c.v, c.o, c.dO, c.stats, options);
+    dq->set_output(true)
+        .set_dim({k.b, k.h, k.sq, k.d})
+        .set_stride({k.h * k.sq * k.d, k.sq * k.d, k.d, 1});
+    dk->set_output(true)
+        .set_dim({k.b, k.h, k.sk, k.d})
+        .set_stride({k.h * k.sk * k.d, k.sk * k.d, k.d, 1});
+    dv->set_output(true)
+        .set_dim({k.b, k.h, k.sk, k.dv})
+        .set_stride({k.h * k.sk * k.dv, k.sk * k.dv, k.dv, 1});
+    c.dq = dq;
+    c.dk = dk;
+    c.dv = dv;
+  }
+  check(call, "validate", g.validate());
+  check(call, "build_operation_graph", g.build_operation_graph(handle));
+  check(call, "create_execution_plans",
+        g.create_execution_plans({fe::HeurMode_t::A}));
+  check(call, "check_support", g.check_support(handle));
+  check(call, "build_plans", g.build_plans(handle));
+  check(call, "get_workspace_size", g.get_workspace_size(c.workspace));
+  return c;
+}
+
+/// The graph for this call, built on first use.
+const Compiled &compiled(const KernelCall &call, bool backward,
+                         cudnnHandle_t handle) {
+  static std::mutex mutex;
+  static std::map<Key, Compiled> graphs;
+  std::lock_guard<std::mutex> lock(mutex);
+  Key key = keyOf(call, backward);
+  auto it = graphs.find(key);
+  if (it == graphs.end())
+    it = graphs.emplace(key, build(call, key, handle)).first;
+  return it->second;
+}
+
+/// The refusals, before anything runs: dtype and dropout.
+void requireSupported(const KernelCall &call) {
+  DType dtype = call.in[0].dtype;
+  if (dtype != DType::BF16 && dtype != DType::F16)
+    call.fail(std::string("cuDNN's fused attention runs bf16 and f16, not ") +
+              dtypeName(dtype) +
+              ": compile with --precision bf16|f16, or without "
+              "--flash-attention");
+  if (call.has("dropout_ratio") && call.f("dropout_ratio") > 0)
+    call.fail("cuDNN's fused attention draws its own dropout mask, not "
+              "weft's (the CPU's bit for bit): compile with attention "
+              "dropout 0, or without --flash-attention");
+}
+
+cudnnHandle_t handleFor(const Context &ctx) {
+  cudnn_frontend::cudnn_dlhandle = Cudnn::get().handle;
+  return static_cast<cudnnHandle_t>(ctx.cudnn->get(ctx.stream));
+}
+
+void execute(const KernelCall &call, const Context &ctx, const Compiled &c,
+             cudnnHandle_t handle, std::unordered_map<TensorPtr, void *> pack) {
+  void *workspace =
+      c.workspace ? ctx.scratch->get(size_t(c.workspace), ctx.stream) : nullptr;
+  check(call, "execute", c.graph->execute(handle, pack, workspace));
+}
+
+void attention(const KernelCall &call, const Context &ctx) {
+  requireSupported(call);
+  cudnnHandle_t handle = handleFor(ctx);
+  const Compiled &c = compiled(call, false, handle);
+  execute(call, ctx, c, handle,
+          {{c.q, call.in[0].data},
+           {c.k, call.in[1].data},
+           {c.v, call.in[2].data},
+           {c.o, call.out[0].data},
+           {c.stats, call.out[1].data}});
+}
+
+void attentionGrad(const KernelCall &call, const Context &ctx) {
+  requireSupported(call);
+  cudnnHandle_t handle = handleFor(ctx);
+  const Compiled &c = compiled(call, true, handle);
+  execute(call, ctx, c, handle,
+          {{c.q, call.in[0].data},
+           {c.k, call.in[1].data},
+           {c.v, call.in[2].data},
+           {c.o, call.in[3].data},
+           {c.stats, call.in[4].data},
+           {c.dO, call.in[5].data},
+           {c.dq, call.out[0].data},
+           {c.dk, call.out[1].data},
+           {c.dv, call.out[2].data}});
+}
+
+} // namespace
+
+void registerAttentionKernels(KernelTable &t) {
+  t["attention"] = attention;
+  t["attention_grad"] = attentionGrad;
+}
+
+} // namespace weft::rt::cuda
