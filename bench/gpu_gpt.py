@@ -1,8 +1,9 @@
 """Benchmark (a GPU): one bf16 AdamW training step of a GPT-2-medium shape
 (24 layers, hidden 1024, 16 heads, sequence 1024, vocabulary 50257, batch
-8) on one GPU: weft-run --device cuda against torch eager and
-torch.compile (autocast bf16, fused AdamW off, the same model and batch),
-and weft's MFU.
+8) on one GPU: weft-run --device cuda, with the exported attention and
+with --flash-attention (cuDNN's fused flash attention), against torch eager
+and torch.compile (autocast bf16, fused AdamW off, the same model and
+batch), and weft's MFU.
 
 Step time: the median of 10 steps after 2 warm-up steps (weft: its
 --log-json seconds; torch: wall time around the step with
@@ -65,13 +66,11 @@ def torch_step_seconds(model, batch, compiled):
     return statistics.median(times), torch.cuda.max_memory_allocated()
 
 
-def weft_step(build, model, batch, tmp):
-    onnx_path = tmp / "gpt2_medium.onnx"
-    export(model, batch, ["tokens", "targets"], str(onnx_path))
+def weft_step(build, onnx_path, tmp, flags=()):
     plan = tmp / "plan.json"
     subprocess.run([str(build / "bin" / "weftc"), str(onnx_path),
                     "--precision=bf16", "--optimizer=adamw", "--lr=1e-3",
-                    "-o", str(plan)], check=True)
+                    *flags, "-o", str(plan)], check=True)
     log = tmp / "log.jsonl"
     subprocess.run([str(build / "bin" / "weft-run"), str(plan), "--device",
                     "cuda", "--steps", str(STEPS + WARMUP), "--log-json",
@@ -98,10 +97,16 @@ def main():
                         SHAPE["seq"], tokens)
     print(f"GPT-2 medium shape, batch {args.batch}, bf16, AdamW, "
           f"{torch.cuda.get_device_name()}; model FLOPs/step {flops:.3e}")
+    rows, records = [], {}
     with tempfile.TemporaryDirectory() as tmp:
-        weft_s, record = weft_step(args.build, model, batch,
-                                   pathlib.Path(tmp))
-    rows = [("weft", weft_s, None)]
+        onnx_path = pathlib.Path(tmp) / "gpt2_medium.onnx"
+        export(model, batch, ["tokens", "targets"], str(onnx_path))
+        for name, flags in (("weft", ()),
+                            ("weft flash", ("--flash-attention",))):
+            seconds, records[name] = weft_step(args.build, onnx_path,
+                                               pathlib.Path(tmp), flags)
+            rows.append((name, seconds, None))
+    weft_s = rows[0][1]
     for name, compiled in (("torch eager", False), ("torch.compile", True)):
         seconds, peak = torch_step_seconds(model, batch, compiled)
         rows.append((name, seconds, peak))
@@ -110,9 +115,10 @@ def main():
         memory = "" if peak is None else f"  max_memory_allocated {peak}"
         print(f"{name:14s} {seconds * 1e3:8.1f} ms/step  MFU {mfu:6.1%}"
               f"  weft/this {weft_s / seconds:5.2f}{memory}")
-    print(f"weft memory: arena {record['arena_bytes']}, workspaces "
-          f"{record['workspace_bytes']}, device in use "
-          f"{record['device_used_bytes']} bytes")
+    for name, record in records.items():
+        print(f"{name} memory: arena {record['arena_bytes']}, workspaces "
+              f"{record['workspace_bytes']}, device in use "
+              f"{record['device_used_bytes']} bytes")
 
 
 if __name__ == "__main__":
