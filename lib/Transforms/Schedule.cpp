@@ -31,7 +31,7 @@ namespace {
 struct Slot {
   int64_t task = 0;
   int sub = 0;
-  int64_t order = 0; ///< program order, to break ties
+  int64_t order = 0; ///< program order (a receive's tag), to break ties
   bool operator<(const Slot &o) const {
     return std::tie(task, sub, order) < std::tie(o.task, o.sub, o.order);
   }
@@ -149,8 +149,13 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     SmallVector<std::pair<Slot, Operation *>> order;
     for (auto [i, op] : llvm::enumerate(ops)) {
       Slot slot{taskOf[op], 0, static_cast<int64_t>(i)};
-      if (isa<IRecvOp>(op)) // post one task early: the transfer overlaps it
-        slot = {std::max<int64_t>(slot.task - 1, 0), -1, slot.order};
+      // Post receives one task early: the transfer overlaps it. Those of a
+      // task in tag order, which is their senders' order (tags number the
+      // transfers in producer order): NCCL matches a pair of ranks'
+      // transfers by order, and the plan loader checks both ends agree.
+      if (auto recv = dyn_cast<IRecvOp>(op))
+        slot = {std::max<int64_t>(slot.task - 1, 0), -1,
+                static_cast<int64_t>(recv.getTag())};
       else if (isa<WaitSendOp>(op))
         slot = {sendCompletionTask(op, taskIndex, lastTask), 1, slot.order};
       order.push_back({slot, op});

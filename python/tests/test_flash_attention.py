@@ -134,18 +134,20 @@ def batches_of(batch, steps=3):
     return [batch] * steps
 
 
-@pytest.mark.parametrize("layout", [
-    dict(micro_batches=2),
-    dict(tensor_parallel=2),
-    dict(stages=2, micro_batches=2),
-], ids=["M2", "T2", "P2"])
+@pytest.mark.parametrize("layout,flags", [
+    (dict(micro_batches=2), []),
+    (dict(tensor_parallel=2), []),
+    (dict(tensor_parallel=2), ["--sequence-parallel"]),
+    (dict(stages=2, micro_batches=2), []),
+], ids=["M2", "T2", "T2-SP", "P2"])
 def test_dropout_masks_are_the_unfused_ones(tools, gpt_dropout, tmp_path,
-                                            layout):
+                                            layout, flags):
     _, batch, path = gpt_dropout
     batches = batches_of(batch)
-    plain = losses(tools, path, batches, tmp_path / "plain", [], **layout)
+    plain = losses(tools, path, batches, tmp_path / "plain", flags,
+                   **layout)
     fused = losses(tools, path, batches, tmp_path / "fused",
-                   ["--flash-attention"], **layout)
+                   [*flags, "--flash-attention"], **layout)
     # The same masks: float32 rounding apart (a mask that differs in one
     # probability of 10^5 moves the loss by more).
     assert np.abs(fused - plain).max() <= \

@@ -292,7 +292,20 @@ def _receive_gradient_first(plan):
     insts[:] = moved + [x for i, x in enumerate(insts) if i not in (recv, wait)]
 
 
+def _receive_activations_swapped(plan):
+    """Stage 1 posts its first two receives (the two activations stage 0
+    sends first) in the other order: MPI matches by tag, NCCL by order."""
+    insts = plan["ranks"][1]["instructions"]
+    first = _first(insts, "irecv")
+    assert insts[first + 1]["op"] == "irecv"
+    insts[first], insts[first + 1] = insts[first + 1], insts[first]
+
+
 @pytest.mark.parametrize("edit,pattern", [
+    (_receive_activations_swapped,
+     r"ranks\[0\]\.instructions\[\d+\]\.tag: tag \d+ is rank 0's send #0 to "
+     r"rank 1, whose receive #0 from it is tag \d+: a pair of ranks must "
+     r"post its transfers in one order at both ends"),
     (_drop_first_wait_recv,
      r"ranks\[1\]\.instructions\[\d+\] \(\w+ .*\): reads buffer \d+ while the "
      r"receive of tag \d+ into its bytes is in flight \(no wait_recv before\)"),
@@ -307,8 +320,9 @@ def _receive_gradient_first(plan):
 def test_plans_that_would_misread_or_hang_are_refused(pipelined_plan, tmp_path,
                                                       edit, pattern):
     """A missing wait_recv once read data before it arrived; a plan that
-    would deadlock hung forever. The loader refuses both before any rank
-    runs (the same message on every rank; one line)."""
+    would deadlock hung forever; a channel posted in two orders would swap
+    tensors on NCCL. The loader refuses each before any rank runs (the same
+    message on every rank; one line)."""
     plan = json.loads(json.dumps(pipelined_plan))
     edit(plan)
     path = tmp_path / "plan.json"

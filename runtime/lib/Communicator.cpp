@@ -507,6 +507,25 @@ std::unique_ptr<Communicator> createMpiCommunicator(int *argc, char ***argv) {
   return std::make_unique<MpiCommunicator>(argc, argv);
 }
 
+std::vector<std::vector<std::pair<int64_t, int64_t>>>
+channelRounds(const std::vector<std::pair<int64_t, int64_t>> &channels) {
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> rounds;
+  std::vector<std::set<int64_t>> busy; // per round: its channels' ranks
+  for (const auto &channel : channels) {
+    auto [from, to] = channel;
+    size_t r = 0;
+    while (r < rounds.size() && (busy[r].count(from) || busy[r].count(to)))
+      ++r;
+    if (r == rounds.size()) {
+      rounds.emplace_back();
+      busy.emplace_back();
+    }
+    rounds[r].push_back(channel);
+    busy[r].insert({from, to});
+  }
+  return rounds;
+}
+
 bool launchedByMpi() {
   for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
     if (std::getenv(var))

@@ -97,7 +97,8 @@ public:
 };
 
 /// The transfers of every rank pair up: each isend has its peer's irecv
-/// of the same tag and bytes.
+/// of the same tag and bytes, in the same position among the transfers
+/// between the two.
 void checkTransfers(const Plan &plan, const Field &ranks);
 /// Coordinates, mesh and sub-axes agree with the rank count, shards with
 /// the mesh, and every member of a collective group runs the same

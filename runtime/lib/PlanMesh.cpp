@@ -19,7 +19,7 @@ namespace weft::rt::detail {
 
 void checkTransfers(const Plan &plan, const Field &ranks) {
   struct Side {
-    int64_t rank = -1, peer = -1, bytes = 0;
+    int64_t rank = -1, peer = -1, bytes = 0, tag = -1;
     size_t index = 0;
   };
   std::map<int64_t, Side> sends, recvs;
@@ -39,9 +39,9 @@ void checkTransfers(const Plan &plan, const Field &ranks) {
         auto &sides = inst.op == "isend" ? sends : recvs;
         int64_t buffer = inst.op == "isend" ? inst.inputs[0] : inst.outputs[0];
         if (!sides
-                 .insert(
-                     {inst.tag,
-                      {rank.rank, inst.peer, rank.buffers[buffer].bytes, i}})
+                 .insert({inst.tag,
+                          {rank.rank, inst.peer, rank.buffers[buffer].bytes,
+                           inst.tag, i}})
                  .second)
           field.at("tag").fail("tag " + std::to_string(inst.tag) +
                                " is posted twice");
@@ -74,6 +74,38 @@ void checkTransfers(const Plan &plan, const Field &ranks) {
           .at("tag")
           .fail("no isend of tag " + std::to_string(tag) + " on rank " +
                 std::to_string(recv.peer));
+  // One order per channel: NCCL matches a pair's sends and receives by
+  // their order, not by tag, so the n-th isend from a to b must be b's n-th
+  // irecv from a (MPI would match them either way; the plan is the same
+  // contract on every backend).
+  std::map<std::pair<int64_t, int64_t>, std::vector<const Side *>> sent,
+      received;
+  auto byPosition = [](const Side *x, const Side *y) {
+    return x->index < y->index;
+  };
+  for (const auto &[tag, send] : sends)
+    sent[{send.rank, send.peer}].push_back(&send);
+  for (const auto &[tag, recv] : recvs)
+    received[{recv.peer, recv.rank}].push_back(&recv);
+  for (auto &[channel, posts] : sent) {
+    std::vector<const Side *> &gets = received[channel];
+    std::sort(posts.begin(), posts.end(), byPosition);
+    std::sort(gets.begin(), gets.end(), byPosition);
+    for (size_t n = 0; n < posts.size(); ++n)
+      if (gets[n]->tag != posts[n]->tag)
+        ranks.at(channel.first)
+            .at("instructions")
+            .at(posts[n]->index)
+            .at("tag")
+            .fail("tag " + std::to_string(posts[n]->tag) + " is rank " +
+                  std::to_string(channel.first) + "'s send #" +
+                  std::to_string(n) + " to rank " +
+                  std::to_string(channel.second) + ", whose receive #" +
+                  std::to_string(n) + " from it is tag " +
+                  std::to_string(gets[n]->tag) +
+                  ": a pair of ranks must post its transfers in one order "
+                  "at both ends (NCCL matches them by order)");
+  }
 }
 
 /// The mesh: one rank per device, each at its row-major coordinates;
@@ -258,3 +290,16 @@ void checkMesh(const Plan &plan, const Field &ranks) {
 }
 
 } // namespace weft::rt::detail
+
+namespace weft::rt {
+
+std::vector<std::pair<int64_t, int64_t>> transferChannels(const Plan &plan) {
+  std::set<std::pair<int64_t, int64_t>> channels;
+  for (const RankPlan &rank : plan.ranks)
+    for (const Instruction &inst : rank.instructions)
+      if (inst.op == "isend")
+        channels.insert({rank.rank, inst.peer});
+  return {channels.begin(), channels.end()};
+}
+
+} // namespace weft::rt

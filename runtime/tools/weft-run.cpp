@@ -237,6 +237,8 @@ int run(const RunOptions &o, Communicator &world) {
   for (const SubAxis &sub : plan.subAxes)
     comm.splitSubAxis(sub.name, sub.of, sub.size, sub.stride,
                       plan.ranks[rank].coord(sub.of));
+  // The pipeline's point-to-point channels (NCCL's communicators).
+  comm.connectTransfers(transferChannels(plan));
   Executor executor(plan, rank, *backend, &comm);
   executor.loadWeights();
   // Steps are numbered globally: a resumed run continues the data, the

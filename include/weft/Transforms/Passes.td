@@ -558,7 +558,10 @@ def Schedule : Pass<"weft-schedule", "mlir::ModuleOp"> {
     last. Within a task, program order is kept.
 
     Transfers are placed to overlap compute: a receive is posted at the start
-    of the task before the one that needs it. A send of F(i)'s activation is
+    of the task before the one that needs it, the receives of one task in
+    tag order, which is their senders' (NCCL matches a pair of ranks'
+    transfers by order; the plan loader checks both ends post a channel's
+    transfers in one order). A send of F(i)'s activation is
     waited for at the end of B(i) on its stage (the receiver has run F(i) by
     then); other sends (gradients) at the end of the step.
 

@@ -24,7 +24,9 @@ struct Nccl {
   X(ncclGetErrorString)                                                        \
   X(ncclAllReduce)                                                             \
   X(ncclAllGather)                                                             \
-  X(ncclReduceScatter)
+  X(ncclReduceScatter)                                                         \
+  X(ncclSend)                                                                  \
+  X(ncclRecv)
 #define WEFT_NCCL_POINTER(name) decltype(&::name) name = nullptr;
   WEFT_NCCL_FUNCTIONS(WEFT_NCCL_POINTER)
 #undef WEFT_NCCL_POINTER

@@ -16,8 +16,18 @@
 // A part of a sequence-parallel all-gather or reduce-scatter that is not
 // contiguous in the whole (outer > 1) is gathered into, or packed from, a
 // device staging buffer of the axis (in part-major order) with 2-D copies
-// on the axis stream. Point-to-point transfers (pipeline stages) go through the
-// host communicator, staged (StagedCommunicator.cpp).
+// on the axis stream.
+//
+// Point-to-point transfers (between pipeline stages) run on NCCL too, one
+// two-rank communicator and stream per channel (sender, receiver), made by
+// connectTransfers: NCCL's send and receive block their stream until the
+// peer's match runs, so a channel of its own keeps a send waiting for its
+// receiver from holding back a receive from another rank (or the reverse
+// direction), and matching by order is safe because the plan loader has
+// checked that both ends post a channel's transfers in one order. Each
+// channel exchanges one byte when it is made: NCCL connects a pair at its
+// first transfer, a host-blocking handshake that must not wait on a peer
+// still busy posting something else.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,7 +63,8 @@ ncclDataType_t ncclType(DType dtype, int64_t tag) {
 
 class NcclCommunicator final : public ForwardingCommunicator {
 public:
-  /// Point-to-point transfers and the host-side collectives stay `host`'s.
+  /// The host-side collectives stay `host`'s, and so do transfers on a
+  /// channel connectTransfers did not make.
   NcclCommunicator(Communicator &host, cudaStream_t comm)
       : ForwardingCommunicator(host), nccl(cuda::Nccl::get()), comm(comm) {
     ncclUniqueId id{};
@@ -65,16 +76,63 @@ public:
     WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
   }
   ~NcclCommunicator() override {
-    for (auto &[name, group] : groups) {
-      if (group.staging)
-        cudaFreeAsync(group.staging, group.stream);
-      cudaStreamSynchronize(group.stream);
-      nccl.ncclCommDestroy(group.comm);
-      cudaEventDestroy(group.done);
-      cudaStreamDestroy(group.stream);
-    }
+    for (auto &[name, group] : groups)
+      destroy(group);
+    for (auto &[channel, group] : channels)
+      destroy(group);
     nccl.ncclCommDestroy(world);
     cudaEventDestroy(ready);
+  }
+
+  void isend(const void *data, int64_t bytes, int peer, int64_t tag) override {
+    auto it = channels.find({rank(), peer});
+    if (it == channels.end())
+      return inner.isend(data, bytes, peer, tag);
+    Group &g = postOn(it->second);
+    WEFT_NCCL_CHECK(
+        nccl.ncclSend(data, size_t(bytes), ncclUint8, 1, g.comm, g.stream));
+    transfers[tag] = &g;
+  }
+  void irecv(void *data, int64_t bytes, int peer, int64_t tag) override {
+    auto it = channels.find({peer, rank()});
+    if (it == channels.end())
+      return inner.irecv(data, bytes, peer, tag);
+    Group &g = postOn(it->second);
+    WEFT_NCCL_CHECK(
+        nccl.ncclRecv(data, size_t(bytes), ncclUint8, 0, g.comm, g.stream));
+    transfers[tag] = &g;
+  }
+  void wait(int64_t tag) override {
+    auto it = transfers.find(tag);
+    if (it == transfers.end())
+      return inner.wait(tag);
+    Group &g = *it->second;
+    transfers.erase(it);
+    WEFT_CUDA_CHECK(cudaEventRecord(g.done, g.stream));
+    WEFT_CUDA_CHECK(cudaStreamWaitEvent(comm, g.done, 0));
+  }
+
+  void connectTransfers(
+      const std::vector<std::pair<int64_t, int64_t>> &list) override {
+    inner.connectTransfers(list);
+    int64_t me = rank();
+    for (const auto &round : channelRounds(list)) {
+      // This rank's channel in the round, if any: its index is the color,
+      // the sender is the new communicator's rank 0.
+      int color = NCCL_SPLIT_NOCOLOR, key = 0;
+      std::pair<int64_t, int64_t> mine;
+      for (size_t c = 0; c < round.size(); ++c)
+        if (round[c].first == me || round[c].second == me) {
+          color = int(c);
+          key = round[c].second == me;
+          mine = round[c];
+        }
+      Group g = makeGroup(world, color, key);
+      if (color == NCCL_SPLIT_NOCOLOR)
+        continue;
+      connect(g, key == 0);
+      channels[mine] = g;
+    }
   }
 
   void splitMesh(const std::vector<std::pair<std::string, int64_t>> &axes,
@@ -164,29 +222,13 @@ public:
   void drain() override {
     inner.drain();
     auto start = std::chrono::steady_clock::now();
-    for (auto &[name, g] : groups) {
-      WEFT_CUDA_CHECK(cudaEventRecord(g.done, g.stream));
-      while (cudaEventQuery(g.done) == cudaErrorNotReady) {
-        ncclResult_t async = ncclSuccess;
-        WEFT_NCCL_CHECK(nccl.ncclCommGetAsyncError(g.comm, &async));
-        WEFT_NCCL_CHECK(async);
-        double waited = std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
-        if (timeoutSeconds > 0 && waited > timeoutSeconds) {
-          for (auto &[other, h] : groups)
-            nccl.ncclCommAbort(h.comm);
-          throw Error("rank " + std::to_string(rank()) +
-                      ": the collectives "
-                      "on axis '" +
-                      name + "' have not finished after " +
-                      std::to_string(timeoutSeconds) +
-                      " s (NCCL communicators aborted)");
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
-      WEFT_CUDA_CHECK(cudaEventQuery(g.done));
-    }
+    for (auto &[name, g] : groups)
+      finish(g, "the collectives on axis '" + name + "'", start);
+    for (auto &[channel, g] : channels)
+      finish(g,
+             "the transfers from rank " + std::to_string(channel.first) +
+                 " to rank " + std::to_string(channel.second),
+             start);
   }
 
 private:
@@ -202,16 +244,71 @@ private:
 
   void split(const std::string &name, ncclComm_t parent, int64_t color,
              int64_t key) {
+    groups[name] = makeGroup(parent, int(color), int(key));
+  }
+  /// A split of `parent` (collective over it) with its stream; an empty
+  /// Group for a rank that passes NCCL_SPLIT_NOCOLOR.
+  Group makeGroup(ncclComm_t parent, int color, int key) {
     Group g;
-    WEFT_NCCL_CHECK(
-        nccl.ncclCommSplit(parent, int(color), int(key), &g.comm, nullptr));
+    WEFT_NCCL_CHECK(nccl.ncclCommSplit(parent, color, key, &g.comm, nullptr));
+    if (color == NCCL_SPLIT_NOCOLOR)
+      return g;
     int count = 1;
     WEFT_NCCL_CHECK(nccl.ncclCommCount(g.comm, &count));
     g.members = count;
     WEFT_CUDA_CHECK(
         cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
     WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&g.done, cudaEventDisableTiming));
-    groups[name] = g;
+    return g;
+  }
+  /// A channel's first transfer, one byte from its sender (rank 0 of the
+  /// pair) to its receiver, waited for: both ends are in this round's
+  /// split, so NCCL's connection handshake meets its peer now.
+  void connect(Group &g, bool sender) {
+    void *byte = nullptr;
+    WEFT_CUDA_CHECK(cudaMallocAsync(&byte, 1, g.stream));
+    WEFT_CUDA_CHECK(cudaMemsetAsync(byte, 0, 1, g.stream));
+    if (sender)
+      WEFT_NCCL_CHECK(nccl.ncclSend(byte, 1, ncclUint8, 1, g.comm, g.stream));
+    else
+      WEFT_NCCL_CHECK(nccl.ncclRecv(byte, 1, ncclUint8, 0, g.comm, g.stream));
+    WEFT_CUDA_CHECK(cudaFreeAsync(byte, g.stream));
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(g.stream));
+  }
+  void destroy(Group &g) {
+    if (g.staging)
+      cudaFreeAsync(g.staging, g.stream);
+    cudaStreamSynchronize(g.stream);
+    nccl.ncclCommDestroy(g.comm);
+    cudaEventDestroy(g.done);
+    cudaStreamDestroy(g.stream);
+  }
+  /// Polls until what `g`'s stream holds has run, under the watchdog
+  /// (counted from `start`); on expiry aborts every communicator and
+  /// throws naming `what`.
+  void finish(Group &g, const std::string &what,
+              std::chrono::steady_clock::time_point start) {
+    WEFT_CUDA_CHECK(cudaEventRecord(g.done, g.stream));
+    while (cudaEventQuery(g.done) == cudaErrorNotReady) {
+      ncclResult_t async = ncclSuccess;
+      WEFT_NCCL_CHECK(nccl.ncclCommGetAsyncError(g.comm, &async));
+      WEFT_NCCL_CHECK(async);
+      double waited = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+      if (timeoutSeconds > 0 && waited > timeoutSeconds) {
+        for (auto &[name, h] : groups)
+          nccl.ncclCommAbort(h.comm);
+        for (auto &[channel, h] : channels)
+          nccl.ncclCommAbort(h.comm);
+        throw Error("rank " + std::to_string(rank()) + ": " + what +
+                    " have not finished after " +
+                    std::to_string(timeoutSeconds) +
+                    " s (NCCL communicators aborted)");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    WEFT_CUDA_CHECK(cudaEventQuery(g.done));
   }
   Group &group(const std::string &axis, int64_t tag) {
     auto it = groups.find(axis);
@@ -224,10 +321,13 @@ private:
   /// The axis stream, after the kernels enqueued so far (the backend's
   /// comm stream waits for them: Executor::run).
   Group &post(const std::string &axis, int64_t tag) {
-    Group &g = group(axis, tag);
+    Group &g = postOn(group(axis, tag));
+    posted[tag] = &g;
+    return g;
+  }
+  Group &postOn(Group &g) {
     WEFT_CUDA_CHECK(cudaEventRecord(ready, comm));
     WEFT_CUDA_CHECK(cudaStreamWaitEvent(g.stream, ready, 0));
-    posted[tag] = &g;
     return g;
   }
   /// The group's device staging of at least `bytes`: used only on its
@@ -248,7 +348,10 @@ private:
   ncclComm_t world = nullptr;
   cudaEvent_t ready = nullptr;
   std::map<std::string, Group> groups;
-  std::map<int64_t, Group *> posted;
+  std::map<int64_t, Group *> posted; ///< collectives, by tag
+  /// Point-to-point: (sender, receiver) -> its pair's communicator.
+  std::map<std::pair<int64_t, int64_t>, Group> channels;
+  std::map<int64_t, Group *> transfers; ///< posted transfers, by tag
 };
 
 } // namespace

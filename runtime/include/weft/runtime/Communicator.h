@@ -8,8 +8,8 @@
 // collectives over all ranks for logging, and abort. The MPI
 // implementation (one process per rank, MPI_Isend/MPI_Irecv, non-blocking
 // collectives on MPI_COMM_WORLD and on MPI_Comm_split's axis groups,
-// completed by MPI_Test under a watchdog) serves the CPU backend; a CUDA
-// backend would use NCCL (ncclCommSplit) behind the same interface.
+// completed by MPI_Test under a watchdog) serves the CPU backend; ranks on
+// distinct GPUs use NCCL behind the same interface (NcclCommunicator.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_RUNTIME_COMMUNICATOR_H
@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace weft::rt {
@@ -54,6 +55,14 @@ public:
   /// that order. Collective over all ranks; after splitMesh.
   virtual void splitSubAxis(const std::string &name, const std::string &of,
                             int64_t size, int64_t stride, int64_t coord) = 0;
+  /// Prepares the point-to-point channels `channels` (sender, receiver;
+  /// transferChannels of the plan: every rank passes the same list) before
+  /// the first transfer. Collective over all ranks. MPI needs nothing (a
+  /// transfer names its peer); NCCL makes one communicator per channel and
+  /// connects it, so that no post blocks the host on a peer's setup.
+  virtual void
+  connectTransfers(const std::vector<std::pair<int64_t, int64_t>> &channels) {}
+
   /// The plan's collectives over this rank's group along `axis`, posted
   /// (non-blocking: MPI_Iallreduce, MPI_Iallgather,
   /// MPI_Ireduce_scatter_block) and completed by waitCollective(tag); until
@@ -148,6 +157,10 @@ public:
                     int64_t size, int64_t stride, int64_t coord) override {
     inner.splitSubAxis(name, of, size, stride, coord);
   }
+  void connectTransfers(
+      const std::vector<std::pair<int64_t, int64_t>> &channels) override {
+    inner.connectTransfers(channels);
+  }
   void postAllReduce(const std::string &axis, const void *in, void *out,
                      int64_t count, DType dtype, bool max,
                      int64_t tag) override {
@@ -201,6 +214,16 @@ class Backend;
 /// Both must outlive it.
 std::unique_ptr<Communicator> createStagedCommunicator(Communicator &inner,
                                                        Backend &backend);
+
+/// `channels` (sender, receiver) in rounds in which no rank is in two
+/// channels: a communicator split (ncclCommSplit, collective over all
+/// ranks) puts each rank in at most one new communicator, so one split per
+/// round makes every channel's two-rank communicator. A greedy edge
+/// colouring in the channels' order: every rank computes the same rounds
+/// from the same list, at most 2 d - 1 of them for ranks in at most d
+/// channels.
+std::vector<std::vector<std::pair<int64_t, int64_t>>>
+channelRounds(const std::vector<std::pair<int64_t, int64_t>> &channels);
 
 /// True when this process was started by mpirun/mpiexec (Open MPI, MPICH).
 bool launchedByMpi();

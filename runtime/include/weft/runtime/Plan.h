@@ -18,6 +18,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace weft::rt {
@@ -201,7 +202,8 @@ struct Plan {
 
 /// Reads and validates a plan: every field, every compute instruction
 /// against its kernel's entry in the specification table (checkKernel), the
-/// transfers' pairing, the mesh (ranks' coordinates, collectives' axes and
+/// transfers' pairing and order (the n-th isend from rank a to rank b is
+/// b's n-th irecv from a), the mesh (ranks' coordinates, collectives' axes and
 /// groups, parameter shards) and the instruction order
 /// (checkInstructionOrder).
 /// `knownKernel` says whether the backend implements a kernel of the table.
@@ -224,6 +226,11 @@ Plan parsePlan(const std::string &text, const std::string &path,
 /// its collective) finds plans that would deadlock. Throws Error naming
 /// the instruction, or each blocked rank's instruction.
 void checkInstructionOrder(const Plan &plan);
+
+/// The plan's point-to-point channels: every (sender, receiver) rank pair
+/// with at least one isend, sorted. The loader has checked that each
+/// channel's transfers are posted in one order at both ends.
+std::vector<std::pair<int64_t, int64_t>> transferChannels(const Plan &plan);
 
 /// Decodes standard base64 (RFC 4648); throws Error on malformed input.
 std::string decodeBase64(const std::string &text);
