@@ -18,6 +18,8 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
@@ -216,18 +218,26 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
   return a;
 }
 
-/// k from q k^T's right operand k^T: the transpose's input, else a new
-/// transpose of the last two dims.
+/// k from q k^T's right operand k^T: a transpose of the last two dims. When
+/// k^T is itself a transpose of x (torch exports k.transpose(1, 2)
+/// .transpose(-2, -1) as one [0, 2, 3, 1]), the two compose into one
+/// transpose of x, or none: a transpose is a copy, kept for the backward.
 Value keysOf(OpBuilder &b, Value kT) {
   int64_t rank = cast<RankedTensorType>(kT.getType()).getRank();
   SmallVector<int64_t> perm;
   for (int64_t i = 0; i < rank; ++i)
     perm.push_back(i);
   std::swap(perm[rank - 2], perm[rank - 1]);
-  if (auto t = kT.getDefiningOp<TransposeOp>();
-      t && t.getPerm() == ArrayRef<int64_t>(perm))
-    return t.getInput();
-  return TransposeOp::create(b, kT.getLoc(), kT, perm);
+  Value x = kT;
+  if (auto t = kT.getDefiningOp<TransposeOp>()) {
+    // Result dim i of transpose(transpose(x, p), s) is x's dim p[s[i]].
+    for (int64_t &d : perm)
+      d = t.getPerm()[d];
+    x = t.getInput();
+  }
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, rank)))
+    return x;
+  return TransposeOp::create(b, kT.getLoc(), x, perm);
 }
 
 void fuse(Attention a) {

@@ -147,3 +147,21 @@ func.func @classifier(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %p = weft.softmax %x {axis = 1 : i64} : tensor<4x8xf32>
   return %p : tensor<4x8xf32>
 }
+
+// -----
+
+// torch exports k.transpose(1, 2).transpose(-2, -1) of a [b, s, h, d] k as
+// one transpose [0, 2, 3, 1]: k for the fused op is one transpose [0, 2, 1,
+// 3] of it (the two compose), not a transpose of the transpose.
+// CHECK-LABEL: func.func @composed_keys
+// CHECK-NEXT: %[[K:.*]] = weft.transpose %arg1 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x4x3x8xf32>) -> tensor<2x3x4x8xf32>
+// CHECK-NEXT: weft.attention %arg0, %[[K]], %arg2 {scale = 1.000000e+00 : f64}
+// CHECK-NOT: weft.transpose
+func.func @composed_keys(%q: tensor<2x3x4x8xf32>, %k: tensor<2x4x3x8xf32>,
+                         %v: tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32> {
+  %kt = weft.transpose %k {perm = array<i64: 0, 2, 3, 1>} : (tensor<2x4x3x8xf32>) -> tensor<2x3x8x4xf32>
+  %s = weft.matmul %q, %kt : (tensor<2x3x4x8xf32>, tensor<2x3x8x4xf32>) -> tensor<2x3x4x4xf32>
+  %p = weft.softmax %s {axis = 3 : i64} : tensor<2x3x4x4xf32>
+  %a = weft.matmul %p, %v : (tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32>
+  return %a : tensor<2x3x4x8xf32>
+}
