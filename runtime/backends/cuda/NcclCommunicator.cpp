@@ -1,4 +1,4 @@
-//===- NcclCommunicator.cpp - the plan's collectives over NCCL ------------===//
+//===- NcclCommunicator.cpp - collectives and transfers over NCCL ---------===//
 //
 // Ranks on distinct GPUs run the plan's collectives with NCCL: a world
 // communicator bootstrapped over the host communicator (rank 0's unique id,
@@ -8,8 +8,9 @@
 // communicators progress independently, so the group orders the plan
 // loader checked cannot deadlock on a shared stream). A post makes the
 // axis stream wait for the backend's comm stream (which waits for the
-// producing kernels); a wait makes the comm stream wait for the axis
-// stream (and the executor the compute stream for the comm stream): the
+// producing kernels); a wait makes the comm stream wait for an event
+// recorded right behind that collective, not for the whole axis stream
+// (and the executor the compute stream for the comm stream): the
 // host never blocks until drain(), at the end of a step, which polls under
 // the watchdog and aborts the communicators when it expires.
 //
@@ -82,6 +83,11 @@ public:
       destroy(group);
     nccl.ncclCommDestroy(world);
     cudaEventDestroy(ready);
+    for (const auto *pending : {&collectives, &transfers})
+      for (auto [tag, event] : *pending)
+        cudaEventDestroy(event);
+    for (cudaEvent_t event : idleEvents)
+      cudaEventDestroy(event);
   }
 
   void isend(const void *data, int64_t bytes, int peer, int64_t tag) override {
@@ -91,7 +97,7 @@ public:
     Group &g = postOn(it->second);
     WEFT_NCCL_CHECK(
         nccl.ncclSend(data, size_t(bytes), ncclUint8, 1, g.comm, g.stream));
-    transfers[tag] = &g;
+    posted(g, transfers, tag);
   }
   void irecv(void *data, int64_t bytes, int peer, int64_t tag) override {
     auto it = channels.find({peer, rank()});
@@ -100,16 +106,11 @@ public:
     Group &g = postOn(it->second);
     WEFT_NCCL_CHECK(
         nccl.ncclRecv(data, size_t(bytes), ncclUint8, 0, g.comm, g.stream));
-    transfers[tag] = &g;
+    posted(g, transfers, tag);
   }
   void wait(int64_t tag) override {
-    auto it = transfers.find(tag);
-    if (it == transfers.end())
-      return inner.wait(tag);
-    Group &g = *it->second;
-    transfers.erase(it);
-    WEFT_CUDA_CHECK(cudaEventRecord(g.done, g.stream));
-    WEFT_CUDA_CHECK(cudaStreamWaitEvent(comm, g.done, 0));
+    if (!completed(transfers, tag))
+      inner.wait(tag);
   }
 
   void connectTransfers(
@@ -162,6 +163,7 @@ public:
     WEFT_NCCL_CHECK(nccl.ncclAllReduce(in, out, count, ncclType(dtype, tag),
                                        max ? ncclMax : ncclSum, g.comm,
                                        g.stream));
+    posted(g, collectives, tag);
   }
   void postAllGather(const std::string &axis, const void *in, void *out,
                      int64_t outer, int64_t part, DType dtype,
@@ -171,18 +173,19 @@ public:
     if (outer == 1) {
       WEFT_NCCL_CHECK(
           nccl.ncclAllGather(in, out, part, type, g.comm, g.stream));
-      return;
+    } else {
+      // [G][outer][part] from NCCL, laid out as [outer][G][part].
+      int64_t size = dtypeSize(dtype), piece = outer * part * size;
+      char *gathered = stage(g, g.members * piece);
+      WEFT_NCCL_CHECK(nccl.ncclAllGather(in, gathered, outer * part, type,
+                                         g.comm, g.stream));
+      for (int64_t m = 0; m < g.members; ++m)
+        WEFT_CUDA_CHECK(cudaMemcpy2DAsync(
+            static_cast<char *>(out) + m * part * size, g.members * part * size,
+            gathered + m * piece, part * size, part * size, outer,
+            cudaMemcpyDeviceToDevice, g.stream));
     }
-    // [G][outer][part] from NCCL, laid out as [outer][G][part].
-    int64_t size = dtypeSize(dtype), piece = outer * part * size;
-    char *gathered = stage(g, g.members * piece);
-    WEFT_NCCL_CHECK(
-        nccl.ncclAllGather(in, gathered, outer * part, type, g.comm, g.stream));
-    for (int64_t m = 0; m < g.members; ++m)
-      WEFT_CUDA_CHECK(cudaMemcpy2DAsync(
-          static_cast<char *>(out) + m * part * size, g.members * part * size,
-          gathered + m * piece, part * size, part * size, outer,
-          cudaMemcpyDeviceToDevice, g.stream));
+    posted(g, collectives, tag);
   }
   void postReduceScatter(const std::string &axis, const void *in, void *out,
                          int64_t outer, int64_t part, DType dtype,
@@ -192,32 +195,28 @@ public:
     if (outer == 1) {
       WEFT_NCCL_CHECK(nccl.ncclReduceScatter(in, out, part, type, ncclSum,
                                              g.comm, g.stream));
-      return;
+    } else {
+      // [outer][G][part] packed as [G][outer][part] for NCCL.
+      int64_t size = dtypeSize(dtype), piece = outer * part * size;
+      char *packed = stage(g, g.members * piece);
+      for (int64_t m = 0; m < g.members; ++m)
+        WEFT_CUDA_CHECK(
+            cudaMemcpy2DAsync(packed + m * piece, part * size,
+                              static_cast<const char *>(in) + m * part * size,
+                              g.members * part * size, part * size, outer,
+                              cudaMemcpyDeviceToDevice, g.stream));
+      WEFT_NCCL_CHECK(nccl.ncclReduceScatter(packed, out, outer * part, type,
+                                             ncclSum, g.comm, g.stream));
     }
-    // [outer][G][part] packed as [G][outer][part] for NCCL.
-    int64_t size = dtypeSize(dtype), piece = outer * part * size;
-    char *packed = stage(g, g.members * piece);
-    for (int64_t m = 0; m < g.members; ++m)
-      WEFT_CUDA_CHECK(
-          cudaMemcpy2DAsync(packed + m * piece, part * size,
-                            static_cast<const char *>(in) + m * part * size,
-                            g.members * part * size, part * size, outer,
-                            cudaMemcpyDeviceToDevice, g.stream));
-    WEFT_NCCL_CHECK(nccl.ncclReduceScatter(packed, out, outer * part, type,
-                                           ncclSum, g.comm, g.stream));
+    posted(g, collectives, tag);
   }
   void waitCollective(int64_t tag) override {
-    auto it = posted.find(tag);
-    if (it == posted.end())
+    // What follows on the comm stream (and, through the executor's event,
+    // the compute stream) waits for the collective.
+    if (!completed(collectives, tag))
       throw Error("wait_collective tag " + std::to_string(tag) +
                   ": no collective with that tag is pending on rank " +
                   std::to_string(rank()));
-    Group &g = *it->second;
-    posted.erase(it);
-    // What follows on the comm stream (and, through the executor's event,
-    // the compute stream) waits for the collective.
-    WEFT_CUDA_CHECK(cudaEventRecord(g.done, g.stream));
-    WEFT_CUDA_CHECK(cudaStreamWaitEvent(comm, g.done, 0));
   }
   void drain() override {
     inner.drain();
@@ -321,14 +320,40 @@ private:
   /// The axis stream, after the kernels enqueued so far (the backend's
   /// comm stream waits for them: Executor::run).
   Group &post(const std::string &axis, int64_t tag) {
-    Group &g = postOn(group(axis, tag));
-    posted[tag] = &g;
-    return g;
+    return postOn(group(axis, tag));
   }
   Group &postOn(Group &g) {
     WEFT_CUDA_CHECK(cudaEventRecord(ready, comm));
     WEFT_CUDA_CHECK(cudaStreamWaitEvent(g.stream, ready, 0));
     return g;
+  }
+  /// After an operation enqueued on `g`'s stream: an event right behind
+  /// it, which the wait of `tag` orders the comm stream after. Not one
+  /// recorded at the wait: by then the stream may hold operations posted
+  /// later, which can depend on kernels this rank enqueues after the wait
+  /// (through another rank), a cycle that would hang the device.
+  void posted(Group &g, std::map<int64_t, cudaEvent_t> &pending, int64_t tag) {
+    cudaEvent_t done = nullptr;
+    if (idleEvents.empty()) {
+      WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    } else {
+      done = idleEvents.back();
+      idleEvents.pop_back();
+    }
+    WEFT_CUDA_CHECK(cudaEventRecord(done, g.stream));
+    pending[tag] = done;
+  }
+  /// Orders the comm stream after the operation posted as `tag`; false
+  /// when none is pending.
+  bool completed(std::map<int64_t, cudaEvent_t> &pending, int64_t tag) {
+    auto it = pending.find(tag);
+    if (it == pending.end())
+      return false;
+    WEFT_CUDA_CHECK(cudaStreamWaitEvent(comm, it->second, 0));
+    // Reusable at once: a stream wait captures the event's current work.
+    idleEvents.push_back(it->second);
+    pending.erase(it);
+    return true;
   }
   /// The group's device staging of at least `bytes`: used only on its
   /// stream, so growing it is ordered there (the old buffer is freed after
@@ -348,10 +373,11 @@ private:
   ncclComm_t world = nullptr;
   cudaEvent_t ready = nullptr;
   std::map<std::string, Group> groups;
-  std::map<int64_t, Group *> posted; ///< collectives, by tag
   /// Point-to-point: (sender, receiver) -> its pair's communicator.
   std::map<std::pair<int64_t, int64_t>, Group> channels;
-  std::map<int64_t, Group *> transfers; ///< posted transfers, by tag
+  /// Posted and not yet waited for, by tag: the event behind each.
+  std::map<int64_t, cudaEvent_t> collectives, transfers;
+  std::vector<cudaEvent_t> idleEvents;
 };
 
 } // namespace
