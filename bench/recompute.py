@@ -1,7 +1,9 @@
 """Benchmark: activation recompute on the medium gpt example, P=2, M=8.
 
-For each policy (none, selective, full per stage, full per layer) and
-schedule (1f1b, gpipe): the planned arena of each rank (= the peak weft-run
+For each policy (none, selective, full per stage, full per layer, and
+FlashAttention's fused core attention, weftc --flash-attention, which keeps
+one log-sum-exp per query row instead of the scores and recomputes them in
+its backward) and schedule (1f1b, gpipe): the planned arena of each rank (= the peak weft-run
 measures), the step time on 2 ranks x 1 thread (median of 2 interleaved
 rounds of 4 steps, each after 2 warm-up steps) and its ratio to no
 recompute. Megatron-LM's finding (Korthikanti et al. 2022, Table 4) is the
@@ -23,16 +25,18 @@ from pipeline_common import export_gpt_medium, run_plan
 
 WARMUP, STEPS, ROUNDS = 2, 4, 2
 SCHEDULES = ("1f1b", "gpipe")
-POLICIES = ("none", "selective", "full", "full-layer")
+POLICIES = ("none", "selective", "full", "full-layer", "flash")
 
 
 def compile_plan(build, onnx_path, plan, schedule, policy):
     name, _, granularity = policy.partition("-")
+    flags = ["--flash-attention"] if name == "flash" else [
+        f"--recompute={name}",
+        f"--recompute-granularity={granularity or 'stage'}"]
     subprocess.run(
         [str(build / "bin" / "weftc"), str(onnx_path), "-o", str(plan),
          "--pipeline-parallel=2", "--microbatches=8",
-         f"--schedule={schedule}", f"--recompute={name}",
-         f"--recompute-granularity={granularity or 'stage'}"],
+         f"--schedule={schedule}", *flags],
         check=True, capture_output=True)
 
 
