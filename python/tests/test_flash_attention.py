@@ -111,10 +111,13 @@ class CausalSelfAttention(torch.nn.Module):
         return ((self.proj(y.reshape(-1, s, h)) - target) ** 2).mean()
 
 
-def test_float64_step_equals_torch_float64(tools, tmp_path):
+@pytest.mark.parametrize("seq", [16, 150], ids=["one-block", "three-blocks"])
+def test_float64_step_equals_torch_float64(tools, tmp_path, seq):
+    """One block of query rows, and three (the CPU kernel blocks 64 rows; a
+    causal block's GEMMs stop at its last row's keys)."""
     torch.manual_seed(3)
-    model = CausalSelfAttention()
-    batch = (torch.randn(4, 16, 32), torch.randn(4, 16, 32))
+    model = CausalSelfAttention(seq=seq)
+    batch = (torch.randn(4, seq, 32), torch.randn(4, seq, 32))
     tensors = oracle.check_float64_step(tools, model, batch, ["x", "target"],
                                         tmp_path, micro_batches=2,
                                         flags=["--flash-attention"])

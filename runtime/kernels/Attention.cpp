@@ -7,7 +7,9 @@
 // softmax (max, sums in double, as the CPU softmax) and the dropout mask
 // are applied in place, and P v is a second GEMM. Only a [kRows, Sk] block
 // of scores ever exists; the backward recomputes P = exp(S - stats) block
-// by block and accumulates dk and dv over the blocks.
+// by block and accumulates dk and dv over the blocks. A causal block's
+// GEMMs stop at its last row's keys (the rest of its scores are masked):
+// half the FLOPs of the whole square.
 //
 // The dropout bits are DropoutMask's for the probabilities [.., Sq, Sk]:
 // the unfused dropout's bits, so a fused and an unfused plan drop the same
@@ -64,15 +66,19 @@ struct Geometry {
 
   /// Keys query row i attends to: [0, keys(i)).
   int64_t keys(int64_t i) const { return causal ? std::min(i + 1, sk) : sk; }
+  /// Keys any of the query rows [i0, i0 + rows) attends to: the columns
+  /// of their score block that the GEMMs compute.
+  int64_t span(int64_t i0, int64_t rows) const { return keys(i0 + rows - 1); }
 
-  /// Multiplies row i of head n's probabilities by the dropout's keep /
-  /// (1 - p), as weft.dropout scales them.
-  template <typename T> void drop(int64_t n, int64_t i, T *row) const {
+  /// Multiplies the first `width` probabilities of row i of head n by the
+  /// dropout's keep / (1 - p), as weft.dropout scales them.
+  template <typename T>
+  void drop(int64_t n, int64_t i, T *row, int64_t width) const {
     if (!dropout)
       return;
     int64_t first = (n * sq + i) * sk, cached = -1;
     PhiloxBlock block{};
-    for (int64_t j = 0; j < sk; ++j) {
+    for (int64_t j = 0; j < width; ++j) {
       int64_t g = mask.global(first + j);
       if (g / 4 != cached) {
         cached = g / 4;
@@ -83,12 +89,13 @@ struct Geometry {
   }
 };
 
-/// scores[r, :] = scale q[i0 + r] k^T for rows [i0, i0 + rows) of head n.
+/// scores[r, :width] = scale q[i0 + r] k[:width]^T for rows [i0, i0 +
+/// rows) of head n, width = g.span(i0, rows) (row stride g.sk).
 template <typename T>
 void scoreBlock(const Geometry &g, const T *q, const T *k, int64_t i0,
                 int64_t rows, T *scores) {
-  gemm<T>(false, true, rows, g.sk, g.d, T(g.scale), q + i0 * g.d, g.d, k, g.d,
-          T(0), scores, g.sk);
+  gemm<T>(false, true, rows, g.span(i0, rows), g.d, T(g.scale), q + i0 * g.d,
+          g.d, k, g.d, T(0), scores, g.sk);
 }
 
 template <typename T> void attention(const KernelCall &call) {
@@ -101,7 +108,7 @@ template <typename T> void attention(const KernelCall &call) {
     const T *qn = q + n * g.sq * g.d, *kn = k + n * g.sk * g.d,
             *vn = v + n * g.sk * g.dv;
     for (int64_t i0 = 0; i0 < g.sq; i0 += kRows) {
-      int64_t rows = std::min(kRows, g.sq - i0);
+      int64_t rows = std::min(kRows, g.sq - i0), width = g.span(i0, rows);
       scoreBlock(g, qn, kn, i0, rows, p.data());
       for (int64_t r = 0; r < rows; ++r) {
         int64_t i = i0 + r, keys = g.keys(i);
@@ -112,11 +119,11 @@ template <typename T> void attention(const KernelCall &call) {
           sum += row[j] = std::exp(row[j] - max);
         for (int64_t j = 0; j < keys; ++j)
           row[j] = static_cast<T>(row[j] / sum);
-        std::fill(row + keys, row + g.sk, T(0));
+        std::fill(row + keys, row + width, T(0));
         stats[n * g.sq + i] = static_cast<T>(max + std::log(sum));
-        g.drop(n, i, row);
+        g.drop(n, i, row, width);
       }
-      gemm<T>(false, false, rows, g.dv, g.sk, T(1), p.data(), g.sk, vn, g.dv,
+      gemm<T>(false, false, rows, g.dv, width, T(1), p.data(), g.sk, vn, g.dv,
               T(0), out + (n * g.sq + i0) * g.dv, g.dv);
     }
   }
@@ -139,7 +146,7 @@ template <typename T> void attentionGrad(const KernelCall &call) {
     std::fill(dkn, dkn + g.sk * g.d, T(0));
     std::fill(dvn, dvn + g.sk * g.dv, T(0));
     for (int64_t i0 = 0; i0 < g.sq; i0 += kRows) {
-      int64_t rows = std::min(kRows, g.sq - i0);
+      int64_t rows = std::min(kRows, g.sq - i0), width = g.span(i0, rows);
       const T *dOBlock = dO + (n * g.sq + i0) * g.dv;
       scoreBlock(g, qn, kn, i0, rows, p.data());
       for (int64_t r = 0; r < rows; ++r) {
@@ -148,14 +155,14 @@ template <typename T> void attentionGrad(const KernelCall &call) {
         T lse = stats[n * g.sq + i];
         for (int64_t j = 0; j < keys; ++j)
           row[j] = std::exp(row[j] - lse);
-        std::fill(row + keys, row + g.sk, T(0));
-        std::copy(row, row + g.sk, dropped.data() + r * g.sk);
-        g.drop(n, i, dropped.data() + r * g.sk);
+        std::fill(row + keys, row + width, T(0));
+        std::copy(row, row + width, dropped.data() + r * g.sk);
+        g.drop(n, i, dropped.data() + r * g.sk, width);
       }
-      // dv += P'^T dO; dP' = dO v^T.
-      gemm<T>(true, false, g.sk, g.dv, rows, T(1), dropped.data(), g.sk,
+      // dv[:width] += P'^T dO; dP' = dO v[:width]^T.
+      gemm<T>(true, false, width, g.dv, rows, T(1), dropped.data(), g.sk,
               dOBlock, g.dv, T(1), dvn, g.dv);
-      gemm<T>(false, true, rows, g.sk, g.dv, T(1), dOBlock, g.dv, vn, g.dv,
+      gemm<T>(false, true, rows, width, g.dv, T(1), dOBlock, g.dv, vn, g.dv,
               T(0), ds.data(), g.sk);
       for (int64_t r = 0; r < rows; ++r) {
         int64_t i = i0 + r;
@@ -167,15 +174,15 @@ template <typename T> void attentionGrad(const KernelCall &call) {
         // dP = dP' through the dropout (its own adjoint), then
         // dS = P (dP - D).
         T *dsRow = ds.data() + r * g.sk;
-        g.drop(n, i, dsRow);
+        g.drop(n, i, dsRow, width);
         const T *pRow = p.data() + r * g.sk;
-        for (int64_t j = 0; j < g.sk; ++j)
+        for (int64_t j = 0; j < width; ++j)
           dsRow[j] = static_cast<T>(pRow[j] * (dsRow[j] - dot));
       }
-      // dq = scale dS k; dk += scale dS^T q.
-      gemm<T>(false, false, rows, g.d, g.sk, T(g.scale), ds.data(), g.sk, kn,
+      // dq = scale dS k[:width]; dk[:width] += scale dS^T q.
+      gemm<T>(false, false, rows, g.d, width, T(g.scale), ds.data(), g.sk, kn,
               g.d, T(0), dq + (n * g.sq + i0) * g.d, g.d);
-      gemm<T>(true, false, g.sk, g.d, rows, T(g.scale), ds.data(), g.sk,
+      gemm<T>(true, false, width, g.d, rows, T(g.scale), ds.data(), g.sk,
               qn + i0 * g.d, g.d, T(1), dkn, g.d);
     }
   }
