@@ -18,9 +18,11 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
 #include <optional>
@@ -42,13 +44,49 @@ namespace {
 /// Hugging Face the dtype's lowest value.
 constexpr double kMaskedFill = -1.0e4;
 
-/// A scalar (or splat) float constant's value.
-std::optional<double> splatValue(Value v) {
+/// The value of a scalar (or splat) float computed from constants only: a
+/// constant, or arithmetic on such values. Exporters compute the scale at
+/// run time as often as they fold it: Hugging Face's GPT-2 divides by
+/// torch.full([], d ** 0.5), which exports as 0 + pow(d, 0.5).
+std::optional<double> splatValue(Value v, int depth = 0) {
   ElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)) ||
-      !isa<FloatType>(attr.getElementType()) || !attr.isSplat())
+  if (matchPattern(v, m_Constant(&attr))) {
+    if (!isa<FloatType>(attr.getElementType()) || !attr.isSplat())
+      return std::nullopt;
+    return attr.getSplatValue<APFloat>().convertToDouble();
+  }
+  Operation *def = v.getDefiningOp();
+  if (!def || depth > 8)
     return std::nullopt;
-  return attr.getSplatValue<APFloat>().convertToDouble();
+  SmallVector<double, 2> x;
+  for (Value operand : def->getOperands()) {
+    std::optional<double> value = splatValue(operand, depth + 1);
+    if (!value)
+      return std::nullopt;
+    x.push_back(*value);
+  }
+  if (isa<CastOp>(def) && isa<FloatType>(getElementTypeOrSelf(v)))
+    return x[0];
+  if (isa<SqrtOp>(def))
+    return std::sqrt(x[0]);
+  if (isa<AddOp>(def))
+    return x[0] + x[1];
+  if (isa<SubOp>(def))
+    return x[0] - x[1];
+  if (isa<MulOp>(def))
+    return x[0] * x[1];
+  if (isa<DivOp>(def))
+    return x[0] / x[1];
+  if (isa<PowOp>(def))
+    return std::pow(x[0], x[1]);
+  return std::nullopt;
+}
+
+/// Whether `op` is a cast to its operand's own type (exporters write them
+/// around softmax: Hugging Face's `.to(dtype)`).
+bool isIdentityCast(Operation *op) {
+  return isa<CastOp>(op) &&
+         op->getOperand(0).getType() == op->getResult(0).getType();
 }
 
 /// Whether `v` is a constant [.., n, n] (n = sq = sk) of element type T
@@ -100,6 +138,8 @@ struct Attention {
   MatMulOp qk, pv;
   SoftmaxOp softmax;
   DropoutOp dropout;
+  /// Identity casts between the softmax and attention x V.
+  SmallVector<Operation *> casts;
   /// Between q k^T and the softmax, in program order, each with its
   /// operand that carries the scores.
   SmallVector<std::pair<Operation *, Value>> scoreOps;
@@ -115,13 +155,22 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
   a.softmax = softmax;
   auto scores = cast<RankedTensorType>(softmax.getType());
   int64_t rank = scores.getRank();
-  // Forwards: an optional dropout, then probabilities x v.
+  // Forwards: an optional dropout, then probabilities x v (identity casts
+  // anywhere between).
   Value probs = softmax.getResult();
-  if (probs.hasOneUse())
-    if (auto dropout = dyn_cast<DropoutOp>(*probs.getUsers().begin())) {
+  while (probs.hasOneUse()) {
+    Operation *user = *probs.getUsers().begin();
+    if (isIdentityCast(user)) {
+      a.casts.push_back(user);
+      probs = user->getResult(0);
+    } else if (auto dropout = dyn_cast<DropoutOp>(user);
+               dropout && !a.dropout) {
       a.dropout = dropout;
       probs = dropout.getOutput();
+    } else {
+      break;
     }
+  }
   if (!probs.hasOneUse())
     return std::nullopt;
   a.pv = dyn_cast<MatMulOp>(*probs.getUsers().begin());
@@ -132,7 +181,7 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
   while (Operation *def = v.getDefiningOp()) {
     if ((a.qk = dyn_cast<MatMulOp>(def)))
       break;
-    if (!isa<MulOp, DivOp, WhereOp, AddOp>(def))
+    if (!isa<MulOp, DivOp, WhereOp, AddOp>(def) && !isIdentityCast(def))
       return std::nullopt;
     // The operand carrying the scores: the scores' type, not a constant.
     Value carried;
@@ -157,6 +206,8 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
       why = "a score the softmax reads is used elsewhere";
       return std::nullopt;
     }
+    if (isIdentityCast(op))
+      continue;
     // The operand besides the scores (for a where, besides the condition).
     Value other = op->getOperand(op->getNumOperands() - 1) == carried
                       ? op->getOperand(op->getNumOperands() - 2)
@@ -256,24 +307,40 @@ void fuse(Attention a) {
   a.pv.getResult().replaceAllUsesWith(op.getOutput());
   // Users before producers; the constants (scale, mask, fill) and a
   // transpose of k die with their last user.
-  SmallVector<Operation *> dead{a.pv};
+  // (The casts and the dropout, in whichever order they came, all sit
+  // between the softmax and attention x V: erase them last user first.)
+  SmallVector<Operation *> between(a.casts);
   if (a.dropout)
-    dead.push_back(a.dropout);
+    between.push_back(a.dropout);
+  llvm::sort(between,
+             [](Operation *x, Operation *y) { return y->isBeforeInBlock(x); });
+  SmallVector<Operation *> dead{a.pv};
+  dead.append(between);
   dead.push_back(a.softmax);
   for (auto it = a.scoreOps.rbegin(); it != a.scoreOps.rend(); ++it)
     dead.push_back(it->first);
   dead.push_back(a.qk);
-  llvm::SetVector<Operation *> operands;
-  for (Operation *op : dead) {
+  // What only they used dies with them: the constants, k's transpose, a
+  // scale computed from constants.
+  llvm::SmallPtrSet<Operation *, 8> erased(dead.begin(), dead.end());
+  llvm::SetVector<Operation *> candidates;
+  auto consider = [&](Operation *op) {
     for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp();
-          def && isa<ConstantOp, TransposeOp>(def))
-        operands.insert(def);
+      if (Operation *def = operand.getDefiningOp(); def && !erased.count(def))
+        candidates.insert(def);
+  };
+  for (Operation *op : dead) {
+    consider(op);
     op->erase();
   }
-  for (Operation *def : operands)
-    if (def->use_empty())
-      def->erase();
+  while (!candidates.empty()) {
+    Operation *op = candidates.pop_back_val();
+    if (!op->use_empty() || !isPure(op))
+      continue;
+    erased.insert(op);
+    consider(op);
+    op->erase();
+  }
 }
 
 struct FuseAttentionPass : weft::impl::FuseAttentionBase<FuseAttentionPass> {

@@ -87,6 +87,27 @@ def test_sgd_step_equals_float64(tools, gpt_plain, tmp_path):
     print(f"\nflash attention: {report.summary()}")
 
 
+def test_hugging_face_gpt2_fuses_and_steps_like_float64(tools, tmp_path):
+    """transformers' GPT-2 writes its attention its own way: identity
+    casts around the softmax, the scale computed as 0 + pow(d, 0.5), the
+    mask where(past, scores, finfo.min) from a [1, 1, s, s] buffer. Every
+    layer fuses, and one SGD step's parameter change matches float64
+    within torch float32's own error."""
+    pytest.importorskip("transformers")
+    from weft.examples import hf_gpt2
+    config = hf_gpt2.CONFIGS["small"]
+    model, batch = hf_gpt2.build(**config)
+    path = tmp_path / "hf_gpt2.onnx"
+    export(model, batch, NAMES, str(path))
+    report = oracle.check_sgd_step(tools, model, path, batch, NAMES,
+                                   tmp_path / "step", micro_batches=2,
+                                   flags=["--flash-attention"])
+    ks = kernels(tmp_path / "step" / "plan.json")
+    assert ks.count("attention") == 2 * config["layers"], ks  # 2 micro-batches
+    assert "softmax" not in ks and "pow" not in ks
+    print(f"\nHugging Face GPT-2, flash attention: {report.summary()}")
+
+
 class CausalSelfAttention(torch.nn.Module):
     """Projections around causal core attention, a squared-error loss: no
     LayerNorm, whose f32 statistics (LayerNormalization-17's stash_type)

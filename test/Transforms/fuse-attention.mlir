@@ -165,3 +165,34 @@ func.func @composed_keys(%q: tensor<2x3x4x8xf32>, %k: tensor<2x4x3x8xf32>,
   %a = weft.matmul %p, %v : (tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32>
   return %a : tensor<2x3x4x8xf32>
 }
+
+// -----
+
+// Hugging Face's GPT-2: identity casts around the softmax, the scale
+// computed from constants (0 + pow(d, 0.5)), where(past, scores,
+// finfo.min) from a [1, 1, s, s] buffer, a dropout of ratio 0. All fused;
+// the scale's arithmetic dies with the scores.
+// CHECK-LABEL: func.func @hf_gpt2
+// CHECK-NEXT: %[[K:.*]] = weft.transpose %arg1 {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: %[[O:.*]], %{{.*}} = weft.attention %arg0, %[[K]], %arg2 {causal = true, dropout_ratio = 0.000000e+00 : f64, scale = 5.000000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+func.func @hf_gpt2(%q: tensor<1x2x3x4xf32>, %k: tensor<1x3x2x4xf32>,
+                   %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %kt = weft.transpose %k {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x3x2x4xf32>) -> tensor<1x2x4x3xf32>
+  %s = weft.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %d = weft.constant dense<4.0> : tensor<f32>
+  %half = weft.constant dense<0.5> : tensor<f32>
+  %root = weft.pow %d, %half : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %zero = weft.constant dense<0.0> : tensor<f32>
+  %scale = weft.add %zero, %root : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %div = weft.div %s, %scale : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %same = weft.cast %div {to = f32} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %past = weft.constant dense<[[[[true, false, false], [true, true, false], [true, true, true]]]]> : tensor<1x1x3x3xi1>
+  %min = weft.constant dense<-3.40282347E+38> : tensor<f32>
+  %m = weft.where %past, %same, %min : (tensor<1x1x3x3xi1>, tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %p = weft.softmax %m {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %p32 = weft.cast %p {to = f32} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o, %mask = weft.dropout %p32 {ratio = 0.0 : f64, training = true} : (tensor<1x2x3x3xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x3x3xi1>)
+  %a = weft.matmul %o, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %a : tensor<1x2x3x4xf32>
+}

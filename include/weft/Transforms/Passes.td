@@ -82,14 +82,17 @@ def FuseAttention : Pass<"weft-fuse-attention", "mlir::func::FuncOp"> {
     Matched from each softmax over the last dim whose probabilities (through
     at most one dropout) are the left operand of a matmul with `v`, back to
     the matmul `q x k^T` through single-use ops on the scores: multiplies
-    and divides by scalar constants (the scale, on either side of the
-    mask), and a causal mask: `where(future, fill, scores)` (torch's
+    and divides by scalars computed from constants only (the scale, on
+    either side of the mask; Hugging Face's GPT-2 exports `0 + pow(d,
+    0.5)`), casts to the scores' own type (on either side of the softmax
+    too), and a causal mask: `where(future, fill, scores)` (torch's
     masked_fill), `where(past, scores, fill)` or `scores + mask`, with a
     constant triangle and a fill at or below -1e4 (-inf, or Hugging Face's
     dtype minimum: exp underflows to 0 either way). q, k and v must have the
     scores' leading dims. A scale applied to q before the product (torch's
     MultiheadAttention) stays outside, with scale 1. `k` is the input of the
-    transpose that made `k^T`, or a new transpose.
+    transpose that made `k^T`, that transpose composed with the swap back
+    (one transpose), or a new transpose.
 
     A core attention that does not match (another mask, a softmax over
     another dim, scores used elsewhere, broadcast heads) stays unfused, with
