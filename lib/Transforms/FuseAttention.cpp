@@ -231,6 +231,12 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
       a.causal = true;
     } else if (isa<AddOp>(op) && isAdditiveCausalMask(other, sq, sk)) {
       a.causal = true;
+    } else if (isa<AddOp>(op) && !matchPattern(other, m_Constant())) {
+      // nn.MultiheadAttention's attn_mask held as a buffer: an initializer,
+      // whose values reach weft-run, not the compile.
+      why = "its additive mask is not a constant (an input or initializer: "
+            "the compile cannot see that it is causal)";
+      return std::nullopt;
     } else {
       why = "'" + op->getName().getStringRef().str() +
             "' on its scores is neither a scalar scale nor a causal mask";

@@ -140,6 +140,23 @@ func.func @broadcast_heads(%q: tensor<4x3x8xf32>, %kt: tensor<1x8x3xf32>,
 
 // -----
 
+// nn.MultiheadAttention's attn_mask as a model buffer: an argument, whose
+// values the compile does not see. Not fused, saying so.
+// CHECK-LABEL: func.func @mask_argument
+// CHECK-NOT: weft.attention
+func.func @mask_argument(%q: tensor<4x3x8xf32>, %kt: tensor<4x8x3xf32>,
+                         %v: tensor<4x3x8xf32>, %mask: tensor<1x3x3xf32>)
+    -> tensor<4x3x8xf32> {
+  %s = weft.matmul %q, %kt : (tensor<4x3x8xf32>, tensor<4x8x3xf32>) -> tensor<4x3x3xf32>
+  %m = weft.add %s, %mask : (tensor<4x3x3xf32>, tensor<1x3x3xf32>) -> tensor<4x3x3xf32>
+  // expected-warning@+1 {{its additive mask is not a constant (an input or initializer: the compile cannot see that it is causal)}}
+  %p = weft.softmax %m {axis = 2 : i64} : tensor<4x3x3xf32>
+  %a = weft.matmul %p, %v : (tensor<4x3x3xf32>, tensor<4x3x8xf32>) -> tensor<4x3x8xf32>
+  return %a : tensor<4x3x8xf32>
+}
+
+// -----
+
 // A softmax outside attention (a classifier's) is no concern of the pass.
 // CHECK-LABEL: func.func @classifier
 // CHECK: weft.softmax
