@@ -3,8 +3,8 @@
 For each policy (none, selective, full per stage, full per layer, and
 FlashAttention's fused core attention, weftc --flash-attention, which keeps
 one log-sum-exp per query row instead of the scores and recomputes them in
-its backward) and schedule (1f1b, gpipe): the planned arena of each rank (= the peak weft-run
-measures), the step time on 2 ranks x 1 thread (median of 2 interleaved
+its backward) and schedule (1f1b, gpipe): the planned arena of each rank
+(= the peak weft-run measures), the step time on 2 ranks x 1 thread (median of 2 interleaved
 rounds of 4 steps, each after 2 warm-up steps) and its ratio to no
 recompute. Megatron-LM's finding (Korthikanti et al. 2022, Table 4) is the
 expected shape: selective saves part of full's memory at a few percent of
