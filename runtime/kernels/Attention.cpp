@@ -137,8 +137,11 @@ template <typename T> void attentionGrad(const KernelCall &call) {
           *stats = call.in[4].as<T>(), *dO = call.in[5].as<T>();
   T *dq = call.out[0].as<T>(), *dk = call.out[1].as<T>(),
     *dv = call.out[2].as<T>();
-  // P and the dropped P'; dP' and then dS in place.
-  std::vector<T> p(kRows * g.sk), dropped(kRows * g.sk), ds(kRows * g.sk);
+  // P and the dropped P' (P itself without a dropout); dP' and then dS in
+  // place.
+  std::vector<T> p(kRows * g.sk), ds(kRows * g.sk);
+  std::vector<T> dropped(g.dropout ? kRows * g.sk : 0);
+  const T *pDropped = g.dropout ? dropped.data() : p.data();
   for (int64_t n = 0; n < g.batch; ++n) {
     const T *qn = q + n * g.sq * g.d, *kn = k + n * g.sk * g.d,
             *vn = v + n * g.sk * g.dv;
@@ -156,12 +159,14 @@ template <typename T> void attentionGrad(const KernelCall &call) {
         for (int64_t j = 0; j < keys; ++j)
           row[j] = std::exp(row[j] - lse);
         std::fill(row + keys, row + width, T(0));
-        std::copy(row, row + width, dropped.data() + r * g.sk);
-        g.drop(n, i, dropped.data() + r * g.sk, width);
+        if (g.dropout) {
+          std::copy(row, row + width, dropped.data() + r * g.sk);
+          g.drop(n, i, dropped.data() + r * g.sk, width);
+        }
       }
       // dv[:width] += P'^T dO; dP' = dO v[:width]^T.
-      gemm<T>(true, false, width, g.dv, rows, T(1), dropped.data(), g.sk,
-              dOBlock, g.dv, T(1), dvn, g.dv);
+      gemm<T>(true, false, width, g.dv, rows, T(1), pDropped, g.sk, dOBlock,
+              g.dv, T(1), dvn, g.dv);
       gemm<T>(false, true, rows, width, g.dv, T(1), dOBlock, g.dv, vn, g.dv,
               T(0), ds.data(), g.sk);
       for (int64_t r = 0; r < rows; ++r) {
