@@ -90,23 +90,24 @@ public:
       cudaEventDestroy(event);
   }
 
+  // A channel's sender is its rank 0, its receiver rank 1.
   void isend(const void *data, int64_t bytes, int peer, int64_t tag) override {
-    auto it = channels.find({rank(), peer});
-    if (it == channels.end())
+    Group *g = channel(rank(), peer);
+    if (!g)
       return inner.isend(data, bytes, peer, tag);
-    Group &g = postOn(it->second);
-    WEFT_NCCL_CHECK(
-        nccl.ncclSend(data, size_t(bytes), ncclUint8, 1, g.comm, g.stream));
-    posted(g, transfers, tag);
+    post(*g, transfers, tag, [&](Group &g) {
+      WEFT_NCCL_CHECK(
+          nccl.ncclSend(data, size_t(bytes), ncclUint8, 1, g.comm, g.stream));
+    });
   }
   void irecv(void *data, int64_t bytes, int peer, int64_t tag) override {
-    auto it = channels.find({peer, rank()});
-    if (it == channels.end())
+    Group *g = channel(peer, rank());
+    if (!g)
       return inner.irecv(data, bytes, peer, tag);
-    Group &g = postOn(it->second);
-    WEFT_NCCL_CHECK(
-        nccl.ncclRecv(data, size_t(bytes), ncclUint8, 0, g.comm, g.stream));
-    posted(g, transfers, tag);
+    post(*g, transfers, tag, [&](Group &g) {
+      WEFT_NCCL_CHECK(
+          nccl.ncclRecv(data, size_t(bytes), ncclUint8, 0, g.comm, g.stream));
+    });
   }
   void wait(int64_t tag) override {
     if (!completed(transfers, tag))
@@ -159,21 +160,22 @@ public:
   void postAllReduce(const std::string &axis, const void *in, void *out,
                      int64_t count, DType dtype, bool max,
                      int64_t tag) override {
-    Group &g = post(axis, tag);
-    WEFT_NCCL_CHECK(nccl.ncclAllReduce(in, out, count, ncclType(dtype, tag),
-                                       max ? ncclMax : ncclSum, g.comm,
-                                       g.stream));
-    posted(g, collectives, tag);
+    post(group(axis, tag), collectives, tag, [&](Group &g) {
+      WEFT_NCCL_CHECK(nccl.ncclAllReduce(in, out, count, ncclType(dtype, tag),
+                                         max ? ncclMax : ncclSum, g.comm,
+                                         g.stream));
+    });
   }
   void postAllGather(const std::string &axis, const void *in, void *out,
                      int64_t outer, int64_t part, DType dtype,
                      int64_t tag) override {
-    Group &g = post(axis, tag);
     ncclDataType_t type = ncclType(dtype, tag);
-    if (outer == 1) {
-      WEFT_NCCL_CHECK(
-          nccl.ncclAllGather(in, out, part, type, g.comm, g.stream));
-    } else {
+    post(group(axis, tag), collectives, tag, [&](Group &g) {
+      if (outer == 1) {
+        WEFT_NCCL_CHECK(
+            nccl.ncclAllGather(in, out, part, type, g.comm, g.stream));
+        return;
+      }
       // [G][outer][part] from NCCL, laid out as [outer][G][part].
       int64_t size = dtypeSize(dtype), piece = outer * part * size;
       char *gathered = stage(g, g.members * piece);
@@ -184,18 +186,18 @@ public:
             static_cast<char *>(out) + m * part * size, g.members * part * size,
             gathered + m * piece, part * size, part * size, outer,
             cudaMemcpyDeviceToDevice, g.stream));
-    }
-    posted(g, collectives, tag);
+    });
   }
   void postReduceScatter(const std::string &axis, const void *in, void *out,
                          int64_t outer, int64_t part, DType dtype,
                          int64_t tag) override {
-    Group &g = post(axis, tag);
     ncclDataType_t type = ncclType(dtype, tag);
-    if (outer == 1) {
-      WEFT_NCCL_CHECK(nccl.ncclReduceScatter(in, out, part, type, ncclSum,
-                                             g.comm, g.stream));
-    } else {
+    post(group(axis, tag), collectives, tag, [&](Group &g) {
+      if (outer == 1) {
+        WEFT_NCCL_CHECK(nccl.ncclReduceScatter(in, out, part, type, ncclSum,
+                                               g.comm, g.stream));
+        return;
+      }
       // [outer][G][part] packed as [G][outer][part] for NCCL.
       int64_t size = dtypeSize(dtype), piece = outer * part * size;
       char *packed = stage(g, g.members * piece);
@@ -207,8 +209,7 @@ public:
                               cudaMemcpyDeviceToDevice, g.stream));
       WEFT_NCCL_CHECK(nccl.ncclReduceScatter(packed, out, outer * part, type,
                                              ncclSum, g.comm, g.stream));
-    }
-    posted(g, collectives, tag);
+    });
   }
   void waitCollective(int64_t tag) override {
     // What follows on the comm stream (and, through the executor's event,
@@ -317,22 +318,25 @@ private:
                   std::to_string(rank()));
     return it->second;
   }
-  /// The axis stream, after the kernels enqueued so far (the backend's
-  /// comm stream waits for them: Executor::run).
-  Group &post(const std::string &axis, int64_t tag) {
-    return postOn(group(axis, tag));
+  /// The channel from rank `from` to rank `to`, or null when
+  /// connectTransfers made none.
+  Group *channel(int64_t from, int64_t to) {
+    auto it = channels.find({from, to});
+    return it == channels.end() ? nullptr : &it->second;
   }
-  Group &postOn(Group &g) {
+  /// Runs `enqueue(g)` on `g`'s stream after the kernels enqueued so far
+  /// (the backend's comm stream waits for them: Executor::run), then
+  /// records right behind it the event the wait of `tag` orders the comm
+  /// stream after. Not one recorded at the wait: by then the stream may
+  /// hold operations posted later, which can depend on kernels this rank
+  /// enqueues after the wait (through another rank), a cycle that would
+  /// hang the device.
+  template <typename Enqueue>
+  void post(Group &g, std::map<int64_t, cudaEvent_t> &pending, int64_t tag,
+            Enqueue &&enqueue) {
     WEFT_CUDA_CHECK(cudaEventRecord(ready, comm));
     WEFT_CUDA_CHECK(cudaStreamWaitEvent(g.stream, ready, 0));
-    return g;
-  }
-  /// After an operation enqueued on `g`'s stream: an event right behind
-  /// it, which the wait of `tag` orders the comm stream after. Not one
-  /// recorded at the wait: by then the stream may hold operations posted
-  /// later, which can depend on kernels this rank enqueues after the wait
-  /// (through another rank), a cycle that would hang the device.
-  void posted(Group &g, std::map<int64_t, cudaEvent_t> &pending, int64_t tag) {
+    enqueue(g);
     cudaEvent_t done = nullptr;
     if (idleEvents.empty()) {
       WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
