@@ -19,10 +19,14 @@ namespace weft::rt::detail {
 
 void checkTransfers(const Plan &plan, const Field &ranks) {
   struct Side {
-    int64_t rank = -1, peer = -1, bytes = 0, tag = -1;
+    int64_t rank = -1, peer = -1, bytes = 0;
     size_t index = 0;
   };
   std::map<int64_t, Side> sends, recvs;
+  // Per channel (sender, receiver): the (tag, instruction) of its isends on
+  // the sender and of its irecvs on the receiver, in program order.
+  using Posts = std::vector<std::pair<int64_t, size_t>>;
+  std::map<std::pair<int64_t, int64_t>, Posts> sent, received;
   int64_t n = plan.ranks.size();
   for (const RankPlan &rank : plan.ranks) {
     std::set<int64_t> posted;
@@ -39,13 +43,17 @@ void checkTransfers(const Plan &plan, const Field &ranks) {
         auto &sides = inst.op == "isend" ? sends : recvs;
         int64_t buffer = inst.op == "isend" ? inst.inputs[0] : inst.outputs[0];
         if (!sides
-                 .insert({inst.tag,
-                          {rank.rank, inst.peer, rank.buffers[buffer].bytes,
-                           inst.tag, i}})
+                 .insert(
+                     {inst.tag,
+                      {rank.rank, inst.peer, rank.buffers[buffer].bytes, i}})
                  .second)
           field.at("tag").fail("tag " + std::to_string(inst.tag) +
                                " is posted twice");
         posted.insert(inst.tag);
+        if (inst.op == "isend")
+          sent[{rank.rank, inst.peer}].push_back({inst.tag, i});
+        else
+          received[{inst.peer, rank.rank}].push_back({inst.tag, i});
       } else if (!posted.count(inst.tag)) {
         field.at("tag").fail(inst.op + " of tag " + std::to_string(inst.tag) +
                              " before its transfer is posted on this rank");
@@ -77,32 +85,22 @@ void checkTransfers(const Plan &plan, const Field &ranks) {
   // One order per channel: NCCL matches a pair's sends and receives by
   // their order, not by tag, so the n-th isend from a to b must be b's n-th
   // irecv from a (MPI would match them either way; the plan is the same
-  // contract on every backend).
-  std::map<std::pair<int64_t, int64_t>, std::vector<const Side *>> sent,
-      received;
-  auto byPosition = [](const Side *x, const Side *y) {
-    return x->index < y->index;
-  };
-  for (const auto &[tag, send] : sends)
-    sent[{send.rank, send.peer}].push_back(&send);
-  for (const auto &[tag, recv] : recvs)
-    received[{recv.peer, recv.rank}].push_back(&recv);
-  for (auto &[channel, posts] : sent) {
-    std::vector<const Side *> &gets = received[channel];
-    std::sort(posts.begin(), posts.end(), byPosition);
-    std::sort(gets.begin(), gets.end(), byPosition);
+  // contract on every backend). The pairing above gives both ends of a
+  // channel as many transfers.
+  for (const auto &[channel, posts] : sent) {
+    const Posts &gets = received[channel];
     for (size_t n = 0; n < posts.size(); ++n)
-      if (gets[n]->tag != posts[n]->tag)
+      if (gets[n].first != posts[n].first)
         ranks.at(channel.first)
             .at("instructions")
-            .at(posts[n]->index)
+            .at(posts[n].second)
             .at("tag")
-            .fail("tag " + std::to_string(posts[n]->tag) + " is rank " +
+            .fail("tag " + std::to_string(posts[n].first) + " is rank " +
                   std::to_string(channel.first) + "'s send #" +
                   std::to_string(n) + " to rank " +
                   std::to_string(channel.second) + ", whose receive #" +
                   std::to_string(n) + " from it is tag " +
-                  std::to_string(gets[n]->tag) +
+                  std::to_string(gets[n].first) +
                   ": a pair of ranks must post its transfers in one order "
                   "at both ends (NCCL matches them by order)");
   }
