@@ -138,8 +138,9 @@ struct Attention {
   MatMulOp qk, pv;
   SoftmaxOp softmax;
   DropoutOp dropout;
-  /// Identity casts between the softmax and attention x V.
-  SmallVector<Operation *> casts;
+  /// The identity casts and the dropout between the softmax and attention
+  /// x V, in order.
+  SmallVector<Operation *> between;
   /// Between q k^T and the softmax, in program order, each with its
   /// operand that carries the scores.
   SmallVector<std::pair<Operation *, Value>> scoreOps;
@@ -160,16 +161,12 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
   Value probs = softmax.getResult();
   while (probs.hasOneUse()) {
     Operation *user = *probs.getUsers().begin();
-    if (isIdentityCast(user)) {
-      a.casts.push_back(user);
-      probs = user->getResult(0);
-    } else if (auto dropout = dyn_cast<DropoutOp>(user);
-               dropout && !a.dropout) {
+    if (auto dropout = dyn_cast<DropoutOp>(user); dropout && !a.dropout)
       a.dropout = dropout;
-      probs = dropout.getOutput();
-    } else {
+    else if (!isIdentityCast(user))
       break;
-    }
+    a.between.push_back(user);
+    probs = user->getResult(0);
   }
   if (!probs.hasOneUse())
     return std::nullopt;
@@ -311,28 +308,20 @@ void fuse(Attention a) {
       b.getF64FloatAttr(a.scale), b.getBoolAttr(a.causal), ratio,
       a.dropout ? a.dropout.getSeedAttr() : IntegerAttr());
   a.pv.getResult().replaceAllUsesWith(op.getOutput());
-  // Users before producers; the constants (scale, mask, fill) and a
-  // transpose of k die with their last user.
-  // (The casts and the dropout, in whichever order they came, all sit
-  // between the softmax and attention x V: erase them last user first.)
-  SmallVector<Operation *> between(a.casts);
-  if (a.dropout)
-    between.push_back(a.dropout);
-  llvm::sort(between,
-             [](Operation *x, Operation *y) { return y->isBeforeInBlock(x); });
+  // The matched ops, users before producers.
   SmallVector<Operation *> dead{a.pv};
-  dead.append(between);
+  dead.append(a.between.rbegin(), a.between.rend());
   dead.push_back(a.softmax);
   for (auto it = a.scoreOps.rbegin(); it != a.scoreOps.rend(); ++it)
     dead.push_back(it->first);
   dead.push_back(a.qk);
-  // What only they used dies with them: the constants, k's transpose, a
-  // scale computed from constants.
-  llvm::SmallPtrSet<Operation *, 8> erased(dead.begin(), dead.end());
+  // What only they used dies with them: the constants (scale, mask, fill),
+  // k's transpose, a scale computed from constants.
+  llvm::SmallPtrSet<Operation *, 8> matched(dead.begin(), dead.end());
   llvm::SetVector<Operation *> candidates;
   auto consider = [&](Operation *op) {
     for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp(); def && !erased.count(def))
+      if (Operation *def = operand.getDefiningOp(); def && !matched.count(def))
         candidates.insert(def);
   };
   for (Operation *op : dead) {
@@ -343,7 +332,6 @@ void fuse(Attention a) {
     Operation *op = candidates.pop_back_val();
     if (!op->use_empty() || !isPure(op))
       continue;
-    erased.insert(op);
     consider(op);
     op->erase();
   }
