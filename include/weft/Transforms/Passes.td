@@ -6,6 +6,8 @@
 include "mlir/Pass/PassBase.td"
 // Mixed precision and loss scaling (weft-mixed-precision, weft-loss-scaling).
 include "weft/Transforms/PrecisionPasses.td"
+// The fusions before autodiff (weft-fuse-gelu, weft-fuse-attention).
+include "weft/Transforms/FusionPasses.td"
 
 def TestPrintCost : Pass<"weft-test-print-cost", "mlir::func::FuncOp"> {
   let summary = "Print each op's cost (FLOPs, bytes) and the function total";
@@ -25,85 +27,6 @@ def TestPrintCost : Pass<"weft-test-print-cost", "mlir::func::FuncOp"> {
     ```
     cost @f: weft.matmul flops=48 read=56 written=32
     cost @f: total flops=48 read=56 written=32
-    ```
-  }];
-  let dependentDialects = ["weft::WeftDialect"];
-}
-
-def FuseGelu : Pass<"weft-fuse-gelu", "mlir::func::FuncOp"> {
-  let summary = "Rewrite exported GELU chains into weft.gelu / weft.gelu_tanh";
-  let description = [{
-    ONNX before opset 20 has no Gelu, so exporters write GELU as a chain of
-    elementwise ops. Differentiated as it stands, a chain keeps up to four
-    tensors of the GELU's size for the backward; `weft.gelu` and
-    `weft.gelu_tanh` keep only their input (their gradients recompute the
-    rest), as Megatron-LM's activation-memory count assumes (Korthikanti et
-    al. 2022, §4.1), and run as one kernel.
-
-    The chain around each `weft.erf` and `weft.tanh` is read as a
-    polynomial in x and e (the erf or tanh value) through add, sub, mul,
-    neg, div by a constant and pow by a small integer constant, descending
-    only into ops whose result the chain alone uses; its coefficients are
-    compared with GELU's within 8 units of the rounding of the constants'
-    dtype (f16 literals match in an f16 graph, never looser than f32's):
-
-    ```
-    erf form:  0.5 x + 0.5 x e,  e = erf(x / sqrt(2))        -> weft.gelu
-    tanh form: 0.5 x + 0.5 x e,  e = tanh(k x + k c x^3)     -> weft.gelu_tanh
-               k = sqrt(2 / pi), c = 0.044715
-    ```
-
-    So every association and operand order, `x * Phi(x)` with `1/sqrt(2)`
-    multiplied or `sqrt(2)` divided, `/ 2` for `* 0.5`, `pow(x, 3)` or
-    `x * x * x`, and Megatron-LM's factored `k x (1 + c x x)` all match. A
-    chain whose intermediate something else reads is left alone (fusing
-    would compute it twice). weftc runs this pass first, on the imported
-    forward graph.
-
-    ```mlir
-    %h = weft.gelu %x : tensor<4x8xf32>
-    ```
-  }];
-  let dependentDialects = ["weft::WeftDialect"];
-}
-
-def FuseAttention : Pass<"weft-fuse-attention", "mlir::func::FuncOp"> {
-  let summary = "Rewrite core attention into weft.attention (FlashAttention)";
-  let description = [{
-    Core attention as exported, `softmax(q k^T * scale + mask) [dropout] x v`,
-    keeps the `[.., Sq, Sk]` scores, probabilities and dropout mask for the
-    backward: the `5 a s^2 b` bytes per layer of Korthikanti et al. 2022
-    (section 4.1). `weft.attention` keeps one f32 log-sum-exp per query row
-    and `weft.attention_grad` recomputes the probabilities from it (Dao et
-    al. 2022, FlashAttention), so selective recompute has nothing left to
-    recompute there. weftc runs this pass with `--flash-attention`, after
-    weft-fuse-gelu, on the imported forward graph.
-
-    Matched from each softmax over the last dim whose probabilities (through
-    at most one dropout) are the left operand of a matmul with `v`, back to
-    the matmul `q x k^T` through single-use ops on the scores: multiplies
-    and divides by scalars computed from constants only (the scale, on
-    either side of the mask; Hugging Face's GPT-2 exports `0 + pow(d,
-    0.5)`), casts to the scores' own type (on either side of the softmax
-    too), and a causal mask: `where(future, fill, scores)` (torch's
-    masked_fill), `where(past, scores, fill)` or `scores + mask`, with a
-    constant triangle and a fill at or below -1e4 (-inf, or Hugging Face's
-    dtype minimum: exp underflows to 0 either way). q, k and v must have the
-    scores' leading dims. A scale applied to q before the product (torch's
-    MultiheadAttention) stays outside, with scale 1. `k` is the input of the
-    transpose that made `k^T`, that transpose composed with the swap back
-    (one transpose), or a new transpose.
-
-    A core attention that does not match (another mask, a softmax over
-    another dim, scores used elsewhere, broadcast heads) stays unfused, with
-    a warning that names why. The fused op keeps the dropout's ratio and
-    seed, and draws the same mask bits (its rng_id is the dropout's place).
-
-    ```mlir
-    %o, %lse = weft.attention %q, %k, %v {causal = true, scale = 0.125 : f64}
-        : (tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>,
-           tensor<2x4x64x32xf32>) -> (tensor<2x4x64x32xf32>,
-                                      tensor<2x4x64xf32>)
     ```
   }];
   let dependentDialects = ["weft::WeftDialect"];
