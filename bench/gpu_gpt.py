@@ -2,42 +2,77 @@
 (24 layers, hidden 1024, 16 heads, sequence 1024, vocabulary 50257, batch
 8) on one GPU: weft-run --device cuda, with the exported attention and
 with --flash-attention (cuDNN's fused flash attention), against torch eager
-and torch.compile (autocast bf16, fused AdamW off, the same model and
-batch), and weft's MFU.
+and torch.compile (autocast bf16, the same weights and batch), and weft's
+MFU.
 
-Step time: the median of 10 steps after 2 warm-up steps (weft: its
---log-json seconds; torch: wall time around the step with
-torch.cuda.synchronize). Model FLOPs per step (Megatron-LM's count, Narayanan
-et al. 2021, eq. 3 without the recompute term): 6 N T + 12 L h s T, N
-parameters, T tokens. MFU = model FLOPs / step time / the GPU's dense bf16
-peak (H100 SXM: 989.4e12, overridable with --peak). Memory: weft's planned
-arena, its libraries' workspaces and what the device shows in use; torch's
-max_memory_allocated.
+It runs in two halves, because the GPU machine has no weftc (MLIR and LLVM
+are not there) and a 1.4 GB model does not travel to it:
 
-Without a GPU it says so and exits 0: nothing is measured.
+  prepare (here):  exports the model with its weights as ONNX external data,
+      compiles the weft plans with weftc, then deletes the weights file:
+      the folder holds the graph (model.onnx), the plans and bench.json.
+  run (there):  builds the same torch model, writes ITS weights into the
+      file model.onnx names (every initializer is a tensor of the model's
+      state_dict, by name, at the offset and length the ONNX records), and
+      the batch as `weft-run --data` steps; then times weft-run and torch
+      from those identical weights on that identical batch, so each row's
+      step-1 loss must agree (a check of the whole path at full size).
 
-Usage: python3 bench/gpu_gpt.py BUILD_DIR [--peak FLOPS] [--batch B]
+Step time: the median of --steps steps after --warmup steps (weft: its
+--log-json seconds; torch: wall time around the step, synchronised on a
+GPU). Model FLOPs per step (Megatron-LM's count, Narayanan et al. 2021,
+eq. 3 without the recompute term): 6 N T + 12 L h s T, N parameters, T
+tokens. MFU = model FLOPs / step time / the GPU's dense bf16 peak (H100
+and H200 SXM: 989.4e12 FLOP/s, overridable with --peak); on a CPU it is not
+printed. Memory: weft's planned arena, its libraries' workspaces and what
+the device shows in use; torch's max_memory_allocated.
+
+Usage:
+  python3 bench/gpu_gpt.py prepare BUILD_DIR DIR [--shape medium|tiny]
+      [--precision bf16|f32] [--batch B]
+  python3 bench/gpu_gpt.py run DIR [--device cuda|cpu] [--weft-run PATH]
+      [--weft-libs PATHS] [--steps N] [--warmup N] [--no-compile]
+      [--json OUT.json]
+`ninja bench-gpu-gpt` does both halves on this machine when it has a GPU;
+scripts/gpu-bundle.sh prepares here and scripts/gpu-check.sh runs there.
+Without a GPU `run --device cuda` says so and exits 0: nothing measured.
+
+Errors (exit 1, one line): an initializer of model.onnx that is not a
+tensor of the torch model, or differs from it in dtype, shape or length.
 """
 
 import argparse
 import json
+import os
 import pathlib
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
+import numpy as np
+import onnx
 import torch
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
+from weft import oracle  # noqa: E402
 from weft.examples import gpt  # noqa: E402
 from weft.examples.common import export  # noqa: E402
 
-STEPS, WARMUP = 10, 2
-SHAPE = dict(layers=24, hidden=1024, heads=16, seq=1024, vocab=50257)
+SHAPES = {
+    "medium": dict(layers=24, hidden=1024, heads=16, seq=1024, vocab=50257),
+    # The path's own check on a CPU (python/tests/test_gpu_gpt_bench.py).
+    "tiny": dict(layers=2, hidden=64, heads=4, seq=32, vocab=128),
+}
+PLANS = (("weft", ()), ("weft flash", ("--flash-attention",)))
+INPUTS = ["tokens", "targets"]
+SEED = 0
+
+
+class BenchError(Exception):
+    pass
 
 
 def model_flops(model, layers, hidden, seq, tokens):
@@ -45,81 +80,236 @@ def model_flops(model, layers, hidden, seq, tokens):
     return 6 * params * tokens + 12 * layers * hidden * seq * tokens
 
 
-def torch_step_seconds(model, batch, compiled):
-    model = model.cuda()
+def plan_file(name):
+    return "plan-" + name.replace(" ", "-") + ".json"
+
+
+def prepare(build, out, shape_name, precision, batch):
+    """Writes DIR/model.onnx (weights external, then deleted), one plan per
+    PLANS row and bench.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    shape = SHAPES[shape_name]
+    model, inputs = gpt.build(**shape, batch=batch, seed=SEED)
+    onnx_path = out / "model.onnx"
+    # The batch axis is dynamic: exporting one sequence keeps the trace's
+    # memory small (batch 8 at this size holds over 23 GB), and weftc
+    # compiles the plan at the benchmark's batch (--input-shape).
+    export(model, tuple(t[:1] for t in inputs), INPUTS, str(onnx_path))
+    graph = onnx.load(str(onnx_path))
+    onnx.save_model(graph, str(onnx_path), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="model.weights",
+                    size_threshold=0)
+    for name, flags in PLANS:
+        plan = out / plan_file(name)
+        subprocess.run([str(build / "bin" / "weftc"), str(onnx_path),
+                        f"--precision={precision}", "--optimizer=adamw",
+                        "--lr=1e-3", *flags, "-o", str(plan),
+                        *(f"--input-shape={n}={batch}x{shape['seq']}"
+                          for n in INPUTS)], check=True)
+        # weft-run runs in DIR, wherever DIR lands.
+        text = json.loads(plan.read_text())
+        text["model"]["path"] = "model.onnx"
+        plan.write_text(json.dumps(text))
+    (out / "model.weights").unlink()
+    tokens = batch * shape["seq"]
+    meta = dict(shape=shape_name, batch=batch, precision=precision,
+                flops=model_flops(model, shape["layers"], shape["hidden"],
+                                  shape["seq"], tokens),
+                plans={name: plan_file(name) for name, _ in PLANS})
+    (out / "bench.json").write_text(json.dumps(meta, indent=1))
+
+
+def np_dtype(data_type):
+    """numpy's dtype of an ONNX TensorProto data type (onnx.mapping before
+    onnx 1.13, onnx.helper since: here and there differ)."""
+    if hasattr(onnx.helper, "tensor_dtype_to_np_dtype"):
+        return onnx.helper.tensor_dtype_to_np_dtype(data_type)
+    return onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[data_type]
+
+
+def write_weights(model, onnx_path):
+    """Writes the external data file of `onnx_path` from `model`'s
+    state_dict: each initializer is the model's tensor of that name, as
+    the ONNX records its dtype, dims, offset and length."""
+    graph = onnx.load(str(onnx_path), load_external_data=False).graph
+    state = model.state_dict()
+    files = {}
+    for init in graph.initializer:
+        where = {e.key: e.value for e in init.external_data}
+        if init.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        if init.name not in state:
+            raise BenchError(f"initializer '{init.name}' of {onnx_path.name} "
+                             "is not a tensor of the torch model")
+        array = state[init.name].detach().cpu().numpy()
+        dtype = np_dtype(init.data_type)
+        data = np.ascontiguousarray(array).tobytes()
+        if (array.dtype != dtype or list(array.shape) != list(init.dims)
+                or len(data) != int(where["length"])):
+            raise BenchError(
+                f"initializer '{init.name}' of {onnx_path.name} is "
+                f"{dtype} {list(init.dims)} ({where['length']} bytes), the "
+                f"torch model's {array.dtype} {list(array.shape)}")
+        files.setdefault(where["location"], []).append(
+            (int(where.get("offset", 0)), data))
+    for location, pieces in files.items():
+        with open(onnx_path.parent / location, "wb") as f:
+            for offset, data in pieces:
+                f.seek(offset)
+                f.write(data)
+
+
+def weft_step(args, meta, name, steps):
+    """Runs one plan; returns (median step seconds, the first record, the
+    last record) or None when weft-run failed (its tail printed)."""
+    log = args.dir / f"log-{plan_file(name)}l"
+    env = dict(os.environ)
+    if args.weft_libs:
+        env["LD_LIBRARY_PATH"] = args.weft_libs + ":" + env.get(
+            "LD_LIBRARY_PATH", "")
+    run = subprocess.run(
+        [str(args.weft_run), meta["plans"][name], "--device", args.device,
+         "--steps", str(steps), "--data", "data", "--log-json", log.name],
+        cwd=args.dir, env=env, capture_output=True, text=True)
+    if run.returncode != 0:
+        print(f"{name}: weft-run exit {run.returncode}\n"
+              + "\n".join((run.stdout + run.stderr).splitlines()[-15:]))
+        return None
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    return (statistics.median(r["seconds"] for r in records[args.warmup:]),
+            records[0], records[-1])
+
+
+def torch_step(args, meta, batch, compiled, steps):
+    """Times the torch model from the same weights; returns (median step
+    seconds, step-1 loss, max_memory_allocated or None)."""
+    model, _ = gpt.build(**SHAPES[meta["shape"]], batch=meta["batch"],
+                         seed=SEED)
+    device = torch.device(args.device)
+    model = model.to(device)
     step_model = torch.compile(model) if compiled else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    tokens, targets = (t.cuda() for t in batch)
-    times = []
-    torch.cuda.reset_peak_memory_stats()
-    for step in range(STEPS + WARMUP):
-        torch.cuda.synchronize()
+    tokens, targets = (t.to(device) for t in batch)
+    cuda = device.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    times, first_loss = [], None
+    for step in range(steps):
+        sync()
         start = time.perf_counter()
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        with torch.autocast(device.type, dtype=torch.bfloat16,
+                            enabled=meta["precision"] == "bf16"):
             loss = step_model(tokens, targets)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
-        if step >= WARMUP:
+        sync()
+        if step >= args.warmup:
             times.append(time.perf_counter() - start)
-    return statistics.median(times), torch.cuda.max_memory_allocated()
+        if first_loss is None:
+            first_loss = loss.item()
+    peak = torch.cuda.max_memory_allocated() if cuda else None
+    return statistics.median(times), first_loss, peak
 
 
-def weft_step(build, onnx_path, tmp, flags=()):
-    plan = tmp / "plan.json"
-    subprocess.run([str(build / "bin" / "weftc"), str(onnx_path),
-                    "--precision=bf16", "--optimizer=adamw", "--lr=1e-3",
-                    *flags, "-o", str(plan)], check=True)
-    log = tmp / "log.jsonl"
-    subprocess.run([str(build / "bin" / "weft-run"), str(plan), "--device",
-                    "cuda", "--steps", str(STEPS + WARMUP), "--log-json",
-                    str(log)], check=True, stdout=subprocess.DEVNULL)
-    records = [json.loads(line) for line in log.read_text().splitlines()]
-    return statistics.median(r["seconds"] for r in records[WARMUP:]), \
-        records[-1]
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("build", type=pathlib.Path)
-    parser.add_argument("--peak", type=float, default=989.4e12)
-    parser.add_argument("--batch", type=int, default=8)
-    args = parser.parse_args()
-    smi = shutil.which("nvidia-smi")
-    if not smi or subprocess.run([smi, "-L"],
-                                 capture_output=True).returncode != 0:
+def run(args):
+    if args.device == "cuda" and not torch.cuda.is_available():
         print("no GPU on this machine: nothing measured")
         return
-    model, batch = gpt.build(**SHAPE, batch=args.batch)
-    tokens = args.batch * SHAPE["seq"]
-    flops = model_flops(model, SHAPE["layers"], SHAPE["hidden"],
-                        SHAPE["seq"], tokens)
-    print(f"GPT-2 medium shape, batch {args.batch}, bf16, AdamW, "
-          f"{torch.cuda.get_device_name()}; model FLOPs/step {flops:.3e}")
-    rows, records = [], {}
-    with tempfile.TemporaryDirectory() as tmp:
-        onnx_path = pathlib.Path(tmp) / "gpt2_medium.onnx"
-        export(model, batch, ["tokens", "targets"], str(onnx_path))
-        for name, flags in (("weft", ()),
-                            ("weft flash", ("--flash-attention",))):
-            seconds, records[name] = weft_step(args.build, onnx_path,
-                                               pathlib.Path(tmp), flags)
-            rows.append((name, seconds, None))
-    weft_s = rows[0][1]
-    for name, compiled in (("torch eager", False), ("torch.compile", True)):
-        seconds, peak = torch_step_seconds(model, batch, compiled)
-        rows.append((name, seconds, peak))
-    for name, seconds, peak in rows:
-        mfu = flops / seconds / args.peak
-        memory = "" if peak is None else f"  max_memory_allocated {peak}"
-        print(f"{name:14s} {seconds * 1e3:8.1f} ms/step  MFU {mfu:6.1%}"
-              f"  weft/this {weft_s / seconds:5.2f}{memory}")
-    for name, record in records.items():
-        print(f"{name} memory: arena {record['arena_bytes']}, workspaces "
-              f"{record['workspace_bytes']}, device in use "
-              f"{record['device_used_bytes']} bytes")
+    meta = json.loads((args.dir / "bench.json").read_text())
+    steps = args.steps + args.warmup
+    model, batch = gpt.build(**SHAPES[meta["shape"]], batch=meta["batch"],
+                             seed=SEED)
+    write_weights(model, args.dir / "model.onnx")
+    del model
+    shutil.rmtree(args.dir / "data", ignore_errors=True)
+    for step in range(steps):
+        oracle.write_step(args.dir / "data", INPUTS, batch, step)
+    name = (torch.cuda.get_device_name() if args.device == "cuda"
+            else "CPU")
+    print(f"GPT-2 {meta['shape']} shape, batch {meta['batch']}, "
+          f"{meta['precision']}, AdamW, {name}; model FLOPs/step "
+          f"{meta['flops']:.3e}", flush=True)
+    rows = []
+    for plan in meta["plans"]:
+        result = weft_step(args, meta, plan, steps)
+        if result:
+            seconds, first, last = result
+            rows.append(dict(name=plan, seconds=seconds, loss=first["loss"],
+                             arena=last.get("arena_bytes"),
+                             workspaces=last.get("workspace_bytes"),
+                             device_used=last.get("device_used_bytes")))
+            report(args, meta, rows)
+    torches = [("torch eager", False)]
+    if not args.no_compile:
+        torches.append(("torch.compile", True))
+    for plan, compiled in torches:
+        seconds, loss, peak = torch_step(args, meta, batch, compiled, steps)
+        rows.append(dict(name=plan, seconds=seconds, loss=loss,
+                         max_memory_allocated=peak))
+        report(args, meta, rows)
+
+
+def report(args, meta, rows):
+    """Prints the newest row (each as soon as measured: a run cut short
+    still tells what it measured) and rewrites --json with all of them."""
+    row = rows[-1]
+    weft = next((r for r in rows if r["name"] == "weft"), None)
+    line = (f"{row['name']:14s} {row['seconds'] * 1e3:9.1f} ms/step  "
+            f"step-1 loss {row['loss']:.6f}")
+    if args.device == "cuda":
+        line += f"  MFU {meta['flops'] / row['seconds'] / args.peak:6.1%}"
+    if weft and row is not weft:
+        line += f"  weft/this {weft['seconds'] / row['seconds']:5.2f}"
+    if row.get("arena") is not None:
+        line += f"\n{'':14s} arena {row['arena']} B"
+    if row.get("device_used") is not None:
+        line += (f", workspaces {row['workspaces']} B, device in use "
+                 f"{row['device_used']} B")
+    if row.get("max_memory_allocated") is not None:
+        line += f"  max_memory_allocated {row['max_memory_allocated']} B"
+    print(line, flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(dict(meta, device=args.device,
+                                             rows=rows), indent=1))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("build", type=pathlib.Path)
+    p.add_argument("dir", type=pathlib.Path)
+    p.add_argument("--shape", choices=SHAPES, default="medium")
+    p.add_argument("--precision", choices=("bf16", "f32"), default="bf16")
+    p.add_argument("--batch", type=int, default=8)
+    r = sub.add_parser("run")
+    r.add_argument("dir", type=pathlib.Path)
+    r.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    r.add_argument("--weft-run", type=pathlib.Path,
+                   default=REPO / "build" / "bin" / "weft-run")
+    r.add_argument("--weft-libs", help="prepended to weft-run's "
+                   "LD_LIBRARY_PATH (not this process's)")
+    r.add_argument("--steps", type=int, default=10)
+    r.add_argument("--warmup", type=int, default=2)
+    r.add_argument("--peak", type=float, default=989.4e12)
+    r.add_argument("--no-compile", action="store_true")
+    r.add_argument("--json", type=pathlib.Path)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "prepare":
+            prepare(args.build, args.dir, args.shape, args.precision,
+                    args.batch)
+        else:
+            args.dir = args.dir.resolve()
+            args.weft_run = args.weft_run.resolve()
+            run(args)
+    except BenchError as e:
+        print(f"gpu_gpt.py: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

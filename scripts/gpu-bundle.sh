@@ -5,7 +5,8 @@
 # here, the shared libraries they load that the device image lacks (MPI,
 # OpenBLAS, protobuf, ONNX; not the C library), and the gpt example's
 # training plans (f32, bf16) with their model and 4 steps of data, compiled
-# here (the device has no weftc). scripts/gpu-check.sh runs them there:
+# here (the device has no weftc), and bench/gpu_gpt.py's GPT-2-medium
+# graph and plans. scripts/gpu-check.sh runs them there:
 #   device run: carry ["gpu-bundle"], command "bash scripts/gpu-check.sh"
 # Usage: scripts/gpu-bundle.sh   (after scripts/build.sh)
 set -euo pipefail
@@ -47,6 +48,10 @@ subprocess.run(["build/bin/weftc", str(out / "gpt.onnx"), "--precision=bf16",
 PY
 # The plans name the model by path: make it the bundle's, relative.
 sed -i 's|"path": *"[^"]*gpt.onnx"|"path": "gpt.onnx"|' "$stage"/plans/*.json
+# The GPT-2-medium benchmark's graph and plans, without its 1.4 GB of
+# weights: bench/gpu_gpt.py run writes them there from torch's own model
+# (about 2 min and 11 GB of memory here).
+/usr/bin/python3 -W ignore bench/gpu_gpt.py prepare build "$stage/gpt2-medium"
 tar -C "$stage" -cJf "$out/bundle.tar.xz" .
 rm -rf "$stage"
 du -h "$out/bundle.tar.xz"

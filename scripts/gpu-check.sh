@@ -9,8 +9,15 @@
 #   summary.txt      the f32 losses side by side, their largest relative
 #                    difference, the bf16 (and fused attention) losses and
 #                    the GPU memory record
+#   bench.{txt,json} bench/gpu_gpt.py: GPT-2 medium, bf16, AdamW: weft-run
+#                    (and with fused attention) vs torch eager and
+#                    torch.compile from the same weights, MFU, memory
+# About 1 min of checks, then 3 to 5 of benchmark (torch.compile's compile
+# the longest): run it with timeout_s 540; each part writes its output as
+# it goes, so a run cut short still brings back what it measured.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+repo="$(pwd)"
 out="$(realpath -m "${OUT:-gpu-bundle/out}")"
 mkdir -p "$out"
 work=/tmp/weft-gpu
@@ -76,3 +83,7 @@ if bf16:
           f"{r.get('workspace_bytes')}, device in use "
           f"{r.get('device_used_bytes')} bytes; step {r['seconds']:.4f} s")
 PY
+cd "$repo"
+python3 bench/gpu_gpt.py run "$work/gpt2-medium" --device cuda \
+  --weft-run "$work/bin/weft-run" --weft-libs "$libs" \
+  --json "$out/bench.json" 2>&1 | tee "$out/bench.txt"

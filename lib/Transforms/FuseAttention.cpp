@@ -89,29 +89,76 @@ bool isIdentityCast(Operation *op) {
          op->getOperand(0).getType() == op->getResult(0).getType();
 }
 
-/// Whether `v` is a constant [.., n, n] (n = sq = sk) of element type T
-/// whose every element agrees with its place: `agrees(value, j > i)` for
-/// the element at row i, column j of its trailing matrix.
+/// A constant seen through identity casts and unit-step slices: the
+/// importer folds constant slices only up to kMaxFoldElements, so a
+/// 1024 x 1024 mask arrives as constant -> slice -> slice -> cast.
+struct ConstantView {
+  ElementsAttr attr;
+  /// Where the view starts, per dim of the constant.
+  SmallVector<int64_t> offsets;
+};
+
+std::optional<ConstantView> viewConstant(Value v) {
+  SmallVector<int64_t> offsets(cast<RankedTensorType>(v.getType()).getRank(),
+                               0);
+  while (true) {
+    ElementsAttr attr;
+    if (matchPattern(v, m_Constant(&attr)))
+      return ConstantView{attr, offsets};
+    Operation *def = v.getDefiningOp();
+    if (def && isIdentityCast(def)) {
+      v = def->getOperand(0);
+    } else if (auto slice = dyn_cast_or_null<SliceOp>(def)) {
+      if (llvm::any_of(slice.getSteps(), [](int64_t s) { return s != 1; }))
+        return std::nullopt;
+      for (auto [offset, start] : llvm::zip(offsets, slice.getStarts()))
+        offset += start;
+      v = slice.getInput();
+    } else {
+      return std::nullopt;
+    }
+  }
+}
+
+/// Whether `v` is a constant (or a view of one) [.., n, n] (n = sq = sk)
+/// of element type T whose every element agrees with its place:
+/// `agrees(value, j > i)` for the element at row i, column j of its
+/// trailing matrix.
 template <typename T, typename Agrees>
 bool isTriangle(Value v, int64_t sq, int64_t sk, Agrees agrees) {
-  ElementsAttr attr;
   auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (!type || type.getRank() < 2 || !matchPattern(v, m_Constant(&attr)) ||
-      sq != sk || type.getShape().drop_back().back() != sq ||
-      type.getShape().back() != sk)
+  if (!type || type.getRank() < 2 || sq != sk ||
+      type.getShape().drop_back().back() != sq || type.getShape().back() != sk)
+    return false;
+  std::optional<ConstantView> view = viewConstant(v);
+  if (!view)
     return false;
   if constexpr (std::is_same_v<T, bool>) {
-    if (!attr.getElementType().isInteger(1))
+    if (!view->attr.getElementType().isInteger(1))
       return false;
-  } else if (!isa<FloatType>(attr.getElementType())) {
+  } else if (!isa<FloatType>(view->attr.getElementType())) {
     return false;
   }
-  int64_t e = 0;
-  for (T value : attr.getValues<T>()) {
-    int64_t i = e / sk % sq, j = e % sk;
-    if (!agrees(value, j > i))
+  auto values = view->attr.tryGetValues<T>();
+  if (!values)
+    return false;
+  // Row-major strides of the constant; the view's element at `index` is
+  // the constant's at index + offsets.
+  ArrayRef<int64_t> shape = type.getShape();
+  auto full = cast<ShapedType>(view->attr.getType()).getShape();
+  SmallVector<int64_t> strides(full.size(), 1);
+  for (int64_t d = full.size() - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * full[d + 1];
+  SmallVector<int64_t> index(shape.size(), 0);
+  for (int64_t e = 0, n = type.getNumElements(); e < n; ++e) {
+    int64_t at = 0;
+    for (auto [i, offset, stride] : llvm::zip(index, view->offsets, strides))
+      at += (i + offset) * stride;
+    int64_t i = index[shape.size() - 2], j = index.back();
+    if (!agrees(T(values->begin()[at]), j > i))
       return false;
-    ++e;
+    for (int64_t d = shape.size() - 1; d >= 0 && ++index[d] == shape[d]; --d)
+      index[d] = 0;
   }
   return true;
 }

@@ -213,3 +213,44 @@ func.func @hf_gpt2(%q: tensor<1x2x3x4xf32>, %k: tensor<1x3x2x4xf32>,
   %a = weft.matmul %o, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
   return %a : tensor<1x2x3x4xf32>
 }
+
+// -----
+
+// A mask too large for the importer to fold arrives as a view of the
+// model's buffer: identity slices and casts of it. The pass reads the
+// constant through them (here the top-left 3 x 3 of a 5 x 5 buffer).
+// CHECK-LABEL: func.func @mask_view
+// CHECK-NEXT: weft.attention %arg0, %arg1, %arg2 {causal = true, scale = 1.000000e+00 : f64}
+func.func @mask_view(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>,
+                     %v: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %kt = weft.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x3x4xf32>) -> tensor<2x4x3xf32>
+  %s = weft.matmul %q, %kt : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %buffer = weft.constant dense<[[false, true, true, true, true], [false, false, true, true, true], [false, false, false, true, true], [false, false, false, false, true], [false, false, false, false, false]]> : tensor<5x5xi1>
+  %rows = weft.slice %buffer {ends = array<i64: 3, 5>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : (tensor<5x5xi1>) -> tensor<3x5xi1>
+  %view = weft.slice %rows {ends = array<i64: 3, 3>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : (tensor<3x5xi1>) -> tensor<3x3xi1>
+  %future = weft.cast %view {to = i1} : (tensor<3x3xi1>) -> tensor<3x3xi1>
+  %inf = weft.constant dense<0xFF800000> : tensor<f32>
+  %m = weft.where %future, %inf, %s : (tensor<3x3xi1>, tensor<f32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %p = weft.softmax %m {axis = 2 : i64} : tensor<2x3x3xf32>
+  %a = weft.matmul %p, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %a : tensor<2x3x4xf32>
+}
+
+// -----
+
+// The same buffer viewed from its second row is no causal mask (row i of
+// the view hides the columns after i + 1): the view's offsets count.
+// CHECK-LABEL: func.func @mask_view_offset
+// CHECK-NOT: weft.attention
+func.func @mask_view_offset(%q: tensor<2x3x4xf32>, %kt: tensor<2x4x3xf32>,
+                            %v: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %s = weft.matmul %q, %kt : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %buffer = weft.constant dense<[[false, true, true, true, true], [false, false, true, true, true], [false, false, false, true, true], [false, false, false, false, true], [false, false, false, false, false]]> : tensor<5x5xi1>
+  %future = weft.slice %buffer {ends = array<i64: 4, 3>, starts = array<i64: 1, 0>, steps = array<i64: 1, 1>} : (tensor<5x5xi1>) -> tensor<3x3xi1>
+  %inf = weft.constant dense<0xFF800000> : tensor<f32>
+  %m = weft.where %future, %inf, %s : (tensor<3x3xi1>, tensor<f32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  // expected-warning@+1 {{its mask is not causal}}
+  %p = weft.softmax %m {axis = 2 : i64} : tensor<2x3x3xf32>
+  %a = weft.matmul %p, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %a : tensor<2x3x4xf32>
+}
