@@ -19,7 +19,8 @@ packages=(
   openmpi-bin libopenmpi-dev libopenblas-dev libopenblas0-pthread libssl-dev
   # python: example models, references, tests
   python3 python3-torch python3-torchvision python3-onnx python3-numpy
-  python3-pytest python3-matplotlib python3-jsonschema python3-venv
+  python3-pytest python3-pytest-xdist python3-matplotlib python3-jsonschema
+  python3-venv
 )
 # PyPI, pinned: Hugging Face transformers for the GPT-2 tensor-parallel test
 # (4.30.2: the last release that runs on Debian's torch 1.13 without

@@ -30,3 +30,14 @@ def weftc() -> str:
 @pytest.fixture(scope="session")
 def models_dir() -> pathlib.Path:
     return BUILD / "models"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Prints each test's `record_property("summary", line)` after the run:
+    the sweeps' counts, which scripts/test.sh shows from ctest's log. A
+    property travels in the test's report, so this works under pytest-xdist,
+    whose workers' own output is not shown."""
+    for report in terminalreporter.stats.get("passed", []):
+        for key, line in getattr(report, "user_properties", []):
+            if key == "summary" and report.when == "call":
+                terminalreporter.write_line(line)

@@ -49,7 +49,7 @@ def compare(expected, actual):
 
 
 @pytest.mark.skipif(not DATA.exists(), reason="libonnx-testdata not installed")
-def test_node_tests_match_expected_outputs(weftc, tmp_path):
+def test_node_tests_match_expected_outputs(weftc, tmp_path, record_property):
     weft_run = tool("weft-run")
     counts = collections.Counter()
     failures, skipped = [], []
@@ -103,7 +103,8 @@ def test_node_tests_match_expected_outputs(weftc, tmp_path):
         else:
             counts["passed"] += 1
         shutil.rmtree(work)
-    print("\nONNX node tests through weft-run:", dict(counts))
+    record_property("summary",
+                    f"ONNX node tests through weft-run: {dict(counts)}")
     for line in skipped:
         print("  skipped:", line)
     assert not failures, f"{len(failures)} failed:\n" + "\n".join(failures)

@@ -18,7 +18,7 @@ SUITES = ["node", "pytorch-converted", "pytorch-operator"]
 
 
 @pytest.mark.skipif(not DATA.exists(), reason="libonnx-testdata not installed")
-def test_every_supported_model_imports(weftc):
+def test_every_supported_model_imports(weftc, record_property):
     supported = set(run([weftc, "--list-supported-ops", "-"]).stdout.split())
     assert {"MatMul", "Conv", "SoftmaxCrossEntropyLoss"} <= supported
     counts = collections.Counter()
@@ -43,7 +43,8 @@ def test_every_supported_model_imports(weftc):
             variants.append(f"{name}: {result.stderr.strip().splitlines()[0][-120:]}")
         else:
             failures.append(f"{name}: {result.stderr[:500]}")
-    print("\nlibonnx-testdata import sweep:", dict(counts))
+    record_property("summary",
+                    f"libonnx-testdata import sweep: {dict(counts)}")
     for line in variants:
         print("  variant:", line)
     assert not failures, "\n".join(failures)

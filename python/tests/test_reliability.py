@@ -194,15 +194,17 @@ def test_empty_batch_cannot_train(weftc, tmp_path):
         "a non-empty batch")
 
 
-def _rank_pid(rank):
-    """The pid of weft-run's MPI rank `rank` (from its environment)."""
+def _rank_pid(rank, plan):
+    """The pid of MPI rank `rank` (from its environment) of the weft-run
+    job running `plan` (not another test's, when pytest runs in parallel)."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             cmdline = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
             env = pathlib.Path(f"/proc/{pid}/environ").read_bytes()
         except OSError:
             continue
-        if cmdline.split(b"\0")[0].endswith(b"weft-run") and \
+        args = cmdline.split(b"\0")
+        if args[0].endswith(b"weft-run") and str(plan).encode() in args and \
                 f"OMPI_COMM_WORLD_RANK={rank}\0".encode() in env:
             return int(pid)
     raise AssertionError(f"no weft-run process of rank {rank}")
@@ -224,7 +226,7 @@ def test_stopped_rank_ends_the_job_naming_the_transfer(weftc, models_dir,
     try:
         while not job.stdout.readline().startswith("step 2/"):
             assert job.poll() is None, job.stderr.read()
-        stopped = _rank_pid(0)
+        stopped = _rank_pid(0, plan)
         os.kill(stopped, signal.SIGSTOP)
         start = time.monotonic()
         _, stderr = job.communicate(timeout=120)
