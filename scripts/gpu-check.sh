@@ -12,9 +12,10 @@
 #   bench.{txt,json} bench/gpu_gpt.py: GPT-2 medium, bf16, AdamW: weft-run
 #                    (and with fused attention) vs torch eager and
 #                    torch.compile from the same weights, MFU, memory
-# About 1 min of checks, then 3 to 5 of benchmark (torch.compile's compile
-# the longest): run it with timeout_s 540; each part writes its output as
-# it goes, so a run cut short still brings back what it measured.
+# Not yet timed on a GPU (none has been lent): the checks are small, the
+# benchmark runs 12 steps per row and torch.compile's compile is likely
+# the longest part. Run it with timeout_s 540; each part writes its output
+# as it goes, so a run cut short still brings back what it measured.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo="$(pwd)"
