@@ -51,8 +51,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-import onnx
 import torch
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -60,6 +58,7 @@ sys.path.insert(0, str(REPO / "python"))
 from weft import oracle  # noqa: E402
 from weft.examples import gpt  # noqa: E402
 from weft.examples.common import export  # noqa: E402
+from weft.export import externalize, write_weights  # noqa: E402
 
 SHAPES = {
     "medium": dict(layers=24, hidden=1024, heads=16, seq=1024, vocab=50257),
@@ -69,10 +68,6 @@ SHAPES = {
 PLANS = (("weft", ()), ("weft flash", ("--flash-attention",)))
 INPUTS = ["tokens", "targets"]
 SEED = 0
-
-
-class BenchError(Exception):
-    pass
 
 
 def model_flops(model, layers, hidden, seq, tokens):
@@ -95,10 +90,7 @@ def prepare(build, out, shape_name, precision, batch):
     # memory small (batch 8 at this size holds over 23 GB), and weftc
     # compiles the plan at the benchmark's batch (--input-shape).
     export(model, tuple(t[:1] for t in inputs), INPUTS, str(onnx_path))
-    graph = onnx.load(str(onnx_path))
-    onnx.save_model(graph, str(onnx_path), save_as_external_data=True,
-                    all_tensors_to_one_file=True, location="model.weights",
-                    size_threshold=0)
+    externalize(str(onnx_path), "model.weights")
     for name, flags in PLANS:
         plan = out / plan_file(name)
         subprocess.run([str(build / "bin" / "weftc"), str(onnx_path),
@@ -117,46 +109,6 @@ def prepare(build, out, shape_name, precision, batch):
                                   shape["seq"], tokens),
                 plans={name: plan_file(name) for name, _ in PLANS})
     (out / "bench.json").write_text(json.dumps(meta, indent=1))
-
-
-def np_dtype(data_type):
-    """numpy's dtype of an ONNX TensorProto data type (onnx.mapping before
-    onnx 1.13, onnx.helper since: here and there differ)."""
-    if hasattr(onnx.helper, "tensor_dtype_to_np_dtype"):
-        return onnx.helper.tensor_dtype_to_np_dtype(data_type)
-    return onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[data_type]
-
-
-def write_weights(model, onnx_path):
-    """Writes the external data file of `onnx_path` from `model`'s
-    state_dict: each initializer is the model's tensor of that name, as
-    the ONNX records its dtype, dims, offset and length."""
-    graph = onnx.load(str(onnx_path), load_external_data=False).graph
-    state = model.state_dict()
-    files = {}
-    for init in graph.initializer:
-        where = {e.key: e.value for e in init.external_data}
-        if init.data_location != onnx.TensorProto.EXTERNAL:
-            continue
-        if init.name not in state:
-            raise BenchError(f"initializer '{init.name}' of {onnx_path.name} "
-                             "is not a tensor of the torch model")
-        array = state[init.name].detach().cpu().numpy()
-        dtype = np_dtype(init.data_type)
-        data = np.ascontiguousarray(array).tobytes()
-        if (array.dtype != dtype or list(array.shape) != list(init.dims)
-                or len(data) != int(where["length"])):
-            raise BenchError(
-                f"initializer '{init.name}' of {onnx_path.name} is "
-                f"{dtype} {list(init.dims)} ({where['length']} bytes), the "
-                f"torch model's {array.dtype} {list(array.shape)}")
-        files.setdefault(where["location"], []).append(
-            (int(where.get("offset", 0)), data))
-    for location, pieces in files.items():
-        with open(onnx_path.parent / location, "wb") as f:
-            for offset, data in pieces:
-                f.seek(offset)
-                f.write(data)
 
 
 def weft_step(args, meta, name, steps):
@@ -221,7 +173,7 @@ def run(args):
     steps = args.steps + args.warmup
     model, batch = gpt.build(**SHAPES[meta["shape"]], batch=meta["batch"],
                              seed=SEED)
-    write_weights(model, args.dir / "model.onnx")
+    write_weights(model, args.dir / "model.onnx")  # ValueError: exit 1
     del model
     shutil.rmtree(args.dir / "data", ignore_errors=True)
     for step in range(steps):
@@ -305,7 +257,7 @@ def main(argv=None):
             args.dir = args.dir.resolve()
             args.weft_run = args.weft_run.resolve()
             run(args)
-    except BenchError as e:
+    except ValueError as e:
         print(f"gpu_gpt.py: {e}", file=sys.stderr)
         return 1
     return 0

@@ -21,8 +21,15 @@ model it writes is what `weftc` trains:
   running statistic is listed, comma-separated, under `weft.frozen`; weftc
   keeps those initializers constant (no gradient, no optimizer state).
 
+Weights that need not travel: `externalize(path, location)` moves every
+initializer into one ONNX external data file beside the model (weftc reads
+no weights, so it compiles the graph alone), and `write_weights(module,
+path)` fills that file in again from a module's state_dict on the machine
+that runs the plan (bench/gpu_gpt.py, weft.gpu_check).
+
 Errors: ValueError when the names and inputs differ in number, or when an
-input is a 0-d tensor (no batch axis to make dynamic).
+input is a 0-d tensor (no batch axis to make dynamic); write_weights'
+ValueError names the initializer it cannot fill.
 """
 
 from __future__ import annotations
@@ -31,9 +38,11 @@ import argparse
 import importlib
 import inspect
 import os
+import pathlib
 import sys
 from typing import Dict, List, Optional, Sequence
 
+import numpy as np
 import onnx
 import torch
 
@@ -101,6 +110,60 @@ def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor],
             "inputs": {n: list(t.shape) for n, t in zip(input_names, example_inputs)},
             "frozen": frozen,
             "params": sum(p.numel() for p in module.parameters())}
+
+
+def externalize(path: str, location: str) -> None:
+    """Rewrites the ONNX model at `path` with every initializer's data in
+    the one file `location` beside it (ONNX external data: offset and
+    length per tensor), so the graph alone can travel without its weights
+    and `write_weights` can fill them in elsewhere."""
+    model = onnx.load(path)
+    onnx.save_model(model, path, save_as_external_data=True,
+                    all_tensors_to_one_file=True, location=location,
+                    size_threshold=0)
+
+
+def _np_dtype(data_type):
+    """numpy's dtype of an ONNX TensorProto data type (onnx.mapping before
+    onnx 1.13, onnx.helper since)."""
+    if hasattr(onnx.helper, "tensor_dtype_to_np_dtype"):
+        return onnx.helper.tensor_dtype_to_np_dtype(data_type)
+    return onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[data_type]
+
+
+def write_weights(module: torch.nn.Module, path) -> None:
+    """Writes the external data files of the ONNX model at `path` from
+    `module.state_dict()`: each external initializer is the module's tensor
+    of that name, at the offset and length the ONNX records. Raises
+    ValueError naming an initializer the module lacks, or whose dtype,
+    shape or byte length differs."""
+    path = pathlib.Path(path)
+    graph = onnx.load(str(path), load_external_data=False).graph
+    state = module.state_dict()
+    files = {}
+    for init in graph.initializer:
+        if init.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        where = {e.key: e.value for e in init.external_data}
+        if init.name not in state:
+            raise ValueError(f"initializer '{init.name}' of {path.name} is "
+                             "not a tensor of the torch model")
+        array = state[init.name].detach().cpu().numpy()
+        dtype = _np_dtype(init.data_type)
+        data = np.ascontiguousarray(array).tobytes()
+        if (array.dtype != dtype or list(array.shape) != list(init.dims)
+                or len(data) != int(where["length"])):
+            raise ValueError(
+                f"initializer '{init.name}' of {path.name} is {dtype} "
+                f"{list(init.dims)} ({where['length']} bytes), the torch "
+                f"model's {array.dtype} {list(array.shape)}")
+        files.setdefault(where["location"], []).append(
+            (int(where.get("offset", 0)), data))
+    for location, pieces in files.items():
+        with open(path.parent / location, "wb") as f:
+            for offset, data in pieces:
+                f.seek(offset)
+                f.write(data)
 
 
 def load_factory(spec: str):

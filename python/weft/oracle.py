@@ -436,3 +436,18 @@ def training_losses(model: torch.nn.Module, batches, micro_batches: int,
                                       device))
         optimizer.step()
     return losses
+
+
+def autocast_drift(model: torch.nn.Module, batches, micro_batches: int,
+                   make_optimizer: Callable, device: str = "cpu"):
+    """The bf16 oracle's reference and bound: (torch float64's per-step
+    losses on the CPU as a numpy array, the largest |loss error| of torch
+    float32 under torch.autocast(device, bfloat16) from them). weft's bf16
+    error is bounded by a multiple of that drift (test_mixed_precision,
+    weft.gpu_check)."""
+    ref = np.array(training_losses(model, batches, micro_batches,
+                                   make_optimizer, torch.float64))
+    bf16 = np.array(training_losses(model, batches, micro_batches,
+                                    make_optimizer, torch.float32,
+                                    torch.bfloat16, device=device))
+    return ref, np.abs(bf16 - ref).max()
