@@ -113,13 +113,14 @@ class CausalSelfAttention(torch.nn.Module):
     LayerNorm, whose f32 statistics (LayerNormalization-17's stash_type)
     keep the gpt example ~3e-8 from float64 whatever attention does."""
 
-    def __init__(self, hidden=32, heads=4, seq=16):
+    def __init__(self, hidden=32, heads=4, seq=16, context=None):
         super().__init__()
         self.heads = heads
         self.qkv = torch.nn.Linear(hidden, 3 * hidden)
         self.proj = torch.nn.Linear(hidden, hidden)
-        self.register_buffer(
-            "future", torch.triu(torch.ones(seq, seq, dtype=torch.bool), 1))
+        context = context or seq
+        self.register_buffer("future", torch.triu(
+            torch.ones(context, context, dtype=torch.bool), 1))
 
     def forward(self, x, target):
         _, s, h = x.shape
@@ -132,12 +133,16 @@ class CausalSelfAttention(torch.nn.Module):
         return ((self.proj(y.reshape(-1, s, h)) - target) ** 2).mean()
 
 
-@pytest.mark.parametrize("seq", [16, 150], ids=["one-block", "three-blocks"])
-def test_float64_step_equals_torch_float64(tools, tmp_path, seq):
+@pytest.mark.parametrize("seq,context", [(16, None), (150, None), (260, 300)],
+                         ids=["one-block", "three-blocks", "mask-view"])
+def test_float64_step_equals_torch_float64(tools, tmp_path, seq, context):
     """One block of query rows, and three (the CPU kernel blocks 64 rows; a
-    causal block's GEMMs stop at its last row's keys)."""
+    causal block's GEMMs stop at its last row's keys). mask-view: the mask
+    is the top-left 260 x 260 of a 300 x 300 buffer, too large for the
+    importer to fold (kMaxFoldElements), so the pass reads it through the
+    slices."""
     torch.manual_seed(3)
-    model = CausalSelfAttention(seq=seq)
+    model = CausalSelfAttention(seq=seq, context=context)
     batch = (torch.randn(4, seq, 32), torch.randn(4, seq, 32))
     tensors = oracle.check_float64_step(tools, model, batch, ["x", "target"],
                                         tmp_path, micro_batches=2,
