@@ -2,8 +2,9 @@
 (24 layers, hidden 1024, 16 heads, sequence 1024, vocabulary 50257, batch
 8) on one GPU: weft-run --device cuda, with the exported attention and
 with --flash-attention (cuDNN's fused flash attention), against torch eager
-and torch.compile (autocast bf16, the same weights and batch), and weft's
-MFU.
+(the same attention ops, and with F.scaled_dot_product_attention: torch's
+flash attention, torch >= 2.0) and torch.compile (autocast bf16, the same
+weights and batch), and weft's MFU.
 
 It runs in two halves, because the GPU machine has no weftc (MLIR and LLVM
 are not there) and a 1.4 GB model does not travel to it:
@@ -132,11 +133,14 @@ def weft_step(args, meta, name, steps):
             records[0], records[-1])
 
 
-def torch_step(args, meta, batch, compiled, steps):
-    """Times the torch model from the same weights; returns (median step
-    seconds, step-1 loss, max_memory_allocated or None)."""
+def torch_step(args, meta, batch, compiled, sdpa, steps):
+    """Times the torch model from the same weights (with `sdpa`, its
+    attention through F.scaled_dot_product_attention); returns (median
+    step seconds, step-1 loss, max_memory_allocated or None)."""
     model, _ = gpt.build(**SHAPES[meta["shape"]], batch=meta["batch"],
                          seed=SEED)
+    for block in model.blocks:
+        block.sdpa = sdpa
     device = torch.device(args.device)
     model = model.to(device)
     step_model = torch.compile(model) if compiled else model
@@ -193,11 +197,17 @@ def run(args):
                              workspaces=last.get("workspace_bytes"),
                              device_used=last.get("device_used_bytes")))
             report(args, meta, rows)
-    torches = [("torch eager", False)]
+    torches = [("torch eager", False, False)]
+    if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        torches.append(("torch eager sdpa", False, True))
+    else:
+        print(f"torch {torch.__version__} has no "
+              "scaled_dot_product_attention: no sdpa row", flush=True)
     if not args.no_compile:
-        torches.append(("torch.compile", True))
-    for plan, compiled in torches:
-        seconds, loss, peak = torch_step(args, meta, batch, compiled, steps)
+        torches.append(("torch.compile", True, False))
+    for plan, compiled, sdpa in torches:
+        seconds, loss, peak = torch_step(args, meta, batch, compiled, sdpa,
+                                         steps)
         rows.append(dict(name=plan, seconds=seconds, loss=loss,
                          max_memory_allocated=peak))
         report(args, meta, rows)

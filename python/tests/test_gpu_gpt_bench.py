@@ -52,7 +52,7 @@ def test_run_trains_weft_and_torch_from_the_same_weights(prepared, tmp_path):
                          "--json", str(result)])
     assert code == 0
     rows = {r["name"]: r for r in json.loads(result.read_text())["rows"]}
-    assert set(rows) == {"weft", "weft flash", "torch eager"}
+    assert {"weft", "weft flash", "torch eager"} <= set(rows)
     torch_loss = rows["torch eager"]["loss"]
     for name in ("weft", "weft flash"):
         assert rows[name]["loss"] == pytest.approx(torch_loss, rel=1e-5), name

@@ -37,6 +37,10 @@ class Block(nn.Module):
         self.fc = nn.Linear(hidden, 4 * hidden)
         self.out = nn.Linear(4 * hidden, hidden)
         self.drop = nn.Dropout(dropout)
+        # torch >= 2.0's fused F.scaled_dot_product_attention instead of
+        # the ops below (flash attention on a GPU): bench/gpu_gpt.py's peer
+        # of weft's --flash-attention. Exports never use it.
+        self.sdpa = False
         # True above the diagonal: future positions a token must not see.
         # A bool buffer is a constant in the graph, not a parameter.
         self.register_buffer(
@@ -49,6 +53,11 @@ class Block(nn.Module):
         # the model also compiles at micro-batch size.
         shape = (-1, s, self.heads, h // self.heads)
         q, k, v = (t.reshape(shape).transpose(1, 2) for t in (q, k, v))
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(
+                q, k, v, dropout_p=self.drop.p if self.training else 0.0,
+                is_causal=True).transpose(1, 2).reshape(-1, s, h)
+            return self.drop(self.proj(y))
         scores = q @ k.transpose(-2, -1) / math.sqrt(h // self.heads)
         scores = scores.masked_fill(self.future[:s, :s], float("-inf"))
         probs = self.drop(F.softmax(scores, dim=-1))
