@@ -33,7 +33,7 @@ Usage:
       [--precision bf16|f32] [--batch B]
   python3 bench/gpu_gpt.py run DIR [--device cuda|cpu] [--weft-run PATH]
       [--weft-libs PATHS] [--steps N] [--warmup N] [--no-compile]
-      [--json OUT.json]
+      [--timeout S] [--json OUT.json]
 `ninja bench-gpu-gpt` does both halves on this machine when it has a GPU;
 scripts/gpu-bundle.sh prepares here and scripts/gpu-check.sh runs there.
 Without a GPU `run --device cuda` says so and exits 0: nothing measured.
@@ -120,10 +120,18 @@ def weft_step(args, meta, name, steps):
     if args.weft_libs:
         env["LD_LIBRARY_PATH"] = args.weft_libs + ":" + env.get(
             "LD_LIBRARY_PATH", "")
-    run = subprocess.run(
-        [str(args.weft_run), meta["plans"][name], "--device", args.device,
-         "--steps", str(steps), "--data", "data", "--log-json", log.name],
-        cwd=args.dir, env=env, capture_output=True, text=True)
+    try:
+        run = subprocess.run(
+            [str(args.weft_run), meta["plans"][name], "--device",
+             args.device, "--steps", str(steps), "--data", "data",
+             "--log-json", log.name],
+            cwd=args.dir, env=env, capture_output=True, text=True,
+            timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        # A hung run must not spend the device session: the torch rows
+        # still run.
+        print(f"{name}: weft-run killed after {args.timeout} s", flush=True)
+        return None
     if run.returncode != 0:
         print(f"{name}: weft-run exit {run.returncode}\n"
               + "\n".join((run.stdout + run.stderr).splitlines()[-15:]))
@@ -257,6 +265,8 @@ def main(argv=None):
     r.add_argument("--warmup", type=int, default=2)
     r.add_argument("--peak", type=float, default=989.4e12)
     r.add_argument("--no-compile", action="store_true")
+    r.add_argument("--timeout", type=float, default=240,
+                   help="seconds a weft-run may take before it is killed")
     r.add_argument("--json", type=pathlib.Path)
     args = parser.parse_args(argv)
     try:

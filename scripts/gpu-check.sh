@@ -39,7 +39,8 @@ libs="$work/lib:$wheels:/usr/local/cuda/lib64"
 run() { LD_LIBRARY_PATH="$libs:${LD_LIBRARY_PATH:-}" "$@"; }
 
 nvidia-smi -L > "$out/device.txt" 2>&1
-run "$work/bin/WeftCudaConformanceTests" > "$out/conformance.txt" 2>&1
+run timeout 180 "$work/bin/WeftCudaConformanceTests" \
+  > "$out/conformance.txt" 2>&1
 echo "conformance: exit $?" | tee "$out/summary.txt"
 PYTHONPATH="$repo/python" python3 -m weft.gpu_check run "$work/plans" \
   "$out" --device cuda --weft-run "$work/bin/weft-run" --weft-libs "$libs" \

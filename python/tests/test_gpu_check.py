@@ -3,7 +3,7 @@ end on the CPU: `prepare` compiles the bundle's plans and keeps no resnet
 weights; `run --device cpu` passes every check, with the bf16 ones against
 torch autocast bf16 on the CPU. The checks can fail: a weft-run whose
 device-side losses are off by 5e-3 relative fails all four, and a
-device-side run that exits non-zero is named."""
+device-side run that exits non-zero, or hangs, is named."""
 
 import json
 import stat
@@ -76,3 +76,13 @@ def test_a_failed_device_run_is_named(bundle, tmp_path, capsys):
     assert code == 1
     assert any(l.startswith("FAIL weft-run gpt.f32.json --device cpu: exit 3")
                and "lost the GPU" in l for l in lines), lines
+
+
+def test_a_hung_device_run_is_killed_and_named(bundle, tmp_path, capsys,
+                                               monkeypatch):
+    monkeypatch.setattr(gpu_check, "RUN_TIMEOUT", 2)
+    code, lines = check(bundle, tmp_path, wrapper(tmp_path, "sleep 30"),
+                        capsys)
+    assert code == 1
+    assert any(l.startswith("FAIL weft-run gpt.f32.json --device cpu: no "
+                            "exit after 2 s (killed)") for l in lines), lines

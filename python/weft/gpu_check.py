@@ -61,6 +61,7 @@ MICRO_BATCHES, STEPS, DATA_SEED = 2, 4, 4
 GPT_PLANS = {"f32": ["--precision=f32"], "bf16": ["--precision=bf16"],
              "bf16-flash": ["--precision=bf16", "--flash-attention"]}
 F32_BOUND, DRIFT_BOUND = 1e-5, 4.0
+RUN_TIMEOUT = 120  # seconds per weft-run; these take a few each
 
 
 def prepare(build: pathlib.Path, out: pathlib.Path) -> None:
@@ -117,8 +118,15 @@ class Runner:
                    "--steps", str(steps), "--log-json", str(log)]
         if data:
             command += ["--data", "data"]
-        result = subprocess.run(command, cwd=self.args.dir, env=self.env,
-                                capture_output=True, text=True)
+        try:
+            result = subprocess.run(command, cwd=self.args.dir, env=self.env,
+                                    capture_output=True, text=True,
+                                    timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            # A hung GPU run must not spend the device session.
+            self.fail(f"weft-run {plan} --device {device}: no exit after "
+                      f"{RUN_TIMEOUT} s (killed)")
+            return None
         (self.args.out / f"{plan[:-5]}.{name}.txt").write_text(
             result.stdout + result.stderr)
         if result.returncode != 0:
