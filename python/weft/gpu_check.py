@@ -106,13 +106,12 @@ class Runner:
             self.env["LD_LIBRARY_PATH"] = args.weft_libs + ":" + \
                 self.env.get("LD_LIBRARY_PATH", "")
 
-    def losses(self, plan, device, steps, data=True):
-        """The per-step records of `plan` on `device` ("cpu" for the CPU
-        reference, else --device's run), or None (the run's tail printed
-        and the failure recorded)."""
-        name = device
-        if device != "cpu":
-            name, device = "device-" + self.args.device, self.args.device
+    def losses(self, plan, role, steps, data=True):
+        """The per-step records of `plan` run as `role` ("cpu": the CPU
+        backend's reference; "device": on --device), or None (the run's
+        tail printed and the failure recorded)."""
+        device = "cpu" if role == "cpu" else self.args.device
+        name = "cpu" if role == "cpu" else "device-" + device
         log = self.args.out / f"{plan[:-5]}.{name}.jsonl"
         command = [str(self.args.weft_run), plan, "--device", device,
                    "--steps", str(steps), "--log-json", str(log)]
@@ -163,8 +162,8 @@ def run(args) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     runner, device = Runner(args), args.device
     # "device": --device's runs, also when that is the CPU (a second run).
-    logs = {(name, d): runner.losses(f"gpt.{name}.json", d, STEPS)
-            for name in GPT_PLANS for d in ("cpu", "device")}
+    logs = {(name, role): runner.losses(f"gpt.{name}.json", role, STEPS)
+            for name in GPT_PLANS for role in ("cpu", "device")}
 
     cpu, dev = logs[("f32", "cpu")], logs[("f32", "device")]
     if cpu and dev:
@@ -178,8 +177,8 @@ def run(args) -> int:
 
     model, _ = resnet.build(**RESNET)
     write_weights(model, args.dir / "resnet.onnx")
-    first = {d: runner.losses("resnet.f32.json", d, 1, data=False)
-             for d in ("cpu", "device")}
+    first = {role: runner.losses("resnet.f32.json", role, 1, data=False)
+             for role in ("cpu", "device")}
     if first["cpu"] and first["device"]:
         a, b = first["cpu"][0]["loss"], first["device"][0]["loss"]
         error = abs(b - a) / abs(a)
