@@ -221,6 +221,11 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // The region between g and f on 1/T of the sequence.
   if (o.sequenceParallel)
     pm.addNestedPass<func::FuncOp>(createSplitSequenceParallel());
+  // Linear layers' x @ W^T as gemms reading W (no weight copy per step).
+  // Not under tensor parallelism: the sequence-parallel regather and the
+  // collective overlap read its Linear layers in the matmul form.
+  if (o.tensorParallel == 1)
+    pm.addNestedPass<func::FuncOp>(createFoldWeightTranspose());
   // 16-bit operands where autocast's lists say, on the forward graph:
   // autodiff derives a backward of the same precision.
   // f16 training is loss-scaled (GradScaler): bf16 has f32's exponents.

@@ -88,4 +88,30 @@ def FuseAttention : Pass<"weft-fuse-attention", "mlir::func::FuncOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def FoldWeightTranspose : Pass<"weft-fold-weight-transpose",
+                               "mlir::func::FuncOp"> {
+  let summary = "Run x @ transpose(W) as one gemm reading W with transB";
+  let description = [{
+    torch.nn.Linear exports as `MatMul(x, Transpose(W))`; run as it
+    stands, every step copies every weight into its transpose before the
+    product. `weft.gemm` with `transB` reads `W` itself (BLAS and cuBLAS
+    take the transpose as a flag), with x's leading dims folded into the
+    rows by reshapes, which are views:
+
+    ```
+    %wt = weft.transpose %w {perm = [1, 0]}      %x2 = weft.reshape %x [B*S, K]
+    %y = weft.matmul %x, %wt              ->     %y2 = weft.gemm %x2, %w {transB}
+                                                 %y = weft.reshape %y2 [B, S, N]
+    ```
+
+    The transpose goes when nothing else reads it. The gemm's gradient
+    reads `W` and writes `dW` directly (dA = dY W, dW = dY^T X). weftc runs
+    this pass on the forward graph before mixed precision, and not under
+    tensor parallelism, whose later passes (the sequence-parallel regather,
+    the collective overlap) read its Linear layers in the matmul form. Saves, per Linear and step, a copy of the weight (GPT-2
+    medium: 97 per step, 4 per layer and the tied LM head).
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 #endif // WEFT_TRANSFORMS_FUSIONPASSES_TD
