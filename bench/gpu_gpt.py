@@ -44,11 +44,9 @@ tensor of the torch model, or differs from it in dtype, shape or length.
 
 import argparse
 import json
-import os
 import pathlib
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 
@@ -60,6 +58,7 @@ from weft import oracle  # noqa: E402
 from weft.examples import gpt  # noqa: E402
 from weft.examples.common import export  # noqa: E402
 from weft.export import externalize, write_weights  # noqa: E402
+from weft.gpu_check import compile_plan, run_weft  # noqa: E402
 
 SHAPES = {
     "medium": dict(layers=24, hidden=1024, heads=16, seq=1024, vocab=50257),
@@ -93,16 +92,12 @@ def prepare(build, out, shape_name, precision, batch):
     export(model, tuple(t[:1] for t in inputs), INPUTS, str(onnx_path))
     externalize(str(onnx_path), "model.weights")
     for name, flags in PLANS:
-        plan = out / plan_file(name)
-        subprocess.run([str(build / "bin" / "weftc"), str(onnx_path),
-                        f"--precision={precision}", "--optimizer=adamw",
-                        "--lr=1e-3", *flags, "-o", str(plan),
-                        *(f"--input-shape={n}={batch}x{shape['seq']}"
-                          for n in INPUTS)], check=True)
-        # weft-run runs in DIR, wherever DIR lands.
-        text = json.loads(plan.read_text())
-        text["model"]["path"] = "model.onnx"
-        plan.write_text(json.dumps(text))
+        compile_plan(build / "bin" / "weftc", out, "model.onnx",
+                     plan_file(name),
+                     [f"--precision={precision}", "--optimizer=adamw",
+                      "--lr=1e-3", *flags,
+                      *(f"--input-shape={n}={batch}x{shape['seq']}"
+                        for n in INPUTS)])
     (out / "model.weights").unlink()
     tokens = batch * shape["seq"]
     meta = dict(shape=shape_name, batch=batch, precision=precision,
@@ -114,29 +109,16 @@ def prepare(build, out, shape_name, precision, batch):
 
 def weft_step(args, meta, name, steps):
     """Runs one plan; returns (median step seconds, the first record, the
-    last record) or None when weft-run failed (its tail printed)."""
-    log = args.dir / f"log-{plan_file(name)}l"
-    env = dict(os.environ)
-    if args.weft_libs:
-        env["LD_LIBRARY_PATH"] = args.weft_libs + ":" + env.get(
-            "LD_LIBRARY_PATH", "")
-    try:
-        run = subprocess.run(
-            [str(args.weft_run), meta["plans"][name], "--device",
-             args.device, "--steps", str(steps), "--data", "data",
-             "--log-json", log.name],
-            cwd=args.dir, env=env, capture_output=True, text=True,
-            timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        # A hung run must not spend the device session: the torch rows
-        # still run.
-        print(f"{name}: weft-run killed after {args.timeout} s", flush=True)
+    last record) or None when weft-run failed or hung (why printed; the
+    torch rows still run)."""
+    records, why = run_weft(args.weft_run, args.weft_libs, args.dir,
+                            [meta["plans"][name], "--device", args.device,
+                             "--steps", str(steps), "--data", "data"],
+                            args.dir / f"log-{plan_file(name)}l",
+                            args.timeout)
+    if why:
+        print(f"{name}: weft-run {why}", flush=True)
         return None
-    if run.returncode != 0:
-        print(f"{name}: weft-run exit {run.returncode}\n"
-              + "\n".join((run.stdout + run.stderr).splitlines()[-15:]))
-        return None
-    records = [json.loads(line) for line in log.read_text().splitlines()]
     return (statistics.median(r["seconds"] for r in records[args.warmup:]),
             records[0], records[-1])
 

@@ -88,12 +88,37 @@ def prepare(build: pathlib.Path, out: pathlib.Path) -> None:
 
 
 def compile_plan(weftc, out, model, plan, flags):
-    subprocess.run([weftc, str(out / model), *flags, "-o", str(out / plan)],
-                   check=True)
-    # weft-run runs in DIR, wherever DIR lands.
+    """weftc `out/model` -> `out/plan` with `flags`; the plan names the
+    model relative to `out`, where weft-run runs, wherever `out` lands."""
+    subprocess.run([str(weftc), str(out / model), *flags, "-o",
+                    str(out / plan)], check=True)
     text = json.loads((out / plan).read_text())
     text["model"]["path"] = model
     (out / plan).write_text(json.dumps(text))
+
+
+def run_weft(binary, libs, folder, args, log: pathlib.Path, timeout):
+    """Runs `binary` (weft-run) with `args` in `folder`, its --log-json at
+    `log` and its output beside it (`log` with .txt), `libs` leading its
+    LD_LIBRARY_PATH (not this process's). Returns (the per-step records,
+    None), or (None, why: the exit status and the output's last lines, or
+    the timeout after which it was killed: a hung GPU run must not spend
+    the device session)."""
+    env = dict(os.environ)
+    if libs:
+        env["LD_LIBRARY_PATH"] = libs + ":" + env.get("LD_LIBRARY_PATH", "")
+    try:
+        result = subprocess.run([str(binary), *args, "--log-json", str(log)],
+                                cwd=folder, env=env, capture_output=True,
+                                text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"no exit after {timeout} s (killed)"
+    output = result.stdout + result.stderr
+    log.with_suffix(".txt").write_text(output)
+    if result.returncode != 0:
+        tail = output.strip().splitlines()[-3:]
+        return None, f"exit {result.returncode}: " + " | ".join(tail)
+    return [json.loads(line) for line in log.read_text().splitlines()], None
 
 
 class Runner:
@@ -101,39 +126,23 @@ class Runner:
 
     def __init__(self, args):
         self.args, self.failed = args, []
-        self.env = dict(os.environ)
-        if args.weft_libs:
-            self.env["LD_LIBRARY_PATH"] = args.weft_libs + ":" + \
-                self.env.get("LD_LIBRARY_PATH", "")
 
     def losses(self, plan, role, steps, data=True):
         """The per-step records of `plan` run as `role` ("cpu": the CPU
-        backend's reference; "device": on --device), or None (the run's
-        tail printed and the failure recorded)."""
+        backend's reference; "device": on --device), or None (the failure
+        printed and recorded)."""
         device = "cpu" if role == "cpu" else self.args.device
         name = "cpu" if role == "cpu" else "device-" + device
-        log = self.args.out / f"{plan[:-5]}.{name}.jsonl"
-        command = [str(self.args.weft_run), plan, "--device", device,
-                   "--steps", str(steps), "--log-json", str(log)]
+        flags = [plan, "--device", device, "--steps", str(steps)]
         if data:
-            command += ["--data", "data"]
-        try:
-            result = subprocess.run(command, cwd=self.args.dir, env=self.env,
-                                    capture_output=True, text=True,
-                                    timeout=RUN_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            # A hung GPU run must not spend the device session.
-            self.fail(f"weft-run {plan} --device {device}: no exit after "
-                      f"{RUN_TIMEOUT} s (killed)")
-            return None
-        (self.args.out / f"{plan[:-5]}.{name}.txt").write_text(
-            result.stdout + result.stderr)
-        if result.returncode != 0:
-            tail = (result.stdout + result.stderr).strip().splitlines()[-3:]
-            self.fail(f"weft-run {plan} --device {device}: exit "
-                      f"{result.returncode}: " + " | ".join(tail))
-            return None
-        return [json.loads(line) for line in log.read_text().splitlines()]
+            flags += ["--data", "data"]
+        records, why = run_weft(self.args.weft_run, self.args.weft_libs,
+                                self.args.dir, flags,
+                                self.args.out / f"{plan[:-5]}.{name}.jsonl",
+                                RUN_TIMEOUT)
+        if why:
+            self.fail(f"weft-run {plan} --device {device}: {why}")
+        return records
 
     def fail(self, line):
         self.failed.append(line)
