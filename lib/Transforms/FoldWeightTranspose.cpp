@@ -40,12 +40,11 @@ struct FoldWeightTransposePass
     : weft::impl::FoldWeightTransposeBase<FoldWeightTransposePass> {
   void runOnOperation() override {
     SmallVector<MatMulOp> matmuls;
-    getOperation().walk([&](MatMulOp op) {
-      if (transposedWeight(op))
-        matmuls.push_back(op);
-    });
+    getOperation().walk([&](MatMulOp op) { matmuls.push_back(op); });
     for (MatMulOp matmul : matmuls) {
       Value w = transposedWeight(matmul);
+      if (!w)
+        continue;
       auto transpose = matmul.getRhs().getDefiningOp<TransposeOp>();
       auto x = cast<RankedTensorType>(matmul.getLhs().getType());
       auto y = cast<RankedTensorType>(matmul.getType());

@@ -275,7 +275,7 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
       a.causal = true;
     } else if (isa<AddOp>(op) && isAdditiveCausalMask(other, sq, sk)) {
       a.causal = true;
-    } else if (isa<AddOp>(op) && !matchPattern(other, m_Constant())) {
+    } else if (isa<AddOp>(op) && !viewConstant(other)) {
       // nn.MultiheadAttention's attn_mask held as a buffer: an initializer,
       // whose values reach weft-run, not the compile.
       why = "its additive mask is not a constant (an input or initializer: "

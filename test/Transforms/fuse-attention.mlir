@@ -254,3 +254,21 @@ func.func @mask_view_offset(%q: tensor<2x3x4xf32>, %kt: tensor<2x4x3xf32>,
   %a = weft.matmul %p, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return %a : tensor<2x3x4xf32>
 }
+
+// -----
+
+// An additive mask that is a view of a constant is seen as one: refused
+// for not being causal, not for being unseen data.
+// CHECK-LABEL: func.func @additive_view_not_causal
+// CHECK-NOT: weft.attention
+func.func @additive_view_not_causal(%q: tensor<2x2x4xf32>, %kt: tensor<2x4x2xf32>,
+                                    %v: tensor<2x2x4xf32>) -> tensor<2x2x4xf32> {
+  %s = weft.matmul %q, %kt : (tensor<2x2x4xf32>, tensor<2x4x2xf32>) -> tensor<2x2x2xf32>
+  %buffer = weft.constant dense<[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  %mask = weft.slice %buffer {ends = array<i64: 2, 2>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : (tensor<3x3xf32>) -> tensor<2x2xf32>
+  %m = weft.add %s, %mask : (tensor<2x2x2xf32>, tensor<2x2xf32>) -> tensor<2x2x2xf32>
+  // expected-warning@+1 {{'weft.add' on its scores is neither a scalar scale nor a causal mask}}
+  %p = weft.softmax %m {axis = 2 : i64} : tensor<2x2x2xf32>
+  %a = weft.matmul %p, %v : (tensor<2x2x2xf32>, tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  return %a : tensor<2x2x4xf32>
+}
