@@ -353,7 +353,7 @@ void fuse(Attention a) {
   auto op = AttentionOp::create(
       b, a.pv.getLoc(), a.qk.getLhs(), k, a.pv.getRhs(),
       b.getF64FloatAttr(a.scale), b.getBoolAttr(a.causal), ratio,
-      a.dropout ? a.dropout.getSeedAttr() : IntegerAttr());
+      a.dropout ? a.dropout.getSeedAttr() : IntegerAttr(), StringAttr());
   a.pv.getResult().replaceAllUsesWith(op.getOutput());
   // The matched ops, users before producers.
   SmallVector<Operation *> dead{a.pv};

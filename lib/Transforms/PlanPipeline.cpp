@@ -226,6 +226,10 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // collective overlap read its Linear layers in the matmul form.
   if (o.tensorParallel == 1)
     pm.addNestedPass<func::FuncOp>(createFoldWeightTranspose());
+  // Fused attention on the projections' [B, S, H, D] (no head transposes),
+  // once each rank's heads are local.
+  if (o.flashAttention)
+    pm.addNestedPass<func::FuncOp>(createFoldAttentionTranspose());
   // 16-bit operands where autocast's lists say, on the forward graph:
   // autodiff derives a backward of the same precision.
   // f16 training is loss-scaled (GradScaler): bf16 has f32's exponents.

@@ -113,9 +113,14 @@ class CausalSelfAttention(torch.nn.Module):
     LayerNorm, whose f32 statistics (LayerNormalization-17's stash_type)
     keep the gpt example ~3e-8 from float64 whatever attention does."""
 
-    def __init__(self, hidden=32, heads=4, seq=16, context=None):
+    def __init__(self, hidden=32, heads=4, seq=16, context=None,
+                 merged_heads=False):
         super().__init__()
         self.heads = heads
+        # q, k, v as [B H, S, D] (rank 3, as torch's MultiheadAttention):
+        # the attention keeps its [.., S, D] layout, which the [B, S, H, D]
+        # fold (weft-fold-attention-transpose) otherwise replaces.
+        self.merged_heads = merged_heads
         self.qkv = torch.nn.Linear(hidden, 3 * hidden)
         self.proj = torch.nn.Linear(hidden, hidden)
         context = context or seq
@@ -127,29 +132,45 @@ class CausalSelfAttention(torch.nn.Module):
         q, k, v = self.qkv(x).split(h, dim=2)
         shape = (-1, s, self.heads, h // self.heads)
         q, k, v = (t.reshape(shape).transpose(1, 2) for t in (q, k, v))
+        if self.merged_heads:
+            q, k, v = (t.reshape(-1, s, h // self.heads) for t in (q, k, v))
         scores = q @ k.transpose(-2, -1) / math.sqrt(h // self.heads)
         scores = scores.masked_fill(self.future[:s, :s], float("-inf"))
-        y = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2)
+        y = torch.softmax(scores, dim=-1) @ v
+        if self.merged_heads:
+            y = y.reshape(-1, self.heads, s, h // self.heads)
+        y = y.transpose(1, 2)
         return ((self.proj(y.reshape(-1, s, h)) - target) ** 2).mean()
 
 
-@pytest.mark.parametrize("seq,context", [(16, None), (150, None), (260, 300)],
-                         ids=["one-block", "three-blocks", "mask-view"])
-def test_float64_step_equals_torch_float64(tools, tmp_path, seq, context):
+@pytest.mark.parametrize("seq,context,merged", [
+    (16, None, False), (150, None, False), (260, 300, False),
+    (150, None, True)],
+    ids=["one-block", "three-blocks", "mask-view", "merged-heads"])
+def test_float64_step_equals_torch_float64(tools, tmp_path, seq, context,
+                                           merged):
     """One block of query rows, and three (the CPU kernel blocks 64 rows; a
     causal block's GEMMs stop at its last row's keys). mask-view: the mask
     is the top-left 260 x 260 of a 300 x 300 buffer, too large for the
     importer to fold (kMaxFoldElements), so the pass reads it through the
-    slices."""
+    slices. The attention runs on the projections' [B, S, H, D] (layout
+    "bshd", strided rows), except merged-heads': [B H, S, D]."""
     torch.manual_seed(3)
-    model = CausalSelfAttention(seq=seq, context=context)
+    model = CausalSelfAttention(seq=seq, context=context,
+                                merged_heads=merged)
     batch = (torch.randn(4, seq, 32), torch.randn(4, seq, 32))
     tensors = oracle.check_float64_step(tools, model, batch, ["x", "target"],
                                         tmp_path, micro_batches=2,
                                         flags=["--flash-attention"])
     plan = json.loads((tmp_path / "plan.json").read_text())
+    fused = [i for r in plan["ranks"] for i in r["instructions"]
+             if i.get("kernel", "").startswith("attention")]
+    assert {i["kernel"] for i in fused} == {"attention", "attention_grad"}
+    assert all(i["attrs"].get("layout") == (None if merged else "bshd")
+               for i in fused), fused
     ks = [i.get("kernel") for r in plan["ranks"] for i in r["instructions"]]
-    assert "attention_grad" in ks and "softmax" not in ks
+    assert "softmax" not in ks
+    assert ("transpose" in ks) == merged, ks
     worst = max(t.weft / max(t.reference, 1e-300) for t in tensors)
     print(f"\nflash attention float64: worst relative error {worst:.1e}")
 

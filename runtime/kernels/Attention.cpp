@@ -13,10 +13,13 @@
 //
 // The dropout bits are DropoutMask's for the probabilities [.., Sq, Sk]:
 // the unfused dropout's bits, so a fused and an unfused plan drop the same
-// probabilities.
+// probabilities. Under layout "bshd" ([B, S, H, D] operands) a pair's rows
+// are H D elements apart: the GEMMs' leading dimensions say so, and
+// nothing is copied (AttentionGeometry.h).
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionGeometry.h"
 #include "DropoutMask.h"
 #include "Gemm.h"
 #include "Kernel.h"
@@ -34,35 +37,37 @@ namespace {
 /// softmax and feeds BLAS a GEMM of useful size.
 constexpr int64_t kRows = 64;
 
-/// The call's sizes: N (leading dims), Sq, Sk, D, Dv, and its attributes.
-struct Geometry {
-  int64_t batch, sq, sk, d, dv;
+/// The call's sizes and strides (AttentionGeometry) and its attributes.
+struct Geometry : AttentionGeometry {
   double scale;
   bool causal;
   /// Dropout (ratio > 0): the mask of the probabilities and 1 / (1 - p).
   bool dropout = false;
   DropoutMask mask;
   double keepScale = 1.0;
+  /// Row strides of q and k (and dq, dk), and of v, the output and dO
+  /// (and dv).
+  int64_t ldq, ldv;
 
-  explicit Geometry(const KernelCall &call) {
-    const std::vector<int64_t> &q = call.in[0].shape;
-    size_t r = q.size();
-    sq = q[r - 2];
-    d = q[r - 1];
-    sk = call.in[1].shape[r - 2];
-    dv = call.in[2].shape[r - 1];
-    batch = sq * d ? call.in[0].numel() / (sq * d) : 0;
+  explicit Geometry(const KernelCall &call)
+      : AttentionGeometry(
+            AttentionGeometry::of(call.in[0].shape, call.in[1].shape,
+                                  call.in[2].shape, call.has("layout"))) {
+    ldq = rowStride(d);
+    ldv = rowStride(dv);
     scale = call.f("scale");
     causal = call.has("causal") && call.b("causal");
     double ratio = call.has("dropout_ratio") ? call.f("dropout_ratio") : 0.0;
     if (ratio > 0) {
-      std::vector<int64_t> probs(q.begin(), q.end() - 1);
-      probs.push_back(sk);
       dropout = true;
-      mask = DropoutMask::of(call, probs, ratio);
+      mask = DropoutMask::of(call, probabilities(call.in[0].shape), ratio);
       keepScale = 1.0 / (1.0 - ratio);
     }
   }
+
+  /// Row 0 of pair n in q or k (rows `seq`), and in v, output or dO.
+  int64_t qBase(int64_t n, int64_t seq) const { return base(n, seq, d); }
+  int64_t vBase(int64_t n, int64_t seq) const { return base(n, seq, dv); }
 
   /// Keys query row i attends to: [0, keys(i)).
   int64_t keys(int64_t i) const { return causal ? std::min(i + 1, sk) : sk; }
@@ -90,12 +95,13 @@ struct Geometry {
 };
 
 /// scores[r, :width] = scale q[i0 + r] k[:width]^T for rows [i0, i0 +
-/// rows) of head n, width = g.span(i0, rows) (row stride g.sk).
+/// rows) of a pair (q, k its row 0), width = g.span(i0, rows) (row stride
+/// g.sk).
 template <typename T>
 void scoreBlock(const Geometry &g, const T *q, const T *k, int64_t i0,
                 int64_t rows, T *scores) {
-  gemm<T>(false, true, rows, g.span(i0, rows), g.d, T(g.scale), q + i0 * g.d,
-          g.d, k, g.d, T(0), scores, g.sk);
+  gemm<T>(false, true, rows, g.span(i0, rows), g.d, T(g.scale), q + i0 * g.ldq,
+          g.ldq, k, g.ldq, T(0), scores, g.sk);
 }
 
 template <typename T> void attention(const KernelCall &call) {
@@ -104,9 +110,10 @@ template <typename T> void attention(const KernelCall &call) {
           *v = call.in[2].as<T>();
   T *out = call.out[0].as<T>(), *stats = call.out[1].as<T>();
   std::vector<T> p(kRows * g.sk);
-  for (int64_t n = 0; n < g.batch; ++n) {
-    const T *qn = q + n * g.sq * g.d, *kn = k + n * g.sk * g.d,
-            *vn = v + n * g.sk * g.dv;
+  for (int64_t n = 0; n < g.pairs(); ++n) {
+    const T *qn = q + g.qBase(n, g.sq), *kn = k + g.qBase(n, g.sk),
+            *vn = v + g.vBase(n, g.sk);
+    T *outN = out + g.vBase(n, g.sq);
     for (int64_t i0 = 0; i0 < g.sq; i0 += kRows) {
       int64_t rows = std::min(kRows, g.sq - i0), width = g.span(i0, rows);
       scoreBlock(g, qn, kn, i0, rows, p.data());
@@ -123,8 +130,8 @@ template <typename T> void attention(const KernelCall &call) {
         stats[n * g.sq + i] = static_cast<T>(max + std::log(sum));
         g.drop(n, i, row, width);
       }
-      gemm<T>(false, false, rows, g.dv, width, T(1), p.data(), g.sk, vn, g.dv,
-              T(0), out + (n * g.sq + i0) * g.dv, g.dv);
+      gemm<T>(false, false, rows, g.dv, width, T(1), p.data(), g.sk, vn, g.ldv,
+              T(0), outN + i0 * g.ldv, g.ldv);
     }
   }
 }
@@ -142,15 +149,19 @@ template <typename T> void attentionGrad(const KernelCall &call) {
   std::vector<T> p(kRows * g.sk), ds(kRows * g.sk);
   std::vector<T> dropped(g.dropout ? kRows * g.sk : 0);
   const T *pDropped = g.dropout ? dropped.data() : p.data();
-  for (int64_t n = 0; n < g.batch; ++n) {
-    const T *qn = q + n * g.sq * g.d, *kn = k + n * g.sk * g.d,
-            *vn = v + n * g.sk * g.dv;
-    T *dkn = dk + n * g.sk * g.d, *dvn = dv + n * g.sk * g.dv;
-    std::fill(dkn, dkn + g.sk * g.d, T(0));
-    std::fill(dvn, dvn + g.sk * g.dv, T(0));
+  for (int64_t n = 0; n < g.pairs(); ++n) {
+    const T *qn = q + g.qBase(n, g.sq), *kn = k + g.qBase(n, g.sk),
+            *vn = v + g.vBase(n, g.sk), *on = o + g.vBase(n, g.sq),
+            *dOn = dO + g.vBase(n, g.sq);
+    T *dqn = dq + g.qBase(n, g.sq), *dkn = dk + g.qBase(n, g.sk),
+      *dvn = dv + g.vBase(n, g.sk);
+    for (int64_t j = 0; j < g.sk; ++j) {
+      std::fill_n(dkn + j * g.ldq, g.d, T(0));
+      std::fill_n(dvn + j * g.ldv, g.dv, T(0));
+    }
     for (int64_t i0 = 0; i0 < g.sq; i0 += kRows) {
       int64_t rows = std::min(kRows, g.sq - i0), width = g.span(i0, rows);
-      const T *dOBlock = dO + (n * g.sq + i0) * g.dv;
+      const T *dOBlock = dOn + i0 * g.ldv;
       scoreBlock(g, qn, kn, i0, rows, p.data());
       for (int64_t r = 0; r < rows; ++r) {
         int64_t i = i0 + r, keys = g.keys(i);
@@ -166,13 +177,13 @@ template <typename T> void attentionGrad(const KernelCall &call) {
       }
       // dv[:width] += P'^T dO; dP' = dO v[:width]^T.
       gemm<T>(true, false, width, g.dv, rows, T(1), pDropped, g.sk, dOBlock,
-              g.dv, T(1), dvn, g.dv);
-      gemm<T>(false, true, rows, width, g.dv, T(1), dOBlock, g.dv, vn, g.dv,
+              g.ldv, T(1), dvn, g.ldv);
+      gemm<T>(false, true, rows, width, g.dv, T(1), dOBlock, g.ldv, vn, g.ldv,
               T(0), ds.data(), g.sk);
       for (int64_t r = 0; r < rows; ++r) {
         int64_t i = i0 + r;
         // D_i = dO_i . O_i = sum_j P_ij dP_ij (Algorithm 4, line 19).
-        const T *oRow = o + (n * g.sq + i) * g.dv, *dORow = dOBlock + r * g.dv;
+        const T *oRow = on + i * g.ldv, *dORow = dOBlock + r * g.ldv;
         double dot = 0;
         for (int64_t c = 0; c < g.dv; ++c)
           dot += double(dORow[c]) * oRow[c];
@@ -186,9 +197,9 @@ template <typename T> void attentionGrad(const KernelCall &call) {
       }
       // dq = scale dS k[:width]; dk[:width] += scale dS^T q.
       gemm<T>(false, false, rows, g.d, width, T(g.scale), ds.data(), g.sk, kn,
-              g.d, T(0), dq + (n * g.sq + i0) * g.d, g.d);
+              g.ldq, T(0), dqn + i0 * g.ldq, g.ldq);
       gemm<T>(true, false, width, g.d, rows, T(g.scale), ds.data(), g.sk,
-              qn + i0 * g.d, g.d, T(1), dkn, g.d);
+              qn + i0 * g.ldq, g.ldq, T(1), dkn, g.ldq);
     }
   }
 }

@@ -108,8 +108,45 @@ def FoldWeightTranspose : Pass<"weft-fold-weight-transpose",
     reads `W` and writes `dW` directly (dA = dY W, dW = dY^T X). weftc runs
     this pass on the forward graph before mixed precision, and not under
     tensor parallelism, whose later passes (the sequence-parallel regather,
-    the collective overlap) read its Linear layers in the matmul form. Saves, per Linear and step, a copy of the weight (GPT-2
-    medium: 97 per step, 4 per layer and the tied LM head).
+    the collective overlap) read its Linear layers in the matmul form.
+    Saves, per Linear and step, a copy of the weight (GPT-2 medium: 97 per
+    step, 4 per layer and the tied LM head).
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
+def FoldAttentionTranspose : Pass<"weft-fold-attention-transpose",
+                                  "mlir::func::FuncOp"> {
+  let summary = "Run weft.attention on [B, S, H, D] operands, without the "
+                "head transposes";
+  let description = [{
+    Models split heads as `reshape(x, [B, S, H, D])` then `transpose(0, 2,
+    1, 3)` to `[B, H, S, D]`, and merge them back with the inverse
+    transpose: four copies of the activations per layer forward (q, k, v,
+    output) and four backward (their gradients). A fused attention reads
+    any strides (FlashAttention and cuDNN take [B, S, H, D] natively; the
+    CPU kernel's GEMMs take a row stride), so where q, k and v are all
+    `transpose(x, [0, 2, 1, 3])` of rank-4 tensors, the attention takes the
+    `x`s with `layout = "bshd"` and gives its output as `[B, S, H, Dv]`:
+    an output transpose back to `[B, S, H, Dv]` becomes the output itself,
+    any other reader gets one transpose, so no plan has more copies than
+    before. Autodiff then gives `weft.attention_grad` the same layout, and
+    the gradients need no transposes either.
+
+    ```mlir
+    %qt = weft.transpose %q {perm = [0, 2, 1, 3]}     (and k, v)
+    %o, %lse = weft.attention %qt, %kt, %vt      ->   %o, %lse =
+    %y = weft.transpose %o {perm = [0, 2, 1, 3]}        weft.attention %q, %k,
+                                                        %v {layout = "bshd"}
+    ```
+
+    The stats stay `[B, H, Sq]` and the dropout mask that of the
+    probabilities `[B, H, Sq, Sk]`, so the bits drawn (and a tensor-parallel
+    shard's attributes, on the head dim of the probabilities) are
+    unchanged. weftc runs this pass with `--flash-attention`, on the
+    forward graph after the tensor- and sequence-parallel splits (each
+    rank's heads are local then) and before mixed precision. An attention
+    whose stats are already read (a backward) is left as it is.
   }];
   let dependentDialects = ["weft::WeftDialect"];
 }

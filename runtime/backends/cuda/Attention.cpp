@@ -25,6 +25,9 @@
 #include "CudaKernels.h"
 #include "Cudnn.h"
 
+#include "../../kernels/AttentionGeometry.h"
+
+#include <array>
 #include <compare>
 #include <map>
 #include <memory>
@@ -43,34 +46,22 @@ namespace {
 namespace fe = cudnn_frontend;
 using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
 
-/// What a built graph depends on: direction, dtype, the [b, h, s, d]
-/// shapes and the attributes.
+/// What a built graph depends on: direction, dtype, the sizes and layout
+/// of the operands, and the attributes.
 struct Key {
   bool backward;
   DType dtype;
-  int64_t b, h, sq, sk, d, dv;
+  AttentionGeometry g;
   double scale;
   bool causal;
   auto operator<=>(const Key &) const = default;
 };
 
 Key keyOf(const KernelCall &call, bool backward) {
-  const std::vector<int64_t> &q = call.in[0].shape;
-  size_t r = q.size();
-  // Leading dims: the first is cuDNN's batch, the rest its heads.
-  int64_t b = r > 2 ? q[0] : 1, h = 1;
-  for (size_t i = 1; i + 2 < r; ++i)
-    h *= q[i];
-  return {backward,
-          call.in[0].dtype,
-          b,
-          h,
-          q[r - 2],
-          call.in[1].shape[r - 2],
-          q[r - 1],
-          call.in[2].shape[r - 1],
-          call.f("scale"),
-          call.has("causal") && call.b("causal")};
+  return {backward, call.in[0].dtype,
+          AttentionGeometry::of(call.in[0].shape, call.in[1].shape,
+                                call.in[2].shape, call.has("layout")),
+          call.f("scale"), call.has("causal") && call.b("causal")};
 }
 
 /// A built graph and the tensors its variant pack names.
@@ -90,13 +81,24 @@ void check(const KernelCall &call, const char *what, fe::error_t status) {
     fail(call, what, status);
 }
 
-/// A row-major [b, h, s, d] tensor of the graph.
-TensorPtr tensor(fe::graph::Graph &g, const char *name, int64_t b, int64_t h,
-                 int64_t s, int64_t d) {
-  return g.tensor(fe::graph::Tensor_attributes()
-                      .set_name(name)
-                      .set_dim({b, h, s, d})
-                      .set_stride({h * s * d, s * d, d, 1}));
+/// A [b, h, s, width] tensor of the graph, laid out as the call's
+/// operands are (AttentionGeometry::strides).
+TensorPtr tensor(fe::graph::Graph &g, const char *name, const Key &k, int64_t s,
+                 int64_t width) {
+  std::array<int64_t, 4> stride = k.g.strides(s, width);
+  return g.tensor(
+      fe::graph::Tensor_attributes()
+          .set_name(name)
+          .set_dim({k.g.batch, k.g.heads, s, width})
+          .set_stride(std::vector<int64_t>(stride.begin(), stride.end())));
+}
+
+/// Marks a graph output as a [b, h, s, width] tensor of the call's layout.
+void output(const TensorPtr &t, const Key &k, int64_t s, int64_t width) {
+  std::array<int64_t, 4> stride = k.g.strides(s, width);
+  t->set_output(true)
+      .set_dim({k.g.batch, k.g.heads, s, width})
+      .set_stride(std::vector<int64_t>(stride.begin(), stride.end()));
 }
 
 Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {
@@ -107,11 +109,11 @@ Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {
                                             : fe::DataType_t::HALF)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
-  c.q = tensor(g, "q", k.b, k.h, k.sq, k.d);
-  c.k = tensor(g, "k", k.b, k.h, k.sk, k.d);
-  c.v = tensor(g, "v", k.b, k.h, k.sk, k.dv);
-  std::vector<int64_t> statsDim{k.b, k.h, k.sq, 1},
-      statsStride{k.h * k.sq, k.sq, 1, 1};
+  c.q = tensor(g, "q", k, k.g.sq, k.g.d);
+  c.k = tensor(g, "k", k, k.g.sk, k.g.d);
+  c.v = tensor(g, "v", k, k.g.sk, k.g.dv);
+  std::vector<int64_t> statsDim{k.g.batch, k.g.heads, k.g.sq, 1},
+      statsStride{k.g.heads * k.g.sq, k.g.sq, 1, 1};
   if (!k.backward) {
     auto options = fe::graph::SDPA_attributes()
                        .set_name("attention")
@@ -119,9 +121,7 @@ Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {
                        .set_attn_scale(static_cast<float>(k.scale))
                        .set_causal_mask(k.causal);
     auto [o, stats] = g.sdpa(c.q, c.k, c.v, options);
-    o->set_output(true)
-        .set_dim({k.b, k.h, k.sq, k.dv})
-        .set_stride({k.h * k.sq * k.dv, k.sq * k.dv, k.dv, 1});
+    output(o, k, k.g.sq, k.g.dv);
     stats->set_output(true)
         .set_data_type(fe::DataType_t::FLOAT)
         .set_dim(statsDim)
@@ -129,8 +129,8 @@ Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {
     c.o = o;
     c.stats = stats;
   } else {
-    c.o = tensor(g, "o", k.b, k.h, k.sq, k.dv);
-    c.dO = tensor(g, "do", k.b, k.h, k.sq, k.dv);
+    c.o = tensor(g, "o", k, k.g.sq, k.g.dv);
+    c.dO = tensor(g, "do", k, k.g.sq, k.g.dv);
     c.stats = g.tensor(fe::graph::Tensor_attributes()
                            .set_name("stats")
                            .set_dim(statsDim)
@@ -145,15 +145,9 @@ Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {
                        .set_deterministic_algorithm(true);
     auto [dq, dk, dv] =
         g.sdpa_backward(c.q, c.k, c.v, c.o, c.dO, c.stats, options);
-    dq->set_output(true)
-        .set_dim({k.b, k.h, k.sq, k.d})
-        .set_stride({k.h * k.sq * k.d, k.sq * k.d, k.d, 1});
-    dk->set_output(true)
-        .set_dim({k.b, k.h, k.sk, k.d})
-        .set_stride({k.h * k.sk * k.d, k.sk * k.d, k.d, 1});
-    dv->set_output(true)
-        .set_dim({k.b, k.h, k.sk, k.dv})
-        .set_stride({k.h * k.sk * k.dv, k.sk * k.dv, k.dv, 1});
+    output(dq, k, k.g.sq, k.g.d);
+    output(dk, k, k.g.sk, k.g.d);
+    output(dv, k, k.g.sk, k.g.dv);
     c.dq = dq;
     c.dk = dk;
     c.dv = dv;

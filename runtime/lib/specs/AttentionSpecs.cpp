@@ -4,11 +4,14 @@
 // WeftAttentionOps.td): softmax(scale q k^T, causal) [dropout] v with the
 // log-sum-exp statistics FlashAttention's backward recomputes from (Dao et
 // al. 2022). The dropout attributes are dropout's, for the mask of the
-// probabilities [.., Sq, Sk].
+// probabilities [.., Sq, Sk]; `layout` "bshd" takes q, k, v and gives the
+// output as [B, S, H, D] (AttentionGeometry.h), the rest unchanged.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Specs.h"
+
+#include "../../kernels/AttentionGeometry.h"
 
 #include <cmath>
 
@@ -16,47 +19,70 @@ namespace weft::rt::specs {
 
 namespace {
 
-/// Checks q [.., Sq, D], k [.., Sk, D], v [.., Sk, Dv] and the attributes;
-/// returns (output [.., Sq, Dv], stats [.., Sq] f32, f64 for f64 q).
+/// Whether the call's operands are [B, S, H, D] (`layout` "bshd"); any
+/// other layout fails naming it.
+bool bshdLayout(const SpecCall &call) {
+  if (!call.attrs.has("layout"))
+    return false;
+  const std::string &layout = call.attrs.s("layout");
+  if (layout != kAttentionBshd)
+    call.fail("attribute 'layout' is '" + layout +
+              "', expected \"bshd\" (or none: [.., S, D])");
+  if (call.in[0].rank() != 4)
+    call.fail("layout \"bshd\" takes q, k and v [B, S, H, D], got " +
+              typeString(call.in[0]));
+  return true;
+}
+
+/// Checks q [.., Sq, D], k [.., Sk, D], v [.., Sk, Dv] (under bshd: [B,
+/// Sq, H, D], [B, Sk, H, D], [B, Sk, H, Dv]) and the attributes; returns
+/// (output as q with Dv, stats [.., Sq] f32, f64 for f64 q).
 Types attentionOutputs(const SpecCall &call) {
   const TensorType &q = call.in[0], &k = call.in[1], &v = call.in[2];
   call.requireFloat(0);
   call.requireSameDType(0, 1);
   call.requireSameDType(0, 2);
   int64_t r = q.rank();
-  auto lead = [](const TensorType &t) {
-    return std::vector<int64_t>(t.shape.begin(), t.shape.end() - 2);
+  bool bshd = bshdLayout(call);
+  // The checks read the canonical [.., S, D] shapes.
+  auto shape = [&](const TensorType &t) {
+    return AttentionGeometry::canonical(t.shape, bshd);
   };
-  if (r < 2 || k.rank() != r || v.rank() != r || lead(k) != lead(q) ||
-      lead(v) != lead(q) || k.shape[r - 1] != q.shape[r - 1] ||
-      v.shape[r - 2] != k.shape[r - 2])
-    call.fail("expects q [.., Sq, D], k [.., Sk, D], v [.., Sk, Dv] with "
-              "the same leading dims, got " +
-              typeString(q) + ", " + typeString(k) + ", " + typeString(v));
+  std::vector<int64_t> qs = shape(q), ks = shape(k), vs = shape(v);
+  auto lead = [](const std::vector<int64_t> &s) {
+    return std::vector<int64_t>(s.begin(), s.end() - 2);
+  };
+  if (r < 2 || k.rank() != r || v.rank() != r || lead(ks) != lead(qs) ||
+      lead(vs) != lead(qs) || ks[r - 1] != qs[r - 1] || vs[r - 2] != ks[r - 2])
+    call.fail(std::string(bshd ? "expects q [B, Sq, H, D], k [B, Sk, H, D], "
+                                 "v [B, Sk, H, Dv]"
+                               : "expects q [.., Sq, D], k [.., Sk, D], v "
+                                 "[.., Sk, Dv] with the same leading dims") +
+              ", got " + typeString(q) + ", " + typeString(k) + ", " +
+              typeString(v));
   double scale = call.attrs.f("scale");
   if (!(scale > 0.0) || !std::isfinite(scale))
     call.fail("attribute 'scale' is " + std::to_string(scale) +
               ", expected a positive finite number");
   if (call.attrs.has("causal") && call.attrs.b("causal") &&
-      q.shape[r - 2] != k.shape[r - 2])
+      qs[r - 2] != ks[r - 2])
     call.fail("a causal mask needs as many queries as keys, got " +
-              std::to_string(q.shape[r - 2]) + " and " +
-              std::to_string(k.shape[r - 2]));
+              std::to_string(qs[r - 2]) + " and " + std::to_string(ks[r - 2]));
   if (call.attrs.has("dropout_ratio")) {
     double p = call.attrs.f("dropout_ratio");
     if (!(p >= 0.0 && p < 1.0))
       call.fail("attribute 'dropout_ratio' is " + std::to_string(p) +
                 ", expected [0, 1)");
   }
-  std::vector<int64_t> rows(q.shape.begin(), q.shape.end() - 1);
+  std::vector<int64_t> rows(qs.begin(), qs.end() - 1);
   std::vector<int64_t> out = rows;
-  out.push_back(v.shape[r - 1]);
+  out.push_back(vs[r - 1]);
   // The dropout mask's shard is of the probabilities [.., Sq, Sk].
   std::vector<int64_t> probs = rows;
-  probs.push_back(k.shape[r - 2]);
+  probs.push_back(ks[r - 2]);
   checkDropoutShard(call, probs);
   DType stats = q.dtype == DType::F64 ? DType::F64 : DType::F32;
-  return {{q.dtype, out}, {stats, rows}};
+  return {{q.dtype, AttentionGeometry::canonical(out, bshd)}, {stats, rows}};
 }
 
 Types attentionGrad(const SpecCall &call) {
@@ -72,11 +98,10 @@ struct Sizes {
   int64_t scores, d, dv;
 };
 Sizes sizesOf(const SpecCall &call) {
-  const TensorType &q = call.in[0], &k = call.in[1], &v = call.in[2];
-  int64_t r = q.rank();
-  return {
-      satMul(q.numel() / std::max<int64_t>(q.shape[r - 1], 1), k.shape[r - 2]),
-      q.shape[r - 1], v.shape[r - 1]};
+  AttentionGeometry g =
+      AttentionGeometry::of(call.in[0].shape, call.in[1].shape,
+                            call.in[2].shape, call.attrs.has("layout"));
+  return {satMul(satMul(g.pairs(), g.sq), g.sk), g.d, g.dv};
 }
 
 int64_t attentionFlops(const SpecCall &call, const Types &) {
@@ -99,7 +124,8 @@ std::vector<AttrSpec> attentionAttrs() {
           {"shard_dim", AttrKind::Int, false},
           {"shard_blocks", AttrKind::Int, false},
           {"shard_count", AttrKind::Int, false},
-          {"shard_index", AttrKind::Int, false}};
+          {"shard_index", AttrKind::Int, false},
+          {"layout", AttrKind::String, false}};
 }
 
 } // namespace

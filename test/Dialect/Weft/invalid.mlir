@@ -105,6 +105,44 @@ func.func @attention_ratio(%q: tensor<2x4x8xf32>) {
 
 // -----
 
+func.func @attention_layout_name(%q: tensor<2x4x3x8xf32>) {
+  // expected-error @+2 {{attention: layout 'bhsd' is not "bshd" (absent: [.., S, D])}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %s = weft.attention %q, %q, %q {scale = 1.0 : f64, layout = "bhsd"} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_layout_rank(%q: tensor<6x4x8xf32>) {
+  // expected-error @+2 {{attention: layout "bshd" takes q, k and v [B, S, H, D], got 'tensor<6x4x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %s = weft.attention %q, %q, %q {scale = 1.0 : f64, layout = "bshd"} : (tensor<6x4x8xf32>, tensor<6x4x8xf32>, tensor<6x4x8xf32>) -> (tensor<6x4x8xf32>, tensor<6x4xf32>)
+  return
+}
+
+// -----
+
+// [B, S, H, D]: k with 2 heads against q's 3.
+func.func @attention_layout_heads(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x2x8xf32>) {
+  // expected-error @+2 {{attention: q, k and v must have the same batch and head dims}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %s = weft.attention %q, %k, %k {scale = 1.0 : f64, layout = "bshd"} : (tensor<2x4x3x8xf32>, tensor<2x4x2x8xf32>, tensor<2x4x2x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
+// [B, S, H, D]: v's 5 keys against k's 4.
+func.func @attention_layout_keys(%q: tensor<2x4x3x8xf32>, %v: tensor<2x5x3x8xf32>) {
+  // expected-error @+2 {{attention: expected q [B, Sq, H, D], k [B, Sk, H, D], v [B, Sk, H, Dv]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %s = weft.attention %q, %q, %v {scale = 1.0 : f64, layout = "bshd"} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x5x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
 func.func @attention_grad_stats(%q: tensor<2x4x8xf32>, %s: tensor<2x4xf64>) {
   // expected-error @+2 {{attention_grad: output and grad must be 'tensor<2x4x8xf32>' and stats 'tensor<2x4xf32>'}}
   // expected-error @+1 {{failed to infer returned types}}

@@ -290,25 +290,35 @@ TEST_P(CudaConformance, PadAndEqual) {
 /// at f32, bf16 and f16 with loss scaling, one rank) has a CUDA
 /// implementation, so such a plan loads on the GPU (checked without one).
 /// Fused attention (cuDNN's flash attention on the GPU: bf16 and f16 only),
-/// causal and not, Sk != Sq and Dv != D where the mask allows. The
-/// gradient's stats are drawn, not the forward's: both backends compute
-/// P = exp(scale q k^T - stats) from whatever the buffer holds; the small
-/// scale keeps those exponentials in range.
+/// causal and not, Sk != Sq and Dv != D where the mask allows, on [B, H,
+/// S, D] operands and on [B, S, H, D] ones (layout "bshd": strided rows,
+/// weft-fold-attention-transpose's). The gradient's stats are drawn, not
+/// the forward's: both backends compute P = exp(scale q k^T - stats) from
+/// whatever the buffer holds; the small scale keeps those exponentials in
+/// range.
 TEST_P(CudaConformance, Attention) {
   for (DType d : {DType::BF16, DType::F16})
-    for (bool causal : {true, false}) {
-      int64_t sk = causal ? 40 : 24, dv = causal ? 16 : 8;
-      TensorType q{d, {2, 3, 40, 16}}, k{d, {2, 3, sk, 16}},
-          v{d, {2, 3, sk, dv}}, o{d, {2, 3, 40, dv}},
-          stats{DType::F32, {2, 3, 40}};
-      Case forward{"attention", {q, k, v}, {o, stats}};
-      Case backward{"attention_grad", {q, k, v, o, stats, o}, {q, k, v}};
-      for (Case *c : {&forward, &backward}) {
-        c->attrs.set("scale", 0.05);
-        c->attrs.set("causal", causal);
-        expectConforms(*c, *gpu);
+    for (bool causal : {true, false})
+      for (bool bshd : {false, true}) {
+        int64_t sk = causal ? 40 : 24, dv = causal ? 16 : 8;
+        // [B, H, S, D], or [B, S, H, D].
+        auto operand = [&](int64_t s, int64_t width) {
+          return bshd ? TensorType{d, {2, s, 3, width}}
+                      : TensorType{d, {2, 3, s, width}};
+        };
+        TensorType q = operand(40, 16), k = operand(sk, 16),
+                   v = operand(sk, dv), o = operand(40, dv),
+                   stats{DType::F32, {2, 3, 40}};
+        Case forward{"attention", {q, k, v}, {o, stats}};
+        Case backward{"attention_grad", {q, k, v, o, stats, o}, {q, k, v}};
+        for (Case *c : {&forward, &backward}) {
+          c->attrs.set("scale", 0.05);
+          c->attrs.set("causal", causal);
+          if (bshd)
+            c->attrs.set("layout", std::string("bshd"));
+          expectConforms(*c, *gpu);
+        }
       }
-    }
 }
 
 } // namespace

@@ -222,3 +222,50 @@ TEST(KernelSpec, ChecksATensorParallelDropoutsShard) {
                 .find("attribute 'shard_dim' is 2, the input has rank 2"),
             std::string::npos);
 }
+
+/// layout "bshd" (weft-fold-attention-transpose): q, k, v and the output
+/// [B, S, H, D], stats [B, H, Sq], the cost of the same B H pairs; any
+/// other layout, or a rank other than 4, is refused naming it.
+TEST(KernelSpec, ChecksAnAttentionsLayout) {
+  json bshd = {{"scale", 0.25}, {"causal", true}, {"layout", "bshd"}};
+  // B 2, S 8, H 3, D 16; Dv 4.
+  std::vector<OperandPlacement> in = {
+      f32({2, 8, 3, 16}, 0), f32({2, 8, 3, 16}, 4096), f32({2, 8, 3, 4}, 8192)};
+  EXPECT_EQ(errorOf("attention", in,
+                    {f32({2, 8, 3, 4}, 16384), f32({2, 3, 8}, 20480)}, bshd),
+            "");
+  // The same attention on [B, H, S, D] costs the same.
+  EXPECT_EQ(costOf("attention", in,
+                   {f32({2, 8, 3, 4}, 16384), f32({2, 3, 8}, 20480)}, bshd)
+                .flops,
+            costOf("attention",
+                   {f32({2, 3, 8, 16}, 0), f32({2, 3, 8, 16}, 4096),
+                    f32({2, 3, 8, 4}, 8192)},
+                   {f32({2, 3, 8, 4}, 16384), f32({2, 3, 8}, 20480)},
+                   {{"scale", 0.25}, {"causal", true}})
+                .flops);
+  EXPECT_NE(errorOf("attention", in,
+                    {f32({2, 3, 8, 4}, 16384), f32({2, 3, 8}, 20480)}, bshd)
+                .find("output 0 is [2x3x8x4] f32, attention writes "
+                      "[2x8x3x4] f32"),
+            std::string::npos);
+  json other = bshd;
+  other["layout"] = "bhsd";
+  EXPECT_NE(errorOf("attention", in,
+                    {f32({2, 8, 3, 4}, 16384), f32({2, 3, 8}, 20480)}, other)
+                .find("attribute 'layout' is 'bhsd', expected \"bshd\""),
+            std::string::npos);
+  EXPECT_NE(
+      errorOf("attention",
+              {f32({6, 8, 16}, 0), f32({6, 8, 16}, 4096), f32({6, 8, 4}, 8192)},
+              {f32({6, 8, 4}, 16384), f32({6, 8}, 20480)}, bshd)
+          .find("layout \"bshd\" takes q, k and v [B, S, H, D]"),
+      std::string::npos);
+  // k with 2 heads against q's 3.
+  EXPECT_NE(errorOf("attention",
+                    {f32({2, 8, 3, 16}, 0), f32({2, 8, 2, 16}, 4096),
+                     f32({2, 8, 2, 4}, 8192)},
+                    {f32({2, 8, 3, 4}, 16384), f32({2, 3, 8}, 20480)}, bshd)
+                .find("expects q [B, Sq, H, D], k [B, Sk, H, D]"),
+            std::string::npos);
+}

@@ -19,48 +19,79 @@ struct AttentionShape {
   int64_t batch = 1, sq = 0, sk = 0, d = 0, dv = 0;
 };
 
+/// [B, S, H, D] -> [B, H, S, D] (a "bshd" operand in the canonical form),
+/// and back: the permutation is its own inverse.
+SmallVector<int64_t> swapSeqHeads(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> out(shape);
+  std::swap(out[1], out[2]);
+  return out;
+}
+
 /// Checks q, k, v against each other; on success returns the output type
-/// [.., Sq, Dv] and the statistics' type [.., Sq], f32 (f64 for f64 q).
+/// [.., Sq, Dv] ([B, Sq, H, Dv] under "bshd") and the statistics' type
+/// [.., Sq] ([B, H, Sq]), f32 (f64 for f64 q).
 LogicalResult inferAttention(std::optional<Location> loc, Type qType,
                              Type kType, Type vType, bool causal,
+                             std::optional<StringRef> layout,
                              SmallVectorImpl<Type> &out) {
   auto q = cast<RankedTensorType>(qType), k = cast<RankedTensorType>(kType),
        v = cast<RankedTensorType>(vType);
+  bool bshd = layout.has_value();
+  if (bshd && *layout != kAttentionBshd)
+    return emitOptionalError(loc, "attention: layout '", *layout,
+                             "' is not \"bshd\" (absent: [.., S, D])");
   if (q.getRank() < 2 || k.getRank() != q.getRank() ||
       v.getRank() != q.getRank())
     return emitOptionalError(loc,
                              "attention: q, k and v must have one rank "
                              ">= 2, got ",
                              q, ", ", k, ", ", v);
+  if (bshd && q.getRank() != 4)
+    return emitOptionalError(loc,
+                             "attention: layout \"bshd\" takes q, k and v "
+                             "[B, S, H, D], got ",
+                             q);
   if (k.getElementType() != q.getElementType() ||
       v.getElementType() != q.getElementType())
     return emitOptionalError(loc,
                              "attention: q, k and v must have one "
                              "dtype, got ",
                              q, ", ", k, ", ", v);
-  ArrayRef<int64_t> qs = q.getShape(), ks = k.getShape(), vs = v.getShape();
+  // The checks below read the canonical [.., S, D] shapes.
+  auto canonical = [&](RankedTensorType t) {
+    return bshd ? swapSeqHeads(t.getShape())
+                : SmallVector<int64_t>(t.getShape());
+  };
+  SmallVector<int64_t> qs = canonical(q), ks = canonical(k), vs = canonical(v);
   int64_t r = q.getRank();
-  if (qs.drop_back(2) != ks.drop_back(2) || qs.drop_back(2) != vs.drop_back(2))
+  ArrayRef<int64_t> qRows = ArrayRef<int64_t>(qs).drop_back(),
+                    qLead = qRows.drop_back();
+  if (qLead != ArrayRef<int64_t>(ks).drop_back(2) ||
+      qLead != ArrayRef<int64_t>(vs).drop_back(2))
     return emitOptionalError(loc,
                              "attention: q, k and v must have the same "
-                             "leading dims, got ",
+                             "batch and head dims, got ",
                              q, ", ", k, ", ", v);
   if (ks[r - 1] != qs[r - 1] || vs[r - 2] != ks[r - 2])
     return emitOptionalError(loc,
-                             "attention: expected q [.., Sq, D], k "
-                             "[.., Sk, D], v [.., Sk, Dv], got ",
+                             bshd ? "attention: expected q [B, Sq, H, D], k "
+                                    "[B, Sk, H, D], v [B, Sk, H, Dv], got "
+                                  : "attention: expected q [.., Sq, D], k "
+                                    "[.., Sk, D], v [.., Sk, Dv], got ",
                              q, ", ", k, ", ", v);
   if (causal && qs[r - 2] != ks[r - 2])
     return emitOptionalError(loc,
                              "attention: a causal mask needs as many "
                              "queries as keys, got ",
                              qs[r - 2], " and ", ks[r - 2]);
-  SmallVector<int64_t> outShape(qs.drop_back());
+  SmallVector<int64_t> outShape(qRows);
   outShape.push_back(vs[r - 1]);
+  if (bshd)
+    outShape = swapSeqHeads(outShape);
   out.push_back(RankedTensorType::get(outShape, q.getElementType()));
   Type stats = q.getElementType().isF64() ? q.getElementType()
                                           : Float32Type::get(q.getContext());
-  out.push_back(RankedTensorType::get(qs.drop_back(), stats));
+  out.push_back(RankedTensorType::get(qRows, stats));
   return success();
 }
 
@@ -73,14 +104,17 @@ LogicalResult verifyDropout(Operation *op, std::optional<APFloat> ratio) {
   return success();
 }
 
-AttentionShape shapeOf(Value q, Value v, Value k) {
+/// Reads q, k, v of either layout: S is the dim before D ([.., S, D]) or
+/// dim 1 ([B, S, H, D]), the (batch, head) dims the rest of q's.
+AttentionShape shapeOf(Value q, Value v, Value k, bool bshd) {
   auto qs = cast<RankedTensorType>(q.getType()).getShape();
+  int64_t seqDim = bshd ? 1 : int64_t(qs.size()) - 2;
   AttentionShape s;
-  for (int64_t d : qs.drop_back(2))
-    s.batch *= d;
-  s.sq = qs[qs.size() - 2];
+  s.sq = qs[seqDim];
   s.d = qs.back();
-  s.sk = cast<RankedTensorType>(k.getType()).getShape().drop_back().back();
+  s.batch = cast<RankedTensorType>(q.getType()).getNumElements() /
+            std::max<int64_t>(s.sq * s.d, 1);
+  s.sk = cast<RankedTensorType>(k.getType()).getDimSize(seqDim);
   s.dv = cast<RankedTensorType>(v.getType()).getShape().back();
   return s;
 }
@@ -92,7 +126,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &out) {
   return inferAttention(loc, adaptor.getQ().getType(), adaptor.getK().getType(),
-                        adaptor.getV().getType(), adaptor.getCausal(), out);
+                        adaptor.getV().getType(), adaptor.getCausal(),
+                        adaptor.getLayout(), out);
 }
 
 LogicalResult AttentionOp::verify() {
@@ -100,7 +135,7 @@ LogicalResult AttentionOp::verify() {
 }
 
 int64_t AttentionOp::getFlops() {
-  AttentionShape s = shapeOf(getQ(), getV(), getK());
+  AttentionShape s = shapeOf(getQ(), getV(), getK(), getLayout().has_value());
   int64_t scores = s.batch * s.sq * s.sk;
   return 2 * scores * (s.d + s.dv) + (getDropoutRatio() ? 7 : 5) * scores;
 }
@@ -112,7 +147,7 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
   SmallVector<Type> forward;
   if (failed(inferAttention(loc, adaptor.getQ().getType(),
                             adaptor.getK().getType(), adaptor.getV().getType(),
-                            adaptor.getCausal(), forward)))
+                            adaptor.getCausal(), adaptor.getLayout(), forward)))
     return failure();
   if (adaptor.getOutput().getType() != forward[0] ||
       adaptor.getGrad().getType() != forward[0] ||
@@ -130,7 +165,7 @@ LogicalResult AttentionGradOp::verify() {
 }
 
 int64_t AttentionGradOp::getFlops() {
-  AttentionShape s = shapeOf(getQ(), getV(), getK());
+  AttentionShape s = shapeOf(getQ(), getV(), getK(), getLayout().has_value());
   int64_t scores = s.batch * s.sq * s.sk;
   return 2 * scores * (3 * s.d + 2 * s.dv) + 8 * scores;
 }
@@ -145,7 +180,8 @@ LogicalResult AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                        "whose gradient weft does not implement");
   auto grad = AttentionGradOp::create(
       b, getLoc(), getQ(), getK(), getV(), getOutput(), getStats(), dys[0],
-      getScaleAttr(), getCausalAttr(), getDropoutRatioAttr(), getSeedAttr());
+      getScaleAttr(), getCausalAttr(), getDropoutRatioAttr(), getSeedAttr(),
+      getLayoutAttr());
   dxs[0] = grad.getQGrad();
   dxs[1] = grad.getKGrad();
   dxs[2] = grad.getVGrad();

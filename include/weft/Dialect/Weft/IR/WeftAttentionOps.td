@@ -32,15 +32,24 @@ def Weft_AttentionOp : Weft_Op<"attention", [InferTypeOpAdaptor,
     The op is not pure: with a dropout it draws random bits, keyed like a
     `weft.dropout` (its rng_id counts among the dropouts').
 
+    `layout = "bshd"` (weft-fold-attention-transpose) takes the operands as
+    the projections make them, `q: [B, Sq, H, D]`, `k: [B, Sk, H, D]`, `v:
+    [B, Sk, H, Dv]`, and gives `output: [B, Sq, H, Dv]`: the same attention
+    over (batch, head) `[B, H]`, read and written with strides instead of
+    through [B, H, S, D] copies (FlashAttention's and cuDNN's BSHD layout).
+    `stats` stay `[B, H, Sq]` and the dropout mask of the probabilities
+    `[B, H, Sq, Sk]`, as without it.
+
     Cost: `2 N Sq Sk (D + Dv)` FLOPs for the two products plus 5 per score
     (scale, mask, softmax) and 2 more with a dropout, `N` the product of
-    the leading dims.
+    the (batch, head) dims.
   }];
   let arguments = (ins Weft_FloatTensor:$q, Weft_FloatTensor:$k,
                        Weft_FloatTensor:$v, F64Attr:$scale,
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
                        OptionalAttr<F64Attr>:$dropout_ratio,
-                       OptionalAttr<I64Attr>:$seed);
+                       OptionalAttr<I64Attr>:$seed,
+                       OptionalAttr<StrAttr>:$layout);
   let results = (outs Weft_FloatTensor:$output, Weft_FloatTensor:$stats);
   let assemblyFormat = [{
     $q `,` $k `,` $v attr-dict `:` functional-type(operands, results)
@@ -59,7 +68,8 @@ def Weft_AttentionGradOp : Weft_InferredOp<"attention_grad"> {
     D)`, `dq = scale * dS k`, `dk = scale * dS^T q` (Dao et al. 2022,
     Algorithm 4; `D` equals `rowsum(P * dP)` with or without the dropout).
     The dropout bits are the forward's: the plan carries the forward's
-    rng_id and shard attributes on this instruction too.
+    rng_id and shard attributes on this instruction too. With `layout =
+    "bshd"` every operand and gradient but `stats` is `[B, S, H, D]`.
 
     Cost: `2 N Sq Sk (3 D + 2 Dv)` FLOPs for the five products plus 8 per
     score.
@@ -70,7 +80,8 @@ def Weft_AttentionGradOp : Weft_InferredOp<"attention_grad"> {
                        F64Attr:$scale,
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
                        OptionalAttr<F64Attr>:$dropout_ratio,
-                       OptionalAttr<I64Attr>:$seed);
+                       OptionalAttr<I64Attr>:$seed,
+                       OptionalAttr<StrAttr>:$layout);
   let results = (outs Weft_FloatTensor:$q_grad, Weft_FloatTensor:$k_grad,
                       Weft_FloatTensor:$v_grad);
   let assemblyFormat = [{

@@ -77,6 +77,10 @@ inline std::optional<int64_t> microBatchOf(mlir::Operation *op) {
   return std::nullopt;
 }
 
+/// weft.attention's `layout` for operands [B, S, H, D]
+/// (WeftAttentionOps.td); absent, they are [.., S, D].
+inline constexpr llvm::StringLiteral kAttentionBshd = "bshd";
+
 /// Whether `op` draws a dropout mask keyed by its rng_id: a weft.dropout,
 /// or a weft.attention that absorbed one (weft-fuse-attention). Masks are
 /// numbered over these ops in forward order per micro-batch
