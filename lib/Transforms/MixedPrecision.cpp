@@ -9,6 +9,15 @@
 // op gets a 16-bit backward and a parameter's gradient has the 16-bit
 // working copy's type, as in Megatron-LM and DeepSpeed.
 //
+// A LayerNorm between 16-bit ops (a transformer's, between the residual
+// stream and the next linear layer) then reads its input through a cast up
+// and is read only through casts down. Its kernels load 16 bits, compute
+// in f32 (double sums) and round each output once, exactly as the cast
+// chain does, so the casts go: x and y stay 16-bit, scale and bias f32
+// (Megatron-LM's and Apex's mixed-dtype fused LayerNorm), and the backward
+// follows with 16-bit dx and dy. Four activation-sized copies per
+// LayerNorm and step fewer, the same bits.
+//
 //===----------------------------------------------------------------------===//
 
 #include "weft/Transforms/Passes.h"
@@ -117,6 +126,9 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
       if (fp32Residual && isEmbeddingLookup(func, &op))
         widenResult(&op);
     }
+    for (Operation &op : llvm::make_early_inc_range(body.without_terminator()))
+      if (auto norm = dyn_cast<LayerNormOp>(op))
+        narrowLayerNorm(norm);
     // The function's results keep their declared types.
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     OpBuilder builder(ret);
@@ -137,6 +149,45 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
     auto table = gather ? dyn_cast<BlockArgument>(gather.getData())
                         : BlockArgument();
     return table && func.getArgAttr(table.getArgNumber(), kParamAttr);
+  }
+
+  /// Whether every reader of `v` reads it cast to the 16-bit type, itself
+  /// or through reshapes.
+  bool readAsLow(Value v) {
+    return llvm::all_of(v.getUsers(), [&](Operation *user) {
+      // Rounded to nearest even, as the kernels round (not an ONNX Cast's
+      // truncation).
+      if (auto cast = dyn_cast<CastOp>(user))
+        return cast.getType().getElementType() == low && cast.getNearestEven();
+      return isa<ReshapeOp>(user) && readAsLow(user->getResult(0));
+    });
+  }
+
+  /// Gives `v` (read as low: readAsLow) the 16-bit type and its readers'
+  /// casts to it their input.
+  void retypeLow(Value v) {
+    v.setType(cast<RankedTensorType>(v.getType()).clone(low));
+    for (Operation *user : llvm::make_early_inc_range(v.getUsers())) {
+      if (isa<ReshapeOp>(user)) {
+        retypeLow(user->getResult(0));
+        continue;
+      }
+      user->getResult(0).replaceAllUsesWith(v);
+      user->erase();
+    }
+  }
+
+  /// `layer_norm(cast(x16 -> f32))` read only as 16 bits: layer_norm(x16)
+  /// with a 16-bit output (the file comment says why the bits agree).
+  void narrowLayerNorm(LayerNormOp norm) {
+    auto up = norm.getInput().getDefiningOp<CastOp>();
+    if (!up || up.getInput().getType().getElementType() != low ||
+        !readAsLow(norm.getOutput()))
+      return;
+    norm.getInputMutable().assign(up.getInput());
+    if (up->use_empty())
+      up.erase();
+    retypeLow(norm.getOutput());
   }
 
   /// Every reader of `op`'s 16-bit result reads it cast to f32.

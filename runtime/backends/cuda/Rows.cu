@@ -89,7 +89,9 @@ AffineIndex affineIndex(const KernelCall &call, const Context &ctx,
   return {device, call.in.size() > 2 ? device + inner : nullptr};
 }
 
-template <Storage S>
+/// S: x and y; P: scale and bias (S, or f32 beside 16-bit S: mixed
+/// precision's f32 affine parameters).
+template <Storage S, Storage P>
 __global__ void layerNormKernel(const void *x, const void *scale,
                                 const void *bias, AffineIndex at, void *y,
                                 float *mean, float *invStd, int64_t rows,
@@ -111,8 +113,8 @@ __global__ void layerNormKernel(const void *x, const void *scale,
       invStd[r] = float(rstd);
     }
     for (int64_t j = lane; j < inner; j += 32) {
-      float g = load<S>(scale, at.scale ? at.scale[j] : j);
-      float b = bias ? load<S>(bias, at.bias ? at.bias[j] : j) : 0.0f;
+      float g = load<P>(scale, at.scale ? at.scale[j] : j);
+      float b = bias ? load<P>(bias, at.bias ? at.bias[j] : j) : 0.0f;
       store<S>(y, base + j,
                float(layerNormAt(load<S>(x, base + j), mu, rstd, g, b)));
     }
@@ -130,15 +132,17 @@ void layerNorm(const KernelCall &call, const Context &ctx) {
   AffineIndex at = affineIndex(call, ctx, x, axis, inner);
   const void *bias = call.in.size() > 2 ? call.in[2].data : nullptr;
   byStorage(call, x.dtype, [&]<Storage S>() {
-    layerNormKernel<S><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
-        x.data, call.in[1].data, bias, at, call.out[0].data,
-        call.out[1].as<float>(), call.out[2].as<float>(), rows, inner,
-        call.f("epsilon"));
+    byStorage(call, call.in[1].dtype, [&]<Storage P>() {
+      layerNormKernel<S, P><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
+          x.data, call.in[1].data, bias, at, call.out[0].data,
+          call.out[1].as<float>(), call.out[2].as<float>(), rows, inner,
+          call.f("epsilon"));
+    });
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
-template <Storage S>
+template <Storage S, Storage P>
 __global__ void layerNormGradKernel(const void *x, const void *scale,
                                     const float *mean, const float *invStd,
                                     const void *dy, void *dx, int64_t rows,
@@ -149,7 +153,7 @@ __global__ void layerNormGradKernel(const void *x, const void *scale,
     double mu = mean[r], rstd = invStd[r], meanG = 0, meanGX = 0;
     for (int64_t j = lane; j < inner; j += 32) {
       double xhat = (load<S>(x, base + j) - mu) * rstd;
-      double g = double(load<S>(dy, base + j)) * load<S>(scale, j);
+      double g = double(load<S>(dy, base + j)) * load<P>(scale, j);
       meanG += g;
       meanGX += g * xhat;
     }
@@ -157,7 +161,7 @@ __global__ void layerNormGradKernel(const void *x, const void *scale,
     meanGX = warpSum(meanGX) / double(inner);
     for (int64_t j = lane; j < inner; j += 32) {
       double xhat = (load<S>(x, base + j) - mu) * rstd;
-      double g = double(load<S>(dy, base + j)) * load<S>(scale, j);
+      double g = double(load<S>(dy, base + j)) * load<P>(scale, j);
       store<S>(dx, base + j,
                float(layerNormGradAt(xhat, g, rstd, meanG, meanGX)));
     }
@@ -187,7 +191,7 @@ __global__ void layerNormColumnsKernel(const void *x, const float *mean,
   }
 }
 
-template <Storage S>
+template <Storage P>
 __global__ void layerNormColumnsDone(const double *partial, void *dscale,
                                      void *dbias, int64_t inner,
                                      int64_t chunks) {
@@ -197,8 +201,8 @@ __global__ void layerNormColumnsDone(const double *partial, void *dscale,
       sumScale += partial[c * inner + j];
       sumBias += partial[(chunks + c) * inner + j];
     }
-    store<S>(dscale, j, float(sumScale));
-    store<S>(dbias, j, float(sumBias));
+    store<P>(dscale, j, float(sumScale));
+    store<P>(dbias, j, float(sumBias));
   }
 }
 
@@ -216,15 +220,17 @@ void layerNormGrad(const KernelCall &call, const Context &ctx) {
       ctx.scratch->get(2 * chunks * inner * sizeof(double), ctx.stream));
   const auto *mean = call.in[2].as<float>(), *invStd = call.in[3].as<float>();
   byStorage(call, x.dtype, [&]<Storage S>() {
-    layerNormGradKernel<S><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
-        x.data, call.in[1].data, mean, invStd, call.in[4].data,
-        call.out[0].data, rows, inner);
-    layerNormColumnsKernel<S>
-        <<<grid(chunks * inner), kThreads, 0, ctx.stream>>>(
-            x.data, mean, invStd, call.in[4].data, partial, rows, inner,
-            chunks);
-    layerNormColumnsDone<S><<<grid(inner), kThreads, 0, ctx.stream>>>(
-        partial, call.out[1].data, call.out[2].data, inner, chunks);
+    byStorage(call, call.in[1].dtype, [&]<Storage P>() {
+      layerNormGradKernel<S, P><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
+          x.data, call.in[1].data, mean, invStd, call.in[4].data,
+          call.out[0].data, rows, inner);
+      layerNormColumnsKernel<S>
+          <<<grid(chunks * inner), kThreads, 0, ctx.stream>>>(
+              x.data, mean, invStd, call.in[4].data, partial, rows, inner,
+              chunks);
+      layerNormColumnsDone<P><<<grid(inner), kThreads, 0, ctx.stream>>>(
+          partial, call.out[1].data, call.out[2].data, inner, chunks);
+    });
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }

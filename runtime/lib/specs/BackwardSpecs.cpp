@@ -36,7 +36,7 @@ Types layerNormGrad(const SpecCall &call) {
   // the normalised dims as a flat vector.
   const TensorType &x = call.in[0], &scale = call.in[1];
   call.requireFloat(0);
-  call.requireSameDType(0, 1);
+  requireLayerNormAffine(call, 1);
   int64_t axis = call.axis("axis", x.rank());
   std::vector<int64_t> normalized(x.shape.begin() + axis, x.shape.end());
   if (call.broadcast(scale.shape, normalized) != normalized ||
@@ -253,7 +253,8 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"axis", AttrKind::Int}},
                .infer = layerNormGrad,
                .flops = perInput<12>,
-               .dtypes = "f32, f64; statistics f32"});
+               .dtypes = "f32, f64; scale alike or f32 beside 16-bit x (its "
+                         "gradients too); statistics f32"});
   t.push_back({.name = "dropout_grad",
                .source = "Dropout-13 adjoint",
                .minInputs = 2,

@@ -127,6 +127,16 @@ TensorType layerNormStats(const TensorType &x, int64_t axis) {
   return {DType::F32, shape};
 }
 
+void requireLayerNormAffine(const SpecCall &call, size_t k) {
+  DType x = call.in[0].dtype, affine = call.in[k].dtype;
+  bool mixed = (x == DType::BF16 || x == DType::F16) && affine == DType::F32;
+  if (affine != x && !mixed)
+    call.fail("input " + std::to_string(k) + " is " + dtypeName(affine) +
+              ", expected " + dtypeName(x) +
+              (x == DType::BF16 || x == DType::F16 ? " or f32" : "") +
+              " (the input's dtype)");
+}
+
 TensorType batchNormChannels(const SpecCall &call,
                              std::initializer_list<const char *> names) {
   const TensorType &x = call.in[0];
@@ -185,7 +195,7 @@ Types layerNorm(const SpecCall &call) {
   int64_t axis = call.axis("axis", x.rank());
   std::vector<int64_t> normalized(x.shape.begin() + axis, x.shape.end());
   for (size_t k = 1; k < call.in.size(); ++k) {
-    call.requireSameDType(0, k);
+    requireLayerNormAffine(call, k);
     if (call.broadcast(call.in[k].shape, normalized) != normalized)
       call.fail("input " + std::to_string(k) + " " + typeString(call.in[k]) +
                 " does not broadcast to the normalised dims " +
@@ -323,7 +333,8 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}},
                .infer = layerNorm,
                .flops = perInput<8>,
-               .dtypes = "f32, f64; statistics f32"});
+               .dtypes = "f32, f64; scale, bias alike or f32 beside 16-bit x; "
+                         "statistics f32"});
   // Running statistics update their state buffers in place when the
   // compiler placed them there (training), or go to fresh buffers.
   t.push_back({.name = "batch_norm",

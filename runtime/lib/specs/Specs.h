@@ -131,6 +131,11 @@ void checkDropoutShard(const SpecCall &call, const std::vector<int64_t> &shape);
 /// stash_type). Shared by layer_norm and layer_norm_grad.
 TensorType layerNormStats(const TensorType &x, int64_t axis);
 
+/// layer_norm's scale and bias (input k): x's dtype, or f32 under a 16-bit
+/// x (mixed precision's f32 affine parameters beside 16-bit activations,
+/// the math in f32 either way). Shared by layer_norm and layer_norm_grad.
+void requireLayerNormAffine(const SpecCall &call, size_t k);
+
 /// batch_norm's operands: input 0 is [N, C, ...] (f32/f64) and inputs 1, 2,
 /// ... (named by `names`) are [C] of its dtype. Returns the [C] type.
 /// Shared by batch_norm and batch_norm_grad.

@@ -14,25 +14,29 @@ using namespace weft::rt::conformance;
 
 namespace {
 
-/// Over the last dim, and over the last two (one row of 5 x 48).
+/// Over the last dim, and over the last two (one row of 5 x 48); scale and
+/// bias of x's dtype, and f32 beside 16-bit x (mixed precision's).
 TEST_P(CudaConformance, LayerNorm) {
   TensorType stats6{DType::F32, {6, 1, 1}}, stats30{DType::F32, {6, 5, 1}};
   for (DType d : floats())
-    for (int64_t axis : {2, 1}) {
-      std::vector<int64_t> normalized =
-          axis == 2 ? std::vector<int64_t>{48} : std::vector<int64_t>{5, 48};
-      TensorType x{d, {6, 5, 48}}, scale{d, normalized};
-      TensorType stats = axis == 2 ? stats30 : stats6;
-      Case forward{"layer_norm", {x, scale, scale}, {x, stats, stats}};
-      forward.attrs.set("axis", axis);
-      forward.attrs.set("epsilon", 1e-5);
-      expectConforms(forward, *gpu);
-      Case backward{
-          "layer_norm_grad", {x, scale, stats, stats, x}, {x, scale, scale}};
-      backward.attrs.set("axis", axis);
-      backward.positive = {3}; // 1 / std
-      expectConforms(backward, *gpu);
-    }
+    for (DType affine : {d, DType::F32})
+      for (int64_t axis : {2, 1}) {
+        if (affine != d && d == DType::F32)
+          continue;
+        std::vector<int64_t> normalized =
+            axis == 2 ? std::vector<int64_t>{48} : std::vector<int64_t>{5, 48};
+        TensorType x{d, {6, 5, 48}}, scale{affine, normalized};
+        TensorType stats = axis == 2 ? stats30 : stats6;
+        Case forward{"layer_norm", {x, scale, scale}, {x, stats, stats}};
+        forward.attrs.set("axis", axis);
+        forward.attrs.set("epsilon", 1e-5);
+        expectConforms(forward, *gpu);
+        Case backward{
+            "layer_norm_grad", {x, scale, stats, stats, x}, {x, scale, scale}};
+        backward.attrs.set("axis", axis);
+        backward.positive = {3}; // 1 / std
+        expectConforms(backward, *gpu);
+      }
   // Scale and bias broadcast within the normalised dims [5, 48].
   for (DType d : floats()) {
     TensorType x{d, {6, 5, 48}}, stats{DType::F32, {6, 1, 1}};
@@ -41,6 +45,53 @@ TEST_P(CudaConformance, LayerNorm) {
     broadcast.attrs.set("axis", int64_t(1));
     broadcast.attrs.set("epsilon", 1e-5);
     expectConforms(broadcast, *gpu);
+  }
+}
+
+/// weft-mixed-precision's narrowed LayerNorm (16-bit x and y, f32 scale
+/// and bias) gives the bits of the cast chain it replaces: x widened to
+/// f32, the f32 kernel, y rounded to nearest even. Exactly, on the backend
+/// under test.
+TEST_P(CudaConformance, MixedLayerNormIsTheCastChain) {
+  for (DType d : {DType::BF16, DType::F16}) {
+    TensorType x{d, {6, 5, 48}}, wide{DType::F32, {6, 5, 48}},
+        scale{DType::F32, {48}}, stats{DType::F32, {6, 5, 1}};
+    Case mixed{"layer_norm", {x, scale, scale}, {x, stats, stats}};
+    mixed.attrs.set("axis", int64_t(2));
+    mixed.attrs.set("epsilon", 1e-5);
+    std::vector<std::string> in = inputs(mixed, 3);
+    std::vector<std::string> narrow = runOn(*gpu, mixed, in);
+    // The chain: cast up, layer_norm in f32, cast down.
+    Case up{"cast", {x}, {wide}};
+    up.attrs.set("to", std::string("f32"));
+    up.attrs.set("nearest_even", true);
+    Case f32 = mixed;
+    f32.in[0] = wide;
+    f32.out[0] = wide;
+    Case down{"cast", {wide}, {x}};
+    down.attrs.set("to", std::string(dtypeName(d)));
+    down.attrs.set("nearest_even", true);
+    std::string x32 = runOn(*gpu, up, {in[0]})[0];
+    std::vector<std::string> chain = runOn(*gpu, f32, {x32, in[1], in[2]});
+    EXPECT_EQ(narrow[0], runOn(*gpu, down, {chain[0]})[0]) << dtypeName(d);
+    EXPECT_EQ(narrow[1], chain[1]) << dtypeName(d) << " mean";
+    EXPECT_EQ(narrow[2], chain[2]) << dtypeName(d) << " inv_std_dev";
+    // The backward: 16-bit x and dy in, dx out; the chain widens dy too.
+    Case grad{
+        "layer_norm_grad", {x, scale, stats, stats, x}, {x, scale, scale}};
+    grad.attrs.set("axis", int64_t(2));
+    std::vector<std::string> gradIn = {in[0], in[1], narrow[1], narrow[2],
+                                       inputs(mixed, 4)[0]};
+    std::vector<std::string> narrowGrad = runOn(*gpu, grad, gradIn);
+    Case gradF32 = grad;
+    gradF32.in[0] = gradF32.in[4] = gradF32.out[0] = wide;
+    std::vector<std::string> chainGrad = runOn(
+        *gpu, gradF32,
+        {x32, in[1], narrow[1], narrow[2], runOn(*gpu, up, {gradIn[4]})[0]});
+    EXPECT_EQ(narrowGrad[0], runOn(*gpu, down, {chainGrad[0]})[0])
+        << dtypeName(d) << " dx";
+    EXPECT_EQ(narrowGrad[1], chainGrad[1]) << dtypeName(d) << " dscale";
+    EXPECT_EQ(narrowGrad[2], chainGrad[2]) << dtypeName(d) << " dbias";
   }
 }
 
