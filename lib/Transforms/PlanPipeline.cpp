@@ -224,8 +224,11 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // Linear layers' x @ W^T as gemms reading W (no weight copy per step).
   // Not under tensor parallelism: the sequence-parallel regather and the
   // collective overlap read its Linear layers in the matmul form.
-  if (o.tensorParallel == 1)
+  // Their biases added in the gemm (cuBLASLt's epilogue).
+  if (o.tensorParallel == 1) {
     pm.addNestedPass<func::FuncOp>(createFoldWeightTranspose());
+    pm.addNestedPass<func::FuncOp>(createFoldLinearBias());
+  }
   // Fused attention on the projections' [B, S, H, D] (no head transposes),
   // once each rank's heads are local.
   if (o.flashAttention)

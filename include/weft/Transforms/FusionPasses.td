@@ -115,6 +115,34 @@ def FoldWeightTranspose : Pass<"weft-fold-weight-transpose",
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def FoldLinearBias : Pass<"weft-fold-linear-bias", "mlir::func::FuncOp"> {
+  let summary = "Add a Linear layer's bias in its gemm (cuBLASLt's bias "
+                "epilogue)";
+  let description = [{
+    torch.nn.Linear adds its bias after the product, an extra pass over the
+    activations (a read of the product, a write of the sum). `weft.gemm`'s
+    C broadcasts a `[N]` vector over the rows (ONNX Gemm-13), which
+    cuBLASLt adds in the GEMM's epilogue (`CUBLASLT_EPILOGUE_BIAS`) and
+    the CPU backend as the GEMM's `beta C`, before the output's one
+    rounding:
+
+    ```
+    %y2 = weft.gemm %x2, %w {transB}             %y2 = weft.gemm %x2, %w, %b
+    %y = weft.reshape %y2 [B, S, N]       ->         {transB, beta = 1}
+    %z = weft.add %b, %y                         %z = weft.reshape %y2 [B, S, N]
+    ```
+
+    Matched where the gemm has no C, its product (alone or through one
+    reshape) is read only by the add, and the other operand is a vector of
+    the gemm's columns and dtype. The gradient of C is the column sum of
+    dY, the add's bias gradient before. weftc runs this pass after
+    weft-fold-weight-transpose, whose gemms it extends (so not under
+    tensor parallelism either). In 16 bits the sum is rounded once instead
+    of twice, as torch's `addmm` with cuBLASLt does.
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 def FoldAttentionTranspose : Pass<"weft-fold-attention-transpose",
                                   "mlir::func::FuncOp"> {
   let summary = "Run weft.attention on [B, S, H, D] operands, without the "

@@ -6,6 +6,9 @@
 // f32 scale), as the CPU backend's widened GEMM does. Batched matmul with
 // equal batch dims is one strided-batched call; a shared right operand (a
 // weight) folds the batch into M; other broadcasts loop over the batch.
+// A gemm's C that is one bias per column (weft-fold-linear-bias) is added
+// in cuBLASLt's epilogue (CUBLASLT_EPILOGUE_BIAS: in f32, before the one
+// rounding of the output), any other C broadcast into the output first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +62,8 @@ struct Gemm {
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
   int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
   float alpha = 1, beta = 0;
+  /// One value per column of C, of C's dtype, added by the epilogue.
+  const void *bias = nullptr;
 
   void run(const KernelCall &call, const Context &ctx, const void *a,
            const void *b, void *c) const {
@@ -76,6 +81,15 @@ struct Gemm {
         d.op, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
     WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
         d.op, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
+    if (bias) {
+      // Column-major D is n x m: the bias runs along its n rows, as
+      // cuBLASLt's bias vector does.
+      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
+          d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+      WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
+          d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
     // Stored (before op) column-major shapes: our B is [k, n] row-major,
     // i.e. n x k column-major (k x n when transposed), and so on.
     WEFT_CUBLAS_CHECK(lt.cublasLtMatrixLayoutCreate(&d.a, type, transB ? k : n,
@@ -142,7 +156,18 @@ void matmul(const KernelCall &call, const Context &ctx) {
   });
 }
 
-/// ONNX Gemm: Y = alpha op(A) op(B) + beta C, C broadcast into Y first.
+/// Whether the gemm's C is one value per column added once (beta 1): a
+/// Linear layer's bias, for the epilogue.
+bool isColumnBias(const KernelCall &call, const Tensor &y) {
+  if (call.in.size() < 3 || call.f("beta") != 1.0)
+    return false;
+  const Tensor &c = call.in[2];
+  return c.dtype == y.dtype && c.numel() == y.shape[1] &&
+         (c.rank() == 1 || (c.rank() == 2 && c.shape[0] == 1));
+}
+
+/// ONNX Gemm: Y = alpha op(A) op(B) + beta C: a column bias in the
+/// epilogue, another C broadcast into Y first.
 void gemm(const KernelCall &call, const Context &ctx) {
   const Tensor &a = call.in[0], &b = call.in[1], &y = call.out[0];
   Gemm g{a.dtype, call.b("transA"), call.b("transB")};
@@ -153,7 +178,9 @@ void gemm(const KernelCall &call, const Context &ctx) {
   g.ldb = b.shape[1];
   g.ldc = g.n;
   g.alpha = float(call.f("alpha"));
-  if (call.in.size() > 2) {
+  if (isColumnBias(call, y)) {
+    g.bias = call.in[2].data;
+  } else if (call.in.size() > 2) {
     broadcastInto(call, ctx, call.in[2], y);
     g.beta = float(call.f("beta"));
   }

@@ -74,21 +74,30 @@ TEST_P(CudaConformance, Matmul) {
       expectConforms(Case{"matmul", {{d, a}, {d, b}}, {{d, y}}}, *gpu);
 }
 
+/// C broadcast: a [N] bias with beta 2 (broadcast into the output first),
+/// and a Linear layer's bias, [N] or [1, N] with beta 1 (weft-fold-linear-
+/// bias: cuBLASLt's bias epilogue).
 TEST_P(CudaConformance, GemmTransposesAndBias) {
   for (DType d : floats())
     for (bool ta : {false, true})
-      for (bool tb : {false, true}) {
-        std::vector<int64_t> a =
-            ta ? std::vector<int64_t>{40, 24} : std::vector<int64_t>{24, 40};
-        std::vector<int64_t> b =
-            tb ? std::vector<int64_t>{36, 40} : std::vector<int64_t>{40, 36};
-        Case c{"gemm", {{d, a}, {d, b}, {d, {36}}}, {{d, {24, 36}}}};
-        c.attrs.set("transA", ta);
-        c.attrs.set("transB", tb);
-        c.attrs.set("alpha", 0.5);
-        c.attrs.set("beta", 2.0);
-        expectConforms(c, *gpu);
-      }
+      for (bool tb : {false, true})
+        for (double beta : {2.0, 1.0})
+          for (bool row : {false, true}) {
+            if (row && beta != 1.0)
+              continue;
+            std::vector<int64_t> a = ta ? std::vector<int64_t>{40, 24}
+                                        : std::vector<int64_t>{24, 40};
+            std::vector<int64_t> b = tb ? std::vector<int64_t>{36, 40}
+                                        : std::vector<int64_t>{40, 36};
+            std::vector<int64_t> c =
+                row ? std::vector<int64_t>{1, 36} : std::vector<int64_t>{36};
+            Case g{"gemm", {{d, a}, {d, b}, {d, c}}, {{d, {24, 36}}}};
+            g.attrs.set("transA", ta);
+            g.attrs.set("transB", tb);
+            g.attrs.set("alpha", 0.5);
+            g.attrs.set("beta", beta);
+            expectConforms(g, *gpu);
+          }
 }
 
 /// AdamW and SGD: plain f32, and 16-bit with a master (and loss-scaled).
