@@ -106,6 +106,13 @@ LogicalResult convertDropout(GraphImporter &g, const Node &node) {
       return failure();
     training = t->getInt(0) != 0;
   }
+  // Inference, or a ratio of 0 (a model trained without dropout exports it
+  // anyway): the output is the input (Dropout-13), and with the mask
+  // unread nothing is drawn, copied or kept for the backward.
+  if ((!training || ratio == 0.0) && !g.used(node, 1)) {
+    g.bind(node, 0, x);
+    return success();
+  }
   OpBuilder &b = g.builder();
   const auto *seed = g.attr(node, "seed");
   return g.bindResults(
