@@ -2,10 +2,11 @@
 
 // Differentiated after the fold, the bias's gradient is the column sum of
 // the gemm output's gradient, as the add's bias gradient was; x's and W's
-// are the gemm's.
+// are the gemm's. Beta 1: no product scales dY first.
 // CHECK-LABEL: func.func @linear
 // CHECK: weft.gemm %{{.*}}, %arg1, %arg2 {transB = true}
 // CHECK-NOT: weft.add
+// CHECK-NOT: weft.mul {{.*}}tensor<6x5xf32>
 // CHECK: %[[DB:.*]] = weft.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = {{.*}}weft.phase = "backward"} : (tensor<6x5xf32>) -> tensor<{{(1x)?}}5xf32>
 // CHECK: return %{{.*}}, %{{.*}}, %{{.*}}
 func.func @linear(%x: tensor<2x3x4xf32> {weft.input = "x"},
