@@ -16,7 +16,10 @@
 // chain does, so the casts go: x and y stay 16-bit, scale and bias f32
 // (Megatron-LM's and Apex's mixed-dtype fused LayerNorm), and the backward
 // follows with 16-bit dx and dy. Four activation-sized copies per
-// LayerNorm and step fewer, the same bits.
+// LayerNorm and step fewer, the same bits. The cross-entropy loss likewise
+// reads 16-bit logits (a language model's largest activation) and writes
+// f32 log-probabilities, its gradient 16 bits: the logits' casts up and
+// down go, with the same bits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -126,9 +129,13 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
       if (fp32Residual && isEmbeddingLookup(func, &op))
         widenResult(&op);
     }
-    for (Operation &op : llvm::make_early_inc_range(body.without_terminator()))
+    for (Operation &op :
+         llvm::make_early_inc_range(body.without_terminator())) {
       if (auto norm = dyn_cast<LayerNormOp>(op))
         narrowLayerNorm(norm);
+      if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op))
+        narrowLoss(loss);
+    }
     // The function's results keep their declared types.
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     OpBuilder builder(ret);
@@ -188,6 +195,21 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
     if (up->use_empty())
       up.erase();
     retypeLow(norm.getOutput());
+  }
+
+  /// `softmax_cross_entropy(cast(x16 -> f32))` without class weights:
+  /// the loss reads x16 itself and keeps f32 log-probabilities
+  /// (log_prob_type), so the logits' widened copy, and in the backward the
+  /// f32 gradient's cast down, go.
+  void narrowLoss(SoftmaxCrossEntropyOp loss) {
+    auto up = loss.getScores().getDefiningOp<CastOp>();
+    if (!up || up.getInput().getType().getElementType() != low ||
+        loss.getWeights())
+      return;
+    loss.getScoresMutable().assign(up.getInput());
+    loss.setLogProbTypeAttr(TypeAttr::get(Float32Type::get(loss.getContext())));
+    if (up->use_empty())
+      up.erase();
   }
 
   /// Every reader of `op`'s 16-bit result reads it cast to f32.

@@ -328,11 +328,19 @@ LogicalResult convertLoss(GraphImporter &g, const Node &node) {
     return failure();
   OpBuilder &b = g.builder();
   const auto *ignore = g.attr(node, "ignore_index");
-  return g.bindResults(
-      node,
-      g.build<OpT>(node, scores, labels, g.optionalOperand(node, 2),
-                   b.getStringAttr(g.attrString(node, "reduction", "mean")),
-                   ignore ? b.getI64IntegerAttr(ignore->i()) : IntegerAttr()));
+  Value weights = g.optionalOperand(node, 2);
+  StringAttr reduction =
+      b.getStringAttr(g.attrString(node, "reduction", "mean"));
+  IntegerAttr ignoreIndex =
+      ignore ? b.getI64IntegerAttr(ignore->i()) : IntegerAttr();
+  // The loss's type is the scores' (ONNX): no log_prob_type.
+  if constexpr (std::is_same_v<OpT, SoftmaxCrossEntropyOp>)
+    return g.bindResults(node,
+                         g.build<OpT>(node, scores, labels, weights, reduction,
+                                      ignoreIndex, TypeAttr()));
+  else
+    return g.bindResults(node, g.build<OpT>(node, scores, labels, weights,
+                                            reduction, ignoreIndex));
 }
 
 } // namespace

@@ -79,8 +79,10 @@ Targets targetsOf(const KernelCall &call, const Tensor &input,
 }
 
 /// Per row: the log-probabilities (Softmax) or the input read as them, the
-/// row's loss -w logp[class] and weight; "none" stores the loss as is.
-template <Storage S, bool Softmax>
+/// row's loss -w logp[class] and weight; "none" stores the loss as is. S:
+/// the input; O: the log-probabilities and loss (f32 beside 16-bit scores
+/// under log_prob_type, else S).
+template <Storage S, Storage O, bool Softmax>
 __global__ void lossRowsKernel(const void *in, void *logp, Targets t,
                                double *rowLoss, double *rowWeight,
                                void *lossNone) {
@@ -100,7 +102,7 @@ __global__ void lossRowsKernel(const void *in, void *logp, Targets t,
       float logSum = softmaxRowConstant<true, float>(warpSum(sum));
       for (int64_t c = lane; c < t.classes; c += 32) {
         float v = softmaxAt<true>(load<S>(in, t.at(k, c)), max, logSum);
-        store<S>(logp, t.at(k, c), v);
+        store<O>(logp, t.at(k, c), v);
         if (c == cls)
           picked = v;
       }
@@ -113,7 +115,7 @@ __global__ void lossRowsKernel(const void *in, void *logp, Targets t,
       rowLoss[k] = loss;
       rowWeight[k] = w;
       if (lossNone)
-        store<S>(lossNone, k, float(loss));
+        store<O>(lossNone, k, float(loss));
     }
   }
 }
@@ -166,12 +168,15 @@ template <bool Softmax> void loss(const KernelCall &call, const Context &ctx) {
       ctx.scratch->get(2 * t.rows * sizeof(double), ctx.stream));
   void *none = t.reduction == Reduction::None ? call.out[0].data : nullptr;
   byStorage(call, in.dtype, [&]<Storage S>() {
-    lossRowsKernel<S, Softmax><<<warpGrid(t.rows), kThreads, 0, ctx.stream>>>(
-        in.data, Softmax ? call.out[1].data : nullptr, t, rowLoss,
-        rowLoss + t.rows, none);
-    if (!none)
-      lossTotalKernel<S><<<1, kSumThreads, 0, ctx.stream>>>(
-          rowLoss, rowLoss + t.rows, t.rows, t.reduction, call.out[0].data);
+    byStorage(call, call.out[0].dtype, [&]<Storage O>() {
+      lossRowsKernel<S, O, Softmax>
+          <<<warpGrid(t.rows), kThreads, 0, ctx.stream>>>(
+              in.data, Softmax ? call.out[1].data : nullptr, t, rowLoss,
+              rowLoss + t.rows, none);
+      if (!none)
+        lossTotalKernel<O><<<1, kSumThreads, 0, ctx.stream>>>(
+            rowLoss, rowLoss + t.rows, t.rows, t.reduction, call.out[0].data);
+    });
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -192,8 +197,9 @@ template <Storage S> __global__ void weightSumKernel(Targets t, double *sum) {
 
 /// d input: (softmax - onehot) scale (Softmax: the scores' gradient from
 /// the log-probabilities) or -scale at the class (NLL), scale the row's
-/// weight times dloss (ClassTargets::scale).
-template <Storage S, bool Softmax>
+/// weight times dloss (ClassTargets::scale). S: the input and dloss; D: the
+/// gradient (16 bits beside f32 log-probabilities under grad_type, else S).
+template <Storage S, Storage D, bool Softmax>
 __global__ void lossGradKernel(const void *in, const void *dloss, Targets t,
                                const double *weightSum, void *dx, int64_t n) {
   WEFT_GRID_STRIDE(e, n) {
@@ -210,7 +216,7 @@ __global__ void lossGradKernel(const void *in, const void *dloss, Targets t,
               : (*weightSum != 0 ? w * load<S>(dloss, 0) / *weightSum : 0.0);
     double g = Softmax ? crossEntropyGradAt(load<S>(in, e), c == cls, scale)
                        : (c == cls ? -scale : 0.0);
-    store<S>(dx, e, float(g));
+    store<D>(dx, e, float(g));
   }
 }
 
@@ -228,8 +234,10 @@ void lossGrad(const KernelCall &call, const Context &ctx) {
   byStorage(call, in.dtype, [&]<Storage S>() {
     if (t.reduction == Reduction::Mean)
       weightSumKernel<S><<<1, kSumThreads, 0, ctx.stream>>>(t, weightSum);
-    lossGradKernel<S, Softmax><<<grid(n), kThreads, 0, ctx.stream>>>(
-        in.data, call.in[2].data, t, weightSum, call.out[0].data, n);
+    byStorage(call, call.out[0].dtype, [&]<Storage D>() {
+      lossGradKernel<S, D, Softmax><<<grid(n), kThreads, 0, ctx.stream>>>(
+          in.data, call.in[2].data, t, weightSum, call.out[0].data, n);
+    });
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }

@@ -78,7 +78,18 @@ Types gatherGrad(const SpecCall &call) {
 Types lossGrad(const SpecCall &call) {
   Types loss = lossOutput(call, 3);
   call.requireType(2, loss[0], "the loss gradient");
-  return {call.in[0]};
+  if (!call.attrs.has("grad_type"))
+    return {call.in[0]};
+  // softmax_cross_entropy_grad of widened 16-bit scores (the forward's
+  // log_prob_type): f32 log_prob in, the scores' 16 bits out.
+  DType logProb = call.in[0].dtype,
+        type = parseDType(call.attrs.s("grad_type"));
+  if (type != logProb && !(logProb == DType::F32 && call.in.size() == 3 &&
+                           (type == DType::BF16 || type == DType::F16)))
+    call.fail("attribute 'grad_type' is " + call.attrs.s("grad_type") +
+              ", expected " + dtypeName(logProb) +
+              ", or f16 or bf16 beside f32 log_prob without class weights");
+  return {{type, call.in[0].shape}};
 }
 
 Types convWeightGrad(const SpecCall &call) {
@@ -276,10 +287,12 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .minInputs = 3,
                .maxInputs = 4,
                .attrs = {{"reduction", AttrKind::String},
-                         {"ignore_index", AttrKind::Int, false}},
+                         {"ignore_index", AttrKind::Int, false},
+                         {"grad_type", AttrKind::String, false}},
                .infer = lossGrad,
                .flops = perInput<3>,
-               .dtypes = "f32, f64; labels i32, i64"});
+               .dtypes = "f32, f64 (grad_type: a 16-bit gradient of f32 "
+                         "log_prob); labels i32, i64"});
   t.push_back({.name = "nll_loss_grad",
                .source = "NegativeLogLikelihoodLoss-13 adjoint",
                .minInputs = 3,

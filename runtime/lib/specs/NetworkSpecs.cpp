@@ -309,6 +309,21 @@ int64_t poolFlops(const SpecCall &call, const Types &out) {
 Types softmaxCrossEntropy(const SpecCall &call) {
   Types out = lossOutput(call, 2);
   out.push_back(call.in[0]); // log_prob
+  // log_prob_type: f32 loss and log_prob beside 16-bit scores.
+  if (call.attrs.has("log_prob_type")) {
+    DType scores = call.in[0].dtype,
+          type = parseDType(call.attrs.s("log_prob_type"));
+    if (type != scores && !(type == DType::F32 &&
+                            (scores == DType::BF16 || scores == DType::F16) &&
+                            call.in.size() == 2))
+      call.fail("attribute 'log_prob_type' is " +
+                call.attrs.s("log_prob_type") + ", expected " +
+                dtypeName(scores) +
+                ", or f32 beside 16-bit scores without "
+                "class weights");
+    for (TensorType &t : out)
+      t.dtype = type;
+  }
   return out;
 }
 
@@ -412,10 +427,12 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                .minInputs = 2,
                .maxInputs = 3,
                .attrs = {{"reduction", AttrKind::String},
-                         {"ignore_index", AttrKind::Int, false}},
+                         {"ignore_index", AttrKind::Int, false},
+                         {"log_prob_type", AttrKind::String, false}},
                .infer = softmaxCrossEntropy,
                .flops = perInput<6>,
-               .dtypes = "scores f32, f64; labels i32, i64"});
+               .dtypes = "scores f32, f64 (16-bit: loss and log_prob f32 "
+                         "with log_prob_type); labels i32, i64"});
   t.push_back(
       {.name = "nll_loss",
        .source = "NegativeLogLikelihoodLoss-13",

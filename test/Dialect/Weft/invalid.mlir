@@ -149,3 +149,21 @@ func.func @attention_grad_stats(%q: tensor<2x4x8xf32>, %s: tensor<2x4xf64>) {
   %dq, %dk, %dv = weft.attention_grad %q, %q, %q, %q, %s, %q {scale = 1.0 : f64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xf64>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
   return
 }
+
+// -----
+
+func.func @loss_log_prob_type(%s: tensor<4x8xf32>, %t: tensor<4xi64>) {
+  // expected-error @+2 {{softmax_cross_entropy: log_prob_type 'bf16' is neither the scores' 'f32' nor f32 beside 16-bit scores without weights}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %l, %p = weft.softmax_cross_entropy %s, %t {log_prob_type = bf16} : (tensor<4x8xf32>, tensor<4xi64>) -> (tensor<bf16>, tensor<4x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @loss_log_prob_type_weights(%s: tensor<4x8xbf16>, %t: tensor<4xi64>, %w: tensor<8xbf16>) {
+  // expected-error @+2 {{softmax_cross_entropy: log_prob_type 'f32' is neither the scores' 'bf16' nor f32 beside 16-bit scores without weights}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %l, %p = weft.softmax_cross_entropy %s, %t, %w {log_prob_type = f32} : (tensor<4x8xbf16>, tensor<4xi64>, tensor<8xbf16>) -> (tensor<f32>, tensor<4x8xf32>)
+  return
+}

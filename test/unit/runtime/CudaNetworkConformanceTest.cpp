@@ -126,6 +126,53 @@ TEST_P(CudaConformance, Losses) {
         }
 }
 
+/// weft-mixed-precision's narrowed loss: 16-bit scores in, f32 loss and
+/// log-probabilities out (log_prob_type), and the gradient of f32
+/// log-probabilities written in 16 bits (grad_type), against the cast
+/// chain they replace: widen, the f32 kernel, round to nearest even.
+/// Exactly, on the backend under test.
+TEST_P(CudaConformance, MixedLossIsTheCastChain) {
+  for (DType d : {DType::BF16, DType::F16})
+    for (const char *reduction : {"mean", "none"}) {
+      bool none = reduction == std::string("none");
+      TensorType s{d, {40, 11}}, wide{DType::F32, {40, 11}},
+          labels{DType::I64, {40}},
+          loss{DType::F32,
+               none ? std::vector<int64_t>{40} : std::vector<int64_t>{}};
+      Case up{"cast", {s}, {wide}};
+      up.attrs.set("to", std::string("f32"));
+      up.attrs.set("nearest_even", true);
+      Case down{"cast", {wide}, {s}};
+      down.attrs.set("to", std::string(dtypeName(d)));
+      down.attrs.set("nearest_even", true);
+
+      Case mixed{"softmax_cross_entropy", {s, labels}, {loss, wide}};
+      mixed.below = {{1, 11}};
+      mixed.attrs.set("reduction", std::string(reduction));
+      mixed.attrs.set("ignore_index", int64_t(2));
+      Case f32 = mixed;
+      f32.in[0] = wide;
+      mixed.attrs.set("log_prob_type", std::string("f32"));
+      std::vector<std::string> in = inputs(mixed, 5);
+      std::vector<std::string> narrow = runOn(*gpu, mixed, in);
+      std::vector<std::string> chain =
+          runOn(*gpu, f32, {runOn(*gpu, up, {in[0]})[0], in[1]});
+      EXPECT_EQ(narrow, chain) << dtypeName(d) << " " << reduction;
+
+      Case grad{"softmax_cross_entropy_grad", {wide, labels, loss}, {s}};
+      grad.below = {{1, 11}};
+      grad.attrs.set("reduction", std::string(reduction));
+      grad.attrs.set("ignore_index", int64_t(2));
+      Case gradF32 = grad;
+      gradF32.out[0] = wide;
+      grad.attrs.set("grad_type", std::string(dtypeName(d)));
+      std::vector<std::string> gradIn = {narrow[1], in[1], inputs(grad, 6)[2]};
+      EXPECT_EQ(runOn(*gpu, grad, gradIn)[0],
+                runOn(*gpu, down, {runOn(*gpu, gradF32, gradIn)[0]})[0])
+          << dtypeName(d) << " " << reduction << " gradient";
+    }
+}
+
 TEST_P(CudaConformance, Reductions) {
   std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
       {{0, 1}, {9}},

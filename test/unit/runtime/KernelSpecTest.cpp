@@ -269,3 +269,32 @@ TEST(KernelSpec, ChecksAnAttentionsLayout) {
                 .find("expects q [B, Sq, H, D], k [B, Sk, H, D]"),
             std::string::npos);
 }
+
+/// Mixed precision's loss: f32 loss and log_prob of bf16 scores
+/// (log_prob_type), a bf16 gradient of f32 log_prob (grad_type); other
+/// combinations are refused naming the attribute.
+TEST(KernelSpec, ChecksALossesWidenedTypes) {
+  OperandPlacement scores{{DType::BF16, {4, 8}}, 0},
+      labels{{DType::I64, {4}}, 128}, logProb = f32({4, 8}, 256);
+  json widened = {{"reduction", "mean"}, {"log_prob_type", "f32"}};
+  EXPECT_EQ(errorOf("softmax_cross_entropy", {scores, labels},
+                    {f32({}, 512), logProb}, widened),
+            "");
+  EXPECT_NE(errorOf("softmax_cross_entropy", {f32({4, 8}, 0), labels},
+                    {{{DType::BF16, {}}, 512}, {{DType::BF16, {4, 8}}, 256}},
+                    {{"reduction", "mean"}, {"log_prob_type", "bf16"}})
+                .find("attribute 'log_prob_type' is bf16, expected f32"),
+            std::string::npos);
+  json narrowed = {{"reduction", "mean"}, {"grad_type", "bf16"}};
+  EXPECT_EQ(errorOf("softmax_cross_entropy_grad",
+                    {logProb, labels, f32({}, 512)}, {{scores.type, 640}},
+                    narrowed),
+            "");
+  // The gradient must be written where its declared type says.
+  EXPECT_NE(errorOf("softmax_cross_entropy_grad",
+                    {logProb, labels, f32({}, 512)}, {f32({4, 8}, 640)},
+                    narrowed)
+                .find("output 0 is [4x8] f32, softmax_cross_entropy_grad "
+                      "writes [4x8] bf16"),
+            std::string::npos);
+}

@@ -299,9 +299,15 @@ SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   if (dys[1])
     return emitOpError("autodiff: the loss depends on log_prob, whose "
                        "gradient weft does not implement");
+  // Widened log-probabilities (log_prob_type): the gradient is written in
+  // the scores' own type.
+  Type scores = getScores().getType().getElementType();
+  TypeAttr gradType = scores != getLogProb().getType().getElementType()
+                          ? TypeAttr::get(scores)
+                          : TypeAttr();
   dxs[0] = SoftmaxCrossEntropyGradOp::create(
       b, getLoc(), getLogProb(), getLabels(), dys[0], getWeights(),
-      getReductionAttr(), getIgnoreIndexAttr());
+      getReductionAttr(), getIgnoreIndexAttr(), gradType);
   return success();
 }
 

@@ -41,7 +41,9 @@ LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *,
 LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location>, Adaptor adaptor,
     SmallVectorImpl<Type> &out) {
-  out.push_back(adaptor.getLogProb().getType());
+  auto logProb = cast<RankedTensorType>(adaptor.getLogProb().getType());
+  std::optional<Type> type = adaptor.getGradType();
+  out.push_back(type ? logProb.clone(*type) : logProb);
   return success();
 }
 

@@ -588,10 +588,23 @@ LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
 LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor, Types &out) {
   auto scores = cast<RankedTensorType>(adaptor.getScores().getType());
-  if (failed(inferLoss(loc, scores, ranked(adaptor.getLabels()),
+  // log_prob_type: f32 loss and log-probabilities of 16-bit scores.
+  RankedTensorType logProb = scores;
+  if (std::optional<Type> type = adaptor.getLogProbType()) {
+    Type element = scores.getElementType();
+    if (*type != element &&
+        !(type->isF32() && (element.isBF16() || element.isF16()) &&
+          !adaptor.getWeights()))
+      return emitOptionalError(loc, "softmax_cross_entropy: log_prob_type ",
+                               *type, " is neither the scores' ", element,
+                               " nor f32 beside 16-bit scores without "
+                               "weights");
+    logProb = scores.clone(*type);
+  }
+  if (failed(inferLoss(loc, logProb, ranked(adaptor.getLabels()),
                        adaptor.getReduction(), out)))
     return failure();
-  out.push_back(scores);
+  out.push_back(logProb);
   return success();
 }
 

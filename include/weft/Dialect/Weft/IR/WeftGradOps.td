@@ -117,6 +117,8 @@ def Weft_SoftmaxCrossEntropyGradOp : Weft_InferredOp<"softmax_cross_entropy_grad
     `dscores = (softmax - onehot(labels)) * w[label] * dloss_scale`, where the
     scale is `dloss` for "sum", `dloss / sum(weights)` for "mean", and
     `dloss[n, d...]` elementwise for "none"; ignored labels get 0.
+    `scores_grad` has `log_prob`'s element type, or `grad_type` (the
+    scores' 16-bit type when the forward's `log_prob_type` widened them).
     Cost: 3 FLOPs per element of `log_prob`.
   }];
   let arguments = (ins Weft_FloatTensor:$log_prob,
@@ -124,7 +126,8 @@ def Weft_SoftmaxCrossEntropyGradOp : Weft_InferredOp<"softmax_cross_entropy_grad
                        Weft_FloatTensor:$grad,
                        Optional<Weft_FloatTensor>:$weights,
                        DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<TypeAttr>:$grad_type);
   let results = (outs Weft_FloatTensor:$scores_grad);
   let assemblyFormat = [{
     $log_prob `,` $labels `,` $grad (`,` $weights^)? attr-dict `:`

@@ -440,13 +440,18 @@ def Weft_SoftmaxCrossEntropyOp : Weft_InferredOp<"softmax_cross_entropy", [Decla
     `scores: [N, C, d...]`, `labels: [N, d...]` (integer class ids),
     optional per-class `weights: [C]`. `reduction` is `mean`, `sum` or
     `none`; labels equal to `ignore_index` contribute nothing. `log_prob` is
-    the log-softmax of `scores`. Cost: 6 FLOPs per element of `scores`.
+    the log-softmax of `scores`. `loss` and `log_prob` have the scores'
+    element type, or `log_prob_type` (f32 beside 16-bit scores without
+    weights: weft-mixed-precision's, autocast's f32 cross entropy read from
+    the 16-bit logits without a widened copy). Cost: 6 FLOPs per element of
+    `scores`.
   }];
   let arguments = (ins Weft_FloatTensor:$scores,
                        StaticShapeTensorOf<[I32, I64]>:$labels,
                        Optional<Weft_FloatTensor>:$weights,
                        DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<TypeAttr>:$log_prob_type);
   let results = (outs Weft_FloatTensor:$loss, Weft_FloatTensor:$log_prob);
   let assemblyFormat = [{
     $scores `,` $labels (`,` $weights^)? attr-dict `:` functional-type(operands, results)
