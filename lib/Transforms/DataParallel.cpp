@@ -201,20 +201,23 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
   }
 
   /// The updates in the order their gradients become ready: the reverse
-  /// of the order the forward first uses their parameters.
+  /// of the order the forward first uses their parameters, and among one
+  /// op's operands the reverse of theirs (a Linear's gemm reads W, then its
+  /// bias: DDP's reversed registration order has the bias first).
   static SmallVector<Operation *> readyOrder(func::FuncOp func,
                                              ArrayRef<Operation *> updates) {
-    llvm::DenseMap<Value, int64_t> firstUse;
+    using Use = std::pair<int64_t, unsigned>; // (op position, operand)
+    llvm::DenseMap<Value, Use> firstUse;
     int64_t position = 0;
     for (Operation &op : func.getBody().front()) {
       ++position;
       if (phaseOf(&op) != "forward")
         continue;
-      for (Value v : op.getOperands())
-        if (isa<BlockArgument>(v))
-          firstUse.try_emplace(v, position);
+      for (OpOperand &o : op.getOpOperands())
+        if (isa<BlockArgument>(o.get()))
+          firstUse.try_emplace(o.get(), Use{position, o.getOperandNumber()});
     }
-    SmallVector<std::pair<int64_t, Operation *>> keyed;
+    SmallVector<std::pair<Use, Operation *>> keyed;
     for (Operation *update : updates)
       keyed.push_back({firstUse.lookup(update->getOperand(0)), update});
     llvm::stable_sort(keyed, [](const auto &a, const auto &b) {

@@ -129,13 +129,15 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
       if (fp32Residual && isEmbeddingLookup(func, &op))
         widenResult(&op);
     }
-    for (Operation &op :
-         llvm::make_early_inc_range(body.without_terminator())) {
-      if (auto norm = dyn_cast<LayerNormOp>(op))
-        narrowLayerNorm(norm);
-      if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op))
-        narrowLoss(loss);
-    }
+    // Collected first: narrowing erases the casts around each op, which
+    // may be the next in the block.
+    SmallVector<LayerNormOp> norms(body.getOps<LayerNormOp>());
+    SmallVector<SoftmaxCrossEntropyOp> losses(
+        body.getOps<SoftmaxCrossEntropyOp>());
+    for (LayerNormOp norm : norms)
+      narrowLayerNorm(norm);
+    for (SoftmaxCrossEntropyOp loss : losses)
+      narrowLoss(loss);
     // The function's results keep their declared types.
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     OpBuilder builder(ret);

@@ -51,3 +51,21 @@ func.func @kept_f32(%x: tensor<2x8xf32> {weft.input = "x"},
   %l = weft.reduce_mean %a2 {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x8xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// The cast down right after the LayerNorm (its reader next in the block):
+// narrowed all the same.
+// CHECK-LABEL: func.func @adjacent
+// CHECK: %[[Y:.*]], %{{.*}}, %{{.*}} = weft.layer_norm %{{.*}} : (tensor<2x8xbf16>, tensor<8xf32>) -> (tensor<2x8xbf16>
+// CHECK-NEXT: weft.matmul %[[Y]], %arg2 : (tensor<2x8xbf16>, tensor<8x8xbf16>)
+func.func @adjacent(%x: tensor<2x8xf32> {weft.input = "x"},
+                    %w1: tensor<8x8xf32> {weft.param = "w1"},
+                    %w: tensor<8x8xf32> {weft.param = "w"},
+                    %g: tensor<8xf32> {weft.param = "g"}) -> tensor<f32> {
+  %r = weft.matmul %x, %w1 : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %y, %m, %s = weft.layer_norm %r, %g {axis = 1 : i64} : (tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
+  %h = weft.matmul %y, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %l = weft.reduce_mean %h {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

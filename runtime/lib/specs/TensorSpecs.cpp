@@ -71,7 +71,12 @@ Types gemm(const SpecCall &call) {
 int64_t gemmFlops(const SpecCall &call, const Types &out) {
   int64_t k = call.in[0].shape[call.attrs.b("transA") ? 0 : 1];
   int64_t mn = out[0].numel();
-  return satMul(2, satMul(mn, k)) + (call.in.size() > 2 ? satMul(2, mn) : 0);
+  // C: its addition, and beta's product unless beta is 1 (as the
+  // compiler's GemmOp::getFlops).
+  int64_t c = call.in.size() < 3            ? 0
+              : call.attrs.f("beta") == 1.0 ? mn
+                                            : satMul(2, mn);
+  return satMul(2, satMul(mn, k)) + c;
 }
 
 Types transpose(const SpecCall &call) {

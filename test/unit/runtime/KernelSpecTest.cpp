@@ -156,9 +156,16 @@ TEST(KernelSpec, CostsFollowTheCompilersConventions) {
   EXPECT_EQ(mm.flops, 48);
   EXPECT_EQ(mm.bytesRead, (6 + 12) * 4);
   EXPECT_EQ(mm.bytesWritten, 8 * 4);
-  // gemm with C adds 2 FLOPs per output (beta * C + alpha * AB).
+  // gemm with C adds 1 FLOP per output at beta 1 (the add), 2 otherwise
+  // (beta * C + alpha * AB).
   EXPECT_EQ(costOf("gemm", {f32({2, 3}, 0), f32({3, 4}, 64), f32({4}, 128)},
                    {f32({2, 4}, 256)}, kGemm)
+                .flops,
+            48 + 8);
+  json scaled = kGemm;
+  scaled["beta"] = 2.0;
+  EXPECT_EQ(costOf("gemm", {f32({2, 3}, 0), f32({3, 4}, 64), f32({4}, 128)},
+                   {f32({2, 4}, 256)}, scaled)
                 .flops,
             48 + 16);
   // conv 3x3, 2 -> 4 channels, 5x5 -> 3x3 outputs: 2 * 36 * 2 * 9 + bias.

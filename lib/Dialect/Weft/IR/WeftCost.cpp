@@ -57,7 +57,10 @@ int64_t GemmOp::getFlops() {
   auto a = shaped(getA());
   int64_t k = a.getDimSize(getTransA() ? 0 : 1);
   int64_t mn = numElements(getType());
-  return 2 * mn * k + (getC() ? 2 * mn : 0);
+  // C: its addition, and beta's product unless beta is 1 (a Linear's bias,
+  // weft-fold-linear-bias: the add it replaced counted 1 per output).
+  int64_t c = getC() ? (getBeta().convertToDouble() == 1.0 ? mn : 2 * mn) : 0;
+  return 2 * mn * k + c;
 }
 
 int64_t SoftmaxOp::getFlops() { return 5 * numElements(getType()); }

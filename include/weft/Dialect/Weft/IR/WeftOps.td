@@ -146,8 +146,8 @@ def Weft_GemmOp : Weft_InferredOp<"gemm", [DeclareOpInterfaceMethods<GradientOpI
   let summary = "`alpha*op(A)*op(B) + beta*C` (ONNX Gemm-13).";
   let description = [{
     `A` is `[M,K]` (`[K,M]` with `transA`), `B` is `[K,N]` (`[N,K]` with
-    `transB`), `C` broadcasts to `[M,N]`. Cost: `2*M*N*K` FLOPs, plus `2*M*N`
-    when `C` is present.
+    `transB`), `C` broadcasts to `[M,N]`. Cost: `2*M*N*K` FLOPs, plus `M*N`
+    for adding `C` and `M*N` more for `beta`'s product unless `beta` is 1.
   }];
   let arguments = (ins Weft_Tensor:$a, Weft_Tensor:$b,
                        Optional<Weft_Tensor>:$c,

@@ -29,12 +29,15 @@ struct CostTest : ::testing::Test {
 } // namespace
 
 TEST_F(CostTest, GemmWithBiasCountsTheAddition) {
-  // [M=4, K=3] x [K=3, N=5] + C: 2*4*5*3 = 120 plus 2*4*5 = 40.
+  // [M=4, K=3] x [K=3, N=5] + C: 2*4*5*3 = 120 plus 4*5 = 20 for the add
+  // (beta 1, a Linear's bias), 2*4*5 = 40 with beta's product.
   auto op = firstOp(R"mlir(
     func.func @f(%a: tensor<4x3xf32>, %b: tensor<5x3xf32>, %c: tensor<5xf32>) -> tensor<4x5xf32> {
       %0 = weft.gemm %a, %b, %c {transB = true} : (tensor<4x3xf32>, tensor<5x3xf32>, tensor<5xf32>) -> tensor<4x5xf32>
       return %0 : tensor<4x5xf32>
     })mlir");
+  EXPECT_EQ(op.getFlops(), 140);
+  op->setAttr("beta", Builder(&ctx).getF64FloatAttr(2.0));
   EXPECT_EQ(op.getFlops(), 160);
   EXPECT_EQ(op.getBytesRead(), (12 + 15 + 5) * 4);
   EXPECT_EQ(op.getBytesWritten(), 20 * 4);

@@ -1,0 +1,76 @@
+"""Per-kernel instruction counts and memory traffic of a weft plan.
+
+For each kernel of rank R's instructions (default 0): how many run per
+step and the bytes they read and write, the sum of their operands' and
+results' buffer sizes (docs/plan-format.md: `buffers[i].bytes`). GEMMs and
+fused attention are bound by arithmetic on a GPU; every other kernel is
+bound by memory traffic, so the sum of the rest over a bandwidth is a
+floor on their time: printed for --bandwidth (bytes/s; default 2.5e12,
+about what an H100's HBM3 sustains). These are figures read from a plan,
+not measurements: reading a view twice counts it twice, and a kernel that
+keeps a tile in registers or cache reads it less.
+
+    python3 bench/plan_traffic.py PLAN.json [--rank R] [--bandwidth B]
+        [--json OUT]
+
+Raises SystemExit naming the plan when it has no rank R.
+"""
+import argparse
+import collections
+import json
+import pathlib
+import sys
+
+# Kernels bound by arithmetic rather than memory traffic on a GPU.
+COMPUTE_BOUND = ("gemm", "matmul", "attention", "attention_grad", "conv",
+                 "conv_transpose")
+
+
+def traffic(plan, rank=0):
+    """{kernel: (count, bytes)} over rank `rank`'s instructions, in bytes
+    read plus written per step; instructions without a kernel (transfers,
+    collectives) are keyed by their `op`."""
+    ranks = [r for r in plan["ranks"] if r["rank"] == rank]
+    if not ranks:
+        raise SystemExit(f"the plan has no rank {rank}")
+    buffers = {b["id"]: b["bytes"] for b in ranks[0]["buffers"]}
+    out = collections.defaultdict(lambda: [0, 0])
+    for inst in ranks[0]["instructions"]:
+        key = inst.get("kernel", inst.get("op"))
+        out[key][0] += 1
+        out[key][1] += sum(buffers[b] for b in
+                           inst.get("inputs", []) + inst.get("outputs", []))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("plan", type=pathlib.Path)
+    p.add_argument("--rank", type=int, default=0)
+    p.add_argument("--bandwidth", type=float, default=2.5e12)
+    p.add_argument("--json", type=pathlib.Path)
+    args = p.parse_args(argv)
+    plan = json.loads(args.plan.read_text())
+    rows = traffic(plan, args.rank)
+    rank = next(r for r in plan["ranks"] if r["rank"] == args.rank)
+    memory_bound = sum(b for k, (_, b) in rows.items()
+                       if k not in COMPUTE_BOUND)
+    for kernel, (count, nbytes) in sorted(rows.items(),
+                                          key=lambda kv: -kv[1][1]):
+        print(f"{kernel:28s} {count:6d} x  {nbytes / 1e9:8.2f} GB")
+    print(f"instructions: {sum(c for c, _ in rows.values())}; arena "
+          f"{rank['arena_bytes']} bytes")
+    print(f"memory-bound kernels: {memory_bound / 1e9:.2f} GB per step, at "
+          f"least {memory_bound / args.bandwidth * 1e3:.2f} ms at "
+          f"{args.bandwidth:.3g} B/s")
+    if args.json:
+        args.json.write_text(json.dumps(
+            {"kernels": {k: {"count": c, "bytes": b}
+                         for k, (c, b) in rows.items()},
+             "memory_bound_bytes": memory_bound,
+             "arena_bytes": rank["arena_bytes"]}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""bench/plan_traffic.py: per-kernel counts and bytes read from a plan."""
+import importlib.util
+import json
+import pathlib
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location(
+    "plan_traffic", REPO / "bench" / "plan_traffic.py")
+plan_traffic = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(plan_traffic)
+
+PLAN = {"ranks": [{
+    "rank": 0, "arena_bytes": 4096,
+    "buffers": [{"id": 0, "bytes": 100}, {"id": 1, "bytes": 40},
+                {"id": 2, "bytes": 7}],
+    "instructions": [
+        {"kernel": "gemm", "inputs": [0, 1], "outputs": [2]},
+        {"kernel": "cast", "inputs": [2], "outputs": [1]},
+        {"kernel": "cast", "inputs": [1], "outputs": [2]},
+        {"op": "send", "inputs": [2], "outputs": []}]}]}
+
+
+def test_counts_and_bytes_per_kernel(tmp_path, capsys):
+    assert plan_traffic.traffic(PLAN) == {
+        "gemm": (1, 147), "cast": (2, 94), "send": (1, 7)}
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(PLAN))
+    out = tmp_path / "traffic.json"
+    assert plan_traffic.main([str(path), "--json", str(out)]) == 0
+    # The GEMM is compute-bound: the rest is the memory-bound traffic.
+    assert json.loads(out.read_text())["memory_bound_bytes"] == 94 + 7
+    assert "instructions: 4; arena 4096 bytes" in capsys.readouterr().out
+
+
+def test_a_missing_rank_is_named():
+    with pytest.raises(SystemExit, match="the plan has no rank 3"):
+        plan_traffic.traffic(PLAN, rank=3)
