@@ -67,8 +67,16 @@ struct Gemm {
 
   void run(const KernelCall &call, const Context &ctx, const void *a,
            const void *b, void *c) const {
+    if (!tryRun(call, ctx, a, b, c))
+      call.fail("cuBLASLt has no algorithm for this GEMM");
+  }
+
+  /// Runs the GEMM; false, having run nothing, when cuBLASLt's heuristic
+  /// offers no algorithm (an epilogue narrows its choice).
+  bool tryRun(const KernelCall &call, const Context &ctx, const void *a,
+              const void *b, void *c) const {
     if (m == 0 || n == 0)
-      return;
+      return true;
     cudaDataType_t type = dataType(call, dtype);
     const CublasLt &lt = CublasLt::get();
     Descriptors d;
@@ -117,10 +125,11 @@ struct Gemm {
     WEFT_CUBLAS_CHECK(lt.cublasLtMatmulAlgoGetHeuristic(
         ctx.lt, d.op, d.a, d.b, d.c, d.c, d.preference, 1, &best, &found));
     if (found == 0)
-      call.fail("cuBLASLt has no algorithm for this GEMM");
+      return false;
     WEFT_CUBLAS_CHECK(lt.cublasLtMatmul(
         ctx.lt, d.op, &alpha, b, d.a, a, d.b, &beta, c, d.c, c, d.c, &best.algo,
         ctx.workspace, ctx.workspaceBytes, ctx.stream));
+    return true;
   }
 };
 
@@ -180,7 +189,11 @@ void gemm(const KernelCall &call, const Context &ctx) {
   g.alpha = float(call.f("alpha"));
   if (isColumnBias(call, y)) {
     g.bias = call.in[2].data;
-  } else if (call.in.size() > 2) {
+    if (g.tryRun(call, ctx, a.data, b.data, y.data))
+      return;
+    g.bias = nullptr; // no algorithm with the epilogue: C as any other
+  }
+  if (call.in.size() > 2) {
     broadcastInto(call, ctx, call.in[2], y);
     g.beta = float(call.f("beta"));
   }
