@@ -186,16 +186,28 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
     }
   }
 
+  /// The cast that widened `operand`'s 16-bit value, if it is one.
+  CastOp castUp(OpOperand &operand) {
+    auto up = operand.get().getDefiningOp<CastOp>();
+    return up && up.getInput().getType().getElementType() == low ? up
+                                                                 : CastOp();
+  }
+
+  /// Points `operand` at `up`'s 16-bit input, erasing `up` once unread.
+  static void readNarrow(OpOperand &operand, CastOp up) {
+    operand.set(up.getInput());
+    if (up->use_empty())
+      up.erase();
+  }
+
   /// `layer_norm(cast(x16 -> f32))` read only as 16 bits: layer_norm(x16)
   /// with a 16-bit output (the file comment says why the bits agree).
   void narrowLayerNorm(LayerNormOp norm) {
-    auto up = norm.getInput().getDefiningOp<CastOp>();
-    if (!up || up.getInput().getType().getElementType() != low ||
-        !readAsLow(norm.getOutput()))
+    OpOperand &x = norm.getInputMutable();
+    CastOp up = castUp(x);
+    if (!up || !readAsLow(norm.getOutput()))
       return;
-    norm.getInputMutable().assign(up.getInput());
-    if (up->use_empty())
-      up.erase();
+    readNarrow(x, up);
     retypeLow(norm.getOutput());
   }
 
@@ -204,14 +216,12 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
   /// (log_prob_type), so the logits' widened copy, and in the backward the
   /// f32 gradient's cast down, go.
   void narrowLoss(SoftmaxCrossEntropyOp loss) {
-    auto up = loss.getScores().getDefiningOp<CastOp>();
-    if (!up || up.getInput().getType().getElementType() != low ||
-        loss.getWeights())
+    OpOperand &scores = loss.getScoresMutable();
+    CastOp up = castUp(scores);
+    if (!up || loss.getWeights())
       return;
-    loss.getScoresMutable().assign(up.getInput());
+    readNarrow(scores, up);
     loss.setLogProbTypeAttr(TypeAttr::get(Float32Type::get(loss.getContext())));
-    if (up->use_empty())
-      up.erase();
   }
 
   /// Every reader of `op`'s 16-bit result reads it cast to f32.

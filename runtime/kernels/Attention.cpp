@@ -45,16 +45,11 @@ struct Geometry : AttentionGeometry {
   bool dropout = false;
   DropoutMask mask;
   double keepScale = 1.0;
-  /// Row strides of q and k (and dq, dk), and of v, the output and dO
-  /// (and dv).
-  int64_t ldq, ldv;
 
   explicit Geometry(const KernelCall &call)
       : AttentionGeometry(
             AttentionGeometry::of(call.in[0].shape, call.in[1].shape,
                                   call.in[2].shape, call.has("layout"))) {
-    ldq = rowStride(d);
-    ldv = rowStride(dv);
     scale = call.f("scale");
     causal = call.has("causal") && call.b("causal");
     double ratio = call.has("dropout_ratio") ? call.f("dropout_ratio") : 0.0;
@@ -65,6 +60,10 @@ struct Geometry : AttentionGeometry {
     }
   }
 
+  /// Row strides of q and k (and dq, dk), and of v, the output and dO
+  /// (and dv).
+  int64_t ldq() const { return rowStride(d); }
+  int64_t ldv() const { return rowStride(dv); }
   /// Row 0 of pair n in q or k (rows `seq`), and in v, output or dO.
   int64_t qBase(int64_t n, int64_t seq) const { return base(n, seq, d); }
   int64_t vBase(int64_t n, int64_t seq) const { return base(n, seq, dv); }
@@ -100,8 +99,8 @@ struct Geometry : AttentionGeometry {
 template <typename T>
 void scoreBlock(const Geometry &g, const T *q, const T *k, int64_t i0,
                 int64_t rows, T *scores) {
-  gemm<T>(false, true, rows, g.span(i0, rows), g.d, T(g.scale), q + i0 * g.ldq,
-          g.ldq, k, g.ldq, T(0), scores, g.sk);
+  gemm<T>(false, true, rows, g.span(i0, rows), g.d, T(g.scale),
+          q + i0 * g.ldq(), g.ldq(), k, g.ldq(), T(0), scores, g.sk);
 }
 
 template <typename T> void attention(const KernelCall &call) {
@@ -130,8 +129,8 @@ template <typename T> void attention(const KernelCall &call) {
         stats[n * g.sq + i] = static_cast<T>(max + std::log(sum));
         g.drop(n, i, row, width);
       }
-      gemm<T>(false, false, rows, g.dv, width, T(1), p.data(), g.sk, vn, g.ldv,
-              T(0), outN + i0 * g.ldv, g.ldv);
+      gemm<T>(false, false, rows, g.dv, width, T(1), p.data(), g.sk, vn,
+              g.ldv(), T(0), outN + i0 * g.ldv(), g.ldv());
     }
   }
 }
@@ -156,12 +155,12 @@ template <typename T> void attentionGrad(const KernelCall &call) {
     T *dqn = dq + g.qBase(n, g.sq), *dkn = dk + g.qBase(n, g.sk),
       *dvn = dv + g.vBase(n, g.sk);
     for (int64_t j = 0; j < g.sk; ++j) {
-      std::fill_n(dkn + j * g.ldq, g.d, T(0));
-      std::fill_n(dvn + j * g.ldv, g.dv, T(0));
+      std::fill_n(dkn + j * g.ldq(), g.d, T(0));
+      std::fill_n(dvn + j * g.ldv(), g.dv, T(0));
     }
     for (int64_t i0 = 0; i0 < g.sq; i0 += kRows) {
       int64_t rows = std::min(kRows, g.sq - i0), width = g.span(i0, rows);
-      const T *dOBlock = dOn + i0 * g.ldv;
+      const T *dOBlock = dOn + i0 * g.ldv();
       scoreBlock(g, qn, kn, i0, rows, p.data());
       for (int64_t r = 0; r < rows; ++r) {
         int64_t i = i0 + r, keys = g.keys(i);
@@ -177,13 +176,13 @@ template <typename T> void attentionGrad(const KernelCall &call) {
       }
       // dv[:width] += P'^T dO; dP' = dO v[:width]^T.
       gemm<T>(true, false, width, g.dv, rows, T(1), pDropped, g.sk, dOBlock,
-              g.ldv, T(1), dvn, g.ldv);
-      gemm<T>(false, true, rows, width, g.dv, T(1), dOBlock, g.ldv, vn, g.ldv,
-              T(0), ds.data(), g.sk);
+              g.ldv(), T(1), dvn, g.ldv());
+      gemm<T>(false, true, rows, width, g.dv, T(1), dOBlock, g.ldv(), vn,
+              g.ldv(), T(0), ds.data(), g.sk);
       for (int64_t r = 0; r < rows; ++r) {
         int64_t i = i0 + r;
         // D_i = dO_i . O_i = sum_j P_ij dP_ij (Algorithm 4, line 19).
-        const T *oRow = on + i * g.ldv, *dORow = dOBlock + r * g.ldv;
+        const T *oRow = on + i * g.ldv(), *dORow = dOBlock + r * g.ldv();
         double dot = 0;
         for (int64_t c = 0; c < g.dv; ++c)
           dot += double(dORow[c]) * oRow[c];
@@ -197,9 +196,9 @@ template <typename T> void attentionGrad(const KernelCall &call) {
       }
       // dq = scale dS k[:width]; dk[:width] += scale dS^T q.
       gemm<T>(false, false, rows, g.d, width, T(g.scale), ds.data(), g.sk, kn,
-              g.ldq, T(0), dqn + i0 * g.ldq, g.ldq);
+              g.ldq(), T(0), dqn + i0 * g.ldq(), g.ldq());
       gemm<T>(true, false, width, g.d, rows, T(g.scale), ds.data(), g.sk,
-              qn + i0 * g.ldq, g.ldq, T(1), dkn, g.ldq);
+              qn + i0 * g.ldq(), g.ldq(), T(1), dkn, g.ldq());
     }
   }
 }

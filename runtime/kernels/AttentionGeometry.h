@@ -12,7 +12,6 @@
 #ifndef WEFT_RUNTIME_KERNELS_ATTENTIONGEOMETRY_H
 #define WEFT_RUNTIME_KERNELS_ATTENTIONGEOMETRY_H
 
-#include <array>
 #include <compare>
 #include <cstdint>
 #include <string_view>
@@ -72,7 +71,7 @@ struct AttentionGeometry {
                 : n * seq * width;
   }
   /// [b, h, s, d] strides of such an operand (cuDNN's dims order).
-  std::array<int64_t, 4> strides(int64_t seq, int64_t width) const {
+  std::vector<int64_t> strides(int64_t seq, int64_t width) const {
     if (bshd)
       return {seq * heads * width, width, heads * width, 1};
     return {heads * seq * width, seq * width, width, 1};

@@ -30,8 +30,6 @@ void flushDenormals() {
 #endif
 }
 
-bool is16(DType d) { return d == DType::F16 || d == DType::BF16; }
-
 /// Runs `fn` on f32 copies of the call's f16/bf16 tensors and rounds the
 /// outputs back to nearest even: the CPU's form of a 16-bit kernel that
 /// loads 16 bits, computes in f32 registers (GEMMs accumulate in f32) and
@@ -42,7 +40,7 @@ void launchWidened(const KernelCall &call, KernelFn fn) {
   std::map<void *, std::vector<float>> wide;
   auto widen = [&](const Tensor &t) {
     Tensor f{t.data, t.dtype, t.shape};
-    if (!is16(t.dtype))
+    if (!isHalf(t.dtype))
       return f;
     auto [it, fresh] = wide.try_emplace(t.data);
     if (fresh) {
@@ -64,7 +62,7 @@ void launchWidened(const KernelCall &call, KernelFn fn) {
   fn(KernelCall{call.kernel, std::move(in), std::move(out), call.attrs,
                 call.ctx});
   for (const Tensor &t : call.out) {
-    if (!is16(t.dtype))
+    if (!isHalf(t.dtype))
       continue;
     const std::vector<float> &values = wide.at(t.data);
     auto *bits = t.as<uint16_t>();
@@ -76,7 +74,7 @@ void launchWidened(const KernelCall &call, KernelFn fn) {
 bool has16(const KernelCall &call) {
   for (const auto *list : {&call.in, &call.out})
     for (const Tensor &t : *list)
-      if (is16(t.dtype))
+      if (isHalf(t.dtype))
         return true;
   return false;
 }

@@ -100,8 +100,7 @@ void Executor::loadInitializers(const std::string &modelPath,
     PieceDesc piece = pieceOf(named, b);
     // A 16-bit working copy (mixed precision) is the f32 initializer
     // rounded to nearest even.
-    bool narrow = dtype == DType::F32 &&
-                  (b.dtype == DType::F16 || b.dtype == DType::BF16);
+    bool narrow = dtype == DType::F32 && isHalf(b.dtype);
     if (dims != piece.shape || (dtype != b.dtype && !narrow))
       throw Error(
           label + ": the plan expects " + shapeString(piece.shape) + " " +

@@ -36,6 +36,8 @@ bool isFloat(DType dtype) {
          dtype == DType::BF16;
 }
 
+bool isHalf(DType dtype) { return dtype == DType::F16 || dtype == DType::BF16; }
+
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)

@@ -333,14 +333,15 @@ LogicalResult convertLoss(GraphImporter &g, const Node &node) {
       b.getStringAttr(g.attrString(node, "reduction", "mean"));
   IntegerAttr ignoreIndex =
       ignore ? b.getI64IntegerAttr(ignore->i()) : IntegerAttr();
+  auto build = [&](auto... extra) {
+    return g.bindResults(node, g.build<OpT>(node, scores, labels, weights,
+                                            reduction, ignoreIndex, extra...));
+  };
   // The loss's type is the scores' (ONNX): no log_prob_type.
   if constexpr (std::is_same_v<OpT, SoftmaxCrossEntropyOp>)
-    return g.bindResults(node,
-                         g.build<OpT>(node, scores, labels, weights, reduction,
-                                      ignoreIndex, TypeAttr()));
+    return build(TypeAttr());
   else
-    return g.bindResults(node, g.build<OpT>(node, scores, labels, weights,
-                                            reduction, ignoreIndex));
+    return build();
 }
 
 } // namespace

@@ -27,7 +27,6 @@
 
 #include "../../kernels/AttentionGeometry.h"
 
-#include <array>
 #include <compare>
 #include <map>
 #include <memory>
@@ -81,24 +80,24 @@ void check(const KernelCall &call, const char *what, fe::error_t status) {
     fail(call, what, status);
 }
 
-/// A [b, h, s, width] tensor of the graph, laid out as the call's
-/// operands are (AttentionGeometry::strides).
-TensorPtr tensor(fe::graph::Graph &g, const char *name, const Key &k, int64_t s,
-                 int64_t width) {
-  std::array<int64_t, 4> stride = k.g.strides(s, width);
-  return g.tensor(
-      fe::graph::Tensor_attributes()
-          .set_name(name)
-          .set_dim({k.g.batch, k.g.heads, s, width})
-          .set_stride(std::vector<int64_t>(stride.begin(), stride.end())));
+/// `t` as a [b, h, s, width] tensor laid out as the call's operands are
+/// (AttentionGeometry::strides).
+fe::graph::Tensor_attributes &laidOut(fe::graph::Tensor_attributes &t,
+                                      const Key &k, int64_t s, int64_t width) {
+  return t.set_dim({k.g.batch, k.g.heads, s, width})
+      .set_stride(k.g.strides(s, width));
 }
 
-/// Marks a graph output as a [b, h, s, width] tensor of the call's layout.
+/// An input of the graph.
+TensorPtr tensor(fe::graph::Graph &g, const char *name, const Key &k, int64_t s,
+                 int64_t width) {
+  fe::graph::Tensor_attributes t;
+  return g.tensor(laidOut(t.set_name(name), k, s, width));
+}
+
+/// Marks a graph result as an output of the call.
 void output(const TensorPtr &t, const Key &k, int64_t s, int64_t width) {
-  std::array<int64_t, 4> stride = k.g.strides(s, width);
-  t->set_output(true)
-      .set_dim({k.g.batch, k.g.heads, s, width})
-      .set_stride(std::vector<int64_t>(stride.begin(), stride.end()));
+  laidOut(t->set_output(true), k, s, width);
 }
 
 Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {

@@ -84,8 +84,7 @@ Types lossGrad(const SpecCall &call) {
   // log_prob_type): f32 log_prob in, the scores' 16 bits out.
   DType logProb = call.in[0].dtype,
         type = parseDType(call.attrs.s("grad_type"));
-  if (type != logProb && !(logProb == DType::F32 && call.in.size() == 3 &&
-                           (type == DType::BF16 || type == DType::F16)))
+  if (type != logProb && !(widensHalf(type, logProb) && call.in.size() == 3))
     call.fail("attribute 'grad_type' is " + call.attrs.s("grad_type") +
               ", expected " + dtypeName(logProb) +
               ", or f16 or bf16 beside f32 log_prob without class weights");

@@ -129,11 +129,9 @@ TensorType layerNormStats(const TensorType &x, int64_t axis) {
 
 void requireLayerNormAffine(const SpecCall &call, size_t k) {
   DType x = call.in[0].dtype, affine = call.in[k].dtype;
-  bool mixed = (x == DType::BF16 || x == DType::F16) && affine == DType::F32;
-  if (affine != x && !mixed)
+  if (affine != x && !widensHalf(x, affine))
     call.fail("input " + std::to_string(k) + " is " + dtypeName(affine) +
-              ", expected " + dtypeName(x) +
-              (x == DType::BF16 || x == DType::F16 ? " or f32" : "") +
+              ", expected " + dtypeName(x) + (isHalf(x) ? " or f32" : "") +
               " (the input's dtype)");
 }
 
@@ -313,9 +311,7 @@ Types softmaxCrossEntropy(const SpecCall &call) {
   if (call.attrs.has("log_prob_type")) {
     DType scores = call.in[0].dtype,
           type = parseDType(call.attrs.s("log_prob_type"));
-    if (type != scores && !(type == DType::F32 &&
-                            (scores == DType::BF16 || scores == DType::F16) &&
-                            call.in.size() == 2))
+    if (type != scores && !(widensHalf(scores, type) && call.in.size() == 2))
       call.fail("attribute 'log_prob_type' is " +
                 call.attrs.s("log_prob_type") + ", expected " +
                 dtypeName(scores) +

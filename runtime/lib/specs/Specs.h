@@ -131,6 +131,13 @@ void checkDropoutShard(const SpecCall &call, const std::vector<int64_t> &shape);
 /// stash_type). Shared by layer_norm and layer_norm_grad.
 TensorType layerNormStats(const TensorType &x, int64_t axis);
 
+/// Whether `wide` is f32 beside a 16-bit `half`: mixed precision's pairs
+/// (a LayerNorm's f32 affine parameters, a loss's f32 log-probabilities of
+/// 16-bit logits).
+inline bool widensHalf(DType half, DType wide) {
+  return isHalf(half) && wide == DType::F32;
+}
+
 /// layer_norm's scale and bias (input k): x's dtype, or f32 under a 16-bit
 /// x (mixed precision's f32 affine parameters beside 16-bit activations,
 /// the math in f32 either way). Shared by layer_norm and layer_norm_grad.

@@ -190,7 +190,7 @@ int64_t gatherBytes(const SpecCall &call, const Types &out) {
 
 Types pad(const SpecCall &call) {
   const TensorType &x = call.in[0];
-  if (x.dtype == DType::F16 || x.dtype == DType::BF16)
+  if (isHalf(x.dtype))
     call.fail(std::string("input 0 is ") + dtypeName(x.dtype) +
               ", pad fills f32, f64, integer and bool tensors");
   const std::vector<int64_t> &pads = call.attrs.ints("pads");

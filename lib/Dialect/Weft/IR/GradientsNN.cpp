@@ -92,11 +92,13 @@ LogicalResult GemmOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   dxs[0] = ta ? gemm(getB(), dy, tb, true) : gemm(dy, getB(), false, !tb);
   // dop(B) = op(A)^T dY; dB is its transpose when transB.
   dxs[1] = tb ? gemm(dy, getA(), true, ta) : gemm(getA(), dy, !ta, false);
-  // dC = beta dY summed over C's broadcast dims; a Linear's bias (beta 1,
-  // weft-fold-linear-bias) skips the product, a pass over the activations.
+  // dC = beta dY summed over C's broadcast dims; a Linear's bias (beta 1)
+  // skips the product, a pass over the activations.
   if (Value c = getC()) {
-    double beta = getBeta().convertToDouble();
-    Value scaled = beta == 1.0 ? dy : mul(b, loc, dy, scalar(b, loc, dy, beta));
+    Value scaled =
+        addsCUnscaled()
+            ? dy
+            : mul(b, loc, dy, scalar(b, loc, dy, getBeta().convertToDouble()));
     dxs[2] = unbroadcast(b, loc, scaled, typeOf(c));
   }
   return success();

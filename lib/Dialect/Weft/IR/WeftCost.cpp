@@ -57,9 +57,9 @@ int64_t GemmOp::getFlops() {
   auto a = shaped(getA());
   int64_t k = a.getDimSize(getTransA() ? 0 : 1);
   int64_t mn = numElements(getType());
-  // C: its addition, and beta's product unless beta is 1 (a Linear's bias,
-  // weft-fold-linear-bias: the add it replaced counted 1 per output).
-  int64_t c = getC() ? (getBeta().convertToDouble() == 1.0 ? mn : 2 * mn) : 0;
+  // C: its addition, and beta's product unless beta is 1 (a Linear's bias:
+  // the add it replaced counted 1 per output).
+  int64_t c = !getC() ? 0 : addsCUnscaled() ? mn : 2 * mn;
   return 2 * mn * k + c;
 }
 

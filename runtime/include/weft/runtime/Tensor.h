@@ -37,6 +37,8 @@ const char *dtypeName(DType dtype);
 /// Bytes per element.
 int64_t dtypeSize(DType dtype);
 bool isFloat(DType dtype);
+/// A 16-bit float (f16 or bf16): mixed precision's activation types.
+bool isHalf(DType dtype);
 
 /// Error in a plan, data or weight file, or an unsupported kernel case: the
 /// message names the field, file or kernel. weft-run prints it and exits 1.

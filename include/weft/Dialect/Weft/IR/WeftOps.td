@@ -159,6 +159,13 @@ def Weft_GemmOp : Weft_InferredOp<"gemm", [DeclareOpInterfaceMethods<GradientOpI
   let assemblyFormat = [{
     $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
   }];
+  let extraClassDeclaration = [{
+    /// Whether C is added as it is (beta 1: a Linear's bias,
+    /// weft-fold-linear-bias), with no product by beta.
+    bool addsCUnscaled() {
+      return getC() && getBeta().convertToDouble() == 1.0;
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
