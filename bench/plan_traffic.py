@@ -7,8 +7,10 @@ fused attention are bound by arithmetic on a GPU; every other kernel is
 bound by memory traffic, so the sum of the rest over a bandwidth is a
 floor on their time: printed for --bandwidth (bytes/s; default 2.5e12,
 about what an H100's HBM3 sustains). These are figures read from a plan,
-not measurements: reading a view twice counts it twice, and a kernel that
-keeps a tile in registers or cache reads it less.
+not measurements: a buffer one instruction names twice counts once (the
+packed q, k and v of a "bs3hd" attention are one read of it), two views of
+one buffer count twice, and a kernel that keeps a tile in registers or
+cache reads it less.
 
     python3 bench/plan_traffic.py PLAN.json [--rank R] [--bandwidth B]
         [--json OUT]
@@ -38,8 +40,8 @@ def traffic(plan, rank=0):
     for inst in ranks[0]["instructions"]:
         key = inst.get("kernel", inst.get("op"))
         out[key][0] += 1
-        out[key][1] += sum(buffers[b] for b in
-                           inst.get("inputs", []) + inst.get("outputs", []))
+        named = set(inst.get("inputs", []) + inst.get("outputs", []))
+        out[key][1] += sum(buffers[b] for b in named)
     return {k: tuple(v) for k, v in out.items()}
 
 

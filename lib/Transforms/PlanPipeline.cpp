@@ -241,6 +241,10 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
     pm.addNestedPass<func::FuncOp>(
         createMixedPrecision(
             {o.precision, lossScaling, o.fp32ResidualConnection}));
+  // Fused attention on the QKV projection's packed output (no split, no
+  // concat), after mixed precision has cast its operands.
+  if (o.flashAttention)
+    pm.addNestedPass<func::FuncOp>(createFoldAttentionSplit());
   if (o.step == CompiledStep::Forward) {
     if (o.overlapCollectives)
       pm.addNestedPass<func::FuncOp>(createOverlapCollectives());

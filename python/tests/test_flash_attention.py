@@ -24,6 +24,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from conftest import run, tool
 from weft import oracle
@@ -114,13 +115,16 @@ class CausalSelfAttention(torch.nn.Module):
     keep the gpt example ~3e-8 from float64 whatever attention does."""
 
     def __init__(self, hidden=32, heads=4, seq=16, context=None,
-                 merged_heads=False):
+                 merged_heads=False, separate=False):
         super().__init__()
         self.heads = heads
         # q, k, v as [B H, S, D] (rank 3, as torch's MultiheadAttention):
         # the attention keeps its [.., S, D] layout, which the [B, S, H, D]
         # fold (weft-fold-attention-transpose) otherwise replaces.
         self.merged_heads = merged_heads
+        # q, k, v from three projections: no packed [B, S, 3 H D] tensor
+        # for weft-fold-attention-split, so the layout stays "bshd".
+        self.separate = separate
         self.qkv = torch.nn.Linear(hidden, 3 * hidden)
         self.proj = torch.nn.Linear(hidden, hidden)
         context = context or seq
@@ -129,7 +133,11 @@ class CausalSelfAttention(torch.nn.Module):
 
     def forward(self, x, target):
         _, s, h = x.shape
-        q, k, v = self.qkv(x).split(h, dim=2)
+        if self.separate:
+            w, b = self.qkv.weight.split(h), self.qkv.bias.split(h)
+            q, k, v = (F.linear(x, *wb) for wb in zip(w, b))
+        else:
+            q, k, v = self.qkv(x).split(h, dim=2)
         shape = (-1, s, self.heads, h // self.heads)
         q, k, v = (t.reshape(shape).transpose(1, 2) for t in (q, k, v))
         if self.merged_heads:
@@ -143,21 +151,25 @@ class CausalSelfAttention(torch.nn.Module):
         return ((self.proj(y.reshape(-1, s, h)) - target) ** 2).mean()
 
 
-@pytest.mark.parametrize("seq,context,merged", [
-    (16, None, False), (150, None, False), (260, 300, False),
-    (150, None, True)],
-    ids=["one-block", "three-blocks", "mask-view", "merged-heads"])
+@pytest.mark.parametrize("seq,context,layout", [
+    (16, None, "bs3hd"), (150, None, "bs3hd"), (260, 300, "bs3hd"),
+    (150, None, None), (150, None, "bshd")],
+    ids=["one-block", "three-blocks", "mask-view", "merged-heads",
+         "separate-qkv"])
 def test_float64_step_equals_torch_float64(tools, tmp_path, seq, context,
-                                           merged):
+                                           layout):
     """One block of query rows, and three (the CPU kernel blocks 64 rows; a
     causal block's GEMMs stop at its last row's keys). mask-view: the mask
     is the top-left 260 x 260 of a 300 x 300 buffer, too large for the
     importer to fold (kMaxFoldElements), so the pass reads it through the
-    slices. The attention runs on the projections' [B, S, H, D] (layout
-    "bshd", strided rows), except merged-heads': [B H, S, D]."""
+    slices. The attention reads the QKV projection's packed [B, S, 3 H D]
+    (layout "bs3hd": rows 3 H D apart, from each part's offset), except
+    merged-heads' ([B H, S, D]) and separate-qkv's (three projections'
+    [B, S, H, D], layout "bshd")."""
     torch.manual_seed(3)
     model = CausalSelfAttention(seq=seq, context=context,
-                                merged_heads=merged)
+                                merged_heads=layout is None,
+                                separate=layout == "bshd")
     batch = (torch.randn(4, seq, 32), torch.randn(4, seq, 32))
     tensors = oracle.check_float64_step(tools, model, batch, ["x", "target"],
                                         tmp_path, micro_batches=2,
@@ -166,11 +178,14 @@ def test_float64_step_equals_torch_float64(tools, tmp_path, seq, context,
     fused = [i for r in plan["ranks"] for i in r["instructions"]
              if i.get("kernel", "").startswith("attention")]
     assert {i["kernel"] for i in fused} == {"attention", "attention_grad"}
-    assert all(i["attrs"].get("layout") == (None if merged else "bshd")
-               for i in fused), fused
+    assert all(i["attrs"].get("layout") == layout for i in fused), fused
     ks = [i.get("kernel") for r in plan["ranks"] for i in r["instructions"]]
     assert "softmax" not in ks
-    assert ("transpose" in ks) == merged, ks
+    assert ("transpose" in ks) == (layout is None), ks
+    # Packed: q, k, v are not split out, nor their gradients concatenated
+    # (the others split the projection, or its weight).
+    assert ("split" in ks) == (layout != "bs3hd"), ks
+    assert ("concat" in ks) == (layout != "bs3hd"), ks
     worst = max(t.weft / max(t.reference, 1e-300) for t in tensors)
     print(f"\nflash attention float64: worst relative error {worst:.1e}")
 

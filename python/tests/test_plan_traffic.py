@@ -19,19 +19,22 @@ PLAN = {"ranks": [{
         {"kernel": "gemm", "inputs": [0, 1], "outputs": [2]},
         {"kernel": "cast", "inputs": [2], "outputs": [1]},
         {"kernel": "cast", "inputs": [1], "outputs": [2]},
-        {"op": "send", "inputs": [2], "outputs": []}]}]}
+        {"op": "send", "inputs": [2], "outputs": []},
+        # A packed attention names its q, k, v buffer three times: one read.
+        {"kernel": "attention", "inputs": [0, 0, 0], "outputs": [1, 2]}]}]}
 
 
 def test_counts_and_bytes_per_kernel(tmp_path, capsys):
     assert plan_traffic.traffic(PLAN) == {
-        "gemm": (1, 147), "cast": (2, 94), "send": (1, 7)}
+        "gemm": (1, 147), "cast": (2, 94), "send": (1, 7),
+        "attention": (1, 147)}
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(PLAN))
     out = tmp_path / "traffic.json"
     assert plan_traffic.main([str(path), "--json", str(out)]) == 0
     # The GEMM is compute-bound: the rest is the memory-bound traffic.
     assert json.loads(out.read_text())["memory_bound_bytes"] == 94 + 7
-    assert "instructions: 4; arena 4096 bytes" in capsys.readouterr().out
+    assert "instructions: 5; arena 4096 bytes" in capsys.readouterr().out
 
 
 def test_a_missing_rank_is_named():

@@ -14,8 +14,9 @@
 // The dropout bits are DropoutMask's for the probabilities [.., Sq, Sk]:
 // the unfused dropout's bits, so a fused and an unfused plan drop the same
 // probabilities. Under layout "bshd" ([B, S, H, D] operands) a pair's rows
-// are H D elements apart: the GEMMs' leading dimensions say so, and
-// nothing is copied (AttentionGeometry.h).
+// are H D elements apart, under "bs3hd" (q, k, v packed [B, S, 3, H, D],
+// and so their gradients) 3 H D apart from the part's offset: the GEMMs'
+// leading dimensions say so, and nothing is copied (AttentionGeometry.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,9 +48,9 @@ struct Geometry : AttentionGeometry {
   double keepScale = 1.0;
 
   explicit Geometry(const KernelCall &call)
-      : AttentionGeometry(
-            AttentionGeometry::of(call.in[0].shape, call.in[1].shape,
-                                  call.in[2].shape, call.has("layout"))) {
+      : AttentionGeometry(AttentionGeometry::of(
+            call.in[0].shape, call.in[1].shape, call.in[2].shape,
+            AttentionGeometry::layoutOf(call))) {
     scale = call.f("scale");
     causal = call.has("causal") && call.b("causal");
     double ratio = call.has("dropout_ratio") ? call.f("dropout_ratio") : 0.0;
@@ -60,13 +61,17 @@ struct Geometry : AttentionGeometry {
     }
   }
 
-  /// Row strides of q and k (and dq, dk), and of v, the output and dO
-  /// (and dv).
-  int64_t ldq() const { return rowStride(d); }
-  int64_t ldv() const { return rowStride(dv); }
-  /// Row 0 of pair n in q or k (rows `seq`), and in v, output or dO.
-  int64_t qBase(int64_t n, int64_t seq) const { return base(n, seq, d); }
-  int64_t vBase(int64_t n, int64_t seq) const { return base(n, seq, dv); }
+  /// Row strides of q (and dq), k (dk), v (dv) and the output (dO).
+  int64_t ldq() const { return rowStride(AttentionOperand::Q); }
+  int64_t ldk() const { return rowStride(AttentionOperand::K); }
+  int64_t ldv() const { return rowStride(AttentionOperand::V); }
+  int64_t ldo() const { return rowStride(AttentionOperand::Out); }
+  /// Row 0 of pair n in `operand` (or its gradient), from `data`, the
+  /// operand's buffer (under bs3hd q, k and v share one).
+  template <typename T>
+  T *pair(T *data, int64_t n, AttentionOperand operand) const {
+    return data + base(n, operand);
+  }
 
   /// Keys query row i attends to: [0, keys(i)).
   int64_t keys(int64_t i) const { return causal ? std::min(i + 1, sk) : sk; }
@@ -100,7 +105,7 @@ template <typename T>
 void scoreBlock(const Geometry &g, const T *q, const T *k, int64_t i0,
                 int64_t rows, T *scores) {
   gemm<T>(false, true, rows, g.span(i0, rows), g.d, T(g.scale),
-          q + i0 * g.ldq(), g.ldq(), k, g.ldq(), T(0), scores, g.sk);
+          q + i0 * g.ldq(), g.ldq(), k, g.ldk(), T(0), scores, g.sk);
 }
 
 template <typename T> void attention(const KernelCall &call) {
@@ -110,9 +115,10 @@ template <typename T> void attention(const KernelCall &call) {
   T *out = call.out[0].as<T>(), *stats = call.out[1].as<T>();
   std::vector<T> p(kRows * g.sk);
   for (int64_t n = 0; n < g.pairs(); ++n) {
-    const T *qn = q + g.qBase(n, g.sq), *kn = k + g.qBase(n, g.sk),
-            *vn = v + g.vBase(n, g.sk);
-    T *outN = out + g.vBase(n, g.sq);
+    const T *qn = g.pair(q, n, AttentionOperand::Q),
+            *kn = g.pair(k, n, AttentionOperand::K),
+            *vn = g.pair(v, n, AttentionOperand::V);
+    T *outN = g.pair(out, n, AttentionOperand::Out);
     for (int64_t i0 = 0; i0 < g.sq; i0 += kRows) {
       int64_t rows = std::min(kRows, g.sq - i0), width = g.span(i0, rows);
       scoreBlock(g, qn, kn, i0, rows, p.data());
@@ -130,37 +136,42 @@ template <typename T> void attention(const KernelCall &call) {
         g.drop(n, i, row, width);
       }
       gemm<T>(false, false, rows, g.dv, width, T(1), p.data(), g.sk, vn,
-              g.ldv(), T(0), outN + i0 * g.ldv(), g.ldv());
+              g.ldv(), T(0), outN + i0 * g.ldo(), g.ldo());
     }
   }
 }
 
-/// (q, k, v, output, stats, grad) -> (dq, dk, dv).
+/// (q, k, v, output, stats, grad) -> (dq, dk, dv), or under bs3hd the
+/// packed (dq | dk | dv).
 template <typename T> void attentionGrad(const KernelCall &call) {
   Geometry g(call);
   const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(),
           *v = call.in[2].as<T>(), *o = call.in[3].as<T>(),
           *stats = call.in[4].as<T>(), *dO = call.in[5].as<T>();
-  T *dq = call.out[0].as<T>(), *dk = call.out[1].as<T>(),
-    *dv = call.out[2].as<T>();
+  bool packed = call.out.size() == 1;
+  T *dq = call.out[0].as<T>(), *dk = call.out[packed ? 0 : 1].as<T>(),
+    *dv = call.out[packed ? 0 : 2].as<T>();
   // P and the dropped P' (P itself without a dropout); dP' and then dS in
   // place.
   std::vector<T> p(kRows * g.sk), ds(kRows * g.sk);
   std::vector<T> dropped(g.dropout ? kRows * g.sk : 0);
   const T *pDropped = g.dropout ? dropped.data() : p.data();
   for (int64_t n = 0; n < g.pairs(); ++n) {
-    const T *qn = q + g.qBase(n, g.sq), *kn = k + g.qBase(n, g.sk),
-            *vn = v + g.vBase(n, g.sk), *on = o + g.vBase(n, g.sq),
-            *dOn = dO + g.vBase(n, g.sq);
-    T *dqn = dq + g.qBase(n, g.sq), *dkn = dk + g.qBase(n, g.sk),
-      *dvn = dv + g.vBase(n, g.sk);
+    const T *qn = g.pair(q, n, AttentionOperand::Q),
+            *kn = g.pair(k, n, AttentionOperand::K),
+            *vn = g.pair(v, n, AttentionOperand::V),
+            *on = g.pair(o, n, AttentionOperand::Out),
+            *dOn = g.pair(dO, n, AttentionOperand::Out);
+    T *dqn = g.pair(dq, n, AttentionOperand::Q),
+      *dkn = g.pair(dk, n, AttentionOperand::K),
+      *dvn = g.pair(dv, n, AttentionOperand::V);
     for (int64_t j = 0; j < g.sk; ++j) {
-      std::fill_n(dkn + j * g.ldq(), g.d, T(0));
+      std::fill_n(dkn + j * g.ldk(), g.d, T(0));
       std::fill_n(dvn + j * g.ldv(), g.dv, T(0));
     }
     for (int64_t i0 = 0; i0 < g.sq; i0 += kRows) {
       int64_t rows = std::min(kRows, g.sq - i0), width = g.span(i0, rows);
-      const T *dOBlock = dOn + i0 * g.ldv();
+      const T *dOBlock = dOn + i0 * g.ldo();
       scoreBlock(g, qn, kn, i0, rows, p.data());
       for (int64_t r = 0; r < rows; ++r) {
         int64_t i = i0 + r, keys = g.keys(i);
@@ -176,13 +187,13 @@ template <typename T> void attentionGrad(const KernelCall &call) {
       }
       // dv[:width] += P'^T dO; dP' = dO v[:width]^T.
       gemm<T>(true, false, width, g.dv, rows, T(1), pDropped, g.sk, dOBlock,
-              g.ldv(), T(1), dvn, g.ldv());
-      gemm<T>(false, true, rows, width, g.dv, T(1), dOBlock, g.ldv(), vn,
+              g.ldo(), T(1), dvn, g.ldv());
+      gemm<T>(false, true, rows, width, g.dv, T(1), dOBlock, g.ldo(), vn,
               g.ldv(), T(0), ds.data(), g.sk);
       for (int64_t r = 0; r < rows; ++r) {
         int64_t i = i0 + r;
         // D_i = dO_i . O_i = sum_j P_ij dP_ij (Algorithm 4, line 19).
-        const T *oRow = on + i * g.ldv(), *dORow = dOBlock + r * g.ldv();
+        const T *oRow = on + i * g.ldo(), *dORow = dOBlock + r * g.ldo();
         double dot = 0;
         for (int64_t c = 0; c < g.dv; ++c)
           dot += double(dORow[c]) * oRow[c];
@@ -196,9 +207,9 @@ template <typename T> void attentionGrad(const KernelCall &call) {
       }
       // dq = scale dS k[:width]; dk[:width] += scale dS^T q.
       gemm<T>(false, false, rows, g.d, width, T(g.scale), ds.data(), g.sk, kn,
-              g.ldq(), T(0), dqn + i0 * g.ldq(), g.ldq());
+              g.ldk(), T(0), dqn + i0 * g.ldq(), g.ldq());
       gemm<T>(true, false, width, g.d, rows, T(g.scale), ds.data(), g.sk,
-              qn + i0 * g.ldq(), g.ldq(), T(1), dkn, g.ldq());
+              qn + i0 * g.ldq(), g.ldq(), T(1), dkn, g.ldk());
     }
   }
 }

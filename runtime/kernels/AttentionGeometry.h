@@ -2,11 +2,20 @@
 //
 // Where an attention's rows live (lib/Dialect/Weft/IR/WeftAttentionOps.td),
 // written once for the plan's spec check, the CPU kernel and cuDNN's
-// tensor descriptors. Operands are [.., S, D] (the leading dims: batch,
-// then heads) or, with layout "bshd", [B, S, H, D]. Either way the
-// attention runs over N = B H independent (batch, head) pairs n = b H + h,
-// the stats are [B, H, Sq] and the dropout mask is that of the
-// probabilities [B, H, Sq, Sk]: the layout changes strides, not results.
+// tensor descriptors. The `layout` attribute names one of three forms
+// (Transformer Engine's names for the last two):
+//
+//   none    q, k, v and the output [.., S, D] (the leading dims: batch,
+//           then heads);
+//   "bshd"  q, k, v and the output [B, S, H, D];
+//   "bs3hd" q, k and v one packed [B, S, 3, H, D] tensor, the projection's
+//           [B, S, 3 H D] itself: q is part 0, k part 1, v part 2; the
+//           output [B, S, H, D]; the gradient one packed tensor too.
+//
+// Every form runs the attention over N = B H independent (batch, head)
+// pairs n = b H + h, the stats are [B, H, Sq] and the dropout mask is that
+// of the probabilities [B, H, Sq, Sk]: the layout changes strides and
+// offsets, not results.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_RUNTIME_KERNELS_ATTENTIONGEOMETRY_H
@@ -14,74 +23,147 @@
 
 #include <compare>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace weft::rt {
 
-/// The `layout` attribute's one value: operands [B, S, H, D].
+/// The `layout` attribute's values.
 inline constexpr std::string_view kAttentionBshd = "bshd";
+inline constexpr std::string_view kAttentionBs3hd = "bs3hd";
+
+enum class AttentionLayout { Heads, Bshd, Bs3hd };
+
+/// Which tensor a stride or offset is of: q (and dq), k (and dk), v (and
+/// dv), or the output (and its gradient dO). Under bs3hd the first three
+/// are the parts 0, 1, 2 of one packed tensor.
+enum class AttentionOperand { Q = 0, K = 1, V = 2, Out = 3 };
 
 struct AttentionGeometry {
   /// Batch B and heads H (N = B H pairs), query and key lengths, the q/k
   /// and v head dims.
   int64_t batch = 1, heads = 1, sq = 0, sk = 0, d = 0, dv = 0;
-  bool bshd = false;
+  AttentionLayout layout = AttentionLayout::Heads;
 
   auto operator<=>(const AttentionGeometry &) const = default;
 
-  /// `shape` ([B, S, H, D] under bshd) as [.., S, D]: dims 1 and 2 swap.
+  /// The layout a present `layout` attribute names; nothing for an
+  /// unknown name (an absent attribute is Heads).
+  static std::optional<AttentionLayout> layoutNamed(std::string_view name) {
+    if (name == kAttentionBshd)
+      return AttentionLayout::Bshd;
+    if (name == kAttentionBs3hd)
+      return AttentionLayout::Bs3hd;
+    return std::nullopt;
+  }
+
+  /// The layout of a call whose attributes `attrs` (a KernelCall's or a
+  /// SpecCall's) the spec check has passed.
+  template <typename Attrs>
+  static AttentionLayout layoutOf(const Attrs &attrs) {
+    return attrs.has("layout")
+               ? layoutNamed(attrs.s("layout")).value_or(AttentionLayout::Heads)
+               : AttentionLayout::Heads;
+  }
+
+  /// An operand's shape as [.., S, D]: under bshd dims 1 and 2 swap;
+  /// under bs3hd the part dim goes too ([B, S, 3, H, D] -> [B, H, S, D]).
   static std::vector<int64_t> canonical(std::vector<int64_t> shape,
-                                        bool bshd) {
-    if (bshd && shape.size() == 4)
+                                        AttentionLayout layout) {
+    if (layout == AttentionLayout::Bs3hd && shape.size() == 5)
+      shape.erase(shape.begin() + 2);
+    if (layout != AttentionLayout::Heads && shape.size() == 4)
       std::swap(shape[1], shape[2]);
     return shape;
   }
 
+  /// The output's shape from its canonical [.., Sq, Dv]: [B, Sq, H, Dv]
+  /// under either [B, S, ..] layout.
+  static std::vector<int64_t> output(std::vector<int64_t> canonicalShape,
+                                     AttentionLayout layout) {
+    if (layout != AttentionLayout::Heads && canonicalShape.size() == 4)
+      std::swap(canonicalShape[1], canonicalShape[2]);
+    return canonicalShape;
+  }
+
   /// From q, k, v shapes already checked against each other (the spec's
-  /// check); rank 4 under bshd.
+  /// check): rank 4 under bshd, 5 under bs3hd.
   static AttentionGeometry of(const std::vector<int64_t> &q,
                               const std::vector<int64_t> &k,
-                              const std::vector<int64_t> &v, bool bshd) {
-    std::vector<int64_t> qc = canonical(q, bshd);
+                              const std::vector<int64_t> &v,
+                              AttentionLayout layout) {
+    std::vector<int64_t> qc = canonical(q, layout);
     size_t r = qc.size();
     AttentionGeometry g;
-    g.bshd = bshd;
+    g.layout = layout;
     g.batch = r > 2 ? qc[0] : 1;
     for (size_t i = 1; i + 2 < r; ++i)
       g.heads *= qc[i];
     g.sq = qc[r - 2];
     g.d = qc[r - 1];
-    g.sk = canonical(k, bshd)[r - 2];
+    g.sk = canonical(k, layout)[r - 2];
     g.dv = v.back();
     return g;
   }
 
   int64_t pairs() const { return batch * heads; }
 
-  /// Elements between consecutive sequence rows of an operand whose head
-  /// dim is `width` (d or dv).
-  int64_t rowStride(int64_t width) const {
-    return bshd ? heads * width : width;
+  /// The head dim of `operand`'s rows: d for q and k, dv for v and the
+  /// output.
+  int64_t width(AttentionOperand operand) const {
+    return operand == AttentionOperand::Q || operand == AttentionOperand::K
+               ? d
+               : dv;
   }
-  /// Offset of row 0 of pair n in an operand of `seq` rows of `width`.
-  int64_t base(int64_t n, int64_t seq, int64_t width) const {
-    return bshd ? (n / heads * seq * heads + n % heads) * width
-                : n * seq * width;
+  /// Sequence rows of `operand`: sq for q and the output, sk for k and v.
+  int64_t rows(AttentionOperand operand) const {
+    return operand == AttentionOperand::Q || operand == AttentionOperand::Out
+               ? sq
+               : sk;
   }
-  /// [b, h, s, d] strides of such an operand (cuDNN's dims order).
-  std::vector<int64_t> strides(int64_t seq, int64_t width) const {
-    if (bshd)
-      return {seq * heads * width, width, heads * width, 1};
-    return {heads * seq * width, seq * width, width, 1};
+
+  /// Elements between consecutive sequence rows of `operand`.
+  int64_t rowStride(AttentionOperand operand) const {
+    if (layout == AttentionLayout::Heads)
+      return width(operand);
+    return parts(operand) * heads * width(operand);
+  }
+  /// Offset of row 0 of pair n in `operand`.
+  int64_t base(int64_t n, AttentionOperand operand) const {
+    int64_t w = width(operand), s = rows(operand);
+    if (layout == AttentionLayout::Heads)
+      return n * s * w;
+    int64_t b = n / heads, h = n % heads;
+    return ((b * s * parts(operand) + part(operand)) * heads + h) * w;
+  }
+  /// [b, h, s, d] strides of `operand` (cuDNN's dims order), from its
+  /// first element at base(0, operand).
+  std::vector<int64_t> strides(AttentionOperand operand) const {
+    int64_t w = width(operand), s = rows(operand);
+    if (layout == AttentionLayout::Heads)
+      return {heads * s * w, s * w, w, 1};
+    int64_t row = rowStride(operand);
+    return {s * row, w, row, 1};
   }
   /// The probabilities' shape [B, H, Sq, Sk] as the mask sees it: q's
   /// canonical leading dims, Sq, Sk.
   std::vector<int64_t> probabilities(const std::vector<int64_t> &q) const {
-    std::vector<int64_t> p = canonical(q, bshd);
+    std::vector<int64_t> p = canonical(q, layout);
     p.back() = sk;
     return p;
+  }
+
+private:
+  /// Tensors packed in `operand`'s buffer, and its index among them.
+  int64_t parts(AttentionOperand operand) const {
+    return layout == AttentionLayout::Bs3hd && operand != AttentionOperand::Out
+               ? 3
+               : 1;
+  }
+  int64_t part(AttentionOperand operand) const {
+    return parts(operand) == 3 ? int64_t(operand) : 0;
   }
 };
 

@@ -179,4 +179,37 @@ def FoldAttentionTranspose : Pass<"weft-fold-attention-transpose",
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def FoldAttentionSplit : Pass<"weft-fold-attention-split",
+                              "mlir::func::FuncOp"> {
+  let summary = "Run weft.attention on the QKV projection's packed output, "
+                "without the split into q, k and v";
+  let description = [{
+    A transformer's QKV projection gives one `[B, S, 3 H D]` tensor that
+    the model splits into q, k and v along its last dim: the split copies
+    all three out forward, and its gradient concatenates dq, dk and dv
+    backward, two activation-sized copies of `3 B S H D` elements per
+    layer. A fused attention reads rows at any stride and offset (cuDNN's
+    and Transformer Engine's packed "bs3hd" layout; the CPU kernel's GEMMs
+    take a row stride), so where q, k and v of a `layout = "bshd"`
+    attention are `reshape(split(x)#i, [B, S, H, D])` for i = 0, 1, 2 of
+    one three-way split of the last dim of a rank-3 `x`, the attention
+    reads `reshape(x, [B, S, 3, H, D])` with `layout = "bs3hd"`. Autodiff
+    then gives `weft.attention_grad` the same layout and one packed
+    gradient, `[B, S, 3, H, D]`, which reshapes to `x`'s gradient.
+
+    ```mlir
+    %q, %k, %v = weft.split %x {axis = 2}            %p = weft.reshape %x
+    %qh = weft.reshape %q [B, S, H, D] (k, v)   ->   weft.attention %p, %p,
+    weft.attention %qh, %kh, %vh {layout = "bshd"}     %p {layout = "bs3hd"}
+    ```
+
+    The output stays `[B, S, H, D]`, the stats `[B, H, Sq]` and the dropout
+    mask that of the probabilities: the same bits. A split or reshape that
+    has other readers stays for them. weftc runs this pass with
+    `--flash-attention`, after weft-fold-attention-transpose and mixed
+    precision (which casts operands one by one), before autodiff.
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 #endif // WEFT_TRANSFORMS_FUSIONPASSES_TD

@@ -6,7 +6,9 @@
 // sdpa and sdpa_backward, the header-only library cuDNN's own samples use),
 // built once per shape and kept. cuDNN's statistics are the per-row
 // log-sum-exp the CPU kernel writes, so the two backends agree on the
-// plan's stats buffer.
+// plan's stats buffer. Every layout is strides to cuDNN (Transformer
+// Engine's bshd and bs3hd are its native ones): under bs3hd q, k and v,
+// and dq, dk and dv, are one buffer at the parts' offsets.
 //
 // cuDNN's flash attention runs bf16 and f16 only; an f32 plan's attention
 // is refused naming the kernel (compile it with --precision bf16|f16, or
@@ -59,7 +61,8 @@ struct Key {
 Key keyOf(const KernelCall &call, bool backward) {
   return {backward, call.in[0].dtype,
           AttentionGeometry::of(call.in[0].shape, call.in[1].shape,
-                                call.in[2].shape, call.has("layout")),
+                                call.in[2].shape,
+                                AttentionGeometry::layoutOf(call)),
           call.f("scale"), call.has("causal") && call.b("causal")};
 }
 
@@ -80,24 +83,33 @@ void check(const KernelCall &call, const char *what, fe::error_t status) {
     fail(call, what, status);
 }
 
-/// `t` as a [b, h, s, width] tensor laid out as the call's operands are
+using Operand = AttentionOperand;
+
+/// `t` as a [b, h, s, width] tensor laid out as the call's `operand` is
 /// (AttentionGeometry::strides).
 fe::graph::Tensor_attributes &laidOut(fe::graph::Tensor_attributes &t,
-                                      const Key &k, int64_t s, int64_t width) {
-  return t.set_dim({k.g.batch, k.g.heads, s, width})
-      .set_stride(k.g.strides(s, width));
+                                      const Key &k, Operand operand) {
+  return t
+      .set_dim({k.g.batch, k.g.heads, k.g.rows(operand), k.g.width(operand)})
+      .set_stride(k.g.strides(operand));
 }
 
 /// An input of the graph.
-TensorPtr tensor(fe::graph::Graph &g, const char *name, const Key &k, int64_t s,
-                 int64_t width) {
+TensorPtr tensor(fe::graph::Graph &g, const char *name, const Key &k,
+                 Operand operand) {
   fe::graph::Tensor_attributes t;
-  return g.tensor(laidOut(t.set_name(name), k, s, width));
+  return g.tensor(laidOut(t.set_name(name), k, operand));
 }
 
 /// Marks a graph result as an output of the call.
-void output(const TensorPtr &t, const Key &k, int64_t s, int64_t width) {
-  laidOut(t->set_output(true), k, s, width);
+void output(const TensorPtr &t, const Key &k, Operand operand) {
+  laidOut(t->set_output(true), k, operand);
+}
+
+/// Where `operand` starts in `buffer` (under bs3hd, its part's offset).
+void *at(const Tensor &buffer, const Key &k, Operand operand) {
+  return static_cast<char *>(buffer.data) +
+         k.g.base(0, operand) * int64_t(dtypeSize(buffer.dtype));
 }
 
 Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {
@@ -108,9 +120,9 @@ Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {
                                             : fe::DataType_t::HALF)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
-  c.q = tensor(g, "q", k, k.g.sq, k.g.d);
-  c.k = tensor(g, "k", k, k.g.sk, k.g.d);
-  c.v = tensor(g, "v", k, k.g.sk, k.g.dv);
+  c.q = tensor(g, "q", k, Operand::Q);
+  c.k = tensor(g, "k", k, Operand::K);
+  c.v = tensor(g, "v", k, Operand::V);
   std::vector<int64_t> statsDim{k.g.batch, k.g.heads, k.g.sq, 1},
       statsStride{k.g.heads * k.g.sq, k.g.sq, 1, 1};
   if (!k.backward) {
@@ -120,7 +132,7 @@ Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {
                        .set_attn_scale(static_cast<float>(k.scale))
                        .set_causal_mask(k.causal);
     auto [o, stats] = g.sdpa(c.q, c.k, c.v, options);
-    output(o, k, k.g.sq, k.g.dv);
+    output(o, k, Operand::Out);
     stats->set_output(true)
         .set_data_type(fe::DataType_t::FLOAT)
         .set_dim(statsDim)
@@ -128,8 +140,8 @@ Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {
     c.o = o;
     c.stats = stats;
   } else {
-    c.o = tensor(g, "o", k, k.g.sq, k.g.dv);
-    c.dO = tensor(g, "do", k, k.g.sq, k.g.dv);
+    c.o = tensor(g, "o", k, Operand::Out);
+    c.dO = tensor(g, "do", k, Operand::Out);
     c.stats = g.tensor(fe::graph::Tensor_attributes()
                            .set_name("stats")
                            .set_dim(statsDim)
@@ -144,9 +156,9 @@ Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {
                        .set_deterministic_algorithm(true);
     auto [dq, dk, dv] =
         g.sdpa_backward(c.q, c.k, c.v, c.o, c.dO, c.stats, options);
-    output(dq, k, k.g.sq, k.g.d);
-    output(dk, k, k.g.sk, k.g.d);
-    output(dv, k, k.g.sk, k.g.dv);
+    output(dq, k, Operand::Q);
+    output(dk, k, Operand::K);
+    output(dv, k, Operand::V);
     c.dq = dq;
     c.dk = dk;
     c.dv = dv;
@@ -162,12 +174,11 @@ Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {
 }
 
 /// The graph for this call, built on first use.
-const Compiled &compiled(const KernelCall &call, bool backward,
+const Compiled &compiled(const Key &key, const KernelCall &call,
                          cudnnHandle_t handle) {
   static std::mutex mutex;
   static std::map<Key, Compiled> graphs;
   std::lock_guard<std::mutex> lock(mutex);
-  Key key = keyOf(call, backward);
   auto it = graphs.find(key);
   if (it == graphs.end())
     it = graphs.emplace(key, build(call, key, handle)).first;
@@ -203,11 +214,12 @@ void execute(const KernelCall &call, const Context &ctx, const Compiled &c,
 void attention(const KernelCall &call, const Context &ctx) {
   requireSupported(call);
   cudnnHandle_t handle = handleFor(ctx);
-  const Compiled &c = compiled(call, false, handle);
+  Key k = keyOf(call, false);
+  const Compiled &c = compiled(k, call, handle);
   execute(call, ctx, c, handle,
-          {{c.q, call.in[0].data},
-           {c.k, call.in[1].data},
-           {c.v, call.in[2].data},
+          {{c.q, at(call.in[0], k, Operand::Q)},
+           {c.k, at(call.in[1], k, Operand::K)},
+           {c.v, at(call.in[2], k, Operand::V)},
            {c.o, call.out[0].data},
            {c.stats, call.out[1].data}});
 }
@@ -215,17 +227,20 @@ void attention(const KernelCall &call, const Context &ctx) {
 void attentionGrad(const KernelCall &call, const Context &ctx) {
   requireSupported(call);
   cudnnHandle_t handle = handleFor(ctx);
-  const Compiled &c = compiled(call, true, handle);
+  Key k = keyOf(call, true);
+  const Compiled &c = compiled(k, call, handle);
+  // Under bs3hd one packed gradient holds dq, dk and dv.
+  bool packed = call.out.size() == 1;
   execute(call, ctx, c, handle,
-          {{c.q, call.in[0].data},
-           {c.k, call.in[1].data},
-           {c.v, call.in[2].data},
+          {{c.q, at(call.in[0], k, Operand::Q)},
+           {c.k, at(call.in[1], k, Operand::K)},
+           {c.v, at(call.in[2], k, Operand::V)},
            {c.o, call.in[3].data},
            {c.stats, call.in[4].data},
            {c.dO, call.in[5].data},
-           {c.dq, call.out[0].data},
-           {c.dk, call.out[1].data},
-           {c.dv, call.out[2].data}});
+           {c.dq, at(call.out[0], k, Operand::Q)},
+           {c.dk, at(call.out[packed ? 0 : 1], k, Operand::K)},
+           {c.dv, at(call.out[packed ? 0 : 2], k, Operand::V)}});
 }
 
 } // namespace

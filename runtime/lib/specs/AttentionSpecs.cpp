@@ -5,7 +5,9 @@
 // log-sum-exp statistics FlashAttention's backward recomputes from (Dao et
 // al. 2022). The dropout attributes are dropout's, for the mask of the
 // probabilities [.., Sq, Sk]; `layout` "bshd" takes q, k, v and gives the
-// output as [B, S, H, D] (AttentionGeometry.h), the rest unchanged.
+// output as [B, S, H, D], "bs3hd" takes them as one packed [B, S, 3, H, D]
+// tensor and gives one packed gradient (AttentionGeometry.h), the rest
+// unchanged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,45 +21,55 @@ namespace weft::rt::specs {
 
 namespace {
 
-/// Whether the call's operands are [B, S, H, D] (`layout` "bshd"); any
-/// other layout fails naming it.
-bool bshdLayout(const SpecCall &call) {
+/// The call's layout; an unknown one, or operands of the wrong rank for
+/// it, fail naming it.
+AttentionLayout layoutOf(const SpecCall &call) {
   if (!call.attrs.has("layout"))
-    return false;
-  const std::string &layout = call.attrs.s("layout");
-  if (layout != kAttentionBshd)
-    call.fail("attribute 'layout' is '" + layout +
-              "', expected \"bshd\" (or none: [.., S, D])");
-  if (call.in[0].rank() != 4)
+    return AttentionLayout::Heads;
+  const std::string &name = call.attrs.s("layout");
+  std::optional<AttentionLayout> layout = AttentionGeometry::layoutNamed(name);
+  if (!layout)
+    call.fail("attribute 'layout' is '" + name +
+              "', expected \"bshd\", \"bs3hd\" (or none: [.., S, D])");
+  const TensorType &q = call.in[0];
+  if (*layout == AttentionLayout::Bshd && q.rank() != 4)
     call.fail("layout \"bshd\" takes q, k and v [B, S, H, D], got " +
-              typeString(call.in[0]));
-  return true;
+              typeString(q));
+  if (*layout == AttentionLayout::Bs3hd &&
+      (q.rank() != 5 || q.shape[2] != 3 || call.in[1] != q || call.in[2] != q))
+    call.fail("layout \"bs3hd\" takes q, k and v as one packed [B, S, 3, "
+              "H, D] type, got " +
+              typeString(q) + ", " + typeString(call.in[1]) + ", " +
+              typeString(call.in[2]));
+  return *layout;
 }
 
-/// Checks q [.., Sq, D], k [.., Sk, D], v [.., Sk, Dv] (under bshd: [B,
-/// Sq, H, D], [B, Sk, H, D], [B, Sk, H, Dv]) and the attributes; returns
-/// (output as q with Dv, stats [.., Sq] f32, f64 for f64 q).
+/// Checks q [.., Sq, D], k [.., Sk, D], v [.., Sk, Dv] (their canonical
+/// shapes: AttentionGeometry.h) and the attributes; returns (output as q
+/// with Dv, [B, Sq, H, Dv] under either [B, S, ..] layout; stats [.., Sq]
+/// f32, f64 for f64 q).
 Types attentionOutputs(const SpecCall &call) {
   const TensorType &q = call.in[0], &k = call.in[1], &v = call.in[2];
   call.requireFloat(0);
   call.requireSameDType(0, 1);
   call.requireSameDType(0, 2);
-  int64_t r = q.rank();
-  bool bshd = bshdLayout(call);
-  // The checks read the canonical [.., S, D] shapes.
+  AttentionLayout layout = layoutOf(call);
   auto shape = [&](const TensorType &t) {
-    return AttentionGeometry::canonical(t.shape, bshd);
+    return AttentionGeometry::canonical(t.shape, layout);
   };
   std::vector<int64_t> qs = shape(q), ks = shape(k), vs = shape(v);
+  int64_t r = int64_t(qs.size());
   auto lead = [](const std::vector<int64_t> &s) {
     return std::vector<int64_t>(s.begin(), s.end() - 2);
   };
-  if (r < 2 || k.rank() != r || v.rank() != r || lead(ks) != lead(qs) ||
-      lead(vs) != lead(qs) || ks[r - 1] != qs[r - 1] || vs[r - 2] != ks[r - 2])
-    call.fail(std::string(bshd ? "expects q [B, Sq, H, D], k [B, Sk, H, D], "
-                                 "v [B, Sk, H, Dv]"
-                               : "expects q [.., Sq, D], k [.., Sk, D], v "
-                                 "[.., Sk, Dv] with the same leading dims") +
+  if (r < 2 || k.rank() != q.rank() || v.rank() != q.rank() ||
+      lead(ks) != lead(qs) || lead(vs) != lead(qs) || ks[r - 1] != qs[r - 1] ||
+      vs[r - 2] != ks[r - 2])
+    call.fail(std::string(layout == AttentionLayout::Bshd
+                              ? "expects q [B, Sq, H, D], k [B, Sk, H, D], "
+                                "v [B, Sk, H, Dv]"
+                              : "expects q [.., Sq, D], k [.., Sk, D], v "
+                                "[.., Sk, Dv] with the same leading dims") +
               ", got " + typeString(q) + ", " + typeString(k) + ", " +
               typeString(v));
   double scale = call.attrs.f("scale");
@@ -82,7 +94,7 @@ Types attentionOutputs(const SpecCall &call) {
   probs.push_back(ks[r - 2]);
   checkDropoutShard(call, probs);
   DType stats = q.dtype == DType::F64 ? DType::F64 : DType::F32;
-  return {{q.dtype, AttentionGeometry::canonical(out, bshd)}, {stats, rows}};
+  return {{q.dtype, AttentionGeometry::output(out, layout)}, {stats, rows}};
 }
 
 Types attentionGrad(const SpecCall &call) {
@@ -90,6 +102,9 @@ Types attentionGrad(const SpecCall &call) {
   call.requireType(3, forward[0], "the output");
   call.requireType(4, forward[1], "the stats");
   call.requireType(5, forward[0], "the output gradient");
+  // Under bs3hd dq, dk and dv are the parts of one packed gradient.
+  if (layoutOf(call) == AttentionLayout::Bs3hd)
+    return {call.in[0]};
   return {call.in[0], call.in[1], call.in[2]};
 }
 
@@ -98,9 +113,9 @@ struct Sizes {
   int64_t scores, d, dv;
 };
 Sizes sizesOf(const SpecCall &call) {
-  AttentionGeometry g =
-      AttentionGeometry::of(call.in[0].shape, call.in[1].shape,
-                            call.in[2].shape, call.attrs.has("layout"));
+  AttentionGeometry g = AttentionGeometry::of(
+      call.in[0].shape, call.in[1].shape, call.in[2].shape,
+      AttentionGeometry::layoutOf(call.attrs));
   return {satMul(satMul(g.pairs(), g.sq), g.sk), g.d, g.dv};
 }
 

@@ -106,7 +106,7 @@ func.func @attention_ratio(%q: tensor<2x4x8xf32>) {
 // -----
 
 func.func @attention_layout_name(%q: tensor<2x4x3x8xf32>) {
-  // expected-error @+2 {{attention: layout 'bhsd' is not "bshd" (absent: [.., S, D])}}
+  // expected-error @+2 {{attention: layout 'bhsd' is not "bshd" or "bs3hd" (absent: [.., S, D])}}
   // expected-error @+1 {{failed to infer returned types}}
   %o, %s = weft.attention %q, %q, %q {scale = 1.0 : f64, layout = "bhsd"} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
   return
@@ -118,6 +118,45 @@ func.func @attention_layout_rank(%q: tensor<6x4x8xf32>) {
   // expected-error @+2 {{attention: layout "bshd" takes q, k and v [B, S, H, D], got 'tensor<6x4x8xf32>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %o, %s = weft.attention %q, %q, %q {scale = 1.0 : f64, layout = "bshd"} : (tensor<6x4x8xf32>, tensor<6x4x8xf32>, tensor<6x4x8xf32>) -> (tensor<6x4x8xf32>, tensor<6x4xf32>)
+  return
+}
+
+// -----
+
+// "bs3hd": [B, S, 3, H, D], not [B, S, H, D].
+func.func @attention_packed_rank(%q: tensor<2x4x3x8xf32>) {
+  // expected-error @+2 {{attention: layout "bs3hd" takes q, k and v as one packed [B, S, 3, H, D] value, got 'tensor<2x4x3x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %s = weft.attention %q, %q, %q {scale = 1.0 : f64, layout = "bs3hd"} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
+// "bs3hd": the part dim is 3 (q, k, v).
+func.func @attention_packed_parts(%q: tensor<2x4x2x3x8xf32>) {
+  // expected-error @+2 {{attention: layout "bs3hd" takes q, k and v as one packed [B, S, 3, H, D] value}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %s = weft.attention %q, %q, %q {scale = 1.0 : f64, layout = "bs3hd"} : (tensor<2x4x2x3x8xf32>, tensor<2x4x2x3x8xf32>, tensor<2x4x2x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
+// "bs3hd": one value, whose gradient is the one packed result.
+func.func @attention_packed_values(%q: tensor<2x4x3x3x8xf32>, %k: tensor<2x4x3x3x8xf32>) {
+  // expected-error @+1 {{'weft.attention' op layout "bs3hd" names one packed value as q, k and v}}
+  %o, %s = weft.attention %q, %k, %k {scale = 1.0 : f64, layout = "bs3hd"} : (tensor<2x4x3x3x8xf32>, tensor<2x4x3x3x8xf32>, tensor<2x4x3x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
+// "bs3hd": one packed gradient, not dq, dk and dv.
+func.func @attention_grad_packed(%p: tensor<2x4x3x3x8xf32>, %o: tensor<2x4x3x8xf32>, %s: tensor<2x3x4xf32>) {
+  // expected-error @+2 {{'weft.attention_grad' op inferred type(s) 'tensor<2x4x3x3x8xf32>' are incompatible with return type(s) of operation}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dq, %dk, %dv = weft.attention_grad %p, %p, %p, %o, %s, %o {scale = 1.0 : f64, layout = "bs3hd"} : (tensor<2x4x3x3x8xf32>, tensor<2x4x3x3x8xf32>, tensor<2x4x3x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x3x4xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x3x8xf32>, tensor<2x4x3x3x8xf32>, tensor<2x4x3x3x8xf32>)
   return
 }
 

@@ -165,29 +165,33 @@ inline double tolerance(DType d) {
   return d == DType::F32 ? 1e-5 : d == DType::BF16 ? 0x1p-7 : 0x1p-10;
 }
 
+/// `got` against `want`, both of type `t`: floats within tolerance(dtype)
+/// of want's largest magnitude, the rest exactly; `what` names it.
+inline void expectMatches(const TensorType &t, const std::string &got,
+                          const std::string &want, const std::string &what) {
+  DType d = t.dtype;
+  if (!compared(d)) { // masks, indices: exactly
+    EXPECT_EQ(got, want) << what << " (" << typeString(t) << ")";
+    return;
+  }
+  int64_t n = t.numel(), size = dtypeSize(d);
+  double scale = 1e-30, worst = 0;
+  for (int64_t i = 0; i < n; ++i)
+    scale = std::max(scale, std::fabs(toDouble(want.data() + i * size, d)));
+  for (int64_t i = 0; i < n; ++i)
+    worst = std::max(worst, std::fabs(toDouble(got.data() + i * size, d) -
+                                      toDouble(want.data() + i * size, d)));
+  EXPECT_LE(worst, tolerance(d) * scale)
+      << what << " (" << typeString(t) << ")";
+}
+
 inline void expectConforms(const Case &c, Backend &gpu) {
   auto cpu = createCpuBackend();
   std::vector<std::string> in = inputs(c, 1);
   std::vector<std::string> want = runOn(*cpu, c, in), got = runOn(gpu, c, in);
-  for (size_t o = 0; o < c.out.size(); ++o) {
-    DType d = c.out[o].dtype;
-    if (!compared(d)) { // masks, indices: exactly
-      EXPECT_EQ(got[o], want[o])
-          << c.kernel << " output " << o << " (" << typeString(c.out[o]) << ")";
-      continue;
-    }
-    int64_t n = c.out[o].numel(), size = dtypeSize(d);
-    double scale = 1e-30, worst = 0;
-    for (int64_t i = 0; i < n; ++i)
-      scale =
-          std::max(scale, std::fabs(toDouble(want[o].data() + i * size, d)));
-    for (int64_t i = 0; i < n; ++i)
-      worst =
-          std::max(worst, std::fabs(toDouble(got[o].data() + i * size, d) -
-                                    toDouble(want[o].data() + i * size, d)));
-    EXPECT_LE(worst, tolerance(d) * scale)
-        << c.kernel << " output " << o << " (" << typeString(c.out[o]) << ")";
-  }
+  for (size_t o = 0; o < c.out.size(); ++o)
+    expectMatches(c.out[o], got[o], want[o],
+                  c.kernel + " output " + std::to_string(o));
 }
 
 inline std::vector<DType> floats() {

@@ -389,34 +389,99 @@ TEST_P(CudaConformance, PadAndEqual) {
 /// implementation, so such a plan loads on the GPU (checked without one).
 /// Fused attention (cuDNN's flash attention on the GPU: bf16 and f16 only),
 /// causal and not, Sk != Sq and Dv != D where the mask allows, on [B, H,
-/// S, D] operands and on [B, S, H, D] ones (layout "bshd": strided rows,
-/// weft-fold-attention-transpose's). The gradient's stats are drawn, not
-/// the forward's: both backends compute P = exp(scale q k^T - stats) from
-/// whatever the buffer holds; the small scale keeps those exponentials in
-/// range.
+/// S, D] operands, on [B, S, H, D] ones (layout "bshd": strided rows,
+/// weft-fold-attention-transpose's) and on packed [B, S, 3, H, D] ones
+/// (layout "bs3hd", weft-fold-attention-split's: Sk = Sq, Dv = D). The
+/// gradient's stats are drawn, not the forward's: both backends compute P
+/// = exp(scale q k^T - stats) from whatever the buffer holds; the small
+/// scale keeps those exponentials in range.
 TEST_P(CudaConformance, Attention) {
   for (DType d : {DType::BF16, DType::F16})
     for (bool causal : {true, false})
-      for (bool bshd : {false, true}) {
-        int64_t sk = causal ? 40 : 24, dv = causal ? 16 : 8;
-        // [B, H, S, D], or [B, S, H, D].
-        auto operand = [&](int64_t s, int64_t width) {
-          return bshd ? TensorType{d, {2, s, 3, width}}
-                      : TensorType{d, {2, 3, s, width}};
+      for (std::string layout : {"", "bshd", "bs3hd"}) {
+        bool packed = layout == "bs3hd";
+        int64_t sk = causal || packed ? 40 : 24, dv = causal || packed ? 16 : 8;
+        // [B, H, S, D], [B, S, H, D] or [B, S, 3, H, D] (the output and
+        // its gradient [B, S, H, D]).
+        auto operand = [&](int64_t s, int64_t width, bool out = false) {
+          if (layout.empty())
+            return TensorType{d, {2, 3, s, width}};
+          if (packed && !out)
+            return TensorType{d, {2, s, 3, 3, width}};
+          return TensorType{d, {2, s, 3, width}};
         };
         TensorType q = operand(40, 16), k = operand(sk, 16),
-                   v = operand(sk, dv), o = operand(40, dv),
+                   v = operand(sk, dv), o = operand(40, dv, true),
                    stats{DType::F32, {2, 3, 40}};
         Case forward{"attention", {q, k, v}, {o, stats}};
         Case backward{"attention_grad", {q, k, v, o, stats, o}, {q, k, v}};
+        if (packed)
+          backward.out = {q};
         for (Case *c : {&forward, &backward}) {
           c->attrs.set("scale", 0.05);
           c->attrs.set("causal", causal);
-          if (bshd)
-            c->attrs.set("layout", std::string("bshd"));
+          if (!layout.empty())
+            c->attrs.set("layout", layout);
           expectConforms(*c, *gpu);
         }
       }
+}
+
+/// Part `part` of a packed [B, S, 3, H D] buffer as [B, S, H D], and the
+/// parts put back.
+std::string partOf(const std::string &packed, int64_t rows, int64_t part) {
+  size_t width = packed.size() / size_t(rows) / 3;
+  std::string out;
+  for (int64_t r = 0; r < rows; ++r)
+    out.append(packed, (size_t(r) * 3 + size_t(part)) * width, width);
+  return out;
+}
+
+/// layout "bs3hd" reads q, k and v from their parts of packed buffers and
+/// writes dq, dk and dv into the parts of one: the same attention as
+/// "bshd" on those parts copied out, forward and backward, on the backend
+/// under test.
+TEST_P(CudaConformance, PackedAttentionIsTheSplitOne) {
+  for (DType d : {DType::BF16, DType::F16}) {
+    TensorType packed{d, {2, 40, 3, 3, 16}}, heads{d, {2, 40, 3, 16}},
+        stats{DType::F32, {2, 3, 40}};
+    auto attention = [&](const char *kernel, std::vector<TensorType> in,
+                         std::vector<TensorType> out, const char *layout) {
+      Case c{kernel, std::move(in), std::move(out)};
+      c.attrs.set("scale", 0.05);
+      c.attrs.set("causal", true);
+      c.attrs.set("layout", std::string(layout));
+      return c;
+    };
+    Case forward = attention("attention", {packed, packed, packed},
+                             {heads, stats}, "bs3hd");
+    Case split =
+        attention("attention", {heads, heads, heads}, {heads, stats}, "bshd");
+    std::vector<std::string> in = inputs(forward, 5), parts;
+    for (int64_t part : {0, 1, 2})
+      parts.push_back(partOf(in[size_t(part)], 2 * 40, part));
+    std::vector<std::string> got = runOn(*gpu, forward, in),
+                             want = runOn(*gpu, split, parts);
+    expectMatches(heads, got[0], want[0], "bs3hd output");
+    expectMatches(stats, got[1], want[1], "bs3hd stats");
+    // The backward from the forward's output and stats, a random dO.
+    Case backward = attention("attention_grad",
+                              {packed, packed, packed, heads, stats, heads},
+                              {packed}, "bs3hd");
+    Case splitBackward =
+        attention("attention_grad", {heads, heads, heads, heads, stats, heads},
+                  {heads, heads, heads}, "bshd");
+    std::string dO = inputs(split, 6)[0];
+    std::vector<std::string> gotGrad =
+        runOn(*gpu, backward, {in[0], in[1], in[2], got[0], got[1], dO});
+    std::vector<std::string> wantGrad =
+        runOn(*gpu, splitBackward,
+              {parts[0], parts[1], parts[2], want[0], want[1], dO});
+    for (int64_t part : {0, 1, 2})
+      expectMatches(heads, partOf(gotGrad[0], 2 * 40, part),
+                    wantGrad[size_t(part)],
+                    "bs3hd gradient part " + std::to_string(part));
+  }
 }
 
 } // namespace

@@ -260,7 +260,8 @@ TEST(KernelSpec, ChecksAnAttentionsLayout) {
   other["layout"] = "bhsd";
   EXPECT_NE(errorOf("attention", in,
                     {f32({2, 8, 3, 4}, 16384), f32({2, 3, 8}, 20480)}, other)
-                .find("attribute 'layout' is 'bhsd', expected \"bshd\""),
+                .find("attribute 'layout' is 'bhsd', expected \"bshd\", "
+                      "\"bs3hd\""),
             std::string::npos);
   EXPECT_NE(
       errorOf("attention",
@@ -274,6 +275,43 @@ TEST(KernelSpec, ChecksAnAttentionsLayout) {
                      f32({2, 8, 2, 4}, 8192)},
                     {f32({2, 8, 3, 4}, 16384), f32({2, 3, 8}, 20480)}, bshd)
                 .find("expects q [B, Sq, H, D], k [B, Sk, H, D]"),
+            std::string::npos);
+}
+
+/// layout "bs3hd" (weft-fold-attention-split): q, k and v one packed [B,
+/// S, 3, H, D] type, the output [B, S, H, D], one packed gradient; the
+/// cost of the same B H pairs. Unpacked shapes, or three types, are
+/// refused naming the layout.
+TEST(KernelSpec, ChecksAPackedAttention) {
+  json packed = {{"scale", 0.25}, {"causal", true}, {"layout", "bs3hd"}};
+  OperandPlacement qkv = f32({2, 8, 3, 3, 16}, 0);
+  OperandPlacement out = f32({2, 8, 3, 16}, 16384),
+                   stats = f32({2, 3, 8}, 20480);
+  EXPECT_EQ(errorOf("attention", {qkv, qkv, qkv}, {out, stats}, packed), "");
+  EXPECT_EQ(errorOf("attention_grad", {qkv, qkv, qkv, out, stats, out},
+                    {f32({2, 8, 3, 3, 16}, 24576)}, packed),
+            "");
+  EXPECT_NE(errorOf("attention_grad", {qkv, qkv, qkv, out, stats, out},
+                    {f32({2, 8, 3, 3, 16}, 24576), f32({2, 8, 3, 3, 16}, 0),
+                     f32({2, 8, 3, 3, 16}, 0)},
+                    packed)
+                .find("writes 1 output(s), the instruction has 3"),
+            std::string::npos);
+  EXPECT_EQ(costOf("attention", {qkv, qkv, qkv}, {out, stats}, packed).flops,
+            costOf("attention",
+                   {f32({2, 8, 3, 16}, 0), f32({2, 8, 3, 16}, 4096),
+                    f32({2, 8, 3, 16}, 8192)},
+                   {out, stats},
+                   {{"scale", 0.25}, {"causal", true}, {"layout", "bshd"}})
+                .flops);
+  OperandPlacement heads = f32({2, 8, 3, 16}, 0);
+  EXPECT_NE(errorOf("attention", {heads, heads, heads}, {out, stats}, packed)
+                .find("layout \"bs3hd\" takes q, k and v as one packed "
+                      "[B, S, 3, H, D] type"),
+            std::string::npos);
+  EXPECT_NE(errorOf("attention", {qkv, qkv, f32({2, 8, 3, 3, 8}, 8192)},
+                    {out, stats}, packed)
+                .find("layout \"bs3hd\""),
             std::string::npos);
 }
 

@@ -27,30 +27,47 @@ SmallVector<int64_t> swapSeqHeads(ArrayRef<int64_t> shape) {
   return out;
 }
 
+/// An operand's shape in the canonical form [.., S, D]: "bshd" swaps the
+/// sequence and heads, "bs3hd" drops the part dim of [B, S, 3, H, D] too.
+SmallVector<int64_t> canonicalShape(RankedTensorType t, bool seqFirst,
+                                    bool packed) {
+  SmallVector<int64_t> shape(t.getShape());
+  if (packed)
+    shape.erase(shape.begin() + 2);
+  return seqFirst ? swapSeqHeads(shape) : shape;
+}
+
 /// Checks q, k, v against each other; on success returns the output type
-/// [.., Sq, Dv] ([B, Sq, H, Dv] under "bshd") and the statistics' type
-/// [.., Sq] ([B, H, Sq]), f32 (f64 for f64 q).
+/// [.., Sq, Dv] ([B, Sq, H, Dv] under "bshd" and "bs3hd") and the
+/// statistics' type [.., Sq] ([B, H, Sq]), f32 (f64 for f64 q).
 LogicalResult inferAttention(std::optional<Location> loc, Type qType,
                              Type kType, Type vType, bool causal,
                              std::optional<StringRef> layout,
                              SmallVectorImpl<Type> &out) {
   auto q = cast<RankedTensorType>(qType), k = cast<RankedTensorType>(kType),
        v = cast<RankedTensorType>(vType);
-  bool bshd = layout.has_value();
-  if (bshd && *layout != kAttentionBshd)
+  bool packed = layout == kAttentionBs3hd;
+  bool seqFirst = layout.has_value();
+  if (seqFirst && *layout != kAttentionBshd && !packed)
     return emitOptionalError(loc, "attention: layout '", *layout,
-                             "' is not \"bshd\" (absent: [.., S, D])");
+                             "' is not \"bshd\" or \"bs3hd\" (absent: "
+                             "[.., S, D])");
   if (q.getRank() < 2 || k.getRank() != q.getRank() ||
       v.getRank() != q.getRank())
     return emitOptionalError(loc,
                              "attention: q, k and v must have one rank "
                              ">= 2, got ",
                              q, ", ", k, ", ", v);
-  if (bshd && q.getRank() != 4)
+  if (seqFirst && !packed && q.getRank() != 4)
     return emitOptionalError(loc,
                              "attention: layout \"bshd\" takes q, k and v "
                              "[B, S, H, D], got ",
                              q);
+  if (packed && (q.getRank() != 5 || q.getDimSize(2) != 3 || k != q || v != q))
+    return emitOptionalError(loc,
+                             "attention: layout \"bs3hd\" takes q, k and v "
+                             "as one packed [B, S, 3, H, D] value, got ",
+                             q, ", ", k, ", ", v);
   if (k.getElementType() != q.getElementType() ||
       v.getElementType() != q.getElementType())
     return emitOptionalError(loc,
@@ -59,11 +76,10 @@ LogicalResult inferAttention(std::optional<Location> loc, Type qType,
                              q, ", ", k, ", ", v);
   // The checks below read the canonical [.., S, D] shapes.
   auto canonical = [&](RankedTensorType t) {
-    return bshd ? swapSeqHeads(t.getShape())
-                : SmallVector<int64_t>(t.getShape());
+    return canonicalShape(t, seqFirst, packed);
   };
   SmallVector<int64_t> qs = canonical(q), ks = canonical(k), vs = canonical(v);
-  int64_t r = q.getRank();
+  int64_t r = int64_t(qs.size());
   ArrayRef<int64_t> qRows = ArrayRef<int64_t>(qs).drop_back(),
                     qLead = qRows.drop_back();
   if (qLead != ArrayRef<int64_t>(ks).drop_back(2) ||
@@ -74,10 +90,11 @@ LogicalResult inferAttention(std::optional<Location> loc, Type qType,
                              q, ", ", k, ", ", v);
   if (ks[r - 1] != qs[r - 1] || vs[r - 2] != ks[r - 2])
     return emitOptionalError(loc,
-                             bshd ? "attention: expected q [B, Sq, H, D], k "
-                                    "[B, Sk, H, D], v [B, Sk, H, Dv], got "
-                                  : "attention: expected q [.., Sq, D], k "
-                                    "[.., Sk, D], v [.., Sk, Dv], got ",
+                             seqFirst
+                                 ? "attention: expected q [B, Sq, H, D], k "
+                                   "[B, Sk, H, D], v [B, Sk, H, Dv], got "
+                                 : "attention: expected q [.., Sq, D], k "
+                                   "[.., Sk, D], v [.., Sk, Dv], got ",
                              q, ", ", k, ", ", v);
   if (causal && qs[r - 2] != ks[r - 2])
     return emitOptionalError(loc,
@@ -86,7 +103,7 @@ LogicalResult inferAttention(std::optional<Location> loc, Type qType,
                              qs[r - 2], " and ", ks[r - 2]);
   SmallVector<int64_t> outShape(qRows);
   outShape.push_back(vs[r - 1]);
-  if (bshd)
+  if (seqFirst)
     outShape = swapSeqHeads(outShape);
   out.push_back(RankedTensorType::get(outShape, q.getElementType()));
   Type stats = q.getElementType().isF64() ? q.getElementType()
@@ -104,16 +121,19 @@ LogicalResult verifyDropout(Operation *op, std::optional<APFloat> ratio) {
   return success();
 }
 
-/// Reads q, k, v of either layout: S is the dim before D ([.., S, D]) or
-/// dim 1 ([B, S, H, D]), the (batch, head) dims the rest of q's.
-AttentionShape shapeOf(Value q, Value v, Value k, bool bshd) {
-  auto qs = cast<RankedTensorType>(q.getType()).getShape();
-  int64_t seqDim = bshd ? 1 : int64_t(qs.size()) - 2;
+/// Reads q, k, v of any layout: S is the dim before D ([.., S, D]) or dim
+/// 1 ([B, S, H, D], [B, S, 3, H, D]), the (batch, head) dims the rest of
+/// q's but the part dim.
+AttentionShape shapeOf(Value q, Value v, Value k,
+                       std::optional<StringRef> layout) {
+  auto qt = cast<RankedTensorType>(q.getType());
+  auto qs = qt.getShape();
+  int64_t seqDim = layout ? 1 : int64_t(qs.size()) - 2;
+  int64_t parts = layout == kAttentionBs3hd ? 3 : 1;
   AttentionShape s;
   s.sq = qs[seqDim];
   s.d = qs.back();
-  s.batch = cast<RankedTensorType>(q.getType()).getNumElements() /
-            std::max<int64_t>(s.sq * s.d, 1);
+  s.batch = qt.getNumElements() / parts / std::max<int64_t>(s.sq * s.d, 1);
   s.sk = cast<RankedTensorType>(k.getType()).getDimSize(seqDim);
   s.dv = cast<RankedTensorType>(v.getType()).getShape().back();
   return s;
@@ -130,12 +150,26 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                         adaptor.getLayout(), out);
 }
 
+/// Under "bs3hd" q, k and v are one value: its gradient is the packed one
+/// the backward gives operand 0 (buildGradients).
+LogicalResult verifyPacked(Operation *op, std::optional<StringRef> layout) {
+  if (layout != kAttentionBs3hd)
+    return success();
+  if (op->getOperand(1) != op->getOperand(0) ||
+      op->getOperand(2) != op->getOperand(0))
+    return op->emitOpError("layout \"bs3hd\" names one packed value as q, k "
+                           "and v");
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
+  if (failed(verifyPacked(*this, getLayout())))
+    return failure();
   return verifyDropout(*this, getDropoutRatio());
 }
 
 int64_t AttentionOp::getFlops() {
-  AttentionShape s = shapeOf(getQ(), getV(), getK(), getLayout().has_value());
+  AttentionShape s = shapeOf(getQ(), getV(), getK(), getLayout());
   int64_t scores = s.batch * s.sq * s.sk;
   return 2 * scores * (s.d + s.dv) + (getDropoutRatio() ? 7 : 5) * scores;
 }
@@ -155,17 +189,22 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "attention_grad: output and grad must be ",
                              forward[0], " and stats ", forward[1]);
   out.push_back(adaptor.getQ().getType());
+  // Under bs3hd the one packed gradient.
+  if (adaptor.getLayout() == kAttentionBs3hd)
+    return success();
   out.push_back(adaptor.getK().getType());
   out.push_back(adaptor.getV().getType());
   return success();
 }
 
 LogicalResult AttentionGradOp::verify() {
+  if (failed(verifyPacked(*this, getLayout())))
+    return failure();
   return verifyDropout(*this, getDropoutRatio());
 }
 
 int64_t AttentionGradOp::getFlops() {
-  AttentionShape s = shapeOf(getQ(), getV(), getK(), getLayout().has_value());
+  AttentionShape s = shapeOf(getQ(), getV(), getK(), getLayout());
   int64_t scores = s.batch * s.sq * s.sk;
   return 2 * scores * (3 * s.d + 2 * s.dv) + 8 * scores;
 }
@@ -182,8 +221,9 @@ LogicalResult AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
       b, getLoc(), getQ(), getK(), getV(), getOutput(), getStats(), dys[0],
       getScaleAttr(), getCausalAttr(), getDropoutRatioAttr(), getSeedAttr(),
       getLayoutAttr());
-  dxs[0] = grad.getQGrad();
-  dxs[1] = grad.getKGrad();
-  dxs[2] = grad.getVGrad();
+  // Under bs3hd operand 0 is q, k and v: the packed gradient goes to it
+  // once (autodiff would sum a gradient per operand).
+  for (auto [dx, g] : llvm::zip(dxs, grad.getGrads()))
+    dx = g;
   return success();
 }

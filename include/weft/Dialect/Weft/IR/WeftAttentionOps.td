@@ -40,6 +40,13 @@ def Weft_AttentionOp : Weft_Op<"attention", [InferTypeOpAdaptor,
     `stats` stay `[B, H, Sq]` and the dropout mask of the probabilities
     `[B, H, Sq, Sk]`, as without it.
 
+    `layout = "bs3hd"` (weft-fold-attention-split) takes q, k and v as one
+    packed `[B, S, 3, H, D]` value, the QKV projection's `[B, S, 3 H D]`
+    output reshaped: q is its part 0, k part 1, v part 2 (Transformer
+    Engine's bs3hd). The op names that value three times; the output is
+    `[B, S, H, D]` as under "bshd". No split copies q, k and v out, and the
+    gradient (one packed value) needs no concat.
+
     Cost: `2 N Sq Sk (D + Dv)` FLOPs for the two products plus 5 per score
     (scale, mask, softmax) and 2 more with a dropout, `N` the product of
     the (batch, head) dims.
@@ -69,7 +76,10 @@ def Weft_AttentionGradOp : Weft_InferredOp<"attention_grad"> {
     Algorithm 4; `D` equals `rowsum(P * dP)` with or without the dropout).
     The dropout bits are the forward's: the plan carries the forward's
     rng_id and shard attributes on this instruction too. With `layout =
-    "bshd"` every operand and gradient but `stats` is `[B, S, H, D]`.
+    "bshd"` every operand and gradient but `stats` is `[B, S, H, D]`. With
+    `layout = "bs3hd"` the one result is the packed `[B, S, 3, H, D]`
+    gradient of the packed q, k, v: dq, dk and dv are its parts 0, 1, 2.
+    Otherwise the results are dq, dk and dv.
 
     Cost: `2 N Sq Sk (3 D + 2 Dv)` FLOPs for the five products plus 8 per
     score.
@@ -82,8 +92,7 @@ def Weft_AttentionGradOp : Weft_InferredOp<"attention_grad"> {
                        OptionalAttr<F64Attr>:$dropout_ratio,
                        OptionalAttr<I64Attr>:$seed,
                        OptionalAttr<StrAttr>:$layout);
-  let results = (outs Weft_FloatTensor:$q_grad, Weft_FloatTensor:$k_grad,
-                      Weft_FloatTensor:$v_grad);
+  let results = (outs Variadic<Weft_FloatTensor>:$grads);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $output `,` $stats `,` $grad attr-dict `:`
     functional-type(operands, results)

@@ -77,9 +77,11 @@ inline std::optional<int64_t> microBatchOf(mlir::Operation *op) {
   return std::nullopt;
 }
 
-/// weft.attention's `layout` for operands [B, S, H, D]
-/// (WeftAttentionOps.td); absent, they are [.., S, D].
+/// weft.attention's `layout` for operands [B, S, H, D], and for q, k and v
+/// one packed [B, S, 3, H, D] tensor (WeftAttentionOps.td); absent, they
+/// are [.., S, D].
 inline constexpr llvm::StringLiteral kAttentionBshd = "bshd";
+inline constexpr llvm::StringLiteral kAttentionBs3hd = "bs3hd";
 
 /// Whether `op` draws a dropout mask keyed by its rng_id: a weft.dropout,
 /// or a weft.attention that absorbed one (weft-fuse-attention). Masks are
