@@ -257,6 +257,9 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
     pm.addNestedPass<func::FuncOp>(createPartitionPipeline(
         {o.pipelineParallel,
          llvm::SmallVector<int64_t>(o.balance.begin(), o.balance.end())}));
+  // The loss keeps its log-sum-exp, not its log-probabilities, for the
+  // backward.
+  pm.addNestedPass<func::FuncOp>(createFoldLossLogProb());
   // The backward pass: loss -> parameter gradients.
   pm.addNestedPass<func::FuncOp>(createAutodiff());
   // GPipe micro-batches: M copies of forward+backward, gradients summed.

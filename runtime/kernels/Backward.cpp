@@ -130,11 +130,16 @@ void gatherGrad(const KernelCall &call) {
   });
 }
 
+/// (log_prob, labels, grad[, weights]), or with log_sum_exp (scores,
+/// labels, grad[, weights], log_sum_exp): log_prob = scores - log_sum_exp.
 template <typename T> void softmaxCrossEntropyGrad(const KernelCall &call) {
-  const Tensor &logp = call.in[0];
-  ClassTargets targets(call, logp, call.in[1],
-                       call.in.size() > 3 ? &call.in[3] : nullptr);
-  const T *lp = logp.as<T>(), *dl = call.in[2].as<T>();
+  const Tensor &input = call.in[0];
+  bool fromScores = call.has("log_sum_exp") && call.b("log_sum_exp");
+  size_t weights = fromScores ? 5 : 4;
+  ClassTargets targets(call, input, call.in[1],
+                       call.in.size() == weights ? &call.in[3] : nullptr);
+  const T *in = input.as<T>(), *dl = call.in[2].as<T>();
+  const T *lse = fromScores ? call.in.back().as<T>() : nullptr;
   T *out = call.out[0].as<T>();
   // d/d scores = (softmax - onehot(target)) * scale; 0 for ignored targets.
   for (int64_t k = 0; k < targets.n * targets.inner; ++k) {
@@ -142,7 +147,8 @@ template <typename T> void softmaxCrossEntropyGrad(const KernelCall &call) {
     double scale = t < 0 ? 0.0 : targets.scale(dl, k);
     for (int64_t ch = 0; ch < targets.classes; ++ch) {
       int64_t e = targets.at(k, ch);
-      out[e] = static_cast<T>(crossEntropyGradAt(lp[e], ch == t, scale));
+      T lp = lse ? crossEntropyLogProb(in[e], lse[k]) : in[e];
+      out[e] = static_cast<T>(crossEntropyGradAt(lp, ch == t, scale));
     }
   }
 }

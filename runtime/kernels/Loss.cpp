@@ -10,22 +10,24 @@
 #include "ClassTargets.h"
 #include "RowMath.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace weft::rt {
 
 namespace {
 
-/// NLL over log-probabilities `logp` [N, C, d...].
-template <typename T>
-void nll(const KernelCall &call, const T *logp, const Tensor &scores,
+/// NLL over log-probabilities [N, C, d...]: `logp(e)` reads element e.
+template <typename T, typename LogProb>
+void nll(const KernelCall &call, LogProb logp, const Tensor &scores,
          const Tensor &target, const Tensor *weight, const Tensor &loss) {
   ClassTargets targets(call, scores, target, weight);
   T *out = loss.as<T>();
   double total = 0;
   for (int64_t k = 0; k < targets.n * targets.inner; ++k) {
     int64_t t = targets.cls[k];
-    double value = t < 0 ? 0.0 : -targets.weight[k] * logp[targets.at(k, t)];
+    double value = t < 0 ? 0.0 : -targets.weight[k] * logp(targets.at(k, t));
     if (targets.reduction == "none")
       out[k] = static_cast<T>(value);
     total += value;
@@ -37,28 +39,66 @@ void nll(const KernelCall &call, const T *logp, const Tensor &scores,
                                                    : 0.0);
 }
 
+/// Rows of the log-softmax over the class dim 1 of `scores` [N, C, d...]:
+/// the max and log(sum exp(x - max)) of row r = b inner + i.
+template <typename T> struct SoftmaxRows {
+  int64_t classes, inner;
+  std::vector<T> max, logSum;
+
+  explicit SoftmaxRows(const Tensor &scores)
+      : classes(scores.shape[1]),
+        inner(scores.numel() / (scores.shape[0] * scores.shape[1])),
+        max(scores.numel() / classes), logSum(max.size()) {
+    const T *in = scores.as<T>();
+    for (int64_t r = 0; r < int64_t(max.size()); ++r) {
+      const T *row = in + (r / inner * classes) * inner + r % inner;
+      // softmaxRow's max and constant, without writing the row.
+      T m = row[0];
+      for (int64_t k = 1; k < classes; ++k)
+        m = std::max(m, row[k * inner]);
+      double sum = 0;
+      for (int64_t k = 0; k < classes; ++k)
+        sum += std::exp(row[k * inner] - m);
+      max[r] = m;
+      logSum[r] = softmaxRowConstant<true, T>(sum);
+    }
+  }
+  /// The row of element e of [N, C, d...].
+  int64_t rowOf(int64_t e) const {
+    return e / (classes * inner) * inner + e % inner;
+  }
+  /// log_prob[e]: x - max - log(sum), as log_softmax writes it.
+  T logProb(T x, int64_t e) const {
+    int64_t r = rowOf(e);
+    return softmaxAt<true>(x, max[r], logSum[r]);
+  }
+};
+
+/// (scores, labels[, weights]) -> (loss, log_prob), or with log_sum_exp
+/// (loss, log_sum_exp [N, d...]): the loss reads the same log-probability
+/// at each label either way.
 template <typename T> void softmaxCrossEntropy(const KernelCall &call) {
   const Tensor &scores = call.in[0], &labels = call.in[1];
-  // log_prob = log_softmax over the class dim 1.
-  int64_t n = scores.shape[0], c = scores.shape[1];
-  int64_t inner = scores.numel() / (n * c);
+  SoftmaxRows<T> rows(scores);
   const T *in = scores.as<T>();
-  T *logp = call.out[1].as<T>();
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t i = 0; i < inner; ++i) {
-      const T *row = in + b * c * inner + i;
-      T *dst = logp + b * c * inner + i;
-      softmaxRow<true, T>(
-          c, [&](int64_t k) { return row[k * inner]; },
-          [&](int64_t k, T value) { dst[k * inner] = value; });
-    }
-  nll(call, logp, scores, labels, call.in.size() > 2 ? &call.in[2] : nullptr,
-      call.out[0]);
+  T *second = call.out[1].as<T>();
+  bool lse = call.has("log_sum_exp") && call.b("log_sum_exp");
+  if (lse)
+    for (size_t r = 0; r < rows.max.size(); ++r)
+      second[r] = crossEntropyLogSumExp(rows.max[r], rows.logSum[r]);
+  else
+    for (int64_t e = 0, n = scores.numel(); e < n; ++e)
+      second[e] = rows.logProb(in[e], e);
+  nll<T>(
+      call, [&](int64_t e) { return rows.logProb(in[e], e); }, scores, labels,
+      call.in.size() > 2 ? &call.in[2] : nullptr, call.out[0]);
 }
 
 template <typename T> void nllLoss(const KernelCall &call) {
   const Tensor &input = call.in[0];
-  nll(call, input.as<T>(), input, call.in[1],
+  const T *logp = input.as<T>();
+  nll<T>(
+      call, [&](int64_t e) { return logp[e]; }, input, call.in[1],
       call.in.size() > 2 ? &call.in[2] : nullptr, call.out[0]);
 }
 

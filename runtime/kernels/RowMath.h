@@ -89,6 +89,17 @@ WEFT_HOST_DEVICE inline double layerNormGradAt(double xhat, double g,
   return rstd * (g - meanG - xhat * meanGX);
 }
 
+/// softmax_cross_entropy's log-sum-exp of a row (log_sum_exp: kept for the
+/// backward instead of the log-probabilities), from its max and log(sum).
+template <typename T>
+WEFT_HOST_DEVICE T crossEntropyLogSumExp(T max, T logSum) {
+  return max + logSum;
+}
+/// A log-probability recomputed from its score and the row's log-sum-exp.
+template <typename T> WEFT_HOST_DEVICE T crossEntropyLogProb(T x, T lse) {
+  return x - lse;
+}
+
 /// softmax_cross_entropy_grad's element: (softmax - onehot(target)) scale,
 /// softmax = exp(log-probability).
 WEFT_HOST_DEVICE inline double crossEntropyGradAt(double logp, bool target,

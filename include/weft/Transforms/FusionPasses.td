@@ -212,4 +212,25 @@ def FoldAttentionSplit : Pass<"weft-fold-attention-split",
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def FoldLossLogProb : Pass<"weft-fold-loss-log-prob", "mlir::func::FuncOp"> {
+  let summary = "Keep a softmax cross-entropy's log-sum-exp per sample, not "
+                "its log-probabilities, for the backward";
+  let description = [{
+    `weft.softmax_cross_entropy` gives the loss and `log_prob`, the
+    `[N, C, d...]` log-softmax of the scores, which its gradient reads: a
+    tensor as large as the logits (a language model's largest activation,
+    f32 beside 16-bit logits under mixed precision), written forward and
+    kept until the backward. Where nothing else reads it, this pass sets
+    the loss's `log_sum_exp`: its second result becomes `log(sum_c
+    exp(scores))`, `[N, d...]`, and the gradient autodiff builds reads the
+    scores and it, recomputing `exp(scores - log_sum_exp)` (Apex's
+    xentropy). The step keeps the scores and N numbers instead of the
+    log-probabilities: for GPT-2's [8192, 50257] bf16 logits under mixed
+    precision, 0.82 GB instead of 1.65 GB, and the loss's traffic halves.
+    The loss is computed as before, to the bit. weftc runs it on every
+    training step, before autodiff.
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 #endif // WEFT_TRANSFORMS_FUSIONPASSES_TD

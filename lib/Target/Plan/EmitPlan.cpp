@@ -77,6 +77,8 @@ json attributeJSON(Attribute attr) {
     return json(a.asArrayRef().vec());
   if (auto a = dyn_cast<BoolAttr>(attr))
     return a.getValue();
+  if (isa<UnitAttr>(attr))
+    return true;
   if (auto a = dyn_cast<IntegerAttr>(attr))
     return a.getInt();
   if (auto a = dyn_cast<FloatAttr>(attr))
@@ -482,6 +484,11 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
                  << attr.getName();
         attrs[attr.getName().str()] = value;
       }
+      // Its optional weights and log-sum-exp: the attribute says which the
+      // last input is.
+      if (auto loss = dyn_cast<SoftmaxCrossEntropyGradOp>(op);
+          loss && loss.getLogSumExp())
+        attrs["log_sum_exp"] = true;
       // Dropout masks are keyed by (rng_id, micro-batch, step), rng_id
       // counting the micro-batch's dropout ops in forward order, not the
       // instruction index: a recomputed forward draws the same mask, and so

@@ -5,8 +5,11 @@
 // computes the log-probabilities (max subtracted, exp summed in double)
 // and the row's weighted loss; one block then sums the rows' losses and
 // weights in a fixed order ("sum", or "mean": divided by the summed
-// weights). A label outside [0, C) that is not ignore_index is a Fault the
-// backend reports at its next synchronisation.
+// weights). With log_sum_exp the forward writes each row's log-sum-exp
+// instead of its log-probabilities, and the gradient recomputes them from
+// the scores (RowMath.h's crossEntropyLogProb). A label outside [0, C)
+// that is not ignore_index is a Fault the backend reports at its next
+// synchronisation.
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,13 +81,14 @@ Targets targetsOf(const KernelCall &call, const Tensor &input,
   return t;
 }
 
-/// Per row: the log-probabilities (Softmax) or the input read as them, the
-/// row's loss -w logp[class] and weight; "none" stores the loss as is. S:
-/// the input; O: the log-probabilities and loss (f32 beside 16-bit scores
-/// under log_prob_type, else S).
+/// Per row: the log-probabilities (Softmax; with `keepLse` the row's
+/// log-sum-exp instead, at k) or the input read as them, the row's loss -w
+/// logp[class] and weight; "none" stores the loss as is. S: the input; O:
+/// the log-probabilities and loss (f32 beside 16-bit scores under
+/// log_prob_type, else S).
 template <Storage S, Storage O, bool Softmax>
-__global__ void lossRowsKernel(const void *in, void *logp, Targets t,
-                               double *rowLoss, double *rowWeight,
+__global__ void lossRowsKernel(const void *in, void *logp, bool keepLse,
+                               Targets t, double *rowLoss, double *rowWeight,
                                void *lossNone) {
   int lane = threadIdx.x % 32;
   WEFT_WARP_STRIDE(k, t.rows) {
@@ -102,11 +106,14 @@ __global__ void lossRowsKernel(const void *in, void *logp, Targets t,
       float logSum = softmaxRowConstant<true, float>(warpSum(sum));
       for (int64_t c = lane; c < t.classes; c += 32) {
         float v = softmaxAt<true>(load<S>(in, t.at(k, c)), max, logSum);
-        store<O>(logp, t.at(k, c), v);
+        if (!keepLse)
+          store<O>(logp, t.at(k, c), v);
         if (c == cls)
           picked = v;
       }
       picked = warpSum(picked); // one lane holds it
+      if (keepLse && lane == 0)
+        store<O>(logp, k, crossEntropyLogSumExp(max, logSum));
     } else if (cls >= 0) {
       picked = load<S>(in, t.at(k, cls));
     }
@@ -171,7 +178,8 @@ template <bool Softmax> void loss(const KernelCall &call, const Context &ctx) {
     byStorage(call, call.out[0].dtype, [&]<Storage O>() {
       lossRowsKernel<S, O, Softmax>
           <<<warpGrid(t.rows), kThreads, 0, ctx.stream>>>(
-              in.data, Softmax ? call.out[1].data : nullptr, t, rowLoss,
+              in.data, Softmax ? call.out[1].data : nullptr,
+              call.has("log_sum_exp") && call.b("log_sum_exp"), t, rowLoss,
               rowLoss + t.rows, none);
       if (!none)
         lossTotalKernel<O><<<1, kSumThreads, 0, ctx.stream>>>(
@@ -197,11 +205,17 @@ template <Storage S> __global__ void weightSumKernel(Targets t, double *sum) {
 
 /// d input: (softmax - onehot) scale (Softmax: the scores' gradient from
 /// the log-probabilities) or -scale at the class (NLL), scale the row's
-/// weight times dloss (ClassTargets::scale). S: the input and dloss; D: the
-/// gradient (16 bits beside f32 log-probabilities under grad_type, else S).
+/// weight times dloss (ClassTargets::scale); from the scores when `lse`
+/// holds their rows' log-sum-exp. S: the input, and dloss and lse unless
+/// `widened` (then f32 beside 16-bit scores); D: the gradient (16 bits
+/// beside f32 log-probabilities under grad_type, else S).
 template <Storage S, Storage D, bool Softmax>
-__global__ void lossGradKernel(const void *in, const void *dloss, Targets t,
+__global__ void lossGradKernel(const void *in, const void *lse, bool widened,
+                               const void *dloss, Targets t,
                                const double *weightSum, void *dx, int64_t n) {
+  auto scalar = [&](const void *p, int64_t i) {
+    return widened ? load<Storage::F32>(p, i) : load<S>(p, i);
+  };
   WEFT_GRID_STRIDE(e, n) {
     int64_t c = e / t.inner % t.classes;
     int64_t k = e / (t.inner * t.classes) * t.inner + e % t.inner;
@@ -209,23 +223,30 @@ __global__ void lossGradKernel(const void *in, const void *dloss, Targets t,
     int64_t cls = t.read<S>(k, w);
     double scale = 0;
     if (cls >= 0)
-      scale =
-          t.reduction == Reduction::None ? w * load<S>(dloss, k)
-          : t.reduction == Reduction::Sum
-              ? w * load<S>(dloss, 0)
-              : (*weightSum != 0 ? w * load<S>(dloss, 0) / *weightSum : 0.0);
-    double g = Softmax ? crossEntropyGradAt(load<S>(in, e), c == cls, scale)
+      scale = t.reduction == Reduction::None ? w * scalar(dloss, k)
+              : t.reduction == Reduction::Sum
+                  ? w * scalar(dloss, 0)
+                  : (*weightSum != 0 ? w * scalar(dloss, 0) / *weightSum : 0.0);
+    float x = load<S>(in, e);
+    float lp = lse ? crossEntropyLogProb(x, scalar(lse, k)) : x;
+    double g = Softmax ? crossEntropyGradAt(lp, c == cls, scale)
                        : (c == cls ? -scale : 0.0);
     store<D>(dx, e, float(g));
   }
 }
 
-/// (log_prob or input, labels, dloss[, weight]) -> d scores / d input.
+/// (log_prob or input, labels, dloss[, weight]) -> d scores / d input;
+/// with log_sum_exp (scores, labels, dloss[, weight], log_sum_exp).
 template <bool Softmax>
 void lossGrad(const KernelCall &call, const Context &ctx) {
   const Tensor &in = call.in[0];
-  Targets t = targetsOf(call, in, call.in[1],
-                        call.in.size() > 3 ? &call.in[3] : nullptr, ctx);
+  bool fromScores = call.has("log_sum_exp") && call.b("log_sum_exp");
+  size_t withWeights = fromScores ? 5 : 4;
+  Targets t =
+      targetsOf(call, in, call.in[1],
+                call.in.size() == withWeights ? &call.in[3] : nullptr, ctx);
+  const void *lse = fromScores ? call.in.back().data : nullptr;
+  bool widened = call.in[2].dtype == DType::F32 && in.dtype != DType::F32;
   int64_t n = in.numel();
   if (n == 0)
     return;
@@ -236,7 +257,8 @@ void lossGrad(const KernelCall &call, const Context &ctx) {
       weightSumKernel<S><<<1, kSumThreads, 0, ctx.stream>>>(t, weightSum);
     byStorage(call, call.out[0].dtype, [&]<Storage D>() {
       lossGradKernel<S, D, Softmax><<<grid(n), kThreads, 0, ctx.stream>>>(
-          in.data, call.in[2].data, t, weightSum, call.out[0].data, n);
+          in.data, lse, widened, call.in[2].data, t, weightSum,
+          call.out[0].data, n);
     });
   });
   WEFT_CUDA_CHECK(cudaGetLastError());

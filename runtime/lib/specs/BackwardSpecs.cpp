@@ -91,6 +91,45 @@ Types lossGrad(const SpecCall &call) {
   return {{type, call.in[0].shape}};
 }
 
+bool fromScores(const SpecCall &call) {
+  return call.attrs.has("log_sum_exp") && call.attrs.b("log_sum_exp");
+}
+
+/// softmax_cross_entropy_grad: (log_prob, labels, grad, weights?), or
+/// with log_sum_exp (scores, labels, grad, weights?, log_sum_exp): the
+/// log-sum-exp [N, d...] and the loss gradient of the scores' dtype, or
+/// f32 beside 16-bit scores (the forward's log_prob_type); the gradient
+/// of the scores' own.
+Types crossEntropyGrad(const SpecCall &call) {
+  if (!fromScores(call)) {
+    if (call.in.size() > 4)
+      call.fail("takes 3 or 4 inputs without attribute 'log_sum_exp', got " +
+                std::to_string(call.in.size()));
+    return lossGrad(call);
+  }
+  if (call.in.size() < 4)
+    call.fail("attribute 'log_sum_exp' needs the log-sum-exp as the last "
+              "input");
+  if (call.attrs.has("grad_type"))
+    call.fail("attribute 'grad_type' is for a log_prob input: with "
+              "'log_sum_exp' the gradient has the scores' dtype");
+  std::vector<TensorType> rest(call.in.begin(), call.in.end() - 1);
+  Types loss = lossOutput(SpecCall{rest, call.attrs}, 3);
+  const TensorType &scores = call.in[0], &lse = call.in.back();
+  if (lse.shape != call.in[1].shape ||
+      (lse.dtype != scores.dtype && !widensHalf(scores.dtype, lse.dtype)))
+    call.fail("the log-sum-exp is " + typeString(lse) + ", expected " +
+              shapeString(call.in[1].shape) + " " + dtypeName(scores.dtype) +
+              " (f32 beside 16-bit scores)");
+  call.requireType(2, {lse.dtype, loss[0].shape}, "the loss gradient");
+  return {scores};
+}
+
+/// 3 FLOPs per element of log_prob; from the scores, 4 (the subtraction).
+int64_t crossEntropyGradFlops(const SpecCall &call, const Types &) {
+  return satMul(fromScores(call) ? 4 : 3, call.in[0].numel());
+}
+
 Types convWeightGrad(const SpecCall &call) {
   const TensorType &x = call.in[0], &dy = call.in[1];
   call.requireFloat(0);
@@ -284,14 +323,16 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
   t.push_back({.name = "softmax_cross_entropy_grad",
                .source = "SoftmaxCrossEntropyLoss-13 adjoint",
                .minInputs = 3,
-               .maxInputs = 4,
+               .maxInputs = 5,
                .attrs = {{"reduction", AttrKind::String},
                          {"ignore_index", AttrKind::Int, false},
-                         {"grad_type", AttrKind::String, false}},
-               .infer = lossGrad,
-               .flops = perInput<3>,
+                         {"grad_type", AttrKind::String, false},
+                         {"log_sum_exp", AttrKind::Bool, false}},
+               .infer = crossEntropyGrad,
+               .flops = crossEntropyGradFlops,
                .dtypes = "f32, f64 (grad_type: a 16-bit gradient of f32 "
-                         "log_prob); labels i32, i64"});
+                         "log_prob; log_sum_exp: f32 beside 16-bit "
+                         "scores); labels i32, i64"});
   t.push_back({.name = "nll_loss_grad",
                .source = "NegativeLogLikelihoodLoss-13 adjoint",
                .minInputs = 3,

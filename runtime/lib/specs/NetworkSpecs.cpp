@@ -306,7 +306,11 @@ int64_t poolFlops(const SpecCall &call, const Types &out) {
 
 Types softmaxCrossEntropy(const SpecCall &call) {
   Types out = lossOutput(call, 2);
-  out.push_back(call.in[0]); // log_prob
+  // log_prob [N, C, d...], or with log_sum_exp one per sample [N, d...].
+  if (call.attrs.has("log_sum_exp") && call.attrs.b("log_sum_exp"))
+    out.push_back({call.in[0].dtype, call.in[1].shape});
+  else
+    out.push_back(call.in[0]);
   // log_prob_type: f32 loss and log_prob beside 16-bit scores.
   if (call.attrs.has("log_prob_type")) {
     DType scores = call.in[0].dtype,
@@ -424,11 +428,13 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                .maxInputs = 3,
                .attrs = {{"reduction", AttrKind::String},
                          {"ignore_index", AttrKind::Int, false},
-                         {"log_prob_type", AttrKind::String, false}},
+                         {"log_prob_type", AttrKind::String, false},
+                         {"log_sum_exp", AttrKind::Bool, false}},
                .infer = softmaxCrossEntropy,
                .flops = perInput<6>,
-               .dtypes = "scores f32, f64 (16-bit: loss and log_prob f32 "
-                         "with log_prob_type); labels i32, i64"});
+               .dtypes = "scores f32, f64 (16-bit: loss and log_prob, or "
+                         "log_sum_exp, f32 with log_prob_type); labels i32, "
+                         "i64"});
   t.push_back(
       {.name = "nll_loss",
        .source = "NegativeLogLikelihoodLoss-13",

@@ -191,6 +191,15 @@ func.func @attention_grad_stats(%q: tensor<2x4x8xf32>, %s: tensor<2x4xf64>) {
 
 // -----
 
+// The log-sum-exp is one per sample, [N, d...].
+func.func @loss_grad_log_sum_exp(%s: tensor<4x8xf32>, %t: tensor<4xi64>, %g: tensor<f32>, %lse: tensor<4x8xf32>) {
+  // expected-error @+1 {{'weft.softmax_cross_entropy_grad' op log_sum_exp must be [N, d...] as the labels 'tensor<4xi64>', got 'tensor<4x8xf32>'}}
+  %d = weft.softmax_cross_entropy_grad %s, %t, %g log_sum_exp %lse : (tensor<4x8xf32>, tensor<4xi64>, tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
 func.func @loss_log_prob_type(%s: tensor<4x8xf32>, %t: tensor<4xi64>) {
   // expected-error @+2 {{softmax_cross_entropy: log_prob_type 'bf16' is neither the scores' 'f32' nor f32 beside 16-bit scores without weights}}
   // expected-error @+1 {{failed to infer returned types}}

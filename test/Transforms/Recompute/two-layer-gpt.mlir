@@ -25,7 +25,7 @@
 // LAYER: weft.layer_norm %[[X1:[0-9]+]], %arg4, %arg5 {axis = 2 : i64} :
 // LAYER: weft.layer_norm %[[X2:[0-9]+]], %arg16, %arg17 {axis = 2 : i64} :
 // LAYER-NOT: weft.recompute
-// LAYER: weft.softmax_cross_entropy %{{[0-9]+}}, %{{[0-9]+}} {ignore_index = -100 : i64} :
+// LAYER: weft.softmax_cross_entropy %{{[0-9]+}}, %{{[0-9]+}} {ignore_index = -100 : i64, log_sum_exp} :
 // (The loss and the final LayerNorm are parts of their own, recomputed
 // before their backward; then the layers.)
 // LAYER: weft.layer_norm %[[X2]], %arg16, %arg17 {{{.*}}weft.recompute}

@@ -126,6 +126,58 @@ TEST_P(CudaConformance, Losses) {
         }
 }
 
+/// softmax_cross_entropy with log_sum_exp (weft-fold-loss-log-prob) gives
+/// the loss of the log_prob form to the bit, and its gradient from the
+/// scores and the log-sum-exp that of the log_prob form within the
+/// dtype's tolerance: the recomputed log-probability x - lse rounds
+/// differently from x - max - log(sum) by a few ulp of |log p| <= log C +
+/// 4, a relative change of the softmax under 1e-6. Over [N, C, d] rows, in
+/// each dtype and f32 beside 16-bit scores (log_prob_type), on the backend
+/// under test.
+TEST_P(CudaConformance, LogSumExpLossIsTheLogProbOne) {
+  for (DType d : floats())
+    for (bool widened : {false, true}) {
+      if (widened && d == DType::F32)
+        continue;
+      DType wide = widened ? DType::F32 : d;
+      TensorType s{d, {40, 11, 3}}, labels{DType::I64, {40, 3}}, loss{wide, {}},
+          logp{wide, {40, 11, 3}}, lse{wide, {40, 3}};
+      auto lossCase = [&](std::vector<TensorType> in,
+                          std::vector<TensorType> out, bool kept,
+                          const char *kernel) {
+        Case c{kernel, std::move(in), std::move(out)};
+        c.below = {{1, 11}};
+        c.attrs.set("reduction", std::string("mean"));
+        c.attrs.set("ignore_index", int64_t(2));
+        if (kept)
+          c.attrs.set("log_sum_exp", true);
+        return c;
+      };
+      Case plain =
+          lossCase({s, labels}, {loss, logp}, false, "softmax_cross_entropy");
+      Case kept =
+          lossCase({s, labels}, {loss, lse}, true, "softmax_cross_entropy");
+      if (widened)
+        for (Case *c : {&plain, &kept})
+          c->attrs.set("log_prob_type", std::string("f32"));
+      std::vector<std::string> in = inputs(plain, 8);
+      std::vector<std::string> p = runOn(*gpu, plain, in),
+                               k = runOn(*gpu, kept, in);
+      EXPECT_EQ(k[0], p[0]) << dtypeName(d) << " loss";
+      Case gradPlain = lossCase({logp, labels, loss}, {s}, false,
+                                "softmax_cross_entropy_grad");
+      if (widened)
+        gradPlain.attrs.set("grad_type", std::string(dtypeName(d)));
+      Case gradKept = lossCase({s, labels, loss, lse}, {s}, true,
+                               "softmax_cross_entropy_grad");
+      std::string dloss = inputs(gradPlain, 9)[2];
+      expectMatches(s, runOn(*gpu, gradKept, {in[0], in[1], dloss, k[1]})[0],
+                    runOn(*gpu, gradPlain, {p[1], in[1], dloss})[0],
+                    std::string("log_sum_exp gradient, ") + dtypeName(d) +
+                        (widened ? " beside f32" : ""));
+    }
+}
+
 /// weft-mixed-precision's narrowed loss: 16-bit scores in, f32 loss and
 /// log-probabilities out (log_prob_type), and the gradient of f32
 /// log-probabilities written in 16 bits (grad_type), against the cast

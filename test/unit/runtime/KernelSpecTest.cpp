@@ -315,6 +315,60 @@ TEST(KernelSpec, ChecksAPackedAttention) {
             std::string::npos);
 }
 
+/// log_sum_exp (weft-fold-loss-log-prob): the loss's second output is one
+/// number per sample; its gradient reads the scores and it, the loss
+/// gradient and log-sum-exp f32 beside 16-bit scores; a missing,
+/// misshapen or misplaced one is refused naming it.
+TEST(KernelSpec, ChecksALossesLogSumExp) {
+  json kept = {{"reduction", "mean"}, {"log_sum_exp", true}};
+  OperandPlacement scores = f32({4, 8, 3}, 0),
+                   labels{{DType::I64, {4, 3}}, 512}, loss = f32({}, 640),
+                   lse = f32({4, 3}, 704);
+  EXPECT_EQ(
+      errorOf("softmax_cross_entropy", {scores, labels}, {loss, lse}, kept),
+      "");
+  EXPECT_NE(errorOf("softmax_cross_entropy", {scores, labels},
+                    {loss, f32({4, 8, 3}, 768)}, kept)
+                .find("output 1 is [4x8x3] f32, softmax_cross_entropy "
+                      "writes [4x3] f32"),
+            std::string::npos);
+  OperandPlacement grad = f32({4, 8, 3}, 768);
+  EXPECT_EQ(errorOf("softmax_cross_entropy_grad", {scores, labels, loss, lse},
+                    {grad}, kept),
+            "");
+  // Mixed precision: bf16 scores and gradient, f32 loss and log-sum-exp.
+  OperandPlacement half{{DType::BF16, {4, 8, 3}}, 0},
+      halfGrad{{DType::BF16, {4, 8, 3}}, 768};
+  EXPECT_EQ(errorOf("softmax_cross_entropy_grad", {half, labels, loss, lse},
+                    {halfGrad}, kept),
+            "");
+  EXPECT_NE(errorOf("softmax_cross_entropy_grad",
+                    {scores, labels, loss, f32({4, 8}, 704)}, {grad}, kept)
+                .find("the log-sum-exp is [4x8] f32, expected [4x3] f32"),
+            std::string::npos);
+  EXPECT_NE(errorOf("softmax_cross_entropy_grad", {scores, labels, loss},
+                    {grad}, kept)
+                .find("attribute 'log_sum_exp' needs the log-sum-exp as the "
+                      "last input"),
+            std::string::npos);
+  json typed = kept;
+  typed["grad_type"] = "bf16";
+  EXPECT_NE(errorOf("softmax_cross_entropy_grad", {half, labels, loss, lse},
+                    {halfGrad}, typed)
+                .find("attribute 'grad_type' is for a log_prob input"),
+            std::string::npos);
+  EXPECT_NE(errorOf("softmax_cross_entropy_grad",
+                    {scores, labels, loss, f32({8}, 896), lse}, {grad},
+                    {{"reduction", "mean"}})
+                .find("takes 3 or 4 inputs without attribute 'log_sum_exp'"),
+            std::string::npos);
+  // From the scores: one more FLOP per element (the subtraction).
+  EXPECT_EQ(costOf("softmax_cross_entropy_grad", {scores, labels, loss, lse},
+                   {grad}, kept)
+                .flops,
+            4 * 96);
+}
+
 /// Mixed precision's loss: f32 loss and log_prob of bf16 scores
 /// (log_prob_type), a bf16 gradient of f32 log_prob (grad_type); other
 /// combinations are refused naming the attribute.

@@ -307,9 +307,13 @@ SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   TypeAttr gradType = scores != getLogProb().getType().getElementType()
                           ? TypeAttr::get(scores)
                           : TypeAttr();
+  // log_sum_exp: the gradient recomputes the log-probabilities from the
+  // scores and it; its result then has the scores' type.
+  bool fromScores = getLogSumExp();
   dxs[0] = SoftmaxCrossEntropyGradOp::create(
-      b, getLoc(), getLogProb(), getLabels(), dys[0], getWeights(),
-      getReductionAttr(), getIgnoreIndexAttr(), gradType);
+      b, getLoc(), fromScores ? getScores() : getLogProb(), getLabels(), dys[0],
+      getWeights(), fromScores ? getLogProb() : Value(), getReductionAttr(),
+      getIgnoreIndexAttr(), fromScores ? TypeAttr() : gradType);
   return success();
 }
 

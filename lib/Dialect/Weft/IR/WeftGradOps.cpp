@@ -41,9 +41,23 @@ LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *,
 LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location>, Adaptor adaptor,
     SmallVectorImpl<Type> &out) {
-  auto logProb = cast<RankedTensorType>(adaptor.getLogProb().getType());
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   std::optional<Type> type = adaptor.getGradType();
-  out.push_back(type ? logProb.clone(*type) : logProb);
+  out.push_back(type ? input.clone(*type) : input);
+  return success();
+}
+
+/// The log-sum-exp, when given, is the scores' [N, d...] (their labels'
+/// shape), of the forward's log_prob_type.
+LogicalResult SoftmaxCrossEntropyGradOp::verify() {
+  Value lse = getLogSumExp();
+  if (!lse)
+    return success();
+  auto type = cast<RankedTensorType>(lse.getType());
+  auto labels = cast<RankedTensorType>(getLabels().getType());
+  if (type.getShape() != labels.getShape())
+    return emitOpError("log_sum_exp must be [N, d...] as the labels ")
+           << labels << ", got " << type;
   return success();
 }
 
@@ -70,7 +84,7 @@ int64_t LayerNormGradOp::getFlops() {
 int64_t DropoutGradOp::getFlops() { return 2 * numElements(getType()); }
 int64_t GatherGradOp::getFlops() { return numElements(getGrad().getType()); }
 int64_t SoftmaxCrossEntropyGradOp::getFlops() {
-  return 3 * numElements(getLogProb().getType());
+  return (getLogSumExp() ? 4 : 3) * numElements(getInput().getType());
 }
 
 LogicalResult ConvWeightGradOp::inferReturnTypes(MLIRContext *,

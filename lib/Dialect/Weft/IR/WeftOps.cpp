@@ -604,7 +604,11 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
   if (failed(inferLoss(loc, logProb, ranked(adaptor.getLabels()),
                        adaptor.getReduction(), out)))
     return failure();
-  out.push_back(logProb);
+  // log_sum_exp: one number per sample [N, d...] instead of log_prob.
+  if (adaptor.getLogSumExp())
+    out.push_back(logProb.clone(ranked(adaptor.getLabels()).getShape()));
+  else
+    out.push_back(logProb);
   return success();
 }
 

@@ -111,28 +111,35 @@ def Weft_GatherGradOp : Weft_InferredOp<"gather_grad"> {
   let assemblyFormat = "$grad `,` $indices attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_SoftmaxCrossEntropyGradOp : Weft_InferredOp<"softmax_cross_entropy_grad"> {
-  let summary = "d/d scores of softmax_cross_entropy, from its log-probabilities.";
+def Weft_SoftmaxCrossEntropyGradOp : Weft_InferredOp<"softmax_cross_entropy_grad",
+    [AttrSizedOperandSegments]> {
+  let summary = "d/d scores of softmax_cross_entropy, from its log-probabilities "
+                "or its scores and log-sum-exp.";
   let description = [{
     `dscores = (softmax - onehot(labels)) * w[label] * dloss_scale`, where the
     scale is `dloss` for "sum", `dloss / sum(weights)` for "mean", and
     `dloss[n, d...]` elementwise for "none"; ignored labels get 0.
-    `scores_grad` has `log_prob`'s element type, or `grad_type` (the
-    scores' 16-bit type when the forward's `log_prob_type` widened them).
-    Cost: 3 FLOPs per element of `log_prob`.
+    `input` is the forward's `log_prob`, or, given the forward's
+    `log_sum_exp` (`[N, d...]`), its scores: `softmax = exp(scores -
+    log_sum_exp)`. `scores_grad` has `input`'s element type, or `grad_type`
+    (the scores' 16-bit type when the forward's `log_prob_type` widened
+    them). Cost: 3 FLOPs per element of `input`, 4 from the scores.
   }];
-  let arguments = (ins Weft_FloatTensor:$log_prob,
+  let arguments = (ins Weft_FloatTensor:$input,
                        StaticShapeTensorOf<[I32, I64]>:$labels,
                        Weft_FloatTensor:$grad,
                        Optional<Weft_FloatTensor>:$weights,
+                       Optional<Weft_FloatTensor>:$log_sum_exp,
                        DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
                        OptionalAttr<I64Attr>:$ignore_index,
                        OptionalAttr<TypeAttr>:$grad_type);
   let results = (outs Weft_FloatTensor:$scores_grad);
   let assemblyFormat = [{
-    $log_prob `,` $labels `,` $grad (`,` $weights^)? attr-dict `:`
+    $input `,` $labels `,` $grad (`,` $weights^)?
+    (`log_sum_exp` $log_sum_exp^)? attr-dict `:`
     functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 def Weft_NllLossGradOp : Weft_InferredOp<"nll_loss_grad"> {

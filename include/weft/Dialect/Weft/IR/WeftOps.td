@@ -452,13 +452,22 @@ def Weft_SoftmaxCrossEntropyOp : Weft_InferredOp<"softmax_cross_entropy", [Decla
     weights: weft-mixed-precision's, autocast's f32 cross entropy read from
     the 16-bit logits without a widened copy). Cost: 6 FLOPs per element of
     `scores`.
+
+    With `log_sum_exp` (weft-fold-loss-log-prob, where nothing reads the
+    log-probabilities) the second result is instead each sample's
+    `log(sum_c exp(scores[n, c, d...]))`, `[N, d...]` of the same element
+    type: the gradient recomputes `log_prob = scores - log_sum_exp` from
+    the scores, so the step keeps the scores and one number per sample,
+    not an `[N, C, d...]` tensor as wide as `log_prob_type` (Apex's
+    xentropy; FlashAttention's statistics, for a loss).
   }];
   let arguments = (ins Weft_FloatTensor:$scores,
                        StaticShapeTensorOf<[I32, I64]>:$labels,
                        Optional<Weft_FloatTensor>:$weights,
                        DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
                        OptionalAttr<I64Attr>:$ignore_index,
-                       OptionalAttr<TypeAttr>:$log_prob_type);
+                       OptionalAttr<TypeAttr>:$log_prob_type,
+                       UnitAttr:$log_sum_exp);
   let results = (outs Weft_FloatTensor:$loss, Weft_FloatTensor:$log_prob);
   let assemblyFormat = [{
     $scores `,` $labels (`,` $weights^)? attr-dict `:` functional-type(operands, results)
