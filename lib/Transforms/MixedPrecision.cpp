@@ -13,10 +13,14 @@
 // stream and the next linear layer) then reads its input through a cast up
 // and is read only through casts down. Its kernels load 16 bits, compute
 // in f32 (double sums) and round each output once, exactly as the cast
-// chain does, so the casts go: x and y stay 16-bit, scale and bias f32
-// (Megatron-LM's and Apex's mixed-dtype fused LayerNorm), and the backward
-// follows with 16-bit dx and dy. Four activation-sized copies per
-// LayerNorm and step fewer, the same bits. The cross-entropy loss likewise
+// chain does, so the casts go: x and y stay 16-bit (Megatron-LM's and
+// Apex's mixed-dtype fused LayerNorm), and the backward follows with
+// 16-bit dx and dy. Four activation-sized copies per LayerNorm and step
+// fewer, the same bits. Scale and bias that are 16-bit parameters cast up
+// are read as they are as well (the kernels widen them exactly; their
+// gradients, summed in double, round through f32 to 16 bits as the casts'
+// gradients did): two casts forward and two back per LayerNorm fewer,
+// kernel launches of no size. The cross-entropy loss likewise
 // reads 16-bit logits (a language model's largest activation) and writes
 // f32 log-probabilities, its gradient 16 bits: the logits' casts up and
 // down go, with the same bits.
@@ -201,7 +205,9 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
   }
 
   /// `layer_norm(cast(x16 -> f32))` read only as 16 bits: layer_norm(x16)
-  /// with a 16-bit output (the file comment says why the bits agree).
+  /// with a 16-bit output (the file comment says why the bits agree). Its
+  /// scale and bias, when both are 16-bit parameters cast up, are read as
+  /// they are too: the kernels widen them exactly, as the casts did.
   void narrowLayerNorm(LayerNormOp norm) {
     OpOperand &x = norm.getInputMutable();
     CastOp up = castUp(x);
@@ -209,6 +215,14 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
       return;
     readNarrow(x, up);
     retypeLow(norm.getOutput());
+    SmallVector<std::pair<OpOperand *, CastOp>, 2> affine;
+    for (OpOperand &operand : norm->getOpOperands().drop_front())
+      if (CastOp cast = castUp(operand))
+        affine.push_back({&operand, cast});
+    if (affine.size() != norm->getNumOperands() - 1)
+      return; // one f32 and one 16-bit affine operand is no LayerNorm's
+    for (auto [operand, cast] : affine)
+      readNarrow(*operand, cast);
   }
 
   /// `softmax_cross_entropy(cast(x16 -> f32))` without class weights:

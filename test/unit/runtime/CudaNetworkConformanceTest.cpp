@@ -48,51 +48,64 @@ TEST_P(CudaConformance, LayerNorm) {
   }
 }
 
-/// weft-mixed-precision's narrowed LayerNorm (16-bit x and y, f32 scale
-/// and bias) gives the bits of the cast chain it replaces: x widened to
-/// f32, the f32 kernel, y rounded to nearest even. Exactly, on the backend
-/// under test.
+/// weft-mixed-precision's narrowed LayerNorm (16-bit x and y; scale and
+/// bias f32, or the 16-bit parameters themselves) gives the bits of the
+/// cast chain it replaces: x (and a 16-bit scale and bias) widened to
+/// f32, the f32 kernel, y (and their gradients) rounded to nearest even.
+/// Exactly, on the backend under test.
 TEST_P(CudaConformance, MixedLayerNormIsTheCastChain) {
-  for (DType d : {DType::BF16, DType::F16}) {
-    TensorType x{d, {6, 5, 48}}, wide{DType::F32, {6, 5, 48}},
-        scale{DType::F32, {48}}, stats{DType::F32, {6, 5, 1}};
-    Case mixed{"layer_norm", {x, scale, scale}, {x, stats, stats}};
-    mixed.attrs.set("axis", int64_t(2));
-    mixed.attrs.set("epsilon", 1e-5);
-    std::vector<std::string> in = inputs(mixed, 3);
-    std::vector<std::string> narrow = runOn(*gpu, mixed, in);
-    // The chain: cast up, layer_norm in f32, cast down.
-    Case up{"cast", {x}, {wide}};
-    up.attrs.set("to", std::string("f32"));
-    up.attrs.set("nearest_even", true);
-    Case f32 = mixed;
-    f32.in[0] = wide;
-    f32.out[0] = wide;
-    Case down{"cast", {wide}, {x}};
-    down.attrs.set("to", std::string(dtypeName(d)));
-    down.attrs.set("nearest_even", true);
-    std::string x32 = runOn(*gpu, up, {in[0]})[0];
-    std::vector<std::string> chain = runOn(*gpu, f32, {x32, in[1], in[2]});
-    EXPECT_EQ(narrow[0], runOn(*gpu, down, {chain[0]})[0]) << dtypeName(d);
-    EXPECT_EQ(narrow[1], chain[1]) << dtypeName(d) << " mean";
-    EXPECT_EQ(narrow[2], chain[2]) << dtypeName(d) << " inv_std_dev";
-    // The backward: 16-bit x and dy in, dx out; the chain widens dy too.
-    Case grad{
-        "layer_norm_grad", {x, scale, stats, stats, x}, {x, scale, scale}};
-    grad.attrs.set("axis", int64_t(2));
-    std::vector<std::string> gradIn = {in[0], in[1], narrow[1], narrow[2],
-                                       inputs(mixed, 4)[0]};
-    std::vector<std::string> narrowGrad = runOn(*gpu, grad, gradIn);
-    Case gradF32 = grad;
-    gradF32.in[0] = gradF32.in[4] = gradF32.out[0] = wide;
-    std::vector<std::string> chainGrad = runOn(
-        *gpu, gradF32,
-        {x32, in[1], narrow[1], narrow[2], runOn(*gpu, up, {gradIn[4]})[0]});
-    EXPECT_EQ(narrowGrad[0], runOn(*gpu, down, {chainGrad[0]})[0])
-        << dtypeName(d) << " dx";
-    EXPECT_EQ(narrowGrad[1], chainGrad[1]) << dtypeName(d) << " dscale";
-    EXPECT_EQ(narrowGrad[2], chainGrad[2]) << dtypeName(d) << " dbias";
-  }
+  // `bytes` of a 16-bit `t` cast to f32, and back.
+  auto cast = [&](TensorType t, const std::string &bytes, DType to) {
+    Case c{"cast", {t}, {{to, t.shape}}};
+    c.attrs.set("to", std::string(dtypeName(to)));
+    c.attrs.set("nearest_even", true);
+    return runOn(*gpu, c, {bytes})[0];
+  };
+  for (DType d : {DType::BF16, DType::F16})
+    for (bool narrowAffine : {false, true}) {
+      std::string what = std::string(dtypeName(d)) +
+                         (narrowAffine ? ", 16-bit affine" : ", f32 affine");
+      TensorType x{d, {6, 5, 48}}, wide{DType::F32, {6, 5, 48}},
+          scale{narrowAffine ? d : DType::F32, {48}},
+          wideScale{DType::F32, {48}}, stats{DType::F32, {6, 5, 1}};
+      auto up = [&](TensorType t, const std::string &bytes) {
+        return t.dtype == DType::F32 ? bytes : cast(t, bytes, DType::F32);
+      };
+      auto down = [&](TensorType t, const std::string &bytes) {
+        return t.dtype == DType::F32 ? bytes
+                                     : cast({DType::F32, t.shape}, bytes, d);
+      };
+      Case mixed{"layer_norm", {x, scale, scale}, {x, stats, stats}};
+      mixed.attrs.set("axis", int64_t(2));
+      mixed.attrs.set("epsilon", 1e-5);
+      std::vector<std::string> in = inputs(mixed, 3);
+      std::vector<std::string> narrow = runOn(*gpu, mixed, in);
+      // The chain: cast up, layer_norm in f32, cast down.
+      Case f32 = mixed;
+      f32.in = {wide, wideScale, wideScale};
+      f32.out[0] = wide;
+      std::string x32 = up(x, in[0]), s32 = up(scale, in[1]),
+                  b32 = up(scale, in[2]);
+      std::vector<std::string> chain = runOn(*gpu, f32, {x32, s32, b32});
+      EXPECT_EQ(narrow[0], down(x, chain[0])) << what;
+      EXPECT_EQ(narrow[1], chain[1]) << what << " mean";
+      EXPECT_EQ(narrow[2], chain[2]) << what << " inv_std_dev";
+      // The backward: 16-bit x and dy in, dx out; the chain widens dy too.
+      Case grad{
+          "layer_norm_grad", {x, scale, stats, stats, x}, {x, scale, scale}};
+      grad.attrs.set("axis", int64_t(2));
+      std::vector<std::string> gradIn = {in[0], in[1], narrow[1], narrow[2],
+                                         inputs(mixed, 4)[0]};
+      std::vector<std::string> narrowGrad = runOn(*gpu, grad, gradIn);
+      Case gradF32 = grad;
+      gradF32.in = {wide, wideScale, stats, stats, wide};
+      gradF32.out = {wide, wideScale, wideScale};
+      std::vector<std::string> chainGrad = runOn(
+          *gpu, gradF32, {x32, s32, narrow[1], narrow[2], up(x, gradIn[4])});
+      EXPECT_EQ(narrowGrad[0], down(x, chainGrad[0])) << what << " dx";
+      EXPECT_EQ(narrowGrad[1], down(scale, chainGrad[1])) << what << " dscale";
+      EXPECT_EQ(narrowGrad[2], down(scale, chainGrad[2])) << what << " dbias";
+    }
 }
 
 /// Every reduction, an ignored label, class weights, samples with and
