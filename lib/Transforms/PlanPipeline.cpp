@@ -262,6 +262,9 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   pm.addNestedPass<func::FuncOp>(createFoldLossLogProb());
   // The backward pass: loss -> parameter gradients.
   pm.addNestedPass<func::FuncOp>(createAutodiff());
+  // A LayerNorm's input gradient summed with its residual one in its
+  // gradient kernel.
+  pm.addNestedPass<func::FuncOp>(createFoldLayerNormGradAdd());
   // GPipe micro-batches: M copies of forward+backward, gradients summed.
   pm.addNestedPass<func::FuncOp>(
       createAccumulateMicrobatches({o.microbatches}));

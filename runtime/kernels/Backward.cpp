@@ -64,6 +64,9 @@ void layerNormGrad(const KernelCall &call) {
     const T *px = x.as<T>(), *pg = scale.as<T>(), *pdy = dy.as<T>();
     T *dx = call.out[0].as<T>(), *dscale = call.out[1].as<T>(),
       *dbias = call.out[2].as<T>();
+    // accumulate: the input's gradient from its other readers, added
+    // before the one rounding.
+    const T *acc = call.in.size() > 5 ? call.in[5].as<T>() : nullptr;
     std::vector<double> accScale(inner, 0.0), accBias(inner, 0.0);
     for (int64_t o = 0; o < outer; ++o) {
       const T *row = px + o * inner, *grow = pdy + o * inner;
@@ -79,8 +82,9 @@ void layerNormGrad(const KernelCall &call) {
       meanGX /= inner;
       for (int64_t j = 0; j < inner; ++j) {
         double xhat = (row[j] - mu) * rstd, g = grow[j] * pg[j];
+        double d = layerNormGradAt(xhat, g, rstd, meanG, meanGX);
         dx[o * inner + j] =
-            static_cast<T>(layerNormGradAt(xhat, g, rstd, meanG, meanGX));
+            static_cast<T>(acc ? d + double(acc[o * inner + j]) : d);
       }
     }
     for (int64_t j = 0; j < inner; ++j) {

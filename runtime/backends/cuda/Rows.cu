@@ -142,11 +142,13 @@ void layerNorm(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+/// dx per row; plus `acc` (the input's gradient from its other readers),
+/// when given, before the one rounding.
 template <Storage S, Storage P>
 __global__ void layerNormGradKernel(const void *x, const void *scale,
                                     const float *mean, const float *invStd,
-                                    const void *dy, void *dx, int64_t rows,
-                                    int64_t inner) {
+                                    const void *dy, const void *acc, void *dx,
+                                    int64_t rows, int64_t inner) {
   int lane = threadIdx.x % 32;
   WEFT_WARP_STRIDE(r, rows) {
     int64_t base = r * inner;
@@ -162,8 +164,9 @@ __global__ void layerNormGradKernel(const void *x, const void *scale,
     for (int64_t j = lane; j < inner; j += 32) {
       double xhat = (load<S>(x, base + j) - mu) * rstd;
       double g = double(load<S>(dy, base + j)) * load<P>(scale, j);
+      double d = layerNormGradAt(xhat, g, rstd, meanG, meanGX);
       store<S>(dx, base + j,
-               float(layerNormGradAt(xhat, g, rstd, meanG, meanGX)));
+               float(acc ? d + double(load<S>(acc, base + j)) : d));
     }
   }
 }
@@ -223,7 +226,8 @@ void layerNormGrad(const KernelCall &call, const Context &ctx) {
     byStorage(call, call.in[1].dtype, [&]<Storage P>() {
       layerNormGradKernel<S, P><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
           x.data, call.in[1].data, mean, invStd, call.in[4].data,
-          call.out[0].data, rows, inner);
+          call.in.size() > 5 ? call.in[5].data : nullptr, call.out[0].data,
+          rows, inner);
       layerNormColumnsKernel<S>
           <<<grid(chunks * inner), kThreads, 0, ctx.stream>>>(
               x.data, mean, invStd, call.in[4].data, partial, rows, inner,

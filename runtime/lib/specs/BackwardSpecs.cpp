@@ -32,8 +32,8 @@ Types softmaxGrad(const SpecCall &call) {
 }
 
 Types layerNormGrad(const SpecCall &call) {
-  // (input, scale, mean, inv_std_dev, grad): the kernel indexes scale over
-  // the normalised dims as a flat vector.
+  // (input, scale, mean, inv_std_dev, grad[, accumulate]): the kernel
+  // indexes scale over the normalised dims as a flat vector.
   const TensorType &x = call.in[0], &scale = call.in[1];
   call.requireFloat(0);
   requireLayerNormAffine(call, 1);
@@ -46,7 +46,15 @@ Types layerNormGrad(const SpecCall &call) {
   call.requireType(2, layerNormStats(x, axis), "the mean");
   call.requireType(3, layerNormStats(x, axis), "the inverse std dev");
   call.requireType(4, x, "the gradient");
+  // accumulate, added into the input's gradient.
+  if (call.in.size() > 5)
+    call.requireType(5, x, "the accumulated gradient");
   return {x, scale, scale};
+}
+
+/// 12 FLOPs per element of the input; 13 with accumulate (its add).
+int64_t layerNormGradFlops(const SpecCall &call, const Types &) {
+  return satMul(call.in.size() > 5 ? 13 : 12, call.in[0].numel());
 }
 
 Types dropoutGrad(const SpecCall &call) {
@@ -298,12 +306,13 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
   t.push_back({.name = "layer_norm_grad",
                .source = "LayerNormalization-17 adjoint",
                .minInputs = 5,
-               .maxInputs = 5,
+               .maxInputs = 6,
                .attrs = {{"axis", AttrKind::Int}},
                .infer = layerNormGrad,
-               .flops = perInput<12>,
+               .flops = layerNormGradFlops,
                .dtypes = "f32, f64; scale alike or f32 beside 16-bit x (its "
-                         "gradients too); statistics f32"});
+                         "gradients too); statistics f32; accumulate as "
+                         "x"});
   t.push_back({.name = "dropout_grad",
                .source = "Dropout-13 adjoint",
                .minInputs = 2,

@@ -191,6 +191,16 @@ func.func @attention_grad_stats(%q: tensor<2x4x8xf32>, %s: tensor<2x4xf64>) {
 
 // -----
 
+// accumulate has the input's type.
+func.func @layer_norm_grad_accumulate(%x: tensor<4x8xf32>, %s: tensor<8xf32>, %m: tensor<4x1xf32>, %a: tensor<8xf32>) {
+  // expected-error @+2 {{layer_norm_grad: accumulate must have the input's type 'tensor<4x8xf32>', got 'tensor<8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dx, %ds, %db = weft.layer_norm_grad %x, %s, %m, %m, %x accumulate %a {axis = 1 : i64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
 // The log-sum-exp is one per sample, [N, d...].
 func.func @loss_grad_log_sum_exp(%s: tensor<4x8xf32>, %t: tensor<4xi64>, %g: tensor<f32>, %lse: tensor<4x8xf32>) {
   // expected-error @+1 {{'weft.softmax_cross_entropy_grad' op log_sum_exp must be [N, d...] as the labels 'tensor<4xi64>', got 'tensor<4x8xf32>'}}

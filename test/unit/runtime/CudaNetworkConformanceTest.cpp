@@ -36,6 +36,10 @@ TEST_P(CudaConformance, LayerNorm) {
         backward.attrs.set("axis", axis);
         backward.positive = {3}; // 1 / std
         expectConforms(backward, *gpu);
+        // With the residual gradient added in (accumulate).
+        Case accumulated = backward;
+        accumulated.in.push_back(x);
+        expectConforms(accumulated, *gpu);
       }
   // Scale and bias broadcast within the normalised dims [5, 48].
   for (DType d : floats()) {
@@ -106,6 +110,33 @@ TEST_P(CudaConformance, MixedLayerNormIsTheCastChain) {
       EXPECT_EQ(narrowGrad[1], down(scale, chainGrad[1])) << what << " dscale";
       EXPECT_EQ(narrowGrad[2], down(scale, chainGrad[2])) << what << " dbias";
     }
+}
+
+/// layer_norm_grad with accumulate (weft-fold-layer-norm-grad-add) gives
+/// the input gradient plus the accumulated one, rounded once: within one
+/// rounding of the input gradient and an add, the two kernels it
+/// replaces; the scale and bias gradients exactly theirs. On the backend
+/// under test.
+TEST_P(CudaConformance, LayerNormGradAccumulates) {
+  for (DType d : floats()) {
+    TensorType x{d, {6, 5, 48}}, scale{d, {48}}, stats{DType::F32, {6, 5, 1}};
+    Case grad{
+        "layer_norm_grad", {x, scale, stats, stats, x}, {x, scale, scale}};
+    grad.attrs.set("axis", int64_t(2));
+    grad.positive = {3};
+    Case accumulated = grad;
+    accumulated.in.push_back(x);
+    std::vector<std::string> in = inputs(accumulated, 11);
+    std::vector<std::string> fused = runOn(*gpu, accumulated, in);
+    std::vector<std::string> plain =
+        runOn(*gpu, grad, std::vector<std::string>(in.begin(), in.end() - 1));
+    Case add{"add", {x, x}, {x}};
+    std::string sum = runOn(*gpu, add, {plain[0], in[5]})[0];
+    expectMatches(x, fused[0], sum,
+                  std::string("accumulated dx, ") + dtypeName(d));
+    EXPECT_EQ(fused[1], plain[1]) << dtypeName(d) << " dscale";
+    EXPECT_EQ(fused[2], plain[2]) << dtypeName(d) << " dbias";
+  }
 }
 
 /// Every reduction, an ignored label, class weights, samples with and

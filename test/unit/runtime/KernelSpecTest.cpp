@@ -315,6 +315,30 @@ TEST(KernelSpec, ChecksAPackedAttention) {
             std::string::npos);
 }
 
+/// layer_norm_grad's accumulate (weft-fold-layer-norm-grad-add) has the
+/// input's type and counts its add; another type is refused naming it.
+TEST(KernelSpec, ChecksALayerNormGradsAccumulate) {
+  json axis = {{"axis", 1}};
+  OperandPlacement x = f32({4, 8}, 0), scale = f32({8}, 128),
+                   stats = f32({4, 1}, 192), dy = f32({4, 8}, 256);
+  std::vector<OperandPlacement> out = {f32({4, 8}, 384), f32({8}, 512),
+                                       f32({8}, 576)};
+  EXPECT_EQ(errorOf("layer_norm_grad",
+                    {x, scale, stats, stats, dy, f32({4, 8}, 640)}, out, axis),
+            "");
+  EXPECT_EQ(costOf("layer_norm_grad",
+                   {x, scale, stats, stats, dy, f32({4, 8}, 640)}, out, axis)
+                .flops,
+            13 * 32);
+  EXPECT_EQ(
+      costOf("layer_norm_grad", {x, scale, stats, stats, dy}, out, axis).flops,
+      12 * 32);
+  EXPECT_NE(errorOf("layer_norm_grad",
+                    {x, scale, stats, stats, dy, f32({8}, 640)}, out, axis)
+                .find("input 5 (the accumulated gradient) is [8] f32"),
+            std::string::npos);
+}
+
 /// log_sum_exp (weft-fold-loss-log-prob): the loss's second output is one
 /// number per sample; its gradient reads the scores and it, the loss
 /// gradient and log-sum-exp f32 beside 16-bit scores; a missing,

@@ -133,7 +133,7 @@ LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                        "inv_std_dev, whose gradient weft does not implement");
   auto grad =
       LayerNormGradOp::create(b, getLoc(), getInput(), getScale(), getMean(),
-                              getInvStdDev(), dys[0], getAxis());
+                              getInvStdDev(), dys[0], Value(), getAxis());
   dxs[0] = grad.getInputGrad();
   dxs[1] = grad.getScaleGrad();
   if (getBias())

@@ -15,6 +15,10 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
   if (adaptor.getGrad().getType() != input)
     return emitOptionalError(
         loc, "layer_norm_grad: grad must have the input's type");
+  if (Value acc = adaptor.getAccumulate(); acc && acc.getType() != input)
+    return emitOptionalError(
+        loc, "layer_norm_grad: accumulate must have the input's type ", input,
+        ", got ", acc.getType());
   out.push_back(input);
   out.push_back(adaptor.getScale().getType());
   out.push_back(adaptor.getScale().getType());
@@ -79,7 +83,8 @@ int64_t ReluGradOp::getFlops() { return numElements(getType()); }
 int64_t SoftmaxGradOp::getFlops() { return 4 * numElements(getType()); }
 int64_t LogSoftmaxGradOp::getFlops() { return 4 * numElements(getType()); }
 int64_t LayerNormGradOp::getFlops() {
-  return 12 * numElements(getInput().getType());
+  // The accumulate's add counts as the add op it replaced did.
+  return (getAccumulate() ? 13 : 12) * numElements(getInput().getType());
 }
 int64_t DropoutGradOp::getFlops() { return 2 * numElements(getType()); }
 int64_t GatherGradOp::getFlops() { return numElements(getGrad().getType()); }

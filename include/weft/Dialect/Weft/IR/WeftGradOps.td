@@ -75,15 +75,20 @@ def Weft_LayerNormGradOp : Weft_InferredOp<"layer_norm_grad"> {
     rank)` of N elements: `dscale = sum(dy * xhat)`, `dbias = sum(dy)` over
     the leading dims, and
     `dx = inv_std_dev * (g - mean(g) - xhat * mean(g * xhat))` with
-    `g = dy * scale`. Cost: 12 FLOPs per element of `x`.
+    `g = dy * scale`. With `accumulate` (of the input's type: the input's
+    gradient from its other readers, a transformer's residual stream;
+    weft-fold-layer-norm-grad-add) `input_grad` is `dx + accumulate`,
+    rounded once. Cost: 12 FLOPs per element of `x`, 13 with `accumulate`.
   }];
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$scale,
                        Weft_FloatTensor:$mean, Weft_FloatTensor:$inv_std_dev,
-                       Weft_FloatTensor:$grad, I64Attr:$axis);
+                       Weft_FloatTensor:$grad,
+                       Optional<Weft_FloatTensor>:$accumulate, I64Attr:$axis);
   let results = (outs Weft_FloatTensor:$input_grad, Weft_FloatTensor:$scale_grad,
                       Weft_FloatTensor:$bias_grad);
   let assemblyFormat = [{
-    $input `,` $scale `,` $mean `,` $inv_std_dev `,` $grad attr-dict `:`
+    $input `,` $scale `,` $mean `,` $inv_std_dev `,` $grad
+    (`accumulate` $accumulate^)? attr-dict `:`
     functional-type(operands, results)
   }];
 }
