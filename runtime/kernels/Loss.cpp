@@ -10,7 +10,6 @@
 #include "ClassTargets.h"
 #include "RowMath.h"
 
-#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -52,14 +51,9 @@ template <typename T> struct SoftmaxRows {
     const T *in = scores.as<T>();
     for (int64_t r = 0; r < int64_t(max.size()); ++r) {
       const T *row = in + (r / inner * classes) * inner + r % inner;
-      // softmaxRow's max and constant, without writing the row.
-      T m = row[0];
-      for (int64_t k = 1; k < classes; ++k)
-        m = std::max(m, row[k * inner]);
-      double sum = 0;
-      for (int64_t k = 0; k < classes; ++k)
-        sum += std::exp(row[k * inner] - m);
-      max[r] = m;
+      double sum;
+      softmaxRowSums<T>(
+          classes, [&](int64_t k) { return row[k * inner]; }, max[r], sum);
       logSum[r] = softmaxRowConstant<true, T>(sum);
     }
   }

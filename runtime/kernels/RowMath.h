@@ -37,17 +37,25 @@ WEFT_HOST_DEVICE T softmaxAt(T x, T max, T constant) {
   return Log ? x - max - constant : static_cast<T>(exp(x - max)) * constant;
 }
 
-template <bool Log, typename T, typename In, typename Out>
-WEFT_HOST_DEVICE void softmaxRow(int64_t dim, In x, Out y) {
+/// The row's max and the sum of exp(x - max), accumulated in double.
+template <typename T, typename In>
+WEFT_HOST_DEVICE void softmaxRowSums(int64_t dim, In x, T &max, double &sum) {
   using std::exp;
-  T max = x(0);
+  max = x(0);
   for (int64_t d = 1; d < dim; ++d) {
     T v = x(d);
     max = v > max ? v : max;
   }
-  double sum = 0;
+  sum = 0;
   for (int64_t d = 0; d < dim; ++d)
     sum += exp(x(d) - max);
+}
+
+template <bool Log, typename T, typename In, typename Out>
+WEFT_HOST_DEVICE void softmaxRow(int64_t dim, In x, Out y) {
+  T max;
+  double sum;
+  softmaxRowSums<T>(dim, x, max, sum);
   T constant = softmaxRowConstant<Log, T>(sum);
   for (int64_t d = 0; d < dim; ++d)
     y(d, softmaxAt<Log>(x(d), max, constant));
