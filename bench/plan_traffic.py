@@ -24,8 +24,8 @@ import pathlib
 import sys
 
 # Kernels bound by arithmetic rather than memory traffic on a GPU.
-COMPUTE_BOUND = ("gemm", "matmul", "attention", "attention_grad", "conv",
-                 "conv_transpose")
+COMPUTE_BOUND = ("gemm", "matmul", "wgrad_bias", "attention", "attention_grad",
+                 "conv", "conv_transpose")
 
 
 def traffic(plan, rank=0):

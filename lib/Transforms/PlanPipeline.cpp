@@ -265,6 +265,8 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // A LayerNorm's input gradient summed with its residual one in its
   // gradient kernel.
   pm.addNestedPass<func::FuncOp>(createFoldLayerNormGradAdd());
+  // A Linear layer's bias gradient summed in its weight gradient's GEMM.
+  pm.addNestedPass<func::FuncOp>(createFoldBiasGrad());
   // GPipe micro-batches: M copies of forward+backward, gradients summed.
   pm.addNestedPass<func::FuncOp>(
       createAccumulateMicrobatches({o.microbatches}));

@@ -9,6 +9,10 @@
 // A gemm's C that is one bias per column (weft-fold-linear-bias) is added
 // in cuBLASLt's epilogue (CUBLASLT_EPILOGUE_BIAS: in f32, before the one
 // rounding of the output), any other C broadcast into the output first.
+// wgrad_bias's GEMM, dY^T X, sums the bias gradient from the dY it reads
+// in the epilogue (CUBLASLT_EPILOGUE_BGRADB: our A is cuBLASLt's B, the
+// sums run over the GEMM's k, one per column of its n x m output); where
+// the heuristic offers no algorithm for it, a plain GEMM and reduce_sum.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +68,9 @@ struct Gemm {
   float alpha = 1, beta = 0;
   /// One value per column of C, of C's dtype, added by the epilogue.
   const void *bias = nullptr;
+  /// Where the epilogue writes op(A)'s sums over k (one per row of our C),
+  /// of C's dtype.
+  void *biasGrad = nullptr;
 
   void run(const KernelCall &call, const Context &ctx, const void *a,
            const void *b, void *c) const {
@@ -89,15 +96,20 @@ struct Gemm {
         d.op, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
     WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
         d.op, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
-    if (bias) {
-      // Column-major D is n x m: the bias runs along its n rows, as
-      // cuBLASLt's bias vector does.
-      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    auto epilogue = [&](cublasLtEpilogue_t kind, const void *vector) {
       WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
-          d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+          d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &kind, sizeof kind));
       WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
-          d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    }
+          d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof vector));
+    };
+    // Column-major D is n x m: the bias runs along its n rows, as
+    // cuBLASLt's bias vector does.
+    if (bias)
+      epilogue(CUBLASLT_EPILOGUE_BIAS, bias);
+    // Our op(A) is cuBLASLt's op(B): its sums over k, one per column of the
+    // column-major n x m output, i.e. per row of ours.
+    if (biasGrad)
+      epilogue(CUBLASLT_EPILOGUE_BGRADB, biasGrad);
     // Stored (before op) column-major shapes: our B is [k, n] row-major,
     // i.e. n x k column-major (k x n when transposed), and so on.
     WEFT_CUBLAS_CHECK(lt.cublasLtMatrixLayoutCreate(&d.a, type, transB ? k : n,
@@ -200,11 +212,34 @@ void gemm(const KernelCall &call, const Context &ctx) {
   g.run(call, ctx, a.data, b.data, y.data);
 }
 
+/// wgrad_bias (dY [M, N], X [M, K]) -> (dY^T X, dY's column sums).
+void wgradBias(const KernelCall &call, const Context &ctx) {
+  const Tensor &dy = call.in[0], &x = call.in[1];
+  Gemm g{dy.dtype, /*transA=*/true, /*transB=*/false};
+  g.m = dy.shape[1];
+  g.n = x.shape[1];
+  g.k = dy.shape[0];
+  g.lda = dy.shape[1];
+  g.ldb = x.shape[1];
+  g.ldc = g.n;
+  g.biasGrad = call.out[1].data;
+  if (g.tryRun(call, ctx, dy.data, x.data, call.out[0].data))
+    return;
+  g.biasGrad = nullptr; // no algorithm with the epilogue
+  g.run(call, ctx, dy.data, x.data, call.out[0].data);
+  KernelAttrs rows;
+  rows.set("axes", std::vector<int64_t>{0});
+  rows.set("keepdims", false);
+  KernelCall sums{"reduce_sum", {dy}, {call.out[1]}, rows, call.ctx};
+  kernelTable().at("reduce_sum")(sums, ctx);
+}
+
 } // namespace
 
 void registerGemmKernels(KernelTable &t) {
   t["matmul"] = matmul;
   t["gemm"] = gemm;
+  t["wgrad_bias"] = wgradBias;
 }
 
 } // namespace weft::rt::cuda

@@ -57,6 +57,24 @@ int64_t layerNormGradFlops(const SpecCall &call, const Types &) {
   return satMul(call.in.size() > 5 ? 13 : 12, call.in[0].numel());
 }
 
+/// wgrad_bias (grad [M, N], input [M, K]) -> ([N, K], [N]), one dtype.
+Types wgradBias(const SpecCall &call) {
+  const TensorType &grad = call.in[0], &input = call.in[1];
+  call.requireFloat(0);
+  call.requireSameDType(0, 1);
+  if (grad.rank() != 2 || input.rank() != 2 || grad.shape[0] != input.shape[0])
+    call.fail("expects grad [M, N] and input [M, K], got " + typeString(grad) +
+              " and " + typeString(input));
+  return {{grad.dtype, {grad.shape[1], input.shape[1]}},
+          {grad.dtype, {grad.shape[1]}}};
+}
+
+/// 2 M N K for the GEMM, M N for the sums.
+int64_t wgradBiasFlops(const SpecCall &call, const Types &) {
+  int64_t mn = call.in[0].numel();
+  return satMul(mn, satMul(2, call.in[1].shape[1]) + 1);
+}
+
 Types dropoutGrad(const SpecCall &call) {
   call.requireFloat(0);
   call.requireType(1, {DType::Bool, call.in[0].shape}, "the mask");
@@ -313,6 +331,15 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .dtypes = "f32, f64; scale alike or f32 beside 16-bit x (its "
                          "gradients too); statistics f32; accumulate as "
                          "x"});
+  t.push_back({.name = "wgrad_bias",
+               .source = "a Linear layer's weight and bias gradients "
+                         "(weft-fold-bias-grad)",
+               .minInputs = 2,
+               .maxInputs = 2,
+               .attrs = {},
+               .infer = wgradBias,
+               .flops = wgradBiasFlops,
+               .dtypes = "f32, f64 (16-bit: the sums in f32 or wider)"});
   t.push_back({.name = "dropout_grad",
                .source = "Dropout-13 adjoint",
                .minInputs = 2,

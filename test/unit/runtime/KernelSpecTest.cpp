@@ -315,6 +315,24 @@ TEST(KernelSpec, ChecksAPackedAttention) {
             std::string::npos);
 }
 
+/// wgrad_bias (weft-fold-bias-grad): dY [M, N] and X [M, K] give [N, K]
+/// and [N], costing the GEMM and the sums; other shapes are refused.
+TEST(KernelSpec, ChecksAWgradBias) {
+  OperandPlacement dy = f32({6, 4}, 0), x = f32({6, 3}, 128);
+  std::vector<OperandPlacement> out = {f32({4, 3}, 256), f32({4}, 320)};
+  EXPECT_EQ(errorOf("wgrad_bias", {dy, x}, out, json::object()), "");
+  EXPECT_EQ(costOf("wgrad_bias", {dy, x}, out, json::object()).flops,
+            2 * 6 * 4 * 3 + 6 * 4);
+  EXPECT_NE(errorOf("wgrad_bias", {dy, f32({5, 3}, 128)}, out, json::object())
+                .find("expects grad [M, N] and input [M, K], got [6x4] f32 "
+                      "and [5x3] f32"),
+            std::string::npos);
+  EXPECT_NE(errorOf("wgrad_bias", {dy, x}, {f32({4, 3}, 256), f32({1, 4}, 320)},
+                    json::object())
+                .find("output 1 is [1x4] f32, wgrad_bias writes [4] f32"),
+            std::string::npos);
+}
+
 /// layer_norm_grad's accumulate (weft-fold-layer-norm-grad-add) has the
 /// input's type and counts its add; another type is refused naming it.
 TEST(KernelSpec, ChecksALayerNormGradsAccumulate) {

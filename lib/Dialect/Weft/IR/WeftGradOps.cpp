@@ -25,6 +25,32 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult WgradBiasOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &out) {
+  auto grad = cast<RankedTensorType>(adaptor.getGrad().getType());
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  if (grad.getRank() != 2 || input.getRank() != 2 ||
+      grad.getDimSize(0) != input.getDimSize(0) ||
+      grad.getElementType() != input.getElementType())
+    return emitOptionalError(loc,
+                             "wgrad_bias: expected grad [M, N] and input "
+                             "[M, K] of one dtype, got ",
+                             grad, " and ", input);
+  Type element = grad.getElementType();
+  out.push_back(RankedTensorType::get({grad.getDimSize(1), input.getDimSize(1)},
+                                      element));
+  out.push_back(RankedTensorType::get({grad.getDimSize(1)}, element));
+  return success();
+}
+
+int64_t WgradBiasOp::getFlops() {
+  auto grad = cast<RankedTensorType>(getGrad().getType());
+  int64_t k = cast<RankedTensorType>(getInput().getType()).getDimSize(1);
+  return 2 * grad.getNumElements() * k + grad.getNumElements();
+}
+
 LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,

@@ -93,6 +93,27 @@ def Weft_LayerNormGradOp : Weft_InferredOp<"layer_norm_grad"> {
   }];
 }
 
+def Weft_WgradBiasOp : Weft_InferredOp<"wgrad_bias"> {
+  let summary = "A Linear layer's weight and bias gradients from one read of "
+                "its output gradient.";
+  let description = [{
+    `grad: [M, N]` (the layer's output gradient), `input: [M, K]` (its
+    input), one float dtype: `weight_grad = grad^T input : [N, K]` (the
+    gemm with `transA`) and `bias_grad[n] = sum_m grad[m, n] : [N]`,
+    summed in double on the CPU, f32 or wider on a GPU.
+    weft-fold-bias-grad makes it from that gemm and the reduce_sum beside
+    it; on a GPU it is one cuBLASLt GEMM whose epilogue sums the bias
+    gradient (CUBLASLT_EPILOGUE_BGRADB), so `grad` is read once. Cost: `2
+    M N K + M N` FLOPs, the two ops' it replaces.
+  }];
+  let arguments = (ins Weft_FloatTensor:$grad, Weft_FloatTensor:$input);
+  let results = (outs Weft_FloatTensor:$weight_grad,
+                      Weft_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $grad `,` $input attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Weft_DropoutGradOp : Weft_Op<"dropout_grad", [Pure]> {
   let summary = "d/dx dropout: `dy * mask / (1 - ratio)`.";
   let description = "Cost: 2 FLOPs per element.";

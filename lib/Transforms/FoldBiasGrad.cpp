@@ -1,0 +1,89 @@
+//===- FoldBiasGrad.cpp - weft-fold-bias-grad -----------------------------===//
+//
+// A Linear layer's backward reads its output gradient dY [M, N] three
+// times: the input gradient's GEMM, the weight gradient's (dY^T X) and the
+// bias gradient's column sums (reduce_sum over rows). The last two become
+// one weft.wgrad_bias, which a GPU runs as one cuBLASLt GEMM whose
+// epilogue sums the bias gradient from the dY it reads anyway
+// (CUBLASLT_EPILOGUE_BGRADB): one read of dY and one launch fewer per
+// Linear layer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace weft {
+#define GEN_PASS_DEF_FOLDBIASGRAD
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+/// The weight gradient dY^T X beside `sums`, a reduce_sum of dY [M, N]
+/// over its rows, in its block: gemm(dY, X) with transA alone, no C, alpha
+/// 1. Null when there is none.
+GemmOp weightGradOf(ReduceSumOp sums) {
+  Value dy = sums.getInput();
+  auto before = [&](Value v, Operation *op) {
+    Operation *def = v.getDefiningOp();
+    return !def ||
+           (def->getBlock() == op->getBlock() && def->isBeforeInBlock(op));
+  };
+  auto type = cast<RankedTensorType>(dy.getType());
+  if (type.getRank() != 2 || sums.getAxes() != ArrayRef<int64_t>{0})
+    return {};
+  for (Operation *user : dy.getUsers()) {
+    auto gemm = dyn_cast<GemmOp>(user);
+    if (gemm && gemm.getA() == dy && gemm.getTransA() && !gemm.getTransB() &&
+        !gemm.getC() && gemm.getAlpha().convertToDouble() == 1.0 &&
+        gemm->getBlock() == sums->getBlock() &&
+        cast<RankedTensorType>(gemm.getB().getType()).getRank() == 2 &&
+        before(gemm.getB(), sums))
+      return gemm;
+  }
+  return {};
+}
+
+void fold(ReduceSumOp sums, GemmOp gemm) {
+  // Before the earlier of the two: dY and X come before both, and each
+  // result's readers after its op.
+  Operation *first = gemm->isBeforeInBlock(sums) ? gemm : sums;
+  OpBuilder b(first);
+  auto fused = WgradBiasOp::create(b, gemm.getLoc(), gemm.getA(), gemm.getB());
+  // Backward bookkeeping (phase, stage) carries over, to the reshape too:
+  // weft-checkpoint would take an op without a phase for a forward one.
+  DictionaryAttr bookkeeping = gemm->getDiscardableAttrDictionary();
+  fused->setDiscardableAttrs(bookkeeping);
+  gemm.getResult().replaceAllUsesWith(fused.getWeightGrad());
+  Value bias = fused.getBiasGrad();
+  if (bias.getType() != sums.getType()) {
+    bias = ReshapeOp::create(b, sums.getLoc(), bias,
+                             cast<RankedTensorType>(sums.getType()).getShape());
+    bias.getDefiningOp()->setDiscardableAttrs(bookkeeping);
+  }
+  sums.getResult().replaceAllUsesWith(bias);
+  gemm.erase();
+  sums.erase();
+}
+
+struct FoldBiasGradPass : weft::impl::FoldBiasGradBase<FoldBiasGradPass> {
+  void runOnOperation() override {
+    SmallVector<std::pair<ReduceSumOp, GemmOp>> pairs;
+    llvm::DenseSet<Operation *> taken;
+    getOperation().walk([&](ReduceSumOp sums) {
+      if (GemmOp gemm = weightGradOf(sums); gemm && taken.insert(gemm).second)
+        pairs.push_back({sums, gemm});
+    });
+    for (auto [sums, gemm] : pairs)
+      fold(sums, gemm);
+  }
+};
+
+} // namespace
