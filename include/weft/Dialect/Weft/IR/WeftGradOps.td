@@ -137,10 +137,11 @@ def Weft_GatherGradOp : Weft_InferredOp<"gather_grad"> {
   let assemblyFormat = "$grad `,` $indices attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_SoftmaxCrossEntropyGradOp : Weft_InferredOp<"softmax_cross_entropy_grad",
-    [AttrSizedOperandSegments]> {
-  let summary = "d/d scores of softmax_cross_entropy, from its log-probabilities "
-                "or its scores and log-sum-exp.";
+def Weft_SoftmaxCrossEntropyGradOp
+    : Weft_InferredOp<"softmax_cross_entropy_grad",
+                      [AttrSizedOperandSegments]> {
+  let summary = "d/d scores of softmax_cross_entropy, from its "
+                "log-probabilities or its scores and log-sum-exp.";
   let description = [{
     `dscores = (softmax - onehot(labels)) * w[label] * dloss_scale`, where the
     scale is `dloss` for "sum", `dloss / sum(weights)` for "mean", and
