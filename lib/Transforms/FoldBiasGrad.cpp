@@ -15,6 +15,7 @@
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Dominance.h"
 
 namespace weft {
 #define GEN_PASS_DEF_FOLDBIASGRAD
@@ -29,23 +30,18 @@ namespace {
 /// The weight gradient dY^T X beside `sums`, a reduce_sum of dY [M, N]
 /// over its rows, in its block: gemm(dY, X) with transA alone, no C, alpha
 /// 1. Null when there is none.
-GemmOp weightGradOf(ReduceSumOp sums) {
+GemmOp weightGradOf(ReduceSumOp sums, DominanceInfo &dominance) {
   Value dy = sums.getInput();
-  auto before = [&](Value v, Operation *op) {
-    Operation *def = v.getDefiningOp();
-    return !def ||
-           (def->getBlock() == op->getBlock() && def->isBeforeInBlock(op));
-  };
   auto type = cast<RankedTensorType>(dy.getType());
   if (type.getRank() != 2 || sums.getAxes() != ArrayRef<int64_t>{0})
     return {};
   for (Operation *user : dy.getUsers()) {
     auto gemm = dyn_cast<GemmOp>(user);
     if (gemm && gemm.getA() == dy && gemm.getTransA() && !gemm.getTransB() &&
-        !gemm.getC() && gemm.getAlpha().convertToDouble() == 1.0 &&
+        !gemm.getC() && gemm.getAlpha().isExactlyValue(1.0) &&
         gemm->getBlock() == sums->getBlock() &&
         cast<RankedTensorType>(gemm.getB().getType()).getRank() == 2 &&
-        before(gemm.getB(), sums))
+        dominance.properlyDominates(gemm.getB(), sums))
       return gemm;
   }
   return {};
@@ -77,8 +73,10 @@ struct FoldBiasGradPass : weft::impl::FoldBiasGradBase<FoldBiasGradPass> {
   void runOnOperation() override {
     SmallVector<std::pair<ReduceSumOp, GemmOp>> pairs;
     llvm::DenseSet<Operation *> taken;
+    DominanceInfo dominance(getOperation());
     getOperation().walk([&](ReduceSumOp sums) {
-      if (GemmOp gemm = weightGradOf(sums); gemm && taken.insert(gemm).second)
+      if (GemmOp gemm = weightGradOf(sums, dominance);
+          gemm && taken.insert(gemm).second)
         pairs.push_back({sums, gemm});
     });
     for (auto [sums, gemm] : pairs)

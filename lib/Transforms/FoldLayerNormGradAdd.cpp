@@ -15,6 +15,8 @@
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
+#include "mlir/IR/Dominance.h"
+
 namespace weft {
 #define GEN_PASS_DEF_FOLDLAYERNORMGRADADD
 #include "weft/Transforms/Passes.h.inc"
@@ -24,15 +26,6 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-
-/// Whether `v` is available before `op` (an argument of its block, or
-/// defined earlier in it).
-bool availableBefore(Value v, Operation *op) {
-  if (auto arg = dyn_cast<BlockArgument>(v))
-    return arg.getOwner() == op->getBlock();
-  Operation *def = v.getDefiningOp();
-  return def->getBlock() == op->getBlock() && def->isBeforeInBlock(op);
-}
 
 /// Whether every reader of `op`'s results other than `except` comes after
 /// `point`: `op` may then move to just before `point`.
@@ -46,7 +39,7 @@ bool readAfter(Operation *op, Operation *point, Operation *except) {
 
 /// `add(dx, other)` of the LayerNorm gradient's only reader, folded into
 /// it; false when the add broadcasts or `other` cannot come first.
-bool fold(LayerNormGradOp grad) {
+bool fold(LayerNormGradOp grad, DominanceInfo &dominance) {
   Value dx = grad.getInputGrad();
   if (grad.getAccumulate() || !dx.hasOneUse())
     return false;
@@ -56,10 +49,10 @@ bool fold(LayerNormGradOp grad) {
   Value other = add.getLhs() == dx ? add.getRhs() : add.getLhs();
   if (other.getType() != dx.getType())
     return false;
-  if (!availableBefore(other, grad)) {
+  if (!dominance.properlyDominates(other, grad)) {
     // The residual gradient is computed after the LayerNorm's gradient:
     // the latter moves down to the add, if nothing reads it before.
-    if (!availableBefore(other, add) || !readAfter(grad, add, add))
+    if (!readAfter(grad, add, add))
       return false;
     grad->moveBefore(add);
   }
@@ -74,8 +67,9 @@ struct FoldLayerNormGradAddPass
   void runOnOperation() override {
     SmallVector<LayerNormGradOp> grads;
     getOperation().walk([&](LayerNormGradOp op) { grads.push_back(op); });
+    DominanceInfo dominance(getOperation());
     for (LayerNormGradOp grad : grads)
-      fold(grad);
+      fold(grad, dominance);
   }
 };
 

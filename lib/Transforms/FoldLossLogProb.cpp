@@ -14,9 +14,9 @@
 
 #include "weft/Transforms/Passes.h"
 
-#include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Transforms/FuncUtils.h"
 
-#include "mlir/IR/Builders.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
 
 namespace weft {
 #define GEN_PASS_DEF_FOLDLOSSLOGPROB
@@ -31,15 +31,15 @@ namespace {
 struct FoldLossLogProbPass
     : weft::impl::FoldLossLogProbBase<FoldLossLogProbPass> {
   void runOnOperation() override {
-    getOperation().walk([](SoftmaxCrossEntropyOp loss) {
+    WalkResult walk = getOperation().walk([](SoftmaxCrossEntropyOp loss) {
       if (loss.getLogSumExp() || !loss.getLogProb().use_empty())
-        return;
+        return WalkResult::advance();
       loss.setLogSumExp(true);
       // Unread, so retyped in place: [N, C, d...] -> [N, d...].
-      auto type = cast<RankedTensorType>(loss.getLogProb().getType());
-      auto labels = cast<RankedTensorType>(loss.getLabels().getType());
-      loss.getLogProb().setType(type.clone(labels.getShape()));
+      return WalkResult(reinferResultTypes(loss));
     });
+    if (walk.wasInterrupted())
+      signalPassFailure();
   }
 };
 

@@ -306,15 +306,9 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
     // inference: unary elementwise, collectives) the first float operand's
     // element type on each f32 result.
     if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
-      SmallVector<Type> types;
-      if (failed(infer.inferReturnTypes(
-              op->getContext(), op->getLoc(), op->getOperands(),
-              op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
-              op->getRegions(), types)))
+      if (failed(reinferResultTypes(infer)))
         return op->emitError("weft-mixed-precision: cannot infer the "
                              "16-bit result type");
-      for (auto [result, type] : llvm::zip(op->getResults(), types))
-        result.setType(type);
       return success();
     }
     Type element =

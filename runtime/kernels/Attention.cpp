@@ -52,7 +52,7 @@ struct Geometry : AttentionGeometry {
             call.in[0].shape, call.in[1].shape, call.in[2].shape,
             AttentionGeometry::layoutOf(call))) {
     scale = call.f("scale");
-    causal = call.has("causal") && call.b("causal");
+    causal = call.flag("causal");
     double ratio = call.has("dropout_ratio") ? call.f("dropout_ratio") : 0.0;
     if (ratio > 0) {
       dropout = true;

@@ -138,7 +138,7 @@ void gatherGrad(const KernelCall &call) {
 /// labels, grad[, weights], log_sum_exp): log_prob = scores - log_sum_exp.
 template <typename T> void softmaxCrossEntropyGrad(const KernelCall &call) {
   const Tensor &input = call.in[0];
-  bool fromScores = call.has("log_sum_exp") && call.b("log_sum_exp");
+  bool fromScores = call.flag("log_sum_exp");
   size_t weights = fromScores ? 5 : 4;
   ClassTargets targets(call, input, call.in[1],
                        call.in.size() == weights ? &call.in[3] : nullptr);

@@ -190,7 +190,7 @@ void cast(const KernelCall &call) {
     // Cast-13 truncates; weft-mixed-precision's casts (nearest_even) round
     // as torch's .to(torch.bfloat16).
     for (int64_t i = 0; i < count; ++i)
-      y.as<uint16_t>()[i] = call.has("nearest_even") && call.b("nearest_even")
+      y.as<uint16_t>()[i] = call.flag("nearest_even")
                                 ? toBF16(static_cast<float>(values[i]))
                                 : truncBF16(static_cast<float>(values[i]));
     return;

@@ -46,6 +46,7 @@ struct KernelCall {
   int64_t i(const char *name) const { return attrs.i(name); }
   double f(const char *name) const { return attrs.f(name); }
   bool b(const char *name) const { return attrs.b(name); }
+  bool flag(const char *name) const { return attrs.flag(name); }
   const std::string &s(const char *name) const { return attrs.s(name); }
   const std::vector<int64_t> &ints(const char *name) const {
     return attrs.ints(name);

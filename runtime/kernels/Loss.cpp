@@ -49,13 +49,18 @@ template <typename T> struct SoftmaxRows {
         inner(scores.numel() / (scores.shape[0] * scores.shape[1])),
         max(scores.numel() / classes), logSum(max.size()) {
     const T *in = scores.as<T>();
-    for (int64_t r = 0; r < int64_t(max.size()); ++r) {
-      const T *row = in + (r / inner * classes) * inner + r % inner;
+    for (int64_t r = 0; r < rows(); ++r) {
+      const T *row = in + first(r);
       double sum;
       softmaxRowSums<T>(
           classes, [&](int64_t k) { return row[k * inner]; }, max[r], sum);
       logSum[r] = softmaxRowConstant<true, T>(sum);
     }
+  }
+  int64_t rows() const { return int64_t(max.size()); }
+  /// Row r's element of class 0 (class k's is `inner` k further).
+  int64_t first(int64_t r) const {
+    return (r / inner * classes) * inner + r % inner;
   }
   /// The row of element e of [N, C, d...].
   int64_t rowOf(int64_t e) const {
@@ -76,13 +81,16 @@ template <typename T> void softmaxCrossEntropy(const KernelCall &call) {
   SoftmaxRows<T> rows(scores);
   const T *in = scores.as<T>();
   T *second = call.out[1].as<T>();
-  bool lse = call.has("log_sum_exp") && call.b("log_sum_exp");
-  if (lse)
-    for (size_t r = 0; r < rows.max.size(); ++r)
+  bool lse = call.flag("log_sum_exp");
+  for (int64_t r = 0; r < rows.rows(); ++r) {
+    if (lse) {
       second[r] = crossEntropyLogSumExp(rows.max[r], rows.logSum[r]);
-  else
-    for (int64_t e = 0, n = scores.numel(); e < n; ++e)
-      second[e] = rows.logProb(in[e], e);
+      continue;
+    }
+    for (int64_t k = 0, e = rows.first(r); k < rows.classes;
+         ++k, e += rows.inner)
+      second[e] = softmaxAt<true>(in[e], rows.max[r], rows.logSum[r]);
+  }
   nll<T>(
       call, [&](int64_t e) { return rows.logProb(in[e], e); }, scores, labels,
       call.in.size() > 2 ? &call.in[2] : nullptr, call.out[0]);

@@ -73,8 +73,7 @@ void layerNorm(const KernelCall &call) {
 /// read before they are written, so the update may be in place.
 void batchNorm(const KernelCall &call) {
   const Tensor &x = call.in[0];
-  bool unbiased =
-      call.has("unbiased_running_var") && call.b("unbiased_running_var");
+  bool unbiased = call.flag("unbiased_running_var");
   bool training = call.b("training");
   double eps = call.f("epsilon"), momentum = call.f("momentum");
   int64_t n = x.shape[0], c = x.shape[1], spatial = 1;

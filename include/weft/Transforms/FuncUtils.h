@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 
 namespace weft {
 
@@ -11,6 +12,22 @@ namespace weft {
 inline bool isFloatTensor(mlir::Value v) {
   auto type = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
   return type && llvm::isa<mlir::FloatType>(type.getElementType());
+}
+
+/// Sets `op`'s result types to those it infers from its operands and
+/// attributes as they are now (a pass changed them); fails, setting
+/// nothing, when the inference does.
+inline mlir::LogicalResult reinferResultTypes(mlir::InferTypeOpInterface op) {
+  llvm::SmallVector<mlir::Type> types;
+  mlir::Operation *raw = op;
+  if (mlir::failed(op.inferReturnTypes(
+          raw->getContext(), raw->getLoc(), raw->getOperands(),
+          raw->getRawDictionaryAttrs(), raw->getPropertiesStorage(),
+          raw->getRegions(), types)))
+    return mlir::failure();
+  for (auto [result, type] : llvm::zip(raw->getResults(), types))
+    result.setType(type);
+  return mlir::success();
 }
 
 /// Makes `func` return `results` (with `resultAttrs`, one per result):

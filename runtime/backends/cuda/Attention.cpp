@@ -63,7 +63,7 @@ Key keyOf(const KernelCall &call, bool backward) {
           AttentionGeometry::of(call.in[0].shape, call.in[1].shape,
                                 call.in[2].shape,
                                 AttentionGeometry::layoutOf(call)),
-          call.f("scale"), call.has("causal") && call.b("causal")};
+          call.f("scale"), call.flag("causal")};
 }
 
 /// A built graph and the tensors its variant pack names.

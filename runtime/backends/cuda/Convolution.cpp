@@ -289,8 +289,7 @@ void batchNorm(const KernelCall &call, const Context &ctx) {
   const Tensor &x = call.in[0], &y = call.out[0];
   double eps = batchNormEpsilon(call);
   bool training = call.b("training");
-  if (training &&
-      !(call.has("unbiased_running_var") && call.b("unbiased_running_var")))
+  if (training && !call.flag("unbiased_running_var"))
     call.fail("a biased running variance (ONNX's, unbiased_running_var "
               "false) is not cuDNN's: not on the CUDA backend");
   const Cudnn &dnn = Cudnn::get();

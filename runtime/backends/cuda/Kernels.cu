@@ -92,7 +92,7 @@ void cast(const KernelCall &call, const Context &ctx) {
   int64_t n = x.numel();
   if (n == 0)
     return;
-  bool truncate = !(call.has("nearest_even") && call.b("nearest_even"));
+  bool truncate = !call.flag("nearest_even");
   byStorage(call, x.dtype, [&]<Storage From>() {
     byStorage(call, y.dtype, [&]<Storage To>() {
       if (truncate)

@@ -179,8 +179,7 @@ template <bool Softmax> void loss(const KernelCall &call, const Context &ctx) {
       lossRowsKernel<S, O, Softmax>
           <<<warpGrid(t.rows), kThreads, 0, ctx.stream>>>(
               in.data, Softmax ? call.out[1].data : nullptr,
-              call.has("log_sum_exp") && call.b("log_sum_exp"), t, rowLoss,
-              rowLoss + t.rows, none);
+              call.flag("log_sum_exp"), t, rowLoss, rowLoss + t.rows, none);
       if (!none)
         lossTotalKernel<O><<<1, kSumThreads, 0, ctx.stream>>>(
             rowLoss, rowLoss + t.rows, t.rows, t.reduction, call.out[0].data);
@@ -240,7 +239,7 @@ __global__ void lossGradKernel(const void *in, const void *lse, bool widened,
 template <bool Softmax>
 void lossGrad(const KernelCall &call, const Context &ctx) {
   const Tensor &in = call.in[0];
-  bool fromScores = call.has("log_sum_exp") && call.b("log_sum_exp");
+  bool fromScores = call.flag("log_sum_exp");
   size_t withWeights = fromScores ? 5 : 4;
   Targets t =
       targetsOf(call, in, call.in[1],

@@ -76,8 +76,7 @@ Types attentionOutputs(const SpecCall &call) {
   if (!(scale > 0.0) || !std::isfinite(scale))
     call.fail("attribute 'scale' is " + std::to_string(scale) +
               ", expected a positive finite number");
-  if (call.attrs.has("causal") && call.attrs.b("causal") &&
-      qs[r - 2] != ks[r - 2])
+  if (call.attrs.flag("causal") && qs[r - 2] != ks[r - 2])
     call.fail("a causal mask needs as many queries as keys, got " +
               std::to_string(qs[r - 2]) + " and " + std::to_string(ks[r - 2]));
   if (call.attrs.has("dropout_ratio")) {

@@ -117,17 +117,13 @@ Types lossGrad(const SpecCall &call) {
   return {{type, call.in[0].shape}};
 }
 
-bool fromScores(const SpecCall &call) {
-  return call.attrs.has("log_sum_exp") && call.attrs.b("log_sum_exp");
-}
-
 /// softmax_cross_entropy_grad: (log_prob, labels, grad, weights?), or
 /// with log_sum_exp (scores, labels, grad, weights?, log_sum_exp): the
 /// log-sum-exp [N, d...] and the loss gradient of the scores' dtype, or
 /// f32 beside 16-bit scores (the forward's log_prob_type); the gradient
 /// of the scores' own.
 Types crossEntropyGrad(const SpecCall &call) {
-  if (!fromScores(call)) {
+  if (!call.attrs.flag("log_sum_exp")) {
     if (call.in.size() > 4)
       call.fail("takes 3 or 4 inputs without attribute 'log_sum_exp', got " +
                 std::to_string(call.in.size()));
@@ -153,7 +149,7 @@ Types crossEntropyGrad(const SpecCall &call) {
 
 /// 3 FLOPs per element of log_prob; from the scores, 4 (the subtraction).
 int64_t crossEntropyGradFlops(const SpecCall &call, const Types &) {
-  return satMul(fromScores(call) ? 4 : 3, call.in[0].numel());
+  return satMul(call.attrs.flag("log_sum_exp") ? 4 : 3, call.in[0].numel());
 }
 
 Types convWeightGrad(const SpecCall &call) {

@@ -307,7 +307,7 @@ int64_t poolFlops(const SpecCall &call, const Types &out) {
 Types softmaxCrossEntropy(const SpecCall &call) {
   Types out = lossOutput(call, 2);
   // log_prob [N, C, d...], or with log_sum_exp one per sample [N, d...].
-  if (call.attrs.has("log_sum_exp") && call.attrs.b("log_sum_exp"))
+  if (call.attrs.flag("log_sum_exp"))
     out.push_back({call.in[0].dtype, call.in[1].shape});
   else
     out.push_back(call.in[0]);

@@ -121,21 +121,23 @@ LogicalResult verifyDropout(Operation *op, std::optional<APFloat> ratio) {
   return success();
 }
 
-/// Reads q, k, v of any layout: S is the dim before D ([.., S, D]) or dim
-/// 1 ([B, S, H, D], [B, S, 3, H, D]), the (batch, head) dims the rest of
-/// q's but the part dim.
+/// Reads q, k, v of any layout through their canonical [.., S, D] shapes:
+/// the (batch, head) dims are the leading ones.
 AttentionShape shapeOf(Value q, Value v, Value k,
                        std::optional<StringRef> layout) {
-  auto qt = cast<RankedTensorType>(q.getType());
-  auto qs = qt.getShape();
-  int64_t seqDim = layout ? 1 : int64_t(qs.size()) - 2;
-  int64_t parts = layout == kAttentionBs3hd ? 3 : 1;
+  auto canonical = [&](Value x) {
+    return canonicalShape(cast<RankedTensorType>(x.getType()),
+                          layout.has_value(), layout == kAttentionBs3hd);
+  };
+  SmallVector<int64_t> qs = canonical(q);
   AttentionShape s;
-  s.sq = qs[seqDim];
+  s.sq = qs[qs.size() - 2];
   s.d = qs.back();
-  s.batch = qt.getNumElements() / parts / std::max<int64_t>(s.sq * s.d, 1);
-  s.sk = cast<RankedTensorType>(k.getType()).getDimSize(seqDim);
-  s.dv = cast<RankedTensorType>(v.getType()).getShape().back();
+  s.batch = 1;
+  for (int64_t dim : ArrayRef<int64_t>(qs).drop_back(2))
+    s.batch *= dim;
+  s.sk = canonical(k)[qs.size() - 2];
+  s.dv = canonical(v).back();
   return s;
 }
 

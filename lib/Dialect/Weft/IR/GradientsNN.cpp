@@ -82,8 +82,7 @@ LogicalResult GemmOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   Location loc = getLoc();
   Value dy = dys[0];
   bool ta = getTransA(), tb = getTransB();
-  auto alpha = b.getF64FloatAttr(getAlpha().convertToDouble());
-  auto zero = b.getF64FloatAttr(0.0);
+  FloatAttr alpha = getAlphaAttr(), zero = b.getF64FloatAttr(0.0);
   auto gemm = [&](Value x, Value y, bool tx, bool ty) {
     return GemmOp::create(b, loc, x, y, Value(), alpha, zero, b.getBoolAttr(tx),
                           b.getBoolAttr(ty));

@@ -65,6 +65,8 @@ public:
   int64_t i(std::string_view name) const { return get<int64_t>(name); }
   double f(std::string_view name) const { return get<double>(name); }
   bool b(std::string_view name) const { return get<bool>(name); }
+  /// An optional bool attribute: false when absent.
+  bool flag(std::string_view name) const { return has(name) && b(name); }
   const std::string &s(std::string_view name) const {
     return get<std::string>(name);
   }

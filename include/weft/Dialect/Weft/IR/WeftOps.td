@@ -163,7 +163,7 @@ def Weft_GemmOp : Weft_InferredOp<"gemm", [DeclareOpInterfaceMethods<GradientOpI
     /// Whether C is added as it is (beta 1: a Linear's bias,
     /// weft-fold-linear-bias), with no product by beta.
     bool addsCUnscaled() {
-      return getC() && getBeta().convertToDouble() == 1.0;
+      return getC() && getBeta().isExactlyValue(1.0);
     }
   }];
 }
