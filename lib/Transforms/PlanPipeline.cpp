@@ -246,6 +246,8 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   if (o.flashAttention)
     pm.addNestedPass<func::FuncOp>(createFoldAttentionSplit());
   if (o.step == CompiledStep::Forward) {
+    // A residual add and the LayerNorm of its sum in one kernel.
+    pm.addNestedPass<func::FuncOp>(createFoldResidualLayerNorm());
     if (o.overlapCollectives)
       pm.addNestedPass<func::FuncOp>(createOverlapCollectives());
     return;
@@ -301,6 +303,9 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
       {nameOf(kPolicies, o.recompute.getValue()).str(),
        /*exceptLast=*/pipelined && o.schedule == ScheduleKind::GPipe,
        nameOf(kGranularities, o.recomputeGranularity.getValue()).str()}));
+  // A residual add and the LayerNorm of its sum in one kernel, once the
+  // recompute regions are cut at the sums.
+  pm.addNestedPass<func::FuncOp>(createFoldResidualLayerNorm());
   // Sequence parallelism keeps linears' inputs as shards: gathered again
   // in the backward.
   if (o.sequenceParallel)

@@ -66,31 +66,11 @@ void gemmKernel(const KernelCall &call) {
   });
 }
 
-/// wgrad_bias: dW = dY^T X as gemm's BLAS call with transA, and db the
-/// column sums of dY in double in row order, as reduce_sum's.
-void wgradBias(const KernelCall &call) {
-  const Tensor &dy = call.in[0], &x = call.in[1];
-  int64_t m = dy.shape[0], n = dy.shape[1], k = x.shape[1];
-  dispatchFloat(call, dy.dtype, [&]<typename T>() {
-    const T *g = dy.as<T>();
-    gemm<T>(true, false, n, k, m, T(1), g, n, x.as<T>(), k, T(0),
-            call.out[0].as<T>(), k);
-    std::vector<double> sums(n, 0.0);
-    for (int64_t r = 0; r < m; ++r)
-      for (int64_t c = 0; c < n; ++c)
-        sums[c] += static_cast<double>(g[r * n + c]);
-    T *db = call.out[1].as<T>();
-    for (int64_t c = 0; c < n; ++c)
-      db[c] = static_cast<T>(sums[c]);
-  });
-}
-
 } // namespace
 
 void registerLinearAlgebraKernels(KernelTable &t) {
   t["matmul"] = matmul;
   t["gemm"] = gemmKernel;
-  t["wgrad_bias"] = wgradBias;
 }
 
 } // namespace weft::rt

@@ -2,6 +2,7 @@
 
 #include "weft/runtime/Backend.h"
 
+#include "../kernels/Fused.h"
 #include "../kernels/Half.h"
 #include "../kernels/Kernel.h"
 
@@ -105,9 +106,14 @@ public:
     std::memcpy(host, device, bytes);
   }
   bool hasKernel(const std::string &kernel) const override {
-    return kernelTable().count(kernel) != 0;
+    return kernelTable().count(kernel) || fusedKernels().count(kernel);
   }
   void launch(const KernelCall &call) override {
+    // A fused kernel runs as its parts, each launched as here (Fused.h).
+    if (auto fused = fusedKernels().find(call.kernel);
+        fused != fusedKernels().end())
+      return fused->second(call,
+                           [this](const KernelCall &part) { launch(part); });
     KernelFn fn = kernelTable().at(call.kernel);
     // Cast converts 16-bit values itself; every other kernel is written
     // over f32/f64 and sees 16-bit tensors widened.

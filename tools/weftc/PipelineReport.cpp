@@ -57,9 +57,7 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
   // Collectives per step by kind: how many, and the bytes one rank sends
   // in them (ring). Sequence parallelism adds all-gathers and reduce-
   // scatters.
-  constexpr CollectiveKind kinds[] = {CollectiveKind::AllReduce,
-                                      CollectiveKind::AllGather,
-                                      CollectiveKind::ReduceScatter};
+  // Indexed by CollectiveKind (AllReduce, AllGather, ReduceScatter).
   constexpr const char *names[] = {"all-reduce", "all-gather",
                                    "reduce-scatter"};
   bool sequence = false;

@@ -272,4 +272,27 @@ def FoldBiasGrad : Pass<"weft-fold-bias-grad", "mlir::func::FuncOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def FoldResidualLayerNorm : Pass<"weft-fold-residual-layer-norm",
+                                 "mlir::func::FuncOp"> {
+  let summary = "Fold a residual add into the LayerNorm that reads its sum";
+  let description = [{
+    In a pre-LN transformer each residual add's sum is the residual stream:
+    the next LayerNorm normalises it and the next add reads it again. The
+    add writes the sum and the LayerNorm reads it back. Where a LayerNorm's
+    input is an add of two values of the sum's type (no broadcasting) and
+    both ops have the same stage, micro-batch, phase and recompute marks,
+    they become one `weft.add_layer_norm`, which writes the sum and
+    normalises it in one kernel (Apex's and Transformer Engine's fused add
+    + norm): one read of the sum and one launch fewer per LayerNorm. Its
+    place is the add's when the LayerNorm's scale and bias exist there,
+    else the LayerNorm's when nothing reads the sum in between; otherwise
+    both stay. The CPU backend runs it as the add and the LayerNorm, so
+    results are unchanged to the bit. GPT-2 medium: 48 adds and 0.8 GB of
+    traffic per step fewer. weftc runs it after weft-checkpoint (layer
+    recompute cuts the forward where one activation is live: the sum alone,
+    not the sum and its normalisation), and on forward-only steps.
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 #endif // WEFT_TRANSFORMS_FUSIONPASSES_TD

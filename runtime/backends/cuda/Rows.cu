@@ -13,6 +13,7 @@
 #include "Launch.cuh"
 #include "Storage.cuh"
 
+#include "../../kernels/ElementwiseMath.h"
 #include "../../kernels/RowMath.h"
 
 namespace weft::rt::cuda {
@@ -62,7 +63,7 @@ void softmaxGrad(const KernelCall &call, const Context &ctx) {
 }
 
 //===----------------------------------------------------------------------===//
-// layer_norm, layer_norm_grad
+// layer_norm, add_layer_norm, layer_norm_grad
 //===----------------------------------------------------------------------===//
 
 /// Where scale and bias are read for element j of the normalised block:
@@ -73,38 +74,57 @@ struct AffineIndex {
 };
 
 AffineIndex affineIndex(const KernelCall &call, const Context &ctx,
-                        const Tensor &x, int64_t axis, int64_t inner) {
+                        const Tensor &x, int64_t axis, int64_t inner,
+                        size_t affine) {
   bool whole = true;
-  for (size_t k = 1; k < call.in.size(); ++k)
+  for (size_t k = affine; k < call.in.size(); ++k)
     whole &= call.in[k].numel() == inner;
   if (whole)
     return {};
   std::vector<int64_t> normalized(x.shape.begin() + axis, x.shape.end());
-  std::vector<int64_t> table = broadcastIndex(call.in[1].shape, normalized);
-  if (call.in.size() > 2) {
-    std::vector<int64_t> bias = broadcastIndex(call.in[2].shape, normalized);
-    table.insert(table.end(), bias.begin(), bias.end());
+  std::vector<int64_t> table =
+      broadcastIndex(call.in[affine].shape, normalized);
+  bool bias = call.in.size() > affine + 1;
+  if (bias) {
+    std::vector<int64_t> b =
+        broadcastIndex(call.in[affine + 1].shape, normalized);
+    table.insert(table.end(), b.begin(), b.end());
   }
   const int64_t *device = ctx.scratch->upload(table, ctx.stream);
-  return {device, call.in.size() > 2 ? device + inner : nullptr};
+  return {device, bias ? device + inner : nullptr};
 }
 
+/// The residual add of add_layer_norm: x + residual, rounded to S, is
+/// written to `sum` and normalised (null for a plain layer_norm).
+struct Residual {
+  const void *other = nullptr;
+  void *sum = nullptr;
+};
+
 /// S: x and y; P: scale and bias (S, or f32 beside 16-bit S: mixed
-/// precision's f32 affine parameters).
+/// precision's f32 affine parameters). With a residual, the row normalised
+/// is the sum this thread stored, read back as stored (rounded): the
+/// layer_norm of the add's output, to the bit.
 template <Storage S, Storage P>
-__global__ void layerNormKernel(const void *x, const void *scale,
-                                const void *bias, AffineIndex at, void *y,
-                                float *mean, float *invStd, int64_t rows,
-                                int64_t inner, double eps) {
+__global__ void
+layerNormKernel(const void *x, Residual residual, const void *scale,
+                const void *bias, AffineIndex at, void *y, float *mean,
+                float *invStd, int64_t rows, int64_t inner, double eps) {
   int lane = threadIdx.x % 32;
+  const void *row = residual.sum ? residual.sum : x;
   WEFT_WARP_STRIDE(r, rows) {
     int64_t base = r * inner;
     double sum = 0, squares = 0;
-    for (int64_t j = lane; j < inner; j += 32)
-      sum += load<S>(x, base + j);
+    for (int64_t j = lane; j < inner; j += 32) {
+      if (residual.sum)
+        store<S>(residual.sum, base + j,
+                 math::Add()(load<S>(x, base + j),
+                             load<S>(residual.other, base + j)));
+      sum += load<S>(row, base + j);
+    }
     double mu = warpSum(sum) / double(inner);
     for (int64_t j = lane; j < inner; j += 32) {
-      double d = load<S>(x, base + j) - mu;
+      double d = load<S>(row, base + j) - mu;
       squares += d * d;
     }
     double rstd = layerNormRstd(warpSum(squares), inner, eps);
@@ -116,12 +136,16 @@ __global__ void layerNormKernel(const void *x, const void *scale,
       float g = load<P>(scale, at.scale ? at.scale[j] : j);
       float b = bias ? load<P>(bias, at.bias ? at.bias[j] : j) : 0.0f;
       store<S>(y, base + j,
-               float(layerNormAt(load<S>(x, base + j), mu, rstd, g, b)));
+               float(layerNormAt(load<S>(row, base + j), mu, rstd, g, b)));
     }
   }
 }
 
-void layerNorm(const KernelCall &call, const Context &ctx) {
+/// layer_norm (x, scale, bias?) -> (y, mean, inv_std_dev), and
+/// add_layer_norm (x, residual, scale, bias?) -> (the same, sum): the
+/// affine inputs start at `affine`.
+void normalizeRows(const KernelCall &call, const Context &ctx, size_t affine,
+                   Residual residual) {
   const Tensor &x = call.in[0];
   int64_t axis = call.i("axis"), inner = 1;
   for (int64_t d = axis; d < x.rank(); ++d)
@@ -129,17 +153,26 @@ void layerNorm(const KernelCall &call, const Context &ctx) {
   int64_t rows = inner ? x.numel() / inner : 0;
   if (rows == 0)
     return;
-  AffineIndex at = affineIndex(call, ctx, x, axis, inner);
-  const void *bias = call.in.size() > 2 ? call.in[2].data : nullptr;
+  AffineIndex at = affineIndex(call, ctx, x, axis, inner, affine);
+  const void *bias =
+      call.in.size() > affine + 1 ? call.in[affine + 1].data : nullptr;
   byStorage(call, x.dtype, [&]<Storage S>() {
-    byStorage(call, call.in[1].dtype, [&]<Storage P>() {
+    byStorage(call, call.in[affine].dtype, [&]<Storage P>() {
       layerNormKernel<S, P><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
-          x.data, call.in[1].data, bias, at, call.out[0].data,
+          x.data, residual, call.in[affine].data, bias, at, call.out[0].data,
           call.out[1].as<float>(), call.out[2].as<float>(), rows, inner,
           call.f("epsilon"));
     });
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+void layerNorm(const KernelCall &call, const Context &ctx) {
+  normalizeRows(call, ctx, 1, {});
+}
+
+void addLayerNorm(const KernelCall &call, const Context &ctx) {
+  normalizeRows(call, ctx, 2, {call.in[1].data, call.out[3].data});
 }
 
 /// dx per row; plus `acc` (the input's gradient from its other readers),
@@ -245,6 +278,7 @@ void registerRowKernels(KernelTable &t) {
   t["softmax_grad"] = softmaxGrad<false>;
   t["log_softmax_grad"] = softmaxGrad<true>;
   t["layer_norm"] = layerNorm;
+  t["add_layer_norm"] = addLayerNorm;
   t["layer_norm_grad"] = layerNormGrad;
 }
 

@@ -187,12 +187,14 @@ Types softmax(const SpecCall &call) {
   return {call.in[0]};
 }
 
-Types layerNorm(const SpecCall &call) {
+/// LayerNormalization-17 of input 0 with scale and bias from input
+/// `affine` on.
+Types normalizeRows(const SpecCall &call, size_t affine) {
   const TensorType &x = call.in[0];
   call.requireFloat(0);
   int64_t axis = call.axis("axis", x.rank());
   std::vector<int64_t> normalized(x.shape.begin() + axis, x.shape.end());
-  for (size_t k = 1; k < call.in.size(); ++k) {
+  for (size_t k = affine; k < call.in.size(); ++k) {
     requireLayerNormAffine(call, k);
     if (call.broadcast(call.in[k].shape, normalized) != normalized)
       call.fail("input " + std::to_string(k) + " " + typeString(call.in[k]) +
@@ -201,6 +203,17 @@ Types layerNorm(const SpecCall &call) {
   }
   TensorType stats = layerNormStats(x, axis);
   return {x, stats, stats};
+}
+
+Types layerNorm(const SpecCall &call) { return normalizeRows(call, 1); }
+
+/// (input, residual, scale, bias?): the sum, one type, is the fourth
+/// output.
+Types addLayerNorm(const SpecCall &call) {
+  call.requireType(1, call.in[0], "the residual");
+  Types out = normalizeRows(call, 2);
+  out.push_back(call.in[0]);
+  return out;
 }
 
 Types batchNorm(const SpecCall &call) {
@@ -350,6 +363,16 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                .flops = perInput<8>,
                .dtypes = "f32, f64; scale, bias alike or f32 beside 16-bit x; "
                          "statistics f32"});
+  t.push_back({.name = "add_layer_norm",
+               .source = "weft.add_layer_norm: Add-14, then "
+                         "LayerNormalization-17 of the sum",
+               .minInputs = 3,
+               .maxInputs = 4,
+               .attrs = {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}},
+               .infer = addLayerNorm,
+               .flops = perInput<9>,
+               .dtypes = "as layer_norm; the residual and the sum as the "
+                         "input"});
   // Running statistics update their state buffers in place when the
   // compiler placed them there (training), or go to fresh buffers.
   t.push_back({.name = "batch_norm",

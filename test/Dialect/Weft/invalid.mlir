@@ -225,3 +225,13 @@ func.func @loss_log_prob_type_weights(%s: tensor<4x8xbf16>, %t: tensor<4xi64>, %
   %l, %p = weft.softmax_cross_entropy %s, %t, %w {log_prob_type = f32} : (tensor<4x8xbf16>, tensor<4xi64>, tensor<8xbf16>) -> (tensor<f32>, tensor<4x8xf32>)
   return
 }
+
+// -----
+
+// add_layer_norm's add does not broadcast.
+func.func @add_layer_norm_residual(%x: tensor<4x8xf32>, %r: tensor<8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+2 {{add_layer_norm: residual 'tensor<8xf32>' is not the input's type 'tensor<4x8xf32>' (the add does not broadcast)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y, %m, %s, %sum = weft.add_layer_norm %x, %r, %g {axis = 1 : i64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x8xf32>)
+  return
+}

@@ -22,8 +22,11 @@
 // Layer granularity (Megatron): the layers are the repeated unit of parts
 // (attention half + MLP half). Layer 2 is recomputed from its input X2 right
 // before its backward, then layer 1 from X1 after layer 2's backward is done.
+// X2 is the sum of layer 1's last residual add, which weft-fold-residual-
+// layer-norm computes with layer 2's first LayerNorm after the regions are
+// cut; the recomputed LayerNorm reads it.
 // LAYER: weft.layer_norm %[[X1:[0-9]+]], %arg4, %arg5 {axis = 2 : i64} :
-// LAYER: weft.layer_norm %[[X2:[0-9]+]], %arg16, %arg17 {axis = 2 : i64} :
+// LAYER: %{{.*}}, %{{.*}}, %{{.*}}, %[[X2:sum[_0-9]*]] = weft.add_layer_norm %{{.*}}, %{{.*}}, %arg16, %arg17 {axis = 2 : i64} :
 // LAYER-NOT: weft.recompute
 // LAYER: weft.softmax_cross_entropy %{{[0-9]+}}, %{{[0-9]+}} {ignore_index = -100 : i64, log_sum_exp} :
 // (The loss and the final LayerNorm are parts of their own, recomputed

@@ -9,6 +9,7 @@
 #include "CudaConformance.h"
 
 #include "../../../runtime/backends/cuda/CudaKernels.h"
+#include "../../../runtime/kernels/Fused.h"
 
 using namespace weft::rt;
 using namespace weft::rt::conformance;
@@ -299,6 +300,9 @@ TEST(CudaKernelTable, CoversATransformerTrainingStep) {
 TEST(CudaKernelTable, HasEveryCpuKernel) {
   std::vector<std::string> missing;
   for (const auto &[name, fn] : kernelTable())
+    if (!cuda::kernelTable().count(name))
+      missing.push_back(name);
+  for (const auto &[name, fn] : fusedKernels())
     if (!cuda::kernelTable().count(name))
       missing.push_back(name);
   std::vector<std::string> lacking;

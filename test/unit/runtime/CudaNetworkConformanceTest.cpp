@@ -139,6 +139,47 @@ TEST_P(CudaConformance, LayerNormGradAccumulates) {
   }
 }
 
+/// add_layer_norm (weft-fold-residual-layer-norm) gives the bits of the
+/// add and the layer_norm it replaces, on the backend under test: the sum
+/// is the add's output, and the row it normalises is that sum as stored
+/// (rounded). Scale and bias of x's dtype and f32 beside 16-bit x; rows
+/// of 48 and of 5 x 37 (not a multiple of a warp).
+TEST_P(CudaConformance, AddLayerNormIsTheAddThenLayerNorm) {
+  for (DType d : floats())
+    for (DType affine : {d, DType::F32})
+      for (auto [shape, axis] :
+           {std::pair<std::vector<int64_t>, int64_t>{{6, 5, 48}, 2},
+            {{6, 5, 37}, 1}}) {
+        if (affine != d && d == DType::F32)
+          continue;
+        TensorType x{d, shape};
+        TensorType scale{
+            affine, std::vector<int64_t>(shape.begin() + axis, shape.end())};
+        std::vector<int64_t> stat(shape.begin(), shape.begin() + axis);
+        stat.resize(shape.size(), 1);
+        TensorType stats{DType::F32, stat};
+        Case fused{
+            "add_layer_norm", {x, x, scale, scale}, {x, stats, stats, x}};
+        fused.attrs.set("axis", axis);
+        fused.attrs.set("epsilon", 1e-5);
+        expectConforms(fused, *gpu);
+        std::vector<std::string> in = inputs(fused, 13);
+        std::vector<std::string> got = runOn(*gpu, fused, in);
+        std::string sum =
+            runOn(*gpu, Case{"add", {x, x}, {x}}, {in[0], in[1]})[0];
+        Case norm{"layer_norm", {x, scale, scale}, {x, stats, stats}};
+        norm.attrs = fused.attrs;
+        std::vector<std::string> want = runOn(*gpu, norm, {sum, in[2], in[3]});
+        std::string what = std::string(dtypeName(d)) + ", " +
+                           dtypeName(affine) + " affine, axis " +
+                           std::to_string(axis);
+        EXPECT_EQ(got[3], sum) << what << " sum";
+        EXPECT_EQ(got[0], want[0]) << what << " y";
+        EXPECT_EQ(got[1], want[1]) << what << " mean";
+        EXPECT_EQ(got[2], want[2]) << what << " inv_std_dev";
+      }
+}
+
 /// wgrad_bias (weft-fold-bias-grad; on a GPU cuBLASLt's BGRADB epilogue)
 /// gives the weight gradient of gemm(dY, X) {transA} and the bias gradient
 /// of reduce_sum(dY) {axes = [0]}: within the dtype's tolerance, exactly

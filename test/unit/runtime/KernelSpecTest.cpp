@@ -8,6 +8,7 @@
 
 #include "weft/runtime/KernelSpec.h"
 
+#include "../../../runtime/kernels/Fused.h"
 #include "../../../runtime/kernels/Kernel.h"
 
 #include <gtest/gtest.h>
@@ -49,11 +50,18 @@ const json kAdamW = {{"lr", 1e-3},
 
 } // namespace
 
+/// A kernel is in the table or fused (run as its parts), not both.
 TEST(KernelSpec, EveryCpuKernelHasAnEntryAndEveryEntryAKernel) {
   for (const auto &[name, fn] : kernelTable())
     EXPECT_NE(findKernelSpec(name), nullptr) << name;
+  for (const auto &[name, fn] : fusedKernels()) {
+    EXPECT_NE(findKernelSpec(name), nullptr) << name;
+    EXPECT_FALSE(kernelTable().count(name)) << name;
+  }
   for (const KernelSpec &spec : kernelSpecs()) {
-    EXPECT_TRUE(kernelTable().count(spec.name)) << spec.name;
+    EXPECT_TRUE(kernelTable().count(spec.name) ||
+                fusedKernels().count(spec.name))
+        << spec.name;
     EXPECT_NE(std::string(spec.source), "") << spec.name;
   }
   EXPECT_EQ(findKernelSpec("gelu_fast"), nullptr);
@@ -355,6 +363,31 @@ TEST(KernelSpec, ChecksALayerNormGradsAccumulate) {
                     {x, scale, stats, stats, dy, f32({8}, 640)}, out, axis)
                 .find("input 5 (the accumulated gradient) is [8] f32"),
             std::string::npos);
+}
+
+/// add_layer_norm (weft-fold-residual-layer-norm): layer_norm's outputs
+/// and the sum, of the input's type; a residual of another shape or
+/// dtype (the add does not broadcast) is refused naming it.
+TEST(KernelSpec, ChecksAnAddLayerNorm) {
+  json attrs = {{"axis", 1}, {"epsilon", 1e-5}};
+  OperandPlacement x = f32({4, 8}, 0), residual = f32({4, 8}, 128),
+                   scale = f32({8}, 256);
+  std::vector<OperandPlacement> out = {f32({4, 8}, 384), f32({4, 1}, 512),
+                                       f32({4, 1}, 576), f32({4, 8}, 640)};
+  EXPECT_EQ(errorOf("add_layer_norm", {x, residual, scale, scale}, out, attrs),
+            "");
+  EXPECT_EQ(errorOf("add_layer_norm", {x, residual, scale}, out, attrs), "");
+  EXPECT_EQ(costOf("add_layer_norm", {x, residual, scale}, out, attrs).flops,
+            9 * 32);
+  EXPECT_NE(errorOf("add_layer_norm", {x, f32({8}, 128), scale}, out, attrs)
+                .find("input 1 (the residual) is [8] f32, expected [4x8] f32"),
+            std::string::npos);
+  OperandPlacement half{{DType::BF16, {4, 8}}, 128};
+  EXPECT_NE(errorOf("add_layer_norm", {x, half, scale}, out, attrs)
+                .find("input 1 (the residual) is [4x8] bf16"),
+            std::string::npos);
+  std::vector<OperandPlacement> noSum(out.begin(), out.end() - 1);
+  EXPECT_NE(errorOf("add_layer_norm", {x, residual, scale}, noSum, attrs), "");
 }
 
 /// log_sum_exp (weft-fold-loss-log-prob): the loss's second output is one

@@ -68,6 +68,9 @@ int64_t LogSoftmaxOp::getFlops() { return 5 * numElements(getType()); }
 int64_t LayerNormOp::getFlops() {
   return 8 * numElements(getInput().getType());
 }
+int64_t AddLayerNormOp::getFlops() {
+  return 9 * numElements(getInput().getType());
+}
 int64_t BatchNormOp::getFlops() {
   return (getTraining() ? 7 : 4) * numElements(getInput().getType());
 }

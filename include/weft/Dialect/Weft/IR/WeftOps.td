@@ -208,6 +208,31 @@ def Weft_LayerNormOp : Weft_InferredOp<"layer_norm", [DeclareOpInterfaceMethods<
   }];
 }
 
+def Weft_AddLayerNormOp : Weft_InferredOp<"add_layer_norm"> {
+  let summary = "A residual add and the layer_norm of its sum, in one kernel.";
+  let description = [{
+    `sum = input + residual` (one type, no broadcasting), rounded to that
+    type, then `layer_norm(sum, scale, bias)` exactly as weft.layer_norm:
+    `output`, `mean` and `inv_std_dev` are its results, and `sum` (the
+    residual stream, which the next add and the backward read) the fourth.
+    weft-fold-residual-layer-norm makes it from an add and the LayerNorm
+    that reads it (Apex's and Transformer Engine's fused add + norm): one
+    kernel writes the sum and normalises it from registers, where the add
+    wrote it and the LayerNorm read it back. Cost: 9 FLOPs per element of
+    `input`, the two ops' it replaces.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$residual,
+                       Weft_FloatTensor:$scale,
+                       Optional<Weft_FloatTensor>:$bias, I64Attr:$axis,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Weft_FloatTensor:$output, Weft_FloatTensor:$mean,
+                      Weft_FloatTensor:$inv_std_dev, Weft_FloatTensor:$sum);
+  let assemblyFormat = [{
+    $input `,` $residual `,` $scale (`,` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def Weft_BatchNormOp : Weft_InferredOp<"batch_norm", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Batch normalisation over channel dim 1 (ONNX BatchNormalization-15).";
   let description = [{

@@ -1,0 +1,49 @@
+//===- Fused.cpp - the CPU's fused kernels as their parts -----------------===//
+
+#include "Fused.h"
+
+namespace weft::rt {
+
+namespace {
+
+/// add_layer_norm (input, residual, scale, bias?) -> (y, mean, inv_std_dev,
+/// sum): add into `sum`, rounded to its dtype, then layer_norm of it.
+void addLayerNorm(const KernelCall &call, const PartLauncher &launch) {
+  KernelAttrs none;
+  const Tensor &sum = call.out[3];
+  launch({"add", {call.in[0], call.in[1]}, {sum}, none, call.ctx});
+  std::vector<Tensor> in{sum};
+  in.insert(in.end(), call.in.begin() + 2, call.in.end());
+  launch({"layer_norm",
+          std::move(in),
+          {call.out[0], call.out[1], call.out[2]},
+          call.attrs,
+          call.ctx});
+}
+
+/// wgrad_bias (dY [M, N], X [M, K]) -> (dY^T X, dY's column sums): the gemm
+/// {transA} and the reduce_sum {axes = [0]} weft-fold-bias-grad replaced.
+void wgradBias(const KernelCall &call, const PartLauncher &launch) {
+  KernelAttrs gemm;
+  gemm.set("transA", true);
+  gemm.set("transB", false);
+  gemm.set("alpha", 1.0);
+  gemm.set("beta", 0.0);
+  launch({"gemm", call.in, {call.out[0]}, gemm, call.ctx});
+  KernelAttrs rows;
+  rows.set("axes", std::vector<int64_t>{0});
+  rows.set("keepdims", false);
+  launch({"reduce_sum", {call.in[0]}, {call.out[1]}, rows, call.ctx});
+}
+
+} // namespace
+
+const std::map<std::string, FusedFn> &fusedKernels() {
+  static const std::map<std::string, FusedFn> table = {
+      {"add_layer_norm", addLayerNorm},
+      {"wgrad_bias", wgradBias},
+  };
+  return table;
+}
+
+} // namespace weft::rt

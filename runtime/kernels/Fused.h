@@ -1,0 +1,35 @@
+//===- Fused.h - the CPU's fused kernels: the kernels they fuse -*- C++ -*-===//
+//
+// A kernel that exists to save a GPU memory traffic (the sum of a residual
+// add normalised from registers, a bias gradient summed in a GEMM's
+// epilogue) runs on the CPU as the kernels it fuses, each launched as the
+// backend launches any kernel: 16-bit operands widened and each part's
+// outputs rounded to their storage, as the unfused instructions' are. Its
+// CPU result is so the unfused graph's, to the bit, by construction: the
+// oracle the CUDA kernel is held to (the conformance test), and why a fold
+// that makes one leaves the CPU's losses unchanged.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_KERNELS_FUSED_H
+#define WEFT_RUNTIME_KERNELS_FUSED_H
+
+#include "Kernel.h"
+
+#include <functional>
+#include <map>
+#include <string>
+
+namespace weft::rt {
+
+/// Launches one part of a fused kernel (CpuBackend::launch).
+using PartLauncher = std::function<void(const KernelCall &)>;
+/// A fused kernel: launches its parts, in order, through `launch`.
+using FusedFn = void (*)(const KernelCall &call, const PartLauncher &launch);
+
+/// Every fused kernel the CPU backend runs as its parts, by plan kernel
+/// name; none of them is in kernelTable().
+const std::map<std::string, FusedFn> &fusedKernels();
+
+} // namespace weft::rt
+
+#endif // WEFT_RUNTIME_KERNELS_FUSED_H
