@@ -1,8 +1,9 @@
 //===- FoldBiasGrad.cpp - weft-fold-bias-grad -----------------------------===//
 //
 // A Linear layer's backward reads its output gradient dY [M, N] three
-// times: the input gradient's GEMM, the weight gradient's (dY^T X) and the
-// bias gradient's column sums (reduce_sum over rows). The last two become
+// times: the input gradient's GEMM, the weight gradient's (dY^T X, or X^T
+// dY for a layer computing x W) and the bias gradient's column sums
+// (reduce_sum over rows). The last two become
 // one weft.wgrad_bias, which a GPU runs as one cuBLASLt GEMM whose
 // epilogue sums the bias gradient from the dY it reads anyway
 // (CUBLASLT_EPILOGUE_BGRADB): one read of dY and one launch fewer per
@@ -27,9 +28,10 @@ using namespace weft;
 
 namespace {
 
-/// The weight gradient dY^T X beside `sums`, a reduce_sum of dY [M, N]
-/// over its rows, in its block: gemm(dY, X) with transA alone, no C, alpha
-/// 1. Null when there is none.
+/// The weight gradient beside `sums`, a reduce_sum of dY [M, N] over its
+/// rows, in its block: gemm(dY, X) (a Linear layer's dY^T X) or gemm(X,
+/// dY) (an `x W` layer's X^T dY), with transA alone, no C, alpha 1. Null
+/// when there is none.
 GemmOp weightGradOf(ReduceSumOp sums, DominanceInfo &dominance) {
   Value dy = sums.getInput();
   auto type = cast<RankedTensorType>(dy.getType());
@@ -37,11 +39,13 @@ GemmOp weightGradOf(ReduceSumOp sums, DominanceInfo &dominance) {
     return {};
   for (Operation *user : dy.getUsers()) {
     auto gemm = dyn_cast<GemmOp>(user);
-    if (gemm && gemm.getA() == dy && gemm.getTransA() && !gemm.getTransB() &&
-        !gemm.getC() && gemm.getAlpha().isExactlyValue(1.0) &&
-        gemm->getBlock() == sums->getBlock() &&
-        cast<RankedTensorType>(gemm.getB().getType()).getRank() == 2 &&
-        dominance.properlyDominates(gemm.getB(), sums))
+    if (!gemm || !gemm.getTransA() || gemm.getTransB() || gemm.getC() ||
+        !gemm.getAlpha().isExactlyValue(1.0) ||
+        gemm->getBlock() != sums->getBlock())
+      continue;
+    Value x = gemm.getA() == dy ? gemm.getB() : gemm.getA();
+    if (x != dy && cast<RankedTensorType>(x.getType()).getRank() == 2 &&
+        dominance.properlyDominates(x, sums))
       return gemm;
   }
   return {};
@@ -52,7 +56,10 @@ void fold(ReduceSumOp sums, GemmOp gemm) {
   // result's readers after its op.
   Operation *first = gemm->isBeforeInBlock(sums) ? gemm : sums;
   OpBuilder b(first);
-  auto fused = WgradBiasOp::create(b, gemm.getLoc(), gemm.getA(), gemm.getB());
+  Value dy = sums.getInput();
+  bool transposed = gemm.getB() == dy;
+  auto fused = WgradBiasOp::create(
+      b, gemm.getLoc(), dy, transposed ? gemm.getA() : gemm.getB(), transposed);
   // Backward bookkeeping (phase, stage) carries over, to the reshape too:
   // weft-checkpoint would take an op without a phase for a forward one.
   DictionaryAttr bookkeeping = gemm->getDiscardableAttrDictionary();

@@ -241,7 +241,7 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
     return std::nullopt;
   // From here on it is core attention: say why it does not fuse.
   int64_t sq = scores.getDimSize(rank - 2), sk = scores.getDimSize(rank - 1);
-  if (softmax.getAxis() != rank - 1) {
+  if (int64_t(softmax.getAxis()) != rank - 1) {
     why = "its softmax is not over the keys (the last dim)";
     return std::nullopt;
   }

@@ -106,6 +106,9 @@ def test_hugging_face_gpt2_fuses_and_steps_like_float64(tools, tmp_path):
     ks = kernels(tmp_path / "step" / "plan.json")
     assert ks.count("attention") == 2 * config["layers"], ks  # 2 micro-batches
     assert "softmax" not in ks and "pow" not in ks
+    # Its Conv1D layers (x W, W [in, out]): weight and bias gradients in
+    # one transposed wgrad_bias each (weft-fold-bias-grad), 4 per layer.
+    assert ks.count("wgrad_bias") == 2 * 4 * config["layers"], ks
     print(f"\nHugging Face GPT-2, flash attention: {report.summary()}")
 
 

@@ -2,6 +2,8 @@
 
 #include "Fused.h"
 
+#include <utility>
+
 namespace weft::rt {
 
 namespace {
@@ -21,15 +23,19 @@ void addLayerNorm(const KernelCall &call, const PartLauncher &launch) {
           call.ctx});
 }
 
-/// wgrad_bias (dY [M, N], X [M, K]) -> (dY^T X, dY's column sums): the gemm
-/// {transA} and the reduce_sum {axes = [0]} weft-fold-bias-grad replaced.
+/// wgrad_bias (dY [M, N], X [M, K]) -> (dY^T X, or X^T dY when transposed;
+/// dY's column sums): the gemm {transA} and the reduce_sum {axes = [0]}
+/// weft-fold-bias-grad replaced.
 void wgradBias(const KernelCall &call, const PartLauncher &launch) {
   KernelAttrs gemm;
   gemm.set("transA", true);
   gemm.set("transB", false);
   gemm.set("alpha", 1.0);
   gemm.set("beta", 0.0);
-  launch({"gemm", call.in, {call.out[0]}, gemm, call.ctx});
+  std::vector<Tensor> operands = call.in;
+  if (call.flag("transposed"))
+    std::swap(operands[0], operands[1]);
+  launch({"gemm", std::move(operands), {call.out[0]}, gemm, call.ctx});
   KernelAttrs rows;
   rows.set("axes", std::vector<int64_t>{0});
   rows.set("keepdims", false);

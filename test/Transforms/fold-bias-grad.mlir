@@ -29,6 +29,20 @@ func.func @sums_first(%dy: tensor<6x4xbf16>, %x: tensor<6x3xbf16>) -> (tensor<4x
 
 // -----
 
+// A layer computing x W (W [K, N], Hugging Face's Conv1D): its weight
+// gradient X^T dY reads dY as the gemm's B; the fused op is transposed.
+// CHECK-LABEL: func.func @conv1d
+// CHECK: %[[W:.*]], %[[B:.*]] = weft.wgrad_bias %arg0, %arg1 {transposed} : (tensor<6x4xf32>, tensor<6x3xf32>) -> (tensor<3x4xf32>, tensor<4xf32>)
+// CHECK-NOT: weft.gemm
+// CHECK: return %[[W]], %[[B]]
+func.func @conv1d(%dy: tensor<6x4xf32>, %x: tensor<6x3xf32>) -> (tensor<3x4xf32>, tensor<4xf32>) {
+  %dw = weft.gemm %x, %dy {beta = 0.0 : f64, transA = true} : (tensor<6x3xf32>, tensor<6x4xf32>) -> tensor<3x4xf32>
+  %db = weft.reduce_sum %dy {axes = array<i64: 0>, keepdims = false} : (tensor<6x4xf32>) -> tensor<4xf32>
+  return %dw, %db : tensor<3x4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // Left alone: sums over the other dim; a gemm that reads dY untransposed,
 // scales it, or adds a C; X computed between the sums and the gemm.
 // CHECK-LABEL: func.func @refused

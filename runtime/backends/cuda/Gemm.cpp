@@ -11,8 +11,10 @@
 // rounding of the output), any other C broadcast into the output first.
 // wgrad_bias's GEMM, dY^T X, sums the bias gradient from the dY it reads
 // in the epilogue (CUBLASLT_EPILOGUE_BGRADB: our A is cuBLASLt's B, the
-// sums run over the GEMM's k, one per column of its n x m output); where
-// the heuristic offers no algorithm for it, a plain GEMM and reduce_sum.
+// sums run over the GEMM's k, one per column of its n x m output; for the
+// transposed X^T dY, dY is our B and cuBLASLt's A: BGRADA, one sum per
+// row of its output); where the heuristic offers no algorithm for it, a
+// plain GEMM and reduce_sum.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,8 +71,9 @@ struct Gemm {
   /// One value per column of C, of C's dtype, added by the epilogue.
   const void *bias = nullptr;
   /// Where the epilogue writes op(A)'s sums over k (one per row of our C),
-  /// of C's dtype.
+  /// or op(B)'s (one per column) when `biasGradOfB`, of C's dtype.
   void *biasGrad = nullptr;
+  bool biasGradOfB = false;
 
   void run(const KernelCall &call, const Context &ctx, const void *a,
            const void *b, void *c) const {
@@ -107,9 +110,12 @@ struct Gemm {
     if (bias)
       epilogue(CUBLASLT_EPILOGUE_BIAS, bias);
     // Our op(A) is cuBLASLt's op(B): its sums over k, one per column of the
-    // column-major n x m output, i.e. per row of ours.
+    // column-major n x m output, i.e. per row of ours; our op(B) is its
+    // op(A), one sum per row of that output (per column of ours).
     if (biasGrad)
-      epilogue(CUBLASLT_EPILOGUE_BGRADB, biasGrad);
+      epilogue(biasGradOfB ? CUBLASLT_EPILOGUE_BGRADA
+                           : CUBLASLT_EPILOGUE_BGRADB,
+               biasGrad);
     // Stored (before op) column-major shapes: our B is [k, n] row-major,
     // i.e. n x k column-major (k x n when transposed), and so on.
     WEFT_CUBLAS_CHECK(lt.cublasLtMatrixLayoutCreate(&d.a, type, transB ? k : n,
@@ -212,21 +218,26 @@ void gemm(const KernelCall &call, const Context &ctx) {
   g.run(call, ctx, a.data, b.data, y.data);
 }
 
-/// wgrad_bias (dY [M, N], X [M, K]) -> (dY^T X, dY's column sums).
+/// wgrad_bias (dY [M, N], X [M, K]) -> (dY^T X, or X^T dY when transposed;
+/// dY's column sums).
 void wgradBias(const KernelCall &call, const Context &ctx) {
-  const Tensor &dy = call.in[0], &x = call.in[1];
+  bool transposed = call.flag("transposed");
+  // Our GEMM's A and B: gemm(dY, X) or gemm(X, dY), both {transA}.
+  const Tensor &dy = call.in[0], &a = call.in[transposed ? 1 : 0],
+               &b = call.in[transposed ? 0 : 1];
   Gemm g{dy.dtype, /*transA=*/true, /*transB=*/false};
-  g.m = dy.shape[1];
-  g.n = x.shape[1];
-  g.k = dy.shape[0];
-  g.lda = dy.shape[1];
-  g.ldb = x.shape[1];
+  g.m = a.shape[1];
+  g.n = b.shape[1];
+  g.k = a.shape[0];
+  g.lda = a.shape[1];
+  g.ldb = b.shape[1];
   g.ldc = g.n;
   g.biasGrad = call.out[1].data;
-  if (g.tryRun(call, ctx, dy.data, x.data, call.out[0].data))
+  g.biasGradOfB = transposed;
+  if (g.tryRun(call, ctx, a.data, b.data, call.out[0].data))
     return;
   g.biasGrad = nullptr; // no algorithm with the epilogue
-  g.run(call, ctx, dy.data, x.data, call.out[0].data);
+  g.run(call, ctx, a.data, b.data, call.out[0].data);
   KernelAttrs rows;
   rows.set("axes", std::vector<int64_t>{0});
   rows.set("keepdims", false);

@@ -9,6 +9,8 @@
 
 #include "Specs.h"
 
+#include <utility>
+
 namespace weft::rt::specs {
 
 namespace {
@@ -57,7 +59,8 @@ int64_t layerNormGradFlops(const SpecCall &call, const Types &) {
   return satMul(call.in.size() > 5 ? 13 : 12, call.in[0].numel());
 }
 
-/// wgrad_bias (grad [M, N], input [M, K]) -> ([N, K], [N]), one dtype.
+/// wgrad_bias (grad [M, N], input [M, K]) -> ([N, K], or [K, N] when
+/// transposed; [N]), one dtype.
 Types wgradBias(const SpecCall &call) {
   const TensorType &grad = call.in[0], &input = call.in[1];
   call.requireFloat(0);
@@ -65,8 +68,10 @@ Types wgradBias(const SpecCall &call) {
   if (grad.rank() != 2 || input.rank() != 2 || grad.shape[0] != input.shape[0])
     call.fail("expects grad [M, N] and input [M, K], got " + typeString(grad) +
               " and " + typeString(input));
-  return {{grad.dtype, {grad.shape[1], input.shape[1]}},
-          {grad.dtype, {grad.shape[1]}}};
+  std::vector<int64_t> weight = {grad.shape[1], input.shape[1]};
+  if (call.attrs.flag("transposed"))
+    std::swap(weight[0], weight[1]);
+  return {{grad.dtype, weight}, {grad.dtype, {grad.shape[1]}}};
 }
 
 /// 2 M N K for the GEMM, M N for the sums.
@@ -332,7 +337,7 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          "(weft-fold-bias-grad)",
                .minInputs = 2,
                .maxInputs = 2,
-               .attrs = {},
+               .attrs = {{"transposed", AttrKind::Bool, false}},
                .infer = wgradBias,
                .flops = wgradBiasFlops,
                .dtypes = "f32, f64 (16-bit: the sums in f32 or wider)"});

@@ -180,39 +180,50 @@ TEST_P(CudaConformance, AddLayerNormIsTheAddThenLayerNorm) {
       }
 }
 
-/// wgrad_bias (weft-fold-bias-grad; on a GPU cuBLASLt's BGRADB epilogue)
-/// gives the weight gradient of gemm(dY, X) {transA} and the bias gradient
-/// of reduce_sum(dY) {axes = [0]}: within the dtype's tolerance, exactly
-/// on the CPU (the same BLAS call and sums). Shapes of a Linear layer's
-/// backward, with M and N not multiples of 8 too.
+/// wgrad_bias (weft-fold-bias-grad; on a GPU cuBLASLt's BGRADB epilogue,
+/// BGRADA transposed) gives the weight gradient of gemm(dY, X) {transA}
+/// (transposed: gemm(X, dY)) and the bias gradient of reduce_sum(dY)
+/// {axes = [0]}: within the dtype's tolerance, exactly on the CPU (the
+/// two kernels). Shapes of a Linear layer's backward, with M and N not
+/// multiples of 8 too.
 TEST_P(CudaConformance, WgradBiasIsTheGemmAndSums) {
   for (DType d : floats())
-    for (auto [m, n, k] :
-         {std::tuple<int64_t, int64_t, int64_t>{96, 64, 32}, {37, 19, 11}}) {
-      TensorType dy{d, {m, n}}, x{d, {m, k}}, dw{d, {n, k}}, db{d, {n}};
-      Case fused{"wgrad_bias", {dy, x}, {dw, db}};
-      expectConforms(fused, *gpu);
-      std::vector<std::string> in = inputs(fused, 12);
-      std::vector<std::string> got = runOn(*gpu, fused, in);
-      Case weight{"gemm", {dy, x}, {dw}};
-      weight.attrs.set("alpha", 1.0);
-      weight.attrs.set("beta", 0.0);
-      weight.attrs.set("transA", true);
-      weight.attrs.set("transB", false);
-      Case bias{"reduce_sum", {dy}, {db}};
-      bias.attrs.set("axes", std::vector<int64_t>{0});
-      bias.attrs.set("keepdims", false);
-      std::string wantW = runOn(*gpu, weight, in)[0],
-                  wantB = runOn(*gpu, bias, {in[0]})[0];
-      std::string what = std::string(dtypeName(d)) + " " + std::to_string(m) +
-                         "x" + std::to_string(n);
-      expectMatches(dw, got[0], wantW, "wgrad_bias weight, " + what);
-      expectMatches(db, got[1], wantB, "wgrad_bias bias, " + what);
-      if (GetParam() == "cpu") {
-        EXPECT_EQ(got[0], wantW) << what;
-        EXPECT_EQ(got[1], wantB) << what;
+    for (bool transposed : {false, true})
+      for (auto [m, n, k] :
+           {std::tuple<int64_t, int64_t, int64_t>{96, 64, 32}, {37, 19, 11}}) {
+        TensorType dy{d, {m, n}}, x{d, {m, k}}, db{d, {n}};
+        TensorType dw{d, transposed ? std::vector<int64_t>{k, n}
+                                    : std::vector<int64_t>{n, k}};
+        Case fused{"wgrad_bias", {dy, x}, {dw, db}};
+        if (transposed)
+          fused.attrs.set("transposed", true);
+        expectConforms(fused, *gpu);
+        std::vector<std::string> in = inputs(fused, 12);
+        std::vector<std::string> got = runOn(*gpu, fused, in);
+        Case weight{"gemm", {dy, x}, {dw}};
+        if (transposed)
+          weight.in = {x, dy};
+        weight.attrs.set("alpha", 1.0);
+        weight.attrs.set("beta", 0.0);
+        weight.attrs.set("transA", true);
+        weight.attrs.set("transB", false);
+        Case bias{"reduce_sum", {dy}, {db}};
+        bias.attrs.set("axes", std::vector<int64_t>{0});
+        bias.attrs.set("keepdims", false);
+        std::string wantW =
+            runOn(*gpu, weight,
+                  transposed ? std::vector<std::string>{in[1], in[0]} : in)[0];
+        std::string wantB = runOn(*gpu, bias, {in[0]})[0];
+        std::string what = std::string(dtypeName(d)) + " " + std::to_string(m) +
+                           "x" + std::to_string(n) +
+                           (transposed ? " transposed" : "");
+        expectMatches(dw, got[0], wantW, "wgrad_bias weight, " + what);
+        expectMatches(db, got[1], wantB, "wgrad_bias bias, " + what);
+        if (GetParam() == "cpu") {
+          EXPECT_EQ(got[0], wantW) << what;
+          EXPECT_EQ(got[1], wantB) << what;
+        }
       }
-    }
 }
 
 /// Every reduction, an ignored label, class weights, samples with and

@@ -339,6 +339,13 @@ TEST(KernelSpec, ChecksAWgradBias) {
                     json::object())
                 .find("output 1 is [1x4] f32, wgrad_bias writes [4] f32"),
             std::string::npos);
+  // Transposed (an x W layer's X^T dY): the weight gradient is [K, N].
+  json transposed = {{"transposed", true}};
+  std::vector<OperandPlacement> kn = {f32({3, 4}, 256), f32({4}, 320)};
+  EXPECT_EQ(errorOf("wgrad_bias", {dy, x}, kn, transposed), "");
+  EXPECT_NE(errorOf("wgrad_bias", {dy, x}, out, transposed)
+                .find("output 0 is [4x3] f32, wgrad_bias writes [3x4] f32"),
+            std::string::npos);
 }
 
 /// layer_norm_grad's accumulate (weft-fold-layer-norm-grad-add) has the

@@ -39,9 +39,12 @@ LogicalResult WgradBiasOp::inferReturnTypes(MLIRContext *,
                              "[M, K] of one dtype, got ",
                              grad, " and ", input);
   Type element = grad.getElementType();
-  out.push_back(RankedTensorType::get({grad.getDimSize(1), input.getDimSize(1)},
-                                      element));
-  out.push_back(RankedTensorType::get({grad.getDimSize(1)}, element));
+  int64_t n = grad.getDimSize(1), k = input.getDimSize(1);
+  SmallVector<int64_t, 2> weight{n, k};
+  if (adaptor.getTransposed())
+    std::swap(weight[0], weight[1]);
+  out.push_back(RankedTensorType::get(weight, element));
+  out.push_back(RankedTensorType::get({n}, element));
   return success();
 }
 

@@ -99,14 +99,18 @@ def Weft_WgradBiasOp : Weft_InferredOp<"wgrad_bias"> {
   let description = [{
     `grad: [M, N]` (the layer's output gradient), `input: [M, K]` (its
     input), one float dtype: `weight_grad = grad^T input : [N, K]` (the
-    gemm with `transA`) and `bias_grad[n] = sum_m grad[m, n] : [N]`,
-    summed in double on the CPU, f32 or wider on a GPU.
-    weft-fold-bias-grad makes it from that gemm and the reduce_sum beside
-    it; on a GPU it is one cuBLASLt GEMM whose epilogue sums the bias
-    gradient (CUBLASLT_EPILOGUE_BGRADB), so `grad` is read once. Cost: `2
-    M N K + M N` FLOPs, the two ops' it replaces.
+    gemm(grad, input) with `transA`: a Linear layer's weight is [N, K]),
+    or, with `transposed`, `input^T grad : [K, N]` (gemm(input, grad)
+    with `transA`: a layer computing `x W` with W [K, N], as Hugging
+    Face's Conv1D); and `bias_grad[n] = sum_m grad[m, n] : [N]`, summed
+    in double on the CPU, f32 or wider on a GPU. weft-fold-bias-grad makes
+    it from that gemm and the reduce_sum beside it; on a GPU it is one
+    cuBLASLt GEMM whose epilogue sums the bias gradient
+    (CUBLASLT_EPILOGUE_BGRADB, or BGRADA when transposed), so `grad` is
+    read once. Cost: `2 M N K + M N` FLOPs, the two ops' it replaces.
   }];
-  let arguments = (ins Weft_FloatTensor:$grad, Weft_FloatTensor:$input);
+  let arguments = (ins Weft_FloatTensor:$grad, Weft_FloatTensor:$input,
+                       UnitAttr:$transposed);
   let results = (outs Weft_FloatTensor:$weight_grad,
                       Weft_FloatTensor:$bias_grad);
   let assemblyFormat = [{
