@@ -1,10 +1,10 @@
 """Benchmark (a GPU): one bf16 AdamW training step of a GPT-2-medium shape
-(24 layers, hidden 1024, 16 heads, sequence 1024, vocabulary 50257, batch
-8) on one GPU: weft-run --device cuda, with the exported attention and
-with --flash-attention (cuDNN's fused flash attention), against torch eager
-(the same attention ops, and with F.scaled_dot_product_attention: torch's
-flash attention, torch >= 2.0) and torch.compile (autocast bf16, the same
-weights and batch), and weft's MFU.
+(24 layers, hidden 1024, 16 heads, sequence 1024, vocabulary 50257, batch 8;
+GPT-2's tanh GELU) on one GPU: weft-run --device cuda, with the exported
+attention and with --flash-attention (cuDNN's fused flash attention),
+against torch eager (the same attention ops, and with
+F.scaled_dot_product_attention: torch's flash attention, torch >= 2.0) and
+torch.compile (autocast bf16, the same weights and batch), and weft's MFU.
 
 It runs in two halves, because the GPU machine has no weftc (MLIR and LLVM
 are not there) and a 1.4 GB model does not travel to it:
@@ -68,6 +68,9 @@ SHAPES = {
 PLANS = (("weft", ()), ("weft flash", ("--flash-attention",)))
 INPUTS = ["tokens", "targets"]
 SEED = 0
+# GPT-2's own GELU (gelu_new, the tanh form), in weft and torch alike: the
+# form cuBLASLt's GEMM epilogues compute (weft-fold-gemm-gelu).
+GELU = "tanh"
 
 
 def model_flops(model, layers, hidden, seq, tokens):
@@ -84,7 +87,7 @@ def prepare(build, out, shape_name, precision, batch):
     PLANS row and bench.json."""
     out.mkdir(parents=True, exist_ok=True)
     shape = SHAPES[shape_name]
-    model, inputs = gpt.build(**shape, batch=batch, seed=SEED)
+    model, inputs = gpt.build(**shape, batch=batch, seed=SEED, gelu=GELU)
     onnx_path = out / "model.onnx"
     # The batch axis is dynamic: exporting one sequence keeps the trace's
     # memory small (batch 8 at this size holds over 23 GB), and weftc
@@ -128,7 +131,7 @@ def torch_step(args, meta, batch, compiled, sdpa, steps):
     attention through F.scaled_dot_product_attention); returns (median
     step seconds, step-1 loss, max_memory_allocated or None)."""
     model, _ = gpt.build(**SHAPES[meta["shape"]], batch=meta["batch"],
-                         seed=SEED)
+                         seed=SEED, gelu=GELU)
     for block in model.blocks:
         block.sdpa = sdpa
     device = torch.device(args.device)
@@ -166,7 +169,7 @@ def run(args):
     meta = json.loads((args.dir / "bench.json").read_text())
     steps = args.steps + args.warmup
     model, batch = gpt.build(**SHAPES[meta["shape"]], batch=meta["batch"],
-                             seed=SEED)
+                             seed=SEED, gelu=GELU)
     write_weights(model, args.dir / "model.onnx")  # ValueError: exit 1
     del model
     shutil.rmtree(args.dir / "data", ignore_errors=True)

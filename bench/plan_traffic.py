@@ -24,7 +24,8 @@ import pathlib
 import sys
 
 # Kernels bound by arithmetic rather than memory traffic on a GPU.
-COMPUTE_BOUND = ("gemm", "matmul", "wgrad_bias", "attention", "attention_grad",
+COMPUTE_BOUND = ("gemm", "matmul", "wgrad_bias", "gemm_gelu_tanh",
+                 "gemm_gelu_tanh_grad", "attention", "attention_grad",
                  "conv", "conv_transpose")
 
 

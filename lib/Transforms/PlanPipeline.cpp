@@ -246,8 +246,10 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   if (o.flashAttention)
     pm.addNestedPass<func::FuncOp>(createFoldAttentionSplit());
   if (o.step == CompiledStep::Forward) {
-    // A residual add and the LayerNorm of its sum in one kernel.
+    // A residual add and the LayerNorm of its sum in one kernel; a tanh
+    // GELU in its GEMM's epilogue.
     pm.addNestedPass<func::FuncOp>(createFoldResidualLayerNorm());
+    pm.addNestedPass<func::FuncOp>(createFoldGemmGelu());
     if (o.overlapCollectives)
       pm.addNestedPass<func::FuncOp>(createOverlapCollectives());
     return;
@@ -304,8 +306,10 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
        /*exceptLast=*/pipelined && o.schedule == ScheduleKind::GPipe,
        nameOf(kGranularities, o.recomputeGranularity.getValue()).str()}));
   // A residual add and the LayerNorm of its sum in one kernel, once the
-  // recompute regions are cut at the sums.
+  // recompute regions are cut at the sums; a tanh GELU and its gradient in
+  // their GEMMs' epilogues.
   pm.addNestedPass<func::FuncOp>(createFoldResidualLayerNorm());
+  pm.addNestedPass<func::FuncOp>(createFoldGemmGelu());
   // Sequence parallelism keeps linears' inputs as shards: gathered again
   // in the backward.
   if (o.sequenceParallel)

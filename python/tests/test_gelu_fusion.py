@@ -9,6 +9,7 @@ BERT, Hugging Face's `NewGELUActivation` (GPT-2's `gelu_new`), Megatron-LM's
 (`test/Transforms/fuse-gelu.mlir`) cover f16/bf16 constants and what must
 not match."""
 
+import json
 import math
 
 import pytest
@@ -62,15 +63,45 @@ def test_spelling_fuses_and_trains_to_float64(weftc, tmp_path, spelling):
     assert result.returncode == 0, result.stderr
     fused = SPELLINGS[spelling][0]
     ir = result.stdout
+    # The tanh form goes on into its Linear layers' GEMMs (cuBLASLt's
+    # epilogues; weft-fold-gemm-gelu): the first's, and the second's input
+    # gradient.
+    if fused == "gelu_tanh":
+        fused = "gemm_gelu_tanh"
     assert f"weft.{fused} " in ir and f"weft.{fused}_grad " in ir
     assert "weft.erf" not in ir and "weft.tanh" not in ir
-    other = {"gelu": "gelu_tanh", "gelu_tanh": "gelu"}[fused]
-    assert f"weft.{other} " not in ir
+    for other in {"gelu", "gelu_tanh", "gemm_gelu_tanh"} - {fused}:
+        assert f"weft.{other} " not in ir
     for m in (1, 2):
         report = oracle.check_sgd_step(
             oracle.Tools(weftc, tool("weft-run")), model, path, batch,
             ["x", "labels"], tmp_path / f"m{m}", micro_batches=m)
         assert report.worst.ratio < oracle.F32_FACTOR, report.summary()
+
+
+@pytest.mark.parametrize("flags", [[], ["--recompute=full"]])
+def test_gpt_tanh_mlp_runs_in_its_gemms(weftc, tmp_path, flags):
+    """The gpt example with GPT-2's tanh GELU: each layer's GELU and its
+    gradient fold into the MLP's GEMMs (with full recompute, the
+    recomputed ones too), and one SGD step matches float64 per tensor."""
+    from weft.examples import gpt
+    config = dict(gpt.CONFIGS["small"], layers=2)
+    model, batch = gpt.build(**config, gelu="tanh")
+    path = tmp_path / "gpt-tanh.onnx"
+    export(model, batch, str(path), ["tokens", "targets"])
+    report = oracle.check_sgd_step(
+        oracle.Tools(weftc, tool("weft-run")), model, path, batch,
+        ["tokens", "targets"], tmp_path / "step", micro_batches=2,
+        flags=flags)
+    assert report.worst.ratio < oracle.F32_FACTOR, report.summary()
+    plan = json.loads((tmp_path / "step" / "plan.json").read_text())
+    kernels = [i.get("kernel") for r in plan["ranks"]
+               for i in r["instructions"]]
+    # 2 layers x 2 micro-batches, each one of each; no GELU left alone.
+    forward = 8 if flags else 4  # recomputed in the backward too
+    assert kernels.count("gemm_gelu_tanh") == forward, kernels
+    assert kernels.count("gemm_gelu_tanh_grad") == 4, kernels
+    assert "gelu_tanh" not in kernels and "gelu_tanh_grad" not in kernels
 
 
 def test_tanh_gelu_is_not_erf_gelu(weftc, tmp_path):

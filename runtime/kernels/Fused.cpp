@@ -2,7 +2,9 @@
 
 #include "Fused.h"
 
+#include <cstddef>
 #include <utility>
+#include <vector>
 
 namespace weft::rt {
 
@@ -42,11 +44,37 @@ void wgradBias(const KernelCall &call, const PartLauncher &launch) {
   launch({"reduce_sum", {call.in[0]}, {call.out[1]}, rows, call.ctx});
 }
 
+/// gemm_gelu_tanh (A, B, C?) -> (gelu_tanh(Y), Y): the gemm into the
+/// pre-activation, then the GELU of it.
+void gemmGeluTanh(const KernelCall &call, const PartLauncher &launch) {
+  const Tensor &pre = call.out[1];
+  launch({"gemm", call.in, {pre}, call.attrs, call.ctx});
+  KernelAttrs none;
+  launch({"gelu_tanh", {pre}, {call.out[0]}, none, call.ctx});
+}
+
+/// gemm_gelu_tanh_grad (A, B, pre) -> gelu_tanh_grad(pre, gemm(A, B)): the
+/// gemm's output, the gradient reaching the GELU, in a buffer of the
+/// output's dtype (rounded as the unfused plan's), then the GELU's
+/// gradient.
+void gemmGeluTanhGrad(const KernelCall &call, const PartLauncher &launch) {
+  const Tensor &out = call.out[0];
+  std::vector<std::byte> bytes(out.bytes());
+  Tensor dy{bytes.data(), out.dtype, out.shape};
+  KernelAttrs product = call.attrs; // no C: beta is moot, but gemm's
+  product.set("beta", 0.0);
+  launch({"gemm", {call.in[0], call.in[1]}, {dy}, product, call.ctx});
+  KernelAttrs none;
+  launch({"gelu_tanh_grad", {call.in[2], dy}, {out}, none, call.ctx});
+}
+
 } // namespace
 
 const std::map<std::string, FusedFn> &fusedKernels() {
   static const std::map<std::string, FusedFn> table = {
       {"add_layer_norm", addLayerNorm},
+      {"gemm_gelu_tanh", gemmGeluTanh},
+      {"gemm_gelu_tanh_grad", gemmGeluTanhGrad},
       {"wgrad_bias", wgradBias},
   };
   return table;

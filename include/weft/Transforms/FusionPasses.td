@@ -296,4 +296,30 @@ def FoldResidualLayerNorm : Pass<"weft-fold-residual-layer-norm",
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def FoldGemmGelu : Pass<"weft-fold-gemm-gelu", "mlir::func::FuncOp"> {
+  let summary = "Apply a tanh GELU, and its derivative, in the epilogue of "
+                "the GEMM beside it";
+  let description = [{
+    A transformer MLP's first Linear layer writes the GELU's input and the
+    GELU reads it back; in the backward, the second layer's input-gradient
+    GEMM writes the gradient reaching the GELU's output, and the GELU's
+    gradient reads it back. Where a `weft.gelu_tanh` reads a gemm's result
+    (directly or through a reshape) with the gemm's bookkeeping (stage,
+    micro-batch, phase, recompute marks), the two become one
+    `weft.gemm_gelu_tanh`, whose second result, the GELU's input, the
+    gemm's other readers read (the GELU's gradient). Where a
+    `weft.gelu_tanh_grad`'s output gradient is a gemm (no C) that nothing
+    else reads, the two become one `weft.gemm_gelu_tanh_grad`. On a GPU
+    each is one cuBLASLt GEMM whose epilogue applies the GELU
+    (CUBLASLT_EPILOGUE_GELU_AUX, _BIAS with a Linear's bias) or multiplies
+    by its derivative (CUBLASLT_EPILOGUE_DGELU), as Transformer Engine's
+    and Megatron-LM's fused bias-GELU do: for a GPT-2 MLP of [B S, 4h], one
+    read of the GELU's input and a write and a read of its output gradient
+    fewer per layer. The erf GELU (`weft.gelu`) stays: cuBLASLt's is the
+    tanh form. The CPU runs each as its two kernels (the same bits). weftc
+    runs it after weft-checkpoint, and on forward-only steps.
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 #endif // WEFT_TRANSFORMS_FUSIONPASSES_TD

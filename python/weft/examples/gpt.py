@@ -27,9 +27,12 @@ CONFIGS = {
 
 
 class Block(nn.Module):
-    def __init__(self, hidden, heads, seq, dropout):
+    def __init__(self, hidden, heads, seq, dropout, gelu="erf"):
         super().__init__()
         self.heads = heads
+        # "erf" (torch's default GELU) or "tanh" (GPT-2's gelu_new, the
+        # form cuBLASLt's GEMM epilogue computes).
+        self.gelu = {"erf": "none", "tanh": "tanh"}[gelu]
         self.ln1 = nn.LayerNorm(hidden)
         self.qkv = nn.Linear(hidden, 3 * hidden)
         self.proj = nn.Linear(hidden, hidden)
@@ -66,16 +69,18 @@ class Block(nn.Module):
 
     def forward(self, x):
         x = x + self.attention(self.ln1(x))
-        return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)))))
+        h = F.gelu(self.fc(self.ln2(x)), approximate=self.gelu)
+        return x + self.drop(self.out(h))
 
 
 class GPT(nn.Module):
-    def __init__(self, layers, hidden, heads, seq, vocab, dropout=0.0):
+    def __init__(self, layers, hidden, heads, seq, vocab, dropout=0.0,
+                 gelu="erf"):
         super().__init__()
         self.wte = nn.Embedding(vocab, hidden)
         self.wpe = nn.Embedding(seq, hidden)
         self.blocks = nn.ModuleList(
-            Block(hidden, heads, seq, dropout) for _ in range(layers))
+            Block(hidden, heads, seq, dropout, gelu) for _ in range(layers))
         self.ln_f = nn.LayerNorm(hidden)
         self.register_buffer("positions", torch.arange(seq))
         self.apply(self.init_weights)
@@ -102,10 +107,12 @@ class GPT(nn.Module):
                                targets.reshape(-1))
 
 
-def build(layers, hidden, heads, seq, vocab, batch, seed=0):
-    """The model and a fixed batch (tokens, targets)."""
-    return build_lm(lambda: GPT(layers, hidden, heads, seq, vocab), vocab,
-                    batch, seq, seed)
+def build(layers, hidden, heads, seq, vocab, batch, seed=0, gelu="erf"):
+    """The model and a fixed batch (tokens, targets); `gelu` "erf" or
+    "tanh" (GPT-2's)."""
+    return build_lm(
+        lambda: GPT(layers, hidden, heads, seq, vocab, gelu=gelu), vocab,
+        batch, seq, seed)
 
 
 def main(argv=None):
@@ -114,11 +121,14 @@ def main(argv=None):
     parser.add_argument("--config", choices=CONFIGS, default="small")
     for key in CONFIGS["small"]:
         parser.add_argument("--" + key, type=int)
+    parser.add_argument("--gelu", choices=["erf", "tanh"], default="erf",
+                        help="the MLP's GELU: torch's default or GPT-2's "
+                             "tanh form")
     args = parser.parse_args(argv)
     config = dict(CONFIGS[args.config])
     config.update({k: v for k, v in vars(args).items()
                    if k in config and v is not None})
-    model, inputs = build(**config)
+    model, inputs = build(**config, gelu=args.gelu)
     print(export(model, inputs, ["tokens", "targets"], args.output))
 
 

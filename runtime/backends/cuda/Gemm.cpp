@@ -14,7 +14,13 @@
 // sums run over the GEMM's k, one per column of its n x m output; for the
 // transposed X^T dY, dY is our B and cuBLASLt's A: BGRADA, one sum per
 // row of its output); where the heuristic offers no algorithm for it, a
-// plain GEMM and reduce_sum.
+// plain GEMM and reduce_sum. gemm_gelu_tanh applies the tanh GELU in the
+// epilogue and stores its input beside (CUBLASLT_EPILOGUE_GELU_AUX,
+// _BIAS), gemm_gelu_tanh_grad multiplies by its derivative at that input
+// (CUBLASLT_EPILOGUE_DGELU); the auxiliary matrix has the output's layout.
+// Those two take the epilogue for 16-bit outputs whose rows are a multiple
+// of 8 (the auxiliary leading dimension's rule), and otherwise, or where
+// the heuristic has no algorithm, run the gemm and the GELU kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,6 +66,11 @@ struct Descriptors {
   }
 };
 
+/// The tanh GELU cuBLASLt applies in the epilogue: its value, storing its
+/// input in the auxiliary matrix, or its derivative at the auxiliary
+/// matrix times the product.
+enum class Gelu { None, Forward, Backward };
+
 /// One row-major GEMM (batched: `batch` of them `stride*` elements
 /// apart): C = alpha op(A) op(B) + beta C.
 struct Gemm {
@@ -74,6 +85,9 @@ struct Gemm {
   /// or op(B)'s (one per column) when `biasGradOfB`, of C's dtype.
   void *biasGrad = nullptr;
   bool biasGradOfB = false;
+  Gelu gelu = Gelu::None;
+  /// The GELU's input, [m, n] like C: written (Forward) or read (Backward).
+  const void *aux = nullptr;
 
   void run(const KernelCall &call, const Context &ctx, const void *a,
            const void *b, void *c) const {
@@ -107,8 +121,21 @@ struct Gemm {
     };
     // Column-major D is n x m: the bias runs along its n rows, as
     // cuBLASLt's bias vector does.
-    if (bias)
+    if (gelu == Gelu::Forward)
+      epilogue(bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                    : CUBLASLT_EPILOGUE_GELU_AUX,
+               bias);
+    else if (gelu == Gelu::Backward)
+      epilogue(CUBLASLT_EPILOGUE_DGELU, nullptr);
+    else if (bias)
       epilogue(CUBLASLT_EPILOGUE_BIAS, bias);
+    if (gelu != Gelu::None) {
+      int64_t ld = ldc;
+      WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
+          d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+      WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
+          d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
+    }
     // Our op(A) is cuBLASLt's op(B): its sums over k, one per column of the
     // column-major n x m output, i.e. per row of ours; our op(B) is its
     // op(A), one sum per row of that output (per column of ours).
@@ -195,8 +222,9 @@ bool isColumnBias(const KernelCall &call, const Tensor &y) {
 
 /// ONNX Gemm: Y = alpha op(A) op(B) + beta C: a column bias in the
 /// epilogue, another C broadcast into Y first.
-void gemm(const KernelCall &call, const Context &ctx) {
-  const Tensor &a = call.in[0], &b = call.in[1], &y = call.out[0];
+/// The GEMM of a gemm-like call (A, B, ...) -> (Y [m, n], ...), without C.
+Gemm gemmOf(const KernelCall &call, const Tensor &y) {
+  const Tensor &a = call.in[0], &b = call.in[1];
   Gemm g{a.dtype, call.b("transA"), call.b("transB")};
   g.m = y.shape[0];
   g.n = y.shape[1];
@@ -205,6 +233,12 @@ void gemm(const KernelCall &call, const Context &ctx) {
   g.ldb = b.shape[1];
   g.ldc = g.n;
   g.alpha = float(call.f("alpha"));
+  return g;
+}
+
+void gemm(const KernelCall &call, const Context &ctx) {
+  const Tensor &a = call.in[0], &b = call.in[1], &y = call.out[0];
+  Gemm g = gemmOf(call, y);
   if (isColumnBias(call, y)) {
     g.bias = call.in[2].data;
     if (g.tryRun(call, ctx, a.data, b.data, y.data))
@@ -245,12 +279,57 @@ void wgradBias(const KernelCall &call, const Context &ctx) {
   kernelTable().at("reduce_sum")(sums, ctx);
 }
 
+/// Whether cuBLASLt's GELU epilogues may run on `y`: 16-bit (their
+/// accuracy against f32's tolerance is unmeasured), rows a multiple of 8.
+bool geluEpilogue(const Tensor &y) {
+  return isHalf(y.dtype) && y.shape[1] % 8 == 0;
+}
+
+/// gemm_gelu_tanh (A, B, C?) -> (gelu_tanh(Y), Y).
+void gemmGeluTanh(const KernelCall &call, const Context &ctx) {
+  const Tensor &y = call.out[0], &pre = call.out[1];
+  bool noC = call.in.size() < 3;
+  if (geluEpilogue(y) && (noC || isColumnBias(call, y))) {
+    Gemm g = gemmOf(call, y);
+    g.gelu = Gelu::Forward;
+    g.aux = pre.data;
+    g.bias = noC ? nullptr : call.in[2].data;
+    if (g.tryRun(call, ctx, call.in[0].data, call.in[1].data, y.data))
+      return;
+  }
+  gemm(KernelCall{"gemm", call.in, {pre}, call.attrs, call.ctx}, ctx);
+  KernelAttrs none;
+  kernelTable().at("gelu_tanh")(
+      KernelCall{"gelu_tanh", {pre}, {y}, none, call.ctx}, ctx);
+}
+
+/// gemm_gelu_tanh_grad (A, B, pre) -> gelu_tanh_grad(pre, gemm(A, B)).
+void gemmGeluTanhGrad(const KernelCall &call, const Context &ctx) {
+  const Tensor &pre = call.in[2], &dx = call.out[0];
+  if (geluEpilogue(dx)) {
+    Gemm g = gemmOf(call, dx);
+    g.gelu = Gelu::Backward;
+    g.aux = pre.data;
+    if (g.tryRun(call, ctx, call.in[0].data, call.in[1].data, dx.data))
+      return;
+  }
+  // The product into dx, then the GELU's gradient over it in place (each
+  // element read before it is written).
+  gemm(KernelCall{"gemm", {call.in[0], call.in[1]}, {dx}, call.attrs, call.ctx},
+       ctx);
+  KernelAttrs none;
+  kernelTable().at("gelu_tanh_grad")(
+      KernelCall{"gelu_tanh_grad", {pre, dx}, {dx}, none, call.ctx}, ctx);
+}
+
 } // namespace
 
 void registerGemmKernels(KernelTable &t) {
   t["matmul"] = matmul;
   t["gemm"] = gemm;
   t["wgrad_bias"] = wgradBias;
+  t["gemm_gelu_tanh"] = gemmGeluTanh;
+  t["gemm_gelu_tanh_grad"] = gemmGeluTanhGrad;
 }
 
 } // namespace weft::rt::cuda

@@ -29,6 +29,12 @@ inline int64_t satMul(int64_t a, int64_t b) {
   return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
 }
 
+/// a + b of non-negative costs, saturating at INT64_MAX.
+inline int64_t satAdd(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 /// Product of `dims` (the shape rule has bounded each by a buffer's size,
 /// attribute lists are not: saturating).
 inline int64_t product(const std::vector<int64_t> &dims) {

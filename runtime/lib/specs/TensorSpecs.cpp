@@ -76,7 +76,35 @@ int64_t gemmFlops(const SpecCall &call, const Types &out) {
   int64_t c = call.in.size() < 3            ? 0
               : call.attrs.f("beta") == 1.0 ? mn
                                             : satMul(2, mn);
-  return satMul(2, satMul(mn, k)) + c;
+  return satAdd(satMul(2, satMul(mn, k)), c);
+}
+
+/// gemm_gelu_tanh (A, B, C?) -> (gelu_tanh(gemm), gemm): the gemm's rule.
+Types gemmGeluTanh(const SpecCall &call) {
+  Types out = gemm(call);
+  out.push_back(out[0]);
+  return out;
+}
+
+/// The gemm, and gelu_tanh's 9 FLOPs per element.
+int64_t gemmGeluTanhFlops(const SpecCall &call, const Types &out) {
+  return satAdd(gemmFlops(call, out), satMul(9, out[0].numel()));
+}
+
+/// gemm_gelu_tanh_grad (A, B, pre-activation) -> gelu_tanh_grad(pre,
+/// gemm(A, B)): the gemm's rule without C; the pre-activation its type.
+Types gemmGeluTanhGrad(const SpecCall &call) {
+  std::vector<TensorType> operands(call.in.begin(), call.in.begin() + 2);
+  Types out = gemm(SpecCall{operands, call.attrs});
+  call.requireType(2, out[0], "the pre-activation");
+  return out;
+}
+
+/// The gemm, and gelu_tanh_grad's 14 FLOPs per element.
+int64_t gemmGeluTanhGradFlops(const SpecCall &call, const Types &out) {
+  std::vector<TensorType> operands(call.in.begin(), call.in.begin() + 2);
+  return satAdd(gemmFlops(SpecCall{operands, call.attrs}, out),
+                satMul(14, out[0].numel()));
 }
 
 Types transpose(const SpecCall &call) {
@@ -283,16 +311,35 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .attrs = {},
                .infer = matmul,
                .flops = matmulFlops});
+  const std::vector<AttrSpec> gemmAttrs = {{"alpha", AttrKind::Float},
+                                           {"beta", AttrKind::Float},
+                                           {"transA", AttrKind::Bool},
+                                           {"transB", AttrKind::Bool}};
   t.push_back({.name = "gemm",
                .source = "Gemm-13",
                .minInputs = 2,
                .maxInputs = 3,
-               .attrs = {{"alpha", AttrKind::Float},
-                         {"beta", AttrKind::Float},
-                         {"transA", AttrKind::Bool},
-                         {"transB", AttrKind::Bool}},
+               .attrs = gemmAttrs,
                .infer = gemm,
                .flops = gemmFlops});
+  t.push_back({.name = "gemm_gelu_tanh",
+               .source = "weft.gemm_gelu_tanh: Gemm-13, then Gelu-20 "
+                         "(tanh) of its output",
+               .minInputs = 2,
+               .maxInputs = 3,
+               .attrs = gemmAttrs,
+               .infer = gemmGeluTanh,
+               .flops = gemmGeluTanhFlops});
+  t.push_back({.name = "gemm_gelu_tanh_grad",
+               .source = "weft.gemm_gelu_tanh_grad: Gemm-13 (no C), then "
+                         "the Gelu-20 (tanh) adjoint at the pre-activation",
+               .minInputs = 3,
+               .maxInputs = 3,
+               .attrs = {{"alpha", AttrKind::Float},
+                         {"transA", AttrKind::Bool},
+                         {"transB", AttrKind::Bool}},
+               .infer = gemmGeluTanhGrad,
+               .flops = gemmGeluTanhGradFlops});
   t.push_back({.name = "transpose",
                .source = "Transpose-13",
                .minInputs = 1,

@@ -235,3 +235,13 @@ func.func @add_layer_norm_residual(%x: tensor<4x8xf32>, %r: tensor<8xf32>, %g: t
   %y, %m, %s, %sum = weft.add_layer_norm %x, %r, %g {axis = 1 : i64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x8xf32>)
   return
 }
+
+// -----
+
+// gemm_gelu_tanh_grad's pre-activation has the product's type.
+func.func @gemm_gelu_tanh_grad_pre(%a: tensor<6x5xf32>, %b: tensor<5x8xf32>, %p: tensor<6x4xf32>) {
+  // expected-error @+2 {{gemm_gelu_tanh_grad: pre_activation 'tensor<6x4xf32>' is not the gemm's result type 'tensor<6x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %d = weft.gemm_gelu_tanh_grad %a, %b, %p : (tensor<6x5xf32>, tensor<5x8xf32>, tensor<6x4xf32>) -> tensor<6x8xf32>
+  return
+}

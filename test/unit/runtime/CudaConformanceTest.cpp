@@ -101,6 +101,61 @@ TEST_P(CudaConformance, GemmTransposesAndBias) {
           }
 }
 
+/// gemm_gelu_tanh and gemm_gelu_tanh_grad (weft-fold-gemm-gelu; on a GPU
+/// cuBLASLt's GELU_AUX(_BIAS) and DGELU epilogues for 16-bit rows of a
+/// multiple of 8, the two kernels otherwise: N 48 and 20 take each path)
+/// give the gemm and the GELU (or its gradient) they replace: within the
+/// dtype's tolerance (the epilogue applies the GELU before the product's
+/// rounding), exactly on the CPU (the two kernels).
+TEST_P(CudaConformance, GemmGeluIsTheGemmThenTheGelu) {
+  KernelAttrs none;
+  for (DType d : floats())
+    for (int64_t n : {48, 20})
+      for (bool bias : {false, true}) {
+        std::string what = std::string(dtypeName(d)) + " N " +
+                           std::to_string(n) + (bias ? " with bias" : "");
+        TensorType x{d, {37, 24}}, w{d, {n, 24}}, y{d, {37, n}};
+        Case fused{"gemm_gelu_tanh", {x, w}, {y, y}};
+        if (bias)
+          fused.in.push_back({d, {n}});
+        fused.attrs.set("alpha", 1.0);
+        fused.attrs.set("beta", 1.0);
+        fused.attrs.set("transA", false);
+        fused.attrs.set("transB", true);
+        expectConforms(fused, *gpu);
+        std::vector<std::string> in = inputs(fused, 14);
+        std::vector<std::string> got = runOn(*gpu, fused, in);
+        Case product = fused;
+        product.kernel = "gemm";
+        product.out = {y};
+        std::string pre = runOn(*gpu, product, in)[0];
+        std::string want = runOn(*gpu, Case{"gelu_tanh", {y}, {y}}, {pre})[0];
+        expectMatches(y, got[1], pre, "pre-activation, " + what);
+        expectMatches(y, got[0], want, "gelu, " + what);
+        // The backward: dY [37, 16] times W2 [16, n], at the pre-activation.
+        TensorType dy{d, {37, 16}}, w2{d, {16, n}};
+        Case grad{"gemm_gelu_tanh_grad", {dy, w2, y}, {y}};
+        grad.attrs.set("alpha", 1.0);
+        grad.attrs.set("transA", false);
+        grad.attrs.set("transB", false);
+        expectConforms(grad, *gpu);
+        std::vector<std::string> gradIn = inputs(grad, 15);
+        std::string dx = runOn(*gpu, grad, gradIn)[0];
+        Case plain{"gemm", {dy, w2}, {y}};
+        plain.attrs = grad.attrs;
+        plain.attrs.set("beta", 0.0);
+        std::string dg = runOn(*gpu, plain, {gradIn[0], gradIn[1]})[0];
+        std::string wantDx = runOn(*gpu, Case{"gelu_tanh_grad", {y, y}, {y}},
+                                   {gradIn[2], dg})[0];
+        expectMatches(y, dx, wantDx, "gelu gradient, " + what);
+        if (GetParam() == "cpu") {
+          EXPECT_EQ(got[1], pre) << what;
+          EXPECT_EQ(got[0], want) << what;
+          EXPECT_EQ(dx, wantDx) << what;
+        }
+      }
+}
+
 /// AdamW and SGD: plain f32, and 16-bit with a master (and loss-scaled).
 TEST_P(CudaConformance, Updates) {
   TensorType f32{DType::F32, {1000}}, scaler{DType::F32, {3}},

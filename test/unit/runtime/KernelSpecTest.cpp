@@ -348,6 +348,34 @@ TEST(KernelSpec, ChecksAWgradBias) {
             std::string::npos);
 }
 
+/// gemm_gelu_tanh (weft-fold-gemm-gelu): the gemm's output twice, its
+/// FLOPs and the GELU's; gemm_gelu_tanh_grad's pre-activation has the
+/// product's type, else it is refused naming it.
+TEST(KernelSpec, ChecksAGemmGelu) {
+  OperandPlacement x = f32({6, 4}, 0), w = f32({8, 4}, 128), b = f32({8}, 256);
+  json linear = {
+      {"alpha", 1.0}, {"beta", 1.0}, {"transA", false}, {"transB", true}};
+  std::vector<OperandPlacement> out = {f32({6, 8}, 384), f32({6, 8}, 640)};
+  EXPECT_EQ(errorOf("gemm_gelu_tanh", {x, w, b}, out, linear), "");
+  EXPECT_EQ(costOf("gemm_gelu_tanh", {x, w, b}, out, linear).flops,
+            2 * 6 * 8 * 4 + 6 * 8 + 9 * 6 * 8);
+  json product = {{"alpha", 1.0}, {"transA", false}, {"transB", false}};
+  OperandPlacement dy = f32({6, 5}, 0), w2 = f32({5, 8}, 128),
+                   pre = f32({6, 8}, 384);
+  EXPECT_EQ(errorOf("gemm_gelu_tanh_grad", {dy, w2, pre}, {f32({6, 8}, 640)},
+                    product),
+            "");
+  EXPECT_EQ(
+      costOf("gemm_gelu_tanh_grad", {dy, w2, pre}, {f32({6, 8}, 640)}, product)
+          .flops,
+      (2 * 5 + 14) * 6 * 8);
+  EXPECT_NE(errorOf("gemm_gelu_tanh_grad", {dy, w2, f32({6, 4}, 384)},
+                    {f32({6, 8}, 640)}, product)
+                .find("input 2 (the pre-activation) is [6x4] f32, expected "
+                      "[6x8] f32"),
+            std::string::npos);
+}
+
 /// layer_norm_grad's accumulate (weft-fold-layer-norm-grad-add) has the
 /// input's type and counts its add; another type is refused naming it.
 TEST(KernelSpec, ChecksALayerNormGradsAccumulate) {

@@ -63,6 +63,19 @@ int64_t GemmOp::getFlops() {
   return 2 * mn * k + c;
 }
 
+// The gemm's and the GELU's (gelu_tanh: 9, gelu_tanh_grad: 14 per element).
+int64_t GemmGeluTanhOp::getFlops() {
+  int64_t k = shaped(getA()).getDimSize(getTransA() ? 0 : 1);
+  int64_t mn = numElements(getOutput().getType());
+  bool unscaled = getC() && getBeta().isExactlyValue(1.0);
+  int64_t c = !getC() ? 0 : unscaled ? mn : 2 * mn;
+  return 2 * mn * k + c + 9 * mn;
+}
+int64_t GemmGeluTanhGradOp::getFlops() {
+  int64_t k = shaped(getA()).getDimSize(getTransA() ? 0 : 1);
+  return (2 * k + 14) * numElements(getType());
+}
+
 int64_t SoftmaxOp::getFlops() { return 5 * numElements(getType()); }
 int64_t LogSoftmaxOp::getFlops() { return 5 * numElements(getType()); }
 int64_t LayerNormOp::getFlops() {

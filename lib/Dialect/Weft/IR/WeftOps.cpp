@@ -174,29 +174,62 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
-                                       std::optional<Location> loc,
-                                       Adaptor adaptor, Types &out) {
-  auto a = cast<RankedTensorType>(adaptor.getA().getType());
-  auto b = cast<RankedTensorType>(adaptor.getB().getType());
+namespace {
+/// ONNX Gemm-13's result: [M, N] from A [M, K] ([K, M] transposed), B
+/// [K, N] ([N, K]) and C broadcasting to [M, N] (null: none).
+LogicalResult inferGemm(std::optional<Location> loc, Value lhs, Value rhs,
+                        Value c, bool transA, bool transB, Types &out) {
+  RankedTensorType a = ranked(lhs), b = ranked(rhs);
   if (a.getRank() != 2 || b.getRank() != 2)
     return emitOptionalError(loc, "gemm operands must be 2-D, got ", a, ", ",
                              b);
-  int64_t m = a.getDimSize(adaptor.getTransA() ? 1 : 0);
-  int64_t ka = a.getDimSize(adaptor.getTransA() ? 0 : 1);
-  int64_t kb = b.getDimSize(adaptor.getTransB() ? 1 : 0);
-  int64_t n = b.getDimSize(adaptor.getTransB() ? 0 : 1);
+  int64_t m = a.getDimSize(transA ? 1 : 0);
+  int64_t ka = a.getDimSize(transA ? 0 : 1);
+  int64_t kb = b.getDimSize(transB ? 1 : 0);
+  int64_t n = b.getDimSize(transB ? 0 : 1);
   if (ka != kb)
     return emitOptionalError(loc, "gemm contraction dims differ: ", ka, " vs ",
                              kb);
-  if (Value c = adaptor.getC()) {
-    auto shape =
-        broadcastShapes(cast<RankedTensorType>(c.getType()).getShape(), {m, n});
+  if (c) {
+    auto shape = broadcastShapes(ranked(c).getShape(), {m, n});
     if (!shape || *shape != SmallVector<int64_t>{m, n})
       return emitOptionalError(loc, "gemm C ", c.getType(),
                                " does not broadcast to [", m, ", ", n, "]");
   }
   out.push_back(tensorOf({m, n}, a.getElementType()));
+  return success();
+}
+} // namespace
+
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor, Types &out) {
+  return inferGemm(loc, adaptor.getA(), adaptor.getB(), adaptor.getC(),
+                   adaptor.getTransA(), adaptor.getTransB(), out);
+}
+
+/// The gemm's result, twice: the GELU's output and its input.
+LogicalResult GemmGeluTanhOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor, Types &out) {
+  if (failed(inferGemm(loc, adaptor.getA(), adaptor.getB(), adaptor.getC(),
+                       adaptor.getTransA(), adaptor.getTransB(), out)))
+    return failure();
+  out.push_back(out.back());
+  return success();
+}
+
+LogicalResult GemmGeluTanhGradOp::inferReturnTypes(MLIRContext *,
+                                                   std::optional<Location> loc,
+                                                   Adaptor adaptor,
+                                                   Types &out) {
+  if (failed(inferGemm(loc, adaptor.getA(), adaptor.getB(), Value(),
+                       adaptor.getTransA(), adaptor.getTransB(), out)))
+    return failure();
+  if (adaptor.getPreActivation().getType() != out.back())
+    return emitOptionalError(loc, "gemm_gelu_tanh_grad: pre_activation ",
+                             adaptor.getPreActivation().getType(),
+                             " is not the gemm's result type ", out.back());
   return success();
 }
 

@@ -168,6 +168,57 @@ def Weft_GemmOp : Weft_InferredOp<"gemm", [DeclareOpInterfaceMethods<GradientOpI
   }];
 }
 
+def Weft_GemmGeluTanhOp : Weft_InferredOp<"gemm_gelu_tanh"> {
+  let summary = "A gemm and the tanh GELU of its output, in one GEMM.";
+  let description = [{
+    `pre_activation = alpha*op(A)*op(B) + beta*C` exactly as weft.gemm
+    (its operands, attributes and result), and `output =
+    gelu_tanh(pre_activation)` as weft.gelu_tanh: the MLP's first Linear
+    layer and its activation, whose gradient reads `pre_activation`.
+    weft-fold-gemm-gelu makes it; on a GPU one cuBLASLt GEMM whose
+    epilogue applies the GELU (tanh form) and stores its input beside
+    (CUBLASLT_EPILOGUE_GELU_AUX, _BIAS with a Linear's bias as C), so the
+    GELU's input is not read back. Cost: the gemm's FLOPs and 9 per
+    element of the output, the two ops' it replaces.
+  }];
+  let arguments = (ins Weft_FloatTensor:$a, Weft_FloatTensor:$b,
+                       Optional<Weft_FloatTensor>:$c,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<F64Attr, "1.0">:$beta,
+                       DefaultValuedAttr<BoolAttr, "false">:$transA,
+                       DefaultValuedAttr<BoolAttr, "false">:$transB);
+  let results = (outs Weft_FloatTensor:$output,
+                      Weft_FloatTensor:$pre_activation);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Weft_GemmGeluTanhGradOp : Weft_InferredOp<"gemm_gelu_tanh_grad"> {
+  let summary = "A gemm that gives a tanh GELU's output gradient, and the "
+                "GELU's input gradient from it.";
+  let description = [{
+    `output = gelu_tanh_grad(pre_activation, alpha*op(A)*op(B))`: the
+    gemm (no C) is the gradient reaching a GELU's output (the MLP's second
+    Linear layer's input gradient), `pre_activation` the GELU's input, of
+    the gemm's result type. weft-fold-gemm-gelu makes it; on a GPU one
+    cuBLASLt GEMM whose epilogue multiplies by the GELU's derivative
+    (CUBLASLT_EPILOGUE_DGELU), so the output gradient is neither written
+    nor read back. Cost: the gemm's FLOPs and 14 per element of the
+    output, the two ops' it replaces.
+  }];
+  let arguments = (ins Weft_FloatTensor:$a, Weft_FloatTensor:$b,
+                       Weft_FloatTensor:$pre_activation,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<BoolAttr, "false">:$transA,
+                       DefaultValuedAttr<BoolAttr, "false">:$transB);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = [{
+    $a `,` $b `,` $pre_activation attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Normalisation, activation with an axis, dropout
 //===----------------------------------------------------------------------===//
