@@ -167,10 +167,14 @@ struct Gemm {
         &ctx.workspaceBytes, sizeof ctx.workspaceBytes));
     cublasLtMatmulHeuristicResult_t best;
     int found = 0;
-    WEFT_CUBLAS_CHECK(lt.cublasLtMatmulAlgoGetHeuristic(
-        ctx.lt, d.op, d.a, d.b, d.c, d.c, d.preference, 1, &best, &found));
-    if (found == 0)
+    cublasStatus_t status = lt.cublasLtMatmulAlgoGetHeuristic(
+        ctx.lt, d.op, d.a, d.b, d.c, d.c, d.preference, 1, &best, &found);
+    // No algorithm: none found, or (cuBLASLt's documented answer) no
+    // heuristic for this configuration, as for an epilogue it lacks.
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED ||
+        (status == CUBLAS_STATUS_SUCCESS && found == 0))
       return false;
+    cublasCheck(status, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
     WEFT_CUBLAS_CHECK(lt.cublasLtMatmul(
         ctx.lt, d.op, &alpha, b, d.a, a, d.b, &beta, c, d.c, c, d.c, &best.algo,
         ctx.workspace, ctx.workspaceBytes, ctx.stream));
