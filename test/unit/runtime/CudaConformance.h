@@ -123,9 +123,18 @@ inline std::vector<std::string> inputs(const Case &c, uint32_t seed) {
   return out;
 }
 
+/// The kernels runOn has run, on either backend: after a whole run every
+/// CUDA kernel must be among them (CudaConformanceTest.cpp's coverage
+/// check), or a kernel would go unchecked on the GPU.
+inline std::set<std::string> &kernelsRun() {
+  static std::set<std::string> run;
+  return run;
+}
+
 /// Runs `c` on `backend`; returns the outputs' bytes.
 inline std::vector<std::string> runOn(Backend &backend, const Case &c,
                                       const std::vector<std::string> &in) {
+  kernelsRun().insert(c.kernel);
   std::vector<int64_t> offsets;
   int64_t size = 0;
   auto place = [&](int64_t bytes) {

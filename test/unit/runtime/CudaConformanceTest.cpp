@@ -221,8 +221,11 @@ TEST_P(CudaConformance, Movement) {
                {{d, {2, 3, 4}}, {d, {2, 1, 4}}, {d, {2, 5, 4}}}};
     split.attrs.set("axis", int64_t(1));
     split.attrs.set("sizes", std::vector<int64_t>{3, 1, 5});
+    // ZeRO's gathered parameter written back over its buffer (in place).
+    Case assign{"assign", {{d, {7, 33}}, {d, {7, 33}}}, {{d, {7, 33}}}};
+    assign.inPlace = {{0, 0}};
     for (const Case *c :
-         {&transpose, &matrix, &expand, &slice, &concat, &split})
+         {&transpose, &matrix, &expand, &slice, &concat, &split, &assign})
       expectConforms(*c, *gpu);
   }
 }
@@ -349,6 +352,23 @@ TEST(CudaKernelTable, CoversATransformerTrainingStep) {
                              "where"})
     EXPECT_TRUE(cuda::kernelTable().count(kernel)) << kernel;
 }
+
+/// After a whole run (no --gtest_filter; ctest's
+/// cuda-conformance-coverage, and scripts/gpu-check.sh on a GPU), every
+/// kernel of the CUDA table has been run by some case.
+class CoverageCheck : public ::testing::Environment {
+  void TearDown() override {
+    if (GTEST_FLAG_GET(filter) != "*")
+      return;
+    std::string missing;
+    for (const auto &[name, fn] : cuda::kernelTable())
+      if (!kernelsRun().count(name))
+        missing += " " + name;
+    EXPECT_EQ(missing, "") << "CUDA kernels without a conformance case";
+  }
+};
+[[maybe_unused]] ::testing::Environment *const kCoverage =
+    ::testing::AddGlobalTestEnvironment(new CoverageCheck);
 
 /// Every CPU kernel has a CUDA one (cuDNN's only when the build found it),
 /// so any plan the CPU runs loads on the GPU.
