@@ -13,6 +13,8 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "weft/Transforms/FuncUtils.h"
+
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -60,18 +62,11 @@ void fold(ReduceSumOp sums, GemmOp gemm) {
   bool transposed = gemm.getB() == dy;
   auto fused = WgradBiasOp::create(
       b, gemm.getLoc(), dy, transposed ? gemm.getA() : gemm.getB(), transposed);
-  // Backward bookkeeping (phase, stage) carries over, to the reshape too:
-  // weft-checkpoint would take an op without a phase for a forward one.
-  DictionaryAttr bookkeeping = gemm->getDiscardableAttrDictionary();
-  fused->setDiscardableAttrs(bookkeeping);
+  // Backward bookkeeping (phase, stage) carries over, to the reshape too.
+  fused->setDiscardableAttrs(gemm->getDiscardableAttrDictionary());
   gemm.getResult().replaceAllUsesWith(fused.getWeightGrad());
-  Value bias = fused.getBiasGrad();
-  if (bias.getType() != sums.getType()) {
-    bias = ReshapeOp::create(b, sums.getLoc(), bias,
-                             cast<RankedTensorType>(sums.getType()).getShape());
-    bias.getDefiningOp()->setDiscardableAttrs(bookkeeping);
-  }
-  sums.getResult().replaceAllUsesWith(bias);
+  sums.getResult().replaceAllUsesWith(
+      viewAs(b, fused.getBiasGrad(), sums.getType(), gemm));
   gemm.erase();
   sums.erase();
 }

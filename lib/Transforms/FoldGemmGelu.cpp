@@ -12,6 +12,8 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "weft/Transforms/FuncUtils.h"
+
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -45,16 +47,6 @@ GemmOp gemmOf(Value v, Operation *user, bool onlyUse) {
       (onlyUse && !gemm->hasOneUse()))
     return {};
   return gemm;
-}
-
-/// `v` as `type` (a view), created by `b` with `like`'s bookkeeping.
-Value viewAs(OpBuilder &b, Value v, Type type, Operation *like) {
-  if (v.getType() == type)
-    return v;
-  auto reshape = ReshapeOp::create(b, v.getLoc(), v,
-                                   cast<RankedTensorType>(type).getShape());
-  reshape->setDiscardableAttrs(like->getDiscardableAttrDictionary());
-  return reshape;
 }
 
 /// gelu_tanh(gemm(..)): one gemm_gelu_tanh at the gemm's place, whose

@@ -2,7 +2,6 @@
 
 #include "Fused.h"
 
-#include <cstddef>
 #include <utility>
 #include <vector>
 
@@ -54,18 +53,16 @@ void gemmGeluTanh(const KernelCall &call, const PartLauncher &launch) {
 }
 
 /// gemm_gelu_tanh_grad (A, B, pre) -> gelu_tanh_grad(pre, gemm(A, B)): the
-/// gemm's output, the gradient reaching the GELU, in a buffer of the
-/// output's dtype (rounded as the unfused plan's), then the GELU's
-/// gradient.
+/// gemm's output, the gradient reaching the GELU, into the output (rounded
+/// to its dtype as the unfused plan's), then the GELU's gradient over it in
+/// place (each element read before it is written).
 void gemmGeluTanhGrad(const KernelCall &call, const PartLauncher &launch) {
   const Tensor &out = call.out[0];
-  std::vector<std::byte> bytes(out.bytes());
-  Tensor dy{bytes.data(), out.dtype, out.shape};
   KernelAttrs product = call.attrs; // no C: beta is moot, but gemm's
   product.set("beta", 0.0);
-  launch({"gemm", {call.in[0], call.in[1]}, {dy}, product, call.ctx});
+  launch({"gemm", {call.in[0], call.in[1]}, {out}, product, call.ctx});
   KernelAttrs none;
-  launch({"gelu_tanh_grad", {call.in[2], dy}, {out}, none, call.ctx});
+  launch({"gelu_tanh_grad", {call.in[2], out}, {out}, none, call.ctx});
 }
 
 } // namespace

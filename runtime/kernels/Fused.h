@@ -7,7 +7,8 @@
 // outputs rounded to their storage, as the unfused instructions' are. Its
 // CPU result is so the unfused graph's, to the bit, by construction: the
 // oracle the CUDA kernel is held to (the conformance test), and why a fold
-// that makes one leaves the CPU's losses unchanged.
+// that makes one leaves the CPU's losses unchanged. The CUDA backend runs
+// the same parts where cuBLASLt has no algorithm for the fused epilogue.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_RUNTIME_KERNELS_FUSED_H
@@ -21,13 +22,14 @@
 
 namespace weft::rt {
 
-/// Launches one part of a fused kernel (CpuBackend::launch).
+/// Launches one part of a fused kernel (CpuBackend::launch, or the CUDA
+/// backend's kernel table).
 using PartLauncher = std::function<void(const KernelCall &)>;
 /// A fused kernel: launches its parts, in order, through `launch`.
 using FusedFn = void (*)(const KernelCall &call, const PartLauncher &launch);
 
-/// Every fused kernel the CPU backend runs as its parts, by plan kernel
-/// name; none of them is in kernelTable().
+/// Every fused kernel, by plan kernel name, as its parts; none of them is
+/// in the CPU's kernelTable().
 const std::map<std::string, FusedFn> &fusedKernels();
 
 } // namespace weft::rt

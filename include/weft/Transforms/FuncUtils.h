@@ -2,6 +2,8 @@
 #ifndef WEFT_TRANSFORMS_FUNCUTILS_H
 #define WEFT_TRANSFORMS_FUNCUTILS_H
 
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
@@ -28,6 +30,19 @@ inline mlir::LogicalResult reinferResultTypes(mlir::InferTypeOpInterface op) {
   for (auto [result, type] : llvm::zip(raw->getResults(), types))
     result.setType(type);
   return mlir::success();
+}
+
+/// `v` as `type` (a reshape: a view), created by `b` with `like`'s
+/// bookkeeping (phase, stage, micro-batch: weft-checkpoint takes an op
+/// without a phase for a forward one); `v` itself when it has that type.
+inline mlir::Value viewAs(mlir::OpBuilder &b, mlir::Value v, mlir::Type type,
+                          mlir::Operation *like) {
+  if (v.getType() == type)
+    return v;
+  auto reshape = ReshapeOp::create(
+      b, v.getLoc(), v, llvm::cast<mlir::RankedTensorType>(type).getShape());
+  reshape->setDiscardableAttrs(like->getDiscardableAttrDictionary());
+  return reshape;
 }
 
 /// Makes `func` return `results` (with `resultAttrs`, one per result):

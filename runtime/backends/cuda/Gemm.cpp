@@ -13,14 +13,14 @@
 // in the epilogue (CUBLASLT_EPILOGUE_BGRADB: our A is cuBLASLt's B, the
 // sums run over the GEMM's k, one per column of its n x m output; for the
 // transposed X^T dY, dY is our B and cuBLASLt's A: BGRADA, one sum per
-// row of its output); where the heuristic offers no algorithm for it, a
-// plain GEMM and reduce_sum. gemm_gelu_tanh applies the tanh GELU in the
+// row of its output). gemm_gelu_tanh applies the tanh GELU in the
 // epilogue and stores its input beside (CUBLASLT_EPILOGUE_GELU_AUX,
 // _BIAS), gemm_gelu_tanh_grad multiplies by its derivative at that input
 // (CUBLASLT_EPILOGUE_DGELU); the auxiliary matrix has the output's layout.
 // Those two take the epilogue for 16-bit outputs whose rows are a multiple
-// of 8 (the auxiliary leading dimension's rule), and otherwise, or where
-// the heuristic has no algorithm, run the gemm and the GELU kernel.
+// of 8 (the auxiliary leading dimension's rule). Otherwise, or where the
+// heuristic has no algorithm for the epilogue, each runs the kernels it
+// fuses (Fused.h), as the CPU does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +28,7 @@
 #include "CudaCheck.h"
 #include "CudaKernels.h"
 
+#include "../../kernels/Fused.h"
 #include "../../kernels/MatmulShape.h"
 
 #include <cuda_runtime.h>
@@ -256,6 +257,14 @@ void gemm(const KernelCall &call, const Context &ctx) {
   g.run(call, ctx, a.data, b.data, y.data);
 }
 
+/// A fused kernel whose epilogue cuBLASLt has no algorithm for: the
+/// kernels it fuses, as the CPU runs them (Fused.h).
+void runParts(const KernelCall &call, const Context &ctx) {
+  fusedKernels().at(call.kernel)(call, [&](const KernelCall &part) {
+    kernelTable().at(part.kernel)(part, ctx);
+  });
+}
+
 /// wgrad_bias (dY [M, N], X [M, K]) -> (dY^T X, or X^T dY when transposed;
 /// dY's column sums).
 void wgradBias(const KernelCall &call, const Context &ctx) {
@@ -272,15 +281,8 @@ void wgradBias(const KernelCall &call, const Context &ctx) {
   g.ldc = g.n;
   g.biasGrad = call.out[1].data;
   g.biasGradOfB = transposed;
-  if (g.tryRun(call, ctx, a.data, b.data, call.out[0].data))
-    return;
-  g.biasGrad = nullptr; // no algorithm with the epilogue
-  g.run(call, ctx, a.data, b.data, call.out[0].data);
-  KernelAttrs rows;
-  rows.set("axes", std::vector<int64_t>{0});
-  rows.set("keepdims", false);
-  KernelCall sums{"reduce_sum", {dy}, {call.out[1]}, rows, call.ctx};
-  kernelTable().at("reduce_sum")(sums, ctx);
+  if (!g.tryRun(call, ctx, a.data, b.data, call.out[0].data))
+    runParts(call, ctx);
 }
 
 /// Whether cuBLASLt's GELU epilogues may run on `y`: 16-bit (their
@@ -301,10 +303,7 @@ void gemmGeluTanh(const KernelCall &call, const Context &ctx) {
     if (g.tryRun(call, ctx, call.in[0].data, call.in[1].data, y.data))
       return;
   }
-  gemm(KernelCall{"gemm", call.in, {pre}, call.attrs, call.ctx}, ctx);
-  KernelAttrs none;
-  kernelTable().at("gelu_tanh")(
-      KernelCall{"gelu_tanh", {pre}, {y}, none, call.ctx}, ctx);
+  runParts(call, ctx);
 }
 
 /// gemm_gelu_tanh_grad (A, B, pre) -> gelu_tanh_grad(pre, gemm(A, B)).
@@ -317,13 +316,7 @@ void gemmGeluTanhGrad(const KernelCall &call, const Context &ctx) {
     if (g.tryRun(call, ctx, call.in[0].data, call.in[1].data, dx.data))
       return;
   }
-  // The product into dx, then the GELU's gradient over it in place (each
-  // element read before it is written).
-  gemm(KernelCall{"gemm", {call.in[0], call.in[1]}, {dx}, call.attrs, call.ctx},
-       ctx);
-  KernelAttrs none;
-  kernelTable().at("gelu_tanh_grad")(
-      KernelCall{"gelu_tanh_grad", {pre, dx}, {dx}, none, call.ctx}, ctx);
+  runParts(call, ctx);
 }
 
 } // namespace

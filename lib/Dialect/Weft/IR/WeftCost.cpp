@@ -53,27 +53,31 @@ int64_t MatMulOp::getFlops() {
   return 2 * numElements(getType()) * k;
 }
 
+namespace {
+/// A gemm's FLOPs, `mn` outputs: 2 K per output; C's addition, and beta's
+/// product unless beta is 1 (a Linear's bias: the add it replaced counted
+/// 1 per output).
+int64_t gemmFlops(Value a, bool transA, int64_t mn, Value c,
+                  const APFloat &beta) {
+  int64_t k = shaped(a).getDimSize(transA ? 0 : 1);
+  int64_t add = !c ? 0 : beta.isExactlyValue(1.0) ? mn : 2 * mn;
+  return 2 * mn * k + add;
+}
+} // namespace
+
 int64_t GemmOp::getFlops() {
-  auto a = shaped(getA());
-  int64_t k = a.getDimSize(getTransA() ? 0 : 1);
-  int64_t mn = numElements(getType());
-  // C: its addition, and beta's product unless beta is 1 (a Linear's bias:
-  // the add it replaced counted 1 per output).
-  int64_t c = !getC() ? 0 : addsCUnscaled() ? mn : 2 * mn;
-  return 2 * mn * k + c;
+  return gemmFlops(getA(), getTransA(), numElements(getType()), getC(),
+                   getBeta());
 }
 
 // The gemm's and the GELU's (gelu_tanh: 9, gelu_tanh_grad: 14 per element).
 int64_t GemmGeluTanhOp::getFlops() {
-  int64_t k = shaped(getA()).getDimSize(getTransA() ? 0 : 1);
   int64_t mn = numElements(getOutput().getType());
-  bool unscaled = getC() && getBeta().isExactlyValue(1.0);
-  int64_t c = !getC() ? 0 : unscaled ? mn : 2 * mn;
-  return 2 * mn * k + c + 9 * mn;
+  return gemmFlops(getA(), getTransA(), mn, getC(), getBeta()) + 9 * mn;
 }
 int64_t GemmGeluTanhGradOp::getFlops() {
-  int64_t k = shaped(getA()).getDimSize(getTransA() ? 0 : 1);
-  return (2 * k + 14) * numElements(getType());
+  int64_t mn = numElements(getType());
+  return gemmFlops(getA(), getTransA(), mn, Value(), APFloat(1.0)) + 14 * mn;
 }
 
 int64_t SoftmaxOp::getFlops() { return 5 * numElements(getType()); }
