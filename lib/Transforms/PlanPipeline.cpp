@@ -307,9 +307,11 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
        nameOf(kGranularities, o.recomputeGranularity.getValue()).str()}));
   // A residual add and the LayerNorm of its sum in one kernel, once the
   // recompute regions are cut at the sums; a tanh GELU and its gradient in
-  // their GEMMs' epilogues.
+  // their GEMMs' epilogues; a loss's gradient computed by its forward
+  // kernel, over the scores.
   pm.addNestedPass<func::FuncOp>(createFoldResidualLayerNorm());
   pm.addNestedPass<func::FuncOp>(createFoldGemmGelu());
+  pm.addNestedPass<func::FuncOp>(createFoldLossGrad());
   // Sequence parallelism keeps linears' inputs as shards: gathered again
   // in the backward.
   if (o.sequenceParallel)

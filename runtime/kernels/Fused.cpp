@@ -65,6 +65,37 @@ void gemmGeluTanhGrad(const KernelCall &call, const PartLauncher &launch) {
   launch({"gelu_tanh_grad", {call.in[2], out}, {out}, none, call.ctx});
 }
 
+/// softmax_cross_entropy_and_grad (scores, labels, grad, weights?) ->
+/// (loss, log_sum_exp, scores_grad): softmax_cross_entropy {log_sum_exp},
+/// then softmax_cross_entropy_grad from that log-sum-exp, which reads each
+/// score before it writes its gradient (over it, where the plan puts it).
+void softmaxCrossEntropyAndGrad(const KernelCall &call,
+                                const PartLauncher &launch) {
+  const bool weights = call.in.size() > 3;
+  KernelAttrs forward = call.attrs;
+  forward.set("log_sum_exp", true);
+  std::vector<Tensor> in{call.in[0], call.in[1]};
+  if (weights)
+    in.push_back(call.in[3]);
+  launch({"softmax_cross_entropy",
+          in,
+          {call.out[0], call.out[1]},
+          forward,
+          call.ctx});
+  KernelAttrs backward;
+  backward.set("reduction", call.s("reduction"));
+  if (call.has("ignore_index"))
+    backward.set("ignore_index", call.i("ignore_index"));
+  backward.set("log_sum_exp", true);
+  in.insert(in.begin() + 2, call.in[2]);
+  in.push_back(call.out[1]);
+  launch({"softmax_cross_entropy_grad",
+          std::move(in),
+          {call.out[2]},
+          backward,
+          call.ctx});
+}
+
 } // namespace
 
 const std::map<std::string, FusedFn> &fusedKernels() {
@@ -72,6 +103,7 @@ const std::map<std::string, FusedFn> &fusedKernels() {
       {"add_layer_norm", addLayerNorm},
       {"gemm_gelu_tanh", gemmGeluTanh},
       {"gemm_gelu_tanh_grad", gemmGeluTanhGrad},
+      {"softmax_cross_entropy_and_grad", softmaxCrossEntropyAndGrad},
       {"wgrad_bias", wgradBias},
   };
   return table;

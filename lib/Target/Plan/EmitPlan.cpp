@@ -145,6 +145,9 @@ std::optional<int64_t> indexBound(Value value, int64_t vocabParts) {
     if (auto loss = dyn_cast<weft::SoftmaxCrossEntropyOp>(user);
         loss && use.getOperandNumber() == 1)
       tighten(loss.getScores().getType().getDimSize(1));
+    if (auto loss = dyn_cast<weft::SoftmaxCrossEntropyAndGradOp>(user);
+        loss && use.getOperandNumber() == 1)
+      tighten(loss.getScores().getType().getDimSize(1));
     if (auto loss = dyn_cast<weft::NllLossOp>(user);
         loss && use.getOperandNumber() == 1)
       tighten(loss.getInput().getType().getDimSize(1));

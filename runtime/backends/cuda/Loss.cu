@@ -7,7 +7,9 @@
 // weights in a fixed order ("sum", or "mean": divided by the summed
 // weights). With log_sum_exp the forward writes each row's log-sum-exp
 // instead of its log-probabilities, and the gradient recomputes them from
-// the scores (RowMath.h's crossEntropyLogProb). A label outside [0, C)
+// the scores (RowMath.h's crossEntropyLogProb); softmax_cross_entropy_and_grad
+// does both in one warp per row, writing the gradient over the scores
+// where the plan puts it there. A label outside [0, C)
 // that is not ignore_index is a Fault the backend reports at its next
 // synchronisation.
 //
@@ -81,6 +83,36 @@ Targets targetsOf(const KernelCall &call, const Tensor &input,
   return t;
 }
 
+/// Row k's max and log(sum of exp(x - max)) (the sum in double), every
+/// lane of the warp receiving them: the lanes stride the classes.
+template <Storage S>
+__device__ void rowStats(const void *in, const Targets &t, int64_t k, int lane,
+                         float &max, float &logSum) {
+  max = -FLT_MAX;
+  for (int64_t c = lane; c < t.classes; c += 32)
+    max = fmaxf(max, load<S>(in, t.at(k, c)));
+  max = warpMax(max);
+  double sum = 0;
+  for (int64_t c = lane; c < t.classes; c += 32)
+    sum += expf(load<S>(in, t.at(k, c)) - max);
+  logSum = softmaxRowConstant<true, float>(warpSum(sum));
+}
+
+/// The gradient's scale at element k of class `cls` and weight w
+/// (ClassTargets::scale): w dloss, w dloss[k] ("none"), or w dloss over the
+/// summed weights ("mean"); 0 when ignored. `dloss(i)` reads dloss[i].
+template <typename Dloss>
+__device__ double gradScale(const Targets &t, int64_t k, int64_t cls, double w,
+                            Dloss dloss, const double *weightSum) {
+  if (cls < 0)
+    return 0;
+  if (t.reduction == Reduction::None)
+    return w * dloss(k);
+  if (t.reduction == Reduction::Sum)
+    return w * dloss(0);
+  return *weightSum != 0 ? w * dloss(0) / *weightSum : 0.0;
+}
+
 /// Per row: the log-probabilities (Softmax; with `keepLse` the row's
 /// log-sum-exp instead, at k) or the input read as them, the row's loss -w
 /// logp[class] and weight; "none" stores the loss as is. S: the input; O:
@@ -96,14 +128,8 @@ __global__ void lossRowsKernel(const void *in, void *logp, bool keepLse,
     int64_t cls = t.read<S>(k, w);
     double picked = 0;
     if constexpr (Softmax) {
-      float max = -FLT_MAX;
-      for (int64_t c = lane; c < t.classes; c += 32)
-        max = fmaxf(max, load<S>(in, t.at(k, c)));
-      max = warpMax(max);
-      double sum = 0;
-      for (int64_t c = lane; c < t.classes; c += 32)
-        sum += expf(load<S>(in, t.at(k, c)) - max);
-      float logSum = softmaxRowConstant<true, float>(warpSum(sum));
+      float max, logSum;
+      rowStats<S>(in, t, k, lane, max, logSum);
       for (int64_t c = lane; c < t.classes; c += 32) {
         float v = softmaxAt<true>(load<S>(in, t.at(k, c)), max, logSum);
         if (!keepLse)
@@ -220,12 +246,8 @@ __global__ void lossGradKernel(const void *in, const void *lse, bool widened,
     int64_t k = e / (t.inner * t.classes) * t.inner + e % t.inner;
     double w;
     int64_t cls = t.read<S>(k, w);
-    double scale = 0;
-    if (cls >= 0)
-      scale = t.reduction == Reduction::None ? w * scalar(dloss, k)
-              : t.reduction == Reduction::Sum
-                  ? w * scalar(dloss, 0)
-                  : (*weightSum != 0 ? w * scalar(dloss, 0) / *weightSum : 0.0);
+    double scale = gradScale(
+        t, k, cls, w, [&](int64_t i) { return scalar(dloss, i); }, weightSum);
     float x = load<S>(in, e);
     float lp = lse ? crossEntropyLogProb(x, scalar(lse, k)) : x;
     double g = Softmax ? crossEntropyGradAt(lp, c == cls, scale)
@@ -258,6 +280,87 @@ void lossGrad(const KernelCall &call, const Context &ctx) {
       lossGradKernel<S, D, Softmax><<<grid(n), kThreads, 0, ctx.stream>>>(
           in.data, lse, widened, call.in[2].data, t, weightSum,
           call.out[0].data, n);
+    });
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+/// `v` as storage S holds it: rounded to S and widened back.
+template <Storage S> __device__ float rounded(float v) {
+  if constexpr (S == Storage::F32)
+    return v;
+  else if constexpr (S == Storage::BF16)
+    return fromBF16(toBF16(v));
+  else
+    return fromF16(toF16(v));
+}
+
+/// softmax_cross_entropy_and_grad's rows (a warp each): the forward's
+/// log-sum-exp, loss and weight (lossRowsKernel with log_sum_exp), then the
+/// gradient from the log-sum-exp as stored (lossGradKernel), each score
+/// read before its gradient is written: `dx` may be `in`. Reads the scores
+/// three times, where the two kernels read them four (and write them once,
+/// as they do): a row stays in L1/L2 between the passes. S: the scores and
+/// their gradient; O: the loss, log-sum-exp and dloss.
+template <Storage S, Storage O>
+__global__ void
+lossAndGradRowsKernel(const void *in, void *lseOut, const void *dloss,
+                      Targets t, const double *weightSum, double *rowLoss,
+                      double *rowWeight, void *lossNone, void *dx) {
+  int lane = threadIdx.x % 32;
+  WEFT_WARP_STRIDE(k, t.rows) {
+    double w;
+    int64_t cls = t.read<S>(k, w);
+    float max, logSum;
+    rowStats<S>(in, t, k, lane, max, logSum);
+    float lse = rounded<O>(crossEntropyLogSumExp(max, logSum));
+    double scale = gradScale(
+        t, k, cls, w, [&](int64_t i) { return load<O>(dloss, i); }, weightSum);
+    double picked = 0;
+    for (int64_t c = lane; c < t.classes; c += 32) {
+      int64_t e = t.at(k, c);
+      float x = load<S>(in, e);
+      if (c == cls)
+        picked = softmaxAt<true>(x, max, logSum);
+      store<S>(dx, e,
+               float(crossEntropyGradAt(crossEntropyLogProb(x, lse), c == cls,
+                                        scale)));
+    }
+    picked = warpSum(picked); // one lane holds it
+    if (lane == 0) {
+      store<O>(lseOut, k, lse);
+      double loss = cls < 0 ? 0.0 : -w * picked;
+      rowLoss[k] = loss;
+      rowWeight[k] = w;
+      if (lossNone)
+        store<O>(lossNone, k, float(loss));
+    }
+  }
+}
+
+/// (scores, labels, dloss[, weight]) -> (loss, log_sum_exp, d scores): the
+/// mean's denominator, the rows, then their sum.
+void lossAndGrad(const KernelCall &call, const Context &ctx) {
+  const Tensor &in = call.in[0];
+  Targets t = targetsOf(call, in, call.in[1],
+                        call.in.size() > 3 ? &call.in[3] : nullptr, ctx);
+  if (t.rows == 0)
+    return;
+  auto *rowLoss = static_cast<double *>(
+      ctx.scratch->get((2 * t.rows + 1) * sizeof(double), ctx.stream));
+  double *weightSum = rowLoss + 2 * t.rows;
+  void *none = t.reduction == Reduction::None ? call.out[0].data : nullptr;
+  byStorage(call, in.dtype, [&]<Storage S>() {
+    if (t.reduction == Reduction::Mean)
+      weightSumKernel<S><<<1, kSumThreads, 0, ctx.stream>>>(t, weightSum);
+    byStorage(call, call.out[0].dtype, [&]<Storage O>() {
+      lossAndGradRowsKernel<S, O>
+          <<<warpGrid(t.rows), kThreads, 0, ctx.stream>>>(
+              in.data, call.out[1].data, call.in[2].data, t, weightSum, rowLoss,
+              rowLoss + t.rows, none, call.out[2].data);
+      if (!none)
+        lossTotalKernel<O><<<1, kSumThreads, 0, ctx.stream>>>(
+            rowLoss, rowLoss + t.rows, t.rows, t.reduction, call.out[0].data);
     });
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
@@ -421,6 +524,7 @@ void registerLossKernels(KernelTable &t) {
   t["softmax_cross_entropy"] = loss<true>;
   t["nll_loss"] = loss<false>;
   t["softmax_cross_entropy_grad"] = lossGrad<true>;
+  t["softmax_cross_entropy_and_grad"] = lossAndGrad;
   t["nll_loss_grad"] = lossGrad<false>;
 }
 

@@ -317,10 +317,13 @@ int64_t poolFlops(const SpecCall &call, const Types &out) {
   return satMul(out[0].numel(), product(call.attrs.ints("kernel_shape")));
 }
 
-Types softmaxCrossEntropy(const SpecCall &call) {
-  Types out = lossOutput(call, 2);
-  // log_prob [N, C, d...], or with log_sum_exp one per sample [N, d...].
-  if (call.attrs.flag("log_sum_exp"))
+/// softmax_cross_entropy's (loss, log_prob), or with `logSumExp` (loss,
+/// log_sum_exp [N, d...]), of inputs (scores, labels, ...) whose class
+/// weights, if any, are input `weightInput`.
+Types crossEntropyOutputs(const SpecCall &call, size_t weightInput,
+                          bool logSumExp) {
+  Types out = lossOutput(call, weightInput);
+  if (logSumExp)
     out.push_back({call.in[0].dtype, call.in[1].shape});
   else
     out.push_back(call.in[0]);
@@ -328,7 +331,8 @@ Types softmaxCrossEntropy(const SpecCall &call) {
   if (call.attrs.has("log_prob_type")) {
     DType scores = call.in[0].dtype,
           type = parseDType(call.attrs.s("log_prob_type"));
-    if (type != scores && !(widensHalf(scores, type) && call.in.size() == 2))
+    if (type != scores &&
+        !(widensHalf(scores, type) && call.in.size() == weightInput))
       call.fail("attribute 'log_prob_type' is " +
                 call.attrs.s("log_prob_type") + ", expected " +
                 dtypeName(scores) +
@@ -337,6 +341,21 @@ Types softmaxCrossEntropy(const SpecCall &call) {
     for (TensorType &t : out)
       t.dtype = type;
   }
+  return out;
+}
+
+Types softmaxCrossEntropy(const SpecCall &call) {
+  return crossEntropyOutputs(call, 2, call.attrs.flag("log_sum_exp"));
+}
+
+/// softmax_cross_entropy_and_grad (scores, labels, grad, weights?) ->
+/// (loss, log_sum_exp, scores_grad): the forward's outputs with
+/// log_sum_exp, then the scores' gradient (over the scores, when the plan
+/// says so); grad is d step / d loss, of the loss's type.
+Types softmaxCrossEntropyAndGrad(const SpecCall &call) {
+  Types out = crossEntropyOutputs(call, 3, true);
+  call.requireType(2, out[0], "the loss's gradient");
+  out.push_back(call.in[0]);
   return out;
 }
 
@@ -458,6 +477,19 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                .dtypes = "scores f32, f64 (16-bit: loss and log_prob, or "
                          "log_sum_exp, f32 with log_prob_type); labels i32, "
                          "i64"});
+  t.push_back({.name = "softmax_cross_entropy_and_grad",
+               .source = "weft.softmax_cross_entropy_and_grad: "
+                         "SoftmaxCrossEntropyLoss-13 and its adjoint",
+               .minInputs = 3,
+               .maxInputs = 4,
+               .attrs = {{"reduction", AttrKind::String},
+                         {"ignore_index", AttrKind::Int, false},
+                         {"log_prob_type", AttrKind::String, false}},
+               .infer = softmaxCrossEntropyAndGrad,
+               .flops = perInput<10>,
+               .inPlace = {{2, 0, false}},
+               .dtypes = "as softmax_cross_entropy {log_sum_exp}; grad as "
+                         "the loss; the scores' gradient as the scores"});
   t.push_back(
       {.name = "nll_loss",
        .source = "NegativeLogLikelihoodLoss-13",

@@ -245,3 +245,13 @@ func.func @gemm_gelu_tanh_grad_pre(%a: tensor<6x5xf32>, %b: tensor<5x8xf32>, %p:
   %d = weft.gemm_gelu_tanh_grad %a, %b, %p : (tensor<6x5xf32>, tensor<5x8xf32>, tensor<6x4xf32>) -> tensor<6x8xf32>
   return
 }
+
+// -----
+
+// softmax_cross_entropy_and_grad's seed is d step / d loss: the loss's
+// type (here the f32 of log_prob_type, not the scores' bf16).
+func.func @loss_and_grad_seed(%s: tensor<4x16xbf16>, %t: tensor<4xi64>, %g: tensor<bf16>) {
+  // expected-error @+1 {{grad must have the loss's type 'tensor<f32>', got 'tensor<bf16>'}}
+  %l, %lse, %d = weft.softmax_cross_entropy_and_grad %s, %t, %g {log_prob_type = f32} : (tensor<4x16xbf16>, tensor<4xi64>, tensor<bf16>) -> (tensor<f32>, tensor<4xf32>, tensor<4x16xbf16>)
+  return
+}

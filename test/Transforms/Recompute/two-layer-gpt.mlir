@@ -11,13 +11,14 @@
 
 // Stage granularity (torchgpipe): the whole forward is one region, recomputed
 // at once before the first backward op; both layers' GELUs come back before
-// any gradient kernel runs.
+// any gradient kernel runs. The recomputed loss computes its gradient
+// (weft-fold-loss-grad), from the recomputed logits.
 // FULL: weft.softmax_cross_entropy %
 // FULL-NOT: _grad
 // FULL: weft.gelu {{.*}}weft.recompute
 // FULL-NOT: _grad
 // FULL: weft.gelu {{.*}}weft.recompute
-// FULL: weft.softmax_cross_entropy_grad
+// FULL: weft.softmax_cross_entropy_and_grad {{.*}}weft.recompute
 
 // Layer granularity (Megatron): the layers are the repeated unit of parts
 // (attention half + MLP half). Layer 2 is recomputed from its input X2 right

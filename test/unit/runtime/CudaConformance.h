@@ -10,8 +10,8 @@
 // message, without a GPU; the same cases run the CPU backend against
 // itself everywhere (exact), which checks the harness and that the CPU
 // kernels take every case. The cases: CudaConformanceTest.cpp (elementwise,
-// movement, updates) and CudaNetworkConformanceTest.cpp (norms, losses,
-// reductions, gathers, convolutions, pooling).
+// movement, updates), CudaNetworkConformanceTest.cpp (norms, reductions,
+// gathers, convolutions, pooling) and CudaLossConformanceTest.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_TEST_UNIT_RUNTIME_CUDACONFORMANCE_H

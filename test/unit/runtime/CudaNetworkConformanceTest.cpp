@@ -1,9 +1,10 @@
 //===- CudaNetworkConformanceTest.cpp - norms, losses, convolutions -------===//
 //
-// The CUDA kernels of layer and batch norm, the losses, reductions,
-// gathers, the vocabulary-parallel kernels, convolutions, pooling, resize,
-// pad and fused attention against the CPU's (the harness: CudaConformance.h;
-// the suite is instantiated in CudaConformanceTest.cpp).
+// The CUDA kernels of layer and batch norm, reductions, gathers, the
+// vocabulary-parallel kernels, convolutions, pooling, resize, pad and fused
+// attention against the CPU's (the harness: CudaConformance.h; the suite is
+// instantiated in CudaConformanceTest.cpp; the losses'
+// CudaLossConformanceTest.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -224,136 +225,6 @@ TEST_P(CudaConformance, WgradBiasIsTheGemmAndSums) {
           EXPECT_EQ(got[1], wantB) << what;
         }
       }
-}
-
-/// Every reduction, an ignored label, class weights, samples with and
-/// without trailing dims.
-TEST_P(CudaConformance, Losses) {
-  for (DType d : floats())
-    for (std::vector<int64_t> scores :
-         {std::vector<int64_t>{40, 11}, std::vector<int64_t>{3, 11, 4}})
-      for (const char *reduction : {"mean", "sum", "none"})
-        for (bool weighted : {false, true}) {
-          std::vector<int64_t> labels = {scores[0]};
-          labels.insert(labels.end(), scores.begin() + 2, scores.end());
-          std::vector<int64_t> loss = reduction == std::string("none")
-                                          ? labels
-                                          : std::vector<int64_t>{};
-          TensorType s{d, scores}, l{DType::I64, labels}, w{d, {11}};
-          Case sce{"softmax_cross_entropy", {s, l}, {{d, loss}, s}};
-          Case nll{"nll_loss", {s, l}, {{d, loss}}};
-          Case sceGrad{"softmax_cross_entropy_grad", {s, l, {d, loss}}, {s}};
-          Case nllGrad{"nll_loss_grad", {s, l, {d, loss}}, {s}};
-          for (Case *c : {&sce, &nll, &sceGrad, &nllGrad}) {
-            c->below = {{1, 11}};
-            c->attrs.set("reduction", std::string(reduction));
-            c->attrs.set("ignore_index", int64_t(2));
-            if (weighted) {
-              c->in.push_back(w);
-              c->positive.insert(c->in.size() - 1);
-            }
-            expectConforms(*c, *gpu);
-          }
-        }
-}
-
-/// softmax_cross_entropy with log_sum_exp (weft-fold-loss-log-prob) gives
-/// the loss of the log_prob form to the bit, and its gradient from the
-/// scores and the log-sum-exp that of the log_prob form within the
-/// dtype's tolerance: the recomputed log-probability x - lse rounds
-/// differently from x - max - log(sum) by a few ulp of |log p| <= log C +
-/// 4, a relative change of the softmax under 1e-6. Over [N, C, d] rows, in
-/// each dtype and f32 beside 16-bit scores (log_prob_type), on the backend
-/// under test.
-TEST_P(CudaConformance, LogSumExpLossIsTheLogProbOne) {
-  for (DType d : floats())
-    for (bool widened : {false, true}) {
-      if (widened && d == DType::F32)
-        continue;
-      DType wide = widened ? DType::F32 : d;
-      TensorType s{d, {40, 11, 3}}, labels{DType::I64, {40, 3}}, loss{wide, {}},
-          logp{wide, {40, 11, 3}}, lse{wide, {40, 3}};
-      auto lossCase = [&](std::vector<TensorType> in,
-                          std::vector<TensorType> out, bool kept,
-                          const char *kernel) {
-        Case c{kernel, std::move(in), std::move(out)};
-        c.below = {{1, 11}};
-        c.attrs.set("reduction", std::string("mean"));
-        c.attrs.set("ignore_index", int64_t(2));
-        if (kept)
-          c.attrs.set("log_sum_exp", true);
-        return c;
-      };
-      Case plain =
-          lossCase({s, labels}, {loss, logp}, false, "softmax_cross_entropy");
-      Case kept =
-          lossCase({s, labels}, {loss, lse}, true, "softmax_cross_entropy");
-      if (widened)
-        for (Case *c : {&plain, &kept})
-          c->attrs.set("log_prob_type", std::string("f32"));
-      std::vector<std::string> in = inputs(plain, 8);
-      std::vector<std::string> p = runOn(*gpu, plain, in),
-                               k = runOn(*gpu, kept, in);
-      EXPECT_EQ(k[0], p[0]) << dtypeName(d) << " loss";
-      Case gradPlain = lossCase({logp, labels, loss}, {s}, false,
-                                "softmax_cross_entropy_grad");
-      if (widened)
-        gradPlain.attrs.set("grad_type", std::string(dtypeName(d)));
-      Case gradKept = lossCase({s, labels, loss, lse}, {s}, true,
-                               "softmax_cross_entropy_grad");
-      std::string dloss = inputs(gradPlain, 9)[2];
-      expectMatches(s, runOn(*gpu, gradKept, {in[0], in[1], dloss, k[1]})[0],
-                    runOn(*gpu, gradPlain, {p[1], in[1], dloss})[0],
-                    std::string("log_sum_exp gradient, ") + dtypeName(d) +
-                        (widened ? " beside f32" : ""));
-    }
-}
-
-/// weft-mixed-precision's narrowed loss: 16-bit scores in, f32 loss and
-/// log-probabilities out (log_prob_type), and the gradient of f32
-/// log-probabilities written in 16 bits (grad_type), against the cast
-/// chain they replace: widen, the f32 kernel, round to nearest even.
-/// Exactly, on the backend under test.
-TEST_P(CudaConformance, MixedLossIsTheCastChain) {
-  for (DType d : {DType::BF16, DType::F16})
-    for (const char *reduction : {"mean", "none"}) {
-      bool none = reduction == std::string("none");
-      TensorType s{d, {40, 11}}, wide{DType::F32, {40, 11}},
-          labels{DType::I64, {40}},
-          loss{DType::F32,
-               none ? std::vector<int64_t>{40} : std::vector<int64_t>{}};
-      Case up{"cast", {s}, {wide}};
-      up.attrs.set("to", std::string("f32"));
-      up.attrs.set("nearest_even", true);
-      Case down{"cast", {wide}, {s}};
-      down.attrs.set("to", std::string(dtypeName(d)));
-      down.attrs.set("nearest_even", true);
-
-      Case mixed{"softmax_cross_entropy", {s, labels}, {loss, wide}};
-      mixed.below = {{1, 11}};
-      mixed.attrs.set("reduction", std::string(reduction));
-      mixed.attrs.set("ignore_index", int64_t(2));
-      Case f32 = mixed;
-      f32.in[0] = wide;
-      mixed.attrs.set("log_prob_type", std::string("f32"));
-      std::vector<std::string> in = inputs(mixed, 5);
-      std::vector<std::string> narrow = runOn(*gpu, mixed, in);
-      std::vector<std::string> chain =
-          runOn(*gpu, f32, {runOn(*gpu, up, {in[0]})[0], in[1]});
-      EXPECT_EQ(narrow, chain) << dtypeName(d) << " " << reduction;
-
-      Case grad{"softmax_cross_entropy_grad", {wide, labels, loss}, {s}};
-      grad.below = {{1, 11}};
-      grad.attrs.set("reduction", std::string(reduction));
-      grad.attrs.set("ignore_index", int64_t(2));
-      Case gradF32 = grad;
-      gradF32.out[0] = wide;
-      grad.attrs.set("grad_type", std::string(dtypeName(d)));
-      std::vector<std::string> gradIn = {narrow[1], in[1], inputs(grad, 6)[2]};
-      EXPECT_EQ(runOn(*gpu, grad, gradIn)[0],
-                runOn(*gpu, down, {runOn(*gpu, gradF32, gradIn)[0]})[0])
-          << dtypeName(d) << " " << reduction << " gradient";
-    }
 }
 
 TEST_P(CudaConformance, Reductions) {

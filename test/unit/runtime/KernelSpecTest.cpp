@@ -425,6 +425,44 @@ TEST(KernelSpec, ChecksAnAddLayerNorm) {
   EXPECT_NE(errorOf("add_layer_norm", {x, residual, scale}, noSum, attrs), "");
 }
 
+/// softmax_cross_entropy_and_grad (weft-fold-loss-grad): the forward's
+/// outputs with log_sum_exp and the scores' gradient, over the scores or
+/// beside them, never over another input; the seed has the loss's type.
+TEST(KernelSpec, ChecksALossAndGrad) {
+  json attrs = {{"reduction", "mean"}, {"log_prob_type", "f32"}};
+  OperandPlacement scores{{DType::BF16, {4, 8, 3}}, 0},
+      labels{{DType::I64, {4, 3}}, 256}, seed = f32({}, 384);
+  OperandPlacement loss = f32({}, 448), lse = f32({4, 3}, 512);
+  OperandPlacement over{{DType::BF16, {4, 8, 3}}, 0},
+      beside{{DType::BF16, {4, 8, 3}}, 640};
+  EXPECT_EQ(errorOf("softmax_cross_entropy_and_grad", {scores, labels, seed},
+                    {loss, lse, over}, attrs),
+            "");
+  EXPECT_EQ(errorOf("softmax_cross_entropy_and_grad", {scores, labels, seed},
+                    {loss, lse, beside}, attrs),
+            "");
+  EXPECT_EQ(costOf("softmax_cross_entropy_and_grad", {scores, labels, seed},
+                   {loss, lse, over}, attrs)
+                .flops,
+            10 * 96);
+  OperandPlacement halfSeed{{DType::BF16, {}}, 384};
+  EXPECT_NE(errorOf("softmax_cross_entropy_and_grad",
+                    {scores, labels, halfSeed}, {loss, lse, over}, attrs)
+                .find("input 2 (the loss's gradient) is [] bf16, expected "
+                      "[] f32"),
+            std::string::npos);
+  OperandPlacement overLabels{{DType::BF16, {4, 8, 3}}, 256};
+  EXPECT_NE(errorOf("softmax_cross_entropy_and_grad", {scores, labels, seed},
+                    {loss, lse, overLabels}, attrs)
+                .find("output 2 overlaps input 1"),
+            std::string::npos);
+  OperandPlacement weights{{DType::BF16, {8}}, 576};
+  EXPECT_NE(errorOf("softmax_cross_entropy_and_grad",
+                    {scores, labels, seed, weights}, {loss, lse, beside}, attrs)
+                .find("or f32 beside 16-bit scores without class weights"),
+            std::string::npos);
+}
+
 /// log_sum_exp (weft-fold-loss-log-prob): the loss's second output is one
 /// number per sample; its gradient reads the scores and it, the loss
 /// gradient and log-sum-exp f32 beside 16-bit scores; a missing,

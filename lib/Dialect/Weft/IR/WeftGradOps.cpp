@@ -71,37 +71,6 @@ LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, Adaptor adaptor,
-    SmallVectorImpl<Type> &out) {
-  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
-  std::optional<Type> type = adaptor.getGradType();
-  out.push_back(type ? input.clone(*type) : input);
-  return success();
-}
-
-/// The log-sum-exp, when given, is the scores' [N, d...] (their labels'
-/// shape), of the forward's log_prob_type.
-LogicalResult SoftmaxCrossEntropyGradOp::verify() {
-  Value lse = getLogSumExp();
-  if (!lse)
-    return success();
-  auto type = cast<RankedTensorType>(lse.getType());
-  auto labels = cast<RankedTensorType>(getLabels().getType());
-  if (type.getShape() != labels.getShape())
-    return emitOpError("log_sum_exp must be [N, d...] as the labels ")
-           << labels << ", got " << type;
-  return success();
-}
-
-LogicalResult NllLossGradOp::inferReturnTypes(MLIRContext *,
-                                              std::optional<Location>,
-                                              Adaptor adaptor,
-                                              SmallVectorImpl<Type> &out) {
-  out.push_back(adaptor.getInput().getType());
-  return success();
-}
-
 int64_t ClipGradOp::getFlops() { return 2 * numElements(getType()); }
 int64_t NllLossGradOp::getFlops() { return numElements(getInput().getType()); }
 int64_t GeluGradOp::getFlops() { return 8 * numElements(getType()); }
@@ -346,6 +315,10 @@ std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
     return 1u;
   // wait_collective yields the buffer its collective filled (operand 0).
   if (isa<WaitCollectiveOp>(op))
+    return 0u;
+  // The fused loss writes the scores' gradient over the scores
+  // (weft-fold-loss-grad makes it only where nothing reads them after).
+  if (isa<SoftmaxCrossEntropyAndGradOp>(op) && result == 2)
     return 0u;
   return std::nullopt;
 }

@@ -73,31 +73,6 @@ LogicalResult inferPool(std::optional<Location> loc, RankedTensorType input,
   out.push_back(tensorOf(shape, input.getElementType()));
   return success();
 }
-
-/// Loss result shape: scalar unless reduction is "none" (then target's shape).
-LogicalResult inferLoss(std::optional<Location> loc, RankedTensorType scores,
-                        RankedTensorType target, StringRef reduction,
-                        Types &out) {
-  if (scores.getRank() < 2 || target.getRank() != scores.getRank() - 1 ||
-      target.getDimSize(0) != scores.getDimSize(0) ||
-      target.getShape().drop_front() != scores.getShape().drop_front(2))
-    return emitOptionalError(loc,
-                             "expected scores [N, C, d...] and target "
-                             "[N, d...], got ",
-                             scores, " and ", target);
-  if (reduction == "none")
-    out.push_back(tensorOf(target.getShape(), scores.getElementType()));
-  else
-    out.push_back(tensorOf({}, scores.getElementType()));
-  return success();
-}
-
-LogicalResult verifyReduction(Operation *op, StringRef reduction) {
-  if (reduction != "mean" && reduction != "sum" && reduction != "none")
-    return op->emitOpError("reduction must be 'mean', 'sum' or 'none', got '")
-           << reduction << "'";
-  return success();
-}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -635,52 +610,6 @@ LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
                    adaptor.getKernelShape(), adaptor.getStrides(),
                    adaptor.getPads(), /*dilations=*/{}, adaptor.getCeilMode(),
                    out);
-}
-
-//===----------------------------------------------------------------------===//
-// Losses
-//===----------------------------------------------------------------------===//
-
-LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor, Types &out) {
-  auto scores = cast<RankedTensorType>(adaptor.getScores().getType());
-  // log_prob_type: f32 loss and log-probabilities of 16-bit scores.
-  RankedTensorType logProb = scores;
-  if (std::optional<Type> type = adaptor.getLogProbType()) {
-    Type element = scores.getElementType();
-    if (*type != element &&
-        !(type->isF32() && (element.isBF16() || element.isF16()) &&
-          !adaptor.getWeights()))
-      return emitOptionalError(loc, "softmax_cross_entropy: log_prob_type ",
-                               *type, " is neither the scores' ", element,
-                               " nor f32 beside 16-bit scores without "
-                               "weights");
-    logProb = scores.clone(*type);
-  }
-  if (failed(inferLoss(loc, logProb, ranked(adaptor.getLabels()),
-                       adaptor.getReduction(), out)))
-    return failure();
-  // log_sum_exp: one number per sample [N, d...] instead of log_prob.
-  if (adaptor.getLogSumExp())
-    out.push_back(logProb.clone(ranked(adaptor.getLabels()).getShape()));
-  else
-    out.push_back(logProb);
-  return success();
-}
-
-LogicalResult SoftmaxCrossEntropyOp::verify() {
-  return verifyReduction(*this, getReduction());
-}
-
-LogicalResult NllLossOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor, Types &out) {
-  return inferLoss(loc, cast<RankedTensorType>(adaptor.getInput().getType()),
-                   ranked(adaptor.getTarget()), adaptor.getReduction(), out);
-}
-
-LogicalResult NllLossOp::verify() {
-  return verifyReduction(*this, getReduction());
 }
 
 #define GET_OP_CLASSES

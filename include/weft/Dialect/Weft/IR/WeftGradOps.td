@@ -173,6 +173,41 @@ def Weft_SoftmaxCrossEntropyGradOp
   let hasVerifier = 1;
 }
 
+def Weft_SoftmaxCrossEntropyAndGradOp
+    : Weft_InferredOp<"softmax_cross_entropy_and_grad"> {
+  let summary = "softmax_cross_entropy {log_sum_exp} and its gradient from "
+                "one read of the scores, the gradient in their place.";
+  let description = [{
+    `(loss, log_sum_exp) = softmax_cross_entropy {log_sum_exp}(scores,
+    labels, weights?)`, then `scores_grad = softmax_cross_entropy_grad
+    (scores, labels, grad, weights?, log_sum_exp)`: the two ops
+    weft-fold-loss-grad replaces, with their formulas and attributes
+    (`log_prob_type`: an f32 loss and log-sum-exp beside 16-bit scores).
+    `grad` is d step / d loss (the backward's seed: 1, a micro-batch's
+    share, or f16's loss scale), known when the forward runs. Megatron-LM's
+    and Liger-Kernel's fused cross-entropy: a GPU kernel reads each row of
+    the scores and writes its gradient over it (`scores_grad` has the
+    scores' type and, in the memory plan, their bytes), so the `[N, C,
+    d...]` scores are read once, not twice, and the step never holds the
+    scores and their gradient at once. Cost: 10 FLOPs per element of
+    `scores` (6 for the loss, 4 for the gradient).
+  }];
+  let arguments = (ins Weft_FloatTensor:$scores,
+                       StaticShapeTensorOf<[I32, I64]>:$labels,
+                       Weft_FloatTensor:$grad,
+                       Optional<Weft_FloatTensor>:$weights,
+                       DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<TypeAttr>:$log_prob_type);
+  let results = (outs Weft_FloatTensor:$loss, Weft_FloatTensor:$log_sum_exp,
+                      Weft_FloatTensor:$scores_grad);
+  let assemblyFormat = [{
+    $scores `,` $labels `,` $grad (`,` $weights^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Weft_NllLossGradOp : Weft_InferredOp<"nll_loss_grad"> {
   let summary = "d/d input of nll_loss: `-w[t] * scale` at the target class.";
   let description = [{
