@@ -187,9 +187,10 @@ def Weft_SoftmaxCrossEntropyAndGradOp
     share, or f16's loss scale), known when the forward runs. Megatron-LM's
     and Liger-Kernel's fused cross-entropy: a GPU kernel reads each row of
     the scores and writes its gradient over it (`scores_grad` has the
-    scores' type and, in the memory plan, their bytes), so the `[N, C,
-    d...]` scores are read once, not twice, and the step never holds the
-    scores and their gradient at once. Cost: 10 FLOPs per element of
+    scores' type and, in the memory plan, their bytes, so nothing may read
+    the scores after this op: weft-fold-loss-grad makes it only there).
+    The `[N, C, d...]` scores are read once, not twice, and the step never
+    holds the scores and their gradient at once. Cost: 10 FLOPs per element of
     `scores` (6 for the loss, 4 for the gradient).
   }];
   let arguments = (ins Weft_FloatTensor:$scores,
