@@ -343,11 +343,33 @@ void Executor::run(int64_t step, uint64_t seed,
     const Instruction &inst = instructions[i];
     auto start = clock::now();
     std::optional<std::pair<const Instruction *, clock::time_point>> waited;
+    // A run of one kernel the backend launches as one (the optimizer's
+    // updates: a multi-tensor AdamW). --trace times each kernel by its
+    // events, so it launches them one by one.
+    size_t runEnd = i + 1;
+    if (inst.op == "compute" && !trace && backend.launchesGrouped(inst.kernel))
+      while (runEnd < instructions.size() &&
+             instructions[runEnd].op == "compute" &&
+             instructions[runEnd].kernel == inst.kernel)
+        ++runEnd;
     try {
-      if (inst.op == "compute") {
+      if (runEnd > i + 1) {
+        // A call refers to its context: they live side by side here.
+        std::vector<KernelContext> contexts;
+        for (size_t k = i; k < runEnd; ++k)
+          contexts.push_back(
+              {seed, step, instructions[k].microBatch, int64_t(k)});
+        std::vector<KernelCall> calls;
+        for (size_t k = i; k < runEnd; ++k)
+          calls.push_back(callOf(instructions[k], contexts[k - i]));
+        backend.launchGroup(calls);
+        if (!posted.empty())
+          comm->progress();
+      } else if (inst.op == "compute") {
         if (trace)
           backend.record(*timing[2 * i], Stream::Compute);
-        launch(inst, i, step, seed);
+        KernelContext ctx{seed, step, inst.microBatch, int64_t(i)};
+        backend.launch(callOf(inst, ctx));
         if (trace)
           backend.record(*timing[2 * i + 1], Stream::Compute);
         if (!posted.empty())
@@ -375,14 +397,20 @@ void Executor::run(int64_t step, uint64_t seed,
           posted[inst.tag] = {&inst, start};
       }
     } catch (const Error &e) {
-      throw Error("instruction " + std::to_string(i) + " (" +
-                  (inst.op == "compute"
-                       ? inst.name
-                       : inst.op + " tag " + std::to_string(inst.tag)) +
+      throw Error((runEnd > i + 1 ? "instructions " + std::to_string(i) + ".." +
+                                        std::to_string(runEnd - 1) + " (" +
+                                        inst.kernel + ", launched together"
+                                  : "instruction " + std::to_string(i) + " (" +
+                                        (inst.op == "compute"
+                                             ? inst.name
+                                             : inst.op + " tag " +
+                                                   std::to_string(inst.tag))) +
                   "): " + e.what());
     }
-    if (!trace)
+    if (!trace) {
+      i = runEnd - 1;
       continue;
+    }
     auto end = clock::now();
     TraceEvent event{inst.name,
                      inst.op == "compute" ? inst.kernel : inst.op,
@@ -435,15 +463,14 @@ void Executor::run(int64_t step, uint64_t seed,
   }
 }
 
-void Executor::launch(const Instruction &inst, size_t index, int64_t step,
-                      uint64_t seed) {
-  KernelContext ctx{seed, step, inst.microBatch, static_cast<int64_t>(index)};
+KernelCall Executor::callOf(const Instruction &inst,
+                            const KernelContext &ctx) const {
   KernelCall call{inst.kernel, {}, {}, inst.attrs, ctx};
   for (int64_t b : inst.inputs)
     call.in.push_back(view(b));
   for (int64_t b : inst.outputs)
     call.out.push_back(view(b));
-  backend.launch(call);
+  return call;
 }
 
 void Executor::transfer(const Instruction &inst) {

@@ -126,6 +126,12 @@ void registerGemmKernels(KernelTable &table);
 /// Every kernel above.
 const KernelTable &kernelTable();
 
+/// The "adamw" calls of a run of consecutive instructions as multi-tensor
+/// launches (Apex's multi_tensor_apply, torch's fused AdamW): one per
+/// parameter dtype, loss scaler and hyperparameters, each element updated
+/// as the one-tensor kernel updates it (Kernels.cu).
+void adamwGroup(const std::vector<KernelCall> &calls, const Context &ctx);
+
 /// Writes `src` broadcast (numpy's rule) into `dst`, of one dtype
 /// (Kernels.cu).
 void broadcastInto(const KernelCall &call, const Context &ctx,

@@ -16,6 +16,10 @@
 #include "../../kernels/RowMath.h"
 #include "../../kernels/UpdateMath.h"
 
+#include <cstring>
+#include <map>
+#include <tuple>
+
 namespace weft::rt::cuda {
 
 namespace {
@@ -221,6 +225,43 @@ void adamw(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+/// One tensor of a multi-tensor AdamW: what adamwKernel takes.
+struct AdamWTensor {
+  void *param;
+  const void *grad;
+  float *m, *v, *master; ///< master null without one
+  int64_t n;
+};
+/// One block's work: elements [start, start + kChunk) of a tensor.
+struct AdamWChunk {
+  int64_t tensor, start;
+};
+constexpr int64_t kChunk = 1 << 16;
+
+/// adamwKernel over many tensors, a block per chunk: the same step
+/// constants and per-element update, so the same bits.
+template <Storage S>
+__global__ void adamwGroupKernel(const AdamWTensor *tensors,
+                                 const AdamWChunk *chunks, Scaling scaling,
+                                 double step, double lr, double beta1,
+                                 double beta2, double eps, double decay) {
+  if (scaling.found && *scaling.found != 0.0f)
+    return;
+  double t = step - (scaling.scaler ? scaling.scaler[2] : 0.0);
+  double inverse = scaling.scaler ? 1.0 / scaling.scaler[0] : 1.0;
+  auto update = AdamWStep<float>::at(t, lr, beta1, beta2, eps, decay, inverse);
+  AdamWChunk chunk = chunks[blockIdx.x];
+  AdamWTensor x = tensors[chunk.tensor];
+  int64_t end = x.n < chunk.start + kChunk ? x.n : chunk.start + kChunk;
+  for (int64_t i = chunk.start + threadIdx.x; i < end; i += blockDim.x) {
+    float p = x.master ? x.master[i] : load<S>(x.param, i);
+    update(load<S>(x.grad, i), p, x.m[i], x.v[i]);
+    if (x.master)
+      x.master[i] = p;
+    store<S>(x.param, i, p);
+  }
+}
+
 void sgd(const KernelCall &call, const Context &ctx) {
   bool buffer = call.f("momentum") != 0;
   UpdateInputs inputs = UpdateInputs::sgd(call.in.size(), buffer);
@@ -319,6 +360,59 @@ void registerElementwiseKernels(KernelTable &t) {
   t["cast"] = cast;
   t["softmax"] = softmax<false>;
   t["log_softmax"] = softmax<true>;
+}
+
+void adamwGroup(const std::vector<KernelCall> &calls, const Context &ctx) {
+  // Calls launch together when they share what the kernel takes once.
+  using Key = std::tuple<DType, const float *, const float *, int64_t, double,
+                         double, double, double, double>;
+  std::map<Key, std::vector<const KernelCall *>> launches;
+  for (const KernelCall &call : calls) {
+    UpdateInputs inputs = UpdateInputs::adamw(call.in.size());
+    requireF32State(call, inputs);
+    Scaling s = scalingOf(call, inputs.scaled);
+    launches[{call.in[0].dtype, s.scaler, s.found, call.ctx.step, call.f("lr"),
+              call.f("beta1"), call.f("beta2"), call.f("eps"),
+              call.f("weight_decay")}]
+        .push_back(&call);
+  }
+  for (const auto &[key, group] : launches) {
+    // The tensors, then the chunks, as one table of int64 words.
+    std::vector<AdamWTensor> tensors;
+    std::vector<AdamWChunk> chunks;
+    for (const KernelCall *call : group) {
+      UpdateInputs inputs = UpdateInputs::adamw(call->in.size());
+      int64_t n = call->in[0].numel();
+      for (int64_t start = 0; start < n; start += kChunk)
+        chunks.push_back({int64_t(tensors.size()), start});
+      tensors.push_back({call->out[0].data, call->in[1].data,
+                         call->out[1].as<float>(), call->out[2].as<float>(),
+                         inputs.master ? call->out[3].as<float>() : nullptr,
+                         n});
+    }
+    if (chunks.empty())
+      continue;
+    static_assert(sizeof(AdamWTensor) % 8 == 0 && sizeof(AdamWChunk) == 16);
+    std::vector<int64_t> table((sizeof(AdamWTensor) * tensors.size() +
+                                sizeof(AdamWChunk) * chunks.size()) /
+                               8);
+    std::memcpy(table.data(), tensors.data(),
+                sizeof(AdamWTensor) * tensors.size());
+    std::memcpy(table.data() + sizeof(AdamWTensor) * tensors.size() / 8,
+                chunks.data(), sizeof(AdamWChunk) * chunks.size());
+    const int64_t *device = ctx.scratch->upload(table, ctx.stream);
+    const KernelCall &first = *group.front();
+    auto [dtype, scaler, found, step, lr, beta1, beta2, eps, decay] = key;
+    byStorage(first, dtype, [&]<Storage S>() {
+      adamwGroupKernel<S><<<unsigned(chunks.size()), kThreads, 0, ctx.stream>>>(
+          reinterpret_cast<const AdamWTensor *>(device),
+          reinterpret_cast<const AdamWChunk *>(device + sizeof(AdamWTensor) *
+                                                            tensors.size() / 8),
+          Scaling{scaler, found}, double(step + 1), lr, beta1, beta2, eps,
+          decay);
+    });
+    WEFT_CUDA_CHECK(cudaGetLastError());
+  }
 }
 
 void registerUpdateKernels(KernelTable &t) {

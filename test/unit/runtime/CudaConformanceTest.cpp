@@ -199,6 +199,99 @@ TEST_P(CudaConformance, Updates) {
   }
 }
 
+enum class Launch { None, OneByOne, Grouped };
+
+/// `cases`, updates whose outputs all update their inputs in place, in one
+/// arena (the scaled ones share the first one's loss scaler and verdict, as
+/// a plan's do), launched one by one, as one group or not at all; the
+/// arena after.
+std::string runUpdates(Backend &backend, const std::vector<Case> &cases,
+                       Launch launch) {
+  std::vector<std::vector<int64_t>> offsets;
+  int64_t size = 0;
+  for (const Case &c : cases) {
+    offsets.emplace_back();
+    for (const TensorType &t : c.in) {
+      offsets.back().push_back(size);
+      size += (t.bytes() + 255) / 256 * 256;
+    }
+  }
+  char *arena = static_cast<char *>(backend.allocateArena(size));
+  std::vector<KernelContext> contexts;
+  for (size_t i = 0; i < cases.size(); ++i)
+    contexts.push_back({7, cases[i].step, 0, int64_t(i)});
+  std::vector<KernelCall> calls;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case &c = cases[i];
+    std::vector<std::string> in = inputs(c, 30 + i);
+    KernelCall call{c.kernel, {}, {}, c.attrs, contexts[i]};
+    for (size_t k = 0; k < c.in.size(); ++k) {
+      int64_t at = offsets[i][k];
+      if (c.exact.count(k)) // the scaler and verdict: the first case's
+        at = offsets[0][k - c.in.size() + cases[0].in.size()];
+      backend.upload(arena + at, in[k].data(), in[k].size());
+      call.in.push_back({arena + at, c.in[k].dtype, c.in[k].shape});
+    }
+    for (size_t o = 0; o < c.out.size(); ++o)
+      call.out.push_back(call.in[c.inPlace.at(o)]);
+    calls.push_back(std::move(call));
+  }
+  if (launch == Launch::Grouped)
+    backend.launchGroup(calls);
+  else if (launch == Launch::OneByOne)
+    for (const KernelCall &call : calls)
+      backend.launch(call);
+  backend.synchronize();
+  std::string bytes(size, '\0');
+  backend.download(bytes.data(), arena, size);
+  backend.freeArena(arena);
+  return bytes;
+}
+
+/// A run of AdamW updates launched together (the executor's groups; on a
+/// GPU one multi-tensor launch per dtype, scaler and hyperparameters,
+/// chunks of 65536 elements) gives the bits of launching them one by one:
+/// f32, and 16-bit with masters, of 1 to 70000 elements, two learning
+/// rates; then f16 with a shared loss scaler.
+TEST_P(CudaConformance, AdamWGroupIsEachAdamW) {
+  auto adamw = [](DType d, int64_t n, double lr, bool scaled) {
+    TensorType p{d, {n}}, f32{DType::F32, {n}};
+    Case c{"adamw", {p, p, f32, f32}, {p, f32, f32}};
+    c.inPlace = {{0, 0}, {1, 2}, {2, 3}};
+    c.positive = {3};
+    for (auto [k, v] : {std::pair{"lr", lr},
+                        {"beta1", 0.9},
+                        {"beta2", 0.999},
+                        {"eps", 1e-8},
+                        {"weight_decay", 0.01}})
+      c.attrs.set(k, v);
+    c.step = 3;
+    if (d != DType::F32) {
+      c.in.push_back(f32);
+      c.out.push_back(f32);
+      c.inPlace[3] = 4;
+    }
+    if (scaled) {
+      c.in.push_back({DType::F32, {3}});
+      c.in.push_back({DType::F32, {}});
+      c.exact = {c.in.size() - 2, c.in.size() - 1};
+    }
+    return c;
+  };
+  std::vector<std::vector<Case>> groups = {
+      {adamw(DType::F32, 1000, 1e-2, false), adamw(DType::F32, 1, 1e-2, false),
+       adamw(DType::BF16, 70000, 1e-2, false),
+       adamw(DType::BF16, 4096, 1e-2, false),
+       adamw(DType::BF16, 65536, 3e-3, false)},
+      {adamw(DType::F16, 1000, 1e-2, true),
+       adamw(DType::F16, 70000, 1e-2, true)}};
+  for (const std::vector<Case> &group : groups) {
+    std::string each = runUpdates(*gpu, group, Launch::OneByOne);
+    EXPECT_EQ(runUpdates(*gpu, group, Launch::Grouped), each);
+    EXPECT_NE(runUpdates(*gpu, group, Launch::None), each); // they updated
+  }
+}
+
 /// Bytes moved exactly, in every element size the plans use.
 TEST_P(CudaConformance, Movement) {
   for (DType d : {DType::F32, DType::BF16, DType::F16}) {

@@ -46,6 +46,19 @@ public:
     log.push_back("launch " + call.kernel);
     cpu->launch(call);
   }
+  /// The kernel this backend launches runs of together (none when empty).
+  std::string grouped;
+  bool launchesGrouped(const std::string &kernel) const override {
+    return kernel == grouped;
+  }
+  void launchGroup(const std::vector<KernelCall> &calls) override {
+    std::string entry = "launch group";
+    for (const KernelCall &call : calls)
+      entry += " " + call.kernel + "@" + std::to_string(call.ctx.instruction);
+    log.push_back(entry);
+    for (const KernelCall &call : calls)
+      cpu->launch(call);
+  }
   void synchronize() override { log.push_back("synchronize"); }
   void setThreads(int threads) override { cpu->setThreads(threads); }
   std::unique_ptr<Event> createEvent() override { return cpu->createEvent(); }
@@ -115,21 +128,31 @@ json compute(const char *kernel, int64_t x, int64_t y) {
           {"inputs", {x}},           {"outputs", {y}}};
 }
 
-/// Two tensor-parallel ranks: a = relu(x); y = all_reduce(a); z = neg(y).
-Plan collectivePlan() {
-  json rank = json::parse(R"({
-    "rank": 0, "coords": {"tensor": 0}, "arena_bytes": 200,
-    "params": [], "state": [], "optimizer_state": [],
-    "inputs": [{"name": "x", "buffer": 0}],
-    "outputs": [{"name": "z", "buffer": 3}], "constants": []})");
-  // x, a, y, z: f32 [2], 64 bytes apart (z reuses no live bytes).
-  for (int64_t id = 0; id < 4; ++id)
+/// Rank 0 of `count` f32 [2] buffers 64 bytes apart (none reuses live
+/// bytes): the input x the first, the output z the last.
+json rankOf(int64_t count, json coords) {
+  json rank = {{"rank", 0},
+               {"coords", std::move(coords)},
+               {"arena_bytes", 64 * (count - 1) + 8},
+               {"params", json::array()},
+               {"state", json::array()},
+               {"optimizer_state", json::array()},
+               {"inputs", {{{"name", "x"}, {"buffer", 0}}}},
+               {"outputs", {{{"name", "z"}, {"buffer", count - 1}}}},
+               {"constants", json::array()}};
+  for (int64_t id = 0; id < count; ++id)
     rank["buffers"].push_back({{"id", id},
                                {"dtype", "f32"},
                                {"shape", {2}},
                                {"bytes", 8},
                                {"offset", 64 * id},
                                {"kind", id ? "activation" : "input"}});
+  return rank;
+}
+
+/// Two tensor-parallel ranks: a = relu(x); y = all_reduce(a); z = neg(y).
+Plan collectivePlan() {
+  json rank = rankOf(4, {{"tensor", 0}});
   rank["instructions"] = {compute("relu", 0, 1),
                           {{"op", "all_reduce"},
                            {"axis", "tensor"},
@@ -189,6 +212,55 @@ TEST(StreamOrder, TimesKernelsByEventsWithoutSynchronising) {
       "wait compute",   "record compute",  "launch neg",      "record compute",
       "synchronize"};
   EXPECT_EQ(runLogged(true), expected);
+}
+
+/// One rank: a = relu(x), b = neg(a), c = neg(b), z = neg(c), f32 [2].
+Plan chainPlan() {
+  json rank = rankOf(5, json::object());
+  rank["instructions"] = {compute("relu", 0, 1), compute("neg", 1, 2),
+                          compute("neg", 2, 3), compute("neg", 3, 4)};
+  json plan = json::parse(R"({
+    "format": "weft-plan", "version": 1,
+    "model": {"path": "m.onnx", "sha256": ""},
+    "mesh": {"axes": []}, "micro_batches": 1, "global_batch": 2,
+    "inputs": [{"name": "x", "dtype": "f32", "shape": [2]}],
+    "outputs": [{"name": "z", "dtype": "f32", "shape": [2]}]})");
+  plan["ranks"] = {rank};
+  return parsePlan(plan.dump(), "p.json",
+                   [](const std::string &) { return true; });
+}
+
+/// A run of consecutive instructions of a kernel the backend launches
+/// together (CUDA's multi-tensor AdamW) is one launchGroup, in order, with
+/// each call's own instruction index; the result is the one-by-one one.
+/// Under --trace each kernel is launched, and timed, alone.
+TEST(StreamOrder, LaunchesARunOfAGroupedKernelTogether) {
+  for (bool trace : {false, true}) {
+    Plan plan = chainPlan();
+    LoggingBackend backend;
+    backend.grouped = "neg";
+    Executor executor(plan, 0, backend, nullptr);
+    float x[2] = {1.5f, -2.0f};
+    executor.setInput("x", std::string(reinterpret_cast<char *>(x), 8));
+    backend.log.clear();
+    std::vector<TraceEvent> events;
+    executor.run(0, 0, trace ? &events : nullptr);
+    std::vector<std::string> launches;
+    for (const std::string &entry : backend.log)
+      if (entry.rfind("launch", 0) == 0)
+        launches.push_back(entry);
+    std::vector<std::string> expected =
+        trace ? std::vector<std::string>{"launch relu", "launch neg",
+                                         "launch neg", "launch neg"}
+              : std::vector<std::string>{"launch relu",
+                                         "launch group neg@1 neg@2 neg@3"};
+    EXPECT_EQ(launches, expected) << (trace ? "traced" : "untraced");
+    std::string z = executor.output("z");
+    float got[2];
+    std::memcpy(got, z.data(), 8);
+    EXPECT_EQ(got[0], -1.5f);
+    EXPECT_EQ(got[1], 0.0f);
+  }
 }
 
 } // namespace

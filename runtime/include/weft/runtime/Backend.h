@@ -19,6 +19,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace weft::rt {
 
@@ -56,6 +57,15 @@ public:
   virtual bool computes(DType dtype) const { return true; }
   /// Enqueues one kernel on the compute stream.
   virtual void launch(const KernelCall &call) = 0;
+  /// Whether a run of consecutive instructions of `kernel` may be given to
+  /// launchGroup: a multi-tensor kernel (Apex's multi_tensor_apply, torch's
+  /// fused AdamW) launches once for the run, not once per tensor.
+  virtual bool launchesGrouped(const std::string &kernel) const {
+    return false;
+  }
+  /// Enqueues `calls`, all of one kernel launchesGrouped() admits, with the
+  /// results launch() gives them one by one in order (by default, it).
+  virtual void launchGroup(const std::vector<KernelCall> &calls);
   /// Blocks until every enqueued kernel and copy has finished.
   virtual void synchronize() = 0;
   /// Host threads the backend's math library may use (BLAS threads).

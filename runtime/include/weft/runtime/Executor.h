@@ -22,6 +22,8 @@
 
 namespace weft::rt {
 
+struct KernelContext;
+
 /// One executed instruction, for the Chrome/Perfetto trace (microseconds).
 struct TraceEvent {
   std::string name, kernel; ///< kernel: the compute kernel or transfer op
@@ -130,8 +132,9 @@ public:
 
 private:
   Tensor view(int64_t buffer) const;
-  void launch(const Instruction &inst, size_t index, int64_t step,
-              uint64_t seed);
+  /// The kernel call of compute instruction `inst` in context `ctx` (its
+  /// index, this step), which the call refers to: `ctx` must outlive it.
+  KernelCall callOf(const Instruction &inst, const KernelContext &ctx) const;
   void transfer(const Instruction &inst);
   void write(const NamedBuffer &named, const std::string &bytes,
              const std::string &what);
