@@ -18,6 +18,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace weft::rt::cuda {
@@ -363,6 +364,15 @@ void registerElementwiseKernels(KernelTable &t) {
 }
 
 void adamwGroup(const std::vector<KernelCall> &calls, const Context &ctx) {
+  // The chunks of one launch run in any order: a parameter updated twice
+  // in the run (no plan weft emits has one) takes the one-by-one path.
+  std::set<void *> params;
+  for (const KernelCall &call : calls)
+    if (!params.insert(call.out[0].data).second) {
+      for (const KernelCall &each : calls)
+        adamw(each, ctx);
+      return;
+    }
   // Calls launch together when they share what the kernel takes once.
   using Key = std::tuple<DType, const float *, const float *, int64_t, double,
                          double, double, double, double>;
