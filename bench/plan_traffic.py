@@ -46,6 +46,27 @@ def traffic(plan, rank=0):
     return {k: tuple(v) for k, v in out.items()}
 
 
+# Kernels the CUDA backend launches a run of consecutive instructions of
+# as one (Backend::launchesGrouped: the multi-tensor AdamW).
+GROUPED = ("adamw",)
+
+
+def launches(plan, rank=0):
+    """Kernel instructions of rank `rank` as the CUDA backend launches them
+    (an instruction of a fused kernel may be a few CUDA kernels):
+    each run of consecutive instructions of a GROUPED kernel counts once."""
+    ranks = [r for r in plan["ranks"] if r["rank"] == rank]
+    if not ranks:
+        raise SystemExit(f"the plan has no rank {rank}")
+    count, previous = 0, None
+    for inst in ranks[0]["instructions"]:
+        kernel = inst.get("kernel")
+        if kernel and not (kernel == previous and kernel in GROUPED):
+            count += 1
+        previous = kernel
+    return count
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("plan", type=pathlib.Path)
@@ -61,8 +82,9 @@ def main(argv=None):
     for kernel, (count, nbytes) in sorted(rows.items(),
                                           key=lambda kv: -kv[1][1]):
         print(f"{kernel:28s} {count:6d} x  {nbytes / 1e9:8.2f} GB")
-    print(f"instructions: {sum(c for c, _ in rows.values())}; arena "
-          f"{rank['arena_bytes']} bytes")
+    print(f"instructions: {sum(c for c, _ in rows.values())} "
+          f"({launches(plan, args.rank)} on a GPU, where a run of AdamW "
+          f"updates launches as one); arena {rank['arena_bytes']} bytes")
     print(f"memory-bound kernels: {memory_bound / 1e9:.2f} GB per step, at "
           f"least {memory_bound / args.bandwidth * 1e3:.2f} ms at "
           f"{args.bandwidth:.3g} B/s")
@@ -71,6 +93,7 @@ def main(argv=None):
             {"kernels": {k: {"count": c, "bytes": b}
                          for k, (c, b) in rows.items()},
              "memory_bound_bytes": memory_bound,
+             "gpu_launches": launches(plan, args.rank),
              "arena_bytes": rank["arena_bytes"]}, indent=1))
     return 0
 
