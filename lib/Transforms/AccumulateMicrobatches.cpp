@@ -26,24 +26,11 @@ struct AccumulateMicrobatchesPass
       getOperation().emitError("microbatches must be at least 1");
       return signalPassFailure();
     }
-    // weft-autodiff's seed of 1/M: the gradients need only be summed.
-    func::FuncOp func = getOperation();
-    bool seeded = false;
-    if (auto seed = func->getAttrOfType<IntegerAttr>(kSeedMicrobatchesAttr)) {
-      if (seed.getInt() != microbatches) {
-        func.emitError("weft-autodiff seeded the backward for ")
-            << seed.getInt() << " micro-batches, not " << int64_t(microbatches);
-        return signalPassFailure();
-      }
-      seeded = true;
-      func->removeAttr(kSeedMicrobatchesAttr);
-    }
-    if (microbatches > 1 && failed(accumulate(func, seeded)))
+    if (microbatches > 1 && failed(accumulate(getOperation())))
       signalPassFailure();
   }
 
-  /// `seeded`: the gradients are each micro-batch's share already.
-  LogicalResult accumulate(func::FuncOp func, bool seeded) {
+  LogicalResult accumulate(func::FuncOp func) {
     MLIRContext *ctx = func.getContext();
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -113,14 +100,9 @@ struct AccumulateMicrobatchesPass
       }
     }
     // Scale the sums by 1/M: the loss is the sum of 1/M-scaled micro-batch
-    // losses, and the gradients are its gradients (scaled already when
-    // weft-autodiff seeded the backward with 1/M).
+    // losses, and the gradients are its gradients.
     SmallVector<Value> results;
-    for (auto [i, total] : llvm::enumerate(totals)) {
-      if (seeded && func.getResultAttr(i, "weft.grad")) {
-        results.push_back(total);
-        continue;
-      }
+    for (Value total : totals) {
       auto type = cast<RankedTensorType>(total.getType());
       auto scale = ConstantOp::create(
           b, ret.getLoc(),

@@ -21,13 +21,7 @@ using namespace weft;
 namespace {
 
 struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
-  using AutodiffBase::AutodiffBase;
-
   void runOnOperation() override {
-    if (microbatches < 1) {
-      getOperation().emitError("microbatches must be at least 1");
-      return signalPassFailure();
-    }
     if (failed(differentiate(getOperation())))
       signalPassFailure();
   }
@@ -70,17 +64,10 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
     OpBuilder b(ret);
     llvm::DenseMap<Value, Value> grads;
     auto lossType = cast<RankedTensorType>(loss.getType());
-    // d step / d loss: 1, or 1/M of a mean over M micro-batches.
-    auto share = [&] {
-      return ConstantOp::create(
-          b, loss.getLoc(),
-          DenseElementsAttr::get(lossType,
-                                 b.getFloatAttr(lossType.getElementType(),
-                                                1.0 / double(microbatches))));
-    };
-    grads[loss] = share();
-    if (microbatches > 1)
-      func->setAttr(kSeedMicrobatchesAttr, b.getI64IntegerAttr(microbatches));
+    grads[loss] = ConstantOp::create(
+        b, loss.getLoc(),
+        DenseElementsAttr::get(lossType,
+                               b.getFloatAttr(lossType.getElementType(), 1.0)));
     // f16 loss scaling: d(scale * loss) = scale, the scaler's element 0.
     for (BlockArgument arg : func.getArguments())
       if (func.getArgAttr(arg.getArgNumber(), kLossScalerAttr)) {
@@ -91,8 +78,6 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
         if (getElementTypeOrSelf(scale) != lossType.getElementType())
           scale = CastOp::create(b, loss.getLoc(), scale,
                                  lossType.getElementType(), true);
-        if (microbatches > 1)
-          scale = MulOp::create(b, loss.getLoc(), scale, share());
         grads[loss] = scale;
       }
     for (Operation *op : llvm::reverse(ops)) {

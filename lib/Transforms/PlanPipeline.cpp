@@ -265,7 +265,7 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // backward.
   pm.addNestedPass<func::FuncOp>(createFoldLossLogProb());
   // The backward pass: loss -> parameter gradients.
-  pm.addNestedPass<func::FuncOp>(createAutodiff({o.microbatches}));
+  pm.addNestedPass<func::FuncOp>(createAutodiff());
   // A LayerNorm's input gradient summed with its residual one in its
   // gradient kernel.
   pm.addNestedPass<func::FuncOp>(createFoldLayerNormGradAdd());

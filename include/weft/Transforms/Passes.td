@@ -274,18 +274,7 @@ def Autodiff : Pass<"weft-autodiff", "mlir::func::FuncOp"> {
     Pre-condition: one result, a scalar float (the loss), and at least one
     parameter the loss depends on; every op on a path from a parameter to the
     loss has a gradient rule. Each violation is an error naming the op.
-
-    With `microbatches` M > 1 the step's loss is the mean of M micro-batch
-    losses (weft-accumulate-microbatches, run next with the same M): the
-    backward's seed is 1/M (times f16's loss scale), as PyTorch users
-    write `(loss / M).backward()`, so each micro-batch's gradients come out
-    scaled and their accumulation only sums them. The function carries
-    `weft.seed_microbatches = M` for that pass.
   }];
-  let options = [
-    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
-           "Micro-batches the loss is the mean over (M): the seed is 1/M">,
-  ];
   let dependentDialects = ["weft::WeftDialect"];
 }
 
@@ -300,12 +289,7 @@ def AccumulateMicrobatches : Pass<"weft-accumulate-microbatches",
     copy of the forward and backward ops (tagged `weft.micro_batch = k`), and
     the step returns the sum of the micro-batch losses scaled by 1/M and the
     sum of their gradients scaled by 1/M, which is the gradient of the
-    logged loss. When weft-autodiff already seeded each micro-batch's
-    backward with 1/M (`weft.seed_microbatches = M`, which must be this
-    pass's M), the gradients are only summed: no pass over them after the
-    last micro-batch (one launch per parameter and its bytes read and
-    written fewer per step); with M a power of two the bits are those of
-    scaling after the sum, since scaling by 2^-k commutes with rounding. Batch normalisation sees per-micro-batch statistics, and
+    logged loss. Batch normalisation sees per-micro-batch statistics, and
     its running statistics are updated once per micro-batch, in order (as
     torch running the micro-batches would).
 

@@ -38,10 +38,6 @@ inline constexpr llvm::StringLiteral kStageAttr = "weft.stage";
 inline constexpr llvm::StringLiteral kRngIdAttr = "weft.rng_id";
 /// On ops weft-checkpoint cloned into the backward to recompute a forward.
 inline constexpr llvm::StringLiteral kRecomputeAttr = "weft.recompute";
-/// On the model function between weft-autodiff and
-/// weft-accumulate-microbatches: the backward's seed is 1/M for this M.
-inline constexpr llvm::StringLiteral kSeedMicrobatchesAttr =
-    "weft.seed_microbatches";
 /// On the model function: the number of pipeline stages it is split into.
 inline constexpr llvm::StringLiteral kPipelineStagesAttr =
     "weft.pipeline_stages";
