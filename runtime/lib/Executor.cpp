@@ -27,6 +27,16 @@ Executor::Executor(const Plan &plan, int64_t rank, Backend &backend,
   // Checked before the arena exists: a constructor that throws runs no
   // destructor, so the arena would leak (found by the plan-loader fuzzer).
   measureLiveness();
+  const std::vector<Instruction> &instructions = rankPlan.instructions;
+  runEnd.resize(instructions.size());
+  for (size_t i = instructions.size(); i-- > 0;) {
+    const Instruction &inst = instructions[i];
+    bool grouped =
+        inst.op == "compute" && backend.launchesGrouped(inst.kernel) &&
+        i + 1 < instructions.size() && instructions[i + 1].op == "compute" &&
+        instructions[i + 1].kernel == inst.kernel;
+    runEnd[i] = grouped ? runEnd[i + 1] : i + 1;
+  }
   arena = static_cast<char *>(backend.allocateArena(rankPlan.arenaBytes));
   for (const ConstantDesc &c : rankPlan.constants)
     backend.upload(arena + rankPlan.buffers[c.buffer].offset, c.bytes.data(),
@@ -346,32 +356,19 @@ void Executor::run(int64_t step, uint64_t seed,
     // A run of one kernel the backend launches as one (the optimizer's
     // updates: a multi-tensor AdamW). --trace times each kernel by its
     // events, so it launches them one by one.
-    size_t runEnd = i + 1;
-    if (inst.op == "compute" && !trace && backend.launchesGrouped(inst.kernel))
-      while (runEnd < instructions.size() &&
-             instructions[runEnd].op == "compute" &&
-             instructions[runEnd].kernel == inst.kernel)
-        ++runEnd;
+    size_t after = trace ? i + 1 : runEnd[i];
     try {
-      if (runEnd > i + 1) {
-        // A call refers to its context: they live side by side here.
-        std::vector<KernelContext> contexts;
-        for (size_t k = i; k < runEnd; ++k)
-          contexts.push_back(
-              {seed, step, instructions[k].microBatch, int64_t(k)});
-        std::vector<KernelCall> calls;
-        for (size_t k = i; k < runEnd; ++k)
-          calls.push_back(callOf(instructions[k], contexts[k - i]));
-        backend.launchGroup(calls);
-        if (!posted.empty())
-          comm->progress();
-      } else if (inst.op == "compute") {
-        if (trace)
-          backend.record(*timing[2 * i], Stream::Compute);
-        KernelContext ctx{seed, step, inst.microBatch, int64_t(i)};
-        backend.launch(callOf(inst, ctx));
-        if (trace)
-          backend.record(*timing[2 * i + 1], Stream::Compute);
+      if (inst.op == "compute") {
+        if (after > i + 1)
+          launchRun(i, after, step, seed);
+        else {
+          if (trace)
+            backend.record(*timing[2 * i], Stream::Compute);
+          KernelContext ctx{seed, step, inst.microBatch, int64_t(i)};
+          backend.launch(callOf(inst, ctx));
+          if (trace)
+            backend.record(*timing[2 * i + 1], Stream::Compute);
+        }
         if (!posted.empty())
           comm->progress();
       } else if (isCollectiveWait(inst.op) || isTransferWait(inst.op)) {
@@ -397,18 +394,18 @@ void Executor::run(int64_t step, uint64_t seed,
           posted[inst.tag] = {&inst, start};
       }
     } catch (const Error &e) {
-      throw Error((runEnd > i + 1 ? "instructions " + std::to_string(i) + ".." +
-                                        std::to_string(runEnd - 1) + " (" +
-                                        inst.kernel + ", launched together"
-                                  : "instruction " + std::to_string(i) + " (" +
-                                        (inst.op == "compute"
-                                             ? inst.name
-                                             : inst.op + " tag " +
-                                                   std::to_string(inst.tag))) +
+      throw Error((after > i + 1 ? "instructions " + std::to_string(i) + ".." +
+                                       std::to_string(after - 1) + " (" +
+                                       inst.kernel + ", launched together"
+                                 : "instruction " + std::to_string(i) + " (" +
+                                       (inst.op == "compute"
+                                            ? inst.name
+                                            : inst.op + " tag " +
+                                                  std::to_string(inst.tag))) +
                   "): " + e.what());
     }
     if (!trace) {
-      i = runEnd - 1;
+      i = after - 1;
       continue;
     }
     auto end = clock::now();
@@ -461,6 +458,19 @@ void Executor::run(int64_t step, uint64_t seed,
     event.startUs = backend.elapsedUs(*timing.back(), *timing[2 * i]);
     event.durationUs = backend.elapsedUs(*timing[2 * i], *timing[2 * i + 1]);
   }
+}
+
+void Executor::launchRun(size_t first, size_t after, int64_t step,
+                         uint64_t seed) {
+  const std::vector<Instruction> &instructions = rankPlan.instructions;
+  // A call refers to its context: they live side by side here.
+  std::vector<KernelContext> contexts;
+  for (size_t k = first; k < after; ++k)
+    contexts.push_back({seed, step, instructions[k].microBatch, int64_t(k)});
+  std::vector<KernelCall> calls;
+  for (size_t k = first; k < after; ++k)
+    calls.push_back(callOf(instructions[k], contexts[k - first]));
+  backend.launchGroup(calls);
 }
 
 KernelCall Executor::callOf(const Instruction &inst,

@@ -142,12 +142,12 @@ std::optional<int64_t> indexBound(Value value, int64_t vocabParts) {
     if (auto gather = dyn_cast<weft::GatherOp>(user);
         gather && use.getOperandNumber() == 1)
       tighten(gather.getData().getType().getDimSize(gather.getAxis()));
-    if (auto loss = dyn_cast<weft::SoftmaxCrossEntropyOp>(user);
-        loss && use.getOperandNumber() == 1)
-      tighten(loss.getScores().getType().getDimSize(1));
-    if (auto loss = dyn_cast<weft::SoftmaxCrossEntropyAndGradOp>(user);
-        loss && use.getOperandNumber() == 1)
-      tighten(loss.getScores().getType().getDimSize(1));
+    // Both cross-entropy forms take (scores [N, C, d...], labels, ...).
+    if (isa<weft::SoftmaxCrossEntropyOp, weft::SoftmaxCrossEntropyAndGradOp>(
+            user) &&
+        use.getOperandNumber() == 1)
+      tighten(
+          cast<RankedTensorType>(user->getOperand(0).getType()).getDimSize(1));
     if (auto loss = dyn_cast<weft::NllLossOp>(user);
         loss && use.getOperandNumber() == 1)
       tighten(loss.getInput().getType().getDimSize(1));

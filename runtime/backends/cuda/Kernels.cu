@@ -164,25 +164,50 @@ Scaling scalingOf(const KernelCall &call, bool scaled) {
   return {call.in[n - 2].as<float>(), call.in[n - 1].as<float>()};
 }
 
-/// AdamW with the parameter in storage S; with a master the step runs on
-/// it (f32) and the parameter receives it rounded.
-template <Storage S>
-__global__ void adamwKernel(void *param, const void *grad, float *m, float *v,
-                            float *master, Scaling scaling, int64_t n,
-                            double step, double lr, double beta1, double beta2,
-                            double eps, double decay) {
+/// One tensor an AdamW call updates: its parameter (storage S), gradient,
+/// moments and master (null without one; then the step runs on the
+/// parameter, f32).
+struct AdamWTensor {
+  void *param;
+  const void *grad;
+  float *m, *v, *master;
+  int64_t n;
+};
+
+/// The step's constants of torch's AdamW at (1-based) `step`, unscaled and
+/// counting only the steps taken under loss scaling; false when GradScaler
+/// skips the step.
+__device__ bool adamwStepAt(Scaling scaling, double step, double lr,
+                            double beta1, double beta2, double eps,
+                            double decay, AdamWStep<float> &update) {
   if (scaling.found && *scaling.found != 0.0f)
-    return; // GradScaler skips the step
+    return false;
   double t = step - (scaling.scaler ? scaling.scaler[2] : 0.0);
   double inverse = scaling.scaler ? 1.0 / scaling.scaler[0] : 1.0;
-  auto update = AdamWStep<float>::at(t, lr, beta1, beta2, eps, decay, inverse);
-  WEFT_GRID_STRIDE(i, n) {
-    float p = master ? master[i] : load<S>(param, i);
-    update(load<S>(grad, i), p, m[i], v[i]);
-    if (master)
-      master[i] = p;
-    store<S>(param, i, p);
-  }
+  update = AdamWStep<float>::at(t, lr, beta1, beta2, eps, decay, inverse);
+  return true;
+}
+
+/// Element i of `x`: the update on the master (or the parameter), the
+/// parameter receiving it rounded to S.
+template <Storage S>
+__device__ void adamwAt(const AdamWTensor &x, int64_t i,
+                        const AdamWStep<float> &update) {
+  float p = x.master ? x.master[i] : load<S>(x.param, i);
+  update(load<S>(x.grad, i), p, x.m[i], x.v[i]);
+  if (x.master)
+    x.master[i] = p;
+  store<S>(x.param, i, p);
+}
+
+template <Storage S>
+__global__ void adamwKernel(AdamWTensor x, Scaling scaling, double step,
+                            double lr, double beta1, double beta2, double eps,
+                            double decay) {
+  AdamWStep<float> update;
+  if (!adamwStepAt(scaling, step, lr, beta1, beta2, eps, decay, update))
+    return;
+  WEFT_GRID_STRIDE(i, x.n) { adamwAt<S>(x, i, update); }
 }
 
 template <Storage S>
@@ -211,29 +236,35 @@ void requireF32State(const KernelCall &call, const UpdateInputs &inputs) {
     unsupported(call, call.in[0].dtype);
 }
 
-void adamw(const KernelCall &call, const Context &ctx) {
+/// What AdamW call `call` updates, its inputs checked.
+AdamWTensor adamwTensorOf(const KernelCall &call) {
   UpdateInputs inputs = UpdateInputs::adamw(call.in.size());
   requireF32State(call, inputs);
-  float *master = inputs.master ? call.out[3].as<float>() : nullptr;
-  int64_t n = call.in[0].numel();
+  return {call.out[0].data,
+          call.in[1].data,
+          call.out[1].as<float>(),
+          call.out[2].as<float>(),
+          inputs.master ? call.out[3].as<float>() : nullptr,
+          call.in[0].numel()};
+}
+
+Scaling adamwScalingOf(const KernelCall &call) {
+  return scalingOf(call, UpdateInputs::adamw(call.in.size()).scaled);
+}
+
+void adamw(const KernelCall &call, const Context &ctx) {
+  AdamWTensor x = adamwTensorOf(call);
   byStorage(call, call.in[0].dtype, [&]<Storage S>() {
-    adamwKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
-        call.out[0].data, call.in[1].data, call.out[1].as<float>(),
-        call.out[2].as<float>(), master, scalingOf(call, inputs.scaled), n,
-        double(call.ctx.step + 1), call.f("lr"), call.f("beta1"),
-        call.f("beta2"), call.f("eps"), call.f("weight_decay"));
+    adamwKernel<S><<<grid(x.n), kThreads, 0, ctx.stream>>>(
+        x, adamwScalingOf(call), double(call.ctx.step + 1), call.f("lr"),
+        call.f("beta1"), call.f("beta2"), call.f("eps"),
+        call.f("weight_decay"));
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
-/// One tensor of a multi-tensor AdamW: what adamwKernel takes.
-struct AdamWTensor {
-  void *param;
-  const void *grad;
-  float *m, *v, *master; ///< master null without one
-  int64_t n;
-};
-/// One block's work: elements [start, start + kChunk) of a tensor.
+/// One block's work in a multi-tensor AdamW: elements [start, start +
+/// kChunk) of a tensor.
 struct AdamWChunk {
   int64_t tensor, start;
 };
@@ -246,21 +277,14 @@ __global__ void adamwGroupKernel(const AdamWTensor *tensors,
                                  const AdamWChunk *chunks, Scaling scaling,
                                  double step, double lr, double beta1,
                                  double beta2, double eps, double decay) {
-  if (scaling.found && *scaling.found != 0.0f)
+  AdamWStep<float> update;
+  if (!adamwStepAt(scaling, step, lr, beta1, beta2, eps, decay, update))
     return;
-  double t = step - (scaling.scaler ? scaling.scaler[2] : 0.0);
-  double inverse = scaling.scaler ? 1.0 / scaling.scaler[0] : 1.0;
-  auto update = AdamWStep<float>::at(t, lr, beta1, beta2, eps, decay, inverse);
   AdamWChunk chunk = chunks[blockIdx.x];
   AdamWTensor x = tensors[chunk.tensor];
   int64_t end = x.n < chunk.start + kChunk ? x.n : chunk.start + kChunk;
-  for (int64_t i = chunk.start + threadIdx.x; i < end; i += blockDim.x) {
-    float p = x.master ? x.master[i] : load<S>(x.param, i);
-    update(load<S>(x.grad, i), p, x.m[i], x.v[i]);
-    if (x.master)
-      x.master[i] = p;
-    store<S>(x.param, i, p);
-  }
+  for (int64_t i = chunk.start + threadIdx.x; i < end; i += blockDim.x)
+    adamwAt<S>(x, i, update);
 }
 
 void sgd(const KernelCall &call, const Context &ctx) {
@@ -376,30 +400,20 @@ void adamwGroup(const std::vector<KernelCall> &calls, const Context &ctx) {
   // Calls launch together when they share what the kernel takes once.
   using Key = std::tuple<DType, const float *, const float *, int64_t, double,
                          double, double, double, double>;
-  std::map<Key, std::vector<const KernelCall *>> launches;
+  std::map<Key, std::vector<AdamWTensor>> launches;
   for (const KernelCall &call : calls) {
-    UpdateInputs inputs = UpdateInputs::adamw(call.in.size());
-    requireF32State(call, inputs);
-    Scaling s = scalingOf(call, inputs.scaled);
+    Scaling s = adamwScalingOf(call);
     launches[{call.in[0].dtype, s.scaler, s.found, call.ctx.step, call.f("lr"),
               call.f("beta1"), call.f("beta2"), call.f("eps"),
               call.f("weight_decay")}]
-        .push_back(&call);
+        .push_back(adamwTensorOf(call));
   }
-  for (const auto &[key, group] : launches) {
-    // The tensors, then the chunks, as one table of int64 words.
-    std::vector<AdamWTensor> tensors;
+  for (const auto &[key, tensors] : launches) {
+    // The tensors, then their chunks, as one table of int64 words.
     std::vector<AdamWChunk> chunks;
-    for (const KernelCall *call : group) {
-      UpdateInputs inputs = UpdateInputs::adamw(call->in.size());
-      int64_t n = call->in[0].numel();
-      for (int64_t start = 0; start < n; start += kChunk)
-        chunks.push_back({int64_t(tensors.size()), start});
-      tensors.push_back({call->out[0].data, call->in[1].data,
-                         call->out[1].as<float>(), call->out[2].as<float>(),
-                         inputs.master ? call->out[3].as<float>() : nullptr,
-                         n});
-    }
+    for (size_t k = 0; k < tensors.size(); ++k)
+      for (int64_t start = 0; start < tensors[k].n; start += kChunk)
+        chunks.push_back({int64_t(k), start});
     if (chunks.empty())
       continue;
     static_assert(sizeof(AdamWTensor) % 8 == 0 && sizeof(AdamWChunk) == 16);
@@ -411,9 +425,8 @@ void adamwGroup(const std::vector<KernelCall> &calls, const Context &ctx) {
     std::memcpy(table.data() + sizeof(AdamWTensor) * tensors.size() / 8,
                 chunks.data(), sizeof(AdamWChunk) * chunks.size());
     const int64_t *device = ctx.scratch->upload(table, ctx.stream);
-    const KernelCall &first = *group.front();
     auto [dtype, scaler, found, step, lr, beta1, beta2, eps, decay] = key;
-    byStorage(first, dtype, [&]<Storage S>() {
+    byStorage(calls.front(), dtype, [&]<Storage S>() {
       adamwGroupKernel<S><<<unsigned(chunks.size()), kThreads, 0, ctx.stream>>>(
           reinterpret_cast<const AdamWTensor *>(device),
           reinterpret_cast<const AdamWChunk *>(device + sizeof(AdamWTensor) *

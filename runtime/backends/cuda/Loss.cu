@@ -113,6 +113,22 @@ __device__ double gradScale(const Targets &t, int64_t k, int64_t cls, double w,
   return *weightSum != 0 ? w * dloss(0) / *weightSum : 0.0;
 }
 
+/// Where the rows' losses go: each row's weighted loss and weight, which
+/// lossTotalKernel sums, and with "none" the loss itself (`none`, of O).
+struct RowLosses {
+  double *loss, *weight;
+  void *none;
+  /// Row k's: -w log p[class] (`picked`), 0 when ignored (cls < 0).
+  template <Storage O>
+  __device__ void put(int64_t k, int64_t cls, double w, double picked) const {
+    double l = cls < 0 ? 0.0 : -w * picked;
+    loss[k] = l;
+    weight[k] = w;
+    if (none)
+      store<O>(none, k, float(l));
+  }
+};
+
 /// Per row: the log-probabilities (Softmax; with `keepLse` the row's
 /// log-sum-exp instead, at k) or the input read as them, the row's loss -w
 /// logp[class] and weight; "none" stores the loss as is. S: the input; O:
@@ -120,8 +136,7 @@ __device__ double gradScale(const Targets &t, int64_t k, int64_t cls, double w,
 /// log_prob_type, else S).
 template <Storage S, Storage O, bool Softmax>
 __global__ void lossRowsKernel(const void *in, void *logp, bool keepLse,
-                               Targets t, double *rowLoss, double *rowWeight,
-                               void *lossNone) {
+                               Targets t, RowLosses rows) {
   int lane = threadIdx.x % 32;
   WEFT_WARP_STRIDE(k, t.rows) {
     double w;
@@ -143,13 +158,8 @@ __global__ void lossRowsKernel(const void *in, void *logp, bool keepLse,
     } else if (cls >= 0) {
       picked = load<S>(in, t.at(k, cls));
     }
-    if (lane == 0) {
-      double loss = cls < 0 ? 0.0 : -w * picked;
-      rowLoss[k] = loss;
-      rowWeight[k] = w;
-      if (lossNone)
-        store<O>(lossNone, k, float(loss));
-    }
+    if (lane == 0)
+      rows.put<O>(k, cls, w, picked);
   }
 }
 
@@ -189,6 +199,25 @@ __global__ void lossTotalKernel(const double *rowLoss, const double *rowWeight,
                                                : 0.0));
 }
 
+/// The rows' losses and weights in the scratch buffer, `extra` doubles
+/// after them for the caller; "none" writes the losses to output 0.
+RowLosses rowLossesOf(const KernelCall &call, const Targets &t,
+                      const Context &ctx, size_t extra = 0) {
+  auto *scratch = static_cast<double *>(
+      ctx.scratch->get((2 * t.rows + extra) * sizeof(double), ctx.stream));
+  return {scratch, scratch + t.rows,
+          t.reduction == Reduction::None ? call.out[0].data : nullptr};
+}
+
+/// The loss of a "sum" or "mean": the rows' sum into `out` (of O).
+template <Storage O>
+void sumRows(const RowLosses &rows, const Targets &t, const Tensor &out,
+             const Context &ctx) {
+  if (!rows.none)
+    lossTotalKernel<O><<<1, kSumThreads, 0, ctx.stream>>>(
+        rows.loss, rows.weight, t.rows, t.reduction, out.data);
+}
+
 /// softmax_cross_entropy (scores, labels[, weight]) -> (loss, log_prob);
 /// nll_loss (log_prob, labels[, weight]) -> loss.
 template <bool Softmax> void loss(const KernelCall &call, const Context &ctx) {
@@ -197,18 +226,14 @@ template <bool Softmax> void loss(const KernelCall &call, const Context &ctx) {
                         call.in.size() > 2 ? &call.in[2] : nullptr, ctx);
   if (t.rows == 0)
     return;
-  auto *rowLoss = static_cast<double *>(
-      ctx.scratch->get(2 * t.rows * sizeof(double), ctx.stream));
-  void *none = t.reduction == Reduction::None ? call.out[0].data : nullptr;
+  RowLosses rows = rowLossesOf(call, t, ctx);
   byStorage(call, in.dtype, [&]<Storage S>() {
     byStorage(call, call.out[0].dtype, [&]<Storage O>() {
       lossRowsKernel<S, O, Softmax>
           <<<warpGrid(t.rows), kThreads, 0, ctx.stream>>>(
               in.data, Softmax ? call.out[1].data : nullptr,
-              call.flag("log_sum_exp"), t, rowLoss, rowLoss + t.rows, none);
-      if (!none)
-        lossTotalKernel<O><<<1, kSumThreads, 0, ctx.stream>>>(
-            rowLoss, rowLoss + t.rows, t.rows, t.reduction, call.out[0].data);
+              call.flag("log_sum_exp"), t, rows);
+      sumRows<O>(rows, t, call.out[0], ctx);
     });
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
@@ -285,16 +310,6 @@ void lossGrad(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
-/// `v` as storage S holds it: rounded to S and widened back.
-template <Storage S> __device__ float rounded(float v) {
-  if constexpr (S == Storage::F32)
-    return v;
-  else if constexpr (S == Storage::BF16)
-    return fromBF16(toBF16(v));
-  else
-    return fromF16(toF16(v));
-}
-
 /// softmax_cross_entropy_and_grad's rows (a warp each): the forward's
 /// log-sum-exp, loss and weight (lossRowsKernel with log_sum_exp), then the
 /// gradient from the log-sum-exp as stored (lossGradKernel), each score
@@ -303,10 +318,10 @@ template <Storage S> __device__ float rounded(float v) {
 /// as they do): a row stays in L1/L2 between the passes. S: the scores and
 /// their gradient; O: the loss, log-sum-exp and dloss.
 template <Storage S, Storage O>
-__global__ void
-lossAndGradRowsKernel(const void *in, void *lseOut, const void *dloss,
-                      Targets t, const double *weightSum, double *rowLoss,
-                      double *rowWeight, void *lossNone, void *dx) {
+__global__ void lossAndGradRowsKernel(const void *in, void *lseOut,
+                                      const void *dloss, Targets t,
+                                      const double *weightSum, RowLosses rows,
+                                      void *dx) {
   int lane = threadIdx.x % 32;
   WEFT_WARP_STRIDE(k, t.rows) {
     double w;
@@ -329,11 +344,7 @@ lossAndGradRowsKernel(const void *in, void *lseOut, const void *dloss,
     picked = warpSum(picked); // one lane holds it
     if (lane == 0) {
       store<O>(lseOut, k, lse);
-      double loss = cls < 0 ? 0.0 : -w * picked;
-      rowLoss[k] = loss;
-      rowWeight[k] = w;
-      if (lossNone)
-        store<O>(lossNone, k, float(loss));
+      rows.put<O>(k, cls, w, picked);
     }
   }
 }
@@ -346,21 +357,17 @@ void lossAndGrad(const KernelCall &call, const Context &ctx) {
                         call.in.size() > 3 ? &call.in[3] : nullptr, ctx);
   if (t.rows == 0)
     return;
-  auto *rowLoss = static_cast<double *>(
-      ctx.scratch->get((2 * t.rows + 1) * sizeof(double), ctx.stream));
-  double *weightSum = rowLoss + 2 * t.rows;
-  void *none = t.reduction == Reduction::None ? call.out[0].data : nullptr;
+  RowLosses rows = rowLossesOf(call, t, ctx, 1);
+  double *weightSum = rows.weight + t.rows; // the one double after them
   byStorage(call, in.dtype, [&]<Storage S>() {
     if (t.reduction == Reduction::Mean)
       weightSumKernel<S><<<1, kSumThreads, 0, ctx.stream>>>(t, weightSum);
     byStorage(call, call.out[0].dtype, [&]<Storage O>() {
       lossAndGradRowsKernel<S, O>
           <<<warpGrid(t.rows), kThreads, 0, ctx.stream>>>(
-              in.data, call.out[1].data, call.in[2].data, t, weightSum, rowLoss,
-              rowLoss + t.rows, none, call.out[2].data);
-      if (!none)
-        lossTotalKernel<O><<<1, kSumThreads, 0, ctx.stream>>>(
-            rowLoss, rowLoss + t.rows, t.rows, t.reduction, call.out[0].data);
+              in.data, call.out[1].data, call.in[2].data, t, weightSum, rows,
+              call.out[2].data);
+      sumRows<O>(rows, t, call.out[0], ctx);
     });
   });
   WEFT_CUDA_CHECK(cudaGetLastError());

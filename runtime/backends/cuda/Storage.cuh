@@ -35,6 +35,17 @@ template <Storage S> __device__ void store(void *p, int64_t i, float v) {
     static_cast<uint16_t *>(p)[i] = toF16(v);
 }
 
+/// `v` as storage S holds it: rounded to S and widened back (what a load
+/// of a store gives).
+template <Storage S> __device__ float rounded(float v) {
+  if constexpr (S == Storage::F32)
+    return v;
+  else if constexpr (S == Storage::BF16)
+    return fromBF16(toBF16(v));
+  else
+    return fromF16(toF16(v));
+}
+
 /// Calls fn.template operator()<S>() for `dtype`'s storage.
 template <typename Fn>
 void byStorage(const KernelCall &call, DType dtype, Fn &&fn) {

@@ -135,6 +135,8 @@ private:
   /// The kernel call of compute instruction `inst` in context `ctx` (its
   /// index, this step), which the call refers to: `ctx` must outlive it.
   KernelCall callOf(const Instruction &inst, const KernelContext &ctx) const;
+  /// Launches instructions [first, after), a run of one kernel, together.
+  void launchRun(size_t first, size_t after, int64_t step, uint64_t seed);
   void transfer(const Instruction &inst);
   void write(const NamedBuffer &named, const std::string &bytes,
              const std::string &what);
@@ -158,6 +160,10 @@ private:
   std::unique_ptr<Event> produced, arrived;
   /// Tracing: a start and an end per instruction, then the step's origin.
   std::vector<std::unique_ptr<Event>> timing;
+  /// Per instruction: one past the run of consecutive instructions of its
+  /// kernel the backend launches together (launchesGrouped), or itself + 1.
+  /// Fixed by the plan and the backend, so found once.
+  std::vector<size_t> runEnd;
 };
 
 } // namespace weft::rt
