@@ -26,11 +26,25 @@ struct AccumulateMicrobatchesPass
       getOperation().emitError("microbatches must be at least 1");
       return signalPassFailure();
     }
-    if (microbatches > 1 && failed(accumulate(getOperation())))
+    // weft-autodiff's seed of 1/M: the gradients need only be summed.
+    func::FuncOp func = getOperation();
+    bool seeded = false;
+    if (auto seed = func->getAttrOfType<IntegerAttr>(kSeedMicrobatchesAttr)) {
+      if (seed.getInt() != microbatches) {
+        func.emitError("weft-accumulate-microbatches: weft-autodiff seeded "
+                       "the backward for ")
+            << seed.getInt() << " micro-batches, not " << int64_t(microbatches);
+        return signalPassFailure();
+      }
+      seeded = true;
+      func->removeAttr(kSeedMicrobatchesAttr);
+    }
+    if (microbatches > 1 && failed(accumulate(func, seeded)))
       signalPassFailure();
   }
 
-  LogicalResult accumulate(func::FuncOp func) {
+  /// `seeded`: each micro-batch's gradients are its 1/M share already.
+  LogicalResult accumulate(func::FuncOp func, bool seeded) {
     MLIRContext *ctx = func.getContext();
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -100,9 +114,14 @@ struct AccumulateMicrobatchesPass
       }
     }
     // Scale the sums by 1/M: the loss is the sum of 1/M-scaled micro-batch
-    // losses, and the gradients are its gradients.
+    // losses, and the gradients are its gradients (scaled already when
+    // the backward was seeded with 1/M).
     SmallVector<Value> results;
-    for (Value total : totals) {
+    for (auto [i, total] : llvm::enumerate(totals)) {
+      if (seeded && func.getResultAttr(i, kGradAttr)) {
+        results.push_back(total);
+        continue;
+      }
       auto type = cast<RankedTensorType>(total.getType());
       auto scale = ConstantOp::create(
           b, ret.getLoc(),

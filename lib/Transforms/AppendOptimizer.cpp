@@ -88,7 +88,7 @@ struct AppendOptimizerPass
     };
     bool sawGrad = false;
     for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
-      auto name = func.getResultAttrOfType<StringAttr>(i, "weft.grad");
+      auto name = func.getResultAttrOfType<StringAttr>(i, kGradAttr);
       if (!name)
         continue;
       sawGrad = true;

@@ -21,7 +21,14 @@ using namespace weft;
 namespace {
 
 struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
+  using AutodiffBase::AutodiffBase;
+
   void runOnOperation() override {
+    if (microbatches < 1 || replicas < 1) {
+      getOperation().emitError("weft-autodiff: microbatches and replicas "
+                               "must be at least 1");
+      return signalPassFailure();
+    }
     if (failed(differentiate(getOperation())))
       signalPassFailure();
   }
@@ -64,10 +71,21 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
     OpBuilder b(ret);
     llvm::DenseMap<Value, Value> grads;
     auto lossType = cast<RankedTensorType>(loss.getType());
-    grads[loss] = ConstantOp::create(
-        b, loss.getLoc(),
-        DenseElementsAttr::get(lossType,
-                               b.getFloatAttr(lossType.getElementType(), 1.0)));
+    // d step / d loss: this micro-batch's and replica's share of a mean
+    // over M D of them, 1/(M D), as `(loss / M).backward()` under DDP's
+    // averaging; the passes that sum the shares read the attributes.
+    double share = 1.0 / double(microbatches * replicas);
+    auto shareOf = [&](RankedTensorType type) {
+      return ConstantOp::create(
+          b, loss.getLoc(),
+          DenseElementsAttr::get(type,
+                                 b.getFloatAttr(type.getElementType(), share)));
+    };
+    grads[loss] = shareOf(lossType);
+    if (microbatches > 1)
+      func->setAttr(kSeedMicrobatchesAttr, b.getI64IntegerAttr(microbatches));
+    if (replicas > 1)
+      func->setAttr(kSeedReplicasAttr, b.getI64IntegerAttr(replicas));
     // f16 loss scaling: d(scale * loss) = scale, the scaler's element 0.
     for (BlockArgument arg : func.getArguments())
       if (func.getArgAttr(arg.getArgNumber(), kLossScalerAttr)) {
@@ -78,6 +96,8 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
         if (getElementTypeOrSelf(scale) != lossType.getElementType())
           scale = CastOp::create(b, loss.getLoc(), scale,
                                  lossType.getElementType(), true);
+        if (share != 1.0)
+          scale = MulOp::create(b, loss.getLoc(), scale, shareOf(lossType));
         grads[loss] = scale;
       }
     for (Operation *op : llvm::reverse(ops)) {
@@ -130,7 +150,7 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
     SmallVector<DictionaryAttr> resultAttrs{func.getResultAttrDict(0)};
     for (BlockArgument param : params)
       resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
-          "weft.grad", func.getArgAttr(param.getArgNumber(), kParamAttr))));
+          kGradAttr, func.getArgAttr(param.getArgNumber(), kParamAttr))));
     replaceReturn(func, results, resultAttrs);
 
     // Rules compute a gradient for every float operand; those of inactive

@@ -63,6 +63,18 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     replicas = (*mesh)->sizeOf("data");
     axis = (*mesh)->axisIndex("data");
     data = {axis, replicas, kMeshSymbol, axis, replicas, -1};
+    // weft-autodiff's seed of 1/D: the sums over the replicas are means.
+    if (auto seed = func->getAttrOfType<IntegerAttr>(kSeedReplicasAttr)) {
+      if (seed.getInt() != replicas) {
+        func.emitError("weft-data-parallel: weft-autodiff seeded the "
+                       "backward for ")
+            << seed.getInt() << " replicas, but the mesh's data axis has "
+            << replicas;
+        return signalPassFailure();
+      }
+      data.seeded = true;
+      func->removeAttr(kSeedReplicasAttr);
+    }
     // ZeRO's groups, when smaller than the data axis.
     auto groups =
         getDeviceMesh(func->getParentOfType<ModuleOp>(), kZeroMeshSymbol);
@@ -105,7 +117,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
       return signalPassFailure();
     }
     for (Operation *update : updates)
-      microBatchGrads[update] = microBatchParts(update);
+      memberOfUpdate[update] = memberOf(update);
     // Prefetched gathers are posted before each stage's first op reading
     // a parameter: where the stage's forward starts.
     prefetch = Prefetch();
@@ -133,15 +145,24 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     averageLoss(func);
   }
 
-  /// A gradient that weft-accumulate-microbatches summed, (g_0 + ... +
-  /// g_{M-1}) * (1/M): its parts g_0 .. g_{M-1}, each of its own
-  /// micro-batch, in order; empty for any other gradient.
-  static SmallVector<Value> microBatchParts(Operation *update) {
-    auto scale = update->getOperand(kGradOperand).getDefiningOp<MulOp>();
-    if (!scale || microBatchOf(scale))
-      return {};
+  /// `update` with its gradient's parts when weft-accumulate-microbatches
+  /// summed it, (g_0 + ... + g_{M-1}) * (1/M), or g_0 + ... + g_{M-1}
+  /// when the backward was seeded with 1/M: g_0 .. g_{M-1}, each of its
+  /// own micro-batch, in order; no parts for any other gradient.
+  static BucketMember memberOf(Operation *update) {
+    BucketMember member{update};
+    Value sum = update->getOperand(kGradOperand);
+    double partsScale = 1;
+    if (auto scale = sum.getDefiningOp<MulOp>()) {
+      auto factor = scale->getOperand(1).getDefiningOp<ConstantOp>();
+      auto value = factor ? dyn_cast<DenseFPElementsAttr>(factor.getValue())
+                          : DenseFPElementsAttr();
+      if (microBatchOf(scale) || !value || !value.isSplat())
+        return member;
+      partsScale = value.getSplatValue<APFloat>().convertToDouble();
+      sum = scale->getOperand(0);
+    }
     SmallVector<Value> parts;
-    Value sum = scale->getOperand(0);
     while (auto add = sum.getDefiningOp<AddOp>()) {
       if (microBatchOf(add))
         break;
@@ -153,9 +174,13 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     for (auto [k, part] : llvm::enumerate(parts)) {
       Operation *def = part.getDefiningOp();
       if (!def || microBatchOf(def) != int64_t(k))
-        return {};
+        return member;
     }
-    return parts.size() > 1 ? parts : SmallVector<Value>{};
+    if (parts.size() > 1) {
+      member.microBatchGrads = std::move(parts);
+      member.partsScale = partsScale;
+    }
+    return member;
   }
 
   /// Micro-batch accumulation appends its sums (and the 1/M scale) after
@@ -263,7 +288,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     for (Operation *update : members) {
       if (zeroStage >= 1 &&
           byteSize(update->getOperand(0).getType()) >= shardThresholdKb * 1024)
-        sharded.push_back({update, microBatchGrads.lookup(update)});
+        sharded.push_back(memberOfUpdate.lookup(update));
       else
         replicated.push_back(update);
     }
@@ -279,8 +304,9 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
   }
 
   /// `members`' gradients flattened into one buffer, all-reduced over the
-  /// data axis (posted right after the last gradient), scaled by 1/D and
-  /// split back before the first update that reads one of them.
+  /// data axis (posted right after the last gradient), scaled by 1/D
+  /// (unless seeded) and split back before the first update that reads
+  /// one of them.
   void allReduceBucket(ArrayRef<Operation *> members, int64_t bucket) {
     SmallVector<Value> grads;
     for (Operation *update : members)
@@ -324,14 +350,18 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     Operation *first = firstUpdateAfter(members, sum);
     b.setInsertionPoint(first);
     placement = first;
-    Value scale = scalar(b, loc, flat.getType(), 1.0 / replicas);
-    auto mean = place(MulOp::create(b, loc, sum.getResult(), scale));
+    // The mean (the sum already, of gradients seeded with 1/D).
+    Value mean = sum.getResult();
+    if (!data.seeded)
+      mean =
+          place(MulOp::create(b, loc, mean,
+                              scalar(b, loc, flat.getType(), 1.0 / replicas)))
+              ->getResult(0);
     SmallVector<Value> reduced;
     if (grads.size() == 1) {
-      reduced.push_back(mean->getResult(0));
+      reduced.push_back(mean);
     } else {
-      auto split = place(SplitOp::create(b, loc, mean->getResult(0), 0,
-                                         sizes));
+      auto split = place(SplitOp::create(b, loc, mean, 0, sizes));
       for (auto [piece, g] : llvm::zip(split->getResults(), grads)) {
         auto shape = cast<RankedTensorType>(g.getType()).getShape();
         reduced.push_back(place(ReshapeOp::create(b, loc, piece, shape))
@@ -376,7 +406,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
   }
 
   int64_t replicas = 1, axis = 0, buckets = 0;
-  llvm::DenseMap<Operation *, SmallVector<Value>> microBatchGrads;
+  llvm::DenseMap<Operation *, BucketMember> memberOfUpdate;
   Prefetch prefetch; // with zero-prefetch: where the next gather goes
   DataAxis data;      // where ZeRO's pieces live
 };

@@ -265,7 +265,10 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // backward.
   pm.addNestedPass<func::FuncOp>(createFoldLossLogProb());
   // The backward pass: loss -> parameter gradients.
-  pm.addNestedPass<func::FuncOp>(createAutodiff());
+  // Seeded with each micro-batch's and replica's share of the loss, so
+  // accumulation and data parallelism only sum.
+  pm.addNestedPass<func::FuncOp>(
+      createAutodiff({o.microbatches, o.dataParallel}));
   // A LayerNorm's input gradient summed with its residual one in its
   // gradient kernel.
   pm.addNestedPass<func::FuncOp>(createFoldLayerNormGradAdd());

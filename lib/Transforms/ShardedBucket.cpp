@@ -307,7 +307,8 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
   size_t microBatches = members.front().microBatchGrads.size();
   bool perMicroBatch = stage >= 2 && microBatches > 1;
   for (const BucketMember &m : members)
-    perMicroBatch &= m.microBatchGrads.size() == microBatches;
+    perMicroBatch &= m.microBatchGrads.size() == microBatches &&
+                     m.partsScale == members.front().partsScale;
   // Each micro-batch's shard is added to the running sum once the next
   // micro-batch's reduce-scatter is posted: it has the rest of its
   // backward and the next one's to complete in.
@@ -343,8 +344,10 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
   Value grad = previous;
   if (sum)
     grad = build.place(AddOp::create(b, build.loc, sum, previous));
-  double scale = 1.0 / data.replicas / (perMicroBatch ? microBatches : 1);
-  grad = build.place(MulOp::create(b, build.loc, grad, build.scalar(scale)));
+  double scale = (data.seeded ? 1.0 : 1.0 / data.replicas) *
+                 (perMicroBatch ? members.front().partsScale : 1.0);
+  if (scale != 1.0)
+    grad = build.place(MulOp::create(b, build.loc, grad, build.scalar(scale)));
   SmallVector<Value> gradShards = build.split(grad, 1, shards);
 
   // MindSpore's schedule: the parameters are pieces, gathered at the start.

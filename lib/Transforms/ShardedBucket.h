@@ -39,16 +39,21 @@ struct DataAxis {
   int64_t shardAxis = 0;              ///< a group's axis on it
   int64_t pieces = 1;                 ///< the group's size: D or S
   int64_t replicaAxis = -1; ///< the axis across groups, -1: one group
+  /// Each replica's gradients are its 1/D share already (weft-autodiff's
+  /// seed): their sum over the replicas is their mean, not scaled.
+  bool seeded = false;
 };
 
 /// An update (weft.sgd / weft.adamw) of a bucket and its gradient's parts.
 struct BucketMember {
   mlir::Operation *update = nullptr;
   /// The gradient's contributions of micro-batches 0 .. M-1, whose sum
-  /// times 1/M is the gradient (weft-accumulate-microbatches); empty when
-  /// the gradient is not such a sum (one micro-batch, or a tied
-  /// parameter's gradient that adds another stage's sum).
+  /// times `partsScale` is the gradient (weft-accumulate-microbatches);
+  /// empty when the gradient is not such a sum (one micro-batch, or a
+  /// tied parameter's gradient that adds another stage's sum).
   llvm::SmallVector<mlir::Value> microBatchGrads;
+  /// 1/M, or 1 when weft-autodiff seeded each backward with its share.
+  double partsScale = 1;
 };
 
 /// The op among the defining ops of `values` that comes last in the block
@@ -84,7 +89,9 @@ struct Prefetch {
 ///   and 3, when every member has micro-batch parts, one per micro-batch
 ///   right after that micro-batch's last part, the shards summed (so no
 ///   whole gradient is accumulated across micro-batches), else as stage 1;
-/// - before the first update: the shard scaled by 1/D and split per
+/// - before the first update: the shard scaled by 1/D (unless
+///   `data.seeded`; and by the members' `partsScale` when summed per
+///   micro-batch) and split per
 ///   parameter; each parameter's shard (stage 1, 2: `shard.all_slice` of
 ///   it; stage 3: the parameter argument itself, see shardParameter)
 ///   updated with optimizer state of its shard's size (the state arguments

@@ -51,8 +51,9 @@ def test_fused_loss_steps_like_float64(weftc, gpt_model, tmp_path, stages,
 
 def test_f16_loss_scale_seed_folds(weftc, gpt_model, tmp_path):
     """f16's seed is the loss scale, sliced from the loss scaler's state in
-    the backward: the slice moves before the loss, and the fused kernel
-    reads it (test_mixed_precision's f16 tests check the training)."""
+    the backward, times each micro-batch's share 1/M: the slice and the mul
+    move before the loss, and the fused kernel reads it
+    (test_mixed_precision's f16 tests check the training)."""
     _, _, path = gpt_model
     plan_path = tmp_path / "f16.json"
     result = run([weftc, str(path), "-o", str(plan_path), "--precision=f16",
@@ -67,7 +68,9 @@ def test_f16_loss_scale_seed_folds(weftc, gpt_model, tmp_path):
              if i.get("kernel") == "softmax_cross_entropy_and_grad"]
     assert len(fused) == 2
     for loss in fused:
-        seed = made_by[view_of[loss["inputs"][2]]]
+        share = made_by[view_of[loss["inputs"][2]]]
+        assert share["kernel"] == "mul" and share["phase"] == "forward"
+        seed = made_by[view_of[share["inputs"][0]]]
         assert seed["kernel"] == "slice" and seed["inputs"] == [scaler]
         assert seed["phase"] == "forward"
     kernels = kernels_of(plan_path)

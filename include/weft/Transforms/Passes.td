@@ -274,7 +274,24 @@ def Autodiff : Pass<"weft-autodiff", "mlir::func::FuncOp"> {
     Pre-condition: one result, a scalar float (the loss), and at least one
     parameter the loss depends on; every op on a path from a parameter to the
     loss has a gradient rule. Each violation is an error naming the op.
+
+    The seed, d step / d loss, is 1 by default. When the step's loss is the
+    mean over `microbatches` M micro-batches (weft-accumulate-microbatches)
+    and `replicas` D data-parallel replicas (weft-data-parallel), it is
+    this backward's share, 1/(M D) (times f16's loss scale): what
+    `(loss / M).backward()` under DistributedDataParallel's averaging
+    computes (DDP divides by D before its all-reduce; Megatron-LM scales
+    the loss by 1/M). Those passes then only sum, with no pass over the
+    gradients after the last micro-batch or all-reduce. The function
+    carries `weft.seed_microbatches = M` and `weft.seed_replicas = D` for
+    them, each checked against the pass's own M or D.
   }];
+  let options = [
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "Micro-batches the step's loss is the mean over (M)">,
+    Option<"replicas", "replicas", "int64_t", /*default=*/"1",
+           "Data-parallel replicas the step's loss is the mean over (D)">,
+  ];
   let dependentDialects = ["weft::WeftDialect"];
 }
 
@@ -289,7 +306,9 @@ def AccumulateMicrobatches : Pass<"weft-accumulate-microbatches",
     copy of the forward and backward ops (tagged `weft.micro_batch = k`), and
     the step returns the sum of the micro-batch losses scaled by 1/M and the
     sum of their gradients scaled by 1/M, which is the gradient of the
-    logged loss. Batch normalisation sees per-micro-batch statistics, and
+    logged loss. When weft-autodiff seeded each backward with its share
+    (`weft.seed_microbatches`, which must equal M) the gradients are only
+    summed: no pass over them after the last micro-batch. Batch normalisation sees per-micro-batch statistics, and
     its running statistics are updated once per micro-batch, in order (as
     torch running the micro-batches would).
 
@@ -394,7 +413,11 @@ def DataParallel : Pass<"weft-data-parallel", "mlir::func::FuncOp"> {
     3. Per bucket, right after its last gradient: the gradients flattened
        and concatenated, one `shard.all_reduce` (sum) over the data axis,
        marked `weft.bucket = k`; before the first update that reads it, the
-       sum scaled by 1/D and split back into the gradients. With
+       sum scaled by 1/D and split back into the gradients. When
+       weft-autodiff seeded the backward with 1/D (`weft.seed_replicas`,
+       which must equal D), as DDP divides before its all-reduce, the sum
+       is the mean and is not scaled; the same holds for ZeRO's
+       reduce-scatters below. With
        `weft-overlap-collectives` the all-reduce is posted there and waited
        for at the end of the backward, overlapping the rest of it.
     4. The loss (a scalar float result) is all-reduced and scaled by 1/D:

@@ -560,7 +560,7 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
       continue;
     // Gradients are named after their parameter: "<param>.grad".
     auto attr = func.getResultAttrOfType<StringAttr>(i, "weft.output");
-    auto grad = func.getResultAttrOfType<StringAttr>(i, "weft.grad");
+    auto grad = func.getResultAttrOfType<StringAttr>(i, kGradAttr);
     std::string name = attr   ? attr.str()
                        : grad ? grad.str() + ".grad"
                               : "out" + std::to_string(i);

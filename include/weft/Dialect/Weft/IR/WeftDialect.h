@@ -25,6 +25,9 @@ inline constexpr llvm::StringLiteral kMasterOfAttr = "weft.master_of";
 /// (f16 training: tensor<3xf32> [scale, growth_tracker, skipped_steps],
 /// weft.update_loss_scale): the backward is seeded with its scale.
 inline constexpr llvm::StringLiteral kLossScalerAttr = "weft.loss_scaler";
+/// On the model function's gradient results (weft-autodiff): the name of
+/// the parameter whose gradient it is.
+inline constexpr llvm::StringLiteral kGradAttr = "weft.grad";
 /// GradScaler's initial scale (torch.amp.GradScaler(init_scale=2.0**16)).
 inline constexpr double kInitialLossScale = 65536.0;
 /// On ops a pass created: "backward" (weft-autodiff) or "optimizer".
@@ -38,6 +41,13 @@ inline constexpr llvm::StringLiteral kStageAttr = "weft.stage";
 inline constexpr llvm::StringLiteral kRngIdAttr = "weft.rng_id";
 /// On ops weft-checkpoint cloned into the backward to recompute a forward.
 inline constexpr llvm::StringLiteral kRecomputeAttr = "weft.recompute";
+/// On the model function from weft-autodiff until the pass that sums the
+/// shares: the backward's seed is 1/M of a mean over M micro-batches
+/// (weft-accumulate-microbatches) and 1/D of one over D data-parallel
+/// replicas (weft-data-parallel), so those passes only sum.
+inline constexpr llvm::StringLiteral kSeedMicrobatchesAttr =
+    "weft.seed_microbatches";
+inline constexpr llvm::StringLiteral kSeedReplicasAttr = "weft.seed_replicas";
 /// On the model function: the number of pipeline stages it is split into.
 inline constexpr llvm::StringLiteral kPipelineStagesAttr =
     "weft.pipeline_stages";
