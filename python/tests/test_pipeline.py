@@ -223,7 +223,8 @@ def test_wrong_process_count_is_a_clear_error(weftc, models_dir, tmp_path):
 
 def test_a_failing_rank_stops_every_rank(weftc, models_dir, tmp_path):
     """Rank 1 (the last stage) reads the targets; a missing file fails it,
-    and rank 0, waiting on rank 1's gradient, must not hang."""
+    and rank 0, waiting on rank 1's gradient, must not hang. Rank 0 reads
+    only the tokens it uses, so it never opens the missing file itself."""
     plan = tmp_path / "plan.json"
     compile_plan(weftc, models_dir, "gpt", plan, 2, 2)
     data = tmp_path / "data"
@@ -235,6 +236,7 @@ def test_a_failing_rank_stops_every_rank(weftc, models_dir, tmp_path):
     assert result.returncode != 0
     assert "weft-run: rank 1: " in result.stderr
     assert "targets.pb" in result.stderr
+    assert "weft-run: rank 0: --data" not in result.stderr
 
 
 @pytest.mark.parametrize("flags,message", [

@@ -12,9 +12,12 @@
 namespace weft::rt {
 
 std::map<std::string, std::string>
-readStepInputs(const Plan &plan, const std::string &dir, int64_t step) {
+readStepInputs(const Plan &plan, const std::string &dir, int64_t step,
+               const std::set<std::string> &only) {
   std::map<std::string, std::string> inputs;
   for (const InputDesc &in : plan.inputs) {
+    if (!only.count(in.name))
+      continue;
     std::string path = (std::filesystem::path(dir) /
                         ("step_" + std::to_string(step)) / (in.name + ".pb"))
                            .string();

@@ -284,7 +284,7 @@ int run(const RunOptions &o, Communicator &world) {
     if (text)
       return text->inputs(plan, o.tokens, o.targets, o.split, o.seed, step);
     return o.data == "synthetic" ? syntheticInputs(plan, o.seed, step)
-                                 : readStepInputs(plan, o.data, step);
+                                 : readStepInputs(plan, o.data, step, mine);
   };
   // The console line and the --log-json record of one step (log rank).
   auto began = std::chrono::steady_clock::now();

@@ -5,15 +5,19 @@
 #include "weft/runtime/Plan.h"
 
 #include <map>
+#include <set>
 #include <string>
 
 namespace weft::rt {
 
 /// The inputs of step `step` from `dir`/step_<step>/<input>.pb, one ONNX
-/// TensorProto per plan input. Throws Error naming the file on a missing
-/// file or a dtype/shape different from the plan's.
+/// TensorProto per plan input named in `only` (a rank reads the inputs it
+/// uses: a pipeline's first stage never opens the targets). Throws Error
+/// naming the file on a missing file or a dtype/shape different from the
+/// plan's.
 std::map<std::string, std::string>
-readStepInputs(const Plan &plan, const std::string &dir, int64_t step);
+readStepInputs(const Plan &plan, const std::string &dir, int64_t step,
+               const std::set<std::string> &only);
 
 /// Synthetic inputs, a pure function of (seed, step, input name, element):
 /// Philox4x32-10 with key (seed low, seed high) and counter (element / 4,
