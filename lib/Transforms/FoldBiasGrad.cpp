@@ -60,8 +60,9 @@ void fold(ReduceSumOp sums, GemmOp gemm) {
   OpBuilder b(first);
   Value dy = sums.getInput();
   bool transposed = gemm.getB() == dy;
-  auto fused = WgradBiasOp::create(
-      b, gemm.getLoc(), dy, transposed ? gemm.getA() : gemm.getB(), transposed);
+  auto fused = WgradBiasOp::create(b, gemm.getLoc(), dy,
+                                   transposed ? gemm.getA() : gemm.getB(),
+                                   /*accumulate=*/ValueRange(), transposed);
   // Backward bookkeeping (phase, stage) carries over, to the reshape too.
   fused->setDiscardableAttrs(gemm->getDiscardableAttrDictionary());
   gemm.getResult().replaceAllUsesWith(fused.getWeightGrad());

@@ -323,6 +323,9 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // within it; the deadlock check that predicts the timeline.
   if (pipelined)
     pm.addPass(createSchedule({scheduleName(o.schedule).str()}));
+  // Each micro-batch's weight gradients summed in their GEMMs, in the
+  // order the schedule runs the micro-batches' backwards.
+  pm.addNestedPass<func::FuncOp>(createFoldGradAccumulation());
   if (o.overlapCollectives)
     pm.addNestedPass<func::FuncOp>(createOverlapCollectives());
   if (pipelined)

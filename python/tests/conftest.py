@@ -32,6 +32,19 @@ def models_dir() -> pathlib.Path:
     return BUILD / "models"
 
 
+@pytest.fixture(scope="module")
+def gpt2_layers(tmp_path_factory):
+    """The small gpt example with 2 layers, exported: (torch model, its
+    batch, the ONNX path)."""
+    from weft.examples import gpt
+    from weft.export import export
+    config = dict(gpt.CONFIGS["small"], layers=2)
+    model, batch = gpt.build(**config)
+    path = tmp_path_factory.mktemp("gpt") / "gpt.onnx"
+    export(model, batch, str(path), ["tokens", "targets"])
+    return model, batch, path
+
+
 def pytest_terminal_summary(terminalreporter):
     """Prints each test's `record_property("summary", line)` after the run:
     the sweeps' counts, which scripts/test.sh shows from ctest's log. A

@@ -11,17 +11,6 @@ import pytest
 
 from conftest import run, tool
 from weft import oracle
-from weft.examples import gpt
-from weft.export import export
-
-
-@pytest.fixture(scope="module")
-def gpt_model(tmp_path_factory):
-    config = dict(gpt.CONFIGS["small"], layers=2)
-    model, batch = gpt.build(**config)
-    path = tmp_path_factory.mktemp("gpt") / "gpt.onnx"
-    export(model, batch, str(path), ["tokens", "targets"])
-    return model, batch, path
 
 
 def kernels_of(plan_path):
@@ -32,9 +21,9 @@ def kernels_of(plan_path):
 @pytest.mark.parametrize("stages,flags", [(1, []), (2, []),
                                           (1, ["--recompute=full"])],
                          ids=["one-rank", "pipeline", "full-recompute"])
-def test_fused_loss_steps_like_float64(weftc, gpt_model, tmp_path, stages,
+def test_fused_loss_steps_like_float64(weftc, gpt2_layers, tmp_path, stages,
                                        flags):
-    model, batch, path = gpt_model
+    model, batch, path = gpt2_layers
     report = oracle.check_sgd_step(
         oracle.Tools(weftc, tool("weft-run")), model, path, batch,
         ["tokens", "targets"], tmp_path / "step", micro_batches=2,
@@ -49,12 +38,12 @@ def test_fused_loss_steps_like_float64(weftc, gpt_model, tmp_path, stages,
     assert kernels.count("softmax_cross_entropy") == (2 if flags else 0)
 
 
-def test_f16_loss_scale_seed_folds(weftc, gpt_model, tmp_path):
+def test_f16_loss_scale_seed_folds(weftc, gpt2_layers, tmp_path):
     """f16's seed is the loss scale, sliced from the loss scaler's state in
     the backward, times each micro-batch's share 1/M: the slice and the mul
     move before the loss, and the fused kernel reads it
     (test_mixed_precision's f16 tests check the training)."""
-    _, _, path = gpt_model
+    _, _, path = gpt2_layers
     plan_path = tmp_path / "f16.json"
     result = run([weftc, str(path), "-o", str(plan_path), "--precision=f16",
                   "--microbatches=2"])

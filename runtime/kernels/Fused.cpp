@@ -2,6 +2,7 @@
 
 #include "Fused.h"
 
+#include <cstddef>
 #include <utility>
 #include <vector>
 
@@ -24,23 +25,39 @@ void addLayerNorm(const KernelCall &call, const PartLauncher &launch) {
           call.ctx});
 }
 
-/// wgrad_bias (dY [M, N], X [M, K]) -> (dY^T X, or X^T dY when transposed;
-/// dY's column sums): the gemm {transA} and the reduce_sum {axes = [0]}
-/// weft-fold-bias-grad replaced.
+/// wgrad_bias (dY [M, N], X [M, K], W_sum?, b_sum?) -> (dY^T X, or X^T dY
+/// when transposed; dY's column sums): the gemm {transA} and the
+/// reduce_sum {axes = [0]} weft-fold-bias-grad replaced. With the sums
+/// (weft-fold-grad-accumulation), those into buffers of the outputs'
+/// dtypes, then the adds it replaced, into the outputs (the sums' bytes).
 void wgradBias(const KernelCall &call, const PartLauncher &launch) {
+  const bool accumulate = call.in.size() == 4;
+  std::vector<std::byte> weightBytes, biasBytes;
+  Tensor weight = call.out[0], bias = call.out[1];
+  if (accumulate) {
+    weightBytes.resize(size_t(weight.bytes()));
+    biasBytes.resize(size_t(bias.bytes()));
+    weight.data = weightBytes.data();
+    bias.data = biasBytes.data();
+  }
   KernelAttrs gemm;
   gemm.set("transA", true);
   gemm.set("transB", false);
   gemm.set("alpha", 1.0);
   gemm.set("beta", 0.0);
-  std::vector<Tensor> operands = call.in;
+  std::vector<Tensor> operands = {call.in[0], call.in[1]};
   if (call.flag("transposed"))
     std::swap(operands[0], operands[1]);
-  launch({"gemm", std::move(operands), {call.out[0]}, gemm, call.ctx});
+  launch({"gemm", std::move(operands), {weight}, gemm, call.ctx});
   KernelAttrs rows;
   rows.set("axes", std::vector<int64_t>{0});
   rows.set("keepdims", false);
-  launch({"reduce_sum", {call.in[0]}, {call.out[1]}, rows, call.ctx});
+  launch({"reduce_sum", {call.in[0]}, {bias}, rows, call.ctx});
+  if (!accumulate)
+    return;
+  KernelAttrs none;
+  launch({"add", {call.in[2], weight}, {call.out[0]}, none, call.ctx});
+  launch({"add", {call.in[3], bias}, {call.out[1]}, none, call.ctx});
 }
 
 /// gemm_gelu_tanh (A, B, C?) -> (gelu_tanh(Y), Y): the gemm into the

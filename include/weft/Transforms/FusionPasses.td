@@ -350,4 +350,35 @@ def FoldLossGrad : Pass<"weft-fold-loss-grad", "mlir::func::FuncOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def FoldGradAccumulation : Pass<"weft-fold-grad-accumulation",
+                                "mlir::func::FuncOp"> {
+  let summary = "Accumulate micro-batches' weight gradients in their GEMMs";
+  let description = [{
+    With M micro-batches each Linear layer's weight and bias gradients are
+    sums of M `weft.wgrad_bias` results (weft-accumulate-microbatches): each
+    writes its own gradients, which adds then sum. Where a weight
+    gradient's sum is a tree of adds whose leaves are the weight results
+    of plain `wgrad_bias` ops on one stage (each leaf and inner sum read
+    once, by the tree; views between allowed), and the bias gradient's
+    sum is such a tree over the same ops, the ops are rewritten in block
+    order: the first keeps its outputs, and each later one becomes
+    `wgrad_bias ... accumulate %w_sum, %b_sum`, written over the previous
+    one's outputs in place, the adds gone: Megatron-LM's
+    `gradient_accumulation_fusion` (a cuBLASLt GEMM with beta = 1 and
+    C = D). The first micro-batch's gradients are the sums' bytes. It runs
+    after weft-schedule, whose order is the backwards' (GPipe runs the last
+    micro-batch's first), so the sums accumulate in the order the GEMMs
+    run.
+
+    Saves, per Linear layer and micro-batch after the first: one add of
+    `[N, K]` and one of `[N]` (their launches and 3 passes over the
+    gradient's bytes), and the micro-batch's own gradient buffers. ZeRO
+    stages 2 and 3 reduce-scatter each micro-batch's gradients instead of
+    summing them, so they have no adds to fold. The CPU runs the
+    wgrad_bias and the add, the same bits as unfused where the order of
+    the sum is (1F1B, one rank); a GPU's GEMM rounds the sum once.
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 #endif // WEFT_TRANSFORMS_FUSIONPASSES_TD

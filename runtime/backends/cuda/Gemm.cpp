@@ -265,8 +265,30 @@ void runParts(const KernelCall &call, const Context &ctx) {
   });
 }
 
-/// wgrad_bias (dY [M, N], X [M, K]) -> (dY^T X, or X^T dY when transposed;
-/// dY's column sums).
+/// wgrad_bias with the sums to accumulate into (the outputs are their
+/// bytes, weft-fold-grad-accumulation): the GEMM with beta 1 over its
+/// output (Megatron's gradient_accumulation_fusion, rounded once), and the
+/// bias gradient from the epilogue's sums in scratch, added after; where
+/// cuBLASLt has no epilogue for it, the plain GEMM and dY's column sums.
+void wgradBiasInto(const KernelCall &call, const Context &ctx, Gemm g,
+                   const void *a, const void *b) {
+  const Tensor &dy = call.in[0], &weight = call.out[0], &bias = call.out[1];
+  if (weight.numel() == 0) // no GEMM to run its epilogue
+    return addColumnSums(call, ctx, bias, dy);
+  g.beta = 1;
+  void *sums = ctx.scratch->get(size_t(bias.bytes()), ctx.stream);
+  g.biasGrad = sums;
+  if (g.tryRun(call, ctx, a, b, weight.data)) {
+    addInto(call, ctx, bias, sums);
+    return;
+  }
+  g.biasGrad = nullptr;
+  g.run(call, ctx, a, b, weight.data);
+  addColumnSums(call, ctx, bias, dy);
+}
+
+/// wgrad_bias (dY [M, N], X [M, K], W_sum?, b_sum?) -> (dY^T X, or X^T dY
+/// when transposed; dY's column sums), added into the sums when given.
 void wgradBias(const KernelCall &call, const Context &ctx) {
   bool transposed = call.flag("transposed");
   // Our GEMM's A and B: gemm(dY, X) or gemm(X, dY), both {transA}.
@@ -279,8 +301,10 @@ void wgradBias(const KernelCall &call, const Context &ctx) {
   g.lda = a.shape[1];
   g.ldb = b.shape[1];
   g.ldc = g.n;
-  g.biasGrad = call.out[1].data;
   g.biasGradOfB = transposed;
+  if (call.in.size() == 4)
+    return wgradBiasInto(call, ctx, g, a.data, b.data);
+  g.biasGrad = call.out[1].data;
   if (!g.tryRun(call, ctx, a.data, b.data, call.out[0].data))
     runParts(call, ctx);
 }

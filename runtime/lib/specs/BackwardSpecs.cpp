@@ -59,8 +59,10 @@ int64_t layerNormGradFlops(const SpecCall &call, const Types &) {
   return satMul(call.in.size() > 5 ? 13 : 12, call.in[0].numel());
 }
 
-/// wgrad_bias (grad [M, N], input [M, K]) -> ([N, K], or [K, N] when
-/// transposed; [N]), one dtype.
+/// wgrad_bias (grad [M, N], input [M, K], weight_sum?, bias_sum?) ->
+/// ([N, K], or [K, N] when transposed; [N]), one dtype; with the sums
+/// (both, of the outputs' types) the outputs are them plus the gradients,
+/// in place.
 Types wgradBias(const SpecCall &call) {
   const TensorType &grad = call.in[0], &input = call.in[1];
   call.requireFloat(0);
@@ -71,13 +73,24 @@ Types wgradBias(const SpecCall &call) {
   std::vector<int64_t> weight = {grad.shape[1], input.shape[1]};
   if (call.attrs.flag("transposed"))
     std::swap(weight[0], weight[1]);
-  return {{grad.dtype, weight}, {grad.dtype, {grad.shape[1]}}};
+  Types out = {{grad.dtype, weight}, {grad.dtype, {grad.shape[1]}}};
+  if (call.in.size() == 3)
+    call.fail("takes the weight's and the bias's sums to accumulate into, "
+              "or neither");
+  if (call.in.size() == 4) {
+    call.requireType(2, out[0], "the weight gradient's sum");
+    call.requireType(3, out[1], "the bias gradient's sum");
+  }
+  return out;
 }
 
-/// 2 M N K for the GEMM, M N for the sums.
-int64_t wgradBiasFlops(const SpecCall &call, const Types &) {
+/// 2 M N K for the GEMM, M N for the sums; N K + N for the accumulation.
+int64_t wgradBiasFlops(const SpecCall &call, const Types &out) {
   int64_t mn = call.in[0].numel();
-  return satMul(mn, satMul(2, call.in[1].shape[1]) + 1);
+  int64_t flops = satMul(mn, satMul(2, call.in[1].shape[1]) + 1);
+  if (call.in.size() < 4)
+    return flops;
+  return satAdd(flops, satAdd(out[0].numel(), out[1].numel()));
 }
 
 Types dropoutGrad(const SpecCall &call) {
@@ -336,11 +349,13 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .source = "a Linear layer's weight and bias gradients "
                          "(weft-fold-bias-grad)",
                .minInputs = 2,
-               .maxInputs = 2,
+               .maxInputs = 4,
                .attrs = {{"transposed", AttrKind::Bool, false}},
                .infer = wgradBias,
                .flops = wgradBiasFlops,
-               .dtypes = "f32, f64 (16-bit: the sums in f32 or wider)"});
+               .inPlace = {{0, 2, true}, {1, 3, true}},
+               .dtypes = "f32, f64 (16-bit: the sums in f32 or wider); "
+                         "accumulates into inputs 2, 3 when given"});
   t.push_back({.name = "dropout_grad",
                .source = "Dropout-13 adjoint",
                .minInputs = 2,

@@ -255,3 +255,23 @@ func.func @loss_and_grad_seed(%s: tensor<4x16xbf16>, %t: tensor<4xi64>, %g: tens
   %l, %lse, %d = weft.softmax_cross_entropy_and_grad %s, %t, %g {log_prob_type = f32} : (tensor<4x16xbf16>, tensor<4xi64>, tensor<bf16>) -> (tensor<f32>, tensor<4xf32>, tensor<4x16xbf16>)
   return
 }
+
+// -----
+
+// wgrad_bias accumulates into both sums (the weight's, then the bias's),
+// of the results' types, or into neither.
+func.func @wgrad_bias_one_sum(%dy: tensor<6x4xf32>, %x: tensor<6x3xf32>, %w: tensor<4x3xf32>) {
+  // expected-error @+2 {{wgrad_bias: accumulate takes the weight's and the bias's gradients, 'tensor<4x3xf32>' and 'tensor<4xf32>', got 'tensor<4x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %a, %b = weft.wgrad_bias %dy, %x accumulate %w : (tensor<6x4xf32>, tensor<6x3xf32>, tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @wgrad_bias_sum_type(%dy: tensor<6x4xf32>, %x: tensor<6x3xf32>, %w: tensor<3x4xf32>, %s: tensor<4xf32>) {
+  // expected-error @+2 {{got 'tensor<3x4xf32>', 'tensor<4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %a, %b = weft.wgrad_bias %dy, %x accumulate %w, %s : (tensor<6x4xf32>, tensor<6x3xf32>, tensor<3x4xf32>, tensor<4xf32>) -> (tensor<4x3xf32>, tensor<4xf32>)
+  return
+}

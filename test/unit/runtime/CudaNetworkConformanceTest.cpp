@@ -181,13 +181,11 @@ TEST_P(CudaConformance, AddLayerNormIsTheAddThenLayerNorm) {
       }
 }
 
-/// wgrad_bias (weft-fold-bias-grad; on a GPU cuBLASLt's BGRADB epilogue,
-/// BGRADA transposed) gives the weight gradient of gemm(dY, X) {transA}
-/// (transposed: gemm(X, dY)) and the bias gradient of reduce_sum(dY)
-/// {axes = [0]}: within the dtype's tolerance, exactly on the CPU (the
-/// two kernels). Shapes of a Linear layer's backward, with M and N not
-/// multiples of 8 too.
-TEST_P(CudaConformance, WgradBiasIsTheGemmAndSums) {
+/// Calls fn(transposed, dy, x, dw, db, what) for each float dtype, both
+/// weight layouts and shapes of a Linear layer's backward (M and N not
+/// multiples of 8 too): dY [M, N], X [M, K], dW [N, K] (transposed:
+/// [K, N]), db [N].
+template <typename Fn> void forEachLinearBackward(Fn fn) {
   for (DType d : floats())
     for (bool transposed : {false, true})
       for (auto [m, n, k] :
@@ -195,6 +193,23 @@ TEST_P(CudaConformance, WgradBiasIsTheGemmAndSums) {
         TensorType dy{d, {m, n}}, x{d, {m, k}}, db{d, {n}};
         TensorType dw{d, transposed ? std::vector<int64_t>{k, n}
                                     : std::vector<int64_t>{n, k}};
+        std::string what = std::string(dtypeName(d)) + " " + std::to_string(m) +
+                           "x" + std::to_string(n) +
+                           (transposed ? " transposed" : "");
+        fn(transposed, dy, x, dw, db, what);
+      }
+}
+
+/// wgrad_bias (weft-fold-bias-grad; on a GPU cuBLASLt's BGRADB epilogue,
+/// BGRADA transposed) gives the weight gradient of gemm(dY, X) {transA}
+/// (transposed: gemm(X, dY)) and the bias gradient of reduce_sum(dY)
+/// {axes = [0]}: within the dtype's tolerance, exactly on the CPU (the
+/// two kernels). Shapes of a Linear layer's backward, with M and N not
+/// multiples of 8 too.
+TEST_P(CudaConformance, WgradBiasIsTheGemmAndSums) {
+  forEachLinearBackward(
+      [&](bool transposed, const TensorType &dy, const TensorType &x,
+          const TensorType &dw, const TensorType &db, const std::string &what) {
         Case fused{"wgrad_bias", {dy, x}, {dw, db}};
         if (transposed)
           fused.attrs.set("transposed", true);
@@ -215,16 +230,45 @@ TEST_P(CudaConformance, WgradBiasIsTheGemmAndSums) {
             runOn(*gpu, weight,
                   transposed ? std::vector<std::string>{in[1], in[0]} : in)[0];
         std::string wantB = runOn(*gpu, bias, {in[0]})[0];
-        std::string what = std::string(dtypeName(d)) + " " + std::to_string(m) +
-                           "x" + std::to_string(n) +
-                           (transposed ? " transposed" : "");
         expectMatches(dw, got[0], wantW, "wgrad_bias weight, " + what);
         expectMatches(db, got[1], wantB, "wgrad_bias bias, " + what);
         if (GetParam() == "cpu") {
           EXPECT_EQ(got[0], wantW) << what;
           EXPECT_EQ(got[1], wantB) << what;
         }
-      }
+      });
+}
+
+/// wgrad_bias accumulating into the sums (weft-fold-grad-accumulation; on
+/// a GPU a cuBLASLt GEMM with beta 1 over its C, rounded once, and the
+/// bias's epilogue sums added after) gives each sum plus wgrad_bias's
+/// gradient, written over the sums: the adds it replaces, within the
+/// dtype's tolerance, exactly on the CPU (its parts are those kernels).
+TEST_P(CudaConformance, WgradBiasAccumulatesIntoTheSums) {
+  forEachLinearBackward([&](bool transposed, const TensorType &dy,
+                            const TensorType &x, const TensorType &dw,
+                            const TensorType &db, const std::string &what) {
+    Case fused{"wgrad_bias", {dy, x, dw, db}, {dw, db}};
+    fused.inPlace = {{0, 2}, {1, 3}};
+    Case plain{"wgrad_bias", {dy, x}, {dw, db}};
+    if (transposed) {
+      fused.attrs.set("transposed", true);
+      plain.attrs.set("transposed", true);
+    }
+    expectConforms(fused, *gpu);
+    std::vector<std::string> in = inputs(fused, 13);
+    std::vector<std::string> got = runOn(*gpu, fused, in);
+    std::vector<std::string> parts = runOn(*gpu, plain, {in[0], in[1]});
+    Case addW{"add", {dw, dw}, {dw}}, addB{"add", {db, db}, {db}};
+    std::string wantW = runOn(*gpu, addW, {in[2], parts[0]})[0];
+    std::string wantB = runOn(*gpu, addB, {in[3], parts[1]})[0];
+    expectMatches(dw, got[0], wantW, "accumulated weight, " + what);
+    expectMatches(db, got[1], wantB, "accumulated bias, " + what);
+    if (GetParam() == "cpu") {
+      EXPECT_EQ(got[0], wantW) << what;
+      EXPECT_EQ(got[1], wantB) << what;
+    }
+  });
 }
 
 TEST_P(CudaConformance, Reductions) {

@@ -346,6 +346,26 @@ TEST(KernelSpec, ChecksAWgradBias) {
   EXPECT_NE(errorOf("wgrad_bias", {dy, x}, out, transposed)
                 .find("output 0 is [4x3] f32, wgrad_bias writes [3x4] f32"),
             std::string::npos);
+  // Accumulating into the sums (weft-fold-grad-accumulation): both, of
+  // the outputs' types, updated in place; the adds' FLOPs on top.
+  OperandPlacement wSum = f32({4, 3}, 256), bSum = f32({4}, 320);
+  EXPECT_EQ(errorOf("wgrad_bias", {dy, x, wSum, bSum}, out, json::object()),
+            "");
+  EXPECT_EQ(
+      costOf("wgrad_bias", {dy, x, wSum, bSum}, out, json::object()).flops,
+      2 * 6 * 4 * 3 + 6 * 4 + 4 * 3 + 4);
+  EXPECT_NE(errorOf("wgrad_bias", {dy, x, wSum}, out, json::object())
+                .find("takes the weight's and the bias's sums to accumulate "
+                      "into, or neither"),
+            std::string::npos);
+  EXPECT_NE(errorOf("wgrad_bias", {dy, x, f32({3, 4}, 256), bSum}, out,
+                    json::object())
+                .find("the weight gradient's sum"),
+            std::string::npos);
+  EXPECT_NE(errorOf("wgrad_bias", {dy, x, wSum, bSum},
+                    {f32({4, 3}, 384), f32({4}, 320)}, json::object())
+                .find("output 0 must update input 2 in place"),
+            std::string::npos);
 }
 
 /// gemm_gelu_tanh (weft-fold-gemm-gelu): the gemm's output twice, its

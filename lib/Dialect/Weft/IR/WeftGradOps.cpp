@@ -45,13 +45,23 @@ LogicalResult WgradBiasOp::inferReturnTypes(MLIRContext *,
     std::swap(weight[0], weight[1]);
   out.push_back(RankedTensorType::get(weight, element));
   out.push_back(RankedTensorType::get({n}, element));
+  ValueRange accumulate = adaptor.getAccumulate();
+  if (!accumulate.empty() &&
+      (accumulate.size() != 2 || TypeRange(accumulate) != TypeRange(out)))
+    return emitOptionalError(loc,
+                             "wgrad_bias: accumulate takes the weight's and "
+                             "the bias's gradients, ",
+                             out[0], " and ", out[1], ", got ",
+                             TypeRange(accumulate));
   return success();
 }
 
 int64_t WgradBiasOp::getFlops() {
   auto grad = cast<RankedTensorType>(getGrad().getType());
+  int64_t n = grad.getDimSize(1);
   int64_t k = cast<RankedTensorType>(getInput().getType()).getDimSize(1);
-  return 2 * grad.getNumElements() * k + grad.getNumElements();
+  int64_t flops = 2 * grad.getNumElements() * k + grad.getNumElements();
+  return getAccumulate().empty() ? flops : flops + n * k + n;
 }
 
 LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *,
@@ -320,5 +330,10 @@ std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
   // (weft-fold-loss-grad makes it only where nothing reads them after).
   if (isa<SoftmaxCrossEntropyAndGradOp>(op) && result == 2)
     return 0u;
+  // Micro-batch gradient accumulation into the running sums
+  // (weft-fold-grad-accumulation: nothing else reads them).
+  if (auto wgrad = dyn_cast<WgradBiasOp>(op);
+      wgrad && !wgrad.getAccumulate().empty())
+    return 2 + result;
   return std::nullopt;
 }

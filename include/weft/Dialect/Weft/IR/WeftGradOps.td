@@ -108,13 +108,24 @@ def Weft_WgradBiasOp : Weft_InferredOp<"wgrad_bias"> {
     cuBLASLt GEMM whose epilogue sums the bias gradient
     (CUBLASLT_EPILOGUE_BGRADB, or BGRADA when transposed), so `grad` is
     read once. Cost: `2 M N K + M N` FLOPs, the two ops' it replaces.
+
+    With `accumulate` (two operands, of the results' types: the weight's
+    and the bias's gradients summed over the earlier micro-batches) the
+    results are those sums plus this call's gradients, written over the
+    accumulators in place (weft-fold-grad-accumulation makes it only
+    where nothing else reads them): Megatron-LM's
+    `gradient_accumulation_fusion`, a cuBLASLt GEMM with beta = 1 whose
+    C is its D, so no micro-batch's own weight gradient is ever stored.
+    Cost: `N K + N` FLOPs more, the adds it replaces.
   }];
   let arguments = (ins Weft_FloatTensor:$grad, Weft_FloatTensor:$input,
+                       Variadic<Weft_FloatTensor>:$accumulate,
                        UnitAttr:$transposed);
   let results = (outs Weft_FloatTensor:$weight_grad,
                       Weft_FloatTensor:$bias_grad);
   let assemblyFormat = [{
-    $grad `,` $input attr-dict `:` functional-type(operands, results)
+    $grad `,` $input (`accumulate` $accumulate^)? attr-dict `:`
+    functional-type(operands, results)
   }];
 }
 

@@ -1,0 +1,76 @@
+//===- Accumulate.cu - sums accumulated in place --------------------------===//
+//
+// A micro-batch's bias gradient added into the running sum
+// (wgrad_bias with accumulators, Gemm.cpp): the epilogue's sums, or the
+// column sums of dY where cuBLASLt has no epilogue for the GEMM. Neither
+// uses the scratch buffer, which holds the epilogue's sums meanwhile.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCheck.h"
+#include "CudaKernels.h"
+#include "Launch.cuh"
+#include "Storage.cuh"
+
+namespace weft::rt::cuda {
+
+namespace {
+
+/// sum[i] = sum[i] + addend[i], rounded once: the add it replaces.
+template <Storage S>
+__global__ void addIntoKernel(void *sum, const void *addend, int64_t n) {
+  WEFT_GRID_STRIDE(i, n) {
+    store<S>(sum, i, load<S>(sum, i) + load<S>(addend, i));
+  }
+}
+
+constexpr int kColumns = 32, kRowLanes = 32;
+
+/// sum[n] = sum[n] + rounded(dY[:, n] summed over the rows): a block per
+/// 32 columns, its 32 rows of lanes striding the rows, combined in
+/// shared memory in a fixed order (deterministic).
+template <Storage S>
+__global__ void addColumnSumsKernel(void *sum, const void *dy, int64_t rows,
+                                    int64_t cols) {
+  __shared__ float partial[kRowLanes][kColumns + 1];
+  int64_t col = int64_t(blockIdx.x) * kColumns + threadIdx.x;
+  float acc = 0;
+  if (col < cols)
+    for (int64_t r = threadIdx.y; r < rows; r += kRowLanes)
+      acc += load<S>(dy, r * cols + col);
+  partial[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y != 0 || col >= cols)
+    return;
+  float total = 0;
+  for (int lane = 0; lane < kRowLanes; ++lane)
+    total += partial[lane][threadIdx.x];
+  store<S>(sum, col, load<S>(sum, col) + rounded<S>(total));
+}
+
+} // namespace
+
+void addInto(const KernelCall &call, const Context &ctx, const Tensor &sum,
+             const void *addend) {
+  byStorage(call, sum.dtype, [&]<Storage S>() {
+    addIntoKernel<S><<<grid(sum.numel()), kThreads, 0, ctx.stream>>>(
+        sum.data, addend, sum.numel());
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+void addColumnSums(const KernelCall &call, const Context &ctx,
+                   const Tensor &sum, const Tensor &dy) {
+  int64_t rows = dy.shape[0], cols = dy.shape[1];
+  if (cols == 0)
+    return;
+  dim3 blocks(unsigned((cols + kColumns - 1) / kColumns));
+  dim3 threads(kColumns, kRowLanes);
+  byStorage(call, sum.dtype, [&]<Storage S>() {
+    addColumnSumsKernel<S>
+        <<<blocks, threads, 0, ctx.stream>>>(sum.data, dy.data, rows, cols);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace weft::rt::cuda
