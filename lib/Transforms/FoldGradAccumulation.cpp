@@ -31,14 +31,12 @@ using namespace weft;
 
 namespace {
 
-/// `v` without the views that read it, each the only reader of its operand
-/// (a bias kept [1, N] is seen as the parameter's [N]): the value an add
-/// of the sum reads.
-Value throughViews(Value v, SmallVectorImpl<Operation *> &views) {
-  while (v.hasOneUse() && isView(*v.getUsers().begin())) {
-    views.push_back(*v.getUsers().begin());
-    v = views.back()->getResult(0);
-  }
+/// `v` seen through the views that read it, each the only reader of its
+/// operand (a bias kept [1, N] is seen as the parameter's [N]): the value
+/// an add of the sum reads.
+Value throughViews(Value v) {
+  while (v.hasOneUse() && isView(*v.getUsers().begin()))
+    v = v.getUsers().begin()->getResult(0);
   return v;
 }
 
@@ -84,8 +82,7 @@ bool collect(Value v, unsigned result, SumTree &tree) {
 /// through adds each read once by the next, to the last; nullopt when it
 /// has no add or a leaf is not a plain wgrad_bias's.
 std::optional<SumTree> treeOf(WgradBiasOp wgrad, unsigned result) {
-  SmallVector<Operation *> views;
-  Value v = throughViews(wgrad->getResult(result), views);
+  Value v = throughViews(wgrad->getResult(result));
   SumTree tree;
   while (v.hasOneUse()) {
     auto add = dyn_cast<AddOp>(*v.getUsers().begin());
