@@ -171,9 +171,13 @@ struct Gemm {
     cublasStatus_t status = lt.cublasLtMatmulAlgoGetHeuristic(
         ctx.lt, d.op, d.a, d.b, d.c, d.c, d.preference, 1, &best, &found);
     // No algorithm: none found, or (cuBLASLt's documented answer) no
-    // heuristic for this configuration, as for an epilogue it lacks.
+    // heuristic for this configuration, as for an epilogue it lacks. With
+    // an epilogue any refusal counts as none: the caller falls back to the
+    // plain GEMM, which reports a real error itself.
+    bool epilogueSet = bias || biasGrad || gelu != Gelu::None;
     if (status == CUBLAS_STATUS_NOT_SUPPORTED ||
-        (status == CUBLAS_STATUS_SUCCESS && found == 0))
+        (status == CUBLAS_STATUS_SUCCESS && found == 0) ||
+        (epilogueSet && status != CUBLAS_STATUS_SUCCESS))
       return false;
     cublasCheck(status, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
     WEFT_CUBLAS_CHECK(lt.cublasLtMatmul(
