@@ -116,9 +116,11 @@ public:
   // executor groups consecutive ones): GPT-2 medium has 292, 194 of them
   // of at most 4096 elements.
   bool launchesGrouped(const std::string &kernel) const override {
-    return kernel == "adamw";
+    return kernel == "adamw" || kernel == "sgd";
   }
   void launchGroup(const std::vector<KernelCall> &calls) override {
+    if (calls.front().kernel == "sgd")
+      return cuda::sgdGroup(calls, context);
     cuda::adamwGroup(calls, context);
   }
   void synchronize() override {

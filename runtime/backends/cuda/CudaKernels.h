@@ -132,6 +132,10 @@ const KernelTable &kernelTable();
 /// as the one-tensor kernel updates it (Kernels.cu).
 void adamwGroup(const std::vector<KernelCall> &calls, const Context &ctx);
 
+/// The "sgd" calls of a run as multi-tensor launches, one per parameter
+/// dtype, loss scaler and hyperparameters, as adamwGroup (Kernels.cu).
+void sgdGroup(const std::vector<KernelCall> &calls, const Context &ctx);
+
 /// Writes `src` broadcast (numpy's rule) into `dst`, of one dtype
 /// (Kernels.cu).
 void broadcastInto(const KernelCall &call, const Context &ctx,

@@ -210,24 +210,53 @@ __global__ void adamwKernel(AdamWTensor x, Scaling scaling, double step,
   WEFT_GRID_STRIDE(i, x.n) { adamwAt<S>(x, i, update); }
 }
 
-template <Storage S>
-__global__ void sgdKernel(void *param, const void *grad, float *buffer,
-                          float *master, Scaling scaling, int64_t n,
-                          int64_t step, float lr, float momentum, float decay,
-                          bool nesterov) {
+/// One tensor an SGD call updates: its parameter (storage S), gradient,
+/// momentum buffer (null without momentum) and master (null without one).
+struct SgdTensor {
+  void *param;
+  const void *grad;
+  float *buffer, *master;
+  int64_t n;
+};
+
+/// The hyperparameters an SGD call takes once.
+struct SgdHyper {
+  float lr, momentum, decay;
+  bool nesterov;
+};
+
+/// torch's SGD step at (0-based) `step`, unscaled, its first step the
+/// first one taken under loss scaling; false when GradScaler skips it.
+__device__ bool sgdStepAt(Scaling scaling, int64_t step, SgdHyper h,
+                          SgdStep<float> &update) {
   if (scaling.found && *scaling.found != 0.0f)
-    return;
+    return false;
   int64_t skipped = scaling.scaler ? int64_t(scaling.scaler[2]) : 0;
   float inverse = scaling.scaler ? 1.0f / scaling.scaler[0] : 1.0f;
-  SgdStep<float> update{lr,      momentum, decay,
-                        inverse, nesterov, step - skipped == 0};
-  WEFT_GRID_STRIDE(i, n) {
-    float p = master ? master[i] : load<S>(param, i);
-    update(load<S>(grad, i), p, buffer ? buffer + i : nullptr);
-    if (master)
-      master[i] = p;
-    store<S>(param, i, p);
-  }
+  update = {h.lr,    h.momentum, h.decay,
+            inverse, h.nesterov, step - skipped == 0};
+  return true;
+}
+
+/// Element i of `x`: the update on the master (or the parameter), the
+/// parameter receiving it rounded to S.
+template <Storage S>
+__device__ void sgdAt(const SgdTensor &x, int64_t i,
+                      const SgdStep<float> &update) {
+  float p = x.master ? x.master[i] : load<S>(x.param, i);
+  update(load<S>(x.grad, i), p, x.buffer ? x.buffer + i : nullptr);
+  if (x.master)
+    x.master[i] = p;
+  store<S>(x.param, i, p);
+}
+
+template <Storage S>
+__global__ void sgdKernel(SgdTensor x, Scaling scaling, int64_t step,
+                          SgdHyper h) {
+  SgdStep<float> update;
+  if (!sgdStepAt(scaling, step, h, update))
+    return;
+  WEFT_GRID_STRIDE(i, x.n) { sgdAt<S>(x, i, update); }
 }
 
 /// Without a master the state has the parameter's type: f32 only here.
@@ -263,45 +292,105 @@ void adamw(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
-/// One block's work in a multi-tensor AdamW: elements [start, start +
+/// One block's work in a multi-tensor update: elements [start, start +
 /// kChunk) of a tensor.
-struct AdamWChunk {
+struct Chunk {
   int64_t tensor, start;
 };
 constexpr int64_t kChunk = 1 << 16;
+
+/// The elements of chunk blockIdx.x of `tensors`, for this thread.
+#define WEFT_CHUNK_STRIDE(x, i, tensors, chunks)                               \
+  Chunk chunk = chunks[blockIdx.x];                                            \
+  auto x = tensors[chunk.tensor];                                              \
+  int64_t end = x.n < chunk.start + kChunk ? x.n : chunk.start + kChunk;       \
+  for (int64_t i = chunk.start + threadIdx.x; i < end; i += blockDim.x)
 
 /// adamwKernel over many tensors, a block per chunk: the same step
 /// constants and per-element update, so the same bits.
 template <Storage S>
 __global__ void adamwGroupKernel(const AdamWTensor *tensors,
-                                 const AdamWChunk *chunks, Scaling scaling,
+                                 const Chunk *chunks, Scaling scaling,
                                  double step, double lr, double beta1,
                                  double beta2, double eps, double decay) {
   AdamWStep<float> update;
   if (!adamwStepAt(scaling, step, lr, beta1, beta2, eps, decay, update))
     return;
-  AdamWChunk chunk = chunks[blockIdx.x];
-  AdamWTensor x = tensors[chunk.tensor];
-  int64_t end = x.n < chunk.start + kChunk ? x.n : chunk.start + kChunk;
-  for (int64_t i = chunk.start + threadIdx.x; i < end; i += blockDim.x)
-    adamwAt<S>(x, i, update);
+  WEFT_CHUNK_STRIDE(x, i, tensors, chunks) { adamwAt<S>(x, i, update); }
 }
 
-void sgd(const KernelCall &call, const Context &ctx) {
+/// sgdKernel over many tensors, a block per chunk (the same bits).
+template <Storage S>
+__global__ void sgdGroupKernel(const SgdTensor *tensors, const Chunk *chunks,
+                               Scaling scaling, int64_t step, SgdHyper h) {
+  SgdStep<float> update;
+  if (!sgdStepAt(scaling, step, h, update))
+    return;
+  WEFT_CHUNK_STRIDE(x, i, tensors, chunks) { sgdAt<S>(x, i, update); }
+}
+
+/// What SGD call `call` updates, its inputs checked.
+SgdTensor sgdTensorOf(const KernelCall &call) {
   bool buffer = call.f("momentum") != 0;
   UpdateInputs inputs = UpdateInputs::sgd(call.in.size(), buffer);
   requireF32State(call, inputs);
-  float *master =
-      inputs.master ? call.out[call.out.size() - 1].as<float>() : nullptr;
-  int64_t n = call.in[0].numel();
+  return {call.out[0].data, call.in[1].data,
+          buffer ? call.out[1].as<float>() : nullptr,
+          inputs.master ? call.out[call.out.size() - 1].as<float>() : nullptr,
+          call.in[0].numel()};
+}
+
+Scaling sgdScalingOf(const KernelCall &call) {
+  bool buffer = call.f("momentum") != 0;
+  return scalingOf(call, UpdateInputs::sgd(call.in.size(), buffer).scaled);
+}
+
+SgdHyper sgdHyperOf(const KernelCall &call) {
+  return {float(call.f("lr")), float(call.f("momentum")),
+          float(call.f("weight_decay")), call.b("nesterov")};
+}
+
+void sgd(const KernelCall &call, const Context &ctx) {
+  SgdTensor x = sgdTensorOf(call);
   byStorage(call, call.in[0].dtype, [&]<Storage S>() {
-    sgdKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
-        call.out[0].data, call.in[1].data,
-        buffer ? call.out[1].as<float>() : nullptr, master,
-        scalingOf(call, inputs.scaled), n, call.ctx.step, float(call.f("lr")),
-        float(call.f("momentum")), float(call.f("weight_decay")),
-        call.b("nesterov"));
+    sgdKernel<S><<<grid(x.n), kThreads, 0, ctx.stream>>>(
+        x, sgdScalingOf(call), call.ctx.step, sgdHyperOf(call));
   });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+/// Whether the calls update distinct parameters: a launch's chunks run in
+/// any order, so a parameter updated twice in a run (no plan weft emits
+/// has one) takes the one-by-one path.
+bool distinctParameters(const std::vector<KernelCall> &calls) {
+  std::set<void *> params;
+  for (const KernelCall &call : calls)
+    if (!params.insert(call.out[0].data).second)
+      return false;
+  return true;
+}
+
+/// `tensors` and their kChunk-element chunks uploaded as one table of
+/// int64 words, then `launch(tensors, chunks, blocks)` on the device's.
+template <typename T, typename Launch>
+void launchChunks(const std::vector<T> &tensors, const Context &ctx,
+                  Launch launch) {
+  std::vector<Chunk> chunks;
+  for (size_t k = 0; k < tensors.size(); ++k)
+    for (int64_t start = 0; start < tensors[k].n; start += kChunk)
+      chunks.push_back({int64_t(k), start});
+  if (chunks.empty())
+    return;
+  static_assert(sizeof(T) % 8 == 0 && sizeof(Chunk) == 16);
+  size_t tensorWords = sizeof(T) * tensors.size() / 8;
+  std::vector<int64_t> table(tensorWords + 2 * chunks.size());
+  std::memcpy(table.data(), tensors.data(), sizeof(T) * tensors.size());
+  std::memcpy(table.data() + tensorWords, chunks.data(),
+              sizeof(Chunk) * chunks.size());
+  const int64_t *device = ctx.scratch->upload(table, ctx.stream);
+  launch(reinterpret_cast<const T *>(device),
+         reinterpret_cast<const Chunk *>(device + tensorWords),
+         unsigned(chunks.size()));
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -388,15 +477,11 @@ void registerElementwiseKernels(KernelTable &t) {
 }
 
 void adamwGroup(const std::vector<KernelCall> &calls, const Context &ctx) {
-  // The chunks of one launch run in any order: a parameter updated twice
-  // in the run (no plan weft emits has one) takes the one-by-one path.
-  std::set<void *> params;
-  for (const KernelCall &call : calls)
-    if (!params.insert(call.out[0].data).second) {
-      for (const KernelCall &each : calls)
-        adamw(each, ctx);
-      return;
-    }
+  if (!distinctParameters(calls)) {
+    for (const KernelCall &each : calls)
+      adamw(each, ctx);
+    return;
+  }
   // Calls launch together when they share what the kernel takes once.
   using Key = std::tuple<DType, const float *, const float *, int64_t, double,
                          double, double, double, double>;
@@ -409,32 +494,42 @@ void adamwGroup(const std::vector<KernelCall> &calls, const Context &ctx) {
         .push_back(adamwTensorOf(call));
   }
   for (const auto &[key, tensors] : launches) {
-    // The tensors, then their chunks, as one table of int64 words.
-    std::vector<AdamWChunk> chunks;
-    for (size_t k = 0; k < tensors.size(); ++k)
-      for (int64_t start = 0; start < tensors[k].n; start += kChunk)
-        chunks.push_back({int64_t(k), start});
-    if (chunks.empty())
-      continue;
-    static_assert(sizeof(AdamWTensor) % 8 == 0 && sizeof(AdamWChunk) == 16);
-    std::vector<int64_t> table((sizeof(AdamWTensor) * tensors.size() +
-                                sizeof(AdamWChunk) * chunks.size()) /
-                               8);
-    std::memcpy(table.data(), tensors.data(),
-                sizeof(AdamWTensor) * tensors.size());
-    std::memcpy(table.data() + sizeof(AdamWTensor) * tensors.size() / 8,
-                chunks.data(), sizeof(AdamWChunk) * chunks.size());
-    const int64_t *device = ctx.scratch->upload(table, ctx.stream);
     auto [dtype, scaler, found, step, lr, beta1, beta2, eps, decay] = key;
     byStorage(calls.front(), dtype, [&]<Storage S>() {
-      adamwGroupKernel<S><<<unsigned(chunks.size()), kThreads, 0, ctx.stream>>>(
-          reinterpret_cast<const AdamWTensor *>(device),
-          reinterpret_cast<const AdamWChunk *>(device + sizeof(AdamWTensor) *
-                                                            tensors.size() / 8),
-          Scaling{scaler, found}, double(step + 1), lr, beta1, beta2, eps,
-          decay);
+      launchChunks(tensors, ctx, [&](auto *x, auto *chunks, unsigned blocks) {
+        adamwGroupKernel<S><<<blocks, kThreads, 0, ctx.stream>>>(
+            x, chunks, Scaling{scaler, found}, double(step + 1), lr, beta1,
+            beta2, eps, decay);
+      });
     });
-    WEFT_CUDA_CHECK(cudaGetLastError());
+  }
+}
+
+void sgdGroup(const std::vector<KernelCall> &calls, const Context &ctx) {
+  if (!distinctParameters(calls)) {
+    for (const KernelCall &each : calls)
+      sgd(each, ctx);
+    return;
+  }
+  using Key = std::tuple<DType, const float *, const float *, int64_t, float,
+                         float, float, bool>;
+  std::map<Key, std::vector<SgdTensor>> launches;
+  for (const KernelCall &call : calls) {
+    Scaling s = sgdScalingOf(call);
+    SgdHyper h = sgdHyperOf(call);
+    launches[{call.in[0].dtype, s.scaler, s.found, call.ctx.step, h.lr,
+              h.momentum, h.decay, h.nesterov}]
+        .push_back(sgdTensorOf(call));
+  }
+  for (const auto &[key, tensors] : launches) {
+    auto [dtype, scaler, found, step, lr, momentum, decay, nesterov] = key;
+    byStorage(calls.front(), dtype, [&]<Storage S>() {
+      launchChunks(tensors, ctx, [&](auto *x, auto *chunks, unsigned blocks) {
+        sgdGroupKernel<S><<<blocks, kThreads, 0, ctx.stream>>>(
+            x, chunks, Scaling{scaler, found}, step,
+            SgdHyper{lr, momentum, decay, nesterov});
+      });
+    });
   }
 }
 

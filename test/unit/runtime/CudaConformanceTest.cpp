@@ -292,6 +292,54 @@ TEST_P(CudaConformance, AdamWGroupIsEachAdamW) {
   }
 }
 
+/// A run of SGD updates launched together, as AdamWGroupIsEachAdamW: with
+/// and without momentum (nesterov too), 16-bit with masters, f16 with a
+/// shared loss scaler, at a first step and a later one.
+TEST_P(CudaConformance, SgdGroupIsEachSgd) {
+  auto sgd = [](DType d, int64_t n, double momentum, bool nesterov, bool scaled,
+                int64_t step) {
+    TensorType p{d, {n}}, f32{DType::F32, {n}};
+    Case c{"sgd", {p, p}, {p}};
+    c.inPlace = {{0, 0}};
+    if (momentum != 0) {
+      c.in.push_back(f32);
+      c.out.push_back(f32);
+      c.inPlace[1] = 2;
+    }
+    for (auto [k, v] : {std::pair{"lr", 1e-1},
+                        {"momentum", momentum},
+                        {"weight_decay", 1e-4}})
+      c.attrs.set(k, v);
+    c.attrs.set("nesterov", nesterov);
+    c.step = step;
+    if (d != DType::F32) {
+      c.in.push_back(f32);
+      c.out.push_back(f32);
+      c.inPlace[c.out.size() - 1] = c.in.size() - 1;
+    }
+    if (scaled) {
+      c.in.push_back({DType::F32, {3}});
+      c.in.push_back({DType::F32, {}});
+      c.exact = {c.in.size() - 2, c.in.size() - 1};
+    }
+    return c;
+  };
+  std::vector<std::vector<Case>> groups = {
+      {sgd(DType::F32, 1000, 0.9, false, false, 3),
+       sgd(DType::F32, 1, 0, false, false, 3),
+       sgd(DType::BF16, 70000, 0.9, true, false, 3),
+       sgd(DType::BF16, 65536, 0.9, false, false, 3)},
+      {sgd(DType::F32, 4096, 0.9, false, false, 0),
+       sgd(DType::F32, 70000, 0.9, false, false, 0)},
+      {sgd(DType::F16, 1000, 0.9, false, true, 3),
+       sgd(DType::F16, 70000, 0.9, false, true, 3)}};
+  for (const std::vector<Case> &group : groups) {
+    std::string each = runUpdates(*gpu, group, Launch::OneByOne);
+    EXPECT_EQ(runUpdates(*gpu, group, Launch::Grouped), each);
+    EXPECT_NE(runUpdates(*gpu, group, Launch::None), each); // they updated
+  }
+}
+
 /// Bytes moved exactly, in every element size the plans use.
 TEST_P(CudaConformance, Movement) {
   for (DType d : {DType::F32, DType::BF16, DType::F16}) {
