@@ -248,6 +248,33 @@ std::string runUpdates(Backend &backend, const std::vector<Case> &cases,
   return bytes;
 }
 
+/// A 16-bit update's f32 master (in place), then with `scaled` the loss
+/// scaler and verdict the plan's scaled updates share (exact inputs).
+void withMasterAndScaler(Case &c, bool scaled) {
+  TensorType p = c.in[0]; // a copy: c.in grows below
+  if (p.dtype != DType::F32) {
+    c.in.push_back({DType::F32, p.shape});
+    c.out.push_back({DType::F32, p.shape});
+    c.inPlace[c.out.size() - 1] = c.in.size() - 1;
+  }
+  if (scaled) {
+    c.in.push_back({DType::F32, {3}});
+    c.in.push_back({DType::F32, {}});
+    c.exact = {c.in.size() - 2, c.in.size() - 1};
+  }
+}
+
+/// Each group launched together gives the bits of its updates launched
+/// one by one (and they did update).
+void expectGroupsAreEach(Backend &gpu,
+                         const std::vector<std::vector<Case>> &groups) {
+  for (const std::vector<Case> &group : groups) {
+    std::string each = runUpdates(gpu, group, Launch::OneByOne);
+    EXPECT_EQ(runUpdates(gpu, group, Launch::Grouped), each);
+    EXPECT_NE(runUpdates(gpu, group, Launch::None), each);
+  }
+}
+
 /// A run of AdamW updates launched together (the executor's groups; on a
 /// GPU one multi-tensor launch per dtype, scaler and hyperparameters,
 /// chunks of 65536 elements) gives the bits of launching them one by one:
@@ -266,16 +293,7 @@ TEST_P(CudaConformance, AdamWGroupIsEachAdamW) {
                         {"weight_decay", 0.01}})
       c.attrs.set(k, v);
     c.step = 3;
-    if (d != DType::F32) {
-      c.in.push_back(f32);
-      c.out.push_back(f32);
-      c.inPlace[3] = 4;
-    }
-    if (scaled) {
-      c.in.push_back({DType::F32, {3}});
-      c.in.push_back({DType::F32, {}});
-      c.exact = {c.in.size() - 2, c.in.size() - 1};
-    }
+    withMasterAndScaler(c, scaled);
     return c;
   };
   std::vector<std::vector<Case>> groups = {
@@ -285,11 +303,7 @@ TEST_P(CudaConformance, AdamWGroupIsEachAdamW) {
        adamw(DType::BF16, 65536, 3e-3, false)},
       {adamw(DType::F16, 1000, 1e-2, true),
        adamw(DType::F16, 70000, 1e-2, true)}};
-  for (const std::vector<Case> &group : groups) {
-    std::string each = runUpdates(*gpu, group, Launch::OneByOne);
-    EXPECT_EQ(runUpdates(*gpu, group, Launch::Grouped), each);
-    EXPECT_NE(runUpdates(*gpu, group, Launch::None), each); // they updated
-  }
+  expectGroupsAreEach(*gpu, groups);
 }
 
 /// A run of SGD updates launched together, as AdamWGroupIsEachAdamW: with
@@ -312,16 +326,7 @@ TEST_P(CudaConformance, SgdGroupIsEachSgd) {
       c.attrs.set(k, v);
     c.attrs.set("nesterov", nesterov);
     c.step = step;
-    if (d != DType::F32) {
-      c.in.push_back(f32);
-      c.out.push_back(f32);
-      c.inPlace[c.out.size() - 1] = c.in.size() - 1;
-    }
-    if (scaled) {
-      c.in.push_back({DType::F32, {3}});
-      c.in.push_back({DType::F32, {}});
-      c.exact = {c.in.size() - 2, c.in.size() - 1};
-    }
+    withMasterAndScaler(c, scaled);
     return c;
   };
   std::vector<std::vector<Case>> groups = {
@@ -333,11 +338,7 @@ TEST_P(CudaConformance, SgdGroupIsEachSgd) {
        sgd(DType::F32, 70000, 0.9, false, false, 0)},
       {sgd(DType::F16, 1000, 0.9, false, true, 3),
        sgd(DType::F16, 70000, 0.9, false, true, 3)}};
-  for (const std::vector<Case> &group : groups) {
-    std::string each = runUpdates(*gpu, group, Launch::OneByOne);
-    EXPECT_EQ(runUpdates(*gpu, group, Launch::Grouped), each);
-    EXPECT_NE(runUpdates(*gpu, group, Launch::None), each); // they updated
-  }
+  expectGroupsAreEach(*gpu, groups);
 }
 
 /// Bytes moved exactly, in every element size the plans use.
