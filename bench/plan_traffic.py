@@ -47,8 +47,8 @@ def traffic(plan, rank=0):
 
 
 # Kernels the CUDA backend launches a run of consecutive instructions of
-# as one (Backend::launchesGrouped: the multi-tensor AdamW).
-GROUPED = ("adamw",)
+# as one (Backend::launchesGrouped: the multi-tensor AdamW and SGD).
+GROUPED = ("adamw", "sgd")
 
 
 def launches(plan, rank=0):
@@ -84,7 +84,8 @@ def main(argv=None):
         print(f"{kernel:28s} {count:6d} x  {nbytes / 1e9:8.2f} GB")
     print(f"instructions: {sum(c for c, _ in rows.values())} "
           f"({launches(plan, args.rank)} on a GPU, where a run of AdamW "
-          f"updates launches as one); arena {rank['arena_bytes']} bytes")
+          f"or SGD updates launches as one); arena {rank['arena_bytes']} "
+          f"bytes")
     print(f"memory-bound kernels: {memory_bound / 1e9:.2f} GB per step, at "
           f"least {memory_bound / args.bandwidth * 1e3:.2f} ms at "
           f"{args.bandwidth:.3g} B/s")

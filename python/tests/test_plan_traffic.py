@@ -34,19 +34,21 @@ def test_counts_and_bytes_per_kernel(tmp_path, capsys):
     assert plan_traffic.main([str(path), "--json", str(out)]) == 0
     # The GEMM is compute-bound: the rest is the memory-bound traffic.
     assert json.loads(out.read_text())["memory_bound_bytes"] == 94 + 7
-    assert "instructions: 5 (4 on a GPU, where a run of AdamW updates " \
-        "launches as one); arena 4096 bytes" in capsys.readouterr().out
+    assert "instructions: 5 (4 on a GPU, where a run of AdamW or SGD " \
+        "updates launches as one); arena 4096 bytes" in capsys.readouterr().out
 
 
-def test_a_run_of_adamw_is_one_launch():
-    """The CUDA backend's multi-tensor AdamW: each run of consecutive
-    updates is one launch; a run broken by another kernel is two."""
-    adamw = {"kernel": "adamw", "inputs": [0], "outputs": [0]}
+@pytest.mark.parametrize("kernel", ["adamw", "sgd"])
+def test_a_run_of_updates_is_one_launch(kernel):
+    """The CUDA backend's multi-tensor AdamW and SGD: each run of
+    consecutive updates is one launch; a run broken by another kernel is
+    two."""
+    update = {"kernel": kernel, "inputs": [0], "outputs": [0]}
     plan = json.loads(json.dumps(PLAN))
-    plan["ranks"][0]["instructions"] += [adamw, adamw, adamw,
+    plan["ranks"][0]["instructions"] += [update, update, update,
                                          {"kernel": "cast", "inputs": [2],
-                                          "outputs": [1]}, adamw]
-    # gemm, cast, cast, attention; then adamw x3, cast, adamw.
+                                          "outputs": [1]}, update]
+    # gemm, cast, cast, attention; then the update x3, cast, the update.
     assert plan_traffic.launches(plan) == 4 + 1 + 1 + 1
 
 
