@@ -152,14 +152,12 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
   static BucketMember memberOf(Operation *update) {
     BucketMember member{update};
     Value sum = update->getOperand(kGradOperand);
-    double partsScale = 1;
-    if (auto scale = sum.getDefiningOp<MulOp>()) {
-      auto factor = scale->getOperand(1).getDefiningOp<ConstantOp>();
-      auto value = factor ? dyn_cast<DenseFPElementsAttr>(factor.getValue())
-                          : DenseFPElementsAttr();
-      if (microBatchOf(scale) || !value || !value.isSplat())
+    // The accumulation's 1/M: its constant is 1/M by construction.
+    auto scale = sum.getDefiningOp<MulOp>();
+    if (scale) {
+      if (microBatchOf(scale) ||
+          !scale->getOperand(1).getDefiningOp<ConstantOp>())
         return member;
-      partsScale = value.getSplatValue<APFloat>().convertToDouble();
       sum = scale->getOperand(0);
     }
     SmallVector<Value> parts;
@@ -178,7 +176,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     }
     if (parts.size() > 1) {
       member.microBatchGrads = std::move(parts);
-      member.partsScale = partsScale;
+      member.scaledAfterSum = bool(scale);
     }
     return member;
   }

@@ -308,7 +308,7 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
   bool perMicroBatch = stage >= 2 && microBatches > 1;
   for (const BucketMember &m : members)
     perMicroBatch &= m.microBatchGrads.size() == microBatches &&
-                     m.partsScale == members.front().partsScale;
+                     m.scaledAfterSum == members.front().scaledAfterSum;
   // Each micro-batch's shard is added to the running sum once the next
   // micro-batch's reduce-scatter is posted: it has the rest of its
   // backward and the next one's to complete in.
@@ -345,7 +345,9 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
   if (sum)
     grad = build.place(AddOp::create(b, build.loc, sum, previous));
   double scale = (data.seeded ? 1.0 : 1.0 / data.replicas) *
-                 (perMicroBatch ? members.front().partsScale : 1.0);
+                 (perMicroBatch && members.front().scaledAfterSum
+                      ? 1.0 / double(microBatches)
+                      : 1.0);
   if (scale != 1.0)
     grad = build.place(MulOp::create(b, build.loc, grad, build.scalar(scale)));
   SmallVector<Value> gradShards = build.split(grad, 1, shards);

@@ -48,12 +48,14 @@ struct DataAxis {
 struct BucketMember {
   mlir::Operation *update = nullptr;
   /// The gradient's contributions of micro-batches 0 .. M-1, whose sum
-  /// times `partsScale` is the gradient (weft-accumulate-microbatches);
-  /// empty when the gradient is not such a sum (one micro-batch, or a
-  /// tied parameter's gradient that adds another stage's sum).
+  /// (times 1/M when `scaledAfterSum`) is the gradient
+  /// (weft-accumulate-microbatches); empty when the gradient is not such
+  /// a sum (one micro-batch, or a tied parameter's gradient that adds
+  /// another stage's sum).
   llvm::SmallVector<mlir::Value> microBatchGrads;
-  /// 1/M, or 1 when weft-autodiff seeded each backward with its share.
-  double partsScale = 1;
+  /// The sum is scaled by 1/M after it: weft-autodiff did not seed each
+  /// backward with its share (hand-written IR).
+  bool scaledAfterSum = false;
 };
 
 /// The op among the defining ops of `values` that comes last in the block
@@ -90,8 +92,8 @@ struct Prefetch {
 ///   right after that micro-batch's last part, the shards summed (so no
 ///   whole gradient is accumulated across micro-batches), else as stage 1;
 /// - before the first update: the shard scaled by 1/D (unless
-///   `data.seeded`; and by the members' `partsScale` when summed per
-///   micro-batch) and split per
+///   `data.seeded`; and by 1/M when summed per micro-batch and
+///   `scaledAfterSum`) and split per
 ///   parameter; each parameter's shard (stage 1, 2: `shard.all_slice` of
 ///   it; stage 3: the parameter argument itself, see shardParameter)
 ///   updated with optimizer state of its shard's size (the state arguments

@@ -3,6 +3,7 @@
 #include "Fused.h"
 
 #include <cstddef>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -32,13 +33,15 @@ void addLayerNorm(const KernelCall &call, const PartLauncher &launch) {
 /// dtypes, then the adds it replaced, into the outputs (the sums' bytes).
 void wgradBias(const KernelCall &call, const PartLauncher &launch) {
   const bool accumulate = call.in.size() == 4;
-  std::vector<std::byte> weightBytes, biasBytes;
+  // The micro-batch's own gradients, apart from the sums (each written
+  // whole by its part: no fill).
+  std::unique_ptr<std::byte[]> weightBytes, biasBytes;
   Tensor weight = call.out[0], bias = call.out[1];
   if (accumulate) {
-    weightBytes.resize(size_t(weight.bytes()));
-    biasBytes.resize(size_t(bias.bytes()));
-    weight.data = weightBytes.data();
-    bias.data = biasBytes.data();
+    weightBytes = std::make_unique_for_overwrite<std::byte[]>(weight.bytes());
+    biasBytes = std::make_unique_for_overwrite<std::byte[]>(bias.bytes());
+    weight.data = weightBytes.get();
+    bias.data = biasBytes.get();
   }
   KernelAttrs gemm;
   gemm.set("transA", true);

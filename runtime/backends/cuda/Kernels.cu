@@ -437,6 +437,32 @@ void assign(const KernelCall &call, const Context &ctx) {
                                     cudaMemcpyDeviceToDevice, ctx.stream));
 }
 
+/// `calls` of one update kernel as multi-tensor launches: the calls whose
+/// `keyOf` agree (the parameter dtype first, then what the kernel takes
+/// once) launch together, `launch.template operator()<S>(key, tensors,
+/// chunks, blocks)` over their `tensorOf`; one by one (`one`) when a
+/// parameter repeats.
+template <typename T, typename One, typename KeyOf, typename TensorOf,
+          typename Launch>
+void launchGroups(const std::vector<KernelCall> &calls, const Context &ctx,
+                  One one, KeyOf keyOf, TensorOf tensorOf, Launch launch) {
+  if (!distinctParameters(calls)) {
+    for (const KernelCall &each : calls)
+      one(each, ctx);
+    return;
+  }
+  std::map<decltype(keyOf(calls.front())), std::vector<T>> launches;
+  for (const KernelCall &call : calls)
+    launches[keyOf(call)].push_back(tensorOf(call));
+  for (const auto &[key, tensors] : launches)
+    byStorage(calls.front(), std::get<0>(key), [&]<Storage S>() {
+      launchChunks(tensors, ctx,
+                   [&](const T *x, const Chunk *chunks, unsigned blocks) {
+                     launch.template operator()<S>(key, x, chunks, blocks);
+                   });
+    });
+}
+
 } // namespace
 
 void broadcastInto(const KernelCall &call, const Context &ctx,
@@ -477,60 +503,43 @@ void registerElementwiseKernels(KernelTable &t) {
 }
 
 void adamwGroup(const std::vector<KernelCall> &calls, const Context &ctx) {
-  if (!distinctParameters(calls)) {
-    for (const KernelCall &each : calls)
-      adamw(each, ctx);
-    return;
-  }
-  // Calls launch together when they share what the kernel takes once.
-  using Key = std::tuple<DType, const float *, const float *, int64_t, double,
-                         double, double, double, double>;
-  std::map<Key, std::vector<AdamWTensor>> launches;
-  for (const KernelCall &call : calls) {
-    Scaling s = adamwScalingOf(call);
-    launches[{call.in[0].dtype, s.scaler, s.found, call.ctx.step, call.f("lr"),
-              call.f("beta1"), call.f("beta2"), call.f("eps"),
-              call.f("weight_decay")}]
-        .push_back(adamwTensorOf(call));
-  }
-  for (const auto &[key, tensors] : launches) {
-    auto [dtype, scaler, found, step, lr, beta1, beta2, eps, decay] = key;
-    byStorage(calls.front(), dtype, [&]<Storage S>() {
-      launchChunks(tensors, ctx, [&](auto *x, auto *chunks, unsigned blocks) {
+  launchGroups<AdamWTensor>(
+      calls, ctx, adamw,
+      [](const KernelCall &call) {
+        Scaling s = adamwScalingOf(call);
+        return std::tuple{
+            call.in[0].dtype, s.scaler,      s.found,
+            call.ctx.step,    call.f("lr"),  call.f("beta1"),
+            call.f("beta2"),  call.f("eps"), call.f("weight_decay")};
+      },
+      adamwTensorOf,
+      [&]<Storage S>(const auto &key, const AdamWTensor *x, const Chunk *chunks,
+                     unsigned blocks) {
+        auto [dtype, scaler, found, step, lr, beta1, beta2, eps, decay] = key;
         adamwGroupKernel<S><<<blocks, kThreads, 0, ctx.stream>>>(
             x, chunks, Scaling{scaler, found}, double(step + 1), lr, beta1,
             beta2, eps, decay);
       });
-    });
-  }
 }
 
 void sgdGroup(const std::vector<KernelCall> &calls, const Context &ctx) {
-  if (!distinctParameters(calls)) {
-    for (const KernelCall &each : calls)
-      sgd(each, ctx);
-    return;
-  }
-  using Key = std::tuple<DType, const float *, const float *, int64_t, float,
-                         float, float, bool>;
-  std::map<Key, std::vector<SgdTensor>> launches;
-  for (const KernelCall &call : calls) {
-    Scaling s = sgdScalingOf(call);
-    SgdHyper h = sgdHyperOf(call);
-    launches[{call.in[0].dtype, s.scaler, s.found, call.ctx.step, h.lr,
-              h.momentum, h.decay, h.nesterov}]
-        .push_back(sgdTensorOf(call));
-  }
-  for (const auto &[key, tensors] : launches) {
-    auto [dtype, scaler, found, step, lr, momentum, decay, nesterov] = key;
-    byStorage(calls.front(), dtype, [&]<Storage S>() {
-      launchChunks(tensors, ctx, [&](auto *x, auto *chunks, unsigned blocks) {
+  launchGroups<SgdTensor>(
+      calls, ctx, sgd,
+      [](const KernelCall &call) {
+        Scaling s = sgdScalingOf(call);
+        SgdHyper h = sgdHyperOf(call);
+        return std::tuple{call.in[0].dtype, s.scaler,  s.found,
+                          call.ctx.step,    h.lr,      h.momentum,
+                          h.decay,          h.nesterov};
+      },
+      sgdTensorOf,
+      [&]<Storage S>(const auto &key, const SgdTensor *x, const Chunk *chunks,
+                     unsigned blocks) {
+        auto [dtype, scaler, found, step, lr, momentum, decay, nesterov] = key;
         sgdGroupKernel<S><<<blocks, kThreads, 0, ctx.stream>>>(
             x, chunks, Scaling{scaler, found}, step,
             SgdHyper{lr, momentum, decay, nesterov});
       });
-    });
-  }
 }
 
 void registerUpdateKernels(KernelTable &t) {
