@@ -10,7 +10,9 @@ about what an H100's HBM3 sustains). These are figures read from a plan,
 not measurements: a buffer one instruction names twice counts once (the
 packed q, k and v of a "bs3hd" attention are one read of it), two views of
 one buffer count twice, and a kernel that keeps a tile in registers or
-cache reads it less.
+cache reads it less. One kernel reads part of a buffer: a gather_grad
+accumulating into a table (weft-fold-gather-grad-add) reads and writes
+only the rows its indices name, counted as min(rows, indices) of them.
 
     python3 bench/plan_traffic.py PLAN.json [--rank R] [--bandwidth B]
         [--json OUT]
@@ -20,6 +22,7 @@ Raises SystemExit naming the plan when it has no rank R.
 import argparse
 import collections
 import json
+import math
 import pathlib
 import sys
 
@@ -36,14 +39,28 @@ def traffic(plan, rank=0):
     ranks = [r for r in plan["ranks"] if r["rank"] == rank]
     if not ranks:
         raise SystemExit(f"the plan has no rank {rank}")
-    buffers = {b["id"]: b["bytes"] for b in ranks[0]["buffers"]}
+    records = {b["id"]: b for b in ranks[0]["buffers"]}
+    buffers = {i: b["bytes"] for i, b in records.items()}
     out = collections.defaultdict(lambda: [0, 0])
     for inst in ranks[0]["instructions"]:
         key = inst.get("kernel", inst.get("op"))
         out[key][0] += 1
         named = set(inst.get("inputs", []) + inst.get("outputs", []))
+        if key == "gather_grad" and len(inst["inputs"]) == 3:
+            named -= {inst["inputs"][2], *inst["outputs"]}
+            out[key][1] += rows_touched(inst, records)
         out[key][1] += sum(buffers[b] for b in named)
     return {k: tuple(v) for k, v in out.items()}
+
+
+def rows_touched(inst, records):
+    """Bytes an accumulating gather_grad reads and writes of its table
+    (input 2, whose bytes output 0 is): each row its indices (input 1)
+    name, read and written once, at most min(rows, indices) of them."""
+    table = records[inst["inputs"][2]]
+    rows = table["shape"][inst["attrs"]["axis"]]
+    indices = math.prod(records[inst["inputs"][1]]["shape"])
+    return 2 * table["bytes"] * min(rows, indices) // max(rows, 1)
 
 
 # Kernels the CUDA backend launches a run of consecutive instructions of

@@ -326,6 +326,9 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // Each micro-batch's weight gradients summed in their GEMMs, in the
   // order the schedule runs the micro-batches' backwards.
   pm.addNestedPass<func::FuncOp>(createFoldGradAccumulation());
+  // An embedding's gradient scattered into its other gradient (a tied
+  // head's; another micro-batch's), in place.
+  pm.addNestedPass<func::FuncOp>(createFoldGatherGradAdd());
   if (o.overlapCollectives)
     pm.addNestedPass<func::FuncOp>(createOverlapCollectives());
   if (pipelined)

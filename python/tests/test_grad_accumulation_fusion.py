@@ -5,7 +5,12 @@ gradient_accumulation_fusion), instead of each micro-batch writing its own
 that an add then sums. One SGD step of the gpt example still matches torch
 float64 per tensor (`weft.oracle`) on one rank and on a 2-stage pipeline
 at M = 4, with data parallelism too; ZeRO stage 2, which reduce-scatters
-each micro-batch's gradients, has nothing to fold."""
+each micro-batch's gradients, has nothing to fold.
+
+weft-fold-gather-grad-add, in the same steps: each micro-batch's token
+embedding gradient is scattered into the tied head's gradient, and the
+position embedding's micro-batches 1 to 3 into the sum of the earlier
+ones, in place."""
 
 import json
 
@@ -15,16 +20,16 @@ from conftest import run, tool
 from weft import oracle
 
 
-def wgrads(plan_path):
-    """Per rank: (plain wgrad_bias count, accumulating ones), checking that
-    each accumulating one writes over its sums (outputs 0, 1 are the bytes
-    of inputs 2, 3)."""
+def accumulations(plan_path, kernel="wgrad_bias"):
+    """Per rank: (plain `kernel` count, accumulating ones), checking that
+    each accumulating one writes over its sums (its outputs are the bytes
+    of its inputs past the first two)."""
     counts = []
     for rank in json.loads(plan_path.read_text())["ranks"]:
         root = {b["id"]: b.get("view_of", b["id"]) for b in rank["buffers"]}
         plain = accumulating = 0
         for i in rank["instructions"]:
-            if i.get("kernel") != "wgrad_bias":
+            if i.get("kernel") != kernel:
                 continue
             if len(i["inputs"]) == 2:
                 plain += 1
@@ -48,9 +53,14 @@ def test_accumulated_gradients_step_like_float64(weftc, gpt2_layers, tmp_path,
         micro_batches=micro_batches, stages=stages,
         data_parallel=data_parallel)
     assert report.worst.ratio < oracle.F32_FACTOR, report.summary()
+    plan = tmp_path / "step" / "plan.json"
     # Micro-batch 0 writes the sums; 1, 2 and 3 accumulate into them.
-    for plain, accumulating in wgrads(tmp_path / "step" / "plan.json"):
+    for plain, accumulating in accumulations(plan):
         assert plain > 0 and accumulating == (micro_batches - 1) * plain
+    # The ranks holding the embeddings: 4 token embedding gradients into
+    # the tied head's, 3 position embedding ones into the running sum.
+    scatters = [c for c in accumulations(plan, "gather_grad") if c != (0, 0)]
+    assert scatters == [(1, 2 * micro_batches - 1)] * data_parallel
 
 
 def test_zero_stage_2_reduce_scatters_each_micro_batch(weftc, gpt2_layers,
@@ -61,5 +71,5 @@ def test_zero_stage_2_reduce_scatters_each_micro_batch(weftc, gpt2_layers,
                   "--data-parallel=2", "--zero-stage=2",
                   "--optimizer-shard-threshold=0"])
     assert result.returncode == 0, result.stderr
-    for plain, accumulating in wgrads(plan):
+    for plain, accumulating in accumulations(plan):
         assert plain > 0 and accumulating == 0

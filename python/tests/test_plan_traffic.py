@@ -52,6 +52,30 @@ def test_a_run_of_updates_is_one_launch(kernel):
     assert plan_traffic.launches(plan) == 4 + 1 + 1 + 1
 
 
+def test_an_accumulating_gather_grad_touches_the_named_rows():
+    """A gather_grad scattering into a table in place reads and writes
+    only the rows its indices name (at most min(rows, indices) of them);
+    a plain one's table is its fill, counted whole."""
+    table = {"id": 2, "bytes": 50 * 8, "shape": [50, 4], "dtype": "f16"}
+    plan = {"ranks": [{"rank": 0, "arena_bytes": 0, "buffers": [
+        {"id": 0, "bytes": 6 * 8, "shape": [2, 3, 4]},
+        {"id": 1, "bytes": 6 * 8, "shape": [2, 3]}, table,
+        {"id": 3, "bytes": 400, "shape": [50, 4], "view_of": 2}],
+        "instructions": [
+            {"kernel": "gather_grad", "attrs": {"axis": 0},
+             "inputs": [0, 1, 2], "outputs": [3]},
+            {"kernel": "gather_grad", "attrs": {"axis": 0},
+             "inputs": [0, 1], "outputs": [2]}]}]}
+    # dY and the indices, 6 rows of 8 bytes read and written; then dY, the
+    # indices and the whole table.
+    assert plan_traffic.traffic(plan) == {
+        "gather_grad": (2, (48 + 48 + 2 * 6 * 8) + (48 + 48 + 400))}
+    table["shape"], table["bytes"] = [4, 4], 4 * 8
+    plan["ranks"][0]["buffers"][3].update(shape=[4, 4], bytes=32)
+    assert plan_traffic.traffic(plan)["gather_grad"][1] == \
+        (48 + 48 + 2 * 32) + (48 + 48 + 32)
+
+
 def test_a_missing_rank_is_named():
     with pytest.raises(SystemExit, match="the plan has no rank 3"):
         plan_traffic.traffic(PLAN, rank=3)

@@ -63,6 +63,20 @@ void wgradBias(const KernelCall &call, const PartLauncher &launch) {
   launch({"add", {call.in[3], bias}, {call.out[1]}, none, call.ctx});
 }
 
+/// gather_grad (dY, indices, sum) -> sum + gather_grad(dY, indices), over
+/// the sum's bytes (weft-fold-gather-grad-add): the scatter-add into a
+/// table of its own (it fills it), rounded to its dtype, then the add it
+/// replaced.
+void gatherGradInto(const KernelCall &call, const PartLauncher &launch) {
+  Tensor table = call.out[0];
+  auto bytes = std::make_unique_for_overwrite<std::byte[]>(table.bytes());
+  table.data = bytes.get();
+  launch(
+      {"gather_grad", {call.in[0], call.in[1]}, {table}, call.attrs, call.ctx});
+  KernelAttrs none;
+  launch({"add", {call.in[2], table}, {call.out[0]}, none, call.ctx});
+}
+
 /// gemm_gelu_tanh (A, B, C?) -> (gelu_tanh(Y), Y): the gemm into the
 /// pre-activation, then the GELU of it.
 void gemmGeluTanh(const KernelCall &call, const PartLauncher &launch) {
@@ -127,6 +141,13 @@ const std::map<std::string, FusedFn> &fusedKernels() {
       {"wgrad_bias", wgradBias},
   };
   return table;
+}
+
+FusedFn partsOf(const KernelCall &call) {
+  if (call.kernel == "gather_grad")
+    return call.in.size() == 3 ? gatherGradInto : nullptr;
+  auto fused = fusedKernels().find(call.kernel);
+  return fused == fusedKernels().end() ? nullptr : fused->second;
 }
 
 } // namespace weft::rt

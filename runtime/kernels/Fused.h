@@ -32,6 +32,12 @@ using FusedFn = void (*)(const KernelCall &call, const PartLauncher &launch);
 /// in the CPU's kernelTable().
 const std::map<std::string, FusedFn> &fusedKernels();
 
+/// The parts `call` runs as on the CPU, or null where it is one of
+/// kernelTable()'s: a fused kernel's, or the accumulating form of a
+/// kernel whose plain form is one kernel (gather_grad ... accumulate: the
+/// scatter-add into a table of its own, then the add it replaced).
+FusedFn partsOf(const KernelCall &call);
+
 } // namespace weft::rt
 
 #endif // WEFT_RUNTIME_KERNELS_FUSED_H

@@ -110,10 +110,8 @@ public:
   }
   void launch(const KernelCall &call) override {
     // A fused kernel runs as its parts, each launched as here (Fused.h).
-    if (auto fused = fusedKernels().find(call.kernel);
-        fused != fusedKernels().end())
-      return fused->second(call,
-                           [this](const KernelCall &part) { launch(part); });
+    if (FusedFn parts = partsOf(call))
+      return parts(call, [this](const KernelCall &part) { launch(part); });
     KernelFn fn = kernelTable().at(call.kernel);
     // Cast converts 16-bit values itself; every other kernel is written
     // over f32/f64 and sees 16-bit tensors widened.

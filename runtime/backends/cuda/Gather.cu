@@ -4,10 +4,11 @@
 // accumulates in double too) combined in chunk order, so a sum over many
 // rows (a bias gradient) spreads over the GPU and stays deterministic.
 // gather copies rows; gather_grad adds the rows of dy into the rows of dx
-// the indices name (and the vocabulary-parallel forms, for the rows of a
-// rank's shard): the indices are stably sorted (CUB's radix sort, the
-// positions as values), and each run of equal indices is summed in
-// position order: the CPU's order, without atomics, bit for bit repeatable.
+// the indices name, zero-filled first or, accumulating, as they stand (and
+// the vocabulary-parallel forms, for the rows of a rank's shard): the
+// indices are stably sorted (CUB's radix sort, the positions as values),
+// and each run of equal indices is summed in position order: the CPU's
+// order, without atomics, bit for bit repeatable.
 // Indices outside [-dim, dim) are a Fault reported at the next
 // synchronisation.
 //
@@ -184,8 +185,9 @@ __global__ void sortKeysKernel(Rows rows, int64_t count, uint32_t *keys,
 }
 
 /// Each run of equal sorted keys writes its dx row: the sum, in position
-/// order, of the dy rows at the run's positions.
-template <Storage S>
+/// order, of the dy rows at the run's positions; with `Accumulate`, that
+/// sum as a dx of its own would hold it (rounded to S) added to the row.
+template <Storage S, bool Accumulate>
 __global__ void scatterAddKernel(const void *dy, const uint32_t *keys,
                                  const uint32_t *positions, void *dx,
                                  int64_t count, AxisView a) {
@@ -197,18 +199,23 @@ __global__ void scatterAddKernel(const void *dy, const uint32_t *keys,
     float acc = 0;
     for (int64_t t = s; t < count && keys[t] == key; ++t)
       acc += load<S>(dy, (o * count + positions[t]) * a.inner + j);
-    store<S>(dx, (o * a.dim + key) * a.inner + j, acc);
+    int64_t at = (o * a.dim + key) * a.inner + j;
+    store<S>(dx, at, Accumulate ? load<S>(dx, at) + rounded<S>(acc) : acc);
   }
 }
 
 /// gather_grad, or a vocabulary shard's (`Shard`: other ranks' rows are
-/// not this rank's to add).
+/// not this rank's to add). gather_grad's accumulating form (a third
+/// input, whose bytes dx is: the kernel spec requires it) adds the rows
+/// into dx as it stands: no fill, and only the named rows are touched.
 template <bool Shard>
 void gatherGrad(const KernelCall &call, const Context &ctx) {
   const Tensor &dy = call.in[0], &indices = call.in[1], &dx = call.out[0];
   AxisView a(dx.shape, Shard ? 0 : call.i("axis"));
   int64_t count = indices.numel();
-  WEFT_CUDA_CHECK(cudaMemsetAsync(dx.data, 0, dx.bytes(), ctx.stream));
+  const bool accumulate = !Shard && call.in.size() == 3;
+  if (!accumulate)
+    WEFT_CUDA_CHECK(cudaMemsetAsync(dx.data, 0, dx.bytes(), ctx.stream));
   if (count == 0 || a.outer * a.inner == 0)
     return;
   if (a.dim >= (int64_t(1) << 31) || count >= (int64_t(1) << 32))
@@ -232,8 +239,10 @@ void gatherGrad(const KernelCall &call, const Context &ctx) {
       endBit, ctx.stream));
   int64_t n = a.outer * count * a.inner;
   byStorage(call, dy.dtype, [&]<Storage S>() {
-    scatterAddKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
-        dy.data, sortedKeys, positions, dx.data, count, a);
+    auto kernel =
+        accumulate ? scatterAddKernel<S, true> : scatterAddKernel<S, false>;
+    kernel<<<grid(n), kThreads, 0, ctx.stream>>>(dy.data, sortedKeys, positions,
+                                                 dx.data, count, a);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }

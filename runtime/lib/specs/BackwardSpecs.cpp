@@ -115,7 +115,16 @@ Types gatherGrad(const SpecCall &call) {
   gathered.insert(gathered.end(), indices.shape.begin(), indices.shape.end());
   gathered.insert(gathered.end(), data.begin() + axis + 1, data.end());
   call.requireType(0, {grad.dtype, gathered}, "the gradient");
-  return {{grad.dtype, data}};
+  Types out = {{grad.dtype, data}};
+  if (call.in.size() == 3)
+    call.requireType(2, out[0], "the sum to accumulate into");
+  return out;
+}
+
+/// 1 per element of grad; numel(data) more for the accumulation's add.
+int64_t gatherGradFlops(const SpecCall &call, const Types &out) {
+  int64_t flops = call.in[0].numel();
+  return call.in.size() == 3 ? satAdd(flops, out[0].numel()) : flops;
 }
 
 /// (scores or log_prob, labels, grad, weights?): grad has the loss's type.
@@ -367,11 +376,13 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
   t.push_back({.name = "gather_grad",
                .source = "Gather-13 adjoint (scatter-add)",
                .minInputs = 2,
-               .maxInputs = 2,
+               .maxInputs = 3,
                .attrs = {{"axis", AttrKind::Int}, {"shape", AttrKind::Ints}},
                .infer = gatherGrad,
-               .flops = perInput<1>,
-               .dtypes = "f32, f64; indices i32, i64"});
+               .flops = gatherGradFlops,
+               .inPlace = {{0, 2, true}},
+               .dtypes = "f32, f64; indices i32, i64; accumulates into "
+                         "input 2 when given"});
   t.push_back({.name = "softmax_cross_entropy_grad",
                .source = "SoftmaxCrossEntropyLoss-13 adjoint",
                .minInputs = 3,

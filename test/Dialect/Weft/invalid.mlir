@@ -275,3 +275,12 @@ func.func @wgrad_bias_sum_type(%dy: tensor<6x4xf32>, %x: tensor<6x3xf32>, %w: te
   %a, %b = weft.wgrad_bias %dy, %x accumulate %w, %s : (tensor<6x4xf32>, tensor<6x3xf32>, tensor<3x4xf32>, tensor<4xf32>) -> (tensor<4x3xf32>, tensor<4xf32>)
   return
 }
+
+// -----
+
+// gather_grad accumulates into a table of its result's type.
+func.func @gather_grad_sum_type(%dy: tensor<3x4xf32>, %i: tensor<3xi64>, %s: tensor<5x4xbf16>) {
+  // expected-error @+1 {{accumulates into 'tensor<5x4xbf16>', not its result's type 'tensor<5x4xf32>'}}
+  %t = weft.gather_grad %dy, %i accumulate %s {axis = 0 : i64, shape = array<i64: 5, 4>} : (tensor<3x4xf32>, tensor<3xi64>, tensor<5x4xbf16>) -> tensor<5x4xf32>
+  return
+}

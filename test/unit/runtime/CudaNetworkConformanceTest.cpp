@@ -316,6 +316,39 @@ TEST_P(CudaConformance, GatherAndItsGradient) {
       }
 }
 
+/// gather_grad accumulating into another gradient of the table
+/// (weft-fold-gather-grad-add: a tied head's) is that gradient plus
+/// gather_grad's, written over it: the add it replaces, to the bit on
+/// both backends (each row's sum is rounded to the dtype before it is
+/// added, as the add saw it), the rows no index names (10 to 49) left as
+/// they were.
+TEST_P(CudaConformance, GatherGradAccumulatesIntoTheSum) {
+  for (DType d : floats())
+    for (int64_t axis : {0, 1}) {
+      TensorType data{d, axis == 0 ? std::vector<int64_t>{50, 16}
+                                   : std::vector<int64_t>{3, 50, 4}};
+      TensorType gathered{d, axis == 0 ? std::vector<int64_t>{3, 7, 16}
+                                       : std::vector<int64_t>{3, 3, 7, 4}};
+      TensorType index{DType::I64, {3, 7}};
+      Case fused{"gather_grad", {gathered, index, data}, {data}};
+      fused.attrs.set("axis", axis);
+      fused.attrs.set("shape", data.shape);
+      fused.below = {{1, 10}};
+      fused.inPlace = {{0, 2}};
+      expectConforms(fused, *gpu);
+      Case plain{"gather_grad", {gathered, index}, {data}};
+      plain.attrs = fused.attrs;
+      std::vector<std::string> in = inputs(fused, 13);
+      std::string got = runOn(*gpu, fused, in)[0];
+      std::string table = runOn(*gpu, plain, {in[0], in[1]})[0];
+      Case add{"add", {data, data}, {data}};
+      std::string want = runOn(*gpu, add, {in[2], table})[0];
+      std::string what =
+          std::string(dtypeName(d)) + " axis " + std::to_string(axis);
+      EXPECT_EQ(got, want) << what;
+    }
+}
+
 /// Megatron-LM's vocabulary-parallel embedding and cross-entropy on a
 /// shard holding classes [20, 30) of 40: labels on this shard and others.
 TEST_P(CudaConformance, VocabParallel) {

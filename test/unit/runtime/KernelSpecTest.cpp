@@ -368,6 +368,24 @@ TEST(KernelSpec, ChecksAWgradBias) {
             std::string::npos);
 }
 
+/// gather_grad accumulating into a table of its output's type
+/// (weft-fold-gather-grad-add), over it in place; the add's FLOPs on top.
+TEST(KernelSpec, ChecksAGatherGradSum) {
+  OperandPlacement dy = f32({3, 4}, 0), idx{{DType::I64, {3}}, 64};
+  OperandPlacement sum = f32({5, 4}, 128);
+  json attrs = {{"axis", 0}, {"shape", {5, 4}}};
+  EXPECT_EQ(errorOf("gather_grad", {dy, idx, sum}, {sum}, attrs), "");
+  EXPECT_EQ(costOf("gather_grad", {dy, idx}, {sum}, attrs).flops, 3 * 4);
+  EXPECT_EQ(costOf("gather_grad", {dy, idx, sum}, {sum}, attrs).flops,
+            3 * 4 + 5 * 4);
+  EXPECT_NE(errorOf("gather_grad", {dy, idx, f32({4, 5}, 128)}, {sum}, attrs)
+                .find("the sum to accumulate into"),
+            std::string::npos);
+  EXPECT_NE(errorOf("gather_grad", {dy, idx, sum}, {f32({5, 4}, 256)}, attrs)
+                .find("output 0 must update input 2 in place"),
+            std::string::npos);
+}
+
 /// gemm_gelu_tanh (weft-fold-gemm-gelu): the gemm's output twice, its
 /// FLOPs and the GELU's; gemm_gelu_tanh_grad's pre-activation has the
 /// product's type, else it is refused naming it.

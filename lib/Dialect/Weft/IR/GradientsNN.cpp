@@ -283,7 +283,8 @@ LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 LogicalResult GatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                        SmallVectorImpl<Value> &dxs) {
   if (prepare(*this, dys, dxs) && isFloat(getData()))
-    dxs[0] = GatherGradOp::create(b, getLoc(), dys[0], getIndices(), getAxis(),
+    dxs[0] = GatherGradOp::create(b, getLoc(), dys[0], getIndices(),
+                                  /*accumulate=*/Value(), getAxis(),
                                   typeOf(getData()).getShape());
   return success();
 }

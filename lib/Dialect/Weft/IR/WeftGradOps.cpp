@@ -81,6 +81,13 @@ LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult GatherGradOp::verify() {
+  if (Value sum = getAccumulate(); sum && sum.getType() != getType())
+    return emitOpError("accumulates into ")
+           << sum.getType() << ", not its result's type " << getType();
+  return success();
+}
+
 int64_t ClipGradOp::getFlops() { return 2 * numElements(getType()); }
 int64_t NllLossGradOp::getFlops() { return numElements(getInput().getType()); }
 int64_t GeluGradOp::getFlops() { return 8 * numElements(getType()); }
@@ -95,7 +102,11 @@ int64_t LayerNormGradOp::getFlops() {
   return (getAccumulate() ? 13 : 12) * numElements(getInput().getType());
 }
 int64_t DropoutGradOp::getFlops() { return 2 * numElements(getType()); }
-int64_t GatherGradOp::getFlops() { return numElements(getGrad().getType()); }
+int64_t GatherGradOp::getFlops() {
+  // The accumulate's add counts as the add op it replaced did.
+  int64_t flops = numElements(getGrad().getType());
+  return getAccumulate() ? flops + numElements(getType()) : flops;
+}
 int64_t SoftmaxCrossEntropyGradOp::getFlops() {
   return (getLogSumExp() ? 4 : 3) * numElements(getInput().getType());
 }
@@ -330,6 +341,11 @@ std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
   // (weft-fold-loss-grad makes it only where nothing reads them after).
   if (isa<SoftmaxCrossEntropyAndGradOp>(op) && result == 2)
     return 0u;
+  // An embedding's gradient scattered into its other gradient
+  // (weft-fold-gather-grad-add: nothing else reads that).
+  if (auto gather = dyn_cast<GatherGradOp>(op);
+      gather && gather.getAccumulate())
+    return 2u;
   // Micro-batch gradient accumulation into the running sums
   // (weft-fold-grad-accumulation: nothing else reads them).
   if (auto wgrad = dyn_cast<WgradBiasOp>(op);

@@ -142,14 +142,28 @@ def Weft_GatherGradOp : Weft_InferredOp<"gather_grad"> {
   let summary = "d/d data of gather: scatter-add `dy` rows into zeros of `shape`.";
   let description = [{
     The embedding backward: row `indices[i]` of the result accumulates every
-    `dy` slice gathered from it (repeated indices add up). Cost: 1 FLOP per
-    element of `dy`.
+    `dy` slice gathered from it (repeated indices add up, in index order).
+    Cost: 1 FLOP per element of `dy`.
+
+    With `accumulate` (of the result's type: the data's gradient from its
+    other readers, a tied LM head's GEMM or an earlier micro-batch's
+    embedding gradient; weft-fold-gather-grad-add) the result is
+    `accumulate + data_grad`, each row's sum rounded to the result's type
+    before the add as the add it replaces saw it, so the bits are that
+    add's; written over `accumulate` in place, so no zero-filled table is
+    stored and rows no index names are not touched. Cost: the add's
+    `numel(data_grad)` FLOPs more.
   }];
   let arguments = (ins Weft_FloatTensor:$grad,
-                       StaticShapeTensorOf<[I32, I64]>:$indices, I64Attr:$axis,
+                       StaticShapeTensorOf<[I32, I64]>:$indices,
+                       Optional<Weft_FloatTensor>:$accumulate, I64Attr:$axis,
                        DenseI64ArrayAttr:$shape);
   let results = (outs Weft_FloatTensor:$data_grad);
-  let assemblyFormat = "$grad `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $grad `,` $indices (`accumulate` $accumulate^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
 }
 
 def Weft_SoftmaxCrossEntropyGradOp

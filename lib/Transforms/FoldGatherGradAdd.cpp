@@ -1,0 +1,123 @@
+//===- FoldGatherGradAdd.cpp - weft-fold-gather-grad-add ------------------===//
+//
+// An embedding table's gradient (gather_grad) is a zero-filled [V, h] table
+// with the gathered rows' gradients added in. When the table has another
+// gradient too (a tied LM head's GEMM; another micro-batch's embedding
+// gradient), an add reads both tables and writes a third: for GPT-2's
+// 50257-row vocabulary that fill and add are 4 passes over a 100 MB table
+// per micro-batch, to change the few thousand rows a batch's tokens name.
+// Scattering the rows straight into the other gradient, in place, touches
+// only those rows. Each row's sum is rounded to the table's type before it
+// is added, as the add saw it, so the fold does not change a bit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Transforms/Passes.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Dominance.h"
+
+namespace weft {
+#define GEN_PASS_DEF_FOLDGATHERGRADADD
+#include "weft/Transforms/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+/// Whether `v`'s bytes may be written over by the add that is its only
+/// reader: `v` is an op's result (through views, each read once, and
+/// through in-place updates), never a function argument's bytes.
+bool writable(Value v) {
+  if (!v.hasOneUse())
+    return false;
+  Operation *def = v.getDefiningOp();
+  while (def && isView(def)) {
+    v = def->getOperand(0);
+    if (!v.hasOneUse())
+      return false;
+    def = v.getDefiningOp();
+  }
+  if (!def)
+    return false;
+  // An op that updates an operand in place yields that operand's bytes,
+  // which it was the last to read.
+  std::optional<unsigned> operand =
+      inPlaceOperand(def, cast<OpResult>(v).getResultNumber());
+  while (def && operand) {
+    v = def->getOperand(*operand);
+    def = v.getDefiningOp();
+    while (def && isView(def)) {
+      v = def->getOperand(0);
+      def = v.getDefiningOp();
+    }
+    operand = def ? inPlaceOperand(def, cast<OpResult>(v).getResultNumber())
+                  : std::nullopt;
+  }
+  return def != nullptr;
+}
+
+/// The plain gather_grad whose result is `v`, if `v` is read only by the
+/// add `add` and both are on one stage.
+GatherGradOp foldable(Value v, AddOp add) {
+  auto gather = v.getDefiningOp<GatherGradOp>();
+  if (!gather || gather.getAccumulate() || !v.hasOneUse() ||
+      stageOf(gather) != stageOf(add))
+    return {};
+  return gather;
+}
+
+/// `add(a, b)` of a gather_grad's result and another gradient of the same
+/// table as one gather_grad accumulating into the other: at the
+/// gather_grad's place when the other is computed before it (the rows'
+/// gradient is then read where it was), else at the add's. False when
+/// the add broadcasts or neither operand can be folded.
+bool fold(AddOp add, DominanceInfo &dominance) {
+  Value lhs = add.getLhs(), rhs = add.getRhs();
+  if (lhs == rhs || lhs.getType() != add.getType() ||
+      rhs.getType() != add.getType())
+    return false;
+  // (the gather_grad, the sum it writes into), of either operand.
+  SmallVector<std::pair<GatherGradOp, Value>, 2> candidates;
+  for (auto [mine, other] : {std::pair{rhs, lhs}, {lhs, rhs}})
+    if (GatherGradOp gather = foldable(mine, add); gather && writable(other))
+      candidates.push_back({gather, other});
+  if (candidates.empty())
+    return false;
+  auto keepsPlace = [&](const auto &c) {
+    return dominance.properlyDominates(c.second, c.first);
+  };
+  const auto *chosen = llvm::find_if(candidates, keepsPlace);
+  bool early = chosen != candidates.end();
+  auto [gather, other] = early ? *chosen : candidates.front();
+  Operation *place = early ? gather.getOperation() : add.getOperation();
+  OpBuilder b(place);
+  auto fused = GatherGradOp::create(b, gather.getLoc(), gather.getGrad(),
+                                    gather.getIndices(), other,
+                                    gather.getAxis(), gather.getShape());
+  fused->setDiscardableAttrs(gather->getDiscardableAttrDictionary());
+  add.replaceAllUsesWith(fused.getDataGrad());
+  add.erase();
+  gather.erase();
+  return true;
+}
+
+struct FoldGatherGradAddPass
+    : weft::impl::FoldGatherGradAddBase<FoldGatherGradAddPass> {
+  void runOnOperation() override {
+    // In block order, so a chain of sums (a position embedding's over
+    // micro-batches) folds link by link: each fused op is the next add's
+    // other operand.
+    SmallVector<AddOp> adds;
+    getOperation().walk([&](AddOp op) { adds.push_back(op); });
+    DominanceInfo dominance(getOperation());
+    for (AddOp add : adds)
+      fold(add, dominance);
+  }
+};
+
+} // namespace
