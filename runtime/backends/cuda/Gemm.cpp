@@ -3,7 +3,9 @@
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt
 // gets B's buffer as its A and A's as its B, with m and n swapped. Every
 // dtype accumulates in f32 (CUBLAS_COMPUTE_32F; bf16 and f16 operands,
-// f32 scale), as the CPU backend's widened GEMM does. Batched matmul with
+// f32 scale), as the CPU backend's widened GEMM does. The heuristic is
+// told each operand's alignment (a plan's 64 bytes, a view's less), not
+// left to assume cuBLASLt's default 256. Batched matmul with
 // equal batch dims is one strided-batched call; a shared right operand (a
 // weight) folds the batch into M; other broadcasts loop over the batch.
 // A gemm's C that is one bias per column (weft-fold-linear-bias) is added
@@ -50,6 +52,19 @@ cudaDataType_t dataType(const KernelCall &call, DType dtype) {
   default:
     unsupported(call, dtype);
   }
+}
+
+/// The largest power of two up to 256 dividing `p`'s address. cuBLASLt's
+/// heuristic assumes 256-byte aligned operands unless told otherwise
+/// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES), and the plan aligns
+/// buffers to 64 bytes only, views within them less: told each pointer's
+/// alignment, it offers only algorithms that can use it.
+uint32_t alignmentOf(const void *p) {
+  auto address = reinterpret_cast<uintptr_t>(p);
+  uint32_t alignment = 1;
+  while (alignment < 256 && address % (2 * alignment) == 0)
+    alignment *= 2;
+  return alignment;
 }
 
 /// The descriptors of one call, destroyed with it.
@@ -166,6 +181,16 @@ struct Gemm {
     WEFT_CUBLAS_CHECK(lt.cublasLtMatmulPreferenceSetAttribute(
         d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
         &ctx.workspaceBytes, sizeof ctx.workspaceBytes));
+    // cuBLASLt's A is our B, its B our A; C is D.
+    for (auto [attribute, pointer] :
+         {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, b},
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a},
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, (const void *)c},
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, (const void *)c}}) {
+      uint32_t alignment = alignmentOf(pointer);
+      WEFT_CUBLAS_CHECK(lt.cublasLtMatmulPreferenceSetAttribute(
+          d.preference, attribute, &alignment, sizeof alignment));
+    }
     cublasLtMatmulHeuristicResult_t best;
     int found = 0;
     cublasStatus_t status = lt.cublasLtMatmulAlgoGetHeuristic(
