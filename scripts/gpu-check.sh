@@ -13,6 +13,7 @@
 #   bench.{txt,json} bench/gpu_gpt.py: GPT-2 medium, bf16, AdamW: weft-run
 #                    (and with fused attention) vs torch eager and
 #                    torch.compile from the same weights, MFU, memory
+#   timing.txt       seconds from the start to the end of each part
 # Not yet timed on a GPU (none has been lent): the checks are small, the
 # benchmark runs 12 steps per row and torch.compile's compile is likely
 # the longest part. Run it with timeout_s 540; each part writes its output
@@ -38,13 +39,20 @@ PY
 libs="$work/lib:$wheels:/usr/local/cuda/lib64"
 run() { LD_LIBRARY_PATH="$libs:${LD_LIBRARY_PATH:-}" "$@"; }
 
+# Each part's wall time, so the first run shows where the device time goes.
+part() { echo "$1: ${SECONDS} s since the start" >> "$out/timing.txt"; }
+
 nvidia-smi -L > "$out/device.txt" 2>&1
+part unpacked
 run timeout 180 "$work/bin/WeftCudaConformanceTests" \
   > "$out/conformance.txt" 2>&1
 echo "conformance: exit $?" | tee "$out/summary.txt"
+part conformance
 PYTHONPATH="$repo/python" python3 -m weft.gpu_check run "$work/plans" \
   "$out" --device cuda --weft-run "$work/bin/weft-run" --weft-libs "$libs" \
   2>&1 | tee -a "$out/summary.txt"
+part gpu_check
 python3 bench/gpu_gpt.py run "$work/gpt2-medium" --device cuda \
   --weft-run "$work/bin/weft-run" --weft-libs "$libs" \
   --json "$out/bench.json" 2>&1 | tee "$out/bench.txt"
+part bench
