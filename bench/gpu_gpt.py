@@ -26,7 +26,10 @@ eq. 3 without the recompute term): 6 N T + 12 L h s T, N parameters, T
 tokens. MFU = model FLOPs / step time / the GPU's dense bf16 peak (H100
 and H200 SXM: 989.4e12 FLOP/s, overridable with --peak); on a CPU it is not
 printed. Memory: weft's planned arena, its libraries' workspaces and what
-the device shows in use; torch's max_memory_allocated.
+the device shows in use; torch's max_memory_allocated. Last, the fused-
+attention plan runs again with --trace and its last step's time is
+broken down by kernel (bench/trace_kernels.py: count, milliseconds,
+share, GB/s, TFLOP/s), the row's `kernels` in --json.
 
 Usage:
   python3 bench/gpu_gpt.py prepare BUILD_DIR DIR [--shape medium|tiny]
@@ -54,6 +57,8 @@ import torch
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
+sys.path.insert(0, str(REPO / "bench"))
+import trace_kernels  # noqa: E402
 from weft import oracle  # noqa: E402
 from weft.examples import gpt  # noqa: E402
 from weft.examples.common import export  # noqa: E402
@@ -68,6 +73,9 @@ SHAPES = {
 PLANS = (("weft", ()), ("weft flash", ("--flash-attention",)))
 INPUTS = ["tokens", "targets"]
 SEED = 0
+# Steps of the traced run: the last, past the first's one-time work
+# (cuBLASLt's heuristics, cuDNN's graphs), is the one broken down.
+TRACED_STEPS = 3
 # GPT-2's own GELU (gelu_new, the tanh form), in weft and torch alike: the
 # form cuBLASLt's GEMM epilogues compute (weft-fold-gemm-gelu).
 GELU = "tanh"
@@ -204,6 +212,33 @@ def run(args):
         rows.append(dict(name=plan, seconds=seconds, loss=loss,
                          max_memory_allocated=peak))
         report(args, meta, rows)
+    # Where weft's step goes, last: the fused-attention plan traced.
+    traced(args, meta, "weft flash", min(steps, TRACED_STEPS), rows)
+
+
+def traced(args, meta, name, steps, rows):
+    """Runs plan `name` for `steps` steps with --trace (beside --json, or
+    in DIR) and prints its last step's time by kernel
+    (bench/trace_kernels.py), added to its row as `kernels`. Apart from
+    the timed rows: the trace's events cost a little."""
+    trace = (args.json.parent if args.json else args.dir) / \
+        ("trace-" + plan_file(name))
+    _, why = run_weft(args.weft_run, args.weft_libs, args.dir,
+                      [meta["plans"][name], "--device", args.device,
+                       "--steps", str(steps), "--data", "data",
+                       "--trace", str(trace)],
+                      args.dir / f"log-trace-{plan_file(name)}l",
+                      args.timeout)
+    if why:
+        print(f"{name} traced: weft-run {why}", flush=True)
+        return
+    step, kernels = trace_kernels.breakdown(json.loads(trace.read_text()))
+    print(f"{name}: step {step + 1} by kernel ({trace}):\n" +
+          "\n".join(trace_kernels.lines(kernels, top=12)), flush=True)
+    for row in rows:
+        if row["name"] == name:
+            row["kernels"] = kernels
+    write_json(args, meta, rows)
 
 
 def report(args, meta, rows):
@@ -225,6 +260,10 @@ def report(args, meta, rows):
     if row.get("max_memory_allocated") is not None:
         line += f"  max_memory_allocated {row['max_memory_allocated']} B"
     print(line, flush=True)
+    write_json(args, meta, rows)
+
+
+def write_json(args, meta, rows):
     if args.json:
         args.json.write_text(json.dumps(dict(meta, device=args.device,
                                              rows=rows), indent=1))

@@ -12,7 +12,9 @@
 #   gpt.*.{cpu,device-cuda}.{jsonl,txt}, resnet.*  each run's log
 #   bench.{txt,json} bench/gpu_gpt.py: GPT-2 medium, bf16, AdamW: weft-run
 #                    (and with fused attention) vs torch eager and
-#                    torch.compile from the same weights, MFU, memory
+#                    torch.compile from the same weights, MFU, memory;
+#                    last, the fused-attention plan's step by kernel
+#   trace-plan-weft-flash.json  that traced run (bench/trace_kernels.py)
 #   timing.txt       seconds from the start to the end of each part
 # Not yet timed on a GPU (none has been lent): the checks are small, the
 # benchmark runs 12 steps per row and torch.compile's compile is likely

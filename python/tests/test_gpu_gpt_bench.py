@@ -58,6 +58,15 @@ def test_run_trains_weft_and_torch_from_the_same_weights(prepared, tmp_path):
         assert rows[name]["loss"] == pytest.approx(torch_loss, rel=1e-5), name
         assert rows[name]["arena"] > 0
         assert rows[name]["seconds"] > 0
+    # The traced run's last step by kernel: every instruction of the plan
+    # once (the trace is beside --json), the GEMMs among them.
+    kernels = {k["kernel"]: k for k in rows["weft flash"]["kernels"]}
+    plan = json.loads((prepared / gpu_gpt.plan_file("weft flash"))
+                      .read_text())["ranks"][0]["instructions"]
+    assert sum(k["count"] for k in kernels.values()) == \
+        sum(1 for i in plan if "kernel" in i)
+    assert kernels["gemm"]["seconds"] > 0 and kernels["gemm"]["flops"] > 0
+    assert (tmp_path / "trace-plan-weft-flash.json").exists()
 
 
 def test_write_weights_names_the_initializer_it_cannot_fill(prepared,
