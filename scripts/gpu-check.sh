@@ -16,6 +16,10 @@
 #                    last, the fused-attention plan's step by kernel
 #   trace-plan-weft-flash.json  that traced run (bench/trace_kernels.py)
 #   timing.txt       seconds from the start to the end of each part
+# A dry run of the plumbing on a machine without a GPU (the bundle, its
+# libraries, the checks on the CPU; no benchmark):
+#   PATH=/usr/bin:$PATH WEFT_GPU_CHECK_DEVICE=cpu WEFT_GPU_CHECK_BENCH=0 \
+#     bash scripts/gpu-check.sh
 # Not yet timed on a GPU (none has been lent): the checks are small, the
 # benchmark runs 12 steps per row and torch.compile's compile is likely
 # the longest part. Run it with timeout_s 540; each part writes its output
@@ -23,6 +27,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo="$(pwd)"
+device="${WEFT_GPU_CHECK_DEVICE:-cuda}"
 out="$(realpath -m "${OUT:-gpu-bundle/out}")"
 mkdir -p "$out"
 work=/tmp/weft-gpu
@@ -51,10 +56,11 @@ run timeout 180 "$work/bin/WeftCudaConformanceTests" \
 echo "conformance: exit $?" | tee "$out/summary.txt"
 part conformance
 PYTHONPATH="$repo/python" python3 -m weft.gpu_check run "$work/plans" \
-  "$out" --device cuda --weft-run "$work/bin/weft-run" --weft-libs "$libs" \
-  2>&1 | tee -a "$out/summary.txt"
+  "$out" --device "$device" --weft-run "$work/bin/weft-run" \
+  --weft-libs "$libs" 2>&1 | tee -a "$out/summary.txt"
 part gpu_check
-python3 bench/gpu_gpt.py run "$work/gpt2-medium" --device cuda \
+[ "${WEFT_GPU_CHECK_BENCH:-1}" = 0 ] && exit 0
+python3 bench/gpu_gpt.py run "$work/gpt2-medium" --device "$device" \
   --weft-run "$work/bin/weft-run" --weft-libs "$libs" \
   --json "$out/bench.json" 2>&1 | tee "$out/bench.txt"
 part bench
