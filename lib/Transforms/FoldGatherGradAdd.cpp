@@ -8,7 +8,8 @@
 // per micro-batch, to change the few thousand rows a batch's tokens name.
 // Scattering the rows straight into the other gradient, in place, touches
 // only those rows. Each row's sum is rounded to the table's type before it
-// is added, as the add saw it, so the fold does not change a bit.
+// is added, as the add saw it, so the fold does not change a bit. A
+// vocabulary-parallel table's shard (tensor parallelism) folds alike.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,31 +62,49 @@ bool writable(Value v) {
   return def != nullptr;
 }
 
-/// The plain gather_grad whose result is `v`, if `v` is read only by the
-/// add `add` and both are on one stage.
-GatherGradOp foldable(Value v, AddOp add) {
-  auto gather = v.getDefiningOp<GatherGradOp>();
-  if (!gather || gather.getAccumulate() || !v.hasOneUse() ||
-      stageOf(gather) != stageOf(add))
-    return {};
-  return gather;
+/// Whether `op` is a scatter-add of an embedding's gradient not yet
+/// accumulating into a sum: gather_grad, or a vocabulary-parallel shard's
+/// (a tied head's gradient is the shard's too under tensor parallelism).
+bool isPlainScatter(Operation *op) {
+  if (auto gather = dyn_cast<GatherGradOp>(op))
+    return !gather.getAccumulate();
+  if (auto shard = dyn_cast<VocabParallelGatherGradOp>(op))
+    return !shard.getAccumulate();
+  return false;
 }
 
-/// `add(a, b)` of a gather_grad's result and another gradient of the same
-/// table as one gather_grad accumulating into the other: at the
-/// gather_grad's place when the other is computed before it (the rows'
-/// gradient is then read where it was), else at the add's. False when
-/// the add broadcasts or neither operand can be folded.
+/// `scatter` (isPlainScatter) accumulating into `sum`.
+void accumulateInto(Operation *scatter, Value sum) {
+  if (auto gather = dyn_cast<GatherGradOp>(scatter))
+    return gather.getAccumulateMutable().assign(sum);
+  cast<VocabParallelGatherGradOp>(scatter).getAccumulateMutable().assign(sum);
+}
+
+/// The plain scatter whose result is `v`, if `v` is read only by the add
+/// `add` and both are on one stage; null otherwise.
+Operation *foldable(Value v, AddOp add) {
+  Operation *scatter = v.getDefiningOp();
+  if (!scatter || !isPlainScatter(scatter) || !v.hasOneUse() ||
+      stageOf(scatter) != stageOf(add))
+    return nullptr;
+  return scatter;
+}
+
+/// `add(a, b)` of a scatter's table and another gradient of the same table
+/// as the scatter accumulating into the other: at the scatter's place when
+/// the other is computed before it (the rows' gradient is then read where
+/// it was), else at the add's. False when the add broadcasts or neither
+/// operand can be folded.
 bool fold(AddOp add, DominanceInfo &dominance) {
   Value lhs = add.getLhs(), rhs = add.getRhs();
   if (lhs == rhs || lhs.getType() != add.getType() ||
       rhs.getType() != add.getType())
     return false;
-  // (the gather_grad, the sum it writes into), of either operand.
-  SmallVector<std::pair<GatherGradOp, Value>, 2> candidates;
+  // (the scatter, the sum it writes into), of either operand.
+  SmallVector<std::pair<Operation *, Value>, 2> candidates;
   for (auto [mine, other] : {std::pair{rhs, lhs}, {lhs, rhs}})
-    if (GatherGradOp gather = foldable(mine, add); gather && writable(other))
-      candidates.push_back({gather, other});
+    if (Operation *scatter = foldable(mine, add); scatter && writable(other))
+      candidates.push_back({scatter, other});
   if (candidates.empty())
     return false;
   auto keepsPlace = [&](const auto &c) {
@@ -93,16 +112,13 @@ bool fold(AddOp add, DominanceInfo &dominance) {
   };
   const auto *chosen = llvm::find_if(candidates, keepsPlace);
   bool early = chosen != candidates.end();
-  auto [gather, other] = early ? *chosen : candidates.front();
-  Operation *place = early ? gather.getOperation() : add.getOperation();
-  OpBuilder b(place);
-  auto fused = GatherGradOp::create(b, gather.getLoc(), gather.getGrad(),
-                                    gather.getIndices(), other,
-                                    gather.getAxis(), gather.getShape());
-  fused->setDiscardableAttrs(gather->getDiscardableAttrDictionary());
-  add.replaceAllUsesWith(fused.getDataGrad());
+  auto [scatter, other] = early ? *chosen : candidates.front();
+  OpBuilder b(early ? scatter : add.getOperation());
+  Operation *fused = b.clone(*scatter);
+  accumulateInto(fused, other);
+  add.replaceAllUsesWith(fused->getResult(0));
   add.erase();
-  gather.erase();
+  scatter->erase();
   return true;
 }
 

@@ -63,6 +63,19 @@ def test_accumulated_gradients_step_like_float64(weftc, gpt2_layers, tmp_path,
     assert scatters == [(1, 2 * micro_batches - 1)] * data_parallel
 
 
+def test_a_vocabulary_parallel_shard_scatters_into_the_heads(weftc,
+                                                            gpt2_layers,
+                                                            tmp_path):
+    """Tensor parallelism: each rank's shard of the token embedding's
+    gradient is scattered into its shard of the tied head's."""
+    _, _, path = gpt2_layers
+    plan = tmp_path / "tp.json"
+    result = run([weftc, str(path), "-o", str(plan),
+                  "--tensor-parallel=2"])
+    assert result.returncode == 0, result.stderr
+    assert accumulations(plan, "vocab_parallel_gather_grad") == [(0, 1)] * 2
+
+
 def test_zero_stage_2_reduce_scatters_each_micro_batch(weftc, gpt2_layers,
                                                        tmp_path):
     _, _, path = gpt2_layers

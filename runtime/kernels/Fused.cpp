@@ -63,16 +63,16 @@ void wgradBias(const KernelCall &call, const PartLauncher &launch) {
   launch({"add", {call.in[3], bias}, {call.out[1]}, none, call.ctx});
 }
 
-/// gather_grad (dY, indices, sum) -> sum + gather_grad(dY, indices), over
-/// the sum's bytes (weft-fold-gather-grad-add): the scatter-add into a
-/// table of its own (it fills it), rounded to its dtype, then the add it
-/// replaced.
-void gatherGradInto(const KernelCall &call, const PartLauncher &launch) {
+/// gather_grad or vocab_parallel_gather_grad (dY, indices, sum) -> sum +
+/// the scatter-add of (dY, indices), over the sum's bytes
+/// (weft-fold-gather-grad-add): the scatter-add into a table of its own
+/// (it fills it), rounded to its dtype, then the add it replaced.
+void scatterAddInto(const KernelCall &call, const PartLauncher &launch) {
   Tensor table = call.out[0];
   auto bytes = std::make_unique_for_overwrite<std::byte[]>(table.bytes());
   table.data = bytes.get();
   launch(
-      {"gather_grad", {call.in[0], call.in[1]}, {table}, call.attrs, call.ctx});
+      {call.kernel, {call.in[0], call.in[1]}, {table}, call.attrs, call.ctx});
   KernelAttrs none;
   launch({"add", {call.in[2], table}, {call.out[0]}, none, call.ctx});
 }
@@ -144,8 +144,9 @@ const std::map<std::string, FusedFn> &fusedKernels() {
 }
 
 FusedFn partsOf(const KernelCall &call) {
-  if (call.kernel == "gather_grad")
-    return call.in.size() == 3 ? gatherGradInto : nullptr;
+  if (call.kernel == "gather_grad" ||
+      call.kernel == "vocab_parallel_gather_grad")
+    return call.in.size() == 3 ? scatterAddInto : nullptr;
   auto fused = fusedKernels().find(call.kernel);
   return fused == fusedKernels().end() ? nullptr : fused->second;
 }

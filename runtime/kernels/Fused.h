@@ -34,8 +34,9 @@ const std::map<std::string, FusedFn> &fusedKernels();
 
 /// The parts `call` runs as on the CPU, or null where it is one of
 /// kernelTable()'s: a fused kernel's, or the accumulating form of a
-/// kernel whose plain form is one kernel (gather_grad ... accumulate: the
-/// scatter-add into a table of its own, then the add it replaced).
+/// kernel whose plain form is one kernel (gather_grad and
+/// vocab_parallel_gather_grad accumulating: the scatter-add into a table
+/// of its own, then the add it replaced).
 FusedFn partsOf(const KernelCall &call);
 
 } // namespace weft::rt

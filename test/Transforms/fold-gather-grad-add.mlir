@@ -98,3 +98,19 @@ func.func @refused(%dy: tensor<3x4xf32>, %i: tensor<3xi64>, %arg: tensor<5x4xf32
   %s5 = weft.add %late, %g5 {weft.stage = 1 : i64} : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
   return %s0, %s1, %s2, %twice, %s3, %g3, %s4, %s5 : tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>
 }
+
+// -----
+
+// Tensor parallelism: a vocabulary-parallel table's shard of the gradient
+// scatters into the tied head's shard alike.
+// CHECK-LABEL: func.func @vocab_parallel
+// CHECK:      %[[HEAD:.*]] = weft.gemm %arg0, %arg1 {transA = true}
+// CHECK-NEXT: %[[SUM:.*]] = weft.vocab_parallel_gather_grad %arg2, %arg3 accumulate %[[HEAD]] {grid = @mesh, grid_axes = array<i16: 0>} : (tensor<6x4xf32>, tensor<6xi64>, tensor<3x4xf32>) -> tensor<3x4xf32>
+// CHECK-NEXT: return %[[SUM]]
+shard.grid @mesh(shape = 2)
+func.func @vocab_parallel(%dlogits: tensor<6x3xf32>, %h: tensor<6x4xf32>, %dx: tensor<6x4xf32>, %tokens: tensor<6xi64>) -> tensor<3x4xf32> {
+  %head = weft.gemm %dlogits, %h {transA = true} : (tensor<6x3xf32>, tensor<6x4xf32>) -> tensor<3x4xf32>
+  %table = weft.vocab_parallel_gather_grad %dx, %tokens {grid = @mesh, grid_axes = array<i16: 0>} : (tensor<6x4xf32>, tensor<6xi64>) -> tensor<3x4xf32>
+  %sum = weft.add %head, %table : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %sum : tensor<3x4xf32>
+}

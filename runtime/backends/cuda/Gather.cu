@@ -205,15 +205,15 @@ __global__ void scatterAddKernel(const void *dy, const uint32_t *keys,
 }
 
 /// gather_grad, or a vocabulary shard's (`Shard`: other ranks' rows are
-/// not this rank's to add). gather_grad's accumulating form (a third
-/// input, whose bytes dx is: the kernel spec requires it) adds the rows
-/// into dx as it stands: no fill, and only the named rows are touched.
+/// not this rank's to add). The accumulating forms (a third input, whose
+/// bytes dx is: the kernel spec requires it) add the rows into dx as it
+/// stands: no fill, and only the named rows are touched.
 template <bool Shard>
 void gatherGrad(const KernelCall &call, const Context &ctx) {
   const Tensor &dy = call.in[0], &indices = call.in[1], &dx = call.out[0];
   AxisView a(dx.shape, Shard ? 0 : call.i("axis"));
   int64_t count = indices.numel();
-  const bool accumulate = !Shard && call.in.size() == 3;
+  const bool accumulate = call.in.size() == 3;
   if (!accumulate)
     WEFT_CUDA_CHECK(cudaMemsetAsync(dx.data, 0, dx.bytes(), ctx.stream));
   if (count == 0 || a.outer * a.inner == 0)

@@ -121,12 +121,6 @@ Types gatherGrad(const SpecCall &call) {
   return out;
 }
 
-/// 1 per element of grad; numel(data) more for the accumulation's add.
-int64_t gatherGradFlops(const SpecCall &call, const Types &out) {
-  int64_t flops = call.in[0].numel();
-  return call.in.size() == 3 ? satAdd(flops, out[0].numel()) : flops;
-}
-
 /// (scores or log_prob, labels, grad, weights?): grad has the loss's type.
 Types lossGrad(const SpecCall &call) {
   Types loss = lossOutput(call, 3);
@@ -379,7 +373,7 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .maxInputs = 3,
                .attrs = {{"axis", AttrKind::Int}, {"shape", AttrKind::Ints}},
                .infer = gatherGrad,
-               .flops = gatherGradFlops,
+               .flops = scatterAddFlops,
                .inPlace = {{0, 2, true}},
                .dtypes = "f32, f64; indices i32, i64; accumulates into "
                          "input 2 when given"});

@@ -52,7 +52,10 @@ Types vocabGatherGrad(const SpecCall &call) {
   std::vector<int64_t> shape = {rows};
   shape.insert(shape.end(), grad.shape.begin() + indices.rank(),
                grad.shape.end());
-  return {{grad.dtype, shape}};
+  Types out = {{grad.dtype, shape}};
+  if (call.in.size() == 3)
+    call.requireType(2, out[0], "the sum to accumulate into");
+  return out;
 }
 
 /// scores [N, C], (max [N, 1]), labels [N].
@@ -105,11 +108,13 @@ void addParallelSpecs(std::vector<KernelSpec> &t) {
   t.push_back({.name = "vocab_parallel_gather_grad",
                .source = "weft.vocab_parallel_gather adjoint",
                .minInputs = 2,
-               .maxInputs = 2,
+               .maxInputs = 3,
                .attrs = {{"start", AttrKind::Int}, {"rows", AttrKind::Int}},
                .infer = vocabGatherGrad,
-               .flops = perInput<1>,
-               .dtypes = "f32, f64; indices i32, i64"});
+               .flops = scatterAddFlops,
+               .inPlace = {{0, 2, true}},
+               .dtypes = "f32, f64; indices i32, i64; accumulates into "
+                         "input 2 when given"});
   t.push_back({.name = "vocab_parallel_cross_entropy_stats",
                .source = "weft.vocab_parallel_cross_entropy_stats",
                .minInputs = 3,

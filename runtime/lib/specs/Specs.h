@@ -55,6 +55,13 @@ int64_t perInput(const SpecCall &call, const Types &) {
   return satMul(PerElement, call.in[0].numel());
 }
 inline int64_t noFlops(const SpecCall &, const Types &) { return 0; }
+/// A scatter-add of an embedding's gradient (dy, indices, sum?): 1 per
+/// element of dy; numel(output 0) more accumulating into the sum (the add
+/// it replaces).
+inline int64_t scatterAddFlops(const SpecCall &call, const Types &out) {
+  int64_t flops = call.in[0].numel();
+  return call.in.size() == 3 ? satAdd(flops, out[0].numel()) : flops;
+}
 
 /// Input `k` must have a numeric dtype the kernels compute in: float,
 /// double or an integer (not bool, f16 or bf16).

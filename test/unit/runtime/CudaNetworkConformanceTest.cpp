@@ -316,37 +316,54 @@ TEST_P(CudaConformance, GatherAndItsGradient) {
       }
 }
 
+/// `fused`, a scatter-add accumulating into its input 2 (its output's
+/// bytes), against the plain scatter-add of inputs 0 and 1, then `add`:
+/// equal to the bit, on both backends, and within tolerance of the CPU.
+void expectAccumulatesAsTheAdd(Case fused, Backend &gpu,
+                               const std::string &what) {
+  fused.inPlace = {{0, 2}};
+  expectConforms(fused, gpu);
+  Case plain{fused.kernel, {fused.in[0], fused.in[1]}, fused.out};
+  plain.attrs = fused.attrs;
+  plain.below = fused.below;
+  std::vector<std::string> in = inputs(fused, 13);
+  std::string got = runOn(gpu, fused, in)[0];
+  std::string table = runOn(gpu, plain, {in[0], in[1]})[0];
+  Case add{"add", {fused.out[0], fused.out[0]}, fused.out};
+  EXPECT_EQ(got, runOn(gpu, add, {in[2], table})[0]) << what;
+}
+
 /// gather_grad accumulating into another gradient of the table
 /// (weft-fold-gather-grad-add: a tied head's) is that gradient plus
 /// gather_grad's, written over it: the add it replaces, to the bit on
 /// both backends (each row's sum is rounded to the dtype before it is
 /// added, as the add saw it), the rows no index names (10 to 49) left as
-/// they were.
+/// they were. So is a vocabulary shard's, holding classes [20, 30) of 40
+/// (ids of other shards add nothing).
 TEST_P(CudaConformance, GatherGradAccumulatesIntoTheSum) {
-  for (DType d : floats())
+  for (DType d : floats()) {
+    std::string name = dtypeName(d);
     for (int64_t axis : {0, 1}) {
       TensorType data{d, axis == 0 ? std::vector<int64_t>{50, 16}
                                    : std::vector<int64_t>{3, 50, 4}};
       TensorType gathered{d, axis == 0 ? std::vector<int64_t>{3, 7, 16}
                                        : std::vector<int64_t>{3, 3, 7, 4}};
-      TensorType index{DType::I64, {3, 7}};
-      Case fused{"gather_grad", {gathered, index, data}, {data}};
+      Case fused{"gather_grad", {gathered, {DType::I64, {3, 7}}, data}, {data}};
       fused.attrs.set("axis", axis);
       fused.attrs.set("shape", data.shape);
       fused.below = {{1, 10}};
-      fused.inPlace = {{0, 2}};
-      expectConforms(fused, *gpu);
-      Case plain{"gather_grad", {gathered, index}, {data}};
-      plain.attrs = fused.attrs;
-      std::vector<std::string> in = inputs(fused, 13);
-      std::string got = runOn(*gpu, fused, in)[0];
-      std::string table = runOn(*gpu, plain, {in[0], in[1]})[0];
-      Case add{"add", {data, data}, {data}};
-      std::string want = runOn(*gpu, add, {in[2], table})[0];
-      std::string what =
-          std::string(dtypeName(d)) + " axis " + std::to_string(axis);
-      EXPECT_EQ(got, want) << what;
+      expectAccumulatesAsTheAdd(fused, *gpu,
+                                name + " axis " + std::to_string(axis));
     }
+    TensorType table{d, {10, 8}};
+    Case shard{"vocab_parallel_gather_grad",
+               {{d, {3, 5, 8}}, {DType::I64, {3, 5}}, table},
+               {table}};
+    shard.attrs.set("start", int64_t(20));
+    shard.attrs.set("rows", int64_t(10));
+    shard.below = {{1, 40}};
+    expectAccumulatesAsTheAdd(shard, *gpu, name + " vocabulary shard");
+  }
 }
 
 /// Megatron-LM's vocabulary-parallel embedding and cross-entropy on a

@@ -384,6 +384,17 @@ TEST(KernelSpec, ChecksAGatherGradSum) {
   EXPECT_NE(errorOf("gather_grad", {dy, idx, sum}, {f32({5, 4}, 256)}, attrs)
                 .find("output 0 must update input 2 in place"),
             std::string::npos);
+  // A vocabulary shard's, likewise.
+  json shard = {{"start", 5}, {"rows", 5}};
+  EXPECT_EQ(errorOf("vocab_parallel_gather_grad", {dy, idx, sum}, {sum}, shard),
+            "");
+  EXPECT_EQ(
+      costOf("vocab_parallel_gather_grad", {dy, idx, sum}, {sum}, shard).flops,
+      3 * 4 + 5 * 4);
+  EXPECT_NE(errorOf("vocab_parallel_gather_grad", {dy, idx, sum},
+                    {f32({5, 4}, 256)}, shard)
+                .find("output 0 must update input 2 in place"),
+            std::string::npos);
 }
 
 /// gemm_gelu_tanh (weft-fold-gemm-gelu): the gemm's output twice, its

@@ -36,13 +36,22 @@ VocabParallelGatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                       SmallVectorImpl<Value> &dxs) {
   if (grad::prepare(*this, dys, dxs))
     dxs[0] = VocabParallelGatherGradOp::create(
-        b, getLoc(), getTable().getType(), dys[0], getIndices(), getGridAttr(),
-        getGridAxesAttr());
+        b, getLoc(), getTable().getType(), dys[0], getIndices(),
+        /*accumulate=*/Value(), getGridAttr(), getGridAxesAttr());
+  return success();
+}
+
+LogicalResult VocabParallelGatherGradOp::verify() {
+  if (Value sum = getAccumulate(); sum && sum.getType() != getType())
+    return emitOpError("accumulates into ")
+           << sum.getType() << ", not its result's type " << getType();
   return success();
 }
 
 int64_t VocabParallelGatherGradOp::getFlops() {
-  return numElements(getGrad().getType());
+  // The accumulate's add counts as the add op it replaced did.
+  int64_t flops = numElements(getGrad().getType());
+  return getAccumulate() ? flops + numElements(getType()) : flops;
 }
 
 LogicalResult VocabParallelCrossEntropyStatsOp::verify() {

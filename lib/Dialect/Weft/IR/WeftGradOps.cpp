@@ -346,6 +346,9 @@ std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
   if (auto gather = dyn_cast<GatherGradOp>(op);
       gather && gather.getAccumulate())
     return 2u;
+  if (auto shard = dyn_cast<VocabParallelGatherGradOp>(op);
+      shard && shard.getAccumulate())
+    return 2u;
   // Micro-batch gradient accumulation into the running sums
   // (weft-fold-grad-accumulation: nothing else reads them).
   if (auto wgrad = dyn_cast<WgradBiasOp>(op);

@@ -83,13 +83,22 @@ def Weft_VocabParallelGatherGradOp : Weft_VocabParallelOp<"vocab_parallel_gather
   let description = [{
     `grad: [d..., h...]`, `indices: [d...]` -> `[V/T, h...]` (the result
     type): row `id - start` accumulates every `grad` slice of an id this
-    rank holds. Cost: 1 FLOP per element of `grad`.
+    rank holds. Cost: 1 FLOP per element of `grad`. With `accumulate` (of
+    the result's type: the shard's gradient from a tied, vocabulary-
+    parallel LM head; weft-fold-gather-grad-add) the result is
+    `accumulate` plus those rows, written over it in place, as
+    `weft.gather_grad`'s accumulating form; `numel(result)` FLOPs more.
   }];
   let arguments = (ins Weft_FloatTensor:$grad,
                        StaticShapeTensorOf<[I32, I64]>:$indices,
+                       Optional<Weft_FloatTensor>:$accumulate,
                        FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
   let results = (outs Weft_FloatTensor:$table_grad);
-  let assemblyFormat = "$grad `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $grad `,` $indices (`accumulate` $accumulate^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
 }
 
 def Weft_VocabParallelCrossEntropyStatsOp
