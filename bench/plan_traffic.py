@@ -10,9 +10,12 @@ about what an H100's HBM3 sustains). These are figures read from a plan,
 not measurements: a buffer one instruction names twice counts once (the
 packed q, k and v of a "bs3hd" attention are one read of it), two views of
 one buffer count twice, and a kernel that keeps a tile in registers or
-cache reads it less. One kernel reads part of a buffer: a gather_grad
+cache reads it less. Two kernels read less than they name: a gather_grad
 accumulating into a table (weft-fold-gather-grad-add) reads and writes
-only the rows its indices name, counted as min(rows, indices) of them.
+only the rows its indices name, counted as min(rows, indices) of them;
+an AdamW or SGD update with an f32 master copy (an optimizer_state entry
+named `<param>.master`) reads the master, not the 16-bit parameter it
+then writes, so that parameter counts once, as written.
 
     python3 bench/plan_traffic.py PLAN.json [--rank R] [--bandwidth B]
         [--json OUT]
@@ -41,6 +44,8 @@ def traffic(plan, rank=0):
         raise SystemExit(f"the plan has no rank {rank}")
     records = {b["id"]: b for b in ranks[0]["buffers"]}
     buffers = {i: b["bytes"] for i, b in records.items()}
+    masters = {s["buffer"] for s in ranks[0].get("optimizer_state", [])
+               if s["name"].endswith(".master")}
     out = collections.defaultdict(lambda: [0, 0])
     for inst in ranks[0]["instructions"]:
         key = inst.get("kernel", inst.get("op"))
@@ -49,6 +54,8 @@ def traffic(plan, rank=0):
         if key == "gather_grad" and len(inst["inputs"]) == 3:
             named -= {inst["inputs"][2], *inst["outputs"]}
             out[key][1] += rows_touched(inst, records)
+        if key in GROUPED and masters.intersection(inst["inputs"]):
+            named.discard(inst["inputs"][0])
         out[key][1] += sum(buffers[b] for b in named)
     return {k: tuple(v) for k, v in out.items()}
 

@@ -76,6 +76,28 @@ def test_an_accumulating_gather_grad_touches_the_named_rows():
         (48 + 48 + 2 * 32) + (48 + 48 + 32)
 
 
+@pytest.mark.parametrize("kernel", ["adamw", "sgd"])
+def test_an_update_with_a_master_reads_the_master(kernel):
+    """With an f32 master the 16-bit parameter is written, not read: it
+    counts once; without one it is read and written (the update's output,
+    a view of it, counts apart)."""
+    plan = {"ranks": [{"rank": 0, "arena_bytes": 0,
+                       "optimizer_state": [{"name": "w.master", "buffer": 2},
+                                           {"name": "w.exp_avg",
+                                            "buffer": 3}],
+                       "buffers": [{"id": i, "bytes": n} for i, n in
+                                   [(0, 2), (1, 2), (2, 4), (3, 4),
+                                    (4, 2), (5, 4)]],
+                       "instructions": [
+                           {"kernel": kernel, "inputs": [0, 1, 3, 2],
+                            "outputs": [4, 5]},
+                           {"kernel": kernel, "inputs": [0, 1, 3],
+                            "outputs": [4, 5]}]}]}
+    # grad 2, state 4, master 4, new parameter 2, new state 4; then the
+    # parameter 2, grad 2, state 4, new parameter 2, new state 4.
+    assert plan_traffic.traffic(plan) == {kernel: (2, 16 + 14)}
+
+
 def test_a_missing_rank_is_named():
     with pytest.raises(SystemExit, match="the plan has no rank 3"):
         plan_traffic.traffic(PLAN, rank=3)

@@ -406,9 +406,9 @@ def FoldGatherGradAdd : Pass<"weft-fold-gather-grad-add",
     place when `%other` is computed before it, else the add's. It runs
     on the scheduled step, after weft-fold-grad-accumulation.
 
-    GPT-2 medium (bf16, --flash-attention, batch 8): 19.44 -> 19.06 GB
-    of memory-bound traffic per step; as 4 micro-batches of 2, 21.97 ->
-    20.34 GB and 7 instructions fewer (`bench/plan_traffic.py`, which
+    GPT-2 medium (bf16, --flash-attention, batch 8): 18.73 -> 18.35 GB
+    of memory-bound traffic per step; as 4 micro-batches of 2, 21.26 ->
+    19.63 GB and 7 instructions fewer (`bench/plan_traffic.py`, which
     counts the rows an accumulating gather_grad touches).
   }];
   let dependentDialects = ["weft::WeftDialect"];
