@@ -400,9 +400,9 @@ def FoldGatherGradAdd : Pass<"weft-fold-gather-grad-add",
     `%other` in place: no zero fill, no add, and only the rows the indices
     name are read and written. Under tensor parallelism the same holds for
     a vocabulary-parallel table's shard (`vocab_parallel_gather_grad` and
-    a tied head's shard of the gradient). Each row's sum is rounded to the table's
-    type before it is added, as the add saw it, so the bits are the
-    unfused plan's on both backends. The fused op takes the gather_grad's
+    a tied head's shard of the gradient). Each row's sum is rounded to
+    the table's type before it is added, as the add saw it, so the bits
+    are the unfused plan's on both backends. The fused op takes the gather_grad's
     place when `%other` is computed before it, else the add's. It runs
     on the scheduled step, after weft-fold-grad-accumulation.
 
