@@ -14,11 +14,13 @@ using namespace weft::rt::conformance;
 namespace {
 
 /// Every reduction, an ignored label, class weights, samples with and
-/// without trailing dims.
+/// without trailing dims, and more rows than the GPU's one summing block
+/// has threads (1024: a model's batch has thousands).
 TEST_P(CudaConformance, Losses) {
   for (DType d : floats())
     for (std::vector<int64_t> scores :
-         {std::vector<int64_t>{40, 11}, std::vector<int64_t>{3, 11, 4}})
+         {std::vector<int64_t>{40, 11}, std::vector<int64_t>{3, 11, 4},
+          std::vector<int64_t>{1100, 11}})
       for (const char *reduction : {"mean", "sum", "none"})
         for (bool weighted : {false, true}) {
           std::vector<int64_t> labels = {scores[0]};

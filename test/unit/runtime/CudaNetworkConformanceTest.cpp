@@ -42,6 +42,18 @@ TEST_P(CudaConformance, LayerNorm) {
         accumulated.in.push_back(x);
         expectConforms(accumulated, *gpu);
       }
+  // 600 rows of 80: the GPU sums the scale and bias gradients in chunks
+  // of 256 rows, combined after (a model's rows are thousands), and a
+  // row's lanes take 2 or 3 elements each.
+  for (DType d : floats()) {
+    TensorType x{d, {600, 80}}, scale{DType::F32, {80}},
+        stats{DType::F32, {600, 1}};
+    Case rows{
+        "layer_norm_grad", {x, scale, stats, stats, x}, {x, scale, scale}};
+    rows.attrs.set("axis", int64_t(1));
+    rows.positive = {3};
+    expectConforms(rows, *gpu);
+  }
   // Scale and bias broadcast within the normalised dims [5, 48].
   for (DType d : floats()) {
     TensorType x{d, {6, 5, 48}}, stats{DType::F32, {6, 1, 1}};
