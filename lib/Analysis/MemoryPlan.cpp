@@ -105,9 +105,7 @@ MemoryPlan weft::planMemory(func::FuncOp func,
       if (!isa<RankedTensorType>(result.getType()))
         continue; // a transfer request: no bytes
       std::optional<unsigned> alias =
-          isView(&op)
-              ? std::optional<unsigned>(0)
-              : inPlaceOperand(&op, cast<OpResult>(result).getResultNumber());
+          aliasedOperand(&op, cast<OpResult>(result).getResultNumber());
       if (alias) {
         // A view or an in-place update: the same bytes as the operand.
         plan.storageOf[result] = plan.storageOf.lookup(op.getOperand(*alias));

@@ -31,35 +31,26 @@ using namespace weft;
 namespace {
 
 /// Whether `v`'s bytes may be written over by the add that is its only
-/// reader: `v` is an op's result (through views, each read once, and
-/// through in-place updates), never a function argument's bytes.
+/// reader: they are an op's (through views, each read once, and through
+/// in-place updates, which were their last readers), never a function
+/// argument's or a constant's (which every step reads). FoldLossGrad's
+/// onlyReadBy asks the same of a loss's scores but refuses received and
+/// updated bytes, which an add's operand may well be (a pipeline's tied
+/// head gradient arrives by wait_recv).
 bool writable(Value v) {
-  if (!v.hasOneUse())
-    return false;
-  Operation *def = v.getDefiningOp();
-  while (def && isView(def)) {
-    v = def->getOperand(0);
-    if (!v.hasOneUse())
+  bool views = true; // every alias so far a view: its readers count
+  while (true) {
+    auto result = dyn_cast<OpResult>(v);
+    if (!result || (views && !v.hasOneUse()))
       return false;
-    def = v.getDefiningOp();
+    Operation *op = result.getOwner();
+    std::optional<unsigned> alias =
+        aliasedOperand(op, result.getResultNumber());
+    if (!alias)
+      return !isa<ConstantOp>(op);
+    views &= isView(op);
+    v = op->getOperand(*alias);
   }
-  if (!def)
-    return false;
-  // An op that updates an operand in place yields that operand's bytes,
-  // which it was the last to read.
-  std::optional<unsigned> operand =
-      inPlaceOperand(def, cast<OpResult>(v).getResultNumber());
-  while (def && operand) {
-    v = def->getOperand(*operand);
-    def = v.getDefiningOp();
-    while (def && isView(def)) {
-      v = def->getOperand(0);
-      def = v.getDefiningOp();
-    }
-    operand = def ? inPlaceOperand(def, cast<OpResult>(v).getResultNumber())
-                  : std::nullopt;
-  }
-  return def != nullptr;
 }
 
 /// Whether `op` is a scatter-add of an embedding's gradient not yet

@@ -75,11 +75,11 @@ func.func @chain(%dy0: tensor<3x4xf32>, %dy1: tensor<3x4xf32>, %dy2: tensor<3x4x
 
 // Left alone: the other gradient is an argument (or a view of one), or is
 // read again; the table is read again; the add broadcasts; the two are on
-// different pipeline stages.
+// different pipeline stages; the other is a constant (every step's).
 // CHECK-LABEL: func.func @refused
-// CHECK-COUNT-6: weft.add
+// CHECK-COUNT-7: weft.add
 // CHECK-NOT:  accumulate
-func.func @refused(%dy: tensor<3x4xf32>, %i: tensor<3xi64>, %arg: tensor<5x4xf32>, %flat: tensor<20xf32>, %row: tensor<1x4xf32>) -> (tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>) {
+func.func @refused(%dy: tensor<3x4xf32>, %i: tensor<3xi64>, %arg: tensor<5x4xf32>, %flat: tensor<20xf32>, %row: tensor<1x4xf32>) -> (tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>) {
   %g0 = weft.gather_grad %dy, %i {axis = 0 : i64, shape = array<i64: 5, 4>} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32>
   %s0 = weft.add %arg, %g0 : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
   %g1 = weft.gather_grad %dy, %i {axis = 0 : i64, shape = array<i64: 5, 4>} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32>
@@ -96,7 +96,10 @@ func.func @refused(%dy: tensor<3x4xf32>, %i: tensor<3xi64>, %arg: tensor<5x4xf32
   %g5 = weft.gather_grad %dy, %i {axis = 0 : i64, shape = array<i64: 5, 4>, weft.stage = 0 : i64} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32>
   %late = weft.exp %arg {weft.stage = 1 : i64} : tensor<5x4xf32>
   %s5 = weft.add %late, %g5 {weft.stage = 1 : i64} : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
-  return %s0, %s1, %s2, %twice, %s3, %g3, %s4, %s5 : tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>
+  %g6 = weft.gather_grad %dy, %i {axis = 0 : i64, shape = array<i64: 5, 4>} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32>
+  %zeros = weft.constant dense<0.0> : tensor<5x4xf32>
+  %s6 = weft.add %zeros, %g6 : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
+  return %s0, %s1, %s2, %twice, %s3, %g3, %s4, %s5, %s6 : tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>
 }
 
 // -----

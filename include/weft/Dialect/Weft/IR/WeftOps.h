@@ -43,6 +43,14 @@ inline bool isView(mlir::Operation *op) {
   return llvm::isa<ReshapeOp, CopyToTensorParallelOp>(op);
 }
 
+/// The operand whose bytes result `result` of `op` is: a view's input, or
+/// an in-place update's operand (inPlaceOperand); nullopt for a result
+/// with bytes of its own. The memory plan's aliasing rule.
+inline std::optional<unsigned> aliasedOperand(mlir::Operation *op,
+                                              unsigned result) {
+  return isView(op) ? std::optional<unsigned>(0) : inPlaceOperand(op, result);
+}
+
 /// Whether a `shard` collective's result is read by a
 /// `weft.wait_collective`, which makes the collective a post (completed at
 /// the wait) rather than a blocking op.
