@@ -11,6 +11,15 @@ namespace weft::rt {
 
 namespace {
 
+/// `t`'s dtype and shape in host bytes of their own, kept in `bytes`: an
+/// accumulating kernel's own part, apart from the sum it is then added
+/// to (written whole by the part that fills it: no fill). Host memory:
+/// these forms are the CPU's parts only (Fused.h).
+Tensor apart(const Tensor &t, std::unique_ptr<std::byte[]> &bytes) {
+  bytes = std::make_unique_for_overwrite<std::byte[]>(t.bytes());
+  return {bytes.get(), t.dtype, t.shape};
+}
+
 /// add_layer_norm (input, residual, scale, bias?) -> (y, mean, inv_std_dev,
 /// sum): add into `sum`, rounded to its dtype, then layer_norm of it.
 void addLayerNorm(const KernelCall &call, const PartLauncher &launch) {
@@ -33,16 +42,10 @@ void addLayerNorm(const KernelCall &call, const PartLauncher &launch) {
 /// dtypes, then the adds it replaced, into the outputs (the sums' bytes).
 void wgradBias(const KernelCall &call, const PartLauncher &launch) {
   const bool accumulate = call.in.size() == 4;
-  // The micro-batch's own gradients, apart from the sums (each written
-  // whole by its part: no fill).
+  // The micro-batch's own gradients, apart from the sums.
   std::unique_ptr<std::byte[]> weightBytes, biasBytes;
-  Tensor weight = call.out[0], bias = call.out[1];
-  if (accumulate) {
-    weightBytes = std::make_unique_for_overwrite<std::byte[]>(weight.bytes());
-    biasBytes = std::make_unique_for_overwrite<std::byte[]>(bias.bytes());
-    weight.data = weightBytes.get();
-    bias.data = biasBytes.get();
-  }
+  Tensor weight = accumulate ? apart(call.out[0], weightBytes) : call.out[0];
+  Tensor bias = accumulate ? apart(call.out[1], biasBytes) : call.out[1];
   KernelAttrs gemm;
   gemm.set("transA", true);
   gemm.set("transB", false);
@@ -68,9 +71,8 @@ void wgradBias(const KernelCall &call, const PartLauncher &launch) {
 /// (weft-fold-gather-grad-add): the scatter-add into a table of its own
 /// (it fills it), rounded to its dtype, then the add it replaced.
 void scatterAddInto(const KernelCall &call, const PartLauncher &launch) {
-  Tensor table = call.out[0];
-  auto bytes = std::make_unique_for_overwrite<std::byte[]>(table.bytes());
-  table.data = bytes.get();
+  std::unique_ptr<std::byte[]> bytes;
+  Tensor table = apart(call.out[0], bytes);
   launch(
       {call.kernel, {call.in[0], call.in[1]}, {table}, call.attrs, call.ctx});
   KernelAttrs none;

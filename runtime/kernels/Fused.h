@@ -36,7 +36,9 @@ const std::map<std::string, FusedFn> &fusedKernels();
 /// kernelTable()'s: a fused kernel's, or the accumulating form of a
 /// kernel whose plain form is one kernel (gather_grad and
 /// vocab_parallel_gather_grad accumulating: the scatter-add into a table
-/// of its own, then the add it replaced).
+/// of its own, then the add it replaced). An accumulating form's own part
+/// is host memory, so the CUDA backend never runs one as parts: it has
+/// kernels of its own for them (wgrad_bias with sums, the scatter-adds).
 FusedFn partsOf(const KernelCall &call);
 
 } // namespace weft::rt

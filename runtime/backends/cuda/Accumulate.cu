@@ -1,9 +1,9 @@
-//===- Accumulate.cu - sums accumulated in place --------------------------===//
+//===- Accumulate.cu - column sums added in place ------------------------===//
 //
-// A micro-batch's bias gradient added into the running sum
-// (wgrad_bias with accumulators, Gemm.cpp): the epilogue's sums, or the
-// column sums of dY where cuBLASLt has no epilogue for the GEMM. Neither
-// uses the scratch buffer, which holds the epilogue's sums meanwhile.
+// A micro-batch's bias gradient added into the running sum (wgrad_bias
+// with accumulators, Gemm.cpp) where cuBLASLt has no epilogue for the
+// GEMM: the column sums of dY, rounded, then added, without the scratch
+// buffer (reduce_sum's partial sums would need it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,14 +15,6 @@
 namespace weft::rt::cuda {
 
 namespace {
-
-/// sum[i] = sum[i] + addend[i], rounded once: the add it replaces.
-template <Storage S>
-__global__ void addIntoKernel(void *sum, const void *addend, int64_t n) {
-  WEFT_GRID_STRIDE(i, n) {
-    store<S>(sum, i, load<S>(sum, i) + load<S>(addend, i));
-  }
-}
 
 constexpr int kColumns = 32, kRowLanes = 32;
 
@@ -49,15 +41,6 @@ __global__ void addColumnSumsKernel(void *sum, const void *dy, int64_t rows,
 }
 
 } // namespace
-
-void addInto(const KernelCall &call, const Context &ctx, const Tensor &sum,
-             const void *addend) {
-  byStorage(call, sum.dtype, [&]<Storage S>() {
-    addIntoKernel<S><<<grid(sum.numel()), kThreads, 0, ctx.stream>>>(
-        sum.data, addend, sum.numel());
-  });
-  WEFT_CUDA_CHECK(cudaGetLastError());
-}
 
 void addColumnSums(const KernelCall &call, const Context &ctx,
                    const Tensor &sum, const Tensor &dy) {

@@ -141,11 +141,6 @@ void sgdGroup(const std::vector<KernelCall> &calls, const Context &ctx);
 void broadcastInto(const KernelCall &call, const Context &ctx,
                    const Tensor &src, const Tensor &dst);
 
-/// sum += addend elementwise (`addend` of `sum`'s dtype and size, on the
-/// device), rounded once (Accumulate.cu).
-void addInto(const KernelCall &call, const Context &ctx, const Tensor &sum,
-             const void *addend);
-
 /// sum [N] += the column sums of dy [M, N] (f32, rounded to sum's dtype
 /// before the add, as a reduce_sum then an add) (Accumulate.cu).
 void addColumnSums(const KernelCall &call, const Context &ctx,

@@ -297,7 +297,8 @@ void runParts(const KernelCall &call, const Context &ctx) {
 /// wgrad_bias with the sums to accumulate into (the outputs are their
 /// bytes, weft-fold-grad-accumulation): the GEMM with beta 1 over its
 /// output (Megatron's gradient_accumulation_fusion, rounded once), and the
-/// bias gradient from the epilogue's sums in scratch, added after; where
+/// bias gradient from the epilogue's sums in scratch, added after by the
+/// add kernel; where
 /// cuBLASLt has no epilogue for it, the plain GEMM and dY's column sums.
 void wgradBiasInto(const KernelCall &call, const Context &ctx, Gemm g,
                    const void *a, const void *b) {
@@ -308,8 +309,10 @@ void wgradBiasInto(const KernelCall &call, const Context &ctx, Gemm g,
   void *sums = ctx.scratch->get(size_t(bias.bytes()), ctx.stream);
   g.biasGrad = sums;
   if (g.tryRun(call, ctx, a, b, weight.data)) {
-    addInto(call, ctx, bias, sums);
-    return;
+    // The epilogue's sums added by the add kernel, as unfused.
+    Tensor addend{sums, bias.dtype, bias.shape};
+    KernelCall add{"add", {bias, addend}, {bias}, KernelAttrs(), call.ctx};
+    return kernelTable().at("add")(add, ctx);
   }
   g.biasGrad = nullptr;
   g.run(call, ctx, a, b, weight.data);
