@@ -50,8 +50,8 @@ void addColumnSums(const KernelCall &call, const Context &ctx,
   dim3 blocks(unsigned((cols + kColumns - 1) / kColumns));
   dim3 threads(kColumns, kRowLanes);
   byStorage(call, sum.dtype, [&]<Storage S>() {
-    addColumnSumsKernel<S>
-        <<<blocks, threads, 0, ctx.stream>>>(sum.data, dy.data, rows, cols);
+    WEFT_LAUNCH(addColumnSumsKernel<S>, blocks, threads, ctx.stream, sum.data,
+                dy.data, rows, cols);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }

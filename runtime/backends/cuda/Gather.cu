@@ -91,11 +91,11 @@ template <Reduce Kind> void reduce(const KernelCall &call, const Context &ctx) {
   auto *partial = static_cast<double *>(
       ctx.scratch->get(chunks * outputs * sizeof(double), ctx.stream));
   byStorage(call, x.dtype, [&]<Storage S>() {
-    reducePartialKernel<S, Kind>
-        <<<grid(chunks * outputs), kThreads, 0, ctx.stream>>>(
-            x.data, partial, outputs, count, chunks, kept, reduced);
-    reduceDoneKernel<S, Kind><<<grid(outputs), kThreads, 0, ctx.stream>>>(
-        partial, y.data, outputs, count, chunks);
+    WEFT_LAUNCH((reducePartialKernel<S, Kind>), grid(chunks * outputs),
+                kThreads, ctx.stream, x.data, partial, outputs, count, chunks,
+                kept, reduced);
+    WEFT_LAUNCH((reduceDoneKernel<S, Kind>), grid(outputs), kThreads,
+                ctx.stream, partial, y.data, outputs, count, chunks);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -167,8 +167,8 @@ template <bool Shard> void gather(const KernelCall &call, const Context &ctx) {
   Rows rows = rowsOf(call, ctx, indices, a.dim, Shard);
   dispatchBySize(dtypeSize(data.dtype), [&](auto tag) {
     using E = decltype(tag);
-    gatherKernel<E><<<grid(n), kThreads, 0, ctx.stream>>>(
-        data.as<E>(), rows, call.out[0].as<E>(), count, a);
+    WEFT_LAUNCH(gatherKernel<E>, grid(n), kThreads, ctx.stream, data.as<E>(),
+                rows, call.out[0].as<E>(), count, a);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -232,8 +232,8 @@ void gatherGrad(const KernelCall &call, const Context &ctx) {
       ctx.scratch->get(words * sizeof(uint32_t) + sortBytes, ctx.stream));
   uint32_t *values = keys + count, *sortedKeys = keys + 2 * count,
            *positions = keys + 3 * count;
-  sortKeysKernel<<<grid(count), kThreads, 0, ctx.stream>>>(
-      rowsOf(call, ctx, indices, a.dim, Shard), count, keys, values);
+  WEFT_LAUNCH(sortKeysKernel, grid(count), kThreads, ctx.stream,
+              rowsOf(call, ctx, indices, a.dim, Shard), count, keys, values);
   WEFT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
       keys + words, sortBytes, keys, sortedKeys, values, positions, count, 0,
       endBit, ctx.stream));
@@ -241,8 +241,8 @@ void gatherGrad(const KernelCall &call, const Context &ctx) {
   byStorage(call, dy.dtype, [&]<Storage S>() {
     auto kernel =
         accumulate ? scatterAddKernel<S, true> : scatterAddKernel<S, false>;
-    kernel<<<grid(n), kThreads, 0, ctx.stream>>>(dy.data, sortedKeys, positions,
-                                                 dx.data, count, a);
+    WEFT_LAUNCH(kernel, grid(n), kThreads, ctx.stream, dy.data, sortedKeys,
+                positions, dx.data, count, a);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }

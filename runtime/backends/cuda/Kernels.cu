@@ -50,8 +50,8 @@ template <typename Op> void unary(const KernelCall &call, const Context &ctx) {
   if (n == 0)
     return;
   byStorage(call, x.dtype, [&]<Storage S>() {
-    unaryKernel<S>
-        <<<grid(n), kThreads, 0, ctx.stream>>>(x.data, y.data, n, Op());
+    WEFT_LAUNCH(unaryKernel<S>, grid(n), kThreads, ctx.stream, x.data, y.data,
+                n, Op());
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -69,8 +69,8 @@ void binary(const KernelCall &call, const Context &ctx, const Tensor &a,
     return;
   Strided<2> shape = broadcastPair(call, a, b, y);
   byStorage(call, y.dtype, [&]<Storage S>() {
-    binaryKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
-        a.data, b.data, y.data, n, shape, Op());
+    WEFT_LAUNCH(binaryKernel<S>, grid(n), kThreads, ctx.stream, a.data, b.data,
+                y.data, n, shape, Op());
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -101,11 +101,11 @@ void cast(const KernelCall &call, const Context &ctx) {
   byStorage(call, x.dtype, [&]<Storage From>() {
     byStorage(call, y.dtype, [&]<Storage To>() {
       if (truncate)
-        castKernel<From, To, true>
-            <<<grid(n), kThreads, 0, ctx.stream>>>(x.data, y.data, n);
+        WEFT_LAUNCH((castKernel<From, To, true>), grid(n), kThreads, ctx.stream,
+                    x.data, y.data, n);
       else
-        castKernel<From, To, false>
-            <<<grid(n), kThreads, 0, ctx.stream>>>(x.data, y.data, n);
+        WEFT_LAUNCH((castKernel<From, To, false>), grid(n), kThreads,
+                    ctx.stream, x.data, y.data, n);
     });
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
@@ -141,8 +141,8 @@ template <bool Log> void softmax(const KernelCall &call, const Context &ctx) {
   if (rows == 0 || dim == 0)
     return;
   byStorage(call, x.dtype, [&]<Storage S>() {
-    softmaxKernel<S, Log><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
-        x.data, y.data, rows, dim, inner);
+    WEFT_LAUNCH((softmaxKernel<S, Log>), warpGrid(rows), kThreads, ctx.stream,
+                x.data, y.data, rows, dim, inner);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -284,10 +284,10 @@ Scaling adamwScalingOf(const KernelCall &call) {
 void adamw(const KernelCall &call, const Context &ctx) {
   AdamWTensor x = adamwTensorOf(call);
   byStorage(call, call.in[0].dtype, [&]<Storage S>() {
-    adamwKernel<S><<<grid(x.n), kThreads, 0, ctx.stream>>>(
-        x, adamwScalingOf(call), double(call.ctx.step + 1), call.f("lr"),
-        call.f("beta1"), call.f("beta2"), call.f("eps"),
-        call.f("weight_decay"));
+    WEFT_LAUNCH(adamwKernel<S>, grid(x.n), kThreads, ctx.stream, x,
+                adamwScalingOf(call), double(call.ctx.step + 1), call.f("lr"),
+                call.f("beta1"), call.f("beta2"), call.f("eps"),
+                call.f("weight_decay"));
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -353,8 +353,8 @@ SgdHyper sgdHyperOf(const KernelCall &call) {
 void sgd(const KernelCall &call, const Context &ctx) {
   SgdTensor x = sgdTensorOf(call);
   byStorage(call, call.in[0].dtype, [&]<Storage S>() {
-    sgdKernel<S><<<grid(x.n), kThreads, 0, ctx.stream>>>(
-        x, sgdScalingOf(call), call.ctx.step, sgdHyperOf(call));
+    WEFT_LAUNCH(sgdKernel<S>, grid(x.n), kThreads, ctx.stream, x,
+                sgdScalingOf(call), call.ctx.step, sgdHyperOf(call));
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -410,7 +410,8 @@ void foundInf(const KernelCall &call, const Context &ctx) {
     if (n == 0)
       continue;
     byStorage(call, g.dtype, [&]<Storage S>() {
-      foundInfKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(g.data, n, found);
+      WEFT_LAUNCH(foundInfKernel<S>, grid(n), kThreads, ctx.stream, g.data, n,
+                  found);
     });
   }
   WEFT_CUDA_CHECK(cudaGetLastError());
@@ -423,9 +424,9 @@ __global__ void updateLossScaleKernel(float *state, const float *found,
 }
 
 void lossScaleUpdate(const KernelCall &call, const Context &ctx) {
-  updateLossScaleKernel<<<1, 1, 0, ctx.stream>>>(
-      call.out[0].as<float>(), call.in[1].as<float>(), call.f("growth_factor"),
-      call.f("backoff_factor"), call.i("growth_interval"));
+  WEFT_LAUNCH(updateLossScaleKernel, 1, 1, ctx.stream, call.out[0].as<float>(),
+              call.in[1].as<float>(), call.f("growth_factor"),
+              call.f("backoff_factor"), call.i("growth_interval"));
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -516,9 +517,9 @@ void adamwGroup(const std::vector<KernelCall> &calls, const Context &ctx) {
       [&]<Storage S>(const auto &key, const AdamWTensor *x, const Chunk *chunks,
                      unsigned blocks) {
         auto [dtype, scaler, found, step, lr, beta1, beta2, eps, decay] = key;
-        adamwGroupKernel<S><<<blocks, kThreads, 0, ctx.stream>>>(
-            x, chunks, Scaling{scaler, found}, double(step + 1), lr, beta1,
-            beta2, eps, decay);
+        WEFT_LAUNCH(adamwGroupKernel<S>, blocks, kThreads, ctx.stream, x,
+                    chunks, Scaling{scaler, found}, double(step + 1), lr, beta1,
+                    beta2, eps, decay);
       });
 }
 
@@ -536,9 +537,9 @@ void sgdGroup(const std::vector<KernelCall> &calls, const Context &ctx) {
       [&]<Storage S>(const auto &key, const SgdTensor *x, const Chunk *chunks,
                      unsigned blocks) {
         auto [dtype, scaler, found, step, lr, momentum, decay, nesterov] = key;
-        sgdGroupKernel<S><<<blocks, kThreads, 0, ctx.stream>>>(
-            x, chunks, Scaling{scaler, found}, step,
-            SgdHyper{lr, momentum, decay, nesterov});
+        WEFT_LAUNCH(sgdGroupKernel<S>, blocks, kThreads, ctx.stream, x, chunks,
+                    Scaling{scaler, found}, step,
+                    SgdHyper{lr, momentum, decay, nesterov});
       });
 }
 

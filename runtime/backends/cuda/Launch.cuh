@@ -31,6 +31,15 @@ inline dim3 grid(int64_t n) {
 /// A grid of `rows` warps, for kernels that give a row to a warp.
 inline dim3 warpGrid(int64_t rows) { return grid(rows * 32); }
 
+/// `kernel<<<grid, block, 0, stream>>>(args...)`, spelled so the CUDA
+/// emulator (emulator/Emulator.h, which defines it first) can run the
+/// launch on the host, where C++ has no <<<>>>. A kernel whose template
+/// arguments hold a comma goes in parentheses: WEFT_LAUNCH((k<A, B>), ...).
+#ifndef WEFT_LAUNCH
+#define WEFT_LAUNCH(kernel, grid, block, stream, ...)                          \
+  kernel<<<grid, block, 0, stream>>>(__VA_ARGS__)
+#endif
+
 #define WEFT_WARP_STRIDE(row, rows)                                            \
   for (int64_t row = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;    \
        row < (rows); row += int64_t(gridDim.x) * blockDim.x / 32)

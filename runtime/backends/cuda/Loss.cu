@@ -214,8 +214,8 @@ template <Storage O>
 void sumRows(const RowLosses &rows, const Targets &t, const Tensor &out,
              const Context &ctx) {
   if (!rows.none)
-    lossTotalKernel<O><<<1, kSumThreads, 0, ctx.stream>>>(
-        rows.loss, rows.weight, t.rows, t.reduction, out.data);
+    WEFT_LAUNCH(lossTotalKernel<O>, 1, kSumThreads, ctx.stream, rows.loss,
+                rows.weight, t.rows, t.reduction, out.data);
 }
 
 /// softmax_cross_entropy (scores, labels[, weight]) -> (loss, log_prob);
@@ -229,10 +229,9 @@ template <bool Softmax> void loss(const KernelCall &call, const Context &ctx) {
   RowLosses rows = rowLossesOf(call, t, ctx);
   byStorage(call, in.dtype, [&]<Storage S>() {
     byStorage(call, call.out[0].dtype, [&]<Storage O>() {
-      lossRowsKernel<S, O, Softmax>
-          <<<warpGrid(t.rows), kThreads, 0, ctx.stream>>>(
-              in.data, Softmax ? call.out[1].data : nullptr,
-              call.flag("log_sum_exp"), t, rows);
+      WEFT_LAUNCH((lossRowsKernel<S, O, Softmax>), warpGrid(t.rows), kThreads,
+                  ctx.stream, in.data, Softmax ? call.out[1].data : nullptr,
+                  call.flag("log_sum_exp"), t, rows);
       sumRows<O>(rows, t, call.out[0], ctx);
     });
   });
@@ -300,11 +299,11 @@ void lossGrad(const KernelCall &call, const Context &ctx) {
       static_cast<double *>(ctx.scratch->get(sizeof(double), ctx.stream));
   byStorage(call, in.dtype, [&]<Storage S>() {
     if (t.reduction == Reduction::Mean)
-      weightSumKernel<S><<<1, kSumThreads, 0, ctx.stream>>>(t, weightSum);
+      WEFT_LAUNCH(weightSumKernel<S>, 1, kSumThreads, ctx.stream, t, weightSum);
     byStorage(call, call.out[0].dtype, [&]<Storage D>() {
-      lossGradKernel<S, D, Softmax><<<grid(n), kThreads, 0, ctx.stream>>>(
-          in.data, lse, widened, call.in[2].data, t, weightSum,
-          call.out[0].data, n);
+      WEFT_LAUNCH((lossGradKernel<S, D, Softmax>), grid(n), kThreads,
+                  ctx.stream, in.data, lse, widened, call.in[2].data, t,
+                  weightSum, call.out[0].data, n);
     });
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
@@ -361,12 +360,11 @@ void lossAndGrad(const KernelCall &call, const Context &ctx) {
   double *weightSum = rows.weight + t.rows; // the one double after them
   byStorage(call, in.dtype, [&]<Storage S>() {
     if (t.reduction == Reduction::Mean)
-      weightSumKernel<S><<<1, kSumThreads, 0, ctx.stream>>>(t, weightSum);
+      WEFT_LAUNCH(weightSumKernel<S>, 1, kSumThreads, ctx.stream, t, weightSum);
     byStorage(call, call.out[0].dtype, [&]<Storage O>() {
-      lossAndGradRowsKernel<S, O>
-          <<<warpGrid(t.rows), kThreads, 0, ctx.stream>>>(
-              in.data, call.out[1].data, call.in[2].data, t, weightSum, rows,
-              call.out[2].data);
+      WEFT_LAUNCH((lossAndGradRowsKernel<S, O>), warpGrid(t.rows), kThreads,
+                  ctx.stream, in.data, call.out[1].data, call.in[2].data, t,
+                  weightSum, rows, call.out[2].data);
       sumRows<O>(rows, t, call.out[0], ctx);
     });
   });
@@ -424,9 +422,10 @@ void vocabStats(const KernelCall &call, const Context &ctx) {
   if (rows == 0)
     return;
   byStorage(call, scores.dtype, [&]<Storage S>() {
-    vocabStatsKernel<S><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
-        scores.data, call.in[1].data, labels.data, labels.dtype == DType::I64,
-        call.out[0].data, rows, classes, call.i("start"));
+    WEFT_LAUNCH(vocabStatsKernel<S>, warpGrid(rows), kThreads, ctx.stream,
+                scores.data, call.in[1].data, labels.data,
+                labels.dtype == DType::I64, call.out[0].data, rows, classes,
+                call.i("start"));
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -464,12 +463,12 @@ void vocabCrossEntropy(const KernelCall &call, const Context &ctx) {
   auto *rowLoss = static_cast<double *>(
       ctx.scratch->get(2 * rows * sizeof(double), ctx.stream));
   byStorage(call, scores.dtype, [&]<Storage S>() {
-    vocabLossRowsKernel<S><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
-        scores.data, call.in[1].data, call.in[2].data, labels.data,
-        labels.dtype == DType::I64, ignoreOf(call), call.out[1].data, rowLoss,
-        rowLoss + rows, rows, classes);
-    lossTotalKernel<S><<<1, kSumThreads, 0, ctx.stream>>>(
-        rowLoss, rowLoss + rows, rows, Reduction::Mean, call.out[0].data);
+    WEFT_LAUNCH(vocabLossRowsKernel<S>, warpGrid(rows), kThreads, ctx.stream,
+                scores.data, call.in[1].data, call.in[2].data, labels.data,
+                labels.dtype == DType::I64, ignoreOf(call), call.out[1].data,
+                rowLoss, rowLoss + rows, rows, classes);
+    WEFT_LAUNCH(lossTotalKernel<S>, 1, kSumThreads, ctx.stream, rowLoss,
+                rowLoss + rows, rows, Reduction::Mean, call.out[0].data);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -512,12 +511,12 @@ void vocabCrossEntropyGrad(const KernelCall &call, const Context &ctx) {
   auto *count =
       static_cast<double *>(ctx.scratch->get(sizeof(double), ctx.stream));
   bool wide = labels.dtype == DType::I64;
-  countKernel<<<1, kSumThreads, 0, ctx.stream>>>(labels.data, wide,
-                                                 ignoreOf(call), rows, count);
+  WEFT_LAUNCH(countKernel, 1, kSumThreads, ctx.stream, labels.data, wide,
+              ignoreOf(call), rows, count);
   byStorage(call, logp.dtype, [&]<Storage S>() {
-    vocabGradKernel<S><<<grid(rows * classes), kThreads, 0, ctx.stream>>>(
-        logp.data, labels.data, wide, ignoreOf(call), call.in[2].data, count,
-        call.out[0].data, rows, classes, call.i("start"));
+    WEFT_LAUNCH(vocabGradKernel<S>, grid(rows * classes), kThreads, ctx.stream,
+                logp.data, labels.data, wide, ignoreOf(call), call.in[2].data,
+                count, call.out[0].data, rows, classes, call.i("start"));
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }

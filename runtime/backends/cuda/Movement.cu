@@ -40,8 +40,8 @@ void gather(const KernelCall &call, const Context &ctx,
   auto v = Strided<1>::of(call, y.shape, {view.strides}, {view.base});
   dispatchBySize(dtypeSize(x.dtype), [&](auto tag) {
     using E = decltype(tag);
-    gatherKernel<E>
-        <<<grid(n), kThreads, 0, ctx.stream>>>(x.as<E>(), y.as<E>(), n, v);
+    WEFT_LAUNCH(gatherKernel<E>, grid(n), kThreads, ctx.stream, x.as<E>(),
+                y.as<E>(), n, v);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -149,8 +149,8 @@ void pad(const KernelCall &call, const Context &ctx) {
     using E = decltype(tag);
     E bits;
     std::memcpy(&bits, &fill, sizeof bits);
-    padKernel<E><<<grid(n), kThreads, 0, ctx.stream>>>(x.as<E>(), y.as<E>(), n,
-                                                       p, bits);
+    WEFT_LAUNCH(padKernel<E>, grid(n), kThreads, ctx.stream, x.as<E>(),
+                y.as<E>(), n, p, bits);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -256,8 +256,8 @@ void resize(const KernelCall &call, const Context &ctx) {
   ResizeTables t = resizeTables(call, ctx, x, y);
   dispatchBySize(dtypeSize(x.dtype), [&](auto tag) {
     using E = decltype(tag);
-    resizeKernel<E>
-        <<<grid(n), kThreads, 0, ctx.stream>>>(x.as<E>(), y.as<E>(), n, t);
+    WEFT_LAUNCH(resizeKernel<E>, grid(n), kThreads, ctx.stream, x.as<E>(),
+                y.as<E>(), n, t);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -269,8 +269,8 @@ void resizeGrad(const KernelCall &call, const Context &ctx) {
     return;
   ResizeTables t = resizeTables(call, ctx, x, dy);
   byStorage(call, dx.dtype, [&]<Storage S>() {
-    resizeGradKernel<S>
-        <<<grid(n), kThreads, 0, ctx.stream>>>(dy.data, dx.data, n, t);
+    WEFT_LAUNCH(resizeGradKernel<S>, grid(n), kThreads, ctx.stream, dy.data,
+                dx.data, n, t);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }

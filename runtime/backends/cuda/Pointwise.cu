@@ -34,8 +34,8 @@ void activationGrad(const KernelCall &call, const Context &ctx) {
   if (n == 0)
     return;
   byStorage(call, x.dtype, [&]<Storage S>() {
-    gradKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(x.data, dy.data,
-                                                        dx.data, n, Op());
+    WEFT_LAUNCH(gradKernel<S>, grid(n), kThreads, ctx.stream, x.data, dy.data,
+                dx.data, n, Op());
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -62,11 +62,11 @@ template <bool Grad> void clip(const KernelCall &call, const Context &ctx) {
   math::Clip op = math::Clip::of(call);
   byStorage(call, x.dtype, [&]<Storage S>() {
     if (Grad)
-      clipGradKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
-          x.data, call.in[1].data, call.out[0].data, n, op);
+      WEFT_LAUNCH(clipGradKernel<S>, grid(n), kThreads, ctx.stream, x.data,
+                  call.in[1].data, call.out[0].data, n, op);
     else
-      clipKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
-          x.data, call.out[0].data, n, op);
+      WEFT_LAUNCH(clipKernel<S>, grid(n), kThreads, ctx.stream, x.data,
+                  call.out[0].data, n, op);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -90,8 +90,8 @@ void trilu(const KernelCall &call, const Context &ctx) {
   int64_t rows = x.shape[x.rank() - 2], cols = x.shape[x.rank() - 1];
   dispatchBySize(dtypeSize(x.dtype), [&](auto tag) {
     using E = decltype(tag);
-    triluKernel<E><<<grid(n), kThreads, 0, ctx.stream>>>(
-        x.as<E>(), y.as<E>(), n, rows, cols, call.i("k"), call.b("upper"));
+    WEFT_LAUNCH(triluKernel<E>, grid(n), kThreads, ctx.stream, x.as<E>(),
+                y.as<E>(), n, rows, cols, call.i("k"), call.b("upper"));
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -127,16 +127,16 @@ void equal(const KernelCall &call, const Context &ctx) {
   if (a.dtype == DType::F32 || a.dtype == DType::BF16 ||
       a.dtype == DType::F16) {
     byStorage(call, a.dtype, [&]<Storage S>() {
-      equalFloatKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
-          a.data, b.data, y.as<uint8_t>(), n, shape);
+      WEFT_LAUNCH(equalFloatKernel<S>, grid(n), kThreads, ctx.stream, a.data,
+                  b.data, y.as<uint8_t>(), n, shape);
     });
   } else if (a.dtype == DType::F64) {
     unsupported(call, a.dtype);
   } else {
     dispatchBySize(dtypeSize(a.dtype), [&](auto tag) {
       using E = decltype(tag);
-      equalBitsKernel<E><<<grid(n), kThreads, 0, ctx.stream>>>(
-          a.as<E>(), b.as<E>(), y.as<uint8_t>(), n, shape);
+      WEFT_LAUNCH(equalBitsKernel<E>, grid(n), kThreads, ctx.stream, a.as<E>(),
+                  b.as<E>(), y.as<uint8_t>(), n, shape);
     });
   }
   WEFT_CUDA_CHECK(cudaGetLastError());
@@ -165,8 +165,8 @@ void where(const KernelCall &call, const Context &ctx) {
                                broadcastStrides(z.shape, y.shape)});
   dispatchBySize(dtypeSize(y.dtype), [&](auto tag) {
     using E = decltype(tag);
-    whereKernel<E><<<grid(n), kThreads, 0, ctx.stream>>>(
-        c.as<uint8_t>(), x.as<E>(), z.as<E>(), y.as<E>(), n, shape);
+    WEFT_LAUNCH(whereKernel<E>, grid(n), kThreads, ctx.stream, c.as<uint8_t>(),
+                x.as<E>(), z.as<E>(), y.as<E>(), n, shape);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -199,8 +199,8 @@ void dropout(const KernelCall &call, const Context &ctx) {
   }
   DropoutMask bits = DropoutMask::of(call, x);
   byStorage(call, x.dtype, [&]<Storage S>() {
-    dropoutKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
-        x.data, y.data, mask.as<uint8_t>(), n, bits, 1.0 / (1.0 - ratio));
+    WEFT_LAUNCH(dropoutKernel<S>, grid(n), kThreads, ctx.stream, x.data, y.data,
+                mask.as<uint8_t>(), n, bits, 1.0 / (1.0 - ratio));
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -219,9 +219,9 @@ void dropoutGrad(const KernelCall &call, const Context &ctx) {
   if (n == 0)
     return;
   byStorage(call, dy.dtype, [&]<Storage S>() {
-    dropoutGradKernel<S><<<grid(n), kThreads, 0, ctx.stream>>>(
-        dy.data, call.in[1].as<uint8_t>(), dx.data, n,
-        1.0 / (1.0 - call.f("ratio")));
+    WEFT_LAUNCH(dropoutGradKernel<S>, grid(n), kThreads, ctx.stream, dy.data,
+                call.in[1].as<uint8_t>(), dx.data, n,
+                1.0 / (1.0 - call.f("ratio")));
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }

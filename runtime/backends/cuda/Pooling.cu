@@ -202,8 +202,8 @@ template <bool Max> void pool(const KernelCall &call, const Context &ctx) {
   if (planes * p.outSize == 0)
     return;
   byStorage(call, x.dtype, [&]<Storage S>() {
-    poolKernel<S, Max><<<grid(planes * p.outSize), kThreads, 0, ctx.stream>>>(
-        x.data, y.data, planes, p);
+    WEFT_LAUNCH((poolKernel<S, Max>), grid(planes * p.outSize), kThreads,
+                ctx.stream, x.data, y.data, planes, p);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -215,9 +215,8 @@ template <bool Max> void poolGrad(const KernelCall &call, const Context &ctx) {
   if (planes * p.inSize == 0)
     return;
   byStorage(call, x.dtype, [&]<Storage S>() {
-    poolGradKernel<S, Max>
-        <<<grid(planes * p.inSize), kThreads, 0, ctx.stream>>>(
-            x.data, dy.data, dx.data, planes, p);
+    WEFT_LAUNCH((poolGradKernel<S, Max>), grid(planes * p.inSize), kThreads,
+                ctx.stream, x.data, dy.data, dx.data, planes, p);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }

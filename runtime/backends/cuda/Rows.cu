@@ -54,10 +54,9 @@ void softmaxGrad(const KernelCall &call, const Context &ctx) {
   if (y.numel() == 0)
     return;
   byStorage(call, y.dtype, [&]<Storage S>() {
-    softmaxGradKernel<S, Log>
-        <<<warpGrid(rows.rows()), kThreads, 0, ctx.stream>>>(
-            y.data, call.in[1].data, call.out[0].data, rows.rows(), rows.dim,
-            rows.inner);
+    WEFT_LAUNCH((softmaxGradKernel<S, Log>), warpGrid(rows.rows()), kThreads,
+                ctx.stream, y.data, call.in[1].data, call.out[0].data,
+                rows.rows(), rows.dim, rows.inner);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -158,10 +157,10 @@ void normalizeRows(const KernelCall &call, const Context &ctx, size_t affine,
       call.in.size() > affine + 1 ? call.in[affine + 1].data : nullptr;
   byStorage(call, x.dtype, [&]<Storage S>() {
     byStorage(call, call.in[affine].dtype, [&]<Storage P>() {
-      layerNormKernel<S, P><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
-          x.data, residual, call.in[affine].data, bias, at, call.out[0].data,
-          call.out[1].as<float>(), call.out[2].as<float>(), rows, inner,
-          call.f("epsilon"));
+      WEFT_LAUNCH((layerNormKernel<S, P>), warpGrid(rows), kThreads, ctx.stream,
+                  x.data, residual, call.in[affine].data, bias, at,
+                  call.out[0].data, call.out[1].as<float>(),
+                  call.out[2].as<float>(), rows, inner, call.f("epsilon"));
     });
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
@@ -257,16 +256,16 @@ void layerNormGrad(const KernelCall &call, const Context &ctx) {
   const auto *mean = call.in[2].as<float>(), *invStd = call.in[3].as<float>();
   byStorage(call, x.dtype, [&]<Storage S>() {
     byStorage(call, call.in[1].dtype, [&]<Storage P>() {
-      layerNormGradKernel<S, P><<<warpGrid(rows), kThreads, 0, ctx.stream>>>(
-          x.data, call.in[1].data, mean, invStd, call.in[4].data,
-          call.in.size() > 5 ? call.in[5].data : nullptr, call.out[0].data,
-          rows, inner);
-      layerNormColumnsKernel<S>
-          <<<grid(chunks * inner), kThreads, 0, ctx.stream>>>(
-              x.data, mean, invStd, call.in[4].data, partial, rows, inner,
-              chunks);
-      layerNormColumnsDone<P><<<grid(inner), kThreads, 0, ctx.stream>>>(
-          partial, call.out[1].data, call.out[2].data, inner, chunks);
+      WEFT_LAUNCH((layerNormGradKernel<S, P>), warpGrid(rows), kThreads,
+                  ctx.stream, x.data, call.in[1].data, mean, invStd,
+                  call.in[4].data,
+                  call.in.size() > 5 ? call.in[5].data : nullptr,
+                  call.out[0].data, rows, inner);
+      WEFT_LAUNCH(layerNormColumnsKernel<S>, grid(chunks * inner), kThreads,
+                  ctx.stream, x.data, mean, invStd, call.in[4].data, partial,
+                  rows, inner, chunks);
+      WEFT_LAUNCH(layerNormColumnsDone<P>, grid(inner), kThreads, ctx.stream,
+                  partial, call.out[1].data, call.out[2].data, inner, chunks);
     });
   });
   WEFT_CUDA_CHECK(cudaGetLastError());

@@ -19,6 +19,8 @@
 
 #include "weft/runtime/Backend.h"
 
+#include "../../../runtime/backends/cuda/CudaKernels.h"
+#include "../../../runtime/kernels/Fused.h"
 #include "../../../runtime/kernels/Half.h"
 #include "../../../runtime/kernels/Kernel.h"
 
@@ -211,9 +213,23 @@ inline std::vector<DType> floats() {
   return {DType::F32, DType::BF16, DType::F16};
 }
 
-/// The backend under test: "cuda", or "cpu" (the CPU against itself:
-/// checks this harness, its cases and the CPU kernels' acceptance of them
-/// on every machine).
+/// The CPU's kernels (fused ones too) the CUDA kernel table lacks, sorted.
+inline std::vector<std::string> cpuKernelsCudaLacks() {
+  std::vector<std::string> missing;
+  for (const auto &[name, fn] : kernelTable())
+    if (!cuda::kernelTable().count(name))
+      missing.push_back(name);
+  for (const auto &[name, fn] : fusedKernels())
+    if (!cuda::kernelTable().count(name))
+      missing.push_back(name);
+  std::sort(missing.begin(), missing.end());
+  return missing;
+}
+
+/// The backend under test: "cuda", "emulator" (the CUDA backend built
+/// against the CUDA emulator, WeftCudaEmulatorTests: its own kernels run on
+/// the CPU), or "cpu" (the CPU against itself: checks this harness, its
+/// cases and the CPU kernels' acceptance of them on every machine).
 class CudaConformance : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
@@ -226,8 +242,24 @@ protected:
                       "compiled, not run";
     gpu = createCudaBackend(0);
   }
+  /// Those of `kernels` the backend under test lacks, space-separated.
+  std::string lacking(std::initializer_list<const char *> kernels) const {
+    std::string missing;
+    for (const char *kernel : kernels)
+      if (!gpu->hasKernel(kernel))
+        missing += std::string(" ") + kernel;
+    return missing;
+  }
   std::unique_ptr<Backend> gpu;
 };
+
+/// Skips a case whose kernels are a library's (cuBLASLt's, cuDNN's) where
+/// the backend under test lacks them: the emulator runs weft's own kernels
+/// only, and a build without cuDNN has no convolutions.
+#define WEFT_NEEDS_KERNELS(...)                                                \
+  if (std::string missing = lacking({__VA_ARGS__}); !missing.empty())          \
+  GTEST_SKIP() << GetParam() << " has no" << missing                           \
+               << " (a library's kernels: not emulated, or not built)"
 
 } // namespace weft::rt::conformance
 

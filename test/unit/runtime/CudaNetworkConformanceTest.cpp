@@ -219,6 +219,7 @@ template <typename Fn> void forEachLinearBackward(Fn fn) {
 /// two kernels). Shapes of a Linear layer's backward, with M and N not
 /// multiples of 8 too.
 TEST_P(CudaConformance, WgradBiasIsTheGemmAndSums) {
+  WEFT_NEEDS_KERNELS("wgrad_bias", "gemm");
   forEachLinearBackward(
       [&](bool transposed, const TensorType &dy, const TensorType &x,
           const TensorType &dw, const TensorType &db, const std::string &what) {
@@ -257,6 +258,7 @@ TEST_P(CudaConformance, WgradBiasIsTheGemmAndSums) {
 /// gradient, written over the sums: the adds it replaces, within the
 /// dtype's tolerance, exactly on the CPU (its parts are those kernels).
 TEST_P(CudaConformance, WgradBiasAccumulatesIntoTheSums) {
+  WEFT_NEEDS_KERNELS("wgrad_bias");
   forEachLinearBackward([&](bool transposed, const TensorType &dy,
                             const TensorType &x, const TensorType &dw,
                             const TensorType &db, const std::string &what) {
@@ -415,6 +417,7 @@ TEST_P(CudaConformance, VocabParallel) {
 /// cuDNN's convolutions: 2-D grouped and strided with a bias, 1-D dilated;
 /// the transpose and the weight gradient of the 2-D one.
 TEST_P(CudaConformance, Convolutions) {
+  WEFT_NEEDS_KERNELS("conv", "conv_transpose", "conv_weight_grad");
   for (DType d : floats()) {
     auto window = [](Case &c, std::vector<int64_t> strides,
                      std::vector<int64_t> pads, std::vector<int64_t> dilations,
@@ -443,6 +446,7 @@ TEST_P(CudaConformance, Convolutions) {
 /// Training-mode batch norm (f32: mixed precision keeps norms in f32) and
 /// its gradient; the running statistics in place.
 TEST_P(CudaConformance, BatchNorm) {
+  WEFT_NEEDS_KERNELS("batch_norm", "batch_norm_grad");
   TensorType x{DType::F32, {4, 3, 5, 5}}, channel{DType::F32, {3}};
   Case forward{"batch_norm",
                {x, channel, channel, channel, channel},
@@ -556,6 +560,7 @@ TEST_P(CudaConformance, PadAndEqual) {
 /// = exp(scale q k^T - stats) from whatever the buffer holds; the small
 /// scale keeps those exponentials in range.
 TEST_P(CudaConformance, Attention) {
+  WEFT_NEEDS_KERNELS("attention", "attention_grad");
   for (DType d : {DType::BF16, DType::F16})
     for (bool causal : {true, false})
       for (std::string layout : {"", "bshd", "bs3hd"}) {
@@ -602,6 +607,7 @@ std::string partOf(const std::string &packed, int64_t rows, int64_t part) {
 /// "bshd" on those parts copied out, forward and backward, on the backend
 /// under test.
 TEST_P(CudaConformance, PackedAttentionIsTheSplitOne) {
+  WEFT_NEEDS_KERNELS("attention", "attention_grad");
   for (DType d : {DType::BF16, DType::F16}) {
     TensorType packed{d, {2, 40, 3, 3, 16}}, heads{d, {2, 40, 3, 16}},
         stats{DType::F32, {2, 3, 40}};

@@ -1,0 +1,107 @@
+//===- Emulator.h - CUDA's device built-ins on the host --------*- C++ -*-===//
+//
+// The CUDA emulator compiles the CUDA backend's own kernels (the .cu files)
+// as host C++ and runs each launch on the CPU, so CI checks the code a GPU
+// runs (grid-stride indexing, warp and block reductions, launch shapes)
+// where no GPU is. A launch runs its blocks one after another; a block's
+// threads are cooperative fibers that switch only at __syncthreads() and
+// __shfl_xor_sync(), so the barriers and shuffles a kernel relies on hold,
+// and a block whose threads wait at different barriers, or a full-mask
+// shuffle some lane of the warp left, fails the launch (both are undefined
+// on a GPU). Device memory is host memory (emulator/Runtime.cpp); cuBLASLt,
+// cuDNN and NCCL are not emulated, so their kernels are absent.
+//
+// What it cannot show: races between threads (a fiber runs until it waits)
+// and anything of the hardware (timing, memory ordering, resource limits
+// beyond the launch's shape).
+//
+// This header is included before each .cu file (CMake's weft_cuda_emulator
+// compiles wrappers that include it first).
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_BACKENDS_CUDA_EMULATOR_EMULATOR_H
+#define WEFT_RUNTIME_BACKENDS_CUDA_EMULATOR_EMULATOR_H
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+
+namespace weft::rt::cuda::emulator {
+
+/// The running thread's built-in variables, set by the scheduler whenever
+/// a thread is resumed.
+struct Builtins {
+  uint3 thread{0, 0, 0}, block{0, 0, 0}; ///< threadIdx, blockIdx
+  dim3 blockSize, gridSize;              ///< blockDim, gridDim
+};
+extern Builtins builtins;
+
+/// Runs `thread` for every thread of `grid` x `block`. An invalid launch
+/// shape (over 1024 threads a block, a grid dimension over CUDA's limits)
+/// sets cudaGetLastError's cudaErrorInvalidConfiguration and runs nothing,
+/// as the GPU would; a barrier deadlock or a shuffle some lane left throws
+/// weft::rt::Error naming the block.
+void run(dim3 grid, dim3 block, const std::function<void()> &thread);
+
+/// Parks the thread until every thread of its block has arrived.
+void syncThreads();
+
+/// Lane (lane ^ laneMask)'s `bits` (a full-mask __shfl_xor_sync of a warp
+/// of 32 lanes).
+uint64_t shuffleXor(uint64_t bits, int laneMask);
+
+/// The error the last launch left (cleared by reading it).
+cudaError_t takeLaunchError();
+
+/// `kernel<<<grid, block, 0, stream>>>`: a callable taking the kernel's
+/// arguments, `kernel` a callable that calls the kernel with them (so a
+/// kernel template's parameters are deduced from them, as nvcc does). The
+/// launch is synchronous (every stream is the host).
+template <typename Kernel>
+auto launch(dim3 grid, dim3 block, cudaStream_t, Kernel kernel) {
+  return
+      [=](const auto &...args) { run(grid, block, [&] { kernel(args...); }); };
+}
+
+} // namespace weft::rt::cuda::emulator
+
+// The device built-ins, as the kernels spell them.
+#define threadIdx (::weft::rt::cuda::emulator::builtins.thread)
+#define blockIdx (::weft::rt::cuda::emulator::builtins.block)
+#define blockDim (::weft::rt::cuda::emulator::builtins.blockSize)
+#define gridDim (::weft::rt::cuda::emulator::builtins.gridSize)
+
+// Block-shared arrays are one per kernel instantiation; blocks run one
+// after another, so one copy serves them all.
+#undef __shared__
+#define __shared__ static
+
+#define WEFT_LAUNCH(kernel, grid, block, stream, ...)                          \
+  ::weft::rt::cuda::emulator::launch(                                          \
+      grid, block, stream,                                                     \
+      [&](const auto &...args) { kernel(args...); })(__VA_ARGS__)
+
+inline void __syncthreads() { ::weft::rt::cuda::emulator::syncThreads(); }
+
+inline void __threadfence_system() {}
+
+template <typename T> T __shfl_xor_sync(unsigned mask, T value, int laneMask) {
+  static_assert(sizeof(T) <= sizeof(uint64_t));
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  bits = ::weft::rt::cuda::emulator::shuffleXor(bits, laneMask);
+  std::memcpy(&value, &bits, sizeof(T));
+  return value;
+}
+
+// Fibers of one host thread: a read-compare-write is atomic.
+inline int atomicCAS(int *address, int compare, int value) {
+  int old = *address;
+  if (old == compare)
+    *address = value;
+  return old;
+}
+
+#endif // WEFT_RUNTIME_BACKENDS_CUDA_EMULATOR_EMULATOR_H

@@ -1,0 +1,187 @@
+//===- Runtime.cpp - the CUDA runtime calls weft makes, on the host -------===//
+//
+// The CUDA emulator's device: the runtime functions the CUDA backend calls
+// (cuda_runtime_api.h's declarations, defined here instead of by cudart),
+// over host memory. One device; every stream is the host thread, so a copy
+// or a launch is complete when it returns, events record the host clock,
+// and waits are no-ops. Device memory is counted, so cudaMemGetInfo (the
+// backend's measured peak) sees the arena and the scratch buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Emulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+struct CUstream_st {};
+struct CUevent_st {
+  std::chrono::steady_clock::time_point at;
+};
+
+namespace {
+
+/// An 80 GiB device, as an H100's.
+constexpr size_t kDeviceBytes = size_t(80) << 30;
+/// cudaMalloc's alignment.
+constexpr size_t kAlignment = 256;
+
+std::map<void *, size_t> &allocations() {
+  static std::map<void *, size_t> sizes;
+  return sizes;
+}
+size_t allocated = 0;
+
+cudaError_t allocate(void **pointer, size_t bytes) {
+  size_t rounded =
+      (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+  if (allocated + rounded > kDeviceBytes)
+    return cudaErrorMemoryAllocation;
+  *pointer = std::aligned_alloc(kAlignment, rounded);
+  if (!*pointer)
+    return cudaErrorMemoryAllocation;
+  allocations()[*pointer] = rounded;
+  allocated += rounded;
+  return cudaSuccess;
+}
+
+cudaError_t release(void *pointer) {
+  if (!pointer)
+    return cudaSuccess;
+  auto it = allocations().find(pointer);
+  if (it == allocations().end())
+    return cudaErrorInvalidValue;
+  allocated -= it->second;
+  allocations().erase(it);
+  std::free(pointer);
+  return cudaSuccess;
+}
+
+} // namespace
+
+cudaError_t cudaGetDeviceCount(int *count) {
+  *count = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int device) {
+  return device == 0 ? cudaSuccess : cudaErrorInvalidDevice;
+}
+cudaError_t cudaGetLastError() {
+  return weft::rt::cuda::emulator::takeLaunchError();
+}
+const char *cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+  case cudaSuccess:
+    return "cudaSuccess";
+  case cudaErrorInvalidValue:
+    return "cudaErrorInvalidValue";
+  case cudaErrorMemoryAllocation:
+    return "cudaErrorMemoryAllocation";
+  case cudaErrorInvalidConfiguration:
+    return "cudaErrorInvalidConfiguration";
+  case cudaErrorInvalidDevice:
+    return "cudaErrorInvalidDevice";
+  case cudaErrorInvalidPitchValue:
+    return "cudaErrorInvalidPitchValue";
+  default:
+    return "cudaErrorUnknown";
+  }
+}
+const char *cudaGetErrorString(cudaError_t error) {
+  return error == cudaErrorInvalidConfiguration
+             ? "invalid configuration argument (CUDA emulator)"
+             : "CUDA emulator";
+}
+
+cudaError_t cudaMalloc(void **pointer, size_t bytes) {
+  return allocate(pointer, bytes);
+}
+cudaError_t cudaMallocAsync(void **pointer, size_t bytes, cudaStream_t) {
+  return allocate(pointer, bytes);
+}
+cudaError_t cudaFree(void *pointer) { return release(pointer); }
+cudaError_t cudaFreeAsync(void *pointer, cudaStream_t) {
+  return release(pointer);
+}
+cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
+  *total = kDeviceBytes;
+  *free = kDeviceBytes - allocated;
+  return cudaSuccess;
+}
+cudaError_t cudaHostAlloc(void **pointer, size_t bytes, unsigned int) {
+  *pointer = std::aligned_alloc(kAlignment,
+                                (std::max<size_t>(bytes, 1) + kAlignment - 1) /
+                                    kAlignment * kAlignment);
+  return *pointer ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFreeHost(void *pointer) {
+  std::free(pointer);
+  return cudaSuccess;
+}
+cudaError_t cudaHostGetDevicePointer(void **device, void *host, unsigned int) {
+  *device = host; // mapped: the same bytes
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
+                       cudaMemcpyKind) {
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
+                            cudaMemcpyKind kind, cudaStream_t) {
+  return cudaMemcpy(dst, src, bytes, kind);
+}
+// As CUDA, a row wider than either pitch is refused.
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dstPitch, const void *src,
+                              size_t srcPitch, size_t width, size_t height,
+                              cudaMemcpyKind, cudaStream_t) {
+  if (width > dstPitch || width > srcPitch)
+    return cudaErrorInvalidPitchValue;
+  for (size_t row = 0; row < height; ++row)
+    std::memmove(static_cast<char *>(dst) + row * dstPitch,
+                 static_cast<const char *>(src) + row * srcPitch, width);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void *pointer, int value, size_t bytes,
+                            cudaStream_t) {
+  std::memset(pointer, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int) {
+  *stream = new CUstream_st;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  delete stream;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) {
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  *event = new CUevent_st;
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int) {
+  return cudaEventCreate(event);
+}
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+  event->at = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
+                                 cudaEvent_t end) {
+  *ms = std::chrono::duration<float, std::milli>(end->at - start->at).count();
+  return cudaSuccess;
+}

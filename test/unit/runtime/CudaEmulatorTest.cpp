@@ -1,0 +1,239 @@
+//===- CudaEmulatorTest.cpp - the CUDA emulator keeps CUDA's rules --------===//
+//
+// The emulator (runtime/backends/cuda/emulator) is what lets CI run the
+// CUDA backend's kernels, so its own semantics are tested here with small
+// kernels: built-in indices over 2-D grids and blocks, block barriers and
+// shared arrays, warp shuffles (the backend's warpSum), the launch limits
+// CUDA enforces, the undefined waits it refuses, its CUB sort, its device
+// memory, and the fault path a bad index takes through the backend.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../../../runtime/backends/cuda/emulator/Emulator.h"
+
+#include "CudaConformance.h"
+
+#include "../../../runtime/backends/cuda/CudaKernels.h"
+#include "../../../runtime/backends/cuda/Launch.cuh"
+#include "../../../runtime/backends/cuda/Storage.cuh"
+#include "../../../runtime/backends/cuda/emulator/include/cub/device/device_radix_sort.cuh"
+#include "../../../runtime/kernels/Fused.h"
+#include "weft/runtime/Backend.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+using namespace weft::rt;
+using weft::rt::cuda::kThreads;
+
+namespace {
+
+/// Each thread writes its global linear index at that index.
+__global__ void indexKernel(int64_t *out) {
+  int64_t block = blockIdx.y * int64_t(gridDim.x) + blockIdx.x;
+  int64_t thread = threadIdx.y * int64_t(blockDim.x) + threadIdx.x;
+  int64_t size = int64_t(blockDim.x) * blockDim.y;
+  out[block * size + thread] = block * size + thread;
+}
+
+TEST(CudaEmulator, IndicesCoverA2DGridOf2DBlocks) {
+  std::vector<int64_t> out(3 * 2 * 16 * 4, -1);
+  WEFT_LAUNCH(indexKernel, dim3(3, 2), dim3(16, 4), nullptr, out.data());
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  for (size_t i = 0; i < out.size(); ++i)
+    EXPECT_EQ(out[i], int64_t(i));
+}
+
+/// A shared-memory tree sum: wrong unless every __syncthreads holds.
+__global__ void treeSumKernel(const float *x, float *sums) {
+  __shared__ float part[kThreads];
+  part[threadIdx.x] = x[blockIdx.x * kThreads + threadIdx.x];
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (int(threadIdx.x) < half)
+      part[threadIdx.x] += part[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    sums[blockIdx.x] = part[0];
+}
+
+TEST(CudaEmulator, BarriersOrderASharedTreeSum) {
+  std::vector<float> x(3 * kThreads), sums(3);
+  std::iota(x.begin(), x.end(), 0.0f);
+  WEFT_LAUNCH(treeSumKernel, 3, kThreads, nullptr, x.data(), sums.data());
+  for (int b = 0; b < 3; ++b) // the sum of b*256 .. b*256+255
+    EXPECT_EQ(sums[b], float(256 * 256 * b + 255 * 128)) << "block " << b;
+}
+
+/// The backend's warp reductions: every lane gets the warp's total.
+__global__ void warpSumKernel(const double *x, double *sums, double *maxima) {
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  sums[i] = cuda::warpSum(x[i]);
+  maxima[i] = cuda::warpMax(x[i]);
+}
+
+TEST(CudaEmulator, ShufflesReduceEachWarp) {
+  std::vector<double> x(2 * 64), sums(x.size()), maxima(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = double((i * 37) % 101);
+  WEFT_LAUNCH(warpSumKernel, 2, 64, nullptr, x.data(), sums.data(),
+              maxima.data());
+  for (size_t warp = 0; warp < x.size() / 32; ++warp) {
+    double sum = 0, max = 0;
+    for (size_t lane = 0; lane < 32; ++lane) {
+      sum += x[warp * 32 + lane];
+      max = std::max(max, x[warp * 32 + lane]);
+    }
+    for (size_t lane = 0; lane < 32; ++lane) {
+      EXPECT_EQ(sums[warp * 32 + lane], sum) << warp << ", " << lane;
+      EXPECT_EQ(maxima[warp * 32 + lane], max) << warp << ", " << lane;
+    }
+  }
+}
+
+__global__ void countKernel(int *count) { ++*count; }
+
+TEST(CudaEmulator, RefusesWhatCudaRefusesToLaunch) {
+  int count = 0;
+  WEFT_LAUNCH(countKernel, 1, 1025, nullptr, &count); // over 1024 a block
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  WEFT_LAUNCH(countKernel, dim3(1, 65536), 1, nullptr, &count);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(count, 0);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess); // reading clears it
+  WEFT_LAUNCH(countKernel, 2, 1024, nullptr, &count);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(count, 2048);
+}
+
+/// Lanes 16.. of each warp leave before the shuffle the others wait at.
+__global__ void partialShuffleKernel(float *x) {
+  if (threadIdx.x % 32 >= 16)
+    return;
+  x[threadIdx.x] = cuda::warpSum(x[threadIdx.x]);
+}
+
+/// Thread 0 leaves before the barrier the others wait at.
+__global__ void earlyExitKernel(float *x) {
+  __shared__ float part[kThreads];
+  if (threadIdx.x == 0)
+    return;
+  part[threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  x[threadIdx.x] = part[kThreads - threadIdx.x];
+}
+
+/// A block of 48 threads: its second warp is partial.
+__global__ void partialWarpKernel(float *x) {
+  x[threadIdx.x] = cuda::warpSum(x[threadIdx.x]);
+}
+
+TEST(CudaEmulator, FailsWaitsUndefinedOnAGpu) {
+  std::vector<float> x(kThreads, 1.0f);
+  auto message = [](auto &&launch) {
+    try {
+      launch();
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message([&] {
+              WEFT_LAUNCH(partialShuffleKernel, 1, 64, nullptr, x.data());
+            }),
+            "CUDA emulator: block (0, 0, 0): 16 of warp 0's lanes wait at a "
+            "full-mask shuffle the others never reach (undefined on a GPU)");
+  EXPECT_EQ(message([&] {
+              WEFT_LAUNCH(earlyExitKernel, 1, kThreads, nullptr, x.data());
+            }),
+            "CUDA emulator: block (0, 0, 0): 255 threads wait at "
+            "__syncthreads that 1 others ended without reaching (undefined "
+            "on a GPU)");
+  EXPECT_EQ(message([&] {
+              WEFT_LAUNCH(partialWarpKernel, 1, 48, nullptr, x.data());
+            }),
+            "CUDA emulator: block (0, 0, 0): 16 of warp 1's lanes wait at a "
+            "full-mask shuffle the others never reach (undefined on a GPU)");
+  // The emulator goes on after a failed launch.
+  std::fill(x.begin(), x.end(), 1.0f);
+  std::vector<float> sums(1);
+  WEFT_LAUNCH(treeSumKernel, 1, kThreads, nullptr, x.data(), sums.data());
+  EXPECT_EQ(sums[0], float(kThreads));
+}
+
+/// CUB's contract: stable, by the bits [begin, end) only.
+TEST(CudaEmulator, RadixSortIsStableOverItsBits) {
+  std::vector<uint32_t> keys = {0x105, 0x003, 0x205, 0x001, 0x003, 0x005};
+  std::vector<uint32_t> values = {0, 1, 2, 3, 4, 5}, sortedKeys(6), order(6);
+  size_t bytes = 0;
+  ASSERT_EQ(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.data(),
+                                            sortedKeys.data(), values.data(),
+                                            order.data(), 6, 0, 8),
+            cudaSuccess);
+  std::vector<char> temporary(bytes);
+  ASSERT_EQ(cub::DeviceRadixSort::SortPairs(
+                temporary.data(), bytes, keys.data(), sortedKeys.data(),
+                values.data(), order.data(), 6, 0, 8),
+            cudaSuccess);
+  EXPECT_EQ(order, (std::vector<uint32_t>{3, 1, 4, 0, 2, 5}));
+  EXPECT_EQ(sortedKeys,
+            (std::vector<uint32_t>{0x001, 0x003, 0x003, 0x105, 0x205, 0x005}));
+}
+
+TEST(CudaEmulator, CountsDeviceMemoryAndChecksPitches) {
+  size_t free0 = 0, total = 0, free1 = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free0, &total), cudaSuccess);
+  void *p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 1000), cudaSuccess);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 256, 0u);
+  ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);
+  EXPECT_EQ(free0 - free1, 1024u); // rounded to cudaMalloc's 256 bytes
+  EXPECT_EQ(cudaFree(p), cudaSuccess);
+  EXPECT_EQ(cudaFree(p), cudaErrorInvalidValue); // twice
+  char src[8] = "abcdefg", dst[8] = {};
+  EXPECT_EQ(cudaMemcpy2DAsync(dst, 4, src, 2, 3, 2, cudaMemcpyDefault, nullptr),
+            cudaErrorInvalidPitchValue);
+  EXPECT_EQ(cudaMemcpy2DAsync(dst, 4, src, 3, 2, 2, cudaMemcpyDefault, nullptr),
+            cudaSuccess);
+  EXPECT_EQ(std::string(dst, 6), std::string("ab\0\0de", 6));
+}
+
+/// A bad index reaches the host through the backend's fault record: the
+/// backend throws at its next synchronisation, naming the instruction.
+TEST(CudaEmulator, AnIndexOutOfRangeFailsTheStep) {
+  auto gpu = createCudaBackend(0);
+  float *table = static_cast<float *>(gpu->allocateArena(4 * 3 * 4 + 64));
+  auto *ids = reinterpret_cast<int64_t *>(table + 12);
+  int64_t bad[2] = {1, 7};
+  gpu->upload(ids, bad, sizeof bad);
+  KernelAttrs attrs;
+  attrs.set("axis", int64_t(0));
+  KernelContext context{0, 0, 0, 42}; // instruction 42
+  KernelCall call{"gather", {}, {}, attrs, context};
+  call.in = {{table, DType::F32, {4, 3}}, {ids, DType::I64, {2}}};
+  call.out = {{table + 6, DType::F32, {2, 3}}};
+  gpu->launch(call);
+  try {
+    gpu->synchronize();
+    ADD_FAILURE() << "no error";
+  } catch (const Error &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "instruction 42: index 7 out of range [-4, 4) (found on cuda:0)");
+  }
+  gpu->synchronize(); // reported once
+  gpu->freeArena(table);
+}
+
+/// Every kernel the CPU has, but the libraries', runs in the emulator.
+TEST(CudaEmulator, HasEveryKernelButTheLibraries) {
+  EXPECT_EQ(
+      conformance::cpuKernelsCudaLacks(),
+      (std::vector<std::string>{
+          "attention", "attention_grad", "batch_norm", "batch_norm_grad",
+          "conv", "conv_transpose", "conv_weight_grad", "gemm",
+          "gemm_gelu_tanh", "gemm_gelu_tanh_grad", "matmul", "wgrad_bias"}));
+}
+
+} // namespace
