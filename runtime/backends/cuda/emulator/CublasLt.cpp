@@ -1,15 +1,267 @@
-//===- CublasLt.cpp - the CUDA emulator has no cuBLASLt -------------------===//
+//===- CublasLt.cpp - the cuBLASLt calls weft makes, on the host ----------===//
 //
-// cuBLASLt's GEMMs are not emulated: the emulator's kernel table has no
-// GEMM kernels (matmul, gemm, wgrad_bias, the GELU epilogues), and the
-// backend's handle is a null one, made and destroyed without the library.
+// The CUDA emulator's cuBLASLt: the functions Gemm.cpp calls, with the
+// semantics cuBLASLt's documentation gives them (cublasLt.h), so the
+// emulator checks how weft describes its GEMMs: column-major layouts
+// (rows, cols, leading dimension, strided batches), transposes, alpha and
+// beta, and the epilogues weft asks for (BIAS; GELU_AUX and GELU_AUX_BIAS,
+// the tanh GELU storing its input; DGELU; BGRADA and BGRADB, the bias
+// gradient summed over k). The product accumulates in f32 and is rounded
+// once to D's type, as CUBLAS_COMPUTE_32F does. Descriptors live in the
+// header's semi-opaque storage. A configuration cuBLASLt documents as
+// invalid (shapes that do not chain, a leading dimension under the rows,
+// a GELU auxiliary leading dimension not a multiple of 8, an attribute
+// weft never sets) is refused with the status cuBLASLt gives.
 //
 //===----------------------------------------------------------------------===//
 
 #include "../CublasLt.h"
-#include "../CudaKernels.h"
+
+#include "../../../kernels/ElementwiseMath.h"
+#include "../../../kernels/Half.h"
+
+#include <cstring>
+#include <new>
+#include <vector>
 
 namespace weft::rt::cuda {
+
+namespace {
+
+struct Desc {
+  cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  void *bias = nullptr, *aux = nullptr;
+  int64_t auxLd = 0;
+};
+struct Layout {
+  cudaDataType_t type;
+  uint64_t rows, cols;
+  int64_t ld;
+  int32_t batch = 1;
+  int64_t stride = 0;
+};
+struct Preference {
+  uint64_t workspace = 0;
+};
+static_assert(sizeof(Desc) <= sizeof(cublasLtMatmulDescOpaque_t));
+static_assert(sizeof(Layout) <= sizeof(cublasLtMatrixLayoutOpaque_t));
+static_assert(sizeof(Preference) <= sizeof(cublasLtMatmulPreferenceOpaque_t));
+
+template <typename T, typename Opaque> T &of(Opaque *opaque) {
+  return *std::launder(reinterpret_cast<T *>(opaque));
+}
+
+/// Copies an attribute's value of exactly its size.
+template <typename T>
+cublasStatus_t set(T &field, const void *buf, size_t bytes) {
+  if (bytes != sizeof(T))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  std::memcpy(&field, buf, bytes);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+float load(cudaDataType_t type, const void *p, int64_t i) {
+  if (type == CUDA_R_32F)
+    return static_cast<const float *>(p)[i];
+  uint16_t bits = static_cast<const uint16_t *>(p)[i];
+  return type == CUDA_R_16BF ? fromBF16(bits) : fromF16(bits);
+}
+void store(cudaDataType_t type, void *p, int64_t i, float v) {
+  if (type == CUDA_R_32F)
+    static_cast<float *>(p)[i] = v;
+  else
+    static_cast<uint16_t *>(p)[i] = type == CUDA_R_16BF ? toBF16(v) : toF16(v);
+}
+
+bool hasGeluAux(cublasLtEpilogue_t e) {
+  return e == CUBLASLT_EPILOGUE_GELU_AUX ||
+         e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DGELU;
+}
+
+/// Whether the operation is one cuBLASLt runs: the shapes chain, leading
+/// dimensions cover the rows, the types are float types weft uses, the
+/// epilogue is one weft asks for with what it needs.
+cublasStatus_t check(const Desc &d, const Layout &a, const Layout &b,
+                     const Layout &c, const Layout &out) {
+  uint64_t m = out.rows, n = out.cols;
+  uint64_t am = d.transA == CUBLAS_OP_N ? a.rows : a.cols;
+  uint64_t ak = d.transA == CUBLAS_OP_N ? a.cols : a.rows;
+  uint64_t bk = d.transB == CUBLAS_OP_N ? b.rows : b.cols;
+  uint64_t bn = d.transB == CUBLAS_OP_N ? b.cols : b.rows;
+  if (am != m || bn != n || ak != bk || c.rows != m || c.cols != n)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  for (const Layout *l : {&a, &b, &c, &out})
+    if (l->ld < int64_t(l->rows) || l->batch < 1 ||
+        (l->type != CUDA_R_32F && l->type != CUDA_R_16BF &&
+         l->type != CUDA_R_16F))
+      return CUBLAS_STATUS_INVALID_VALUE;
+  if (a.type != b.type || c.type != out.type || a.batch != out.batch ||
+      b.batch != out.batch || c.batch != out.batch)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  switch (d.epilogue) {
+  case CUBLASLT_EPILOGUE_DEFAULT:
+    return CUBLAS_STATUS_SUCCESS;
+  case CUBLASLT_EPILOGUE_BIAS:
+  case CUBLASLT_EPILOGUE_BGRADA:
+  case CUBLASLT_EPILOGUE_BGRADB:
+    return d.bias ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  case CUBLASLT_EPILOGUE_GELU_AUX:
+  case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
+  case CUBLASLT_EPILOGUE_DGELU:
+    if (!d.aux || d.auxLd < int64_t(m) ||
+        (d.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS && !d.bias))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    // "Must be divisible by 8" (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD).
+    return d.auxLd % 8 == 0 ? CUBLAS_STATUS_SUCCESS
+                            : CUBLAS_STATUS_NOT_SUPPORTED;
+  default:
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+}
+
+/// Element (i, j) of op(X) for column-major X of batch `batch`.
+float element(const Layout &l, const void *p, cublasOperation_t op, int64_t i,
+              int64_t j, int64_t batch) {
+  if (op != CUBLAS_OP_N)
+    std::swap(i, j);
+  return load(l.type, p, batch * l.stride + i + j * l.ld);
+}
+
+cublasStatus_t
+matmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void *alpha,
+       const void *A, cublasLtMatrixLayout_t aDesc, const void *B,
+       cublasLtMatrixLayout_t bDesc, const void *beta, const void *C,
+       cublasLtMatrixLayout_t cDesc, void *D, cublasLtMatrixLayout_t dDesc,
+       const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t) {
+  const Desc &d = of<Desc>(desc);
+  const Layout &a = of<Layout>(aDesc), &b = of<Layout>(bDesc),
+               &c = of<Layout>(cDesc), &out = of<Layout>(dDesc);
+  if (cublasStatus_t status = check(d, a, b, c, out);
+      status != CUBLAS_STATUS_SUCCESS)
+    return status;
+  float scale = *static_cast<const float *>(alpha),
+        addend = *static_cast<const float *>(beta);
+  int64_t m = out.rows, n = out.cols,
+          k = d.transA == CUBLAS_OP_N ? a.cols : a.rows;
+  cublasLtEpilogue_t e = d.epilogue;
+  for (int64_t batch = 0; batch < out.batch; ++batch) {
+    // The bias gradient: op(A)'s sums over k per row of D, or op(B)'s per
+    // column, in D's type (the bias type's default).
+    if (e == CUBLASLT_EPILOGUE_BGRADA || e == CUBLASLT_EPILOGUE_BGRADB) {
+      bool ofA = e == CUBLASLT_EPILOGUE_BGRADA;
+      for (int64_t v = 0; v < (ofA ? m : n); ++v) {
+        float sum = 0;
+        for (int64_t l = 0; l < k; ++l)
+          sum += ofA ? element(a, A, d.transA, v, l, batch)
+                     : element(b, B, d.transB, l, v, batch);
+        store(out.type, d.bias, v, sum);
+      }
+    }
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        float acc = 0;
+        for (int64_t l = 0; l < k; ++l)
+          acc += element(a, A, d.transA, i, l, batch) *
+                 element(b, B, d.transB, l, j, batch);
+        float v = scale * acc;
+        if (addend != 0)
+          v += addend * load(c.type, C, batch * c.stride + i + j * c.ld);
+        if (e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
+          v += load(out.type, d.bias, i); // one per row of D
+        int64_t auxAt = batch * out.stride + i + j * d.auxLd;
+        if (e == CUBLASLT_EPILOGUE_GELU_AUX ||
+            e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+          store(out.type, d.aux, auxAt, v);
+          v = math::GeluTanh()(v);
+        } else if (e == CUBLASLT_EPILOGUE_DGELU) {
+          v = math::GeluTanhGrad()(load(out.type, d.aux, auxAt), v);
+        }
+        store(out.type, D, batch * out.stride + i + j * out.ld, v);
+      }
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t heuristic(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
+                         cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                         cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                         cublasLtMatmulPreference_t, int requested,
+                         cublasLtMatmulHeuristicResult_t *results, int *found) {
+  *found = 0;
+  if (requested < 1)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  cublasStatus_t status = check(of<Desc>(desc), of<Layout>(a), of<Layout>(b),
+                                of<Layout>(c), of<Layout>(d));
+  if (status != CUBLAS_STATUS_SUCCESS)
+    return status;
+  results[0] = cublasLtMatmulHeuristicResult_t{};
+  results[0].state = CUBLAS_STATUS_SUCCESS;
+  *found = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t setDesc(cublasLtMatmulDesc_t desc,
+                       cublasLtMatmulDescAttributes_t attribute,
+                       const void *buf, size_t bytes) {
+  Desc &d = of<Desc>(desc);
+  switch (attribute) {
+  case CUBLASLT_MATMUL_DESC_TRANSA:
+    return set(d.transA, buf, bytes);
+  case CUBLASLT_MATMUL_DESC_TRANSB:
+    return set(d.transB, buf, bytes);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE:
+    return set(d.epilogue, buf, bytes);
+  case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+    return set(d.bias, buf, bytes);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
+    return set(d.aux, buf, bytes);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+    return set(d.auxLd, buf, bytes);
+  default:
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+}
+
+cublasStatus_t setLayout(cublasLtMatrixLayout_t layout,
+                         cublasLtMatrixLayoutAttribute_t attribute,
+                         const void *buf, size_t bytes) {
+  Layout &l = of<Layout>(layout);
+  if (attribute == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT)
+    return set(l.batch, buf, bytes);
+  if (attribute == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET)
+    return set(l.stride, buf, bytes);
+  return CUBLAS_STATUS_INVALID_VALUE;
+}
+
+cublasStatus_t setPreference(cublasLtMatmulPreference_t preference,
+                             cublasLtMatmulPreferenceAttributes_t attribute,
+                             const void *buf, size_t bytes) {
+  uint32_t alignment = 0;
+  switch (attribute) {
+  case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES:
+    return set(of<Preference>(preference).workspace, buf, bytes);
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES:
+    return set(alignment, buf, bytes); // any algorithm here takes any
+  default:
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+}
+
+template <typename T, typename Opaque> cublasStatus_t create(Opaque **out) {
+  *out = new Opaque{};
+  new (*out) T{};
+  return CUBLAS_STATUS_SUCCESS;
+}
+template <typename Opaque> cublasStatus_t destroy(Opaque *opaque) {
+  delete opaque; // null is fine
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+} // namespace
 
 const CublasLt &CublasLt::get() {
   static const CublasLt table = [] {
@@ -21,17 +273,47 @@ const CublasLt &CublasLt::get() {
     t.cublasLtDestroy = [](cublasLtHandle_t) -> cublasStatus_t {
       return CUBLAS_STATUS_SUCCESS;
     };
-    t.cublasLtGetStatusName = [](cublasStatus_t) -> const char * {
-      return "CUBLAS_STATUS_NOT_SUPPORTED";
+    t.cublasLtGetStatusName = [](cublasStatus_t status) -> const char * {
+      switch (status) {
+      case CUBLAS_STATUS_SUCCESS:
+        return "CUBLAS_STATUS_SUCCESS";
+      case CUBLAS_STATUS_INVALID_VALUE:
+        return "CUBLAS_STATUS_INVALID_VALUE";
+      case CUBLAS_STATUS_NOT_SUPPORTED:
+        return "CUBLAS_STATUS_NOT_SUPPORTED";
+      default:
+        return "CUBLAS_STATUS_INTERNAL_ERROR";
+      }
     };
     t.cublasLtGetStatusString = [](cublasStatus_t) -> const char * {
-      return "cuBLASLt is not emulated";
+      return "the CUDA emulator's cuBLASLt";
     };
+    t.cublasLtMatmul = matmul;
+    t.cublasLtMatmulAlgoGetHeuristic = heuristic;
+    t.cublasLtMatmulDescCreate = [](cublasLtMatmulDesc_t *desc,
+                                    cublasComputeType_t compute,
+                                    cudaDataType_t scale) -> cublasStatus_t {
+      if (compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+      return create<Desc>(desc);
+    };
+    t.cublasLtMatmulDescDestroy = destroy;
+    t.cublasLtMatmulDescSetAttribute = setDesc;
+    t.cublasLtMatmulPreferenceCreate = create<Preference>;
+    t.cublasLtMatmulPreferenceDestroy = destroy;
+    t.cublasLtMatmulPreferenceSetAttribute = setPreference;
+    t.cublasLtMatrixLayoutCreate =
+        [](cublasLtMatrixLayout_t *layout, cudaDataType_t type, uint64_t rows,
+           uint64_t cols, int64_t ld) -> cublasStatus_t {
+      create<Layout>(layout);
+      of<Layout>(*layout) = Layout{type, rows, cols, ld};
+      return CUBLAS_STATUS_SUCCESS;
+    };
+    t.cublasLtMatrixLayoutDestroy = destroy;
+    t.cublasLtMatrixLayoutSetAttribute = setLayout;
     return t;
   }();
   return table;
 }
-
-void registerGemmKernels(KernelTable &) {}
 
 } // namespace weft::rt::cuda

@@ -8,8 +8,10 @@
 // __shfl_xor_sync(), so the barriers and shuffles a kernel relies on hold,
 // and a block whose threads wait at different barriers, or a full-mask
 // shuffle some lane of the warp left, fails the launch (both are undefined
-// on a GPU). Device memory is host memory (emulator/Runtime.cpp); cuBLASLt,
-// cuDNN and NCCL are not emulated, so their kernels are absent.
+// on a GPU). Device memory is host memory (emulator/Runtime.cpp); cuBLASLt
+// is a reference GEMM with the semantics its documentation gives
+// (emulator/CublasLt.cpp); cuDNN and NCCL are not emulated, so their
+// kernels are absent.
 //
 // What it cannot show: races between threads (a fiber runs until it waits)
 // and anything of the hardware (timing, memory ordering, resource limits
