@@ -4,9 +4,14 @@ What exists: device memory, compute/comm/copy streams and events, cuBLASLt
 GEMMs, cuDNN convolutions and batch norm, and weft's own kernels for every
 other kernel of the CPU's (their math shared with the CPU kernels), in
 f32, bf16 and f16; several ranks stage transfers through pinned host
-memory; errors name the flag, the kernel, the dtype. Without a GPU (CI,
-and any session without one) the GPU tests skip with a message; the error
-paths run everywhere.
+memory; errors name the flag, the kernel, the dtype.
+
+The tests of the device path run twice: on a GPU ("gpu": skipped, with a
+message, where none is, as in CI), and on the CUDA emulator ("emulator":
+weft-run-cuda-emulator, the same backend with its kernels and cuBLASLt
+calls run on the CPU; runtime/backends/cuda/emulator/Emulator.h), which
+checks the backend's code everywhere but not the hardware: cuDNN's cases
+(resnet) have no emulator half. The error paths run everywhere.
 """
 
 import json
@@ -19,7 +24,7 @@ import pytest
 import torch
 from onnx import numpy_helper
 
-from conftest import run, tool
+from conftest import BUILD, run, tool
 from test_mixed_precision import model_and_batches  # noqa: F401 (fixture)
 from test_weft_run import gpt_plan  # noqa: F401 (fixture)
 from weft import oracle
@@ -30,6 +35,24 @@ def gpu_present():
     smi = shutil.which("nvidia-smi")
     return bool(smi) and subprocess.run(
         [smi, "-L"], capture_output=True).returncode == 0
+
+
+def cuda_weft_run(where, unrun):
+    """The weft-run that runs --device cuda on `where`: "gpu" (skips, saying
+    `unrun` was compiled, not run, without one) or "emulator" (skips where
+    the build had no CUDA toolkit headers)."""
+    if where == "gpu":
+        if not gpu_present():
+            pytest.skip(f"no GPU on this machine: {unrun} compiled, not run "
+                        "(the emulator half ran it on the CPU)")
+        return tool("weft-run")
+    emulator = BUILD / "bin" / "weft-run-cuda-emulator"
+    if not emulator.exists():
+        pytest.skip("built without the CUDA toolkit's headers: no emulator")
+    return str(emulator)
+
+
+on_cuda = pytest.mark.parametrize("where", ["gpu", "emulator"])
 
 
 @pytest.fixture(scope="module")
@@ -64,19 +87,18 @@ def test_cuda_without_a_gpu_names_the_flag(plan):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_cuda_refuses_a_dtype_it_lacks(tmp_path):
+@on_cuda
+def test_cuda_refuses_a_dtype_it_lacks(tmp_path, where):
     """An f64 plan (the CPU runs them) is refused before it runs, in one
     line naming the instruction, the kernel and the dtype."""
-    if not gpu_present():
-        pytest.skip("no GPU on this machine: the CUDA backend's device path "
-                    "was not run")
+    weft_run = cuda_weft_run(where, "the CUDA backend's device path was")
     model = tmp_path / "f64.onnx"
     export(torch.nn.Linear(8, 4).double(), (torch.randn(2, 8).double(),),
            ["x"], str(model))
     plan = tmp_path / "f64.json"
     out = run([tool("weftc"), str(model), "--forward-only", "-o", str(plan)])
     assert out.returncode == 0, out.stderr
-    result = run([tool("weft-run"), str(plan), "--device", "cuda"])
+    result = run([weft_run, str(plan), "--device", "cuda"])
     assert result.returncode == 1
     assert "(kernel gemm) has an operand of dtype f64; --device cuda " \
         "computes in f32, bf16 and f16" in result.stderr
@@ -120,16 +142,16 @@ class Mlp(torch.nn.Module):
         return y * y - y
 
 
+@on_cuda
 @pytest.mark.parametrize("precision", ["f32", "bf16", "f16"])
-def test_cuda_forward_tracks_float64(tmp_path, precision):
+def test_cuda_forward_tracks_float64(tmp_path, precision, where):
     """The float64 oracle (docs/numerics.md, form (b)): torch's float64
     forward is the reference, and the GPU's error from it stays within 10x
     the CPU backend's own at the same precision (the same rounding points;
     another GEMM summation order and math library), plus float32's rounding
     of the output, which no backend beats."""
-    if not gpu_present():
-        pytest.skip("no GPU on this machine: the CUDA kernels (cuBLASLt "
-                    "GEMM, elementwise, casts) were compiled, not run")
+    weft_run = cuda_weft_run(where, "the CUDA kernels (cuBLASLt GEMM, "
+                             "elementwise, casts) were")
     torch.manual_seed(0)
     x = torch.randn(16, 64)
     mlp = Mlp()
@@ -146,7 +168,7 @@ def test_cuda_forward_tracks_float64(tmp_path, precision):
     outputs = {}
     for device in ("cpu", "cuda"):
         dump = tmp_path / device
-        out = run([tool("weft-run"), str(plan), "--data",
+        out = run([weft_run, str(plan), "--data",
                    str(tmp_path / "data"), "--device", device,
                    "--dump-outputs", str(dump)])
         assert out.returncode == 0, out.stderr
@@ -170,26 +192,30 @@ def gpt_and_batches(model_and_batches):
     return model, path, batches[:4]
 
 
-def _weft_losses(gpt_and_batches, workdir, device, precision="f32"):
+def _weft_losses(gpt_and_batches, workdir, device, precision="f32",
+                 weft_run=None):
     _, path, batches = gpt_and_batches
     return np.array(oracle.weft_train(
-        oracle.Tools(tool("weftc"), tool("weft-run")), path, batches,
+        oracle.Tools(tool("weftc"), weft_run or tool("weft-run")), path,
+        batches,
         ["tokens", "targets"], workdir, micro_batches=MICRO_BATCHES,
         flags=[f"--precision={precision}"],
         run_flags=["--device", device])[0])
 
 
-def test_cuda_gpt_training_equals_the_cpu_backend(gpt_and_batches, tmp_path):
+@on_cuda
+def test_cuda_gpt_training_equals_the_cpu_backend(gpt_and_batches, tmp_path,
+                                                  where):
     """Four AdamW steps of the gpt example (embedding gather and its
     scatter-add, layer norm, attention's softmax, gelu, dropout, the
     cross-entropy loss) on the GPU: the CPU backend's losses within 1e-5
     (f32; the issue's bound: summation orders and math libraries differ,
     dropout masks do not)."""
-    if not gpu_present():
-        pytest.skip("no GPU on this machine: the gpt training step's CUDA "
-                    "kernels were compiled, not run")
+    weft_run = cuda_weft_run(where, "the gpt training step's CUDA kernels "
+                             "were")
     cpu = _weft_losses(gpt_and_batches, tmp_path / "cpu", "cpu")
-    cuda = _weft_losses(gpt_and_batches, tmp_path / "cuda", "cuda")
+    cuda = _weft_losses(gpt_and_batches, tmp_path / "cuda", "cuda",
+                        weft_run=weft_run)
     assert np.abs(cuda - cpu).max() <= 1e-5 * np.abs(cpu).max(), (cuda, cpu)
     # The device holds at least the planned arena and the libraries'
     # workspaces, reported apart (the rest is the allocators' rounding and
@@ -201,21 +227,26 @@ def test_cuda_gpt_training_equals_the_cpu_backend(gpt_and_batches, tmp_path):
         record["arena_bytes"] + record["workspace_bytes"], record
 
 
-def test_cuda_bf16_gpt_tracks_torch_autocast_on_the_gpu(gpt_and_batches,
-                                                        tmp_path):
-    """bf16 on the GPU against torch autocast bf16 on the same GPU: weft's
-    loss error from torch float64 within 4x torch's own bf16 drift from it
-    (test_mixed_precision's bound, measured there on the CPU backend)."""
-    if not gpu_present() or not torch.cuda.is_available():
-        pytest.skip("no GPU (or no CUDA torch) on this machine: bf16 on the "
-                    "CUDA backend was compiled, not run")
+@on_cuda
+def test_cuda_bf16_gpt_tracks_torch_autocast(gpt_and_batches, tmp_path,
+                                             where):
+    """bf16 on the GPU against torch autocast bf16 on the same GPU (on the
+    emulator: on the CPU): weft's loss error from torch float64 within 4x
+    torch's own bf16 drift from it (test_mixed_precision's bound, measured
+    there on the CPU backend)."""
+    weft_run = cuda_weft_run(where, "bf16 on the CUDA backend was")
+    device = "cuda" if where == "gpu" else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA torch on this machine: torch autocast bf16 on "
+                    "the GPU is the oracle")
     model, _, batches = gpt_and_batches
 
     def adamw(p):
         return torch.optim.AdamW(p, lr=1e-3)
     ref, drift = oracle.autocast_drift(model, batches, MICRO_BATCHES, adamw,
-                                       "cuda")
-    weft = _weft_losses(gpt_and_batches, tmp_path, "cuda", "bf16")
+                                       device)
+    weft = _weft_losses(gpt_and_batches, tmp_path, "cuda", "bf16",
+                        weft_run=weft_run)
     assert np.abs(weft - ref).max() <= 4 * drift, (weft, drift, ref)
 
 
@@ -234,20 +265,20 @@ def test_cuda_several_ranks_without_a_gpu_name_the_flag(plan):
 @pytest.mark.parametrize("layout", [
     dict(stages=2, micro_batches=2), dict(data_parallel=2)],
     ids=["pipeline", "ddp"])
+@on_cuda
 def test_cuda_ranks_sharing_a_gpu_equal_the_cpu_backend(gpt_and_batches,
-                                                        tmp_path, layout):
+                                                        tmp_path, layout,
+                                                        where):
     """Two ranks on the one GPU (NCCL refuses that: transfers staged
     through pinned host memory and MPI): the CPU backend's losses within
     1e-5, as one rank."""
-    if not gpu_present():
-        pytest.skip("no GPU on this machine: staged GPU transfers were "
-                    "compiled, not run (the staging itself runs on the CPU "
-                    "in test_staged_transfers)")
+    weft_run = cuda_weft_run(where, "staged GPU transfers were")
     _, path, batches = gpt_and_batches
-    tools = oracle.Tools(tool("weftc"), tool("weft-run"))
     losses = {device: np.array(oracle.weft_train(
-        tools, path, batches, ["tokens", "targets"], tmp_path / device,
+        oracle.Tools(tool("weftc"), runner), path, batches,
+        ["tokens", "targets"], tmp_path / device,
         run_flags=["--device", device], **layout)[0])
-        for device in ("cpu", "cuda")}
+        for device, runner in (("cpu", tool("weft-run")),
+                               ("cuda", weft_run))}
     assert np.abs(losses["cuda"] - losses["cpu"]).max() <= \
         1e-5 * np.abs(losses["cpu"]).max(), losses

@@ -170,6 +170,7 @@ std::unique_ptr<Backend> makeBackend(const RunOptions &o, int64_t rank) {
 #endif
 }
 
+#ifdef WEFT_HAVE_NCCL
 /// True when no two ranks drive the same GPU (hostname and device): NCCL
 /// refuses a communicator with two ranks on one device.
 bool distinctDevices(Communicator &world, const Backend &backend) {
@@ -180,6 +181,7 @@ bool distinctDevices(Communicator &world, const Backend &backend) {
   std::sort(all.begin(), all.end());
   return std::adjacent_find(all.begin(), all.end()) == all.end();
 }
+#endif
 
 /// Refuses, before anything runs, a compute operand whose dtype `backend`
 /// has no arithmetic for (the GPU's f64), naming the instruction, kernel
