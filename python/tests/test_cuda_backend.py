@@ -15,8 +15,10 @@ checks the backend's code everywhere but not the hardware: cuDNN's cases
 """
 
 import json
+import pathlib
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -29,6 +31,8 @@ from test_mixed_precision import model_and_batches  # noqa: F401 (fixture)
 from test_weft_run import gpt_plan  # noqa: F401 (fixture)
 from weft import oracle
 from weft.examples.common import export
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def gpu_present():
@@ -248,6 +252,31 @@ def test_cuda_bf16_gpt_tracks_torch_autocast(gpt_and_batches, tmp_path,
     weft = _weft_losses(gpt_and_batches, tmp_path, "cuda", "bf16",
                         weft_run=weft_run)
     assert np.abs(weft - ref).max() <= 4 * drift, (weft, drift, ref)
+
+
+@on_cuda
+def test_cuda_trace_times_each_kernel_by_events(plan, tmp_path, where):
+    """--trace on the CUDA backend times each instruction by events around
+    it (no device synchronisation per instruction): one kernel slice per
+    instruction per step, in order, and bench/trace_kernels.py reads the
+    step by kernel."""
+    weft_run = cuda_weft_run(where, "event timing was")
+    trace = tmp_path / "trace.json"
+    result = run([weft_run, str(plan), "--device", "cuda", "--steps", "2",
+                  "--trace", str(trace)])
+    assert result.returncode == 0, result.stderr
+    events = json.loads(trace.read_text())["traceEvents"]
+    instructions = json.loads(plan.read_text())["ranks"][0]["instructions"]
+    kernels = [e for e in events if e["tid"] == 2]
+    assert [e["name"] for e in kernels] == \
+        [i["kernel"] for i in instructions] * 2
+    assert all(e["ph"] == "X" and e["dur"] >= 0 for e in kernels)
+    table = tmp_path / "kernels.json"
+    breakdown = run([sys.executable, str(REPO / "bench" / "trace_kernels.py"),
+                     str(trace), "--json", str(table)])
+    assert breakdown.returncode == 0, breakdown.stderr
+    rows = json.loads(table.read_text())["kernels"]
+    assert sum(r["count"] for r in rows) == len(instructions)
 
 
 def test_cuda_several_ranks_without_a_gpu_name_the_flag(plan):
