@@ -292,15 +292,19 @@ def test_cuda_several_ranks_without_a_gpu_name_the_flag(plan):
 
 
 @pytest.mark.parametrize("layout", [
-    dict(stages=2, micro_batches=2), dict(data_parallel=2)],
-    ids=["pipeline", "ddp"])
+    dict(stages=2, micro_batches=2), dict(data_parallel=2),
+    dict(data_parallel=2, flags=["--zero-stage=3"]),
+    dict(tensor_parallel=2, flags=["--sequence-parallel"])],
+    ids=["pipeline", "ddp", "zero3", "tp-sp"])
 @on_cuda
 def test_cuda_ranks_sharing_a_gpu_equal_the_cpu_backend(gpt_and_batches,
                                                         tmp_path, layout,
                                                         where):
-    """Two ranks on the one GPU (NCCL refuses that: transfers staged
-    through pinned host memory and MPI): the CPU backend's losses within
-    1e-5, as one rank."""
+    """Two ranks on the one GPU (NCCL refuses that: transfers and
+    collectives staged through pinned host memory and MPI): the CPU
+    backend's losses within 1e-5, as one rank. ZeRO-3 gathers and writes
+    back parameter shards; tensor and sequence parallelism run the
+    vocabulary-parallel loss and embedding kernels."""
     weft_run = cuda_weft_run(where, "staged GPU transfers were")
     _, path, batches = gpt_and_batches
     losses = {device: np.array(oracle.weft_train(
