@@ -134,7 +134,13 @@ inline std::set<std::string> &kernelsRun() {
   return run;
 }
 
-/// Runs `c` on `backend`; returns the outputs' bytes.
+/// Runs `c` on `backend`; returns the outputs' bytes. The arena starts
+/// all 0xFF bytes (NaN in every float format), as a plan's reused buffers
+/// hold a former tenant's bytes: a kernel that reads an output before it
+/// writes it gives NaN (expectMatches fails on any). Each buffer is
+/// followed by a 64-byte gap, and after the run every byte outside the
+/// outputs must be as it was: a kernel that writes past its output, into
+/// a gap or an input, fails the case.
 inline std::vector<std::string> runOn(Backend &backend, const Case &c,
                                       const std::vector<std::string> &in) {
   kernelsRun().insert(c.kernel);
@@ -145,7 +151,7 @@ inline std::vector<std::string> runOn(Backend &backend, const Case &c,
   int64_t size = 64;
   auto place = [&](int64_t bytes) {
     offsets.push_back(size);
-    size += (std::max<int64_t>(bytes, 1) + 63) / 64 * 64;
+    size += (std::max<int64_t>(bytes, 1) + 63) / 64 * 64 + 64;
   };
   for (const TensorType &t : c.in)
     place(t.bytes());
@@ -155,24 +161,38 @@ inline std::vector<std::string> runOn(Backend &backend, const Case &c,
     else
       place(c.out[o].bytes());
   char *arena = static_cast<char *>(backend.allocateArena(size));
+  std::string before(size, '\xFF');
+  for (size_t k = 0; k < c.in.size(); ++k)
+    before.replace(offsets[k], in[k].size(), in[k]);
+  backend.upload(arena, before.data(), size);
   KernelContext ctx{7, c.step, 0, 0};
   KernelCall call{c.kernel, {}, {}, c.attrs, ctx};
-  for (size_t k = 0; k < c.in.size(); ++k) {
-    backend.upload(arena + offsets[k], in[k].data(), in[k].size());
+  for (size_t k = 0; k < c.in.size(); ++k)
     call.in.push_back({arena + offsets[k], c.in[k].dtype, c.in[k].shape});
-  }
   for (size_t o = 0; o < c.out.size(); ++o)
     call.out.push_back(
         {arena + offsets[c.in.size() + o], c.out[o].dtype, c.out[o].shape});
   backend.launch(call);
   backend.synchronize();
-  std::vector<std::string> out;
-  for (size_t o = 0; o < c.out.size(); ++o) {
-    std::string bytes(c.out[o].bytes(), '\0');
-    backend.download(bytes.data(), call.out[o].data, bytes.size());
-    out.push_back(std::move(bytes));
-  }
+  std::string after(size, '\0');
+  backend.download(after.data(), arena, size);
   backend.freeArena(arena);
+  std::vector<std::string> out;
+  std::vector<bool> written(size, false);
+  for (size_t o = 0; o < c.out.size(); ++o) {
+    int64_t at = offsets[c.in.size() + o], bytes = c.out[o].bytes();
+    out.push_back(after.substr(at, bytes));
+    std::fill(written.begin() + at, written.begin() + at + bytes, true);
+  }
+  int64_t stray = 0, first = -1;
+  for (int64_t i = 0; i < size; ++i)
+    if (!written[i] && after[i] != before[i]) {
+      ++stray;
+      first = first < 0 ? i : first;
+    }
+  EXPECT_EQ(stray, 0) << c.kernel << " on " << backend.name()
+                      << " wrote outside its outputs, first at arena byte "
+                      << first;
   return out;
 }
 
@@ -189,13 +209,19 @@ inline void expectMatches(const TensorType &t, const std::string &got,
     EXPECT_EQ(got, want) << what << " (" << typeString(t) << ")";
     return;
   }
-  int64_t n = t.numel(), size = dtypeSize(d);
+  int64_t n = t.numel(), size = dtypeSize(d), nans = 0;
   double scale = 1e-30, worst = 0;
   for (int64_t i = 0; i < n; ++i)
     scale = std::max(scale, std::fabs(toDouble(want.data() + i * size, d)));
-  for (int64_t i = 0; i < n; ++i)
-    worst = std::max(worst, std::fabs(toDouble(got.data() + i * size, d) -
-                                      toDouble(want.data() + i * size, d)));
+  for (int64_t i = 0; i < n; ++i) {
+    double g = toDouble(got.data() + i * size, d),
+           w = toDouble(want.data() + i * size, d);
+    if (std::isnan(g) || std::isnan(w))
+      ++nans; // runOn's poison read back, or a bad value either way
+    else
+      worst = std::max(worst, std::fabs(g - w));
+  }
+  EXPECT_EQ(nans, 0) << what << " (" << typeString(t) << "): NaN outputs";
   EXPECT_LE(worst, tolerance(d) * scale)
       << what << " (" << typeString(t) << ")";
 }

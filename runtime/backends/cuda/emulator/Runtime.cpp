@@ -5,7 +5,8 @@
 // over host memory. One device; every stream is the host thread, so a copy
 // or a launch is complete when it returns, events record the host clock,
 // and waits are no-ops. Device memory is counted, so cudaMemGetInfo (the
-// backend's measured peak) sees the arena and the scratch buffers.
+// backend's measured peak) sees the arena and the scratch buffers, and new
+// device bytes are all ones, not zeros.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +44,9 @@ cudaError_t allocate(void **pointer, size_t bytes) {
   *pointer = std::aligned_alloc(kAlignment, rounded);
   if (!*pointer)
     return cudaErrorMemoryAllocation;
+  // cudaMalloc's bytes are undefined: NaN in every float format here, so
+  // a kernel that reads scratch bytes before writing them shows it.
+  std::memset(*pointer, 0xFF, rounded);
   allocations()[*pointer] = rounded;
   allocated += rounded;
   return cudaSuccess;
