@@ -283,6 +283,22 @@ def test_cuda_trace_times_each_kernel_by_events(plan, tmp_path, where):
     assert sum(r["count"] for r in rows) == len(instructions)
 
 
+@on_cuda
+def test_cuda_an_arena_over_the_device_is_an_error(plan, tmp_path, where):
+    """A plan whose arena the device cannot hold fails before any step, in
+    one line naming the bytes and the device."""
+    weft_run = cuda_weft_run(where, "the device arena's allocation was")
+    big = json.loads(plan.read_text())
+    big["ranks"][0]["arena_bytes"] = 1 << 40  # 1 TiB: no GPU has it
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(big))
+    result = run([weft_run, str(path), "--device", "cuda"])
+    assert result.returncode == 1
+    assert "cannot allocate an arena of 1099511627776 bytes on cuda:0" in \
+        result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_cuda_several_ranks_without_a_gpu_name_the_flag(plan):
     """Every rank says so, before touching a device."""
     if gpu_present():
