@@ -16,14 +16,14 @@ namespace weft::rt::cuda {
 
 namespace {
 
-constexpr int kColumns = 32, kRowLanes = 32;
+constexpr int kColumns = 32, kRowLanes = 32, kBlock = kColumns * kRowLanes;
 
 /// sum[n] = sum[n] + rounded(dY[:, n] summed over the rows): a block per
 /// 32 columns, its 32 rows of lanes striding the rows, combined in
 /// shared memory in a fixed order (deterministic).
 template <Storage S>
-__global__ void addColumnSumsKernel(void *sum, const void *dy, int64_t rows,
-                                    int64_t cols) {
+__global__ void __launch_bounds__(kBlock)
+    addColumnSumsKernel(void *sum, const void *dy, int64_t rows, int64_t cols) {
   __shared__ float partial[kRowLanes][kColumns + 1];
   int64_t col = int64_t(blockIdx.x) * kColumns + threadIdx.x;
   float acc = 0;

@@ -163,6 +163,8 @@ __global__ void lossRowsKernel(const void *in, void *logp, bool keepLse,
   }
 }
 
+// A block of 1024 threads: __launch_bounds__ holds its kernels to the 64
+// registers a thread that leaves (65536 a block on sm_90).
 constexpr int kSumThreads = 1024;
 
 /// The sum of `v` over the block's kSumThreads threads in a fixed order (a
@@ -182,8 +184,9 @@ __device__ double blockSum(double v, double *part) {
 
 /// One block: the rows' losses and weights summed in a fixed order.
 template <Storage S>
-__global__ void lossTotalKernel(const double *rowLoss, const double *rowWeight,
-                                int64_t rows, Reduction reduction, void *out) {
+__global__ void __launch_bounds__(kSumThreads)
+    lossTotalKernel(const double *rowLoss, const double *rowWeight,
+                    int64_t rows, Reduction reduction, void *out) {
   __shared__ double part[kSumThreads];
   double l = 0, w = 0;
   for (int64_t k = threadIdx.x; k < rows; k += kSumThreads) {
@@ -239,7 +242,9 @@ template <bool Softmax> void loss(const KernelCall &call, const Context &ctx) {
 }
 
 /// The "mean" denominator: the summed weights, in one block.
-template <Storage S> __global__ void weightSumKernel(Targets t, double *sum) {
+template <Storage S>
+__global__ void __launch_bounds__(kSumThreads)
+    weightSumKernel(Targets t, double *sum) {
   __shared__ double part[kSumThreads];
   double w = 0;
   for (int64_t k = threadIdx.x; k < t.rows; k += kSumThreads) {
@@ -474,8 +479,9 @@ void vocabCrossEntropy(const KernelCall &call, const Context &ctx) {
 }
 
 /// The rows not ignored, in one block.
-__global__ void countKernel(const void *labels, bool wide, Ignore ignore,
-                            int64_t rows, double *count) {
+__global__ void __launch_bounds__(kSumThreads)
+    countKernel(const void *labels, bool wide, Ignore ignore, int64_t rows,
+                double *count) {
   __shared__ double part[kSumThreads];
   double c = 0;
   for (int64_t i = threadIdx.x; i < rows; i += kSumThreads)

@@ -80,6 +80,9 @@ auto launch(dim3 grid, dim3 block, cudaStream_t, Kernel kernel) {
 #undef __shared__
 #define __shared__ static
 
+// Register limits are the GPU's: nothing to bound here.
+#define __launch_bounds__(...)
+
 #define WEFT_LAUNCH(kernel, grid, block, stream, ...)                          \
   ::weft::rt::cuda::emulator::launch(                                          \
       grid, block, stream,                                                     \
