@@ -15,7 +15,8 @@
 //
 // What it cannot show: races between threads (a fiber runs until it waits)
 // and anything of the hardware (timing, memory ordering, resource limits
-// beyond the launch's shape).
+// beyond the launch's shape). Launches come from one host thread, as
+// weft's executor makes them.
 //
 // This header is included before each .cu file (CMake's weft_cuda_emulator
 // compiles wrappers that include it first).
