@@ -10,8 +10,8 @@ The tests of the device path run twice: on a GPU ("gpu": skipped, with a
 message, where none is, as in CI), and on the CUDA emulator ("emulator":
 weft-run-cuda-emulator, the same backend with its kernels and cuBLASLt
 calls run on the CPU; runtime/backends/cuda/emulator/Emulator.h), which
-checks the backend's code everywhere but not the hardware: cuDNN's cases
-(resnet) have no emulator half. The error paths run everywhere.
+checks the backend's code everywhere but not the hardware (nor cuDNN's
+fused attention, which it lacks). The error paths run everywhere.
 """
 
 import json
@@ -109,14 +109,15 @@ def test_cuda_refuses_a_dtype_it_lacks(tmp_path, where):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_cuda_resnet_first_step_equals_the_cpu_backend(models_dir, tmp_path):
+@on_cuda
+def test_cuda_resnet_first_step_equals_the_cpu_backend(models_dir, tmp_path,
+                                                       where):
     """resnet18's first training step (cuDNN convolutions and batch norm,
     max pooling, the loss): its loss within 1e-5 of the CPU backend's. Only
     the first step: batch-norm CNNs drift apart in float32 over steps
     (docs/numerics.md), so later losses are no oracle."""
-    if not gpu_present():
-        pytest.skip("no GPU on this machine: cuDNN convolution, batch norm "
-                    "and the pooling kernels were compiled, not run")
+    weft_run = cuda_weft_run(where, "cuDNN convolution, batch norm and the "
+                             "pooling kernels were")
     plan = tmp_path / "resnet.json"
     out = run([tool("weftc"), str(models_dir / "resnet.onnx"), "-o",
                str(plan)])
@@ -124,8 +125,8 @@ def test_cuda_resnet_first_step_equals_the_cpu_backend(models_dir, tmp_path):
     losses = {}
     for device in ("cpu", "cuda"):
         log = tmp_path / f"{device}.jsonl"
-        out = run([tool("weft-run"), str(plan), "--device", device,
-                   "--log-json", str(log)])
+        out = run([weft_run if device == "cuda" else tool("weft-run"),
+                   str(plan), "--device", device, "--log-json", str(log)])
         assert out.returncode == 0, out.stderr
         losses[device] = json.loads(log.read_text().splitlines()[0])["loss"]
     assert abs(losses["cuda"] - losses["cpu"]) <= 1e-5 * abs(losses["cpu"])

@@ -17,8 +17,9 @@
 
 #include "../CublasLt.h"
 
+#include "Values.h"
+
 #include "../../../kernels/ElementwiseMath.h"
-#include "../../../kernels/Half.h"
 
 #include <cstring>
 #include <new>
@@ -27,6 +28,8 @@
 namespace weft::rt::cuda {
 
 namespace {
+
+using emulator::Format;
 
 struct Desc {
   cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
@@ -61,22 +64,16 @@ cublasStatus_t set(T &field, const void *buf, size_t bytes) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
+Format formatOf(cudaDataType_t type) {
+  return type == CUDA_R_32F    ? Format::F32
+         : type == CUDA_R_16BF ? Format::BF16
+                               : Format::F16;
+}
 float load(cudaDataType_t type, const void *p, int64_t i) {
-  if (type == CUDA_R_32F)
-    return static_cast<const float *>(p)[i];
-  uint16_t bits = static_cast<const uint16_t *>(p)[i];
-  return type == CUDA_R_16BF ? fromBF16(bits) : fromF16(bits);
+  return emulator::load(formatOf(type), p, i);
 }
 void store(cudaDataType_t type, void *p, int64_t i, float v) {
-  if (type == CUDA_R_32F)
-    static_cast<float *>(p)[i] = v;
-  else
-    static_cast<uint16_t *>(p)[i] = type == CUDA_R_16BF ? toBF16(v) : toF16(v);
-}
-
-bool hasGeluAux(cublasLtEpilogue_t e) {
-  return e == CUBLASLT_EPILOGUE_GELU_AUX ||
-         e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DGELU;
+  emulator::store(formatOf(type), p, i, v);
 }
 
 /// Whether the operation is one cuBLASLt runs: the shapes chain, leading
@@ -164,9 +161,9 @@ matmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void *alpha,
         for (int64_t l = 0; l < k; ++l)
           acc += element(a, A, d.transA, i, l, batch) *
                  element(b, B, d.transB, l, j, batch);
-        float v = scale * acc;
-        if (addend != 0)
-          v += addend * load(c.type, C, batch * c.stride + i + j * c.ld);
+        float v = emulator::blend(
+            scale, acc, addend,
+            addend == 0 ? 0 : load(c.type, C, batch * c.stride + i + j * c.ld));
         if (e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
           v += load(out.type, d.bias, i); // one per row of D
         int64_t auxAt = batch * out.stride + i + j * d.auxLd;

@@ -9,9 +9,10 @@
 // and a block whose threads wait at different barriers, or a full-mask
 // shuffle some lane of the warp left, fails the launch (both are undefined
 // on a GPU). Device memory is host memory (emulator/Runtime.cpp); cuBLASLt
-// is a reference GEMM with the semantics its documentation gives
-// (emulator/CublasLt.cpp); cuDNN and NCCL are not emulated, so their
-// kernels are absent.
+// and cuDNN's descriptor API are reference implementations with the
+// semantics their documentation gives (emulator/CublasLt.cpp, Cudnn.cpp);
+// cuDNN's fused attention (its frontend's graphs) and NCCL are not
+// emulated, so their kernels and communicators are absent.
 //
 // What it cannot show: races between threads (a fiber runs until it waits)
 // and anything of the hardware (timing, memory ordering, resource limits

@@ -1,0 +1,40 @@
+//===- Values.h - the emulated libraries' element access ------*- C++ -*-===//
+//
+// f32, bf16 and f16 elements read into f32 and stored rounded to nearest
+// even (Half.h), for the emulator's cuBLASLt and cuDNN.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_BACKENDS_CUDA_EMULATOR_VALUES_H
+#define WEFT_RUNTIME_BACKENDS_CUDA_EMULATOR_VALUES_H
+
+#include "../../../kernels/Half.h"
+
+#include <cstdint>
+
+namespace weft::rt::cuda::emulator {
+
+enum class Format { F32, BF16, F16 };
+
+inline float load(Format f, const void *p, int64_t i) {
+  if (f == Format::F32)
+    return static_cast<const float *>(p)[i];
+  uint16_t bits = static_cast<const uint16_t *>(p)[i];
+  return f == Format::BF16 ? fromBF16(bits) : fromF16(bits);
+}
+
+inline void store(Format f, void *p, int64_t i, float v) {
+  if (f == Format::F32)
+    static_cast<float *>(p)[i] = v;
+  else
+    static_cast<uint16_t *>(p)[i] = f == Format::BF16 ? toBF16(v) : toF16(v);
+}
+
+/// alpha r + beta old, where beta 0 does not read the destination (the
+/// libraries' rule: it may hold anything, NaN included).
+inline float blend(float alpha, float r, float beta, float old) {
+  return beta == 0 ? alpha * r : alpha * r + beta * old;
+}
+
+} // namespace weft::rt::cuda::emulator
+
+#endif // WEFT_RUNTIME_BACKENDS_CUDA_EMULATOR_VALUES_H
