@@ -312,27 +312,74 @@ def test_cuda_several_ranks_without_a_gpu_name_the_flag(plan):
             in result.stderr), result.stderr
 
 
-@pytest.mark.parametrize("layout", [
+TWO_RANKS = pytest.mark.parametrize("layout", [
     dict(stages=2, micro_batches=2), dict(data_parallel=2),
     dict(data_parallel=2, flags=["--zero-stage=3"]),
     dict(tensor_parallel=2, flags=["--sequence-parallel"])],
     ids=["pipeline", "ddp", "zero3", "tp-sp"])
+
+
+def _two_rank_losses(gpt_and_batches, workdir, weft_run, layout,
+                     cuda_flags=()):
+    """{device: losses} of the layout on the CPU and on `weft_run`'s CUDA
+    backend (with `cuda_flags`), and the CUDA run's last log record."""
+    _, path, batches = gpt_and_batches
+    flags = {"cpu": [], "cuda": list(cuda_flags)}
+    losses = {device: np.array(oracle.weft_train(
+        oracle.Tools(tool("weftc"), runner), path, batches,
+        ["tokens", "targets"], workdir / device,
+        run_flags=["--device", device, *flags[device]], **layout)[0])
+        for device, runner in (("cpu", tool("weft-run")),
+                               ("cuda", weft_run))}
+    record = json.loads(
+        (workdir / "cuda" / "log.jsonl").read_text().splitlines()[-1])
+    return losses, record
+
+
 @on_cuda
+@TWO_RANKS
 def test_cuda_ranks_sharing_a_gpu_equal_the_cpu_backend(gpt_and_batches,
                                                         tmp_path, layout,
                                                         where):
-    """Two ranks on the one GPU (NCCL refuses that: transfers and
-    collectives staged through pinned host memory and MPI): the CPU
-    backend's losses within 1e-5, as one rank. ZeRO-3 gathers and writes
+    """Two ranks staging transfers and collectives through pinned host
+    memory and MPI, as ranks sharing one GPU must (NCCL refuses that;
+    --stage-transfers forces it on a node of several): the CPU backend's
+    losses within 1e-5, as one rank. ZeRO-3 gathers and writes
     back parameter shards; tensor and sequence parallelism run the
     vocabulary-parallel loss and embedding kernels."""
     weft_run = cuda_weft_run(where, "staged GPU transfers were")
-    _, path, batches = gpt_and_batches
-    losses = {device: np.array(oracle.weft_train(
-        oracle.Tools(tool("weftc"), runner), path, batches,
-        ["tokens", "targets"], tmp_path / device,
-        run_flags=["--device", device], **layout)[0])
-        for device, runner in (("cpu", tool("weft-run")),
-                               ("cuda", weft_run))}
+    losses, record = _two_rank_losses(gpt_and_batches, tmp_path, weft_run,
+                                      layout, ["--stage-transfers"])
+    assert record["communicator"] == "staged", record
+    assert np.abs(losses["cuda"] - losses["cpu"]).max() <= \
+        1e-5 * np.abs(losses["cpu"]).max(), losses
+
+
+def gpu_count():
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return 0
+    listed = subprocess.run([smi, "-L"], capture_output=True, text=True)
+    return len(listed.stdout.splitlines()) if listed.returncode == 0 else 0
+
+
+@on_cuda
+@TWO_RANKS
+def test_cuda_ranks_on_distinct_gpus_equal_the_cpu_backend(
+        gpt_and_batches, tmp_path, layout, where, monkeypatch):
+    """Two ranks on two GPUs: transfers and collectives on NCCL (a
+    communicator per mesh axis split from the world's, a two-rank one per
+    send/receive channel, each on its own stream): the CPU backend's
+    losses within 1e-5. On the emulator: two emulated GPUs and its NCCL
+    over MPI, posted when NCCL would enqueue and completed when waited
+    for."""
+    weft_run = cuda_weft_run(where, "the NCCL communicator was")
+    if where == "gpu" and gpu_count() < 2:
+        pytest.skip("fewer than 2 GPUs on this machine: NCCL between "
+                    "distinct GPUs was compiled, not run")
+    monkeypatch.setenv("WEFT_CUDA_EMULATOR_DEVICES", "2")
+    losses, record = _two_rank_losses(gpt_and_batches, tmp_path, weft_run,
+                                      layout)
+    assert record["communicator"] == "nccl", record
     assert np.abs(losses["cuda"] - losses["cpu"]).max() <= \
         1e-5 * np.abs(losses["cpu"]).max(), losses

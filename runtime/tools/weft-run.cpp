@@ -217,6 +217,7 @@ int run(const RunOptions &o, Communicator &world) {
     nccl = createNcclCommunicator(*staged, *backend);
 #endif
   Communicator &comm = nccl ? *nccl : staged ? *staged : world;
+  const char *carrier = nccl ? "nccl" : staged ? "staged" : "mpi";
   backend->setThreads(o.threads);
   Plan plan = loadPlan(
       o.plan, [&](const std::string &k) { return backend->hasKernel(k); });
@@ -311,7 +312,8 @@ int run(const RunOptions &o, Communicator &world) {
                      {"arena_bytes", arenaMax},
                      {"peak_bytes", peakMax},
                      {"rank_arena_bytes", rankArena},
-                     {"rank_peak_bytes", rankPeak}};
+                     {"rank_peak_bytes", rankPeak},
+                     {"communicator", carrier}};
       // A GPU: the libraries' bytes beside the arena, and what the device
       // shows in use (arena + workspaces + the allocators' rounding).
       if (backend->deviceBytesInUse() >= 0) {

@@ -59,14 +59,25 @@ uint64_t shuffleXor(uint64_t bits, int laneMask);
 /// The error the last launch left (cleared by reading it).
 cudaError_t takeLaunchError();
 
+/// Work enqueued on `stream` that completes later (the emulated NCCL's MPI
+/// requests): `complete` runs once, when the stream is synchronised or an
+/// event recorded after it is waited for, synchronised or queried.
+void defer(cudaStream_t stream, std::function<void()> complete);
+
+/// Completes `stream`'s deferred work: what is enqueued after it on the
+/// stream (a copy, a launch, a free) runs after it, in stream order.
+void order(cudaStream_t stream);
+
 /// `kernel<<<grid, block, 0, stream>>>`: a callable taking the kernel's
 /// arguments, `kernel` a callable that calls the kernel with them (so a
 /// kernel template's parameters are deduced from them, as nvcc does). The
 /// launch is synchronous (every stream is the host).
 template <typename Kernel>
-auto launch(dim3 grid, dim3 block, cudaStream_t, Kernel kernel) {
-  return
-      [=](const auto &...args) { run(grid, block, [&] { kernel(args...); }); };
+auto launch(dim3 grid, dim3 block, cudaStream_t stream, Kernel kernel) {
+  return [=](const auto &...args) {
+    order(stream);
+    run(grid, block, [&] { kernel(args...); });
+  };
 }
 
 } // namespace weft::rt::cuda::emulator

@@ -2,11 +2,14 @@
 //
 // The CUDA emulator's device: the runtime functions the CUDA backend calls
 // (cuda_runtime_api.h's declarations, defined here instead of by cudart),
-// over host memory. One device; every stream is the host thread, so a copy
-// or a launch is complete when it returns, events record the host clock,
-// and waits are no-ops. Device memory is counted, so cudaMemGetInfo (the
-// backend's measured peak) sees the arena and the scratch buffers, and new
-// device bytes are all ones, not zeros.
+// over host memory. WEFT_CUDA_EMULATOR_DEVICES devices (default 1: ranks
+// on one node share it, as on one lent GPU). Every stream is the host
+// thread, so a copy or a launch is complete when it returns and events
+// record the host clock; only the emulated NCCL's operations complete
+// later (defer: an MPI request), when a stream or event that follows them
+// is waited for, synchronised or queried. Device memory is counted, so
+// cudaMemGetInfo (the backend's measured peak) sees the arena and the
+// scratch buffers, and new device bytes are all ones, not zeros.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,12 +19,48 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
+#include <vector>
 
-struct CUstream_st {};
+namespace {
+/// Deferred work on a stream, completed once.
+struct Pending {
+  std::function<void()> complete;
+  bool done = false;
+};
+using PendingList = std::vector<std::shared_ptr<Pending>>;
+void complete(PendingList &list) {
+  for (auto &p : list)
+    if (!p->done) {
+      p->done = true;
+      p->complete();
+    }
+  list.clear();
+}
+} // namespace
+
+struct CUstream_st {
+  PendingList pending;
+};
 struct CUevent_st {
   std::chrono::steady_clock::time_point at;
+  PendingList pending; ///< its stream's, when recorded
 };
+
+namespace weft::rt::cuda::emulator {
+void defer(cudaStream_t stream, std::function<void()> complete) {
+  std::erase_if(stream->pending, [](auto &p) { return p->done; });
+  stream->pending.push_back(std::make_shared<Pending>(Pending{complete}));
+}
+void order(cudaStream_t stream) {
+  if (stream)
+    ::complete(stream->pending);
+}
+} // namespace weft::rt::cuda::emulator
+
+using weft::rt::cuda::emulator::order;
 
 namespace {
 
@@ -67,11 +106,14 @@ cudaError_t release(void *pointer) {
 } // namespace
 
 cudaError_t cudaGetDeviceCount(int *count) {
-  *count = 1;
+  const char *devices = std::getenv("WEFT_CUDA_EMULATOR_DEVICES");
+  *count = devices ? std::max(std::atoi(devices), 1) : 1;
   return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int device) {
-  return device == 0 ? cudaSuccess : cudaErrorInvalidDevice;
+  int count = 0;
+  cudaGetDeviceCount(&count);
+  return device >= 0 && device < count ? cudaSuccess : cudaErrorInvalidDevice;
 }
 cudaError_t cudaGetLastError() {
   return weft::rt::cuda::emulator::takeLaunchError();
@@ -103,11 +145,14 @@ const char *cudaGetErrorString(cudaError_t error) {
 cudaError_t cudaMalloc(void **pointer, size_t bytes) {
   return allocate(pointer, bytes);
 }
-cudaError_t cudaMallocAsync(void **pointer, size_t bytes, cudaStream_t) {
+cudaError_t cudaMallocAsync(void **pointer, size_t bytes, cudaStream_t stream) {
+  order(stream);
   return allocate(pointer, bytes);
 }
 cudaError_t cudaFree(void *pointer) { return release(pointer); }
-cudaError_t cudaFreeAsync(void *pointer, cudaStream_t) {
+// Stream-ordered: the bytes go once the stream's work before is done.
+cudaError_t cudaFreeAsync(void *pointer, cudaStream_t stream) {
+  order(stream);
   return release(pointer);
 }
 cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
@@ -136,13 +181,15 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
   return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
-                            cudaMemcpyKind kind, cudaStream_t) {
+                            cudaMemcpyKind kind, cudaStream_t stream) {
+  order(stream);
   return cudaMemcpy(dst, src, bytes, kind);
 }
 // As CUDA, a row wider than either pitch is refused.
 cudaError_t cudaMemcpy2DAsync(void *dst, size_t dstPitch, const void *src,
                               size_t srcPitch, size_t width, size_t height,
-                              cudaMemcpyKind, cudaStream_t) {
+                              cudaMemcpyKind, cudaStream_t stream) {
+  order(stream);
   if (width > dstPitch || width > srcPitch)
     return cudaErrorInvalidPitchValue;
   for (size_t row = 0; row < height; ++row)
@@ -151,7 +198,8 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dstPitch, const void *src,
   return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void *pointer, int value, size_t bytes,
-                            cudaStream_t) {
+                            cudaStream_t stream) {
+  order(stream);
   std::memset(pointer, value, bytes);
   return cudaSuccess;
 }
@@ -161,11 +209,27 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (stream)
+    complete(stream->pending);
   delete stream;
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) {
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (stream)
+    complete(stream->pending);
+  return cudaSuccess;
+}
+// Work after the wait may read what the event's work wrote: complete it.
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event, unsigned int) {
+  complete(event->pending);
+  return cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  complete(event->pending);
+  return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  complete(event->pending);
   return cudaSuccess;
 }
 
@@ -180,8 +244,11 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   delete event;
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   event->at = std::chrono::steady_clock::now();
+  if (stream)
+    std::erase_if(stream->pending, [](auto &p) { return p->done; });
+  event->pending = stream ? stream->pending : PendingList{};
   return cudaSuccess;
 }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
