@@ -8,8 +8,9 @@ memory; errors name the flag, the kernel, the dtype.
 
 The tests of the device path run twice: on a GPU ("gpu": skipped, with a
 message, where none is, as in CI), and on the CUDA emulator ("emulator":
-weft-run-cuda-emulator, the same backend with its kernels and cuBLASLt
-calls run on the CPU; runtime/backends/cuda/emulator/Emulator.h), which
+weft-run-cuda-emulator, the same backend with its kernels and its
+cuBLASLt, cuDNN and NCCL calls run on the CPU, NCCL over MPI;
+runtime/backends/cuda/emulator/Emulator.h), which
 checks the backend's code everywhere but not the hardware (nor cuDNN's
 fused attention, which it lacks). The error paths run everywhere.
 """

@@ -11,8 +11,9 @@
 // on a GPU). Device memory is host memory (emulator/Runtime.cpp); cuBLASLt
 // and cuDNN's descriptor API are reference implementations with the
 // semantics their documentation gives (emulator/CublasLt.cpp, Cudnn.cpp);
-// cuDNN's fused attention (its frontend's graphs) and NCCL are not
-// emulated, so their kernels and communicators are absent.
+// NCCL runs over MPI (emulator/Nccl.cpp), its operations completing when
+// waited for; cuDNN's fused attention (its frontend's graphs) is not
+// emulated, so its kernels are absent.
 //
 // What it cannot show: races between threads (a fiber runs until it waits)
 // and anything of the hardware (timing, memory ordering, resource limits
