@@ -9,7 +9,8 @@
 // of the largest magnitude; masks and indices exactly. Skipped, with a
 // message, without a GPU; the same cases run the CPU backend against
 // itself everywhere (exact), which checks the harness and that the CPU
-// kernels take every case. The cases: CudaConformanceTest.cpp (elementwise,
+// kernels take every case, and WeftCudaEmulatorTests runs them against the
+// CUDA backend built over the CUDA emulator (its kernels run on the CPU). The cases: CudaConformanceTest.cpp (elementwise,
 // movement, updates), CudaNetworkConformanceTest.cpp (norms, reductions,
 // gathers, convolutions, pooling) and CudaLossConformanceTest.cpp.
 //
