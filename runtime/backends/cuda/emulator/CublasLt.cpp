@@ -17,6 +17,7 @@
 
 #include "../CublasLt.h"
 
+#include "Emulator.h"
 #include "Values.h"
 
 #include "../../../kernels/ElementwiseMath.h"
@@ -130,7 +131,8 @@ matmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void *alpha,
        const void *A, cublasLtMatrixLayout_t aDesc, const void *B,
        cublasLtMatrixLayout_t bDesc, const void *beta, const void *C,
        cublasLtMatrixLayout_t cDesc, void *D, cublasLtMatrixLayout_t dDesc,
-       const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t) {
+       const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t stream) {
+  emulator::order(stream); // the kernels before it on the stream first
   const Desc &d = of<Desc>(desc);
   const Layout &a = of<Layout>(aDesc), &b = of<Layout>(bDesc),
                &c = of<Layout>(cDesc), &out = of<Layout>(dDesc);

@@ -19,6 +19,7 @@
 
 #include "../Cudnn.h"
 
+#include "Emulator.h"
 #include "Values.h"
 
 #include <algorithm>
@@ -27,7 +28,9 @@
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
-struct cudnnContext {};
+struct cudnnContext {
+  cudaStream_t stream = nullptr; ///< cudnnSetStream's
+};
 struct cudnnTensorStruct {
   cudnnDataType_t type = CUDNN_DATA_FLOAT;
   std::vector<int> dims, strides;
@@ -51,6 +54,12 @@ using emulator::blend;
 using emulator::Format;
 
 constexpr size_t kWorkspace = 256; ///< bytes each pass asks for
+
+/// The kernels enqueued before a call on its handle's stream run first.
+void ordered(cudnnHandle_t h) {
+  if (h)
+    emulator::order(h->stream);
+}
 
 bool formatOf(cudnnDataType_t type, Format &format) {
   switch (type) {
@@ -194,34 +203,37 @@ std::vector<int> contiguous(const std::vector<int> &dims) {
   return strides;
 }
 
-cudnnStatus_t forward(cudnnHandle_t, const void *alpha,
+cudnnStatus_t forward(cudnnHandle_t h, const void *alpha,
                       cudnnTensorDescriptor_t xd, const void *x,
                       cudnnFilterDescriptor_t wd, const void *w,
                       cudnnConvolutionDescriptor_t cd,
                       cudnnConvolutionFwdAlgo_t, void *, size_t,
                       const void *beta, cudnnTensorDescriptor_t yd, void *y) {
+  ordered(h);
   return accumulate(Taps(xd, wd, cd, yd), 2, x, w,
                     offsets(yd->dims, yd->strides), alpha, beta, y);
 }
 
-cudnnStatus_t backwardData(cudnnHandle_t, const void *alpha,
+cudnnStatus_t backwardData(cudnnHandle_t h, const void *alpha,
                            cudnnFilterDescriptor_t wd, const void *w,
                            cudnnTensorDescriptor_t dyd, const void *dy,
                            cudnnConvolutionDescriptor_t cd,
                            cudnnConvolutionBwdDataAlgo_t, void *, size_t,
                            const void *beta, cudnnTensorDescriptor_t dxd,
                            void *dx) {
+  ordered(h);
   return accumulate(Taps(dxd, wd, cd, dyd), 0, w, dy,
                     offsets(dxd->dims, dxd->strides), alpha, beta, dx);
 }
 
-cudnnStatus_t backwardFilter(cudnnHandle_t, const void *alpha,
+cudnnStatus_t backwardFilter(cudnnHandle_t h, const void *alpha,
                              cudnnTensorDescriptor_t xd, const void *x,
                              cudnnTensorDescriptor_t dyd, const void *dy,
                              cudnnConvolutionDescriptor_t cd,
                              cudnnConvolutionBwdFilterAlgo_t, void *, size_t,
                              const void *beta, cudnnFilterDescriptor_t dwd,
                              void *dw) {
+  ordered(h);
   return accumulate(Taps(xd, dwd, cd, dyd), 1, x, dy,
                     offsets(dwd->dims, contiguous(dwd->dims)), alpha, beta, dw);
 }
@@ -240,9 +252,10 @@ cudnnStatus_t rank(int requested, int *count, Perf *perf) {
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t addTensor(cudnnHandle_t, const void *alpha,
+cudnnStatus_t addTensor(cudnnHandle_t h, const void *alpha,
                         cudnnTensorDescriptor_t ad, const void *a,
                         const void *beta, cudnnTensorDescriptor_t cd, void *c) {
+  ordered(h);
   Format format;
   if (ad->dims.size() != cd->dims.size() || ad->type != cd->type ||
       !formatOf(cd->type, format))
@@ -299,7 +312,7 @@ std::pair<double, double> moments(const float *x,
   return {mean, squares / double(at.size())};
 }
 
-cudnnStatus_t bnTraining(cudnnHandle_t, cudnnBatchNormMode_t mode,
+cudnnStatus_t bnTraining(cudnnHandle_t h, cudnnBatchNormMode_t mode,
                          const void *alpha, const void *beta,
                          cudnnTensorDescriptor_t xd, const void *xp,
                          cudnnTensorDescriptor_t, void *yp,
@@ -307,6 +320,7 @@ cudnnStatus_t bnTraining(cudnnHandle_t, cudnnBatchNormMode_t mode,
                          const void *bias, double factor, void *runningMean,
                          void *runningVar, double eps, void *saveMean,
                          void *saveInvVar) {
+  ordered(h);
   if (!spatialF32(mode, xd))
     return CUDNN_STATUS_NOT_SUPPORTED;
   if (eps < CUDNN_BN_MIN_EPSILON)
@@ -337,13 +351,14 @@ cudnnStatus_t bnTraining(cudnnHandle_t, cudnnBatchNormMode_t mode,
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t bnInference(cudnnHandle_t, cudnnBatchNormMode_t mode,
+cudnnStatus_t bnInference(cudnnHandle_t h, cudnnBatchNormMode_t mode,
                           const void *alpha, const void *beta,
                           cudnnTensorDescriptor_t xd, const void *xp,
                           cudnnTensorDescriptor_t, void *yp,
                           cudnnTensorDescriptor_t, const void *scale,
                           const void *bias, const void *mean,
                           const void *variance, double eps) {
+  ordered(h);
   if (!spatialF32(mode, xd))
     return CUDNN_STATUS_NOT_SUPPORTED;
   auto *x = static_cast<const float *>(xp);
@@ -362,7 +377,7 @@ cudnnStatus_t bnInference(cudnnHandle_t, cudnnBatchNormMode_t mode,
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t bnBackward(cudnnHandle_t, cudnnBatchNormMode_t mode,
+cudnnStatus_t bnBackward(cudnnHandle_t h, cudnnBatchNormMode_t mode,
                          const void *alphaData, const void *betaData,
                          const void *alphaParam, const void *betaParam,
                          cudnnTensorDescriptor_t xd, const void *xp,
@@ -371,6 +386,7 @@ cudnnStatus_t bnBackward(cudnnHandle_t, cudnnBatchNormMode_t mode,
                          cudnnTensorDescriptor_t, const void *scale,
                          void *dScale, void *dBias, double eps,
                          const void *savedMean, const void *savedInvVar) {
+  ordered(h);
   if (!spatialF32(mode, xd))
     return CUDNN_STATUS_NOT_SUPPORTED;
   auto *x = static_cast<const float *>(xp);
@@ -421,7 +437,9 @@ const Cudnn &Cudnn::get() {
       delete h;
       return CUDNN_STATUS_SUCCESS;
     };
-    t.cudnnSetStream = [](cudnnHandle_t, cudaStream_t) -> cudnnStatus_t {
+    t.cudnnSetStream = [](cudnnHandle_t h,
+                          cudaStream_t stream) -> cudnnStatus_t {
+      h->stream = stream;
       return CUDNN_STATUS_SUCCESS;
     };
     t.cudnnGetErrorString = [](cudnnStatus_t status) -> const char * {

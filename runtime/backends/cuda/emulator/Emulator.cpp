@@ -226,11 +226,14 @@ bool validShape(dim3 grid, dim3 threads) {
 
 } // namespace
 
+bool launchable(dim3 grid, dim3 threads) {
+  if (validShape(grid, threads))
+    return true;
+  launchError = cudaErrorInvalidConfiguration;
+  return false;
+}
+
 void run(dim3 grid, dim3 threads, const std::function<void()> &thread) {
-  if (!validShape(grid, threads)) {
-    launchError = cudaErrorInvalidConfiguration;
-    return;
-  }
   block.body = &thread;
   block.threads.clear();
   for (unsigned z = 0; z < threads.z; ++z)

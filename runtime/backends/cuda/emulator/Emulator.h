@@ -43,11 +43,9 @@ struct Builtins {
 };
 extern Builtins builtins;
 
-/// Runs `thread` for every thread of `grid` x `block`. An invalid launch
-/// shape (over 1024 threads a block, a grid dimension over CUDA's limits)
-/// sets cudaGetLastError's cudaErrorInvalidConfiguration and runs nothing,
-/// as the GPU would; a barrier deadlock or a shuffle some lane left throws
-/// weft::rt::Error naming the block.
+/// Runs `thread` for every thread of `grid` x `block` (a shape launchable
+/// accepted); a barrier some thread left or a shuffle some lane never
+/// reaches throws weft::rt::Error naming the block.
 void run(dim3 grid, dim3 block, const std::function<void()> &thread);
 
 /// Parks the thread until every thread of its block has arrived.
@@ -60,24 +58,37 @@ uint64_t shuffleXor(uint64_t bits, int laneMask);
 /// The error the last launch left (cleared by reading it).
 cudaError_t takeLaunchError();
 
-/// Work enqueued on `stream` that completes later (the emulated NCCL's MPI
-/// requests): `complete` runs once, when the stream is synchronised or an
-/// event recorded after it is waited for, synchronised or queried.
+/// Work enqueued on `stream` that completes later (kernel launches, the
+/// emulated NCCL's MPI requests): `complete` runs once, in stream order,
+/// when the stream is synchronised, an event recorded after it is waited
+/// for, synchronised or queried, or other work is enqueued after it.
 void defer(cudaStream_t stream, std::function<void()> complete);
 
 /// Completes `stream`'s deferred work: what is enqueued after it on the
 /// stream (a copy, a launch, a free) runs after it, in stream order.
 void order(cudaStream_t stream);
 
+/// Whether CUDA launches `grid` x `block`; if not, sets the launch error
+/// (cudaErrorInvalidConfiguration), as the launch call itself does.
+bool launchable(dim3 grid, dim3 block);
+
 /// `kernel<<<grid, block, 0, stream>>>`: a callable taking the kernel's
-/// arguments, `kernel` a callable that calls the kernel with them (so a
-/// kernel template's parameters are deduced from them, as nvcc does). The
-/// launch is synchronous (every stream is the host).
+/// arguments (copied, as a launch copies them), `kernel` a callable that
+/// calls the kernel with them (so a kernel template's parameters are
+/// deduced from them, as nvcc does). On a stream the launch is deferred
+/// work that runs when the stream is waited for (in stream order, before
+/// anything enqueued after it), so a missing event between streams reads
+/// stale bytes here as on a GPU; without one it runs at once.
 template <typename Kernel>
 auto launch(dim3 grid, dim3 block, cudaStream_t stream, Kernel kernel) {
   return [=](const auto &...args) {
-    order(stream);
-    run(grid, block, [&] { kernel(args...); });
+    if (!launchable(grid, block))
+      return;
+    auto task = [=] { run(grid, block, [&] { kernel(args...); }); };
+    if (stream)
+      defer(stream, task);
+    else
+      task();
   };
 }
 
@@ -100,7 +111,7 @@ auto launch(dim3 grid, dim3 block, cudaStream_t stream, Kernel kernel) {
 #define WEFT_LAUNCH(kernel, grid, block, stream, ...)                          \
   ::weft::rt::cuda::emulator::launch(                                          \
       grid, block, stream,                                                     \
-      [&](const auto &...args) { kernel(args...); })(__VA_ARGS__)
+      [=](const auto &...args) { kernel(args...); })(__VA_ARGS__)
 
 inline void __syncthreads() { ::weft::rt::cuda::emulator::syncThreads(); }
 

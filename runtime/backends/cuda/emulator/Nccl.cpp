@@ -3,10 +3,11 @@
 // The CUDA emulator's NCCL: a communicator is an MPI communicator (the
 // world's duplicate; ncclCommSplit is MPI_Comm_split, NCCL_SPLIT_NOCOLOR
 // giving none), and each operation is MPI's nonblocking one, posted when
-// NCCL would enqueue it and completed (MPI_Wait) when the stream's work is
-// waited for (emulator::defer), as a GPU finishes it asynchronously: so a
-// rank that posts a collective and goes on to send to a peer does not
-// deadlock here either. In-place forms are NCCL's (an all-gather's input
+// NCCL would enqueue it (after the stream's earlier work has run) and
+// completed (MPI_Wait) when the stream's work is waited for
+// (emulator::defer), as a GPU finishes it asynchronously: so a rank that
+// posts a collective and goes on to send to a peer does not deadlock here
+// either. In-place forms are NCCL's (an all-gather's input
 // at its rank's slot of the output, a reduce-scatter's output at its
 // slot of the input); 16-bit reductions sum in f32 and round once.
 //
@@ -111,6 +112,7 @@ void later(cudaStream_t stream, MPI_Request request,
 ncclResult_t allReduce(const void *send, void *recv, size_t count,
                        ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                        cudaStream_t stream) {
+  emulator::order(stream); // what the stream ran before, first
   Widened w;
   if (!Widened::of(type, w) || (op != ncclSum && op != ncclMax))
     return ncclInvalidArgument;
@@ -127,6 +129,7 @@ ncclResult_t allReduce(const void *send, void *recv, size_t count,
 ncclResult_t allGather(const void *send, void *recv, size_t count,
                        ncclDataType_t type, ncclComm_t comm,
                        cudaStream_t stream) {
+  emulator::order(stream); // what the stream ran before, first
   int rank = 0;
   MPI_Comm_rank(comm->mpi, &rank);
   size_t bytes = count * sizeOf(type);
@@ -143,6 +146,7 @@ ncclResult_t allGather(const void *send, void *recv, size_t count,
 ncclResult_t reduceScatter(const void *send, void *recv, size_t count,
                            ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
+  emulator::order(stream); // what the stream ran before, first
   Widened w;
   int members = 1;
   MPI_Comm_size(comm->mpi, &members);
@@ -161,6 +165,7 @@ ncclResult_t reduceScatter(const void *send, void *recv, size_t count,
 
 ncclResult_t send(const void *data, size_t count, ncclDataType_t type, int peer,
                   ncclComm_t comm, cudaStream_t stream) {
+  emulator::order(stream); // what the stream ran before, first
   MPI_Request request;
   MPI_Isend(data, int(count * sizeOf(type)), MPI_BYTE, peer, 0, comm->mpi,
             &request);
@@ -170,6 +175,7 @@ ncclResult_t send(const void *data, size_t count, ncclDataType_t type, int peer,
 
 ncclResult_t recv(void *data, size_t count, ncclDataType_t type, int peer,
                   ncclComm_t comm, cudaStream_t stream) {
+  emulator::order(stream); // what the stream ran before, first
   MPI_Request request;
   MPI_Irecv(data, int(count * sizeOf(type)), MPI_BYTE, peer, 0, comm->mpi,
             &request);

@@ -4,10 +4,12 @@
 // (cuda_runtime_api.h's declarations, defined here instead of by cudart),
 // over host memory. WEFT_CUDA_EMULATOR_DEVICES devices (default 1: ranks
 // on one node share it, as on one lent GPU). Every stream is the host
-// thread, so a copy or a launch is complete when it returns and events
-// record the host clock; only the emulated NCCL's operations complete
-// later (defer: an MPI request), when a stream or event that follows them
-// is waited for, synchronised or queried. Device memory is counted, so
+// thread: kernel launches and the emulated NCCL's operations are deferred
+// work on their stream (defer), run in stream order when the stream or an
+// event after them is waited for, synchronised or queried, or when a copy,
+// memset or stream-ordered allocation is enqueued after them (which then
+// runs at once); cudaFree and cudaFreeHost synchronise the device, as
+// CUDA's do. Events record the host clock. Device memory is counted, so
 // cudaMemGetInfo (the backend's measured peak) sees the arena and the
 // scratch buffers, and new device bytes are all ones, not zeros.
 //
@@ -48,6 +50,18 @@ struct CUevent_st {
   std::chrono::steady_clock::time_point at;
   PendingList pending; ///< its stream's, when recorded
 };
+
+namespace {
+/// The streams alive: a device-wide synchronisation completes them all.
+std::vector<cudaStream_t> &streams() {
+  static std::vector<cudaStream_t> alive;
+  return alive;
+}
+void synchronizeDevice() {
+  for (cudaStream_t stream : streams())
+    complete(stream->pending);
+}
+} // namespace
 
 namespace weft::rt::cuda::emulator {
 void defer(cudaStream_t stream, std::function<void()> complete) {
@@ -149,7 +163,12 @@ cudaError_t cudaMallocAsync(void **pointer, size_t bytes, cudaStream_t stream) {
   order(stream);
   return allocate(pointer, bytes);
 }
-cudaError_t cudaFree(void *pointer) { return release(pointer); }
+// As CUDA's, a free synchronises the device first.
+cudaError_t cudaFree(void *pointer) {
+  if (pointer)
+    synchronizeDevice();
+  return release(pointer);
+}
 // Stream-ordered: the bytes go once the stream's work before is done.
 cudaError_t cudaFreeAsync(void *pointer, cudaStream_t stream) {
   order(stream);
@@ -167,6 +186,7 @@ cudaError_t cudaHostAlloc(void **pointer, size_t bytes, unsigned int) {
   return *pointer ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 cudaError_t cudaFreeHost(void *pointer) {
+  synchronizeDevice();
   std::free(pointer);
   return cudaSuccess;
 }
@@ -206,11 +226,13 @@ cudaError_t cudaMemsetAsync(void *pointer, int value, size_t bytes,
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int) {
   *stream = new CUstream_st;
+  streams().push_back(*stream);
   return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   if (stream)
     complete(stream->pending);
+  std::erase(streams(), stream);
   delete stream;
   return cudaSuccess;
 }

@@ -3,8 +3,9 @@
 // The CUDA emulator's stand-in for <cub/device/device_radix_sort.cuh> (its
 // include directory comes before the toolkit's): DeviceRadixSort::SortPairs
 // as CUB documents it, a stable ascending sort of (key, value) pairs by the
-// keys' bits [beginBit, endBit), run on the host. The first call, without
-// temporary storage, asks for its size, as CUB's does.
+// keys' bits [beginBit, endBit), run on the host after the stream's work
+// before it. The first call, without temporary storage, asks for its size,
+// as CUB's does.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_RUNTIME_BACKENDS_CUDA_EMULATOR_CUB_DEVICE_RADIX_SORT_CUH
@@ -16,6 +17,10 @@
 #include <numeric>
 #include <vector>
 
+namespace weft::rt::cuda::emulator {
+void order(cudaStream_t stream); // Emulator.h
+} // namespace weft::rt::cuda::emulator
+
 namespace cub {
 
 struct DeviceRadixSort {
@@ -23,11 +28,13 @@ struct DeviceRadixSort {
   static cudaError_t
   SortPairs(void *temporary, size_t &temporaryBytes, const Key *keysIn,
             Key *keysOut, const Value *valuesIn, Value *valuesOut, Count count,
-            int beginBit, int endBit, cudaStream_t = nullptr) {
+            int beginBit, int endBit, cudaStream_t stream = nullptr) {
     if (!temporary) {
       temporaryBytes = 1;
       return cudaSuccess;
     }
+    // Stream-ordered, as CUB's: the kernels that wrote the keys run first.
+    weft::rt::cuda::emulator::order(stream);
     auto digits = [&](Key key) {
       int width = endBit - beginBit;
       Key shifted = Key(key >> beginBit);
@@ -35,16 +42,16 @@ struct DeviceRadixSort {
                  ? shifted
                  : Key(shifted & ((Key(1) << width) - 1));
     };
-    std::vector<size_t> order(static_cast<size_t>(count));
-    std::iota(order.begin(), order.end(), size_t(0));
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    std::vector<size_t> sorted(static_cast<size_t>(count));
+    std::iota(sorted.begin(), sorted.end(), size_t(0));
+    std::stable_sort(sorted.begin(), sorted.end(), [&](size_t a, size_t b) {
       return digits(keysIn[a]) < digits(keysIn[b]);
     });
-    std::vector<Key> keys(order.size());
-    std::vector<Value> values(order.size());
-    for (size_t i = 0; i < order.size(); ++i) {
-      keys[i] = keysIn[order[i]];
-      values[i] = valuesIn[order[i]];
+    std::vector<Key> keys(sorted.size());
+    std::vector<Value> values(sorted.size());
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      keys[i] = keysIn[sorted[i]];
+      values[i] = valuesIn[sorted[i]];
     }
     std::copy(keys.begin(), keys.end(), keysOut);
     std::copy(values.begin(), values.end(), valuesOut);
