@@ -3,7 +3,9 @@
 // The CUDA emulator compiles the CUDA backend's own kernels (the .cu files)
 // as host C++ and runs each launch on the CPU, so CI checks the code a GPU
 // runs (grid-stride indexing, warp and block reductions, launch shapes)
-// where no GPU is. A launch runs its blocks one after another; a block's
+// where no GPU is. A launch on a stream is deferred until the stream's
+// work is waited for (Runtime.cpp), so the events between streams matter
+// here as on a GPU. A launch runs its blocks one after another; a block's
 // threads are cooperative fibers that switch only at __syncthreads() and
 // __shfl_xor_sync(), so the barriers and shuffles a kernel relies on hold,
 // and a block whose threads wait at different barriers, or a full-mask
@@ -11,8 +13,8 @@
 // on a GPU). Device memory is host memory (emulator/Runtime.cpp); cuBLASLt
 // and cuDNN's descriptor API are reference implementations with the
 // semantics their documentation gives (emulator/CublasLt.cpp, Cudnn.cpp);
-// NCCL runs over MPI (emulator/Nccl.cpp), its operations completing when
-// waited for; cuDNN's fused attention (its frontend's graphs) is not
+// NCCL runs over MPI (emulator/Nccl.cpp), its operations deferred as
+// launches are; cuDNN's fused attention (its frontend's graphs) is not
 // emulated, so its kernels are absent.
 //
 // What it cannot show: races between threads (a fiber runs until it waits)
