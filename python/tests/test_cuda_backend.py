@@ -36,10 +36,17 @@ from weft.examples.common import export
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
-def gpu_present():
+def gpu_count():
+    """The GPUs nvidia-smi lists (0 without it)."""
     smi = shutil.which("nvidia-smi")
-    return bool(smi) and subprocess.run(
-        [smi, "-L"], capture_output=True).returncode == 0
+    if not smi:
+        return 0
+    listed = subprocess.run([smi, "-L"], capture_output=True, text=True)
+    return len(listed.stdout.splitlines()) if listed.returncode == 0 else 0
+
+
+def gpu_present():
+    return gpu_count() > 0
 
 
 def cuda_weft_run(where, unrun):
@@ -354,14 +361,6 @@ def test_cuda_ranks_sharing_a_gpu_equal_the_cpu_backend(gpt_and_batches,
     assert record["communicator"] == "staged", record
     assert np.abs(losses["cuda"] - losses["cpu"]).max() <= \
         1e-5 * np.abs(losses["cpu"]).max(), losses
-
-
-def gpu_count():
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return 0
-    listed = subprocess.run([smi, "-L"], capture_output=True, text=True)
-    return len(listed.stdout.splitlines()) if listed.returncode == 0 else 0
 
 
 @on_cuda

@@ -280,13 +280,13 @@ protected:
   std::unique_ptr<Backend> gpu;
 };
 
-/// Skips a case whose kernels are a library's (cuBLASLt's, cuDNN's) where
-/// the backend under test lacks them: the emulator runs weft's own kernels
-/// only, and a build without cuDNN has no convolutions.
+/// Skips a case whose kernels are cuDNN's where the backend under test
+/// lacks them: a build without cuDNN has no convolutions or batch norm,
+/// one without its frontend (and the emulator) no fused attention.
 #define WEFT_NEEDS_KERNELS(...)                                                \
   if (std::string missing = lacking({__VA_ARGS__}); !missing.empty())          \
   GTEST_SKIP() << GetParam() << " has no" << missing                           \
-               << " (a library's kernels: not emulated, or not built)"
+               << " (cuDNN's kernels: not emulated, or not built)"
 
 } // namespace weft::rt::conformance
 

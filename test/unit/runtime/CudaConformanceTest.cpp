@@ -61,7 +61,6 @@ TEST_P(CudaConformance, Casts) {
 }
 
 TEST_P(CudaConformance, Matmul) {
-  WEFT_NEEDS_KERNELS("matmul");
   // Plain, a weight shared by the batch, equal batches, a broadcast batch,
   // a vector on either side.
   std::vector<std::array<std::vector<int64_t>, 3>> shapes = {
@@ -80,7 +79,6 @@ TEST_P(CudaConformance, Matmul) {
 /// and a Linear layer's bias, [N] or [1, N] with beta 1 (weft-fold-linear-
 /// bias: cuBLASLt's bias epilogue).
 TEST_P(CudaConformance, GemmTransposesAndBias) {
-  WEFT_NEEDS_KERNELS("gemm");
   for (DType d : floats())
     for (bool ta : {false, true})
       for (bool tb : {false, true})
@@ -110,7 +108,6 @@ TEST_P(CudaConformance, GemmTransposesAndBias) {
 /// dtype's tolerance (the epilogue applies the GELU before the product's
 /// rounding), exactly on the CPU (the two kernels).
 TEST_P(CudaConformance, GemmGeluIsTheGemmThenTheGelu) {
-  WEFT_NEEDS_KERNELS("gemm_gelu_tanh", "gemm_gelu_tanh_grad", "gemm");
   KernelAttrs none;
   for (DType d : floats())
     for (int64_t n : {48, 20})

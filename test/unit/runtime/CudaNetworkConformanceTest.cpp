@@ -219,7 +219,6 @@ template <typename Fn> void forEachLinearBackward(Fn fn) {
 /// two kernels). Shapes of a Linear layer's backward, with M and N not
 /// multiples of 8 too.
 TEST_P(CudaConformance, WgradBiasIsTheGemmAndSums) {
-  WEFT_NEEDS_KERNELS("wgrad_bias", "gemm");
   forEachLinearBackward(
       [&](bool transposed, const TensorType &dy, const TensorType &x,
           const TensorType &dw, const TensorType &db, const std::string &what) {
@@ -258,7 +257,6 @@ TEST_P(CudaConformance, WgradBiasIsTheGemmAndSums) {
 /// gradient, written over the sums: the adds it replaces, within the
 /// dtype's tolerance, exactly on the CPU (its parts are those kernels).
 TEST_P(CudaConformance, WgradBiasAccumulatesIntoTheSums) {
-  WEFT_NEEDS_KERNELS("wgrad_bias");
   forEachLinearBackward([&](bool transposed, const TensorType &dy,
                             const TensorType &x, const TensorType &dw,
                             const TensorType &db, const std::string &what) {

@@ -163,9 +163,9 @@ matmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void *alpha,
         for (int64_t l = 0; l < k; ++l)
           acc += element(a, A, d.transA, i, l, batch) *
                  element(b, B, d.transB, l, j, batch);
-        float v = emulator::blend(
-            scale, acc, addend,
-            addend == 0 ? 0 : load(c.type, C, batch * c.stride + i + j * c.ld));
+        float v = scale * acc;
+        if (addend != 0) // beta 0 does not read C
+          v += addend * load(c.type, C, batch * c.stride + i + j * c.ld);
         if (e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
           v += load(out.type, d.bias, i); // one per row of D
         int64_t auxAt = batch * out.stride + i + j * d.auxLd;

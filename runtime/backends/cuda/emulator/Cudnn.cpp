@@ -50,7 +50,7 @@ namespace weft::rt::cuda {
 
 namespace {
 
-using emulator::blend;
+using emulator::blendInto;
 using emulator::Format;
 
 constexpr size_t kWorkspace = 256; ///< bytes each pass asks for
@@ -181,18 +181,16 @@ cudnnStatus_t accumulate(const Taps &taps, int role, const void *a,
     return taps.status;
   std::vector<float> sum(
       at.empty() ? 0 : *std::max_element(at.begin(), at.end()) + 1);
+  int i = role == 0 ? 1 : 0, j = role == 2 ? 1 : 2; // a's role, b's
   taps.walk([&](int64_t x, int64_t w, int64_t y) {
     int64_t offset[3] = {x, w, y};
-    int i = role == 0 ? 1 : 0, j = role == 2 ? 1 : 2;
     sum[offset[role]] += emulator::load(taps.format, a, offset[i]) *
                          emulator::load(taps.format, b, offset[j]);
   });
   float al = *static_cast<const float *>(alpha),
         be = *static_cast<const float *>(beta);
-  for (int64_t i : at)
-    emulator::store(taps.format, dst, i,
-                    blend(al, sum[i], be,
-                          be == 0 ? 0 : emulator::load(taps.format, dst, i)));
+  for (int64_t k : at)
+    blendInto(taps.format, dst, k, al, sum[k], be);
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -273,9 +271,7 @@ cudnnStatus_t addTensor(cudnnHandle_t h, const void *alpha,
   float al = *static_cast<const float *>(alpha),
         be = *static_cast<const float *>(beta);
   for (size_t i = 0; i < to.size(); ++i)
-    emulator::store(format, c, to[i],
-                    blend(al, emulator::load(format, a, from[i]), be,
-                          be == 0 ? 0 : emulator::load(format, c, to[i])));
+    blendInto(format, c, to[i], al, emulator::load(format, a, from[i]), be);
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -337,8 +333,7 @@ cudnnStatus_t bnTraining(cudnnHandle_t h, cudnnBatchNormMode_t mode,
     float g = static_cast<const float *>(scale)[c],
           b = static_cast<const float *>(bias)[c];
     for (int64_t i : at)
-      y[i] =
-          blend(al, float(g * (x[i] - mean) * inv + b), be, be == 0 ? 0 : y[i]);
+      blendInto(y[i], al, float(g * (x[i] - mean) * inv + b), be);
     auto *rm = static_cast<float *>(runningMean),
          *rv = static_cast<float *>(runningVar);
     rm[c] = float(factor * mean + (1 - factor) * rm[c]);
@@ -372,7 +367,7 @@ cudnnStatus_t bnInference(cudnnHandle_t h, cudnnBatchNormMode_t mode,
     float g = static_cast<const float *>(scale)[c],
           b = static_cast<const float *>(bias)[c];
     for (int64_t i : channels.of[c])
-      y[i] = blend(al, float(g * (x[i] - m) * inv + b), be, be == 0 ? 0 : y[i]);
+      blendInto(y[i], al, float(g * (x[i] - m) * inv + b), be);
   }
   return CUDNN_STATUS_SUCCESS;
 }
@@ -413,13 +408,12 @@ cudnnStatus_t bnBackward(cudnnHandle_t h, cudnnBatchNormMode_t mode,
     float g = static_cast<const float *>(scale)[c];
     for (int64_t i : at) {
       double xhat = (x[i] - mean) * inv;
-      dx[i] =
-          blend(ad, float(g * inv * (dy[i] - (sumDy + xhat * sumDyXhat) / n)),
-                bd, bd == 0 ? 0 : dx[i]);
+      blendInto(dx[i], ad,
+                float(g * inv * (dy[i] - (sumDy + xhat * sumDyXhat) / n)), bd);
     }
     auto *ds = static_cast<float *>(dScale), *db = static_cast<float *>(dBias);
-    ds[c] = blend(ap, float(sumDyXhat), bp, bp == 0 ? 0 : ds[c]);
-    db[c] = blend(ap, float(sumDy), bp, bp == 0 ? 0 : db[c]);
+    blendInto(ds[c], ap, float(sumDyXhat), bp);
+    blendInto(db[c], ap, float(sumDy), bp);
   }
   return CUDNN_STATUS_SUCCESS;
 }

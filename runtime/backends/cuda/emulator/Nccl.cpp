@@ -97,12 +97,13 @@ struct Widened {
   }
 };
 
-/// Posts `request`'s completion on `stream`, keeping `buffers` alive until
-/// then and running `done` after the wait.
+using Bytes = std::shared_ptr<std::vector<char>>;
+
+/// Posts `request`'s completion on `stream`, then `done` (which keeps the
+/// buffers the request reads or writes alive until then).
 void later(cudaStream_t stream, MPI_Request request,
-           std::shared_ptr<std::vector<std::vector<char>>> buffers = nullptr,
            std::function<void()> done = nullptr) {
-  emulator::defer(stream, [request, buffers, done]() mutable {
+  emulator::defer(stream, [request, done]() mutable {
     MPI_Wait(&request, MPI_STATUS_IGNORE);
     if (done)
       done();
@@ -116,30 +117,28 @@ ncclResult_t allReduce(const void *send, void *recv, size_t count,
   Widened w;
   if (!Widened::of(type, w) || (op != ncclSum && op != ncclMax))
     return ncclInvalidArgument;
-  auto buffers = std::make_shared<std::vector<std::vector<char>>>();
-  buffers->push_back(w.copy(send, count));
+  auto data = std::make_shared<std::vector<char>>(w.copy(send, count));
   MPI_Request request;
-  MPI_Iallreduce(MPI_IN_PLACE, buffers->at(0).data(), int(count), w.mpi,
+  MPI_Iallreduce(MPI_IN_PLACE, data->data(), int(count), w.mpi,
                  op == ncclSum ? MPI_SUM : MPI_MAX, comm->mpi, &request);
-  later(stream, request, buffers,
-        [w, buffers, recv, count] { w.store(buffers->at(0), recv, count); });
+  later(stream, request,
+        [w, data, recv, count] { w.store(*data, recv, count); });
   return ncclSuccess;
 }
 
+// The input is copied first, so NCCL's in-place form (the input at this
+// rank's slot of the output) needs nothing more.
 ncclResult_t allGather(const void *send, void *recv, size_t count,
                        ncclDataType_t type, ncclComm_t comm,
                        cudaStream_t stream) {
   emulator::order(stream); // what the stream ran before, first
-  int rank = 0;
-  MPI_Comm_rank(comm->mpi, &rank);
   size_t bytes = count * sizeOf(type);
-  auto buffers = std::make_shared<std::vector<std::vector<char>>>();
-  buffers->emplace_back(static_cast<const char *>(send),
-                        static_cast<const char *>(send) + bytes);
+  auto data = std::make_shared<std::vector<char>>(
+      static_cast<const char *>(send), static_cast<const char *>(send) + bytes);
   MPI_Request request;
-  MPI_Iallgather(buffers->at(0).data(), int(bytes), MPI_BYTE, recv, int(bytes),
-                 MPI_BYTE, comm->mpi, &request);
-  later(stream, request, buffers);
+  MPI_Iallgather(data->data(), int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE,
+                 comm->mpi, &request);
+  later(stream, request, [data] {});
   return ncclSuccess;
 }
 
@@ -152,14 +151,14 @@ ncclResult_t reduceScatter(const void *send, void *recv, size_t count,
   MPI_Comm_size(comm->mpi, &members);
   if (!Widened::of(type, w) || op != ncclSum)
     return ncclInvalidArgument;
-  auto buffers = std::make_shared<std::vector<std::vector<char>>>();
-  buffers->push_back(w.copy(send, count * size_t(members)));
-  buffers->push_back(std::vector<char>(buffers->at(0).size() / members));
+  Bytes in = std::make_shared<std::vector<char>>(
+      w.copy(send, count * size_t(members)));
+  Bytes out = std::make_shared<std::vector<char>>(in->size() / members);
   MPI_Request request;
-  MPI_Ireduce_scatter_block(buffers->at(0).data(), buffers->at(1).data(),
-                            int(count), w.mpi, MPI_SUM, comm->mpi, &request);
-  later(stream, request, buffers,
-        [w, buffers, recv, count] { w.store(buffers->at(1), recv, count); });
+  MPI_Ireduce_scatter_block(in->data(), out->data(), int(count), w.mpi, MPI_SUM,
+                            comm->mpi, &request);
+  later(stream, request,
+        [w, in, out, recv, count] { w.store(*out, recv, count); });
   return ncclSuccess;
 }
 

@@ -89,19 +89,24 @@ std::map<void *, size_t> &allocations() {
 }
 size_t allocated = 0;
 
+/// `bytes` (at least 1) rounded up to kAlignment.
+size_t rounded(size_t bytes) {
+  return (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment *
+         kAlignment;
+}
+
 cudaError_t allocate(void **pointer, size_t bytes) {
-  size_t rounded =
-      (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
-  if (allocated + rounded > kDeviceBytes)
+  size_t size = rounded(bytes);
+  if (allocated + size > kDeviceBytes)
     return cudaErrorMemoryAllocation;
-  *pointer = std::aligned_alloc(kAlignment, rounded);
+  *pointer = std::aligned_alloc(kAlignment, size);
   if (!*pointer)
     return cudaErrorMemoryAllocation;
   // cudaMalloc's bytes are undefined: NaN in every float format here, so
   // a kernel that reads scratch bytes before writing them shows it.
-  std::memset(*pointer, 0xFF, rounded);
-  allocations()[*pointer] = rounded;
-  allocated += rounded;
+  std::memset(*pointer, 0xFF, size);
+  allocations()[*pointer] = size;
+  allocated += size;
   return cudaSuccess;
 }
 
@@ -180,9 +185,7 @@ cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
   return cudaSuccess;
 }
 cudaError_t cudaHostAlloc(void **pointer, size_t bytes, unsigned int) {
-  *pointer = std::aligned_alloc(kAlignment,
-                                (std::max<size_t>(bytes, 1) + kAlignment - 1) /
-                                    kAlignment * kAlignment);
+  *pointer = std::aligned_alloc(kAlignment, rounded(bytes));
   return *pointer ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 cudaError_t cudaFreeHost(void *pointer) {
@@ -247,10 +250,6 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event, unsigned int) {
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  complete(event->pending);
-  return cudaSuccess;
-}
-cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   complete(event->pending);
   return cudaSuccess;
 }

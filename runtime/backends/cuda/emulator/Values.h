@@ -29,10 +29,15 @@ inline void store(Format f, void *p, int64_t i, float v) {
     static_cast<uint16_t *>(p)[i] = f == Format::BF16 ? toBF16(v) : toF16(v);
 }
 
-/// alpha r + beta old, where beta 0 does not read the destination (the
+/// dst = alpha r + beta dst, where beta 0 does not read dst (the
 /// libraries' rule: it may hold anything, NaN included).
-inline float blend(float alpha, float r, float beta, float old) {
-  return beta == 0 ? alpha * r : alpha * r + beta * old;
+inline void blendInto(float &dst, float alpha, float r, float beta) {
+  dst = beta == 0 ? alpha * r : alpha * r + beta * dst;
+}
+/// The same for element i of `p`, stored as `f`.
+inline void blendInto(Format f, void *p, int64_t i, float alpha, float r,
+                      float beta) {
+  store(f, p, i, beta == 0 ? alpha * r : alpha * r + beta * load(f, p, i));
 }
 
 } // namespace weft::rt::cuda::emulator
