@@ -4,10 +4,13 @@
 // backward data of the convolution it transposes), conv_weight_grad
 // (backward filter) and spatial batch norm, with cuDNN's descriptor API.
 // Algorithms: the first deterministic one cuDNN's heuristics rank, so a
-// step repeats bit for bit; f32 convolutions use FMA math (no TF32, so
-// they stay within f32's tolerance of the CPU), 16-bit ones tensor cores
-// with f32 accumulation. Workspaces come from the scratch buffer. A 1-D
-// window gains a unit dimension (cuDNN wants two or three); asymmetric
+// step repeats bit for bit. The descriptors and algorithm of each
+// configuration are made by its first call and kept with the cuDNN handle
+// (ConvPlan), as PyTorch keeps its algorithm choices: the heuristics are
+// asked once per configuration, in the first step. f32 convolutions use FMA
+// math (no TF32, so they stay within f32's tolerance of the CPU), 16-bit ones
+// tensor cores with f32 accumulation. Workspaces come from the scratch buffer.
+// A 1-D window gains a unit dimension (cuDNN wants two or three); asymmetric
 // pads, a biased running variance (ONNX's form) or frozen batch-norm
 // gradients are refused with the kernel named, as cuDNN has no such mode.
 //
@@ -17,7 +20,11 @@
 #include "CudaKernels.h"
 #include "Cudnn.h"
 
-#include <array>
+#include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <vector>
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
@@ -37,19 +44,6 @@ inline void cudnnCheck(cudnnStatus_t status, const char *what, const char *file,
   ::weft::rt::cudnnCheck((call), #call, __FILE__, __LINE__)
 
 namespace weft::rt::cuda {
-
-void *CudnnHandle::get(cudaStream_t stream) {
-  if (!handle) {
-    cudnnHandle_t made = nullptr;
-    WEFT_CUDNN_CHECK(Cudnn::get().cudnnCreate(&made));
-    handle = made;
-    destroy = [](void *h) {
-      Cudnn::get().cudnnDestroy(static_cast<cudnnHandle_t>(h));
-    };
-    WEFT_CUDNN_CHECK(Cudnn::get().cudnnSetStream(made, stream));
-  }
-  return handle;
-}
 
 namespace {
 
@@ -147,76 +141,161 @@ struct ConvDesc {
 
 constexpr int kAlgorithms = 8;
 
-/// The descriptors of one convolution from `x` to `y` with filter `w`
-/// (the forward direction, whichever pass runs).
-struct Convolution {
-  const Cudnn &dnn = Cudnn::get();
-  cudnnHandle_t h;
+/// cuDNN's three convolution passes.
+enum class Pass { Forward, BackwardData, BackwardFilter };
+
+/// What fixes a pass's descriptors and algorithm: the pass, the dtype, the
+/// shapes of the forward convolution's x, w and y, its window and groups,
+/// and whether a bias is added after. cuDNN's heuristics see no address.
+struct ConvKey {
+  Pass pass;
+  DType dtype;
+  std::vector<int64_t> x, w, y, pads, strides, dilations;
+  int64_t group;
+  bool bias;
+
+  auto tie() const {
+    return std::tie(pass, dtype, x, w, y, pads, strides, dilations, group,
+                    bias);
+  }
+  bool operator<(const ConvKey &other) const { return tie() < other.tie(); }
+};
+
+/// The first algorithm of `perf` (cuDNN's ranking) that ran and is
+/// deterministic, so a step repeats bit for bit.
+template <typename Perf>
+int firstDeterministic(const KernelCall &call, const Perf *perf, int count) {
+  for (int k = 0; k < count; ++k)
+    if (perf[k].status == CUDNN_STATUS_SUCCESS &&
+        perf[k].determinism == CUDNN_DETERMINISTIC)
+      return int(perf[k].algo);
+  call.fail("cuDNN offers no deterministic algorithm for this convolution");
+}
+
+} // namespace
+
+/// One pass's descriptors (of the forward convolution from x to y with
+/// filter w, whichever pass runs), its algorithm and workspace bytes, and
+/// the bias's descriptor when one is added.
+struct ConvPlan {
   TensorDesc x, y;
   FilterDesc w;
   ConvDesc conv;
-  Convolution(const KernelCall &call, const Context &ctx, const Tensor &x,
-              const Tensor &y, const Tensor &w)
-      : h(static_cast<cudnnHandle_t>(ctx.cudnn->get(ctx.stream))), x(call, x),
-        y(call, y), w(call, w), conv(call, x.shape.size() - 2, x.dtype) {}
-};
-
-/// A pass's algorithm (the first deterministic one cuDNN's heuristics
-/// rank: `rank(max, &count, perf)`) and its workspace
-/// (`size(algo, &bytes)`), from the scratch buffer.
-template <typename Perf> struct Algorithm {
-  decltype(Perf::algo) algo;
-  void *workspace = nullptr;
+  std::optional<TensorDesc> bias;
+  int algo = 0; ///< the pass's cudnnConvolution*Algo_t
   size_t bytes = 0;
 
-  template <typename Rank, typename Size>
-  Algorithm(const KernelCall &call, const Context &ctx, Rank rank, Size size) {
-    Perf perf[kAlgorithms];
+  ConvPlan(const KernelCall &call, cudnnHandle_t h, Pass pass, const Tensor &x,
+           const Tensor &y, const Tensor &w, bool addsBias)
+      : x(call, x), y(call, y), w(call, w),
+        conv(call, x.shape.size() - 2, x.dtype) {
+    if (addsBias) { // [K] along dim 1 of the pass's output
+      const Tensor &out = pass == Pass::Forward ? y : x;
+      std::vector<int64_t> shape(out.shape.size(), 1);
+      shape[1] = out.shape[1];
+      bias.emplace(call, out.dtype, shape);
+    }
+    const Cudnn &dnn = Cudnn::get();
     int count = 0;
-    WEFT_CUDNN_CHECK(rank(kAlgorithms, &count, perf));
-    int k = 0;
-    while (k < count && (perf[k].status != CUDNN_STATUS_SUCCESS ||
-                         perf[k].determinism != CUDNN_DETERMINISTIC))
-      ++k;
-    if (k == count)
-      call.fail("cuDNN offers no deterministic algorithm for this "
-                "convolution");
-    algo = perf[k].algo;
-    WEFT_CUDNN_CHECK(size(algo, &bytes));
-    workspace = ctx.scratch->get(bytes, ctx.stream);
+    switch (pass) {
+    case Pass::Forward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[kAlgorithms];
+      WEFT_CUDNN_CHECK(dnn.cudnnGetConvolutionForwardAlgorithm_v7(
+          h, this->x.d, this->w.d, conv.d, this->y.d, kAlgorithms, &count,
+          perf));
+      algo = firstDeterministic(call, perf, count);
+      WEFT_CUDNN_CHECK(dnn.cudnnGetConvolutionForwardWorkspaceSize(
+          h, this->x.d, this->w.d, conv.d, this->y.d,
+          cudnnConvolutionFwdAlgo_t(algo), &bytes));
+      break;
+    }
+    case Pass::BackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[kAlgorithms];
+      WEFT_CUDNN_CHECK(dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          h, this->w.d, this->y.d, conv.d, this->x.d, kAlgorithms, &count,
+          perf));
+      algo = firstDeterministic(call, perf, count);
+      WEFT_CUDNN_CHECK(dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(
+          h, this->w.d, this->y.d, conv.d, this->x.d,
+          cudnnConvolutionBwdDataAlgo_t(algo), &bytes));
+      break;
+    }
+    case Pass::BackwardFilter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[kAlgorithms];
+      WEFT_CUDNN_CHECK(dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          h, this->x.d, this->y.d, conv.d, this->w.d, kAlgorithms, &count,
+          perf));
+      algo = firstDeterministic(call, perf, count);
+      WEFT_CUDNN_CHECK(dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          h, this->x.d, this->y.d, conv.d, this->w.d,
+          cudnnConvolutionBwdFilterAlgo_t(algo), &bytes));
+      break;
+    }
+    }
   }
 };
 
-/// bias [K] added along dim 1 of `y` (described by `yd`), when the call
-/// has one.
-void addBias(const KernelCall &call, const Convolution &c, const TensorDesc &yd,
-             const Tensor &y) {
-  if (call.in.size() < 3)
-    return;
-  std::vector<int64_t> shape(y.shape.size(), 1);
-  shape[1] = y.shape[1];
-  TensorDesc bd(call, y.dtype, shape);
-  WEFT_CUDNN_CHECK(c.dnn.cudnnAddTensor(c.h, &kOne, bd.d, call.in[2].data,
-                                        &kOne, yd.d, y.data));
-}
+/// A backend's convolution plans by configuration, made by the first
+/// call of each (PyTorch keeps its cuDNN algorithm choices so too).
+struct ConvPlans {
+  std::map<ConvKey, std::unique_ptr<ConvPlan>> plans;
+};
+
+namespace {
+
+/// One pass of the convolution from `x` to `y` with filter `w` (the
+/// forward direction, whichever pass runs): the handle, the plan, and
+/// the workspace from the scratch buffer.
+struct Convolution {
+  const Cudnn &dnn = Cudnn::get();
+  cudnnHandle_t h;
+  const ConvPlan &plan;
+  void *workspace;
+
+  Convolution(const KernelCall &call, const Context &ctx, Pass pass,
+              const Tensor &x, const Tensor &y, const Tensor &w)
+      : h(static_cast<cudnnHandle_t>(ctx.cudnn->get(ctx.stream))),
+        plan(planOf(call, ctx, pass, x, y, w)),
+        workspace(ctx.scratch->get(plan.bytes, ctx.stream)) {}
+
+  /// bias [K] added along dim 1 of `out`, when the call has one.
+  void addBias(const KernelCall &call, const TensorDesc &outDesc,
+               const Tensor &out) const {
+    if (plan.bias)
+      WEFT_CUDNN_CHECK(dnn.cudnnAddTensor(
+          h, &kOne, plan.bias->d, call.in[2].data, &kOne, outDesc.d, out.data));
+  }
+
+private:
+  const ConvPlan &planOf(const KernelCall &call, const Context &ctx, Pass pass,
+                         const Tensor &x, const Tensor &y, const Tensor &w) {
+    bool addsBias = pass != Pass::BackwardFilter && call.in.size() > 2;
+    ConvKey key{pass,
+                x.dtype,
+                x.shape,
+                w.shape,
+                y.shape,
+                call.ints("pads"),
+                call.ints("strides"),
+                call.ints("dilations"),
+                call.i("group"),
+                addsBias};
+    std::unique_ptr<ConvPlan> &plan = ctx.cudnn->convPlans().plans[key];
+    if (!plan)
+      plan = std::make_unique<ConvPlan>(call, h, pass, x, y, w, addsBias);
+    return *plan;
+  }
+};
 
 void conv(const KernelCall &call, const Context &ctx) {
   const Tensor &x = call.in[0], &w = call.in[1], &y = call.out[0];
-  Convolution c(call, ctx, x, y, w);
-  Algorithm<cudnnConvolutionFwdAlgoPerf_t> a(
-      call, ctx,
-      [&](int n, int *count, auto *perf) {
-        return c.dnn.cudnnGetConvolutionForwardAlgorithm_v7(
-            c.h, c.x.d, c.w.d, c.conv.d, c.y.d, n, count, perf);
-      },
-      [&](auto algo, size_t *bytes) {
-        return c.dnn.cudnnGetConvolutionForwardWorkspaceSize(
-            c.h, c.x.d, c.w.d, c.conv.d, c.y.d, algo, bytes);
-      });
+  Convolution c(call, ctx, Pass::Forward, x, y, w);
+  const ConvPlan &p = c.plan;
   WEFT_CUDNN_CHECK(c.dnn.cudnnConvolutionForward(
-      c.h, &kOne, c.x.d, x.data, c.w.d, w.data, c.conv.d, a.algo, a.workspace,
-      a.bytes, &kZero, c.y.d, y.data));
-  addBias(call, c, c.y, y);
+      c.h, &kOne, p.x.d, x.data, p.w.d, w.data, p.conv.d,
+      cudnnConvolutionFwdAlgo_t(p.algo), c.workspace, p.bytes, &kZero, p.y.d,
+      y.data));
+  c.addBias(call, p.y, y);
 }
 
 /// The transpose of the convolution from `y`'s shape to `x`'s with the
@@ -224,39 +303,23 @@ void conv(const KernelCall &call, const Context &ctx) {
 void convTranspose(const KernelCall &call, const Context &ctx) {
   const Tensor &x = call.in[0], &w = call.in[1], &y = call.out[0];
   // The convolution this transposes runs from y to x.
-  Convolution c(call, ctx, y, x, w);
-  Algorithm<cudnnConvolutionBwdDataAlgoPerf_t> a(
-      call, ctx,
-      [&](int n, int *count, auto *perf) {
-        return c.dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(
-            c.h, c.w.d, c.y.d, c.conv.d, c.x.d, n, count, perf);
-      },
-      [&](auto algo, size_t *bytes) {
-        return c.dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(
-            c.h, c.w.d, c.y.d, c.conv.d, c.x.d, algo, bytes);
-      });
+  Convolution c(call, ctx, Pass::BackwardData, y, x, w);
+  const ConvPlan &p = c.plan;
   WEFT_CUDNN_CHECK(c.dnn.cudnnConvolutionBackwardData(
-      c.h, &kOne, c.w.d, w.data, c.y.d, x.data, c.conv.d, a.algo, a.workspace,
-      a.bytes, &kZero, c.x.d, y.data));
-  addBias(call, c, c.x, y); // the transpose's output: the conv's input
+      c.h, &kOne, p.w.d, w.data, p.y.d, x.data, p.conv.d,
+      cudnnConvolutionBwdDataAlgo_t(p.algo), c.workspace, p.bytes, &kZero,
+      p.x.d, y.data));
+  c.addBias(call, p.x, y); // the transpose's output: the conv's input
 }
 
 void convWeightGrad(const KernelCall &call, const Context &ctx) {
   const Tensor &x = call.in[0], &dy = call.in[1], &dw = call.out[0];
-  Convolution c(call, ctx, x, dy, dw);
-  Algorithm<cudnnConvolutionBwdFilterAlgoPerf_t> a(
-      call, ctx,
-      [&](int n, int *count, auto *perf) {
-        return c.dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            c.h, c.x.d, c.y.d, c.conv.d, c.w.d, n, count, perf);
-      },
-      [&](auto algo, size_t *bytes) {
-        return c.dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(
-            c.h, c.x.d, c.y.d, c.conv.d, c.w.d, algo, bytes);
-      });
+  Convolution c(call, ctx, Pass::BackwardFilter, x, dy, dw);
+  const ConvPlan &p = c.plan;
   WEFT_CUDNN_CHECK(c.dnn.cudnnConvolutionBackwardFilter(
-      c.h, &kOne, c.x.d, x.data, c.y.d, dy.data, c.conv.d, a.algo, a.workspace,
-      a.bytes, &kZero, c.w.d, dw.data));
+      c.h, &kOne, p.x.d, x.data, p.y.d, dy.data, p.conv.d,
+      cudnnConvolutionBwdFilterAlgo_t(p.algo), c.workspace, p.bytes, &kZero,
+      p.w.d, dw.data));
 }
 
 /// Batch norm's f32 operands and epsilon, checked against what cuDNN's
@@ -340,6 +403,21 @@ void registerCudnnKernels(KernelTable &t) {
   t["conv_weight_grad"] = convWeightGrad;
   t["batch_norm"] = batchNorm;
   t["batch_norm_grad"] = batchNormGrad;
+}
+
+void *CudnnHandle::get(cudaStream_t stream) {
+  if (!handle) {
+    cudnnHandle_t made = nullptr;
+    WEFT_CUDNN_CHECK(Cudnn::get().cudnnCreate(&made));
+    handle = made;
+    plans = new ConvPlans;
+    destroy = [](void *h, ConvPlans *plans) {
+      delete plans; // its descriptors before the handle
+      Cudnn::get().cudnnDestroy(static_cast<cudnnHandle_t>(h));
+    };
+    WEFT_CUDNN_CHECK(Cudnn::get().cudnnSetStream(made, stream));
+  }
+  return handle;
 }
 
 } // namespace weft::rt::cuda

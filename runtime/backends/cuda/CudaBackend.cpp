@@ -16,6 +16,7 @@
 #include "CublasLt.h"
 #include "CudaCheck.h"
 #include "CudaKernels.h"
+#include "GemmPlan.h"
 
 #include <algorithm>
 #include <new>
@@ -41,6 +42,7 @@ public:
     // plan's arena (the libraries' memory, reported separately).
     context.workspaceBytes = 32u << 20;
     WEFT_CUDA_CHECK(cudaMalloc(&context.workspace, context.workspaceBytes));
+    context.gemmPlans = &gemmPlans;
     context.scratch = &scratch;
     context.cudnn = &cudnn;
     // The fault record is host memory the device writes through.
@@ -205,6 +207,7 @@ private:
   cudaStream_t compute = nullptr, comm = nullptr, copy = nullptr;
   cudaEvent_t copied = nullptr;
   cuda::Scratch scratch;
+  cuda::GemmPlans gemmPlans;
   cuda::CudnnHandle cudnn;
   cuda::Fault *fault = nullptr; ///< host address
   cuda::Context context;

@@ -54,8 +54,11 @@ private:
   size_t size = 0, high = 0;
 };
 
+struct ConvPlans;
+
 /// cuDNN's handle, made (and cuDNN opened) by the first kernel that needs
-/// it (Convolution.cpp), bound to the compute stream.
+/// it (Convolution.cpp), bound to the compute stream, with the
+/// convolutions' plans (descriptors and algorithms) made so far.
 class CudnnHandle {
 public:
   CudnnHandle() = default;
@@ -63,24 +66,31 @@ public:
   CudnnHandle &operator=(const CudnnHandle &) = delete;
   ~CudnnHandle() {
     if (handle)
-      destroy(handle);
+      destroy(handle, plans);
   }
   /// The cudnnHandle_t, made on the first call.
   void *get(cudaStream_t stream);
+  /// The convolution plans; valid once get() has made the handle.
+  ConvPlans &convPlans() { return *plans; }
 
 private:
   void *handle = nullptr;
-  void (*destroy)(void *) = nullptr; ///< set with the handle
+  ConvPlans *plans = nullptr;
+  void (*destroy)(void *, ConvPlans *) = nullptr; ///< set with the handle
 };
 
-/// What a kernel launches with: the compute stream, cuBLASLt's handle and
-/// its workspace (device bytes, apart from the plan's arena), cuDNN's
-/// handle, the scratch buffer and the fault record.
+class GemmPlans;
+
+/// What a kernel launches with: the compute stream, cuBLASLt's handle, its
+/// workspace (device bytes, apart from the plan's arena) and the GEMM
+/// plans made so far (GemmPlan.h), cuDNN's handle, the scratch buffer and
+/// the fault record.
 struct Context {
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;
   void *workspace = nullptr;
   size_t workspaceBytes = 0;
+  GemmPlans *gemmPlans = nullptr;
   CudnnHandle *cudnn = nullptr;
   Scratch *scratch = nullptr;
   Fault *fault = nullptr; ///< host-mapped: the device address

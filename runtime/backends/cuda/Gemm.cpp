@@ -1,11 +1,8 @@
 //===- Gemm.cpp - matmul and gemm through cuBLASLt ------------------------===//
 //
-// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt
-// gets B's buffer as its A and A's as its B, with m and n swapped. Every
-// dtype accumulates in f32 (CUBLAS_COMPUTE_32F; bf16 and f16 operands,
-// f32 scale), as the CPU backend's widened GEMM does. The heuristic is
-// told each operand's alignment (a plan's 64 bytes, a view's less), not
-// left to assume cuBLASLt's default 256. Batched matmul with
+// The kernels as GEMMs (GemmPlan.h: cuBLASLt's descriptors and algorithm
+// for each configuration, made once). Every dtype accumulates in f32, as
+// the CPU backend's widened GEMM does. Batched matmul with
 // equal batch dims is one strided-batched call; a shared right operand (a
 // weight) folds the batch into M; other broadcasts loop over the batch.
 // A gemm's C that is one bias per column (weft-fold-linear-bias) is added
@@ -26,191 +23,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CublasLt.h"
-#include "CudaCheck.h"
-#include "CudaKernels.h"
+#include "GemmPlan.h"
 
 #include "../../kernels/Fused.h"
 #include "../../kernels/MatmulShape.h"
 
-#include <cuda_runtime.h>
-
-#include <algorithm>
+#include <array>
+#include <vector>
 
 namespace weft::rt::cuda {
 
 namespace {
-
-cudaDataType_t dataType(const KernelCall &call, DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return CUDA_R_32F;
-  case DType::BF16:
-    return CUDA_R_16BF;
-  case DType::F16:
-    return CUDA_R_16F;
-  default:
-    unsupported(call, dtype);
-  }
-}
-
-/// The largest power of two up to 256 dividing `p`'s address. cuBLASLt's
-/// heuristic assumes 256-byte aligned operands unless told otherwise
-/// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES), and the plan aligns
-/// buffers to 64 bytes only, views within them less: told each pointer's
-/// alignment, it offers only algorithms that can use it.
-uint32_t alignmentOf(const void *p) {
-  auto address = reinterpret_cast<uintptr_t>(p);
-  uint32_t alignment = 1;
-  while (alignment < 256 && address % (2 * alignment) == 0)
-    alignment *= 2;
-  return alignment;
-}
-
-/// The descriptors of one call, destroyed with it.
-struct Descriptors {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulPreference_t preference = nullptr;
-  ~Descriptors() {
-    const CublasLt &lt = CublasLt::get();
-    lt.cublasLtMatmulPreferenceDestroy(preference);
-    lt.cublasLtMatrixLayoutDestroy(c);
-    lt.cublasLtMatrixLayoutDestroy(b);
-    lt.cublasLtMatrixLayoutDestroy(a);
-    lt.cublasLtMatmulDescDestroy(op);
-  }
-};
-
-/// The tanh GELU cuBLASLt applies in the epilogue: its value, storing its
-/// input in the auxiliary matrix, or its derivative at the auxiliary
-/// matrix times the product.
-enum class Gelu { None, Forward, Backward };
-
-/// One row-major GEMM (batched: `batch` of them `stride*` elements
-/// apart): C = alpha op(A) op(B) + beta C.
-struct Gemm {
-  DType dtype;
-  bool transA = false, transB = false;
-  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
-  int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
-  float alpha = 1, beta = 0;
-  /// One value per column of C, of C's dtype, added by the epilogue.
-  const void *bias = nullptr;
-  /// Where the epilogue writes op(A)'s sums over k (one per row of our C),
-  /// or op(B)'s (one per column) when `biasGradOfB`, of C's dtype.
-  void *biasGrad = nullptr;
-  bool biasGradOfB = false;
-  Gelu gelu = Gelu::None;
-  /// The GELU's input, [m, n] like C: written (Forward) or read (Backward).
-  const void *aux = nullptr;
-
-  void run(const KernelCall &call, const Context &ctx, const void *a,
-           const void *b, void *c) const {
-    if (!tryRun(call, ctx, a, b, c))
-      call.fail("cuBLASLt has no algorithm for this GEMM");
-  }
-
-  /// Runs the GEMM; false, having run nothing, when cuBLASLt's heuristic
-  /// offers no algorithm (an epilogue narrows its choice).
-  bool tryRun(const KernelCall &call, const Context &ctx, const void *a,
-              const void *b, void *c) const {
-    if (m == 0 || n == 0)
-      return true;
-    cudaDataType_t type = dataType(call, dtype);
-    const CublasLt &lt = CublasLt::get();
-    Descriptors d;
-    WEFT_CUBLAS_CHECK(
-        lt.cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    // Column-major: cuBLASLt's A is our B, its B our A.
-    cublasOperation_t opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-                      opB = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-    WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
-        d.op, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
-    WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
-        d.op, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
-    auto epilogue = [&](cublasLtEpilogue_t kind, const void *vector) {
-      WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
-          d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &kind, sizeof kind));
-      WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
-          d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof vector));
-    };
-    // Column-major D is n x m: the bias runs along its n rows, as
-    // cuBLASLt's bias vector does.
-    if (gelu == Gelu::Forward)
-      epilogue(bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
-                    : CUBLASLT_EPILOGUE_GELU_AUX,
-               bias);
-    else if (gelu == Gelu::Backward)
-      epilogue(CUBLASLT_EPILOGUE_DGELU, nullptr);
-    else if (bias)
-      epilogue(CUBLASLT_EPILOGUE_BIAS, bias);
-    if (gelu != Gelu::None) {
-      int64_t ld = ldc;
-      WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
-          d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
-      WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
-          d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
-    }
-    // Our op(A) is cuBLASLt's op(B): its sums over k, one per column of the
-    // column-major n x m output, i.e. per row of ours; our op(B) is its
-    // op(A), one sum per row of that output (per column of ours).
-    if (biasGrad)
-      epilogue(biasGradOfB ? CUBLASLT_EPILOGUE_BGRADA
-                           : CUBLASLT_EPILOGUE_BGRADB,
-               biasGrad);
-    // Stored (before op) column-major shapes: our B is [k, n] row-major,
-    // i.e. n x k column-major (k x n when transposed), and so on.
-    WEFT_CUBLAS_CHECK(lt.cublasLtMatrixLayoutCreate(&d.a, type, transB ? k : n,
-                                                    transB ? n : k, ldb));
-    WEFT_CUBLAS_CHECK(lt.cublasLtMatrixLayoutCreate(&d.b, type, transA ? m : k,
-                                                    transA ? k : m, lda));
-    WEFT_CUBLAS_CHECK(lt.cublasLtMatrixLayoutCreate(&d.c, type, n, m, ldc));
-    if (batch > 1) {
-      int32_t count = int32_t(batch);
-      for (auto [layout, stride] :
-           {std::pair{d.a, strideB}, {d.b, strideA}, {d.c, strideC}}) {
-        WEFT_CUBLAS_CHECK(lt.cublasLtMatrixLayoutSetAttribute(
-            layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
-        WEFT_CUBLAS_CHECK(lt.cublasLtMatrixLayoutSetAttribute(
-            layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-            sizeof stride));
-      }
-    }
-    WEFT_CUBLAS_CHECK(lt.cublasLtMatmulPreferenceCreate(&d.preference));
-    WEFT_CUBLAS_CHECK(lt.cublasLtMatmulPreferenceSetAttribute(
-        d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-        &ctx.workspaceBytes, sizeof ctx.workspaceBytes));
-    // cuBLASLt's A is our B, its B our A; C is D.
-    for (auto [attribute, pointer] :
-         {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, b},
-          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a},
-          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, (const void *)c},
-          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, (const void *)c}}) {
-      uint32_t alignment = alignmentOf(pointer);
-      WEFT_CUBLAS_CHECK(lt.cublasLtMatmulPreferenceSetAttribute(
-          d.preference, attribute, &alignment, sizeof alignment));
-    }
-    cublasLtMatmulHeuristicResult_t best;
-    int found = 0;
-    cublasStatus_t status = lt.cublasLtMatmulAlgoGetHeuristic(
-        ctx.lt, d.op, d.a, d.b, d.c, d.c, d.preference, 1, &best, &found);
-    // No algorithm: none found, or (cuBLASLt's documented answer) no
-    // heuristic for this configuration, as for an epilogue it lacks. With
-    // an epilogue any refusal counts as none: the caller falls back to the
-    // plain GEMM, which reports a real error itself.
-    bool epilogueSet = bias || biasGrad || gelu != Gelu::None;
-    if (status == CUBLAS_STATUS_NOT_SUPPORTED ||
-        (status == CUBLAS_STATUS_SUCCESS && found == 0) ||
-        (epilogueSet && status != CUBLAS_STATUS_SUCCESS))
-      return false;
-    cublasCheck(status, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
-    WEFT_CUBLAS_CHECK(lt.cublasLtMatmul(
-        ctx.lt, d.op, &alpha, b, d.a, a, d.b, &beta, c, d.c, c, d.c, &best.algo,
-        ctx.workspace, ctx.workspaceBytes, ctx.stream));
-    return true;
-  }
-};
 
 void matmul(const KernelCall &call, const Context &ctx) {
   const Tensor &lhs = call.in[0], &rhs = call.in[1], &y = call.out[0];

@@ -29,6 +29,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 using namespace weft::rt;
 using weft::rt::cuda::kThreads;
@@ -254,6 +255,117 @@ TEST(CudaEmulator, CublasLtKeepsItsContract) {
   lt.cublasLtMatmulDescDestroy(op);
 }
 
+/// An algorithm from the emulated heuristic runs only the problem it was
+/// asked about, on operands as aligned as the preference promised
+/// (cublasLt.h); a null one is the implicit heuristic query.
+TEST(CudaEmulator, CublasLtRunsAnAlgorithmOnlyOnItsProblem) {
+  const cuda::CublasLt &lt = cuda::CublasLt::get();
+  // [2, 2] = [2, 2] x [2, 2], column-major, operands 16-byte aligned.
+  alignas(64) float a[5] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, d[4];
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t square, wide;
+  cublasLtMatmulPreference_t preference;
+  lt.cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  lt.cublasLtMatrixLayoutCreate(&square, CUDA_R_32F, 2, 2, 2);
+  lt.cublasLtMatrixLayoutCreate(&wide, CUDA_R_32F, 2, 2, 4); // ld 4
+  lt.cublasLtMatmulPreferenceCreate(&preference);
+  uint32_t sixteen = 16;
+  for (auto attribute : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    lt.cublasLtMatmulPreferenceSetAttribute(preference, attribute, &sixteen,
+                                            sizeof sixteen);
+  cublasLtMatmulHeuristicResult_t result;
+  int found = 0;
+  int64_t asked = cuda::emulator::cublasLtHeuristicCalls();
+  ASSERT_EQ(lt.cublasLtMatmulAlgoGetHeuristic(nullptr, op, square, square,
+                                              square, square, preference, 1,
+                                              &result, &found),
+            CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(found, 1);
+  EXPECT_EQ(cuda::emulator::cublasLtHeuristicCalls(), asked + 1);
+  float one = 1, zero = 0;
+  auto run = [&](const float *left, cublasLtMatrixLayout_t layout,
+                 const cublasLtMatmulAlgo_t *algo) {
+    return lt.cublasLtMatmul(nullptr, op, &one, left, layout, b, square, &zero,
+                             d, square, d, square, algo, nullptr, 0, nullptr);
+  };
+  ASSERT_EQ(run(a, square, &result.algo), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(std::vector<float>(d, d + 4), std::vector<float>(a, a + 4));
+  EXPECT_EQ(run(a + 1, square, &result.algo), CUBLAS_STATUS_INVALID_VALUE)
+      << "A 4 bytes past the promised 16";
+  EXPECT_EQ(run(a, wide, &result.algo), CUBLAS_STATUS_INVALID_VALUE)
+      << "another problem";
+  EXPECT_EQ(run(a + 1, square, nullptr), CUBLAS_STATUS_SUCCESS);
+  lt.cublasLtMatmulPreferenceDestroy(preference);
+  lt.cublasLtMatrixLayoutDestroy(wide);
+  lt.cublasLtMatrixLayoutDestroy(square);
+  lt.cublasLtMatmulDescDestroy(op);
+}
+
+/// The backend asks cuBLASLt's heuristic once per GEMM configuration
+/// (GemmPlan.h): a repeated GEMM reuses its plan, with this call's bias in
+/// the epilogue; another alignment or epilogue is another configuration.
+TEST(CudaEmulator, GemmPlansAskTheHeuristicOncePerConfiguration) {
+  auto gpu = createCudaBackend(0);
+  // A [2, 3], B [3, 4], two biases [4] (both 128-byte aligned), Y [2, 4];
+  // A also at a 4-byte offset, all in one arena.
+  float *arena = static_cast<float *>(gpu->allocateArena(64 * 7));
+  float *a = arena, *b = arena + 16, *bias1 = arena + 32, *bias2 = arena + 96,
+        *y = arena + 48, *shifted = arena + 81;
+  std::vector<float> av = {1, 2, 3, 4, 5, 6},
+                     bv = {1, 0, 2, 0, 0, 1, 0, 3, 1, 1, 1, 1},
+                     b1 = {10, 20, 30, 40}, b2 = {-1, -2, -3, -4};
+  gpu->upload(a, av.data(), 24);
+  gpu->upload(shifted, av.data(), 24);
+  gpu->upload(b, bv.data(), 48);
+  gpu->upload(bias1, b1.data(), 16);
+  gpu->upload(bias2, b2.data(), 16);
+  KernelAttrs attrs;
+  attrs.set("transA", false);
+  attrs.set("transB", false);
+  attrs.set("alpha", 1.0);
+  attrs.set("beta", 1.0);
+  KernelContext context{0, 0, 0, 0};
+  // A B = [[4, 5, 5, 9], [10, 11, 14, 21]].
+  std::vector<float> product = {4, 5, 5, 9, 10, 11, 14, 21};
+  auto gemm = [&](const float *left, const float *bias) {
+    KernelCall call{bias ? "gemm" : "matmul", {}, {}, attrs, context};
+    call.in = {{const_cast<float *>(left), DType::F32, {2, 3}},
+               {b, DType::F32, {3, 4}}};
+    if (bias)
+      call.in.push_back({const_cast<float *>(bias), DType::F32, {4}});
+    call.out = {{y, DType::F32, {2, 4}}};
+    gpu->launch(call);
+    std::vector<float> out(8);
+    gpu->download(out.data(), y, 32);
+    return out;
+  };
+  auto plus = [&](const std::vector<float> &bias) {
+    std::vector<float> out = product;
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] += bias[i % 4];
+    return out;
+  };
+  // Heuristic queries since the last look.
+  auto since = [start = cuda::emulator::cublasLtHeuristicCalls()]() mutable {
+    int64_t now = cuda::emulator::cublasLtHeuristicCalls();
+    return now - std::exchange(start, now);
+  };
+  EXPECT_EQ(gemm(a, nullptr), product);
+  EXPECT_EQ(since(), 1);
+  EXPECT_EQ(gemm(a, nullptr), product);
+  EXPECT_EQ(since(), 0) << "the same configuration asked again";
+  EXPECT_EQ(gemm(shifted, nullptr), product);
+  EXPECT_EQ(since(), 1) << "A 4-byte aligned is another configuration";
+  EXPECT_EQ(gemm(a, bias1), plus(b1));
+  EXPECT_EQ(since(), 1) << "the bias epilogue is another configuration";
+  EXPECT_EQ(gemm(a, bias2), plus(b2)) << "the kept plan's bias is this call's";
+  EXPECT_EQ(since(), 0);
+  gpu->freeArena(arena);
+}
+
 #ifdef WEFT_HAVE_CUDNN
 /// The emulator's cuDNN: cross-correlation over NCHW, a window that does
 /// not give the output's dims refused, and batch norm's running variance
@@ -314,6 +426,58 @@ TEST(CudaEmulator, CudnnKeepsItsContract) {
     dnn.cudnnDestroyTensorDescriptor(d);
   dnn.cudnnDestroyFilterDescriptor(wd);
   dnn.cudnnDestroyConvolutionDescriptor(cd);
+}
+
+/// The backend ranks cuDNN's algorithms once per convolution configuration
+/// and pass (Convolution.cpp): a repeated conv reuses its plan with this
+/// call's bias; another pass is another configuration.
+TEST(CudaEmulator, ConvPlansRankTheAlgorithmsOncePerConfiguration) {
+  auto gpu = createCudaBackend(0);
+  float *arena = static_cast<float *>(gpu->allocateArena(64 * 5));
+  float *x = arena, *w = arena + 16, *bias = arena + 32, *y = arena + 48,
+        *dw = arena + 64;
+  std::vector<float> xv = {1, 2, 3, 4, 5, 6, 7, 8, 9}, wv = {1, 0, 0, 1};
+  gpu->upload(x, xv.data(), 36);
+  gpu->upload(w, wv.data(), 16);
+  KernelAttrs attrs;
+  attrs.set("pads", std::vector<int64_t>{0, 0, 0, 0});
+  attrs.set("strides", std::vector<int64_t>{1, 1});
+  attrs.set("dilations", std::vector<int64_t>{1, 1});
+  attrs.set("group", int64_t(1));
+  KernelContext context{0, 0, 0, 0};
+  Tensor xt{x, DType::F32, {1, 1, 3, 3}}, wt{w, DType::F32, {1, 1, 2, 2}},
+      yt{y, DType::F32, {1, 1, 2, 2}};
+  auto conv = [&](float b) {
+    gpu->upload(bias, &b, 4);
+    KernelCall call{
+        "conv", {xt, wt, {bias, DType::F32, {1}}}, {yt}, attrs, context};
+    gpu->launch(call);
+    std::vector<float> out(4);
+    gpu->download(out.data(), y, 16);
+    return out;
+  };
+  auto since = [start = cuda::emulator::cudnnAlgorithmQueries()]() mutable {
+    int64_t now = cuda::emulator::cudnnAlgorithmQueries();
+    return now - std::exchange(start, now);
+  };
+  // x[i][j] + x[i+1][j+1], plus the bias.
+  EXPECT_EQ(conv(100), (std::vector<float>{106, 108, 112, 114}));
+  EXPECT_EQ(since(), 1);
+  EXPECT_EQ(conv(-6), (std::vector<float>{0, 2, 6, 8}))
+      << "the kept plan adds this call's bias";
+  EXPECT_EQ(since(), 0) << "the same configuration ranked again";
+  KernelCall grad{"conv_weight_grad",
+                  {xt, yt},
+                  {{dw, DType::F32, {1, 1, 2, 2}}},
+                  attrs,
+                  context};
+  gpu->launch(grad);
+  std::vector<float> dwv(4);
+  gpu->download(dwv.data(), dw, 16);
+  // dy = [0, 2, 6, 8]: dw[p][q] = sum x[i+p][j+q] dy[i][j].
+  EXPECT_EQ(dwv, (std::vector<float>{68, 84, 116, 132}));
+  EXPECT_EQ(since(), 1) << "backward filter is another pass";
+  gpu->freeArena(arena);
 }
 #endif
 

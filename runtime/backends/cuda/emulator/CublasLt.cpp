@@ -11,7 +11,14 @@
 // header's semi-opaque storage. A configuration cuBLASLt documents as
 // invalid (shapes that do not chain, a leading dimension under the rows,
 // a GELU auxiliary leading dimension not a multiple of 8, an attribute
-// weft never sets) is refused with the status cuBLASLt gives.
+// weft never sets) is refused with the status cuBLASLt gives. An
+// algorithm is valid for the problem the heuristic was asked about
+// (cublasLt.h): the heuristic writes that problem's fingerprint and the
+// operands' promised alignments into the algorithm, and a matmul given
+// it for another problem, or with an operand less aligned than promised,
+// is refused (CUBLAS_STATUS_INVALID_VALUE), so a plan kept for the wrong
+// configuration (GemmPlan.h) fails here as it would misbehave on a GPU.
+// A null algorithm is cuBLASLt's implicit heuristic query.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,7 +29,9 @@
 
 #include "../../../kernels/ElementwiseMath.h"
 
+#include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <new>
 #include <vector>
 
@@ -47,6 +56,9 @@ struct Layout {
 };
 struct Preference {
   uint64_t workspace = 0;
+  /// The least alignment (bytes) of A, B, C and D the caller promises;
+  /// cuBLASLt's default is 256.
+  uint32_t alignment[4] = {256, 256, 256, 256};
 };
 static_assert(sizeof(Desc) <= sizeof(cublasLtMatmulDescOpaque_t));
 static_assert(sizeof(Layout) <= sizeof(cublasLtMatrixLayoutOpaque_t));
@@ -118,6 +130,44 @@ cublasStatus_t check(const Desc &d, const Layout &a, const Layout &b,
   }
 }
 
+/// A hash of what fixes a matmul's algorithm: the descriptor's operation
+/// and epilogue (not its vectors' addresses) and the four layouts.
+uint64_t fingerprint(const Desc &d, const Layout &a, const Layout &b,
+                     const Layout &c, const Layout &out) {
+  uint64_t hash = 14695981039346656037ull; // FNV-1a
+  auto mix = [&](uint64_t value) {
+    for (int byte = 0; byte < 8; ++byte, value >>= 8)
+      hash = (hash ^ (value & 0xff)) * 1099511628211ull;
+  };
+  for (uint64_t v : {uint64_t(d.transA), uint64_t(d.transB),
+                     uint64_t(d.epilogue), uint64_t(d.auxLd)})
+    mix(v);
+  for (const Layout *l : {&a, &b, &c, &out})
+    for (uint64_t v : {uint64_t(l->type), l->rows, l->cols, uint64_t(l->ld),
+                       uint64_t(l->batch), uint64_t(l->stride)})
+      mix(v);
+  return hash;
+}
+
+/// The algorithm's slots the emulated heuristic fills: the problem's
+/// fingerprint, then A, B, C and D's promised alignments.
+enum AlgoSlot { kFingerprint, kAlignment };
+
+/// Whether `algo` (from the heuristic) may run this problem on these
+/// operands.
+bool algorithmFits(const cublasLtMatmulAlgo_t &algo, uint64_t problem,
+                   std::initializer_list<const void *> operands) {
+  if (algo.data[kFingerprint] != problem)
+    return false;
+  int slot = kAlignment;
+  for (const void *p : operands)
+    if (reinterpret_cast<uintptr_t>(p) %
+            std::max<uint64_t>(algo.data[slot++], 1) !=
+        0)
+      return false;
+  return true;
+}
+
 /// Element (i, j) of op(X) for column-major X of batch `batch`.
 float element(const Layout &l, const void *p, cublasOperation_t op, int64_t i,
               int64_t j, int64_t batch) {
@@ -131,7 +181,7 @@ matmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void *alpha,
        const void *A, cublasLtMatrixLayout_t aDesc, const void *B,
        cublasLtMatrixLayout_t bDesc, const void *beta, const void *C,
        cublasLtMatrixLayout_t cDesc, void *D, cublasLtMatrixLayout_t dDesc,
-       const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t stream) {
+       const cublasLtMatmulAlgo_t *algo, void *, size_t, cudaStream_t stream) {
   emulator::order(stream); // the kernels before it on the stream first
   const Desc &d = of<Desc>(desc);
   const Layout &a = of<Layout>(aDesc), &b = of<Layout>(bDesc),
@@ -139,6 +189,8 @@ matmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void *alpha,
   if (cublasStatus_t status = check(d, a, b, c, out);
       status != CUBLAS_STATUS_SUCCESS)
     return status;
+  if (algo && !algorithmFits(*algo, fingerprint(d, a, b, c, out), {A, B, C, D}))
+    return CUBLAS_STATUS_INVALID_VALUE;
   float scale = *static_cast<const float *>(alpha),
         addend = *static_cast<const float *>(beta);
   int64_t m = out.rows, n = out.cols,
@@ -182,20 +234,29 @@ matmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void *alpha,
   return CUBLAS_STATUS_SUCCESS;
 }
 
+int64_t heuristicCount = 0;
+
 cublasStatus_t heuristic(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
                          cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                          cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
-                         cublasLtMatmulPreference_t, int requested,
+                         cublasLtMatmulPreference_t preference, int requested,
                          cublasLtMatmulHeuristicResult_t *results, int *found) {
+  ++heuristicCount;
   *found = 0;
   if (requested < 1)
     return CUBLAS_STATUS_INVALID_VALUE;
-  cublasStatus_t status = check(of<Desc>(desc), of<Layout>(a), of<Layout>(b),
-                                of<Layout>(c), of<Layout>(d));
+  const Desc &op = of<Desc>(desc);
+  const Layout &la = of<Layout>(a), &lb = of<Layout>(b), &lc = of<Layout>(c),
+               &ld = of<Layout>(d);
+  cublasStatus_t status = check(op, la, lb, lc, ld);
   if (status != CUBLAS_STATUS_SUCCESS)
     return status;
   results[0] = cublasLtMatmulHeuristicResult_t{};
   results[0].state = CUBLAS_STATUS_SUCCESS;
+  uint64_t *slots = results[0].algo.data;
+  slots[kFingerprint] = fingerprint(op, la, lb, lc, ld);
+  for (int k = 0; k < 4; ++k)
+    slots[kAlignment + k] = of<Preference>(preference).alignment[k];
   *found = 1;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -236,15 +297,18 @@ cublasStatus_t setLayout(cublasLtMatrixLayout_t layout,
 cublasStatus_t setPreference(cublasLtMatmulPreference_t preference,
                              cublasLtMatmulPreferenceAttributes_t attribute,
                              const void *buf, size_t bytes) {
-  uint32_t alignment = 0;
+  Preference &p = of<Preference>(preference);
   switch (attribute) {
   case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES:
-    return set(of<Preference>(preference).workspace, buf, bytes);
+    return set(p.workspace, buf, bytes);
   case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+    return set(p.alignment[0], buf, bytes);
   case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+    return set(p.alignment[1], buf, bytes);
   case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+    return set(p.alignment[2], buf, bytes);
   case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES:
-    return set(alignment, buf, bytes); // any algorithm here takes any
+    return set(p.alignment[3], buf, bytes);
   default:
     return CUBLAS_STATUS_INVALID_VALUE;
   }
@@ -261,6 +325,8 @@ template <typename Opaque> cublasStatus_t destroy(Opaque *opaque) {
 }
 
 } // namespace
+
+int64_t emulator::cublasLtHeuristicCalls() { return heuristicCount; }
 
 const CublasLt &CublasLt::get() {
   static const CublasLt table = [] {

@@ -236,9 +236,12 @@ cudnnStatus_t backwardFilter(cudnnHandle_t h, const void *alpha,
                     offsets(dwd->dims, contiguous(dwd->dims)), alpha, beta, dw);
 }
 
+int64_t rankings = 0; ///< the algorithm queries so far, every pass
+
 /// One deterministic algorithm, whatever the pass.
 template <typename Perf>
 cudnnStatus_t rank(int requested, int *count, Perf *perf) {
+  ++rankings;
   *count = 0;
   if (requested < 1)
     return CUDNN_STATUS_BAD_PARAM;
@@ -419,6 +422,8 @@ cudnnStatus_t bnBackward(cudnnHandle_t h, cudnnBatchNormMode_t mode,
 }
 
 } // namespace
+
+int64_t emulator::cudnnAlgorithmQueries() { return rankings; }
 
 const Cudnn &Cudnn::get() {
   static const Cudnn table = [] {

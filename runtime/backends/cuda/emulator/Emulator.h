@@ -70,6 +70,13 @@ void defer(cudaStream_t stream, std::function<void()> complete);
 /// stream (a copy, a launch, a free) runs after it, in stream order.
 void order(cudaStream_t stream);
 
+/// How many times cuBLASLt's heuristic has been asked (CublasLt.cpp), so
+/// tests see the backend ask once per GEMM configuration (GemmPlan.h).
+int64_t cublasLtHeuristicCalls();
+/// How many times cuDNN's convolution algorithms have been ranked
+/// (Cudnn.cpp): once per configuration and pass (Convolution.cpp).
+int64_t cudnnAlgorithmQueries();
+
 /// Whether CUDA launches `grid` x `block`; if not, sets the launch error
 /// (cudaErrorInvalidConfiguration), as the launch call itself does.
 bool launchable(dim3 grid, dim3 block);
