@@ -27,8 +27,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <numeric>
+#include <thread>
 #include <utility>
 
 using namespace weft::rt;
@@ -480,6 +482,27 @@ TEST(CudaEmulator, ConvPlansRankTheAlgorithmsOncePerConfiguration) {
   gpu->freeArena(arena);
 }
 #endif
+
+/// DeviceWork sums the host time of the outermost guards only: a kernel
+/// run inside a library call is not counted twice, so the sum never
+/// exceeds the wall time around it.
+TEST(CudaEmulator, DeviceWorkCountsNestedWorkOnce) {
+  using clock = std::chrono::steady_clock;
+  cuda::emulator::DeviceTotals before = cuda::emulator::deviceTotals();
+  auto start = clock::now();
+  {
+    cuda::emulator::DeviceWork library(cuda::emulator::DeviceWork::Library);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    cuda::emulator::DeviceWork kernel(cuda::emulator::DeviceWork::Kernel);
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  }
+  double wall = std::chrono::duration<double>(clock::now() - start).count();
+  cuda::emulator::DeviceTotals after = cuda::emulator::deviceTotals();
+  EXPECT_GE(after.seconds - before.seconds, 0.05);
+  EXPECT_LE(after.seconds - before.seconds, wall);
+  EXPECT_EQ(after.kernelLaunches - before.kernelLaunches, 1);
+  EXPECT_EQ(after.libraryCalls - before.libraryCalls, 1);
+}
 
 /// A bad index reaches the host through the backend's fault record: the
 /// backend throws at its next synchronisation, naming the instruction.

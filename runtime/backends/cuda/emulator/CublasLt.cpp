@@ -182,6 +182,7 @@ matmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void *alpha,
        cublasLtMatrixLayout_t bDesc, const void *beta, const void *C,
        cublasLtMatrixLayout_t cDesc, void *D, cublasLtMatrixLayout_t dDesc,
        const cublasLtMatmulAlgo_t *algo, void *, size_t, cudaStream_t stream) {
+  emulator::DeviceWork work(emulator::DeviceWork::Library);
   emulator::order(stream); // the kernels before it on the stream first
   const Desc &d = of<Desc>(desc);
   const Layout &a = of<Layout>(aDesc), &b = of<Layout>(bDesc),

@@ -207,6 +207,7 @@ cudnnStatus_t forward(cudnnHandle_t h, const void *alpha,
                       cudnnConvolutionDescriptor_t cd,
                       cudnnConvolutionFwdAlgo_t, void *, size_t,
                       const void *beta, cudnnTensorDescriptor_t yd, void *y) {
+  emulator::DeviceWork work(emulator::DeviceWork::Library);
   ordered(h);
   return accumulate(Taps(xd, wd, cd, yd), 2, x, w,
                     offsets(yd->dims, yd->strides), alpha, beta, y);
@@ -219,6 +220,7 @@ cudnnStatus_t backwardData(cudnnHandle_t h, const void *alpha,
                            cudnnConvolutionBwdDataAlgo_t, void *, size_t,
                            const void *beta, cudnnTensorDescriptor_t dxd,
                            void *dx) {
+  emulator::DeviceWork work(emulator::DeviceWork::Library);
   ordered(h);
   return accumulate(Taps(dxd, wd, cd, dyd), 0, w, dy,
                     offsets(dxd->dims, dxd->strides), alpha, beta, dx);
@@ -231,6 +233,7 @@ cudnnStatus_t backwardFilter(cudnnHandle_t h, const void *alpha,
                              cudnnConvolutionBwdFilterAlgo_t, void *, size_t,
                              const void *beta, cudnnFilterDescriptor_t dwd,
                              void *dw) {
+  emulator::DeviceWork work(emulator::DeviceWork::Library);
   ordered(h);
   return accumulate(Taps(xd, dwd, cd, dyd), 1, x, dy,
                     offsets(dwd->dims, contiguous(dwd->dims)), alpha, beta, dw);
@@ -256,6 +259,7 @@ cudnnStatus_t rank(int requested, int *count, Perf *perf) {
 cudnnStatus_t addTensor(cudnnHandle_t h, const void *alpha,
                         cudnnTensorDescriptor_t ad, const void *a,
                         const void *beta, cudnnTensorDescriptor_t cd, void *c) {
+  emulator::DeviceWork work(emulator::DeviceWork::Library);
   ordered(h);
   Format format;
   if (ad->dims.size() != cd->dims.size() || ad->type != cd->type ||
@@ -319,6 +323,7 @@ cudnnStatus_t bnTraining(cudnnHandle_t h, cudnnBatchNormMode_t mode,
                          const void *bias, double factor, void *runningMean,
                          void *runningVar, double eps, void *saveMean,
                          void *saveInvVar) {
+  emulator::DeviceWork work(emulator::DeviceWork::Library);
   ordered(h);
   if (!spatialF32(mode, xd))
     return CUDNN_STATUS_NOT_SUPPORTED;
@@ -356,6 +361,7 @@ cudnnStatus_t bnInference(cudnnHandle_t h, cudnnBatchNormMode_t mode,
                           cudnnTensorDescriptor_t, const void *scale,
                           const void *bias, const void *mean,
                           const void *variance, double eps) {
+  emulator::DeviceWork work(emulator::DeviceWork::Library);
   ordered(h);
   if (!spatialF32(mode, xd))
     return CUDNN_STATUS_NOT_SUPPORTED;
@@ -384,6 +390,7 @@ cudnnStatus_t bnBackward(cudnnHandle_t h, cudnnBatchNormMode_t mode,
                          cudnnTensorDescriptor_t, const void *scale,
                          void *dScale, void *dBias, double eps,
                          const void *savedMean, const void *savedInvVar) {
+  emulator::DeviceWork work(emulator::DeviceWork::Library);
   ordered(h);
   if (!spatialF32(mode, xd))
     return CUDNN_STATUS_NOT_SUPPORTED;

@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <string>
@@ -234,6 +235,7 @@ bool launchable(dim3 grid, dim3 threads) {
 }
 
 void run(dim3 grid, dim3 threads, const std::function<void()> &thread) {
+  DeviceWork work(DeviceWork::Kernel);
   block.body = &thread;
   block.threads.clear();
   for (unsigned z = 0; z < threads.z; ++z)
@@ -264,6 +266,34 @@ uint64_t shuffleXor(uint64_t bits, int laneMask) {
   // is a thread of this block.
   return block.slots[round][thread - lane + other];
 }
+
+namespace {
+
+/// What DeviceWork sums, and when the outermost guard began.
+struct {
+  int depth = 0;
+  std::chrono::steady_clock::time_point start;
+  DeviceTotals totals;
+} profile;
+
+} // namespace
+
+DeviceWork::DeviceWork(Kind kind) {
+  profile.totals.kernelLaunches += kind == Kernel;
+  profile.totals.libraryCalls += kind == Library;
+  if (profile.depth++ == 0)
+    profile.start = std::chrono::steady_clock::now();
+}
+
+DeviceWork::~DeviceWork() {
+  if (--profile.depth == 0)
+    profile.totals.seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      profile.start)
+            .count();
+}
+
+DeviceTotals deviceTotals() { return profile.totals; }
 
 cudaError_t takeLaunchError() {
   cudaError_t error = launchError;

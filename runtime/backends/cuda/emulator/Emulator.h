@@ -70,6 +70,27 @@ void defer(cudaStream_t stream, std::function<void()> complete);
 /// stream (a copy, a launch, a free) runs after it, in stream order.
 void order(cudaStream_t stream);
 
+/// A guard around work a GPU would do (a kernel's blocks, a library's
+/// arithmetic, a copy): the host time the emulator spends in such work
+/// is summed (nested guards count once), so a benchmark can tell weft's
+/// own host time from the emulated device's (bench/HostOverhead.cpp).
+class DeviceWork {
+public:
+  enum Kind { Kernel, Library, Copy };
+  explicit DeviceWork(Kind kind);
+  ~DeviceWork();
+  DeviceWork(const DeviceWork &) = delete;
+  DeviceWork &operator=(const DeviceWork &) = delete;
+};
+
+/// What the DeviceWork guards have counted since the process started.
+struct DeviceTotals {
+  double seconds = 0;         ///< host seconds inside the outermost guards
+  int64_t kernelLaunches = 0; ///< kernels run
+  int64_t libraryCalls = 0;   ///< cuBLASLt's and cuDNN's computing calls
+};
+DeviceTotals deviceTotals();
+
 /// How many times cuBLASLt's heuristic has been asked (CublasLt.cpp), so
 /// tests see the backend ask once per GEMM configuration (GemmPlan.h).
 int64_t cublasLtHeuristicCalls();

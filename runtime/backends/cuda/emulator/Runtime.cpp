@@ -74,6 +74,7 @@ void order(cudaStream_t stream) {
 }
 } // namespace weft::rt::cuda::emulator
 
+using weft::rt::cuda::emulator::DeviceWork;
 using weft::rt::cuda::emulator::order;
 
 namespace {
@@ -200,6 +201,7 @@ cudaError_t cudaHostGetDevicePointer(void **device, void *host, unsigned int) {
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
                        cudaMemcpyKind) {
+  DeviceWork work(DeviceWork::Copy);
   std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
@@ -215,6 +217,7 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dstPitch, const void *src,
   order(stream);
   if (width > dstPitch || width > srcPitch)
     return cudaErrorInvalidPitchValue;
+  DeviceWork work(DeviceWork::Copy);
   for (size_t row = 0; row < height; ++row)
     std::memmove(static_cast<char *>(dst) + row * dstPitch,
                  static_cast<const char *>(src) + row * srcPitch, width);
@@ -223,6 +226,7 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dstPitch, const void *src,
 cudaError_t cudaMemsetAsync(void *pointer, int value, size_t bytes,
                             cudaStream_t stream) {
   order(stream);
+  DeviceWork work(DeviceWork::Copy);
   std::memset(pointer, value, bytes);
   return cudaSuccess;
 }
