@@ -1,9 +1,12 @@
 """weft.gpu_check (what scripts/gpu-check.sh runs on a GPU machine) end to
 end on the CPU: `prepare` compiles the bundle's plans and keeps no resnet
 weights; `run --device cpu` passes every check, with the bf16 ones against
-torch autocast bf16 on the CPU. The checks can fail: a weft-run whose
-device-side losses are off by 5e-3 relative fails all four, and a
-device-side run that exits non-zero, or hangs, is named."""
+torch autocast bf16 on the CPU; `run --device cuda --emulator` on
+weft-run-cuda-emulator passes every check it can run (the memory check
+with it: what the GPU run's path does, without a GPU) and says it skipped
+fused attention. The checks can fail: a weft-run whose device-side losses
+are off by 5e-3 relative fails all four, and a device-side run that exits
+non-zero, or hangs, is named."""
 
 import json
 import stat
@@ -86,3 +89,20 @@ def test_a_hung_device_run_is_killed_and_named(bundle, tmp_path, capsys,
     assert code == 1
     assert any(l.startswith("FAIL weft-run gpt.f32.json --device cpu: no "
                             "exit after 2 s (killed)") for l in lines), lines
+
+
+def test_every_check_but_fused_attention_passes_on_the_emulator(
+        bundle, tmp_path, capsys):
+    emulator = BUILD / "bin" / "weft-run-cuda-emulator"
+    if not emulator.exists():
+        pytest.skip("built without the CUDA toolkit's headers: no emulator")
+    code = gpu_check.main(["run", str(bundle), str(tmp_path), "--device",
+                           "cuda", "--weft-run", str(emulator), "--emulator"])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0, lines
+    for name in ("gpt f32 cuda vs cpu", "resnet f32 cuda vs cpu",
+                 "gpt bf16 on cuda", "memory: device in use"):
+        assert any(l.startswith("PASS " + name) for l in lines), (name, lines)
+    assert "SKIP gpt bf16-flash: the CUDA emulator has no fused attention" \
+        in lines
+    assert not any("flash on" in l for l in lines), lines
