@@ -206,14 +206,14 @@ def gpt_and_batches(model_and_batches):
 
 
 def _weft_losses(gpt_and_batches, workdir, device, precision="f32",
-                 weft_run=None):
+                 weft_run=None, run_flags=()):
     _, path, batches = gpt_and_batches
     return np.array(oracle.weft_train(
         oracle.Tools(tool("weftc"), weft_run or tool("weft-run")), path,
         batches,
         ["tokens", "targets"], workdir, micro_batches=MICRO_BATCHES,
         flags=[f"--precision={precision}"],
-        run_flags=["--device", device])[0])
+        run_flags=["--device", device, *run_flags])[0])
 
 
 @on_cuda
@@ -244,14 +244,10 @@ def test_cuda_gpt_training_equals_the_cpu_backend(gpt_and_batches, tmp_path,
             record["workspace_bytes"] < 512, record
 
 
-@on_cuda
-def test_cuda_bf16_gpt_tracks_torch_autocast(gpt_and_batches, tmp_path,
-                                             where):
-    """bf16 on the GPU against torch autocast bf16 on the same GPU (on the
-    emulator: on the CPU): weft's loss error from torch float64 within 4x
-    torch's own bf16 drift from it (test_mixed_precision's bound, measured
-    there on the CPU backend)."""
-    weft_run = cuda_weft_run(where, "bf16 on the CUDA backend was")
+def _torch_bf16_drift(gpt_and_batches, where):
+    """(torch float64's losses, torch autocast bf16's largest error from
+    them) with AdamW, torch on the GPU for "gpu" (skipped without CUDA
+    torch), on the CPU for the emulator."""
     device = "cuda" if where == "gpu" else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
         pytest.skip("no CUDA torch on this machine: torch autocast bf16 on "
@@ -260,11 +256,50 @@ def test_cuda_bf16_gpt_tracks_torch_autocast(gpt_and_batches, tmp_path,
 
     def adamw(p):
         return torch.optim.AdamW(p, lr=1e-3)
-    ref, drift = oracle.autocast_drift(model, batches, MICRO_BATCHES, adamw,
-                                       device)
+    return oracle.autocast_drift(model, batches, MICRO_BATCHES, adamw, device)
+
+
+@on_cuda
+def test_cuda_bf16_gpt_tracks_torch_autocast(gpt_and_batches, tmp_path,
+                                             where):
+    """bf16 on the GPU against torch autocast bf16 on the same GPU (on the
+    emulator: on the CPU): weft's loss error from torch float64 within 4x
+    torch's own bf16 drift from it (test_mixed_precision's bound, measured
+    there on the CPU backend)."""
+    weft_run = cuda_weft_run(where, "bf16 on the CUDA backend was")
+    ref, drift = _torch_bf16_drift(gpt_and_batches, where)
     weft = _weft_losses(gpt_and_batches, tmp_path, "cuda", "bf16",
                         weft_run=weft_run)
     assert np.abs(weft - ref).max() <= 4 * drift, (weft, drift, ref)
+
+
+@on_cuda
+def test_cuda_tf32_gpt_stays_within_torch_bf16_drift(gpt_and_batches, tmp_path,
+                                                     where):
+    """--allow-tf32: the f32 plan's GEMMs multiply TF32-rounded operands,
+    so its losses leave the CPU backend's (f32 ones equal them to the bit
+    on the emulator), and its error from torch float64 stays within torch
+    autocast bf16's own drift: TF32 rounds only the products' operands,
+    to 10 mantissa bits, where bf16 autocast rounds them and the stored
+    activations to 7."""
+    weft_run = cuda_weft_run(where, "TF32 on the CUDA backend was")
+    ref, drift = _torch_bf16_drift(gpt_and_batches, where)
+    tf32 = _weft_losses(gpt_and_batches, tmp_path / "tf32", "cuda",
+                        weft_run=weft_run, run_flags=["--allow-tf32"])
+    cpu = _weft_losses(gpt_and_batches, tmp_path / "cpu", "cpu")
+    assert not np.array_equal(tf32, cpu), (tf32, "TF32 did not apply")
+    assert np.abs(tf32 - ref).max() <= drift, (tf32, drift, ref)
+    record = json.loads(
+        (tmp_path / "tf32" / "log.jsonl").read_text().splitlines()[-1])
+    assert record["allow_tf32"] is True
+
+
+def test_allow_tf32_on_the_cpu_names_the_flag(plan):
+    result = run([tool("weft-run"), str(plan), "--allow-tf32"])
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith(
+        "--allow-tf32 needs --device cuda: TF32 is a tensor-core mode, the "
+        "CPU backend computes in f32"), result.stderr
 
 
 @on_cuda

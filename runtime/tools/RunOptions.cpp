@@ -30,12 +30,17 @@ const char *kUsage =
     "  --device cpu|cuda     the backend (default cpu; cuda: a GPU per rank,\n"
     "                        the node's GPUs taken in turn; several ranks\n"
     "                        transfer through pinned host memory and MPI)\n"
+    "  --allow-tf32          cuda: f32 GEMMs and convolutions may run on\n"
+    "                        TF32 tensor cores (inputs rounded to 10\n"
+    "                        mantissa bits, f32 accumulation; torch's\n"
+    "                        allow_tf32)\n"
     "  --stage-transfers     copy every transfer and collective through\n"
     "                        host staging buffers, as --device cuda does\n"
     "                        over MPI (on the CPU: to test that path)\n"
     "  --log-json FILE       one JSON object per step: step, loss, seconds,\n"
     "                        samples_per_s, arena_bytes, peak_bytes,\n"
-    "                        communicator (mpi, staged or nccl)\n"
+    "                        communicator (mpi, staged or nccl),\n"
+    "                        allow_tf32\n"
     "  --trace FILE          Chrome/Perfetto trace, one slice per instruction\n"
     "  --dump-outputs DIR    write every output as DIR/step_<i>/<name>.pb\n"
     "  --timeout S           a rank waiting on a transfer or collective for\n"
@@ -127,6 +132,8 @@ RunOptions parseOptions(int argc, char **argv) {
       o.device = value();
       if (o.device != "cpu" && o.device != "cuda")
         throw Error("--device: '" + o.device + "' is not cpu or cuda");
+    } else if (arg == "--allow-tf32") {
+      o.allowTf32 = true;
     } else if (arg == "--stage-transfers") {
       o.stageTransfers = true;
     } else if (arg == "--log-json") {
@@ -163,6 +170,9 @@ RunOptions parseOptions(int argc, char **argv) {
     throw Error("--save-every needs --checkpoint DIR");
   if (o.reshard && o.resume.empty())
     throw Error("--reshard needs --resume DIR");
+  if (o.allowTf32 && o.device != "cuda")
+    throw Error("--allow-tf32 needs --device cuda: TF32 is a tensor-core "
+                "mode, the CPU backend computes in f32");
   return o;
 }
 

@@ -17,7 +17,8 @@ struct RunOptions {
   TextData::Split split = TextData::Split::Train;
   double holdout = 0.1;
   std::string tokens = "tokens", targets = "targets";
-  bool stopOnNan = true, reshard = false, stageTransfers = false;
+  bool stopOnNan = true, reshard = false, stageTransfers = false,
+       allowTf32 = false;
   double timeout = 300;
   uint64_t seed = 0;
   int64_t steps = 1;

@@ -163,7 +163,7 @@ std::unique_ptr<Backend> makeBackend(const RunOptions &o, int64_t rank) {
     return createCpuBackend();
 #ifdef WEFT_HAVE_CUDA
   const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  return createCudaBackend(local ? std::atoi(local) : int(rank));
+  return createCudaBackend(local ? std::atoi(local) : int(rank), o.allowTf32);
 #else
   throw Error("--device cuda: this weft-run was built without CUDA "
               "(WEFT_ENABLE_CUDA=OFF: no CUDA toolkit found at build time)");
@@ -313,7 +313,8 @@ int run(const RunOptions &o, Communicator &world) {
                      {"peak_bytes", peakMax},
                      {"rank_arena_bytes", rankArena},
                      {"rank_peak_bytes", rankPeak},
-                     {"communicator", carrier}};
+                     {"communicator", carrier},
+                     {"allow_tf32", o.allowTf32}};
       // A GPU: the libraries' bytes beside the arena, and what the device
       // shows in use (arena + workspaces + the allocators' rounding).
       if (backend->deviceBytesInUse() >= 0) {

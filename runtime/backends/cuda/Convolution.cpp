@@ -8,7 +8,8 @@
 // configuration are made by its first call and kept with the cuDNN handle
 // (ConvPlan), as PyTorch keeps its algorithm choices: the heuristics are
 // asked once per configuration, in the first step. f32 convolutions use FMA
-// math (no TF32, so they stay within f32's tolerance of the CPU), 16-bit ones
+// math (no TF32, so they stay within f32's tolerance of the CPU; TF32
+// tensor cores under weft-run --allow-tf32), 16-bit ones
 // tensor cores with f32 accumulation. Workspaces come from the scratch buffer.
 // A 1-D window gains a unit dimension (cuDNN wants two or three); asymmetric
 // pads, a biased running variance (ONNX's form) or frozen batch-norm
@@ -110,7 +111,7 @@ struct FilterDesc {
 /// `spatial` dims (ONNX pads [begin..., end...]; symmetric only).
 struct ConvDesc {
   cudnnConvolutionDescriptor_t d = nullptr;
-  ConvDesc(const KernelCall &call, size_t spatial, DType dtype) {
+  ConvDesc(const KernelCall &call, size_t spatial, DType dtype, bool tf32) {
     const std::vector<int64_t> &pads = call.ints("pads");
     std::vector<int> pad, stride, dilation;
     for (size_t k = 0; k < spatial; ++k) {
@@ -133,8 +134,12 @@ struct ConvDesc {
         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     WEFT_CUDNN_CHECK(
         dnn.cudnnSetConvolutionGroupCount(d, int(call.i("group"))));
+    // f32: FMA math, or with --allow-tf32 cuDNN's default, which lets f32
+    // convolutions use TF32 tensor cores; 16 bits: tensor cores.
     WEFT_CUDNN_CHECK(dnn.cudnnSetConvolutionMathType(
-        d, dtype == DType::F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+        d, dtype != DType::F32 ? CUDNN_TENSOR_OP_MATH
+           : tf32              ? CUDNN_DEFAULT_MATH
+                               : CUDNN_FMA_MATH));
   }
   ~ConvDesc() { Cudnn::get().cudnnDestroyConvolutionDescriptor(d); }
 };
@@ -152,11 +157,11 @@ struct ConvKey {
   DType dtype;
   std::vector<int64_t> x, w, y, pads, strides, dilations;
   int64_t group;
-  bool bias;
+  bool bias, tf32;
 
   auto tie() const {
-    return std::tie(pass, dtype, x, w, y, pads, strides, dilations, group,
-                    bias);
+    return std::tie(pass, dtype, x, w, y, pads, strides, dilations, group, bias,
+                    tf32);
   }
   bool operator<(const ConvKey &other) const { return tie() < other.tie(); }
 };
@@ -186,9 +191,9 @@ struct ConvPlan {
   size_t bytes = 0;
 
   ConvPlan(const KernelCall &call, cudnnHandle_t h, Pass pass, const Tensor &x,
-           const Tensor &y, const Tensor &w, bool addsBias)
+           const Tensor &y, const Tensor &w, bool addsBias, bool tf32)
       : x(call, x), y(call, y), w(call, w),
-        conv(call, x.shape.size() - 2, x.dtype) {
+        conv(call, x.shape.size() - 2, x.dtype, tf32) {
     if (addsBias) { // [K] along dim 1 of the pass's output
       const Tensor &out = pass == Pass::Forward ? y : x;
       std::vector<int64_t> shape(out.shape.size(), 1);
@@ -279,10 +284,12 @@ private:
                 call.ints("strides"),
                 call.ints("dilations"),
                 call.i("group"),
-                addsBias};
+                addsBias,
+                ctx.tf32 && x.dtype == DType::F32};
     std::unique_ptr<ConvPlan> &plan = ctx.cudnn->convPlans().plans[key];
     if (!plan)
-      plan = std::make_unique<ConvPlan>(call, h, pass, x, y, w, addsBias);
+      plan = std::make_unique<ConvPlan>(call, h, pass, x, y, w, addsBias,
+                                        key.tf32);
     return *plan;
   }
 };

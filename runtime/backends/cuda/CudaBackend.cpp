@@ -27,7 +27,8 @@ namespace {
 
 class CudaBackend final : public Backend {
 public:
-  explicit CudaBackend(int device) : device(device) {
+  CudaBackend(int device, bool allowTf32) : device(device) {
+    context.tf32 = allowTf32;
     WEFT_CUDA_CHECK(cudaSetDevice(device));
     WEFT_CUDA_CHECK(cudaFree(nullptr)); // the context, before measuring
     size_t total = 0;
@@ -246,7 +247,7 @@ void Scratch::release(cudaStream_t stream) {
 
 } // namespace cuda
 
-std::unique_ptr<Backend> createCudaBackend(int localRank) {
+std::unique_ptr<Backend> createCudaBackend(int localRank, bool allowTf32) {
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0)
@@ -258,7 +259,8 @@ std::unique_ptr<Backend> createCudaBackend(int localRank) {
                                       cudaGetErrorString(status)) +
                 ")");
   // Ranks on one node take its GPUs in turn.
-  return std::make_unique<CudaBackend>(std::max(localRank, 0) % count);
+  return std::make_unique<CudaBackend>(std::max(localRank, 0) % count,
+                                       allowTf32);
 }
 
 } // namespace weft::rt

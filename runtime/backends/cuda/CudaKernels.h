@@ -83,8 +83,8 @@ class GemmPlans;
 
 /// What a kernel launches with: the compute stream, cuBLASLt's handle, its
 /// workspace (device bytes, apart from the plan's arena) and the GEMM
-/// plans made so far (GemmPlan.h), cuDNN's handle, the scratch buffer and
-/// the fault record.
+/// plans made so far (GemmPlan.h), cuDNN's handle, the scratch buffer, the
+/// fault record, and whether f32 GEMMs and convolutions may use TF32.
 struct Context {
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;
@@ -94,6 +94,7 @@ struct Context {
   CudnnHandle *cudnn = nullptr;
   Scratch *scratch = nullptr;
   Fault *fault = nullptr; ///< host-mapped: the device address
+  bool tf32 = false;      ///< weft-run --allow-tf32
 };
 
 using KernelFn = void (*)(const KernelCall &, const Context &);

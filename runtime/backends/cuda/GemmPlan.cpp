@@ -3,9 +3,10 @@
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt
 // gets B's buffer as its A and A's as its B, with m and n swapped. Every
 // dtype accumulates in f32 (CUBLAS_COMPUTE_32F; bf16 and f16 operands,
-// f32 scale). The heuristic is told each operand's alignment (a plan's
-// 64 bytes, a view's less), not left to assume cuBLASLt's default 256, so
-// the alignments are part of the configuration a plan is kept for. The
+// f32 scale; f32 operands on TF32 tensor cores, CUBLAS_COMPUTE_32F_FAST_TF32,
+// under weft-run --allow-tf32). The heuristic is told each operand's alignment
+// (a plan's 64 bytes, a view's less), not left to assume cuBLASLt's default
+// 256, so the alignments are part of the configuration a plan is kept for. The
 // epilogue's vectors (bias, bias gradient, GELU input) are this call's:
 // they are set on the kept descriptor before each matmul.
 //
@@ -47,8 +48,10 @@ uint32_t alignmentOf(const void *p) {
   return alignment;
 }
 
-GemmKey keyOf(const Gemm &g, const void *a, const void *b, const void *c) {
+GemmKey keyOf(const Gemm &g, const Context &ctx, const void *a, const void *b,
+              const void *c) {
   return {g.dtype,
+          ctx.tf32 && g.dtype == DType::F32,
           g.transA,
           g.transB,
           g.m,
@@ -126,8 +129,9 @@ std::unique_ptr<GemmPlan> makePlan(const KernelCall &call, const Context &ctx,
   cudaDataType_t type = dataType(call, g.dtype);
   const CublasLt &lt = CublasLt::get();
   auto plan = std::make_unique<GemmPlan>();
-  WEFT_CUBLAS_CHECK(
-      lt.cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescCreate(
+      &plan->op, key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+      CUDA_R_32F));
   auto set = [&](cublasLtMatmulDescAttributes_t attribute, const auto &value) {
     WEFT_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(plan->op, attribute,
                                                         &value, sizeof value));
@@ -226,7 +230,7 @@ bool Gemm::tryRun(const KernelCall &call, const Context &ctx, const void *a,
                   const void *b, void *c) const {
   if (m == 0 || n == 0)
     return true;
-  GemmKey key = keyOf(*this, a, b, c);
+  GemmKey key = keyOf(*this, ctx, a, b, c);
   const GemmPlan *plan = ctx.gemmPlans->find(key);
   if (plan)
     plan->setVectors(*this);

@@ -59,6 +59,7 @@ struct Gemm {
 /// a power of two up to 256) is told to the heuristic.
 struct GemmKey {
   DType dtype;
+  bool tf32; ///< f32 on TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32)
   bool transA, transB;
   int64_t m, n, k, lda, ldb, ldc, batch, strideA, strideB, strideC;
   Gelu gelu;
@@ -66,7 +67,7 @@ struct GemmKey {
   uint32_t alignA, alignB, alignC, alignBias, alignAux;
 
   auto tie() const {
-    return std::tie(dtype, transA, transB, m, n, k, lda, ldb, ldc, batch,
+    return std::tie(dtype, tf32, transA, transB, m, n, k, lda, ldb, ldc, batch,
                     strideA, strideB, strideC, gelu, bias, biasGrad,
                     biasGradOfB, alignA, alignB, alignC, alignBias, alignAux);
   }

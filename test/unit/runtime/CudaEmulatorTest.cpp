@@ -21,6 +21,7 @@
 #endif
 #include "../../../runtime/backends/cuda/Launch.cuh"
 #include "../../../runtime/backends/cuda/Storage.cuh"
+#include "../../../runtime/backends/cuda/emulator/Values.h"
 #include "../../../runtime/backends/cuda/emulator/include/cub/device/device_radix_sort.cuh"
 #include "../../../runtime/kernels/Fused.h"
 #include "weft/runtime/Backend.h"
@@ -482,6 +483,59 @@ TEST(CudaEmulator, ConvPlansRankTheAlgorithmsOncePerConfiguration) {
   gpu->freeArena(arena);
 }
 #endif
+
+/// TF32 as tensor cores read f32: 10 mantissa bits, nearest, ties away.
+TEST(CudaEmulator, RoundsToTf32AsTensorCoresRead) {
+  using cuda::emulator::roundToTf32;
+  EXPECT_EQ(roundToTf32(1 + 0x1p-12f), 1.0f);
+  EXPECT_EQ(roundToTf32(1 + 0x1p-11f), 1 + 0x1p-10f); // a tie: away
+  EXPECT_EQ(roundToTf32(-(1 + 0x1p-11f)), -(1 + 0x1p-10f));
+  EXPECT_EQ(roundToTf32(1 + 0x1p-10f), 1 + 0x1p-10f); // TF32 already
+  EXPECT_TRUE(std::isnan(roundToTf32(NAN)));
+}
+
+/// weft-run --allow-tf32: the backend's f32 GEMMs and convolutions
+/// multiply TF32-rounded operands (CUBLAS_COMPUTE_32F_FAST_TF32, cuDNN's
+/// default math); without it, f32 ones.
+TEST(CudaEmulator, AllowTf32RoundsF32ProductsOperands) {
+  // 1 + 2^-12 is not a TF32 value: x 3 is 3 + 3 2^-12 in f32, 3 in TF32.
+  float x = 1 + 0x1p-12f, three = 3;
+  for (bool tf32 : {false, true}) {
+    auto gpu = createCudaBackend(0, tf32);
+    float *arena = static_cast<float *>(gpu->allocateArena(256));
+    gpu->upload(arena, &x, 4);
+    gpu->upload(arena + 16, &three, 4);
+    float want = tf32 ? 3.0f : 3 * x, got = 0;
+    KernelAttrs none;
+    KernelContext context{0, 0, 0, 0};
+    KernelCall matmul{
+        "matmul",
+        {{arena, DType::F32, {1, 1}}, {arena + 16, DType::F32, {1, 1}}},
+        {{arena + 32, DType::F32, {1, 1}}},
+        none,
+        context};
+    gpu->launch(matmul);
+    gpu->download(&got, arena + 32, 4);
+    EXPECT_EQ(got, want) << "matmul, tf32 " << tf32;
+#ifdef WEFT_HAVE_CUDNN
+    KernelAttrs attrs;
+    attrs.set("pads", std::vector<int64_t>{0, 0, 0, 0});
+    attrs.set("strides", std::vector<int64_t>{1, 1});
+    attrs.set("dilations", std::vector<int64_t>{1, 1});
+    attrs.set("group", int64_t(1));
+    KernelCall conv{"conv",
+                    {{arena, DType::F32, {1, 1, 1, 1}},
+                     {arena + 16, DType::F32, {1, 1, 1, 1}}},
+                    {{arena + 48, DType::F32, {1, 1, 1, 1}}},
+                    attrs,
+                    context};
+    gpu->launch(conv);
+    gpu->download(&got, arena + 48, 4);
+    EXPECT_EQ(got, want) << "conv, tf32 " << tf32;
+#endif
+    gpu->freeArena(arena);
+  }
+}
 
 /// DeviceWork sums the host time of the outermost guards only: a kernel
 /// run inside a library call is not counted twice, so the sum never

@@ -7,8 +7,10 @@
 // beta, and the epilogues weft asks for (BIAS; GELU_AUX and GELU_AUX_BIAS,
 // the tanh GELU storing its input; DGELU; BGRADA and BGRADB, the bias
 // gradient summed over k). The product accumulates in f32 and is rounded
-// once to D's type, as CUBLAS_COMPUTE_32F does. Descriptors live in the
-// header's semi-opaque storage. A configuration cuBLASLt documents as
+// once to D's type, as CUBLAS_COMPUTE_32F does; under
+// CUBLAS_COMPUTE_32F_FAST_TF32 (f32 matrices only) the products' operands
+// are rounded to TF32 first, as TF32 tensor cores read them. Descriptors live
+// in the header's semi-opaque storage. A configuration cuBLASLt documents as
 // invalid (shapes that do not chain, a leading dimension under the rows,
 // a GELU auxiliary leading dimension not a multiple of 8, an attribute
 // weft never sets) is refused with the status cuBLASLt gives. An
@@ -42,6 +44,7 @@ namespace {
 using emulator::Format;
 
 struct Desc {
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   void *bias = nullptr, *aux = nullptr;
@@ -109,6 +112,10 @@ cublasStatus_t check(const Desc &d, const Layout &a, const Layout &b,
   if (a.type != b.type || c.type != out.type || a.batch != out.batch ||
       b.batch != out.batch || c.batch != out.batch)
     return CUBLAS_STATUS_INVALID_VALUE;
+  // TF32 tensor cores take f32 matrices only (cublasLt.h's type table).
+  if (d.compute == CUBLAS_COMPUTE_32F_FAST_TF32 &&
+      (a.type != CUDA_R_32F || out.type != CUDA_R_32F))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   switch (d.epilogue) {
   case CUBLASLT_EPILOGUE_DEFAULT:
     return CUBLAS_STATUS_SUCCESS;
@@ -139,8 +146,9 @@ uint64_t fingerprint(const Desc &d, const Layout &a, const Layout &b,
     for (int byte = 0; byte < 8; ++byte, value >>= 8)
       hash = (hash ^ (value & 0xff)) * 1099511628211ull;
   };
-  for (uint64_t v : {uint64_t(d.transA), uint64_t(d.transB),
-                     uint64_t(d.epilogue), uint64_t(d.auxLd)})
+  for (uint64_t v :
+       {uint64_t(d.compute), uint64_t(d.transA), uint64_t(d.transB),
+        uint64_t(d.epilogue), uint64_t(d.auxLd)})
     mix(v);
   for (const Layout *l : {&a, &b, &c, &out})
     for (uint64_t v : {uint64_t(l->type), l->rows, l->cols, uint64_t(l->ld),
@@ -168,12 +176,14 @@ bool algorithmFits(const cublasLtMatmulAlgo_t &algo, uint64_t problem,
   return true;
 }
 
-/// Element (i, j) of op(X) for column-major X of batch `batch`.
+/// Element (i, j) of op(X) for column-major X of batch `batch`, as the
+/// product reads it: rounded to TF32 under `tf32`.
 float element(const Layout &l, const void *p, cublasOperation_t op, int64_t i,
-              int64_t j, int64_t batch) {
+              int64_t j, int64_t batch, bool tf32) {
   if (op != CUBLAS_OP_N)
     std::swap(i, j);
-  return load(l.type, p, batch * l.stride + i + j * l.ld);
+  float v = load(l.type, p, batch * l.stride + i + j * l.ld);
+  return tf32 ? emulator::roundToTf32(v) : v;
 }
 
 cublasStatus_t
@@ -197,6 +207,7 @@ matmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void *alpha,
   int64_t m = out.rows, n = out.cols,
           k = d.transA == CUBLAS_OP_N ? a.cols : a.rows;
   cublasLtEpilogue_t e = d.epilogue;
+  bool tf32 = d.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
   for (int64_t batch = 0; batch < out.batch; ++batch) {
     // The bias gradient: op(A)'s sums over k per row of D, or op(B)'s per
     // column, in D's type (the bias type's default).
@@ -205,8 +216,8 @@ matmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void *alpha,
       for (int64_t v = 0; v < (ofA ? m : n); ++v) {
         float sum = 0;
         for (int64_t l = 0; l < k; ++l)
-          sum += ofA ? element(a, A, d.transA, v, l, batch)
-                     : element(b, B, d.transB, l, v, batch);
+          sum += ofA ? element(a, A, d.transA, v, l, batch, false)
+                     : element(b, B, d.transB, l, v, batch, false);
         store(out.type, d.bias, v, sum);
       }
     }
@@ -214,8 +225,8 @@ matmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void *alpha,
       for (int64_t i = 0; i < m; ++i) {
         float acc = 0;
         for (int64_t l = 0; l < k; ++l)
-          acc += element(a, A, d.transA, i, l, batch) *
-                 element(b, B, d.transB, l, j, batch);
+          acc += element(a, A, d.transA, i, l, batch, tf32) *
+                 element(b, B, d.transB, l, j, batch, tf32);
         float v = scale * acc;
         if (addend != 0) // beta 0 does not read C
           v += addend * load(c.type, C, batch * c.stride + i + j * c.ld);
@@ -359,9 +370,13 @@ const CublasLt &CublasLt::get() {
     t.cublasLtMatmulDescCreate = [](cublasLtMatmulDesc_t *desc,
                                     cublasComputeType_t compute,
                                     cudaDataType_t scale) -> cublasStatus_t {
-      if (compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F)
+      if ((compute != CUBLAS_COMPUTE_32F &&
+           compute != CUBLAS_COMPUTE_32F_FAST_TF32) ||
+          scale != CUDA_R_32F)
         return CUBLAS_STATUS_NOT_SUPPORTED;
-      return create<Desc>(desc);
+      create<Desc>(desc);
+      of<Desc>(*desc).compute = compute;
+      return CUBLAS_STATUS_SUCCESS;
     };
     t.cublasLtMatmulDescDestroy = destroy;
     t.cublasLtMatmulDescSetAttribute = setDesc;

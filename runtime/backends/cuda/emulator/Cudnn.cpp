@@ -11,7 +11,9 @@
 // the running variance updated with the unbiased one (torch's), as cuDNN
 // does. A descriptor that does not chain (output dims not the
 // convolution's, channels not divisible by groups) is CUDNN_STATUS_BAD_PARAM,
-// a mode weft never uses CUDNN_STATUS_NOT_SUPPORTED. One algorithm is
+// a mode weft never uses CUDNN_STATUS_NOT_SUPPORTED. f32 convolutions
+// under a math type other than CUDNN_FMA_MATH multiply TF32-rounded
+// operands, as TF32 tensor cores would. One algorithm is
 // offered per pass, deterministic, with a small workspace (so the scratch
 // path runs).
 //
@@ -44,6 +46,7 @@ struct cudnnConvolutionStruct {
   std::vector<int> pad, stride, dilation;
   cudnnConvolutionMode_t mode = CUDNN_CONVOLUTION;
   int groups = 1;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
 };
 
 namespace weft::rt::cuda {
@@ -182,10 +185,16 @@ cudnnStatus_t accumulate(const Taps &taps, int role, const void *a,
   std::vector<float> sum(
       at.empty() ? 0 : *std::max_element(at.begin(), at.end()) + 1);
   int i = role == 0 ? 1 : 0, j = role == 2 ? 1 : 2; // a's role, b's
+  // f32 under any math type but FMA may run on TF32 tensor cores: the
+  // products' operands as they read them.
+  bool tf32 = taps.format == Format::F32 && taps.cd->math != CUDNN_FMA_MATH;
+  auto operand = [&](const void *p, int64_t k) {
+    float v = emulator::load(taps.format, p, k);
+    return tf32 ? emulator::roundToTf32(v) : v;
+  };
   taps.walk([&](int64_t x, int64_t w, int64_t y) {
     int64_t offset[3] = {x, w, y};
-    sum[offset[role]] += emulator::load(taps.format, a, offset[i]) *
-                         emulator::load(taps.format, b, offset[j]);
+    sum[offset[role]] += operand(a, offset[i]) * operand(b, offset[j]);
   });
   float al = *static_cast<const float *>(alpha),
         be = *static_cast<const float *>(beta);
@@ -520,8 +529,9 @@ const Cudnn &Cudnn::get() {
       d->groups = groups;
       return CUDNN_STATUS_SUCCESS;
     };
-    t.cudnnSetConvolutionMathType = [](cudnnConvolutionDescriptor_t,
-                                       cudnnMathType_t) -> cudnnStatus_t {
+    t.cudnnSetConvolutionMathType = [](cudnnConvolutionDescriptor_t d,
+                                       cudnnMathType_t math) -> cudnnStatus_t {
+      d->math = math;
       return CUDNN_STATUS_SUCCESS;
     };
     t.cudnnDestroyConvolutionDescriptor =

@@ -1,7 +1,8 @@
 //===- Values.h - the emulated libraries' element access ------*- C++ -*-===//
 //
 // f32, bf16 and f16 elements read into f32 and stored rounded to nearest
-// even (Half.h), for the emulator's cuBLASLt and cuDNN.
+// even (Half.h), for the emulator's cuBLASLt and cuDNN; f32 rounded to
+// TF32 as TF32 tensor cores read it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_RUNTIME_BACKENDS_CUDA_EMULATOR_VALUES_H
@@ -9,7 +10,9 @@
 
 #include "../../../kernels/Half.h"
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 
 namespace weft::rt::cuda::emulator {
 
@@ -27,6 +30,21 @@ inline void store(Format f, void *p, int64_t i, float v) {
     static_cast<float *>(p)[i] = v;
   else
     static_cast<uint16_t *>(p)[i] = f == Format::BF16 ? toBF16(v) : toF16(v);
+}
+
+/// `v` as TF32 (NVIDIA's tensor float: f32's sign and 8 exponent bits and
+/// the top 10 of its 23 mantissa bits), rounded to nearest with ties away
+/// from zero, as PTX's cvt.rna.tf32.f32 converts: what a TF32 tensor core
+/// multiplies (f32 GEMMs under CUBLAS_COMPUTE_32F_FAST_TF32, f32
+/// convolutions under CUDNN_DEFAULT_MATH). NaN and infinities pass.
+inline float roundToTf32(float v) {
+  if (!std::isfinite(v))
+    return v;
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits = (bits + 0x1000u) & ~0x1fffu; // half of the 13 dropped bits' ulp
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
 }
 
 /// dst = alpha r + beta dst, where beta 0 does not read dst (the

@@ -107,8 +107,13 @@ std::unique_ptr<Backend> createCpuBackend();
 
 /// The CUDA backend (runtime/backends/cuda; built when WEFT_ENABLE_CUDA,
 /// which defines WEFT_HAVE_CUDA) on GPU `localRank` modulo the GPUs
-/// visible. Throws Error naming --device cuda when there is none.
-std::unique_ptr<Backend> createCudaBackend(int localRank);
+/// visible. With `allowTf32`, f32 GEMMs and convolutions may run on TF32
+/// tensor cores (NVIDIA's TF32: inputs rounded to 10 mantissa bits, f32
+/// accumulation; torch's backends.cuda.matmul.allow_tf32 and
+/// backends.cudnn.allow_tf32); without, they run f32 FMA math. Throws
+/// Error naming --device cuda when there is no GPU.
+std::unique_ptr<Backend> createCudaBackend(int localRank,
+                                           bool allowTf32 = false);
 
 class Communicator;
 /// The plan's collectives over NCCL between ranks on distinct GPUs
