@@ -91,8 +91,6 @@ public:
   const GemmPlan *find(const GemmKey &key) const;
   /// Keeps `plan` for `key`; it.
   const GemmPlan *keep(const GemmKey &key, std::unique_ptr<GemmPlan> plan);
-  /// Configurations planned so far.
-  size_t size() const { return plans.size(); }
 
 private:
   std::map<GemmKey, std::unique_ptr<GemmPlan>> plans;
