@@ -45,9 +45,18 @@ inline dim3 warpGrid(int64_t rows) { return grid(rows * 32); }
        row < (rows); row += int64_t(gridDim.x) * blockDim.x / 32)
 
 /// The output's dims and K operands' element strides and bases over them,
-/// passed by value to a kernel.
+/// passed by value to a kernel. Made with its dims coalesced, as PyTorch's
+/// TensorIterator coalesces them: a dim of size 1 goes, and two adjacent
+/// dims merge where every operand steps over the inner one's extent as it
+/// steps once in the outer (so operands of the output's shape are one dim
+/// of stride 1, a bias broadcast over rows is two). A thread then finds
+/// its coordinates with rank - 1 divisions (the outermost coordinate is
+/// what is left), in 32 bits when the output has under 2^31 elements:
+/// 64-bit division is a long instruction sequence on a GPU and would make
+/// an elementwise kernel compute-bound.
 template <int K> struct Strided {
   int rank = 0;
+  bool narrow = true; ///< fewer than 2^31 output elements
   int64_t dims[kMaxRank] = {};
   int64_t strides[K][kMaxRank] = {};
   int64_t base[K] = {};
@@ -60,27 +69,54 @@ template <int K> struct Strided {
       call.fail("rank " + std::to_string(out.size()) +
                 " is over the CUDA backend's " + std::to_string(kMaxRank));
     Strided s;
-    s.rank = int(out.size());
-    for (int d = 0; d < s.rank; ++d) {
-      s.dims[d] = out[d];
+    int64_t n = 1;
+    for (size_t d = 0; d < out.size(); ++d) {
+      n *= out[d];
+      if (out[d] == 1)
+        continue; // one coordinate, 0: no stride to apply
+      bool merges = s.rank > 0;
+      for (int k = 0; k < K && merges; ++k)
+        merges = s.strides[k][s.rank - 1] == strides[k][d] * out[d];
+      if (merges) { // the previous dim steps over this one: one dim
+        s.dims[s.rank - 1] *= out[d];
+        for (int k = 0; k < K; ++k)
+          s.strides[k][s.rank - 1] = strides[k][d];
+        continue;
+      }
+      s.dims[s.rank] = out[d];
       for (int k = 0; k < K; ++k)
-        s.strides[k][d] = strides[k][d];
+        s.strides[k][s.rank] = strides[k][d];
+      ++s.rank;
     }
+    s.narrow = n < (int64_t(1) << 31);
     for (int k = 0; k < K; ++k)
       s.base[k] = base[k];
     return s;
   }
 
-  /// Operand k's element read for output element i.
+  /// Operand k's element read for output element i (0 <= i < the
+  /// output's elements).
   __device__ void offsets(int64_t i, int64_t (&offset)[K]) const {
     for (int k = 0; k < K; ++k)
       offset[k] = base[k];
-    for (int d = rank - 1; d >= 0; --d) {
-      int64_t coord = i % dims[d];
-      i /= dims[d];
+    if (narrow)
+      walk(uint32_t(i), offset);
+    else
+      walk(i, offset);
+  }
+
+private:
+  template <typename Index>
+  __device__ void walk(Index i, int64_t (&offset)[K]) const {
+    for (int d = rank - 1; d > 0; --d) {
+      Index extent = Index(dims[d]), coord = i % extent;
+      i /= extent;
       for (int k = 0; k < K; ++k)
-        offset[k] += coord * strides[k][d];
+        offset[k] += int64_t(coord) * strides[k][d];
     }
+    if (rank > 0) // the outermost coordinate: what is left of i
+      for (int k = 0; k < K; ++k)
+        offset[k] += int64_t(i) * strides[k][0];
   }
 };
 

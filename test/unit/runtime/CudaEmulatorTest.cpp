@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -534,6 +535,71 @@ TEST(CudaEmulator, AllowTf32RoundsF32ProductsOperands) {
     EXPECT_EQ(got, want) << "conv, tf32 " << tf32;
 #endif
     gpu->freeArena(arena);
+  }
+}
+
+/// Strided views coalesce: operands of the output's shape become one dim,
+/// a row broadcast two, size-1 dims go, a head transpose keeps its four.
+TEST(CudaEmulator, StridedViewsCoalesceTheirDims) {
+  KernelAttrs none;
+  KernelContext context{0, 0, 0, 0};
+  KernelCall call{"add", {}, {}, none, context};
+  auto same = cuda::Strided<2>::of(call, {2, 3, 4}, {{{12, 4, 1}, {12, 4, 1}}});
+  EXPECT_EQ(same.rank, 1);
+  EXPECT_EQ(same.dims[0], 24);
+  auto bias = cuda::Strided<2>::of(call, {6, 1, 4}, {{{4, 4, 1}, {0, 0, 1}}});
+  EXPECT_EQ(bias.rank, 2);
+  auto heads = cuda::Strided<1>::of(call, {8, 16, 32, 64},
+                                    {{{32 * 16 * 64, 64, 16 * 64, 1}}});
+  EXPECT_EQ(heads.rank, 4);
+  EXPECT_TRUE(heads.narrow);
+}
+
+/// A coalesced view reads what the uncoalesced one reads, element by
+/// element, over random shapes, strides (broadcasts included) and bases,
+/// in 32-bit and 64-bit indexing.
+TEST(CudaEmulator, StridedViewsReadWhatTheirDimsSay) {
+  KernelAttrs none;
+  KernelContext context{0, 0, 0, 0};
+  KernelCall call{"where", {}, {}, none, context};
+  std::mt19937 random(7);
+  auto pick = [&](int below) { return int(random() % below); };
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<int64_t> dims(1 + pick(5));
+    for (int64_t &d : dims)
+      d = 1 + pick(4);
+    std::array<std::vector<int64_t>, 3> strides;
+    std::array<int64_t, 3> base;
+    for (int k = 0; k < 3; ++k) {
+      // Contiguous, broadcast, transposed or arbitrary, by operand.
+      int64_t step = 1;
+      strides[k].assign(dims.size(), 0);
+      for (size_t d = dims.size(); d-- > 0;) {
+        int kind = pick(4);
+        strides[k][d] = kind == 0 ? step : kind == 1 ? 0 : 1 + pick(40);
+        step *= dims[d];
+      }
+      base[k] = pick(10);
+    }
+    auto view = cuda::Strided<3>::of(call, dims, strides, base);
+    int64_t n = 1;
+    for (int64_t d : dims)
+      n *= d;
+    for (bool narrow : {true, false}) {
+      view.narrow = narrow;
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t got[3];
+        view.offsets(i, got);
+        for (int k = 0; k < 3; ++k) {
+          int64_t want = base[k], rest = i;
+          for (size_t d = dims.size(); d-- > 0;) {
+            want += rest % dims[d] * strides[k][d];
+            rest /= dims[d];
+          }
+          ASSERT_EQ(got[k], want) << "trial " << trial << " element " << i;
+        }
+      }
+    }
   }
 }
 
