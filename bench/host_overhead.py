@@ -15,10 +15,10 @@ each step's wall time. What is left is the executor and the backend's
 launch path, plus the emulator's stand-ins for CUDA's runtime calls, which
 cost less than the driver's (a few microseconds per launch on a GPU, not
 counted here).
-torch: eager on the CPU, autocast bf16 (f32: none), one thread, forward, backward and
-AdamW from the same model and batch: its whole step, which at this width
-is mostly its per-op cost (dispatch, autograd, allocation) and a little
-arithmetic. Neither side includes the CUDA driver's launch cost.
+torch: eager on the CPU, autocast bf16 (f32: none), one thread, forward,
+backward and AdamW from the same model and batch: its whole step, which
+at this width is mostly its per-op cost (dispatch, autograd, allocation)
+and a little arithmetic. Neither side includes the CUDA driver's launch cost.
 
 Prints the medians over --steps steps after one warm-up step: weft's host
 milliseconds per step and microseconds per instruction, torch's step, and
@@ -117,12 +117,12 @@ def main(argv=None):
                   ratio=host / torch_step)
     torch_mode = ("autocast bf16" if args.precision == "bf16"
                   else "f32")
-    print(f"GPT-2-medium depth, tiny width, {args.precision} AdamW; medians of "
-          f"{len(records)} steps\n"
+    print(f"GPT-2-medium depth, tiny width, {args.precision} AdamW; "
+          f"medians of {len(records)} steps\n"
           f"weft host time per step (CUDA path, emulated device's work "
           f"taken out): {1e3 * host:.2f} ms for {last['instructions']} "
           f"instructions ({last['kernel_launches']} kernel launches, "
-          f"{last['library_calls']} cuBLASLt calls): "
+          f"{last['library_calls']} cuBLASLt and cuDNN calls): "
           f"{result['weft_host_us_per_instruction']:.2f} us each\n"
           f"torch eager step (CPU, {torch_mode}, 1 thread): "
           f"{1e3 * torch_step:.2f} ms\n"
