@@ -259,6 +259,16 @@ TEST(CudaEmulator, CublasLtKeepsItsContract) {
   lt.cublasLtMatmulDescDestroy(op);
 }
 
+/// The emulated libraries' algorithm queries since the last call (or
+/// since it was made).
+struct QueriesSince {
+  int64_t start = cuda::emulator::deviceTotals().algorithmQueries;
+  int64_t operator()() {
+    int64_t now = cuda::emulator::deviceTotals().algorithmQueries;
+    return now - std::exchange(start, now);
+  }
+};
+
 /// An algorithm from the emulated heuristic runs only the problem it was
 /// asked about, on operands as aligned as the preference promised
 /// (cublasLt.h); a null one is the implicit heuristic query.
@@ -282,13 +292,13 @@ TEST(CudaEmulator, CublasLtRunsAnAlgorithmOnlyOnItsProblem) {
                                             sizeof sixteen);
   cublasLtMatmulHeuristicResult_t result;
   int found = 0;
-  int64_t asked = cuda::emulator::cublasLtHeuristicCalls();
+  int64_t asked = cuda::emulator::deviceTotals().algorithmQueries;
   ASSERT_EQ(lt.cublasLtMatmulAlgoGetHeuristic(nullptr, op, square, square,
                                               square, square, preference, 1,
                                               &result, &found),
             CUBLAS_STATUS_SUCCESS);
   ASSERT_EQ(found, 1);
-  EXPECT_EQ(cuda::emulator::cublasLtHeuristicCalls(), asked + 1);
+  EXPECT_EQ(cuda::emulator::deviceTotals().algorithmQueries, asked + 1);
   float one = 1, zero = 0;
   auto run = [&](const float *left, cublasLtMatrixLayout_t layout,
                  const cublasLtMatmulAlgo_t *algo) {
@@ -352,11 +362,7 @@ TEST(CudaEmulator, GemmPlansAskTheHeuristicOncePerConfiguration) {
       out[i] += bias[i % 4];
     return out;
   };
-  // Heuristic queries since the last look.
-  auto since = [start = cuda::emulator::cublasLtHeuristicCalls()]() mutable {
-    int64_t now = cuda::emulator::cublasLtHeuristicCalls();
-    return now - std::exchange(start, now);
-  };
+  QueriesSince since;
   EXPECT_EQ(gemm(a, nullptr), product);
   EXPECT_EQ(since(), 1);
   EXPECT_EQ(gemm(a, nullptr), product);
@@ -460,10 +466,7 @@ TEST(CudaEmulator, ConvPlansRankTheAlgorithmsOncePerConfiguration) {
     gpu->download(out.data(), y, 16);
     return out;
   };
-  auto since = [start = cuda::emulator::cudnnAlgorithmQueries()]() mutable {
-    int64_t now = cuda::emulator::cudnnAlgorithmQueries();
-    return now - std::exchange(start, now);
-  };
+  QueriesSince since;
   // x[i][j] + x[i+1][j+1], plus the bias.
   EXPECT_EQ(conv(100), (std::vector<float>{106, 108, 112, 114}));
   EXPECT_EQ(since(), 1);

@@ -192,8 +192,8 @@ matmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void *alpha,
        cublasLtMatrixLayout_t bDesc, const void *beta, const void *C,
        cublasLtMatrixLayout_t cDesc, void *D, cublasLtMatrixLayout_t dDesc,
        const cublasLtMatmulAlgo_t *algo, void *, size_t, cudaStream_t stream) {
-  emulator::DeviceWork work(emulator::DeviceWork::Library);
-  emulator::order(stream); // the kernels before it on the stream first
+  // The kernels before it on the stream first.
+  emulator::DeviceWork work(emulator::DeviceWork::Library, stream);
   const Desc &d = of<Desc>(desc);
   const Layout &a = of<Layout>(aDesc), &b = of<Layout>(bDesc),
                &c = of<Layout>(cDesc), &out = of<Layout>(dDesc);
@@ -246,14 +246,12 @@ matmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void *alpha,
   return CUBLAS_STATUS_SUCCESS;
 }
 
-int64_t heuristicCount = 0;
-
 cublasStatus_t heuristic(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
                          cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                          cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
                          cublasLtMatmulPreference_t preference, int requested,
                          cublasLtMatmulHeuristicResult_t *results, int *found) {
-  ++heuristicCount;
+  emulator::countAlgorithmQuery();
   *found = 0;
   if (requested < 1)
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -337,8 +335,6 @@ template <typename Opaque> cublasStatus_t destroy(Opaque *opaque) {
 }
 
 } // namespace
-
-int64_t emulator::cublasLtHeuristicCalls() { return heuristicCount; }
 
 const CublasLt &CublasLt::get() {
   static const CublasLt table = [] {

@@ -58,11 +58,8 @@ using emulator::Format;
 
 constexpr size_t kWorkspace = 256; ///< bytes each pass asks for
 
-/// The kernels enqueued before a call on its handle's stream run first.
-void ordered(cudnnHandle_t h) {
-  if (h)
-    emulator::order(h->stream);
-}
+/// The stream a handle's calls are enqueued on (null without a handle).
+cudaStream_t streamOf(cudnnHandle_t h) { return h ? h->stream : nullptr; }
 
 bool formatOf(cudnnDataType_t type, Format &format) {
   switch (type) {
@@ -216,8 +213,7 @@ cudnnStatus_t forward(cudnnHandle_t h, const void *alpha,
                       cudnnConvolutionDescriptor_t cd,
                       cudnnConvolutionFwdAlgo_t, void *, size_t,
                       const void *beta, cudnnTensorDescriptor_t yd, void *y) {
-  emulator::DeviceWork work(emulator::DeviceWork::Library);
-  ordered(h);
+  emulator::DeviceWork work(emulator::DeviceWork::Library, streamOf(h));
   return accumulate(Taps(xd, wd, cd, yd), 2, x, w,
                     offsets(yd->dims, yd->strides), alpha, beta, y);
 }
@@ -229,8 +225,7 @@ cudnnStatus_t backwardData(cudnnHandle_t h, const void *alpha,
                            cudnnConvolutionBwdDataAlgo_t, void *, size_t,
                            const void *beta, cudnnTensorDescriptor_t dxd,
                            void *dx) {
-  emulator::DeviceWork work(emulator::DeviceWork::Library);
-  ordered(h);
+  emulator::DeviceWork work(emulator::DeviceWork::Library, streamOf(h));
   return accumulate(Taps(dxd, wd, cd, dyd), 0, w, dy,
                     offsets(dxd->dims, dxd->strides), alpha, beta, dx);
 }
@@ -242,18 +237,15 @@ cudnnStatus_t backwardFilter(cudnnHandle_t h, const void *alpha,
                              cudnnConvolutionBwdFilterAlgo_t, void *, size_t,
                              const void *beta, cudnnFilterDescriptor_t dwd,
                              void *dw) {
-  emulator::DeviceWork work(emulator::DeviceWork::Library);
-  ordered(h);
+  emulator::DeviceWork work(emulator::DeviceWork::Library, streamOf(h));
   return accumulate(Taps(xd, dwd, cd, dyd), 1, x, dy,
                     offsets(dwd->dims, contiguous(dwd->dims)), alpha, beta, dw);
 }
 
-int64_t rankings = 0; ///< the algorithm queries so far, every pass
-
 /// One deterministic algorithm, whatever the pass.
 template <typename Perf>
 cudnnStatus_t rank(int requested, int *count, Perf *perf) {
-  ++rankings;
+  emulator::countAlgorithmQuery();
   *count = 0;
   if (requested < 1)
     return CUDNN_STATUS_BAD_PARAM;
@@ -268,8 +260,7 @@ cudnnStatus_t rank(int requested, int *count, Perf *perf) {
 cudnnStatus_t addTensor(cudnnHandle_t h, const void *alpha,
                         cudnnTensorDescriptor_t ad, const void *a,
                         const void *beta, cudnnTensorDescriptor_t cd, void *c) {
-  emulator::DeviceWork work(emulator::DeviceWork::Library);
-  ordered(h);
+  emulator::DeviceWork work(emulator::DeviceWork::Library, streamOf(h));
   Format format;
   if (ad->dims.size() != cd->dims.size() || ad->type != cd->type ||
       !formatOf(cd->type, format))
@@ -332,8 +323,7 @@ cudnnStatus_t bnTraining(cudnnHandle_t h, cudnnBatchNormMode_t mode,
                          const void *bias, double factor, void *runningMean,
                          void *runningVar, double eps, void *saveMean,
                          void *saveInvVar) {
-  emulator::DeviceWork work(emulator::DeviceWork::Library);
-  ordered(h);
+  emulator::DeviceWork work(emulator::DeviceWork::Library, streamOf(h));
   if (!spatialF32(mode, xd))
     return CUDNN_STATUS_NOT_SUPPORTED;
   if (eps < CUDNN_BN_MIN_EPSILON)
@@ -370,8 +360,7 @@ cudnnStatus_t bnInference(cudnnHandle_t h, cudnnBatchNormMode_t mode,
                           cudnnTensorDescriptor_t, const void *scale,
                           const void *bias, const void *mean,
                           const void *variance, double eps) {
-  emulator::DeviceWork work(emulator::DeviceWork::Library);
-  ordered(h);
+  emulator::DeviceWork work(emulator::DeviceWork::Library, streamOf(h));
   if (!spatialF32(mode, xd))
     return CUDNN_STATUS_NOT_SUPPORTED;
   auto *x = static_cast<const float *>(xp);
@@ -399,8 +388,7 @@ cudnnStatus_t bnBackward(cudnnHandle_t h, cudnnBatchNormMode_t mode,
                          cudnnTensorDescriptor_t, const void *scale,
                          void *dScale, void *dBias, double eps,
                          const void *savedMean, const void *savedInvVar) {
-  emulator::DeviceWork work(emulator::DeviceWork::Library);
-  ordered(h);
+  emulator::DeviceWork work(emulator::DeviceWork::Library, streamOf(h));
   if (!spatialF32(mode, xd))
     return CUDNN_STATUS_NOT_SUPPORTED;
   auto *x = static_cast<const float *>(xp);
@@ -438,8 +426,6 @@ cudnnStatus_t bnBackward(cudnnHandle_t h, cudnnBatchNormMode_t mode,
 }
 
 } // namespace
-
-int64_t emulator::cudnnAlgorithmQueries() { return rankings; }
 
 const Cudnn &Cudnn::get() {
   static const Cudnn table = [] {

@@ -278,11 +278,12 @@ struct {
 
 } // namespace
 
-DeviceWork::DeviceWork(Kind kind) {
+DeviceWork::DeviceWork(Kind kind, cudaStream_t after) {
   profile.totals.kernelLaunches += kind == Kernel;
   profile.totals.libraryCalls += kind == Library;
   if (profile.depth++ == 0)
     profile.start = std::chrono::steady_clock::now();
+  order(after); // a null stream has nothing deferred
 }
 
 DeviceWork::~DeviceWork() {
@@ -294,6 +295,8 @@ DeviceWork::~DeviceWork() {
 }
 
 DeviceTotals deviceTotals() { return profile.totals; }
+
+void countAlgorithmQuery() { ++profile.totals.algorithmQueries; }
 
 cudaError_t takeLaunchError() {
   cudaError_t error = launchError;

@@ -74,29 +74,29 @@ void order(cudaStream_t stream);
 /// arithmetic, a copy): the host time the emulator spends in such work
 /// is summed (nested guards count once), so a benchmark can tell weft's
 /// own host time from the emulated device's (bench/HostOverhead.cpp).
+/// Work enqueued on a stream gives it as `after`: the stream's deferred
+/// work runs first (order), as it would before this work on a GPU.
 class DeviceWork {
 public:
   enum Kind { Kernel, Library, Copy };
-  explicit DeviceWork(Kind kind);
+  explicit DeviceWork(Kind kind, cudaStream_t after = nullptr);
   ~DeviceWork();
   DeviceWork(const DeviceWork &) = delete;
   DeviceWork &operator=(const DeviceWork &) = delete;
 };
 
-/// What the DeviceWork guards have counted since the process started.
+/// What the emulator has counted since the process started.
 struct DeviceTotals {
   double seconds = 0;         ///< host seconds inside the outermost guards
   int64_t kernelLaunches = 0; ///< kernels run
   int64_t libraryCalls = 0;   ///< cuBLASLt's and cuDNN's computing calls
+  /// cuBLASLt's heuristic asked, cuDNN's convolution algorithms ranked: the
+  /// backend asks once per configuration (GemmPlan.h, Convolution.cpp).
+  int64_t algorithmQueries = 0;
 };
 DeviceTotals deviceTotals();
-
-/// How many times cuBLASLt's heuristic has been asked (CublasLt.cpp), so
-/// tests see the backend ask once per GEMM configuration (GemmPlan.h).
-int64_t cublasLtHeuristicCalls();
-/// How many times cuDNN's convolution algorithms have been ranked
-/// (Cudnn.cpp): once per configuration and pass (Convolution.cpp).
-int64_t cudnnAlgorithmQueries();
+/// Counts one algorithm query (the emulated cuBLASLt and cuDNN).
+void countAlgorithmQuery();
 
 /// Whether CUDA launches `grid` x `block`; if not, sets the launch error
 /// (cudaErrorInvalidConfiguration), as the launch call itself does.

@@ -214,10 +214,9 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
 cudaError_t cudaMemcpy2DAsync(void *dst, size_t dstPitch, const void *src,
                               size_t srcPitch, size_t width, size_t height,
                               cudaMemcpyKind, cudaStream_t stream) {
-  order(stream);
+  DeviceWork work(DeviceWork::Copy, stream);
   if (width > dstPitch || width > srcPitch)
     return cudaErrorInvalidPitchValue;
-  DeviceWork work(DeviceWork::Copy);
   for (size_t row = 0; row < height; ++row)
     std::memmove(static_cast<char *>(dst) + row * dstPitch,
                  static_cast<const char *>(src) + row * srcPitch, width);
@@ -225,8 +224,7 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dstPitch, const void *src,
 }
 cudaError_t cudaMemsetAsync(void *pointer, int value, size_t bytes,
                             cudaStream_t stream) {
-  order(stream);
-  DeviceWork work(DeviceWork::Copy);
+  DeviceWork work(DeviceWork::Copy, stream);
   std::memset(pointer, value, bytes);
   return cudaSuccess;
 }
