@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ClassTargets.h"
+#include "CpuVector.h"
 #include "ElementwiseMath.h"
 #include "RowMath.h"
 
@@ -20,15 +21,11 @@ namespace weft::rt {
 namespace {
 
 /// An elementwise gradient of (x, dy) (ElementwiseMath.h, shared with the
-/// CUDA kernels).
+/// CUDA kernels), in a vector loop (CpuVector.h).
 template <typename Op> void elementwiseGrad(const KernelCall &call) {
   const Tensor &x = call.in[0], &dy = call.in[1], &dx = call.out[0];
   dispatchFloat(call, x.dtype, [&]<typename T>() {
-    const T *in = x.as<T>(), *g = dy.as<T>();
-    T *out = dx.as<T>();
-    Op op;
-    for (int64_t i = 0, n = x.numel(); i < n; ++i)
-      out[i] = op(in[i], g[i]);
+    vec::map(x.as<T>(), dy.as<T>(), dx.as<T>(), x.numel(), Op());
   });
 }
 
@@ -134,6 +131,20 @@ void gatherGrad(const KernelCall &call) {
   });
 }
 
+/// One contiguous row of softmax_cross_entropy_grad in a vector loop
+/// (CpuVector.h): the class scores x (or log-probabilities, without
+/// `fromScores`), the row's log-sum-exp, its target class t (-1: none) and
+/// scale.
+template <typename T>
+WEFT_CPU_CLONES void crossEntropyGradRow(const T *x, T lse, bool fromScores,
+                                         int64_t t, double scale, T *out,
+                                         int64_t classes) {
+  for (int64_t ch = 0; ch < classes; ++ch) {
+    T lp = fromScores ? crossEntropyLogProb(x[ch], lse) : x[ch];
+    out[ch] = static_cast<T>(crossEntropyGradAt(lp, ch == t, scale));
+  }
+}
+
 /// (log_prob, labels, grad[, weights]), or with log_sum_exp (scores,
 /// labels, grad[, weights], log_sum_exp): log_prob = scores - log_sum_exp.
 template <typename T> void softmaxCrossEntropyGrad(const KernelCall &call) {
@@ -149,6 +160,12 @@ template <typename T> void softmaxCrossEntropyGrad(const KernelCall &call) {
   for (int64_t k = 0; k < targets.n * targets.inner; ++k) {
     int64_t t = targets.cls[k];
     double scale = t < 0 ? 0.0 : targets.scale(dl, k);
+    if (targets.inner == 1) { // [N, C]: the row is contiguous
+      int64_t first = k * targets.classes;
+      crossEntropyGradRow(in + first, lse ? lse[k] : T(0), lse != nullptr, t,
+                          scale, out + first, targets.classes);
+      continue;
+    }
     for (int64_t ch = 0; ch < targets.classes; ++ch) {
       int64_t e = targets.at(k, ch);
       T lp = lse ? crossEntropyLogProb(in[e], lse[k]) : in[e];

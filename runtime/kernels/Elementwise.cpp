@@ -1,5 +1,6 @@
 //===- Elementwise.cpp - unary, binary (broadcasting), where, clip, cast --===//
 
+#include "CpuVector.h"
 #include "ElementwiseMath.h"
 #include "Half.h"
 #include "Kernel.h"
@@ -31,14 +32,12 @@ std::vector<int64_t> broadcastIndex(const std::vector<int64_t> &shape,
 
 namespace {
 
-/// `op` is generic: float tensors compute in float (expf, erff, ...).
+/// `op` is generic: float tensors compute in float (expf, erff, ...), in
+/// vector loops (CpuVector.h).
 template <typename Op> void unary(const KernelCall &call, Op op) {
   const Tensor &x = call.in[0], &y = call.out[0];
   dispatchFloat(call, x.dtype, [&]<typename T>() {
-    const T *in = x.as<T>();
-    T *out = y.as<T>();
-    for (int64_t i = 0, n = x.numel(); i < n; ++i)
-      out[i] = static_cast<T>(op(in[i]));
+    vec::map(x.as<T>(), y.as<T>(), x.numel(), op);
   });
 }
 

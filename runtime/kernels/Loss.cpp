@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ClassTargets.h"
+#include "CpuVector.h"
 #include "RowMath.h"
 
 #include <cmath>
@@ -52,8 +53,13 @@ template <typename T> struct SoftmaxRows {
     for (int64_t r = 0; r < rows(); ++r) {
       const T *row = in + first(r);
       double sum;
-      softmaxRowSums<T>(
-          classes, [&](int64_t k) { return row[k * inner]; }, max[r], sum);
+      if (inner == 1) { // [N, C]: the row is contiguous (CpuVector.h)
+        max[r] = vec::max(row, classes);
+        sum = vec::expSum<T>(row, classes, max[r], nullptr);
+      } else {
+        softmaxRowSums<T>(
+            classes, [&](int64_t k) { return row[k * inner]; }, max[r], sum);
+      }
       logSum[r] = softmaxRowConstant<true, T>(sum);
     }
   }

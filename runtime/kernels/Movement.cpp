@@ -142,7 +142,7 @@ void transpose(const KernelCall &call) {
   // The last two axes swap (matrix transposes in matmul gradients): tiles.
   if (n >= 2 && leadingKept && perm[n - 1] == n - 2 && perm[n - 2] == n - 1) {
     int64_t rows = x.shape[n - 2], cols = x.shape[n - 1];
-    int64_t batch = rows * cols ? x.numel() / (rows * cols) : 0;
+    int64_t batch = rows * cols != 0 ? x.numel() / (rows * cols) : 0;
     transposeMatrices(y.data, x.data, batch, rows, cols, elemSize);
     return;
   }
@@ -245,7 +245,7 @@ void trilu(const KernelCall &call) {
   bool upper = call.b("upper");
   int64_t k = call.i("k"), size = dtypeSize(x.dtype);
   int64_t rows = x.shape[x.rank() - 2], cols = x.shape[x.rank() - 1];
-  int64_t matrices = rows * cols ? x.numel() / (rows * cols) : 0;
+  int64_t matrices = rows * cols != 0 ? x.numel() / (rows * cols) : 0;
   std::memcpy(y.data, x.data, x.bytes());
   char *out = y.as<char>();
   for (int64_t m = 0; m < matrices; ++m)

@@ -1,5 +1,6 @@
 //===- Normalization.cpp - softmax, layer/batch norm, dropout -------------===//
 
+#include "CpuVector.h"
 #include "DropoutMask.h"
 #include "Kernel.h"
 #include "RowMath.h"
@@ -11,12 +12,31 @@ namespace weft::rt {
 
 namespace {
 
+/// A contiguous row of softmax or log_softmax in vector loops (CpuVector.h):
+/// softmaxRow's values, but exp(x - max) is stored by the sum's pass and
+/// scaled in place (in T, so each element rounds as softmaxAt's).
+template <bool Log, typename T>
+void softmaxContiguousRow(const T *x, T *y, int64_t dim) {
+  T max = vec::max(x, dim);
+  double sum = vec::expSum(x, dim, max, Log ? nullptr : y);
+  T constant = softmaxRowConstant<Log, T>(sum);
+  if constexpr (Log)
+    vec::map(x, y, dim, [=](T v) { return softmaxAt<true>(v, max, constant); });
+  else
+    vec::map(y, y, dim, [=](T e) { return e * constant; });
+}
+
 template <bool Log> void softmax(const KernelCall &call) {
   const Tensor &x = call.in[0], &y = call.out[0];
   AxisView v(x.shape, call.i("axis"));
   dispatchFloat(call, x.dtype, [&]<typename T>() {
     const T *in = x.as<T>();
     T *out = y.as<T>();
+    if (v.inner == 1) {
+      for (int64_t o = 0; o < v.outer; ++o)
+        softmaxContiguousRow<Log>(in + o * v.dim, out + o * v.dim, v.dim);
+      return;
+    }
     for (int64_t o = 0; o < v.outer; ++o)
       for (int64_t i = 0; i < v.inner; ++i) {
         const T *row = in + o * v.dim * v.inner + i;

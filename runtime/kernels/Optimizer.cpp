@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CpuVector.h"
 #include "Kernel.h"
 #include "UpdateMath.h"
 
@@ -44,6 +45,15 @@ struct LossScale {
   }
 };
 
+/// AdamW over n elements in a vector loop (CpuVector.h): sqrt and the
+/// divisions vectorise (the kernels build without errno from libm).
+template <typename T>
+WEFT_CPU_CLONES void adamwLoop(AdamWStep<T> step, const T *g, T *p, T *m, T *v,
+                               int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    step(g[i], p[i], m[i], v[i]);
+}
+
 template <typename T> void adamw(const KernelCall &call) {
   UpdateInputs inputs = UpdateInputs::adamw(call.in.size());
   LossScale scale = LossScale::of(call, inputs.scaled);
@@ -57,8 +67,7 @@ template <typename T> void adamw(const KernelCall &call) {
   T *p = call.out[inputs.master ? 3 : 0].as<T>(), *m = call.out[1].as<T>(),
     *v = call.out[2].as<T>();
   int64_t n = call.in[0].numel();
-  for (int64_t i = 0; i < n; ++i)
-    step(g[i], p[i], m[i], v[i]);
+  adamwLoop(step, g, p, m, v, n);
   if (inputs.master)
     std::copy(p, p + n, call.out[0].as<T>());
 }
