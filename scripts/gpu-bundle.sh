@@ -16,10 +16,11 @@ stage="$out/stage"
 rm -rf "$out"
 mkdir -p "$stage/bin" "$stage/lib" "$stage/plans"
 cp build/bin/weft-run build/bin/WeftCudaConformanceTests "$stage/bin/"
-# The libraries ldd resolves, less the C runtime the device has its own of.
+# The libraries ldd resolves, less the C runtime the device has its own of
+# (libmvec is glibc's: the CPU kernels need 2.35 or later there).
 for binary in "$stage"/bin/*; do
   ldd "$binary" | awk '$3 ~ /^\// {print $3}'
-done | sort -u | grep -v -E '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
+done | sort -u | grep -v -E '/(libc|libm|libmvec|libpthread|libdl|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
 
 # weft.gpu_check's plans: the gpt example (f32, bf16, bf16 with fused
