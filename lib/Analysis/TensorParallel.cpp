@@ -374,6 +374,8 @@ private:
     int64_t ra = rankOf(a), rb = rankOf(w), r = rankOf(mm.getResult());
     if (ra < 2 || rb < 2)
       return "a matrix-vector product of a sharded value has no rule";
+    if (mm.getTransA() || mm.getTransB())
+      return "a matmul reading a transposed operand has no rule";
     Sharding sa = get(a), sb = get(w);
     // Row-parallel linear: the weight is sliced along its input features.
     if (sa.isSplit() && sa.dim == ra - 1 && !sb.isSplit() &&

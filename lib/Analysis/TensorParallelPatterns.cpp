@@ -112,7 +112,8 @@ int64_t fusedBlocks(Value y) {
 
 std::optional<Linear> linearOf(Operation *op) {
   if (auto mm = dyn_cast<MatMulOp>(op)) {
-    if (rankOf(mm.getLhs()) < 2 || !weightParam(mm.getRhs()))
+    if (rankOf(mm.getLhs()) < 2 || !weightParam(mm.getRhs()) ||
+        mm.getTransA() || mm.getTransB())
       return std::nullopt;
     return Linear{mm.getLhs(), mm.getRhs(), 0, 1, Value()};
   }
@@ -167,7 +168,8 @@ Operation *vocabTableStart(BlockArgument arg, int64_t parts) {
              t && t.getPerm() == ArrayRef<int64_t>{1, 0})
       ok = llvm::all_of(t->getUses(), [](OpOperand &use) {
         auto mm = dyn_cast<MatMulOp>(use.getOwner());
-        return mm && use.getOperandNumber() == 1 && headLoss(mm.getResult());
+        return mm && use.getOperandNumber() == 1 && !mm.getTransB() &&
+               headLoss(mm.getResult());
       });
     if (!ok)
       return nullptr;

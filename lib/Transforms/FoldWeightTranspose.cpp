@@ -31,7 +31,8 @@ namespace {
 Value transposedWeight(MatMulOp matmul) {
   auto transpose = matmul.getRhs().getDefiningOp<TransposeOp>();
   if (!transpose || transpose.getPerm() != ArrayRef<int64_t>{1, 0} ||
-      cast<RankedTensorType>(matmul.getLhs().getType()).getRank() < 2)
+      cast<RankedTensorType>(matmul.getLhs().getType()).getRank() < 2 ||
+      matmul.getTransA() || matmul.getTransB())
     return Value();
   return transpose.getInput();
 }

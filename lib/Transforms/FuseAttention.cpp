@@ -180,6 +180,10 @@ bool isAdditiveCausalMask(Value v, int64_t sq, int64_t sk) {
   });
 }
 
+/// A matmul reading an operand transposed (transA/transB: weft's, never
+/// an import's); attention's are plain.
+bool readsTransposed(MatMulOp mm) { return mm.getTransA() || mm.getTransB(); }
+
 /// One core attention the fused op computes.
 struct Attention {
   MatMulOp qk, pv;
@@ -218,7 +222,7 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
   if (!probs.hasOneUse())
     return std::nullopt;
   a.pv = dyn_cast<MatMulOp>(*probs.getUsers().begin());
-  if (!a.pv || a.pv.getLhs() != probs)
+  if (!a.pv || a.pv.getLhs() != probs || readsTransposed(a.pv))
     return std::nullopt;
   // Backwards: scale and mask ops on the scores, to q k^T.
   Value v = softmax.getInput();
@@ -237,7 +241,7 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
     a.scoreOps.insert(a.scoreOps.begin(), {def, carried});
     v = carried;
   }
-  if (!a.qk)
+  if (!a.qk || readsTransposed(a.qk))
     return std::nullopt;
   // From here on it is core attention: say why it does not fuse.
   int64_t sq = scores.getDimSize(rank - 2), sk = scores.getDimSize(rank - 1);

@@ -2,7 +2,8 @@
 //
 // GEMM is OpenBLAS's cblas_sgemm/dgemm. Batched matmul broadcasts batch dims
 // as numpy does and loops over the batch; when the right operand has no batch
-// dims (a weight), the batch folds into M for one large GEMM.
+// dims (a weight), the batch folds into M for one large GEMM. transA/transB
+// (weft's, not ONNX's) are BLAS's transposes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,15 +20,16 @@ namespace {
 
 void matmul(const KernelCall &call) {
   const Tensor &lhs = call.in[0], &rhs = call.in[1], &y = call.out[0];
-  MatmulShape s = MatmulShape::of(lhs, rhs);
+  MatmulShape s =
+      MatmulShape::of(lhs, rhs, call.flag("transA"), call.flag("transB"));
   int64_t m = s.m, n = s.n, k = s.k;
   dispatchFloat(call, lhs.dtype, [&]<typename T>() {
     const T *pa = lhs.as<T>(), *pb = rhs.as<T>();
     T *pc = y.as<T>();
     if (s.foldsIntoM()) {
       // [..., M, K] x [K, N]: one GEMM with M' = batch * M.
-      gemm<T>(false, false, s.batchCount() * m, n, k, 1, pa, k, pb, n, 0,
-              pc, n);
+      gemm<T>(false, s.transB, s.batchCount() * m, n, k, 1, pa, k, pb, s.ldb(),
+              0, pc, n);
       return;
     }
     std::array<std::vector<int64_t>, 2> strides = {
@@ -35,8 +37,8 @@ void matmul(const KernelCall &call) {
         broadcastStrides(s.batchB, s.batch)};
     int64_t matA = m * k, matB = k * n, matC = m * n;
     forEachBroadcast<2>(s.batch, strides, [&](int64_t o, const auto &off) {
-      gemm<T>(false, false, m, n, k, 1, pa + off[0] * matA, k,
-              pb + off[1] * matB, n, 0, pc + o * matC, n);
+      gemm<T>(s.transA, s.transB, m, n, k, 1, pa + off[0] * matA, s.lda(),
+              pb + off[1] * matB, s.ldb(), 0, pc + o * matC, n);
     });
   });
 }

@@ -1,7 +1,8 @@
 //===- MatmulShape.h - numpy matmul's operand geometry ----------*- C++ -*-===//
 //
 // ONNX MatMul-13 (numpy matmul): 1-D operands are promoted ([K] -> [1, K]
-// on the left, [K] -> [K, 1] on the right), the batch dims broadcast. The
+// on the left, [K] -> [K, 1] on the right), the batch dims broadcast;
+// weft's transA/transB read an operand's last two dims swapped. The
 // CPU (OpenBLAS) and CUDA (cuBLASLt) kernels both plan their GEMMs from it.
 //
 //===----------------------------------------------------------------------===//
@@ -12,22 +13,33 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace weft::rt {
 
 struct MatmulShape {
   int64_t m = 0, n = 0, k = 0;
+  bool transA = false, transB = false;
   std::vector<int64_t> batchA, batchB; ///< each operand's batch dims
   std::vector<int64_t> batch;          ///< their broadcast
 
-  static MatmulShape of(const Tensor &lhs, const Tensor &rhs) {
+  /// With `transA` (`transB`), A (B) is stored as [..., K, M] ([..., N,
+  /// K]) and read transposed; both need rank >= 2.
+  static MatmulShape of(const Tensor &lhs, const Tensor &rhs,
+                        bool transA = false, bool transB = false) {
     std::vector<int64_t> a = lhs.shape, b = rhs.shape;
     if (a.size() == 1)
       a.insert(a.begin(), 1);
     if (b.size() == 1)
       b.push_back(1);
+    if (transA)
+      std::swap(a[a.size() - 2], a[a.size() - 1]);
+    if (transB)
+      std::swap(b[b.size() - 2], b[b.size() - 1]);
     MatmulShape s;
+    s.transA = transA;
+    s.transB = transB;
     s.m = a[a.size() - 2];
     s.k = a.back();
     s.n = b.back();
@@ -50,9 +62,12 @@ struct MatmulShape {
       count *= d;
     return count;
   }
+  /// Leading dimensions of the row-major operands as stored.
+  int64_t lda() const { return transA ? m : k; }
+  int64_t ldb() const { return transB ? k : n; }
   /// [..., M, K] x [K, N] (a weight): the batch folds into M, one GEMM.
   bool foldsIntoM() const {
-    return batchA.size() == batch.size() &&
+    return !transA && batchA.size() == batch.size() &&
            std::all_of(batchB.begin(), batchB.end(),
                        [](int64_t d) { return d == 1; });
   }

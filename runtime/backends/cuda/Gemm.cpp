@@ -37,13 +37,14 @@ namespace {
 
 void matmul(const KernelCall &call, const Context &ctx) {
   const Tensor &lhs = call.in[0], &rhs = call.in[1], &y = call.out[0];
-  MatmulShape s = MatmulShape::of(lhs, rhs);
-  Gemm g{lhs.dtype};
+  MatmulShape s =
+      MatmulShape::of(lhs, rhs, call.flag("transA"), call.flag("transB"));
+  Gemm g{lhs.dtype, s.transA, s.transB};
   g.m = s.m;
   g.n = s.n;
   g.k = s.k;
-  g.lda = g.k;
-  g.ldb = g.n;
+  g.lda = s.lda();
+  g.ldb = s.ldb();
   g.ldc = g.n;
   if (s.foldsIntoM()) {
     g.m *= s.batchCount(); // [..., M, K] x [K, N]: one GEMM

@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <tuple>
 
 namespace weft::rt::specs {
 
@@ -30,6 +32,16 @@ Types matmul(const SpecCall &call) {
     a.insert(a.begin(), 1);
   if (b.size() == 1)
     b.push_back(1);
+  // transA/transB: the operand's last two dims read swapped.
+  for (auto [name, operand, dims] :
+       {std::tuple{"transA", &lhs, &a}, std::tuple{"transB", &rhs, &b}}) {
+    if (!call.attrs.flag(name))
+      continue;
+    if (operand->rank() < 2)
+      call.fail(std::string(name) + " needs an operand of rank >= 2, got " +
+                typeString(*operand));
+    std::swap((*dims)[dims->size() - 2], (*dims)[dims->size() - 1]);
+  }
   if (a.back() != b[b.size() - 2])
     call.fail("contraction dims differ: " + shapeString(lhs.shape) + " x " +
               shapeString(rhs.shape));
@@ -43,7 +55,9 @@ Types matmul(const SpecCall &call) {
 }
 
 int64_t matmulFlops(const SpecCall &call, const Types &out) {
-  return satMul(2, satMul(out[0].numel(), call.in[0].shape.back()));
+  const std::vector<int64_t> &a = call.in[0].shape;
+  int64_t k = call.attrs.flag("transA") ? a[a.size() - 2] : a.back();
+  return satMul(2, satMul(out[0].numel(), k));
 }
 
 Types gemm(const SpecCall &call) {
@@ -304,10 +318,11 @@ void checkResizeModes(const SpecCall &call, int64_t rank) {
 
 void addTensorSpecs(std::vector<KernelSpec> &t) {
   t.push_back({.name = "matmul",
-               .source = "MatMul-13",
+               .source = "MatMul-13; transA/transB: weft.matmul's",
                .minInputs = 2,
                .maxInputs = 2,
-               .attrs = {},
+               .attrs = {{"transA", AttrKind::Bool, false},
+                         {"transB", AttrKind::Bool, false}},
                .infer = matmul,
                .flops = matmulFlops});
   const std::vector<AttrSpec> gemmAttrs = {{"alpha", AttrKind::Float},

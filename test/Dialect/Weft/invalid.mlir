@@ -284,3 +284,13 @@ func.func @gather_grad_sum_type(%dy: tensor<3x4xf32>, %i: tensor<3xi64>, %s: ten
   %t = weft.gather_grad %dy, %i accumulate %s {axis = 0 : i64, shape = array<i64: 5, 4>} : (tensor<3x4xf32>, tensor<3xi64>, tensor<5x4xbf16>) -> tensor<5x4xf32>
   return
 }
+
+// -----
+
+// transA/transB need operands of rank >= 2.
+func.func @vector(%a: tensor<4xf32>, %b: tensor<4x5xf32>) -> tensor<5xf32> {
+  // expected-error @+2 {{matmul transA/transB need an operand of rank >= 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = weft.matmul %a, %b {transA = true} : (tensor<4xf32>, tensor<4x5xf32>) -> tensor<5xf32>
+  return %y : tensor<5xf32>
+}

@@ -245,6 +245,34 @@ func.func @main(%x: tensor<2x3x4xf64> {weft.param = "x"}, %v: tensor<5x4xf64> {w
                      .c_str());
 }
 
+// weft.matmul's transA/transB (never imported: the rule's own products),
+// with a broadcast batch summed back.
+TEST(GradientCheck, MatMulReadingTransposedOperands) {
+  checkGradients((R"mlir(
+func.func @main(%a: tensor<2x4x3xf64> {weft.param = "a"}, %b: tensor<5x4xf64> {weft.param = "b"},
+             %e: tensor<1x3x6xf64> {weft.param = "e"}, %f: tensor<2x7x5xf64> {weft.param = "f"}) -> tensor<f64> {
+  %m = weft.matmul %a, %b {transA = true, transB = true} : (tensor<2x4x3xf64>, tensor<5x4xf64>) -> tensor<2x3x5xf64>
+  %n = weft.matmul %e, %m {transA = true} : (tensor<1x3x6xf64>, tensor<2x3x5xf64>) -> tensor<2x6x5xf64>
+  %y = weft.matmul %n, %f {transB = true} : (tensor<2x6x5xf64>, tensor<2x7x5xf64>) -> tensor<2x6x7xf64>
+)mlir" + squaredSum("tensor<2x6x7xf64>", 3))
+                     .c_str());
+}
+
+// Attention's scores q k^T with k^T a transpose of [B, S, H, D] keys: dq
+// reads k^T transposed, dk is one product and one transpose keeping the
+// last dim (GradientsNN.cpp); the values' product reads the probabilities.
+TEST(GradientCheck, AttentionReadsItsTransposes) {
+  checkGradients((R"mlir(
+func.func @main(%q: tensor<1x2x3x4xf64> {weft.param = "q"}, %k: tensor<1x5x2x4xf64> {weft.param = "k"},
+             %v: tensor<1x2x5x3xf64> {weft.param = "v"}) -> tensor<f64> {
+  %kt = weft.transpose %k {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x5x2x4xf64>) -> tensor<1x2x4x5xf64>
+  %s = weft.matmul %q, %kt : (tensor<1x2x3x4xf64>, tensor<1x2x4x5xf64>) -> tensor<1x2x3x5xf64>
+  %p = weft.softmax %s {axis = 3 : i64} : tensor<1x2x3x5xf64>
+  %y = weft.matmul %p, %v : (tensor<1x2x3x5xf64>, tensor<1x2x5x3xf64>) -> tensor<1x2x3x3xf64>
+)mlir" + squaredSum("tensor<1x2x3x3xf64>", 4))
+                     .c_str());
+}
+
 TEST(GradientCheck, SoftmaxLayerNormReductions) {
   checkGradients((R"mlir(
 func.func @main(%x: tensor<2x3x4xf64> {weft.param = "x"}, %s: tensor<4xf64> {weft.param = "s"}, %b: tensor<4xf64> {weft.param = "b"}) -> tensor<f64> {

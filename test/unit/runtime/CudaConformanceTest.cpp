@@ -75,6 +75,32 @@ TEST_P(CudaConformance, Matmul) {
       expectConforms(Case{"matmul", {{d, a}, {d, b}}, {{d, y}}}, *gpu);
 }
 
+/// weft.matmul's transA/transB (the gradient rule's dY B^T and A^T dY):
+/// equal batches (attention's [B, H] heads; cuBLASLt's strided batch), a
+/// weight shared by the batch, a broadcast batch (a GEMM per matrix).
+TEST_P(CudaConformance, MatmulReadsTransposedOperands) {
+  // A and B as stored, for op(A) [.., 17, 32] and op(B) [.., 32, 9].
+  struct Shapes {
+    std::vector<int64_t> a, b, y;
+  };
+  for (DType d : floats())
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (const auto &[batchA, batchB, batchY] :
+             std::vector<Shapes>{{{2, 3}, {2, 3}, {2, 3}},
+                                 {{3}, {}, {3}},
+                                 {{2, 1}, {3}, {2, 3}}}) {
+          std::vector<int64_t> a = batchA, b = batchB, y = batchY;
+          a.insert(a.end(), {ta ? 32 : 17, ta ? 17 : 32});
+          b.insert(b.end(), {tb ? 9 : 32, tb ? 32 : 9});
+          y.insert(y.end(), {17, 9});
+          Case c{"matmul", {{d, a}, {d, b}}, {{d, y}}};
+          c.attrs.set("transA", ta);
+          c.attrs.set("transB", tb);
+          expectConforms(c, *gpu);
+        }
+}
+
 /// C broadcast: a [N] bias with beta 2 (broadcast into the output first),
 /// and a Linear layer's bias, [N] or [1, N] with beta 1 (weft-fold-linear-
 /// bias: cuBLASLt's bias epilogue).

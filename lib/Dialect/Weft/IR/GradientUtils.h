@@ -7,6 +7,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <numeric>
+#include <utility>
 
 namespace weft::grad {
 using namespace mlir;
@@ -68,14 +69,41 @@ inline Value unbroadcast(OpBuilder &b, Location loc, Value grad,
   return reshape(b, loc, sum, target.getShape());
 }
 
-/// Swaps the last two dims. Folds (X^T)^T to X, so a matmul by a transposed
-/// weight differentiates against the weight, not a kept copy of W^T.
+/// Swaps the last two dims; (X^T)^T folds to X, and a transpose of a
+/// transpose composes into one (TransposeOp::fold).
 inline Value transposeLast(OpBuilder &b, Location loc, Value x) {
   int64_t rank = typeOf(x).getRank();
   SmallVector<int64_t> perm(rank);
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[rank - 1], perm[rank - 2]);
   return b.createOrFold<TransposeOp>(loc, x, perm);
+}
+
+/// Whether `x` is a transpose putting its input's last dim second last
+/// (W = V^T, attention's k^T = transpose(k, [0, 2, 3, 1])).
+inline bool movesLastDimToSecondLast(Value x) {
+  auto t = x.getDefiningOp<TransposeOp>();
+  if (!t)
+    return false;
+  ArrayRef<int64_t> perm = t.getPerm();
+  int64_t rank = perm.size();
+  return rank >= 2 && perm[rank - 2] == rank - 1;
+}
+
+/// `x`, read transposed when `trans` (a matmul's transA/transB), as the
+/// operand to store and its flag: a transpose of x's last two dims is read
+/// as its input with the flag flipped ((V^T)^T is V), so a product by a
+/// transposed weight differentiates against the weight, not a kept W^T.
+inline std::pair<Value, bool> readTransposed(Value x, bool trans) {
+  auto t = x.getDefiningOp<TransposeOp>();
+  if (!t)
+    return {x, trans};
+  ArrayRef<int64_t> perm = t.getPerm();
+  int64_t rank = perm.size();
+  for (int64_t i = 0; i < rank; ++i)
+    if (perm[i] != (i < rank - 2 ? i : 2 * rank - 3 - i))
+      return {x, trans};
+  return {t.getInput(), !trans};
 }
 
 /// Sets `dxs` to one null per operand; returns false when no result has a

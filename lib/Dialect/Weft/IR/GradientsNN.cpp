@@ -33,7 +33,8 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
     yShape.push_back(1);
   Value dy2 = reshape(b, loc, dy, yShape);
 
-  if (wType.getRank() == 2) {
+  bool ta = getTransA(), tb = getTransB();
+  if (wType.getRank() == 2 && !ta && !tb) {
     // A 2-D weight (a linear layer): fold A's batch dims into the rows and
     // let BLAS read the transposes (GEMM flags) instead of materialising
     // them: dA = dY W^T is one [B*M, N] x [N, K] product, dW = A^T dY one
@@ -61,15 +62,34 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
     return success();
   }
 
-  // dA = dY x B^T, summed over A's broadcast batch dims.
-  Value da = MatMulOp::create(b, loc, dy2, transposeLast(b, loc, w2));
-  dxs[0] =
-      reshape(b, loc, unbroadcast(b, loc, da, typeOf(a2)), aType.getShape());
-
-  // dB = A^T x dY, summed over B's broadcast batch dims.
-  Value dw = unbroadcast(
-      b, loc, MatMulOp::create(b, loc, transposeLast(b, loc, a2), dy2),
-      typeOf(w2));
+  // Y = op(A) op(B), op a transpose of the last two dims under transA
+  // (transB); the products read their operands transposed (the flags), a
+  // transpose's input instead of the transpose: nothing is copied.
+  auto product = [&](Value x, bool tx, Value y, bool ty) -> Value {
+    auto [xs, txs] = readTransposed(x, tx);
+    auto [ys, tys] = readTransposed(y, ty);
+    return MatMulOp::create(b, loc, xs, ys, txs, tys);
+  };
+  // dop(A) = dY op(B)^T and dop(B) = op(A)^T dY; dA (dB) is its transpose
+  // under transA (transB). Each gradient is one product, or the transpose
+  // of one where the operand is a transpose moving its input's last dim to
+  // second last (attention's k^T): the transpose's own rule then composes
+  // the two into one transpose that keeps the last dim (rows copied
+  // whole), or cancels them (W = V^T). Summed over broadcast batch dims.
+  auto gradient = [&](Value x, bool trans, auto plain, auto transposed) {
+    bool viaTranspose = movesLastDimToSecondLast(x);
+    Value g = trans != viaTranspose ? transposed() : plain();
+    if (viaTranspose)
+      g = transposeLast(b, loc, g);
+    return unbroadcast(b, loc, g, typeOf(x));
+  };
+  Value da = gradient(
+      a2, ta, [&] { return product(dy2, false, w2, !tb); },
+      [&] { return product(w2, tb, dy2, true); });
+  dxs[0] = reshape(b, loc, da, aType.getShape());
+  Value dw = gradient(
+      w2, tb, [&] { return product(a2, !ta, dy2, false); },
+      [&] { return product(dy2, true, a2, ta); });
   dxs[1] = reshape(b, loc, dw, wType.getShape());
   return success();
 }

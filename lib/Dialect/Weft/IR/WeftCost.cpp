@@ -49,7 +49,8 @@ int64_t ConstantOp::getFlops() { return 0; }
 int64_t MatMulOp::getFlops() {
   // Result [..., M, N] with contraction K: each result element is K
   // multiply-adds.
-  int64_t k = shaped(getLhs()).getShape().back();
+  ArrayRef<int64_t> a = shaped(getLhs()).getShape();
+  int64_t k = getTransA() ? a[a.size() - 2] : a.back();
   return 2 * numElements(getType()) * k;
 }
 

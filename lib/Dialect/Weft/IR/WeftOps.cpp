@@ -131,6 +131,17 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
     a.insert(a.begin(), 1);
   if (rhsVector)
     b.push_back(1);
+  // transA/transB: the stored operand's last two dims read swapped.
+  bool transA = adaptor.getTransA(), transB = adaptor.getTransB();
+  if ((transA && lhsVector) || (transB && rhsVector))
+    return emitOptionalError(loc,
+                             "matmul transA/transB need an operand of "
+                             "rank >= 2, got ",
+                             lhs, " x ", rhs);
+  if (transA)
+    std::swap(a[a.size() - 2], a[a.size() - 1]);
+  if (transB)
+    std::swap(b[b.size() - 2], b[b.size() - 1]);
   int64_t k = a.back();
   if (k != b[b.size() - 2])
     return emitOptionalError(loc, "matmul contraction dims differ: ", lhs,
@@ -356,15 +367,21 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
                    [](auto p) { return p.value() == int64_t(p.index()); }))
     return getInput();
   // Result dim i is the inner input's dim inner[perm[i]]: the pair cancels
-  // when that is i for every i.
+  // when that is i for every i, else is one transpose of the inner input
+  // (folded in place: one copy, not two).
   auto inner = getInput().getDefiningOp<TransposeOp>();
   if (!inner)
     return {};
   ArrayRef<int64_t> innerPerm = inner.getPerm();
-  for (auto [i, p] : llvm::enumerate(perm))
-    if (innerPerm[p] != int64_t(i))
-      return {};
-  return inner.getInput();
+  SmallVector<int64_t> composed;
+  for (int64_t p : perm)
+    composed.push_back(innerPerm[p]);
+  if (llvm::all_of(llvm::enumerate(composed),
+                   [](auto p) { return p.value() == int64_t(p.index()); }))
+    return inner.getInput();
+  setPerm(composed);
+  getInputMutable().assign(inner.getInput());
+  return getResult();
 }
 
 LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,

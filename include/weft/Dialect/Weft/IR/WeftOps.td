@@ -133,9 +133,15 @@ def Weft_MatMulOp : Weft_InferredOp<"matmul", [DeclareOpInterfaceMethods<Gradien
   let description = [{
     `[..., M, K] x [..., K, N] -> [..., M, N]`; 1-D operands are promoted as
     numpy does and the promoted dimension is removed from the result.
+    With `transA` (`transB`) the lhs (rhs) is stored `[..., K, M]`
+    (`[..., N, K]`) and read with its last two dims swapped, as BLAS reads
+    a transposed operand (rank >= 2): the gradient rule's `dY B^T` and
+    `A^T dY` copy nothing. ONNX's MatMul has no such attribute.
     Cost: `2*M*N*K` FLOPs per batch element.
   }];
-  let arguments = (ins Weft_Tensor:$lhs, Weft_Tensor:$rhs);
+  let arguments = (ins Weft_Tensor:$lhs, Weft_Tensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transA,
+                       DefaultValuedAttr<BoolAttr, "false">:$transB);
   let results = (outs Weft_Tensor:$output);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
