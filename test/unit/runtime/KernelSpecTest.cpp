@@ -74,6 +74,11 @@ TEST(KernelSpec, AcceptsWhatTheCompilerEmits) {
   EXPECT_EQ(errorOf("transpose", {f32({2, 3, 4}, 0)}, {f32({4, 2, 3}, 128)},
                     {{"perm", {2, 0, 1}}}),
             "");
+  // dY B^T of attention's heads: [2, 3, 5] x [2, 4, 5]^T.
+  EXPECT_EQ(errorOf("matmul", {f32({2, 3, 5}, 0), f32({2, 4, 5}, 128)},
+                    {f32({2, 3, 4}, 512)},
+                    {{"transA", false}, {"transB", true}}),
+            "");
   // AdamW updates param, exp_avg and exp_avg_sq in place.
   EXPECT_EQ(errorOf("adamw",
                     {f32({8}, 0), f32({8}, 32), f32({8}, 64), f32({8}, 96)},
@@ -96,6 +101,10 @@ TEST(KernelSpec, RefusesTheMutantsThatCrashedWeftRun) {
       {errorOf("gemm", {f32({3, 4}, 0), f32({2, 3}, 64)}, {f32({2, 4}, 128)},
                kGemm),
        "contraction dims differ: 4 vs 2"},
+      // matmul reading a vector transposed (weft.matmul's transA).
+      {errorOf("matmul", {f32({4}, 0), f32({4, 5}, 64)}, {f32({5}, 192)},
+               {{"transA", true}}),
+       "transA needs an operand of rank >= 2, got [4] f32"},
       // gemm writing a buffer of the wrong shape.
       {errorOf("gemm", {f32({2, 3}, 0), f32({3, 4}, 64)}, {f32({4, 2}, 128)},
                kGemm),
