@@ -1,7 +1,8 @@
 //===- Convolution.cpp - N-d grouped conv and conv_transpose --------------===//
 //
-// conv: im2col + GEMM per (image, group). conv_transpose: GEMM + col2im, the
-// adjoint of the same mapping. Window geometry follows ONNX Conv-11 /
+// conv: im2col + GEMM per group, images side by side in the GEMM's columns
+// (as many as a budget allows). conv_transpose: GEMM + col2im, the adjoint
+// of the same mapping. Window geometry follows ONNX Conv-11 /
 // ConvTranspose-11 with explicit pads [begin..., end...]. float and double.
 //
 //===----------------------------------------------------------------------===//
@@ -9,6 +10,7 @@
 #include "Gemm.h"
 #include "Kernel.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace weft::rt {
@@ -43,10 +45,10 @@ struct Window {
   /// every (kernel offset, output position) pair.
   template <typename Fn> void forEach(Fn &&fn) const {
     int64_t n = spatial();
-    std::vector<int64_t> k(n, 0);
+    std::vector<int64_t> k(n, 0), c(n, 0);
     std::vector<int64_t> imageStrides = stridesOf(image);
     for (int64_t ki = 0, kn = kernelSize(); ki < kn; ++ki) {
-      std::vector<int64_t> c(n, 0);
+      std::fill(c.begin(), c.end(), 0);
       for (int64_t ci = 0, cn = colsSize(); ci < cn; ++ci) {
         int64_t flat = 0;
         bool inside = true;
@@ -86,18 +88,132 @@ Window window(const KernelCall &call, const std::vector<int64_t> &image,
   return w;
 }
 
+/// The output columns [lo, hi) whose input position col * stride + shift
+/// lies in [0, extent): one dimension of a 2-D window, as a range, so the
+/// copies below need no per-element bounds test.
+struct ValidRange {
+  int64_t lo, hi;
+  ValidRange(int64_t cols, int64_t extent, int64_t stride, int64_t shift) {
+    lo = shift >= 0 ? 0 : (-shift + stride - 1) / stride;
+    hi = extent - 1 - shift < 0 ? 0 : (extent - 1 - shift) / stride + 1;
+    lo = std::min(lo, cols);
+    hi = std::max(lo, std::min(hi, cols));
+  }
+};
+
+/// Visits the rows of a 2-D im2col: fn(at, input, shift, range) for each
+/// (channel, kernel row, kernel column, output row): `at` is where the
+/// output row's columns start in the matrix, `input` the input row they
+/// read (null where the whole row reads padding): column c reads
+/// input[c * stride + shift] for c in `range`, padding elsewhere.
+template <typename T, typename Fn>
+void forEachRow2d(const Window &w, T *planes, int64_t channels, int64_t ld,
+                  Fn &&fn) {
+  int64_t h = w.image[0], width = w.image[1], oh = w.cols[0], ow = w.cols[1];
+  int64_t kh = w.kernel[0], kw = w.kernel[1];
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    T *plane = planes + ch * h * width;
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        int64_t row = (ch * kh + i) * kw + j;
+        int64_t shift = j * w.dilations[1] - w.pads[1];
+        ValidRange range(ow, width, w.strides[1], shift);
+        for (int64_t r = 0; r < oh; ++r) {
+          int64_t y = r * w.strides[0] - w.pads[0] + i * w.dilations[0];
+          bool inside = y >= 0 && y < h;
+          fn(row * ld + r * ow, inside ? plane + y * width : nullptr, shift,
+             range);
+        }
+      }
+  }
+}
+
 /// im2col of `channels` consecutive planes starting at `planes`: row
-/// (channel, kernel offset), column = output position; padding reads 0.
+/// (channel, kernel offset) at `buffer + row * ld`, column = output
+/// position; padding reads 0. 2-D windows copy clipped runs of input rows.
 template <typename T>
-void im2col(const Window &w, const T *planes, int64_t channels, T *buffer) {
-  int64_t cols = w.colsSize(), image = w.imageSize();
+void im2col(const Window &w, const T *planes, int64_t channels, T *buffer,
+            int64_t ld) {
+  if (w.spatial() == 2) {
+    int64_t ow = w.cols[1], stride = w.strides[1];
+    forEachRow2d(
+        w, planes, channels, ld,
+        [&](int64_t at, const T *input, int64_t shift, ValidRange range) {
+          T *out = buffer + at;
+          if (!input) {
+            std::fill(out, out + ow, T(0));
+            return;
+          }
+          std::fill(out, out + range.lo, T(0));
+          for (int64_t c = range.lo; c < range.hi; ++c)
+            out[c] = input[c * stride + shift];
+          std::fill(out + range.hi, out + ow, T(0));
+        });
+    return;
+  }
+  int64_t image = w.imageSize();
   for (int64_t ch = 0; ch < channels; ++ch) {
     const T *plane = planes + ch * image;
-    T *rows = buffer + ch * w.kernelSize() * cols;
+    T *rows = buffer + ch * w.kernelSize() * ld;
     w.forEach([&](int64_t ki, int64_t ci, int64_t src) {
-      rows[ki * cols + ci] = src >= 0 ? plane[src] : T(0);
+      rows[ki * ld + ci] = src >= 0 ? plane[src] : T(0);
     });
   }
+}
+
+/// col2im: the adjoint of im2col, adding each column entry into the plane
+/// position it was read from (padding drops).
+template <typename T>
+void col2imAdd(const Window &w, const T *buffer, int64_t ld, int64_t channels,
+               T *planes) {
+  if (w.spatial() == 2) {
+    int64_t stride = w.strides[1];
+    forEachRow2d(w, planes, channels, ld,
+                 [&](int64_t at, T *output, int64_t shift, ValidRange range) {
+                   if (!output)
+                     return;
+                   const T *in = buffer + at;
+                   for (int64_t c = range.lo; c < range.hi; ++c)
+                     output[c * stride + shift] += in[c];
+                 });
+    return;
+  }
+  int64_t image = w.imageSize();
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    T *plane = planes + ch * image;
+    const T *rows = buffer + ch * w.kernelSize() * ld;
+    w.forEach([&](int64_t ki, int64_t ci, int64_t dst) {
+      if (dst >= 0)
+        plane[dst] += rows[ki * ld + ci];
+    });
+  }
+}
+
+/// Images are put side by side in one GEMM's columns, as many as keep its
+/// im2col matrix under this many elements (64 MiB of f32): a late layer's
+/// few positions per image make a GEMM too thin to run at BLAS's speed.
+constexpr int64_t kColumnsBudget = int64_t(1) << 24;
+
+int64_t imagesPerGemm(int64_t n, int64_t rows, int64_t cols) {
+  return std::max<int64_t>(1, std::min(n, kColumnsBudget / (rows * cols)));
+}
+
+/// Rows [first, first + count) of images [b, b + nb) of a [N, C, positions]
+/// tensor as one [count, nb * positions] matrix (images side by side), or
+/// back (`toImages`).
+template <typename T>
+void sideBySide(T *images, int64_t channels, int64_t positions, int64_t b,
+                int64_t nb, int64_t first, int64_t count, T *matrix,
+                bool toImages) {
+  for (int64_t i = 0; i < nb; ++i)
+    for (int64_t r = 0; r < count; ++r) {
+      T *image = images + ((b + i) * channels + first + r) * positions;
+      T *row = matrix + r * nb * positions + i * positions;
+      if (toImages)
+        std::memcpy(image, row, positions * sizeof(T));
+      else
+        std::memcpy(row, image, positions * sizeof(T));
+    }
 }
 
 template <typename T>
@@ -113,6 +229,7 @@ void addBias(const KernelCall &call, const Tensor &y, int64_t biasInput) {
         out[(b * m + c) * plane + i] += bias[c];
 }
 
+/// y_g = W_g [M/g, K] x im2col(x_g) [K, nb positions], nb images a GEMM.
 template <typename T> void conv(const KernelCall &call) {
   const Tensor &x = call.in[0], &weight = call.in[1], &y = call.out[0];
   int64_t group = call.i("group");
@@ -122,18 +239,27 @@ template <typename T> void conv(const KernelCall &call) {
                     {y.shape.begin() + 2, y.shape.end()},
                     {weight.shape.begin() + 2, weight.shape.end()});
   int64_t k = cg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
-  std::vector<T> buffer(k * cols);
+  int64_t per = imagesPerGemm(n, k, cols);
+  std::vector<T> buffer(k * per * cols), product(per > 1 ? mg * per * cols : 0);
   const T *in = x.as<T>(), *wt = weight.as<T>();
   T *out = y.as<T>();
-  for (int64_t b = 0; b < n; ++b)
+  for (int64_t b = 0; b < n; b += per) {
+    int64_t nb = std::min(per, n - b), ld = nb * cols;
     for (int64_t g = 0; g < group; ++g) {
-      im2col(w, in + (b * c + g * cg) * image, cg, buffer.data());
-      gemm<T>(false, false, mg, cols, k, 1, wt + g * mg * k, k, buffer.data(),
-              cols, 0, out + (b * m + g * mg) * cols, cols);
+      for (int64_t i = 0; i < nb; ++i)
+        im2col(w, in + ((b + i) * c + g * cg) * image, cg,
+               buffer.data() + i * cols, ld);
+      T *dst = nb > 1 ? product.data() : out + (b * m + g * mg) * cols;
+      gemm<T>(false, false, mg, ld, k, 1, wt + g * mg * k, k, buffer.data(), ld,
+              0, dst, ld);
+      if (nb > 1)
+        sideBySide(out, m, cols, b, nb, g * mg, mg, product.data(), true);
     }
+  }
   addBias<T>(call, y, 2);
 }
 
+/// y_g = col2im(W_g^T [mg K, cg] x x_g [cg, nb positions]).
 template <typename T> void convTranspose(const KernelCall &call) {
   const Tensor &x = call.in[0], &weight = call.in[1], &y = call.out[0];
   int64_t group = call.i("group");
@@ -144,28 +270,32 @@ template <typename T> void convTranspose(const KernelCall &call) {
                     {x.shape.begin() + 2, x.shape.end()},
                     {weight.shape.begin() + 2, weight.shape.end()});
   int64_t k = mg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
-  std::vector<T> buffer(k * cols);
-  const T *in = x.as<T>(), *wt = weight.as<T>();
+  int64_t per = imagesPerGemm(n, k, cols);
+  std::vector<T> buffer(k * per * cols), inputs(per > 1 ? cg * per * cols : 0);
+  T *in = const_cast<T *>(x.as<T>());
+  const T *wt = weight.as<T>();
   T *out = y.as<T>();
   std::memset(out, 0, y.bytes());
-  for (int64_t b = 0; b < n; ++b)
+  for (int64_t b = 0; b < n; b += per) {
+    int64_t nb = std::min(per, n - b), ld = nb * cols;
     for (int64_t g = 0; g < group; ++g) {
-      // cols = W_g^T [mg*K, cg] x X_g [cg, positions]
-      gemm<T>(true, false, k, cols, cg, 1, wt + g * cg * k, k,
-              in + (b * c + g * cg) * cols, cols, 0, buffer.data(), cols);
-      for (int64_t ch = 0; ch < mg; ++ch) {
-        T *plane = out + (b * m + g * mg + ch) * image;
-        const T *rows = buffer.data() + ch * w.kernelSize() * cols;
-        w.forEach([&](int64_t ki, int64_t ci, int64_t dst) {
-          if (dst >= 0)
-            plane[dst] += rows[ki * cols + ci];
-        });
+      const T *xg = in + (b * c + g * cg) * cols;
+      if (nb > 1) {
+        sideBySide(in, c, cols, b, nb, g * cg, cg, inputs.data(), false);
+        xg = inputs.data();
       }
+      gemm<T>(true, false, k, ld, cg, 1, wt + g * cg * k, k, xg, ld, 0,
+              buffer.data(), ld);
+      for (int64_t i = 0; i < nb; ++i)
+        col2imAdd(w, buffer.data() + i * cols, ld, mg,
+                  out + ((b + i) * m + g * mg) * image);
     }
+  }
   addBias<T>(call, y, 2);
 }
 
-/// dW_g = sum over images of dY_g [M/g, positions] x im2col(x)_g^T.
+/// dW_g = sum over images of dY_g [M/g, positions] x im2col(x)_g^T, nb
+/// images a GEMM.
 template <typename T> void convWeightGrad(const KernelCall &call) {
   const Tensor &x = call.in[0], &dy = call.in[1], &dw = call.out[0];
   int64_t group = call.i("group");
@@ -175,15 +305,26 @@ template <typename T> void convWeightGrad(const KernelCall &call) {
       window(call, {x.shape.begin() + 2, x.shape.end()},
              {dy.shape.begin() + 2, dy.shape.end()}, call.ints("kernel_shape"));
   int64_t k = cg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
-  std::vector<T> buffer(k * cols);
-  const T *in = x.as<T>(), *g = dy.as<T>();
+  int64_t per = imagesPerGemm(n, k, cols);
+  std::vector<T> buffer(k * per * cols), grads(per > 1 ? mg * per * cols : 0);
+  const T *in = x.as<T>();
+  T *g = const_cast<T *>(dy.as<T>());
   T *out = dw.as<T>();
-  for (int64_t b = 0; b < n; ++b)
+  for (int64_t b = 0; b < n; b += per) {
+    int64_t nb = std::min(per, n - b), ld = nb * cols;
     for (int64_t gi = 0; gi < group; ++gi) {
-      im2col(w, in + (b * c + gi * cg) * image, cg, buffer.data());
-      gemm<T>(false, true, mg, k, cols, 1, g + (b * m + gi * mg) * cols, cols,
-              buffer.data(), cols, b == 0 ? 0 : 1, out + gi * mg * k, k);
+      for (int64_t i = 0; i < nb; ++i)
+        im2col(w, in + ((b + i) * c + gi * cg) * image, cg,
+               buffer.data() + i * cols, ld);
+      const T *dyg = g + (b * m + gi * mg) * cols;
+      if (nb > 1) {
+        sideBySide(g, m, cols, b, nb, gi * mg, mg, grads.data(), false);
+        dyg = grads.data();
+      }
+      gemm<T>(false, true, mg, k, ld, 1, dyg, ld, buffer.data(), ld,
+              b == 0 ? 0 : 1, out + gi * mg * k, k);
     }
+  }
 }
 
 } // namespace

@@ -1,5 +1,4 @@
-//===- Pooling.cpp - N-d max and average pooling (ONNX MaxPool/AveragePool)
-//===//
+//===- Pooling.cpp - N-d max and average pooling (MaxPool, AveragePool) --===//
 
 #include "Kernel.h"
 
@@ -33,12 +32,15 @@ struct PoolWindow {
   }
 
   template <typename Fn> void forEachWindow(Fn &&fn) const {
+    if (kernel.size() == 2)
+      return forEachWindow2d(fn);
     int64_t n = kernel.size(), kernelSize = 1;
     for (int64_t k : kernel)
       kernelSize *= k;
-    std::vector<int64_t> inStrides = stridesOf(in), o(n, 0);
+    // The odometers are reset, not reallocated: this runs per element.
+    std::vector<int64_t> inStrides = stridesOf(in), o(n, 0), k(n, 0);
     for (int64_t oi = 0; oi < outSize; ++oi) {
-      std::vector<int64_t> k(n, 0);
+      std::fill(k.begin(), k.end(), 0);
       for (int64_t ki = 0; ki < kernelSize; ++ki) {
         int64_t flat = 0;
         bool inside = true, inPadded = true;
@@ -62,6 +64,24 @@ struct PoolWindow {
         o[d] = 0;
       }
     }
+  }
+
+  /// forEachWindow over 2-D planes (images): the same visits in the same
+  /// order, the positions counted row by row.
+  template <typename Fn> void forEachWindow2d(Fn &&fn) const {
+    for (int64_t oy = 0, oi = 0; oy < out[0]; ++oy)
+      for (int64_t ox = 0; ox < out[1]; ++ox, ++oi)
+        for (int64_t ky = 0; ky < kernel[0]; ++ky) {
+          int64_t y = oy * strides[0] - pads[0] + ky * dilations[0];
+          bool rowInside = y >= 0 && y < in[0];
+          bool rowPadded = y >= -pads[0] && y < in[0] + pads[2];
+          for (int64_t kx = 0; kx < kernel[1]; ++kx) {
+            int64_t x = ox * strides[1] - pads[1] + kx * dilations[1];
+            bool inside = rowInside && x >= 0 && x < in[1];
+            fn(oi, inside ? y * in[1] + x : -1,
+               rowPadded && x >= -pads[1] && x < in[1] + pads[3]);
+          }
+        }
   }
 };
 

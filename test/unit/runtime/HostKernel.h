@@ -38,16 +38,22 @@ template <typename E> struct Host {
   }
 };
 
-/// Checks the instruction against the kernel table, then runs the kernel.
+/// Checks the instruction against the kernel table (its operands placed
+/// one after another in an arena), then runs the kernel.
 inline void launch(const char *kernel, std::vector<Tensor> in,
                    std::vector<Tensor> out,
                    const nlohmann::json &attrs = nlohmann::json::object()) {
   std::vector<OperandPlacement> placedIn, placedOut;
   int64_t offset = 0;
+  auto place = [&](const Tensor &t) {
+    OperandPlacement p{{t.dtype, t.shape}, offset};
+    offset += (t.bytes() + 63) / 64 * 64;
+    return p;
+  };
   for (const Tensor &t : in)
-    placedIn.push_back({{t.dtype, t.shape}, (offset += 1 << 20)});
+    placedIn.push_back(place(t));
   for (const Tensor &t : out)
-    placedOut.push_back({{t.dtype, t.shape}, (offset += 1 << 20)});
+    placedOut.push_back(place(t));
   CheckedKernel checked =
       checkKernel(*findKernelSpec(kernel), placedIn, placedOut, attrs);
   KernelContext ctx;

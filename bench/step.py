@@ -1,12 +1,14 @@
-"""Benchmark: one step of the medium gpt example, weft vs torch eager.
+"""Benchmark: one step of an example model, weft vs torch eager.
 
 `forward`: the forward pass (loss). `train`: a training step, forward +
 backward + AdamW. Both on one thread (OpenBLAS for both: Debian's torch runs
-on libblas.so.3, which scripts/install-deps.sh points at OpenBLAS), both
-flushing denormals to zero, same weights, same batch. Prints the median of
-10 timed steps of each and their ratio.
+on libblas.so.3, which scripts/install-deps.sh points at OpenBLAS; torch's
+convolutions are its own oneDNN ones), both flushing denormals to zero, same
+weights, same batch. Prints the median of 10 timed steps of each and their
+ratio. Models: `gpt` (the medium config, the default) and `resnet`
+(ResNet-18 on a batch of 16 64x64 images).
 
-Usage: python3 bench/gpt_step.py BUILD_DIR forward|train
+Usage: python3 bench/step.py BUILD_DIR forward|train [gpt|resnet]
 """
 
 import json
@@ -24,24 +26,32 @@ from onnx import numpy_helper  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
-from weft.examples import gpt  # noqa: E402
+from weft.examples import gpt, resnet  # noqa: E402
 from weft.examples.common import export  # noqa: E402
 
 STEPS = 10
 
+# name -> (build the model and its batch, the inputs' names, a description)
+MODELS = {
+    "gpt": (lambda: gpt.build(**gpt.CONFIGS["medium"]), ["tokens", "targets"],
+            f"gpt medium ({gpt.CONFIGS['medium']})"),
+    "resnet": (lambda: resnet.build(batch=16, size=64), ["images", "labels"],
+               "resnet18 (batch 16, 3x64x64, 10 classes)"),
+}
 
-def main(build, mode):
+
+def main(build, mode, name):
     torch.set_num_threads(1)
     # weft's CPU backend flushes denormals to zero (FTZ/DAZ, as the XLA and
     # oneDNN CPU backends do); AdamW produces denormals, which slow unflushed
     # float math several-fold. Compare like with like.
     torch.set_flush_denormal(True)
-    config = gpt.CONFIGS["medium"]
-    model, inputs = gpt.build(**config)
+    make, names, description = MODELS[name]
+    model, inputs = make()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        onnx_path = tmp / "gpt_medium.onnx"
-        export(model, inputs, ["tokens", "targets"], str(onnx_path))
+        onnx_path = tmp / f"{name}.onnx"
+        export(model, inputs, names, str(onnx_path))
         plan = tmp / "plan.json"
         flags = ["--forward-only"] if mode == "forward" else []
         subprocess.run([str(build / "bin" / "weftc"), str(onnx_path), "-o", str(plan),
@@ -49,9 +59,10 @@ def main(build, mode):
         for step in range(STEPS + 1):
             step_dir = tmp / "data" / f"step_{step}"
             step_dir.mkdir(parents=True)
-            for name, tensor in zip(["tokens", "targets"], inputs):
-                proto = numpy_helper.from_array(tensor.numpy(), name)
-                (step_dir / f"{name}.pb").write_bytes(proto.SerializeToString())
+            for input_name, tensor in zip(names, inputs):
+                proto = numpy_helper.from_array(tensor.numpy(), input_name)
+                (step_dir / f"{input_name}.pb").write_bytes(
+                    proto.SerializeToString())
         log = tmp / "log.jsonl"
         subprocess.run([str(build / "bin" / "weft-run"), str(plan), "--data",
                         str(tmp / "data"), "--steps", str(STEPS + 1), "--threads", "1",
@@ -60,7 +71,8 @@ def main(build, mode):
         weft_seconds = statistics.median(r["seconds"] for r in records[1:])  # first: warm-up
         weft_loss = records[0]["loss"]
 
-    model.train()  # as exported (dropout p = 0, so train == eval numerically)
+    model.train()  # as exported (gpt's dropout p = 0; resnet's batch norms
+    # normalise by the batch's statistics)
     optimizer = torch.optim.AdamW(model.parameters())
 
     def step():
@@ -82,7 +94,7 @@ def main(build, mode):
     torch_seconds = statistics.median(times)
 
     what = "forward" if mode == "forward" else "training step (fwd+bwd+AdamW)"
-    print(f"gpt medium {what} ({config}), 1 thread, median of {STEPS}")
+    print(f"{description} {what}, 1 thread, median of {STEPS}")
     print(f"  weft-run     {weft_seconds * 1e3:9.1f} ms   first loss {weft_loss:.6f}")
     print(f"  torch eager  {torch_seconds * 1e3:9.1f} ms   first loss {loss:.6f}")
     print(f"  ratio weft / torch = {weft_seconds / torch_seconds:.2f}")
@@ -90,4 +102,5 @@ def main(build, mode):
 
 if __name__ == "__main__":
     main(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else REPO / "build"),
-         sys.argv[2] if len(sys.argv) > 2 else "forward")
+         sys.argv[2] if len(sys.argv) > 2 else "forward",
+         sys.argv[3] if len(sys.argv) > 3 else "gpt")
