@@ -5,10 +5,10 @@ backward + AdamW. Both on one thread (OpenBLAS for both: Debian's torch runs
 on libblas.so.3, which scripts/install-deps.sh points at OpenBLAS; torch's
 convolutions are its own oneDNN ones), both flushing denormals to zero, same
 weights, same batch. Prints the median of 10 timed steps of each and their
-ratio. Models: `gpt` (the medium config, the default) and `resnet`
-(ResNet-18 on a batch of 16 64x64 images).
+ratio. Models: `gpt` (the medium config, the default), `resnet`
+(ResNet-18 on a batch of 16 64x64 images) and `unet` (8 128x128 images).
 
-Usage: python3 bench/step.py BUILD_DIR forward|train [gpt|resnet]
+Usage: python3 bench/step.py BUILD_DIR forward|train [gpt|resnet|unet]
 """
 
 import json
@@ -26,7 +26,7 @@ from onnx import numpy_helper  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
-from weft.examples import gpt, resnet  # noqa: E402
+from weft.examples import gpt, resnet, unet  # noqa: E402
 from weft.examples.common import export  # noqa: E402
 
 STEPS = 10
@@ -37,6 +37,8 @@ MODELS = {
             f"gpt medium ({gpt.CONFIGS['medium']})"),
     "resnet": (lambda: resnet.build(batch=16, size=64), ["images", "labels"],
                "resnet18 (batch 16, 3x64x64, 10 classes)"),
+    "unet": (lambda: unet.build(batch=8, size=128), ["images", "target"],
+             "unet (batch 8, 3x128x128, depth 5, base 8)"),
 }
 
 

@@ -1,9 +1,9 @@
 //===- Convolution.cpp - N-d grouped conv and conv_transpose --------------===//
 //
-// conv: im2col + GEMM per group, images side by side in the GEMM's columns
-// (as many as a budget allows). conv_transpose: GEMM + col2im, the adjoint
-// of the same mapping. Window geometry follows ONNX Conv-11 /
-// ConvTranspose-11 with explicit pads [begin..., end...]. float and double.
+// conv: im2col + GEMM per group over tiles of the batch's positions (small
+// images side by side, a large one by output rows). conv_transpose: GEMM +
+// col2im, the adjoint of the same mapping. Window geometry follows ONNX Conv-11
+// / ConvTranspose-11 with explicit pads [begin..., end...]. float and double.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 namespace weft::rt {
 
@@ -102,14 +104,14 @@ struct ValidRange {
 };
 
 /// Visits the rows of a 2-D im2col: fn(at, input, shift, range) for each
-/// (channel, kernel row, kernel column, output row): `at` is where the
-/// output row's columns start in the matrix, `input` the input row they
-/// read (null where the whole row reads padding): column c reads
-/// input[c * stride + shift] for c in `range`, padding elsewhere.
+/// (channel, kernel row, kernel column, output row in [r0, r1)): `at` is
+/// where the output row's columns start in the matrix, `input` the input row
+/// they read (null where the whole row reads padding): column c reads input[c *
+/// stride + shift] for c in `range`, padding elsewhere.
 template <typename T, typename Fn>
 void forEachRow2d(const Window &w, T *planes, int64_t channels, int64_t ld,
-                  Fn &&fn) {
-  int64_t h = w.image[0], width = w.image[1], oh = w.cols[0], ow = w.cols[1];
+                  int64_t r0, int64_t r1, Fn &&fn) {
+  int64_t h = w.image[0], width = w.image[1], ow = w.cols[1];
   int64_t kh = w.kernel[0], kw = w.kernel[1];
   for (int64_t ch = 0; ch < channels; ++ch) {
     T *plane = planes + ch * h * width;
@@ -118,11 +120,11 @@ void forEachRow2d(const Window &w, T *planes, int64_t channels, int64_t ld,
         int64_t row = (ch * kh + i) * kw + j;
         int64_t shift = j * w.dilations[1] - w.pads[1];
         ValidRange range(ow, width, w.strides[1], shift);
-        for (int64_t r = 0; r < oh; ++r) {
+        for (int64_t r = r0; r < r1; ++r) {
           int64_t y = r * w.strides[0] - w.pads[0] + i * w.dilations[0];
           bool inside = y >= 0 && y < h;
-          fn(row * ld + r * ow, inside ? plane + y * width : nullptr, shift,
-             range);
+          fn(row * ld + (r - r0) * ow, inside ? plane + y * width : nullptr,
+             shift, range);
         }
       }
   }
@@ -130,14 +132,15 @@ void forEachRow2d(const Window &w, T *planes, int64_t channels, int64_t ld,
 
 /// im2col of `channels` consecutive planes starting at `planes`: row
 /// (channel, kernel offset) at `buffer + row * ld`, column = output
-/// position; padding reads 0. 2-D windows copy clipped runs of input rows.
+/// position; padding reads 0. 2-D windows copy clipped runs of input rows,
+/// for the output rows `rows` (a Tile's); other windows take every output.
 template <typename T>
 void im2col(const Window &w, const T *planes, int64_t channels, T *buffer,
-            int64_t ld) {
+            int64_t ld, std::pair<int64_t, int64_t> rows) {
   if (w.spatial() == 2) {
     int64_t ow = w.cols[1], stride = w.strides[1];
     forEachRow2d(
-        w, planes, channels, ld,
+        w, planes, channels, ld, rows.first, rows.second,
         [&](int64_t at, const T *input, int64_t shift, ValidRange range) {
           T *out = buffer + at;
           if (!input) {
@@ -145,8 +148,12 @@ void im2col(const Window &w, const T *planes, int64_t channels, T *buffer,
             return;
           }
           std::fill(out, out + range.lo, T(0));
-          for (int64_t c = range.lo; c < range.hi; ++c)
-            out[c] = input[c * stride + shift];
+          if (stride == 1) // a run of the input row
+            std::copy(input + range.lo + shift, input + range.hi + shift,
+                      out + range.lo);
+          else
+            for (int64_t c = range.lo; c < range.hi; ++c)
+              out[c] = input[c * stride + shift];
           std::fill(out + range.hi, out + ow, T(0));
         });
     return;
@@ -165,14 +172,20 @@ void im2col(const Window &w, const T *planes, int64_t channels, T *buffer,
 /// position it was read from (padding drops).
 template <typename T>
 void col2imAdd(const Window &w, const T *buffer, int64_t ld, int64_t channels,
-               T *planes) {
+               T *planes, std::pair<int64_t, int64_t> rows) {
   if (w.spatial() == 2) {
     int64_t stride = w.strides[1];
-    forEachRow2d(w, planes, channels, ld,
+    forEachRow2d(w, planes, channels, ld, rows.first, rows.second,
                  [&](int64_t at, T *output, int64_t shift, ValidRange range) {
                    if (!output)
                      return;
                    const T *in = buffer + at;
+                   if (stride == 1) { // a run of the output row
+                     T *run = output + shift;
+                     for (int64_t c = range.lo; c < range.hi; ++c)
+                       run[c] += in[c];
+                     return;
+                   }
                    for (int64_t c = range.lo; c < range.hi; ++c)
                      output[c * stride + shift] += in[c];
                  });
@@ -189,13 +202,42 @@ void col2imAdd(const Window &w, const T *buffer, int64_t ld, int64_t channels,
   }
 }
 
-/// Images are put side by side in one GEMM's columns, as many as keep its
-/// im2col matrix under this many elements (64 MiB of f32): a late layer's
-/// few positions per image make a GEMM too thin to run at BLAS's speed.
-constexpr int64_t kColumnsBudget = int64_t(1) << 24;
+/// A GEMM's columns: images [b, b + nb) side by side, or output rows
+/// [r0, r1) of one image (nb 1). BLAS runs a GEMM at its speed once it is
+/// some thousand columns wide, and the im2col matrix it reads is best kept
+/// near the caches: a late layer's few positions per image are batched,
+/// an early layer's many split by output rows (2-D windows).
+struct Tile {
+  int64_t b, nb, r0, r1;
+  std::pair<int64_t, int64_t> rows() const { return {r0, r1}; }
+};
+constexpr int64_t kTileColumns = 4096, kTileElements = int64_t(1) << 22;
 
-int64_t imagesPerGemm(int64_t n, int64_t rows, int64_t cols) {
-  return std::max<int64_t>(1, std::min(n, kColumnsBudget / (rows * cols)));
+/// The tiles of n images of `oh` x `ow` output positions (oh 1 for other
+/// than 2-D windows: images whole) under an im2col of `k` rows.
+std::vector<Tile> tilesOf(int64_t n, int64_t k, int64_t oh, int64_t ow) {
+  int64_t cols = oh * ow;
+  int64_t width = std::max(ow, std::min(kTileColumns, kTileElements / k));
+  std::vector<Tile> tiles;
+  if (cols <= width || oh == 1) {
+    int64_t per = std::clamp<int64_t>(width / cols, 1, n);
+    for (int64_t b = 0; b < n; b += per)
+      tiles.push_back({b, std::min(per, n - b), 0, oh});
+    return tiles;
+  }
+  int64_t rows = std::max<int64_t>(1, width / ow);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t r = 0; r < oh; r += rows)
+      tiles.push_back({b, 1, r, std::min(oh, r + rows)});
+  return tiles;
+}
+
+/// The output rows of a window's columns side (oh 1 and ow all positions
+/// but for 2-D windows).
+std::pair<int64_t, int64_t> outputGrid(const Window &w) {
+  if (w.spatial() == 2)
+    return {w.cols[0], w.cols[1]};
+  return {1, w.colsSize()};
 }
 
 /// Rows [first, first + count) of images [b, b + nb) of a [N, C, positions]
@@ -229,7 +271,7 @@ void addBias(const KernelCall &call, const Tensor &y, int64_t biasInput) {
         out[(b * m + c) * plane + i] += bias[c];
 }
 
-/// y_g = W_g [M/g, K] x im2col(x_g) [K, nb positions], nb images a GEMM.
+/// y_g = W_g [M/g, K] x im2col(x_g) [K, a tile's positions].
 template <typename T> void conv(const KernelCall &call) {
   const Tensor &x = call.in[0], &weight = call.in[1], &y = call.out[0];
   int64_t group = call.i("group");
@@ -239,27 +281,32 @@ template <typename T> void conv(const KernelCall &call) {
                     {y.shape.begin() + 2, y.shape.end()},
                     {weight.shape.begin() + 2, weight.shape.end()});
   int64_t k = cg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
-  int64_t per = imagesPerGemm(n, k, cols);
-  std::vector<T> buffer(k * per * cols), product(per > 1 ? mg * per * cols : 0);
+  auto [oh, ow] = outputGrid(w);
+  std::vector<Tile> tiles = tilesOf(n, k, oh, ow);
+  int64_t widest = tiles[0].nb * (tiles[0].r1 - tiles[0].r0) * ow;
+  std::vector<T> buffer(k * widest), product(tiles[0].nb > 1 ? mg * widest : 0);
   const T *in = x.as<T>(), *wt = weight.as<T>();
   T *out = y.as<T>();
-  for (int64_t b = 0; b < n; b += per) {
-    int64_t nb = std::min(per, n - b), ld = nb * cols;
+  for (const Tile &t : tiles) {
+    int64_t part = (t.r1 - t.r0) * ow, ld = t.nb * part;
     for (int64_t g = 0; g < group; ++g) {
-      for (int64_t i = 0; i < nb; ++i)
-        im2col(w, in + ((b + i) * c + g * cg) * image, cg,
-               buffer.data() + i * cols, ld);
-      T *dst = nb > 1 ? product.data() : out + (b * m + g * mg) * cols;
+      for (int64_t i = 0; i < t.nb; ++i)
+        im2col(w, in + ((t.b + i) * c + g * cg) * image, cg,
+               buffer.data() + i * part, ld, t.rows());
+      if (t.nb == 1) { // straight into the image's rows
+        gemm<T>(false, false, mg, ld, k, 1, wt + g * mg * k, k, buffer.data(),
+                ld, 0, out + (t.b * m + g * mg) * cols + t.r0 * ow, cols);
+        continue;
+      }
       gemm<T>(false, false, mg, ld, k, 1, wt + g * mg * k, k, buffer.data(), ld,
-              0, dst, ld);
-      if (nb > 1)
-        sideBySide(out, m, cols, b, nb, g * mg, mg, product.data(), true);
+              0, product.data(), ld);
+      sideBySide(out, m, cols, t.b, t.nb, g * mg, mg, product.data(), true);
     }
   }
   addBias<T>(call, y, 2);
 }
 
-/// y_g = col2im(W_g^T [mg K, cg] x x_g [cg, nb positions]).
+/// y_g = col2im(W_g^T [mg K, cg] x x_g [cg, a tile's positions]).
 template <typename T> void convTranspose(const KernelCall &call) {
   const Tensor &x = call.in[0], &weight = call.in[1], &y = call.out[0];
   int64_t group = call.i("group");
@@ -270,32 +317,36 @@ template <typename T> void convTranspose(const KernelCall &call) {
                     {x.shape.begin() + 2, x.shape.end()},
                     {weight.shape.begin() + 2, weight.shape.end()});
   int64_t k = mg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
-  int64_t per = imagesPerGemm(n, k, cols);
-  std::vector<T> buffer(k * per * cols), inputs(per > 1 ? cg * per * cols : 0);
+  auto [oh, ow] = outputGrid(w);
+  std::vector<Tile> tiles = tilesOf(n, k, oh, ow);
+  int64_t widest = tiles[0].nb * (tiles[0].r1 - tiles[0].r0) * ow;
+  std::vector<T> buffer(k * widest), inputs(tiles[0].nb > 1 ? cg * widest : 0);
   T *in = const_cast<T *>(x.as<T>());
   const T *wt = weight.as<T>();
   T *out = y.as<T>();
   std::memset(out, 0, y.bytes());
-  for (int64_t b = 0; b < n; b += per) {
-    int64_t nb = std::min(per, n - b), ld = nb * cols;
+  for (const Tile &t : tiles) {
+    int64_t part = (t.r1 - t.r0) * ow, ld = t.nb * part;
     for (int64_t g = 0; g < group; ++g) {
-      const T *xg = in + (b * c + g * cg) * cols;
-      if (nb > 1) {
-        sideBySide(in, c, cols, b, nb, g * cg, cg, inputs.data(), false);
+      const T *xg = in + (t.b * c + g * cg) * cols + t.r0 * ow;
+      int64_t ldx = cols;
+      if (t.nb > 1) {
+        sideBySide(in, c, cols, t.b, t.nb, g * cg, cg, inputs.data(), false);
         xg = inputs.data();
+        ldx = ld;
       }
-      gemm<T>(true, false, k, ld, cg, 1, wt + g * cg * k, k, xg, ld, 0,
+      gemm<T>(true, false, k, ld, cg, 1, wt + g * cg * k, k, xg, ldx, 0,
               buffer.data(), ld);
-      for (int64_t i = 0; i < nb; ++i)
-        col2imAdd(w, buffer.data() + i * cols, ld, mg,
-                  out + ((b + i) * m + g * mg) * image);
+      for (int64_t i = 0; i < t.nb; ++i)
+        col2imAdd(w, buffer.data() + i * part, ld, mg,
+                  out + ((t.b + i) * m + g * mg) * image, t.rows());
     }
   }
   addBias<T>(call, y, 2);
 }
 
-/// dW_g = sum over images of dY_g [M/g, positions] x im2col(x)_g^T, nb
-/// images a GEMM.
+/// dW_g = sum over tiles of dY_g [M/g, a tile's positions] x
+/// im2col(x_g)^T.
 template <typename T> void convWeightGrad(const KernelCall &call) {
   const Tensor &x = call.in[0], &dy = call.in[1], &dw = call.out[0];
   int64_t group = call.i("group");
@@ -305,24 +356,29 @@ template <typename T> void convWeightGrad(const KernelCall &call) {
       window(call, {x.shape.begin() + 2, x.shape.end()},
              {dy.shape.begin() + 2, dy.shape.end()}, call.ints("kernel_shape"));
   int64_t k = cg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
-  int64_t per = imagesPerGemm(n, k, cols);
-  std::vector<T> buffer(k * per * cols), grads(per > 1 ? mg * per * cols : 0);
+  auto [oh, ow] = outputGrid(w);
+  std::vector<Tile> tiles = tilesOf(n, k, oh, ow);
+  int64_t widest = tiles[0].nb * (tiles[0].r1 - tiles[0].r0) * ow;
+  std::vector<T> buffer(k * widest), grads(tiles[0].nb > 1 ? mg * widest : 0);
   const T *in = x.as<T>();
   T *g = const_cast<T *>(dy.as<T>());
   T *out = dw.as<T>();
-  for (int64_t b = 0; b < n; b += per) {
-    int64_t nb = std::min(per, n - b), ld = nb * cols;
+  for (const Tile &t : tiles) {
+    int64_t part = (t.r1 - t.r0) * ow, ld = t.nb * part;
+    bool first = &t == &tiles[0];
     for (int64_t gi = 0; gi < group; ++gi) {
-      for (int64_t i = 0; i < nb; ++i)
-        im2col(w, in + ((b + i) * c + gi * cg) * image, cg,
-               buffer.data() + i * cols, ld);
-      const T *dyg = g + (b * m + gi * mg) * cols;
-      if (nb > 1) {
-        sideBySide(g, m, cols, b, nb, gi * mg, mg, grads.data(), false);
+      for (int64_t i = 0; i < t.nb; ++i)
+        im2col(w, in + ((t.b + i) * c + gi * cg) * image, cg,
+               buffer.data() + i * part, ld, t.rows());
+      const T *dyg = g + (t.b * m + gi * mg) * cols + t.r0 * ow;
+      int64_t lddy = cols;
+      if (t.nb > 1) {
+        sideBySide(g, m, cols, t.b, t.nb, gi * mg, mg, grads.data(), false);
         dyg = grads.data();
+        lddy = ld;
       }
-      gemm<T>(false, true, mg, k, ld, 1, dyg, ld, buffer.data(), ld,
-              b == 0 ? 0 : 1, out + gi * mg * k, k);
+      gemm<T>(false, true, mg, k, ld, 1, dyg, lddy, buffer.data(), ld,
+              first ? 0 : 1, out + gi * mg * k, k);
     }
   }
 }

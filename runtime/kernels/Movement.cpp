@@ -257,24 +257,37 @@ void trilu(const KernelCall &call) {
       }
 }
 
-void resize(const KernelCall &call) {
-  const Tensor &x = call.in[0], &y = call.out[0];
+/// The source index of each output index along each dim of a nearest
+/// resize (nearestSource: ONNX Resize-13's coordinate transforms).
+std::vector<std::vector<int64_t>>
+resizeSources(const KernelCall &call, const Tensor &x, const Tensor &y) {
   std::vector<double> scales = call.floats("scales");
   std::string transform = call.s("coordinate_transformation_mode");
   std::string mode = call.s("nearest_mode");
-  int64_t rank = x.rank(), size = dtypeSize(x.dtype);
-  std::vector<std::vector<int64_t>> source(rank);
-  for (int64_t d = 0; d < rank; ++d)
+  std::vector<std::vector<int64_t>> source(x.rank());
+  for (int64_t d = 0; d < x.rank(); ++d)
     for (int64_t i = 0; i < y.shape[d]; ++i)
       source[d].push_back(
           nearestSource(i, x.shape[d], y.shape[d], scales[d], transform, mode));
+  return source;
+}
+
+/// Calls fn(out, in) for each row (last dim) of a resize's output `y`:
+/// `out` its first element, `in` the input row it reads (where the outer
+/// dims' sources meet); the row's elements read `in + source.back()[j]`.
+template <typename Fn>
+void forEachResizedRow(const std::vector<std::vector<int64_t>> &source,
+                       const Tensor &x, const Tensor &y, Fn &&fn) {
+  int64_t rank = y.rank(), width = rank ? y.shape.back() : 1;
+  if (y.numel() == 0)
+    return;
   std::vector<int64_t> inStrides = stridesOf(x.shape), idx(rank, 0);
-  for (int64_t o = 0, n = y.numel(); o < n; ++o) {
+  for (int64_t o = 0, n = y.numel(); o < n; o += width) {
     int64_t in = 0;
-    for (int64_t d = 0; d < rank; ++d)
+    for (int64_t d = 0; d + 1 < rank; ++d)
       in += source[d][idx[d]] * inStrides[d];
-    std::memcpy(y.as<char>() + o * size, x.as<char>() + in * size, size);
-    for (int64_t d = rank - 1; d >= 0; --d) {
+    fn(o, in);
+    for (int64_t d = rank - 2; d >= 0; --d) {
       if (++idx[d] < y.shape[d])
         break;
       idx[d] = 0;
@@ -282,35 +295,38 @@ void resize(const KernelCall &call) {
   }
 }
 
+void resize(const KernelCall &call) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  std::vector<std::vector<int64_t>> source = resizeSources(call, x, y);
+  const int64_t *cols = x.rank() ? source.back().data() : nullptr;
+  int64_t width = x.rank() ? y.shape.back() : 1;
+  // Copies elements by size: works for every dtype.
+  dispatchBySize(dtypeSize(x.dtype), [&](auto tag) {
+    using E = decltype(tag);
+    const E *src = x.as<E>();
+    E *dst = y.as<E>();
+    forEachResizedRow(source, x, y, [&](int64_t out, int64_t in) {
+      for (int64_t j = 0; j < width; ++j)
+        dst[out + j] = src[in + (cols ? cols[j] : 0)];
+    });
+  });
+}
+
 /// The adjoint of resize: every output element adds its gradient to the
 /// input element it was copied from.
 void resizeGrad(const KernelCall &call) {
   const Tensor &x = call.in[0], &dy = call.in[1], &dx = call.out[0];
-  std::vector<double> scales = call.floats("scales");
-  std::string transform = call.s("coordinate_transformation_mode");
-  std::string mode = call.s("nearest_mode");
-  int64_t rank = x.rank();
-  std::vector<std::vector<int64_t>> source(rank);
-  for (int64_t d = 0; d < rank; ++d)
-    for (int64_t i = 0; i < dy.shape[d]; ++i)
-      source[d].push_back(nearestSource(i, x.shape[d], dy.shape[d], scales[d],
-                                        transform, mode));
-  std::vector<int64_t> inStrides = stridesOf(x.shape), idx(rank, 0);
+  std::vector<std::vector<int64_t>> source = resizeSources(call, x, dy);
+  const int64_t *cols = x.rank() ? source.back().data() : nullptr;
+  int64_t width = x.rank() ? dy.shape.back() : 1;
   dispatchFloat(call, x.dtype, [&]<typename T>() {
     T *out = dx.as<T>();
     const T *g = dy.as<T>();
     std::memset(out, 0, dx.bytes());
-    for (int64_t o = 0, n = dy.numel(); o < n; ++o) {
-      int64_t in = 0;
-      for (int64_t d = 0; d < rank; ++d)
-        in += source[d][idx[d]] * inStrides[d];
-      out[in] += g[o];
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        if (++idx[d] < dy.shape[d])
-          break;
-        idx[d] = 0;
-      }
-    }
+    forEachResizedRow(source, x, dy, [&](int64_t o, int64_t in) {
+      for (int64_t j = 0; j < width; ++j)
+        out[in + (cols ? cols[j] : 0)] += g[o + j];
+    });
   });
 }
 

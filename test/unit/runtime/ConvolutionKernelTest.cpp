@@ -2,11 +2,12 @@
 //
 // The CPU convolution and pooling kernels have fast paths for 2-D windows
 // (im2col and col2im copying clipped runs of image rows; pooling windows
-// without the N-d odometer) and put several images side by side in one
-// GEMM. Each is checked against the path it shortcuts: a 2-D kernel
-// against the same kernel in 3-D with a unit depth (the generic N-d code),
-// and a batch whose im2col exceeds the GEMM budget (so it runs in chunks)
-// against its images one at a time. f64, so both sides agree to rounding.
+// without the N-d odometer), and tile a batch's positions into GEMMs: small
+// images side by side, a large one by output rows. Each is checked against
+// the path it shortcuts: a 2-D kernel against the same kernel in 3-D with
+// a unit depth (the generic N-d code, whole images), a batch of small
+// images against its images one at a time. f64, so both sides agree to
+// rounding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -160,31 +162,47 @@ TEST(ConvolutionKernels, PoolingWindowsEqualTheGenericPath) {
     }
 }
 
-TEST(ConvolutionKernels, ChunkedBatchesEqualTheirImagesOneByOne) {
-  // im2col of one image: 64 channels x 9 offsets x 100^2 positions, 5.76M
-  // elements: the 2^24 budget takes 2 images a GEMM, so 3 run as 2 + 1.
-  const int64_t n = 3, c = 64, m = 8, side = 100;
+namespace {
+
+/// conv, conv_transpose (conv's input gradient) and conv_weight_grad of
+/// x [n, c, side, side] by 3x3 weights (stride 1, pad 1), in 2-D or in
+/// 3-D with a unit depth: {y, dx, dw}.
+std::array<F64, 3> convolutions(const F64 &x, const F64 &wt, const F64 &dy,
+                                bool depth) {
   Window2d w{{1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
-  F64 x = random({n, c, side, side}, 6), wt = random({m, c, 3, 3}, 7),
-      dy = random({n, m, side, side}, 8);
-  F64 y({n, m, side, side}), dx({n, c, side, side}), dw({m, c, 3, 3});
-  json grad = w.attrs(false), transpose = w.attrs(false);
-  grad["kernel_shape"] = {3, 3};
-  transpose["output_padding"] = {0, 0};
-  launch("conv", {x, wt}, {y}, w.attrs(false));
-  launch("conv_transpose", {dy, wt}, {dx}, transpose);
-  launch("conv_weight_grad", {x, dy}, {dw}, grad);
-  F64 sum({m, c, 3, 3});
-  int64_t inPlane = c * side * side, outPlane = m * side * side;
+  F64 xs = depth ? withUnitDim(x, 2) : x, ws = depth ? withUnitDim(wt, 2) : wt,
+      dys = depth ? withUnitDim(dy, 2) : dy;
+  json attrs = w.attrs(depth), grad = attrs, transpose = attrs;
+  grad["kernel_shape"] =
+      depth ? std::vector<int64_t>{1, 3, 3} : std::vector<int64_t>{3, 3};
+  transpose["output_padding"] =
+      depth ? std::vector<int64_t>{0, 0, 0} : std::vector<int64_t>{0, 0};
+  F64 y(dys.shape), dx(xs.shape), dw(ws.shape);
+  launch("conv", {xs, ws}, {y}, attrs);
+  launch("conv_transpose", {dys, ws}, {dx}, transpose);
+  launch("conv_weight_grad", {xs, dys}, {dw}, grad);
+  for (F64 *t : {&y, &dx, &dw})
+    if (depth)
+      t->shape.erase(t->shape.begin() + 2);
+  return {y, dx, dw};
+}
+
+} // namespace
+
+TEST(ConvolutionKernels, BatchedImagesEqualTheirImagesOneByOne) {
+  // 6 x 7 positions an image: the batch of 5 is one GEMM's columns.
+  const int64_t n = 5, c = 8, m = 6;
+  F64 x = random({n, c, 6, 7}, 6), wt = random({m, c, 3, 3}, 7),
+      dy = random({n, m, 6, 7}, 8);
+  auto [y, dx, dw] = convolutions(x, wt, dy, false);
+  F64 sum(dw.shape);
+  int64_t inPlane = c * 42, outPlane = m * 42;
   for (int64_t b = 0; b < n; ++b) {
-    F64 xb({1, c, side, side},
+    F64 xb({1, c, 6, 7},
            {x.v.begin() + b * inPlane, x.v.begin() + (b + 1) * inPlane});
-    F64 dyb({1, m, side, side},
+    F64 dyb({1, m, 6, 7},
             {dy.v.begin() + b * outPlane, dy.v.begin() + (b + 1) * outPlane});
-    F64 yb({1, m, side, side}), dxb({1, c, side, side}), dwb({m, c, 3, 3});
-    launch("conv", {xb, wt}, {yb}, w.attrs(false));
-    launch("conv_transpose", {dyb, wt}, {dxb}, transpose);
-    launch("conv_weight_grad", {xb, dyb}, {dwb}, grad);
+    auto [yb, dxb, dwb] = convolutions(xb, wt, dyb, false);
     for (int64_t i = 0; i < outPlane; ++i)
       ASSERT_NEAR(y.v[b * outPlane + i], yb.v[i], 1e-12) << "conv " << b;
     for (int64_t i = 0; i < inPlane; ++i)
@@ -193,7 +211,20 @@ TEST(ConvolutionKernels, ChunkedBatchesEqualTheirImagesOneByOne) {
     for (size_t i = 0; i < sum.v.size(); ++i)
       sum.v[i] += dwb.v[i];
   }
-  // dW sums n images' products of 10^4 positions each: its rounding.
-  for (size_t i = 0; i < sum.v.size(); ++i)
-    ASSERT_NEAR(dw.v[i], sum.v[i], 1e-10) << "conv_weight_grad " << i;
+  expectNear(dw, sum, "conv_weight_grad");
+}
+
+TEST(ConvolutionKernels, RowTilesEqualWholeImages) {
+  // 100 x 100 positions an image: 2-D windows take 40 output rows a GEMM
+  // (4096 columns), the 3-D path whole images.
+  const int64_t n = 2, c = 16, m = 8, side = 100;
+  F64 x = random({n, c, side, side}, 9), wt = random({m, c, 3, 3}, 10),
+      dy = random({n, m, side, side}, 11);
+  auto [y, dx, dw] = convolutions(x, wt, dy, false);
+  auto [y3, dx3, dw3] = convolutions(x, wt, dy, true);
+  expectNear(y, y3, "conv");
+  expectNear(dx, dx3, "conv_transpose");
+  // dW sums 2 x 10^4 positions' products: its rounding.
+  for (size_t i = 0; i < dw.v.size(); ++i)
+    ASSERT_NEAR(dw.v[i], dw3.v[i], 1e-10) << "conv_weight_grad " << i;
 }
