@@ -68,6 +68,7 @@ void layerNormGrad(const KernelCall &call) {
     for (int64_t o = 0; o < outer; ++o) {
       const T *row = px + o * inner, *grow = pdy + o * inner;
       double mu = mean[o], rstd = invStd[o], meanG = 0, meanGX = 0;
+#pragma omp simd reduction(+ : meanG, meanGX)
       for (int64_t j = 0; j < inner; ++j) {
         double xhat = (row[j] - mu) * rstd, g = grow[j] * pg[j];
         meanG += g;
@@ -194,24 +195,36 @@ void batchNormGrad(const KernelCall &call) {
         return (b * c + ch) * spatial + s;
       };
       double mu = mean[ch], sigma2 = var[ch];
+      // Each plane's sums in vector lanes, in double (as batch_norm's).
       if (training) {
         double sum = 0, sq = 0;
-        for (int64_t b = 0; b < n; ++b)
+        for (int64_t b = 0; b < n; ++b) {
+          const T *plane = px + at(b, 0);
+#pragma omp simd reduction(+ : sum)
           for (int64_t s = 0; s < spatial; ++s)
-            sum += px[at(b, s)];
+            sum += plane[s];
+        }
         mu = sum / count;
-        for (int64_t b = 0; b < n; ++b)
-          for (int64_t s = 0; s < spatial; ++s)
-            sq += (px[at(b, s)] - mu) * (px[at(b, s)] - mu);
+        for (int64_t b = 0; b < n; ++b) {
+          const T *plane = px + at(b, 0);
+#pragma omp simd reduction(+ : sq)
+          for (int64_t s = 0; s < spatial; ++s) {
+            double d = plane[s] - mu;
+            sq += d * d;
+          }
+        }
         sigma2 = sq / count;
       }
       double rstd = 1.0 / std::sqrt(sigma2 + eps), sumG = 0, sumGX = 0;
-      for (int64_t b = 0; b < n; ++b)
+      for (int64_t b = 0; b < n; ++b) {
+        const T *plane = px + at(b, 0), *grad = g + at(b, 0);
+#pragma omp simd reduction(+ : sumG, sumGX)
         for (int64_t s = 0; s < spatial; ++s) {
-          double xhat = (px[at(b, s)] - mu) * rstd;
-          sumG += g[at(b, s)];
-          sumGX += g[at(b, s)] * xhat;
+          double xhat = (plane[s] - mu) * rstd;
+          sumG += grad[s];
+          sumGX += grad[s] * xhat;
         }
+      }
       dbias[ch] = static_cast<T>(sumG);
       dscale[ch] = static_cast<T>(sumGX);
       double a = scale[ch] * rstd;

@@ -80,6 +80,20 @@ void pow(const KernelCall &call) {
       const T *pa = a.as<T>();
       const E *pb = b.as<E>();
       T *out = y.as<T>();
+      // A scalar exponent (a squared error, and its gradient's x^1): one
+      // contiguous loop; x^2 as v * v in double, pow's value exactly where
+      // x^2 fits double's 53 bits (every f32 x), correctly rounded
+      // elsewhere; x^1 as x.
+      if (b.numel() == 1 && a.numel() == y.numel()) {
+        double e = static_cast<double>(pb[0]);
+        for (int64_t i = 0, n = y.numel(); i < n; ++i) {
+          double v = static_cast<double>(pa[i]);
+          out[i] = static_cast<T>(e == 2.0   ? v * v
+                                  : e == 1.0 ? v
+                                             : math::Pow()(v, e));
+        }
+        return;
+      }
       forEachBroadcast<2>(y.shape, strides, [&](int64_t o, const auto &off) {
         out[o] = static_cast<T>(math::Pow()(static_cast<double>(pa[off[0]]),
                                             static_cast<double>(pb[off[1]])));

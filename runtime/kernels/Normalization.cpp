@@ -66,12 +66,22 @@ void layerNorm(const KernelCall &call) {
     const T *in = x.as<T>(), *g = scale.as<T>(),
             *bb = bias ? bias->as<T>() : nullptr;
     T *out = call.out[0].as<T>();
+    // Scale and bias as whole rows, so the rows' loops run in vector lanes
+    // (the sums in double, their order the lanes').
+    std::vector<T> gRow(inner), bRow(inner, T(0));
+    for (int64_t j = 0; j < inner; ++j) {
+      gRow[j] = g[scaleIndex[j]];
+      if (bb)
+        bRow[j] = bb[biasIndex[j]];
+    }
     for (int64_t o = 0; o < outer; ++o) {
       const T *row = in + o * inner;
       double sum = 0, sq = 0;
+#pragma omp simd reduction(+ : sum)
       for (int64_t j = 0; j < inner; ++j)
         sum += row[j];
       double mu = sum / inner;
+#pragma omp simd reduction(+ : sq)
       for (int64_t j = 0; j < inner; ++j)
         sq += (row[j] - mu) * (row[j] - mu);
       double rstd = layerNormRstd(sq, inner, eps);
@@ -79,8 +89,8 @@ void layerNorm(const KernelCall &call) {
       invStd[o] = static_cast<float>(rstd);
       T *dst = out + o * inner;
       for (int64_t j = 0; j < inner; ++j)
-        dst[j] = static_cast<T>(layerNormAt(row[j], mu, rstd, g[scaleIndex[j]],
-                                            bb ? bb[biasIndex[j]] : T(0)));
+        dst[j] =
+            static_cast<T>(layerNormAt(row[j], mu, rstd, gRow[j], bRow[j]));
     }
   });
 }
@@ -109,15 +119,22 @@ void batchNorm(const KernelCall &call) {
       double mu = mean[ch], sigma2 = var[ch];
       if (training) {
         double sum = 0, sq = 0, count = double(n * spatial);
-        for (int64_t b = 0; b < n; ++b)
+        // Each plane's sums in vector lanes, in double.
+        for (int64_t b = 0; b < n; ++b) {
+          const T *plane = in + (b * c + ch) * spatial;
+#pragma omp simd reduction(+ : sum)
           for (int64_t s = 0; s < spatial; ++s)
-            sum += in[(b * c + ch) * spatial + s];
+            sum += plane[s];
+        }
         mu = sum / count;
-        for (int64_t b = 0; b < n; ++b)
+        for (int64_t b = 0; b < n; ++b) {
+          const T *plane = in + (b * c + ch) * spatial;
+#pragma omp simd reduction(+ : sq)
           for (int64_t s = 0; s < spatial; ++s) {
-            double d = in[(b * c + ch) * spatial + s] - mu;
+            double d = plane[s] - mu;
             sq += d * d;
           }
+        }
         sigma2 = sq / count;
         double batchVar = unbiased && count > 1 ? sq / (count - 1) : sigma2;
         runMean[ch] = static_cast<T>(momentum * mean[ch] + (1 - momentum) * mu);

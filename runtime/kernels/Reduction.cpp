@@ -33,12 +33,28 @@ template <Reduce Kind> void reduce(const KernelCall &call) {
         y.numel(),
         Kind == Reduce::Max ? -std::numeric_limits<double>::infinity() : 0.0);
     std::array<std::vector<int64_t>, 1> strides = {outStrides};
-    forEachBroadcast<1>(x.shape, strides, [&](int64_t i, const auto &off) {
-      if constexpr (Kind == Reduce::Max)
-        acc[off[0]] = std::max(acc[off[0]], static_cast<double>(in[i]));
-      else
-        acc[off[0]] += in[i];
-    });
+    // A row at a time: a reduced last dim sums its row (in vector lanes,
+    // in double), a kept one adds the row into the accumulators.
+    forEachRow<1>(
+        x.shape, strides,
+        [&](int64_t i, const auto &base, int64_t n, const auto &step) {
+          const T *row = in + i;
+          double *a = acc.data() + base[0];
+          if constexpr (Kind == Reduce::Max) {
+            for (int64_t j = 0; j < n; ++j)
+              a[j * step[0]] =
+                  std::max(a[j * step[0]], static_cast<double>(row[j]));
+          } else if (step[0] == 0) {
+            double sum = 0;
+#pragma omp simd reduction(+ : sum)
+            for (int64_t j = 0; j < n; ++j)
+              sum += row[j];
+            *a += sum;
+          } else {
+            for (int64_t j = 0; j < n; ++j)
+              a[j * step[0]] += row[j];
+          }
+        });
     for (int64_t o = 0; o < y.numel(); ++o)
       out[o] = static_cast<T>(Kind == Reduce::Mean ? acc[o] / count : acc[o]);
   });
