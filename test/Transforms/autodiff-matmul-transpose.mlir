@@ -40,3 +40,20 @@ func.func @transposed_rhs(%a: tensor<2x3x4xf32> {weft.param = "a"}, %v: tensor<2
   return %l : tensor<f32>
 }
 
+
+// -----
+
+// k^T read elsewhere too: its rule sums both gradients first, so dk^T is
+// one plain product (Q^T dS) and k's gradient one transpose of the sum.
+// CHECK-LABEL: func.func @shared_keys
+// CHECK: %[[DKT:.*]] = weft.matmul %arg0, %{{.*}} {transA = true, weft.phase = "backward"} : (tensor<1x2x3x4xf32>, tensor<1x2x3x5xf32>) -> tensor<1x2x4x5xf32>
+// CHECK: %[[SUM:.*]] = weft.add %{{.*}}, %[[DKT]]
+// CHECK: weft.transpose %[[SUM]] {perm = array<i64: 0, 3, 1, 2>, weft.phase = "backward"}
+func.func @shared_keys(%q: tensor<1x2x3x4xf32> {weft.param = "q"}, %k: tensor<1x5x2x4xf32> {weft.param = "k"}) -> tensor<f32> {
+  %kt = weft.transpose %k {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x5x2x4xf32>) -> tensor<1x2x4x5xf32>
+  %s = weft.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x5xf32>) -> tensor<1x2x3x5xf32>
+  %l1 = weft.reduce_sum %s {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x2x3x5xf32>) -> tensor<f32>
+  %l2 = weft.reduce_sum %kt {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x2x4x5xf32>) -> tensor<f32>
+  %l = weft.add %l1, %l2 : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -75,20 +75,28 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   // of one where the operand is a transpose moving its input's last dim to
   // second last (attention's k^T): the transpose's own rule then composes
   // the two into one transpose that keeps the last dim (rows copied
-  // whole), or cancels them (W = V^T). Summed over broadcast batch dims.
-  auto gradient = [&](Value x, bool trans, auto plain, auto transposed) {
-    bool viaTranspose = movesLastDimToSecondLast(x);
+  // whole), or cancels them (W = V^T); not where the transpose has other
+  // readers, whose gradients its rule would sum first. Summed over
+  // broadcast batch dims.
+  auto onlyHere = [&](Value x) {
+    return llvm::all_of(
+        x.getUsers(), [&](Operation *user) { return user == getOperation(); });
+  };
+  bool viaA = onlyHere(a2) && movesLastDimToSecondLast(a2),
+       viaB = onlyHere(w2) && movesLastDimToSecondLast(w2);
+  auto gradient = [&](Value x, bool trans, bool viaTranspose, auto plain,
+                      auto transposed) {
     Value g = trans != viaTranspose ? transposed() : plain();
     if (viaTranspose)
       g = transposeLast(b, loc, g);
     return unbroadcast(b, loc, g, typeOf(x));
   };
   Value da = gradient(
-      a2, ta, [&] { return product(dy2, false, w2, !tb); },
+      a2, ta, viaA, [&] { return product(dy2, false, w2, !tb); },
       [&] { return product(w2, tb, dy2, true); });
   dxs[0] = reshape(b, loc, da, aType.getShape());
   Value dw = gradient(
-      w2, tb, [&] { return product(a2, !ta, dy2, false); },
+      w2, tb, viaB, [&] { return product(a2, !ta, dy2, false); },
       [&] { return product(dy2, true, a2, ta); });
   dxs[1] = reshape(b, loc, dw, wType.getShape());
   return success();
