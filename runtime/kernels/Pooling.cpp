@@ -115,6 +115,30 @@ template <bool Max> void pool(const KernelCall &call) {
   });
 }
 
+/// max_pool_grad over one 2-D plane: each window's first maximum (in row
+/// order, padding skipped) receives the window's dy. The same routing as
+/// forEachWindow's, without its per-element callback and counts.
+template <typename T>
+void maxPoolGrad2d(const PoolWindow &w, const T *src, const T *g, T *dst) {
+  for (int64_t oy = 0, o = 0; oy < w.out[0]; ++oy)
+    for (int64_t ox = 0; ox < w.out[1]; ++ox, ++o) {
+      int64_t best = -1;
+      for (int64_t ky = 0; ky < w.kernel[0]; ++ky) {
+        int64_t y = oy * w.strides[0] - w.pads[0] + ky * w.dilations[0];
+        if (y < 0 || y >= w.in[0])
+          continue;
+        for (int64_t kx = 0; kx < w.kernel[1]; ++kx) {
+          int64_t x = ox * w.strides[1] - w.pads[1] + kx * w.dilations[1];
+          int64_t i = y * w.in[1] + x;
+          if (x >= 0 && x < w.in[1] && (best < 0 || src[i] > src[best]))
+            best = i;
+        }
+      }
+      if (best >= 0)
+        dst[best] += g[o];
+    }
+}
+
 /// The input gradient: max routes dy to the first maximum of each window
 /// (as torch), average spreads dy / count over the window.
 template <bool Max> void poolGrad(const KernelCall &call) {
@@ -129,6 +153,10 @@ template <bool Max> void poolGrad(const KernelCall &call) {
     for (int64_t p = 0; p < planes; ++p) {
       const T *src = x.as<T>() + p * w.inSize, *g = dy.as<T>() + p * w.outSize;
       T *dst = dx.as<T>() + p * w.inSize;
+      if (Max && w.kernel.size() == 2) {
+        maxPoolGrad2d(w, src, g, dst);
+        continue;
+      }
       std::fill(best.begin(), best.end(),
                 -std::numeric_limits<double>::infinity());
       std::fill(where.begin(), where.end(), -1);
