@@ -209,52 +209,55 @@ void col2imAdd(const Window &w, const T *buffer, int64_t ld, int64_t channels,
 /// an early layer's many split by output rows (2-D windows).
 struct Tile {
   int64_t b, nb, r0, r1;
+  int64_t offset, part; ///< its first position in an image, its positions
   std::pair<int64_t, int64_t> rows() const { return {r0, r1}; }
+  int64_t columns() const { return nb * part; } ///< the GEMM's N and ld
 };
 constexpr int64_t kTileColumns = 4096, kTileElements = int64_t(1) << 22;
 
-/// The tiles of n images of `oh` x `ow` output positions (oh 1 for other
-/// than 2-D windows: images whole) under an im2col of `k` rows.
-std::vector<Tile> tilesOf(int64_t n, int64_t k, int64_t oh, int64_t ow) {
-  int64_t cols = oh * ow;
-  int64_t width = std::max(ow, std::min(kTileColumns, kTileElements / k));
+/// The tiles of n images' output positions (a window's columns side: rows
+/// of `ow` for 2-D windows, else each image whole) under an im2col of `k`
+/// rows.
+struct Tiling {
   std::vector<Tile> tiles;
-  if (cols <= width || oh == 1) {
-    int64_t per = std::clamp<int64_t>(width / cols, 1, n);
-    for (int64_t b = 0; b < n; b += per)
-      tiles.push_back({b, std::min(per, n - b), 0, oh});
-    return tiles;
+  int64_t widest = 0;      ///< the most columns a tile has
+  bool sideBySide = false; ///< whether a tile holds several images
+
+  Tiling(const Window &w, int64_t n, int64_t k) {
+    int64_t oh = w.spatial() == 2 ? w.cols[0] : 1, ow = w.colsSize() / oh;
+    int64_t cols = oh * ow;
+    int64_t width = std::max(ow, std::min(kTileColumns, kTileElements / k));
+    auto add = [&](int64_t b, int64_t nb, int64_t r0, int64_t r1) {
+      tiles.push_back({b, nb, r0, r1, r0 * ow, (r1 - r0) * ow});
+      widest = std::max(widest, tiles.back().columns());
+      sideBySide |= nb > 1;
+    };
+    if (cols <= width || oh == 1) {
+      int64_t per = std::clamp<int64_t>(width / cols, 1, n);
+      for (int64_t b = 0; b < n; b += per)
+        add(b, std::min(per, n - b), 0, oh);
+      return;
+    }
+    int64_t rows = std::max<int64_t>(1, width / ow);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t r = 0; r < oh; r += rows)
+        add(b, 1, r, std::min(oh, r + rows));
   }
-  int64_t rows = std::max<int64_t>(1, width / ow);
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t r = 0; r < oh; r += rows)
-      tiles.push_back({b, 1, r, std::min(oh, r + rows)});
-  return tiles;
-}
+};
 
-/// The output rows of a window's columns side (oh 1 and ow all positions
-/// but for 2-D windows).
-std::pair<int64_t, int64_t> outputGrid(const Window &w) {
-  if (w.spatial() == 2)
-    return {w.cols[0], w.cols[1]};
-  return {1, w.colsSize()};
-}
-
-/// Rows [first, first + count) of images [b, b + nb) of a [N, C, positions]
-/// tensor as one [count, nb * positions] matrix (images side by side), or
-/// back (`toImages`).
+/// Channels [first, first + count) of a tile's images of a [N, C,
+/// positions] tensor as one [count, tile columns] matrix (images side by
+/// side), or back (`toImages`): copies `from` into `to`.
 template <typename T>
-void sideBySide(T *images, int64_t channels, int64_t positions, int64_t b,
-                int64_t nb, int64_t first, int64_t count, T *matrix,
+void sideBySide(const Tile &t, int64_t channels, int64_t positions,
+                int64_t first, int64_t count, const T *from, T *to,
                 bool toImages) {
-  for (int64_t i = 0; i < nb; ++i)
+  for (int64_t i = 0; i < t.nb; ++i)
     for (int64_t r = 0; r < count; ++r) {
-      T *image = images + ((b + i) * channels + first + r) * positions;
-      T *row = matrix + r * nb * positions + i * positions;
-      if (toImages)
-        std::memcpy(image, row, positions * sizeof(T));
-      else
-        std::memcpy(row, image, positions * sizeof(T));
+      int64_t image = ((t.b + i) * channels + first + r) * positions,
+              row = r * t.columns() + i * positions;
+      std::memcpy(to + (toImages ? image : row),
+                  from + (toImages ? row : image), positions * sizeof(T));
     }
 }
 
@@ -281,26 +284,25 @@ template <typename T> void conv(const KernelCall &call) {
                     {y.shape.begin() + 2, y.shape.end()},
                     {weight.shape.begin() + 2, weight.shape.end()});
   int64_t k = cg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
-  auto [oh, ow] = outputGrid(w);
-  std::vector<Tile> tiles = tilesOf(n, k, oh, ow);
-  int64_t widest = tiles[0].nb * (tiles[0].r1 - tiles[0].r0) * ow;
-  std::vector<T> buffer(k * widest), product(tiles[0].nb > 1 ? mg * widest : 0);
+  Tiling tiling(w, n, k);
+  std::vector<T> buffer(k * tiling.widest),
+      product(tiling.sideBySide ? mg * tiling.widest : 0);
   const T *in = x.as<T>(), *wt = weight.as<T>();
   T *out = y.as<T>();
-  for (const Tile &t : tiles) {
-    int64_t part = (t.r1 - t.r0) * ow, ld = t.nb * part;
+  for (const Tile &t : tiling.tiles) {
+    int64_t ld = t.columns();
     for (int64_t g = 0; g < group; ++g) {
       for (int64_t i = 0; i < t.nb; ++i)
         im2col(w, in + ((t.b + i) * c + g * cg) * image, cg,
-               buffer.data() + i * part, ld, t.rows());
+               buffer.data() + i * t.part, ld, t.rows());
       if (t.nb == 1) { // straight into the image's rows
         gemm<T>(false, false, mg, ld, k, 1, wt + g * mg * k, k, buffer.data(),
-                ld, 0, out + (t.b * m + g * mg) * cols + t.r0 * ow, cols);
+                ld, 0, out + (t.b * m + g * mg) * cols + t.offset, cols);
         continue;
       }
       gemm<T>(false, false, mg, ld, k, 1, wt + g * mg * k, k, buffer.data(), ld,
               0, product.data(), ld);
-      sideBySide(out, m, cols, t.b, t.nb, g * mg, mg, product.data(), true);
+      sideBySide(t, m, cols, g * mg, mg, product.data(), out, true);
     }
   }
   addBias<T>(call, y, 2);
@@ -317,28 +319,27 @@ template <typename T> void convTranspose(const KernelCall &call) {
                     {x.shape.begin() + 2, x.shape.end()},
                     {weight.shape.begin() + 2, weight.shape.end()});
   int64_t k = mg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
-  auto [oh, ow] = outputGrid(w);
-  std::vector<Tile> tiles = tilesOf(n, k, oh, ow);
-  int64_t widest = tiles[0].nb * (tiles[0].r1 - tiles[0].r0) * ow;
-  std::vector<T> buffer(k * widest), inputs(tiles[0].nb > 1 ? cg * widest : 0);
-  T *in = const_cast<T *>(x.as<T>());
-  const T *wt = weight.as<T>();
+  Tiling tiling(w, n, k);
+  std::vector<T> buffer(k * tiling.widest),
+      inputs(tiling.sideBySide ? cg * tiling.widest : 0);
+  const T *in = x.as<T>(), *wt = weight.as<T>();
   T *out = y.as<T>();
   std::memset(out, 0, y.bytes());
-  for (const Tile &t : tiles) {
-    int64_t part = (t.r1 - t.r0) * ow, ld = t.nb * part;
+  for (const Tile &t : tiling.tiles) {
+    int64_t ld = t.columns();
     for (int64_t g = 0; g < group; ++g) {
-      const T *xg = in + (t.b * c + g * cg) * cols + t.r0 * ow;
+      // The tile's inputs: in place for one image, else side by side.
+      const T *xg = in + (t.b * c + g * cg) * cols + t.offset;
       int64_t ldx = cols;
       if (t.nb > 1) {
-        sideBySide(in, c, cols, t.b, t.nb, g * cg, cg, inputs.data(), false);
+        sideBySide(t, c, cols, g * cg, cg, in, inputs.data(), false);
         xg = inputs.data();
         ldx = ld;
       }
       gemm<T>(true, false, k, ld, cg, 1, wt + g * cg * k, k, xg, ldx, 0,
               buffer.data(), ld);
       for (int64_t i = 0; i < t.nb; ++i)
-        col2imAdd(w, buffer.data() + i * part, ld, mg,
+        col2imAdd(w, buffer.data() + i * t.part, ld, mg,
                   out + ((t.b + i) * m + g * mg) * image, t.rows());
     }
   }
@@ -356,24 +357,23 @@ template <typename T> void convWeightGrad(const KernelCall &call) {
       window(call, {x.shape.begin() + 2, x.shape.end()},
              {dy.shape.begin() + 2, dy.shape.end()}, call.ints("kernel_shape"));
   int64_t k = cg * w.kernelSize(), cols = w.colsSize(), image = w.imageSize();
-  auto [oh, ow] = outputGrid(w);
-  std::vector<Tile> tiles = tilesOf(n, k, oh, ow);
-  int64_t widest = tiles[0].nb * (tiles[0].r1 - tiles[0].r0) * ow;
-  std::vector<T> buffer(k * widest), grads(tiles[0].nb > 1 ? mg * widest : 0);
-  const T *in = x.as<T>();
-  T *g = const_cast<T *>(dy.as<T>());
+  Tiling tiling(w, n, k);
+  std::vector<T> buffer(k * tiling.widest),
+      grads(tiling.sideBySide ? mg * tiling.widest : 0);
+  const T *in = x.as<T>(), *g = dy.as<T>();
   T *out = dw.as<T>();
-  for (const Tile &t : tiles) {
-    int64_t part = (t.r1 - t.r0) * ow, ld = t.nb * part;
-    bool first = &t == &tiles[0];
+  for (const Tile &t : tiling.tiles) {
+    int64_t ld = t.columns();
+    bool first = &t == &tiling.tiles[0];
     for (int64_t gi = 0; gi < group; ++gi) {
       for (int64_t i = 0; i < t.nb; ++i)
         im2col(w, in + ((t.b + i) * c + gi * cg) * image, cg,
-               buffer.data() + i * part, ld, t.rows());
-      const T *dyg = g + (t.b * m + gi * mg) * cols + t.r0 * ow;
+               buffer.data() + i * t.part, ld, t.rows());
+      // The tile's gradients: in place for one image, else side by side.
+      const T *dyg = g + (t.b * m + gi * mg) * cols + t.offset;
       int64_t lddy = cols;
       if (t.nb > 1) {
-        sideBySide(g, m, cols, t.b, t.nb, gi * mg, mg, grads.data(), false);
+        sideBySide(t, m, cols, gi * mg, mg, g, grads.data(), false);
         dyg = grads.data();
         lddy = ld;
       }

@@ -115,30 +115,6 @@ template <bool Max> void pool(const KernelCall &call) {
   });
 }
 
-/// max_pool_grad over one 2-D plane: each window's first maximum (in row
-/// order, padding skipped) receives the window's dy. The same routing as
-/// forEachWindow's, without its per-element callback and counts.
-template <typename T>
-void maxPoolGrad2d(const PoolWindow &w, const T *src, const T *g, T *dst) {
-  for (int64_t oy = 0, o = 0; oy < w.out[0]; ++oy)
-    for (int64_t ox = 0; ox < w.out[1]; ++ox, ++o) {
-      int64_t best = -1;
-      for (int64_t ky = 0; ky < w.kernel[0]; ++ky) {
-        int64_t y = oy * w.strides[0] - w.pads[0] + ky * w.dilations[0];
-        if (y < 0 || y >= w.in[0])
-          continue;
-        for (int64_t kx = 0; kx < w.kernel[1]; ++kx) {
-          int64_t x = ox * w.strides[1] - w.pads[1] + kx * w.dilations[1];
-          int64_t i = y * w.in[1] + x;
-          if (x >= 0 && x < w.in[1] && (best < 0 || src[i] > src[best]))
-            best = i;
-        }
-      }
-      if (best >= 0)
-        dst[best] += g[o];
-    }
-}
-
 /// The input gradient: max routes dy to the first maximum of each window
 /// (as torch), average spreads dy / count over the window.
 template <bool Max> void poolGrad(const KernelCall &call) {
@@ -147,33 +123,28 @@ template <bool Max> void poolGrad(const KernelCall &call) {
   bool includePad = !Max && call.b("count_include_pad");
   int64_t planes = x.shape[0] * x.shape[1];
   dispatchFloat(call, x.dtype, [&]<typename T>() {
-    std::vector<double> best(w.outSize);
-    std::vector<int64_t> where(w.outSize), count(w.outSize);
+    // Per window: max's first maximum (an index into the plane), average's
+    // element count.
+    std::vector<int64_t> where(Max ? w.outSize : 0), count(Max ? 0 : w.outSize);
     std::memset(dx.data, 0, dx.bytes());
     for (int64_t p = 0; p < planes; ++p) {
       const T *src = x.as<T>() + p * w.inSize, *g = dy.as<T>() + p * w.outSize;
       T *dst = dx.as<T>() + p * w.inSize;
-      if (Max && w.kernel.size() == 2) {
-        maxPoolGrad2d(w, src, g, dst);
-        continue;
-      }
-      std::fill(best.begin(), best.end(),
-                -std::numeric_limits<double>::infinity());
-      std::fill(where.begin(), where.end(), -1);
-      std::fill(count.begin(), count.end(), 0);
-      w.forEachWindow([&](int64_t o, int64_t i, bool inPadded) {
-        if (i >= 0 && Max && (where[o] < 0 || src[i] > best[o])) {
-          best[o] = src[i];
-          where[o] = i;
-        }
-        if (i >= 0 || (includePad && inPadded))
-          ++count[o];
-      });
-      if (Max) {
+      if constexpr (Max) {
+        std::fill(where.begin(), where.end(), -1);
+        w.forEachWindow([&](int64_t o, int64_t i, bool) {
+          if (i >= 0 && (where[o] < 0 || src[i] > src[where[o]]))
+            where[o] = i;
+        });
         for (int64_t o = 0; o < w.outSize; ++o)
           if (where[o] >= 0)
             dst[where[o]] += g[o];
       } else {
+        std::fill(count.begin(), count.end(), 0);
+        w.forEachWindow([&](int64_t o, int64_t i, bool inPadded) {
+          if (i >= 0 || (includePad && inPadded))
+            ++count[o];
+        });
         w.forEachWindow([&](int64_t o, int64_t i, bool) {
           if (i >= 0 && count[o])
             dst[i] += static_cast<T>(g[o] / static_cast<double>(count[o]));

@@ -233,3 +233,15 @@ TEST(ConvolutionKernels, RowTilesEqualWholeImages) {
   for (size_t i = 0; i < dw.v.size(); ++i)
     ASSERT_NEAR(dw.v[i], dw3.v[i], 1e-10) << "conv_weight_grad " << i;
 }
+
+TEST(ConvolutionKernels, MaxPoolRoutesATieToItsFirstMaximum) {
+  // torch's rule: the first maximum in the window's row order takes dy.
+  F64 x({1, 1, 2, 3}, {1, 1, 0, 1, 1, 1}), dy({1, 1, 1, 2}, {2, 3}),
+      dx(x.shape);
+  launch("max_pool_grad", {x, dy}, {dx},
+         {{"kernel_shape", {2, 2}},
+          {"strides", {1, 1}},
+          {"pads", {0, 0, 0, 0}},
+          {"dilations", {1, 1}}});
+  EXPECT_EQ(dx.v, (std::vector<double>{2, 3, 0, 0, 0, 0}));
+}
