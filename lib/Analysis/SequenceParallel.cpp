@@ -52,7 +52,7 @@ public:
       }
       return l;
     }
-    if (isa<DropoutOp>(op)) {
+    if (splitOf(op) == ops::Split::ElementwiseRandom) {
       for (Value v : op->getOperands())
         l.aligned.push_back({v, dim});
       for (Value v : op->getResults())

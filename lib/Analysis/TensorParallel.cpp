@@ -218,33 +218,42 @@ private:
     Sharding s = x ? get(x) : Sharding();
     if (isa<func::ReturnOp>(op))
       return "the function returns a sharded value";
-    if (isElementwise(op))
+    // The op's declared split class (its record, weft/ops/Ops.def).
+    switch (splitOf(op)) {
+    case ops::Split::Elementwise:
       return elementwise(op, block);
     // A dropout draws its shard's elements of the whole tensor's mask
     // (the rewrite marks it with weft.shard).
-    if (isa<DropoutOp>(op))
+    case ops::Split::ElementwiseRandom:
       return same(s);
     // Fused attention is local to each (batch, head): q, k and v sharded
     // alike on a leading dim (the heads, after Megatron's column split).
-    if (isa<AttentionOp>(op)) {
+    case ops::Split::Heads:
       for (Value operand : op->getOperands())
         if (!(get(operand) == s))
           return "its q, k and v are not sharded alike";
       if (s.dim >= rankOf(x) - 2)
         return "it attends over the sharded dimension";
       return same(s);
-    }
-    if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
-      int64_t axis = normalized(op->getAttrOfType<IntegerAttr>("axis").getInt(),
-                                rankOf(x));
-      if (axis == s.dim)
+    // Normalises over `axis` alone.
+    case ops::Split::Softmax:
+      if (normalized(op->getAttrOfType<IntegerAttr>("axis").getInt(),
+                     rankOf(x)) == s.dim)
         return "it normalizes over the sharded dimension";
       return same(s);
-    }
-    if (auto ln = dyn_cast<LayerNormOp>(op)) {
-      if (!s.isSplit() || s.dim >= normalized(ln.getAxis(), rankOf(x)))
+    // Normalises over [axis, rank).
+    case ops::Split::LayerNorm:
+      if (!s.isSplit() ||
+          s.dim >= normalized(op->getAttrOfType<IntegerAttr>("axis").getInt(),
+                              rankOf(x)))
         return "it normalizes over the sharded dimension";
       return same(s);
+    case ops::Split::Layout:
+    case ops::Split::Linear:
+    case ops::Split::Vocab:
+      break; // each op's own rule below
+    case ops::Split::None:
+      return "the tensor-parallel split has no rule for it";
     }
     if (auto t = dyn_cast<TransposeOp>(op)) {
       ArrayRef<int64_t> perm = t.getPerm();

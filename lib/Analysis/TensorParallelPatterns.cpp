@@ -180,9 +180,7 @@ Operation *vocabTableStart(BlockArgument arg, int64_t parts) {
 }
 
 bool isElementwise(Operation *op) {
-  return isa<SqrtOp, ReciprocalOp, NegOp, ExpOp, LogOp, ErfOp, TanhOp, ReluOp,
-             SigmoidOp, GeluOp, GeluTanhOp, CastOp, ClipOp, AddOp, SubOp, MulOp,
-             DivOp, PowOp, EqualOp, WhereOp>(op);
+  return splitOf(op) == ops::Split::Elementwise;
 }
 
 bool opensBlock(Operation *column) {

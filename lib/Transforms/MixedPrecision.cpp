@@ -46,27 +46,14 @@ using namespace weft;
 
 namespace {
 
-/// Which precision an op's float operands get.
-enum class Policy {
-  Low,     ///< 16-bit (autocast's "lower precision" list)
-  Full,    ///< f32 (autocast's "float32" list)
-  Promote, ///< the widest operand's (type promotion)
-  Follow,  ///< as they are; several float operands are promoted
-};
+/// Which precision an op's float operands get: its record's Precision
+/// (runtime/include/weft/ops/Ops.def, torch.autocast's op lists); ops of
+/// other dialects keep their operands.
+using Policy = ops::Precision;
 
 Policy policyOf(Operation *op) {
-  // Fused attention: 16-bit q, k, v and output, its softmax statistics f32
-  // (autocast's scaled_dot_product_attention).
-  if (isa<MatMulOp, GemmOp, ConvOp, ConvTransposeOp, AttentionOp>(op))
-    return Policy::Low;
-  if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp,
-          SoftmaxCrossEntropyOp, NllLossOp, VocabParallelCrossEntropyStatsOp,
-          VocabParallelCrossEntropyOp, ReduceSumOp, ReduceMeanOp, ExpOp, LogOp,
-          PowOp, ReciprocalOp>(op))
-    return Policy::Full;
-  if (isa<AddOp, SubOp, MulOp, DivOp, EqualOp, WhereOp, ConcatOp>(op))
-    return Policy::Promote;
-  return Policy::Follow;
+  const ops::OpRecord *r = opRecord(op);
+  return r ? r->precision : Policy::Follow;
 }
 
 bool isF32(Value v) {

@@ -217,11 +217,11 @@ template <typename T> void attentionGrad(const KernelCall &call) {
 } // namespace
 
 void registerAttentionKernels(KernelTable &t) {
-  t["attention"] = [](const KernelCall &call) {
+  t[Op::Attention] = [](const KernelCall &call) {
     dispatchFloat(call, call.in[0].dtype,
                   [&]<typename T>() { attention<T>(call); });
   };
-  t["attention_grad"] = [](const KernelCall &call) {
+  t[Op::AttentionGrad] = [](const KernelCall &call) {
     dispatchFloat(call, call.in[0].dtype,
                   [&]<typename T>() { attentionGrad<T>(call); });
   };

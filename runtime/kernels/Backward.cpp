@@ -267,20 +267,20 @@ template <typename T> void nllLossGrad(const KernelCall &call) {
 } // namespace
 
 void registerBackwardKernels(KernelTable &t) {
-  t["clip_grad"] = clipGrad;
-  t["nll_loss_grad"] = [](const KernelCall &c) {
+  t[Op::ClipGrad] = clipGrad;
+  t[Op::NllLossGrad] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype, [&]<typename T>() { nllLossGrad<T>(c); });
   };
-  t["batch_norm_grad"] = batchNormGrad;
-  t["relu_grad"] = elementwiseGrad<math::ReluGrad>;
-  t["gelu_grad"] = elementwiseGrad<math::GeluGrad>;
-  t["gelu_tanh_grad"] = elementwiseGrad<math::GeluTanhGrad>;
-  t["softmax_grad"] = softmaxGrad<false>;
-  t["log_softmax_grad"] = softmaxGrad<true>;
-  t["layer_norm_grad"] = layerNormGrad;
-  t["dropout_grad"] = dropoutGrad;
-  t["gather_grad"] = gatherGrad;
-  t["softmax_cross_entropy_grad"] = [](const KernelCall &c) {
+  t[Op::BatchNormGrad] = batchNormGrad;
+  t[Op::ReluGrad] = elementwiseGrad<math::ReluGrad>;
+  t[Op::GeluGrad] = elementwiseGrad<math::GeluGrad>;
+  t[Op::GeluTanhGrad] = elementwiseGrad<math::GeluTanhGrad>;
+  t[Op::SoftmaxGrad] = softmaxGrad<false>;
+  t[Op::LogSoftmaxGrad] = softmaxGrad<true>;
+  t[Op::LayerNormGrad] = layerNormGrad;
+  t[Op::DropoutGrad] = dropoutGrad;
+  t[Op::GatherGrad] = gatherGrad;
+  t[Op::SoftmaxCrossEntropyGrad] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype,
                   [&]<typename T>() { softmaxCrossEntropyGrad<T>(c); });
   };

@@ -387,13 +387,13 @@ template <typename T> void convWeightGrad(const KernelCall &call) {
 
 void registerConvolutionKernels(KernelTable &t) {
   // Generic lambdas: the float or double instance for the input's dtype.
-  t["conv"] = [](const KernelCall &c) {
+  t[Op::Conv] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype, [&]<typename T>() { conv<T>(c); });
   };
-  t["conv_transpose"] = [](const KernelCall &c) {
+  t[Op::ConvTranspose] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype, [&]<typename T>() { convTranspose<T>(c); });
   };
-  t["conv_weight_grad"] = [](const KernelCall &c) {
+  t[Op::ConvWeightGrad] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype,
                   [&]<typename T>() { convWeightGrad<T>(c); });
   };

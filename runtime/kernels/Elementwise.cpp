@@ -220,21 +220,21 @@ void cast(const KernelCall &call) {
 void registerElementwiseKernels(KernelTable &t) {
   // The functions of ElementwiseMath.h, shared with the CUDA kernels; float
   // tensors compute in float (sqrtf, expf, erff...).
-  t["sqrt"] = [](const KernelCall &c) { unary(c, math::Sqrt()); };
-  t["reciprocal"] = [](const KernelCall &c) { unary(c, math::Reciprocal()); };
-  t["neg"] = [](const KernelCall &c) { unary(c, math::Neg()); };
-  t["exp"] = [](const KernelCall &c) { unary(c, math::Exp()); };
-  t["log"] = [](const KernelCall &c) { unary(c, math::Log()); };
-  t["gelu"] = [](const KernelCall &c) { unary(c, math::Gelu()); };
-  t["gelu_tanh"] = [](const KernelCall &c) { unary(c, math::GeluTanh()); };
-  t["erf"] = [](const KernelCall &c) { unary(c, math::Erf()); };
-  t["tanh"] = [](const KernelCall &c) { unary(c, math::Tanh()); };
-  t["relu"] = [](const KernelCall &c) { unary(c, math::Relu()); };
-  t["sigmoid"] = [](const KernelCall &c) { unary(c, math::Sigmoid()); };
-  t["add"] = [](const KernelCall &c) { binary(c, math::Add()); };
-  t["sub"] = [](const KernelCall &c) { binary(c, math::Sub()); };
-  t["mul"] = [](const KernelCall &c) { binary(c, math::Mul()); };
-  t["div"] = [](const KernelCall &c) {
+  t[Op::Sqrt] = [](const KernelCall &c) { unary(c, math::Sqrt()); };
+  t[Op::Reciprocal] = [](const KernelCall &c) { unary(c, math::Reciprocal()); };
+  t[Op::Neg] = [](const KernelCall &c) { unary(c, math::Neg()); };
+  t[Op::Exp] = [](const KernelCall &c) { unary(c, math::Exp()); };
+  t[Op::Log] = [](const KernelCall &c) { unary(c, math::Log()); };
+  t[Op::Gelu] = [](const KernelCall &c) { unary(c, math::Gelu()); };
+  t[Op::GeluTanh] = [](const KernelCall &c) { unary(c, math::GeluTanh()); };
+  t[Op::Erf] = [](const KernelCall &c) { unary(c, math::Erf()); };
+  t[Op::Tanh] = [](const KernelCall &c) { unary(c, math::Tanh()); };
+  t[Op::Relu] = [](const KernelCall &c) { unary(c, math::Relu()); };
+  t[Op::Sigmoid] = [](const KernelCall &c) { unary(c, math::Sigmoid()); };
+  t[Op::Add] = [](const KernelCall &c) { binary(c, math::Add()); };
+  t[Op::Sub] = [](const KernelCall &c) { binary(c, math::Sub()); };
+  t[Op::Mul] = [](const KernelCall &c) { binary(c, math::Mul()); };
+  t[Op::Div] = [](const KernelCall &c) {
     binary(c, [](auto a, auto b) {
       // Integer division by zero is undefined in ONNX; weft yields 0, never a
       // trap.
@@ -244,11 +244,11 @@ void registerElementwiseKernels(KernelTable &t) {
         return a / b;
     });
   };
-  t["pow"] = pow;
-  t["equal"] = equal;
-  t["where"] = where;
-  t["clip"] = clip;
-  t["cast"] = cast;
+  t[Op::Pow] = pow;
+  t[Op::Equal] = equal;
+  t[Op::Where] = where;
+  t[Op::Clip] = clip;
+  t[Op::Cast] = cast;
 }
 
 } // namespace weft::rt

@@ -134,14 +134,16 @@ void softmaxCrossEntropyAndGrad(const KernelCall &call,
 
 } // namespace
 
-const std::map<std::string, FusedFn> &fusedKernels() {
-  static const std::map<std::string, FusedFn> table = {
-      {"add_layer_norm", addLayerNorm},
-      {"gemm_gelu_tanh", gemmGeluTanh},
-      {"gemm_gelu_tanh_grad", gemmGeluTanhGrad},
-      {"softmax_cross_entropy_and_grad", softmaxCrossEntropyAndGrad},
-      {"wgrad_bias", wgradBias},
-  };
+const OpTable<FusedFn> &fusedKernels() {
+  static const OpTable<FusedFn> table = [] {
+    OpTable<FusedFn> t;
+    t[Op::AddLayerNorm] = addLayerNorm;
+    t[Op::GemmGeluTanh] = gemmGeluTanh;
+    t[Op::GemmGeluTanhGrad] = gemmGeluTanhGrad;
+    t[Op::SoftmaxCrossEntropyAndGrad] = softmaxCrossEntropyAndGrad;
+    t[Op::WgradBias] = wgradBias;
+    return t;
+  }();
   return table;
 }
 
@@ -149,8 +151,7 @@ FusedFn partsOf(const KernelCall &call) {
   if (call.kernel == "gather_grad" ||
       call.kernel == "vocab_parallel_gather_grad")
     return call.in.size() == 3 ? scatterAddInto : nullptr;
-  auto fused = fusedKernels().find(call.kernel);
-  return fused == fusedKernels().end() ? nullptr : fused->second;
+  return fusedKernels().find(call.kernel);
 }
 
 } // namespace weft::rt

@@ -30,7 +30,7 @@ using FusedFn = void (*)(const KernelCall &call, const PartLauncher &launch);
 
 /// Every fused kernel, by plan kernel name, as its parts; none of them is
 /// in the CPU's kernelTable().
-const std::map<std::string, FusedFn> &fusedKernels();
+const OpTable<FusedFn> &fusedKernels();
 
 /// The parts `call` runs as on the CPU, or null where it is one of
 /// kernelTable()'s: a fused kernel's, or the accumulating form of a

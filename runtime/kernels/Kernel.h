@@ -14,6 +14,7 @@
 #define WEFT_RUNTIME_KERNELS_KERNEL_H
 
 #include "weft/runtime/KernelSpec.h"
+#include "weft/runtime/OpTable.h"
 #include "weft/runtime/Tensor.h"
 
 #include <array>
@@ -61,7 +62,7 @@ struct KernelCall {
 };
 
 using KernelFn = void (*)(const KernelCall &);
-using KernelTable = std::map<std::string, KernelFn>;
+using KernelTable = OpTable<KernelFn>;
 
 void registerElementwiseKernels(KernelTable &table);
 void registerLinearAlgebraKernels(KernelTable &table);

@@ -71,8 +71,8 @@ void gemmKernel(const KernelCall &call) {
 } // namespace
 
 void registerLinearAlgebraKernels(KernelTable &t) {
-  t["matmul"] = matmul;
-  t["gemm"] = gemmKernel;
+  t[Op::MatMul] = matmul;
+  t[Op::Gemm] = gemmKernel;
 }
 
 } // namespace weft::rt

@@ -114,11 +114,11 @@ template <typename T> void nllLoss(const KernelCall &call) {
 
 void registerLossKernels(KernelTable &t) {
   // Generic lambdas: the float or double instance for the scores' dtype.
-  t["softmax_cross_entropy"] = [](const KernelCall &c) {
+  t[Op::SoftmaxCrossEntropy] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype,
                   [&]<typename T>() { softmaxCrossEntropy<T>(c); });
   };
-  t["nll_loss"] = [](const KernelCall &c) {
+  t[Op::NllLoss] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype, [&]<typename T>() { nllLoss<T>(c); });
   };
 }

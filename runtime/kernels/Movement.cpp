@@ -333,16 +333,16 @@ void resizeGrad(const KernelCall &call) {
 } // namespace
 
 void registerMovementKernels(KernelTable &t) {
-  t["resize_grad"] = resizeGrad;
-  t["transpose"] = transpose;
-  t["expand"] = expand;
-  t["concat"] = concat;
-  t["split"] = split;
-  t["slice"] = slice;
-  t["gather"] = gather;
-  t["pad"] = pad;
-  t["trilu"] = trilu;
-  t["resize"] = resize;
+  t[Op::ResizeGrad] = resizeGrad;
+  t[Op::Transpose] = transpose;
+  t[Op::Expand] = expand;
+  t[Op::Concat] = concat;
+  t[Op::Split] = split;
+  t[Op::Slice] = slice;
+  t[Op::Gather] = gather;
+  t[Op::Pad] = pad;
+  t[Op::Trilu] = trilu;
+  t[Op::Resize] = resize;
 }
 
 } // namespace weft::rt

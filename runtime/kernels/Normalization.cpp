@@ -191,11 +191,11 @@ void dropout(const KernelCall &call) {
 } // namespace
 
 void registerNormalizationKernels(KernelTable &t) {
-  t["softmax"] = softmax<false>;
-  t["log_softmax"] = softmax<true>;
-  t["layer_norm"] = layerNorm;
-  t["batch_norm"] = batchNorm;
-  t["dropout"] = dropout;
+  t[Op::Softmax] = softmax<false>;
+  t[Op::LogSoftmax] = softmax<true>;
+  t[Op::LayerNorm] = layerNorm;
+  t[Op::BatchNorm] = batchNorm;
+  t[Op::Dropout] = dropout;
 }
 
 } // namespace weft::rt

@@ -112,19 +112,19 @@ void lossScaleUpdate(const KernelCall &call) {
 } // namespace
 
 void registerOptimizerKernels(KernelTable &t) {
-  t["found_inf"] = foundInf;
-  t["update_loss_scale"] = lossScaleUpdate;
+  t[Op::FoundInf] = foundInf;
+  t[Op::UpdateLossScale] = lossScaleUpdate;
   // Generic lambdas: the float or double instance for the parameter's dtype.
-  t["adamw"] = [](const KernelCall &c) {
+  t[Op::AdamW] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype, [&]<typename T>() { adamw<T>(c); });
   };
   // ZeRO's gathered parameter written back into its buffer.
-  t["assign"] = [](const KernelCall &c) {
+  t[Op::Assign] = [](const KernelCall &c) {
     if (c.out[0].data != c.in[1].data)
       std::memmove(c.out[0].data, c.in[1].data,
                    c.in[1].numel() * dtypeSize(c.in[1].dtype));
   };
-  t["sgd"] = [](const KernelCall &c) {
+  t[Op::SGD] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype, [&]<typename T>() { sgd<T>(c); });
   };
 }

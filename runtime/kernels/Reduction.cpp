@@ -63,9 +63,9 @@ template <Reduce Kind> void reduce(const KernelCall &call) {
 } // namespace
 
 void registerReductionKernels(KernelTable &t) {
-  t["reduce_sum"] = reduce<Reduce::Sum>;
-  t["reduce_mean"] = reduce<Reduce::Mean>;
-  t["reduce_max"] = reduce<Reduce::Max>;
+  t[Op::ReduceSum] = reduce<Reduce::Sum>;
+  t[Op::ReduceMean] = reduce<Reduce::Mean>;
+  t[Op::ReduceMax] = reduce<Reduce::Max>;
 }
 
 } // namespace weft::rt

@@ -114,16 +114,16 @@ template <typename T> void vocabCrossEntropyGrad(const KernelCall &call) {
 } // namespace
 
 void registerVocabParallelKernels(KernelTable &t) {
-  t["vocab_parallel_gather"] = vocabGather;
-  t["vocab_parallel_gather_grad"] = vocabGatherGrad;
-  t["vocab_parallel_cross_entropy_stats"] = [](const KernelCall &c) {
+  t[Op::VocabParallelGather] = vocabGather;
+  t[Op::VocabParallelGatherGrad] = vocabGatherGrad;
+  t[Op::VocabParallelCrossEntropyStats] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype, [&]<typename T>() { vocabStats<T>(c); });
   };
-  t["vocab_parallel_cross_entropy"] = [](const KernelCall &c) {
+  t[Op::VocabParallelCrossEntropy] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype,
                   [&]<typename T>() { vocabCrossEntropy<T>(c); });
   };
-  t["vocab_parallel_cross_entropy_grad"] = [](const KernelCall &c) {
+  t[Op::VocabParallelCrossEntropyGrad] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype,
                   [&]<typename T>() { vocabCrossEntropyGrad<T>(c); });
   };

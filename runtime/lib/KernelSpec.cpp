@@ -2,6 +2,8 @@
 
 #include "weft/runtime/KernelSpec.h"
 
+#include <array>
+
 #include "specs/Specs.h"
 
 #include <algorithm>
@@ -118,7 +120,7 @@ const std::vector<KernelSpec> &kernelSpecs() {
     specs::addParallelSpecs(t);
     specs::addAttentionSpecs(t);
     std::sort(t.begin(), t.end(), [](const KernelSpec &a, const KernelSpec &b) {
-      return std::string_view(a.name) < b.name;
+      return a.name() < b.name();
     });
     return t;
   }();
@@ -129,8 +131,18 @@ const KernelSpec *findKernelSpec(std::string_view name) {
   const auto &table = kernelSpecs();
   auto it = std::lower_bound(
       table.begin(), table.end(), name,
-      [](const KernelSpec &s, std::string_view n) { return s.name < n; });
-  return it != table.end() && it->name == name ? &*it : nullptr;
+      [](const KernelSpec &s, std::string_view n) { return s.name() < n; });
+  return it != table.end() && it->name() == name ? &*it : nullptr;
+}
+
+const KernelSpec *findKernelSpec(Op op) {
+  static const std::array<const KernelSpec *, ops::kOpCount> byOp = [] {
+    std::array<const KernelSpec *, ops::kOpCount> index{};
+    for (const KernelSpec &spec : kernelSpecs())
+      index[static_cast<size_t>(spec.op)] = &spec;
+    return index;
+  }();
+  return byOp[static_cast<size_t>(op)];
 }
 
 //===----------------------------------------------------------------------===//
@@ -281,11 +293,16 @@ CheckedKernel checkKernel(const KernelSpec &spec,
   for (size_t o = 0; o < outputs.size(); ++o)
     if (outputs[o].type != expected[o])
       throw Error("output " + std::to_string(o) + " is " +
-                  typeString(outputs[o].type) + ", " + spec.name + " writes " +
+                  typeString(outputs[o].type) + ", " + std::string(spec.name()) +
+                  " writes " +
                   typeString(expected[o]));
   checkPlacement(spec, inputs, outputs);
 
-  result.cost.flops = spec.flops(call, expected);
+  const ops::FlopRule &rule = ops::record(spec.op).flops;
+  result.cost.flops =
+      spec.flops ? spec.flops(call, expected)
+                 : rule.count(in.empty() ? 0 : in[0].numel(),
+                              expected.empty() ? 0 : expected[0].numel());
   for (const TensorType &t : expected)
     result.cost.bytesWritten += t.bytes();
   if (spec.bytesRead)
@@ -303,8 +320,14 @@ std::string kernelSpecsMarkdown() {
       "(`runtime/include/weft/runtime/KernelSpec.h`, entries in "
       "`runtime/lib/specs/`) by `weft-run --kernels`; "
       "[the plan format](../plan-format.md#kernels) says how it is used.\n\n"
+      "Each kernel is a weft op; the op's record (`runtime/include/weft/ops/"
+      "Ops.def`) gives the backends that implement it, whether "
+      "`weft-autodiff` differentiates it, its operands' precision under "
+      "`--precision bf16|f16` and how a tensor- or sequence-parallel shard "
+      "passes through it.\n\n"
       "| kernel | inputs | dtypes | attributes | in place (output <- input) "
-      "| implements |\n|---|---|---|---|---|---|\n";
+      "| implements | backends | gradient | precision | split |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const KernelSpec &spec : kernelSpecs()) {
     std::string inputs = std::to_string(spec.minInputs);
     if (spec.maxInputs == kVariadic)
@@ -319,10 +342,21 @@ std::string kernelSpecsMarkdown() {
       inPlace += std::string(inPlace.empty() ? "" : ", ") +
                  std::to_string(p.output) + " <- " + std::to_string(p.input) +
                  (p.required ? "" : " (may)");
-    out += std::string("| `") + spec.name + "` | " + inputs + " | " +
-           spec.dtypes + " | " + attrs + " | " + inPlace + " | " + spec.source +
-           " |\n";
+    const ops::OpRecord &r = ops::record(spec.op);
+    out += std::string("| `") + std::string(spec.name()) + "` | " + inputs +
+           " | " + spec.dtypes + " | " + attrs + " | " + inPlace + " | " +
+           spec.source + " | " + ops::name(r.backends) + " | " +
+           ops::name(r.gradient) + " | " + ops::name(r.precision) + " | " +
+           ops::name(r.split) + " |\n";
   }
+  out += "\n## Ops that are not kernels\n\n"
+         "| op | in the plan | gradient | precision | split |\n"
+         "|---|---|---|---|---|\n";
+  for (const ops::OpRecord &r : ops::opRecords())
+    if (!r.isKernel())
+      out += std::string("| `weft.") + std::string(r.mnemonic) + "` | " +
+             ops::name(r.lowering) + " | " + ops::name(r.gradient) + " | " +
+             ops::name(r.precision) + " | " + ops::name(r.split) + " |\n";
   return out;
 }
 

@@ -246,8 +246,8 @@ void attentionGrad(const KernelCall &call, const Context &ctx) {
 } // namespace
 
 void registerAttentionKernels(KernelTable &t) {
-  t["attention"] = attention;
-  t["attention_grad"] = attentionGrad;
+  t[Op::Attention] = attention;
+  t[Op::AttentionGrad] = attentionGrad;
 }
 
 } // namespace weft::rt::cuda

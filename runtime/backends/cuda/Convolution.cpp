@@ -405,11 +405,11 @@ void batchNormGrad(const KernelCall &call, const Context &ctx) {
 } // namespace
 
 void registerCudnnKernels(KernelTable &t) {
-  t["conv"] = conv;
-  t["conv_transpose"] = convTranspose;
-  t["conv_weight_grad"] = convWeightGrad;
-  t["batch_norm"] = batchNorm;
-  t["batch_norm_grad"] = batchNormGrad;
+  t[Op::Conv] = conv;
+  t[Op::ConvTranspose] = convTranspose;
+  t[Op::ConvWeightGrad] = convWeightGrad;
+  t[Op::BatchNorm] = batchNorm;
+  t[Op::BatchNormGrad] = batchNormGrad;
 }
 
 void *CudnnHandle::get(cudaStream_t stream) {

@@ -98,7 +98,7 @@ struct Context {
 };
 
 using KernelFn = void (*)(const KernelCall &, const Context &);
-using KernelTable = std::map<std::string, KernelFn>;
+using KernelTable = OpTable<KernelFn>;
 
 /// Unary and binary elementwise ops, cast, softmax and log_softmax
 /// (Kernels.cu).

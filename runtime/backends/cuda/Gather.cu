@@ -250,13 +250,13 @@ void gatherGrad(const KernelCall &call, const Context &ctx) {
 } // namespace
 
 void registerReductionKernels(KernelTable &t) {
-  t["reduce_sum"] = reduce<Reduce::Sum>;
-  t["reduce_mean"] = reduce<Reduce::Mean>;
-  t["reduce_max"] = reduce<Reduce::Max>;
-  t["gather"] = gather<false>;
-  t["gather_grad"] = gatherGrad<false>;
-  t["vocab_parallel_gather"] = gather<true>;
-  t["vocab_parallel_gather_grad"] = gatherGrad<true>;
+  t[Op::ReduceSum] = reduce<Reduce::Sum>;
+  t[Op::ReduceMean] = reduce<Reduce::Mean>;
+  t[Op::ReduceMax] = reduce<Reduce::Max>;
+  t[Op::Gather] = gather<false>;
+  t[Op::GatherGrad] = gatherGrad<false>;
+  t[Op::VocabParallelGather] = gather<true>;
+  t[Op::VocabParallelGatherGrad] = gatherGrad<true>;
 }
 
 } // namespace weft::rt::cuda

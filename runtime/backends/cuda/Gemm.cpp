@@ -202,11 +202,11 @@ void gemmGeluTanhGrad(const KernelCall &call, const Context &ctx) {
 } // namespace
 
 void registerGemmKernels(KernelTable &t) {
-  t["matmul"] = matmul;
-  t["gemm"] = gemm;
-  t["wgrad_bias"] = wgradBias;
-  t["gemm_gelu_tanh"] = gemmGeluTanh;
-  t["gemm_gelu_tanh_grad"] = gemmGeluTanhGrad;
+  t[Op::MatMul] = matmul;
+  t[Op::Gemm] = gemm;
+  t[Op::WgradBias] = wgradBias;
+  t[Op::GemmGeluTanh] = gemmGeluTanh;
+  t[Op::GemmGeluTanhGrad] = gemmGeluTanhGrad;
 }
 
 } // namespace weft::rt::cuda

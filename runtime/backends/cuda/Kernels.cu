@@ -477,30 +477,30 @@ void broadcastInto(const KernelCall &call, const Context &ctx,
 }
 
 void registerElementwiseKernels(KernelTable &t) {
-  t["sqrt"] = unary<math::Sqrt>;
-  t["reciprocal"] = unary<math::Reciprocal>;
-  t["neg"] = unary<math::Neg>;
-  t["exp"] = unary<math::Exp>;
-  t["log"] = unary<math::Log>;
-  t["gelu"] = unary<math::Gelu>;
-  t["gelu_tanh"] = unary<math::GeluTanh>;
-  t["erf"] = unary<math::Erf>;
-  t["tanh"] = unary<math::Tanh>;
-  t["relu"] = unary<math::Relu>;
-  t["sigmoid"] = unary<math::Sigmoid>;
-  t["add"] = binary<math::Add>;
-  t["sub"] = binary<math::Sub>;
-  t["mul"] = binary<math::Mul>;
-  t["div"] = binary<Div>;
-  t["pow"] = [](const KernelCall &call, const Context &ctx) {
+  t[Op::Sqrt] = unary<math::Sqrt>;
+  t[Op::Reciprocal] = unary<math::Reciprocal>;
+  t[Op::Neg] = unary<math::Neg>;
+  t[Op::Exp] = unary<math::Exp>;
+  t[Op::Log] = unary<math::Log>;
+  t[Op::Gelu] = unary<math::Gelu>;
+  t[Op::GeluTanh] = unary<math::GeluTanh>;
+  t[Op::Erf] = unary<math::Erf>;
+  t[Op::Tanh] = unary<math::Tanh>;
+  t[Op::Relu] = unary<math::Relu>;
+  t[Op::Sigmoid] = unary<math::Sigmoid>;
+  t[Op::Add] = binary<math::Add>;
+  t[Op::Sub] = binary<math::Sub>;
+  t[Op::Mul] = binary<math::Mul>;
+  t[Op::Div] = binary<Div>;
+  t[Op::Pow] = [](const KernelCall &call, const Context &ctx) {
     // ONNX lets the exponent's type differ; here it must be the base's.
     if (call.in[1].dtype != call.in[0].dtype)
       unsupported(call, call.in[1].dtype);
     binary<math::Pow>(call, ctx);
   };
-  t["cast"] = cast;
-  t["softmax"] = softmax<false>;
-  t["log_softmax"] = softmax<true>;
+  t[Op::Cast] = cast;
+  t[Op::Softmax] = softmax<false>;
+  t[Op::LogSoftmax] = softmax<true>;
 }
 
 void adamwGroup(const std::vector<KernelCall> &calls, const Context &ctx) {
@@ -544,11 +544,11 @@ void sgdGroup(const std::vector<KernelCall> &calls, const Context &ctx) {
 }
 
 void registerUpdateKernels(KernelTable &t) {
-  t["adamw"] = adamw;
-  t["sgd"] = sgd;
-  t["found_inf"] = foundInf;
-  t["update_loss_scale"] = lossScaleUpdate;
-  t["assign"] = assign;
+  t[Op::AdamW] = adamw;
+  t[Op::SGD] = sgd;
+  t[Op::FoundInf] = foundInf;
+  t[Op::UpdateLossScale] = lossScaleUpdate;
+  t[Op::Assign] = assign;
 }
 
 const KernelTable &kernelTable() {

@@ -530,14 +530,14 @@ void vocabCrossEntropyGrad(const KernelCall &call, const Context &ctx) {
 } // namespace
 
 void registerLossKernels(KernelTable &t) {
-  t["vocab_parallel_cross_entropy_stats"] = vocabStats;
-  t["vocab_parallel_cross_entropy"] = vocabCrossEntropy;
-  t["vocab_parallel_cross_entropy_grad"] = vocabCrossEntropyGrad;
-  t["softmax_cross_entropy"] = loss<true>;
-  t["nll_loss"] = loss<false>;
-  t["softmax_cross_entropy_grad"] = lossGrad<true>;
-  t["softmax_cross_entropy_and_grad"] = lossAndGrad;
-  t["nll_loss_grad"] = lossGrad<false>;
+  t[Op::VocabParallelCrossEntropyStats] = vocabStats;
+  t[Op::VocabParallelCrossEntropy] = vocabCrossEntropy;
+  t[Op::VocabParallelCrossEntropyGrad] = vocabCrossEntropyGrad;
+  t[Op::SoftmaxCrossEntropy] = loss<true>;
+  t[Op::NllLoss] = loss<false>;
+  t[Op::SoftmaxCrossEntropyGrad] = lossGrad<true>;
+  t[Op::SoftmaxCrossEntropyAndGrad] = lossAndGrad;
+  t[Op::NllLossGrad] = lossGrad<false>;
 }
 
 } // namespace weft::rt::cuda

@@ -278,14 +278,14 @@ void resizeGrad(const KernelCall &call, const Context &ctx) {
 } // namespace
 
 void registerMovementKernels(KernelTable &t) {
-  t["transpose"] = transpose;
-  t["expand"] = expand;
-  t["slice"] = slice;
-  t["concat"] = concat;
-  t["split"] = split;
-  t["pad"] = pad;
-  t["resize"] = resize;
-  t["resize_grad"] = resizeGrad;
+  t[Op::Transpose] = transpose;
+  t[Op::Expand] = expand;
+  t[Op::Slice] = slice;
+  t[Op::Concat] = concat;
+  t[Op::Split] = split;
+  t[Op::Pad] = pad;
+  t[Op::Resize] = resize;
+  t[Op::ResizeGrad] = resizeGrad;
 }
 
 } // namespace weft::rt::cuda

@@ -229,16 +229,16 @@ void dropoutGrad(const KernelCall &call, const Context &ctx) {
 } // namespace
 
 void registerPointwiseKernels(KernelTable &t) {
-  t["relu_grad"] = activationGrad<math::ReluGrad>;
-  t["gelu_grad"] = activationGrad<math::GeluGrad>;
-  t["gelu_tanh_grad"] = activationGrad<math::GeluTanhGrad>;
-  t["where"] = where;
-  t["dropout"] = dropout;
-  t["dropout_grad"] = dropoutGrad;
-  t["clip"] = clip<false>;
-  t["clip_grad"] = clip<true>;
-  t["trilu"] = trilu;
-  t["equal"] = equal;
+  t[Op::ReluGrad] = activationGrad<math::ReluGrad>;
+  t[Op::GeluGrad] = activationGrad<math::GeluGrad>;
+  t[Op::GeluTanhGrad] = activationGrad<math::GeluTanhGrad>;
+  t[Op::Where] = where;
+  t[Op::Dropout] = dropout;
+  t[Op::DropoutGrad] = dropoutGrad;
+  t[Op::Clip] = clip<false>;
+  t[Op::ClipGrad] = clip<true>;
+  t[Op::Trilu] = trilu;
+  t[Op::Equal] = equal;
 }
 
 } // namespace weft::rt::cuda

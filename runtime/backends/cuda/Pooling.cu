@@ -224,10 +224,10 @@ template <bool Max> void poolGrad(const KernelCall &call, const Context &ctx) {
 } // namespace
 
 void registerPoolingKernels(KernelTable &t) {
-  t["max_pool"] = pool<true>;
-  t["avg_pool"] = pool<false>;
-  t["max_pool_grad"] = poolGrad<true>;
-  t["avg_pool_grad"] = poolGrad<false>;
+  t[Op::MaxPool] = pool<true>;
+  t[Op::AvgPool] = pool<false>;
+  t[Op::MaxPoolGrad] = poolGrad<true>;
+  t[Op::AvgPoolGrad] = poolGrad<false>;
 }
 
 } // namespace weft::rt::cuda

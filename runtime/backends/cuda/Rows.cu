@@ -274,11 +274,11 @@ void layerNormGrad(const KernelCall &call, const Context &ctx) {
 } // namespace
 
 void registerRowKernels(KernelTable &t) {
-  t["softmax_grad"] = softmaxGrad<false>;
-  t["log_softmax_grad"] = softmaxGrad<true>;
-  t["layer_norm"] = layerNorm;
-  t["add_layer_norm"] = addLayerNorm;
-  t["layer_norm_grad"] = layerNormGrad;
+  t[Op::SoftmaxGrad] = softmaxGrad<false>;
+  t[Op::LogSoftmaxGrad] = softmaxGrad<true>;
+  t[Op::LayerNorm] = layerNorm;
+  t[Op::AddLayerNorm] = addLayerNorm;
+  t[Op::LayerNormGrad] = layerNormGrad;
 }
 
 } // namespace weft::rt::cuda

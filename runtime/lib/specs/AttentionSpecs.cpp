@@ -145,7 +145,7 @@ std::vector<AttrSpec> attentionAttrs() {
 } // namespace
 
 void addAttentionSpecs(std::vector<KernelSpec> &t) {
-  t.push_back({.name = "attention",
+  t.push_back({.op = Op::Attention,
                .source = "weft.attention (FlashAttention, Dao et al. 2022)",
                .minInputs = 3,
                .maxInputs = 3,
@@ -153,7 +153,7 @@ void addAttentionSpecs(std::vector<KernelSpec> &t) {
                .infer = attentionOutputs,
                .flops = attentionFlops,
                .dtypes = "f32, f64; stats f32 (f64 for f64)"});
-  t.push_back({.name = "attention_grad",
+  t.push_back({.op = Op::AttentionGrad,
                .source = "attention adjoint (FlashAttention's backward)",
                .minInputs = 6,
                .maxInputs = 6,

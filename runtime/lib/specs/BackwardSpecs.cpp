@@ -15,10 +15,10 @@ namespace weft::rt::specs {
 
 namespace {
 
-KernelSpec activationGrad(const char *name, const char *source,
+KernelSpec activationGrad(Op name, const char *source,
                           int64_t (*flops)(const SpecCall &, const Types &),
                           std::vector<AttrSpec> attrs = {}) {
-  return {.name = name,
+  return {.op = name,
           .source = source,
           .minInputs = 2,
           .maxInputs = 2,
@@ -321,24 +321,24 @@ Types assign(const SpecCall &call) {
 } // namespace
 
 void addBackwardSpecs(std::vector<KernelSpec> &t) {
-  t.push_back(activationGrad("relu_grad", "Relu-14 adjoint", perOutput<1>));
-  t.push_back(activationGrad("gelu_grad", "gelu adjoint", perOutput<8>));
+  t.push_back(activationGrad(Op::ReluGrad, "Relu-14 adjoint", fromRecord));
+  t.push_back(activationGrad(Op::GeluGrad, "gelu adjoint", fromRecord));
   t.push_back(
-      activationGrad("gelu_tanh_grad", "gelu_tanh adjoint", perOutput<14>));
+      activationGrad(Op::GeluTanhGrad, "gelu_tanh adjoint", fromRecord));
   t.push_back(activationGrad(
-      "clip_grad", "Clip-13 adjoint", perOutput<2>,
+      Op::ClipGrad, "Clip-13 adjoint", fromRecord,
       {{"min", AttrKind::Float, false}, {"max", AttrKind::Float, false}}));
   for (auto [name, source] :
-       {std::pair{"softmax_grad", "Softmax-13 adjoint, from the output"},
-        {"log_softmax_grad", "LogSoftmax-13 adjoint, from the output"}})
-    t.push_back({.name = name,
+       {std::pair{Op::SoftmaxGrad, "Softmax-13 adjoint, from the output"},
+        {Op::LogSoftmaxGrad, "LogSoftmax-13 adjoint, from the output"}})
+    t.push_back({.op = name,
                  .source = source,
                  .minInputs = 2,
                  .maxInputs = 2,
                  .attrs = {{"axis", AttrKind::Int}},
                  .infer = softmaxGrad,
-                 .flops = perOutput<4>});
-  t.push_back({.name = "layer_norm_grad",
+                 .flops = fromRecord});
+  t.push_back({.op = Op::LayerNormGrad,
                .source = "LayerNormalization-17 adjoint",
                .minInputs = 5,
                .maxInputs = 6,
@@ -348,7 +348,7 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .dtypes = "f32, f64; scale alike or f32 beside 16-bit x (its "
                          "gradients too); statistics f32; accumulate as "
                          "x"});
-  t.push_back({.name = "wgrad_bias",
+  t.push_back({.op = Op::WgradBias,
                .source = "a Linear layer's weight and bias gradients "
                          "(weft-fold-bias-grad)",
                .minInputs = 2,
@@ -359,15 +359,15 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .inPlace = {{0, 2, true}, {1, 3, true}},
                .dtypes = "f32, f64 (16-bit: the sums in f32 or wider); "
                          "accumulates into inputs 2, 3 when given"});
-  t.push_back({.name = "dropout_grad",
+  t.push_back({.op = Op::DropoutGrad,
                .source = "Dropout-13 adjoint",
                .minInputs = 2,
                .maxInputs = 2,
                .attrs = {{"ratio", AttrKind::Float}},
                .infer = dropoutGrad,
-               .flops = perOutput<2>,
+               .flops = fromRecord,
                .dtypes = "f32, f64; mask bool"});
-  t.push_back({.name = "gather_grad",
+  t.push_back({.op = Op::GatherGrad,
                .source = "Gather-13 adjoint (scatter-add)",
                .minInputs = 2,
                .maxInputs = 3,
@@ -377,7 +377,7 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .inPlace = {{0, 2, true}},
                .dtypes = "f32, f64; indices i32, i64; accumulates into "
                          "input 2 when given"});
-  t.push_back({.name = "softmax_cross_entropy_grad",
+  t.push_back({.op = Op::SoftmaxCrossEntropyGrad,
                .source = "SoftmaxCrossEntropyLoss-13 adjoint",
                .minInputs = 3,
                .maxInputs = 5,
@@ -390,16 +390,16 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .dtypes = "f32, f64 (grad_type: a 16-bit gradient of f32 "
                          "log_prob; log_sum_exp: f32 beside 16-bit "
                          "scores); labels i32, i64"});
-  t.push_back({.name = "nll_loss_grad",
+  t.push_back({.op = Op::NllLossGrad,
                .source = "NegativeLogLikelihoodLoss-13 adjoint",
                .minInputs = 3,
                .maxInputs = 4,
                .attrs = {{"reduction", AttrKind::String},
                          {"ignore_index", AttrKind::Int, false}},
                .infer = lossGrad,
-               .flops = perInput<1>,
+               .flops = fromRecord,
                .dtypes = "f32, f64; target i32, i64"});
-  t.push_back({.name = "conv_weight_grad",
+  t.push_back({.op = Op::ConvWeightGrad,
                .source = "Conv-11 adjoint w.r.t. the weight",
                .minInputs = 2,
                .maxInputs = 2,
@@ -411,14 +411,14 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .infer = convWeightGrad,
                .flops = convWeightGradFlops});
   t.push_back(
-      {.name = "batch_norm_grad",
+      {.op = Op::BatchNormGrad,
        .source = "BatchNormalization-15 adjoint",
        .minInputs = 5,
        .maxInputs = 5,
        .attrs = {{"epsilon", AttrKind::Float}, {"training", AttrKind::Bool}},
        .infer = batchNormGrad,
-       .flops = perInput<8>});
-  t.push_back({.name = "max_pool_grad",
+       .flops = fromRecord});
+  t.push_back({.op = Op::MaxPoolGrad,
                .source = "MaxPool-12 adjoint",
                .minInputs = 2,
                .maxInputs = 2,
@@ -431,7 +431,7 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                      return poolGrad(call, call.attrs.ints("dilations"));
                    },
                .flops = poolGradFlops});
-  t.push_back({.name = "avg_pool_grad",
+  t.push_back({.op = Op::AvgPoolGrad,
                .source = "AveragePool-11 adjoint",
                .minInputs = 2,
                .maxInputs = 2,
@@ -441,7 +441,7 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          {"count_include_pad", AttrKind::Bool}},
                .infer = [](const SpecCall &call) { return poolGrad(call, {}); },
                .flops = poolGradFlops});
-  t.push_back({.name = "resize_grad",
+  t.push_back({.op = Op::ResizeGrad,
                .source = "Resize-13 (nearest) adjoint",
                .minInputs = 2,
                .maxInputs = 2,
@@ -452,7 +452,7 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .flops = [](const SpecCall &call, const Types &) {
                  return call.in[1].numel();
                }});
-  t.push_back({.name = "adamw",
+  t.push_back({.op = Op::AdamW,
                .source = "torch.optim.AdamW step",
                .minInputs = 4,
                .maxInputs = 7,
@@ -462,12 +462,12 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          {"eps", AttrKind::Float},
                          {"weight_decay", AttrKind::Float}},
                .infer = adamw,
-               .flops = perInput<12>,
+               .flops = fromRecord,
                .inPlace = {{0, 0, true},
                            {1, 2, true},
                            {2, 3, true},
                            {3, 4, true}}});
-  t.push_back({.name = "sgd",
+  t.push_back({.op = Op::SGD,
                .source = "torch.optim.SGD step",
                .minInputs = 2,
                .maxInputs = 6,
@@ -476,16 +476,23 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          {"weight_decay", AttrKind::Float},
                          {"nesterov", AttrKind::Bool}},
                .infer = sgd,
-               .flops = perInput<4>,
+               .flops = fromRecord,
                .inPlace = {{0, 0, true}, {1, 2, true}, {2, 3, true}}});
-  t.push_back({.name = "found_inf",
+  t.push_back({.op = Op::FoundInf,
                .source = "GradScaler's non-finite check (torch.amp)",
                .minInputs = 1,
                .maxInputs = 1 << 20,
                .infer = foundInf,
-               .flops = perInput<1>,
+               .flops =
+                   [](const SpecCall &call, const Types &) {
+                     // One comparison per element of every gradient.
+                     int64_t n = 0;
+                     for (const TensorType &t : call.in)
+                       n = satAdd(n, t.numel());
+                     return n;
+                   },
                .dtypes = "any float in, f32 out"});
-  t.push_back({.name = "update_loss_scale",
+  t.push_back({.op = Op::UpdateLossScale,
                .source = "GradScaler.update (torch.amp _amp_update_scale_)",
                .minInputs = 2,
                .maxInputs = 2,
@@ -493,15 +500,20 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          {"backoff_factor", AttrKind::Float},
                          {"growth_interval", AttrKind::Int}},
                .infer = updateLossScale,
-               .flops = noFlops,
+               .flops =
+                   [](const SpecCall &, const Types &) -> int64_t {
+                     // The scale's back-off or growth and the counters'
+                     // updates: a few scalar operations.
+                     return 4;
+                   },
                .inPlace = {{0, 0, true}},
                .dtypes = "f32"});
-  t.push_back({.name = "assign",
+  t.push_back({.op = Op::Assign,
                .source = "ZeRO: a gathered parameter written back in place",
                .minInputs = 2,
                .maxInputs = 2,
                .infer = assign,
-               .flops = noFlops,
+               .flops = fromRecord,
                .inPlace = {{0, 0, true}},
                .dtypes = "any"});
 }

@@ -12,9 +12,9 @@ namespace weft::rt::specs {
 
 namespace {
 
-KernelSpec unary(const char *name, const char *source,
+KernelSpec unary(Op name, const char *source,
                  int64_t (*flops)(const SpecCall &, const Types &)) {
-  return {.name = name,
+  return {.op = name,
           .source = source,
           .minInputs = 1,
           .maxInputs = 1,
@@ -30,14 +30,14 @@ Types broadcastBinary(const SpecCall &call) {
       {call.in[0].dtype, call.broadcast(call.in[0].shape, call.in[1].shape)}};
 }
 
-KernelSpec binary(const char *name, const char *source) {
-  return {.name = name,
+KernelSpec binary(Op name, const char *source) {
+  return {.op = name,
           .source = source,
           .minInputs = 2,
           .maxInputs = 2,
           .attrs = {},
           .infer = broadcastBinary,
-          .flops = perOutput<1>,
+          .flops = fromRecord,
           .dtypes = "f32, f64, integers (alike)"};
 }
 
@@ -83,66 +83,66 @@ Types cast(const SpecCall &call) {
 } // namespace
 
 void addElementwiseSpecs(std::vector<KernelSpec> &t) {
-  for (auto [name, source] : {std::pair{"sqrt", "Sqrt-13"},
-                              {"reciprocal", "Reciprocal-13"},
-                              {"neg", "Neg-13"},
-                              {"exp", "Exp-13"},
-                              {"log", "Log-13"},
-                              {"erf", "Erf-13"},
-                              {"tanh", "Tanh-13"},
-                              {"relu", "Relu-14"},
-                              {"sigmoid", "Sigmoid-13"}})
-    t.push_back(unary(name, source, perOutput<1>));
+  for (auto [name, source] : {std::pair{Op::Sqrt, "Sqrt-13"},
+                              {Op::Reciprocal, "Reciprocal-13"},
+                              {Op::Neg, "Neg-13"},
+                              {Op::Exp, "Exp-13"},
+                              {Op::Log, "Log-13"},
+                              {Op::Erf, "Erf-13"},
+                              {Op::Tanh, "Tanh-13"},
+                              {Op::Relu, "Relu-14"},
+                              {Op::Sigmoid, "Sigmoid-13"}})
+    t.push_back(unary(name, source, fromRecord));
   // Exact GELU (Gelu-20 default) and its tanh approximation: the FLOPs the
   // fused erf/tanh chains count (Korthikanti et al. 2022, section 4.1).
-  t.push_back(unary("gelu", "Gelu-20, approximate none", perOutput<5>));
-  t.push_back(unary("gelu_tanh", "Gelu-20, approximate tanh", perOutput<9>));
-  for (auto [name, source] : {std::pair{"add", "Add-14"},
-                              {"sub", "Sub-14"},
-                              {"mul", "Mul-14"},
-                              {"div", "Div-14"}})
+  t.push_back(unary(Op::Gelu, "Gelu-20, approximate none", fromRecord));
+  t.push_back(unary(Op::GeluTanh, "Gelu-20, approximate tanh", fromRecord));
+  for (auto [name, source] : {std::pair{Op::Add, "Add-14"},
+                              {Op::Sub, "Sub-14"},
+                              {Op::Mul, "Mul-14"},
+                              {Op::Div, "Div-14"}})
     t.push_back(binary(name, source));
-  t.push_back({.name = "pow",
+  t.push_back({.op = Op::Pow,
                .source = "Pow-15",
                .minInputs = 2,
                .maxInputs = 2,
                .attrs = {},
                .infer = pow,
-               .flops = perOutput<1>,
+               .flops = fromRecord,
                .dtypes = "f32, f64, integers (the exponent any of them)"});
-  t.push_back({.name = "equal",
+  t.push_back({.op = Op::Equal,
                .source = "Equal-13",
                .minInputs = 2,
                .maxInputs = 2,
                .attrs = {},
                .infer = equal,
-               .flops = perOutput<1>,
+               .flops = fromRecord,
                .dtypes = "f32, f64, integers, bool (alike); output bool"});
-  t.push_back({.name = "where",
+  t.push_back({.op = Op::Where,
                .source = "Where-16",
                .minInputs = 3,
                .maxInputs = 3,
                .attrs = {},
                .infer = where,
-               .flops = perOutput<1>,
+               .flops = fromRecord,
                .dtypes = "condition bool; x, y any (alike)"});
-  t.push_back({.name = "clip",
+  t.push_back({.op = Op::Clip,
                .source = "Clip-13, bounds as attributes",
                .minInputs = 1,
                .maxInputs = 1,
                .attrs = {{"min", AttrKind::Float, false},
                          {"max", AttrKind::Float, false}},
                .infer = clip,
-               .flops = perOutput<1>,
+               .flops = fromRecord,
                .dtypes = "f32, f64, integers"});
-  t.push_back({.name = "cast",
+  t.push_back({.op = Op::Cast,
                .source = "Cast-13",
                .minInputs = 1,
                .maxInputs = 1,
                .attrs = {{"to", AttrKind::String},
                          {"nearest_even", AttrKind::Bool, false}},
                .infer = cast,
-               .flops = perOutput<1>,
+               .flops = fromRecord,
                .dtypes = "any, to the attribute `to`"});
 }
 

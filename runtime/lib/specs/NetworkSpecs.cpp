@@ -365,36 +365,36 @@ Types nllLoss(const SpecCall &call) { return lossOutput(call, 2); }
 
 void addNetworkSpecs(std::vector<KernelSpec> &t) {
   for (auto [name, source] :
-       {std::pair{"softmax", "Softmax-13"}, {"log_softmax", "LogSoftmax-13"}})
-    t.push_back({.name = name,
+       {std::pair{Op::Softmax, "Softmax-13"}, {Op::LogSoftmax, "LogSoftmax-13"}})
+    t.push_back({.op = name,
                  .source = source,
                  .minInputs = 1,
                  .maxInputs = 1,
                  .attrs = {{"axis", AttrKind::Int}},
                  .infer = softmax,
-                 .flops = perOutput<5>});
-  t.push_back({.name = "layer_norm",
+                 .flops = fromRecord});
+  t.push_back({.op = Op::LayerNorm,
                .source = "LayerNormalization-17",
                .minInputs = 2,
                .maxInputs = 3,
                .attrs = {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}},
                .infer = layerNorm,
-               .flops = perInput<8>,
+               .flops = fromRecord,
                .dtypes = "f32, f64; scale, bias alike or f32 beside 16-bit x; "
                          "statistics f32"});
-  t.push_back({.name = "add_layer_norm",
+  t.push_back({.op = Op::AddLayerNorm,
                .source = "weft.add_layer_norm: Add-14, then "
                          "LayerNormalization-17 of the sum",
                .minInputs = 3,
                .maxInputs = 4,
                .attrs = {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}},
                .infer = addLayerNorm,
-               .flops = perInput<9>,
+               .flops = fromRecord,
                .dtypes = "as layer_norm; the residual and the sum as the "
                          "input"});
   // Running statistics update their state buffers in place when the
   // compiler placed them there (training), or go to fresh buffers.
-  t.push_back({.name = "batch_norm",
+  t.push_back({.op = Op::BatchNorm,
                .source = "BatchNormalization-15",
                .minInputs = 5,
                .maxInputs = 5,
@@ -405,7 +405,7 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                .infer = batchNorm,
                .flops = batchNormFlops,
                .inPlace = {{1, 3, false}, {2, 4, false}}});
-  t.push_back({.name = "dropout",
+  t.push_back({.op = Op::Dropout,
                .source = "Dropout-13",
                .minInputs = 1,
                .maxInputs = 1,
@@ -420,7 +420,7 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                .infer = dropout,
                .flops = dropoutFlops,
                .dtypes = "f32, f64; mask bool"});
-  t.push_back({.name = "conv",
+  t.push_back({.op = Op::Conv,
                .source = "Conv-11",
                .minInputs = 2,
                .maxInputs = 3,
@@ -430,7 +430,7 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          {"group", AttrKind::Int}},
                .infer = conv,
                .flops = convFlops});
-  t.push_back({.name = "conv_transpose",
+  t.push_back({.op = Op::ConvTranspose,
                .source = "ConvTranspose-11",
                .minInputs = 2,
                .maxInputs = 3,
@@ -441,7 +441,7 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          {"group", AttrKind::Int}},
                .infer = convTranspose,
                .flops = convTransposeFlops});
-  t.push_back({.name = "max_pool",
+  t.push_back({.op = Op::MaxPool,
                .source = "MaxPool-12",
                .minInputs = 1,
                .maxInputs = 1,
@@ -453,7 +453,7 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                .infer = maxPool,
                .flops = poolFlops,
                .dtypes = "f32, f64, integers"});
-  t.push_back({.name = "avg_pool",
+  t.push_back({.op = Op::AvgPool,
                .source = "AveragePool-11",
                .minInputs = 1,
                .maxInputs = 1,
@@ -464,7 +464,7 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          {"count_include_pad", AttrKind::Bool}},
                .infer = avgPool,
                .flops = poolFlops});
-  t.push_back({.name = "softmax_cross_entropy",
+  t.push_back({.op = Op::SoftmaxCrossEntropy,
                .source = "SoftmaxCrossEntropyLoss-13",
                .minInputs = 2,
                .maxInputs = 3,
@@ -473,11 +473,11 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          {"log_prob_type", AttrKind::String, false},
                          {"log_sum_exp", AttrKind::Bool, false}},
                .infer = softmaxCrossEntropy,
-               .flops = perInput<6>,
+               .flops = fromRecord,
                .dtypes = "scores f32, f64 (16-bit: loss and log_prob, or "
                          "log_sum_exp, f32 with log_prob_type); labels i32, "
                          "i64"});
-  t.push_back({.name = "softmax_cross_entropy_and_grad",
+  t.push_back({.op = Op::SoftmaxCrossEntropyAndGrad,
                .source = "weft.softmax_cross_entropy_and_grad: "
                          "SoftmaxCrossEntropyLoss-13 and its adjoint",
                .minInputs = 3,
@@ -486,12 +486,12 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          {"ignore_index", AttrKind::Int, false},
                          {"log_prob_type", AttrKind::String, false}},
                .infer = softmaxCrossEntropyAndGrad,
-               .flops = perInput<10>,
+               .flops = fromRecord,
                .inPlace = {{2, 0, false}},
                .dtypes = "as softmax_cross_entropy {log_sum_exp}; grad as "
                          "the loss; the scores' gradient as the scores"});
   t.push_back(
-      {.name = "nll_loss",
+      {.op = Op::NllLoss,
        .source = "NegativeLogLikelihoodLoss-13",
        .minInputs = 2,
        .maxInputs = 3,

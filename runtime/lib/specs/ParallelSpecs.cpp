@@ -95,17 +95,17 @@ Types vocabCrossEntropyGrad(const SpecCall &call) {
 } // namespace
 
 void addParallelSpecs(std::vector<KernelSpec> &t) {
-  t.push_back({.name = "vocab_parallel_gather",
+  t.push_back({.op = Op::VocabParallelGather,
                .source = "weft.vocab_parallel_gather (Megatron "
                          "VocabParallelEmbedding)",
                .minInputs = 2,
                .maxInputs = 2,
                .attrs = {{"start", AttrKind::Int}},
                .infer = vocabGather,
-               .flops = noFlops,
+               .flops = fromRecord,
                .bytesRead = vocabGatherBytes,
                .dtypes = "f32, f64; indices i32, i64"});
-  t.push_back({.name = "vocab_parallel_gather_grad",
+  t.push_back({.op = Op::VocabParallelGatherGrad,
                .source = "weft.vocab_parallel_gather adjoint",
                .minInputs = 2,
                .maxInputs = 3,
@@ -115,31 +115,31 @@ void addParallelSpecs(std::vector<KernelSpec> &t) {
                .inPlace = {{0, 2, true}},
                .dtypes = "f32, f64; indices i32, i64; accumulates into "
                          "input 2 when given"});
-  t.push_back({.name = "vocab_parallel_cross_entropy_stats",
+  t.push_back({.op = Op::VocabParallelCrossEntropyStats,
                .source = "weft.vocab_parallel_cross_entropy_stats",
                .minInputs = 3,
                .maxInputs = 3,
                .attrs = {{"start", AttrKind::Int}},
                .infer = vocabStats,
-               .flops = perInput<3>,
+               .flops = fromRecord,
                .dtypes = "f32, f64; labels i32, i64"});
-  t.push_back({.name = "vocab_parallel_cross_entropy",
+  t.push_back({.op = Op::VocabParallelCrossEntropy,
                .source = "weft.vocab_parallel_cross_entropy (Megatron "
                          "vocab_parallel_cross_entropy)",
                .minInputs = 4,
                .maxInputs = 4,
                .attrs = {{"ignore_index", AttrKind::Int, false}},
                .infer = vocabCrossEntropy,
-               .flops = perInput<2>,
+               .flops = fromRecord,
                .dtypes = "f32, f64; labels i32, i64"});
-  t.push_back({.name = "vocab_parallel_cross_entropy_grad",
+  t.push_back({.op = Op::VocabParallelCrossEntropyGrad,
                .source = "weft.vocab_parallel_cross_entropy adjoint",
                .minInputs = 3,
                .maxInputs = 3,
                .attrs = {{"start", AttrKind::Int},
                          {"ignore_index", AttrKind::Int, false}},
                .infer = vocabCrossEntropyGrad,
-               .flops = perInput<3>,
+               .flops = fromRecord,
                .dtypes = "f32, f64; labels i32, i64"});
 }
 

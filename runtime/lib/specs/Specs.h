@@ -44,17 +44,10 @@ inline int64_t product(const std::vector<int64_t> &dims) {
   return p;
 }
 
-/// `flops` per element of output 0.
-template <int64_t PerElement>
-int64_t perOutput(const SpecCall &, const Types &out) {
-  return satMul(PerElement, out[0].numel());
-}
-/// `flops` per element of input 0.
-template <int64_t PerElement>
-int64_t perInput(const SpecCall &call, const Types &) {
-  return satMul(PerElement, call.in[0].numel());
-}
-inline int64_t noFlops(const SpecCall &, const Types &) { return 0; }
+/// An entry whose op's record counts its FLOPs (Ops.def's Flops column:
+/// PerInput, PerOutput or NoFlops); Custom ops give their rule instead.
+inline constexpr int64_t (*fromRecord)(const SpecCall &, const Types &) =
+    nullptr;
 /// A scatter-add of an embedding's gradient (dy, indices, sum?): 1 per
 /// element of dy; numel(output 0) more accumulating into the sum (the add
 /// it replaces).

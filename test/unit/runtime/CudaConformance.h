@@ -240,15 +240,13 @@ inline std::vector<DType> floats() {
   return {DType::F32, DType::BF16, DType::F16};
 }
 
-/// The CPU's kernels (fused ones too) the CUDA kernel table lacks, sorted.
+/// The ops whose record declares a CUDA kernel (Ops.def: CpuCuda) that the
+/// CUDA kernel table lacks, sorted.
 inline std::vector<std::string> cpuKernelsCudaLacks() {
   std::vector<std::string> missing;
-  for (const auto &[name, fn] : kernelTable())
-    if (!cuda::kernelTable().count(name))
-      missing.push_back(name);
-  for (const auto &[name, fn] : fusedKernels())
-    if (!cuda::kernelTable().count(name))
-      missing.push_back(name);
+  for (const ops::OpRecord &r : ops::opRecords())
+    if (r.backends == ops::Backends::CpuCuda && !cuda::kernelTable().find(r.op))
+      missing.emplace_back(r.mnemonic);
   std::sort(missing.begin(), missing.end());
   return missing;
 }

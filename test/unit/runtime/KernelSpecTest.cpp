@@ -15,6 +15,7 @@
 
 using namespace weft::rt;
 using json = nlohmann::json;
+namespace ops = weft::ops;
 
 namespace {
 
@@ -50,21 +51,40 @@ const json kAdamW = {{"lr", 1e-3},
 
 } // namespace
 
-/// A kernel is in the table or fused (run as its parts), not both.
-TEST(KernelSpec, EveryCpuKernelHasAnEntryAndEveryEntryAKernel) {
-  for (const auto &[name, fn] : kernelTable())
-    EXPECT_NE(findKernelSpec(name), nullptr) << name;
-  for (const auto &[name, fn] : fusedKernels()) {
-    EXPECT_NE(findKernelSpec(name), nullptr) << name;
-    EXPECT_FALSE(kernelTable().count(name)) << name;
+/// Every op record whose Lowering is Kernel has one specification entry and
+/// one CPU kernel (in the table or fused, run as its parts, not both), and
+/// every entry and kernel belongs to such a record: a kernel missing from a
+/// backend fails here naming the op.
+TEST(OpRecords, EveryKernelOpHasASpecEntryAndACpuKernel) {
+  size_t kernels = 0;
+  for (const ops::OpRecord &r : ops::opRecords()) {
+    std::string name(r.mnemonic);
+    const KernelSpec *spec = findKernelSpec(r.op);
+    bool cpu = kernelTable().find(r.op), fused = fusedKernels().find(r.op);
+    EXPECT_FALSE(cpu && fused) << name << ": a kernel and a fused kernel";
+    if (!r.isKernel()) {
+      EXPECT_EQ(spec, nullptr) << name << " is not a kernel but has an entry";
+      EXPECT_FALSE(cpu || fused) << name << " is not a kernel but has one";
+      EXPECT_EQ(r.backends, ops::Backends::NoKernel) << name;
+      continue;
+    }
+    ++kernels;
+    ASSERT_NE(spec, nullptr) << name << " has no specification entry";
+    EXPECT_EQ(spec, findKernelSpec(name)) << name;
+    EXPECT_NE(std::string(spec->source), "") << name;
+    EXPECT_NE(r.backends, ops::Backends::NoKernel) << name;
+    EXPECT_TRUE(cpu || fused) << name << " has no CPU kernel";
+    // The FLOP rule lives in one place: the record, or the entry (Custom).
+    EXPECT_EQ(spec->flops != nullptr, r.flops.isCustom())
+        << name << ": FLOPs counted by "
+        << (spec->flops ? "the spec entry" : "the record")
+        << ", the record says " << (r.flops.isCustom() ? "Custom" : "not");
   }
-  for (const KernelSpec &spec : kernelSpecs()) {
-    EXPECT_TRUE(kernelTable().count(spec.name) ||
-                fusedKernels().count(spec.name))
-        << spec.name;
-    EXPECT_NE(std::string(spec.source), "") << spec.name;
-  }
+  // One entry per kernel op: none twice, none for another op.
+  EXPECT_EQ(kernelSpecs().size(), kernels);
   EXPECT_EQ(findKernelSpec("gelu_fast"), nullptr);
+  EXPECT_EQ(ops::findOpRecord("gelu_fast"), nullptr);
+  EXPECT_EQ(ops::findOpRecord("layer_norm")->op, ops::Op::LayerNorm);
 }
 
 TEST(KernelSpec, AcceptsWhatTheCompilerEmits) {

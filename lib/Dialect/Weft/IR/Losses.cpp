@@ -139,6 +139,4 @@ LogicalResult SoftmaxCrossEntropyAndGradOp::verify() {
   return verifyReduction(*this, getReduction());
 }
 
-int64_t SoftmaxCrossEntropyAndGradOp::getFlops() {
-  return 10 * numElements(getScores().getType());
-}
+int64_t SoftmaxCrossEntropyAndGradOp::getFlops() { return recordFlops(*this); }

@@ -26,7 +26,7 @@ LogicalResult VocabParallelGatherOp::verify() {
   return success();
 }
 
-int64_t VocabParallelGatherOp::getFlops() { return 0; }
+int64_t VocabParallelGatherOp::getFlops() { return recordFlops(*this); }
 int64_t VocabParallelGatherOp::getBytesRead() {
   return byteSize(getIndices().getType()) + byteSize(getOutput().getType());
 }
@@ -65,9 +65,7 @@ LogicalResult VocabParallelCrossEntropyStatsOp::verify() {
   return success();
 }
 
-int64_t VocabParallelCrossEntropyStatsOp::getFlops() {
-  return 3 * numElements(getScores().getType());
-}
+int64_t VocabParallelCrossEntropyStatsOp::getFlops() { return recordFlops(*this); }
 
 LogicalResult VocabParallelCrossEntropyOp::verify() {
   ArrayRef<int64_t> scores = typeOf(getScores()).getShape();
@@ -83,9 +81,7 @@ LogicalResult VocabParallelCrossEntropyOp::verify() {
   return success();
 }
 
-int64_t VocabParallelCrossEntropyOp::getFlops() {
-  return 2 * numElements(getScores().getType());
-}
+int64_t VocabParallelCrossEntropyOp::getFlops() { return recordFlops(*this); }
 
 /// Only the scores get a gradient: max and stats are sums the loss is
 /// invariant to (the max) or whose contribution the softmax carries.
@@ -103,6 +99,4 @@ VocabParallelCrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   return success();
 }
 
-int64_t VocabParallelCrossEntropyGradOp::getFlops() {
-  return 3 * numElements(getLogProb().getType());
-}
+int64_t VocabParallelCrossEntropyGradOp::getFlops() { return recordFlops(*this); }

@@ -88,20 +88,18 @@ LogicalResult GatherGradOp::verify() {
   return success();
 }
 
-int64_t ClipGradOp::getFlops() { return 2 * numElements(getType()); }
-int64_t NllLossGradOp::getFlops() { return numElements(getInput().getType()); }
-int64_t GeluGradOp::getFlops() { return 8 * numElements(getType()); }
-int64_t GeluTanhGradOp::getFlops() {
-  return 14 * numElements(getType());
-}
-int64_t ReluGradOp::getFlops() { return numElements(getType()); }
-int64_t SoftmaxGradOp::getFlops() { return 4 * numElements(getType()); }
-int64_t LogSoftmaxGradOp::getFlops() { return 4 * numElements(getType()); }
+int64_t ClipGradOp::getFlops() { return recordFlops(*this); }
+int64_t NllLossGradOp::getFlops() { return recordFlops(*this); }
+int64_t GeluGradOp::getFlops() { return recordFlops(*this); }
+int64_t GeluTanhGradOp::getFlops() { return recordFlops(*this); }
+int64_t ReluGradOp::getFlops() { return recordFlops(*this); }
+int64_t SoftmaxGradOp::getFlops() { return recordFlops(*this); }
+int64_t LogSoftmaxGradOp::getFlops() { return recordFlops(*this); }
 int64_t LayerNormGradOp::getFlops() {
   // The accumulate's add counts as the add op it replaced did.
   return (getAccumulate() ? 13 : 12) * numElements(getInput().getType());
 }
-int64_t DropoutGradOp::getFlops() { return 2 * numElements(getType()); }
+int64_t DropoutGradOp::getFlops() { return recordFlops(*this); }
 int64_t GatherGradOp::getFlops() {
   // The accumulate's add counts as the add op it replaced did.
   int64_t flops = numElements(getGrad().getType());
@@ -160,9 +158,7 @@ int64_t ConvWeightGradOp::getFlops() {
   return 2 * numElements(getGrad().getType()) * numElements(getType()) /
          getType().getDimSize(0);
 }
-int64_t BatchNormGradOp::getFlops() {
-  return 8 * numElements(getInput().getType());
-}
+int64_t BatchNormGradOp::getFlops() { return recordFlops(*this); }
 int64_t MaxPoolGradOp::getFlops() {
   return numElements(getGrad().getType()) * product(getKernelShape());
 }
@@ -175,9 +171,9 @@ int64_t ResizeGradOp::getFlops() { return numElements(getGrad().getType()); }
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
-int64_t AdamWOp::getFlops() { return 12 * numElements(getParam().getType()); }
-int64_t SGDOp::getFlops() { return 4 * numElements(getParam().getType()); }
-int64_t AssignOp::getFlops() { return 0; }
+int64_t AdamWOp::getFlops() { return recordFlops(*this); }
+int64_t SGDOp::getFlops() { return recordFlops(*this); }
+int64_t AssignOp::getFlops() { return recordFlops(*this); }
 int64_t FoundInfOp::getFlops() {
   int64_t n = 0;
   for (Value g : getGrads())

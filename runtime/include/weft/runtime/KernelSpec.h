@@ -21,6 +21,7 @@
 #ifndef WEFT_RUNTIME_KERNELSPEC_H
 #define WEFT_RUNTIME_KERNELSPEC_H
 
+#include "weft/ops/OpRecord.h"
 #include "weft/runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -127,8 +128,12 @@ struct KernelCost {
   int64_t flops = 0, bytesRead = 0, bytesWritten = 0;
 };
 
+using ops::Op;
+
 struct KernelSpec {
-  const char *name;
+  /// The op it runs (weft/ops/Ops.def: one record per op, and one entry per
+  /// op whose Lowering is Kernel).
+  Op op;
   /// The ONNX operator (section of the opset-17 spec) or weft op it runs.
   const char *source;
   int minInputs, maxInputs; ///< maxInputs kVariadic: no upper bound
@@ -136,7 +141,9 @@ struct KernelSpec {
   /// The outputs' types for these inputs and attributes; fails on inputs or
   /// attribute values the kernel does not admit.
   std::vector<TensorType> (*infer)(const SpecCall &call);
-  /// FLOPs of one call (saturating at INT64_MAX).
+  /// FLOPs of one call (saturating at INT64_MAX), for an op whose record's
+  /// Flops is Custom; null where the record counts them (PerInput,
+  /// PerOutput, NoFlops), which a test holds.
   int64_t (*flops)(const SpecCall &call, const std::vector<TensorType> &out);
   /// Bytes read, when not every input byte is (gather, slice).
   int64_t (*bytesRead)(const SpecCall &call,
@@ -152,6 +159,9 @@ struct KernelSpec {
   /// The dtypes the kernels implement, for the table's docs (the rule
   /// enforces them).
   const char *dtypes = "f32, f64";
+
+  /// The plan's kernel name: the op's mnemonic.
+  std::string_view name() const { return ops::record(op).mnemonic; }
 };
 
 inline constexpr int kVariadic = 1 << 30;
@@ -160,6 +170,8 @@ inline constexpr int kVariadic = 1 << 30;
 const std::vector<KernelSpec> &kernelSpecs();
 /// The entry for `name`, or null.
 const KernelSpec *findKernelSpec(std::string_view name);
+/// The entry of `op`, or null (an op whose Lowering is not Kernel).
+const KernelSpec *findKernelSpec(Op op);
 
 /// The table as markdown, one row per kernel: inputs, attributes (kind;
 /// optional ones marked ?), in-place outputs, source. weft-run --kernels

@@ -169,3 +169,30 @@ TEST(EmitPlan, AWaitCollectiveNeedsACollective) {
   EXPECT_EQ(error, "plan emission: a wait_collective must wait for a "
                    "collective posted before it");
 }
+
+/// IR the dialect accepts but weft-run would refuse (layer_norm_grad's
+/// statistics must be f32 [2x1]: its spec's rule, which its verifier does
+/// not state) is an error of plan emission naming the op and the node,
+/// with weft-run's own words: weftc never writes a plan weft-run refuses.
+TEST(EmitPlan, RefusesAnInstructionTheRuntimeWouldRefuse) {
+  const char *ir = R"(
+    func.func @main(%x: tensor<2x4xf32> {weft.input = "x"},
+                    %s: tensor<4xf32> {weft.input = "s"},
+                    %m: tensor<2x1xf64> {weft.input = "m"},
+                    %r: tensor<2x1xf64> {weft.input = "r"},
+                    %g: tensor<2x4xf32> {weft.input = "g"})
+        -> (tensor<2x4xf32> {weft.output = "dx"}) {
+      %dx, %ds, %db = weft.layer_norm_grad %x, %s, %m, %r, %g {axis = 1 : i64}
+          : (tensor<2x4xf32>, tensor<4xf32>, tensor<2x1xf64>, tensor<2x1xf64>,
+             tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>)
+      return %dx : tensor<2x4xf32>
+    })";
+  std::string error;
+  EXPECT_TRUE(failed(emit(ir, error)));
+  EXPECT_NE(error.find("plan emission: weft-run would refuse this "
+                       "weft.layer_norm_grad"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("kernel layer_norm_grad: "), std::string::npos)
+      << error;
+}

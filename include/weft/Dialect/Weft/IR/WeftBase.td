@@ -44,7 +44,9 @@ def Weft_Tensor : StaticShapeTensorOf<[AnyType]>;
 def Weft_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Weft_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
 
-/// Base of every weft op. Ops provide their cost through CostOpInterface.
+/// Base of every weft op. Ops provide their cost through CostOpInterface;
+/// an op whose record (runtime/include/weft/ops/Ops.def) counts its FLOPs
+/// per element returns `::weft::recordFlops(*this)`.
 /// `costOverrides` names the CostOpInterface methods with a default that the
 /// op replaces (e.g. "getBytesRead" for ops that read part of an operand).
 class Weft_Op<string mnemonic, list<Trait> traits = [],
@@ -70,7 +72,7 @@ class Weft_UnaryOp<string mnemonic, string onnxName, list<Trait> traits = []>
   let results = (outs Weft_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($output)";
   let extraClassDefinition = [{
-    int64_t $cppClass::getFlops() { return ::weft::numElements(getType()); }
+    int64_t $cppClass::getFlops() { return ::weft::recordFlops(*this); }
   }];
 }
 
@@ -91,7 +93,7 @@ class Weft_BinaryOp<string mnemonic, string onnxName,
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDefinition = [{
-    int64_t $cppClass::getFlops() { return ::weft::numElements(getType()); }
+    int64_t $cppClass::getFlops() { return ::weft::recordFlops(*this); }
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
         ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
         Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
@@ -117,9 +119,7 @@ class Weft_ReduceOp<string mnemonic, string onnxName>
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let extraClassDefinition = [{
-    int64_t $cppClass::getFlops() {
-      return ::weft::numElements(getInput().getType());
-    }
+    int64_t $cppClass::getFlops() { return ::weft::recordFlops(*this); }
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
         ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
         Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {

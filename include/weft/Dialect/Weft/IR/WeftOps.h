@@ -9,6 +9,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "weft/Dialect/Weft/IR/OpRecords.h"
 #include "weft/Dialect/Weft/IR/ShapeUtils.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftInterfaces.h"
@@ -38,9 +39,10 @@ optimizerState(mlir::Operation *update);
 mlir::BlockArgument batchNormStateRoot(mlir::Value stats);
 
 /// Ops whose result is their operand's bytes (no work, no buffer of its
-/// own): a reshape, and Megatron's f in the forward.
+/// own): a reshape, and Megatron's f in the forward (Ops.def's View).
 inline bool isView(mlir::Operation *op) {
-  return llvm::isa<ReshapeOp, CopyToTensorParallelOp>(op);
+  const ops::OpRecord *r = opRecord(op);
+  return r && r->isView();
 }
 
 /// The operand whose bytes result `result` of `op` is: a view's input, or

@@ -43,7 +43,7 @@ def Weft_CopyToTensorParallelOp : Weft_Op<"copy_to_tensor_parallel",
   let results = (outs Weft_FloatTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($output)";
   let extraClassDefinition = [{
-    int64_t $cppClass::getFlops() { return 0; }
+    int64_t $cppClass::getFlops() { return ::weft::recordFlops(*this); }
     int64_t $cppClass::getBytesRead() { return 0; }
     int64_t $cppClass::getBytesWritten() { return 0; }
   }];

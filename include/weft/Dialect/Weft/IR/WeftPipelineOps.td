@@ -22,7 +22,7 @@ class Weft_TransferOp<string mnemonic, list<Trait> traits = [],
                       list<string> costOverrides = []>
     : Weft_Op<mnemonic, traits, costOverrides> {
   let extraClassDefinition = [{
-    int64_t $cppClass::getFlops() { return 0; }
+    int64_t $cppClass::getFlops() { return ::weft::recordFlops(*this); }
   }];
 }
 
@@ -30,7 +30,7 @@ class Weft_TransferOp<string mnemonic, list<Trait> traits = [],
 class Weft_WaitOp<string mnemonic, list<Trait> traits = []>
     : Weft_TransferOp<mnemonic, traits, ["getBytesRead", "getBytesWritten"]> {
   let extraClassDefinition = [{
-    int64_t $cppClass::getFlops() { return 0; }
+    int64_t $cppClass::getFlops() { return ::weft::recordFlops(*this); }
     int64_t $cppClass::getBytesRead() { return 0; }
     int64_t $cppClass::getBytesWritten() { return 0; }
   }];

@@ -1,0 +1,99 @@
+//===- OpRecord.cpp - Ops.def as a table ----------------------------------===//
+
+#include "weft/ops/OpRecord.h"
+
+#include <algorithm>
+#include <array>
+
+namespace weft::ops {
+
+const OpRecord (&opRecords())[kOpCount] {
+  static const OpRecord records[kOpCount] = {
+#define PerInput(k) FlopRule{FlopRule::Input, k}
+#define PerOutput(k) FlopRule{FlopRule::Output, k}
+#define NoFlops FlopRule{FlopRule::None, 0}
+#define Custom FlopRule{FlopRule::Custom, 0}
+#define WEFT_OP(Id, mnemonic, lowering, backends, gradient, precision, split,  \
+                flops)                                                         \
+  {Op::Id,           mnemonic,           Lowering::lowering,                   \
+   Backends::backends, Gradient::gradient, Precision::precision,               \
+   Split::split,     flops},
+#include "weft/ops/Ops.def"
+#undef PerInput
+#undef PerOutput
+#undef NoFlops
+#undef Custom
+  };
+  return records;
+}
+
+const OpRecord *findOpRecord(std::string_view mnemonic) {
+  // Sorted by mnemonic once: plan loading looks every instruction up.
+  static const std::array<const OpRecord *, kOpCount> sorted = [] {
+    std::array<const OpRecord *, kOpCount> s;
+    for (size_t i = 0; i < kOpCount; ++i)
+      s[i] = &opRecords()[i];
+    std::sort(s.begin(), s.end(), [](const OpRecord *a, const OpRecord *b) {
+      return a->mnemonic < b->mnemonic;
+    });
+    return s;
+  }();
+  auto it = std::lower_bound(
+      sorted.begin(), sorted.end(), mnemonic,
+      [](const OpRecord *r, std::string_view m) { return r->mnemonic < m; });
+  return it != sorted.end() && (*it)->mnemonic == mnemonic ? *it : nullptr;
+}
+
+const char *name(Lowering v) {
+  switch (v) {
+  case Lowering::Kernel: return "kernel";
+  case Lowering::View: return "view";
+  case Lowering::Constant: return "constant";
+  case Lowering::Instruction: return "instruction";
+  }
+  return "?";
+}
+
+const char *name(Backends v) {
+  switch (v) {
+  case Backends::CpuCuda: return "CPU, CUDA";
+  case Backends::CpuOnly: return "CPU";
+  case Backends::NoKernel: return "none";
+  }
+  return "?";
+}
+
+const char *name(Gradient v) {
+  switch (v) {
+  case Gradient::Rule: return "rule";
+  case Gradient::NotDifferentiable: return "not differentiable";
+  }
+  return "?";
+}
+
+const char *name(Precision v) {
+  switch (v) {
+  case Precision::Low: return "low";
+  case Precision::Full: return "f32";
+  case Precision::Promote: return "promote";
+  case Precision::Follow: return "follow";
+  }
+  return "?";
+}
+
+const char *name(Split v) {
+  switch (v) {
+  case Split::Elementwise: return "elementwise";
+  case Split::ElementwiseRandom: return "elementwise (random)";
+  case Split::Heads: return "heads";
+  case Split::Softmax: return "softmax";
+  case Split::LayerNorm: return "layer norm";
+  case Split::Layout: return "layout";
+  case Split::Linear: return "linear";
+  case Split::Vocab: return "vocab";
+  case Split::None: return "none";
+  }
+  return "?";
+}
+
+} // namespace weft::ops
