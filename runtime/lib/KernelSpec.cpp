@@ -2,11 +2,10 @@
 
 #include "weft/runtime/KernelSpec.h"
 
-#include <array>
-
 #include "specs/Specs.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 
 using json = nlohmann::json;

@@ -9,15 +9,24 @@ namespace weft::ops {
 
 const OpRecord (&opRecords())[kOpCount] {
   static const OpRecord records[kOpCount] = {
-#define PerInput(k) FlopRule{FlopRule::Input, k}
-#define PerOutput(k) FlopRule{FlopRule::Output, k}
-#define NoFlops FlopRule{FlopRule::None, 0}
-#define Custom FlopRule{FlopRule::Custom, 0}
+#define PerInput(k)                                                            \
+  FlopRule { FlopRule::Input, k }
+#define PerOutput(k)                                                           \
+  FlopRule { FlopRule::Output, k }
+#define NoFlops                                                                \
+  FlopRule { FlopRule::None, 0 }
+#define Custom                                                                 \
+  FlopRule { FlopRule::Custom, 0 }
 #define WEFT_OP(Id, mnemonic, lowering, backends, gradient, precision, split,  \
                 flops)                                                         \
-  {Op::Id,           mnemonic,           Lowering::lowering,                   \
-   Backends::backends, Gradient::gradient, Precision::precision,               \
-   Split::split,     flops},
+  {Op::Id,                                                                     \
+   mnemonic,                                                                   \
+   Lowering::lowering,                                                         \
+   Backends::backends,                                                         \
+   Gradient::gradient,                                                         \
+   Precision::precision,                                                       \
+   Split::split,                                                               \
+   flops},
 #include "weft/ops/Ops.def"
 #undef PerInput
 #undef PerOutput
@@ -46,52 +55,74 @@ const OpRecord *findOpRecord(std::string_view mnemonic) {
 
 const char *name(Lowering v) {
   switch (v) {
-  case Lowering::Kernel: return "kernel";
-  case Lowering::View: return "view";
-  case Lowering::Constant: return "constant";
-  case Lowering::Instruction: return "instruction";
+  case Lowering::Kernel:
+    return "kernel";
+  case Lowering::View:
+    return "view";
+  case Lowering::Constant:
+    return "constant";
+  case Lowering::Instruction:
+    return "instruction";
   }
   return "?";
 }
 
 const char *name(Backends v) {
   switch (v) {
-  case Backends::CpuCuda: return "CPU, CUDA";
-  case Backends::CpuOnly: return "CPU";
-  case Backends::NoKernel: return "none";
+  case Backends::CpuCuda:
+    return "CPU, CUDA";
+  case Backends::CpuOnly:
+    return "CPU";
+  case Backends::NoKernel:
+    return "none";
   }
   return "?";
 }
 
 const char *name(Gradient v) {
   switch (v) {
-  case Gradient::Rule: return "rule";
-  case Gradient::NotDifferentiable: return "not differentiable";
+  case Gradient::Rule:
+    return "rule";
+  case Gradient::NotDifferentiable:
+    return "not differentiable";
   }
   return "?";
 }
 
 const char *name(Precision v) {
   switch (v) {
-  case Precision::Low: return "low";
-  case Precision::Full: return "f32";
-  case Precision::Promote: return "promote";
-  case Precision::Follow: return "follow";
+  case Precision::Low:
+    return "low";
+  case Precision::Full:
+    return "f32";
+  case Precision::Promote:
+    return "promote";
+  case Precision::Follow:
+    return "follow";
   }
   return "?";
 }
 
 const char *name(Split v) {
   switch (v) {
-  case Split::Elementwise: return "elementwise";
-  case Split::ElementwiseRandom: return "elementwise (random)";
-  case Split::Heads: return "heads";
-  case Split::Softmax: return "softmax";
-  case Split::LayerNorm: return "layer norm";
-  case Split::Layout: return "layout";
-  case Split::Linear: return "linear";
-  case Split::Vocab: return "vocab";
-  case Split::None: return "none";
+  case Split::Elementwise:
+    return "elementwise";
+  case Split::ElementwiseRandom:
+    return "elementwise (random)";
+  case Split::Heads:
+    return "heads";
+  case Split::Softmax:
+    return "softmax";
+  case Split::LayerNorm:
+    return "layer norm";
+  case Split::Layout:
+    return "layout";
+  case Split::Linear:
+    return "linear";
+  case Split::Vocab:
+    return "vocab";
+  case Split::None:
+    return "none";
   }
   return "?";
 }

@@ -1,4 +1,5 @@
-//===- OpCheck.h - weft-run's instruction check, for the compiler -*- C++ -*-===//
+//===- OpCheck.h - weft-run's instruction check, for the compiler -*- C++
+//-*-===//
 //
 // The plan loader's check of a compute instruction (KernelSpec.h's
 // checkKernel: input count, attributes, each output's dtype and shape by

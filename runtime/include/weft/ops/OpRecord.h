@@ -1,4 +1,5 @@
-//===- OpRecord.h - the op records, for the compiler and the runtime -*- C++ -*-===//
+//===- OpRecord.h - the op records, for the compiler and the runtime -*- C++
+//-*-===//
 //
 // The records of Ops.def as data: an `Op` enumerator per weft op and its
 // facts. MLIR-free and exception-free, so both the compiler (built without
@@ -8,22 +9,24 @@
 #ifndef WEFT_OPS_OPRECORD_H
 #define WEFT_OPS_OPRECORD_H
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <climits>
 #include <string_view>
 
 namespace weft::ops {
 
 /// One enumerator per weft op, in Ops.def's order.
 enum class Op : uint16_t {
-#define WEFT_OP(Id, mnemonic, lowering, backends, gradient, precision, split, flops)  \
+#define WEFT_OP(Id, mnemonic, lowering, backends, gradient, precision, split,  \
+                flops)                                                         \
   Id,
 #include "weft/ops/Ops.def"
 };
 
 inline constexpr size_t kOpCount = 0
-#define WEFT_OP(Id, mnemonic, lowering, backends, gradient, precision, split, flops)  \
+#define WEFT_OP(Id, mnemonic, lowering, backends, gradient, precision, split,  \
+                flops)                                                         \
   +1
 #include "weft/ops/Ops.def"
     ;
@@ -59,7 +62,9 @@ struct FlopRule {
   /// The count for these element counts; 0 for Custom (ask the op's rule).
   /// Saturates at INT64_MAX.
   int64_t count(int64_t inputElements, int64_t outputElements) const {
-    int64_t n = base == Input ? inputElements : base == Output ? outputElements : 0;
+    int64_t n = base == Input    ? inputElements
+                : base == Output ? outputElements
+                                 : 0;
     int64_t r;
     return __builtin_mul_overflow(n, perElement, &r) ? INT64_MAX : r;
   }

@@ -1,4 +1,5 @@
-//===- OpTable.h - a backend's kernels, registered against op records -*- C++ -*-===//
+//===- OpTable.h - a backend's kernels, registered against op records -*- C++
+//-*-===//
 //
 // A backend registers each kernel against its op's record
 // (`table[Op::Gemm] = ...`, weft/ops/Ops.def), so a misspelt kernel is a
@@ -30,7 +31,9 @@ public:
     const ops::OpRecord *r = ops::findOpRecord(kernel);
     return r ? find(r->op) : nullptr;
   }
-  size_t count(std::string_view kernel) const { return find(kernel) != nullptr; }
+  size_t count(std::string_view kernel) const {
+    return find(kernel) != nullptr;
+  }
   /// The kernel named `kernel`; throws Error when there is none.
   Fn at(std::string_view kernel) const {
     if (Fn fn = find(kernel))

@@ -139,8 +139,8 @@ TEST(OpRecords, PrecisionFollowsAutocast) {
         ops::Op::Pow, ops::Op::Reciprocal})
     EXPECT_EQ(ops::record(op).precision, ops::Precision::Full)
         << ops::record(op).mnemonic;
-  for (ops::Op op : {ops::Op::Add, ops::Op::Mul, ops::Op::Where,
-                     ops::Op::Concat})
+  for (ops::Op op :
+       {ops::Op::Add, ops::Op::Mul, ops::Op::Where, ops::Op::Concat})
     EXPECT_EQ(ops::record(op).precision, ops::Precision::Promote)
         << ops::record(op).mnemonic;
 }
