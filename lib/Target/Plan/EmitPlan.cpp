@@ -2,11 +2,12 @@
 
 #include "weft/Target/Plan/EmitPlan.h"
 
+#include "CheckInstruction.h"
+
 #include "weft/Analysis/MemoryPlan.h"
 #include "weft/Analysis/PipelineSimulation.h"
 #include "weft/Dialect/Weft/IR/DeviceMesh.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
-#include "weft/ops/OpCheck.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -21,46 +22,6 @@
 using namespace mlir;
 using json = nlohmann::json;
 using namespace weft;
-
-namespace {
-
-/// Checks a compute instruction as weft-run's plan loader will (the kernel
-/// specification of the op's record, weft/ops/OpCheck.h), so that weftc
-/// never writes a plan weft-run refuses; and holds the compiler's FLOPs of
-/// the op (CostOpInterface) to the specification's, the op's two readings
-/// of one rule. Errors name the op and its ONNX node.
-LogicalResult checkInstruction(Operation &op, const json &inst,
-                               const json &buffers) {
-  auto operands = [&](const json &ids) {
-    std::vector<ops::OperandDesc> descs;
-    for (const json &id : ids) {
-      const json &b = buffers[id.get<int64_t>()];
-      descs.push_back({b["dtype"].get<std::string>(),
-                       b["shape"].get<std::vector<int64_t>>(),
-                       b["offset"].get<int64_t>()});
-    }
-    return descs;
-  };
-  std::string kernel = inst["kernel"].get<std::string>();
-  ops::InstructionCost cost;
-  std::string error =
-      ops::checkInstruction(kernel, operands(inst["inputs"]),
-                            operands(inst["outputs"]), inst["attrs"], &cost);
-  if (!error.empty())
-    return op.emitError("plan emission: weft-run would refuse this ")
-           << op.getName() << " (node '" << inst["name"].get<std::string>()
-           << "'): " << error;
-  auto costed = dyn_cast<CostOpInterface>(op);
-  if (costed && kernel == op.getName().stripDialect() &&
-      costed.getFlops() != cost.flops)
-    return op.emitError("plan emission: ")
-           << op.getName() << " counts " << costed.getFlops()
-           << " FLOPs, its kernel specification " << cost.flops
-           << " (one of the two readings of its rule is wrong)";
-  return success();
-}
-
-} // namespace
 
 std::string weft::sha256File(StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,

@@ -11,7 +11,6 @@ std::string checkInstruction(std::string_view kernel,
                              const std::vector<OperandDesc> &outputs,
                              const nlohmann::json &attrs,
                              InstructionCost *cost) {
-  std::string prefix = "kernel " + std::string(kernel) + ": ";
   const rt::KernelSpec *spec = rt::findKernelSpec(kernel);
   if (!spec)
     return "unknown kernel '" + std::string(kernel) + "'";
@@ -29,7 +28,7 @@ std::string checkInstruction(std::string_view kernel,
                checked.cost.bytesWritten};
     return "";
   } catch (const std::exception &e) {
-    return prefix + e.what();
+    return "kernel " + std::string(kernel) + ": " + e.what();
   }
 }
 

@@ -1,0 +1,40 @@
+//===- CheckInstruction.cpp - a plan instruction against weft-run's check -===//
+
+#include "CheckInstruction.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/ops/OpCheck.h"
+
+using namespace mlir;
+using json = nlohmann::json;
+
+LogicalResult weft::checkInstruction(Operation &op, const json &inst,
+                                     const json &buffers) {
+  auto operands = [&](const json &ids) {
+    std::vector<ops::OperandDesc> descs;
+    for (const json &id : ids) {
+      const json &b = buffers[id.get<int64_t>()];
+      descs.push_back({b["dtype"].get<std::string>(),
+                       b["shape"].get<std::vector<int64_t>>(),
+                       b["offset"].get<int64_t>()});
+    }
+    return descs;
+  };
+  std::string kernel = inst["kernel"].get<std::string>();
+  ops::InstructionCost cost;
+  std::string error =
+      ops::checkInstruction(kernel, operands(inst["inputs"]),
+                            operands(inst["outputs"]), inst["attrs"], &cost);
+  if (!error.empty())
+    return op.emitError("plan emission: weft-run would refuse this ")
+           << op.getName() << " (node '" << inst["name"].get<std::string>()
+           << "'): " << error;
+  auto costed = dyn_cast<CostOpInterface>(op);
+  if (costed && kernel == op.getName().stripDialect() &&
+      costed.getFlops() != cost.flops)
+    return op.emitError("plan emission: ")
+           << op.getName() << " counts " << costed.getFlops()
+           << " FLOPs, its kernel specification " << cost.flops
+           << " (one of the two readings of its rule is wrong)";
+  return success();
+}

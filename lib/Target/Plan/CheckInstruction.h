@@ -1,0 +1,23 @@
+//===- CheckInstruction.h - private to plan emission ------------*- C++ -*-===//
+#ifndef WEFT_LIB_TARGET_PLAN_CHECKINSTRUCTION_H
+#define WEFT_LIB_TARGET_PLAN_CHECKINSTRUCTION_H
+
+#include "mlir/IR/Operation.h"
+
+#include <nlohmann/json.hpp>
+
+namespace weft {
+
+/// Checks compute instruction `inst` of `op` (its operands named by id in
+/// `buffers`, the plan's buffer table) as weft-run's plan loader will
+/// (weft/ops/OpCheck.h), so that weftc never writes a plan weft-run
+/// refuses; and holds the op's CostOpInterface FLOPs to the kernel
+/// specification's, the two readings of one rule. Errors name the op and
+/// its ONNX node.
+mlir::LogicalResult checkInstruction(mlir::Operation &op,
+                                     const nlohmann::json &inst,
+                                     const nlohmann::json &buffers);
+
+} // namespace weft
+
+#endif // WEFT_LIB_TARGET_PLAN_CHECKINSTRUCTION_H
