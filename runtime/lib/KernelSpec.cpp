@@ -203,7 +203,22 @@ std::optional<KernelAttrs::Value> decode(const json &v, AttrKind kind) {
   return std::nullopt;
 }
 
-KernelAttrs decodeAttrs(const KernelSpec &spec, const json &attrs) {
+void checkInputCount(const KernelSpec &spec, size_t inputs) {
+  int count = static_cast<int>(inputs);
+  if (count >= spec.minInputs && count <= spec.maxInputs)
+    return;
+  std::string expected = std::to_string(spec.minInputs);
+  if (spec.maxInputs == kVariadic)
+    expected = "at least " + expected;
+  else if (spec.maxInputs != spec.minInputs)
+    expected += " to " + std::to_string(spec.maxInputs);
+  throw Error("takes " + expected + " input(s), the instruction has " +
+              std::to_string(count));
+}
+
+} // namespace
+
+KernelAttrs decodeKernelAttrs(const KernelSpec &spec, const json &attrs) {
   KernelAttrs out;
   for (const auto &[name, value] : attrs.items()) {
     auto it = std::find_if(spec.attrs.begin(), spec.attrs.end(),
@@ -221,6 +236,8 @@ KernelAttrs decodeAttrs(const KernelSpec &spec, const json &attrs) {
       throw Error(std::string("missing attribute '") + a.name + "'");
   return out;
 }
+
+namespace {
 
 /// Byte ranges [offset, offset + bytes) share a byte (an empty one never
 /// does).
@@ -265,24 +282,23 @@ void checkPlacement(const KernelSpec &spec,
 
 } // namespace
 
+std::vector<TensorType> inferKernel(const KernelSpec &spec,
+                                    const std::vector<TensorType> &in,
+                                    const KernelAttrs &attrs) {
+  checkInputCount(spec, in.size());
+  return spec.infer(SpecCall{in, attrs});
+}
+
 CheckedKernel checkKernel(const KernelSpec &spec,
                           const std::vector<OperandPlacement> &inputs,
                           const std::vector<OperandPlacement> &outputs,
                           const json &attrs) {
-  int count = static_cast<int>(inputs.size());
-  if (count < spec.minInputs || count > spec.maxInputs) {
-    std::string expected = std::to_string(spec.minInputs);
-    if (spec.maxInputs == kVariadic)
-      expected = "at least " + expected;
-    else if (spec.maxInputs != spec.minInputs)
-      expected += " to " + std::to_string(spec.maxInputs);
-    throw Error("takes " + expected + " input(s), the instruction has " +
-                std::to_string(count));
-  }
-  CheckedKernel result{decodeAttrs(spec, attrs), {}};
+  // The input count first: it says more than an attribute would.
+  checkInputCount(spec, inputs.size());
   std::vector<TensorType> in;
   for (const OperandPlacement &p : inputs)
     in.push_back(p.type);
+  CheckedKernel result{decodeKernelAttrs(spec, attrs), {}};
   SpecCall call{in, result.attrs};
   std::vector<TensorType> expected = spec.infer(call);
   if (expected.size() != outputs.size())
@@ -292,8 +308,8 @@ CheckedKernel checkKernel(const KernelSpec &spec,
   for (size_t o = 0; o < outputs.size(); ++o)
     if (outputs[o].type != expected[o])
       throw Error("output " + std::to_string(o) + " is " +
-                  typeString(outputs[o].type) + ", " + std::string(spec.name()) +
-                  " writes " +
+                  typeString(outputs[o].type) + ", " +
+                  std::string(spec.name()) + " writes " +
                   typeString(expected[o]));
   checkPlacement(spec, inputs, outputs);
 

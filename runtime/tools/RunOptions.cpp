@@ -60,7 +60,11 @@ const char *kUsage =
     "                        same model (pipeline, tensor, data-parallel\n"
     "                        degree, ZeRO stage) is loaded into this one's\n"
     "                        layout\n"
-    "  --kernels             print the kernel specification table (markdown)\n";
+    "  --kernels             print the kernel specification table (markdown)\n"
+    "  --check               load the plan, check every rank's instructions\n"
+    "                        as a run would (kernels, dtypes, shapes, arena\n"
+    "                        placement, schedule) and exit: 0 when it would\n"
+    "                        run, 1 naming what it refuses\n";
 
 int64_t number(const char *flag, const char *text) {
   char *end = nullptr;
@@ -88,6 +92,8 @@ RunOptions parseOptions(int argc, char **argv) {
     } else if (arg == "--kernels") {
       std::cout << kernelSpecsMarkdown();
       std::exit(0);
+    } else if (arg == "--check") {
+      o.check = true;
     } else if (arg == "--data") {
       o.data = value();
     } else if (arg == "--split") {

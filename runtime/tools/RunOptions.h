@@ -18,7 +18,7 @@ struct RunOptions {
   double holdout = 0.1;
   std::string tokens = "tokens", targets = "targets";
   bool stopOnNan = true, reshard = false, stageTransfers = false,
-       allowTf32 = false;
+       allowTf32 = false, check = false;
   double timeout = 300;
   uint64_t seed = 0;
   int64_t steps = 1;

@@ -221,6 +221,19 @@ int run(const RunOptions &o, Communicator &world) {
   backend->setThreads(o.threads);
   Plan plan = loadPlan(
       o.plan, [&](const std::string &k) { return backend->hasKernel(k); });
+  if (o.check) {
+    int64_t instructions = 0;
+    for (const RankPlan &rank : plan.ranks) {
+      requireComputable(o, rank, *backend);
+      instructions += rank.instructions.size();
+    }
+    if (world.rank() == 0)
+      std::printf("weft-run: %s: %zu rank(s), %lld instruction(s): loads on "
+                  "--device %s\n",
+                  o.plan.c_str(), plan.ranks.size(),
+                  static_cast<long long>(instructions), o.device.c_str());
+    return 0;
+  }
   int64_t ranks = plan.ranks.size();
   if (ranks != comm.size())
     throw Error(o.plan + ": ranks: the plan has " + std::to_string(ranks) +

@@ -34,6 +34,7 @@
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/Import/ONNX/ImportONNX.h"
 #include "weft/Target/Plan/EmitPlan.h"
+#include "weft/Transforms/NameFailedPass.h"
 #include "weft/Transforms/Passes.h"
 #include "weft/Transforms/Pipelines.h"
 
@@ -470,6 +471,10 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
     weft::buildPlanPipeline(pm, pipelineOptions);
+    pm.addInstrumentation(
+        std::make_unique<weft::NameFailedPass>([](const std::string &message) {
+          errs() << "weftc: " << message << "\n";
+        }));
     if (failed(pm.run(*module)))
       return failure();
   }

@@ -7,6 +7,7 @@
 #include "weft/Analysis/MemoryPlan.h"
 #include "weft/Analysis/PipelineSimulation.h"
 #include "weft/Dialect/Weft/IR/DeviceMesh.h"
+#include "weft/Dialect/Weft/IR/KernelContract.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -33,23 +34,6 @@ std::string weft::sha256File(StringRef path) {
   return llvm::toHex(digest, /*LowerCase=*/true);
 }
 
-std::string weft::dtypeName(Type t) {
-  if (t.isF32())
-    return "f32";
-  if (t.isF64())
-    return "f64";
-  if (t.isF16())
-    return "f16";
-  if (t.isBF16())
-    return "bf16";
-  if (auto i = dyn_cast<IntegerType>(t)) {
-    if (i.getWidth() == 1)
-      return "bool";
-    return (i.isUnsigned() ? "u" : "i") + std::to_string(i.getWidth());
-  }
-  return "";
-}
-
 namespace {
 
 const char *kindName(weft::BufferKind kind) {
@@ -68,28 +52,6 @@ const char *kindName(weft::BufferKind kind) {
     return "activation";
   }
   llvm_unreachable("unknown buffer kind");
-}
-
-/// An attribute as JSON: arrays as lists, numbers, booleans, strings, types
-/// as dtype names.
-json attributeJSON(Attribute attr) {
-  if (auto a = dyn_cast<DenseI64ArrayAttr>(attr))
-    return json(a.asArrayRef().vec());
-  if (auto a = dyn_cast<DenseF64ArrayAttr>(attr))
-    return json(a.asArrayRef().vec());
-  if (auto a = dyn_cast<BoolAttr>(attr))
-    return a.getValue();
-  if (isa<UnitAttr>(attr))
-    return true;
-  if (auto a = dyn_cast<IntegerAttr>(attr))
-    return a.getInt();
-  if (auto a = dyn_cast<FloatAttr>(attr))
-    return a.getValueAsDouble();
-  if (auto a = dyn_cast<StringAttr>(attr))
-    return a.str();
-  if (auto a = dyn_cast<TypeAttr>(attr))
-    return weft::dtypeName(a.getValue());
-  return nullptr;
 }
 
 /// Raw little-endian bytes of a constant, base64-encoded.
@@ -132,8 +94,7 @@ std::optional<int64_t> indexBound(Value value, int64_t vocabParts) {
     Operation *user = use.getOwner();
     // Micro-batch slices and reshapes pass the indices on unchanged.
     if (isa<weft::SliceOp, weft::ReshapeOp>(user))
-      if (std::optional<int64_t> b =
-              indexBound(user->getResult(0), vocabParts))
+      if (std::optional<int64_t> b = indexBound(user->getResult(0), vocabParts))
         tighten(*b);
     if (auto gather = dyn_cast<weft::VocabParallelGatherOp>(user);
         gather && use.getOperandNumber() == 1)
@@ -221,20 +182,6 @@ json tensorShard(DictionaryAttr split, const DeviceMesh &mesh,
           {"blocks", field("blocks")},
           {"index", coords[mesh.axisIndex("tensor")]},
           {"count", mesh.sizeOf("tensor")}};
-}
-
-/// The vocabulary rows (classes) a vocab-parallel op's rank holds, or -1
-/// for any other op.
-int64_t vocabRows(Operation &op) {
-  if (auto gather = dyn_cast<VocabParallelGatherOp>(op))
-    return gather.getTable().getType().getDimSize(0);
-  if (auto grad = dyn_cast<VocabParallelGatherGradOp>(op))
-    return grad.getType().getDimSize(0);
-  if (auto stats = dyn_cast<VocabParallelCrossEntropyStatsOp>(op))
-    return stats.getScores().getType().getDimSize(1);
-  if (auto grad = dyn_cast<VocabParallelCrossEntropyGradOp>(op))
-    return grad.getType().getDimSize(1);
-  return -1;
 }
 
 /// `memory` is the function's plan, shared by the ranks that run it.
@@ -330,8 +277,8 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
     if (auto split = func.getArgAttrOfType<DictionaryAttr>(i, kShardAttr))
       shard = tensorShard(split, mesh, coords);
     if (auto name = func.getArgAttrOfType<StringAttr>(i, kParamAttr)) {
-      params.push_back(withPiece(
-          {{"name", name.str()}, {"buffer", id}, {"shard", shard}}));
+      params.push_back(
+          withPiece({{"name", name.str()}, {"buffer", id}, {"shard", shard}}));
     } else if (auto name = func.getArgAttrOfType<StringAttr>(i, kStateAttr)) {
       state.push_back({{"name", name.str()}, {"buffer", id}});
     } else if (auto name =
@@ -360,11 +307,9 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
                  {"index", coords[mesh.axisIndex("data")]},
                  {"count", d}};
       }
-      json input = {{"name", inName},
-                    {"dtype", buffers[id]["dtype"]},
-                    {"shape", shape}};
-      if (std::optional<int64_t> bound =
-              indexBound(arg, mesh.sizeOf("tensor")))
+      json input = {
+          {"name", inName}, {"dtype", buffers[id]["dtype"]}, {"shape", shape}};
+      if (std::optional<int64_t> bound = indexBound(arg, mesh.sizeOf("tensor")))
         input["index_bound"] = *bound;
       section.inputs.push_back(input);
       rankInputs.push_back({{"name", inName}, {"buffer", id}});
@@ -398,12 +343,9 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
     for (Value v : op.getResults())
       if (bufferId.count(v))
         out.push_back(bufferId[v]);
-    json inst = {{"op", "compute"},
-                 {"name", nodeName(op.getLoc())},
-                 {"inputs", in},
-                 {"outputs", out},
-                 {"phase", phase},
-                 {"micro_batch", microBatch}};
+    json inst = {{"op", "compute"}, {"name", nodeName(op.getLoc())},
+                 {"inputs", in},    {"outputs", out},
+                 {"phase", phase},  {"micro_batch", microBatch}};
     // Transfers: the peer stage's rank with this rank's other coordinates.
     if (auto send = dyn_cast<ISendOp>(op)) {
       inst["op"] = "isend";
@@ -471,29 +413,12 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
       inst["kernel"] = "slice";
       inst["attrs"] = {{"starts", starts}, {"ends", ends}, {"steps", steps}};
     } else {
-      NamedAttrList attrList(op.getAttrDictionary());
-      op.getName().populateDefaultAttrs(attrList);
-      json attrs = json::object();
-      for (NamedAttribute attr : attrList) {
-        if (attr.getName().getValue().starts_with("weft."))
-          continue; // compiler bookkeeping: phase, micro-batch, stage
-        // Which optional operands are present: the input count says it.
-        if (attr.getName() == "operandSegmentSizes")
-          continue;
-        // The vocab ops' grid becomes this rank's first row: `start`.
-        if (attr.getName() == "grid" || attr.getName() == "grid_axes")
-          continue;
-        json value = attributeJSON(attr.getValue());
-        if (value.is_null())
-          return op.emitError("plan emission cannot encode attribute ")
-                 << attr.getName();
-        attrs[attr.getName().str()] = value;
-      }
-      // Its optional weights and log-sum-exp: the attribute says which the
-      // last input is.
-      if (auto loss = dyn_cast<SoftmaxCrossEntropyGradOp>(op);
-          loss && loss.getLogSumExp())
-        attrs["log_sum_exp"] = true;
+      std::string unencodable;
+      std::optional<json> attrsOrNone = kernelAttributes(op, &unencodable);
+      if (!attrsOrNone)
+        return op.emitError("plan emission cannot encode attribute ")
+               << unencodable;
+      json attrs = std::move(*attrsOrNone);
       // Dropout masks are keyed by (rng_id, micro-batch, step), rng_id
       // counting the micro-batch's dropout ops in forward order, not the
       // instruction index: a recomputed forward draws the same mask, and so
@@ -528,20 +453,17 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
         }
       }
       // Vocab parallelism: the first row (class) this rank holds.
-      if (int64_t rows = vocabRows(op); rows >= 0) {
+      if (int64_t rows = vocabShardRows(op); rows >= 0) {
         auto axes = op.getAttrOfType<DenseI16ArrayAttr>("grid_axes");
         if (!axes || axes.size() != 1)
           return op.emitError("plan emission: a vocab-parallel op must be "
                               "sharded over one mesh axis");
         attrs["start"] = coords[axes[0]] * rows;
-        if (isa<VocabParallelGatherGradOp>(op))
-          attrs["rows"] = rows;
       }
       inst["kernel"] = op.getName().stripDialect().str();
       inst["attrs"] = attrs;
     }
-    if (inst["op"] == "compute" &&
-        failed(checkInstruction(op, inst, buffers)))
+    if (inst["op"] == "compute" && failed(checkInstruction(op, inst, buffers)))
       return failure();
     instructions.push_back(std::move(inst));
     // A collective nothing waits for (weft-overlap-collectives did not run)
@@ -636,8 +558,7 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
     int64_t stage = mesh.coords(index)[pipelineAxis];
     func::FuncOp func = byStage.lookup(stage);
     if (!func)
-      return module.emitError("plan emission: no function for stage ")
-             << stage;
+      return module.emitError("plan emission: no function for stage ") << stage;
     // Every replica of a stage numbers its dropouts from the same start.
     auto [before, first] = dropoutsBefore.insert({stage, dropoutCount});
     if (!first)
@@ -670,15 +591,14 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
   // d % S (a sub-axis' coordinate is (d / stride) % size).
   if (*zeroMesh) {
     int64_t shard = (*zeroMesh)->sizeOf(kDataShardAxis);
-    meshJson["sub_axes"] = {
-        {{"name", kDataReplicaAxis.str()},
-         {"of", "data"},
-         {"size", (*zeroMesh)->sizeOf(kDataReplicaAxis)},
-         {"stride", shard}},
-        {{"name", kDataShardAxis.str()},
-         {"of", "data"},
-         {"size", shard},
-         {"stride", 1}}};
+    meshJson["sub_axes"] = {{{"name", kDataReplicaAxis.str()},
+                             {"of", "data"},
+                             {"size", (*zeroMesh)->sizeOf(kDataReplicaAxis)},
+                             {"stride", shard}},
+                            {{"name", kDataShardAxis.str()},
+                             {"of", "data"},
+                             {"size", shard},
+                             {"stride", 1}}};
   }
   return json{{"format", "weft-plan"},
               {"version", kPlanVersion},

@@ -44,10 +44,6 @@ std::string jsonText(const nlohmann::json &value);
 /// Hex SHA-256 of a file's bytes; empty when it cannot be read.
 std::string sha256File(llvm::StringRef path);
 
-/// The plan's name for an element type ("f32", "i64", "bool", ...); empty
-/// for types a plan cannot hold.
-std::string dtypeName(mlir::Type elementType);
-
 } // namespace weft
 
 #endif // WEFT_TARGET_PLAN_EMITPLAN_H

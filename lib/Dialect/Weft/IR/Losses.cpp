@@ -138,5 +138,3 @@ LogicalResult SoftmaxCrossEntropyAndGradOp::verify() {
            << getLoss().getType() << ", got " << getGrad().getType();
   return verifyReduction(*this, getReduction());
 }
-
-int64_t SoftmaxCrossEntropyAndGradOp::getFlops() { return recordFlops(*this); }

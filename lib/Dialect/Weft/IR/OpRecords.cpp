@@ -4,6 +4,8 @@
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
+#include <type_traits>
+
 using namespace mlir;
 
 // Every record names a dialect class weft::<Id>Op: a record of an op that
@@ -11,6 +13,25 @@ using namespace mlir;
 // a record, is OpRecordTest's: it enumerates the registered ops.)
 #define WEFT_OP(Id, ...)                                                       \
   static_assert(sizeof(::weft::Id##Op) > 0, "no dialect op for record " #Id);
+#include "weft/ops/Ops.def"
+
+// An op defines getFlops (CustomFlops in its ODS) exactly when its record's
+// Flops is Custom; the others take CostOpInterface's default, the record's
+// count. A Custom op without its own rule, or a rule the record does not
+// use, does not build.
+namespace flops_column {
+constexpr bool PerInput(int) { return false; }
+constexpr bool PerOutput(int) { return false; }
+constexpr bool NoFlops = false, Custom = true;
+} // namespace flops_column
+template <typename OpT>
+constexpr bool definesGetFlops =
+    std::is_same_v<decltype(&OpT::getFlops), int64_t (OpT::*)()>;
+#define WEFT_OP(Id, mnemonic, lowering, backends, gradient, precision, split,  \
+                flops)                                                         \
+  static_assert(definesGetFlops<::weft::Id##Op> == flops_column::flops,        \
+                "weft." mnemonic ": defines getFlops (CustomFlops) iff its "   \
+                "record's Flops is Custom");
 #include "weft/ops/Ops.def"
 
 const weft::ops::OpRecord *weft::opRecord(Operation *op) {

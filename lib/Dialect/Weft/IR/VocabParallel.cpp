@@ -26,7 +26,6 @@ LogicalResult VocabParallelGatherOp::verify() {
   return success();
 }
 
-int64_t VocabParallelGatherOp::getFlops() { return recordFlops(*this); }
 int64_t VocabParallelGatherOp::getBytesRead() {
   return byteSize(getIndices().getType()) + byteSize(getOutput().getType());
 }
@@ -65,8 +64,6 @@ LogicalResult VocabParallelCrossEntropyStatsOp::verify() {
   return success();
 }
 
-int64_t VocabParallelCrossEntropyStatsOp::getFlops() { return recordFlops(*this); }
-
 LogicalResult VocabParallelCrossEntropyOp::verify() {
   ArrayRef<int64_t> scores = typeOf(getScores()).getShape();
   if (scores.size() != 2 ||
@@ -80,8 +77,6 @@ LogicalResult VocabParallelCrossEntropyOp::verify() {
                        "scores");
   return success();
 }
-
-int64_t VocabParallelCrossEntropyOp::getFlops() { return recordFlops(*this); }
 
 /// Only the scores get a gradient: max and stats are sums the loss is
 /// invariant to (the max) or whose contribution the softmax carries.
@@ -98,5 +93,3 @@ VocabParallelCrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
       getGridAttr(), getGridAxesAttr(), getIgnoreIndexAttr());
   return success();
 }
-
-int64_t VocabParallelCrossEntropyGradOp::getFlops() { return recordFlops(*this); }

@@ -39,12 +39,6 @@ ShapedType shaped(Value v) { return cast<ShapedType>(v.getType()); }
 } // namespace
 
 // Elementwise ops not generated from a class.
-int64_t WhereOp::getFlops() { return recordFlops(*this); }
-int64_t GeluOp::getFlops() { return recordFlops(*this); }
-int64_t GeluTanhOp::getFlops() { return recordFlops(*this); }
-int64_t ClipOp::getFlops() { return recordFlops(*this); }
-int64_t CastOp::getFlops() { return recordFlops(*this); }
-int64_t ConstantOp::getFlops() { return recordFlops(*this); }
 
 int64_t MatMulOp::getFlops() {
   // Result [..., M, N] with contraction K: each result element is K
@@ -81,10 +75,6 @@ int64_t GemmGeluTanhGradOp::getFlops() {
   return gemmFlops(getA(), getTransA(), mn, Value(), APFloat(1.0)) + 14 * mn;
 }
 
-int64_t SoftmaxOp::getFlops() { return recordFlops(*this); }
-int64_t LogSoftmaxOp::getFlops() { return recordFlops(*this); }
-int64_t LayerNormOp::getFlops() { return recordFlops(*this); }
-int64_t AddLayerNormOp::getFlops() { return recordFlops(*this); }
 int64_t BatchNormOp::getFlops() {
   return (getTraining() ? 7 : 4) * numElements(getInput().getType());
 }
@@ -92,25 +82,15 @@ int64_t DropoutOp::getFlops() {
   bool active = getTraining() && getRatio().convertToDouble() > 0.0;
   return active ? 2 * numElements(getInput().getType()) : 0;
 }
-int64_t TriluOp::getFlops() { return recordFlops(*this); }
 
 // Data movement: no arithmetic.
-int64_t ReshapeOp::getFlops() { return recordFlops(*this); }
 int64_t ReshapeOp::getBytesRead() { return 0; }
 int64_t ReshapeOp::getBytesWritten() { return 0; }
-int64_t TransposeOp::getFlops() { return recordFlops(*this); }
-int64_t ExpandOp::getFlops() { return recordFlops(*this); }
-int64_t ConcatOp::getFlops() { return recordFlops(*this); }
-int64_t SplitOp::getFlops() { return recordFlops(*this); }
-int64_t SliceOp::getFlops() { return recordFlops(*this); }
 int64_t SliceOp::getBytesRead() { return byteSize(getType()); }
-int64_t GatherOp::getFlops() { return recordFlops(*this); }
 int64_t GatherOp::getBytesRead() {
   // The gathered rows (= the result) plus the indices; never the whole table.
   return byteSize(getType()) + byteSize(getIndices().getType());
 }
-int64_t PadOp::getFlops() { return recordFlops(*this); }
-int64_t ResizeOp::getFlops() { return recordFlops(*this); }
 
 int64_t ConvOp::getFlops() {
   auto weight = shaped(getWeight());
@@ -137,5 +117,4 @@ int64_t AvgPoolOp::getFlops() {
   return numElements(getType()) * product(getKernelShape());
 }
 
-int64_t SoftmaxCrossEntropyOp::getFlops() { return recordFlops(*this); }
 int64_t NllLossOp::getFlops() { return 2 * numElements(getTarget().getType()); }

@@ -1,29 +1,12 @@
 //===- WeftGradOps.cpp - verification and cost of backward-only ops -------===//
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/ops/OpCheck.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 using namespace mlir;
 using namespace weft;
-
-LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
-                                                std::optional<Location> loc,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &out) {
-  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
-  if (adaptor.getGrad().getType() != input)
-    return emitOptionalError(
-        loc, "layer_norm_grad: grad must have the input's type");
-  if (Value acc = adaptor.getAccumulate(); acc && acc.getType() != input)
-    return emitOptionalError(
-        loc, "layer_norm_grad: accumulate must have the input's type ", input,
-        ", got ", acc.getType());
-  out.push_back(input);
-  out.push_back(adaptor.getScale().getType());
-  out.push_back(adaptor.getScale().getType());
-  return success();
-}
 
 LogicalResult WgradBiasOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
@@ -88,18 +71,10 @@ LogicalResult GatherGradOp::verify() {
   return success();
 }
 
-int64_t ClipGradOp::getFlops() { return recordFlops(*this); }
-int64_t NllLossGradOp::getFlops() { return recordFlops(*this); }
-int64_t GeluGradOp::getFlops() { return recordFlops(*this); }
-int64_t GeluTanhGradOp::getFlops() { return recordFlops(*this); }
-int64_t ReluGradOp::getFlops() { return recordFlops(*this); }
-int64_t SoftmaxGradOp::getFlops() { return recordFlops(*this); }
-int64_t LogSoftmaxGradOp::getFlops() { return recordFlops(*this); }
 int64_t LayerNormGradOp::getFlops() {
   // The accumulate's add counts as the add op it replaced did.
   return (getAccumulate() ? 13 : 12) * numElements(getInput().getType());
 }
-int64_t DropoutGradOp::getFlops() { return recordFlops(*this); }
 int64_t GatherGradOp::getFlops() {
   // The accumulate's add counts as the add op it replaced did.
   int64_t flops = numElements(getGrad().getType());
@@ -158,7 +133,6 @@ int64_t ConvWeightGradOp::getFlops() {
   return 2 * numElements(getGrad().getType()) * numElements(getType()) /
          getType().getDimSize(0);
 }
-int64_t BatchNormGradOp::getFlops() { return recordFlops(*this); }
 int64_t MaxPoolGradOp::getFlops() {
   return numElements(getGrad().getType()) * product(getKernelShape());
 }
@@ -171,9 +145,6 @@ int64_t ResizeGradOp::getFlops() { return numElements(getGrad().getType()); }
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
-int64_t AdamWOp::getFlops() { return recordFlops(*this); }
-int64_t SGDOp::getFlops() { return recordFlops(*this); }
-int64_t AssignOp::getFlops() { return recordFlops(*this); }
 int64_t FoundInfOp::getFlops() {
   int64_t n = 0;
   for (Value g : getGrads())
@@ -208,8 +179,8 @@ LogicalResult UpdateLossScaleOp::verify() {
   // Written so that a NaN factor fails too.
   double growth = getGrowthFactor().convertToDouble(),
          backoff = getBackoffFactor().convertToDouble();
-  bool valid = getGrowthInterval() >= 1 && growth > 1 && backoff > 0 &&
-               backoff < 1;
+  bool valid =
+      getGrowthInterval() >= 1 && growth > 1 && backoff > 0 && backoff < 1;
   if (!valid)
     return emitOpError("needs growth_interval >= 1, growth_factor > 1 and "
                        "backoff_factor in (0, 1)");
@@ -251,8 +222,8 @@ LogicalResult verifyUpdate(Operation *op, Value param, Value grad,
   auto results = op->getResults();
   if (results.size() != 1 + state.size() + (master ? 1 : 0))
     return op->emitOpError("returns the parameter, its state")
-           << (master ? " and its master" : "") << ", got "
-           << results.size() << " results";
+           << (master ? " and its master" : "") << ", got " << results.size()
+           << " results";
   if (results[0].getType() != p)
     return op->emitOpError("the new parameter must have its type");
   for (Value v : results.drop_front())
@@ -311,44 +282,29 @@ BlockArgument weft::batchNormStateRoot(Value stats) {
 }
 
 std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
-  // batch_norm's running statistics (results 1, 2) update the state
-  // they read (operands 3, 4) in place, when that is a state argument or,
-  // across micro-batches, the statistics an earlier batch_norm updated.
-  if (isa<BatchNormOp>(op)) {
-    if (result == 0 || !batchNormStateRoot(op->getResult(result)))
-      return std::nullopt;
-    return result + 2;
-  }
-  // adamw: (param, m, v, master?) <- operands (0, 2, 3, 4); sgd: (param,
-  // buffer?, master?) <- (0, 2?, 3 or 2): past the gradient, in order.
-  if (isa<AdamWOp, SGDOp>(op))
-    return result == 0 ? 0u : result + 1;
-  // assign writes its value into its destination; the loss scaler's
-  // update, its state.
-  if (isa<AssignOp, UpdateLossScaleOp>(op))
-    return 0u;
-  // wait_recv yields the buffer its irecv filled (operand 1).
+  // Communication: wait_recv yields the buffer its irecv filled (operand
+  // 1), wait_collective the buffer its collective filled (operand 0).
   if (isa<WaitRecvOp>(op))
     return 1u;
-  // wait_collective yields the buffer its collective filled (operand 0).
   if (isa<WaitCollectiveOp>(op))
     return 0u;
-  // The fused loss writes the scores' gradient over the scores
-  // (weft-fold-loss-grad makes it only where nothing reads them after).
-  if (isa<SoftmaxCrossEntropyAndGradOp>(op) && result == 2)
-    return 0u;
-  // An embedding's gradient scattered into its other gradient
-  // (weft-fold-gather-grad-add: nothing else reads that).
-  if (auto gather = dyn_cast<GatherGradOp>(op);
-      gather && gather.getAccumulate())
-    return 2u;
-  if (auto shard = dyn_cast<VocabParallelGatherGradOp>(op);
-      shard && shard.getAccumulate())
-    return 2u;
-  // Micro-batch gradient accumulation into the running sums
-  // (weft-fold-grad-accumulation: nothing else reads them).
-  if (auto wgrad = dyn_cast<WgradBiasOp>(op);
-      wgrad && !wgrad.getAccumulate().empty())
-    return 2 + result;
-  return std::nullopt;
+  // Kernels: the pairs of their specification (the optimizer updates, the
+  // loss scaler, assign; the accumulating gradients, present when their
+  // accumulate operand is; batch_norm's statistics and the fused loss's
+  // scores gradient, which may run in place).
+  const ops::OpRecord *record = opRecord(op);
+  if (!record || !record->isKernel())
+    return std::nullopt;
+  std::optional<ops::InPlacePair> pair =
+      ops::inPlaceInput(record->op, static_cast<int>(result));
+  if (!pair || unsigned(pair->input) >= op->getNumOperands())
+    return std::nullopt;
+  // batch_norm updates its running statistics in place only where they are
+  // state (a weft.state argument, or the statistics an earlier micro-batch's
+  // batch_norm updated): never a constant the model reads again.
+  // weft-fold-loss-grad fuses the loss only where nothing reads the scores
+  // after it, so its scores gradient always overwrites them.
+  if (isa<BatchNormOp>(op) && !batchNormStateRoot(op->getResult(result)))
+    return std::nullopt;
+  return unsigned(pair->input);
 }

@@ -230,55 +230,6 @@ LogicalResult LogSoftmaxOp::verify() {
   return checkAxis(getLoc(), getAxis(), getType().getRank());
 }
 
-namespace {
-/// ONNX LayerNormalization-17's results for `input` normalised over
-/// [axis, rank): Y like X; Mean and InvStdDev keep the leading dims, 1
-/// elsewhere, in the stash type (float32 by default).
-LogicalResult inferLayerNorm(MLIRContext *ctx, std::optional<Location> loc,
-                             RankedTensorType input, int64_t axis,
-                             ArrayRef<Value> affine, Types &out) {
-  if (failed(checkAxis(loc, axis, input.getRank())))
-    return failure();
-  ArrayRef<int64_t> normalized = input.getShape().drop_front(axis);
-  for (Value v : affine) {
-    if (!v)
-      continue;
-    auto shape = broadcastShapes(ranked(v).getShape(), normalized);
-    if (!shape || ArrayRef<int64_t>(*shape) != normalized)
-      return emitOptionalError(loc, "layer_norm scale/bias ", v.getType(),
-                               " does not broadcast to the normalised dims");
-  }
-  SmallVector<int64_t> statShape(input.getShape().take_front(axis));
-  statShape.append(input.getRank() - axis, 1);
-  out.push_back(input);
-  out.push_back(tensorOf(statShape, Float32Type::get(ctx)));
-  out.push_back(tensorOf(statShape, Float32Type::get(ctx)));
-  return success();
-}
-} // namespace
-
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *ctx,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor, Types &out) {
-  return inferLayerNorm(ctx, loc, ranked(adaptor.getInput()), adaptor.getAxis(),
-                        {adaptor.getScale(), adaptor.getBias()}, out);
-}
-
-LogicalResult AddLayerNormOp::inferReturnTypes(MLIRContext *ctx,
-                                               std::optional<Location> loc,
-                                               Adaptor adaptor, Types &out) {
-  RankedTensorType input = ranked(adaptor.getInput());
-  if (adaptor.getResidual().getType() != input)
-    return emitOptionalError(
-        loc, "add_layer_norm: residual ", adaptor.getResidual().getType(),
-        " is not the input's type ", input, " (the add does not broadcast)");
-  if (failed(inferLayerNorm(ctx, loc, input, adaptor.getAxis(),
-                            {adaptor.getScale(), adaptor.getBias()}, out)))
-    return failure();
-  out.push_back(input);
-  return success();
-}
-
 LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor, Types &out) {

@@ -190,6 +190,19 @@ struct CheckedKernel {
   KernelCost cost;
 };
 
+/// Decodes an instruction's attributes against `spec`: each known and of its
+/// kind, required ones present. Throws Error naming the attribute.
+KernelAttrs decodeKernelAttrs(const KernelSpec &spec,
+                              const nlohmann::json &attrs);
+
+/// The outputs' types `spec`'s rule gives for inputs `in` and decoded
+/// attributes `attrs`, after checking the input count. Throws Error with the
+/// rule's message. The compiler infers and verifies kernel ops with it
+/// (weft/ops/OpCheck.h), so an op's type rule is written once, here.
+std::vector<TensorType> inferKernel(const KernelSpec &spec,
+                                    const std::vector<TensorType> &in,
+                                    const KernelAttrs &attrs);
+
 /// Checks a compute instruction against `spec`: the input count, every
 /// attribute (known, of its kind, required ones present), the output count
 /// and each output's dtype and shape against the rule, and in-place and

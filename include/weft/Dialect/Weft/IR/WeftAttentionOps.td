@@ -15,7 +15,7 @@
 #define WEFT_DIALECT_WEFT_IR_WEFTATTENTIONOPS_TD
 
 def Weft_AttentionOp : Weft_Op<"attention", [InferTypeOpAdaptor,
-    DeclareOpInterfaceMethods<GradientOpInterface>]> {
+    DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "Fused scaled dot-product attention (FlashAttention).";
   let description = [{
     `q: [.., Sq, D]`, `k: [.., Sk, D]`, `v: [.., Sk, Dv]`, one float dtype
@@ -64,7 +64,7 @@ def Weft_AttentionOp : Weft_Op<"attention", [InferTypeOpAdaptor,
   let hasVerifier = 1;
 }
 
-def Weft_AttentionGradOp : Weft_InferredOp<"attention_grad"> {
+def Weft_AttentionGradOp : Weft_InferredOp<"attention_grad", [], CustomFlops> {
   let summary = "Gradients of attention w.r.t. q, k and v (FlashAttention's "
                 "backward).";
   let description = [{

@@ -44,22 +44,41 @@ def Weft_Tensor : StaticShapeTensorOf<[AnyType]>;
 def Weft_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Weft_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
 
-/// Base of every weft op. Ops provide their cost through CostOpInterface;
-/// an op whose record (runtime/include/weft/ops/Ops.def) counts its FLOPs
-/// per element returns `::weft::recordFlops(*this)`.
+/// Base of every weft op. Ops provide their cost through CostOpInterface,
+/// whose getFlops by default counts what the op's record
+/// (runtime/include/weft/ops/Ops.def) says per element.
 /// `costOverrides` names the CostOpInterface methods with a default that the
-/// op replaces (e.g. "getBytesRead" for ops that read part of an operand).
+/// op replaces: CustomFlops for an op whose record's Flops is Custom (it
+/// defines getFlops; OpRecords.cpp holds the two together at compile time),
+/// "getBytesRead" for ops that read part of an operand.
+defvar CustomFlops = ["getFlops"];
 class Weft_Op<string mnemonic, list<Trait> traits = [],
               list<string> costOverrides = []>
     : Op<Weft_Dialect, mnemonic,
          !listconcat(traits,
-                     [DeclareOpInterfaceMethods<CostOpInterface, costOverrides>])>;
+                     [DeclareOpInterfaceMethods<CostOpInterface, costOverrides>,
+                      KernelContract])>;
 
 /// An op with one result whose type is inferred from operands and attributes.
 class Weft_InferredOp<string mnemonic, list<Trait> traits = [],
                       list<string> costOverrides = []>
     : Weft_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor]),
               costOverrides>;
+
+/// An op whose result types are its kernel's rule: the runtime's
+/// specification entry (runtime/lib/specs) infers them, through
+/// KernelContract.h, so the type rule is written once, there.
+class Weft_KernelTypedOp<string mnemonic, list<Trait> traits = [],
+                         list<string> costOverrides = []>
+    : Weft_InferredOp<mnemonic, traits, costOverrides> {
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *ctx, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::weft::inferKernelTypes<$cppClass>(ctx, loc, adaptor, types);
+    }
+  }];
+}
 
 /// Elementwise unary op: the result has the operand's type. Costs `flops`
 /// FLOPs per element.
@@ -71,9 +90,6 @@ class Weft_UnaryOp<string mnemonic, string onnxName, list<Trait> traits = []>
   let arguments = (ins Weft_Tensor:$input);
   let results = (outs Weft_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($output)";
-  let extraClassDefinition = [{
-    int64_t $cppClass::getFlops() { return ::weft::recordFlops(*this); }
-  }];
 }
 
 /// Elementwise binary op with ONNX (numpy) multidirectional broadcasting.
@@ -93,7 +109,6 @@ class Weft_BinaryOp<string mnemonic, string onnxName,
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDefinition = [{
-    int64_t $cppClass::getFlops() { return ::weft::recordFlops(*this); }
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
         ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
         Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
@@ -119,7 +134,6 @@ class Weft_ReduceOp<string mnemonic, string onnxName>
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let extraClassDefinition = [{
-    int64_t $cppClass::getFlops() { return ::weft::recordFlops(*this); }
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
         ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
         Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {

@@ -68,7 +68,7 @@ def Weft_LogSoftmaxGradOp : Weft_Op<"log_softmax_grad",
   let assemblyFormat = "$output `,` $grad attr-dict `:` type($input_grad)";
 }
 
-def Weft_LayerNormGradOp : Weft_InferredOp<"layer_norm_grad"> {
+def Weft_LayerNormGradOp : Weft_KernelTypedOp<"layer_norm_grad", [], CustomFlops> {
   let summary = "Gradients of layer_norm w.r.t. input, scale and bias.";
   let description = [{
     With `xhat = (x - mean) * inv_std_dev` over the normalised dims `[axis,
@@ -93,7 +93,7 @@ def Weft_LayerNormGradOp : Weft_InferredOp<"layer_norm_grad"> {
   }];
 }
 
-def Weft_WgradBiasOp : Weft_InferredOp<"wgrad_bias"> {
+def Weft_WgradBiasOp : Weft_InferredOp<"wgrad_bias", [], CustomFlops> {
   let summary = "A Linear layer's weight and bias gradients from one read of "
                 "its output gradient.";
   let description = [{
@@ -138,7 +138,7 @@ def Weft_DropoutGradOp : Weft_Op<"dropout_grad", [Pure]> {
   let assemblyFormat = "$grad `,` $mask attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_GatherGradOp : Weft_InferredOp<"gather_grad"> {
+def Weft_GatherGradOp : Weft_InferredOp<"gather_grad", [], CustomFlops> {
   let summary = "d/d data of gather: scatter-add `dy` rows into zeros of `shape`.";
   let description = [{
     The embedding backward: row `indices[i]` of the result accumulates every
@@ -168,7 +168,7 @@ def Weft_GatherGradOp : Weft_InferredOp<"gather_grad"> {
 
 def Weft_SoftmaxCrossEntropyGradOp
     : Weft_InferredOp<"softmax_cross_entropy_grad",
-                      [AttrSizedOperandSegments]> {
+                      [AttrSizedOperandSegments], CustomFlops> {
   let summary = "d/d scores of softmax_cross_entropy, from its "
                 "log-probabilities or its scores and log-sum-exp.";
   let description = [{
@@ -255,7 +255,7 @@ def Weft_NllLossGradOp : Weft_InferredOp<"nll_loss_grad"> {
   }];
 }
 
-def Weft_ConvWeightGradOp : Weft_InferredOp<"conv_weight_grad"> {
+def Weft_ConvWeightGradOp : Weft_InferredOp<"conv_weight_grad", [], CustomFlops> {
   let summary = "d/dW of conv: correlate the input with the output gradient.";
   let description = [{
     For `y = conv(x, W)` with the given window attributes, the gradient of
@@ -294,7 +294,7 @@ def Weft_BatchNormGradOp : Weft_InferredOp<"batch_norm_grad"> {
   }];
 }
 
-def Weft_MaxPoolGradOp : Weft_Op<"max_pool_grad", [Pure]> {
+def Weft_MaxPoolGradOp : Weft_Op<"max_pool_grad", [Pure], CustomFlops> {
   let summary = "d/dx max_pool: each dy goes to its window's (first) maximum.";
   let description = "Cost: `prod(kernel_shape)` FLOPs per element of `dy`.";
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad,
@@ -306,7 +306,7 @@ def Weft_MaxPoolGradOp : Weft_Op<"max_pool_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Weft_AvgPoolGradOp : Weft_Op<"avg_pool_grad", [Pure]> {
+def Weft_AvgPoolGradOp : Weft_Op<"avg_pool_grad", [Pure], CustomFlops> {
   let summary = "d/dx avg_pool: each dy spread evenly over its window.";
   let description = "Cost: `prod(kernel_shape)` FLOPs per element of `dy`.";
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad,
@@ -318,7 +318,7 @@ def Weft_AvgPoolGradOp : Weft_Op<"avg_pool_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Weft_ResizeGradOp : Weft_Op<"resize_grad", [Pure]> {
+def Weft_ResizeGradOp : Weft_Op<"resize_grad", [Pure], CustomFlops> {
   let summary = "d/dx nearest resize: scatter-add dy onto the source pixels.";
   let description = "Cost: 1 FLOP per element of `dy`.";
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad,

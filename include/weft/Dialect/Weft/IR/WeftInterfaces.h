@@ -11,6 +11,23 @@ int64_t defaultBytesRead(mlir::Operation *op);
 /// Bytes of every result of `op` (each written once).
 int64_t defaultBytesWritten(mlir::Operation *op);
 } // namespace detail
+
+/// See KernelContract.h.
+mlir::LogicalResult verifyKernelContract(mlir::Operation *op);
+
+/// On every weft op: an op that lowers to a kernel has the result types the
+/// kernel's specification gives (KernelContract.h). It is checked as a
+/// region trait only so that it runs after the op's own verifier: an op
+/// whose operands are malformed gets its verifier's message, not the
+/// kernel's.
+template <typename ConcreteType>
+class KernelContract
+    : public mlir::OpTrait::TraitBase<ConcreteType, KernelContract> {
+public:
+  static mlir::LogicalResult verifyRegionTrait(mlir::Operation *op) {
+    return verifyKernelContract(op);
+  }
+};
 } // namespace weft
 
 #include "weft/Dialect/Weft/IR/WeftInterfaces.h.inc"

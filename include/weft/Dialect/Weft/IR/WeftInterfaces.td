@@ -19,8 +19,10 @@ def CostOpInterface : OpInterface<"CostOpInterface"> {
     (views, gathers, slices) override that.
   }];
   let methods = [
-    InterfaceMethod<"Floating-point operations of one execution (FLOPs).",
-      "int64_t", "getFlops", (ins)>,
+    InterfaceMethod<"Floating-point operations of one execution (FLOPs); "
+      "by default the op record's per-element count (Ops.def).",
+      "int64_t", "getFlops", (ins), [{}],
+      [{ return ::weft::recordFlops($_op); }]>,
     InterfaceMethod<"Bytes read from operands by one execution.",
       "int64_t", "getBytesRead", (ins), [{}],
       [{ return ::weft::detail::defaultBytesRead($_op); }]>,
@@ -28,6 +30,11 @@ def CostOpInterface : OpInterface<"CostOpInterface"> {
       "int64_t", "getBytesWritten", (ins), [{}],
       [{ return ::weft::detail::defaultBytesWritten($_op); }]>,
   ];
+}
+
+/// See WeftInterfaces.h: a kernel op's result types are its kernel's.
+def KernelContract : NativeOpTrait<"KernelContract"> {
+  let cppNamespace = "::weft";
 }
 
 def GradientOpInterface : OpInterface<"GradientOpInterface"> {

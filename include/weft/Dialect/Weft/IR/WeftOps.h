@@ -9,6 +9,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "weft/Dialect/Weft/IR/KernelContract.h"
 #include "weft/Dialect/Weft/IR/OpRecords.h"
 #include "weft/Dialect/Weft/IR/ShapeUtils.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"

@@ -128,7 +128,7 @@ def Weft_ConstantOp : Weft_InferredOp<"constant", [ConstantLike]> {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Weft_MatMulOp : Weft_InferredOp<"matmul", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_MatMulOp : Weft_InferredOp<"matmul", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "numpy matmul with batch broadcasting (ONNX MatMul-13).";
   let description = [{
     `[..., M, K] x [..., K, N] -> [..., M, N]`; 1-D operands are promoted as
@@ -148,7 +148,7 @@ def Weft_MatMulOp : Weft_InferredOp<"matmul", [DeclareOpInterfaceMethods<Gradien
   }];
 }
 
-def Weft_GemmOp : Weft_InferredOp<"gemm", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_GemmOp : Weft_InferredOp<"gemm", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "`alpha*op(A)*op(B) + beta*C` (ONNX Gemm-13).";
   let description = [{
     `A` is `[M,K]` (`[K,M]` with `transA`), `B` is `[K,N]` (`[N,K]` with
@@ -174,7 +174,7 @@ def Weft_GemmOp : Weft_InferredOp<"gemm", [DeclareOpInterfaceMethods<GradientOpI
   }];
 }
 
-def Weft_GemmGeluTanhOp : Weft_InferredOp<"gemm_gelu_tanh"> {
+def Weft_GemmGeluTanhOp : Weft_InferredOp<"gemm_gelu_tanh", [], CustomFlops> {
   let summary = "A gemm and the tanh GELU of its output, in one GEMM.";
   let description = [{
     `pre_activation = alpha*op(A)*op(B) + beta*C` exactly as weft.gemm
@@ -200,7 +200,7 @@ def Weft_GemmGeluTanhOp : Weft_InferredOp<"gemm_gelu_tanh"> {
   }];
 }
 
-def Weft_GemmGeluTanhGradOp : Weft_InferredOp<"gemm_gelu_tanh_grad"> {
+def Weft_GemmGeluTanhGradOp : Weft_InferredOp<"gemm_gelu_tanh_grad", [], CustomFlops> {
   let summary = "A gemm that gives a tanh GELU's output gradient, and the "
                 "GELU's input gradient from it.";
   let description = [{
@@ -247,7 +247,7 @@ def Weft_LogSoftmaxOp : Weft_Op<"log_softmax", [Pure, SameOperandsAndResultType,
   let hasVerifier = 1;
 }
 
-def Weft_LayerNormOp : Weft_InferredOp<"layer_norm", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_LayerNormOp : Weft_KernelTypedOp<"layer_norm", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Layer normalisation over dims `[axis, rank)` (ONNX LayerNormalization-17).";
   let description = [{
     `Y = (X - mean) * inv_std_dev * scale + bias`, statistics over the
@@ -265,7 +265,7 @@ def Weft_LayerNormOp : Weft_InferredOp<"layer_norm", [DeclareOpInterfaceMethods<
   }];
 }
 
-def Weft_AddLayerNormOp : Weft_InferredOp<"add_layer_norm"> {
+def Weft_AddLayerNormOp : Weft_KernelTypedOp<"add_layer_norm"> {
   let summary = "A residual add and the layer_norm of its sum, in one kernel.";
   let description = [{
     `sum = input + residual` (one type, no broadcasting), rounded to that
@@ -290,7 +290,7 @@ def Weft_AddLayerNormOp : Weft_InferredOp<"add_layer_norm"> {
   }];
 }
 
-def Weft_BatchNormOp : Weft_InferredOp<"batch_norm", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_BatchNormOp : Weft_InferredOp<"batch_norm", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "Batch normalisation over channel dim 1 (ONNX BatchNormalization-15).";
   let description = [{
     With `training`, normalises with the batch statistics (population
@@ -317,7 +317,7 @@ def Weft_BatchNormOp : Weft_InferredOp<"batch_norm", [DeclareOpInterfaceMethods<
   }];
 }
 
-def Weft_DropoutOp : Weft_InferredOp<"dropout", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_DropoutOp : Weft_InferredOp<"dropout", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "Dropout with probability `ratio` (ONNX Dropout-13).";
   let description = [{
     When `training` and `ratio > 0`, zeroes each element with probability
@@ -458,7 +458,7 @@ def Weft_ResizeOp : Weft_InferredOp<"resize", [DeclareOpInterfaceMethods<Gradien
 // Convolution and pooling (NCHW, any number of spatial dims)
 //===----------------------------------------------------------------------===//
 
-def Weft_ConvOp : Weft_InferredOp<"conv", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_ConvOp : Weft_InferredOp<"conv", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "Grouped N-d convolution, explicit pads (ONNX Conv-11).";
   let description = [{
     `X: [N, C, D1..Dn]`, `W: [M, C/group, k1..kn]`, `B: [M]`. `pads` is
@@ -477,7 +477,7 @@ def Weft_ConvOp : Weft_InferredOp<"conv", [DeclareOpInterfaceMethods<GradientOpI
   }];
 }
 
-def Weft_ConvTransposeOp : Weft_InferredOp<"conv_transpose", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_ConvTransposeOp : Weft_InferredOp<"conv_transpose", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "Grouped N-d transposed convolution (ONNX ConvTranspose-11).";
   let description = [{
     `X: [N, C, D1..Dn]`, `W: [C, M/group, k1..kn]`. Output dim
@@ -497,7 +497,7 @@ def Weft_ConvTransposeOp : Weft_InferredOp<"conv_transpose", [DeclareOpInterface
   }];
 }
 
-def Weft_MaxPoolOp : Weft_InferredOp<"max_pool", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_MaxPoolOp : Weft_InferredOp<"max_pool", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "N-d max pooling (ONNX MaxPool-12).";
   let description = "Cost: `prod(kernel_shape)` FLOPs (compares) per output element.";
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$kernel_shape,
@@ -508,7 +508,7 @@ def Weft_MaxPoolOp : Weft_InferredOp<"max_pool", [DeclareOpInterfaceMethods<Grad
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_AvgPoolOp : Weft_InferredOp<"avg_pool", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_AvgPoolOp : Weft_InferredOp<"avg_pool", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "N-d average pooling (ONNX AveragePool-11).";
   let description = "Cost: `prod(kernel_shape)` FLOPs per output element.";
   let arguments = (ins Weft_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
@@ -557,7 +557,7 @@ def Weft_SoftmaxCrossEntropyOp : Weft_InferredOp<"softmax_cross_entropy", [Decla
   let hasVerifier = 1;
 }
 
-def Weft_NllLossOp : Weft_InferredOp<"nll_loss", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_NllLossOp : Weft_InferredOp<"nll_loss", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "Negative log-likelihood loss (ONNX NegativeLogLikelihoodLoss-13).";
   let description = [{
     `input: [N, C, d...]` log-probabilities, `target: [N, d...]`, optional

@@ -86,7 +86,7 @@ def Weft_SGDOp : Weft_Op<"sgd", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def Weft_FoundInfOp : Weft_Op<"found_inf", [Pure]> {
+def Weft_FoundInfOp : Weft_Op<"found_inf", [Pure], CustomFlops> {
   let summary = "1 when any element of the gradients is not finite, else 0.";
   let description = [{
     GradScaler's `_unscale_grads_` check (torch.amp.grad_scaler): the f32
@@ -101,7 +101,7 @@ def Weft_FoundInfOp : Weft_Op<"found_inf", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Weft_UpdateLossScaleOp : Weft_Op<"update_loss_scale"> {
+def Weft_UpdateLossScaleOp : Weft_Op<"update_loss_scale", [], CustomFlops> {
   let summary = "GradScaler.update: back off on overflow, grow after a run.";
   let description = [{
     The loss scaler's state is `[scale, growth_tracker, skipped_steps]`

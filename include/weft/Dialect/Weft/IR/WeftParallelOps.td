@@ -43,7 +43,6 @@ def Weft_CopyToTensorParallelOp : Weft_Op<"copy_to_tensor_parallel",
   let results = (outs Weft_FloatTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($output)";
   let extraClassDefinition = [{
-    int64_t $cppClass::getFlops() { return ::weft::recordFlops(*this); }
     int64_t $cppClass::getBytesRead() { return 0; }
     int64_t $cppClass::getBytesWritten() { return 0; }
   }];
@@ -78,7 +77,7 @@ def Weft_VocabParallelGatherOp : Weft_VocabParallelOp<"vocab_parallel_gather",
   let hasVerifier = 1;
 }
 
-def Weft_VocabParallelGatherGradOp : Weft_VocabParallelOp<"vocab_parallel_gather_grad"> {
+def Weft_VocabParallelGatherGradOp : Weft_VocabParallelOp<"vocab_parallel_gather_grad", [], CustomFlops> {
   let summary = "d/d table of vocab_parallel_gather: scatter-add into this rank's rows.";
   let description = [{
     `grad: [d..., h...]`, `indices: [d...]` -> `[V/T, h...]` (the result

@@ -21,16 +21,12 @@ def Weft_RequestType : TypeDef<Weft_Dialect, "Request"> {
 class Weft_TransferOp<string mnemonic, list<Trait> traits = [],
                       list<string> costOverrides = []>
     : Weft_Op<mnemonic, traits, costOverrides> {
-  let extraClassDefinition = [{
-    int64_t $cppClass::getFlops() { return ::weft::recordFlops(*this); }
-  }];
 }
 
 /// A wait: no FLOPs, no bytes.
 class Weft_WaitOp<string mnemonic, list<Trait> traits = []>
     : Weft_TransferOp<mnemonic, traits, ["getBytesRead", "getBytesWritten"]> {
   let extraClassDefinition = [{
-    int64_t $cppClass::getFlops() { return ::weft::recordFlops(*this); }
     int64_t $cppClass::getBytesRead() { return 0; }
     int64_t $cppClass::getBytesWritten() { return 0; }
   }];

@@ -11,6 +11,7 @@
 
 #include "weft/Dialect/Weft/IR/OpRecords.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/ops/OpCheck.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -19,6 +20,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 using namespace mlir;
 namespace ops = weft::ops;
@@ -80,46 +83,140 @@ TEST_F(OpRecordTest, GradientColumnMatchesTheInterfaces) {
 }
 
 /// The per-element FLOP counts as each op's .td description derives them
-/// (CostOpInterface's units), pinned: changing one in the record fails here
-/// (the compiler's cost model and the runtime's spec both read the record,
-/// so they cannot disagree with each other, only with this derivation).
+/// (CostOpInterface's units), pinned for every record that is not Custom:
+/// changing one in the record, or adding a record without its pin, fails
+/// here (the compiler's cost model and the runtime's spec both read the
+/// record, so they cannot disagree with each other, only with this
+/// derivation). Custom rules are held by plan emission (getFlops against
+/// the spec's count) and CostTest.
 TEST(OpRecords, PerElementFlopsAreTheDerivedCounts) {
   using ops::FlopRule;
+  using ops::Op;
   struct Pin {
-    ops::Op op;
     FlopRule::Base base;
     int64_t perElement;
   };
-  const Pin pins[] = {
-      {ops::Op::Add, FlopRule::Output, 1},
-      {ops::Op::Exp, FlopRule::Output, 1},
-      {ops::Op::Where, FlopRule::Output, 1},
+  const Pin perOutput1{FlopRule::Output, 1}, none{FlopRule::None, 0};
+  const std::map<Op, Pin> pins = {
+      // One operation per element, transcendental functions included.
+      {Op::Sqrt, perOutput1},
+      {Op::Reciprocal, perOutput1},
+      {Op::Neg, perOutput1},
+      {Op::Exp, perOutput1},
+      {Op::Log, perOutput1},
+      {Op::Erf, perOutput1},
+      {Op::Tanh, perOutput1},
+      {Op::Relu, perOutput1},
+      {Op::Sigmoid, perOutput1},
+      {Op::Add, perOutput1},
+      {Op::Sub, perOutput1},
+      {Op::Mul, perOutput1},
+      {Op::Div, perOutput1},
+      {Op::Pow, perOutput1},
+      {Op::Equal, perOutput1},
+      {Op::Where, perOutput1},
+      {Op::Clip, perOutput1},
+      {Op::Cast, perOutput1},
+      {Op::ReluGrad, perOutput1}, // a select on the sign
       // erf form: the chain's div, erf, add, mul, mul.
-      {ops::Op::Gelu, FlopRule::Output, 5},
+      {Op::Gelu, {FlopRule::Output, 5}},
       // tanh form: x^3, two scalings, add, tanh, add, two products.
-      {ops::Op::GeluTanh, FlopRule::Output, 9},
-      // max, subtract, exp, sum, divide.
-      {ops::Op::Softmax, FlopRule::Output, 5},
-      {ops::Op::LogSoftmax, FlopRule::Output, 5},
-      // mean, centre, square, variance, scale by 1/std, affine mul and add.
-      {ops::Op::LayerNorm, FlopRule::Input, 8},
-      {ops::Op::AddLayerNorm, FlopRule::Input, 9},
-      {ops::Op::ReduceSum, FlopRule::Input, 1},
-      {ops::Op::SoftmaxCrossEntropy, FlopRule::Input, 6},
-      {ops::Op::SoftmaxCrossEntropyAndGrad, FlopRule::Input, 10},
-      {ops::Op::GeluGrad, FlopRule::Output, 8},
-      {ops::Op::GeluTanhGrad, FlopRule::Output, 14},
-      {ops::Op::SoftmaxGrad, FlopRule::Output, 4},
-      {ops::Op::BatchNormGrad, FlopRule::Input, 8},
-      {ops::Op::AdamW, FlopRule::Input, 12},
-      {ops::Op::SGD, FlopRule::Input, 4},
-      {ops::Op::Transpose, FlopRule::None, 0},
-      {ops::Op::Reshape, FlopRule::None, 0},
+      {Op::GeluTanh, {FlopRule::Output, 9}},
+      // max, subtract, exp, sum, divide (log: a log for the divide).
+      {Op::Softmax, {FlopRule::Output, 5}},
+      {Op::LogSoftmax, {FlopRule::Output, 5}},
+      // mean, centre, square, variance, scale by 1/std, affine mul and add;
+      // the residual add before it.
+      {Op::LayerNorm, {FlopRule::Input, 8}},
+      {Op::AddLayerNorm, {FlopRule::Input, 9}},
+      // One add or compare per input element.
+      {Op::ReduceSum, {FlopRule::Input, 1}},
+      {Op::ReduceMean, {FlopRule::Input, 1}},
+      {Op::ReduceMax, {FlopRule::Input, 1}},
+      {Op::NllLossGrad, {FlopRule::Input, 1}},
+      // log-softmax's 5 and the pick of the label's.
+      {Op::SoftmaxCrossEntropy, {FlopRule::Input, 6}},
+      // ... and its gradient's softmax - one-hot, scaled: 4 more.
+      {Op::SoftmaxCrossEntropyAndGrad, {FlopRule::Input, 10}},
+      // The derivative's density, product and sum terms.
+      {Op::GeluGrad, {FlopRule::Output, 8}},
+      {Op::GeluTanhGrad, {FlopRule::Output, 14}},
+      // A compare (clip: two) and a select (dropout: a mask and a scale).
+      {Op::ClipGrad, {FlopRule::Output, 2}},
+      {Op::DropoutGrad, {FlopRule::Output, 2}},
+      // dy*y, its row sum, subtract, multiply (log: exp for y).
+      {Op::SoftmaxGrad, {FlopRule::Output, 4}},
+      {Op::LogSoftmaxGrad, {FlopRule::Output, 4}},
+      {Op::BatchNormGrad, {FlopRule::Input, 8}},
+      // Moments, bias corrections, the update and its weight decay.
+      {Op::AdamW, {FlopRule::Input, 12}},
+      {Op::SGD, {FlopRule::Input, 4}},
+      // Megatron's vocab-parallel cross-entropy: max/exp/sum per score,
+      // the loss's picks, the gradient's softmax - one-hot.
+      {Op::VocabParallelCrossEntropyStats, {FlopRule::Input, 3}},
+      {Op::VocabParallelCrossEntropy, {FlopRule::Input, 2}},
+      {Op::VocabParallelCrossEntropyGrad, {FlopRule::Input, 3}},
+      // Data movement, views, constants and communication: 0 FLOPs.
+      {Op::Constant, none},
+      {Op::Trilu, none},
+      {Op::Reshape, none},
+      {Op::Transpose, none},
+      {Op::Expand, none},
+      {Op::Concat, none},
+      {Op::Split, none},
+      {Op::Slice, none},
+      {Op::Gather, none},
+      {Op::Pad, none},
+      {Op::Resize, none},
+      {Op::Assign, none},
+      {Op::CopyToTensorParallel, none},
+      {Op::VocabParallelGather, none},
+      {Op::WaitCollective, none},
+      {Op::ISend, none},
+      {Op::WaitSend, none},
+      {Op::IRecv, none},
+      {Op::WaitRecv, none},
   };
-  for (const Pin &pin : pins) {
-    const ops::OpRecord &r = ops::record(pin.op);
-    EXPECT_EQ(r.flops.base, pin.base) << r.mnemonic;
-    EXPECT_EQ(r.flops.perElement, pin.perElement) << r.mnemonic;
+  for (const ops::OpRecord &r : ops::opRecords()) {
+    auto it = pins.find(r.op);
+    if (r.flops.isCustom()) {
+      EXPECT_EQ(it, pins.end()) << r.mnemonic << " is Custom, and pinned";
+      continue;
+    }
+    ASSERT_NE(it, pins.end()) << r.mnemonic << ": pin its FLOPs here";
+    EXPECT_EQ(r.flops.base, it->second.base) << r.mnemonic;
+    EXPECT_EQ(r.flops.perElement, it->second.perElement) << r.mnemonic;
+  }
+}
+
+/// The in-place pairs of the kernel specification, pinned: the memory plan
+/// aliases exactly these (inPlaceOperand reads them) and weft-run's
+/// placement check holds them, so changing one in the spec changes both
+/// and fails here. (output, input, required).
+TEST(OpRecords, InPlacePairsArePinned) {
+  using ops::Op;
+  using Pairs = std::vector<std::tuple<int, int, bool>>;
+  const std::map<Op, Pairs> pins = {
+      // The optimizer steps: parameter, then its state past the gradient.
+      {Op::AdamW, {{0, 0, true}, {1, 2, true}, {2, 3, true}, {3, 4, true}}},
+      {Op::SGD, {{0, 0, true}, {1, 2, true}, {2, 3, true}}},
+      {Op::UpdateLossScale, {{0, 0, true}}},
+      {Op::Assign, {{0, 0, true}}},
+      // Gradients accumulated into their running sums.
+      {Op::WgradBias, {{0, 2, true}, {1, 3, true}}},
+      {Op::GatherGrad, {{0, 2, true}}},
+      {Op::VocabParallelGatherGrad, {{0, 2, true}}},
+      // May run in place: running statistics, the fused loss's gradient.
+      {Op::BatchNorm, {{1, 3, false}, {2, 4, false}}},
+      {Op::SoftmaxCrossEntropyAndGrad, {{2, 0, false}}},
+  };
+  for (const ops::OpRecord &r : ops::opRecords()) {
+    Pairs pairs;
+    for (int o = 0; o < 8; ++o)
+      if (std::optional<ops::InPlacePair> p = ops::inPlaceInput(r.op, o))
+        pairs.emplace_back(p->output, p->input, p->required);
+    auto it = pins.find(r.op);
+    EXPECT_EQ(pairs, it == pins.end() ? Pairs{} : it->second) << r.mnemonic;
   }
 }
 

@@ -1,0 +1,38 @@
+//===- NameFailedPass.h - say which pass failed ------------------*- C++
+//-*-===//
+//
+// MLIR's pass manager reports a pass's own errors and the verifier's, but
+// not which pass was running. When a pass leaves IR that does not verify
+// (e.g. a kernel op weft-run would refuse: KernelContract.h), the op's
+// message alone does not say which of weft-plan-pipeline's passes built it.
+// This instrumentation names it once, for the innermost failing pass.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_TRANSFORMS_NAMEFAILEDPASS_H
+#define WEFT_TRANSFORMS_NAMEFAILEDPASS_H
+
+#include "mlir/Pass/PassInstrumentation.h"
+
+#include <functional>
+#include <string>
+
+namespace weft {
+
+/// Calls `report` with "pass 'ARG' failed (DESCRIPTION): its messages are
+/// above" for the first pass that fails or leaves IR that does not verify;
+/// the nested pass managers that fail with it are not reported again.
+class NameFailedPass : public mlir::PassInstrumentation {
+public:
+  explicit NameFailedPass(std::function<void(const std::string &)> report)
+      : report(std::move(report)) {}
+
+  void runAfterPassFailed(mlir::Pass *pass, mlir::Operation *op) override;
+
+private:
+  std::function<void(const std::string &)> report;
+  bool reported = false;
+};
+
+} // namespace weft
+
+#endif // WEFT_TRANSFORMS_NAMEFAILEDPASS_H

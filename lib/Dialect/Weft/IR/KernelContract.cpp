@@ -1,0 +1,221 @@
+//===- KernelContract.cpp - a kernel op against weft-run's rule -----------===//
+
+#include "weft/Dialect/Weft/IR/KernelContract.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/ops/OpCheck.h"
+
+using namespace mlir;
+using json = nlohmann::json;
+namespace ops = weft::ops;
+
+std::string weft::dtypeName(Type t) {
+  if (t.isF32())
+    return "f32";
+  if (t.isF64())
+    return "f64";
+  if (t.isF16())
+    return "f16";
+  if (t.isBF16())
+    return "bf16";
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    if (i.getWidth() == 1)
+      return "bool";
+    return (i.isUnsigned() ? "u" : "i") + std::to_string(i.getWidth());
+  }
+  return "";
+}
+
+json weft::attributeJSON(Attribute attr) {
+  if (auto a = dyn_cast<DenseI64ArrayAttr>(attr))
+    return json(a.asArrayRef().vec());
+  if (auto a = dyn_cast<DenseF64ArrayAttr>(attr))
+    return json(a.asArrayRef().vec());
+  if (auto a = dyn_cast<BoolAttr>(attr))
+    return a.getValue();
+  if (isa<UnitAttr>(attr))
+    return true;
+  if (auto a = dyn_cast<IntegerAttr>(attr))
+    return a.getInt();
+  if (auto a = dyn_cast<FloatAttr>(attr))
+    return a.getValueAsDouble();
+  if (auto a = dyn_cast<StringAttr>(attr))
+    return a.str();
+  if (auto a = dyn_cast<TypeAttr>(attr))
+    return dtypeName(a.getValue());
+  return nullptr;
+}
+
+int64_t weft::vocabShardRows(Operation &op) {
+  if (auto gather = dyn_cast<VocabParallelGatherOp>(op))
+    return gather.getTable().getType().getDimSize(0);
+  if (auto grad = dyn_cast<VocabParallelGatherGradOp>(op))
+    return grad.getType().getDimSize(0);
+  if (auto stats = dyn_cast<VocabParallelCrossEntropyStatsOp>(op))
+    return stats.getScores().getType().getDimSize(1);
+  if (auto grad = dyn_cast<VocabParallelCrossEntropyGradOp>(op))
+    return grad.getType().getDimSize(1);
+  return -1;
+}
+
+namespace {
+
+/// `attrList` as the plan's attributes (kernelAttributes' generic part).
+std::optional<json> planAttributes(const NamedAttrList &attrList,
+                                   std::string *unencodable) {
+  json attrs = json::object();
+  for (NamedAttribute attr : attrList) {
+    if (attr.getName().getValue().starts_with("weft."))
+      continue; // compiler bookkeeping: phase, micro-batch, stage
+    // Which optional operands are present: the input count says it.
+    if (attr.getName() == "operandSegmentSizes")
+      continue;
+    // The vocab ops' grid becomes this rank's first row: `start`.
+    if (attr.getName() == "grid" || attr.getName() == "grid_axes")
+      continue;
+    json value = weft::attributeJSON(attr.getValue());
+    if (value.is_null()) {
+      if (unencodable)
+        *unencodable = attr.getName().str();
+      return std::nullopt;
+    }
+    attrs[attr.getName().str()] = value;
+  }
+  return attrs;
+}
+
+/// The plan's element type name as an MLIR type; null for none.
+Type dtypeType(MLIRContext *ctx, llvm::StringRef name) {
+  Builder b(ctx);
+  if (name == "f32")
+    return b.getF32Type();
+  if (name == "f64")
+    return b.getF64Type();
+  if (name == "f16")
+    return b.getF16Type();
+  if (name == "bf16")
+    return b.getBF16Type();
+  if (name == "bool")
+    return b.getI1Type();
+  unsigned width;
+  if (name.size() > 1 && !name.drop_front().getAsInteger(10, width))
+    return name[0] == 'u' ? IntegerType::get(ctx, width, IntegerType::Unsigned)
+                          : IntegerType::get(ctx, width);
+  return {};
+}
+
+} // namespace
+
+std::optional<json> weft::kernelAttributes(Operation &op,
+                                           std::string *unencodable) {
+  NamedAttrList attrList(op.getAttrDictionary());
+  op.getName().populateDefaultAttrs(attrList);
+  std::optional<json> attrs = planAttributes(attrList, unencodable);
+  if (!attrs)
+    return std::nullopt;
+  // Its optional weights and log-sum-exp: the attribute says which the last
+  // input is.
+  if (auto loss = dyn_cast<SoftmaxCrossEntropyGradOp>(op);
+      loss && loss.getLogSumExp())
+    (*attrs)["log_sum_exp"] = true;
+  if (int64_t rows = vocabShardRows(op); rows >= 0) {
+    (*attrs)["start"] = 0;
+    if (isa<VocabParallelGatherGradOp>(op))
+      (*attrs)["rows"] = rows;
+  }
+  return attrs;
+}
+
+namespace {
+
+/// `v`'s type as the plan's operand; failure (with `emitError`'s message,
+/// when there is an `emitError`) for an element type weft-run has no kernel
+/// for.
+FailureOr<ops::OperandDesc>
+operandDesc(Value v, llvm::function_ref<InFlightDiagnostic()> emitError,
+            const char *what, unsigned k) {
+  auto type = cast<ShapedType>(v.getType());
+  std::string dtype = weft::dtypeName(type.getElementType());
+  if (dtype.empty() && !emitError)
+    return failure();
+  if (dtype.empty())
+    return emitError() << what << " " << k << " has element type "
+                       << type.getElementType()
+                       << ", which weft-run has no kernel for";
+  return ops::OperandDesc{dtype, type.getShape().vec(), 0};
+}
+
+} // namespace
+
+LogicalResult weft::inferKernelTypes(ops::Op op, MLIRContext *ctx,
+                                     std::optional<Location> loc,
+                                     ValueRange operands, DictionaryAttr attrs,
+                                     SmallVectorImpl<Type> &types) {
+  std::string_view mnemonic = ops::record(op).mnemonic;
+  llvm::StringRef kernel(mnemonic.data(), mnemonic.size());
+  auto emitAt = [&] { return mlir::emitError(*loc) << kernel << ": "; };
+  llvm::function_ref<InFlightDiagnostic()> emitError = nullptr;
+  if (loc)
+    emitError = emitAt;
+  std::string unencodable;
+  std::optional<json> planAttrs =
+      planAttributes(NamedAttrList(attrs), &unencodable);
+  if (!planAttrs)
+    return loc ? emitError()
+                     << "attribute '" << unencodable << "' has no plan form"
+               : failure();
+  std::vector<ops::OperandDesc> inputs, outputs;
+  for (auto [k, v] : llvm::enumerate(operands)) {
+    FailureOr<ops::OperandDesc> d = operandDesc(v, emitError, "operand", k);
+    if (failed(d))
+      return failure();
+    inputs.push_back(*d);
+  }
+  std::string error = ops::inferOutputs(mnemonic, inputs, *planAttrs, &outputs);
+  if (!error.empty())
+    return loc ? emitError() << error : failure();
+  for (const ops::OperandDesc &out : outputs)
+    types.push_back(
+        RankedTensorType::get(out.shape, dtypeType(ctx, out.dtype)));
+  return success();
+}
+
+LogicalResult weft::verifyKernelContract(Operation *op) {
+  const ops::OpRecord *record = opRecord(op);
+  if (!record || !record->isKernel())
+    return success();
+  llvm::StringRef kernel(record->mnemonic.data(), record->mnemonic.size());
+  std::optional<json> attrs = kernelAttributes(*op);
+  if (!attrs)
+    return success(); // plan emission names the attribute it cannot encode
+  auto emitError = [&] { return op->emitOpError(); };
+  std::vector<ops::OperandDesc> inputs, expected;
+  for (auto [k, v] : llvm::enumerate(op->getOperands())) {
+    FailureOr<ops::OperandDesc> d = operandDesc(v, emitError, "operand", k);
+    if (failed(d))
+      return failure();
+    inputs.push_back(*d);
+  }
+  std::string error =
+      ops::inferOutputs(record->mnemonic, inputs, *attrs, &expected);
+  if (!error.empty())
+    return op->emitOpError("weft-run's ")
+           << kernel << " kernel refuses it: " << error;
+  if (expected.size() != op->getNumResults())
+    return op->emitOpError("weft-run's ")
+           << kernel << " kernel writes " << expected.size()
+           << " output(s), the op has " << op->getNumResults();
+  for (auto [k, v] : llvm::enumerate(op->getResults())) {
+    FailureOr<ops::OperandDesc> d = operandDesc(v, emitError, "result", k);
+    if (failed(d))
+      return failure();
+    if (d->dtype != expected[k].dtype || d->shape != expected[k].shape) {
+      InFlightDiagnostic diag = op->emitOpError("result ")
+                                << k << " is " << v.getType() << ", weft-run's "
+                                << kernel << " kernel writes [";
+      llvm::interleave(expected[k].shape, diag, "x");
+      return diag << "] " << expected[k].dtype;
+    }
+  }
+  return success();
+}
