@@ -1,9 +1,10 @@
 // Op verifiers and result-type inference reject malformed IR. A failed
-// inference reports the rule that failed, then MLIR's generic message.
+// inference reports the rule that failed (for a kernel op, its kernel
+// specification's, named by the kernel), then MLIR's generic message.
 // RUN: weft-opt %s --split-input-file --verify-diagnostics
 
 func.func @broadcast_mismatch(%a: tensor<2x3xf32>, %b: tensor<4xf32>) -> tensor<2x3xf32> {
-  // expected-error @+2 {{operand shapes 'tensor<2x3xf32>' and 'tensor<4xf32>' do not broadcast}}
+  // expected-error @+2 {{add: shapes [2x3] and [4] do not broadcast}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = weft.add %a, %b : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
@@ -46,7 +47,7 @@ func.func @reduce_axes(%a: tensor<2x3xf32>) -> tensor<2xf32> {
 // -----
 
 func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32> {
-  // expected-error @+2 {{conv channels do not match}}
+  // expected-error @+2 {{conv: channels do not match: X [1x3x8x8] f32, W [4x2x3x3], group 1}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = weft.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
   return %0 : tensor<1x4x6x6xf32>
@@ -55,7 +56,7 @@ func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> te
 // -----
 
 func.func @split_sizes(%a: tensor<6xf32>) -> tensor<2xf32> {
-  // expected-error @+2 {{split sizes sum to 5, dim 0 is 6}}
+  // expected-error @+2 {{split: attribute 'sizes' sums to 5, dim 0 is 6}}
   // expected-error @+1 {{failed to infer returned types}}
   %0:2 = weft.split %a {axis = 0 : i64, sizes = array<i64: 2, 3>} : (tensor<6xf32>) -> (tensor<2xf32>, tensor<3xf32>)
   return %0#0 : tensor<2xf32>
@@ -183,7 +184,7 @@ func.func @attention_layout_keys(%q: tensor<2x4x3x8xf32>, %v: tensor<2x5x3x8xf32
 // -----
 
 func.func @attention_grad_stats(%q: tensor<2x4x8xf32>, %s: tensor<2x4xf64>) {
-  // expected-error @+2 {{attention_grad: output and grad must be 'tensor<2x4x8xf32>' and stats 'tensor<2x4xf32>'}}
+  // expected-error @+2 {{attention_grad: input 4 (the stats) is [2x4] f64, expected [2x4] f32}}
   // expected-error @+1 {{failed to infer returned types}}
   %dq, %dk, %dv = weft.attention_grad %q, %q, %q, %q, %s, %q {scale = 1.0 : f64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xf64>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
   return
@@ -212,7 +213,7 @@ func.func @loss_grad_log_sum_exp(%s: tensor<4x8xf32>, %t: tensor<4xi64>, %g: ten
 // -----
 
 func.func @loss_log_prob_type(%s: tensor<4x8xf32>, %t: tensor<4xi64>) {
-  // expected-error @+2 {{softmax_cross_entropy: log_prob_type 'bf16' is neither the scores' 'f32' nor f32 beside 16-bit scores without weights}}
+  // expected-error @+2 {{softmax_cross_entropy: attribute 'log_prob_type' is bf16, expected f32, or f32 beside 16-bit scores without class weights}}
   // expected-error @+1 {{failed to infer returned types}}
   %l, %p = weft.softmax_cross_entropy %s, %t {log_prob_type = bf16} : (tensor<4x8xf32>, tensor<4xi64>) -> (tensor<bf16>, tensor<4x8xbf16>)
   return
@@ -221,7 +222,7 @@ func.func @loss_log_prob_type(%s: tensor<4x8xf32>, %t: tensor<4xi64>) {
 // -----
 
 func.func @loss_log_prob_type_weights(%s: tensor<4x8xbf16>, %t: tensor<4xi64>, %w: tensor<8xbf16>) {
-  // expected-error @+2 {{softmax_cross_entropy: log_prob_type 'f32' is neither the scores' 'bf16' nor f32 beside 16-bit scores without weights}}
+  // expected-error @+2 {{softmax_cross_entropy: attribute 'log_prob_type' is f32, expected bf16, or f32 beside 16-bit scores without class weights}}
   // expected-error @+1 {{failed to infer returned types}}
   %l, %p = weft.softmax_cross_entropy %s, %t, %w {log_prob_type = f32} : (tensor<4x8xbf16>, tensor<4xi64>, tensor<8xbf16>) -> (tensor<f32>, tensor<4x8xf32>)
   return
@@ -241,7 +242,7 @@ func.func @add_layer_norm_residual(%x: tensor<4x8xf32>, %r: tensor<8xf32>, %g: t
 
 // gemm_gelu_tanh_grad's pre-activation has the product's type.
 func.func @gemm_gelu_tanh_grad_pre(%a: tensor<6x5xf32>, %b: tensor<5x8xf32>, %p: tensor<6x4xf32>) {
-  // expected-error @+2 {{gemm_gelu_tanh_grad: pre_activation 'tensor<6x4xf32>' is not the gemm's result type 'tensor<6x8xf32>'}}
+  // expected-error @+2 {{gemm_gelu_tanh_grad: input 2 (the pre-activation) is [6x4] f32, expected [6x8] f32}}
   // expected-error @+1 {{failed to infer returned types}}
   %d = weft.gemm_gelu_tanh_grad %a, %b, %p : (tensor<6x5xf32>, tensor<5x8xf32>, tensor<6x4xf32>) -> tensor<6x8xf32>
   return
@@ -262,7 +263,7 @@ func.func @loss_and_grad_seed(%s: tensor<4x16xbf16>, %t: tensor<4xi64>, %g: tens
 // wgrad_bias accumulates into both sums (the weight's, then the bias's),
 // of the results' types, or into neither.
 func.func @wgrad_bias_one_sum(%dy: tensor<6x4xf32>, %x: tensor<6x3xf32>, %w: tensor<4x3xf32>) {
-  // expected-error @+2 {{wgrad_bias: accumulate takes the weight's and the bias's gradients, 'tensor<4x3xf32>' and 'tensor<4xf32>', got 'tensor<4x3xf32>'}}
+  // expected-error @+2 {{wgrad_bias: takes the weight's and the bias's sums to accumulate into, or neither}}
   // expected-error @+1 {{failed to infer returned types}}
   %a, %b = weft.wgrad_bias %dy, %x accumulate %w : (tensor<6x4xf32>, tensor<6x3xf32>, tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4xf32>)
   return
@@ -271,7 +272,7 @@ func.func @wgrad_bias_one_sum(%dy: tensor<6x4xf32>, %x: tensor<6x3xf32>, %w: ten
 // -----
 
 func.func @wgrad_bias_sum_type(%dy: tensor<6x4xf32>, %x: tensor<6x3xf32>, %w: tensor<3x4xf32>, %s: tensor<4xf32>) {
-  // expected-error @+2 {{got 'tensor<3x4xf32>', 'tensor<4xf32>'}}
+  // expected-error @+2 {{wgrad_bias: input 2 (the weight gradient's sum) is [3x4] f32, expected [4x3] f32}}
   // expected-error @+1 {{failed to infer returned types}}
   %a, %b = weft.wgrad_bias %dy, %x accumulate %w, %s : (tensor<6x4xf32>, tensor<6x3xf32>, tensor<3x4xf32>, tensor<4xf32>) -> (tensor<4x3xf32>, tensor<4xf32>)
   return
@@ -290,7 +291,7 @@ func.func @gather_grad_sum_type(%dy: tensor<3x4xf32>, %i: tensor<3xi64>, %s: ten
 
 // transA/transB need operands of rank >= 2.
 func.func @vector(%a: tensor<4xf32>, %b: tensor<4x5xf32>) -> tensor<5xf32> {
-  // expected-error @+2 {{matmul transA/transB need an operand of rank >= 2}}
+  // expected-error @+2 {{matmul: transA needs an operand of rank >= 2, got [4] f32}}
   // expected-error @+1 {{failed to infer returned types}}
   %y = weft.matmul %a, %b {transA = true} : (tensor<4xf32>, tensor<4x5xf32>) -> tensor<5xf32>
   return %y : tensor<5xf32>

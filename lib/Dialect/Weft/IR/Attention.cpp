@@ -176,29 +176,6 @@ int64_t AttentionOp::getFlops() {
   return 2 * scores * (s.d + s.dv) + (getDropoutRatio() ? 7 : 5) * scores;
 }
 
-LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
-                                                std::optional<Location> loc,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &out) {
-  SmallVector<Type> forward;
-  if (failed(inferAttention(loc, adaptor.getQ().getType(),
-                            adaptor.getK().getType(), adaptor.getV().getType(),
-                            adaptor.getCausal(), adaptor.getLayout(), forward)))
-    return failure();
-  if (adaptor.getOutput().getType() != forward[0] ||
-      adaptor.getGrad().getType() != forward[0] ||
-      adaptor.getStats().getType() != forward[1])
-    return emitOptionalError(loc, "attention_grad: output and grad must be ",
-                             forward[0], " and stats ", forward[1]);
-  out.push_back(adaptor.getQ().getType());
-  // Under bs3hd the one packed gradient.
-  if (adaptor.getLayout() == kAttentionBs3hd)
-    return success();
-  out.push_back(adaptor.getK().getType());
-  out.push_back(adaptor.getV().getType());
-  return success();
-}
-
 LogicalResult AttentionGradOp::verify() {
   if (failed(verifyPacked(*this, getLayout())))
     return failure();

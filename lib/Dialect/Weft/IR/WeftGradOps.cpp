@@ -8,60 +8,12 @@
 using namespace mlir;
 using namespace weft;
 
-LogicalResult WgradBiasOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &out) {
-  auto grad = cast<RankedTensorType>(adaptor.getGrad().getType());
-  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
-  if (grad.getRank() != 2 || input.getRank() != 2 ||
-      grad.getDimSize(0) != input.getDimSize(0) ||
-      grad.getElementType() != input.getElementType())
-    return emitOptionalError(loc,
-                             "wgrad_bias: expected grad [M, N] and input "
-                             "[M, K] of one dtype, got ",
-                             grad, " and ", input);
-  Type element = grad.getElementType();
-  int64_t n = grad.getDimSize(1), k = input.getDimSize(1);
-  SmallVector<int64_t, 2> weight{n, k};
-  if (adaptor.getTransposed())
-    std::swap(weight[0], weight[1]);
-  out.push_back(RankedTensorType::get(weight, element));
-  out.push_back(RankedTensorType::get({n}, element));
-  ValueRange accumulate = adaptor.getAccumulate();
-  if (!accumulate.empty() &&
-      (accumulate.size() != 2 || TypeRange(accumulate) != TypeRange(out)))
-    return emitOptionalError(loc,
-                             "wgrad_bias: accumulate takes the weight's and "
-                             "the bias's gradients, ",
-                             out[0], " and ", out[1], ", got ",
-                             TypeRange(accumulate));
-  return success();
-}
-
 int64_t WgradBiasOp::getFlops() {
   auto grad = cast<RankedTensorType>(getGrad().getType());
   int64_t n = grad.getDimSize(1);
   int64_t k = cast<RankedTensorType>(getInput().getType()).getDimSize(1);
   int64_t flops = 2 * grad.getNumElements() * k + grad.getNumElements();
   return getAccumulate().empty() ? flops : flops + n * k + n;
-}
-
-LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *,
-                                             std::optional<Location> loc,
-                                             Adaptor adaptor,
-                                             SmallVectorImpl<Type> &out) {
-  auto grad = cast<RankedTensorType>(adaptor.getGrad().getType());
-  auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
-  ArrayRef<int64_t> shape = adaptor.getShape();
-  int64_t axis = adaptor.getAxis();
-  if (axis < 0 || axis >= (int64_t)shape.size() ||
-      grad.getRank() != (int64_t)shape.size() - 1 + indices.getRank())
-    return emitOptionalError(loc, "gather_grad: grad ", grad,
-                             " does not match data shape and indices ",
-                             indices);
-  out.push_back(RankedTensorType::get(shape, grad.getElementType()));
-  return success();
 }
 
 LogicalResult GatherGradOp::verify() {
@@ -82,34 +34,6 @@ int64_t GatherGradOp::getFlops() {
 }
 int64_t SoftmaxCrossEntropyGradOp::getFlops() {
   return (getLogSumExp() ? 4 : 3) * numElements(getInput().getType());
-}
-
-LogicalResult ConvWeightGradOp::inferReturnTypes(MLIRContext *,
-                                                 std::optional<Location> loc,
-                                                 Adaptor adaptor,
-                                                 SmallVectorImpl<Type> &out) {
-  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
-  auto grad = cast<RankedTensorType>(adaptor.getGrad().getType());
-  int64_t group = adaptor.getGroup();
-  if (input.getRank() < 3 || grad.getRank() != input.getRank() || group <= 0 ||
-      input.getDimSize(1) % group != 0 ||
-      (int64_t)adaptor.getKernelShape().size() != input.getRank() - 2)
-    return emitOptionalError(loc, "conv_weight_grad: bad input ", input,
-                             " / grad ", grad);
-  SmallVector<int64_t> shape{grad.getDimSize(1), input.getDimSize(1) / group};
-  llvm::append_range(shape, adaptor.getKernelShape());
-  out.push_back(RankedTensorType::get(shape, input.getElementType()));
-  return success();
-}
-
-LogicalResult BatchNormGradOp::inferReturnTypes(MLIRContext *,
-                                                std::optional<Location>,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &out) {
-  out.push_back(adaptor.getInput().getType());
-  out.push_back(adaptor.getScale().getType());
-  out.push_back(adaptor.getScale().getType());
-  return success();
 }
 
 /// The input gradient of a pooling/resize op has the input's type.

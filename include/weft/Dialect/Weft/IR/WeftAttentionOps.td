@@ -64,7 +64,7 @@ def Weft_AttentionOp : Weft_Op<"attention", [InferTypeOpAdaptor,
   let hasVerifier = 1;
 }
 
-def Weft_AttentionGradOp : Weft_InferredOp<"attention_grad", [], CustomFlops> {
+def Weft_AttentionGradOp : Weft_KernelTypedOp<"attention_grad", [], CustomFlops> {
   let summary = "Gradients of attention w.r.t. q, k and v (FlashAttention's "
                 "backward).";
   let description = [{

@@ -92,12 +92,10 @@ class Weft_UnaryOp<string mnemonic, string onnxName, list<Trait> traits = []>
   let assemblyFormat = "$input attr-dict `:` type($output)";
 }
 
-/// Elementwise binary op with ONNX (numpy) multidirectional broadcasting.
-/// `resultElementType` is C++ for the result element type; empty means the
-/// element type of `lhs`.
-class Weft_BinaryOp<string mnemonic, string onnxName,
-                    string resultElementType = "::mlir::Type()">
-    : Weft_InferredOp<mnemonic, [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+/// Elementwise binary op with ONNX (numpy) multidirectional broadcasting;
+/// its result type is its kernel's rule (equal: bool).
+class Weft_BinaryOp<string mnemonic, string onnxName>
+    : Weft_KernelTypedOp<mnemonic, [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Elementwise `" # onnxName # "` with numpy broadcasting.";
   let description = [{
     Multidirectional (numpy) broadcasting as in the ONNX spec
@@ -108,20 +106,11 @@ class Weft_BinaryOp<string mnemonic, string onnxName,
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
-  let extraClassDefinition = [{
-    ::llvm::LogicalResult $cppClass::inferReturnTypes(
-        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
-        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
-      return ::weft::inferBroadcastType(loc, adaptor.getLhs().getType(),
-                                        adaptor.getRhs().getType(),
-                                        }] # resultElementType # [{, types);
-    }
-  }];
 }
 
 /// Reduction over a set of axes (ONNX Reduce*-13/-18 with resolved axes).
 class Weft_ReduceOp<string mnemonic, string onnxName>
-    : Weft_InferredOp<mnemonic, [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+    : Weft_KernelTypedOp<mnemonic, [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "`" # onnxName # "` over `axes` (sorted, non-negative).";
   let description = [{
     Reduces `input` over `axes`. With `keepdims` the reduced dimensions stay
@@ -135,11 +124,9 @@ class Weft_ReduceOp<string mnemonic, string onnxName>
   let hasVerifier = 1;
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
-        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        ::mlir::MLIRContext *ctx, std::optional<::mlir::Location> loc,
         Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
-      return ::weft::inferReduceType(loc, adaptor.getInput().getType(),
-                                     adaptor.getAxes(), adaptor.getKeepdims(),
-                                     types);
+      return ::weft::inferKernelTypes<$cppClass>(ctx, loc, adaptor, types);
     }
     ::llvm::LogicalResult $cppClass::verify() {
       return ::weft::verifyAxes(getOperation(), getAxes(),

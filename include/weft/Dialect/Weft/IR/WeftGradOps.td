@@ -93,7 +93,7 @@ def Weft_LayerNormGradOp : Weft_KernelTypedOp<"layer_norm_grad", [], CustomFlops
   }];
 }
 
-def Weft_WgradBiasOp : Weft_InferredOp<"wgrad_bias", [], CustomFlops> {
+def Weft_WgradBiasOp : Weft_KernelTypedOp<"wgrad_bias", [], CustomFlops> {
   let summary = "A Linear layer's weight and bias gradients from one read of "
                 "its output gradient.";
   let description = [{
@@ -138,7 +138,7 @@ def Weft_DropoutGradOp : Weft_Op<"dropout_grad", [Pure]> {
   let assemblyFormat = "$grad `,` $mask attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_GatherGradOp : Weft_InferredOp<"gather_grad", [], CustomFlops> {
+def Weft_GatherGradOp : Weft_KernelTypedOp<"gather_grad", [], CustomFlops> {
   let summary = "d/d data of gather: scatter-add `dy` rows into zeros of `shape`.";
   let description = [{
     The embedding backward: row `indices[i]` of the result accumulates every
@@ -199,7 +199,7 @@ def Weft_SoftmaxCrossEntropyGradOp
 }
 
 def Weft_SoftmaxCrossEntropyAndGradOp
-    : Weft_InferredOp<"softmax_cross_entropy_and_grad"> {
+    : Weft_KernelTypedOp<"softmax_cross_entropy_and_grad"> {
   let summary = "softmax_cross_entropy {log_sum_exp} and its gradient from "
                 "one read of the scores, the gradient in their place.";
   let description = [{
@@ -234,7 +234,7 @@ def Weft_SoftmaxCrossEntropyAndGradOp
   let hasVerifier = 1;
 }
 
-def Weft_NllLossGradOp : Weft_InferredOp<"nll_loss_grad"> {
+def Weft_NllLossGradOp : Weft_KernelTypedOp<"nll_loss_grad"> {
   let summary = "d/d input of nll_loss: `-w[t] * scale` at the target class.";
   let description = [{
     Zero everywhere except `[n, target, d...]`, which holds `-w[target]`
@@ -255,7 +255,7 @@ def Weft_NllLossGradOp : Weft_InferredOp<"nll_loss_grad"> {
   }];
 }
 
-def Weft_ConvWeightGradOp : Weft_InferredOp<"conv_weight_grad", [], CustomFlops> {
+def Weft_ConvWeightGradOp : Weft_KernelTypedOp<"conv_weight_grad", [], CustomFlops> {
   let summary = "d/dW of conv: correlate the input with the output gradient.";
   let description = [{
     For `y = conv(x, W)` with the given window attributes, the gradient of
@@ -272,7 +272,7 @@ def Weft_ConvWeightGradOp : Weft_InferredOp<"conv_weight_grad", [], CustomFlops>
   let assemblyFormat = "$input `,` $grad attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_BatchNormGradOp : Weft_InferredOp<"batch_norm_grad"> {
+def Weft_BatchNormGradOp : Weft_KernelTypedOp<"batch_norm_grad"> {
   let summary = "Gradients of batch_norm w.r.t. input, scale and bias.";
   let description = [{
     Per channel over the batch and spatial dims (count n): with

@@ -68,10 +68,9 @@ def Weft_SubOp : Weft_BinaryOp<"sub", "Sub">;
 def Weft_MulOp : Weft_BinaryOp<"mul", "Mul">;
 def Weft_DivOp : Weft_BinaryOp<"div", "Div">;
 def Weft_PowOp : Weft_BinaryOp<"pow", "Pow">;
-def Weft_EqualOp : Weft_BinaryOp<"equal", "Equal",
-    "::mlir::IntegerType::get(adaptor.getLhs().getContext(), 1)">;
+def Weft_EqualOp : Weft_BinaryOp<"equal", "Equal">;
 
-def Weft_WhereOp : Weft_InferredOp<"where", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_WhereOp : Weft_KernelTypedOp<"where", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Select `x` where `condition` holds, else `y` (ONNX Where-16).";
   let description = [{
     All three operands broadcast together (numpy rules). Cost: 1 FLOP per
@@ -96,7 +95,7 @@ def Weft_ClipOp : Weft_Op<"clip", [Pure, SameOperandsAndResultType, DeclareOpInt
   let assemblyFormat = "$input attr-dict `:` type($output)";
 }
 
-def Weft_CastOp : Weft_InferredOp<"cast", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_CastOp : Weft_KernelTypedOp<"cast", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Convert element type to `to` (ONNX Cast-13).";
   let description = [{
     Conversion to bf16 truncates, as ONNX Cast-13 (and libonnx 1.12's
@@ -128,7 +127,7 @@ def Weft_ConstantOp : Weft_InferredOp<"constant", [ConstantLike]> {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Weft_MatMulOp : Weft_InferredOp<"matmul", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+def Weft_MatMulOp : Weft_KernelTypedOp<"matmul", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "numpy matmul with batch broadcasting (ONNX MatMul-13).";
   let description = [{
     `[..., M, K] x [..., K, N] -> [..., M, N]`; 1-D operands are promoted as
@@ -148,7 +147,7 @@ def Weft_MatMulOp : Weft_InferredOp<"matmul", [DeclareOpInterfaceMethods<Gradien
   }];
 }
 
-def Weft_GemmOp : Weft_InferredOp<"gemm", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+def Weft_GemmOp : Weft_KernelTypedOp<"gemm", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "`alpha*op(A)*op(B) + beta*C` (ONNX Gemm-13).";
   let description = [{
     `A` is `[M,K]` (`[K,M]` with `transA`), `B` is `[K,N]` (`[N,K]` with
@@ -174,7 +173,7 @@ def Weft_GemmOp : Weft_InferredOp<"gemm", [DeclareOpInterfaceMethods<GradientOpI
   }];
 }
 
-def Weft_GemmGeluTanhOp : Weft_InferredOp<"gemm_gelu_tanh", [], CustomFlops> {
+def Weft_GemmGeluTanhOp : Weft_KernelTypedOp<"gemm_gelu_tanh", [], CustomFlops> {
   let summary = "A gemm and the tanh GELU of its output, in one GEMM.";
   let description = [{
     `pre_activation = alpha*op(A)*op(B) + beta*C` exactly as weft.gemm
@@ -200,7 +199,7 @@ def Weft_GemmGeluTanhOp : Weft_InferredOp<"gemm_gelu_tanh", [], CustomFlops> {
   }];
 }
 
-def Weft_GemmGeluTanhGradOp : Weft_InferredOp<"gemm_gelu_tanh_grad", [], CustomFlops> {
+def Weft_GemmGeluTanhGradOp : Weft_KernelTypedOp<"gemm_gelu_tanh_grad", [], CustomFlops> {
   let summary = "A gemm that gives a tanh GELU's output gradient, and the "
                 "GELU's input gradient from it.";
   let description = [{
@@ -290,7 +289,7 @@ def Weft_AddLayerNormOp : Weft_KernelTypedOp<"add_layer_norm"> {
   }];
 }
 
-def Weft_BatchNormOp : Weft_InferredOp<"batch_norm", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+def Weft_BatchNormOp : Weft_KernelTypedOp<"batch_norm", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "Batch normalisation over channel dim 1 (ONNX BatchNormalization-15).";
   let description = [{
     With `training`, normalises with the batch statistics (population
@@ -317,7 +316,7 @@ def Weft_BatchNormOp : Weft_InferredOp<"batch_norm", [DeclareOpInterfaceMethods<
   }];
 }
 
-def Weft_DropoutOp : Weft_InferredOp<"dropout", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+def Weft_DropoutOp : Weft_KernelTypedOp<"dropout", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "Dropout with probability `ratio` (ONNX Dropout-13).";
   let description = [{
     When `training` and `ratio > 0`, zeroes each element with probability
@@ -363,7 +362,7 @@ def Weft_ReshapeOp : Weft_InferredOp<"reshape", [DeclareOpInterfaceMethods<Gradi
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_TransposeOp : Weft_InferredOp<"transpose", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_TransposeOp : Weft_KernelTypedOp<"transpose", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Permute dimensions: result dim i is input dim `perm[i]` (ONNX Transpose-13).";
   let description = [{
     Folds away an identity permutation and a transpose that undoes the
@@ -376,21 +375,21 @@ def Weft_TransposeOp : Weft_InferredOp<"transpose", [DeclareOpInterfaceMethods<G
   let hasFolder = 1;
 }
 
-def Weft_ExpandOp : Weft_InferredOp<"expand", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_ExpandOp : Weft_KernelTypedOp<"expand", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Broadcast to `shape` (ONNX Expand-13, shape folded and resolved).";
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$shape);
   let results = (outs Weft_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_ConcatOp : Weft_InferredOp<"concat", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_ConcatOp : Weft_KernelTypedOp<"concat", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Concatenate along `axis` (ONNX Concat-13).";
   let arguments = (ins Variadic<Weft_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Weft_Tensor:$output);
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_SplitOp : Weft_InferredOp<"split", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_SplitOp : Weft_KernelTypedOp<"split", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Split along `axis` into pieces of `sizes` (ONNX Split-13).";
   let arguments = (ins Weft_Tensor:$input, I64Attr:$axis,
                        DenseI64ArrayAttr:$sizes);
@@ -398,7 +397,7 @@ def Weft_SplitOp : Weft_InferredOp<"split", [DeclareOpInterfaceMethods<GradientO
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_SliceOp : Weft_InferredOp<"slice", [DeclareOpInterfaceMethods<GradientOpInterface>], ["getBytesRead"]> {
+def Weft_SliceOp : Weft_KernelTypedOp<"slice", [DeclareOpInterfaceMethods<GradientOpInterface>], ["getBytesRead"]> {
   let summary = "Strided slice, one (start, end, step) per dim (ONNX Slice-13, normalised).";
   let description = [{
     `starts`, `ends` and `steps` have one entry per dimension, already clamped
@@ -412,7 +411,7 @@ def Weft_SliceOp : Weft_InferredOp<"slice", [DeclareOpInterfaceMethods<GradientO
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_GatherOp : Weft_InferredOp<"gather", [DeclareOpInterfaceMethods<GradientOpInterface>], ["getBytesRead"]> {
+def Weft_GatherOp : Weft_KernelTypedOp<"gather", [DeclareOpInterfaceMethods<GradientOpInterface>], ["getBytesRead"]> {
   let summary = "Gather slices of `data` along `axis` (ONNX Gather-13; embedding lookup).";
   let description = [{
     Result shape `data.shape[:axis] + indices.shape + data.shape[axis+1:]`.
@@ -427,7 +426,7 @@ def Weft_GatherOp : Weft_InferredOp<"gather", [DeclareOpInterfaceMethods<Gradien
   }];
 }
 
-def Weft_PadOp : Weft_InferredOp<"pad", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_PadOp : Weft_KernelTypedOp<"pad", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Constant-mode padding (ONNX Pad-13/-18, constant mode).";
   let description = [{
     `pads` is `[x1_begin, x2_begin, ..., x1_end, x2_end]` for every dim;
@@ -439,7 +438,7 @@ def Weft_PadOp : Weft_InferredOp<"pad", [DeclareOpInterfaceMethods<GradientOpInt
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_ResizeOp : Weft_InferredOp<"resize", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_ResizeOp : Weft_KernelTypedOp<"resize", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Nearest-neighbour resize (ONNX Resize-13, mode nearest).";
   let description = [{
     `sizes` is the output shape; `scales` the per-dim scale used to map output
@@ -458,7 +457,7 @@ def Weft_ResizeOp : Weft_InferredOp<"resize", [DeclareOpInterfaceMethods<Gradien
 // Convolution and pooling (NCHW, any number of spatial dims)
 //===----------------------------------------------------------------------===//
 
-def Weft_ConvOp : Weft_InferredOp<"conv", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+def Weft_ConvOp : Weft_KernelTypedOp<"conv", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "Grouped N-d convolution, explicit pads (ONNX Conv-11).";
   let description = [{
     `X: [N, C, D1..Dn]`, `W: [M, C/group, k1..kn]`, `B: [M]`. `pads` is
@@ -477,7 +476,7 @@ def Weft_ConvOp : Weft_InferredOp<"conv", [DeclareOpInterfaceMethods<GradientOpI
   }];
 }
 
-def Weft_ConvTransposeOp : Weft_InferredOp<"conv_transpose", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+def Weft_ConvTransposeOp : Weft_KernelTypedOp<"conv_transpose", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "Grouped N-d transposed convolution (ONNX ConvTranspose-11).";
   let description = [{
     `X: [N, C, D1..Dn]`, `W: [C, M/group, k1..kn]`. Output dim
@@ -497,7 +496,7 @@ def Weft_ConvTransposeOp : Weft_InferredOp<"conv_transpose", [DeclareOpInterface
   }];
 }
 
-def Weft_MaxPoolOp : Weft_InferredOp<"max_pool", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+def Weft_MaxPoolOp : Weft_KernelTypedOp<"max_pool", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "N-d max pooling (ONNX MaxPool-12).";
   let description = "Cost: `prod(kernel_shape)` FLOPs (compares) per output element.";
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$kernel_shape,
@@ -508,7 +507,7 @@ def Weft_MaxPoolOp : Weft_InferredOp<"max_pool", [DeclareOpInterfaceMethods<Grad
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_AvgPoolOp : Weft_InferredOp<"avg_pool", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+def Weft_AvgPoolOp : Weft_KernelTypedOp<"avg_pool", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "N-d average pooling (ONNX AveragePool-11).";
   let description = "Cost: `prod(kernel_shape)` FLOPs per output element.";
   let arguments = (ins Weft_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
@@ -523,7 +522,7 @@ def Weft_AvgPoolOp : Weft_InferredOp<"avg_pool", [DeclareOpInterfaceMethods<Grad
 // Losses
 //===----------------------------------------------------------------------===//
 
-def Weft_SoftmaxCrossEntropyOp : Weft_InferredOp<"softmax_cross_entropy", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_SoftmaxCrossEntropyOp : Weft_KernelTypedOp<"softmax_cross_entropy", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let summary = "Softmax cross-entropy loss (ONNX SoftmaxCrossEntropyLoss-13).";
   let description = [{
     `scores: [N, C, d...]`, `labels: [N, d...]` (integer class ids),
@@ -557,7 +556,7 @@ def Weft_SoftmaxCrossEntropyOp : Weft_InferredOp<"softmax_cross_entropy", [Decla
   let hasVerifier = 1;
 }
 
-def Weft_NllLossOp : Weft_InferredOp<"nll_loss", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+def Weft_NllLossOp : Weft_KernelTypedOp<"nll_loss", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
   let summary = "Negative log-likelihood loss (ONNX NegativeLogLikelihoodLoss-13).";
   let description = [{
     `input: [N, C, d...]` log-probabilities, `target: [N, d...]`, optional
