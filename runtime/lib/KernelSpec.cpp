@@ -39,20 +39,6 @@ const KernelAttrs::Value *KernelAttrs::find(std::string_view name) const {
 
 void SpecCall::fail(const std::string &message) const { throw Error(message); }
 
-void SpecCall::requireFloat(size_t k) const {
-  DType d = in[k].dtype;
-  if (!isFloat(d))
-    fail("input " + std::to_string(k) + " is " + dtypeName(d) +
-         ", expected f32, f64, f16 or bf16");
-}
-
-void SpecCall::requireIndex(size_t k) const {
-  DType d = in[k].dtype;
-  if (d != DType::I32 && d != DType::I64)
-    fail("input " + std::to_string(k) + " is " + dtypeName(d) +
-         ", expected i32 or i64 indices");
-}
-
 void SpecCall::requireSameDType(size_t a, size_t b) const {
   if (in[a].dtype != in[b].dtype)
     fail("inputs " + std::to_string(a) + " and " + std::to_string(b) +
@@ -203,6 +189,19 @@ std::optional<KernelAttrs::Value> decode(const json &v, AttrKind kind) {
   return std::nullopt;
 }
 
+void checkInputCount(const KernelSpec &spec, size_t inputs);
+
+/// Input counts, then each input's dtype against the spec's sets.
+void checkInputs(const KernelSpec &spec, const std::vector<TensorType> &in) {
+  checkInputCount(spec, in.size());
+  for (size_t k = 0; k < in.size() && !spec.dtypes.empty(); ++k) {
+    DTypeSet admits = spec.dtypes[std::min(k, spec.dtypes.size() - 1)];
+    if (!admits.contains(in[k].dtype))
+      throw Error("input " + std::to_string(k) + " is " +
+                  dtypeName(in[k].dtype) + ", expected " + admits.expected());
+  }
+}
+
 void checkInputCount(const KernelSpec &spec, size_t inputs) {
   int count = static_cast<int>(inputs);
   if (count >= spec.minInputs && count <= spec.maxInputs)
@@ -285,7 +284,7 @@ void checkPlacement(const KernelSpec &spec,
 std::vector<TensorType> inferKernel(const KernelSpec &spec,
                                     const std::vector<TensorType> &in,
                                     const KernelAttrs &attrs) {
-  checkInputCount(spec, in.size());
+  checkInputs(spec, in);
   return spec.infer(SpecCall{in, attrs});
 }
 
@@ -298,6 +297,7 @@ CheckedKernel checkKernel(const KernelSpec &spec,
   std::vector<TensorType> in;
   for (const OperandPlacement &p : inputs)
     in.push_back(p.type);
+  checkInputs(spec, in);
   CheckedKernel result{decodeKernelAttrs(spec, attrs), {}};
   SpecCall call{in, result.attrs};
   std::vector<TensorType> expected = spec.infer(call);
@@ -328,6 +328,56 @@ CheckedKernel checkKernel(const KernelSpec &spec,
   return result;
 }
 
+std::string DTypeSet::expected() const {
+  if (*this == dtypes::Float)
+    return "f32, f64, f16 or bf16";
+  if (*this == dtypes::Index)
+    return "i32 or i64 indices";
+  if (*this == dtypes::Numeric)
+    return "a float or integer dtype";
+  std::vector<std::string> names;
+  for (unsigned d = 0; d <= static_cast<unsigned>(DType::Bool); ++d)
+    if (contains(static_cast<DType>(d)))
+      names.push_back(dtypeName(static_cast<DType>(d)));
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return out;
+}
+
+std::string DTypeSet::name() const {
+  const std::pair<DTypeSet, const char *> named[] = {
+      {dtypes::Float, "float"},     {dtypes::Index, "index"},
+      {dtypes::Bool, "bool"},       {dtypes::Integer, "integer"},
+      {dtypes::Numeric, "numeric"}, {dtypes::Any, "any"}};
+  for (const auto &[set, text] : named)
+    if (*this == set)
+      return text;
+  return expected();
+}
+
+namespace {
+
+/// "0 float, 1 index, 2+ any; <note>": each input's set, the last for the
+/// rest.
+std::string dtypesColumn(const KernelSpec &spec) {
+  std::string out;
+  for (size_t k = 0; k < spec.dtypes.size(); ++k) {
+    bool rest = k + 1 == spec.dtypes.size() &&
+                (spec.maxInputs > int(spec.dtypes.size()));
+    if (spec.dtypes.size() == 1 && (spec.minInputs == 1 || rest))
+      out = spec.dtypes[k].name() + (spec.maxInputs > 1 ? " (each)" : "");
+    else
+      out += (k ? ", " : "") + std::to_string(k) + (rest ? "+ " : " ") +
+             spec.dtypes[k].name();
+  }
+  if (*spec.dtypeNote)
+    out += std::string("; ") + spec.dtypeNote;
+  return out;
+}
+
+} // namespace
+
 std::string kernelSpecsMarkdown() {
   std::string out =
       "# Kernels\n\n"
@@ -340,6 +390,12 @@ std::string kernelSpecsMarkdown() {
       "`weft-autodiff` differentiates it, its operands' precision under "
       "`--precision bf16|f16` and how a tensor- or sequence-parallel shard "
       "passes through it.\n\n"
+      "The dtypes column gives each input's set, as the check enforces it "
+      "(`0 float, 1+ any`: input 0 a float, the rest any dtype): float is "
+      "f32, f64, f16 or bf16 (16-bit computed in f32), index i32 or i64, "
+      "integer the signed and unsigned integers, numeric float or integer, "
+      "any numeric or bool. After the `;`, how the rule ties inputs "
+      "together.\n\n"
       "| kernel | inputs | dtypes | attributes | in place (output <- input) "
       "| implements | backends | gradient | precision | split |\n"
       "|---|---|---|---|---|---|---|---|---|---|\n";
@@ -359,8 +415,8 @@ std::string kernelSpecsMarkdown() {
                  (p.required ? "" : " (may)");
     const ops::OpRecord &r = ops::record(spec.op);
     out += std::string("| `") + std::string(spec.name()) + "` | " + inputs +
-           " | " + spec.dtypes + " | " + attrs + " | " + inPlace + " | " +
-           spec.source + " | " + ops::name(r.backends) + " | " +
+           " | " + dtypesColumn(spec) + " | " + attrs + " | " + inPlace +
+           " | " + spec.source + " | " + ops::name(r.backends) + " | " +
            ops::name(r.gradient) + " | " + ops::name(r.precision) + " | " +
            ops::name(r.split) + " |\n";
   }

@@ -50,7 +50,6 @@ AttentionLayout layoutOf(const SpecCall &call) {
 /// f32, f64 for f64 q).
 Types attentionOutputs(const SpecCall &call) {
   const TensorType &q = call.in[0], &k = call.in[1], &v = call.in[2];
-  call.requireFloat(0);
   call.requireSameDType(0, 1);
   call.requireSameDType(0, 2);
   AttentionLayout layout = layoutOf(call);
@@ -152,7 +151,8 @@ void addAttentionSpecs(std::vector<KernelSpec> &t) {
                .attrs = attentionAttrs(),
                .infer = attentionOutputs,
                .flops = attentionFlops,
-               .dtypes = "f32, f64; stats f32 (f64 for f64)"});
+               .dtypes = {dtypes::Float, dtypes::Any},
+               .dtypeNote = "the stats f32 (f64 beside f64)"});
   t.push_back({.op = Op::AttentionGrad,
                .source = "attention adjoint (FlashAttention's backward)",
                .minInputs = 6,
@@ -160,7 +160,8 @@ void addAttentionSpecs(std::vector<KernelSpec> &t) {
                .attrs = attentionAttrs(),
                .infer = attentionGrad,
                .flops = attentionGradFlops,
-               .dtypes = "f32, f64; stats f32 (f64 for f64)"});
+               .dtypes = {dtypes::Float, dtypes::Any},
+               .dtypeNote = "the stats f32 (f64 beside f64)"});
 }
 
 } // namespace weft::rt::specs

@@ -24,7 +24,8 @@ KernelSpec activationGrad(Op name, const char *source,
           .maxInputs = 2,
           .attrs = std::move(attrs),
           .infer = inputGrad,
-          .flops = flops};
+          .flops = flops,
+          .dtypes = {dtypes::Float, dtypes::Any}};
 }
 
 Types softmaxGrad(const SpecCall &call) {
@@ -37,7 +38,6 @@ Types layerNormGrad(const SpecCall &call) {
   // (input, scale, mean, inv_std_dev, grad[, accumulate]): the kernel
   // indexes scale over the normalised dims as a flat vector.
   const TensorType &x = call.in[0], &scale = call.in[1];
-  call.requireFloat(0);
   requireLayerNormAffine(call, 1);
   int64_t axis = call.axis("axis", x.rank());
   std::vector<int64_t> normalized(x.shape.begin() + axis, x.shape.end());
@@ -65,7 +65,6 @@ int64_t layerNormGradFlops(const SpecCall &call, const Types &) {
 /// in place.
 Types wgradBias(const SpecCall &call) {
   const TensorType &grad = call.in[0], &input = call.in[1];
-  call.requireFloat(0);
   call.requireSameDType(0, 1);
   if (grad.rank() != 2 || input.rank() != 2 || grad.shape[0] != input.shape[0])
     call.fail("expects grad [M, N] and input [M, K], got " + typeString(grad) +
@@ -94,7 +93,6 @@ int64_t wgradBiasFlops(const SpecCall &call, const Types &out) {
 }
 
 Types dropoutGrad(const SpecCall &call) {
-  call.requireFloat(0);
   call.requireType(1, {DType::Bool, call.in[0].shape}, "the mask");
   checkRatio(call);
   return {call.in[0]};
@@ -102,8 +100,6 @@ Types dropoutGrad(const SpecCall &call) {
 
 Types gatherGrad(const SpecCall &call) {
   const TensorType &grad = call.in[0], &indices = call.in[1];
-  call.requireFloat(0);
-  call.requireIndex(1);
   const std::vector<int64_t> &data = call.attrs.ints("shape");
   int64_t axis = call.axis("axis", data.size());
   for (int64_t d : data)
@@ -175,7 +171,6 @@ int64_t crossEntropyGradFlops(const SpecCall &call, const Types &) {
 
 Types convWeightGrad(const SpecCall &call) {
   const TensorType &x = call.in[0], &dy = call.in[1];
-  call.requireFloat(0);
   call.requireSameDType(0, 1);
   int64_t group = call.attrs.i("group");
   const std::vector<int64_t> &kernel = call.attrs.ints("kernel_shape");
@@ -209,7 +204,6 @@ Types batchNormGrad(const SpecCall &call) {
 /// (input, grad): grad is the pooling output for either ceil mode (the
 /// gradient op does not carry it).
 Types poolGrad(const SpecCall &call, const std::vector<int64_t> &dilations) {
-  call.requireFloat(0);
   call.requireSameDType(0, 1);
   Types floor = poolOutput(call, false, dilations),
         ceil = poolOutput(call, true, dilations);
@@ -225,7 +219,6 @@ int64_t poolGradFlops(const SpecCall &call, const Types &) {
 
 Types resizeGrad(const SpecCall &call) {
   const TensorType &x = call.in[0], &dy = call.in[1];
-  call.requireFloat(0);
   call.requireSameDType(0, 1);
   checkResizeModes(call, x.rank());
   if (dy.rank() != x.rank() || (dy.numel() > 0 && x.numel() == 0))
@@ -238,7 +231,6 @@ Types resizeGrad(const SpecCall &call) {
 /// an f16/bf16 parameter: mixed precision) when there is one, else the
 /// parameter's. Checks the gradient and the master.
 TensorType updateState(const SpecCall &call, bool master, size_t at) {
-  call.requireFloat(0);
   call.requireType(1, call.in[0], "the gradient");
   if (!master)
     return call.in[0];
@@ -293,11 +285,7 @@ Types sgd(const SpecCall &call) {
   return out;
 }
 
-Types foundInf(const SpecCall &call) {
-  for (size_t k = 0; k < call.in.size(); ++k)
-    call.requireFloat(k);
-  return {{DType::F32, {}}};
-}
+Types foundInf(const SpecCall &call) { return {{DType::F32, {}}}; }
 
 Types updateLossScale(const SpecCall &call) {
   requireScaler(call, 0);
@@ -337,7 +325,8 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                  .maxInputs = 2,
                  .attrs = {{"axis", AttrKind::Int}},
                  .infer = softmaxGrad,
-                 .flops = fromRecord});
+                 .flops = fromRecord,
+                 .dtypes = {dtypes::Float, dtypes::Any}});
   t.push_back({.op = Op::LayerNormGrad,
                .source = "LayerNormalization-17 adjoint",
                .minInputs = 5,
@@ -345,9 +334,9 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"axis", AttrKind::Int}},
                .infer = layerNormGrad,
                .flops = layerNormGradFlops,
-               .dtypes = "f32, f64; scale alike or f32 beside 16-bit x (its "
-                         "gradients too); statistics f32; accumulate as "
-                         "x"});
+               .dtypes = {dtypes::Float, dtypes::Any},
+               .dtypeNote = "scale alike or f32 beside 16-bit x (its gradients "
+                            "too); statistics f32; accumulate as x"});
   t.push_back({.op = Op::WgradBias,
                .source = "a Linear layer's weight and bias gradients "
                          "(weft-fold-bias-grad)",
@@ -357,8 +346,9 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .infer = wgradBias,
                .flops = wgradBiasFlops,
                .inPlace = {{0, 2, true}, {1, 3, true}},
-               .dtypes = "f32, f64 (16-bit: the sums in f32 or wider); "
-                         "accumulates into inputs 2, 3 when given"});
+               .dtypes = {dtypes::Float, dtypes::Any},
+               .dtypeNote = "16-bit: the sums in f32 or wider; accumulates "
+                            "into inputs 2, 3 when given"});
   t.push_back({.op = Op::DropoutGrad,
                .source = "Dropout-13 adjoint",
                .minInputs = 2,
@@ -366,7 +356,7 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"ratio", AttrKind::Float}},
                .infer = dropoutGrad,
                .flops = fromRecord,
-               .dtypes = "f32, f64; mask bool"});
+               .dtypes = {dtypes::Float, dtypes::Bool}});
   t.push_back({.op = Op::GatherGrad,
                .source = "Gather-13 adjoint (scatter-add)",
                .minInputs = 2,
@@ -375,8 +365,8 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .infer = gatherGrad,
                .flops = scatterAddFlops,
                .inPlace = {{0, 2, true}},
-               .dtypes = "f32, f64; indices i32, i64; accumulates into "
-                         "input 2 when given"});
+               .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any},
+               .dtypeNote = "accumulates into input 2 when given"});
   t.push_back({.op = Op::SoftmaxCrossEntropyGrad,
                .source = "SoftmaxCrossEntropyLoss-13 adjoint",
                .minInputs = 3,
@@ -387,9 +377,9 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          {"log_sum_exp", AttrKind::Bool, false}},
                .infer = crossEntropyGrad,
                .flops = crossEntropyGradFlops,
-               .dtypes = "f32, f64 (grad_type: a 16-bit gradient of f32 "
-                         "log_prob; log_sum_exp: f32 beside 16-bit "
-                         "scores); labels i32, i64"});
+               .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any},
+               .dtypeNote = "grad_type: a 16-bit gradient of f32 log_prob; "
+                            "log_sum_exp: f32 beside 16-bit scores"});
   t.push_back({.op = Op::NllLossGrad,
                .source = "NegativeLogLikelihoodLoss-13 adjoint",
                .minInputs = 3,
@@ -398,7 +388,7 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          {"ignore_index", AttrKind::Int, false}},
                .infer = lossGrad,
                .flops = fromRecord,
-               .dtypes = "f32, f64; target i32, i64"});
+               .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any}});
   t.push_back({.op = Op::ConvWeightGrad,
                .source = "Conv-11 adjoint w.r.t. the weight",
                .minInputs = 2,
@@ -409,7 +399,8 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          {"dilations", AttrKind::Ints},
                          {"group", AttrKind::Int}},
                .infer = convWeightGrad,
-               .flops = convWeightGradFlops});
+               .flops = convWeightGradFlops,
+               .dtypes = {dtypes::Float, dtypes::Any}});
   t.push_back(
       {.op = Op::BatchNormGrad,
        .source = "BatchNormalization-15 adjoint",
@@ -417,7 +408,8 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
        .maxInputs = 5,
        .attrs = {{"epsilon", AttrKind::Float}, {"training", AttrKind::Bool}},
        .infer = batchNormGrad,
-       .flops = fromRecord});
+       .flops = fromRecord,
+       .dtypes = {dtypes::Float, dtypes::Any}});
   t.push_back({.op = Op::MaxPoolGrad,
                .source = "MaxPool-12 adjoint",
                .minInputs = 2,
@@ -430,7 +422,8 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                    [](const SpecCall &call) {
                      return poolGrad(call, call.attrs.ints("dilations"));
                    },
-               .flops = poolGradFlops});
+               .flops = poolGradFlops,
+               .dtypes = {dtypes::Float, dtypes::Any}});
   t.push_back({.op = Op::AvgPoolGrad,
                .source = "AveragePool-11 adjoint",
                .minInputs = 2,
@@ -440,7 +433,8 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          {"pads", AttrKind::Ints},
                          {"count_include_pad", AttrKind::Bool}},
                .infer = [](const SpecCall &call) { return poolGrad(call, {}); },
-               .flops = poolGradFlops});
+               .flops = poolGradFlops,
+               .dtypes = {dtypes::Float, dtypes::Any}});
   t.push_back({.op = Op::ResizeGrad,
                .source = "Resize-13 (nearest) adjoint",
                .minInputs = 2,
@@ -449,24 +443,23 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          {"coordinate_transformation_mode", AttrKind::String},
                          {"nearest_mode", AttrKind::String}},
                .infer = resizeGrad,
-               .flops = [](const SpecCall &call, const Types &) {
-                 return call.in[1].numel();
-               }});
-  t.push_back({.op = Op::AdamW,
-               .source = "torch.optim.AdamW step",
-               .minInputs = 4,
-               .maxInputs = 7,
-               .attrs = {{"lr", AttrKind::Float},
-                         {"beta1", AttrKind::Float},
-                         {"beta2", AttrKind::Float},
-                         {"eps", AttrKind::Float},
-                         {"weight_decay", AttrKind::Float}},
-               .infer = adamw,
-               .flops = fromRecord,
-               .inPlace = {{0, 0, true},
-                           {1, 2, true},
-                           {2, 3, true},
-                           {3, 4, true}}});
+               .flops = [](const SpecCall &call,
+                           const Types &) { return call.in[1].numel(); },
+               .dtypes = {dtypes::Float, dtypes::Any}});
+  t.push_back(
+      {.op = Op::AdamW,
+       .source = "torch.optim.AdamW step",
+       .minInputs = 4,
+       .maxInputs = 7,
+       .attrs = {{"lr", AttrKind::Float},
+                 {"beta1", AttrKind::Float},
+                 {"beta2", AttrKind::Float},
+                 {"eps", AttrKind::Float},
+                 {"weight_decay", AttrKind::Float}},
+       .infer = adamw,
+       .flops = fromRecord,
+       .inPlace = {{0, 0, true}, {1, 2, true}, {2, 3, true}, {3, 4, true}},
+       .dtypes = {dtypes::Float, dtypes::Any}});
   t.push_back({.op = Op::SGD,
                .source = "torch.optim.SGD step",
                .minInputs = 2,
@@ -477,7 +470,8 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          {"nesterov", AttrKind::Bool}},
                .infer = sgd,
                .flops = fromRecord,
-               .inPlace = {{0, 0, true}, {1, 2, true}, {2, 3, true}}});
+               .inPlace = {{0, 0, true}, {1, 2, true}, {2, 3, true}},
+               .dtypes = {dtypes::Float, dtypes::Any}});
   t.push_back({.op = Op::FoundInf,
                .source = "GradScaler's non-finite check (torch.amp)",
                .minInputs = 1,
@@ -491,7 +485,8 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                        n = satAdd(n, t.numel());
                      return n;
                    },
-               .dtypes = "any float in, f32 out"});
+               .dtypes = {dtypes::Float},
+               .dtypeNote = "output f32"});
   t.push_back({.op = Op::UpdateLossScale,
                .source = "GradScaler.update (torch.amp _amp_update_scale_)",
                .minInputs = 2,
@@ -500,14 +495,13 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          {"backoff_factor", AttrKind::Float},
                          {"growth_interval", AttrKind::Int}},
                .infer = updateLossScale,
-               .flops =
-                   [](const SpecCall &, const Types &) -> int64_t {
-                     // The scale's back-off or growth and the counters'
-                     // updates: a few scalar operations.
-                     return 4;
-                   },
+               .flops = [](const SpecCall &, const Types &) -> int64_t {
+                 // The scale's back-off or growth and the counters'
+                 // updates: a few scalar operations.
+                 return 4;
+               },
                .inPlace = {{0, 0, true}},
-               .dtypes = "f32"});
+               .dtypes = {DTypeSet{DType::F32}}});
   t.push_back({.op = Op::Assign,
                .source = "ZeRO: a gathered parameter written back in place",
                .minInputs = 2,
@@ -515,7 +509,7 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .infer = assign,
                .flops = fromRecord,
                .inPlace = {{0, 0, true}},
-               .dtypes = "any"});
+               .dtypes = {dtypes::Any}});
 }
 
 } // namespace weft::rt::specs

@@ -19,12 +19,12 @@ KernelSpec unary(Op name, const char *source,
           .minInputs = 1,
           .maxInputs = 1,
           .attrs = {},
-          .infer = likeFloatInput,
-          .flops = flops};
+          .infer = likeInput,
+          .flops = flops,
+          .dtypes = {dtypes::Float}};
 }
 
 Types broadcastBinary(const SpecCall &call) {
-  requireNumeric(call, 0);
   call.requireSameDType(0, 1);
   return {
       {call.in[0].dtype, call.broadcast(call.in[0].shape, call.in[1].shape)}};
@@ -38,37 +38,28 @@ KernelSpec binary(Op name, const char *source) {
           .attrs = {},
           .infer = broadcastBinary,
           .flops = fromRecord,
-          .dtypes = "f32, f64, integers (alike)"};
+          .dtypes = {dtypes::Numeric},
+          .dtypeNote = "alike"};
 }
 
 Types pow(const SpecCall &call) {
   // Pow-15 lets the exponent have its own numeric type.
-  requireNumeric(call, 0);
-  requireNumeric(call, 1);
   return {
       {call.in[0].dtype, call.broadcast(call.in[0].shape, call.in[1].shape)}};
 }
 
 Types equal(const SpecCall &call) {
-  if (call.in[0].dtype != DType::Bool)
-    requireNumeric(call, 0);
   call.requireSameDType(0, 1);
   return {{DType::Bool, call.broadcast(call.in[0].shape, call.in[1].shape)}};
 }
 
 Types where(const SpecCall &call) {
-  if (call.in[0].dtype != DType::Bool)
-    call.fail("input 0 (the condition) is " +
-              std::string(dtypeName(call.in[0].dtype)) + ", expected bool");
   call.requireSameDType(1, 2);
   std::vector<int64_t> xy = call.broadcast(call.in[1].shape, call.in[2].shape);
   return {{call.in[1].dtype, call.broadcast(call.in[0].shape, xy)}};
 }
 
-Types clip(const SpecCall &call) {
-  requireNumeric(call, 0);
-  return {call.in[0]};
-}
+Types clip(const SpecCall &call) { return {call.in[0]}; }
 
 Types cast(const SpecCall &call) {
   DType to;
@@ -109,7 +100,8 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
                .attrs = {},
                .infer = pow,
                .flops = fromRecord,
-               .dtypes = "f32, f64, integers (the exponent any of them)"});
+               .dtypes = {dtypes::Numeric},
+               .dtypeNote = "the exponent its own dtype"});
   t.push_back({.op = Op::Equal,
                .source = "Equal-13",
                .minInputs = 2,
@@ -117,7 +109,8 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
                .attrs = {},
                .infer = equal,
                .flops = fromRecord,
-               .dtypes = "f32, f64, integers, bool (alike); output bool"});
+               .dtypes = {dtypes::Any},
+               .dtypeNote = "alike; output bool"});
   t.push_back({.op = Op::Where,
                .source = "Where-16",
                .minInputs = 3,
@@ -125,7 +118,8 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
                .attrs = {},
                .infer = where,
                .flops = fromRecord,
-               .dtypes = "condition bool; x, y any (alike)"});
+               .dtypes = {dtypes::Bool, dtypes::Any},
+               .dtypeNote = "x, y alike"});
   t.push_back({.op = Op::Clip,
                .source = "Clip-13, bounds as attributes",
                .minInputs = 1,
@@ -134,7 +128,7 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
                          {"max", AttrKind::Float, false}},
                .infer = clip,
                .flops = fromRecord,
-               .dtypes = "f32, f64, integers"});
+               .dtypes = {dtypes::Numeric}});
   t.push_back({.op = Op::Cast,
                .source = "Cast-13",
                .minInputs = 1,
@@ -143,7 +137,8 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
                          {"nearest_even", AttrKind::Bool, false}},
                .infer = cast,
                .flops = fromRecord,
-               .dtypes = "any, to the attribute `to`"});
+               .dtypes = {dtypes::Any},
+               .dtypeNote = "output the attribute `to`"});
 }
 
 } // namespace weft::rt::specs

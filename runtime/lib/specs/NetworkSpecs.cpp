@@ -98,8 +98,6 @@ std::vector<int64_t> convOutputShape(const SpecCall &call,
 
 Types lossOutput(const SpecCall &call, size_t weightInput) {
   const TensorType &scores = call.in[0], &target = call.in[1];
-  call.requireFloat(0);
-  call.requireIndex(1);
   if (scores.rank() < 2 || target.rank() != scores.rank() - 1 ||
       target.shape[0] != scores.shape[0] ||
       !std::equal(target.shape.begin() + 1, target.shape.end(),
@@ -138,7 +136,6 @@ void requireLayerNormAffine(const SpecCall &call, size_t k) {
 TensorType batchNormChannels(const SpecCall &call,
                              std::initializer_list<const char *> names) {
   const TensorType &x = call.in[0];
-  call.requireFloat(0);
   if (x.rank() < 2)
     call.fail("input 0 " + typeString(x) + " is not [N, C, ...]");
   TensorType channel{x.dtype, {x.shape[1]}};
@@ -182,7 +179,6 @@ void checkDropoutShard(const SpecCall &call,
 namespace {
 
 Types softmax(const SpecCall &call) {
-  call.requireFloat(0);
   call.axis("axis", call.in[0].rank());
   return {call.in[0]};
 }
@@ -191,7 +187,6 @@ Types softmax(const SpecCall &call) {
 /// `affine` on.
 Types normalizeRows(const SpecCall &call, size_t affine) {
   const TensorType &x = call.in[0];
-  call.requireFloat(0);
   int64_t axis = call.axis("axis", x.rank());
   std::vector<int64_t> normalized(x.shape.begin() + axis, x.shape.end());
   for (size_t k = affine; k < call.in.size(); ++k) {
@@ -227,7 +222,6 @@ int64_t batchNormFlops(const SpecCall &call, const Types &) {
 }
 
 Types dropout(const SpecCall &call) {
-  call.requireFloat(0);
   checkRatio(call);
   checkDropoutShard(call, call.in[0].shape);
   return {call.in[0], {DType::Bool, call.in[0].shape}};
@@ -239,7 +233,6 @@ int64_t dropoutFlops(const SpecCall &call, const Types &) {
 }
 
 Types conv(const SpecCall &call) {
-  call.requireFloat(0);
   call.requireSameDType(0, 1);
   const TensorType &x = call.in[0], &w = call.in[1];
   std::vector<int64_t> shape = convOutputShape(call, x, w.shape);
@@ -257,7 +250,6 @@ int64_t convFlops(const SpecCall &call, const Types &out) {
 }
 
 Types convTranspose(const SpecCall &call) {
-  call.requireFloat(0);
   call.requireSameDType(0, 1);
   const TensorType &x = call.in[0], &w = call.in[1];
   int64_t spatial = x.rank() - 2, group = call.attrs.i("group");
@@ -303,13 +295,11 @@ int64_t convTransposeFlops(const SpecCall &call, const Types &out) {
 }
 
 Types maxPool(const SpecCall &call) {
-  requireNumeric(call, 0);
   return poolOutput(call, call.attrs.b("ceil_mode"),
                     call.attrs.ints("dilations"));
 }
 
 Types avgPool(const SpecCall &call) {
-  call.requireFloat(0);
   return poolOutput(call, call.attrs.b("ceil_mode"), {});
 }
 
@@ -364,15 +354,16 @@ Types nllLoss(const SpecCall &call) { return lossOutput(call, 2); }
 } // namespace
 
 void addNetworkSpecs(std::vector<KernelSpec> &t) {
-  for (auto [name, source] :
-       {std::pair{Op::Softmax, "Softmax-13"}, {Op::LogSoftmax, "LogSoftmax-13"}})
+  for (auto [name, source] : {std::pair{Op::Softmax, "Softmax-13"},
+                              {Op::LogSoftmax, "LogSoftmax-13"}})
     t.push_back({.op = name,
                  .source = source,
                  .minInputs = 1,
                  .maxInputs = 1,
                  .attrs = {{"axis", AttrKind::Int}},
                  .infer = softmax,
-                 .flops = fromRecord});
+                 .flops = fromRecord,
+                 .dtypes = {dtypes::Float}});
   t.push_back({.op = Op::LayerNorm,
                .source = "LayerNormalization-17",
                .minInputs = 2,
@@ -380,18 +371,20 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}},
                .infer = layerNorm,
                .flops = fromRecord,
-               .dtypes = "f32, f64; scale, bias alike or f32 beside 16-bit x; "
-                         "statistics f32"});
-  t.push_back({.op = Op::AddLayerNorm,
-               .source = "weft.add_layer_norm: Add-14, then "
-                         "LayerNormalization-17 of the sum",
-               .minInputs = 3,
-               .maxInputs = 4,
-               .attrs = {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}},
-               .infer = addLayerNorm,
-               .flops = fromRecord,
-               .dtypes = "as layer_norm; the residual and the sum as the "
-                         "input"});
+               .dtypes = {dtypes::Float, dtypes::Any},
+               .dtypeNote =
+                   "scale, bias alike or f32 beside 16-bit x; statistics f32"});
+  t.push_back(
+      {.op = Op::AddLayerNorm,
+       .source = "weft.add_layer_norm: Add-14, then "
+                 "LayerNormalization-17 of the sum",
+       .minInputs = 3,
+       .maxInputs = 4,
+       .attrs = {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}},
+       .infer = addLayerNorm,
+       .flops = fromRecord,
+       .dtypes = {dtypes::Float, dtypes::Any},
+       .dtypeNote = "as layer_norm; the residual and the sum as the input"});
   // Running statistics update their state buffers in place when the
   // compiler placed them there (training), or go to fresh buffers.
   t.push_back({.op = Op::BatchNorm,
@@ -404,7 +397,8 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          {"unbiased_running_var", AttrKind::Bool, false}},
                .infer = batchNorm,
                .flops = batchNormFlops,
-               .inPlace = {{1, 3, false}, {2, 4, false}}});
+               .inPlace = {{1, 3, false}, {2, 4, false}},
+               .dtypes = {dtypes::Float, dtypes::Any}});
   t.push_back({.op = Op::Dropout,
                .source = "Dropout-13",
                .minInputs = 1,
@@ -419,7 +413,8 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          {"shard_index", AttrKind::Int, false}},
                .infer = dropout,
                .flops = dropoutFlops,
-               .dtypes = "f32, f64; mask bool"});
+               .dtypes = {dtypes::Float},
+               .dtypeNote = "output mask bool"});
   t.push_back({.op = Op::Conv,
                .source = "Conv-11",
                .minInputs = 2,
@@ -429,7 +424,8 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          {"dilations", AttrKind::Ints},
                          {"group", AttrKind::Int}},
                .infer = conv,
-               .flops = convFlops});
+               .flops = convFlops,
+               .dtypes = {dtypes::Float, dtypes::Any}});
   t.push_back({.op = Op::ConvTranspose,
                .source = "ConvTranspose-11",
                .minInputs = 2,
@@ -440,7 +436,8 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          {"output_padding", AttrKind::Ints},
                          {"group", AttrKind::Int}},
                .infer = convTranspose,
-               .flops = convTransposeFlops});
+               .flops = convTransposeFlops,
+               .dtypes = {dtypes::Float, dtypes::Any}});
   t.push_back({.op = Op::MaxPool,
                .source = "MaxPool-12",
                .minInputs = 1,
@@ -452,7 +449,7 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          {"ceil_mode", AttrKind::Bool}},
                .infer = maxPool,
                .flops = poolFlops,
-               .dtypes = "f32, f64, integers"});
+               .dtypes = {dtypes::Numeric}});
   t.push_back({.op = Op::AvgPool,
                .source = "AveragePool-11",
                .minInputs = 1,
@@ -463,7 +460,8 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          {"ceil_mode", AttrKind::Bool},
                          {"count_include_pad", AttrKind::Bool}},
                .infer = avgPool,
-               .flops = poolFlops});
+               .flops = poolFlops,
+               .dtypes = {dtypes::Float}});
   t.push_back({.op = Op::SoftmaxCrossEntropy,
                .source = "SoftmaxCrossEntropyLoss-13",
                .minInputs = 2,
@@ -474,9 +472,9 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          {"log_sum_exp", AttrKind::Bool, false}},
                .infer = softmaxCrossEntropy,
                .flops = fromRecord,
-               .dtypes = "scores f32, f64 (16-bit: loss and log_prob, or "
-                         "log_sum_exp, f32 with log_prob_type); labels i32, "
-                         "i64"});
+               .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any},
+               .dtypeNote = "16-bit scores: loss and log_prob (or log_sum_exp) "
+                            "f32 with log_prob_type"});
   t.push_back({.op = Op::SoftmaxCrossEntropyAndGrad,
                .source = "weft.softmax_cross_entropy_and_grad: "
                          "SoftmaxCrossEntropyLoss-13 and its adjoint",
@@ -488,8 +486,9 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                .infer = softmaxCrossEntropyAndGrad,
                .flops = fromRecord,
                .inPlace = {{2, 0, false}},
-               .dtypes = "as softmax_cross_entropy {log_sum_exp}; grad as "
-                         "the loss; the scores' gradient as the scores"});
+               .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any},
+               .dtypeNote = "as softmax_cross_entropy {log_sum_exp}; grad as "
+                            "the loss; the scores' gradient as the scores"});
   t.push_back(
       {.op = Op::NllLoss,
        .source = "NegativeLogLikelihoodLoss-13",
@@ -500,7 +499,7 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
        .infer = nllLoss,
        .flops = [](const SpecCall &call,
                    const Types &) { return satMul(2, call.in[1].numel()); },
-       .dtypes = "input f32, f64; target i32, i64"});
+       .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any}});
 }
 
 } // namespace weft::rt::specs

@@ -19,8 +19,6 @@ void checkStart(const SpecCall &call) {
 }
 
 Types vocabGather(const SpecCall &call) {
-  call.requireFloat(0);
-  call.requireIndex(1);
   checkStart(call);
   const TensorType &table = call.in[0];
   if (table.rank() < 1 || table.shape[0] < 1)
@@ -37,8 +35,6 @@ int64_t vocabGatherBytes(const SpecCall &call, const Types &out) {
 /// Output: [rows, h...] with `rows` the attribute; the gradient's shape is
 /// the indices' then the row's.
 Types vocabGatherGrad(const SpecCall &call) {
-  call.requireFloat(0);
-  call.requireIndex(1);
   checkStart(call);
   const TensorType &grad = call.in[0], &indices = call.in[1];
   int64_t rows = call.attrs.i("rows");
@@ -60,8 +56,6 @@ Types vocabGatherGrad(const SpecCall &call) {
 
 /// scores [N, C], (max [N, 1]), labels [N].
 void checkScores(const SpecCall &call, size_t labels) {
-  call.requireFloat(0);
-  call.requireIndex(labels);
   const TensorType &scores = call.in[0];
   if (scores.rank() != 2)
     call.fail("input 0 (scores) must be [N, C]");
@@ -104,7 +98,7 @@ void addParallelSpecs(std::vector<KernelSpec> &t) {
                .infer = vocabGather,
                .flops = fromRecord,
                .bytesRead = vocabGatherBytes,
-               .dtypes = "f32, f64; indices i32, i64"});
+               .dtypes = {dtypes::Float, dtypes::Index}});
   t.push_back({.op = Op::VocabParallelGatherGrad,
                .source = "weft.vocab_parallel_gather adjoint",
                .minInputs = 2,
@@ -113,8 +107,8 @@ void addParallelSpecs(std::vector<KernelSpec> &t) {
                .infer = vocabGatherGrad,
                .flops = scatterAddFlops,
                .inPlace = {{0, 2, true}},
-               .dtypes = "f32, f64; indices i32, i64; accumulates into "
-                         "input 2 when given"});
+               .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any},
+               .dtypeNote = "accumulates into input 2 when given"});
   t.push_back({.op = Op::VocabParallelCrossEntropyStats,
                .source = "weft.vocab_parallel_cross_entropy_stats",
                .minInputs = 3,
@@ -122,16 +116,17 @@ void addParallelSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"start", AttrKind::Int}},
                .infer = vocabStats,
                .flops = fromRecord,
-               .dtypes = "f32, f64; labels i32, i64"});
-  t.push_back({.op = Op::VocabParallelCrossEntropy,
-               .source = "weft.vocab_parallel_cross_entropy (Megatron "
-                         "vocab_parallel_cross_entropy)",
-               .minInputs = 4,
-               .maxInputs = 4,
-               .attrs = {{"ignore_index", AttrKind::Int, false}},
-               .infer = vocabCrossEntropy,
-               .flops = fromRecord,
-               .dtypes = "f32, f64; labels i32, i64"});
+               .dtypes = {dtypes::Float, dtypes::Any, dtypes::Index}});
+  t.push_back(
+      {.op = Op::VocabParallelCrossEntropy,
+       .source = "weft.vocab_parallel_cross_entropy (Megatron "
+                 "vocab_parallel_cross_entropy)",
+       .minInputs = 4,
+       .maxInputs = 4,
+       .attrs = {{"ignore_index", AttrKind::Int, false}},
+       .infer = vocabCrossEntropy,
+       .flops = fromRecord,
+       .dtypes = {dtypes::Float, dtypes::Any, dtypes::Any, dtypes::Index}});
   t.push_back({.op = Op::VocabParallelCrossEntropyGrad,
                .source = "weft.vocab_parallel_cross_entropy adjoint",
                .minInputs = 3,
@@ -140,7 +135,7 @@ void addParallelSpecs(std::vector<KernelSpec> &t) {
                          {"ignore_index", AttrKind::Int, false}},
                .infer = vocabCrossEntropyGrad,
                .flops = fromRecord,
-               .dtypes = "f32, f64; labels i32, i64"});
+               .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any}});
 }
 
 } // namespace weft::rt::specs

@@ -46,25 +46,14 @@ inline int64_t product(const std::vector<int64_t> &dims) {
 
 /// An entry whose op's record counts its FLOPs (Ops.def's Flops column:
 /// PerInput, PerOutput or NoFlops); Custom ops give their rule instead.
-inline constexpr int64_t (*fromRecord)(const SpecCall &, const Types &) =
-    nullptr;
+inline constexpr int64_t (*fromRecord)(const SpecCall &,
+                                       const Types &) = nullptr;
 /// A scatter-add of an embedding's gradient (dy, indices, sum?): 1 per
 /// element of dy; numel(output 0) more accumulating into the sum (the add
 /// it replaces).
 inline int64_t scatterAddFlops(const SpecCall &call, const Types &out) {
   int64_t flops = call.in[0].numel();
   return call.in.size() == 3 ? satAdd(flops, out[0].numel()) : flops;
-}
-
-/// Input `k` must have a numeric dtype the kernels compute in: float,
-/// double or an integer (not bool, f16 or bf16).
-/// Any dtype but bool: f16 and bf16 compute widened to f32 (the CPU
-/// backend's launchWidened, the CUDA kernels' registers).
-inline void requireNumeric(const SpecCall &call, size_t k) {
-  DType d = call.in[k].dtype;
-  if (d == DType::Bool)
-    call.fail("input " + std::to_string(k) + " is " + dtypeName(d) +
-              ", expected a float or integer dtype");
 }
 
 /// dropout's `ratio` is a probability in [0, 1) (Dropout-13).
@@ -75,16 +64,12 @@ inline void checkRatio(const SpecCall &call) {
               ", expected [0, 1)");
 }
 
-/// Output 0 has input 0's type, which must be f32 or f64.
-inline Types likeFloatInput(const SpecCall &call) {
-  call.requireFloat(0);
-  return {call.in[0]};
-}
+/// Output 0 has input 0's type.
+inline Types likeInput(const SpecCall &call) { return {call.in[0]}; }
 
 /// Input 1 (an upstream gradient) must have input 0's type, and so has the
 /// output: the activation gradients (relu_grad, softmax_grad, ...).
 inline Types inputGrad(const SpecCall &call) {
-  call.requireFloat(0);
   call.requireType(1, call.in[0], "the gradient");
   return {call.in[0]};
 }

@@ -20,7 +20,6 @@ namespace weft::rt::specs {
 namespace {
 
 Types matmul(const SpecCall &call) {
-  call.requireFloat(0);
   call.requireSameDType(0, 1);
   const TensorType &lhs = call.in[0], &rhs = call.in[1];
   if (lhs.rank() == 0 || rhs.rank() == 0)
@@ -61,7 +60,6 @@ int64_t matmulFlops(const SpecCall &call, const Types &out) {
 }
 
 Types gemm(const SpecCall &call) {
-  call.requireFloat(0);
   call.requireSameDType(0, 1);
   const TensorType &a = call.in[0], &b = call.in[1];
   if (a.rank() != 2 || b.rank() != 2)
@@ -216,7 +214,6 @@ int64_t movedBytes(const SpecCall &, const Types &out) {
 
 Types gather(const SpecCall &call) {
   const TensorType &data = call.in[0], &indices = call.in[1];
-  call.requireIndex(1);
   int64_t axis = call.axis("axis", data.rank());
   std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
   shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
@@ -273,7 +270,6 @@ Types resize(const SpecCall &call) {
 
 Types reduce(const SpecCall &call) {
   const TensorType &x = call.in[0];
-  requireNumeric(call, 0);
   const std::vector<int64_t> &axes = call.attrs.ints("axes");
   bool keep = call.attrs.b("keepdims");
   for (size_t i = 0; i < axes.size(); ++i)
@@ -323,7 +319,8 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"transA", AttrKind::Bool, false},
                          {"transB", AttrKind::Bool, false}},
                .infer = matmul,
-               .flops = matmulFlops});
+               .flops = matmulFlops,
+               .dtypes = {dtypes::Float, dtypes::Any}});
   const std::vector<AttrSpec> gemmAttrs = {{"alpha", AttrKind::Float},
                                            {"beta", AttrKind::Float},
                                            {"transA", AttrKind::Bool},
@@ -334,7 +331,8 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .maxInputs = 3,
                .attrs = gemmAttrs,
                .infer = gemm,
-               .flops = gemmFlops});
+               .flops = gemmFlops,
+               .dtypes = {dtypes::Float, dtypes::Any}});
   t.push_back({.op = Op::GemmGeluTanh,
                .source = "weft.gemm_gelu_tanh: Gemm-13, then Gelu-20 "
                          "(tanh) of its output",
@@ -342,7 +340,8 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .maxInputs = 3,
                .attrs = gemmAttrs,
                .infer = gemmGeluTanh,
-               .flops = gemmGeluTanhFlops});
+               .flops = gemmGeluTanhFlops,
+               .dtypes = {dtypes::Float, dtypes::Any}});
   t.push_back({.op = Op::GemmGeluTanhGrad,
                .source = "weft.gemm_gelu_tanh_grad: Gemm-13 (no C), then "
                          "the Gelu-20 (tanh) adjoint at the pre-activation",
@@ -352,7 +351,8 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                          {"transA", AttrKind::Bool},
                          {"transB", AttrKind::Bool}},
                .infer = gemmGeluTanhGrad,
-               .flops = gemmGeluTanhGradFlops});
+               .flops = gemmGeluTanhGradFlops,
+               .dtypes = {dtypes::Float, dtypes::Any}});
   t.push_back({.op = Op::Transpose,
                .source = "Transpose-13",
                .minInputs = 1,
@@ -360,7 +360,7 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"perm", AttrKind::Ints}},
                .infer = transpose,
                .flops = fromRecord,
-               .dtypes = "any"});
+               .dtypes = {dtypes::Any}});
   t.push_back({.op = Op::Expand,
                .source = "Expand-13",
                .minInputs = 1,
@@ -368,7 +368,7 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"shape", AttrKind::Ints}},
                .infer = expand,
                .flops = fromRecord,
-               .dtypes = "any"});
+               .dtypes = {dtypes::Any}});
   t.push_back({.op = Op::Concat,
                .source = "Concat-13",
                .minInputs = 1,
@@ -376,7 +376,8 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"axis", AttrKind::Int}},
                .infer = concat,
                .flops = fromRecord,
-               .dtypes = "any (alike)"});
+               .dtypes = {dtypes::Any},
+               .dtypeNote = "alike"});
   t.push_back({.op = Op::Split,
                .source = "Split-13",
                .minInputs = 1,
@@ -384,7 +385,7 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"axis", AttrKind::Int}, {"sizes", AttrKind::Ints}},
                .infer = split,
                .flops = fromRecord,
-               .dtypes = "any"});
+               .dtypes = {dtypes::Any}});
   t.push_back({.op = Op::Slice,
                .source = "Slice-13, bounds normalised",
                .minInputs = 1,
@@ -395,7 +396,7 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .infer = slice,
                .flops = fromRecord,
                .bytesRead = movedBytes,
-               .dtypes = "any"});
+               .dtypes = {dtypes::Any}});
   t.push_back({.op = Op::Gather,
                .source = "Gather-13",
                .minInputs = 2,
@@ -404,7 +405,7 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .infer = gather,
                .flops = fromRecord,
                .bytesRead = gatherBytes,
-               .dtypes = "data any; indices i32, i64"});
+               .dtypes = {dtypes::Any, dtypes::Index}});
   t.push_back({.op = Op::Pad,
                .source = "Pad-13, constant mode",
                .minInputs = 1,
@@ -412,7 +413,8 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"pads", AttrKind::Ints}, {"value", AttrKind::Float}},
                .infer = pad,
                .flops = fromRecord,
-               .dtypes = "any (16-bit: the fill rounded to nearest)"});
+               .dtypes = {dtypes::Any},
+               .dtypeNote = "16-bit: the fill rounded to nearest"});
   t.push_back({.op = Op::Trilu,
                .source = "Trilu-14",
                .minInputs = 1,
@@ -420,7 +422,7 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .attrs = {{"upper", AttrKind::Bool}, {"k", AttrKind::Int}},
                .infer = trilu,
                .flops = fromRecord,
-               .dtypes = "any"});
+               .dtypes = {dtypes::Any}});
   t.push_back({.op = Op::Resize,
                .source = "Resize-13, nearest mode",
                .minInputs = 1,
@@ -431,7 +433,7 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                          {"nearest_mode", AttrKind::String}},
                .infer = resize,
                .flops = fromRecord,
-               .dtypes = "any"});
+               .dtypes = {dtypes::Any}});
   for (auto [name, source] : {std::pair{Op::ReduceSum, "ReduceSum-13"},
                               {Op::ReduceMean, "ReduceMean-13"},
                               {Op::ReduceMax, "ReduceMax-13"}})
@@ -443,7 +445,7 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
          .attrs = {{"axes", AttrKind::Ints}, {"keepdims", AttrKind::Bool}},
          .infer = reduce,
          .flops = fromRecord,
-         .dtypes = "f32, f64, integers"});
+         .dtypes = {dtypes::Numeric}});
 }
 
 } // namespace weft::rt::specs

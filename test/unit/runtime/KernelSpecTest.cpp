@@ -13,6 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 using namespace weft::rt;
 using json = nlohmann::json;
 namespace ops = weft::ops;
@@ -50,6 +53,97 @@ const json kAdamW = {{"lr", 1e-3},
                      {"weight_decay", 0.01}};
 
 } // namespace
+
+/// Each kernel's input dtypes (KernelSpec::dtypes, one set per input, the
+/// last for the rest), pinned: the check enforces them and the docs print
+/// them, so changing one list, or adding a kernel without its pin, fails
+/// here. Relations between inputs (alike, f32 beside 16-bit) are the rules'.
+TEST(KernelSpec, InputDTypesArePinned) {
+  const std::map<std::string, std::vector<Op>> pins = {
+      // Arithmetic in floats (16-bit widened to f32).
+      {"float",
+       {Op::Sqrt, Op::Reciprocal, Op::Neg, Op::Exp, Op::Log, Op::Erf, Op::Tanh,
+        Op::Relu, Op::Sigmoid, Op::Gelu, Op::GeluTanh, Op::Softmax,
+        Op::LogSoftmax, Op::Dropout, Op::AvgPool, Op::FoundInf}},
+      // A float input 0; the others tied to it by the rule.
+      {"float, any", {Op::Attention,
+                      Op::AttentionGrad,
+                      Op::LayerNormGrad,
+                      Op::WgradBias,
+                      Op::ConvWeightGrad,
+                      Op::BatchNormGrad,
+                      Op::MaxPoolGrad,
+                      Op::AvgPoolGrad,
+                      Op::ResizeGrad,
+                      Op::AdamW,
+                      Op::SGD,
+                      Op::LayerNorm,
+                      Op::AddLayerNorm,
+                      Op::BatchNorm,
+                      Op::Conv,
+                      Op::ConvTranspose,
+                      Op::MatMul,
+                      Op::Gemm,
+                      Op::GemmGeluTanh,
+                      Op::GemmGeluTanhGrad,
+                      Op::ReluGrad,
+                      Op::GeluGrad,
+                      Op::GeluTanhGrad,
+                      Op::ClipGrad,
+                      Op::SoftmaxGrad,
+                      Op::LogSoftmaxGrad}},
+      {"float, bool", {Op::DropoutGrad}},
+      // Scores and labels (indices), then weights, sums, gradients.
+      {"float, index", {Op::VocabParallelGather}},
+      {"float, index, any",
+       {Op::GatherGrad, Op::SoftmaxCrossEntropyGrad, Op::NllLossGrad,
+        Op::SoftmaxCrossEntropy, Op::SoftmaxCrossEntropyAndGrad, Op::NllLoss,
+        Op::VocabParallelGatherGrad, Op::VocabParallelCrossEntropyGrad}},
+      {"float, any, index", {Op::VocabParallelCrossEntropyStats}},
+      {"float, any, any, index", {Op::VocabParallelCrossEntropy}},
+      // Floats and integers (not bool).
+      {"numeric",
+       {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Pow, Op::Clip, Op::MaxPool,
+        Op::ReduceSum, Op::ReduceMean, Op::ReduceMax}},
+      // Data movement and comparison: any dtype.
+      {"any",
+       {Op::Equal, Op::Cast, Op::Assign, Op::Transpose, Op::Expand, Op::Concat,
+        Op::Split, Op::Slice, Op::Pad, Op::Trilu, Op::Resize}},
+      {"any, index", {Op::Gather}},
+      {"bool, any", {Op::Where}},
+      {"f32", {Op::UpdateLossScale}},
+  };
+  std::map<Op, std::string> pinned;
+  for (const auto &[sets, kernels] : pins)
+    for (Op op : kernels)
+      EXPECT_TRUE(pinned.emplace(op, sets).second)
+          << ops::record(op).mnemonic << " pinned twice";
+  for (const KernelSpec &spec : kernelSpecs()) {
+    std::string sets;
+    for (DTypeSet d : spec.dtypes)
+      sets += (sets.empty() ? "" : ", ") + d.name();
+    auto it = pinned.find(spec.op);
+    ASSERT_NE(it, pinned.end()) << spec.name() << ": pin its dtypes here";
+    EXPECT_EQ(sets, it->second) << spec.name();
+  }
+  EXPECT_EQ(pinned.size(), kernelSpecs().size());
+}
+
+/// The check refuses a dtype outside an input's set before the rule runs,
+/// naming the input and the set.
+TEST(KernelSpec, RefusesADTypeOutsideTheInputsSet) {
+  OperandPlacement i32 = {{DType::I32, {4}}, 0};
+  EXPECT_EQ(errorOf("exp", {i32}, {{{DType::I32, {4}}, 64}}, json::object()),
+            "input 0 is i32, expected f32, f64, f16 or bf16");
+  OperandPlacement labels = {{DType::F32, {2}}, 64};
+  EXPECT_EQ(errorOf("nll_loss", {f32({2, 3}, 0), labels}, {f32({}, 128)},
+                    {{"reduction", "mean"}}),
+            "input 1 is f32, expected i32 or i64 indices");
+  OperandPlacement flag = {{DType::Bool, {4}}, 0};
+  EXPECT_EQ(
+      errorOf("add", {flag, flag}, {{{DType::Bool, {4}}, 64}}, json::object()),
+      "input 0 is bool, expected a float or integer dtype");
+}
 
 /// Every op record whose Lowering is Kernel has one specification entry and
 /// one CPU kernel (in the table or fused, run as its parts, not both), and

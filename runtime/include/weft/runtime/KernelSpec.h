@@ -26,6 +26,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,6 +53,45 @@ struct TensorType {
 
 /// "[2x3] f32", for messages.
 std::string typeString(const TensorType &type);
+
+/// A set of plan dtypes: what one input of a kernel admits, as data.
+struct DTypeSet {
+  uint32_t bits = 0;
+
+  constexpr DTypeSet() = default;
+  constexpr DTypeSet(std::initializer_list<DType> dtypes) {
+    for (DType d : dtypes)
+      bits |= 1u << static_cast<unsigned>(d);
+  }
+  constexpr bool contains(DType d) const {
+    return (bits >> static_cast<unsigned>(d)) & 1u;
+  }
+  constexpr DTypeSet operator|(DTypeSet o) const {
+    DTypeSet s;
+    s.bits = bits | o.bits;
+    return s;
+  }
+  constexpr bool operator==(DTypeSet o) const { return bits == o.bits; }
+  /// For messages: "f32, f64, f16 or bf16", "i32 or i64 indices".
+  std::string expected() const;
+  /// For the table's docs: "float", "index", ..., or the dtypes.
+  std::string name() const;
+};
+
+/// The sets the kernels admit. 16-bit floats compute in f32 (the CPU
+/// backend widens them, the CUDA kernels load them); integers and bool are
+/// moved, compared or counted, never rounded.
+namespace dtypes {
+inline constexpr DTypeSet Float{DType::F32, DType::F64, DType::F16,
+                                DType::BF16};
+inline constexpr DTypeSet Index{DType::I32, DType::I64};
+inline constexpr DTypeSet Bool{DType::Bool};
+inline constexpr DTypeSet Integer{DType::I64, DType::I32, DType::I16,
+                                  DType::I8,  DType::U8,  DType::U16,
+                                  DType::U32, DType::U64};
+inline constexpr DTypeSet Numeric = Float | Integer;
+inline constexpr DTypeSet Any = Numeric | Bool;
+} // namespace dtypes
 
 enum class AttrKind { Int, Float, Bool, String, Ints, Floats };
 
@@ -104,11 +145,6 @@ struct SpecCall {
   const KernelAttrs &attrs;
 
   [[noreturn]] void fail(const std::string &message) const;
-  /// Input `k` must be a float: f32, f64, f16 or bf16 (16-bit tensors
-  /// compute in f32: the CPU backend widens them, CUDA kernels load them).
-  void requireFloat(size_t k) const;
-  /// Input `k` must be i32 or i64 (indices, labels).
-  void requireIndex(size_t k) const;
   /// Inputs `a` and `b` must share a dtype.
   void requireSameDType(size_t a, size_t b) const;
   /// Input `k` must be exactly `type`.
@@ -156,9 +192,12 @@ struct KernelSpec {
     bool required; ///< the kernel reads the state it updates from the output
   };
   std::vector<InPlace> inPlace = {};
-  /// The dtypes the kernels implement, for the table's docs (the rule
-  /// enforces them).
-  const char *dtypes = "f32, f64";
+  /// The dtypes each input admits, as data: one set per input, the last for
+  /// the inputs after it. The check refuses any other before the rule runs,
+  /// and the table's docs print them; rules state only relations between
+  /// inputs (alike, f32 beside a 16-bit input), which `dtypeNote` says.
+  std::vector<DTypeSet> dtypes;
+  const char *dtypeNote = "";
 
   /// The plan's kernel name: the op's mnemonic.
   std::string_view name() const { return ops::record(op).mnemonic; }
@@ -196,7 +235,8 @@ KernelAttrs decodeKernelAttrs(const KernelSpec &spec,
                               const nlohmann::json &attrs);
 
 /// The outputs' types `spec`'s rule gives for inputs `in` and decoded
-/// attributes `attrs`, after checking the input count. Throws Error with the
+/// attributes `attrs`, after checking the input count and each input's
+/// dtype against `spec.dtypes`. Throws Error with the
 /// rule's message. The compiler infers and verifies kernel ops with it
 /// (weft/ops/OpCheck.h), so an op's type rule is written once, here.
 std::vector<TensorType> inferKernel(const KernelSpec &spec,
