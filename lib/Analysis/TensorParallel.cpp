@@ -31,31 +31,6 @@ SmallVector<int64_t> localShape(ArrayRef<int64_t> shape, Sharding s,
   return out;
 }
 
-std::optional<Sharding> reshapeSharding(ArrayRef<int64_t> in,
-                                        ArrayRef<int64_t> out, Sharding s,
-                                        int64_t parts) {
-  if (!s.isSplit())
-    return s;
-  // Over the row-major flat index f, rank t holds the elements with
-  // (f / chunk) mod parts == t, chunk = (n / (blocks parts)) * inner. That
-  // function determines chunk, so a split of the result holds the same
-  // elements iff it has the same chunk: (o_j / (c parts)) * inner_j = chunk.
-  int64_t inner = 1;
-  for (int64_t i = s.dim + 1; i < int64_t(in.size()); ++i)
-    inner *= in[i];
-  int64_t chunk = in[s.dim] / (s.blocks * parts) * inner;
-  int64_t innerOut = 1;
-  for (int64_t j = int64_t(out.size()) - 1; j >= 0; innerOut *= out[j--]) {
-    if (chunk % innerOut)
-      continue;
-    int64_t perRankRun = chunk / innerOut; // o_j / (c parts)
-    if (out[j] % (perRankRun * parts))
-      continue;
-    return Sharding::split(j, out[j] / (perRankRun * parts));
-  }
-  return std::nullopt;
-}
-
 namespace {
 
 using namespace tp;
@@ -96,8 +71,8 @@ public:
       int64_t leader = joined.getLeaderValue(r);
       auto [it, first] = index.insert({leader, out.size()});
       if (first)
-        out.push_back({opened[leader].start, {}, {}, {}, {}, nullptr, "",
-                       false});
+        out.push_back(
+            {opened[leader].start, {}, {}, {}, {}, nullptr, "", false});
       Block &b = out[it->second];
       const Block &part = opened[r];
       b.megatron |= part.megatron;
@@ -130,8 +105,7 @@ private:
   }
 
   int64_t open(Operation *start) {
-    opened.push_back(
-        {start, {}, {}, {}, {}, nullptr, "", opensBlock(start)});
+    opened.push_back({start, {}, {}, {}, {}, nullptr, "", opensBlock(start)});
     joined.insert(opened.size() - 1);
     return opened.size() - 1;
   }
@@ -197,8 +171,9 @@ private:
     if (linear->bias) {
       if (!isOwnedParam(linear->bias) || rankOf(linear->bias) != 1 ||
           shapeOf(linear->bias)[0] != n) {
-        fail(op, b, "its bias is not a [" + std::to_string(n) +
-                        "] parameter of its own");
+        fail(op, b,
+             "its bias is not a [" + std::to_string(n) +
+                 "] parameter of its own");
         return;
       }
       set(linear->bias, Sharding::split(0, blocks), b);
@@ -248,54 +223,24 @@ private:
                               rankOf(x)))
         return "it normalizes over the sharded dimension";
       return same(s);
-    case ops::Split::Layout:
+    // Data movement: the op declares where the shard lands.
+    case ops::Split::Layout: {
+      auto layout = dyn_cast<SplitLayoutOpInterface>(op);
+      if (!layout)
+        return "its record's split class is Layout, and it declares no "
+               "SplitLayoutOpInterface";
+      std::string why;
+      std::optional<Sharding> out = layout.splitResults(s, parts, why);
+      return out ? same(*out) : why;
+    }
+    // Megatron's linears and the vocab-parallel ops: patterns over several
+    // ops (a block's column and row linears, the table's gathers and its
+    // loss), the analysis's own rules below.
     case ops::Split::Linear:
     case ops::Split::Vocab:
-      break; // each op's own rule below
+      break;
     case ops::Split::None:
       return "the tensor-parallel split has no rule for it";
-    }
-    if (auto t = dyn_cast<TransposeOp>(op)) {
-      ArrayRef<int64_t> perm = t.getPerm();
-      return same(Sharding::split(llvm::find(perm, s.dim) - perm.begin(),
-                                  s.blocks));
-    }
-    if (auto r = dyn_cast<ReshapeOp>(op)) {
-      std::optional<Sharding> out =
-          reshapeSharding(shapeOf(x), shapeOf(r.getResult()), s, parts);
-      if (!out) {
-        std::string text;
-        llvm::raw_string_ostream os(text);
-        os << "reshaping ";
-        llvm::interleave(shapeOf(x), os, "x");
-        os << " (dimension " << s.dim << " sharded " << parts
-           << " ways) to ";
-        llvm::interleave(shapeOf(r.getResult()), os, "x");
-        os << " mixes the ranks' shards (do " << parts
-           << " ranks divide the heads?)";
-        return text;
-      }
-      return same(*out);
-    }
-    if (auto split = dyn_cast<SplitOp>(op)) {
-      if (normalized(split.getAxis(), rankOf(x)) != s.dim)
-        return same(s);
-      ArrayRef<int64_t> sizes = split.getSizes();
-      if (s.blocks != int64_t(sizes.size()) || !llvm::all_equal(sizes))
-        return "it cuts the sharded dimension into other pieces than the "
-               "shards' blocks";
-      return same(Sharding::split(s.dim, 1));
-    }
-    if (auto slice = dyn_cast<SliceOp>(op)) {
-      // The whole sharded dimension, or exactly one of its blocks.
-      int64_t n = shapeOf(x)[s.dim];
-      int64_t width = sliceBlockWidth(slice, shapeOf(x), s.dim);
-      if (width == n)
-        return same(s);
-      if (width && width * s.blocks == n)
-        return same(Sharding::split(s.dim, 1));
-      return "it slices the sharded dimension other than along the shards' "
-             "blocks";
     }
     if (auto gemm = dyn_cast<GemmOp>(op))
       return rowGemm(gemm, block);
@@ -338,8 +283,7 @@ private:
       Sharding s = get(v);
       if (!s.isSplit())
         continue;
-      Sharding aligned =
-          Sharding::split(s.dim + rank - rankOf(v), s.blocks);
+      Sharding aligned = Sharding::split(s.dim + rank - rankOf(v), s.blocks);
       if (out && !(*out == aligned))
         return "its operands are sharded along different dimensions";
       out = aligned;
@@ -387,8 +331,7 @@ private:
       return "a matmul reading a transposed operand has no rule";
     Sharding sa = get(a), sb = get(w);
     // Row-parallel linear: the weight is sliced along its input features.
-    if (sa.isSplit() && sa.dim == ra - 1 && !sb.isSplit() &&
-        weightParam(w)) {
+    if (sa.isSplit() && sa.dim == ra - 1 && !sb.isSplit() && weightParam(w)) {
       shardWeight(w, Sharding::split(0, sa.blocks), block);
       shardings[mm.getResult()] = Sharding::partial();
       opened[block].rows.push_back(mm);

@@ -49,22 +49,6 @@ BlockArgument weightParam(Value rhs) {
   return cast<BlockArgument>(v);
 }
 
-int64_t sliceBlockWidth(SliceOp slice, ArrayRef<int64_t> shape, int64_t dim) {
-  for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
-    int64_t start = slice.getStarts()[d], end = slice.getEnds()[d];
-    if (slice.getSteps()[d] != 1)
-      return 0;
-    if (d != dim && (start != 0 || end < shape[d]))
-      return 0;
-  }
-  int64_t start = slice.getStarts()[dim],
-          end = std::min(slice.getEnds()[dim], shape[dim]);
-  int64_t width = end - start;
-  if (width <= 0 || shape[dim] % width || start % width)
-    return 0;
-  return width;
-}
-
 namespace {
 /// The end of the single-use chain a linear's output passes before its
 /// features are used: bias adds of its own (1-D parameters) and reshapes
@@ -100,7 +84,7 @@ int64_t fusedBlocks(Value y) {
           llvm::all_equal(sizes))
         parts = sizes.size();
     } else if (auto slice = dyn_cast<SliceOp>(user)) {
-      if (int64_t width = sliceBlockWidth(slice, shapeOf(v), last))
+      if (int64_t width = slice.blockWidth(last))
         parts = shapeOf(v)[last] / width;
     }
     if (parts < 2 || (k && k != parts))

@@ -31,12 +31,6 @@ bool isOwnedParam(mlir::Value v);
 /// (torch.nn.Linear's export), used only here. Returns the parameter.
 mlir::BlockArgument weightParam(mlir::Value rhs);
 
-/// The block a slice along `dim` cuts from a value of shape `shape`: its
-/// width when it is one of equal contiguous blocks (start a multiple of the
-/// width, step 1, every other dimension whole), else 0.
-int64_t sliceBlockWidth(SliceOp slice, llvm::ArrayRef<int64_t> shape,
-                        int64_t dim);
-
 /// Independent blocks in a column linear's output features: k when the
 /// output (after a bias add, and reshapes that keep the features last, as
 /// Hugging Face's Conv1D [b s, 3h] -> [b, s, 3h]) is only cut into k equal

@@ -25,14 +25,15 @@
 // logits (Megatron-LM's VocabParallelEmbedding and
 // vocab_parallel_cross_entropy).
 //
-// The shard of a value is `Sharding`: replicated, split along one dimension
-// (read as [blocks, T, n / (blocks T)], rank t holding [:, t, :], so that a
-// fused QKV projection splits each of Q, K and V), or partial (a sum over
-// the T ranks, before the all-reduce).
+// The shard of a value is `Sharding` (weft/Dialect/Weft/IR/Sharding.h);
+// how a split passes through an op is the op's split class (Ops.def), and
+// for the ops that move data (Layout) their SplitLayoutOpInterface.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_ANALYSIS_TENSORPARALLEL_H
 #define WEFT_ANALYSIS_TENSORPARALLEL_H
+
+#include "weft/Dialect/Weft/IR/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -42,38 +43,10 @@
 
 namespace weft {
 
-struct Sharding {
-  enum class Kind { Replicated, Split, Partial };
-  Kind kind = Kind::Replicated;
-  int64_t dim = -1;   ///< Split: the sharded dimension
-  int64_t blocks = 1; ///< Split: independent blocks the dimension holds
-
-  static Sharding replicated() { return {}; }
-  static Sharding split(int64_t dim, int64_t blocks = 1) {
-    return {Kind::Split, dim, blocks};
-  }
-  static Sharding partial() { return {Kind::Partial, -1, 1}; }
-  bool isSplit() const { return kind == Kind::Split; }
-  bool isPartial() const { return kind == Kind::Partial; }
-  bool operator==(const Sharding &o) const {
-    return kind == o.kind && dim == o.dim && blocks == o.blocks;
-  }
-};
-
 /// The local shape of a `shape` value sharded `s` over `parts` ranks: the
 /// split dimension divided by `parts`.
-llvm::SmallVector<int64_t> localShape(llvm::ArrayRef<int64_t> shape,
-                                      Sharding s, int64_t parts);
-
-/// The sharding of a reshape's result when its operand (shape `in`) is
-/// split `s` over `parts` ranks, or nullopt when the reshape mixes the
-/// shard with other data (e.g. [b, s, h] -> [b, s, heads, dh] keeps it when
-/// `parts` divides heads; [b, s, 3h] -> [b, s, 3, h] with 3 blocks moves it
-/// to h). Row-major element order: rank t's elements of the operand must be
-/// exactly its elements of the result.
-std::optional<Sharding> reshapeSharding(llvm::ArrayRef<int64_t> in,
-                                        llvm::ArrayRef<int64_t> out,
-                                        Sharding s, int64_t parts);
+llvm::SmallVector<int64_t> localShape(llvm::ArrayRef<int64_t> shape, Sharding s,
+                                      int64_t parts);
 
 /// The outcome of the analysis.
 struct TensorParallelSplit {

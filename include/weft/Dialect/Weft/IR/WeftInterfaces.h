@@ -2,7 +2,12 @@
 #ifndef WEFT_DIALECT_WEFT_IR_WEFTINTERFACES_H
 #define WEFT_DIALECT_WEFT_IR_WEFTINTERFACES_H
 
+#include "weft/Dialect/Weft/IR/Sharding.h"
+
 #include "mlir/IR/OpDefinition.h"
+
+#include <optional>
+#include <string>
 
 namespace weft {
 namespace detail {

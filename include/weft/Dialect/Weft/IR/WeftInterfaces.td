@@ -32,6 +32,29 @@ def CostOpInterface : OpInterface<"CostOpInterface"> {
   ];
 }
 
+def SplitLayoutOpInterface : OpInterface<"SplitLayoutOpInterface"> {
+  let cppNamespace = "::weft";
+  let description = [{
+    How a tensor-parallel split of operand 0 passes through an op that moves
+    data without computing (its record's Split class is Layout: transpose,
+    reshape, split, slice): the sharding of its results, each rank's shard
+    staying its own (Megatron's rule that the ops between a column- and a
+    row-parallel linear keep the shard local). Declared by the op, not
+    listed in the tensor-parallel pass; OpRecordTest holds the interface
+    and the Layout class together.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The sharding of every result when operand 0 is `operand` (split)
+        over `parts` ranks; nullopt, with the reason in `why`, when the op
+        would mix the ranks' shards.
+      }],
+      "std::optional<::weft::Sharding>", "splitResults",
+      (ins "::weft::Sharding":$operand, "int64_t":$parts,
+           "std::string &":$why)>,
+  ];
+}
+
 /// See WeftInterfaces.h: a kernel op's result types are its kernel's.
 def KernelContract : NativeOpTrait<"KernelContract"> {
   let cppNamespace = "::weft";

@@ -354,7 +354,8 @@ def Weft_ReduceMaxOp : Weft_ReduceOp<"reduce_max", "ReduceMax">;
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Weft_ReshapeOp : Weft_InferredOp<"reshape", [DeclareOpInterfaceMethods<GradientOpInterface>], ["getBytesRead", "getBytesWritten"]> {
+def Weft_ReshapeOp : Weft_InferredOp<"reshape", [DeclareOpInterfaceMethods<GradientOpInterface>,
+    DeclareOpInterfaceMethods<SplitLayoutOpInterface>], ["getBytesRead", "getBytesWritten"]> {
   let summary = "Reinterpret with a new static `shape` (ONNX Reshape/Flatten/Squeeze/Unsqueeze).";
   let description = "A view: 0 FLOPs, 0 bytes.";
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$shape);
@@ -362,7 +363,8 @@ def Weft_ReshapeOp : Weft_InferredOp<"reshape", [DeclareOpInterfaceMethods<Gradi
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_TransposeOp : Weft_KernelTypedOp<"transpose", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_TransposeOp : Weft_KernelTypedOp<"transpose", [DeclareOpInterfaceMethods<GradientOpInterface>,
+    DeclareOpInterfaceMethods<SplitLayoutOpInterface>]> {
   let summary = "Permute dimensions: result dim i is input dim `perm[i]` (ONNX Transpose-13).";
   let description = [{
     Folds away an identity permutation and a transpose that undoes the
@@ -389,7 +391,8 @@ def Weft_ConcatOp : Weft_KernelTypedOp<"concat", [DeclareOpInterfaceMethods<Grad
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_SplitOp : Weft_KernelTypedOp<"split", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_SplitOp : Weft_KernelTypedOp<"split", [DeclareOpInterfaceMethods<GradientOpInterface>,
+    DeclareOpInterfaceMethods<SplitLayoutOpInterface>]> {
   let summary = "Split along `axis` into pieces of `sizes` (ONNX Split-13).";
   let arguments = (ins Weft_Tensor:$input, I64Attr:$axis,
                        DenseI64ArrayAttr:$sizes);
@@ -397,7 +400,8 @@ def Weft_SplitOp : Weft_KernelTypedOp<"split", [DeclareOpInterfaceMethods<Gradie
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_SliceOp : Weft_KernelTypedOp<"slice", [DeclareOpInterfaceMethods<GradientOpInterface>], ["getBytesRead"]> {
+def Weft_SliceOp : Weft_KernelTypedOp<"slice", [DeclareOpInterfaceMethods<GradientOpInterface>,
+    DeclareOpInterfaceMethods<SplitLayoutOpInterface>], ["getBytesRead"]> {
   let summary = "Strided slice, one (start, end, step) per dim (ONNX Slice-13, normalised).";
   let description = [{
     `starts`, `ends` and `steps` have one entry per dimension, already clamped
@@ -409,6 +413,12 @@ def Weft_SliceOp : Weft_KernelTypedOp<"slice", [DeclareOpInterfaceMethods<Gradie
                        DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
   let results = (outs Weft_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    /// The width of the block of dimension `dim` this slice takes, whole
+    /// and aligned (every other dimension whole, step 1, the input's dim a
+    /// multiple of it); 0 for any other slice.
+    int64_t blockWidth(int64_t dim);
+  }];
 }
 
 def Weft_GatherOp : Weft_KernelTypedOp<"gather", [DeclareOpInterfaceMethods<GradientOpInterface>], ["getBytesRead"]> {

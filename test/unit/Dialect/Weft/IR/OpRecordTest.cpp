@@ -82,6 +82,20 @@ TEST_F(OpRecordTest, GradientColumnMatchesTheInterfaces) {
   }
 }
 
+/// An op declares how a tensor-parallel shard passes through it exactly
+/// where its record's Split class is Layout (SplitLayoutOpInterface): the
+/// tensor-parallel analysis asks the op, and finds a rule for every such op.
+TEST_F(OpRecordTest, LayoutOpsDeclareTheirSplit) {
+  for (const auto &[mnemonic, name] : dialectOps(ctx)) {
+    const ops::OpRecord *r = ops::findOpRecord(mnemonic);
+    ASSERT_NE(r, nullptr) << mnemonic;
+    EXPECT_EQ(name.hasInterface<weft::SplitLayoutOpInterface>(),
+              r->split == ops::Split::Layout)
+        << "weft." << mnemonic << ": the record's split class is "
+        << ops::name(r->split);
+  }
+}
+
 /// The per-element FLOP counts as each op's .td description derives them
 /// (CostOpInterface's units), pinned for every record that is not Custom:
 /// changing one in the record, or adding a record without its pin, fails
