@@ -30,11 +30,20 @@ LogicalResult weft::checkInstruction(Operation &op, const json &inst,
            << op.getName() << " (node '" << inst["name"].get<std::string>()
            << "'): " << error;
   auto costed = dyn_cast<CostOpInterface>(op);
-  if (costed && kernel == op.getName().stripDialect() &&
-      costed.getFlops() != cost.flops)
+  if (!costed || kernel != op.getName().stripDialect())
+    return success();
+  if (costed.getFlops() != cost.flops)
     return op.emitError("plan emission: ")
            << op.getName() << " counts " << costed.getFlops()
            << " FLOPs, its kernel specification " << cost.flops
+           << " (one of the two readings of its rule is wrong)";
+  if (costed.getBytesRead() != cost.bytesRead ||
+      costed.getBytesWritten() != cost.bytesWritten)
+    return op.emitError("plan emission: ")
+           << op.getName() << " reads " << costed.getBytesRead()
+           << " and writes " << costed.getBytesWritten()
+           << " bytes, its kernel specification " << cost.bytesRead
+           << " and " << cost.bytesWritten
            << " (one of the two readings of its rule is wrong)";
   return success();
 }
