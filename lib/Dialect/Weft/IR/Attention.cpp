@@ -37,81 +37,6 @@ SmallVector<int64_t> canonicalShape(RankedTensorType t, bool seqFirst,
   return seqFirst ? swapSeqHeads(shape) : shape;
 }
 
-/// Checks q, k, v against each other; on success returns the output type
-/// [.., Sq, Dv] ([B, Sq, H, Dv] under "bshd" and "bs3hd") and the
-/// statistics' type [.., Sq] ([B, H, Sq]), f32 (f64 for f64 q).
-LogicalResult inferAttention(std::optional<Location> loc, Type qType,
-                             Type kType, Type vType, bool causal,
-                             std::optional<StringRef> layout,
-                             SmallVectorImpl<Type> &out) {
-  auto q = cast<RankedTensorType>(qType), k = cast<RankedTensorType>(kType),
-       v = cast<RankedTensorType>(vType);
-  bool packed = layout == kAttentionBs3hd;
-  bool seqFirst = layout.has_value();
-  if (seqFirst && *layout != kAttentionBshd && !packed)
-    return emitOptionalError(loc, "attention: layout '", *layout,
-                             "' is not \"bshd\" or \"bs3hd\" (absent: "
-                             "[.., S, D])");
-  if (q.getRank() < 2 || k.getRank() != q.getRank() ||
-      v.getRank() != q.getRank())
-    return emitOptionalError(loc,
-                             "attention: q, k and v must have one rank "
-                             ">= 2, got ",
-                             q, ", ", k, ", ", v);
-  if (seqFirst && !packed && q.getRank() != 4)
-    return emitOptionalError(loc,
-                             "attention: layout \"bshd\" takes q, k and v "
-                             "[B, S, H, D], got ",
-                             q);
-  if (packed && (q.getRank() != 5 || q.getDimSize(2) != 3 || k != q || v != q))
-    return emitOptionalError(loc,
-                             "attention: layout \"bs3hd\" takes q, k and v "
-                             "as one packed [B, S, 3, H, D] value, got ",
-                             q, ", ", k, ", ", v);
-  if (k.getElementType() != q.getElementType() ||
-      v.getElementType() != q.getElementType())
-    return emitOptionalError(loc,
-                             "attention: q, k and v must have one "
-                             "dtype, got ",
-                             q, ", ", k, ", ", v);
-  // The checks below read the canonical [.., S, D] shapes.
-  auto canonical = [&](RankedTensorType t) {
-    return canonicalShape(t, seqFirst, packed);
-  };
-  SmallVector<int64_t> qs = canonical(q), ks = canonical(k), vs = canonical(v);
-  int64_t r = int64_t(qs.size());
-  ArrayRef<int64_t> qRows = ArrayRef<int64_t>(qs).drop_back(),
-                    qLead = qRows.drop_back();
-  if (qLead != ArrayRef<int64_t>(ks).drop_back(2) ||
-      qLead != ArrayRef<int64_t>(vs).drop_back(2))
-    return emitOptionalError(loc,
-                             "attention: q, k and v must have the same "
-                             "batch and head dims, got ",
-                             q, ", ", k, ", ", v);
-  if (ks[r - 1] != qs[r - 1] || vs[r - 2] != ks[r - 2])
-    return emitOptionalError(loc,
-                             seqFirst
-                                 ? "attention: expected q [B, Sq, H, D], k "
-                                   "[B, Sk, H, D], v [B, Sk, H, Dv], got "
-                                 : "attention: expected q [.., Sq, D], k "
-                                   "[.., Sk, D], v [.., Sk, Dv], got ",
-                             q, ", ", k, ", ", v);
-  if (causal && qs[r - 2] != ks[r - 2])
-    return emitOptionalError(loc,
-                             "attention: a causal mask needs as many "
-                             "queries as keys, got ",
-                             qs[r - 2], " and ", ks[r - 2]);
-  SmallVector<int64_t> outShape(qRows);
-  outShape.push_back(vs[r - 1]);
-  if (seqFirst)
-    outShape = swapSeqHeads(outShape);
-  out.push_back(RankedTensorType::get(outShape, q.getElementType()));
-  Type stats = q.getElementType().isF64() ? q.getElementType()
-                                          : Float32Type::get(q.getContext());
-  out.push_back(RankedTensorType::get(qRows, stats));
-  return success();
-}
-
 LogicalResult verifyDropout(Operation *op, std::optional<APFloat> ratio) {
   if (!ratio)
     return success();
@@ -143,13 +68,13 @@ AttentionShape shapeOf(Value q, Value v, Value k,
 
 } // namespace
 
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+/// Not a Weft_KernelTypedOp only because it is not Pure (its dropout
+/// draws); the type rule is the kernel's all the same.
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &out) {
-  return inferAttention(loc, adaptor.getQ().getType(), adaptor.getK().getType(),
-                        adaptor.getV().getType(), adaptor.getCausal(),
-                        adaptor.getLayout(), out);
+  return inferKernelTypes<AttentionOp>(ctx, loc, adaptor, out);
 }
 
 /// Under "bs3hd" q, k and v are one value: its gradient is the packed one

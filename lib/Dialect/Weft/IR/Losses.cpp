@@ -14,8 +14,6 @@ using namespace weft;
 namespace {
 using Types = SmallVectorImpl<Type>;
 
-RankedTensorType ranked(Value v) { return cast<RankedTensorType>(v.getType()); }
-
 LogicalResult verifyReduction(Operation *op, StringRef reduction) {
   if (reduction != "mean" && reduction != "sum" && reduction != "none")
     return op->emitOpError("reduction must be 'mean', 'sum' or 'none', got '")
@@ -32,12 +30,18 @@ LogicalResult NllLossOp::verify() {
   return verifyReduction(*this, getReduction());
 }
 
-LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, Adaptor adaptor, Types &out) {
-  RankedTensorType input = ranked(adaptor.getInput());
-  std::optional<Type> type = adaptor.getGradType();
-  out.push_back(type ? input.clone(*type) : input);
-  return success();
+/// The kernel's rule; the plan says which the last input is (the class
+/// weights or the log-sum-exp) by an attribute.
+LogicalResult
+SoftmaxCrossEntropyGradOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor, Types &out) {
+  SmallVector<NamedAttribute, 1> extra;
+  if (adaptor.getLogSumExp())
+    extra.push_back(NamedAttribute(StringAttr::get(ctx, "log_sum_exp"),
+                                   UnitAttr::get(ctx)));
+  return inferKernelTypes<SoftmaxCrossEntropyGradOp>(ctx, loc, adaptor, out,
+                                                     extra);
 }
 
 /// The log-sum-exp, when given, is the scores' [N, d...] (their labels'

@@ -50,20 +50,23 @@ kernelAttributes(mlir::Operation &op, std::string *unencodable = nullptr);
 /// The result types kernel op `op` has for `operands` and `attrs` (its
 /// inherent attributes with their defaults, and discardable ones) by its
 /// kernel's rule; fails with weft-run's message at `loc`. For
-/// inferReturnTypes of the ops whose ODS base is Weft_KernelTypedOp.
+/// inferReturnTypes of the ops whose ODS base is Weft_KernelTypedOp, and of
+/// attention and softmax_cross_entropy_grad.
 mlir::LogicalResult inferKernelTypes(ops::Op op, mlir::MLIRContext *ctx,
                                      std::optional<mlir::Location> loc,
                                      mlir::ValueRange operands,
                                      mlir::DictionaryAttr attrs,
                                      llvm::SmallVectorImpl<mlir::Type> &types);
 
-/// The same from an ODS adaptor: `OpT`'s properties (defaults filled in)
-/// and discardable attributes.
+/// The same from an ODS adaptor: `OpT`'s properties (defaults filled in),
+/// discardable attributes and `extra`, plan attributes an operand implies
+/// (softmax_cross_entropy_grad's `log_sum_exp`).
 template <typename OpT>
-mlir::LogicalResult inferKernelTypes(mlir::MLIRContext *ctx,
-                                     std::optional<mlir::Location> loc,
-                                     typename OpT::Adaptor adaptor,
-                                     llvm::SmallVectorImpl<mlir::Type> &types) {
+mlir::LogicalResult
+inferKernelTypes(mlir::MLIRContext *ctx, std::optional<mlir::Location> loc,
+                 typename OpT::Adaptor adaptor,
+                 llvm::SmallVectorImpl<mlir::Type> &types,
+                 llvm::ArrayRef<mlir::NamedAttribute> extra = {}) {
   typename OpT::Properties properties = adaptor.getProperties();
   mlir::OperationName name(OpT::getOperationName(), ctx);
   OpT::populateDefaultProperties(name, properties);
@@ -71,6 +74,7 @@ mlir::LogicalResult inferKernelTypes(mlir::MLIRContext *ctx,
   if (auto inherent = llvm::dyn_cast_or_null<mlir::DictionaryAttr>(
           OpT::getPropertiesAsAttr(ctx, properties)))
     attrs.append(inherent.getValue());
+  attrs.append(extra);
   const ops::OpRecord *record = ops::findOpRecord(name.stripDialect().str());
   return inferKernelTypes(record->op, ctx, loc, adaptor.getOperands(),
                           attrs.getDictionary(ctx), types);
