@@ -1,5 +1,4 @@
-//===- NameFailedPass.h - say which pass failed ------------------*- C++
-//-*-===//
+//===- NameFailedPass.h - say which pass failed -----------------*- C++ -*-===//
 //
 // MLIR's pass manager reports a pass's own errors and the verifier's, but
 // not which pass was running. When a pass leaves IR that does not verify
@@ -18,7 +17,7 @@
 
 namespace weft {
 
-/// Calls `report` with "pass 'ARG' failed (DESCRIPTION): its messages are
+/// Calls `report` with "pass 'ARG' (DESCRIPTION) failed: its messages are
 /// above" for the first pass that fails or leaves IR that does not verify;
 /// the nested pass managers that fail with it are not reported again.
 class NameFailedPass : public mlir::PassInstrumentation {

@@ -106,8 +106,8 @@ std::vector<int64_t> convOutputShape(const SpecCall &call,
                                      const TensorType &input,
                                      const std::vector<int64_t> &weight);
 
-/// A loss of scores [N, C, d...] (input 0, f32/f64) and class targets
-/// [N, d...] (input 1, i32/i64), with optional class weights [C] as input
+/// A loss of scores [N, C, d...] (input 0) and class targets [N, d...]
+/// (input 1; their dtypes are the entries'), with optional class weights [C] as input
 /// `weightInput`: the loss's type, a scalar or (reduction "none") [N, d...].
 Types lossOutput(const SpecCall &call, size_t weightInput);
 
@@ -134,7 +134,7 @@ inline bool widensHalf(DType half, DType wide) {
 /// the math in f32 either way). Shared by layer_norm and layer_norm_grad.
 void requireLayerNormAffine(const SpecCall &call, size_t k);
 
-/// batch_norm's operands: input 0 is [N, C, ...] (f32/f64) and inputs 1, 2,
+/// batch_norm's operands: input 0 is [N, C, ...] and inputs 1, 2,
 /// ... (named by `names`) are [C] of its dtype. Returns the [C] type.
 /// Shared by batch_norm and batch_norm_grad.
 TensorType batchNormChannels(const SpecCall &call,

@@ -185,9 +185,12 @@ LogicalResult weft::verifyKernelContract(Operation *op) {
   if (!record || !record->isKernel())
     return success();
   llvm::StringRef kernel(record->mnemonic.data(), record->mnemonic.size());
-  std::optional<json> attrs = kernelAttributes(*op);
+  std::string unencodable;
+  std::optional<json> attrs = kernelAttributes(*op, &unencodable);
   if (!attrs)
-    return success(); // plan emission names the attribute it cannot encode
+    return op->emitOpError("attribute '")
+           << unencodable << "' has no plan form: weft-run's " << kernel
+           << " kernel could not be given it";
   auto emitError = [&] { return op->emitOpError(); };
   std::vector<ops::OperandDesc> inputs, expected;
   for (auto [k, v] : llvm::enumerate(op->getOperands())) {

@@ -38,8 +38,6 @@ int64_t product(ArrayRef<int64_t> dims) {
 ShapedType shaped(Value v) { return cast<ShapedType>(v.getType()); }
 } // namespace
 
-// Elementwise ops not generated from a class.
-
 int64_t MatMulOp::getFlops() {
   // Result [..., M, N] with contraction K: each result element is K
   // multiply-adds.

@@ -50,10 +50,6 @@ LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 //===----------------------------------------------------------------------===//
-// Linear algebra
-//===----------------------------------------------------------------------===//
-
-//===----------------------------------------------------------------------===//
 // Normalisation, activation with an axis, dropout
 //===----------------------------------------------------------------------===//
 
@@ -116,10 +112,6 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
   getInputMutable().assign(inner.getInput());
   return getResult();
 }
-
-//===----------------------------------------------------------------------===//
-// Convolution and pooling
-//===----------------------------------------------------------------------===//
 
 #define GET_OP_CLASSES
 #include "weft/Dialect/Weft/IR/WeftOps.cpp.inc"

@@ -1,5 +1,4 @@
-//===- OpRecord.h - the op records, for the compiler and the runtime -*- C++
-//-*-===//
+//===- OpRecord.h - the op records, compiler and runtime --------*- C++ -*-===//
 //
 // The records of Ops.def as data: an `Op` enumerator per weft op and its
 // facts. MLIR-free and exception-free, so both the compiler (built without

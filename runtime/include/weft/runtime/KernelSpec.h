@@ -6,9 +6,9 @@
 // attributes, the outputs that update an input in place, and its cost.
 //
 // The shape rules are those of the ONNX opset-17 operators the kernels
-// implement, as the compiler's ops infer them (lib/Dialect/Weft/IR/
-// WeftOps.cpp, WeftGradOps.cpp); the FLOP counts follow the compiler's
-// CostOpInterface (lib/Dialect/Weft/IR/WeftCost.cpp): a multiply-add is 2
+// implement, and the compiler's: its kernel ops infer and verify their
+// result types with them (include/weft/Dialect/Weft/IR/KernelContract.h).
+// The FLOP counts follow CostOpInterface's conventions: a multiply-add is 2
 // FLOPs, an elementwise op 1 FLOP per element, data movement 0.
 //
 // The plan loader checks every compute instruction against its entry
@@ -212,8 +212,9 @@ const KernelSpec *findKernelSpec(std::string_view name);
 /// The entry of `op`, or null (an op whose Lowering is not Kernel).
 const KernelSpec *findKernelSpec(Op op);
 
-/// The table as markdown, one row per kernel: inputs, attributes (kind;
-/// optional ones marked ?), in-place outputs, source. weft-run --kernels
+/// The table as markdown, one row per kernel: inputs, each input's dtypes
+/// (and the rule's ties between them), attributes (kind; optional ones
+/// marked ?), in-place outputs, source, and the op record's columns. weft-run --kernels
 /// prints it; the build writes it to docs/generated/Kernels.md.
 std::string kernelSpecsMarkdown();
 

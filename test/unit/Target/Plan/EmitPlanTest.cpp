@@ -177,10 +177,9 @@ TEST(EmitPlan, AWaitCollectiveNeedsACollective) {
                    "collective posted before it");
 }
 
-/// IR the dialect accepts but weft-run would refuse (layer_norm_grad's
-/// statistics must be f32 [2x1]: its spec's rule, which its verifier does
-/// not state) is an error of plan emission naming the op and the node,
-/// with weft-run's own words: weftc never writes a plan weft-run refuses.
+/// IR weft-run would refuse is an error of plan emission naming the op and
+/// the node, with weft-run's own words: weftc never writes a plan weft-run
+/// refuses.
 // f64 statistics: the dialect refuses them (layer_norm_grad's types are its
 // kernel rule's, test/Dialect/Weft/kernel-contract.mlir), and plan
 // emission checks again, with the arena's placements, whatever the pass

@@ -71,10 +71,14 @@ inferKernelTypes(mlir::MLIRContext *ctx, std::optional<mlir::Location> loc,
   mlir::OperationName name(OpT::getOperationName(), ctx);
   OpT::populateDefaultProperties(name, properties);
   mlir::NamedAttrList attrs(adaptor.getAttributes());
+  // A generic build may pass the inherent attributes in the dictionary too:
+  // set, not append, so each name stays unique.
   if (auto inherent = llvm::dyn_cast_or_null<mlir::DictionaryAttr>(
           OpT::getPropertiesAsAttr(ctx, properties)))
-    attrs.append(inherent.getValue());
-  attrs.append(extra);
+    for (mlir::NamedAttribute a : inherent)
+      attrs.set(a.getName(), a.getValue());
+  for (mlir::NamedAttribute a : extra)
+    attrs.set(a.getName(), a.getValue());
   const ops::OpRecord *record = ops::findOpRecord(name.stripDialect().str());
   return inferKernelTypes(record->op, ctx, loc, adaptor.getOperands(),
                           attrs.getDictionary(ctx), types);

@@ -1,14 +1,14 @@
 //===- ShapeUtils.h - shape and size helpers for weft ops -------*- C++ -*-===//
 //
-// Shape rules shared by op verification, type inference and the importer.
-// Rules follow the ONNX specification (opset 17), "Broadcasting in ONNX".
+// Shape and size helpers shared by op verification, the cost model and the
+// importer (broadcasting follows the ONNX specification, "Broadcasting in
+// ONNX"). Kernel ops' type rules are their kernels' (KernelContract.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_DIALECT_WEFT_IR_SHAPEUTILS_H
 #define WEFT_DIALECT_WEFT_IR_SHAPEUTILS_H
 
 #include "mlir/IR/BuiltinTypes.h"
-#include "mlir/IR/Location.h"
 #include "mlir/IR/Operation.h"
 
 #include <optional>
