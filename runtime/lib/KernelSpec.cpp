@@ -292,11 +292,10 @@ CheckedKernel checkKernel(const KernelSpec &spec,
                           const std::vector<OperandPlacement> &inputs,
                           const std::vector<OperandPlacement> &outputs,
                           const json &attrs) {
-  // The input count first: it says more than an attribute would.
-  checkInputCount(spec, inputs.size());
   std::vector<TensorType> in;
   for (const OperandPlacement &p : inputs)
     in.push_back(p.type);
+  // The inputs first: a wrong count or dtype says more than an attribute.
   checkInputs(spec, in);
   CheckedKernel result{decodeKernelAttrs(spec, attrs), {}};
   SpecCall call{in, result.attrs};

@@ -24,13 +24,12 @@ std::optional<InPlacePair> inPlaceInput(Op op, int output) {
   return std::nullopt;
 }
 
-std::string inferOutputs(std::string_view kernel,
-                         const std::vector<OperandDesc> &inputs,
+std::string inferOutputs(Op op, const std::vector<OperandDesc> &inputs,
                          const nlohmann::json &attrs,
                          std::vector<OperandDesc> *outputs) {
-  const rt::KernelSpec *spec = rt::findKernelSpec(kernel);
+  const rt::KernelSpec *spec = rt::findKernelSpec(op);
   if (!spec)
-    return "unknown kernel '" + std::string(kernel) + "'";
+    return "weft." + std::string(record(op).mnemonic) + " has no kernel";
   try {
     std::vector<rt::TensorType> in;
     for (const OperandDesc &d : inputs)

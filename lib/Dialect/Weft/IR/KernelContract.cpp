@@ -128,21 +128,35 @@ std::optional<json> weft::kernelAttributes(Operation &op,
 
 namespace {
 
-/// `v`'s type as the plan's operand; failure (with `emitError`'s message,
-/// when there is an `emitError`) for an element type weft-run has no kernel
-/// for.
-FailureOr<ops::OperandDesc>
-operandDesc(Value v, llvm::function_ref<InFlightDiagnostic()> emitError,
-            const char *what, unsigned k) {
-  auto type = cast<ShapedType>(v.getType());
-  std::string dtype = weft::dtypeName(type.getElementType());
-  if (dtype.empty() && !emitError)
-    return failure();
-  if (dtype.empty())
-    return emitError() << what << " " << k << " has element type "
-                       << type.getElementType()
-                       << ", which weft-run has no kernel for";
-  return ops::OperandDesc{dtype, type.getShape().vec(), 0};
+/// `operands`' types as the plan's inputs; failure (with `emitError`'s
+/// message, when there is an `emitError`) for an element type weft-run has
+/// no kernel for.
+FailureOr<std::vector<ops::OperandDesc>>
+operandDescs(ValueRange operands,
+             llvm::function_ref<InFlightDiagnostic()> emitError) {
+  std::vector<ops::OperandDesc> descs;
+  for (auto [k, v] : llvm::enumerate(operands)) {
+    auto type = cast<ShapedType>(v.getType());
+    std::string dtype = weft::dtypeName(type.getElementType());
+    if (dtype.empty() && !emitError)
+      return failure();
+    if (dtype.empty())
+      return emitError() << "operand " << k << " has element type "
+                         << type.getElementType()
+                         << ", which weft-run has no kernel for";
+    descs.push_back({dtype, type.getShape().vec(), 0});
+  }
+  return descs;
+}
+
+/// The MLIR types of a kernel rule's outputs.
+SmallVector<Type> resultTypes(MLIRContext *ctx,
+                              const std::vector<ops::OperandDesc> &outputs) {
+  SmallVector<Type> types;
+  for (const ops::OperandDesc &out : outputs)
+    types.push_back(
+        RankedTensorType::get(out.shape, dtypeType(ctx, out.dtype)));
+  return types;
 }
 
 } // namespace
@@ -164,19 +178,15 @@ LogicalResult weft::inferKernelTypes(ops::Op op, MLIRContext *ctx,
     return loc ? emitError()
                      << "attribute '" << unencodable << "' has no plan form"
                : failure();
-  std::vector<ops::OperandDesc> inputs, outputs;
-  for (auto [k, v] : llvm::enumerate(operands)) {
-    FailureOr<ops::OperandDesc> d = operandDesc(v, emitError, "operand", k);
-    if (failed(d))
-      return failure();
-    inputs.push_back(*d);
-  }
-  std::string error = ops::inferOutputs(mnemonic, inputs, *planAttrs, &outputs);
+  FailureOr<std::vector<ops::OperandDesc>> inputs =
+      operandDescs(operands, emitError);
+  if (failed(inputs))
+    return failure();
+  std::vector<ops::OperandDesc> outputs;
+  std::string error = ops::inferOutputs(op, *inputs, *planAttrs, &outputs);
   if (!error.empty())
     return loc ? emitError() << error : failure();
-  for (const ops::OperandDesc &out : outputs)
-    types.push_back(
-        RankedTensorType::get(out.shape, dtypeType(ctx, out.dtype)));
+  types.append(resultTypes(ctx, outputs));
   return success();
 }
 
@@ -191,34 +201,21 @@ LogicalResult weft::verifyKernelContract(Operation *op) {
     return op->emitOpError("attribute '")
            << unencodable << "' has no plan form: weft-run's " << kernel
            << " kernel could not be given it";
-  auto emitError = [&] { return op->emitOpError(); };
-  std::vector<ops::OperandDesc> inputs, expected;
-  for (auto [k, v] : llvm::enumerate(op->getOperands())) {
-    FailureOr<ops::OperandDesc> d = operandDesc(v, emitError, "operand", k);
-    if (failed(d))
-      return failure();
-    inputs.push_back(*d);
-  }
-  std::string error =
-      ops::inferOutputs(record->mnemonic, inputs, *attrs, &expected);
+  FailureOr<std::vector<ops::OperandDesc>> inputs =
+      operandDescs(op->getOperands(), [&] { return op->emitOpError(); });
+  if (failed(inputs))
+    return failure();
+  std::vector<ops::OperandDesc> outputs;
+  std::string error = ops::inferOutputs(record->op, *inputs, *attrs, &outputs);
   if (!error.empty())
     return op->emitOpError("weft-run's ")
            << kernel << " kernel refuses it: " << error;
-  if (expected.size() != op->getNumResults())
-    return op->emitOpError("weft-run's ")
-           << kernel << " kernel writes " << expected.size()
-           << " output(s), the op has " << op->getNumResults();
-  for (auto [k, v] : llvm::enumerate(op->getResults())) {
-    FailureOr<ops::OperandDesc> d = operandDesc(v, emitError, "result", k);
-    if (failed(d))
-      return failure();
-    if (d->dtype != expected[k].dtype || d->shape != expected[k].shape) {
-      InFlightDiagnostic diag = op->emitOpError("result ")
-                                << k << " is " << v.getType() << ", weft-run's "
-                                << kernel << " kernel writes [";
-      llvm::interleave(expected[k].shape, diag, "x");
-      return diag << "] " << expected[k].dtype;
-    }
-  }
-  return success();
+  SmallVector<Type> expected = resultTypes(op->getContext(), outputs);
+  if (TypeRange(expected) == op->getResultTypes())
+    return success();
+  InFlightDiagnostic diag = op->emitOpError("has result types (");
+  llvm::interleaveComma(op->getResultTypes(), diag);
+  diag << "), weft-run's " << kernel << " kernel writes (";
+  llvm::interleaveComma(expected, diag);
+  return diag << ")";
 }

@@ -55,12 +55,13 @@ struct InPlacePair {
 /// placement check state each pair once.
 std::optional<InPlacePair> inPlaceInput(Op op, int output);
 
-/// The output dtypes and shapes (offsets 0) that kernel `kernel` writes for
+/// The output dtypes and shapes (offsets 0) that `op`'s kernel writes for
 /// `inputs` (offsets ignored) and the plan attributes `attrs`, in
 /// `*outputs`. Returns the empty string, else weft-run's message without the
-/// kernel's name, e.g. "input 3 is f16, expected f32 (the mean)".
-std::string inferOutputs(std::string_view kernel,
-                         const std::vector<OperandDesc> &inputs,
+/// kernel's name, e.g. "input 3 is f16, expected f32 (the mean)". Keyed by
+/// `Op`, not by name: the dialect calls it for every kernel op it verifies
+/// or builds.
+std::string inferOutputs(Op op, const std::vector<OperandDesc> &inputs,
                          const nlohmann::json &attrs,
                          std::vector<OperandDesc> *outputs);
 

@@ -33,8 +33,8 @@ int64_t pooled(int64_t in, int64_t k, int64_t s, int64_t padBegin,
                           {"pads", {padBegin, padEnd}},
                           {"dilations", {d}},
                           {"ceil_mode", ceilMode}};
-  std::string error =
-      weft::ops::inferOutputs("max_pool", {{"f32", {1, 1, in}}}, attrs, &out);
+  std::string error = weft::ops::inferOutputs(
+      weft::ops::Op::MaxPool, {{"f32", {1, 1, in}}}, attrs, &out);
   EXPECT_EQ(error, "");
   return out.empty() ? -1 : out[0].shape[2];
 }
