@@ -8,13 +8,6 @@
 
 using namespace mlir;
 
-// Every record names a dialect class weft::<Id>Op: a record of an op that
-// does not exist does not build. (The other direction, a dialect op without
-// a record, is OpRecordTest's: it enumerates the registered ops.)
-#define WEFT_OP(Id, ...)                                                       \
-  static_assert(sizeof(::weft::Id##Op) > 0, "no dialect op for record " #Id);
-#include "weft/ops/Ops.def"
-
 // An op defines getFlops (CustomFlops in its ODS) exactly when its record's
 // Flops is Custom; the others take CostOpInterface's default, the record's
 // count. A Custom op without its own rule, or a rule the record does not

@@ -1,7 +1,9 @@
 //===- OpRecord.h - the op records, compiler and runtime --------*- C++ -*-===//
 //
 // The records of Ops.def as data: an `Op` enumerator per weft op and its
-// facts. MLIR-free and exception-free, so both the compiler (built without
+// facts. Ops.def is generated from the dialect's .td files (weft-tblgen;
+// WeftBase.td documents the columns) and checked in for the LLVM-free
+// runtime build. MLIR-free and exception-free, so both the compiler (built without
 // exceptions, with MLIR) and the runtime (without MLIR) include it.
 //
 //===----------------------------------------------------------------------===//

@@ -3,8 +3,8 @@
 // The compiler's door to the op records it shares with the runtime: every
 // fact a pass needs about an op's kind (precision policy, tensor- and
 // sequence-parallel split class, view, FLOPs of the per-element ops) comes
-// from the op's line in runtime/include/weft/ops/Ops.def, never from an
-// `isa<>` list in a pass.
+// from the op's record (its .td definition, which weft-tblgen writes to
+// runtime/include/weft/ops/Ops.def), never from an `isa<>` list in a pass.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_DIALECT_WEFT_IR_OPRECORDS_H

@@ -16,6 +16,9 @@
 
 def Weft_AttentionOp : Weft_Op<"attention", [InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+  let precision = LowPrecision;
+  let split = HeadsSplit;
+  let flops = CustomFlopRule;
   let summary = "Fused scaled dot-product attention (FlashAttention).";
   let description = [{
     `q: [.., Sq, D]`, `k: [.., Sk, D]`, `v: [.., Sk, Dv]`, one float dtype
@@ -65,6 +68,9 @@ def Weft_AttentionOp : Weft_Op<"attention", [InferTypeOpAdaptor,
 }
 
 def Weft_AttentionGradOp : Weft_KernelTypedOp<"attention_grad", [], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "Gradients of attention w.r.t. q, k and v (FlashAttention's "
                 "backward).";
   let description = [{

@@ -44,11 +44,104 @@ def Weft_Tensor : StaticShapeTensorOf<[AnyType]>;
 def Weft_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Weft_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
 
+//===----------------------------------------------------------------------===//
+// The op record
+//
+// Every weft op's facts beyond its operands, attributes and results, as
+// fields of its definition. weft-tblgen (tools/weft-tblgen) turns them into
+// runtime/include/weft/ops/Ops.def, the table the compiler and the MLIR-free
+// runtime both read (the build regenerates it; a stale copy is a diff). The
+// op's kernel specification entry (runtime/lib/specs), keyed by the same
+// `Op` enumerator, holds its shape, dtype and FLOP rule. Each column is a
+// TableGen class, so a misspelt value does not parse, and `precision`,
+// `split` and `flops` have no default: an op that leaves one unset fails
+// the build, naming the op.
+//
+//   lowering   KernelLowering (default): a compute instruction checked
+//              against its spec entry; ViewLowering: no instruction, the
+//              result is operand 0's bytes; ConstantLowering: materialised
+//              when the plan is loaded; InstructionLowering: a plan
+//              instruction of its own (send, receive, wait), not a kernel
+//   backends   CpuCudaKernels (default): a CPU and a CUDA kernel;
+//              CpuOnlyKernel (the CUDA backend refuses the plan, naming the
+//              kernel); NoKernel
+//   precision  under --precision bf16/f16 (torch.autocast's op lists):
+//              LowPrecision: 16-bit operands (autocast's lower-precision
+//              list); FullPrecision: f32 operands (autocast's float32 list);
+//              PromotePrecision: the widest float operand's type (type
+//              promotion); FollowPrecision: operands as they are
+//   split      how a tensor-parallel (Megatron) or sequence-parallel shard
+//              passes through the op (lib/Analysis/TensorParallel.cpp,
+//              SequenceParallel.cpp): ElementwiseSplit: numpy-broadcast
+//              elementwise, shards follow the aligned dims;
+//              ElementwiseRandomSplit: elementwise over its input, each
+//              shard drawing its part of the whole tensor's mask;
+//              HeadsSplit: local to each (batch, head); SoftmaxSplit:
+//              normalises over `axis`, which must not be sharded;
+//              LayerNormSplit: normalises over [axis, rank), the shard must
+//              lie before; LayoutSplit: moves elements (transpose, reshape,
+//              split, slice; SplitLayoutOpInterface), the shard moves with
+//              them; LinearSplit: Megatron's column/row patterns;
+//              VocabSplit: an embedding lookup or a loss over vocab-sharded
+//              rows; NoSplit: no rule (a sharded operand is an error, or
+//              replicated under --tensor-parallel-fallback=replicate)
+//   flops      floating-point operations of one execution (CostOpInterface's
+//              units: a multiply-add is 2, an elementwise op 1 per element,
+//              data movement 0): PerInput<k> is k per element of operand 0,
+//              PerOutput<k> k per element of result 0, NoFlops 0;
+//              CustomFlopRule: a rule of the op's shapes and attributes, in
+//              its spec entry and its getFlops (CustomFlops below), which
+//              plan emission holds equal. The per-element counts are the
+//              ops' FLOPs as their descriptions derive them (e.g.
+//              layer_norm's 8: mean, centre, square, variance, rsqrt-scale,
+//              affine scale and shift)
+//
+// The gradient column is not written: an op has a gradient rule (weft-
+// autodiff) exactly when it declares GradientOpInterface.
+//===----------------------------------------------------------------------===//
+
+/// A value of one column of the op record; `value` is its C++ name in
+/// weft/ops/OpRecord.h.
+class Weft_RecordValue<string v> { string value = v; }
+
+class Weft_Lowering<string v> : Weft_RecordValue<v>;
+def KernelLowering : Weft_Lowering<"Kernel">;
+def ViewLowering : Weft_Lowering<"View">;
+def ConstantLowering : Weft_Lowering<"Constant">;
+def InstructionLowering : Weft_Lowering<"Instruction">;
+
+class Weft_Backends<string v> : Weft_RecordValue<v>;
+def CpuCudaKernels : Weft_Backends<"CpuCuda">;
+def CpuOnlyKernel : Weft_Backends<"CpuOnly">;
+def NoKernel : Weft_Backends<"NoKernel">;
+
+class Weft_Precision<string v> : Weft_RecordValue<v>;
+def LowPrecision : Weft_Precision<"Low">;
+def FullPrecision : Weft_Precision<"Full">;
+def PromotePrecision : Weft_Precision<"Promote">;
+def FollowPrecision : Weft_Precision<"Follow">;
+
+class Weft_Split<string v> : Weft_RecordValue<v>;
+def ElementwiseSplit : Weft_Split<"Elementwise">;
+def ElementwiseRandomSplit : Weft_Split<"ElementwiseRandom">;
+def HeadsSplit : Weft_Split<"Heads">;
+def SoftmaxSplit : Weft_Split<"Softmax">;
+def LayerNormSplit : Weft_Split<"LayerNorm">;
+def LayoutSplit : Weft_Split<"Layout">;
+def LinearSplit : Weft_Split<"Linear">;
+def VocabSplit : Weft_Split<"Vocab">;
+def NoSplit : Weft_Split<"None">;
+
+class Weft_Flops<string v> : Weft_RecordValue<v>;
+class PerInput<int k> : Weft_Flops<"PerInput(" # k # ")">;
+class PerOutput<int k> : Weft_Flops<"PerOutput(" # k # ")">;
+def NoFlops : Weft_Flops<"NoFlops">;
+def CustomFlopRule : Weft_Flops<"Custom">;
+
 /// Base of every weft op. Ops provide their cost through CostOpInterface,
-/// whose getFlops by default counts what the op's record
-/// (runtime/include/weft/ops/Ops.def) says per element.
+/// whose getFlops by default counts what the op's `flops` says per element.
 /// `costOverrides` names the CostOpInterface methods with a default that the
-/// op replaces: CustomFlops for an op whose record's Flops is Custom (it
+/// op replaces: CustomFlops for an op whose `flops` is CustomFlopRule (it
 /// defines getFlops; OpRecords.cpp holds the two together at compile time),
 /// "getBytesRead" for ops that read part of an operand.
 defvar CustomFlops = ["getFlops"];
@@ -57,7 +150,13 @@ class Weft_Op<string mnemonic, list<Trait> traits = [],
     : Op<Weft_Dialect, mnemonic,
          !listconcat(traits,
                      [DeclareOpInterfaceMethods<CostOpInterface, costOverrides>,
-                      KernelContract])>;
+                      KernelContract])> {
+  Weft_Lowering lowering = KernelLowering;
+  Weft_Backends backends = CpuCudaKernels;
+  Weft_Precision precision = ?;
+  Weft_Split split = ?;
+  Weft_Flops flops = ?;
+}
 
 /// An op with one result whose type is inferred from operands and attributes.
 class Weft_InferredOp<string mnemonic, list<Trait> traits = [],
@@ -80,11 +179,14 @@ class Weft_KernelTypedOp<string mnemonic, list<Trait> traits = [],
   }];
 }
 
-/// Elementwise unary op: the result has the operand's type. Costs `flops`
-/// FLOPs per element.
-class Weft_UnaryOp<string mnemonic, string onnxName, list<Trait> traits = []>
-    : Weft_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
-              DeclareOpInterfaceMethods<GradientOpInterface>])> {
+/// Elementwise unary op: the result has the operand's type. Costs 1 FLOP
+/// per element.
+class Weft_UnaryOp<string mnemonic, string onnxName, Weft_Precision prec>
+    : Weft_Op<mnemonic, [Pure, SameOperandsAndResultType,
+              DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = prec;
+  let split = ElementwiseSplit;
+  let flops = PerOutput<1>;
   let summary = "Elementwise `" # onnxName # "` (ONNX " # onnxName # "-13).";
   let description = "Elementwise `" # onnxName # "`. Cost: 1 FLOP per element.";
   let arguments = (ins Weft_Tensor:$input);
@@ -94,8 +196,11 @@ class Weft_UnaryOp<string mnemonic, string onnxName, list<Trait> traits = []>
 
 /// Elementwise binary op with ONNX (numpy) multidirectional broadcasting;
 /// its result type is its kernel's rule (equal: bool).
-class Weft_BinaryOp<string mnemonic, string onnxName>
+class Weft_BinaryOp<string mnemonic, string onnxName, Weft_Precision prec>
     : Weft_KernelTypedOp<mnemonic, [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = prec;
+  let split = ElementwiseSplit;
+  let flops = PerOutput<1>;
   let summary = "Elementwise `" # onnxName # "` with numpy broadcasting.";
   let description = [{
     Multidirectional (numpy) broadcasting as in the ONNX spec
@@ -109,8 +214,11 @@ class Weft_BinaryOp<string mnemonic, string onnxName>
 }
 
 /// Reduction over a set of axes (ONNX Reduce*-13/-18 with resolved axes).
-class Weft_ReduceOp<string mnemonic, string onnxName>
+class Weft_ReduceOp<string mnemonic, string onnxName, Weft_Precision prec>
     : Weft_KernelTypedOp<mnemonic, [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = prec;
+  let split = NoSplit;
+  let flops = PerInput<1>;
   let summary = "`" # onnxName # "` over `axes` (sorted, non-negative).";
   let description = [{
     Reduces `input` over `axes`. With `keepdims` the reduced dimensions stay

@@ -11,6 +11,9 @@
 #define WEFT_DIALECT_WEFT_IR_WEFTGRADOPS_TD
 
 def Weft_ReluGradOp : Weft_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerOutput<1>;
   let summary = "d/dx relu: `dy` where `x > 0`, else 0.";
   let description = "Cost: 1 FLOP per element.";
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad);
@@ -19,6 +22,9 @@ def Weft_ReluGradOp : Weft_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
 }
 
 def Weft_GeluGradOp : Weft_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerOutput<8>;
   let summary = "d/dx gelu: `dy * (Phi(x) + x * phi(x))`.";
   let description = [{
     Phi is the standard normal CDF 0.5 * (1 + erf(x / sqrt(2))), phi its
@@ -30,6 +36,9 @@ def Weft_GeluGradOp : Weft_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
 }
 
 def Weft_GeluTanhGradOp : Weft_Op<"gelu_tanh_grad", [Pure, SameOperandsAndResultType]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerOutput<14>;
   let summary = "d/dx gelu_tanh: `dy * (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2))`.";
   let description = [{
     t = tanh(k (x + c x^3)), k = sqrt(2 / pi), c = 0.044715 (the derivative
@@ -41,6 +50,9 @@ def Weft_GeluTanhGradOp : Weft_Op<"gelu_tanh_grad", [Pure, SameOperandsAndResult
 }
 
 def Weft_ClipGradOp : Weft_Op<"clip_grad", [Pure, SameOperandsAndResultType]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerOutput<2>;
   let summary = "d/dx clip: `dy` where `min <= x <= max`, else 0 (torch's rule).";
   let description = "Cost: 2 FLOPs per element.";
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad,
@@ -50,6 +62,9 @@ def Weft_ClipGradOp : Weft_Op<"clip_grad", [Pure, SameOperandsAndResultType]> {
 }
 
 def Weft_SoftmaxGradOp : Weft_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerOutput<4>;
   let summary = "d/dx softmax from its output: `y * (dy - sum(dy * y, axis))`.";
   let description = "Cost: 4 FLOPs per element.";
   let arguments = (ins Weft_FloatTensor:$output, Weft_FloatTensor:$grad,
@@ -60,6 +75,9 @@ def Weft_SoftmaxGradOp : Weft_Op<"softmax_grad", [Pure, SameOperandsAndResultTyp
 
 def Weft_LogSoftmaxGradOp : Weft_Op<"log_softmax_grad",
                                     [Pure, SameOperandsAndResultType]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerOutput<4>;
   let summary = "d/dx log_softmax from its output: `dy - exp(y) * sum(dy, axis)`.";
   let description = "Cost: 4 FLOPs per element.";
   let arguments = (ins Weft_FloatTensor:$output, Weft_FloatTensor:$grad,
@@ -69,6 +87,9 @@ def Weft_LogSoftmaxGradOp : Weft_Op<"log_softmax_grad",
 }
 
 def Weft_LayerNormGradOp : Weft_KernelTypedOp<"layer_norm_grad", [], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "Gradients of layer_norm w.r.t. input, scale and bias.";
   let description = [{
     With `xhat = (x - mean) * inv_std_dev` over the normalised dims `[axis,
@@ -94,6 +115,9 @@ def Weft_LayerNormGradOp : Weft_KernelTypedOp<"layer_norm_grad", [], CustomFlops
 }
 
 def Weft_WgradBiasOp : Weft_KernelTypedOp<"wgrad_bias", [], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "A Linear layer's weight and bias gradients from one read of "
                 "its output gradient.";
   let description = [{
@@ -130,6 +154,9 @@ def Weft_WgradBiasOp : Weft_KernelTypedOp<"wgrad_bias", [], CustomFlops> {
 }
 
 def Weft_DropoutGradOp : Weft_Op<"dropout_grad", [Pure]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerOutput<2>;
   let summary = "d/dx dropout: `dy * mask / (1 - ratio)`.";
   let description = "Cost: 2 FLOPs per element.";
   let arguments = (ins Weft_FloatTensor:$grad, Weft_BoolTensor:$mask,
@@ -139,6 +166,9 @@ def Weft_DropoutGradOp : Weft_Op<"dropout_grad", [Pure]> {
 }
 
 def Weft_GatherGradOp : Weft_KernelTypedOp<"gather_grad", [], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "d/d data of gather: scatter-add `dy` rows into zeros of `shape`.";
   let description = [{
     The embedding backward: row `indices[i]` of the result accumulates every
@@ -169,6 +199,9 @@ def Weft_GatherGradOp : Weft_KernelTypedOp<"gather_grad", [], CustomFlops> {
 def Weft_SoftmaxCrossEntropyGradOp
     : Weft_InferredOp<"softmax_cross_entropy_grad",
                       [AttrSizedOperandSegments], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "d/d scores of softmax_cross_entropy, from its "
                 "log-probabilities or its scores and log-sum-exp.";
   let description = [{
@@ -200,6 +233,9 @@ def Weft_SoftmaxCrossEntropyGradOp
 
 def Weft_SoftmaxCrossEntropyAndGradOp
     : Weft_KernelTypedOp<"softmax_cross_entropy_and_grad"> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerInput<10>;
   let summary = "softmax_cross_entropy {log_sum_exp} and its gradient from "
                 "one read of the scores, the gradient in their place.";
   let description = [{
@@ -235,6 +271,9 @@ def Weft_SoftmaxCrossEntropyAndGradOp
 }
 
 def Weft_NllLossGradOp : Weft_KernelTypedOp<"nll_loss_grad"> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerInput<1>;
   let summary = "d/d input of nll_loss: `-w[t] * scale` at the target class.";
   let description = [{
     Zero everywhere except `[n, target, d...]`, which holds `-w[target]`
@@ -256,6 +295,9 @@ def Weft_NllLossGradOp : Weft_KernelTypedOp<"nll_loss_grad"> {
 }
 
 def Weft_ConvWeightGradOp : Weft_KernelTypedOp<"conv_weight_grad", [], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "d/dW of conv: correlate the input with the output gradient.";
   let description = [{
     For `y = conv(x, W)` with the given window attributes, the gradient of
@@ -273,6 +315,9 @@ def Weft_ConvWeightGradOp : Weft_KernelTypedOp<"conv_weight_grad", [], CustomFlo
 }
 
 def Weft_BatchNormGradOp : Weft_KernelTypedOp<"batch_norm_grad"> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerInput<8>;
   let summary = "Gradients of batch_norm w.r.t. input, scale and bias.";
   let description = [{
     Per channel over the batch and spatial dims (count n): with
@@ -295,6 +340,9 @@ def Weft_BatchNormGradOp : Weft_KernelTypedOp<"batch_norm_grad"> {
 }
 
 def Weft_MaxPoolGradOp : Weft_Op<"max_pool_grad", [Pure], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "d/dx max_pool: each dy goes to its window's (first) maximum.";
   let description = "Cost: `prod(kernel_shape)` FLOPs per element of `dy`.";
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad,
@@ -307,6 +355,9 @@ def Weft_MaxPoolGradOp : Weft_Op<"max_pool_grad", [Pure], CustomFlops> {
 }
 
 def Weft_AvgPoolGradOp : Weft_Op<"avg_pool_grad", [Pure], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "d/dx avg_pool: each dy spread evenly over its window.";
   let description = "Cost: `prod(kernel_shape)` FLOPs per element of `dy`.";
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad,
@@ -319,6 +370,9 @@ def Weft_AvgPoolGradOp : Weft_Op<"avg_pool_grad", [Pure], CustomFlops> {
 }
 
 def Weft_ResizeGradOp : Weft_Op<"resize_grad", [Pure], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "d/dx nearest resize: scatter-add dy onto the source pixels.";
   let description = "Cost: 1 FLOP per element of `dy`.";
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$grad,

@@ -19,18 +19,21 @@ include "mlir/IR/BuiltinAttributeInterfaces.td"
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-def Weft_SqrtOp : Weft_UnaryOp<"sqrt", "Sqrt">;
-def Weft_ReciprocalOp : Weft_UnaryOp<"reciprocal", "Reciprocal">;
-def Weft_NegOp : Weft_UnaryOp<"neg", "Neg">;
-def Weft_ExpOp : Weft_UnaryOp<"exp", "Exp">;
-def Weft_LogOp : Weft_UnaryOp<"log", "Log">;
-def Weft_ErfOp : Weft_UnaryOp<"erf", "Erf">;
-def Weft_TanhOp : Weft_UnaryOp<"tanh", "Tanh">;
-def Weft_ReluOp : Weft_UnaryOp<"relu", "Relu">;
-def Weft_SigmoidOp : Weft_UnaryOp<"sigmoid", "Sigmoid">;
+def Weft_SqrtOp : Weft_UnaryOp<"sqrt", "Sqrt", FollowPrecision>;
+def Weft_ReciprocalOp : Weft_UnaryOp<"reciprocal", "Reciprocal", FullPrecision>;
+def Weft_NegOp : Weft_UnaryOp<"neg", "Neg", FollowPrecision>;
+def Weft_ExpOp : Weft_UnaryOp<"exp", "Exp", FullPrecision>;
+def Weft_LogOp : Weft_UnaryOp<"log", "Log", FullPrecision>;
+def Weft_ErfOp : Weft_UnaryOp<"erf", "Erf", FollowPrecision>;
+def Weft_TanhOp : Weft_UnaryOp<"tanh", "Tanh", FollowPrecision>;
+def Weft_ReluOp : Weft_UnaryOp<"relu", "Relu", FollowPrecision>;
+def Weft_SigmoidOp : Weft_UnaryOp<"sigmoid", "Sigmoid", FollowPrecision>;
 
 def Weft_GeluOp : Weft_Op<"gelu", [Pure, SameOperandsAndResultType,
                                    DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FollowPrecision;
+  let split = ElementwiseSplit;
+  let flops = PerOutput<5>;
   let summary = "Elementwise GELU, erf form: `x * 0.5 * (1 + erf(x / sqrt(2)))`.";
   let description = [{
     Hendrycks & Gimpel, "Gaussian Error Linear Units", 2016: x * Phi(x), Phi
@@ -48,6 +51,9 @@ def Weft_GeluOp : Weft_Op<"gelu", [Pure, SameOperandsAndResultType,
 
 def Weft_GeluTanhOp : Weft_Op<"gelu_tanh", [Pure, SameOperandsAndResultType,
                                    DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FollowPrecision;
+  let split = ElementwiseSplit;
+  let flops = PerOutput<9>;
   let summary = "Elementwise GELU, tanh approximation (GPT-2's `gelu_new`).";
   let description = [{
     `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`: Hendrycks &
@@ -63,14 +69,17 @@ def Weft_GeluTanhOp : Weft_Op<"gelu_tanh", [Pure, SameOperandsAndResultType,
   let assemblyFormat = "$input attr-dict `:` type($output)";
 }
 
-def Weft_AddOp : Weft_BinaryOp<"add", "Add">;
-def Weft_SubOp : Weft_BinaryOp<"sub", "Sub">;
-def Weft_MulOp : Weft_BinaryOp<"mul", "Mul">;
-def Weft_DivOp : Weft_BinaryOp<"div", "Div">;
-def Weft_PowOp : Weft_BinaryOp<"pow", "Pow">;
-def Weft_EqualOp : Weft_BinaryOp<"equal", "Equal">;
+def Weft_AddOp : Weft_BinaryOp<"add", "Add", PromotePrecision>;
+def Weft_SubOp : Weft_BinaryOp<"sub", "Sub", PromotePrecision>;
+def Weft_MulOp : Weft_BinaryOp<"mul", "Mul", PromotePrecision>;
+def Weft_DivOp : Weft_BinaryOp<"div", "Div", PromotePrecision>;
+def Weft_PowOp : Weft_BinaryOp<"pow", "Pow", FullPrecision>;
+def Weft_EqualOp : Weft_BinaryOp<"equal", "Equal", PromotePrecision>;
 
 def Weft_WhereOp : Weft_KernelTypedOp<"where", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = PromotePrecision;
+  let split = ElementwiseSplit;
+  let flops = PerOutput<1>;
   let summary = "Select `x` where `condition` holds, else `y` (ONNX Where-16).";
   let description = [{
     All three operands broadcast together (numpy rules). Cost: 1 FLOP per
@@ -85,6 +94,9 @@ def Weft_WhereOp : Weft_KernelTypedOp<"where", [DeclareOpInterfaceMethods<Gradie
 }
 
 def Weft_ClipOp : Weft_Op<"clip", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FollowPrecision;
+  let split = ElementwiseSplit;
+  let flops = PerOutput<1>;
   let summary = "Clamp to [`min`, `max`] (ONNX Clip-13, bounds folded).";
   let description = [{
     A missing bound is unbounded. Cost: 1 FLOP per element.
@@ -96,6 +108,9 @@ def Weft_ClipOp : Weft_Op<"clip", [Pure, SameOperandsAndResultType, DeclareOpInt
 }
 
 def Weft_CastOp : Weft_KernelTypedOp<"cast", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FollowPrecision;
+  let split = ElementwiseSplit;
+  let flops = PerOutput<1>;
   let summary = "Convert element type to `to` (ONNX Cast-13).";
   let description = [{
     Conversion to bf16 truncates, as ONNX Cast-13 (and libonnx 1.12's
@@ -111,6 +126,11 @@ def Weft_CastOp : Weft_KernelTypedOp<"cast", [DeclareOpInterfaceMethods<Gradient
 }
 
 def Weft_ConstantOp : Weft_InferredOp<"constant", [ConstantLike]> {
+  let lowering = ConstantLowering;
+  let backends = NoKernel;
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
   let summary = "A constant tensor (ONNX Constant, and folded shape math).";
   let description = [{
     Holds its value inline. Shape computations that the importer folds
@@ -128,6 +148,9 @@ def Weft_ConstantOp : Weft_InferredOp<"constant", [ConstantLike]> {
 //===----------------------------------------------------------------------===//
 
 def Weft_MatMulOp : Weft_KernelTypedOp<"matmul", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+  let precision = LowPrecision;
+  let split = LinearSplit;
+  let flops = CustomFlopRule;
   let summary = "numpy matmul with batch broadcasting (ONNX MatMul-13).";
   let description = [{
     `[..., M, K] x [..., K, N] -> [..., M, N]`; 1-D operands are promoted as
@@ -148,6 +171,9 @@ def Weft_MatMulOp : Weft_KernelTypedOp<"matmul", [DeclareOpInterfaceMethods<Grad
 }
 
 def Weft_GemmOp : Weft_KernelTypedOp<"gemm", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+  let precision = LowPrecision;
+  let split = LinearSplit;
+  let flops = CustomFlopRule;
   let summary = "`alpha*op(A)*op(B) + beta*C` (ONNX Gemm-13).";
   let description = [{
     `A` is `[M,K]` (`[K,M]` with `transA`), `B` is `[K,N]` (`[N,K]` with
@@ -174,6 +200,9 @@ def Weft_GemmOp : Weft_KernelTypedOp<"gemm", [DeclareOpInterfaceMethods<Gradient
 }
 
 def Weft_GemmGeluTanhOp : Weft_KernelTypedOp<"gemm_gelu_tanh", [], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "A gemm and the tanh GELU of its output, in one GEMM.";
   let description = [{
     `pre_activation = alpha*op(A)*op(B) + beta*C` exactly as weft.gemm
@@ -200,6 +229,9 @@ def Weft_GemmGeluTanhOp : Weft_KernelTypedOp<"gemm_gelu_tanh", [], CustomFlops> 
 }
 
 def Weft_GemmGeluTanhGradOp : Weft_KernelTypedOp<"gemm_gelu_tanh_grad", [], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "A gemm that gives a tanh GELU's output gradient, and the "
                 "GELU's input gradient from it.";
   let description = [{
@@ -229,6 +261,9 @@ def Weft_GemmGeluTanhGradOp : Weft_KernelTypedOp<"gemm_gelu_tanh_grad", [], Cust
 //===----------------------------------------------------------------------===//
 
 def Weft_SoftmaxOp : Weft_Op<"softmax", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FullPrecision;
+  let split = SoftmaxSplit;
+  let flops = PerOutput<5>;
   let summary = "Softmax along `axis` (ONNX Softmax-13).";
   let description = "Cost: 5 FLOPs per element (max, subtract, exp, sum, divide).";
   let arguments = (ins Weft_FloatTensor:$input, I64Attr:$axis);
@@ -238,6 +273,9 @@ def Weft_SoftmaxOp : Weft_Op<"softmax", [Pure, SameOperandsAndResultType, Declar
 }
 
 def Weft_LogSoftmaxOp : Weft_Op<"log_softmax", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FullPrecision;
+  let split = SoftmaxSplit;
+  let flops = PerOutput<5>;
   let summary = "Log-softmax along `axis` (ONNX LogSoftmax-13).";
   let description = "Cost: 5 FLOPs per element (max, subtract, exp, sum, log-subtract).";
   let arguments = (ins Weft_FloatTensor:$input, I64Attr:$axis);
@@ -247,6 +285,9 @@ def Weft_LogSoftmaxOp : Weft_Op<"log_softmax", [Pure, SameOperandsAndResultType,
 }
 
 def Weft_LayerNormOp : Weft_KernelTypedOp<"layer_norm", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FullPrecision;
+  let split = LayerNormSplit;
+  let flops = PerInput<8>;
   let summary = "Layer normalisation over dims `[axis, rank)` (ONNX LayerNormalization-17).";
   let description = [{
     `Y = (X - mean) * inv_std_dev * scale + bias`, statistics over the
@@ -265,6 +306,9 @@ def Weft_LayerNormOp : Weft_KernelTypedOp<"layer_norm", [DeclareOpInterfaceMetho
 }
 
 def Weft_AddLayerNormOp : Weft_KernelTypedOp<"add_layer_norm"> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerInput<9>;
   let summary = "A residual add and the layer_norm of its sum, in one kernel.";
   let description = [{
     `sum = input + residual` (one type, no broadcasting), rounded to that
@@ -290,6 +334,9 @@ def Weft_AddLayerNormOp : Weft_KernelTypedOp<"add_layer_norm"> {
 }
 
 def Weft_BatchNormOp : Weft_KernelTypedOp<"batch_norm", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+  let precision = FullPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "Batch normalisation over channel dim 1 (ONNX BatchNormalization-15).";
   let description = [{
     With `training`, normalises with the batch statistics (population
@@ -317,6 +364,9 @@ def Weft_BatchNormOp : Weft_KernelTypedOp<"batch_norm", [DeclareOpInterfaceMetho
 }
 
 def Weft_DropoutOp : Weft_KernelTypedOp<"dropout", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = ElementwiseRandomSplit;
+  let flops = CustomFlopRule;
   let summary = "Dropout with probability `ratio` (ONNX Dropout-13).";
   let description = [{
     When `training` and `ratio > 0`, zeroes each element with probability
@@ -333,6 +383,9 @@ def Weft_DropoutOp : Weft_KernelTypedOp<"dropout", [DeclareOpInterfaceMethods<Gr
 }
 
 def Weft_TriluOp : Weft_Op<"trilu", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
   let summary = "Keep the upper or lower triangle of the last two dims (ONNX Trilu-14).";
   let description = "Cost: 0 FLOPs (a masked copy).";
   let arguments = (ins Weft_Tensor:$input, BoolAttr:$upper,
@@ -346,9 +399,9 @@ def Weft_TriluOp : Weft_Op<"trilu", [Pure, SameOperandsAndResultType, DeclareOpI
 // Reductions
 //===----------------------------------------------------------------------===//
 
-def Weft_ReduceSumOp : Weft_ReduceOp<"reduce_sum", "ReduceSum">;
-def Weft_ReduceMeanOp : Weft_ReduceOp<"reduce_mean", "ReduceMean">;
-def Weft_ReduceMaxOp : Weft_ReduceOp<"reduce_max", "ReduceMax">;
+def Weft_ReduceSumOp : Weft_ReduceOp<"reduce_sum", "ReduceSum", FullPrecision>;
+def Weft_ReduceMeanOp : Weft_ReduceOp<"reduce_mean", "ReduceMean", FullPrecision>;
+def Weft_ReduceMaxOp : Weft_ReduceOp<"reduce_max", "ReduceMax", FollowPrecision>;
 
 //===----------------------------------------------------------------------===//
 // Data movement
@@ -356,6 +409,11 @@ def Weft_ReduceMaxOp : Weft_ReduceOp<"reduce_max", "ReduceMax">;
 
 def Weft_ReshapeOp : Weft_InferredOp<"reshape", [DeclareOpInterfaceMethods<GradientOpInterface>,
     DeclareOpInterfaceMethods<SplitLayoutOpInterface>], ["getBytesRead", "getBytesWritten"]> {
+  let lowering = ViewLowering;
+  let backends = NoKernel;
+  let precision = FollowPrecision;
+  let split = LayoutSplit;
+  let flops = NoFlops;
   let summary = "Reinterpret with a new static `shape` (ONNX Reshape/Flatten/Squeeze/Unsqueeze).";
   let description = "A view: 0 FLOPs, 0 bytes.";
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$shape);
@@ -365,6 +423,9 @@ def Weft_ReshapeOp : Weft_InferredOp<"reshape", [DeclareOpInterfaceMethods<Gradi
 
 def Weft_TransposeOp : Weft_KernelTypedOp<"transpose", [DeclareOpInterfaceMethods<GradientOpInterface>,
     DeclareOpInterfaceMethods<SplitLayoutOpInterface>]> {
+  let precision = FollowPrecision;
+  let split = LayoutSplit;
+  let flops = NoFlops;
   let summary = "Permute dimensions: result dim i is input dim `perm[i]` (ONNX Transpose-13).";
   let description = [{
     Folds away an identity permutation and a transpose that undoes the
@@ -378,6 +439,9 @@ def Weft_TransposeOp : Weft_KernelTypedOp<"transpose", [DeclareOpInterfaceMethod
 }
 
 def Weft_ExpandOp : Weft_KernelTypedOp<"expand", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
   let summary = "Broadcast to `shape` (ONNX Expand-13, shape folded and resolved).";
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$shape);
   let results = (outs Weft_Tensor:$output);
@@ -385,6 +449,9 @@ def Weft_ExpandOp : Weft_KernelTypedOp<"expand", [DeclareOpInterfaceMethods<Grad
 }
 
 def Weft_ConcatOp : Weft_KernelTypedOp<"concat", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = PromotePrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
   let summary = "Concatenate along `axis` (ONNX Concat-13).";
   let arguments = (ins Variadic<Weft_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Weft_Tensor:$output);
@@ -393,6 +460,9 @@ def Weft_ConcatOp : Weft_KernelTypedOp<"concat", [DeclareOpInterfaceMethods<Grad
 
 def Weft_SplitOp : Weft_KernelTypedOp<"split", [DeclareOpInterfaceMethods<GradientOpInterface>,
     DeclareOpInterfaceMethods<SplitLayoutOpInterface>]> {
+  let precision = FollowPrecision;
+  let split = LayoutSplit;
+  let flops = NoFlops;
   let summary = "Split along `axis` into pieces of `sizes` (ONNX Split-13).";
   let arguments = (ins Weft_Tensor:$input, I64Attr:$axis,
                        DenseI64ArrayAttr:$sizes);
@@ -402,6 +472,9 @@ def Weft_SplitOp : Weft_KernelTypedOp<"split", [DeclareOpInterfaceMethods<Gradie
 
 def Weft_SliceOp : Weft_KernelTypedOp<"slice", [DeclareOpInterfaceMethods<GradientOpInterface>,
     DeclareOpInterfaceMethods<SplitLayoutOpInterface>], ["getBytesRead"]> {
+  let precision = FollowPrecision;
+  let split = LayoutSplit;
+  let flops = NoFlops;
   let summary = "Strided slice, one (start, end, step) per dim (ONNX Slice-13, normalised).";
   let description = [{
     `starts`, `ends` and `steps` have one entry per dimension, already clamped
@@ -422,6 +495,9 @@ def Weft_SliceOp : Weft_KernelTypedOp<"slice", [DeclareOpInterfaceMethods<Gradie
 }
 
 def Weft_GatherOp : Weft_KernelTypedOp<"gather", [DeclareOpInterfaceMethods<GradientOpInterface>], ["getBytesRead"]> {
+  let precision = FollowPrecision;
+  let split = VocabSplit;
+  let flops = NoFlops;
   let summary = "Gather slices of `data` along `axis` (ONNX Gather-13; embedding lookup).";
   let description = [{
     Result shape `data.shape[:axis] + indices.shape + data.shape[axis+1:]`.
@@ -437,6 +513,9 @@ def Weft_GatherOp : Weft_KernelTypedOp<"gather", [DeclareOpInterfaceMethods<Grad
 }
 
 def Weft_PadOp : Weft_KernelTypedOp<"pad", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
   let summary = "Constant-mode padding (ONNX Pad-13/-18, constant mode).";
   let description = [{
     `pads` is `[x1_begin, x2_begin, ..., x1_end, x2_end]` for every dim;
@@ -449,6 +528,9 @@ def Weft_PadOp : Weft_KernelTypedOp<"pad", [DeclareOpInterfaceMethods<GradientOp
 }
 
 def Weft_ResizeOp : Weft_KernelTypedOp<"resize", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
   let summary = "Nearest-neighbour resize (ONNX Resize-13, mode nearest).";
   let description = [{
     `sizes` is the output shape; `scales` the per-dim scale used to map output
@@ -468,6 +550,9 @@ def Weft_ResizeOp : Weft_KernelTypedOp<"resize", [DeclareOpInterfaceMethods<Grad
 //===----------------------------------------------------------------------===//
 
 def Weft_ConvOp : Weft_KernelTypedOp<"conv", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+  let precision = LowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "Grouped N-d convolution, explicit pads (ONNX Conv-11).";
   let description = [{
     `X: [N, C, D1..Dn]`, `W: [M, C/group, k1..kn]`, `B: [M]`. `pads` is
@@ -487,6 +572,9 @@ def Weft_ConvOp : Weft_KernelTypedOp<"conv", [DeclareOpInterfaceMethods<Gradient
 }
 
 def Weft_ConvTransposeOp : Weft_KernelTypedOp<"conv_transpose", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+  let precision = LowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "Grouped N-d transposed convolution (ONNX ConvTranspose-11).";
   let description = [{
     `X: [N, C, D1..Dn]`, `W: [C, M/group, k1..kn]`. Output dim
@@ -507,6 +595,9 @@ def Weft_ConvTransposeOp : Weft_KernelTypedOp<"conv_transpose", [DeclareOpInterf
 }
 
 def Weft_MaxPoolOp : Weft_KernelTypedOp<"max_pool", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "N-d max pooling (ONNX MaxPool-12).";
   let description = "Cost: `prod(kernel_shape)` FLOPs (compares) per output element.";
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$kernel_shape,
@@ -518,6 +609,9 @@ def Weft_MaxPoolOp : Weft_KernelTypedOp<"max_pool", [DeclareOpInterfaceMethods<G
 }
 
 def Weft_AvgPoolOp : Weft_KernelTypedOp<"avg_pool", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "N-d average pooling (ONNX AveragePool-11).";
   let description = "Cost: `prod(kernel_shape)` FLOPs per output element.";
   let arguments = (ins Weft_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
@@ -533,6 +627,9 @@ def Weft_AvgPoolOp : Weft_KernelTypedOp<"avg_pool", [DeclareOpInterfaceMethods<G
 //===----------------------------------------------------------------------===//
 
 def Weft_SoftmaxCrossEntropyOp : Weft_KernelTypedOp<"softmax_cross_entropy", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FullPrecision;
+  let split = VocabSplit;
+  let flops = PerInput<6>;
   let summary = "Softmax cross-entropy loss (ONNX SoftmaxCrossEntropyLoss-13).";
   let description = [{
     `scores: [N, C, d...]`, `labels: [N, d...]` (integer class ids),
@@ -567,6 +664,9 @@ def Weft_SoftmaxCrossEntropyOp : Weft_KernelTypedOp<"softmax_cross_entropy", [De
 }
 
 def Weft_NllLossOp : Weft_KernelTypedOp<"nll_loss", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+  let precision = FullPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "Negative log-likelihood loss (ONNX NegativeLogLikelihoodLoss-13).";
   let description = [{
     `input: [N, C, d...]` log-probabilities, `target: [N, d...]`, optional

@@ -11,6 +11,9 @@
 #define WEFT_DIALECT_WEFT_IR_WEFTOPTIMIZEROPS_TD
 
 def Weft_AdamWOp : Weft_Op<"adamw", [AttrSizedOperandSegments]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerInput<12>;
   let summary = "One AdamW step, torch.optim.AdamW semantics (amsgrad off).";
   let description = [{
     Loshchilov & Hutter, "Decoupled Weight Decay Regularization" (ICLR 2019),
@@ -57,6 +60,9 @@ def Weft_AdamWOp : Weft_Op<"adamw", [AttrSizedOperandSegments]> {
 }
 
 def Weft_SGDOp : Weft_Op<"sgd", [AttrSizedOperandSegments]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerInput<4>;
   let summary = "One SGD step, torch.optim.SGD semantics (dampening 0).";
   let description = [{
     ```
@@ -87,6 +93,9 @@ def Weft_SGDOp : Weft_Op<"sgd", [AttrSizedOperandSegments]> {
 }
 
 def Weft_FoundInfOp : Weft_Op<"found_inf", [Pure], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "1 when any element of the gradients is not finite, else 0.";
   let description = [{
     GradScaler's `_unscale_grads_` check (torch.amp.grad_scaler): the f32
@@ -102,6 +111,9 @@ def Weft_FoundInfOp : Weft_Op<"found_inf", [Pure], CustomFlops> {
 }
 
 def Weft_UpdateLossScaleOp : Weft_Op<"update_loss_scale", [], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "GradScaler.update: back off on overflow, grow after a run.";
   let description = [{
     The loss scaler's state is `[scale, growth_tracker, skipped_steps]`
@@ -124,6 +136,9 @@ def Weft_UpdateLossScaleOp : Weft_Op<"update_loss_scale", [], CustomFlops> {
 
 def Weft_AssignOp : Weft_Op<"assign", [AllTypesMatch<["dest", "value",
                                                       "result"]>]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
   let summary = "Write `value` into `dest`'s bytes (in place).";
   let description = [{
     The sharded optimizer (ZeRO, `weft-data-parallel` with `zero-stage`)

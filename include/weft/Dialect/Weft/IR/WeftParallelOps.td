@@ -25,6 +25,11 @@ def Weft_CopyToTensorParallelOp : Weft_Op<"copy_to_tensor_parallel",
     [Pure, SameOperandsAndResultType,
      DeclareOpInterfaceMethods<GradientOpInterface>],
     ["getBytesRead", "getBytesWritten"]> {
+  let lowering = ViewLowering;
+  let backends = NoKernel;
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
   let summary = "Megatron's f: identity forward, all-reduce of the gradient.";
   let description = [{
     Marks a replicated value entering tensor-parallel computation (the input
@@ -61,6 +66,9 @@ class Weft_VocabParallelOp<string mnemonic, list<Trait> traits = [],
 
 def Weft_VocabParallelGatherOp : Weft_VocabParallelOp<"vocab_parallel_gather",
     [DeclareOpInterfaceMethods<GradientOpInterface>], ["getBytesRead"]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
   let summary = "Embedding lookup in this rank's rows of a vocab-sharded table.";
   let description = [{
     `table: [V/T, h...]` (this rank's rows), `indices: [d...]` (whole-vocab
@@ -78,6 +86,9 @@ def Weft_VocabParallelGatherOp : Weft_VocabParallelOp<"vocab_parallel_gather",
 }
 
 def Weft_VocabParallelGatherGradOp : Weft_VocabParallelOp<"vocab_parallel_gather_grad", [], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
   let summary = "d/d table of vocab_parallel_gather: scatter-add into this rank's rows.";
   let description = [{
     `grad: [d..., h...]`, `indices: [d...]` -> `[V/T, h...]` (the result
@@ -102,6 +113,9 @@ def Weft_VocabParallelGatherGradOp : Weft_VocabParallelOp<"vocab_parallel_gather
 
 def Weft_VocabParallelCrossEntropyStatsOp
     : Weft_VocabParallelOp<"vocab_parallel_cross_entropy_stats"> {
+  let precision = FullPrecision;
+  let split = NoSplit;
+  let flops = PerInput<3>;
   let summary = "This rank's share of the softmax denominator and target score.";
   let description = [{
     `scores: [N, C/T]` (this rank's classes), `max: [N, 1]` (the row maxima
@@ -121,6 +135,9 @@ def Weft_VocabParallelCrossEntropyStatsOp
 def Weft_VocabParallelCrossEntropyOp
     : Weft_VocabParallelOp<"vocab_parallel_cross_entropy",
                            [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FullPrecision;
+  let split = NoSplit;
+  let flops = PerInput<2>;
   let summary = "Softmax cross-entropy over vocab-sharded scores, never gathered.";
   let description = [{
     `scores: [N, C/T]`, `max: [N, 1]`, `stats: [N, 2]` (summed over the
@@ -142,6 +159,9 @@ def Weft_VocabParallelCrossEntropyOp
 
 def Weft_VocabParallelCrossEntropyGradOp
     : Weft_VocabParallelOp<"vocab_parallel_cross_entropy_grad"> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerInput<3>;
   let summary = "d/d scores of vocab_parallel_cross_entropy.";
   let description = [{
     `log_prob: [N, C/T]`, `labels: [N]`, `grad` (scalar) -> `[N, C/T]`:

@@ -17,10 +17,16 @@ def Weft_RequestType : TypeDef<Weft_Dialect, "Request"> {
 }
 
 /// A transfer op; its cost is the bytes it moves: an isend reads its tensor,
-/// an irecv writes its buffer, waits move nothing.
+/// an irecv writes its buffer, waits move nothing. A plan instruction of its
+/// own, not a kernel.
 class Weft_TransferOp<string mnemonic, list<Trait> traits = [],
                       list<string> costOverrides = []>
     : Weft_Op<mnemonic, traits, costOverrides> {
+  let lowering = InstructionLowering;
+  let backends = NoKernel;
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
 }
 
 /// A wait: no FLOPs, no bytes.

@@ -1,7 +1,8 @@
 //===- OpRecordTest.cpp - every dialect op has its record, and back -------===//
 //
-// The op records (runtime/include/weft/ops/Ops.def) against the dialect the
-// compiler registers: an op added to a .td file without a record, a record
+// The op records (runtime/include/weft/ops/Ops.def, which weft-tblgen
+// writes from the .td files) against the dialect the compiler registers,
+// so a checked-in table that the build did not regenerate fails here too: an op added to a .td file without a record, a record
 // whose mnemonic is not its class's, or a Gradient column that says what the
 // op's interfaces do not, fails here naming the op. (Kernels: the spec entry
 // and the CPU kernel are test/unit/runtime's, the CUDA kernel the emulator
