@@ -95,6 +95,55 @@ int64_t SpecCall::mul(int64_t a, int64_t b) const {
 // The table
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// An attribute's ODS default as the plan's value of its kind; none when
+/// the record states no default.
+template <AttrKind> struct StorageOf;
+template <> struct StorageOf<AttrKind::Int> { using type = int64_t; };
+template <> struct StorageOf<AttrKind::Float> { using type = double; };
+template <> struct StorageOf<AttrKind::Bool> { using type = bool; };
+template <> struct StorageOf<AttrKind::String> { using type = std::string; };
+template <> struct StorageOf<AttrKind::Ints> {
+  using type = std::vector<int64_t>;
+};
+template <> struct StorageOf<AttrKind::Floats> {
+  using type = std::vector<double>;
+};
+template <AttrKind> std::optional<KernelAttrs::Value> defaultOf() {
+  return std::nullopt;
+}
+template <AttrKind K, typename T>
+std::optional<KernelAttrs::Value> defaultOf(T value) {
+  using S = typename StorageOf<K>::type;
+  return KernelAttrs::Value(std::in_place_type<S>, S(value));
+}
+
+/// A kernel op's input counts and plan attributes, as its record states them.
+struct Signature {
+  int minInputs = -1, maxInputs = -1;
+  std::vector<AttrSpec> attrs;
+};
+
+const std::array<Signature, ops::kOpCount> &signatures() {
+  static const std::array<Signature, ops::kOpCount> table = [] {
+    std::array<Signature, ops::kOpCount> s;
+    enum Presence { Required, Optional, Defaulted };
+#define WEFT_OP_INPUTS(Id, min, max)                                           \
+  s[size_t(Op::Id)].minInputs = min;                                           \
+  s[size_t(Op::Id)].maxInputs = (max) < 0 ? kVariadic : (max);
+#define WEFT_OP_ATTR(Id, name, Kind, Presence, ...)                            \
+  s[size_t(Op::Id)].attrs.push_back({name, AttrKind::Kind,                     \
+                                     Presence == Required,                     \
+                                     defaultOf<AttrKind::Kind>(__VA_ARGS__)});
+#include "weft/ops/Ops.def"
+    return s;
+  }();
+  return table;
+}
+
+} // namespace
+
 const std::vector<KernelSpec> &kernelSpecs() {
   static const std::vector<KernelSpec> table = [] {
     std::vector<KernelSpec> t;
@@ -104,6 +153,12 @@ const std::vector<KernelSpec> &kernelSpecs() {
     specs::addBackwardSpecs(t);
     specs::addParallelSpecs(t);
     specs::addAttentionSpecs(t);
+    for (KernelSpec &spec : t) {
+      const Signature &s = signatures()[static_cast<size_t>(spec.op)];
+      spec.minInputs = s.minInputs;
+      spec.maxInputs = s.maxInputs;
+      spec.attrs = s.attrs;
+    }
     std::sort(t.begin(), t.end(), [](const KernelSpec &a, const KernelSpec &b) {
       return a.name() < b.name();
     });
@@ -230,9 +285,14 @@ KernelAttrs decodeKernelAttrs(const KernelSpec &spec, const json &attrs) {
                   namesOf(it->kind).phrase + ", got " + value.dump());
     out.set(name, std::move(*decoded));
   }
-  for (const AttrSpec &a : spec.attrs)
-    if (a.required && !out.has(a.name))
+  for (const AttrSpec &a : spec.attrs) {
+    if (out.has(a.name))
+      continue;
+    if (a.byDefault)
+      out.set(a.name, *a.byDefault);
+    else if (a.required)
       throw Error(std::string("missing attribute '") + a.name + "'");
+  }
   return out;
 }
 
@@ -357,6 +417,19 @@ std::string DTypeSet::name() const {
 
 namespace {
 
+/// A scalar attribute value as the docs print it (defaults are scalars).
+std::string valueString(const KernelAttrs::Value &v) {
+  if (const auto *i = std::get_if<int64_t>(&v))
+    return std::to_string(*i);
+  if (const auto *d = std::get_if<double>(&v))
+    return json(*d).dump();
+  if (const auto *b = std::get_if<bool>(&v))
+    return *b ? "true" : "false";
+  if (const auto *s = std::get_if<std::string>(&v))
+    return json(*s).dump();
+  return "[...]";
+}
+
 /// "0 float, 1 index, 2+ any; <note>": each input's set, the last for the
 /// rest.
 std::string dtypesColumn(const KernelSpec &spec) {
@@ -384,8 +457,11 @@ std::string kernelSpecsMarkdown() {
       "(`runtime/include/weft/runtime/KernelSpec.h`, entries in "
       "`runtime/lib/specs/`) by `weft-run --kernels`; "
       "[the plan format](../plan-format.md#kernels) says how it is used.\n\n"
-      "Each kernel is a weft op; the op's record (`runtime/include/weft/ops/"
-      "Ops.def`) gives the backends that implement it, whether "
+      "Each kernel is a weft op; the op's record (its definition in the "
+      "dialect's .td files, which weft-tblgen writes to "
+      "`runtime/include/weft/ops/Ops.def`) gives its inputs and attributes "
+      "(`name?`: the plan may omit it; `= v`: weft-run fills in the default "
+      "v when the plan omits it), the backends that implement it, whether "
       "`weft-autodiff` differentiates it, its operands' precision under "
       "`--precision bf16|f16` and how a tensor- or sequence-parallel shard "
       "passes through it.\n\n"
@@ -408,7 +484,9 @@ std::string kernelSpecsMarkdown() {
     std::string attrs, inPlace;
     for (const AttrSpec &a : spec.attrs)
       attrs += std::string(attrs.empty() ? "" : ", ") + "`" + a.name +
-               (a.required ? "" : "?") + "`: " + namesOf(a.kind).symbol;
+               (a.required || a.byDefault ? "" : "?") +
+               "`: " + namesOf(a.kind).symbol +
+               (a.byDefault ? " = " + valueString(*a.byDefault) : "");
     for (const KernelSpec::InPlace &p : spec.inPlace)
       inPlace += std::string(inPlace.empty() ? "" : ", ") +
                  std::to_string(p.output) + " <- " + std::to_string(p.input) +

@@ -3,6 +3,13 @@
 // RUN: not weft-tblgen %weft_td_includes -DUNSET %s 2>&1 | FileCheck %s --check-prefix=UNSET
 // RUN: not weft-tblgen %weft_td_includes -DMISSPELT %s 2>&1 | FileCheck %s --check-prefix=MISSPELT
 // RUN: not weft-tblgen %weft_td_includes -DNAME %s 2>&1 | FileCheck %s --check-prefix=NAME
+// A kernel's plan signature: an attribute the plan cannot carry and that
+// compilerAttrs does not name, a compilerAttrs entry that names nothing,
+// bounds wider than the operands, a default that is not a literal.
+// RUN: not weft-tblgen %weft_td_includes -DKIND %s 2>&1 | FileCheck %s --check-prefix=KIND
+// RUN: not weft-tblgen %weft_td_includes -DCOMPILER %s 2>&1 | FileCheck %s --check-prefix=COMPILER
+// RUN: not weft-tblgen %weft_td_includes -DWIDEN %s 2>&1 | FileCheck %s --check-prefix=WIDEN
+// RUN: not weft-tblgen %weft_td_includes -DDEFAULT %s 2>&1 | FileCheck %s --check-prefix=DEFAULT
 
 include "weft/Dialect/Weft/IR/WeftBase.td"
 
@@ -30,5 +37,48 @@ def ScaleOp : Weft_Op<"scale"> {
   let precision = FullPrecision;
   let split = NoSplit;
   let flops = NoFlops;
+}
+#endif
+
+#ifdef KIND
+// KIND: error: weft.scale: attribute 'grid' has no plan kind; list it in compilerAttrs if the plan does not carry it
+def Weft_ScaleOp : Weft_Op<"scale"> {
+  let precision = FullPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
+  let arguments = (ins Weft_Tensor:$input, FlatSymbolRefAttr:$grid);
+}
+#endif
+
+#ifdef COMPILER
+// COMPILER: error: weft.scale: compilerAttrs names 'grid', which is not an attribute of it
+def Weft_ScaleOp : Weft_Op<"scale"> {
+  let precision = FullPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
+  let compilerAttrs = ["grid"];
+  let arguments = (ins Weft_Tensor:$input);
+}
+#endif
+
+#ifdef WIDEN
+// WIDEN: error: weft.scale: minInputs/maxInputs widen its ODS operand counts
+def Weft_ScaleOp : Weft_Op<"scale"> {
+  let precision = FullPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
+  let maxInputs = 3;
+  let arguments = (ins Weft_Tensor:$input, Optional<Weft_Tensor>:$bias);
+}
+#endif
+
+#ifdef DEFAULT
+// DEFAULT: error: weft.scale: the default of 'perm' is not a plain literal
+def Weft_ScaleOp : Weft_Op<"scale"> {
+  let precision = FullPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
+  let arguments = (ins Weft_Tensor:$input,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1}">:$perm);
 }
 #endif

@@ -15,7 +15,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mlir/TableGen/Attribute.h"
+#include "mlir/TableGen/Operator.h"
+
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
@@ -66,6 +71,93 @@ bool declaresInterface(ArrayRef<const Init *> traits, StringRef interface) {
   return false;
 }
 
+/// The plan's kind of an ODS attribute (KernelSpec.h's AttrKind), from the
+/// attribute definition under its DefaultValuedAttr/OptionalAttr wrapper;
+/// empty for one the plan cannot carry.
+StringRef planKind(const mlir::tblgen::Attribute &attr) {
+  return StringSwitch<StringRef>(attr.getBaseAttr().getAttrDefName())
+      .Cases({"I64Attr", "SI64Attr", "I32Attr"}, "Int")
+      .Cases({"F64Attr", "F32Attr"}, "Float")
+      .Cases({"BoolAttr", "UnitAttr"}, "Bool")
+      .Cases({"StrAttr", "TypeAttr"}, "String")
+      .Cases({"DenseI64ArrayAttr", "I64ArrayAttr"}, "Ints")
+      .Cases({"DenseF64ArrayAttr", "F64ArrayAttr"}, "Floats")
+      .Default("");
+}
+
+/// A kernel op's plan signature: WEFT_OP_INPUTS (its operand counts, from
+/// its ODS operands unless `minInputs`/`maxInputs` narrow them) and one
+/// WEFT_OP_ATTR per plan attribute (its ODS attributes less
+/// `compilerAttrs`, then `planAttrs`): Required, Optional, or Defaulted
+/// with the ODS default, which weft-run fills in when a plan omits it.
+void emitKernelSignature(raw_ostream &os, const Record &def, StringRef id) {
+  mlir::tblgen::Operator op(def);
+  StringRef mnemonic = def.getValueAsString("opName");
+  int minInputs = 0, maxInputs = 0;
+  for (int k = 0; k < op.getNumOperands(); ++k) {
+    const mlir::tblgen::NamedTypeConstraint &operand = op.getOperand(k);
+    if (operand.isVariadic())
+      maxInputs = -1;
+    else if (maxInputs >= 0)
+      ++maxInputs;
+    if (!operand.isOptional() && !operand.isVariadic())
+      ++minInputs;
+  }
+  int64_t narrowMin = def.getValueAsInt("minInputs"),
+          narrowMax = def.getValueAsInt("maxInputs");
+  if ((narrowMin >= 0 && narrowMin < minInputs) ||
+      (narrowMax >= 0 && maxInputs >= 0 && narrowMax > maxInputs))
+    PrintFatalError(def.getLoc(), "weft." + mnemonic +
+                                      ": minInputs/maxInputs widen its ODS "
+                                      "operand counts");
+  if (narrowMin >= 0)
+    minInputs = narrowMin;
+  if (narrowMax >= 0)
+    maxInputs = narrowMax;
+  os << "WEFT_OP_INPUTS(" << id << ", " << minInputs << ", " << maxInputs
+     << ")\n";
+
+  StringSet<> compilerOnly;
+  for (StringRef name : def.getValueAsListOfStrings("compilerAttrs")) {
+    compilerOnly.insert(name);
+    os << "WEFT_OP_COMPILER_ATTR(" << id << ", \"" << name << "\")\n";
+  }
+  for (const mlir::tblgen::NamedAttribute &named : op.getAttributes()) {
+    const mlir::tblgen::Attribute &attr = named.attr;
+    if (attr.isDerivedAttr() || compilerOnly.erase(named.name))
+      continue;
+    StringRef kind = planKind(attr);
+    if (kind.empty())
+      PrintFatalError(def.getLoc(),
+                      "weft." + mnemonic + ": attribute '" + named.name +
+                          "' has no plan kind; list it in compilerAttrs if "
+                          "the plan does not carry it");
+    os << "WEFT_OP_ATTR(" << id << ", \"" << named.name << "\", " << kind
+       << ", ";
+    if (attr.hasDefaultValue()) {
+      StringRef value = attr.getDefaultValue();
+      if (value.contains(','))
+        PrintFatalError(def.getLoc(), "weft." + mnemonic +
+                                          ": the default of '" + named.name +
+                                          "' is not a plain literal");
+      os << "Defaulted, " << value;
+    } else {
+      os << (attr.isOptional() ? "Optional, " : "Required, ");
+    }
+    os << ")\n";
+  }
+  if (!compilerOnly.empty())
+    PrintFatalError(def.getLoc(), "weft." + mnemonic +
+                                      ": compilerAttrs names '" +
+                                      compilerOnly.begin()->getKey() +
+                                      "', which is not an attribute of it");
+  for (const Record *extra : def.getValueAsListOfDefs("planAttrs"))
+    os << "WEFT_OP_ATTR(" << id << ", \"" << extra->getValueAsString("name")
+       << "\", " << extra->getValueAsString("kind") << ", "
+       << (extra->getValueAsBit("required") ? "Required" : "Optional")
+       << ", )\n";
+}
+
 StringRef fileOf(const Record &op) {
   unsigned buffer = SrcMgr.FindBufferContainingLoc(op.getLoc().front());
   return sys::path::filename(
@@ -99,11 +191,31 @@ bool emitOpRecords(raw_ostream &os, const RecordKeeper &records) {
 //   - docs/generated/Kernels.md (weft-run --kernels).
 //
 // WEFT_OP(Id, mnemonic, Lowering, Backends, Gradient, Precision, Split, Flops)
+//   every op
+// WEFT_OP_INPUTS(Id, min, max)
+//   a kernel op's input count, from its ODS operands; max -1: no bound
+// WEFT_OP_ATTR(Id, name, Kind, Presence, Default)
+//   a kernel op's plan attributes, from its ODS attributes and planAttrs:
+//   Kind as KernelSpec.h's AttrKind; Presence Required, Optional, or
+//   Defaulted with its ODS default (a C++ literal), filled in at load
+// WEFT_OP_COMPILER_ATTR(Id, name)
+//   an ODS attribute of a kernel op that its plan instruction does not carry
+//
+// A consumer defines the macros it reads; the others expand to nothing.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef WEFT_OP
-#error "define WEFT_OP(Id, mnemonic, Lowering, Backends, Gradient, Precision, Split, Flops) before including Ops.def"
+#define WEFT_OP(Id, mnemonic, Lowering, Backends, Gradient, Precision, Split, Flops)
+#endif
+#ifndef WEFT_OP_INPUTS
+#define WEFT_OP_INPUTS(Id, min, max)
+#endif
+#ifndef WEFT_OP_ATTR
+#define WEFT_OP_ATTR(Id, name, Kind, Presence, ...)
+#endif
+#ifndef WEFT_OP_COMPILER_ATTR
+#define WEFT_OP_COMPILER_ATTR(Id, name)
 #endif
 )";
   StringRef file;
@@ -119,8 +231,11 @@ bool emitOpRecords(raw_ostream &os, const RecordKeeper &records) {
        << ", " << (gradient ? "Rule" : "NotDifferentiable") << ", "
        << column(*op, "precision") << ", " << column(*op, "split") << ", "
        << column(*op, "flops") << ")\n";
+    if (column(*op, "lowering") == "Kernel")
+      emitKernelSignature(os, *op, opId(*op));
   }
-  os << "\n#undef WEFT_OP\n";
+  os << "\n#undef WEFT_OP\n#undef WEFT_OP_INPUTS\n#undef WEFT_OP_ATTR\n"
+     << "#undef WEFT_OP_COMPILER_ATTR\n";
   return false;
 }
 

@@ -53,6 +53,14 @@ const OpRecord *findOpRecord(std::string_view mnemonic) {
   return it != sorted.end() && (*it)->mnemonic == mnemonic ? *it : nullptr;
 }
 
+bool isCompilerAttribute(Op op, std::string_view attribute) {
+#define WEFT_OP_COMPILER_ATTR(Id, name)                                        \
+  if (op == Op::Id && attribute == name)                                       \
+    return true;
+#include "weft/ops/Ops.def"
+  return false;
+}
+
 const char *name(Lowering v) {
   switch (v) {
   case Lowering::Kernel:

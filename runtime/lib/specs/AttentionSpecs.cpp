@@ -146,18 +146,12 @@ std::vector<AttrSpec> attentionAttrs() {
 void addAttentionSpecs(std::vector<KernelSpec> &t) {
   t.push_back({.op = Op::Attention,
                .source = "weft.attention (FlashAttention, Dao et al. 2022)",
-               .minInputs = 3,
-               .maxInputs = 3,
-               .attrs = attentionAttrs(),
                .infer = attentionOutputs,
                .flops = attentionFlops,
                .dtypes = {dtypes::Float, dtypes::Any},
                .dtypeNote = "the stats f32 (f64 beside f64)"});
   t.push_back({.op = Op::AttentionGrad,
                .source = "attention adjoint (FlashAttention's backward)",
-               .minInputs = 6,
-               .maxInputs = 6,
-               .attrs = attentionAttrs(),
                .infer = attentionGrad,
                .flops = attentionGradFlops,
                .dtypes = {dtypes::Float, dtypes::Any},

@@ -92,18 +92,12 @@ void addParallelSpecs(std::vector<KernelSpec> &t) {
   t.push_back({.op = Op::VocabParallelGather,
                .source = "weft.vocab_parallel_gather (Megatron "
                          "VocabParallelEmbedding)",
-               .minInputs = 2,
-               .maxInputs = 2,
-               .attrs = {{"start", AttrKind::Int}},
                .infer = vocabGather,
                .flops = fromRecord,
                .bytesRead = vocabGatherBytes,
                .dtypes = {dtypes::Float, dtypes::Index}});
   t.push_back({.op = Op::VocabParallelGatherGrad,
                .source = "weft.vocab_parallel_gather adjoint",
-               .minInputs = 2,
-               .maxInputs = 3,
-               .attrs = {{"start", AttrKind::Int}, {"rows", AttrKind::Int}},
                .infer = vocabGatherGrad,
                .flops = scatterAddFlops,
                .inPlace = {{0, 2, true}},
@@ -111,9 +105,6 @@ void addParallelSpecs(std::vector<KernelSpec> &t) {
                .dtypeNote = "accumulates into input 2 when given"});
   t.push_back({.op = Op::VocabParallelCrossEntropyStats,
                .source = "weft.vocab_parallel_cross_entropy_stats",
-               .minInputs = 3,
-               .maxInputs = 3,
-               .attrs = {{"start", AttrKind::Int}},
                .infer = vocabStats,
                .flops = fromRecord,
                .dtypes = {dtypes::Float, dtypes::Any, dtypes::Index}});
@@ -121,18 +112,11 @@ void addParallelSpecs(std::vector<KernelSpec> &t) {
       {.op = Op::VocabParallelCrossEntropy,
        .source = "weft.vocab_parallel_cross_entropy (Megatron "
                  "vocab_parallel_cross_entropy)",
-       .minInputs = 4,
-       .maxInputs = 4,
-       .attrs = {{"ignore_index", AttrKind::Int, false}},
        .infer = vocabCrossEntropy,
        .flops = fromRecord,
        .dtypes = {dtypes::Float, dtypes::Any, dtypes::Any, dtypes::Index}});
   t.push_back({.op = Op::VocabParallelCrossEntropyGrad,
                .source = "weft.vocab_parallel_cross_entropy adjoint",
-               .minInputs = 3,
-               .maxInputs = 3,
-               .attrs = {{"start", AttrKind::Int},
-                         {"ignore_index", AttrKind::Int, false}},
                .infer = vocabCrossEntropyGrad,
                .flops = fromRecord,
                .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any}});

@@ -129,3 +129,104 @@ TEST(KernelSpec, InputDTypesArePinned) {
   }
   EXPECT_EQ(pinned.size(), kernelSpecs().size());
 }
+
+/// A kernel's input counts and plan attributes are its ODS signature: an
+/// attribute the plan omits takes the op's ODS default when it has one
+/// (DefaultValuedAttr), and is refused when it is required.
+TEST(OpRecords, PlanAttributesTakeTheirOdsDefaults) {
+  const KernelSpec &layerNorm = *findKernelSpec(ops::Op::LayerNorm);
+  EXPECT_EQ(layerNorm.minInputs, 2);
+  EXPECT_EQ(layerNorm.maxInputs, 3);
+  KernelAttrs attrs = decodeKernelAttrs(layerNorm, {{"axis", 1}});
+  EXPECT_EQ(attrs.i("axis"), 1);
+  EXPECT_DOUBLE_EQ(attrs.f("epsilon"), 1e-5);
+  EXPECT_DOUBLE_EQ(
+      decodeKernelAttrs(layerNorm, {{"axis", 1}, {"epsilon", 0.25}})
+          .f("epsilon"),
+      0.25);
+  EXPECT_THROW(
+      {
+        try {
+          decodeKernelAttrs(layerNorm, {{"epsilon", 0.25}});
+        } catch (const Error &e) {
+          EXPECT_STREQ(e.what(), "missing attribute 'axis'");
+          throw;
+        }
+      },
+      Error);
+  // An optional attribute without a default stays absent.
+  KernelAttrs loss = decodeKernelAttrs(
+      *findKernelSpec(ops::Op::SoftmaxCrossEntropy), nlohmann::json::object());
+  EXPECT_EQ(loss.s("reduction"), "mean");
+  EXPECT_FALSE(loss.has("ignore_index"));
+  // Plan-only attributes (planAttrs) beside the ODS ones; the vocab ops'
+  // mesh axes (compilerAttrs) are not plan attributes.
+  const KernelSpec &gatherGrad =
+      *findKernelSpec(ops::Op::VocabParallelGatherGrad);
+  std::vector<std::string> names;
+  for (const AttrSpec &a : gatherGrad.attrs)
+    names.push_back(a.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"start", "rows"}));
+  EXPECT_EQ(findKernelSpec(ops::Op::Concat)->minInputs, 1);
+  EXPECT_EQ(findKernelSpec(ops::Op::Concat)->maxInputs, kVariadic);
+}
+
+/// The defaults the plan fills in are the ONNX operators' (opset 17
+/// sections) or, for weft's own ops, torch's: pinned, so changing one in a
+/// .td fails here naming it.
+TEST(OpRecords, AttributeDefaultsArePinned) {
+  const std::map<std::pair<std::string, std::string>, KernelAttrs::Value>
+      pinned = {
+          {{"layer_norm", "epsilon"}, 1e-5}, // LayerNormalization-17
+          {{"add_layer_norm", "epsilon"}, 1e-5},
+          {{"batch_norm", "epsilon"}, 1e-5}, // BatchNormalization-15
+          {{"batch_norm", "momentum"}, 0.9},
+          {{"batch_norm", "training"}, false},
+          {{"batch_norm", "unbiased_running_var"}, false},
+          {{"gemm", "alpha"}, 1.0}, // Gemm-13
+          {{"gemm", "beta"}, 1.0},
+          {{"gemm", "transA"}, false},
+          {{"gemm", "transB"}, false},
+          {{"gemm_gelu_tanh", "alpha"}, 1.0},
+          {{"gemm_gelu_tanh", "beta"}, 1.0},
+          {{"gemm_gelu_tanh", "transA"}, false},
+          {{"gemm_gelu_tanh", "transB"}, false},
+          {{"gemm_gelu_tanh_grad", "alpha"}, 1.0},
+          {{"gemm_gelu_tanh_grad", "transA"}, false},
+          {{"gemm_gelu_tanh_grad", "transB"}, false},
+          {{"matmul", "transA"}, false},
+          {{"matmul", "transB"}, false},
+          {{"conv", "group"}, int64_t{1}}, // Conv-11
+          {{"conv_transpose", "group"}, int64_t{1}},
+          {{"max_pool", "ceil_mode"}, false}, // MaxPool-12
+          {{"avg_pool", "ceil_mode"}, false}, // AveragePool-11
+          {{"avg_pool", "count_include_pad"}, false},
+          {{"dropout", "ratio"}, 0.5}, // Dropout-13
+          {{"dropout", "training"}, false},
+          {{"pad", "value"}, 0.0},      // Pad-13, constant mode
+          {{"trilu", "k"}, int64_t{0}}, // Trilu-14
+          {{"cast", "nearest_even"}, false},
+          {{"wgrad_bias", "transposed"}, false},
+          {{"attention", "causal"}, false},
+          {{"attention_grad", "causal"}, false},
+          {{"softmax_cross_entropy", "log_sum_exp"}, false},
+          {{"softmax_cross_entropy", "reduction"}, std::string("mean")},
+          {{"softmax_cross_entropy_and_grad", "reduction"},
+           std::string("mean")},
+          {{"softmax_cross_entropy_grad", "reduction"}, std::string("mean")},
+          {{"nll_loss", "reduction"}, std::string("mean")},
+          {{"nll_loss_grad", "reduction"}, std::string("mean")},
+      };
+  size_t defaults = 0;
+  for (const KernelSpec &spec : kernelSpecs())
+    for (const AttrSpec &a : spec.attrs) {
+      if (!a.byDefault)
+        continue;
+      ++defaults;
+      auto it = pinned.find({std::string(spec.name()), a.name});
+      ASSERT_NE(it, pinned.end())
+          << spec.name() << "'s " << a.name << " has a default; pin it here";
+      EXPECT_EQ(*a.byDefault, it->second) << spec.name() << "'s " << a.name;
+    }
+  EXPECT_EQ(defaults, pinned.size());
+}

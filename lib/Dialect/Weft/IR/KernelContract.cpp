@@ -1,6 +1,7 @@
 //===- KernelContract.cpp - a kernel op against weft-run's rule -----------===//
 
 #include "weft/Dialect/Weft/IR/KernelContract.h"
+#include "weft/Dialect/Weft/IR/OpRecords.h"
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 #include "weft/ops/OpCheck.h"
@@ -60,8 +61,10 @@ int64_t weft::vocabShardRows(Operation &op) {
 
 namespace {
 
-/// `attrList` as the plan's attributes (kernelAttributes' generic part).
-std::optional<json> planAttributes(const NamedAttrList &attrList,
+/// `attrList` of the op `record` is (null: not a weft op) as the plan's
+/// attributes (kernelAttributes' generic part).
+std::optional<json> planAttributes(const ops::OpRecord *record,
+                                   const NamedAttrList &attrList,
                                    std::string *unencodable) {
   json attrs = json::object();
   for (NamedAttribute attr : attrList) {
@@ -70,8 +73,10 @@ std::optional<json> planAttributes(const NamedAttrList &attrList,
     // Which optional operands are present: the input count says it.
     if (attr.getName() == "operandSegmentSizes")
       continue;
-    // The vocab ops' grid becomes this rank's first row: `start`.
-    if (attr.getName() == "grid" || attr.getName() == "grid_axes")
+    // The record's compilerAttrs: the vocab ops' grid becomes this rank's
+    // first row, `start`.
+    if (record &&
+        ops::isCompilerAttribute(record->op, attr.getName().getValue()))
       continue;
     json value = weft::attributeJSON(attr.getValue());
     if (value.is_null()) {
@@ -110,7 +115,8 @@ std::optional<json> weft::kernelAttributes(Operation &op,
                                            std::string *unencodable) {
   NamedAttrList attrList(op.getAttrDictionary());
   op.getName().populateDefaultAttrs(attrList);
-  std::optional<json> attrs = planAttributes(attrList, unencodable);
+  std::optional<json> attrs =
+      planAttributes(opRecord(&op), attrList, unencodable);
   if (!attrs)
     return std::nullopt;
   // Its optional weights and log-sum-exp: the attribute says which the last
@@ -173,7 +179,7 @@ LogicalResult weft::inferKernelTypes(ops::Op op, MLIRContext *ctx,
     emitError = emitAt;
   std::string unencodable;
   std::optional<json> planAttrs =
-      planAttributes(NamedAttrList(attrs), &unencodable);
+      planAttributes(&ops::record(op), NamedAttrList(attrs), &unencodable);
   if (!planAttrs)
     return loc ? emitError()
                      << "attribute '" << unencodable << "' has no plan form"

@@ -3,8 +3,8 @@
 // The records of Ops.def as data: an `Op` enumerator per weft op and its
 // facts. Ops.def is generated from the dialect's .td files (weft-tblgen;
 // WeftBase.td documents the columns) and checked in for the LLVM-free
-// runtime build. MLIR-free and exception-free, so both the compiler (built without
-// exceptions, with MLIR) and the runtime (without MLIR) include it.
+// runtime build. MLIR-free and exception-free, so both the compiler (built
+// without exceptions, with MLIR) and the runtime (without MLIR) include it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_OPS_OPRECORD_H
@@ -95,6 +95,9 @@ inline const OpRecord &record(Op op) {
 /// The record of `weft.<mnemonic>` (or plan kernel `mnemonic`); null when
 /// there is none.
 const OpRecord *findOpRecord(std::string_view mnemonic);
+/// Whether `attribute` of `op` is the compiler's alone (its .td
+/// definition's compilerAttrs): plan emission leaves it out.
+bool isCompilerAttribute(Op op, std::string_view attribute);
 
 /// Names of the column values, for docs and messages.
 const char *name(Lowering);

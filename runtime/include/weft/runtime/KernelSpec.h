@@ -132,10 +132,16 @@ private:
   std::vector<std::pair<std::string, Value>> values;
 };
 
+/// A plan attribute of a kernel, from its op's record (the ODS attributes
+/// and planAttrs of its .td definition, weft-tblgen's WEFT_OP_ATTR lines).
 struct AttrSpec {
   const char *name;
   AttrKind kind;
-  bool required = true; ///< false: the kernel has a meaning without it
+  /// false: a plan may omit it; the kernel then reads `byDefault` (an ODS
+  /// DefaultValuedAttr, filled in when the plan is loaded) or, without one,
+  /// has a meaning without it (`has` first).
+  bool required = true;
+  std::optional<KernelAttrs::Value> byDefault = std::nullopt;
 };
 
 /// What a shape rule sees: the instruction's inputs and decoded attributes.
@@ -172,8 +178,10 @@ struct KernelSpec {
   Op op;
   /// The ONNX operator (section of the opset-17 spec) or weft op it runs.
   const char *source;
-  int minInputs, maxInputs; ///< maxInputs kVariadic: no upper bound
-  std::vector<AttrSpec> attrs;
+  /// The input counts and plan attributes are the op record's (its ODS
+  /// signature): kernelSpecs() fills them in, entries do not write them.
+  int minInputs = 0, maxInputs = 0; ///< maxInputs kVariadic: no upper bound
+  std::vector<AttrSpec> attrs = {};
   /// The outputs' types for these inputs and attributes; fails on inputs or
   /// attribute values the kernel does not admit.
   std::vector<TensorType> (*infer)(const SpecCall &call);
@@ -214,8 +222,8 @@ const KernelSpec *findKernelSpec(Op op);
 
 /// The table as markdown, one row per kernel: inputs, each input's dtypes
 /// (and the rule's ties between them), attributes (kind; optional ones
-/// marked ?), in-place outputs, source, and the op record's columns. weft-run --kernels
-/// prints it; the build writes it to docs/generated/Kernels.md.
+/// marked ?), in-place outputs, source, and the op record's columns. weft-run
+/// --kernels prints it; the build writes it to docs/generated/Kernels.md.
 std::string kernelSpecsMarkdown();
 
 /// One operand of an instruction as the plan places it in the rank's arena.

@@ -19,6 +19,7 @@ def Weft_AttentionOp : Weft_Op<"attention", [InferTypeOpAdaptor,
   let precision = LowPrecision;
   let split = HeadsSplit;
   let flops = CustomFlopRule;
+  let planAttrs = Weft_DropoutMaskAttrs;
   let summary = "Fused scaled dot-product attention (FlashAttention).";
   let description = [{
     `q: [.., Sq, D]`, `k: [.., Sk, D]`, `v: [.., Sk, Dv]`, one float dtype
@@ -71,6 +72,7 @@ def Weft_AttentionGradOp : Weft_KernelTypedOp<"attention_grad", [], CustomFlops>
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = CustomFlopRule;
+  let planAttrs = Weft_DropoutMaskAttrs;
   let summary = "Gradients of attention w.r.t. q, k and v (FlashAttention's "
                 "backward).";
   let description = [{

@@ -98,6 +98,15 @@ def Weft_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
 //
 // The gradient column is not written: an op has a gradient rule (weft-
 // autodiff) exactly when it declares GradientOpInterface.
+//
+// A kernel op's plan instruction is its ODS signature: its operands give the
+// input counts, its attributes the plan attributes with their kinds, and
+// OptionalAttr/DefaultValuedAttr whether the plan may omit one (weft-run
+// fills in the default). Three fields say where the plan differs:
+//   minInputs, maxInputs  narrow a variadic operand's count (-1: as ODS)
+//   compilerAttrs         ODS attributes the plan does not carry
+//   planAttrs             attributes plan emission adds (per rank, or
+//                         implied by an operand)
 //===----------------------------------------------------------------------===//
 
 /// A value of one column of the op record; `value` is its C++ name in
@@ -132,6 +141,22 @@ def LinearSplit : Weft_Split<"Linear">;
 def VocabSplit : Weft_Split<"Vocab">;
 def NoSplit : Weft_Split<"None">;
 
+/// An attribute of the plan instruction that is not an ODS attribute; `kind`
+/// as KernelSpec.h's AttrKind (Int, Float, Bool, String, Ints, Floats).
+class Weft_PlanAttr<string attrName, string attrKind, bit isRequired = 0> {
+  string name = attrName;
+  string kind = attrKind;
+  bit required = isRequired;
+}
+
+/// What plan emission adds to an op that draws a dropout mask: the mask's
+/// stream, and under tensor parallelism the part of the whole tensor's mask
+/// this rank's shard draws (KernelSpec: all four shard attributes or none).
+defvar Weft_DropoutMaskAttrs = [
+  Weft_PlanAttr<"rng_id", "Int">, Weft_PlanAttr<"shard_dim", "Int">,
+  Weft_PlanAttr<"shard_blocks", "Int">, Weft_PlanAttr<"shard_count", "Int">,
+  Weft_PlanAttr<"shard_index", "Int">];
+
 class Weft_Flops<string v> : Weft_RecordValue<v>;
 class PerInput<int k> : Weft_Flops<"PerInput(" # k # ")">;
 class PerOutput<int k> : Weft_Flops<"PerOutput(" # k # ")">;
@@ -156,6 +181,10 @@ class Weft_Op<string mnemonic, list<Trait> traits = [],
   Weft_Precision precision = ?;
   Weft_Split split = ?;
   Weft_Flops flops = ?;
+  int minInputs = -1;
+  int maxInputs = -1;
+  list<string> compilerAttrs = [];
+  list<Weft_PlanAttr> planAttrs = [];
 }
 
 /// An op with one result whose type is inferred from operands and attributes.

@@ -118,6 +118,7 @@ def Weft_WgradBiasOp : Weft_KernelTypedOp<"wgrad_bias", [], CustomFlops> {
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = CustomFlopRule;
+  let maxInputs = 4; // the weight and bias accumulators
   let summary = "A Linear layer's weight and bias gradients from one read of "
                 "its output gradient.";
   let description = [{
@@ -202,6 +203,8 @@ def Weft_SoftmaxCrossEntropyGradOp
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = CustomFlopRule;
+  // Whether `log_probs` is the scores with `lse` beside them.
+  let planAttrs = [Weft_PlanAttr<"log_sum_exp", "Bool">];
   let summary = "d/d scores of softmax_cross_entropy, from its "
                 "log-probabilities or its scores and log-sum-exp.";
   let description = [{

@@ -367,6 +367,7 @@ def Weft_DropoutOp : Weft_KernelTypedOp<"dropout", [DeclareOpInterfaceMethods<Gr
   let precision = FollowPrecision;
   let split = ElementwiseRandomSplit;
   let flops = CustomFlopRule;
+  let planAttrs = Weft_DropoutMaskAttrs;
   let summary = "Dropout with probability `ratio` (ONNX Dropout-13).";
   let description = [{
     When `training` and `ratio > 0`, zeroes each element with probability
@@ -452,6 +453,7 @@ def Weft_ConcatOp : Weft_KernelTypedOp<"concat", [DeclareOpInterfaceMethods<Grad
   let precision = PromotePrecision;
   let split = NoSplit;
   let flops = NoFlops;
+  let minInputs = 1;
   let summary = "Concatenate along `axis` (ONNX Concat-13).";
   let arguments = (ins Variadic<Weft_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Weft_Tensor:$output);

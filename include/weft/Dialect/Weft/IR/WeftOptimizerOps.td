@@ -96,6 +96,8 @@ def Weft_FoundInfOp : Weft_Op<"found_inf", [Pure], CustomFlops> {
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = CustomFlopRule;
+  let minInputs = 1;
+  let maxInputs = 1048576; // 2^20 gradients
   let summary = "1 when any element of the gradients is not finite, else 0.";
   let description = [{
     GradScaler's `_unscale_grads_` check (torch.amp.grad_scaler): the f32

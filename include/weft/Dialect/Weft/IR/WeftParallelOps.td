@@ -62,13 +62,19 @@ def Weft_CopyToTensorParallelOp : Weft_Op<"copy_to_tensor_parallel",
 
 class Weft_VocabParallelOp<string mnemonic, list<Trait> traits = [],
                            list<string> costOverrides = []>
-    : Weft_Op<mnemonic, !listconcat(traits, [Pure]), costOverrides>;
+    : Weft_Op<mnemonic, !listconcat(traits, [Pure]), costOverrides> {
+  // The mesh axes are the compiler's: plan emission resolves them to the
+  // rank's rows (`start`, `rows`).
+  let compilerAttrs = ["grid", "grid_axes"];
+}
 
 def Weft_VocabParallelGatherOp : Weft_VocabParallelOp<"vocab_parallel_gather",
     [DeclareOpInterfaceMethods<GradientOpInterface>], ["getBytesRead"]> {
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = NoFlops;
+  // This rank's first row.
+  let planAttrs = [Weft_PlanAttr<"start", "Int", 1>];
   let summary = "Embedding lookup in this rank's rows of a vocab-sharded table.";
   let description = [{
     `table: [V/T, h...]` (this rank's rows), `indices: [d...]` (whole-vocab
@@ -89,6 +95,8 @@ def Weft_VocabParallelGatherGradOp : Weft_VocabParallelOp<"vocab_parallel_gather
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = CustomFlopRule;
+  // This rank's first row and its row count.
+  let planAttrs = [Weft_PlanAttr<"start", "Int", 1>, Weft_PlanAttr<"rows", "Int", 1>];
   let summary = "d/d table of vocab_parallel_gather: scatter-add into this rank's rows.";
   let description = [{
     `grad: [d..., h...]`, `indices: [d...]` -> `[V/T, h...]` (the result
@@ -116,6 +124,8 @@ def Weft_VocabParallelCrossEntropyStatsOp
   let precision = FullPrecision;
   let split = NoSplit;
   let flops = PerInput<3>;
+  // This rank's first class.
+  let planAttrs = [Weft_PlanAttr<"start", "Int", 1>];
   let summary = "This rank's share of the softmax denominator and target score.";
   let description = [{
     `scores: [N, C/T]` (this rank's classes), `max: [N, 1]` (the row maxima
@@ -162,6 +172,8 @@ def Weft_VocabParallelCrossEntropyGradOp
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = PerInput<3>;
+  // This rank's first class.
+  let planAttrs = [Weft_PlanAttr<"start", "Int", 1>];
   let summary = "d/d scores of vocab_parallel_cross_entropy.";
   let description = [{
     `log_prob: [N, C/T]`, `labels: [N]`, `grad` (scalar) -> `[N, C/T]`:
