@@ -119,10 +119,13 @@ std::optional<KernelAttrs::Value> defaultOf(T value) {
   return KernelAttrs::Value(std::in_place_type<S>, S(value));
 }
 
-/// A kernel op's input counts and plan attributes, as its record states them.
+/// A kernel op's input counts, plan attributes, input dtypes and in-place
+/// pairs, as its record states them.
 struct Signature {
   int minInputs = -1, maxInputs = -1;
   std::vector<AttrSpec> attrs;
+  std::vector<DTypeSet> dtypes;
+  std::vector<KernelSpec::InPlace> inPlace;
 };
 
 const std::array<Signature, ops::kOpCount> &signatures() {
@@ -136,6 +139,10 @@ const std::array<Signature, ops::kOpCount> &signatures() {
   s[size_t(Op::Id)].attrs.push_back({name, AttrKind::Kind,                     \
                                      Presence == Required,                     \
                                      defaultOf<AttrKind::Kind>(__VA_ARGS__)});
+    using namespace dtypes; // WEFT_OP_DTYPES names the sets
+#define WEFT_OP_DTYPES(Id, ...) s[size_t(Op::Id)].dtypes = {__VA_ARGS__};
+#define WEFT_OP_INPLACE(Id, output, input, required)                           \
+  s[size_t(Op::Id)].inPlace.push_back({output, input, required});
 #include "weft/ops/Ops.def"
     return s;
   }();
@@ -158,6 +165,8 @@ const std::vector<KernelSpec> &kernelSpecs() {
       spec.minInputs = s.minInputs;
       spec.maxInputs = s.maxInputs;
       spec.attrs = s.attrs;
+      spec.dtypes = s.dtypes;
+      spec.inPlace = s.inPlace;
     }
     std::sort(t.begin(), t.end(), [](const KernelSpec &a, const KernelSpec &b) {
       return a.name() < b.name();
@@ -466,9 +475,11 @@ std::string kernelSpecsMarkdown() {
       "`--precision bf16|f16` and how a tensor- or sequence-parallel shard "
       "passes through it.\n\n"
       "The dtypes column gives the set of dtypes the check admits for each "
-      "input (`0 float, 1+ any`: input 0 a float; the others any dtype the "
-      "kernel's rule then ties to input 0, most often input 0's own): float "
-      "is f32, f64, f16 or bf16 (16-bit computed in f32), index i32 or i64, "
+      "input, the op's operand types in its .td definition (`0 float, 1 "
+      "index, 2+ any`: input 0 a float, input 1 an index, the others any "
+      "dtype; `float (each)`: every input a float), which the kernel's rule "
+      "then ties to one another, most often to input 0's own dtype: float is "
+      "f32, f64, f16 or bf16 (16-bit computed in f32), index i32 or i64, "
       "integer the signed and unsigned integers, numeric float or integer, "
       "any numeric or bool. After the `;`, the ties the rule states beyond "
       "\"as input 0\".\n\n"

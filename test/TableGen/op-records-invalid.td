@@ -10,6 +10,11 @@
 // RUN: not weft-tblgen %weft_td_includes -DCOMPILER %s 2>&1 | FileCheck %s --check-prefix=COMPILER
 // RUN: not weft-tblgen %weft_td_includes -DWIDEN %s 2>&1 | FileCheck %s --check-prefix=WIDEN
 // RUN: not weft-tblgen %weft_td_includes -DDEFAULT %s 2>&1 | FileCheck %s --check-prefix=DEFAULT
+// An operand without a dtype set, a variadic operand before another, an
+// in-place pair naming no result.
+// RUN: not weft-tblgen %weft_td_includes -DDTYPE %s 2>&1 | FileCheck %s --check-prefix=DTYPE
+// RUN: not weft-tblgen %weft_td_includes -DVARIADIC %s 2>&1 | FileCheck %s --check-prefix=VARIADIC
+// RUN: not weft-tblgen %weft_td_includes -DINPLACE %s 2>&1 | FileCheck %s --check-prefix=INPLACE
 
 include "weft/Dialect/Weft/IR/WeftBase.td"
 
@@ -80,5 +85,37 @@ def Weft_ScaleOp : Weft_Op<"scale"> {
   let flops = NoFlops;
   let arguments = (ins Weft_Tensor:$input,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 1}">:$perm);
+}
+#endif
+
+#ifdef DTYPE
+// DTYPE: error: weft.scale: operand 'input' is not a Weft_TensorOf (no dtype set)
+def Weft_ScaleOp : Weft_Op<"scale"> {
+  let precision = FullPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
+  let arguments = (ins AnyTensor:$input);
+}
+#endif
+
+#ifdef VARIADIC
+// VARIADIC: error: weft.scale: a variadic operand must be last
+def Weft_ScaleOp : Weft_Op<"scale", [AttrSizedOperandSegments]> {
+  let precision = FullPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
+  let arguments = (ins Variadic<Weft_Tensor>:$inputs, Weft_Tensor:$last);
+}
+#endif
+
+#ifdef INPLACE
+// INPLACE: error: weft.scale: in-place pair (1, 0) names no result or operand
+def Weft_ScaleOp : Weft_Op<"scale"> {
+  let precision = FullPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
+  let inPlace = [Weft_InPlace<1, 0>];
+  let arguments = (ins Weft_Tensor:$input);
+  let results = (outs Weft_Tensor:$output);
 }
 #endif

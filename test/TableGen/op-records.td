@@ -9,7 +9,9 @@ include "weft/Dialect/Weft/IR/WeftBase.td"
 
 // CHECK: // op-records.td
 // CHECK-NEXT: WEFT_OP(Scale, "scale", Kernel, CpuCuda, Rule, Full, Elementwise, PerInput(3))
-// CHECK-NEXT: WEFT_OP_INPUTS(Scale, 1, 2)
+// CHECK-NEXT: WEFT_OP_INPUTS(Scale, 2, 3)
+// CHECK-NEXT: WEFT_OP_DTYPES(Scale, Float, Index, Float)
+// CHECK-NEXT: WEFT_OP_INPLACE(Scale, 0, 2, false)
 // CHECK-NEXT: WEFT_OP_COMPILER_ATTR(Scale, "grid")
 // CHECK-NEXT: WEFT_OP_ATTR(Scale, "axis", Int, Required, )
 // CHECK-NEXT: WEFT_OP_ATTR(Scale, "epsilon", Float, Defaulted, 1.0e-5)
@@ -27,19 +29,24 @@ def Weft_ScaleOp : Weft_Op<"scale", [DeclareOpInterfaceMethods<GradientOpInterfa
   let compilerAttrs = ["grid"];
   let planAttrs = [Weft_PlanAttr<"rng_id", "Int">,
                    Weft_PlanAttr<"start", "Int", 1>];
-  let arguments = (ins Weft_FloatTensor:$input, Optional<Weft_FloatTensor>:$bias,
+  let inPlace = [Weft_InPlace<0, 2, 0>];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_IndexTensor:$labels,
+                       Optional<Weft_FloatTensor>:$bias,
                        I64Attr:$axis,
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
                        DefaultValuedAttr<StrAttr, "\"mean\"">:$mode,
                        OptionalAttr<I64Attr>:$seed, UnitAttr:$fused,
                        TypeAttr:$to, DenseI64ArrayAttr:$perm,
                        FlatSymbolRefAttr:$grid);
+  let results = (outs Weft_FloatTensor:$output);
 }
 
 // CHECK-NEXT: WEFT_OP(ScaleGrad, "scale_grad", Kernel, CpuOnly, NotDifferentiable, Follow, None, Custom)
 // CHECK-NEXT: WEFT_OP_INPUTS(ScaleGrad, 1, -1)
+// CHECK-NEXT: WEFT_OP_DTYPES(ScaleGrad, Float)
 // CHECK-NEXT: WEFT_OP(Accumulate, "accumulate", Kernel, CpuCuda, NotDifferentiable, Follow, None, NoFlops)
 // CHECK-NEXT: WEFT_OP_INPUTS(Accumulate, 2, 4)
+// CHECK-NEXT: WEFT_OP_DTYPES(Accumulate, Bool, Float)
 def Weft_ScaleGradOp : Weft_Op<"scale_grad", [], CustomFlops> {
   let backends = CpuOnlyKernel;
   let precision = FollowPrecision;
@@ -53,7 +60,7 @@ def Weft_AccumulateOp : Weft_Op<"accumulate"> {
   let split = NoSplit;
   let flops = NoFlops;
   let maxInputs = 4;
-  let arguments = (ins Weft_FloatTensor:$a, Weft_FloatTensor:$b,
+  let arguments = (ins Weft_BoolTensor:$a, Weft_FloatTensor:$b,
                        Variadic<Weft_FloatTensor>:$rest);
 }
 

@@ -117,6 +117,48 @@ void emitKernelSignature(raw_ostream &os, const Record &def, StringRef id) {
   os << "WEFT_OP_INPUTS(" << id << ", " << minInputs << ", " << maxInputs
      << ")\n";
 
+  // Each operand's dtype set, the last for the rest (a variadic operand
+  // must be last); trailing repeats folded into the last.
+  SmallVector<StringRef> dtypes;
+  for (int k = 0; k < op.getNumOperands(); ++k) {
+    const mlir::tblgen::NamedTypeConstraint &operand = op.getOperand(k);
+    const Record &type = operand.constraint.getDef();
+    const Record *tensor = &type;
+    if (type.isSubClassOf("Variadic") || type.isSubClassOf("Optional"))
+      tensor = type.getValueAsDef("baseType");
+    if (!tensor->getValue("dtypeSet"))
+      PrintFatalError(def.getLoc(), "weft." + mnemonic + ": operand '" +
+                                        operand.name +
+                                        "' is not a Weft_TensorOf (no dtype "
+                                        "set)");
+    if (operand.isVariadic() && k + 1 != op.getNumOperands())
+      PrintFatalError(def.getLoc(),
+                      "weft." + mnemonic + ": a variadic operand must be last");
+    dtypes.push_back(tensor->getValueAsString("dtypeSet"));
+  }
+  while (dtypes.size() > 1 && dtypes.back() == dtypes[dtypes.size() - 2])
+    dtypes.pop_back();
+  os << "WEFT_OP_DTYPES(" << id;
+  for (StringRef set : dtypes)
+    os << ", " << set;
+  os << ")\n";
+  // A variadic result or operand bounds nothing.
+  int maxOutputs = op.getNumResults();
+  for (int k = 0; k < op.getNumResults(); ++k)
+    if (op.getResult(k).isVariadic())
+      maxOutputs = -1;
+  for (const Record *pair : def.getValueAsListOfDefs("inPlace")) {
+    int64_t output = pair->getValueAsInt("output"),
+            input = pair->getValueAsInt("input");
+    if (output < 0 || (maxOutputs >= 0 && output >= maxOutputs) || input < 0 ||
+        (maxInputs >= 0 && input >= maxInputs))
+      PrintFatalError(def.getLoc(), "weft." + mnemonic + ": in-place pair (" +
+                                        Twine(output) + ", " + Twine(input) +
+                                        ") names no result or operand");
+    os << "WEFT_OP_INPLACE(" << id << ", " << output << ", " << input << ", "
+       << (pair->getValueAsBit("required") ? "true" : "false") << ")\n";
+  }
+
   StringSet<> compilerOnly;
   for (StringRef name : def.getValueAsListOfStrings("compilerAttrs")) {
     compilerOnly.insert(name);
@@ -200,6 +242,11 @@ bool emitOpRecords(raw_ostream &os, const RecordKeeper &records) {
 //   Defaulted with its ODS default (a C++ literal), filled in at load
 // WEFT_OP_COMPILER_ATTR(Id, name)
 //   an ODS attribute of a kernel op that its plan instruction does not carry
+// WEFT_OP_DTYPES(Id, Set...)
+//   the dtypes a kernel op admits for each input, the last set for the rest,
+//   from its operands' Weft_TensorOf constraints (KernelSpec.h's dtypes::)
+// WEFT_OP_INPLACE(Id, output, input, required)
+//   an output a kernel op writes over an input (its inPlace list)
 //
 // A consumer defines the macros it reads; the others expand to nothing.
 //
@@ -216,6 +263,12 @@ bool emitOpRecords(raw_ostream &os, const RecordKeeper &records) {
 #endif
 #ifndef WEFT_OP_COMPILER_ATTR
 #define WEFT_OP_COMPILER_ATTR(Id, name)
+#endif
+#ifndef WEFT_OP_DTYPES
+#define WEFT_OP_DTYPES(Id, ...)
+#endif
+#ifndef WEFT_OP_INPLACE
+#define WEFT_OP_INPLACE(Id, output, input, required)
 #endif
 )";
   StringRef file;
@@ -235,7 +288,8 @@ bool emitOpRecords(raw_ostream &os, const RecordKeeper &records) {
       emitKernelSignature(os, *op, opId(*op));
   }
   os << "\n#undef WEFT_OP\n#undef WEFT_OP_INPUTS\n#undef WEFT_OP_ATTR\n"
-     << "#undef WEFT_OP_COMPILER_ATTR\n";
+     << "#undef WEFT_OP_COMPILER_ATTR\n#undef WEFT_OP_DTYPES\n"
+     << "#undef WEFT_OP_INPLACE\n";
   return false;
 }
 

@@ -148,13 +148,11 @@ void addAttentionSpecs(std::vector<KernelSpec> &t) {
                .source = "weft.attention (FlashAttention, Dao et al. 2022)",
                .infer = attentionOutputs,
                .flops = attentionFlops,
-               .dtypes = {dtypes::Float, dtypes::Any},
                .dtypeNote = "the stats f32 (f64 beside f64)"});
   t.push_back({.op = Op::AttentionGrad,
                .source = "attention adjoint (FlashAttention's backward)",
                .infer = attentionGrad,
                .flops = attentionGradFlops,
-               .dtypes = {dtypes::Float, dtypes::Any},
                .dtypeNote = "the stats f32 (f64 beside f64)"});
 }
 

@@ -18,11 +18,7 @@ namespace {
 KernelSpec activationGrad(Op name, const char *source,
                           int64_t (*flops)(const SpecCall &, const Types &),
                           std::vector<AttrSpec> attrs = {}) {
-  return {.op = name,
-          .source = source,
-          .infer = inputGrad,
-          .flops = flops,
-          .dtypes = {dtypes::Float, dtypes::Any}};
+  return {.op = name, .source = source, .infer = inputGrad, .flops = flops};
 }
 
 Types softmaxGrad(const SpecCall &call) {
@@ -319,13 +315,11 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
     t.push_back({.op = name,
                  .source = source,
                  .infer = softmaxGrad,
-                 .flops = fromRecord,
-                 .dtypes = {dtypes::Float, dtypes::Any}});
+                 .flops = fromRecord});
   t.push_back({.op = Op::LayerNormGrad,
                .source = "LayerNormalization-17 adjoint",
                .infer = layerNormGrad,
                .flops = layerNormGradFlops,
-               .dtypes = {dtypes::Float, dtypes::Any},
                .dtypeNote = "scale alike or f32 beside 16-bit x (its gradients "
                             "too); statistics f32; accumulate as x"});
   t.push_back({.op = Op::WgradBias,
@@ -333,76 +327,60 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                          "(weft-fold-bias-grad)",
                .infer = wgradBias,
                .flops = wgradBiasFlops,
-               .inPlace = {{0, 2, true}, {1, 3, true}},
-               .dtypes = {dtypes::Float, dtypes::Any},
                .dtypeNote = "16-bit: the sums in f32 or wider; accumulates "
                             "into inputs 2, 3 when given"});
   t.push_back({.op = Op::DropoutGrad,
                .source = "Dropout-13 adjoint",
                .infer = dropoutGrad,
-               .flops = fromRecord,
-               .dtypes = {dtypes::Float, dtypes::Bool}});
+               .flops = fromRecord});
   t.push_back({.op = Op::GatherGrad,
                .source = "Gather-13 adjoint (scatter-add)",
                .infer = gatherGrad,
                .flops = scatterAddFlops,
-               .inPlace = {{0, 2, true}},
-               .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any},
                .dtypeNote = "accumulates into input 2 when given"});
   t.push_back({.op = Op::SoftmaxCrossEntropyGrad,
                .source = "SoftmaxCrossEntropyLoss-13 adjoint",
                .infer = crossEntropyGrad,
                .flops = crossEntropyGradFlops,
-               .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any},
                .dtypeNote = "grad_type: a 16-bit gradient of f32 log_prob; "
                             "log_sum_exp: f32 beside 16-bit scores"});
   t.push_back({.op = Op::NllLossGrad,
                .source = "NegativeLogLikelihoodLoss-13 adjoint",
                .infer = lossGrad,
-               .flops = fromRecord,
-               .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any}});
+               .flops = fromRecord});
   t.push_back({.op = Op::ConvWeightGrad,
                .source = "Conv-11 adjoint w.r.t. the weight",
                .infer = convWeightGrad,
-               .flops = convWeightGradFlops,
-               .dtypes = {dtypes::Float, dtypes::Any}});
+               .flops = convWeightGradFlops});
   t.push_back({.op = Op::BatchNormGrad,
                .source = "BatchNormalization-15 adjoint",
                .infer = batchNormGrad,
-               .flops = fromRecord,
-               .dtypes = {dtypes::Float, dtypes::Any}});
+               .flops = fromRecord});
   t.push_back({.op = Op::MaxPoolGrad,
                .source = "MaxPool-12 adjoint",
                .infer =
                    [](const SpecCall &call) {
                      return poolGrad(call, call.attrs.ints("dilations"));
                    },
-               .flops = poolGradFlops,
-               .dtypes = {dtypes::Float, dtypes::Any}});
+               .flops = poolGradFlops});
   t.push_back({.op = Op::AvgPoolGrad,
                .source = "AveragePool-11 adjoint",
                .infer = [](const SpecCall &call) { return poolGrad(call, {}); },
-               .flops = poolGradFlops,
-               .dtypes = {dtypes::Float, dtypes::Any}});
+               .flops = poolGradFlops});
   t.push_back({.op = Op::ResizeGrad,
                .source = "Resize-13 (nearest) adjoint",
                .infer = resizeGrad,
-               .flops = [](const SpecCall &call,
-                           const Types &) { return call.in[1].numel(); },
-               .dtypes = {dtypes::Float, dtypes::Any}});
-  t.push_back(
-      {.op = Op::AdamW,
-       .source = "torch.optim.AdamW step",
-       .infer = adamw,
-       .flops = fromRecord,
-       .inPlace = {{0, 0, true}, {1, 2, true}, {2, 3, true}, {3, 4, true}},
-       .dtypes = {dtypes::Float, dtypes::Any}});
+               .flops = [](const SpecCall &call, const Types &) {
+                 return call.in[1].numel();
+               }});
+  t.push_back({.op = Op::AdamW,
+               .source = "torch.optim.AdamW step",
+               .infer = adamw,
+               .flops = fromRecord});
   t.push_back({.op = Op::SGD,
                .source = "torch.optim.SGD step",
                .infer = sgd,
-               .flops = fromRecord,
-               .inPlace = {{0, 0, true}, {1, 2, true}, {2, 3, true}},
-               .dtypes = {dtypes::Float, dtypes::Any}});
+               .flops = fromRecord});
   t.push_back({.op = Op::FoundInf,
                .source = "GradScaler's non-finite check (torch.amp)",
                .infer = foundInf,
@@ -414,7 +392,6 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                        n = satAdd(n, t.numel());
                      return n;
                    },
-               .dtypes = {dtypes::Float},
                .dtypeNote = "output f32"});
   t.push_back({.op = Op::UpdateLossScale,
                .source = "GradScaler.update (torch.amp _amp_update_scale_)",
@@ -423,15 +400,11 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                  // The scale's back-off or growth and the counters'
                  // updates: a few scalar operations.
                  return 4;
-               },
-               .inPlace = {{0, 0, true}},
-               .dtypes = {DTypeSet{DType::F32}}});
+               }});
   t.push_back({.op = Op::Assign,
                .source = "ZeRO: a gathered parameter written back in place",
                .infer = assign,
-               .flops = fromRecord,
-               .inPlace = {{0, 0, true}},
-               .dtypes = {dtypes::Any}});
+               .flops = fromRecord});
 }
 
 } // namespace weft::rt::specs

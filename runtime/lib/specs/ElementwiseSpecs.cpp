@@ -14,11 +14,7 @@ namespace {
 
 KernelSpec unary(Op name, const char *source,
                  int64_t (*flops)(const SpecCall &, const Types &)) {
-  return {.op = name,
-          .source = source,
-          .infer = likeInput,
-          .flops = flops,
-          .dtypes = {dtypes::Float}};
+  return {.op = name, .source = source, .infer = likeInput, .flops = flops};
 }
 
 Types broadcastBinary(const SpecCall &call) {
@@ -32,7 +28,6 @@ KernelSpec binary(Op name, const char *source) {
           .source = source,
           .infer = broadcastBinary,
           .flops = fromRecord,
-          .dtypes = {dtypes::Numeric},
           .dtypeNote = "alike"};
 }
 
@@ -91,30 +86,25 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
                .source = "Pow-15",
                .infer = pow,
                .flops = fromRecord,
-               .dtypes = {dtypes::Numeric},
                .dtypeNote = "the exponent its own dtype"});
   t.push_back({.op = Op::Equal,
                .source = "Equal-13",
                .infer = equal,
                .flops = fromRecord,
-               .dtypes = {dtypes::Any},
                .dtypeNote = "alike; output bool"});
   t.push_back({.op = Op::Where,
                .source = "Where-16",
                .infer = where,
                .flops = fromRecord,
-               .dtypes = {dtypes::Bool, dtypes::Any},
                .dtypeNote = "x, y alike"});
   t.push_back({.op = Op::Clip,
                .source = "Clip-13, bounds as attributes",
                .infer = clip,
-               .flops = fromRecord,
-               .dtypes = {dtypes::Numeric}});
+               .flops = fromRecord});
   t.push_back({.op = Op::Cast,
                .source = "Cast-13",
                .infer = cast,
                .flops = fromRecord,
-               .dtypes = {dtypes::Any},
                .dtypeNote = "output the attribute `to`"});
 }
 

@@ -356,16 +356,12 @@ Types nllLoss(const SpecCall &call) { return lossOutput(call, 2); }
 void addNetworkSpecs(std::vector<KernelSpec> &t) {
   for (auto [name, source] : {std::pair{Op::Softmax, "Softmax-13"},
                               {Op::LogSoftmax, "LogSoftmax-13"}})
-    t.push_back({.op = name,
-                 .source = source,
-                 .infer = softmax,
-                 .flops = fromRecord,
-                 .dtypes = {dtypes::Float}});
+    t.push_back(
+        {.op = name, .source = source, .infer = softmax, .flops = fromRecord});
   t.push_back({.op = Op::LayerNorm,
                .source = "LayerNormalization-17",
                .infer = layerNorm,
                .flops = fromRecord,
-               .dtypes = {dtypes::Float, dtypes::Any},
                .dtypeNote =
                    "scale, bias alike or f32 beside 16-bit x; statistics f32"});
   t.push_back(
@@ -374,47 +370,36 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                  "LayerNormalization-17 of the sum",
        .infer = addLayerNorm,
        .flops = fromRecord,
-       .dtypes = {dtypes::Float, dtypes::Any},
        .dtypeNote = "as layer_norm; the residual and the sum as the input"});
   // Running statistics update their state buffers in place when the
   // compiler placed them there (training), or go to fresh buffers.
   t.push_back({.op = Op::BatchNorm,
                .source = "BatchNormalization-15",
                .infer = batchNorm,
-               .flops = batchNormFlops,
-               .inPlace = {{1, 3, false}, {2, 4, false}},
-               .dtypes = {dtypes::Float, dtypes::Any}});
+               .flops = batchNormFlops});
   t.push_back({.op = Op::Dropout,
                .source = "Dropout-13",
                .infer = dropout,
                .flops = dropoutFlops,
-               .dtypes = {dtypes::Float},
                .dtypeNote = "output mask bool"});
-  t.push_back({.op = Op::Conv,
-               .source = "Conv-11",
-               .infer = conv,
-               .flops = convFlops,
-               .dtypes = {dtypes::Float, dtypes::Any}});
+  t.push_back(
+      {.op = Op::Conv, .source = "Conv-11", .infer = conv, .flops = convFlops});
   t.push_back({.op = Op::ConvTranspose,
                .source = "ConvTranspose-11",
                .infer = convTranspose,
-               .flops = convTransposeFlops,
-               .dtypes = {dtypes::Float, dtypes::Any}});
+               .flops = convTransposeFlops});
   t.push_back({.op = Op::MaxPool,
                .source = "MaxPool-12",
                .infer = maxPool,
-               .flops = poolFlops,
-               .dtypes = {dtypes::Numeric}});
+               .flops = poolFlops});
   t.push_back({.op = Op::AvgPool,
                .source = "AveragePool-11",
                .infer = avgPool,
-               .flops = poolFlops,
-               .dtypes = {dtypes::Float}});
+               .flops = poolFlops});
   t.push_back({.op = Op::SoftmaxCrossEntropy,
                .source = "SoftmaxCrossEntropyLoss-13",
                .infer = softmaxCrossEntropy,
                .flops = fromRecord,
-               .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any},
                .dtypeNote = "16-bit scores: loss and log_prob (or log_sum_exp) "
                             "f32 with log_prob_type"});
   t.push_back({.op = Op::SoftmaxCrossEntropyAndGrad,
@@ -422,17 +407,14 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                          "SoftmaxCrossEntropyLoss-13 and its adjoint",
                .infer = softmaxCrossEntropyAndGrad,
                .flops = fromRecord,
-               .inPlace = {{2, 0, false}},
-               .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any},
                .dtypeNote = "as softmax_cross_entropy {log_sum_exp}; grad as "
                             "the loss; the scores' gradient as the scores"});
-  t.push_back(
-      {.op = Op::NllLoss,
-       .source = "NegativeLogLikelihoodLoss-13",
-       .infer = nllLoss,
-       .flops = [](const SpecCall &call,
-                   const Types &) { return satMul(2, call.in[1].numel()); },
-       .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any}});
+  t.push_back({.op = Op::NllLoss,
+               .source = "NegativeLogLikelihoodLoss-13",
+               .infer = nllLoss,
+               .flops = [](const SpecCall &call, const Types &) {
+                 return satMul(2, call.in[1].numel());
+               }});
 }
 
 } // namespace weft::rt::specs

@@ -94,32 +94,25 @@ void addParallelSpecs(std::vector<KernelSpec> &t) {
                          "VocabParallelEmbedding)",
                .infer = vocabGather,
                .flops = fromRecord,
-               .bytesRead = vocabGatherBytes,
-               .dtypes = {dtypes::Float, dtypes::Index}});
+               .bytesRead = vocabGatherBytes});
   t.push_back({.op = Op::VocabParallelGatherGrad,
                .source = "weft.vocab_parallel_gather adjoint",
                .infer = vocabGatherGrad,
                .flops = scatterAddFlops,
-               .inPlace = {{0, 2, true}},
-               .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any},
                .dtypeNote = "accumulates into input 2 when given"});
   t.push_back({.op = Op::VocabParallelCrossEntropyStats,
                .source = "weft.vocab_parallel_cross_entropy_stats",
                .infer = vocabStats,
-               .flops = fromRecord,
-               .dtypes = {dtypes::Float, dtypes::Any, dtypes::Index}});
-  t.push_back(
-      {.op = Op::VocabParallelCrossEntropy,
-       .source = "weft.vocab_parallel_cross_entropy (Megatron "
-                 "vocab_parallel_cross_entropy)",
-       .infer = vocabCrossEntropy,
-       .flops = fromRecord,
-       .dtypes = {dtypes::Float, dtypes::Any, dtypes::Any, dtypes::Index}});
+               .flops = fromRecord});
+  t.push_back({.op = Op::VocabParallelCrossEntropy,
+               .source = "weft.vocab_parallel_cross_entropy (Megatron "
+                         "vocab_parallel_cross_entropy)",
+               .infer = vocabCrossEntropy,
+               .flops = fromRecord});
   t.push_back({.op = Op::VocabParallelCrossEntropyGrad,
                .source = "weft.vocab_parallel_cross_entropy adjoint",
                .infer = vocabCrossEntropyGrad,
-               .flops = fromRecord,
-               .dtypes = {dtypes::Float, dtypes::Index, dtypes::Any}});
+               .flops = fromRecord});
 }
 
 } // namespace weft::rt::specs

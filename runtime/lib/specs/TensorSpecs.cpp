@@ -315,86 +315,68 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
   t.push_back({.op = Op::MatMul,
                .source = "MatMul-13; transA/transB: weft.matmul's",
                .infer = matmul,
-               .flops = matmulFlops,
-               .dtypes = {dtypes::Float, dtypes::Any}});
+               .flops = matmulFlops});
   const std::vector<AttrSpec> gemmAttrs = {{"alpha", AttrKind::Float},
                                            {"beta", AttrKind::Float},
                                            {"transA", AttrKind::Bool},
                                            {"transB", AttrKind::Bool}};
-  t.push_back({.op = Op::Gemm,
-               .source = "Gemm-13",
-               .infer = gemm,
-               .flops = gemmFlops,
-               .dtypes = {dtypes::Float, dtypes::Any}});
+  t.push_back(
+      {.op = Op::Gemm, .source = "Gemm-13", .infer = gemm, .flops = gemmFlops});
   t.push_back({.op = Op::GemmGeluTanh,
                .source = "weft.gemm_gelu_tanh: Gemm-13, then Gelu-20 "
                          "(tanh) of its output",
                .infer = gemmGeluTanh,
-               .flops = gemmGeluTanhFlops,
-               .dtypes = {dtypes::Float, dtypes::Any}});
+               .flops = gemmGeluTanhFlops});
   t.push_back({.op = Op::GemmGeluTanhGrad,
                .source = "weft.gemm_gelu_tanh_grad: Gemm-13 (no C), then "
                          "the Gelu-20 (tanh) adjoint at the pre-activation",
                .infer = gemmGeluTanhGrad,
-               .flops = gemmGeluTanhGradFlops,
-               .dtypes = {dtypes::Float, dtypes::Any}});
+               .flops = gemmGeluTanhGradFlops});
   t.push_back({.op = Op::Transpose,
                .source = "Transpose-13",
                .infer = transpose,
-               .flops = fromRecord,
-               .dtypes = {dtypes::Any}});
+               .flops = fromRecord});
   t.push_back({.op = Op::Expand,
                .source = "Expand-13",
                .infer = expand,
-               .flops = fromRecord,
-               .dtypes = {dtypes::Any}});
+               .flops = fromRecord});
   t.push_back({.op = Op::Concat,
                .source = "Concat-13",
                .infer = concat,
                .flops = fromRecord,
-               .dtypes = {dtypes::Any},
                .dtypeNote = "alike"});
   t.push_back({.op = Op::Split,
                .source = "Split-13",
                .infer = split,
-               .flops = fromRecord,
-               .dtypes = {dtypes::Any}});
+               .flops = fromRecord});
   t.push_back({.op = Op::Slice,
                .source = "Slice-13, bounds normalised",
                .infer = slice,
                .flops = fromRecord,
-               .bytesRead = movedBytes,
-               .dtypes = {dtypes::Any}});
+               .bytesRead = movedBytes});
   t.push_back({.op = Op::Gather,
                .source = "Gather-13",
                .infer = gather,
                .flops = fromRecord,
-               .bytesRead = gatherBytes,
-               .dtypes = {dtypes::Any, dtypes::Index}});
+               .bytesRead = gatherBytes});
   t.push_back({.op = Op::Pad,
                .source = "Pad-13, constant mode",
                .infer = pad,
                .flops = fromRecord,
-               .dtypes = {dtypes::Any},
                .dtypeNote = "16-bit: the fill rounded to nearest"});
   t.push_back({.op = Op::Trilu,
                .source = "Trilu-14",
                .infer = trilu,
-               .flops = fromRecord,
-               .dtypes = {dtypes::Any}});
+               .flops = fromRecord});
   t.push_back({.op = Op::Resize,
                .source = "Resize-13, nearest mode",
                .infer = resize,
-               .flops = fromRecord,
-               .dtypes = {dtypes::Any}});
+               .flops = fromRecord});
   for (auto [name, source] : {std::pair{Op::ReduceSum, "ReduceSum-13"},
                               {Op::ReduceMean, "ReduceMean-13"},
                               {Op::ReduceMax, "ReduceMax-13"}})
-    t.push_back({.op = name,
-                 .source = source,
-                 .infer = reduce,
-                 .flops = fromRecord,
-                 .dtypes = {dtypes::Numeric}});
+    t.push_back(
+        {.op = name, .source = source, .infer = reduce, .flops = fromRecord});
 }
 
 } // namespace weft::rt::specs

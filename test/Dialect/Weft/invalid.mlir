@@ -73,7 +73,7 @@ func.func @loss_reduction(%s: tensor<4x10xf32>, %l: tensor<4xi64>) -> tensor<f32
 // -----
 
 func.func @dynamic_shape(%a: tensor<?x3xf32>) -> tensor<?x3xf32> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of any type values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or 16-bit float or bfloat16 type values}}
   %0 = weft.relu %a : tensor<?x3xf32>
   return %0 : tensor<?x3xf32>
 }

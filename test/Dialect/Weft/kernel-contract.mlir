@@ -3,10 +3,22 @@
 // runtime would refuse does not verify, and the message is weft-run's.
 // RUN: weft-opt %s --split-input-file --verify-diagnostics
 
-// exp computes in floats; the dialect's unary ops take any element type.
+// The dialect's operand types are weft-run's dtype sets (Weft_TensorOf):
+// exp computes in floats, and an integer operand is the dialect's error.
 func.func @exp_of_integers(%x: tensor<4xi32>) {
-  // expected-error @+1 {{'weft.exp' op weft-run's exp kernel refuses it: input 0 is i32, expected f32, f64, f16 or bf16}}
+  // expected-error @+1 {{'weft.exp' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
   %0 = weft.exp %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+// A relation between operands is the kernel's rule: layer_norm's scale is
+// the input's dtype, or f32 beside a 16-bit input, never 16-bit beside f32.
+func.func @layer_norm_f16_scale(%x: tensor<4x8xf32>, %s: tensor<8xf16>) {
+  // expected-error @+2 {{layer_norm: input 1 is f16, expected f32 (the input's dtype)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y, %m, %r = weft.layer_norm %x, %s {axis = 1 : i64} : (tensor<4x8xf32>, tensor<8xf16>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
   return
 }
 
@@ -24,10 +36,12 @@ func.func @layer_norm_grad_f16_mean(%x: tensor<4x8xf32>, %s: tensor<8xf32>, %m: 
 
 // -----
 
-// An element type weft-run has no kernel for.
-func.func @f8_exp(%x: tensor<4xf8E4M3FN>) {
-  // expected-error @+1 {{'weft.exp' op operand 0 has element type 'f8E4M3FN', which weft-run has no kernel for}}
-  %0 = weft.exp %x : tensor<4xf8E4M3FN>
+// An element type weft-run has no kernel for, where the dialect admits any
+// (data movement).
+func.func @f8_transpose(%x: tensor<4x2xf8E4M3FN>) {
+  // expected-error @+2 {{transpose: operand 0 has element type 'f8E4M3FN', which weft-run has no kernel for}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = weft.transpose %x {perm = array<i64: 1, 0>} : (tensor<4x2xf8E4M3FN>) -> tensor<2x4xf8E4M3FN>
   return
 }
 

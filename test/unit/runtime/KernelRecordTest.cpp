@@ -1,11 +1,15 @@
 //===- KernelRecordTest.cpp - the kernel table against the op records -----===//
 //
-// Every kernel op's record (weft/ops/Ops.def) has its specification entry
-// and a CPU kernel, and the facts the entries state as data (each input's
-// dtypes) are pinned, so changing one fails here naming the kernel.
+// Every kernel op's record (its .td definition, as weft-tblgen writes it to
+// weft/ops/Ops.def) has its specification entry and a CPU kernel, and the
+// facts the record states as data (each input's dtypes, attribute defaults,
+// per-element FLOPs, in-place pairs, precision) are pinned, so changing one
+// in a .td file fails here naming the op: adding an op means pinning its
+// facts in this one file.
 //
 //===----------------------------------------------------------------------===//
 
+#include "weft/ops/OpCheck.h"
 #include "weft/runtime/KernelSpec.h"
 
 #include "../../../runtime/kernels/Fused.h"
@@ -15,6 +19,8 @@
 
 #include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 using namespace weft::rt;
 namespace ops = weft::ops;
@@ -55,53 +61,39 @@ TEST(OpRecords, EveryKernelOpHasASpecEntryAndACpuKernel) {
   EXPECT_EQ(ops::findOpRecord("layer_norm")->op, ops::Op::LayerNorm);
 }
 
-/// Each kernel's input dtypes (KernelSpec::dtypes, one set per input, the
-/// last for the rest), pinned: the check enforces them and the docs print
-/// them, so changing one list, or adding a kernel without its pin, fails
-/// here. Relations between inputs (alike, f32 beside 16-bit) are the rules'.
+/// Each kernel's input dtypes (its operands' Weft_TensorOf constraints, as
+/// KernelSpec::dtypes: one set per input, the last for the rest), pinned:
+/// the dialect's verifier and weft-run's check enforce them and the docs
+/// print them, so changing one operand's constraint, or adding a kernel
+/// without its pin, fails here. Relations between inputs (alike, f32 beside
+/// 16-bit) are the rules'.
 TEST(KernelSpec, InputDTypesArePinned) {
   const std::map<std::string, std::vector<Op>> pins = {
-      // Arithmetic in floats (16-bit widened to f32).
-      {"float",
-       {Op::Sqrt, Op::Reciprocal, Op::Neg, Op::Exp, Op::Log, Op::Erf, Op::Tanh,
-        Op::Relu, Op::Sigmoid, Op::Gelu, Op::GeluTanh, Op::Softmax,
-        Op::LogSoftmax, Op::Dropout, Op::AvgPool, Op::FoundInf}},
-      // A float input 0; the others tied to it by the rule.
-      {"float, any", {Op::Attention,
-                      Op::AttentionGrad,
-                      Op::LayerNormGrad,
-                      Op::WgradBias,
-                      Op::ConvWeightGrad,
-                      Op::BatchNormGrad,
-                      Op::MaxPoolGrad,
-                      Op::AvgPoolGrad,
-                      Op::ResizeGrad,
-                      Op::AdamW,
-                      Op::SGD,
-                      Op::LayerNorm,
-                      Op::AddLayerNorm,
-                      Op::BatchNorm,
-                      Op::Conv,
-                      Op::ConvTranspose,
-                      Op::MatMul,
-                      Op::Gemm,
-                      Op::GemmGeluTanh,
-                      Op::GemmGeluTanhGrad,
-                      Op::ReluGrad,
-                      Op::GeluGrad,
-                      Op::GeluTanhGrad,
-                      Op::ClipGrad,
-                      Op::SoftmaxGrad,
-                      Op::LogSoftmaxGrad}},
+      // Arithmetic in floats (16-bit widened to f32): the inputs are floats,
+      // tied to input 0 by the rule (alike, or f32 beside 16-bit).
+      {"float", {Op::Sqrt,          Op::Reciprocal,    Op::Neg,
+                 Op::Exp,           Op::Log,           Op::Erf,
+                 Op::Tanh,          Op::Relu,          Op::Sigmoid,
+                 Op::Gelu,          Op::GeluTanh,      Op::Softmax,
+                 Op::LogSoftmax,    Op::Dropout,       Op::AvgPool,
+                 Op::FoundInf,      Op::Attention,     Op::AttentionGrad,
+                 Op::LayerNormGrad, Op::WgradBias,     Op::ConvWeightGrad,
+                 Op::BatchNormGrad, Op::MaxPoolGrad,   Op::AvgPoolGrad,
+                 Op::ResizeGrad,    Op::AdamW,         Op::SGD,
+                 Op::LayerNorm,     Op::AddLayerNorm,  Op::BatchNorm,
+                 Op::Conv,          Op::ConvTranspose, Op::MatMul,
+                 Op::Gemm,          Op::GemmGeluTanh,  Op::GemmGeluTanhGrad,
+                 Op::ReluGrad,      Op::GeluGrad,      Op::GeluTanhGrad,
+                 Op::ClipGrad,      Op::SoftmaxGrad,   Op::LogSoftmaxGrad}},
       {"float, bool", {Op::DropoutGrad}},
       // Scores and labels (indices), then weights, sums, gradients.
       {"float, index", {Op::VocabParallelGather}},
-      {"float, index, any",
+      {"float, index, float",
        {Op::GatherGrad, Op::SoftmaxCrossEntropyGrad, Op::NllLossGrad,
         Op::SoftmaxCrossEntropy, Op::SoftmaxCrossEntropyAndGrad, Op::NllLoss,
         Op::VocabParallelGatherGrad, Op::VocabParallelCrossEntropyGrad}},
-      {"float, any, index", {Op::VocabParallelCrossEntropyStats}},
-      {"float, any, any, index", {Op::VocabParallelCrossEntropy}},
+      {"float, float, index", {Op::VocabParallelCrossEntropyStats}},
+      {"float, float, float, index", {Op::VocabParallelCrossEntropy}},
       // Floats and integers (not bool).
       {"numeric",
        {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Pow, Op::Clip, Op::MaxPool,
@@ -229,4 +221,164 @@ TEST(OpRecords, AttributeDefaultsArePinned) {
       EXPECT_EQ(*a.byDefault, it->second) << spec.name() << "'s " << a.name;
     }
   EXPECT_EQ(defaults, pinned.size());
+}
+
+/// The per-element FLOP counts as each op's .td description derives them
+/// (CostOpInterface's units), pinned for every record that is not Custom:
+/// changing one in the record, or adding a record without its pin, fails
+/// here (the compiler's cost model and the runtime's spec both read the
+/// record, so they cannot disagree with each other, only with this
+/// derivation). Custom rules are held by plan emission (getFlops against
+/// the spec's count) and CostTest.
+TEST(OpRecords, PerElementFlopsAreTheDerivedCounts) {
+  using ops::FlopRule;
+  using ops::Op;
+  struct Pin {
+    FlopRule::Base base;
+    int64_t perElement;
+  };
+  const Pin perOutput1{FlopRule::Output, 1}, none{FlopRule::None, 0};
+  const std::map<Op, Pin> pins = {
+      // One operation per element, transcendental functions included.
+      {Op::Sqrt, perOutput1},
+      {Op::Reciprocal, perOutput1},
+      {Op::Neg, perOutput1},
+      {Op::Exp, perOutput1},
+      {Op::Log, perOutput1},
+      {Op::Erf, perOutput1},
+      {Op::Tanh, perOutput1},
+      {Op::Relu, perOutput1},
+      {Op::Sigmoid, perOutput1},
+      {Op::Add, perOutput1},
+      {Op::Sub, perOutput1},
+      {Op::Mul, perOutput1},
+      {Op::Div, perOutput1},
+      {Op::Pow, perOutput1},
+      {Op::Equal, perOutput1},
+      {Op::Where, perOutput1},
+      {Op::Clip, perOutput1},
+      {Op::Cast, perOutput1},
+      {Op::ReluGrad, perOutput1}, // a select on the sign
+      // erf form: the chain's div, erf, add, mul, mul.
+      {Op::Gelu, {FlopRule::Output, 5}},
+      // tanh form: x^3, two scalings, add, tanh, add, two products.
+      {Op::GeluTanh, {FlopRule::Output, 9}},
+      // max, subtract, exp, sum, divide (log: a log for the divide).
+      {Op::Softmax, {FlopRule::Output, 5}},
+      {Op::LogSoftmax, {FlopRule::Output, 5}},
+      // mean, centre, square, variance, scale by 1/std, affine mul and add;
+      // the residual add before it.
+      {Op::LayerNorm, {FlopRule::Input, 8}},
+      {Op::AddLayerNorm, {FlopRule::Input, 9}},
+      // One add or compare per input element.
+      {Op::ReduceSum, {FlopRule::Input, 1}},
+      {Op::ReduceMean, {FlopRule::Input, 1}},
+      {Op::ReduceMax, {FlopRule::Input, 1}},
+      {Op::NllLossGrad, {FlopRule::Input, 1}},
+      // log-softmax's 5 and the pick of the label's.
+      {Op::SoftmaxCrossEntropy, {FlopRule::Input, 6}},
+      // ... and its gradient's softmax - one-hot, scaled: 4 more.
+      {Op::SoftmaxCrossEntropyAndGrad, {FlopRule::Input, 10}},
+      // The derivative's density, product and sum terms.
+      {Op::GeluGrad, {FlopRule::Output, 8}},
+      {Op::GeluTanhGrad, {FlopRule::Output, 14}},
+      // A compare (clip: two) and a select (dropout: a mask and a scale).
+      {Op::ClipGrad, {FlopRule::Output, 2}},
+      {Op::DropoutGrad, {FlopRule::Output, 2}},
+      // dy*y, its row sum, subtract, multiply (log: exp for y).
+      {Op::SoftmaxGrad, {FlopRule::Output, 4}},
+      {Op::LogSoftmaxGrad, {FlopRule::Output, 4}},
+      {Op::BatchNormGrad, {FlopRule::Input, 8}},
+      // Moments, bias corrections, the update and its weight decay.
+      {Op::AdamW, {FlopRule::Input, 12}},
+      {Op::SGD, {FlopRule::Input, 4}},
+      // Megatron's vocab-parallel cross-entropy: max/exp/sum per score,
+      // the loss's picks, the gradient's softmax - one-hot.
+      {Op::VocabParallelCrossEntropyStats, {FlopRule::Input, 3}},
+      {Op::VocabParallelCrossEntropy, {FlopRule::Input, 2}},
+      {Op::VocabParallelCrossEntropyGrad, {FlopRule::Input, 3}},
+      // Data movement, views, constants and communication: 0 FLOPs.
+      {Op::Constant, none},
+      {Op::Trilu, none},
+      {Op::Reshape, none},
+      {Op::Transpose, none},
+      {Op::Expand, none},
+      {Op::Concat, none},
+      {Op::Split, none},
+      {Op::Slice, none},
+      {Op::Gather, none},
+      {Op::Pad, none},
+      {Op::Resize, none},
+      {Op::Assign, none},
+      {Op::CopyToTensorParallel, none},
+      {Op::VocabParallelGather, none},
+      {Op::WaitCollective, none},
+      {Op::ISend, none},
+      {Op::WaitSend, none},
+      {Op::IRecv, none},
+      {Op::WaitRecv, none},
+  };
+  for (const ops::OpRecord &r : ops::opRecords()) {
+    auto it = pins.find(r.op);
+    if (r.flops.isCustom()) {
+      EXPECT_EQ(it, pins.end()) << r.mnemonic << " is Custom, and pinned";
+      continue;
+    }
+    ASSERT_NE(it, pins.end()) << r.mnemonic << ": pin its FLOPs here";
+    EXPECT_EQ(r.flops.base, it->second.base) << r.mnemonic;
+    EXPECT_EQ(r.flops.perElement, it->second.perElement) << r.mnemonic;
+  }
+}
+
+/// The in-place pairs of the record (a .td definition's `inPlace`), pinned:
+/// the memory plan aliases exactly these (inPlaceOperand reads them) and
+/// weft-run's placement check holds them, so changing one in the record
+/// changes both and fails here. (output, input, required).
+TEST(OpRecords, InPlacePairsArePinned) {
+  using ops::Op;
+  using Pairs = std::vector<std::tuple<int, int, bool>>;
+  const std::map<Op, Pairs> pins = {
+      // The optimizer steps: parameter, then its state past the gradient.
+      {Op::AdamW, {{0, 0, true}, {1, 2, true}, {2, 3, true}, {3, 4, true}}},
+      {Op::SGD, {{0, 0, true}, {1, 2, true}, {2, 3, true}}},
+      {Op::UpdateLossScale, {{0, 0, true}}},
+      {Op::Assign, {{0, 0, true}}},
+      // Gradients accumulated into their running sums.
+      {Op::WgradBias, {{0, 2, true}, {1, 3, true}}},
+      {Op::GatherGrad, {{0, 2, true}}},
+      {Op::VocabParallelGatherGrad, {{0, 2, true}}},
+      // May run in place: running statistics, the fused loss's gradient.
+      {Op::BatchNorm, {{1, 3, false}, {2, 4, false}}},
+      {Op::SoftmaxCrossEntropyAndGrad, {{2, 0, false}}},
+  };
+  for (const ops::OpRecord &r : ops::opRecords()) {
+    Pairs pairs;
+    for (int o = 0; o < 8; ++o)
+      if (std::optional<ops::InPlacePair> p = ops::inPlaceInput(r.op, o))
+        pairs.emplace_back(p->output, p->input, p->required);
+    auto it = pins.find(r.op);
+    EXPECT_EQ(pairs, it == pins.end() ? Pairs{} : it->second) << r.mnemonic;
+  }
+}
+
+/// torch.autocast's lists (CUDA autocast op reference): GEMMs and
+/// convolutions in 16-bit, softmax, norms, losses, reductions, exp/log/pow
+/// in f32. Pinned so a changed Precision column fails here, not only in a
+/// model's drift.
+TEST(OpRecords, PrecisionFollowsAutocast) {
+  for (ops::Op op : {ops::Op::MatMul, ops::Op::Gemm, ops::Op::Conv,
+                     ops::Op::ConvTranspose, ops::Op::Attention})
+    EXPECT_EQ(ops::record(op).precision, ops::Precision::Low)
+        << ops::record(op).mnemonic;
+  for (ops::Op op :
+       {ops::Op::Softmax, ops::Op::LogSoftmax, ops::Op::LayerNorm,
+        ops::Op::BatchNorm, ops::Op::SoftmaxCrossEntropy, ops::Op::NllLoss,
+        ops::Op::ReduceSum, ops::Op::ReduceMean, ops::Op::Exp, ops::Op::Log,
+        ops::Op::Pow, ops::Op::Reciprocal})
+    EXPECT_EQ(ops::record(op).precision, ops::Precision::Full)
+        << ops::record(op).mnemonic;
+  for (ops::Op op :
+       {ops::Op::Add, ops::Op::Mul, ops::Op::Where, ops::Op::Concat})
+    EXPECT_EQ(ops::record(op).precision, ops::Precision::Promote)
+        << ops::record(op).mnemonic;
 }

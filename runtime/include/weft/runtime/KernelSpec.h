@@ -86,6 +86,7 @@ inline constexpr DTypeSet Float{DType::F32, DType::F64, DType::F16,
                                 DType::BF16};
 inline constexpr DTypeSet Index{DType::I32, DType::I64};
 inline constexpr DTypeSet Bool{DType::Bool};
+inline constexpr DTypeSet F32{DType::F32};
 inline constexpr DTypeSet Integer{DType::I64, DType::I32, DType::I16,
                                   DType::I8,  DType::U8,  DType::U16,
                                   DType::U32, DType::U64};
@@ -178,8 +179,9 @@ struct KernelSpec {
   Op op;
   /// The ONNX operator (section of the opset-17 spec) or weft op it runs.
   const char *source;
-  /// The input counts and plan attributes are the op record's (its ODS
-  /// signature): kernelSpecs() fills them in, entries do not write them.
+  /// The input counts, plan attributes, in-place pairs and input dtypes are
+  /// the op record's (its .td definition): kernelSpecs() fills them in,
+  /// entries do not write them.
   int minInputs = 0, maxInputs = 0; ///< maxInputs kVariadic: no upper bound
   std::vector<AttrSpec> attrs = {};
   /// The outputs' types for these inputs and attributes; fails on inputs or
@@ -199,12 +201,13 @@ struct KernelSpec {
     int output, input;
     bool required; ///< the kernel reads the state it updates from the output
   };
-  std::vector<InPlace> inPlace = {};
+  std::vector<InPlace> inPlace = {}; ///< the record's `inPlace`
   /// The dtypes each input admits, as data: one set per input, the last for
-  /// the inputs after it. The check refuses any other before the rule runs,
-  /// and the table's docs print them; rules state only relations between
-  /// inputs (alike, f32 beside a 16-bit input), which `dtypeNote` says.
-  std::vector<DTypeSet> dtypes;
+  /// the inputs after it (the record's: its operands' Weft_TensorOf
+  /// constraints). The check refuses any other before the rule runs, and
+  /// the table's docs print them; rules state only relations between inputs
+  /// (alike, f32 beside a 16-bit input), which `dtypeNote` says.
+  std::vector<DTypeSet> dtypes = {};
   const char *dtypeNote = "";
 
   /// The plan's kernel name: the op's mnemonic.

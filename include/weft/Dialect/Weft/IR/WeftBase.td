@@ -38,11 +38,29 @@ def Weft_Dialect : Dialect {
   }];
 }
 
+/// A statically shaped tensor whose element type is in one of the plan's
+/// dtype sets. `dtypeSet` names it (KernelSpec.h's `dtypes::`): a kernel
+/// op's operand types are the dtypes weft-run admits for its inputs
+/// (weft-tblgen's WEFT_OP_DTYPES), so the dialect and the runtime check the
+/// same sets.
+class Weft_TensorOf<list<Type> types, string set>
+    : StaticShapeTensorOf<types> {
+  string dtypeSet = set;
+}
+
 /// Every weft value: a ranked tensor with a static shape, any element type
-/// (f32/f64/f16/bf16, signless integers, i1 for ONNX bool).
-def Weft_Tensor : StaticShapeTensorOf<[AnyType]>;
-def Weft_BoolTensor : StaticShapeTensorOf<[I1]>;
-def Weft_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
+/// (f32/f64/f16/bf16, signless and unsigned integers, i1 for ONNX bool).
+def Weft_Tensor : Weft_TensorOf<[AnyType], "Any">;
+def Weft_BoolTensor : Weft_TensorOf<[I1], "Bool">;
+/// The floats a plan holds (16-bit ones computed in f32 by the kernels).
+def Weft_FloatTensor : Weft_TensorOf<[F32, F64, F16, BF16], "Float">;
+def Weft_F32Tensor : Weft_TensorOf<[F32], "F32">;
+/// Indices, labels and targets (ONNX tensor(int32), tensor(int64)).
+def Weft_IndexTensor : Weft_TensorOf<[I32, I64], "Index">;
+/// Floats and integers, no bool.
+def Weft_NumericTensor : Weft_TensorOf<[F32, F64, F16, BF16, I8, I16, I32,
+                                        I64, UI8, UI16, UI32, UI64],
+                                       "Numeric">;
 
 //===----------------------------------------------------------------------===//
 // The op record
@@ -107,6 +125,9 @@ def Weft_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
 //   compilerAttrs         ODS attributes the plan does not carry
 //   planAttrs             attributes plan emission adds (per rank, or
 //                         implied by an operand)
+// Its operands' Weft_TensorOf constraints are the dtypes weft-run admits
+// for each input, and `inPlace` lists the outputs it writes over an input
+// (the memory plan aliases them; weft-run's placement check holds them).
 //===----------------------------------------------------------------------===//
 
 /// A value of one column of the op record; `value` is its C++ name in
@@ -157,6 +178,15 @@ defvar Weft_DropoutMaskAttrs = [
   Weft_PlanAttr<"shard_blocks", "Int">, Weft_PlanAttr<"shard_count", "Int">,
   Weft_PlanAttr<"shard_index", "Int">];
 
+/// Result `output` written over operand `input`: exactly its bytes
+/// (`required`: the kernel reads the state it updates from the output), or,
+/// when not required, bytes apart from every input.
+class Weft_InPlace<int resultIndex, int operandIndex, bit isRequired = 1> {
+  int output = resultIndex;
+  int input = operandIndex;
+  bit required = isRequired;
+}
+
 class Weft_Flops<string v> : Weft_RecordValue<v>;
 class PerInput<int k> : Weft_Flops<"PerInput(" # k # ")">;
 class PerOutput<int k> : Weft_Flops<"PerOutput(" # k # ")">;
@@ -185,6 +215,7 @@ class Weft_Op<string mnemonic, list<Trait> traits = [],
   int maxInputs = -1;
   list<string> compilerAttrs = [];
   list<Weft_PlanAttr> planAttrs = [];
+  list<Weft_InPlace> inPlace = [];
 }
 
 /// An op with one result whose type is inferred from operands and attributes.
@@ -218,14 +249,15 @@ class Weft_UnaryOp<string mnemonic, string onnxName, Weft_Precision prec>
   let flops = PerOutput<1>;
   let summary = "Elementwise `" # onnxName # "` (ONNX " # onnxName # "-13).";
   let description = "Elementwise `" # onnxName # "`. Cost: 1 FLOP per element.";
-  let arguments = (ins Weft_Tensor:$input);
-  let results = (outs Weft_Tensor:$output);
+  let arguments = (ins Weft_FloatTensor:$input);
+  let results = (outs Weft_FloatTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($output)";
 }
 
 /// Elementwise binary op with ONNX (numpy) multidirectional broadcasting;
 /// its result type is its kernel's rule (equal: bool).
-class Weft_BinaryOp<string mnemonic, string onnxName, Weft_Precision prec>
+class Weft_BinaryOp<string mnemonic, string onnxName, Weft_Precision prec,
+                    Weft_TensorOf operandType = Weft_NumericTensor>
     : Weft_KernelTypedOp<mnemonic, [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let precision = prec;
   let split = ElementwiseSplit;
@@ -235,7 +267,7 @@ class Weft_BinaryOp<string mnemonic, string onnxName, Weft_Precision prec>
     Multidirectional (numpy) broadcasting as in the ONNX spec
     ("Broadcasting in ONNX"). Cost: 1 FLOP per result element.
   }];
-  let arguments = (ins Weft_Tensor:$lhs, Weft_Tensor:$rhs);
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
   let results = (outs Weft_Tensor:$output);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
@@ -254,7 +286,7 @@ class Weft_ReduceOp<string mnemonic, string onnxName, Weft_Precision prec>
     with size 1. An empty `axes` reduces nothing (the importer resolves ONNX's
     "no axes means all axes" rule). Cost: 1 FLOP per input element.
   }];
-  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$axes,
+  let arguments = (ins Weft_NumericTensor:$input, DenseI64ArrayAttr:$axes,
                        BoolAttr:$keepdims);
   let results = (outs Weft_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";

@@ -118,6 +118,8 @@ def Weft_WgradBiasOp : Weft_KernelTypedOp<"wgrad_bias", [], CustomFlops> {
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = CustomFlopRule;
+  // Accumulates into its running sums when given.
+  let inPlace = [Weft_InPlace<0, 2>, Weft_InPlace<1, 3>];
   let maxInputs = 4; // the weight and bias accumulators
   let summary = "A Linear layer's weight and bias gradients from one read of "
                 "its output gradient.";
@@ -170,6 +172,7 @@ def Weft_GatherGradOp : Weft_KernelTypedOp<"gather_grad", [], CustomFlops> {
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = CustomFlopRule;
+  let inPlace = [Weft_InPlace<0, 2>];
   let summary = "d/d data of gather: scatter-add `dy` rows into zeros of `shape`.";
   let description = [{
     The embedding backward: row `indices[i]` of the result accumulates every
@@ -186,7 +189,7 @@ def Weft_GatherGradOp : Weft_KernelTypedOp<"gather_grad", [], CustomFlops> {
     `numel(data_grad)` FLOPs more.
   }];
   let arguments = (ins Weft_FloatTensor:$grad,
-                       StaticShapeTensorOf<[I32, I64]>:$indices,
+                       Weft_IndexTensor:$indices,
                        Optional<Weft_FloatTensor>:$accumulate, I64Attr:$axis,
                        DenseI64ArrayAttr:$shape);
   let results = (outs Weft_FloatTensor:$data_grad);
@@ -218,7 +221,7 @@ def Weft_SoftmaxCrossEntropyGradOp
     them). Cost: 3 FLOPs per element of `input`, 4 from the scores.
   }];
   let arguments = (ins Weft_FloatTensor:$input,
-                       StaticShapeTensorOf<[I32, I64]>:$labels,
+                       Weft_IndexTensor:$labels,
                        Weft_FloatTensor:$grad,
                        Optional<Weft_FloatTensor>:$weights,
                        Optional<Weft_FloatTensor>:$log_sum_exp,
@@ -239,6 +242,8 @@ def Weft_SoftmaxCrossEntropyAndGradOp
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = PerInput<10>;
+  // The gradient may overwrite the scores.
+  let inPlace = [Weft_InPlace<2, 0, 0>];
   let summary = "softmax_cross_entropy {log_sum_exp} and its gradient from "
                 "one read of the scores, the gradient in their place.";
   let description = [{
@@ -258,7 +263,7 @@ def Weft_SoftmaxCrossEntropyAndGradOp
     `scores` (6 for the loss, 4 for the gradient).
   }];
   let arguments = (ins Weft_FloatTensor:$scores,
-                       StaticShapeTensorOf<[I32, I64]>:$labels,
+                       Weft_IndexTensor:$labels,
                        Weft_FloatTensor:$grad,
                        Optional<Weft_FloatTensor>:$weights,
                        DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
@@ -285,7 +290,7 @@ def Weft_NllLossGradOp : Weft_KernelTypedOp<"nll_loss_grad"> {
     Cost: 1 FLOP per element of `input`.
   }];
   let arguments = (ins Weft_FloatTensor:$input,
-                       StaticShapeTensorOf<[I32, I64]>:$target,
+                       Weft_IndexTensor:$target,
                        Weft_FloatTensor:$grad,
                        Optional<Weft_FloatTensor>:$weight,
                        DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,

@@ -74,7 +74,8 @@ def Weft_SubOp : Weft_BinaryOp<"sub", "Sub", PromotePrecision>;
 def Weft_MulOp : Weft_BinaryOp<"mul", "Mul", PromotePrecision>;
 def Weft_DivOp : Weft_BinaryOp<"div", "Div", PromotePrecision>;
 def Weft_PowOp : Weft_BinaryOp<"pow", "Pow", FullPrecision>;
-def Weft_EqualOp : Weft_BinaryOp<"equal", "Equal", PromotePrecision>;
+def Weft_EqualOp : Weft_BinaryOp<"equal", "Equal", PromotePrecision,
+                                 Weft_Tensor>;
 
 def Weft_WhereOp : Weft_KernelTypedOp<"where", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let precision = PromotePrecision;
@@ -101,9 +102,9 @@ def Weft_ClipOp : Weft_Op<"clip", [Pure, SameOperandsAndResultType, DeclareOpInt
   let description = [{
     A missing bound is unbounded. Cost: 1 FLOP per element.
   }];
-  let arguments = (ins Weft_Tensor:$input, OptionalAttr<F64Attr>:$min,
+  let arguments = (ins Weft_NumericTensor:$input, OptionalAttr<F64Attr>:$min,
                        OptionalAttr<F64Attr>:$max);
-  let results = (outs Weft_Tensor:$output);
+  let results = (outs Weft_NumericTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($output)";
 }
 
@@ -161,10 +162,10 @@ def Weft_MatMulOp : Weft_KernelTypedOp<"matmul", [DeclareOpInterfaceMethods<Grad
     `A^T dY` copy nothing. ONNX's MatMul has no such attribute.
     Cost: `2*M*N*K` FLOPs per batch element.
   }];
-  let arguments = (ins Weft_Tensor:$lhs, Weft_Tensor:$rhs,
+  let arguments = (ins Weft_FloatTensor:$lhs, Weft_FloatTensor:$rhs,
                        DefaultValuedAttr<BoolAttr, "false">:$transA,
                        DefaultValuedAttr<BoolAttr, "false">:$transB);
-  let results = (outs Weft_Tensor:$output);
+  let results = (outs Weft_FloatTensor:$output);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
@@ -180,13 +181,13 @@ def Weft_GemmOp : Weft_KernelTypedOp<"gemm", [DeclareOpInterfaceMethods<Gradient
     `transB`), `C` broadcasts to `[M,N]`. Cost: `2*M*N*K` FLOPs, plus `M*N`
     for adding `C` and `M*N` more for `beta`'s product unless `beta` is 1.
   }];
-  let arguments = (ins Weft_Tensor:$a, Weft_Tensor:$b,
-                       Optional<Weft_Tensor>:$c,
+  let arguments = (ins Weft_FloatTensor:$a, Weft_FloatTensor:$b,
+                       Optional<Weft_FloatTensor>:$c,
                        DefaultValuedAttr<F64Attr, "1.0">:$alpha,
                        DefaultValuedAttr<F64Attr, "1.0">:$beta,
                        DefaultValuedAttr<BoolAttr, "false">:$transA,
                        DefaultValuedAttr<BoolAttr, "false">:$transB);
-  let results = (outs Weft_Tensor:$output);
+  let results = (outs Weft_FloatTensor:$output);
   let assemblyFormat = [{
     $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
   }];
@@ -337,6 +338,8 @@ def Weft_BatchNormOp : Weft_KernelTypedOp<"batch_norm", [DeclareOpInterfaceMetho
   let precision = FullPrecision;
   let split = NoSplit;
   let flops = CustomFlopRule;
+  // The running statistics may update their state buffers in place.
+  let inPlace = [Weft_InPlace<1, 3, 0>, Weft_InPlace<2, 4, 0>];
   let summary = "Batch normalisation over channel dim 1 (ONNX BatchNormalization-15).";
   let description = [{
     With `training`, normalises with the batch statistics (population
@@ -507,7 +510,7 @@ def Weft_GatherOp : Weft_KernelTypedOp<"gather", [DeclareOpInterfaceMethods<Grad
     rows only, not the whole table.
   }];
   let arguments = (ins Weft_Tensor:$data,
-                       StaticShapeTensorOf<[I32, I64]>:$indices, I64Attr:$axis);
+                       Weft_IndexTensor:$indices, I64Attr:$axis);
   let results = (outs Weft_Tensor:$output);
   let assemblyFormat = [{
     $data `,` $indices attr-dict `:` functional-type(operands, results)
@@ -602,11 +605,11 @@ def Weft_MaxPoolOp : Weft_KernelTypedOp<"max_pool", [DeclareOpInterfaceMethods<G
   let flops = CustomFlopRule;
   let summary = "N-d max pooling (ONNX MaxPool-12).";
   let description = "Cost: `prod(kernel_shape)` FLOPs (compares) per output element.";
-  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$kernel_shape,
+  let arguments = (ins Weft_NumericTensor:$input, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations,
                        DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
-  let results = (outs Weft_Tensor:$output);
+  let results = (outs Weft_NumericTensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
@@ -652,7 +655,7 @@ def Weft_SoftmaxCrossEntropyOp : Weft_KernelTypedOp<"softmax_cross_entropy", [De
     xentropy; FlashAttention's statistics, for a loss).
   }];
   let arguments = (ins Weft_FloatTensor:$scores,
-                       StaticShapeTensorOf<[I32, I64]>:$labels,
+                       Weft_IndexTensor:$labels,
                        Optional<Weft_FloatTensor>:$weights,
                        DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
                        OptionalAttr<I64Attr>:$ignore_index,
@@ -676,7 +679,7 @@ def Weft_NllLossOp : Weft_KernelTypedOp<"nll_loss", [DeclareOpInterfaceMethods<G
     Cost: 2 FLOPs per element of `target`.
   }];
   let arguments = (ins Weft_FloatTensor:$input,
-                       StaticShapeTensorOf<[I32, I64]>:$target,
+                       Weft_IndexTensor:$target,
                        Optional<Weft_FloatTensor>:$weight,
                        DefaultValuedAttr<StrAttr, "\"mean\"">:$reduction,
                        OptionalAttr<I64Attr>:$ignore_index);

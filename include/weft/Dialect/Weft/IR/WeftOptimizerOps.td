@@ -14,6 +14,9 @@ def Weft_AdamWOp : Weft_Op<"adamw", [AttrSizedOperandSegments]> {
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = PerInput<12>;
+  // The parameter, then its state past the gradient.
+  let inPlace = [Weft_InPlace<0, 0>, Weft_InPlace<1, 2>, Weft_InPlace<2, 3>,
+                 Weft_InPlace<3, 4>];
   let summary = "One AdamW step, torch.optim.AdamW semantics (amsgrad off).";
   let description = [{
     Loshchilov & Hutter, "Decoupled Weight Decay Regularization" (ICLR 2019),
@@ -63,6 +66,7 @@ def Weft_SGDOp : Weft_Op<"sgd", [AttrSizedOperandSegments]> {
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = PerInput<4>;
+  let inPlace = [Weft_InPlace<0, 0>, Weft_InPlace<1, 2>, Weft_InPlace<2, 3>];
   let summary = "One SGD step, torch.optim.SGD semantics (dampening 0).";
   let description = [{
     ```
@@ -116,6 +120,7 @@ def Weft_UpdateLossScaleOp : Weft_Op<"update_loss_scale", [], CustomFlops> {
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = CustomFlopRule;
+  let inPlace = [Weft_InPlace<0, 0>];
   let summary = "GradScaler.update: back off on overflow, grow after a run.";
   let description = [{
     The loss scaler's state is `[scale, growth_tracker, skipped_steps]`
@@ -126,10 +131,10 @@ def Weft_UpdateLossScaleOp : Weft_Op<"update_loss_scale", [], CustomFlops> {
     `_amp_update_scale_`; defaults 2.0, 0.5, 2000, initial scale 2^16).
     The result aliases `scaler` (in place). Cost: 4 FLOPs.
   }];
-  let arguments = (ins Weft_FloatTensor:$scaler, Weft_FloatTensor:$found_inf,
+  let arguments = (ins Weft_F32Tensor:$scaler, Weft_F32Tensor:$found_inf,
                        F64Attr:$growth_factor, F64Attr:$backoff_factor,
                        I64Attr:$growth_interval);
-  let results = (outs Weft_FloatTensor:$new_scaler);
+  let results = (outs Weft_F32Tensor:$new_scaler);
   let assemblyFormat = [{
     $scaler `,` $found_inf attr-dict `:` functional-type(operands, results)
   }];
@@ -141,6 +146,7 @@ def Weft_AssignOp : Weft_Op<"assign", [AllTypesMatch<["dest", "value",
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = NoFlops;
+  let inPlace = [Weft_InPlace<0, 0>];
   let summary = "Write `value` into `dest`'s bytes (in place).";
   let description = [{
     The sharded optimizer (ZeRO, `weft-data-parallel` with `zero-stage`)

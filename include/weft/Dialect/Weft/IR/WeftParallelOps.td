@@ -84,7 +84,7 @@ def Weft_VocabParallelGatherOp : Weft_VocabParallelOp<"vocab_parallel_gather",
     reads the indices and the rows it returns.
   }];
   let arguments = (ins Weft_FloatTensor:$table,
-                       StaticShapeTensorOf<[I32, I64]>:$indices,
+                       Weft_IndexTensor:$indices,
                        FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
   let results = (outs Weft_FloatTensor:$output);
   let assemblyFormat = "$table `,` $indices attr-dict `:` functional-type(operands, results)";
@@ -95,6 +95,7 @@ def Weft_VocabParallelGatherGradOp : Weft_VocabParallelOp<"vocab_parallel_gather
   let precision = FollowPrecision;
   let split = NoSplit;
   let flops = CustomFlopRule;
+  let inPlace = [Weft_InPlace<0, 2>];
   // This rank's first row and its row count.
   let planAttrs = [Weft_PlanAttr<"start", "Int", 1>, Weft_PlanAttr<"rows", "Int", 1>];
   let summary = "d/d table of vocab_parallel_gather: scatter-add into this rank's rows.";
@@ -108,7 +109,7 @@ def Weft_VocabParallelGatherGradOp : Weft_VocabParallelOp<"vocab_parallel_gather
     `weft.gather_grad`'s accumulating form; `numel(result)` FLOPs more.
   }];
   let arguments = (ins Weft_FloatTensor:$grad,
-                       StaticShapeTensorOf<[I32, I64]>:$indices,
+                       Weft_IndexTensor:$indices,
                        Optional<Weft_FloatTensor>:$accumulate,
                        FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
   let results = (outs Weft_FloatTensor:$table_grad);
@@ -135,7 +136,7 @@ def Weft_VocabParallelCrossEntropyStatsOp
     them over the ranks. Cost: 3 FLOPs per score.
   }];
   let arguments = (ins Weft_FloatTensor:$scores, Weft_FloatTensor:$max,
-                       StaticShapeTensorOf<[I32, I64]>:$labels,
+                       Weft_IndexTensor:$labels,
                        FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
   let results = (outs Weft_FloatTensor:$stats);
   let assemblyFormat = "$scores `,` $max `,` $labels attr-dict `:` functional-type(operands, results)";
@@ -159,7 +160,7 @@ def Weft_VocabParallelCrossEntropyOp
   }];
   let arguments = (ins Weft_FloatTensor:$scores, Weft_FloatTensor:$max,
                        Weft_FloatTensor:$stats,
-                       StaticShapeTensorOf<[I32, I64]>:$labels,
+                       Weft_IndexTensor:$labels,
                        FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes,
                        OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Weft_FloatTensor:$loss, Weft_FloatTensor:$log_prob);
@@ -182,7 +183,7 @@ def Weft_VocabParallelCrossEntropyGradOp
     Cost: 3 FLOPs per element.
   }];
   let arguments = (ins Weft_FloatTensor:$log_prob,
-                       StaticShapeTensorOf<[I32, I64]>:$labels,
+                       Weft_IndexTensor:$labels,
                        Weft_FloatTensor:$grad,
                        FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes,
                        OptionalAttr<I64Attr>:$ignore_index);
