@@ -59,12 +59,18 @@ public:
         l.aligned.push_back({v, dim});
       return l;
     }
-    if (auto norm = dyn_cast<LayerNormOp>(op)) {
-      // Normalised over [axis, rank): the sequence must come before.
-      int64_t axis = tp::normalized(norm.getAxis(), rankOf(norm.getInput()));
+    if (splitOf(op) == ops::Split::LayerNorm) {
+      // Normalised over [axis, rank) of operand 0 (the class's `axis`), the
+      // other operands the normalised dims' affine parameters: the sequence
+      // must come before.
+      auto axisAttr = op->getAttrOfType<IntegerAttr>("axis");
+      if (!axisAttr)
+        return std::nullopt;
+      Value input = op->getOperand(0);
+      int64_t axis = tp::normalized(axisAttr.getInt(), rankOf(input));
       if (dim >= axis)
         return std::nullopt;
-      l.aligned.push_back({norm.getInput(), dim});
+      l.aligned.push_back({input, dim});
       for (Value v : op->getResults())
         l.aligned.push_back({v, dim});
       for (Value v : op->getOperands().drop_front())

@@ -189,9 +189,15 @@ bool opensBlock(Operation *column) {
         return true;
       if (foreign(user))
         continue;
-      if (isElementwise(user) ||
-          isa<ReshapeOp, TransposeOp, SplitOp, SliceOp, SoftmaxOp, LogSoftmaxOp,
-              DropoutOp, MatMulOp, LayerNormOp, AttentionOp>(user))
+      // Through every op whose split class keeps rows apart (its record):
+      // elementwise, data movement, normalisation, masks, attention, and
+      // attention's score matmul.
+      ops::Split split = splitOf(user);
+      if (isElementwise(user) || split == ops::Split::Layout ||
+          split == ops::Split::Softmax ||
+          split == ops::Split::ElementwiseRandom ||
+          split == ops::Split::LayerNorm || split == ops::Split::Heads ||
+          isa<MatMulOp>(user))
         work.append(user->getResults().begin(), user->getResults().end());
     }
   }

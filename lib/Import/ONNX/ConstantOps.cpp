@@ -81,7 +81,7 @@ LogicalResult convertShape(GraphImporter &g, const Node &node) {
     v = v < 0 ? v + rank : v;
     return std::clamp<int64_t>(v, 0, rank);
   };
-  int64_t start = clampIndex(g.attrInt(node, "start", 0));
+  int64_t start = clampIndex(g.attrInt(node, "start"));
   int64_t end = clampIndex(g.attrInt(node, "end", rank));
   SmallVector<int64_t> dims;
   for (int64_t i = start; i < end; ++i)

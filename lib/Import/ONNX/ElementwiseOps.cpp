@@ -165,14 +165,14 @@ LogicalResult convertHardSigmoid(GraphImporter &g, const Node &node) {
   Value x = g.operand(node, 0);
   if (!x)
     return failure();
-  double alpha = g.attrFloat(node, "alpha", 0.2);
+  double alpha = g.attrFloat(node, "alpha");
   // ONNX float attributes are float32: torch's hardsigmoid (x / 6 + 1/2)
   // arrives as the float32 nearest 1/6, which no short decimal recovers.
   // Read it as 1/6, so that a float64 graph computes what torch does (an
   // f32 graph rounds it back anyway).
   if (static_cast<float>(alpha) == static_cast<float>(1.0 / 6))
     alpha = 1.0 / 6;
-  g.bind(node, 0, hardSigmoid(g, node, x, alpha, g.attrFloat(node, "beta", 0.5)));
+  g.bind(node, 0, hardSigmoid(g, node, x, alpha, g.attrFloat(node, "beta")));
   return success();
 }
 

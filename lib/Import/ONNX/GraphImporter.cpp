@@ -9,6 +9,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <onnx/defs/schema.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -96,6 +98,41 @@ std::string GraphImporter::attrString(const Node &node, StringRef name,
   return a ? a->s() : dflt.str();
 }
 
+const onnx::AttributeProto &GraphImporter::attrOrDefault(const Node &node,
+                                                         StringRef name) {
+  if (const onnx::AttributeProto *a = attr(node, name))
+    return *a;
+  int64_t opset = -1;
+  for (const auto &import : model.opset_import())
+    if (import.domain() == node.domain() ||
+        (node.domain().empty() && import.domain() == "ai.onnx"))
+      opset = import.version();
+  const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(
+      node.op_type(), static_cast<int>(opset), node.domain());
+  if (schema) {
+    auto it = schema->attributes().find(name.str());
+    if (it != schema->attributes().end() &&
+        it->second.default_value.type() != onnx::AttributeProto::UNDEFINED)
+      return it->second.default_value;
+  }
+  llvm::report_fatal_error(llvm::Twine("weft's ONNX importer reads ") +
+                           node.op_type() + "'s attribute '" + name +
+                           "' for its default, and ONNX opset " +
+                           llvm::Twine(opset) + " states none");
+}
+
+int64_t GraphImporter::attrInt(const Node &node, StringRef name) {
+  return attrOrDefault(node, name).i();
+}
+
+double GraphImporter::attrFloat(const Node &node, StringRef name) {
+  return shortestDecimal(attrOrDefault(node, name).f());
+}
+
+std::string GraphImporter::attrString(const Node &node, StringRef name) {
+  return attrOrDefault(node, name).s();
+}
+
 SmallVector<int64_t> GraphImporter::attrInts(const Node &node, StringRef name) {
   const auto *a = attr(node, name);
   if (!a)
@@ -134,9 +171,9 @@ FailureOr<SmallVector<int64_t>> GraphImporter::axes(const Node &node,
   return result;
 }
 
-InFlightDiagnostic &
-GraphImporter::explainFixedBatch(InFlightDiagnostic &diag, const Node &node,
-                                 ArrayRef<int64_t> dims) {
+InFlightDiagnostic &GraphImporter::explainFixedBatch(InFlightDiagnostic &diag,
+                                                     const Node &node,
+                                                     ArrayRef<int64_t> dims) {
   int64_t batch = globalBatch;
   if (batch <= 1)
     return diag;
@@ -151,8 +188,7 @@ GraphImporter::explainFixedBatch(InFlightDiagnostic &diag, const Node &node,
   if (*fixed != batch)
     diag << " = " << batch << "x" << *fixed / batch;
   diag << "\n  " << options.batchSplitFlags() << " needs micro-batches of "
-       << batch / options.batchSplit()
-       << "\n  fix: " << kDynamicBatchFix;
+       << batch / options.batchSplit() << "\n  fix: " << kDynamicBatchFix;
   return diag;
 }
 
@@ -198,8 +234,8 @@ Value GraphImporter::lookup(const std::string &name, const Node *user) {
           element);
       // Frozen initializers are state that nothing updates: loaded, read,
       // saved back unchanged, never differentiated.
-      bool state = stateInitializers.contains(name) ||
-                   frozenInitializers.contains(name);
+      bool state =
+          stateInitializers.contains(name) || frozenInitializers.contains(name);
       return addArgument(name, type, state ? kStateAttr : kParamAttr);
     }
     HostTensor t;

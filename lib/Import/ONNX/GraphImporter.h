@@ -58,9 +58,9 @@ public:
   /// Explains a shape error at `node` caused by a batch the graph fixed at
   /// export: when one of `dims` (a constant the node reads) is a multiple of
   /// the global batch, notes it on `diag` with the fix; returns `diag`.
-  mlir::InFlightDiagnostic &
-  explainFixedBatch(mlir::InFlightDiagnostic &diag, const Node &node,
-                    llvm::ArrayRef<int64_t> dims);
+  mlir::InFlightDiagnostic &explainFixedBatch(mlir::InFlightDiagnostic &diag,
+                                              const Node &node,
+                                              llvm::ArrayRef<int64_t> dims);
 
   mlir::OpBuilder &builder() { return b; }
   mlir::MLIRContext *context() { return ctx; }
@@ -109,13 +109,24 @@ public:
   }
   void bind(const Node &node, int i, HostTensor value);
 
-  // Attributes, with the ONNX default when absent.
+  // Attributes. Without `dflt`: the node's, else the ONNX operator's default
+  // as its schema at the model's opset states it (onnx::OpSchemaRegistry,
+  // the "Attributes" section of the operator's spec), so the importer never
+  // restates an ONNX default. With `dflt`: for an attribute ONNX gives no
+  // default (required ones, which the checker enforces; Shape's `end`).
+  int64_t attrInt(const Node &node, llvm::StringRef name);
+  double attrFloat(const Node &node, llvm::StringRef name);
+  std::string attrString(const Node &node, llvm::StringRef name);
   int64_t attrInt(const Node &node, llvm::StringRef name, int64_t dflt);
   double attrFloat(const Node &node, llvm::StringRef name, double dflt);
   std::string attrString(const Node &node, llvm::StringRef name,
                          llvm::StringRef dflt);
   llvm::SmallVector<int64_t> attrInts(const Node &node, llvm::StringRef name);
   const onnx::AttributeProto *attr(const Node &node, llvm::StringRef name);
+  /// The node's attribute `name`, else its operator's schema default; a
+  /// weft bug (fatal, naming both) when the schema has none.
+  const onnx::AttributeProto &attrOrDefault(const Node &node,
+                                            llvm::StringRef name);
 
   /// Axes from input 1 (opset 13: Squeeze, Unsqueeze, ReduceSum) or the
   /// `axes` attribute (ReduceMean/ReduceMax-13), normalised against `rank`
@@ -157,9 +168,9 @@ private:
   llvm::StringMap<const onnx::TensorProto *> initializers;
   llvm::StringMap<const onnx::TypeProto *> onnxTypes; ///< value_info/outputs
   llvm::StringMap<mlir::LocationAttr> constantLocs;   ///< where each was folded
-  llvm::StringSet<> liveNames;         ///< names the graph outputs depend on
-  llvm::StringSet<> graphInputs;       ///< non-initializer graph inputs
-  llvm::StringSet<> stateInitializers; ///< batch-norm running statistics
+  llvm::StringSet<> liveNames;          ///< names the graph outputs depend on
+  llvm::StringSet<> graphInputs;        ///< non-initializer graph inputs
+  llvm::StringSet<> stateInitializers;  ///< batch-norm running statistics
   llvm::StringSet<> frozenInitializers; ///< constant float initializers
   /// (weft.input | weft.param | weft.state, name) of each function argument.
   std::vector<std::pair<std::string, std::string>> argKinds;

@@ -73,7 +73,7 @@ LogicalResult convertReshape(GraphImporter &g, const Node &node) {
   const HostTensor *shapeArg = g.requireConstant(node, 1, "shape");
   if (!type || !shapeArg)
     return failure();
-  bool allowZero = g.attrInt(node, "allowzero", 0);
+  bool allowZero = g.attrInt(node, "allowzero");
   SmallVector<int64_t> shape(shapeArg->toInts());
   int64_t inferred = -1, known = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -115,7 +115,7 @@ LogicalResult convertFlatten(GraphImporter &g, const Node &node) {
   RankedTensorType type = g.type(node, 0);
   if (!type)
     return failure();
-  int64_t axis = g.attrInt(node, "axis", 1);
+  int64_t axis = g.attrInt(node, "axis");
   if (axis < 0)
     axis += type.getRank();
   if (axis < 0 || axis > type.getRank())
@@ -257,7 +257,7 @@ LogicalResult convertSplit(GraphImporter &g, const Node &node) {
     return failure();
   auto type = cast<RankedTensorType>(x.getType());
   FailureOr<int64_t> axis =
-      g.normalizeAxis(node, g.attrInt(node, "axis", 0), type.getRank());
+      g.normalizeAxis(node, g.attrInt(node, "axis"), type.getRank());
   if (failed(axis))
     return failure();
   SmallVector<int64_t> sizes;
@@ -364,7 +364,7 @@ LogicalResult convertGather(GraphImporter &g, const Node &node) {
   if (!type)
     return failure();
   FailureOr<int64_t> axis =
-      g.normalizeAxis(node, g.attrInt(node, "axis", 0), type.getRank());
+      g.normalizeAxis(node, g.attrInt(node, "axis"), type.getRank());
   if (failed(axis))
     return failure();
   if (g.allConstant(node)) {
@@ -402,7 +402,7 @@ LogicalResult convertGather(GraphImporter &g, const Node &node) {
 }
 
 LogicalResult convertPad(GraphImporter &g, const Node &node) {
-  std::string mode = g.attrString(node, "mode", "constant");
+  std::string mode = g.attrString(node, "mode");
   if (mode != "constant")
     return g.error(node) << "unsupported variant: mode '" << mode
                          << "' (weft implements constant padding)";
@@ -434,16 +434,15 @@ LogicalResult convertTrilu(GraphImporter &g, const Node &node) {
       return failure();
     k = t->getInt(0);
   }
-  bool upper = g.attrInt(node, "upper", 1);
+  bool upper = g.attrInt(node, "upper");
   g.bind(node, 0,
          TriluOp::create(g.builder(), g.loc(node), x.getType(), x, upper, k));
   return success();
 }
 
 LogicalResult convertResize(GraphImporter &g, const Node &node) {
-  std::string mode = g.attrString(node, "mode", "nearest");
-  std::string transform =
-      g.attrString(node, "coordinate_transformation_mode", "half_pixel");
+  std::string mode = g.attrString(node, "mode");
+  std::string transform = g.attrString(node, "coordinate_transformation_mode");
   if (mode != "nearest")
     return g.error(node) << "unsupported variant: mode '" << mode
                          << "' (weft implements nearest)";
@@ -487,8 +486,7 @@ LogicalResult convertResize(GraphImporter &g, const Node &node) {
   }
   return g.bindResults(node,
                        g.build<ResizeOp>(node, x, sizes, scales, transform,
-                                         g.attrString(node, "nearest_mode",
-                                                      "round_prefer_floor")));
+                                         g.attrString(node, "nearest_mode")));
 }
 
 } // namespace

@@ -29,12 +29,11 @@ LogicalResult convertGemm(GraphImporter &g, const Node &node) {
   Value c = g.optionalOperand(node, 2);
   OpBuilder &builder = g.builder();
   return g.bindResults(
-      node,
-      g.build<GemmOp>(node, a, b, c,
-                      builder.getF64FloatAttr(g.attrFloat(node, "alpha", 1.0)),
-                      builder.getF64FloatAttr(g.attrFloat(node, "beta", 1.0)),
-                      builder.getBoolAttr(g.attrInt(node, "transA", 0)),
-                      builder.getBoolAttr(g.attrInt(node, "transB", 0))));
+      node, g.build<GemmOp>(node, a, b, c,
+                            builder.getF64FloatAttr(g.attrFloat(node, "alpha")),
+                            builder.getF64FloatAttr(g.attrFloat(node, "beta")),
+                            builder.getBoolAttr(g.attrInt(node, "transA")),
+                            builder.getBoolAttr(g.attrInt(node, "transB"))));
 }
 
 template <typename OpT>
@@ -44,7 +43,7 @@ LogicalResult convertSoftmax(GraphImporter &g, const Node &node) {
     return failure();
   auto type = cast<RankedTensorType>(x.getType());
   FailureOr<int64_t> axis =
-      g.normalizeAxis(node, g.attrInt(node, "axis", -1), type.getRank());
+      g.normalizeAxis(node, g.attrInt(node, "axis"), type.getRank());
   if (failed(axis))
     return failure();
   g.bind(node, 0, OpT::create(g.builder(), g.loc(node), type, x, *axis));
@@ -55,19 +54,19 @@ LogicalResult convertLayerNorm(GraphImporter &g, const Node &node) {
   Value x = g.operand(node, 0), scale = g.operand(node, 1);
   if (!x || !scale)
     return failure();
-  if (g.attrInt(node, "stash_type", 1) != 1)
+  if (g.attrInt(node, "stash_type") != 1)
     return g.error(node) << "unsupported variant: stash_type other than float";
   auto type = cast<RankedTensorType>(x.getType());
   FailureOr<int64_t> axis =
-      g.normalizeAxis(node, g.attrInt(node, "axis", -1), type.getRank());
+      g.normalizeAxis(node, g.attrInt(node, "axis"), type.getRank());
   if (failed(axis))
     return failure();
   OpBuilder &b = g.builder();
   return g.bindResults(
-      node, g.build<LayerNormOp>(
-                node, x, scale, g.optionalOperand(node, 2),
-                b.getI64IntegerAttr(*axis),
-                b.getF64FloatAttr(g.attrFloat(node, "epsilon", 1e-5))));
+      node,
+      g.build<LayerNormOp>(node, x, scale, g.optionalOperand(node, 2),
+                           b.getI64IntegerAttr(*axis),
+                           b.getF64FloatAttr(g.attrFloat(node, "epsilon"))));
 }
 
 LogicalResult convertBatchNorm(GraphImporter &g, const Node &node) {
@@ -78,14 +77,13 @@ LogicalResult convertBatchNorm(GraphImporter &g, const Node &node) {
       return failure();
   }
   OpBuilder &b = g.builder();
-  bool training = g.attrInt(node, "training_mode", 0);
+  bool training = g.attrInt(node, "training_mode");
   return g.bindResults(
-      node,
-      g.build<BatchNormOp>(
-          node, operands[0], operands[1], operands[2], operands[3], operands[4],
-          b.getF64FloatAttr(g.attrFloat(node, "epsilon", 1e-5)),
-          b.getF64FloatAttr(g.attrFloat(node, "momentum", 0.9)),
-          b.getBoolAttr(training), b.getBoolAttr(g.producedByPyTorch())));
+      node, g.build<BatchNormOp>(
+                node, operands[0], operands[1], operands[2], operands[3],
+                operands[4], b.getF64FloatAttr(g.attrFloat(node, "epsilon")),
+                b.getF64FloatAttr(g.attrFloat(node, "momentum")),
+                b.getBoolAttr(training), b.getBoolAttr(g.producedByPyTorch())));
 }
 
 LogicalResult convertDropout(GraphImporter &g, const Node &node) {
@@ -132,13 +130,15 @@ LogicalResult convertReduce(GraphImporter &g, const Node &node) {
   FailureOr<SmallVector<int64_t>> axes = g.axes(node, rank);
   if (failed(axes))
     return failure();
+  // ReduceSum-13 has the attribute (default 0); at opset 17 the other
+  // reductions do not, and reduce all axes when given none.
   if (axes->empty() && !g.attrInt(node, "noop_with_empty_axes", 0))
     for (int64_t i = 0; i < rank; ++i)
       axes->push_back(i);
   OpBuilder &b = g.builder();
   return g.bindResults(
       node, g.build<OpT>(node, x, b.getDenseI64ArrayAttr(*axes),
-                         b.getBoolAttr(g.attrInt(node, "keepdims", 1))));
+                         b.getBoolAttr(g.attrInt(node, "keepdims"))));
 }
 
 LogicalResult convertGlobalAveragePool(GraphImporter &g, const Node &node) {
@@ -186,7 +186,7 @@ FailureOr<Window> readWindow(GraphImporter &g, const Node &node,
     return g.error(node) << "kernel_shape/strides/dilations/pads do not "
                             "match the "
                          << n << " spatial dims of " << input;
-  std::string autoPad = g.attrString(node, "auto_pad", "NOTSET");
+  std::string autoPad = g.attrString(node, "auto_pad");
   if (autoPad == "VALID") {
     w.pads.assign(2 * n, 0);
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
@@ -222,7 +222,7 @@ LogicalResult convertConv(GraphImporter &g, const Node &node) {
                             b.getDenseI64ArrayAttr(w->strides),
                             b.getDenseI64ArrayAttr(w->pads),
                             b.getDenseI64ArrayAttr(w->dilations),
-                            b.getI64IntegerAttr(g.attrInt(node, "group", 1))));
+                            b.getI64IntegerAttr(g.attrInt(node, "group"))));
 }
 
 LogicalResult convertConvTranspose(GraphImporter &g, const Node &node) {
@@ -232,7 +232,7 @@ LogicalResult convertConvTranspose(GraphImporter &g, const Node &node) {
   auto input = cast<RankedTensorType>(x.getType());
   auto weightType = cast<RankedTensorType>(weight.getType());
   int64_t n = input.getRank() - 2;
-  std::string autoPad = g.attrString(node, "auto_pad", "NOTSET");
+  std::string autoPad = g.attrString(node, "auto_pad");
   // readWindow's SAME rule is the forward-conv one; ConvTranspose derives
   // its pads from the output shape below instead.
   Node plain = node;
@@ -272,20 +272,20 @@ LogicalResult convertConvTranspose(GraphImporter &g, const Node &node) {
     }
   }
   OpBuilder &b = g.builder();
-  return g.bindResults(node,
-                       g.build<ConvTransposeOp>(
-                           node, x, weight, g.optionalOperand(node, 2),
-                           b.getDenseI64ArrayAttr(w->strides),
-                           b.getDenseI64ArrayAttr(w->pads),
-                           b.getDenseI64ArrayAttr(w->dilations),
-                           b.getDenseI64ArrayAttr(outputPadding),
-                           b.getI64IntegerAttr(g.attrInt(node, "group", 1))));
+  return g.bindResults(
+      node,
+      g.build<ConvTransposeOp>(node, x, weight, g.optionalOperand(node, 2),
+                               b.getDenseI64ArrayAttr(w->strides),
+                               b.getDenseI64ArrayAttr(w->pads),
+                               b.getDenseI64ArrayAttr(w->dilations),
+                               b.getDenseI64ArrayAttr(outputPadding),
+                               b.getI64IntegerAttr(g.attrInt(node, "group"))));
 }
 
 LogicalResult convertMaxPool(GraphImporter &g, const Node &node) {
   if (g.used(node, 1))
     return g.error(node) << "unsupported variant: the Indices output is used";
-  if (g.attrInt(node, "storage_order", 0) != 0)
+  if (g.attrInt(node, "storage_order") != 0)
     return g.error(node) << "unsupported variant: column-major storage_order";
   Value x = g.operand(node, 0);
   if (!x)
@@ -300,7 +300,7 @@ LogicalResult convertMaxPool(GraphImporter &g, const Node &node) {
                                b.getDenseI64ArrayAttr(w->strides),
                                b.getDenseI64ArrayAttr(w->pads),
                                b.getDenseI64ArrayAttr(w->dilations),
-                               b.getBoolAttr(g.attrInt(node, "ceil_mode", 0))));
+                               b.getBoolAttr(g.attrInt(node, "ceil_mode"))));
 }
 
 LogicalResult convertAveragePool(GraphImporter &g, const Node &node) {
@@ -314,11 +314,11 @@ LogicalResult convertAveragePool(GraphImporter &g, const Node &node) {
   OpBuilder &b = g.builder();
   return g.bindResults(
       node,
-      g.build<AvgPoolOp>(
-          node, x, b.getDenseI64ArrayAttr(w->kernel),
-          b.getDenseI64ArrayAttr(w->strides), b.getDenseI64ArrayAttr(w->pads),
-          b.getBoolAttr(g.attrInt(node, "ceil_mode", 0)),
-          b.getBoolAttr(g.attrInt(node, "count_include_pad", 0))));
+      g.build<AvgPoolOp>(node, x, b.getDenseI64ArrayAttr(w->kernel),
+                         b.getDenseI64ArrayAttr(w->strides),
+                         b.getDenseI64ArrayAttr(w->pads),
+                         b.getBoolAttr(g.attrInt(node, "ceil_mode")),
+                         b.getBoolAttr(g.attrInt(node, "count_include_pad"))));
 }
 
 template <typename OpT>
@@ -329,8 +329,7 @@ LogicalResult convertLoss(GraphImporter &g, const Node &node) {
   OpBuilder &b = g.builder();
   const auto *ignore = g.attr(node, "ignore_index");
   Value weights = g.optionalOperand(node, 2);
-  StringAttr reduction =
-      b.getStringAttr(g.attrString(node, "reduction", "mean"));
+  StringAttr reduction = b.getStringAttr(g.attrString(node, "reduction"));
   IntegerAttr ignoreIndex =
       ignore ? b.getI64IntegerAttr(ignore->i()) : IntegerAttr();
   auto build = [&](auto... extra) {
