@@ -234,6 +234,8 @@ void registerElementwiseKernels(KernelTable &t) {
   t[Op::Add] = [](const KernelCall &c) { binary(c, math::Add()); };
   t[Op::Sub] = [](const KernelCall &c) { binary(c, math::Sub()); };
   t[Op::Mul] = [](const KernelCall &c) { binary(c, math::Mul()); };
+  t[Op::Max] = [](const KernelCall &c) { binary(c, math::Max()); };
+  t[Op::Min] = [](const KernelCall &c) { binary(c, math::Min()); };
   t[Op::Div] = [](const KernelCall &c) {
     binary(c, [](auto a, auto b) {
       // Integer division by zero is undefined in ONNX; weft yields 0, never a

@@ -101,6 +101,19 @@ struct Mul {
 
 /// ONNX Pow-15, computed in double (the exponent may be fractional or
 /// negative; integers round the result back).
+/// ONNX Max-13 (`Greatest`) / Min-13 of two operands, as torch.maximum and
+/// torch.minimum: a NaN operand gives NaN (`a != a` is false for integers).
+template <bool Greatest> struct Extremum {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T a, T b) const {
+    if (a != a)
+      return a;
+    if (b != b)
+      return b;
+    return (Greatest ? a < b : b < a) ? b : a;
+  }
+};
+using Max = Extremum<true>;
+using Min = Extremum<false>;
 struct Pow {
   template <typename T> WEFT_HOST_DEVICE T operator()(T a, T b) const {
     using std::pow;

@@ -1,7 +1,7 @@
 //===- ElementwiseOps.cpp - ONNX elementwise operators -> weft ------------===//
 //
-// Add/Sub/Mul/Div/Equal/Where/Neg/Cast on constants are folded: torch emits
-// them inside shape computations.
+// Add/Sub/Mul/Div/Equal/Max/Min/Where/Neg/Cast on constants are folded:
+// torch emits them inside shape computations.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,7 +9,9 @@
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 using namespace mlir;
 using namespace weft;
@@ -83,6 +85,45 @@ LogicalResult convertBinary(GraphImporter &g, const Node &node) {
   if (!lhs || !rhs)
     return failure();
   return g.bindResults(node, g.build<OpT>(node, lhs, rhs));
+}
+
+/// ONNX Max-13/Min-13: any number of operands broadcast together. Folded
+/// pairwise when all are constants (shape arithmetic in exported masks),
+/// else a chain of weft.max/weft.min; a NaN operand gives NaN either way.
+template <typename OpT>
+LogicalResult convertExtremum(GraphImporter &g, const Node &node) {
+  constexpr bool isMax = std::is_same_v<OpT, MaxOp>;
+  if (g.allConstant(node)) {
+    auto pick = [](double x, double y) {
+      if (std::isnan(x) || std::isnan(y))
+        return std::nan("");
+      return isMax ? std::max(x, y) : std::min(x, y);
+    };
+    HostTensor acc = *g.constant(node, 0);
+    for (int k = 1; k < node.input_size(); ++k) {
+      HostTensor out;
+      if (!broadcastBinary(acc, *g.constant(node, k), acc.dtype, pick, out))
+        return g.error(node)
+               << "operands " << k - 1 << " and " << k << " do not broadcast";
+      acc = std::move(out);
+    }
+    g.bind(node, 0, std::move(acc));
+    return success();
+  }
+  Value acc = g.operand(node, 0);
+  if (!acc)
+    return failure();
+  for (int k = 1; k < node.input_size(); ++k) {
+    Value next = g.operand(node, k);
+    if (!next)
+      return failure();
+    Operation *op = g.build<OpT>(node, acc, next);
+    if (!op)
+      return failure();
+    acc = op->getResult(0);
+  }
+  g.bind(node, 0, acc);
+  return success();
 }
 
 /// `t` broadcast to `shape` (numpy rules).
@@ -227,6 +268,8 @@ void weft::registerElementwiseConverters(ConverterMap &map) {
   map["Div"] = convertBinary<DivOp>;
   map["Pow"] = convertBinary<PowOp>;
   map["Equal"] = convertBinary<EqualOp>;
+  map["Max"] = convertExtremum<MaxOp>;
+  map["Min"] = convertExtremum<MinOp>;
   map["Where"] = convertWhere;
   map["Clip"] = convertClip;
   map["Cast"] = convertCast;

@@ -489,6 +489,8 @@ void registerElementwiseKernels(KernelTable &t) {
   t[Op::Relu] = unary<math::Relu>;
   t[Op::Sigmoid] = unary<math::Sigmoid>;
   t[Op::Add] = binary<math::Add>;
+  t[Op::Max] = binary<math::Max>;
+  t[Op::Min] = binary<math::Min>;
   t[Op::Sub] = binary<math::Sub>;
   t[Op::Mul] = binary<math::Mul>;
   t[Op::Div] = binary<Div>;

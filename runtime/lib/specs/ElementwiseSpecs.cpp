@@ -80,7 +80,9 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
   for (auto [name, source] : {std::pair{Op::Add, "Add-14"},
                               {Op::Sub, "Sub-14"},
                               {Op::Mul, "Mul-14"},
-                              {Op::Div, "Div-14"}})
+                              {Op::Div, "Div-14"},
+                              {Op::Max, "Max-13 (two operands)"},
+                              {Op::Min, "Min-13 (two operands)"}})
     t.push_back(binary(name, source));
   t.push_back({.op = Op::Pow,
                .source = "Pow-15",

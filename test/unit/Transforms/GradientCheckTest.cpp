@@ -188,6 +188,20 @@ func.func @main(%a: tensor<2x3xf64> {weft.param = "a"}, %b: tensor<3xf64> {weft.
                      .c_str());
 }
 
+/// torch.maximum/minimum's derivative away from ties: the gradient goes to
+/// the operand the result is (random values are never equal).
+TEST(GradientCheck, MaxMinWithBroadcasting) {
+  checkGradients((R"mlir(
+func.func @main(%a: tensor<2x3xf64> {weft.param = "a"}, %b: tensor<3xf64> {weft.param = "b"}) -> tensor<f64> {
+  %mx = weft.max %a, %b : (tensor<2x3xf64>, tensor<3xf64>) -> tensor<2x3xf64>
+  %mn = weft.min %b, %a : (tensor<3xf64>, tensor<2x3xf64>) -> tensor<2x3xf64>
+  %c = weft.constant dense<3.0> : tensor<f64>
+  %m3 = weft.mul %mx, %c : (tensor<2x3xf64>, tensor<f64>) -> tensor<2x3xf64>
+  %y = weft.add %m3, %mn : (tensor<2x3xf64>, tensor<2x3xf64>) -> tensor<2x3xf64>
+)mlir" + squaredSum("tensor<2x3xf64>", 2))
+                     .c_str());
+}
+
 TEST(GradientCheck, TranscendentalChain) {
   checkGradients((R"mlir(
 func.func @main(%x: tensor<6xf64> {weft.param = "x"}) -> tensor<f64> {

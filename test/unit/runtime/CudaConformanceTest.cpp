@@ -30,7 +30,7 @@ TEST_P(CudaConformance, Unary) {
 }
 
 TEST_P(CudaConformance, BinaryBroadcasts) {
-  for (const char *kernel : {"add", "sub", "mul", "div"})
+  for (const char *kernel : {"add", "sub", "mul", "div", "max", "min"})
     for (DType d : floats()) {
       Case c{kernel, {{d, {4, 1, 33}}, {d, {5, 1}}}, {{d, {4, 5, 33}}}};
       if (std::string(kernel) == "div")

@@ -96,8 +96,8 @@ TEST(KernelSpec, InputDTypesArePinned) {
       {"float, float, float, index", {Op::VocabParallelCrossEntropy}},
       // Floats and integers (not bool).
       {"numeric",
-       {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Pow, Op::Clip, Op::MaxPool,
-        Op::ReduceSum, Op::ReduceMean, Op::ReduceMax}},
+       {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Pow, Op::Max, Op::Min, Op::Clip,
+        Op::MaxPool, Op::ReduceSum, Op::ReduceMean, Op::ReduceMax}},
       // Data movement and comparison: any dtype.
       {"any",
        {Op::Equal, Op::Cast, Op::Assign, Op::Transpose, Op::Expand, Op::Concat,
@@ -254,6 +254,8 @@ TEST(OpRecords, PerElementFlopsAreTheDerivedCounts) {
       {Op::Mul, perOutput1},
       {Op::Div, perOutput1},
       {Op::Pow, perOutput1},
+      {Op::Max, perOutput1}, // a comparison and a select
+      {Op::Min, perOutput1},
       {Op::Equal, perOutput1},
       {Op::Where, perOutput1},
       {Op::Clip, perOutput1},
@@ -377,8 +379,8 @@ TEST(OpRecords, PrecisionFollowsAutocast) {
         ops::Op::Pow, ops::Op::Reciprocal})
     EXPECT_EQ(ops::record(op).precision, ops::Precision::Full)
         << ops::record(op).mnemonic;
-  for (ops::Op op :
-       {ops::Op::Add, ops::Op::Mul, ops::Op::Where, ops::Op::Concat})
+  for (ops::Op op : {ops::Op::Add, ops::Op::Mul, ops::Op::Max, ops::Op::Min,
+                     ops::Op::Where, ops::Op::Concat})
     EXPECT_EQ(ops::record(op).precision, ops::Precision::Promote)
         << ops::record(op).mnemonic;
 }

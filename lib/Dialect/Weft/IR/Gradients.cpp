@@ -146,6 +146,36 @@ LogicalResult DivOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
       });
 }
 
+/// torch.maximum's and torch.minimum's derivative: the gradient goes to the
+/// operand the result is, split in half between equal operands.
+template <typename OpT>
+static LogicalResult extremumGrad(OpT op, OpBuilder &b, ArrayRef<Value> dys,
+                                  SmallVectorImpl<Value> &dxs) {
+  Location loc = op.getLoc();
+  Value lhs = op.getLhs(), rhs = op.getRhs(), y = op.getResult();
+  auto share = [&](Value operand) {
+    return [&b, loc, lhs, rhs, y, operand](Value dy) {
+      Value tie = EqualOp::create(b, loc, lhs, rhs);
+      Value half = mul(b, loc, dy, scalar(b, loc, dy, 0.5));
+      Value picked = EqualOp::create(b, loc, y, operand);
+      return WhereOp::create(b, loc, picked,
+                             WhereOp::create(b, loc, tie, half, dy),
+                             scalar(b, loc, dy, 0));
+    };
+  };
+  return binaryGrad(op, b, dys, dxs, share(lhs), share(rhs));
+}
+
+LogicalResult MaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  return extremumGrad(*this, b, dys, dxs);
+}
+
+LogicalResult MinOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  return extremumGrad(*this, b, dys, dxs);
+}
+
 LogicalResult PowOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                     SmallVectorImpl<Value> &dxs) {
   // y = a^e: da = dy * e * a^(e-1), de = dy * y * log(a).
@@ -190,9 +220,9 @@ LogicalResult CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                      SmallVectorImpl<Value> &dxs) {
   if (prepare(*this, dys, dxs) && isFloat(getInput()) && isFloat(getResult()))
     // torch's autograd rounds a gradient it narrows (ToCopyBackward).
-    dxs[0] = CastOp::create(b, getLoc(), dys[0],
-                            typeOf(getInput()).getElementType(),
-                            /*nearest_even=*/true);
+    dxs[0] =
+        CastOp::create(b, getLoc(), dys[0], typeOf(getInput()).getElementType(),
+                       /*nearest_even=*/true);
   return success();
 }
 

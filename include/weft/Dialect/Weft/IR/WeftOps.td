@@ -74,6 +74,10 @@ def Weft_SubOp : Weft_BinaryOp<"sub", "Sub", PromotePrecision>;
 def Weft_MulOp : Weft_BinaryOp<"mul", "Mul", PromotePrecision>;
 def Weft_DivOp : Weft_BinaryOp<"div", "Div", PromotePrecision>;
 def Weft_PowOp : Weft_BinaryOp<"pow", "Pow", FullPrecision>;
+// ONNX Max-13/Min-13 of two operands (the importer chains n-ary ones); a NaN
+// operand gives NaN, and the gradient is torch.maximum's/minimum's.
+def Weft_MaxOp : Weft_BinaryOp<"max", "Max", PromotePrecision>;
+def Weft_MinOp : Weft_BinaryOp<"min", "Min", PromotePrecision>;
 def Weft_EqualOp : Weft_BinaryOp<"equal", "Equal", PromotePrecision,
                                  Weft_Tensor>;
 
