@@ -5,10 +5,14 @@ backward + AdamW. Both on one thread (OpenBLAS for both: Debian's torch runs
 on libblas.so.3, which scripts/install-deps.sh points at OpenBLAS; torch's
 convolutions are its own oneDNN ones), both flushing denormals to zero, same
 weights, same batch. Prints the median of 10 timed steps of each and their
-ratio. Models: `gpt` (the medium config, the default), `resnet`
-(ResNet-18 on a batch of 16 64x64 images) and `unet` (8 128x128 images).
+ratio. Models: `gpt` (the medium config, the default), `llama` (its
+medium config, gpt medium's size: 6 layers, hidden 384, GQA 6/2 heads,
+SwiGLU 1024, seq 256, batch 8), `resnet` (ResNet-18 on a batch of 16 64x64
+images) and `unet` (8 128x128 images). Further arguments are weftc flags
+(e.g. --flash-attention).
 
-Usage: python3 bench/step.py BUILD_DIR forward|train [gpt|resnet|unet]
+Usage: python3 bench/step.py BUILD_DIR forward|train [gpt|llama|resnet|unet]
+       [WEFTC_FLAG...]
 """
 
 import json
@@ -26,7 +30,7 @@ from onnx import numpy_helper  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
-from weft.examples import gpt, resnet, unet  # noqa: E402
+from weft.examples import gpt, llama, resnet, unet  # noqa: E402
 from weft.examples.common import export  # noqa: E402
 
 STEPS = 10
@@ -35,6 +39,9 @@ STEPS = 10
 MODELS = {
     "gpt": (lambda: gpt.build(**gpt.CONFIGS["medium"]), ["tokens", "targets"],
             f"gpt medium ({gpt.CONFIGS['medium']})"),
+    "llama": (lambda: llama.build(**llama.CONFIGS["medium"]),
+              ["tokens", "targets"],
+              f"llama medium ({llama.CONFIGS['medium']})"),
     "resnet": (lambda: resnet.build(batch=16, size=64), ["images", "labels"],
                "resnet18 (batch 16, 3x64x64, 10 classes)"),
     "unet": (lambda: unet.build(batch=8, size=128), ["images", "target"],
@@ -42,7 +49,7 @@ MODELS = {
 }
 
 
-def main(build, mode, name):
+def main(build, mode, name, weftc_flags=()):
     torch.set_num_threads(1)
     # weft's CPU backend flushes denormals to zero (FTZ/DAZ, as the XLA and
     # oneDNN CPU backends do); AdamW produces denormals, which slow unflushed
@@ -56,6 +63,7 @@ def main(build, mode, name):
         export(model, inputs, names, str(onnx_path))
         plan = tmp / "plan.json"
         flags = ["--forward-only"] if mode == "forward" else []
+        flags += list(weftc_flags)
         subprocess.run([str(build / "bin" / "weftc"), str(onnx_path), "-o", str(plan),
                         *flags], check=True)
         for step in range(STEPS + 1):
@@ -96,7 +104,8 @@ def main(build, mode, name):
     torch_seconds = statistics.median(times)
 
     what = "forward" if mode == "forward" else "training step (fwd+bwd+AdamW)"
-    print(f"{description} {what}, 1 thread, median of {STEPS}")
+    print(f"{description} {what}, 1 thread, median of {STEPS}"
+          + (f", weftc {' '.join(weftc_flags)}" if weftc_flags else ""))
     print(f"  weft-run     {weft_seconds * 1e3:9.1f} ms   first loss {weft_loss:.6f}")
     print(f"  torch eager  {torch_seconds * 1e3:9.1f} ms   first loss {loss:.6f}")
     print(f"  ratio weft / torch = {weft_seconds / torch_seconds:.2f}")
@@ -105,4 +114,4 @@ def main(build, mode, name):
 if __name__ == "__main__":
     main(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else REPO / "build"),
          sys.argv[2] if len(sys.argv) > 2 else "forward",
-         sys.argv[3] if len(sys.argv) > 3 else "gpt")
+         sys.argv[3] if len(sys.argv) > 3 else "gpt", sys.argv[4:])

@@ -229,6 +229,10 @@ private:
       if (!layout)
         return "its record's split class is Layout, and it declares no "
                "SplitLayoutOpInterface";
+      // Data moves from every operand alike (concat's pieces).
+      for (Value operand : op->getOperands())
+        if (!(get(operand) == s))
+          return "its operands are not sharded alike";
       std::string why;
       std::optional<Sharding> out = layout.splitResults(s, parts, why);
       return out ? same(*out) : why;

@@ -4,6 +4,8 @@
 
 #include "llvm/ADT/DenseSet.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace weft::tp {
@@ -168,7 +170,14 @@ bool isElementwise(Operation *op) {
 }
 
 bool opensBlock(Operation *column) {
-  SmallVector<Value> work{column->getResult(0)};
+  // Ops in block order: every in-walk operand of an op is settled before
+  // the op itself, so a join of two paths from the column (rotary's
+  // x cos + rotate_half(x) sin) is not mistaken for a residual connection
+  // when one path is walked before the other.
+  auto before = [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  };
+  std::set<Operation *, decltype(before)> work(before);
   llvm::DenseSet<Value> seen;
   auto foreign = [&](Operation *op) {
     if (!isa<AddOp, SubOp>(op))
@@ -179,27 +188,35 @@ bool opensBlock(Operation *column) {
         return true;
     return false;
   };
+  auto enter = [&](Operation *op) {
+    for (Value r : op->getResults())
+      if (seen.insert(r).second)
+        for (Operation *user : r.getUsers())
+          work.insert(user);
+  };
+  enter(column);
   while (!work.empty()) {
-    Value v = work.pop_back_val();
-    if (!seen.insert(v).second)
+    Operation *user = *work.begin();
+    work.erase(work.begin());
+    if (llvm::any_of(user->getOpOperands(),
+                     [&](OpOperand &use) {
+                       return use.getOperandNumber() == 0 &&
+                              seen.contains(use.get());
+                     }) &&
+        linearOf(user))
+      return true;
+    if (foreign(user))
       continue;
-    for (OpOperand &use : v.getUses()) {
-      Operation *user = use.getOwner();
-      if (linearOf(user) && use.getOperandNumber() == 0)
-        return true;
-      if (foreign(user))
-        continue;
-      // Through every op whose split class keeps rows apart (its record):
-      // elementwise, data movement, normalisation, masks, attention, and
-      // attention's score matmul.
-      ops::Split split = splitOf(user);
-      if (isElementwise(user) || split == ops::Split::Layout ||
-          split == ops::Split::Softmax ||
-          split == ops::Split::ElementwiseRandom ||
-          split == ops::Split::LayerNorm || split == ops::Split::Heads ||
-          isa<MatMulOp>(user))
-        work.append(user->getResults().begin(), user->getResults().end());
-    }
+    // Through every op whose split class keeps rows apart (its record):
+    // elementwise, data movement, normalisation, masks, attention, and
+    // attention's score matmul.
+    ops::Split split = splitOf(user);
+    if (isElementwise(user) || split == ops::Split::Layout ||
+        split == ops::Split::Softmax ||
+        split == ops::Split::ElementwiseRandom ||
+        split == ops::Split::LayerNorm || split == ops::Split::Heads ||
+        isa<MatMulOp>(user))
+      enter(user);
   }
   return false;
 }

@@ -8,7 +8,9 @@
 // from each softmax, as weft-checkpoint's selective recompute does, but
 // only what the fused kernel computes exactly: a scalar scale, a causal
 // mask, one dropout; anything else stays unfused, with a warning naming
-// why.
+// why. Grouped-query attention's k and v, repeated to every query head by
+// Hugging Face's repeat_kv, are read as the kv heads themselves: the
+// copies are not made.
 //
 //===----------------------------------------------------------------------===//
 
@@ -345,9 +347,47 @@ Value keysOf(OpBuilder &b, Value kT) {
   return TransposeOp::create(b, kT.getLoc(), x, perm);
 }
 
+/// The kv heads x holds Hugging Face's repeat_kv copies of: y [B, Hkv, S,
+/// D] for x = reshape(expand(reshape(y) to [B, Hkv, 1, S, D]) to [B, Hkv,
+/// G, S, D]) to [B, Hkv G, S, D] (x[:, :, None].expand(..).reshape(..));
+/// else null.
+Value repeatedKv(Value x) {
+  auto merge = x.getDefiningOp<ReshapeOp>();
+  auto expand = merge ? merge.getInput().getDefiningOp<ExpandOp>() : nullptr;
+  auto unsqueeze =
+      expand ? expand.getInput().getDefiningOp<ReshapeOp>() : nullptr;
+  if (!unsqueeze)
+    return {};
+  Value y = unsqueeze.getInput();
+  ArrayRef<int64_t> ys = cast<RankedTensorType>(y.getType()).getShape(),
+                    us = unsqueeze.getType().getShape(),
+                    es = expand.getType().getShape(),
+                    xs = merge.getType().getShape();
+  if (ys.size() != 4 || us.size() != 5 || es.size() != 5)
+    return {};
+  int64_t group = es[2];
+  SmallVector<int64_t> unsqueezed{ys[0], ys[1], 1, ys[2], ys[3]},
+      expanded{ys[0], ys[1], group, ys[2], ys[3]},
+      merged{ys[0], ys[1] * group, ys[2], ys[3]};
+  if (us != ArrayRef(unsqueezed) || es != ArrayRef(expanded) ||
+      xs != ArrayRef(merged))
+    return {};
+  return y;
+}
+
 void fuse(Attention a) {
   OpBuilder b(a.pv);
-  Value k = keysOf(b, a.qk.getRhs());
+  Value k = keysOf(b, a.qk.getRhs()), v = a.pv.getRhs();
+  // Grouped-query attention: the op reads the kv heads themselves, each
+  // for its group of query heads, instead of repeat_kv's copies (k and v
+  // alike, or neither).
+  if (Value k0 = repeatedKv(k), v0 = repeatedKv(v);
+      k0 && v0 &&
+      cast<RankedTensorType>(k0.getType()).getDimSize(1) ==
+          cast<RankedTensorType>(v0.getType()).getDimSize(1)) {
+    k = k0;
+    v = v0;
+  }
   FloatAttr ratio, seed;
   if (a.dropout) {
     double p =
@@ -355,8 +395,8 @@ void fuse(Attention a) {
     ratio = b.getF64FloatAttr(p);
   }
   auto op = AttentionOp::create(
-      b, a.pv.getLoc(), a.qk.getLhs(), k, a.pv.getRhs(),
-      b.getF64FloatAttr(a.scale), b.getBoolAttr(a.causal), ratio,
+      b, a.pv.getLoc(), a.qk.getLhs(), k, v, b.getF64FloatAttr(a.scale),
+      b.getBoolAttr(a.causal), ratio,
       a.dropout ? a.dropout.getSeedAttr() : IntegerAttr(), StringAttr());
   a.pv.getResult().replaceAllUsesWith(op.getOutput());
   // The matched ops, users before producers.

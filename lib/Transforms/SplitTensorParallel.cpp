@@ -97,10 +97,12 @@ struct SplitTensorParallelPass
       for (Value r : op.getResults())
         if (Sharding s = shardOf(r); s.isSplit())
           r.setType(localType(r, s));
-      Sharding in = op.getNumOperands() ? shardOf(op.getOperand(0))
-                                        : Sharding();
+      Sharding in =
+          op.getNumOperands() ? shardOf(op.getOperand(0)) : Sharding();
       if (auto reshape = dyn_cast<ReshapeOp>(op)) {
         reshape.setShape(reshape.getType().getShape());
+      } else if (auto expand = dyn_cast<ExpandOp>(op); expand && in.isSplit()) {
+        expand.setShape(expand.getType().getShape());
       } else if (isa<DropoutOp, AttentionOp>(op) && in.isSplit()) {
         // Plan emission adds the rank's index. (An attention's dropout
         // mask has q's leading dims: the same dim is sharded.)
@@ -136,7 +138,8 @@ struct SplitTensorParallelPass
         else
           b.setInsertionPointToStart(&func.getBody().front());
         f = CopyToTensorParallelOp::create(
-            b, x.getLoc(), x, FlatSymbolRefAttr::get(b.getContext(), kMeshSymbol),
+            b, x.getLoc(), x,
+            FlatSymbolRefAttr::get(b.getContext(), kMeshSymbol),
             b.getDenseI16ArrayAttr({int16_t(axis)}));
       }
       op->setOperand(0, f);
@@ -149,17 +152,18 @@ struct SplitTensorParallelPass
         b.setInsertionPoint(gemm);
         bias = gemm.getC();
         if (double beta = gemm.getBeta().convertToDouble(); beta != 1.0) {
-          Type element = cast<RankedTensorType>(bias.getType()).getElementType();
+          Type element =
+              cast<RankedTensorType>(bias.getType()).getElementType();
           auto scale = ConstantOp::create(
               b, gemm.getLoc(),
               DenseElementsAttr::get(RankedTensorType::get({}, element),
                                      b.getFloatAttr(element, beta)));
           bias = MulOp::create(b, gemm.getLoc(), bias, scale);
         }
-        auto unbiased = GemmOp::create(
-            b, gemm.getLoc(), gemm.getA(), gemm.getB(), Value(),
-            gemm.getAlphaAttr(), gemm.getBetaAttr(), gemm.getTransAAttr(),
-            gemm.getTransBAttr());
+        auto unbiased =
+            GemmOp::create(b, gemm.getLoc(), gemm.getA(), gemm.getB(), Value(),
+                           gemm.getAlphaAttr(), gemm.getBetaAttr(),
+                           gemm.getTransAAttr(), gemm.getTransBAttr());
         unbiased->setDiscardableAttrs(gemm->getDiscardableAttrDictionary());
         gemm.replaceAllUsesWith(unbiased.getResult());
         gemm.erase();
@@ -200,8 +204,8 @@ struct SplitTensorParallelPass
           b, gather.getLoc(), gather.getType(), gather.getData(),
           gather.getIndices(), grid, axes);
       local->setDiscardableAttrs(gather->getDiscardableAttrDictionary());
-      auto sum = allReduce(b, gather.getLoc(), local,
-                           shard::ReductionKind::Sum);
+      auto sum =
+          allReduce(b, gather.getLoc(), local, shard::ReductionKind::Sum);
       gather.replaceAllUsesWith(sum.getResult());
       gather.erase();
     }
@@ -212,12 +216,12 @@ struct SplitTensorParallelPass
       Value scores = loss.getScores(), labels = loss.getLabels();
       auto type = cast<RankedTensorType>(scores.getType());
       int64_t n = type.getDimSize(0);
-      auto rowMax = ReduceMaxOp::create(b, loc, scores,
-                                        ArrayRef<int64_t>{1}, true);
+      auto rowMax =
+          ReduceMaxOp::create(b, loc, scores, ArrayRef<int64_t>{1}, true);
       auto max = allReduce(b, loc, rowMax, shard::ReductionKind::Max);
       auto stats = VocabParallelCrossEntropyStatsOp::create(
-          b, loc, RankedTensorType::get({n, 2}, type.getElementType()),
-          scores, max, labels, grid, axes);
+          b, loc, RankedTensorType::get({n, 2}, type.getElementType()), scores,
+          max, labels, grid, axes);
       auto sums = allReduce(b, loc, stats, shard::ReductionKind::Sum);
       auto vocab = VocabParallelCrossEntropyOp::create(
           b, loc, loss.getLoss().getType(), type, scores, max, sums, labels,

@@ -25,6 +25,7 @@ from onnx import numpy_helper
 from conftest import BUILD, run, tool
 from weft import oracle
 from weft.examples import gpt, vision
+from weft.examples.common import lm_batches
 from weft.export import export
 from weft.oracle import write_step
 from test_tensor_parallel import train  # 10 steps on mpirun, the log
@@ -36,11 +37,7 @@ MiB = 1 << 20
 
 
 def batches():
-    generator = torch.Generator().manual_seed(3)
-    shape = (CONFIG["batch"], CONFIG["seq"])
-    return [(torch.randint(0, CONFIG["vocab"], shape, generator=generator),
-             torch.randint(0, CONFIG["vocab"], shape, generator=generator))
-            for _ in range(STEPS)]
+    return lm_batches(CONFIG, STEPS)
 
 
 @pytest.fixture(scope="module")

@@ -165,10 +165,13 @@ template <typename T> void attentionGrad(const KernelCall &call) {
     T *dqn = g.pair(dq, n, AttentionOperand::Q),
       *dkn = g.pair(dk, n, AttentionOperand::K),
       *dvn = g.pair(dv, n, AttentionOperand::V);
-    for (int64_t j = 0; j < g.sk; ++j) {
-      std::fill_n(dkn + j * g.ldk(), g.d, T(0));
-      std::fill_n(dvn + j * g.ldv(), g.dv, T(0));
-    }
+    // The first query head of a kv head's group starts its dk and dv; the
+    // group's others add to them (grouped-query attention).
+    if (n % g.group() == 0)
+      for (int64_t j = 0; j < g.sk; ++j) {
+        std::fill_n(dkn + j * g.ldk(), g.d, T(0));
+        std::fill_n(dvn + j * g.ldv(), g.dv, T(0));
+      }
     for (int64_t i0 = 0; i0 < g.sq; i0 += kRows) {
       int64_t rows = std::min(kRows, g.sq - i0), width = g.span(i0, rows);
       const T *dOBlock = dOn + i0 * g.ldo();

@@ -17,6 +17,11 @@
 // of the probabilities [B, H, Sq, Sk]: the layout changes strides and
 // offsets, not results.
 //
+// Grouped-query attention (Ainslie et al. 2023): k and v may have Hkv
+// heads, Hkv dividing H, under none (rank 4) and bshd; query head h reads
+// kv head h / (H / Hkv), the head Hugging Face's repeat_kv copies to it.
+// Multi-query attention is Hkv = 1.
+//
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_RUNTIME_KERNELS_ATTENTIONGEOMETRY_H
 #define WEFT_RUNTIME_KERNELS_ATTENTIONGEOMETRY_H
@@ -42,9 +47,9 @@ enum class AttentionLayout { Heads, Bshd, Bs3hd };
 enum class AttentionOperand { Q = 0, K = 1, V = 2, Out = 3 };
 
 struct AttentionGeometry {
-  /// Batch B and heads H (N = B H pairs), query and key lengths, the q/k
-  /// and v head dims.
-  int64_t batch = 1, heads = 1, sq = 0, sk = 0, d = 0, dv = 0;
+  /// Batch B and heads H (N = B H pairs), k's and v's heads Hkv (H
+  /// divides by it), query and key lengths, the q/k and v head dims.
+  int64_t batch = 1, heads = 1, kvHeads = 1, sq = 0, sk = 0, d = 0, dv = 0;
   AttentionLayout layout = AttentionLayout::Heads;
 
   auto operator<=>(const AttentionGeometry &) const = default;
@@ -99,16 +104,32 @@ struct AttentionGeometry {
     AttentionGeometry g;
     g.layout = layout;
     g.batch = r > 2 ? qc[0] : 1;
-    for (size_t i = 1; i + 2 < r; ++i)
+    std::vector<int64_t> kc = canonical(k, layout);
+    g.kvHeads = 1;
+    for (size_t i = 1; i + 2 < r; ++i) {
       g.heads *= qc[i];
+      g.kvHeads *= kc[i];
+    }
     g.sq = qc[r - 2];
     g.d = qc[r - 1];
-    g.sk = canonical(k, layout)[r - 2];
+    g.sk = kc[r - 2];
     g.dv = v.back();
     return g;
   }
 
   int64_t pairs() const { return batch * heads; }
+  /// Query heads per kv head (1 without grouped-query attention).
+  int64_t group() const { return heads / kvHeads; }
+  /// Heads of `operand`: Hkv for k and v, H for q and the output.
+  int64_t headsOf(AttentionOperand operand) const {
+    return operand == AttentionOperand::K || operand == AttentionOperand::V
+               ? kvHeads
+               : heads;
+  }
+  /// Pairs (batch, head) of `operand`'s buffer.
+  int64_t pairsOf(AttentionOperand operand) const {
+    return batch * headsOf(operand);
+  }
 
   /// The head dim of `operand`'s rows: d for q and k, dv for v and the
   /// output.
@@ -128,22 +149,23 @@ struct AttentionGeometry {
   int64_t rowStride(AttentionOperand operand) const {
     if (layout == AttentionLayout::Heads)
       return width(operand);
-    return parts(operand) * heads * width(operand);
+    return parts(operand) * headsOf(operand) * width(operand);
   }
-  /// Offset of row 0 of pair n in `operand`.
+  /// Offset of row 0 of query pair n in `operand` (k and v: of the kv
+  /// head query head h reads).
   int64_t base(int64_t n, AttentionOperand operand) const {
-    int64_t w = width(operand), s = rows(operand);
+    int64_t w = width(operand), s = rows(operand), hs = headsOf(operand);
+    int64_t b = n / heads, h = n % heads / (heads / hs);
     if (layout == AttentionLayout::Heads)
-      return n * s * w;
-    int64_t b = n / heads, h = n % heads;
-    return ((b * s * parts(operand) + part(operand)) * heads + h) * w;
+      return (b * hs + h) * s * w;
+    return ((b * s * parts(operand) + part(operand)) * hs + h) * w;
   }
   /// [b, h, s, d] strides of `operand` (cuDNN's dims order), from its
   /// first element at base(0, operand).
   std::vector<int64_t> strides(AttentionOperand operand) const {
     int64_t w = width(operand), s = rows(operand);
     if (layout == AttentionLayout::Heads)
-      return {heads * s * w, s * w, w, 1};
+      return {headsOf(operand) * s * w, s * w, w, 1};
     int64_t row = rowStride(operand);
     return {s * row, w, row, 1};
   }

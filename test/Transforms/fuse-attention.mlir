@@ -272,3 +272,48 @@ func.func @additive_view_not_causal(%q: tensor<2x2x4xf32>, %kt: tensor<2x4x2xf32
   %a = weft.matmul %p, %v : (tensor<2x2x2xf32>, tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
   return %a : tensor<2x2x4xf32>
 }
+
+// -----
+
+// Grouped-query attention as Hugging Face's repeat_kv writes it: 2 kv heads
+// unsqueezed, expanded to 4 query heads each and merged. The op reads the
+// kv heads themselves; the copies die.
+// CHECK-LABEL: func.func @grouped_query
+// CHECK-NEXT: %[[O:.*]], %{{.*}} = weft.attention %arg0, %arg1, %arg2 {scale = 2.500000e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x2x4x16xf32>, tensor<2x2x4x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x4xf32>)
+// CHECK-NEXT: return %[[O]]
+func.func @grouped_query(%q: tensor<2x8x4x16xf32>, %k: tensor<2x2x4x16xf32>,
+                         %v: tensor<2x2x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  %k1 = weft.reshape %k {shape = array<i64: 2, 2, 1, 4, 16>} : (tensor<2x2x4x16xf32>) -> tensor<2x2x1x4x16xf32>
+  %k2 = weft.expand %k1 {shape = array<i64: 2, 2, 4, 4, 16>} : (tensor<2x2x1x4x16xf32>) -> tensor<2x2x4x4x16xf32>
+  %k3 = weft.reshape %k2 {shape = array<i64: 2, 8, 4, 16>} : (tensor<2x2x4x4x16xf32>) -> tensor<2x8x4x16xf32>
+  %v1 = weft.reshape %v {shape = array<i64: 2, 2, 1, 4, 16>} : (tensor<2x2x4x16xf32>) -> tensor<2x2x1x4x16xf32>
+  %v2 = weft.expand %v1 {shape = array<i64: 2, 2, 4, 4, 16>} : (tensor<2x2x1x4x16xf32>) -> tensor<2x2x4x4x16xf32>
+  %v3 = weft.reshape %v2 {shape = array<i64: 2, 8, 4, 16>} : (tensor<2x2x4x4x16xf32>) -> tensor<2x8x4x16xf32>
+  %kt = weft.transpose %k3 {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x8x4x16xf32>) -> tensor<2x8x16x4xf32>
+  %s = weft.matmul %q, %kt : (tensor<2x8x4x16xf32>, tensor<2x8x16x4xf32>) -> tensor<2x8x4x4xf32>
+  %c = weft.constant dense<4.0> : tensor<f32>
+  %d = weft.div %s, %c : (tensor<2x8x4x4xf32>, tensor<f32>) -> tensor<2x8x4x4xf32>
+  %p = weft.softmax %d {axis = 3 : i64} : tensor<2x8x4x4xf32>
+  %a = weft.matmul %p, %v3 : (tensor<2x8x4x4xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %a : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// A repeat along another dim than a new group dim is no repeat_kv (here
+// the heads are tiled [kv0 kv1 kv0 kv1 ..], not grouped): the attention
+// reads the copies.
+// CHECK-LABEL: func.func @tiled_heads_are_not_grouped
+// CHECK: %[[K:.*]] = weft.reshape %{{.*}} {shape = array<i64: 2, 8, 4, 16>}
+// CHECK: weft.attention %arg0, %[[K]], %{{.*}} {scale
+func.func @tiled_heads_are_not_grouped(%q: tensor<2x8x4x16xf32>, %k: tensor<2x2x4x16xf32>,
+                                       %v: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  %k1 = weft.reshape %k {shape = array<i64: 2, 1, 2, 4, 16>} : (tensor<2x2x4x16xf32>) -> tensor<2x1x2x4x16xf32>
+  %k2 = weft.expand %k1 {shape = array<i64: 2, 4, 2, 4, 16>} : (tensor<2x1x2x4x16xf32>) -> tensor<2x4x2x4x16xf32>
+  %k3 = weft.reshape %k2 {shape = array<i64: 2, 8, 4, 16>} : (tensor<2x4x2x4x16xf32>) -> tensor<2x8x4x16xf32>
+  %kt = weft.transpose %k3 {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x8x4x16xf32>) -> tensor<2x8x16x4xf32>
+  %s = weft.matmul %q, %kt : (tensor<2x8x4x16xf32>, tensor<2x8x16x4xf32>) -> tensor<2x8x4x4xf32>
+  %p = weft.softmax %s {axis = 3 : i64} : tensor<2x8x4x4xf32>
+  %a = weft.matmul %p, %v : (tensor<2x8x4x4xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %a : tensor<2x8x4x16xf32>
+}

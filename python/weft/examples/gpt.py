@@ -11,14 +11,13 @@ Parameters (tied head counted once):
 Usage: python3 -m weft.examples.gpt OUT.onnx [--layers 4 --hidden 128 ...]
 """
 
-import argparse
 import math
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from weft.examples.common import build_lm, export
+from weft.examples.common import build_lm, export, lm_arguments
 
 CONFIGS = {
     "small": dict(layers=4, hidden=128, heads=4, seq=64, vocab=512, batch=8),
@@ -116,18 +115,11 @@ def build(layers, hidden, heads, seq, vocab, batch, seed=0, gelu="erf"):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("output")
-    parser.add_argument("--config", choices=CONFIGS, default="small")
-    for key in CONFIGS["small"]:
-        parser.add_argument("--" + key, type=int)
-    parser.add_argument("--gelu", choices=["erf", "tanh"], default="erf",
-                        help="the MLP's GELU: torch's default or GPT-2's "
-                             "tanh form")
-    args = parser.parse_args(argv)
-    config = dict(CONFIGS[args.config])
-    config.update({k: v for k, v in vars(args).items()
-                   if k in config and v is not None})
+    def gelu_flag(parser):
+        parser.add_argument("--gelu", choices=["erf", "tanh"], default="erf",
+                            help="the MLP's GELU: torch's default or GPT-2's "
+                                 "tanh form")
+    args, config = lm_arguments(__doc__, CONFIGS, argv, gelu_flag)
     model, inputs = build(**config, gelu=args.gelu)
     print(export(model, inputs, ["tokens", "targets"], args.output))
 

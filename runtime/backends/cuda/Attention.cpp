@@ -90,7 +90,8 @@ using Operand = AttentionOperand;
 fe::graph::Tensor_attributes &laidOut(fe::graph::Tensor_attributes &t,
                                       const Key &k, Operand operand) {
   return t
-      .set_dim({k.g.batch, k.g.heads, k.g.rows(operand), k.g.width(operand)})
+      .set_dim({k.g.batch, k.g.headsOf(operand), k.g.rows(operand),
+                k.g.width(operand)})
       .set_stride(k.g.strides(operand));
 }
 

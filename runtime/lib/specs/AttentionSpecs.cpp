@@ -7,7 +7,8 @@
 // probabilities [.., Sq, Sk]; `layout` "bshd" takes q, k, v and gives the
 // output as [B, S, H, D], "bs3hd" takes them as one packed [B, S, 3, H, D]
 // tensor and gives one packed gradient (AttentionGeometry.h), the rest
-// unchanged.
+// unchanged. Rank-4 k and v may have fewer heads than q (grouped-query
+// attention, Ainslie et al. 2023).
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,14 +62,22 @@ Types attentionOutputs(const SpecCall &call) {
   auto lead = [](const std::vector<int64_t> &s) {
     return std::vector<int64_t>(s.begin(), s.end() - 2);
   };
+  // Grouped-query attention: [B, Hkv, S, D] k and v, Hkv dividing H.
+  auto grouped = [&](std::vector<int64_t> kv) {
+    if (r == 4 && kv.size() == 4 && kv[1] > 0 && qs[1] % kv[1] == 0)
+      kv[1] = qs[1];
+    return lead(kv);
+  };
   if (r < 2 || k.rank() != q.rank() || v.rank() != q.rank() ||
-      lead(ks) != lead(qs) || lead(vs) != lead(qs) || ks[r - 1] != qs[r - 1] ||
-      vs[r - 2] != ks[r - 2])
+      grouped(ks) != lead(qs) || lead(vs) != lead(ks) ||
+      ks[r - 1] != qs[r - 1] || vs[r - 2] != ks[r - 2])
     call.fail(std::string(layout == AttentionLayout::Bshd
-                              ? "expects q [B, Sq, H, D], k [B, Sk, H, D], "
-                                "v [B, Sk, H, Dv]"
+                              ? "expects q [B, Sq, H, D], k [B, Sk, Hkv, D], "
+                                "v [B, Sk, Hkv, Dv], Hkv dividing H"
                               : "expects q [.., Sq, D], k [.., Sk, D], v "
-                                "[.., Sk, Dv] with the same leading dims") +
+                                "[.., Sk, Dv] with the same leading dims "
+                                "(rank 4: k and v with Hkv heads dividing "
+                                "q's H)") +
               ", got " + typeString(q) + ", " + typeString(k) + ", " +
               typeString(v));
   double scale = call.attrs.f("scale");

@@ -81,7 +81,7 @@ func.func @dynamic_shape(%a: tensor<?x3xf32>) -> tensor<?x3xf32> {
 // -----
 
 func.func @attention_head_dims(%q: tensor<2x4x8xf32>, %k: tensor<2x4x6xf32>, %v: tensor<2x4x8xf32>) {
-  // expected-error @+2 {{attention: expects q [.., Sq, D], k [.., Sk, D], v [.., Sk, Dv] with the same leading dims, got [2x4x8] f32, [2x4x6] f32, [2x4x8] f32}}
+  // expected-error @+2 {{attention: expects q [.., Sq, D], k [.., Sk, D], v [.., Sk, Dv] with the same leading dims (rank 4: k and v with Hkv heads dividing q's H), got [2x4x8] f32, [2x4x6] f32, [2x4x8] f32}}
   // expected-error @+1 {{failed to infer returned types}}
   %o, %s = weft.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x4x8xf32>, tensor<2x4x6xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
   return
@@ -165,7 +165,7 @@ func.func @attention_grad_packed(%p: tensor<2x4x3x3x8xf32>, %o: tensor<2x4x3x8xf
 
 // [B, S, H, D]: k with 2 heads against q's 3.
 func.func @attention_layout_heads(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x2x8xf32>) {
-  // expected-error @+2 {{attention: expects q [B, Sq, H, D], k [B, Sk, H, D], v [B, Sk, H, Dv], got [2x4x3x8] f32, [2x4x2x8] f32, [2x4x2x8] f32}}
+  // expected-error @+2 {{attention: expects q [B, Sq, H, D], k [B, Sk, Hkv, D], v [B, Sk, Hkv, Dv], Hkv dividing H, got [2x4x3x8] f32, [2x4x2x8] f32, [2x4x2x8] f32}}
   // expected-error @+1 {{failed to infer returned types}}
   %o, %s = weft.attention %q, %k, %k {scale = 1.0 : f64, layout = "bshd"} : (tensor<2x4x3x8xf32>, tensor<2x4x2x8xf32>, tensor<2x4x2x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
   return
@@ -175,7 +175,7 @@ func.func @attention_layout_heads(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x2x8xf3
 
 // [B, S, H, D]: v's 5 keys against k's 4.
 func.func @attention_layout_keys(%q: tensor<2x4x3x8xf32>, %v: tensor<2x5x3x8xf32>) {
-  // expected-error @+2 {{attention: expects q [B, Sq, H, D], k [B, Sk, H, D], v [B, Sk, H, Dv], got [2x4x3x8] f32, [2x4x3x8] f32, [2x5x3x8] f32}}
+  // expected-error @+2 {{attention: expects q [B, Sq, H, D], k [B, Sk, Hkv, D], v [B, Sk, Hkv, Dv], Hkv dividing H, got [2x4x3x8] f32, [2x4x3x8] f32, [2x5x3x8] f32}}
   // expected-error @+1 {{failed to infer returned types}}
   %o, %s = weft.attention %q, %q, %v {scale = 1.0 : f64, layout = "bshd"} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x5x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
   return

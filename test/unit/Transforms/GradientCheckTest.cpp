@@ -287,6 +287,18 @@ func.func @main(%q: tensor<1x2x3x4xf64> {weft.param = "q"}, %k: tensor<1x5x2x4xf
                      .c_str());
 }
 
+// Fused grouped-query attention (4 query heads over 2 kv heads, causal,
+// Dv != D): each kv head's dk and dv sum its group's shares, against
+// central differences of the forward kernel.
+TEST(GradientCheck, GroupedQueryAttention) {
+  checkGradients((R"mlir(
+func.func @main(%q: tensor<2x4x3x4xf64> {weft.param = "q"}, %k: tensor<2x2x3x4xf64> {weft.param = "k"},
+             %v: tensor<2x2x3x2xf64> {weft.param = "v"}) -> tensor<f64> {
+  %y, %stats = weft.attention %q, %k, %v {causal = true, scale = 0.5 : f64} : (tensor<2x4x3x4xf64>, tensor<2x2x3x4xf64>, tensor<2x2x3x2xf64>) -> (tensor<2x4x3x2xf64>, tensor<2x4x3xf64>)
+)mlir" + squaredSum("tensor<2x4x3x2xf64>", 4))
+                     .c_str());
+}
+
 TEST(GradientCheck, SoftmaxLayerNormReductions) {
   checkGradients((R"mlir(
 func.func @main(%x: tensor<2x3x4xf64> {weft.param = "x"}, %s: tensor<4xf64> {weft.param = "s"}, %b: tensor<4xf64> {weft.param = "b"}) -> tensor<f64> {

@@ -219,36 +219,36 @@ template <typename Fn> void forEachLinearBackward(Fn fn) {
 /// two kernels). Shapes of a Linear layer's backward, with M and N not
 /// multiples of 8 too.
 TEST_P(CudaConformance, WgradBiasIsTheGemmAndSums) {
-  forEachLinearBackward(
-      [&](bool transposed, const TensorType &dy, const TensorType &x,
-          const TensorType &dw, const TensorType &db, const std::string &what) {
-        Case fused{"wgrad_bias", {dy, x}, {dw, db}};
-        if (transposed)
-          fused.attrs.set("transposed", true);
-        expectConforms(fused, *gpu);
-        std::vector<std::string> in = inputs(fused, 12);
-        std::vector<std::string> got = runOn(*gpu, fused, in);
-        Case weight{"gemm", {dy, x}, {dw}};
-        if (transposed)
-          weight.in = {x, dy};
-        weight.attrs.set("alpha", 1.0);
-        weight.attrs.set("beta", 0.0);
-        weight.attrs.set("transA", true);
-        weight.attrs.set("transB", false);
-        Case bias{"reduce_sum", {dy}, {db}};
-        bias.attrs.set("axes", std::vector<int64_t>{0});
-        bias.attrs.set("keepdims", false);
-        std::string wantW =
-            runOn(*gpu, weight,
-                  transposed ? std::vector<std::string>{in[1], in[0]} : in)[0];
-        std::string wantB = runOn(*gpu, bias, {in[0]})[0];
-        expectMatches(dw, got[0], wantW, "wgrad_bias weight, " + what);
-        expectMatches(db, got[1], wantB, "wgrad_bias bias, " + what);
-        if (GetParam() == "cpu") {
-          EXPECT_EQ(got[0], wantW) << what;
-          EXPECT_EQ(got[1], wantB) << what;
-        }
-      });
+  forEachLinearBackward([&](bool transposed, const TensorType &dy,
+                            const TensorType &x, const TensorType &dw,
+                            const TensorType &db, const std::string &what) {
+    Case fused{"wgrad_bias", {dy, x}, {dw, db}};
+    if (transposed)
+      fused.attrs.set("transposed", true);
+    expectConforms(fused, *gpu);
+    std::vector<std::string> in = inputs(fused, 12);
+    std::vector<std::string> got = runOn(*gpu, fused, in);
+    Case weight{"gemm", {dy, x}, {dw}};
+    if (transposed)
+      weight.in = {x, dy};
+    weight.attrs.set("alpha", 1.0);
+    weight.attrs.set("beta", 0.0);
+    weight.attrs.set("transA", true);
+    weight.attrs.set("transB", false);
+    Case bias{"reduce_sum", {dy}, {db}};
+    bias.attrs.set("axes", std::vector<int64_t>{0});
+    bias.attrs.set("keepdims", false);
+    std::string wantW =
+        runOn(*gpu, weight,
+              transposed ? std::vector<std::string>{in[1], in[0]} : in)[0];
+    std::string wantB = runOn(*gpu, bias, {in[0]})[0];
+    expectMatches(dw, got[0], wantW, "wgrad_bias weight, " + what);
+    expectMatches(db, got[1], wantB, "wgrad_bias bias, " + what);
+    if (GetParam() == "cpu") {
+      EXPECT_EQ(got[0], wantW) << what;
+      EXPECT_EQ(got[1], wantB) << what;
+    }
+  });
 }
 
 /// wgrad_bias accumulating into the sums (weft-fold-grad-accumulation; on
@@ -583,6 +583,32 @@ TEST_P(CudaConformance, Attention) {
         for (Case *c : {&forward, &backward}) {
           c->attrs.set("scale", 0.05);
           c->attrs.set("causal", causal);
+          if (!layout.empty())
+            c->attrs.set("layout", layout);
+          expectConforms(*c, *gpu);
+        }
+      }
+}
+
+/// Grouped-query attention: 4 query heads over 2 kv heads and over 1
+/// (multi-query), on [B, H, S, D] and [B, S, H, D] operands, forward and
+/// backward (cuDNN reads k and v with their own head count).
+TEST_P(CudaConformance, GroupedQueryAttention) {
+  WEFT_NEEDS_KERNELS("attention", "attention_grad");
+  for (DType d : {DType::BF16, DType::F16})
+    for (int64_t kvHeads : {2, 1})
+      for (std::string layout : {"", "bshd"}) {
+        auto operand = [&](int64_t heads) {
+          return layout.empty() ? TensorType{d, {2, heads, 40, 16}}
+                                : TensorType{d, {2, 40, heads, 16}};
+        };
+        TensorType q = operand(4), kv = operand(kvHeads),
+                   stats{DType::F32, {2, 4, 40}};
+        Case forward{"attention", {q, kv, kv}, {q, stats}};
+        Case backward{"attention_grad", {q, kv, kv, q, stats, q}, {q, kv, kv}};
+        for (Case *c : {&forward, &backward}) {
+          c->attrs.set("scale", 0.05);
+          c->attrs.set("causal", true);
           if (!layout.empty())
             c->attrs.set("layout", layout);
           expectConforms(*c, *gpu);

@@ -285,12 +285,32 @@ TEST(KernelSpec, ChecksAnAttentionsLayout) {
               {f32({6, 8, 4}, 16384), f32({6, 8}, 20480)}, bshd)
           .find("layout \"bshd\" takes q, k and v [B, S, H, D]"),
       std::string::npos);
-  // k with 2 heads against q's 3.
+  // k with 2 heads against q's 3: 2 does not divide 3.
   EXPECT_NE(errorOf("attention",
                     {f32({2, 8, 3, 16}, 0), f32({2, 8, 2, 16}, 4096),
                      f32({2, 8, 2, 4}, 8192)},
                     {f32({2, 8, 3, 4}, 16384), f32({2, 3, 8}, 20480)}, bshd)
-                .find("expects q [B, Sq, H, D], k [B, Sk, H, D]"),
+                .find("expects q [B, Sq, H, D], k [B, Sk, Hkv, D], v [B, "
+                      "Sk, Hkv, Dv], Hkv dividing H"),
+            std::string::npos);
+  // Multi-query attention: one kv head for q's 3, the cost of the 6 query
+  // pairs; k and v with different heads are refused.
+  std::vector<OperandPlacement> mqa = {
+      f32({2, 8, 3, 16}, 0), f32({2, 8, 1, 16}, 4096), f32({2, 8, 1, 4}, 8192)};
+  EXPECT_EQ(errorOf("attention", mqa,
+                    {f32({2, 8, 3, 4}, 16384), f32({2, 3, 8}, 20480)}, bshd),
+            "");
+  EXPECT_EQ(costOf("attention", mqa,
+                   {f32({2, 8, 3, 4}, 16384), f32({2, 3, 8}, 20480)}, bshd)
+                .flops,
+            costOf("attention", in,
+                   {f32({2, 8, 3, 4}, 16384), f32({2, 3, 8}, 20480)}, bshd)
+                .flops);
+  EXPECT_NE(errorOf("attention",
+                    {f32({2, 8, 3, 16}, 0), f32({2, 8, 1, 16}, 4096),
+                     f32({2, 8, 3, 4}, 8192)},
+                    {f32({2, 8, 3, 4}, 16384), f32({2, 3, 8}, 20480)}, bshd)
+                .find("Hkv dividing H"),
             std::string::npos);
 }
 

@@ -73,6 +73,32 @@ std::optional<Sharding> ReshapeOp::splitResults(Sharding s, int64_t parts,
   return std::nullopt;
 }
 
+/// A broadcast along other dimensions keeps the shard (GQA's repeat_kv
+/// expands a kv head over its query group, beside the sharded heads); one
+/// along the sharded dimension would repeat a shard where others belong.
+std::optional<Sharding> ExpandOp::splitResults(Sharding s, int64_t,
+                                               std::string &why) {
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = getType().getShape();
+  int64_t dim = s.dim + int64_t(out.size()) - int64_t(in.size());
+  if (in[s.dim] != out[dim]) {
+    why = "it broadcasts along the sharded dimension";
+    return std::nullopt;
+  }
+  return Sharding::split(dim, s.blocks);
+}
+
+/// Pieces joined along another axis keep the shard (the tensor-parallel
+/// walk holds every piece to operand 0's sharding); along the sharded one
+/// each rank would hold a piece of every part.
+std::optional<Sharding> ConcatOp::splitResults(Sharding s, int64_t,
+                                               std::string &why) {
+  if (normalized(getAxis(), getType().getRank()) == s.dim) {
+    why = "it concatenates along the sharded dimension";
+    return std::nullopt;
+  }
+  return s;
+}
+
 /// Along another axis every piece keeps the shard; along the sharded one,
 /// only the pieces that are its blocks (a fused QKV split into Q, K, V).
 std::optional<Sharding> SplitOp::splitResults(Sharding s, int64_t,
@@ -88,10 +114,14 @@ std::optional<Sharding> SplitOp::splitResults(Sharding s, int64_t,
   return Sharding::split(s.dim, 1);
 }
 
-/// The whole sharded dimension, or exactly one of its blocks.
+/// The whole sharded dimension (whatever the slice takes of the others:
+/// rotary's halves of the head dimension), or exactly one of its blocks.
 std::optional<Sharding> SliceOp::splitResults(Sharding s, int64_t,
                                               std::string &why) {
   int64_t n = shapeOf(getInput())[s.dim];
+  if (getStarts()[s.dim] == 0 && getEnds()[s.dim] >= n &&
+      getSteps()[s.dim] == 1)
+    return s;
   int64_t width = blockWidth(s.dim);
   if (width == n)
     return s;

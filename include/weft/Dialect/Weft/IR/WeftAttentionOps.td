@@ -51,6 +51,13 @@ def Weft_AttentionOp : Weft_Op<"attention", [InferTypeOpAdaptor,
     `[B, S, H, D]` as under "bshd". No split copies q, k and v out, and the
     gradient (one packed value) needs no concat.
 
+    Grouped-query attention (Ainslie et al. 2023; weft-fuse-attention
+    reads through Hugging Face's repeat_kv): rank-4 `k` and `v` may have
+    `Hkv` heads where q has `H`, `Hkv` dividing `H` (`[B, Hkv, Sk, D]`, or
+    `[B, Sk, Hkv, D]` under "bshd"); query head `h` attends with kv head
+    `h / (H / Hkv)`, and the backward sums a group's gradients into its kv
+    head.
+
     Cost: `2 N Sq Sk (D + Dv)` FLOPs for the two products plus 5 per score
     (scale, mask, softmax) and 2 more with a dropout, `N` the product of
     the (batch, head) dims.

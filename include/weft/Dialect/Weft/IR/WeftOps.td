@@ -446,9 +446,10 @@ def Weft_TransposeOp : Weft_KernelTypedOp<"transpose", [DeclareOpInterfaceMethod
   let hasFolder = 1;
 }
 
-def Weft_ExpandOp : Weft_KernelTypedOp<"expand", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_ExpandOp : Weft_KernelTypedOp<"expand", [DeclareOpInterfaceMethods<GradientOpInterface>,
+    DeclareOpInterfaceMethods<SplitLayoutOpInterface>]> {
   let precision = FollowPrecision;
-  let split = NoSplit;
+  let split = LayoutSplit;
   let flops = NoFlops;
   let summary = "Broadcast to `shape` (ONNX Expand-13, shape folded and resolved).";
   let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$shape);
@@ -456,9 +457,10 @@ def Weft_ExpandOp : Weft_KernelTypedOp<"expand", [DeclareOpInterfaceMethods<Grad
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Weft_ConcatOp : Weft_KernelTypedOp<"concat", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+def Weft_ConcatOp : Weft_KernelTypedOp<"concat", [DeclareOpInterfaceMethods<GradientOpInterface>,
+    DeclareOpInterfaceMethods<SplitLayoutOpInterface>]> {
   let precision = PromotePrecision;
-  let split = NoSplit;
+  let split = LayoutSplit;
   let flops = NoFlops;
   let minInputs = 1;
   let summary = "Concatenate along `axis` (ONNX Concat-13).";

@@ -1,0 +1,163 @@
+"""The Llama block (issue 38) on every layout: RMSNorm, rotary embeddings
+in Hugging Face's half-split layout, grouped-query attention (8 query
+heads over 2 kv heads, repeat_kv as an expand), SwiGLU, an untied LM head
+(weft.examples.llama, exported by weft.export under Debian's torch).
+
+Oracles (weft.oracle): 3 AdamW steps equal torch float64 on the same
+micro-batch split within 1e-5 on one rank, at M = 2, under T = 2 (+ SP),
+P = 2, D = 2 + ZeRO-3, --flash-attention, selective recompute and their
+combinations on 4 ranks; one SGD step per tensor against float64 within
+torch float32's own error under T = 2 x P = 2; weft in float64 against
+torch float64 within 1e-8. Megatron's split of the block (Shoeybi et al.
+2019, Section 3): q, k, v, gate and up column-parallel, o and down
+row-parallel, embedding and head vocabulary-parallel, so per layer and
+micro-batch 2 all-reduces forward and 2 backward.
+"""
+
+import json
+
+import pytest
+import torch
+
+from conftest import run, tool
+from weft import oracle
+from weft.examples import llama
+from weft.examples.common import lm_batches
+
+CONFIG = llama.CONFIGS["small"]
+STEPS = 3
+NAMES = ["tokens", "targets"]
+
+
+def batches():
+    return lm_batches(CONFIG, STEPS)
+
+
+@pytest.fixture(scope="module")
+def tools():
+    return oracle.Tools(tool("weftc"), tool("weft-run"))
+
+
+@pytest.fixture(scope="module")
+def model_path(models_dir):
+    return models_dir / "llama.onnx"
+
+
+_references = {}
+
+
+def float64_losses(m):
+    if m not in _references:
+        model, _ = llama.build(**CONFIG)
+        _references[m] = oracle.float64_losses(
+            model, batches(), m, lambda p: torch.optim.AdamW(p, lr=1e-3))
+    return _references[m]
+
+
+def test_parameter_count_matches_torch(weftc, model_path):
+    expected = json.loads(model_path.with_suffix(".onnx.params.json")
+                          .read_text())
+    assert expected["params"] == llama.parameter_count(**CONFIG)
+    summary = json.loads(run([weftc, str(model_path),
+                              "--emit=summary-json"]).stdout)
+    assert summary["params"] == expected["params"]
+    # The rotary tables are frozen buffers: constants, not parameters.
+    assert sorted(expected["frozen"]) == sorted(
+        f"blocks.{i}.{t}" for i in range(CONFIG["layers"])
+        for t in ("cos", "sin"))
+
+
+# (M, weftc flags, T, P, D): 4 ranks at most.
+LAYOUTS = [
+    (1, (), 1, 1, 1),
+    (2, (), 1, 1, 1),
+    (2, (), 2, 1, 1),
+    (2, ("--sequence-parallel",), 2, 1, 1),
+    (2, (), 1, 2, 1),
+    (1, ("--zero-stage=3",), 1, 1, 2),
+    (2, ("--flash-attention",), 1, 1, 1),
+    (2, ("--recompute=selective",), 1, 1, 1),
+    (2, ("--sequence-parallel", "--recompute=selective"), 2, 2, 1),
+    (2, ("--flash-attention", "--zero-stage=3"), 2, 1, 2),
+    (4, ("--flash-attention", "--sequence-parallel", "--recompute=full"),
+     2, 2, 1),
+]
+
+
+@pytest.mark.parametrize(
+    "m,flags,tensor,stages,data", LAYOUTS,
+    ids=["-".join([f"M{m}-T{t}-P{p}-D{d}"] +
+                  [f.lstrip("-").replace("=", "-") for f in fl])
+         for m, fl, t, p, d in LAYOUTS])
+def test_adamw_steps_equal_float64(m, flags, tensor, stages, data, tools,
+                                   model_path, tmp_path):
+    losses, _ = oracle.weft_train(
+        tools, model_path, batches(), NAMES, tmp_path, micro_batches=m,
+        stages=stages, tensor_parallel=tensor, data_parallel=data,
+        flags=flags)
+    want = float64_losses(m * data)
+    assert losses == pytest.approx(want, rel=oracle.MULTISTEP_RTOL)
+
+
+def test_megatron_split_of_the_block(weftc, model_path, tmp_path):
+    plan = tmp_path / "plan.json"
+    result = run([weftc, str(model_path), "-o", str(plan),
+                  "--tensor-parallel=2", "--microbatches=2"])
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(plan.read_text())
+    rank = plan["ranks"][0]
+    shards = {p["name"]: p["shard"] and p["shard"]["dim"]
+              for p in rank["params"]}
+    for i in range(CONFIG["layers"]):
+        for column in ("q", "k", "v", "gate", "up"):
+            assert shards[f"blocks.{i}.{column}.weight"] == 0, column
+        for row in ("o", "down"):
+            assert shards[f"blocks.{i}.{row}.weight"] == 1, row
+        for norm in ("attn_norm", "mlp_norm"):
+            assert shards[f"blocks.{i}.{norm}.weight"] is None
+    assert shards["embed.weight"] == 0 and shards["head.weight"] == 0
+    phases = [i["phase"] for i in rank["instructions"]
+              if i["op"] == "all_reduce"]
+    layers, m = CONFIG["layers"], 2
+    # Per micro-batch: 2 per layer, plus the embedding's g and the vocab
+    # loss's maxima and sums forward; the head's f backward.
+    assert phases.count("forward") == (2 * layers + 3) * m
+    assert phases.count("backward") == (2 * layers + 1) * m
+
+
+def test_flash_attention_fuses_grouped_query_attention(weftc, model_path):
+    """The fused attention reads the 2 kv heads themselves: repeat_kv's
+    expanded copies are not made, forward or backward."""
+    result = run([weftc, str(model_path), "--flash-attention",
+                  "--emit=mlir"])
+    assert result.returncode == 0, result.stderr
+    b, s, d = CONFIG["batch"], CONFIG["seq"], CONFIG["hidden"] // CONFIG["heads"]
+    q = f"tensor<{b}x{CONFIG['heads']}x{s}x{d}xf32>"
+    kv = f"tensor<{b}x{CONFIG['kv_heads']}x{s}x{d}xf32>"
+    attention = [line for line in result.stdout.splitlines()
+                 if "weft.attention " in line]
+    assert len(attention) == CONFIG["layers"]
+    assert all(f"({q}, {kv}, {kv})" in line for line in attention)
+    group = CONFIG["heads"] // CONFIG["kv_heads"]
+    assert f"x{CONFIG['kv_heads']}x{group}x{s}x{d}x" not in result.stdout
+
+
+def test_sgd_step_per_tensor(tools, model_path, tmp_path):
+    model, _ = llama.build(**CONFIG)
+    report = oracle.check_sgd_step(
+        tools, model, model_path, batches()[0], NAMES, tmp_path,
+        micro_batches=2, stages=2, tensor_parallel=2)
+    names = {t.name for t in report.tensors}
+    assert "blocks.1.k.weight" in names and "head.weight" in names
+    print(f"\nllama T=2 P=2: {report.summary()}")
+
+
+@pytest.mark.parametrize("m,stages,tensor,flags", [
+    (1, 1, 1, ()), (2, 2, 2, ()), (1, 1, 1, ("--flash-attention",)),
+    (2, 1, 2, ("--flash-attention", "--sequence-parallel"))])
+def test_float64_step(m, stages, tensor, flags, tools, tmp_path):
+    """Oracle (d): the fused grouped-query attention's kernels included."""
+    model, batch = llama.build(**CONFIG)
+    oracle.check_float64_step(tools, model, batch, NAMES, tmp_path,
+                              micro_batches=m, stages=stages,
+                              tensor_parallel=tensor, flags=flags)
