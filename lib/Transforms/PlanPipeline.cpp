@@ -34,8 +34,8 @@ constexpr Named<RecomputeGranularity> kGranularities[] = {
 constexpr Named<TensorParallelFallback> kFallbacks[] = {
     {TensorParallelFallback::Error, "error"},
     {TensorParallelFallback::Replicate, "replicate"}};
-constexpr Named<OptimizerKind> kOptimizers[] = {
-    {OptimizerKind::AdamW, "adamw"}, {OptimizerKind::SGD, "sgd"}};
+constexpr Named<OptimizerKind> kOptimizers[] = {{OptimizerKind::AdamW, "adamw"},
+                                                {OptimizerKind::SGD, "sgd"}};
 
 template <typename E, size_t N>
 std::optional<E> lookup(const Named<E> (&table)[N], llvm::StringRef name) {
@@ -79,7 +79,6 @@ parseTensorParallelFallback(llvm::StringRef name) {
   return lookup(kFallbacks, name);
 }
 
-
 LogicalResult PlanPipelineOptions::validate(
     llvm::function_ref<void(const llvm::Twine &)> error) const {
   auto fail = [&](const llvm::Twine &message) {
@@ -106,12 +105,11 @@ LogicalResult PlanPipelineOptions::validate(
     return fail("--optimizer-shard-threshold must be a finite number >= 0");
   if (optimizerShardSize != 0 &&
       (zeroStage == 0 || optimizerShardSize < 2 ||
-       optimizerShardSize > dataParallel ||
-       dataParallel % optimizerShardSize))
+       optimizerShardSize > dataParallel || dataParallel % optimizerShardSize))
     return fail("--optimizer-shard-size " + llvm::Twine(optimizerShardSize) +
                 ": expected 0 or a group of 2 or more replicas that divides "
-                "--data-parallel (" + llvm::Twine(dataParallel) +
-                "), with --zero-stage");
+                "--data-parallel (" +
+                llvm::Twine(dataParallel) + "), with --zero-stage");
   if (zeroPrefetch && zeroStage != 1 && zeroStage != 2)
     return fail("--zero-prefetch needs --zero-stage 1 or 2 (stage 3 "
                 "gathers each parameter at its uses)");
@@ -177,9 +175,8 @@ std::string PlanPipelineOptions::textual() const {
     llvm::interleave(balance, os, ",");
   }
   os << " data-parallel=" << dataParallel
-     << " bucket-cap-mb=" << number(bucketCapMb)
-     << " zero-stage=" << zeroStage << " optimizer-shard-threshold="
-     << number(optimizerShardThresholdKb)
+     << " bucket-cap-mb=" << number(bucketCapMb) << " zero-stage=" << zeroStage
+     << " optimizer-shard-threshold=" << number(optimizerShardThresholdKb)
      << " optimizer-shard-size=" << optimizerShardSize
      << " zero-prefetch=" << (zeroPrefetch ? "true" : "false");
   os << " tensor-parallel=" << tensorParallel << " tensor-parallel-fallback="
@@ -210,6 +207,8 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
                                      o.tensorParallel, o.optimizerShardSize}));
   // One kernel per GELU, which keeps only its input for the backward.
   pm.addNestedPass<func::FuncOp>(createFuseGelu());
+  // One kernel per RMSNorm, which keeps its input and one f32 per row.
+  pm.addNestedPass<func::FuncOp>(createFuseRmsNorm());
   // One kernel per core attention, which keeps no [s, s] activations.
   if (o.flashAttention)
     pm.addNestedPass<func::FuncOp>(createFuseAttention());
@@ -238,9 +237,8 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // f16 training is loss-scaled (GradScaler): bf16 has f32's exponents.
   bool lossScaling = o.precision == "f16" && o.step == CompiledStep::Train;
   if (o.precision != "f32")
-    pm.addNestedPass<func::FuncOp>(
-        createMixedPrecision(
-            {o.precision, lossScaling, o.fp32ResidualConnection}));
+    pm.addNestedPass<func::FuncOp>(createMixedPrecision(
+        {o.precision, lossScaling, o.fp32ResidualConnection}));
   // Fused attention on the QKV projection's packed output (no split, no
   // concat), after mixed precision has cast its operands.
   if (o.flashAttention)
@@ -297,9 +295,8 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // soon as its last gradient exists.
   if (o.dataParallel > 1)
     pm.addNestedPass<func::FuncOp>(
-        createDataParallel(
-            {o.bucketCapMb, o.zeroStage, o.optimizerShardThresholdKb,
-             o.zeroPrefetch}));
+        createDataParallel({o.bucketCapMb, o.zeroStage,
+                            o.optimizerShardThresholdKb, o.zeroPrefetch}));
   // GradScaler: the overflow check of what the updates read, agreed over
   // the mesh, the skip and the scale's update, on every stage.
   if (lossScaling)

@@ -421,33 +421,52 @@ def float64_losses(model: torch.nn.Module, batches, micro_batches: int,
 def training_losses(model: torch.nn.Module, batches, micro_batches: int,
                     make_optimizer: Callable, dtype: torch.dtype,
                     autocast: Optional[torch.dtype] = None,
-                    device: str = "cpu") -> List[float]:
+                    device: str = "cpu",
+                    low_precision_params: bool = False) -> List[float]:
     """Per-step losses (nats for cross-entropy) of torch training a copy of
     `model` in `dtype` on `device` on the micro-batch split; with
     `autocast` (bf16) the forwards run under torch.autocast(device,
     autocast): the drift torch's own mixed precision shows, which bounds
-    weft's (test_mixed_precision, test_cuda_backend)."""
+    weft's (test_mixed_precision, test_cuda_backend). With
+    `low_precision_params` as well, each step runs on the parameters
+    rounded to `autocast` and the optimizer updates the unrounded `dtype`
+    masters (Micikevicius et al. 2018, the recipe weft's --precision and
+    Megatron-LM follow; autocast alone keeps every parameter in `dtype`,
+    so a norm weight's small updates reach the forward there and not in
+    16-bit parameters)."""
     model = copy.deepcopy(model).to(dtype).to(device)
     optimizer = make_optimizer(model.parameters())
     losses = []
     for batch in batches:
         batch = [t.to(device) for t in _cast(batch, dtype)]
+        masters = []
+        if low_precision_params:
+            with torch.no_grad():
+                for p in model.parameters():
+                    masters.append(p.detach().clone())
+                    p.copy_(p.to(autocast).to(dtype))
         losses.append(microbatch_step(model, batch, micro_batches, autocast,
                                       device))
+        with torch.no_grad():
+            for p, master in zip(model.parameters(), masters):
+                p.copy_(master)
         optimizer.step()
     return losses
 
 
 def autocast_drift(model: torch.nn.Module, batches, micro_batches: int,
-                   make_optimizer: Callable, device: str = "cpu"):
+                   make_optimizer: Callable, device: str = "cpu",
+                   low_precision_params: bool = False):
     """The bf16 oracle's reference and bound: (torch float64's per-step
     losses on the CPU as a numpy array, the largest |loss error| of torch
-    float32 under torch.autocast(device, bfloat16) from them). weft's bf16
-    error is bounded by a multiple of that drift (test_mixed_precision,
-    weft.gpu_check)."""
+    float32 under torch.autocast(device, bfloat16) from them, with the
+    parameters rounded to bf16 for each step when `low_precision_params`:
+    training_losses). weft's bf16 error is bounded by a multiple of that
+    drift (test_mixed_precision, test_llama, weft.gpu_check)."""
     ref = np.array(training_losses(model, batches, micro_batches,
                                    make_optimizer, torch.float64))
-    bf16 = np.array(training_losses(model, batches, micro_batches,
-                                    make_optimizer, torch.float32,
-                                    torch.bfloat16, device=device))
+    bf16 = np.array(training_losses(
+        model, batches, micro_batches, make_optimizer, torch.float32,
+        torch.bfloat16, device=device,
+        low_precision_params=low_precision_params))
     return ref, np.abs(bf16 - ref).max()

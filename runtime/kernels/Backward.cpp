@@ -92,6 +92,41 @@ void layerNormGrad(const KernelCall &call) {
   });
 }
 
+/// (x, scale, inv_rms, dy) -> (dx, dscale): per row mean(g xhat) in
+/// double, then dx; dscale's column sums in double over all rows.
+void rmsNormGrad(const KernelCall &call) {
+  const Tensor &x = call.in[0], &scale = call.in[1], &stats = call.in[2],
+               &dy = call.in[3];
+  int64_t axis = call.i("axis"), outer = 1, inner = 1;
+  for (int64_t i = 0; i < x.rank(); ++i)
+    (i < axis ? outer : inner) *= x.shape[i];
+  auto invRms = [&](int64_t o) {
+    return stats.dtype == DType::F64 ? stats.as<double>()[o]
+                                     : double(stats.as<float>()[o]);
+  };
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    const T *px = x.as<T>(), *pg = scale.as<T>(), *pdy = dy.as<T>();
+    T *dx = call.out[0].as<T>(), *dscale = call.out[1].as<T>();
+    std::vector<double> sumScale(inner, 0.0);
+    for (int64_t o = 0; o < outer; ++o) {
+      const T *row = px + o * inner, *grow = pdy + o * inner;
+      double r = invRms(o), meanGX = 0;
+#pragma omp simd reduction(+ : meanGX)
+      for (int64_t j = 0; j < inner; ++j) {
+        double xhat = row[j] * r;
+        meanGX += double(grow[j]) * pg[j] * xhat;
+        sumScale[j] += grow[j] * xhat;
+      }
+      meanGX /= inner;
+      for (int64_t j = 0; j < inner; ++j)
+        dx[o * inner + j] = static_cast<T>(
+            rmsNormGradAt(row[j] * r, double(grow[j]) * pg[j], r, meanGX));
+    }
+    for (int64_t j = 0; j < inner; ++j)
+      dscale[j] = static_cast<T>(sumScale[j]);
+  });
+}
+
 void dropoutGrad(const KernelCall &call) {
   const Tensor &dy = call.in[0], &dx = call.out[0];
   const uint8_t *mask = call.in[1].as<uint8_t>();
@@ -278,6 +313,7 @@ void registerBackwardKernels(KernelTable &t) {
   t[Op::SoftmaxGrad] = softmaxGrad<false>;
   t[Op::LogSoftmaxGrad] = softmaxGrad<true>;
   t[Op::LayerNormGrad] = layerNormGrad;
+  t[Op::RmsNormGrad] = rmsNormGrad;
   t[Op::DropoutGrad] = dropoutGrad;
   t[Op::GatherGrad] = gatherGrad;
   t[Op::SoftmaxCrossEntropyGrad] = [](const KernelCall &c) {

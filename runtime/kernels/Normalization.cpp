@@ -95,6 +95,37 @@ void layerNorm(const KernelCall &call) {
   });
 }
 
+/// RMSNormalization-23 over the trailing dims from `axis`: each row's sum
+/// of squares in double (vector lanes), y = x inv_rms scale rounded once.
+/// inv_rms is f32, or f64 beside f64 x.
+void rmsNorm(const KernelCall &call) {
+  const Tensor &x = call.in[0], &scale = call.in[1], &stats = call.out[1];
+  int64_t axis = call.i("axis"), outer = 1, inner = 1;
+  for (int64_t i = 0; i < x.rank(); ++i)
+    (i < axis ? outer : inner) *= x.shape[i];
+  double eps = call.f("epsilon");
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    const T *in = x.as<T>(), *g = scale.as<T>();
+    T *out = call.out[0].as<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      const T *row = in + o * inner;
+      double squares = 0;
+#pragma omp simd reduction(+ : squares)
+      for (int64_t j = 0; j < inner; ++j)
+        squares += double(row[j]) * row[j];
+      double r = rmsNormInvRms(squares, inner, eps);
+      if (stats.dtype == DType::F64)
+        stats.as<double>()[o] = r;
+      else
+        stats.as<float>()[o] = static_cast<float>(r);
+      T *dst = out + o * inner;
+#pragma omp simd
+      for (int64_t j = 0; j < inner; ++j)
+        dst[j] = static_cast<T>(double(row[j]) * r * double(g[j]));
+    }
+  });
+}
+
 /// ONNX BatchNormalization-15. Training mode normalises with the batch
 /// mean and population variance and returns
 /// running = momentum * running + (1 - momentum) * batch, with the biased
@@ -194,6 +225,7 @@ void registerNormalizationKernels(KernelTable &t) {
   t[Op::Softmax] = softmax<false>;
   t[Op::LogSoftmax] = softmax<true>;
   t[Op::LayerNorm] = layerNorm;
+  t[Op::RmsNorm] = rmsNorm;
   t[Op::BatchNorm] = batchNorm;
   t[Op::Dropout] = dropout;
 }

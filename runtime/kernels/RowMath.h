@@ -97,6 +97,20 @@ WEFT_HOST_DEVICE inline double layerNormGradAt(double xhat, double g,
   return rstd * (g - meanG - xhat * meanGX);
 }
 
+/// RMSNormalization-23 (Zhang & Sennrich 2019): 1 / sqrt(mean(x^2) + eps)
+/// from the row's sum of squares over `n` elements.
+WEFT_HOST_DEVICE inline double rmsNormInvRms(double squares, int64_t n,
+                                             double eps) {
+  using std::sqrt;
+  return 1.0 / sqrt(squares / double(n) + eps);
+}
+/// rms_norm_grad's dx: inv_rms (g - xhat mean(g xhat)), g = dy scale, xhat
+/// = x inv_rms; the row mean is the caller's.
+WEFT_HOST_DEVICE inline double rmsNormGradAt(double xhat, double g,
+                                             double invRms, double meanGX) {
+  return invRms * (g - xhat * meanGX);
+}
+
 /// softmax_cross_entropy's log-sum-exp of a row (log_sum_exp: kept for the
 /// backward instead of the log-probabilities), from its max and log(sum).
 template <typename T>

@@ -9,6 +9,24 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FuseRmsNorm : Pass<"weft-fuse-rms-norm", "mlir::func::FuncOp"> {
+  let summary = "Rewrite exported RMSNorm chains into weft.rms_norm";
+  let description = [{
+    ONNX before opset 23 has no RMSNormalization, so exporters write
+    Llama's RMSNorm (Zhang & Sennrich 2019) as a chain:
+    `x * rsqrt(mean(x^2) + eps) * w`. The chain above each
+    `weft.reduce_mean` is read as a product of powers of its leaves through
+    mul, div, sqrt, reciprocal and pow by a constant, descending only into
+    ops whose result the chain alone uses, and matches when it is
+    `x^1 z^(-1/2) w^1` with `z = reduce_mean(x^2 over the trailing dims)
+    + eps` (eps a constant >= 0, or none), the constant factor 1 within 8
+    units of the rounding of x's dtype, and `w` of the normalised dims'
+    shape: pow(x, 2) or x * x, 1 / sqrt, reciprocal(sqrt) or pow(., -0.5),
+    x / sqrt(.), the weight on either side all match. The fused op keeps x
+    and one f32 per row for the backward instead of the chain's products.
+  }];
+}
+
 def FuseGelu : Pass<"weft-fuse-gelu", "mlir::func::FuncOp"> {
   let summary = "Rewrite exported GELU chains into weft.gelu / weft.gelu_tanh";
   let description = [{

@@ -65,6 +65,20 @@ void softmaxGrad(const KernelCall &call, const Context &ctx) {
 // layer_norm, add_layer_norm, layer_norm_grad
 //===----------------------------------------------------------------------===//
 
+/// A normalisation's rows: input 0 over the dims [axis, rank) of `inner`
+/// elements each (the `axis` attribute), `rows` of them.
+struct NormRows {
+  int64_t rows = 0, inner = 1;
+};
+NormRows normRows(const KernelCall &call) {
+  const Tensor &x = call.in[0];
+  NormRows r;
+  for (int64_t d = call.i("axis"); d < x.rank(); ++d)
+    r.inner *= x.shape[d];
+  r.rows = r.inner ? x.numel() / r.inner : 0;
+  return r;
+}
+
 /// Where scale and bias are read for element j of the normalised block:
 /// null when they cover it whole (element j), else device tables of the
 /// element each broadcasts to j (broadcastIndex, as the CPU kernel).
@@ -146,13 +160,10 @@ layerNormKernel(const void *x, Residual residual, const void *scale,
 void normalizeRows(const KernelCall &call, const Context &ctx, size_t affine,
                    Residual residual) {
   const Tensor &x = call.in[0];
-  int64_t axis = call.i("axis"), inner = 1;
-  for (int64_t d = axis; d < x.rank(); ++d)
-    inner *= x.shape[d];
-  int64_t rows = inner ? x.numel() / inner : 0;
+  auto [rows, inner] = normRows(call);
   if (rows == 0)
     return;
-  AffineIndex at = affineIndex(call, ctx, x, axis, inner, affine);
+  AffineIndex at = affineIndex(call, ctx, x, call.i("axis"), inner, affine);
   const void *bias =
       call.in.size() > affine + 1 ? call.in[affine + 1].data : nullptr;
   byStorage(call, x.dtype, [&]<Storage S>() {
@@ -243,11 +254,8 @@ __global__ void layerNormColumnsDone(const double *partial, void *dscale,
 
 void layerNormGrad(const KernelCall &call, const Context &ctx) {
   const Tensor &x = call.in[0];
-  int64_t inner = 1, axis = call.i("axis");
-  for (int64_t d = axis; d < x.rank(); ++d)
-    inner *= x.shape[d];
   // The plan loader checked that the scale covers the normalised dims.
-  int64_t rows = inner ? x.numel() / inner : 0;
+  auto [rows, inner] = normRows(call);
   if (rows == 0)
     return;
   int64_t chunks = (rows + kChunk - 1) / kChunk;
@@ -271,6 +279,117 @@ void layerNormGrad(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+//===----------------------------------------------------------------------===//
+// rms_norm, rms_norm_grad
+//===----------------------------------------------------------------------===//
+
+/// One warp per row: the sum of squares in double, y = x inv_rms scale
+/// (RowMath.h's rule, as the CPU kernel).
+template <Storage S>
+__global__ void rmsNormKernel(const void *x, const void *scale, void *y,
+                              float *invRms, int64_t rows, int64_t inner,
+                              double eps) {
+  int lane = threadIdx.x % 32;
+  WEFT_WARP_STRIDE(r, rows) {
+    int64_t base = r * inner;
+    double squares = 0;
+    for (int64_t j = lane; j < inner; j += 32) {
+      double v = load<S>(x, base + j);
+      squares += v * v;
+    }
+    double rms = rmsNormInvRms(warpSum(squares), inner, eps);
+    if (lane == 0)
+      invRms[r] = float(rms);
+    for (int64_t j = lane; j < inner; j += 32)
+      store<S>(y, base + j,
+               float(double(load<S>(x, base + j)) * rms *
+                     double(load<S>(scale, j))));
+  }
+}
+
+void rmsNorm(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0];
+  auto [rows, inner] = normRows(call);
+  if (rows == 0)
+    return;
+  byStorage(call, x.dtype, [&]<Storage S>() {
+    WEFT_LAUNCH(rmsNormKernel<S>, warpGrid(rows), kThreads, ctx.stream, x.data,
+                call.in[1].data, call.out[0].data, call.out[1].as<float>(),
+                rows, inner, call.f("epsilon"));
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+/// dx per row: inv_rms (g - xhat mean(g xhat)).
+template <Storage S>
+__global__ void rmsNormGradKernel(const void *x, const void *scale,
+                                  const float *invRms, const void *dy, void *dx,
+                                  int64_t rows, int64_t inner) {
+  int lane = threadIdx.x % 32;
+  WEFT_WARP_STRIDE(r, rows) {
+    int64_t base = r * inner;
+    double rms = invRms[r], meanGX = 0;
+    for (int64_t j = lane; j < inner; j += 32)
+      meanGX += double(load<S>(dy, base + j)) * load<S>(scale, j) *
+                load<S>(x, base + j) * rms;
+    meanGX = warpSum(meanGX) / double(inner);
+    for (int64_t j = lane; j < inner; j += 32) {
+      double xhat = load<S>(x, base + j) * rms;
+      double g = double(load<S>(dy, base + j)) * load<S>(scale, j);
+      store<S>(dx, base + j, float(rmsNormGradAt(xhat, g, rms, meanGX)));
+    }
+  }
+}
+
+/// Partial column sums of dy xhat over kChunk rows each.
+template <Storage S>
+__global__ void rmsNormColumnsKernel(const void *x, const float *invRms,
+                                     const void *dy, double *partial,
+                                     int64_t rows, int64_t inner,
+                                     int64_t chunks) {
+  WEFT_GRID_STRIDE(i, chunks * inner) {
+    int64_t c = i / inner, j = i % inner;
+    double sum = 0;
+    for (int64_t r = c * kChunk; r < rows && r < (c + 1) * kChunk; ++r)
+      sum += double(load<S>(dy, r * inner + j)) * load<S>(x, r * inner + j) *
+             invRms[r];
+    partial[i] = sum;
+  }
+}
+
+template <Storage S>
+__global__ void rmsNormColumnsDone(const double *partial, void *dscale,
+                                   int64_t inner, int64_t chunks) {
+  WEFT_GRID_STRIDE(j, inner) {
+    double sum = 0;
+    for (int64_t c = 0; c < chunks; ++c)
+      sum += partial[c * inner + j];
+    store<S>(dscale, j, float(sum));
+  }
+}
+
+void rmsNormGrad(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0];
+  auto [rows, inner] = normRows(call);
+  if (rows == 0)
+    return;
+  int64_t chunks = (rows + kChunk - 1) / kChunk;
+  auto *partial = static_cast<double *>(
+      ctx.scratch->get(chunks * inner * sizeof(double), ctx.stream));
+  const auto *invRms = call.in[2].as<float>();
+  byStorage(call, x.dtype, [&]<Storage S>() {
+    WEFT_LAUNCH(rmsNormGradKernel<S>, warpGrid(rows), kThreads, ctx.stream,
+                x.data, call.in[1].data, invRms, call.in[3].data,
+                call.out[0].data, rows, inner);
+    WEFT_LAUNCH(rmsNormColumnsKernel<S>, grid(chunks * inner), kThreads,
+                ctx.stream, x.data, invRms, call.in[3].data, partial, rows,
+                inner, chunks);
+    WEFT_LAUNCH(rmsNormColumnsDone<S>, grid(inner), kThreads, ctx.stream,
+                partial, call.out[1].data, inner, chunks);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
 } // namespace
 
 void registerRowKernels(KernelTable &t) {
@@ -279,6 +398,8 @@ void registerRowKernels(KernelTable &t) {
   t[Op::LayerNorm] = layerNorm;
   t[Op::AddLayerNorm] = addLayerNorm;
   t[Op::LayerNormGrad] = layerNormGrad;
+  t[Op::RmsNorm] = rmsNorm;
+  t[Op::RmsNormGrad] = rmsNormGrad;
 }
 
 } // namespace weft::rt::cuda

@@ -47,6 +47,13 @@ Types layerNormGrad(const SpecCall &call) {
   return {x, scale, scale};
 }
 
+/// (input, scale, inv_rms, grad) -> (dx, dscale).
+Types rmsNormGrad(const SpecCall &call) {
+  call.requireType(2, rmsNormStats(call), "the inverse rms");
+  call.requireType(3, call.in[0], "the gradient");
+  return {call.in[0], call.in[1]};
+}
+
 /// 12 FLOPs per element of the input; 13 with accumulate (its add).
 int64_t layerNormGradFlops(const SpecCall &call, const Types &) {
   return satMul(call.in.size() > 5 ? 13 : 12, call.in[0].numel());
@@ -322,6 +329,11 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .flops = layerNormGradFlops,
                .dtypeNote = "scale alike or f32 beside 16-bit x (its gradients "
                             "too); statistics f32; accumulate as x"});
+  t.push_back({.op = Op::RmsNormGrad,
+               .source = "RMSNormalization-23 adjoint",
+               .infer = rmsNormGrad,
+               .flops = fromRecord,
+               .dtypeNote = "scale alike; inv_rms f32 (f64 beside f64)"});
   t.push_back({.op = Op::WgradBias,
                .source = "a Linear layer's weight and bias gradients "
                          "(weft-fold-bias-grad)",

@@ -125,6 +125,20 @@ TensorType layerNormStats(const TensorType &x, int64_t axis) {
   return {DType::F32, shape};
 }
 
+TensorType rmsNormStats(const SpecCall &call) {
+  const TensorType &x = call.in[0], &scale = call.in[1];
+  int64_t axis = call.axis("axis", x.rank());
+  call.requireSameDType(0, 1);
+  std::vector<int64_t> normalized(x.shape.begin() + axis, x.shape.end());
+  if (scale.shape != normalized)
+    call.fail("scale " + typeString(scale) + " is not the normalised dims " +
+              shapeString(normalized));
+  TensorType stats = layerNormStats(x, axis);
+  if (x.dtype == DType::F64)
+    stats.dtype = DType::F64;
+  return stats;
+}
+
 void requireLayerNormAffine(const SpecCall &call, size_t k) {
   DType x = call.in[0].dtype, affine = call.in[k].dtype;
   if (affine != x && !widensHalf(x, affine))
@@ -201,6 +215,14 @@ Types normalizeRows(const SpecCall &call, size_t affine) {
 }
 
 Types layerNorm(const SpecCall &call) { return normalizeRows(call, 1); }
+
+/// RMSNormalization-23 (x, scale) -> (y, inv_rms).
+Types rmsNorm(const SpecCall &call) {
+  if (call.attrs.f("epsilon") < 0)
+    call.fail("attribute 'epsilon' is " +
+              std::to_string(call.attrs.f("epsilon")) + ", expected >= 0");
+  return {call.in[0], rmsNormStats(call)};
+}
 
 /// (input, residual, scale, bias?): the sum, one type, is the fourth
 /// output.
@@ -364,6 +386,11 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                .flops = fromRecord,
                .dtypeNote =
                    "scale, bias alike or f32 beside 16-bit x; statistics f32"});
+  t.push_back({.op = Op::RmsNorm,
+               .source = "RMSNormalization-23 (Zhang & Sennrich 2019)",
+               .infer = rmsNorm,
+               .flops = fromRecord,
+               .dtypeNote = "scale alike; inv_rms f32 (f64 beside f64)"});
   t.push_back(
       {.op = Op::AddLayerNorm,
        .source = "weft.add_layer_norm: Add-14, then "

@@ -107,8 +107,9 @@ std::vector<int64_t> convOutputShape(const SpecCall &call,
                                      const std::vector<int64_t> &weight);
 
 /// A loss of scores [N, C, d...] (input 0) and class targets [N, d...]
-/// (input 1; their dtypes are the entries'), with optional class weights [C] as input
-/// `weightInput`: the loss's type, a scalar or (reduction "none") [N, d...].
+/// (input 1; their dtypes are the entries'), with optional class weights [C] as
+/// input `weightInput`: the loss's type, a scalar or (reduction "none") [N,
+/// d...].
 Types lossOutput(const SpecCall &call, size_t weightInput);
 
 /// A tensor-parallel dropout draws the mask elements of its shard of the
@@ -121,6 +122,13 @@ void checkDropoutShard(const SpecCall &call, const std::vector<int64_t> &shape);
 /// before `axis`, 1 over the normalised ones, f32 (LayerNormalization-17's
 /// stash_type). Shared by layer_norm and layer_norm_grad.
 TensorType layerNormStats(const TensorType &x, int64_t axis);
+
+/// rms_norm's operands (x, scale, ...): scale x's dtype with exactly the
+/// normalised dims' shape [axis, rank), which the kernels read as a flat
+/// row. Returns its inv_rms statistics: x's leading dims, 1 over the
+/// normalised ones, f32 (f64 beside f64 x: the float64 oracles). Shared by
+/// rms_norm and rms_norm_grad.
+TensorType rmsNormStats(const SpecCall &call);
 
 /// Whether `wide` is f32 beside a 16-bit `half`: mixed precision's pairs
 /// (a LayerNorm's f32 affine parameters, a loss's f32 log-probabilities of

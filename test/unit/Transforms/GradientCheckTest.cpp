@@ -299,6 +299,17 @@ func.func @main(%q: tensor<2x4x3x4xf64> {weft.param = "q"}, %k: tensor<2x2x3x4xf
                      .c_str());
 }
 
+// RMSNorm over the last dim and over the last two, its scale a parameter.
+TEST(GradientCheck, RmsNorm) {
+  checkGradients((R"mlir(
+func.func @main(%x: tensor<2x3x4xf64> {weft.param = "x"}, %s: tensor<4xf64> {weft.param = "s"},
+             %t: tensor<3x4xf64> {weft.param = "t"}) -> tensor<f64> {
+  %n, %r = weft.rms_norm %x, %s {axis = 2 : i64, epsilon = 1.0e-6 : f64} : (tensor<2x3x4xf64>, tensor<4xf64>) -> (tensor<2x3x4xf64>, tensor<2x3x1xf64>)
+  %y, %r2 = weft.rms_norm %n, %t {axis = 1 : i64, epsilon = 0.1 : f64} : (tensor<2x3x4xf64>, tensor<3x4xf64>) -> (tensor<2x3x4xf64>, tensor<2x1x1xf64>)
+)mlir" + squaredSum("tensor<2x3x4xf64>", 3))
+                     .c_str());
+}
+
 TEST(GradientCheck, SoftmaxLayerNormReductions) {
   checkGradients((R"mlir(
 func.func @main(%x: tensor<2x3x4xf64> {weft.param = "x"}, %s: tensor<4xf64> {weft.param = "s"}, %b: tensor<4xf64> {weft.param = "b"}) -> tensor<f64> {

@@ -65,6 +65,36 @@ TEST_P(CudaConformance, LayerNorm) {
   }
 }
 
+/// rms_norm over the last dim and the last two, forward and backward,
+/// and 600 rows of 80 (the scale gradient's column sums in chunks of 256
+/// rows). weft-mixed-precision runs it in f32 (FullPrecision), so the
+/// 16-bit forms are the kernels' own, checked all the same.
+TEST_P(CudaConformance, RmsNorm) {
+  for (DType d : floats())
+    for (int64_t axis : {2, 1}) {
+      std::vector<int64_t> normalized =
+          axis == 2 ? std::vector<int64_t>{48} : std::vector<int64_t>{5, 48};
+      TensorType x{d, {6, 5, 48}}, scale{d, normalized},
+          stats{DType::F32, axis == 2 ? std::vector<int64_t>{6, 5, 1}
+                                      : std::vector<int64_t>{6, 1, 1}};
+      Case forward{"rms_norm", {x, scale}, {x, stats}};
+      forward.attrs.set("axis", axis);
+      forward.attrs.set("epsilon", 1e-6);
+      expectConforms(forward, *gpu);
+      Case backward{"rms_norm_grad", {x, scale, stats, x}, {x, scale}};
+      backward.attrs.set("axis", axis);
+      backward.positive = {2}; // 1 / rms
+      expectConforms(backward, *gpu);
+    }
+  for (DType d : floats()) {
+    TensorType x{d, {600, 80}}, scale{d, {80}}, stats{DType::F32, {600, 1}};
+    Case rows{"rms_norm_grad", {x, scale, stats, x}, {x, scale}};
+    rows.attrs.set("axis", int64_t(1));
+    rows.positive = {2};
+    expectConforms(rows, *gpu);
+  }
+}
+
 /// weft-mixed-precision's narrowed LayerNorm (16-bit x and y; scale and
 /// bias f32, or the 16-bit parameters themselves) gives the bits of the
 /// cast chain it replaces: x (and a 16-bit scale and bias) widened to

@@ -71,20 +71,51 @@ TEST(KernelSpec, InputDTypesArePinned) {
   const std::map<std::string, std::vector<Op>> pins = {
       // Arithmetic in floats (16-bit widened to f32): the inputs are floats,
       // tied to input 0 by the rule (alike, or f32 beside 16-bit).
-      {"float", {Op::Sqrt,          Op::Reciprocal,    Op::Neg,
-                 Op::Exp,           Op::Log,           Op::Erf,
-                 Op::Tanh,          Op::Relu,          Op::Sigmoid,
-                 Op::Gelu,          Op::GeluTanh,      Op::Softmax,
-                 Op::LogSoftmax,    Op::Dropout,       Op::AvgPool,
-                 Op::FoundInf,      Op::Attention,     Op::AttentionGrad,
-                 Op::LayerNormGrad, Op::WgradBias,     Op::ConvWeightGrad,
-                 Op::BatchNormGrad, Op::MaxPoolGrad,   Op::AvgPoolGrad,
-                 Op::ResizeGrad,    Op::AdamW,         Op::SGD,
-                 Op::LayerNorm,     Op::AddLayerNorm,  Op::BatchNorm,
-                 Op::Conv,          Op::ConvTranspose, Op::MatMul,
-                 Op::Gemm,          Op::GemmGeluTanh,  Op::GemmGeluTanhGrad,
-                 Op::ReluGrad,      Op::GeluGrad,      Op::GeluTanhGrad,
-                 Op::ClipGrad,      Op::SoftmaxGrad,   Op::LogSoftmaxGrad}},
+      {"float",
+       {Op::Sqrt,
+        Op::Reciprocal,
+        Op::Neg,
+        Op::Exp,
+        Op::Log,
+        Op::Erf,
+        Op::Tanh,
+        Op::Relu,
+        Op::Sigmoid,
+        Op::Gelu,
+        Op::GeluTanh,
+        Op::Softmax,
+        Op::LogSoftmax,
+        Op::Dropout,
+        Op::AvgPool,
+        Op::FoundInf,
+        Op::Attention,
+        Op::AttentionGrad,
+        Op::LayerNormGrad,
+        Op::WgradBias,
+        Op::ConvWeightGrad,
+        Op::BatchNormGrad,
+        Op::MaxPoolGrad,
+        Op::AvgPoolGrad,
+        Op::ResizeGrad,
+        Op::AdamW,
+        Op::SGD,
+        Op::LayerNorm,
+        Op::AddLayerNorm,
+        Op::BatchNorm,
+        Op::RmsNorm,
+        Op::RmsNormGrad,
+        Op::Conv,
+        Op::ConvTranspose,
+        Op::MatMul,
+        Op::Gemm,
+        Op::GemmGeluTanh,
+        Op::GemmGeluTanhGrad,
+        Op::ReluGrad,
+        Op::GeluGrad,
+        Op::GeluTanhGrad,
+        Op::ClipGrad,
+        Op::SoftmaxGrad,
+        Op::LogSoftmaxGrad}},
       {"float, bool", {Op::DropoutGrad}},
       // Scores and labels (indices), then weights, sums, gradients.
       {"float, index", {Op::VocabParallelGather}},
@@ -171,6 +202,8 @@ TEST(OpRecords, AttributeDefaultsArePinned) {
       pinned = {
           {{"layer_norm", "epsilon"}, 1e-5}, // LayerNormalization-17
           {{"add_layer_norm", "epsilon"}, 1e-5},
+          // RMSNormalization-23's.
+          {{"rms_norm", "epsilon"}, 1e-5},
           {{"batch_norm", "epsilon"}, 1e-5}, // BatchNormalization-15
           {{"batch_norm", "momentum"}, 0.9},
           {{"batch_norm", "training"}, false},
@@ -272,6 +305,10 @@ TEST(OpRecords, PerElementFlopsAreTheDerivedCounts) {
       // the residual add before it.
       {Op::LayerNorm, {FlopRule::Input, 8}},
       {Op::AddLayerNorm, {FlopRule::Input, 9}},
+      // square and sum, scale by 1/rms, affine mul.
+      {Op::RmsNorm, {FlopRule::Input, 4}},
+      // g = dy scale, xhat, the row's g xhat sum, dx's three, dscale's two.
+      {Op::RmsNormGrad, {FlopRule::Input, 9}},
       // One add or compare per input element.
       {Op::ReduceSum, {FlopRule::Input, 1}},
       {Op::ReduceMean, {FlopRule::Input, 1}},
@@ -374,9 +411,9 @@ TEST(OpRecords, PrecisionFollowsAutocast) {
         << ops::record(op).mnemonic;
   for (ops::Op op :
        {ops::Op::Softmax, ops::Op::LogSoftmax, ops::Op::LayerNorm,
-        ops::Op::BatchNorm, ops::Op::SoftmaxCrossEntropy, ops::Op::NllLoss,
-        ops::Op::ReduceSum, ops::Op::ReduceMean, ops::Op::Exp, ops::Op::Log,
-        ops::Op::Pow, ops::Op::Reciprocal})
+        ops::Op::RmsNorm, ops::Op::BatchNorm, ops::Op::SoftmaxCrossEntropy,
+        ops::Op::NllLoss, ops::Op::ReduceSum, ops::Op::ReduceMean, ops::Op::Exp,
+        ops::Op::Log, ops::Op::Pow, ops::Op::Reciprocal})
     EXPECT_EQ(ops::record(op).precision, ops::Precision::Full)
         << ops::record(op).mnemonic;
   for (ops::Op op : {ops::Op::Add, ops::Op::Mul, ops::Op::Max, ops::Op::Min,

@@ -246,6 +246,38 @@ TEST(KernelSpec, ChecksATensorParallelDropoutsShard) {
             std::string::npos);
 }
 
+/// rms_norm: the scale is exactly the normalised dims (the kernels read
+/// it as one row), of x's dtype; inv_rms is f32, f64 beside f64 x, and the
+/// gradient checks it as such.
+TEST(KernelSpec, ChecksAnRmsNorm) {
+  json attrs = {{"axis", 1}, {"epsilon", 1e-6}};
+  EXPECT_EQ(errorOf("rms_norm", {f32({6, 8}, 0), f32({8}, 256)},
+                    {f32({6, 8}, 512), f32({6, 1}, 768)}, attrs),
+            "");
+  EXPECT_NE(errorOf("rms_norm", {f32({6, 8}, 0), f32({1, 8}, 256)},
+                    {f32({6, 8}, 512), f32({6, 1}, 768)}, attrs)
+                .find("scale [1x8] f32 is not the normalised dims [8]"),
+            std::string::npos);
+  OperandPlacement x64{{DType::F64, {6, 8}}, 0}, s64{{DType::F64, {8}}, 512},
+      y64{{DType::F64, {6, 8}}, 1024}, r64{{DType::F64, {6, 1}}, 1536};
+  EXPECT_EQ(errorOf("rms_norm", {x64, s64}, {y64, r64}, attrs), "");
+  EXPECT_NE(errorOf("rms_norm", {x64, s64}, {y64, f32({6, 1}, 1536)}, attrs)
+                .find("output 1 is [6x1] f32"),
+            std::string::npos);
+  EXPECT_NE(errorOf("rms_norm", {f32({6, 8}, 0), f32({8}, 256)},
+                    {f32({6, 8}, 512), f32({6, 1}, 768)},
+                    {{"axis", 1}, {"epsilon", -1.0}})
+                .find("attribute 'epsilon' is -1"),
+            std::string::npos);
+  EXPECT_NE(errorOf("rms_norm_grad",
+                    {f32({6, 8}, 0), f32({8}, 256), f32({6, 8}, 512),
+                     f32({6, 8}, 768)},
+                    {f32({6, 8}, 1024), f32({8}, 1280)}, {{"axis", 1}})
+                .find("input 2 (the inverse rms) is [6x8] f32, expected [6x1] "
+                      "f32"),
+            std::string::npos);
+}
+
 /// layout "bshd" (weft-fold-attention-transpose): q, k, v and the output
 /// [B, S, H, D], stats [B, H, Sq], the cost of the same B H pairs; any
 /// other layout, or a rank other than 4, is refused naming it.

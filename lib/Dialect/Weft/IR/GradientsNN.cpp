@@ -168,6 +168,20 @@ LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   return success();
 }
 
+LogicalResult RmsNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  if (!prepare(*this, dys, dxs))
+    return success();
+  if (dys[1])
+    return emitOpError("autodiff: the loss depends on rms_norm's inv_rms, "
+                       "whose gradient weft does not implement");
+  auto grad = RmsNormGradOp::create(b, getLoc(), getInput(), getScale(),
+                                    getInvRms(), dys[0], getAxis());
+  dxs[0] = grad.getInputGrad();
+  dxs[1] = grad.getScaleGrad();
+  return success();
+}
+
 LogicalResult DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                         SmallVectorImpl<Value> &dxs) {
   if (!prepare(*this, dys, dxs) || !dys[0])

@@ -114,6 +114,29 @@ def Weft_LayerNormGradOp : Weft_KernelTypedOp<"layer_norm_grad", [], CustomFlops
   }];
 }
 
+def Weft_RmsNormGradOp : Weft_KernelTypedOp<"rms_norm_grad"> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerInput<9>;
+  let summary = "Gradients of rms_norm w.r.t. input and scale.";
+  let description = [{
+    With `xhat = x * inv_rms` over the normalised dims `[axis, rank)` of N
+    elements and `g = dy * scale`: `dscale = sum(dy * xhat)` over the
+    leading dims and `dx = inv_rms * (g - xhat * mean(g * xhat))` (the
+    layer_norm_grad rule without the mean terms). Cost: 9 FLOPs per element
+    of `x`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$scale,
+                       Weft_FloatTensor:$inv_rms, Weft_FloatTensor:$grad,
+                       I64Attr:$axis);
+  let results = (outs Weft_FloatTensor:$input_grad,
+                      Weft_FloatTensor:$scale_grad);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $inv_rms `,` $grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def Weft_WgradBiasOp : Weft_KernelTypedOp<"wgrad_bias", [], CustomFlops> {
   let precision = FollowPrecision;
   let split = NoSplit;

@@ -310,6 +310,30 @@ def Weft_LayerNormOp : Weft_KernelTypedOp<"layer_norm", [DeclareOpInterfaceMetho
   }];
 }
 
+def Weft_RmsNormOp : Weft_KernelTypedOp<"rms_norm", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FullPrecision;
+  let split = LayerNormSplit;
+  let flops = PerInput<4>;
+  let summary = "RMS normalisation over dims `[axis, rank)` (ONNX RMSNormalization-23).";
+  let description = [{
+    `Y = X * inv_rms * scale` with `inv_rms = 1 / sqrt(mean(X^2) + epsilon)`
+    over the trailing dimensions from `axis` (Zhang & Sennrich 2019: Llama's,
+    Mistral's and Qwen2's RMSNorm; no mean subtracted, no bias). `scale` has
+    the normalised dims' shape (Gemma's `1 + w` is such a value too).
+    `inv_rms` has `X`'s shape with the normalised dimensions set to 1, f32
+    (f64 beside f64 X, for the float64 oracles), for the backward, which
+    keeps `X` and it. weft-fuse-rms-norm makes the op from the exporters'
+    chains. Cost: 4 FLOPs per element of `X`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$scale,
+                       I64Attr:$axis,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Weft_FloatTensor:$output, Weft_FloatTensor:$inv_rms);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Weft_AddLayerNormOp : Weft_KernelTypedOp<"add_layer_norm"> {
   let precision = FollowPrecision;
   let split = NoSplit;
