@@ -207,6 +207,9 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
                                      o.tensorParallel, o.optimizerShardSize}));
   // One kernel per GELU, which keeps only its input for the backward.
   pm.addNestedPass<func::FuncOp>(createFuseGelu());
+  // One kernel per gated MLP activation (SwiGLU, GeGLU), which keeps the
+  // gate and up projections alone.
+  pm.addNestedPass<func::FuncOp>(createFuseGlu());
   // One kernel per RMSNorm, which keeps its input and one f32 per row.
   pm.addNestedPass<func::FuncOp>(createFuseRmsNorm());
   // One kernel per core attention, which keeps no [s, s] activations.

@@ -92,6 +92,23 @@ void layerNormGrad(const KernelCall &call) {
   });
 }
 
+/// glu_grad (gate, up, dy) -> (dgate, dup), elementwise.
+void gluGrad(const KernelCall &call) {
+  const Tensor &g = call.in[0], &u = call.in[1], &dy = call.in[2];
+  math::withGlu(*ops::gluActivationNamed(call.s("activation")), [&](auto op) {
+    dispatchFloat(call, g.dtype, [&]<typename T>() {
+      const T *pg = g.as<T>(), *pu = u.as<T>(), *pdy = dy.as<T>();
+      T *dg = call.out[0].as<T>(), *du = call.out[1].as<T>();
+      int64_t n = g.numel();
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) {
+        dg[i] = static_cast<T>(op.gateGrad(pg[i], pu[i], pdy[i]));
+        du[i] = static_cast<T>(op.upGrad(pg[i], pdy[i]));
+      }
+    });
+  });
+}
+
 /// (x, scale, inv_rms, dy) -> (dx, dscale): per row mean(g xhat) in
 /// double, then dx; dscale's column sums in double over all rows.
 void rmsNormGrad(const KernelCall &call) {
@@ -314,6 +331,7 @@ void registerBackwardKernels(KernelTable &t) {
   t[Op::LogSoftmaxGrad] = softmaxGrad<true>;
   t[Op::LayerNormGrad] = layerNormGrad;
   t[Op::RmsNormGrad] = rmsNormGrad;
+  t[Op::GluGrad] = gluGrad;
   t[Op::DropoutGrad] = dropoutGrad;
   t[Op::GatherGrad] = gatherGrad;
   t[Op::SoftmaxCrossEntropyGrad] = [](const KernelCall &c) {

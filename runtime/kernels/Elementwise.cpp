@@ -70,6 +70,16 @@ template <typename Op> void binary(const KernelCall &call, Op op) {
   });
 }
 
+/// glu: act(gate) up over same-shape gate and up (ElementwiseMath.h's Glu).
+void glu(const KernelCall &call) {
+  const Tensor &g = call.in[0], &u = call.in[1], &y = call.out[0];
+  math::withGlu(*ops::gluActivationNamed(call.s("activation")), [&](auto op) {
+    dispatchFloat(call, g.dtype, [&]<typename T>() {
+      vec::map(g.as<T>(), u.as<T>(), y.as<T>(), g.numel(), op);
+    });
+  });
+}
+
 void pow(const KernelCall &call) {
   // ONNX Pow allows a different exponent type; weft computes in double.
   const Tensor &a = call.in[0], &b = call.in[1], &y = call.out[0];
@@ -231,6 +241,7 @@ void registerElementwiseKernels(KernelTable &t) {
   t[Op::Tanh] = [](const KernelCall &c) { unary(c, math::Tanh()); };
   t[Op::Relu] = [](const KernelCall &c) { unary(c, math::Relu()); };
   t[Op::Sigmoid] = [](const KernelCall &c) { unary(c, math::Sigmoid()); };
+  t[Op::Glu] = glu;
   t[Op::Add] = [](const KernelCall &c) { binary(c, math::Add()); };
   t[Op::Sub] = [](const KernelCall &c) { binary(c, math::Sub()); };
   t[Op::Mul] = [](const KernelCall &c) { binary(c, math::Mul()); };

@@ -14,6 +14,8 @@
 
 #include "Half.h"
 
+#include "weft/ops/Glu.h"
+
 #include <cmath>
 
 namespace weft::rt::math {
@@ -80,6 +82,13 @@ struct GeluTanh {
     using std::tanh;
     const T k = T(0.79788456080286535588), cubic = T(0.044715);
     return T(0.5) * v * (T(1) + tanh(k * (v + cubic * v * v * v)));
+  }
+};
+
+/// x sigmoid(x): SiLU (Elfwing et al. 2017), SwiGLU's activation.
+struct Silu {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
+    return v * Sigmoid()(v);
   }
 };
 
@@ -182,6 +191,43 @@ struct GeluTanhGrad {
     return dy * T(0.5) * (T(1) + t + x * (T(1) - t * t) * inner);
   }
 };
+
+/// dy s (1 + x (1 - s)), s = sigmoid(x).
+struct SiluGrad {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T x, T dy) const {
+    T sig = Sigmoid()(x);
+    return dy * sig * (T(1) + x * (T(1) - sig));
+  }
+};
+
+/// glu (Shazeer 2020): y = act(g) u; its gradients dg = act'(g) (dy u)
+/// and du = dy act(g). Act and ActGrad are one of the pairs above.
+template <typename Act, typename ActGrad> struct Glu {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T g, T u) const {
+    return Act()(g) * u;
+  }
+  template <typename T> WEFT_HOST_DEVICE T gateGrad(T g, T u, T dy) const {
+    return ActGrad()(g, dy * u);
+  }
+  template <typename T> WEFT_HOST_DEVICE T upGrad(T g, T dy) const {
+    return dy * Act()(g);
+  }
+};
+using SwiGlu = Glu<Silu, SiluGrad>;
+using GeGlu = Glu<Gelu, GeluGrad>;
+using GeGluTanh = Glu<GeluTanh, GeluTanhGrad>;
+
+/// f(the Glu of `activation`) (host code: the kernels' dispatch).
+template <typename F> void withGlu(ops::GluActivation activation, F &&f) {
+  switch (activation) {
+  case ops::GluActivation::Silu:
+    return f(SwiGlu());
+  case ops::GluActivation::Gelu:
+    return f(GeGlu());
+  case ops::GluActivation::GeluTanh:
+    return f(GeGluTanh());
+  }
+}
 
 } // namespace weft::rt::math
 

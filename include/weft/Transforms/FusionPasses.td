@@ -9,6 +9,20 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FuseGlu : Pass<"weft-fuse-glu", "mlir::func::FuncOp"> {
+  let summary = "Rewrite gated MLP activations (SwiGLU, GeGLU) into weft.glu";
+  let description = [{
+    Shazeer 2020: Llama's MLP is `down(silu(gate(x)) * up(x))`, Gemma's
+    `gelu(gate(x)) * up(x)`. A `weft.mul` of two same-typed values, one of
+    them an activation only the product reads (`g * sigmoid(g)` in either
+    order, or the `weft.gelu` / `weft.gelu_tanh` weft-fuse-gelu made),
+    becomes `weft.glu %g, %up {activation = "silu" | "gelu" |
+    "gelu_tanh"}`. A product that broadcasts, or an activation read
+    elsewhere too, stays as it is. The fused op's backward keeps the gate
+    and up alone.
+  }];
+}
+
 def FuseRmsNorm : Pass<"weft-fuse-rms-norm", "mlir::func::FuncOp"> {
   let summary = "Rewrite exported RMSNorm chains into weft.rms_norm";
   let description = [{

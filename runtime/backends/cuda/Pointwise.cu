@@ -40,6 +40,52 @@ void activationGrad(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+/// glu: y = act(gate) up, in f32 from S storage (ElementwiseMath.h's Glu,
+/// the CPU kernel's).
+template <Storage S, typename Op>
+__global__ void gluKernel(const void *g, const void *u, void *y, int64_t n,
+                          Op op) {
+  WEFT_GRID_STRIDE(i, n) { store<S>(y, i, op(load<S>(g, i), load<S>(u, i))); }
+}
+
+void glu(const KernelCall &call, const Context &ctx) {
+  int64_t n = call.in[0].numel();
+  if (n == 0)
+    return;
+  math::withGlu(*ops::gluActivationNamed(call.s("activation")), [&](auto op) {
+    byStorage(call, call.in[0].dtype, [&]<Storage S>() {
+      WEFT_LAUNCH((gluKernel<S, decltype(op)>), grid(n), kThreads, ctx.stream,
+                  call.in[0].data, call.in[1].data, call.out[0].data, n, op);
+    });
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+/// glu_grad (gate, up, dy) -> (dgate, dup).
+template <Storage S, typename Op>
+__global__ void gluGradKernel(const void *g, const void *u, const void *dy,
+                              void *dg, void *du, int64_t n, Op op) {
+  WEFT_GRID_STRIDE(i, n) {
+    float gi = load<S>(g, i), ui = load<S>(u, i), dyi = load<S>(dy, i);
+    store<S>(dg, i, op.gateGrad(gi, ui, dyi));
+    store<S>(du, i, op.upGrad(gi, dyi));
+  }
+}
+
+void gluGrad(const KernelCall &call, const Context &ctx) {
+  int64_t n = call.in[0].numel();
+  if (n == 0)
+    return;
+  math::withGlu(*ops::gluActivationNamed(call.s("activation")), [&](auto op) {
+    byStorage(call, call.in[0].dtype, [&]<Storage S>() {
+      WEFT_LAUNCH((gluGradKernel<S, decltype(op)>), grid(n), kThreads,
+                  ctx.stream, call.in[0].data, call.in[1].data, call.in[2].data,
+                  call.out[0].data, call.out[1].data, n, op);
+    });
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
 template <Storage S>
 __global__ void clipKernel(const void *x, void *y, int64_t n, math::Clip op) {
   WEFT_GRID_STRIDE(i, n) { store<S>(y, i, op(load<S>(x, i))); }
@@ -232,6 +278,8 @@ void registerPointwiseKernels(KernelTable &t) {
   t[Op::ReluGrad] = activationGrad<math::ReluGrad>;
   t[Op::GeluGrad] = activationGrad<math::GeluGrad>;
   t[Op::GeluTanhGrad] = activationGrad<math::GeluTanhGrad>;
+  t[Op::Glu] = glu;
+  t[Op::GluGrad] = gluGrad;
   t[Op::Where] = where;
   t[Op::Dropout] = dropout;
   t[Op::DropoutGrad] = dropoutGrad;

@@ -47,6 +47,19 @@ Types layerNormGrad(const SpecCall &call) {
   return {x, scale, scale};
 }
 
+/// glu_grad (gate, up, grad) -> (dgate, dup), one type.
+Types gluGrad(const SpecCall &call) {
+  gluActivation(call);
+  call.requireType(1, call.in[0], "up");
+  call.requireType(2, call.in[0], "the gradient");
+  return {call.in[0], call.in[0]};
+}
+
+int64_t gluGradFlops(const SpecCall &call, const Types &) {
+  return satMul(ops::gluFlopsPerElement(gluActivation(call), true),
+                call.in[0].numel());
+}
+
 /// (input, scale, inv_rms, grad) -> (dx, dscale).
 Types rmsNormGrad(const SpecCall &call) {
   call.requireType(2, rmsNormStats(call), "the inverse rms");
@@ -329,6 +342,11 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
                .flops = layerNormGradFlops,
                .dtypeNote = "scale alike or f32 beside 16-bit x (its gradients "
                             "too); statistics f32; accumulate as x"});
+  t.push_back({.op = Op::GluGrad,
+               .source = "glu adjoint",
+               .infer = gluGrad,
+               .flops = gluGradFlops,
+               .dtypeNote = "alike"});
   t.push_back({.op = Op::RmsNormGrad,
                .source = "RMSNormalization-23 adjoint",
                .infer = rmsNormGrad,

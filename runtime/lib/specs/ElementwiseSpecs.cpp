@@ -50,6 +50,31 @@ Types where(const SpecCall &call) {
 
 Types clip(const SpecCall &call) { return {call.in[0]}; }
 
+} // namespace
+
+ops::GluActivation gluActivation(const SpecCall &call) {
+  std::optional<ops::GluActivation> a =
+      ops::gluActivationNamed(call.attrs.s("activation"));
+  if (!a)
+    call.fail("attribute 'activation' is '" + call.attrs.s("activation") +
+              "', expected \"silu\", \"gelu\" or \"gelu_tanh\"");
+  return *a;
+}
+
+namespace {
+
+/// glu (gate, up): one type, no broadcasting (the projections' outputs).
+Types glu(const SpecCall &call) {
+  gluActivation(call);
+  call.requireType(1, call.in[0], "up");
+  return {call.in[0]};
+}
+
+int64_t gluFlops(const SpecCall &call, const Types &) {
+  return satMul(ops::gluFlopsPerElement(gluActivation(call), false),
+                call.in[0].numel());
+}
+
 Types cast(const SpecCall &call) {
   DType to;
   try {
@@ -77,6 +102,11 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
   // fused erf/tanh chains count (Korthikanti et al. 2022, section 4.1).
   t.push_back(unary(Op::Gelu, "Gelu-20, approximate none", fromRecord));
   t.push_back(unary(Op::GeluTanh, "Gelu-20, approximate tanh", fromRecord));
+  t.push_back({.op = Op::Glu,
+               .source = "gated linear unit (Shazeer 2020: SwiGLU, GeGLU)",
+               .infer = glu,
+               .flops = gluFlops,
+               .dtypeNote = "alike"});
   for (auto [name, source] : {std::pair{Op::Add, "Add-14"},
                               {Op::Sub, "Sub-14"},
                               {Op::Mul, "Mul-14"},

@@ -7,6 +7,7 @@
 #ifndef WEFT_RUNTIME_LIB_SPECS_SPECS_H
 #define WEFT_RUNTIME_LIB_SPECS_SPECS_H
 
+#include "weft/ops/Glu.h"
 #include "weft/runtime/KernelSpec.h"
 
 #include <climits>
@@ -122,6 +123,10 @@ void checkDropoutShard(const SpecCall &call, const std::vector<int64_t> &shape);
 /// before `axis`, 1 over the normalised ones, f32 (LayerNormalization-17's
 /// stash_type). Shared by layer_norm and layer_norm_grad.
 TensorType layerNormStats(const TensorType &x, int64_t axis);
+
+/// glu's and glu_grad's `activation` attribute; an unknown name fails
+/// naming it.
+ops::GluActivation gluActivation(const SpecCall &call);
 
 /// rms_norm's operands (x, scale, ...): scale x's dtype with exactly the
 /// normalised dims' shape [axis, rank), which the kernels read as a flat

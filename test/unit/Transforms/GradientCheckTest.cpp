@@ -299,6 +299,20 @@ func.func @main(%q: tensor<2x4x3x4xf64> {weft.param = "q"}, %k: tensor<2x2x3x4xf
                      .c_str());
 }
 
+// The gated linear unit in its three activations (SwiGLU, GeGLU erf and
+// tanh), gate and up both parameters.
+TEST(GradientCheck, GatedLinearUnits) {
+  for (const char *activation : {"silu", "gelu", "gelu_tanh"})
+    checkGradients(
+        (std::string(R"mlir(
+func.func @main(%g: tensor<2x5xf64> {weft.param = "g"}, %u: tensor<2x5xf64> {weft.param = "u"}) -> tensor<f64> {
+  %y = weft.glu %g, %u {activation = ")mlir") +
+         activation +
+         R"mlir("} : (tensor<2x5xf64>, tensor<2x5xf64>) -> tensor<2x5xf64>
+)mlir" + squaredSum("tensor<2x5xf64>", 2))
+            .c_str());
+}
+
 // RMSNorm over the last dim and over the last two, its scale a parameter.
 TEST(GradientCheck, RmsNorm) {
   checkGradients((R"mlir(

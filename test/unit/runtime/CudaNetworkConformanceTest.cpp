@@ -65,6 +65,20 @@ TEST_P(CudaConformance, LayerNorm) {
   }
 }
 
+/// glu and glu_grad in each activation (SwiGLU, GeGLU erf and tanh).
+TEST_P(CudaConformance, GatedLinearUnit) {
+  for (DType d : floats())
+    for (const char *activation : {"silu", "gelu", "gelu_tanh"}) {
+      TensorType x{d, {6, 5, 48}};
+      Case forward{"glu", {x, x}, {x}};
+      forward.attrs.set("activation", std::string(activation));
+      expectConforms(forward, *gpu);
+      Case backward{"glu_grad", {x, x, x}, {x, x}};
+      backward.attrs.set("activation", std::string(activation));
+      expectConforms(backward, *gpu);
+    }
+}
+
 /// rms_norm over the last dim and the last two, forward and backward,
 /// and 600 rows of 80 (the scale gradient's column sums in chunks of 256
 /// rows). weft-mixed-precision runs it in f32 (FullPrecision), so the

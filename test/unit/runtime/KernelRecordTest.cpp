@@ -83,6 +83,8 @@ TEST(KernelSpec, InputDTypesArePinned) {
         Op::Sigmoid,
         Op::Gelu,
         Op::GeluTanh,
+        Op::Glu,
+        Op::GluGrad,
         Op::Softmax,
         Op::LogSoftmax,
         Op::Dropout,

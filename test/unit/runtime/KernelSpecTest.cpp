@@ -278,6 +278,28 @@ TEST(KernelSpec, ChecksAnRmsNorm) {
             std::string::npos);
 }
 
+/// glu: gate and up of one type, a known activation; the FLOPs are
+/// weft/ops/Glu.h's per element.
+TEST(KernelSpec, ChecksAGatedLinearUnit) {
+  std::vector<OperandPlacement> in = {f32({6, 8}, 0), f32({6, 8}, 256)};
+  EXPECT_EQ(errorOf("glu", in, {f32({6, 8}, 512)}, {{"activation", "silu"}}),
+            "");
+  EXPECT_EQ(
+      costOf("glu", in, {f32({6, 8}, 512)}, {{"activation", "silu"}}).flops,
+      6 * 48);
+  EXPECT_EQ(costOf("glu", in, {f32({6, 8}, 512)}, {{"activation", "gelu_tanh"}})
+                .flops,
+            10 * 48);
+  EXPECT_NE(errorOf("glu", in, {f32({6, 8}, 512)}, {{"activation", "relu"}})
+                .find("attribute 'activation' is 'relu', expected \"silu\", "
+                      "\"gelu\" or \"gelu_tanh\""),
+            std::string::npos);
+  EXPECT_NE(errorOf("glu", {f32({6, 8}, 0), f32({8}, 256)}, {f32({6, 8}, 512)},
+                    {{"activation", "silu"}})
+                .find("input 1 (up) is [8] f32, expected [6x8] f32"),
+            std::string::npos);
+}
+
 /// layout "bshd" (weft-fold-attention-transpose): q, k, v and the output
 /// [B, S, H, D], stats [B, H, Sq], the cost of the same B H pairs; any
 /// other layout, or a rank other than 4, is refused naming it.

@@ -97,6 +97,17 @@ LogicalResult GeluTanhOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   });
 }
 
+LogicalResult GluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  if (!prepare(*this, dys, dxs))
+    return success();
+  auto grad = GluGradOp::create(b, getLoc(), getGate(), getUp(), dys[0],
+                                getActivationAttr());
+  dxs[0] = grad.getGateGrad();
+  dxs[1] = grad.getUpGrad();
+  return success();
+}
+
 LogicalResult ReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                      SmallVectorImpl<Value> &dxs) {
   return unaryGrad(*this, dys, dxs, [&](Value dy) {

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/ops/Glu.h"
 
 using namespace mlir;
 using namespace weft;
@@ -71,6 +72,19 @@ int64_t GemmGeluTanhOp::getFlops() {
 int64_t GemmGeluTanhGradOp::getFlops() {
   int64_t mn = numElements(getType());
   return gemmFlops(getA(), getTransA(), mn, Value(), APFloat(1.0)) + 14 * mn;
+}
+
+// weft/ops/Glu.h's per-element counts (0 for an activation the verifier
+// refuses).
+static int64_t gluFlops(StringRef activation, Type type, bool grad) {
+  std::optional<ops::GluActivation> a = ops::gluActivationNamed(activation);
+  return a ? ops::gluFlopsPerElement(*a, grad) * numElements(type) : 0;
+}
+int64_t GluOp::getFlops() {
+  return gluFlops(getActivation(), getType(), false);
+}
+int64_t GluGradOp::getFlops() {
+  return gluFlops(getActivation(), getGate().getType(), true);
 }
 
 int64_t BatchNormOp::getFlops() {

@@ -114,6 +114,27 @@ def Weft_LayerNormGradOp : Weft_KernelTypedOp<"layer_norm_grad", [], CustomFlops
   }];
 }
 
+def Weft_GluGradOp : Weft_KernelTypedOp<"glu_grad", [], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = CustomFlopRule;
+  let summary = "Gradients of glu w.r.t. gate and up.";
+  let description = [{
+    `gate_grad = grad * up * act'(gate)`, `up_grad = grad * act(gate)`,
+    the activation recomputed from `gate` (silu' = s (1 + x (1 - s)), s
+    the sigmoid; the GELUs' derivatives as weft.gelu_grad and
+    weft.gelu_tanh_grad). Cost per element: 12 FLOPs for silu, 12 for
+    gelu, 24 for gelu_tanh (the activation, its derivative, three
+    products).
+  }];
+  let arguments = (ins Weft_FloatTensor:$gate, Weft_FloatTensor:$up,
+                       Weft_FloatTensor:$grad, StrAttr:$activation);
+  let results = (outs Weft_FloatTensor:$gate_grad, Weft_FloatTensor:$up_grad);
+  let assemblyFormat = [{
+    $gate `,` $up `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Weft_RmsNormGradOp : Weft_KernelTypedOp<"rms_norm_grad"> {
   let precision = FollowPrecision;
   let split = NoSplit;

@@ -310,6 +310,32 @@ def Weft_LayerNormOp : Weft_KernelTypedOp<"layer_norm", [DeclareOpInterfaceMetho
   }];
 }
 
+def Weft_GluOp : Weft_KernelTypedOp<"glu", [DeclareOpInterfaceMethods<GradientOpInterface>], CustomFlops> {
+  let precision = FollowPrecision;
+  let split = ElementwiseSplit;
+  let flops = CustomFlopRule;
+  let summary = "Gated linear unit: `act(gate) * up` (SwiGLU, GeGLU).";
+  let description = [{
+    Shazeer 2020, "GLU Variants Improve Transformer": the MLP of Llama,
+    Mistral and Qwen2 is `down(silu(gate(x)) * up(x))` (SwiGLU), Gemma's
+    and T5 v1.1's `gelu(gate(x)) * up(x)` (GeGLU). `activation` is "silu"
+    (`x * sigmoid(x)`), "gelu" (erf form) or "gelu_tanh"; `gate` and `up`
+    have one type, no broadcasting. weft-fuse-glu makes the op from the
+    exported `mul` of the activation (as weft-fuse-gelu leaves it, or
+    `g * sigmoid(g)`) and the up projection. Its backward keeps `gate` and
+    `up` alone, where the unfused chain keeps the activation's input, its
+    sigmoid and its output besides. Cost per element: 6 FLOPs for silu
+    (sigmoid's 4, its product, the gate), 6 for gelu (weft.gelu's 5 and
+    the gate), 10 for gelu_tanh (weft.gelu_tanh's 9 and the gate).
+  }];
+  let arguments = (ins Weft_FloatTensor:$gate, Weft_FloatTensor:$up,
+                       StrAttr:$activation);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = [{
+    $gate `,` $up attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Weft_RmsNormOp : Weft_KernelTypedOp<"rms_norm", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let precision = FullPrecision;
   let split = LayerNormSplit;
