@@ -47,6 +47,7 @@ public:
     /// rows: where the block closes (row-parallel linears, embedding
     /// lookups, the vocab loss); the vocab ones also in their own lists.
     SmallVector<Operation *> columns, rows, vocabGathers, vocabLosses;
+    SmallVector<TensorParallelSplit::Entry> entries;
     Operation *failedAt = nullptr;
     std::string reason;
     bool megatron = false; ///< reaches a linear (opensBlock)
@@ -72,7 +73,7 @@ public:
       auto [it, first] = index.insert({leader, out.size()});
       if (first)
         out.push_back(
-            {opened[leader].start, {}, {}, {}, {}, nullptr, "", false});
+            {opened[leader].start, {}, {}, {}, {}, {}, nullptr, "", false});
       Block &b = out[it->second];
       const Block &part = opened[r];
       b.megatron |= part.megatron;
@@ -80,6 +81,7 @@ public:
       b.rows.append(part.rows);
       b.vocabGathers.append(part.vocabGathers);
       b.vocabLosses.append(part.vocabLosses);
+      b.entries.append(part.entries);
       if (part.failedAt && !b.failedAt) {
         b.failedAt = part.failedAt;
         b.reason = part.reason;
@@ -105,7 +107,8 @@ private:
   }
 
   int64_t open(Operation *start) {
-    opened.push_back({start, {}, {}, {}, {}, nullptr, "", opensBlock(start)});
+    opened.push_back(
+        {start, {}, {}, {}, {}, {}, nullptr, "", opensBlock(start)});
     joined.insert(opened.size() - 1);
     return opened.size() - 1;
   }
@@ -204,11 +207,11 @@ private:
     // Fused attention is local to each (batch, head): q, k and v sharded
     // alike on a leading dim (the heads, after Megatron's column split).
     case ops::Split::Heads:
-      for (Value operand : op->getOperands())
-        if (!(get(operand) == s))
-          return "its q, k and v are not sharded alike";
       if (s.dim >= rankOf(x) - 2)
         return "it attends over the sharded dimension";
+      for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+        if (!(get(operand) == s) && !enter(op, i, s, block))
+          return "its q, k and v are not sharded alike";
       return same(s);
     // Normalises over `axis` alone.
     case ops::Split::Softmax:
@@ -307,6 +310,25 @@ private:
     return "";
   }
 
+  /// Whether replicated operand `index` of `op` can enter the block as
+  /// `s`, each rank taking its part (an Entry): an activation computed
+  /// whole on every rank (not a parameter, whose shard would be its own
+  /// block's), split evenly; for weft.attention's k and v with fewer heads
+  /// than q, the part of their repetition to q's heads.
+  bool enter(Operation *op, unsigned index, Sharding s, int64_t block) {
+    Value v = op->getOperand(index);
+    if (isa<BlockArgument>(v) || v.getDefiningOp<ConstantOp>() ||
+        s.blocks != 1 || !s.isSplit() || s.dim >= rankOf(v))
+      return false;
+    int64_t n = shapeOf(v)[s.dim];
+    if (auto attention = dyn_cast<AttentionOp>(op))
+      n = shapeOf(attention.getQ())[s.dim]; // q's heads, whole
+    if (n % parts)
+      return false;
+    opened[block].entries.push_back({op, index, s});
+    return true;
+  }
+
   /// A gemm of a sharded activation is a row-parallel linear when the
   /// shard is along K and the weight a parameter of its own; its bias term
   /// (beta C, replicated) is added after the all-reduce (the rewrite moves
@@ -355,7 +377,8 @@ private:
       int64_t aligned = batchA ? alignedA : alignedB;
       if (!get(other).isSplit()) {
         int64_t d = aligned - (r - rankOf(other));
-        if (d >= 0 && shapeOf(other)[d] != 1)
+        if (d >= 0 && shapeOf(other)[d] != 1 &&
+            !enter(mm, batchA ? 1 : 0, Sharding::split(d, s.blocks), block))
           return "a replicated operand extends along the sharded dimension";
       }
       set(mm.getResult(), Sharding::split(aligned, s.blocks), block);
@@ -385,11 +408,54 @@ private:
 
 } // namespace
 
+namespace {
+
+/// A value of `entered` the columns' results reach, through any ops but
+/// another linear; null if none.
+Value enteredFrom(ArrayRef<Operation *> columns,
+                  const llvm::DenseSet<Value> &entered) {
+  SmallVector<Value> work;
+  for (Operation *column : columns)
+    work.push_back(column->getResult(0));
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (entered.contains(v))
+      return v;
+    for (Operation *user : v.getUsers())
+      if (!linearOf(user))
+        work.append(user->getResults().begin(), user->getResults().end());
+  }
+  return {};
+}
+
+/// The warning of a replicated kv projection: why, and what it costs.
+std::string replicatedKvReason(const Walk::Block &b, int64_t parts,
+                               Value reached) {
+  int64_t weights = 0;
+  for (Operation *column : b.columns)
+    if (std::optional<Linear> linear = linearOf(column))
+      weights += shapeOf(linear->w)[0] * shapeOf(linear->w)[1];
+  return b.reason + "; computed whole on every rank instead, each rank " +
+         "reading its query heads' part of " + nodeOf(reached.getDefiningOp()) +
+         ": " + std::to_string(weights) + " weights replicated (" +
+         std::to_string(weights - weights / parts) +
+         " more per rank) and their FLOPs " + std::to_string(parts) +
+         " times over";
+}
+
+} // namespace
+
 FailureOr<TensorParallelSplit>
 analyzeTensorParallel(func::FuncOp func, int64_t parts,
                       TensorParallelFallback fallback) {
   TensorParallelSplit result;
   llvm::DenseSet<Operation *> excluded;
+  // Megatron blocks that failed, replicated for the next walk; whether
+  // each is an error is known once the walks settle.
+  std::vector<Walk::Block> failed;
   for (;;) {
     Walk walk(func, parts, excluded);
     walk.run();
@@ -399,18 +465,8 @@ analyzeTensorParallel(func::FuncOp func, int64_t parts,
       if (b.failedAt || b.rows.empty()) {
         // A linear that reaches no other linear is no Megatron block (an LM
         // head feeding the loss): replicated without a word.
-        if (b.failedAt && b.megatron) {
-          if (fallback == TensorParallelFallback::Error)
-            return b.failedAt->emitError("tensor parallelism: cannot split ")
-                   << nodeOf(b.failedAt)
-                   << (b.failedAt == b.start
-                           ? ""
-                           : " in the block that starts at " + nodeOf(b.start))
-                   << ": " << b.reason
-                   << " (--tensor-parallel-fallback=replicate leaves the "
-                      "block replicated)";
-          result.replicated.push_back({b.failedAt, b.reason});
-        }
+        if (b.failedAt && b.megatron)
+          failed.push_back(b);
         excluded.insert(b.columns.begin(), b.columns.end());
         excluded.insert(b.start); // a vocab table's first use
         again = true;
@@ -418,6 +474,31 @@ analyzeTensorParallel(func::FuncOp func, int64_t parts,
     }
     if (again)
       continue;
+    // A failed block whose values another block reads through entries
+    // (grouped-query attention's k and v projections when `parts` does
+    // not divide the kv heads) is replicated by design, and said so;
+    // any other is the user's to fix, or to replicate on request.
+    llvm::DenseSet<Value> entered;
+    for (const Walk::Block &b : blocks)
+      for (const TensorParallelSplit::Entry &e : b.entries)
+        entered.insert(e.op->getOperand(e.index));
+    for (const Walk::Block &b : failed) {
+      if (Value reached = enteredFrom(b.columns, entered)) {
+        result.replicated.push_back(
+            {b.start, replicatedKvReason(b, parts, reached)});
+        continue;
+      }
+      if (fallback == TensorParallelFallback::Error)
+        return b.failedAt->emitError("tensor parallelism: cannot split ")
+               << nodeOf(b.failedAt)
+               << (b.failedAt == b.start
+                       ? ""
+                       : " in the block that starts at " + nodeOf(b.start))
+               << ": " << b.reason
+               << " (--tensor-parallel-fallback=replicate leaves the "
+                  "block replicated)";
+      result.replicated.push_back({b.failedAt, b.reason});
+    }
     result.shardings = std::move(walk.shardings);
     for (const Walk::Block &b : blocks) {
       result.columnLinears.append(b.columns);
@@ -426,6 +507,7 @@ analyzeTensorParallel(func::FuncOp func, int64_t parts,
           result.rowLinears.push_back(row);
       result.vocabGathers.append(b.vocabGathers);
       result.vocabLosses.append(b.vocabLosses);
+      result.entries.append(b.entries);
     }
     auto byOrder = [](Operation *x, Operation *y) {
       return x->isBeforeInBlock(y);

@@ -178,10 +178,44 @@ struct SplitTensorParallelPass
         sum.getResult().replaceAllUsesExcept(added, added);
       }
     }
+    rewriteEntries(b, split);
     rewriteVocab(b, split);
     func.setType(FunctionType::get(func.getContext(),
                                    func.getBody().front().getArgumentTypes(),
                                    func.getResultTypes()));
+  }
+
+  /// Replicated activations read along a block's sharded dimension: each
+  /// rank's part (shard.all_slice; its adjoint all-gathers the complete
+  /// gradient). k and v with fewer heads than the attention's q are first
+  /// repeated to q's heads, as Hugging Face's repeat_kv: query head h
+  /// reads kv head h / (H / Hkv).
+  void rewriteEntries(OpBuilder &b, const TensorParallelSplit &split) {
+    auto grid = FlatSymbolRefAttr::get(b.getContext(), kMeshSymbol);
+    auto axes = b.getDenseI16ArrayAttr({int16_t(axis)});
+    for (const TensorParallelSplit::Entry &e : split.entries) {
+      b.setInsertionPoint(e.op);
+      Value v = e.op->getOperand(e.index);
+      Location loc = v.getLoc();
+      auto type = cast<RankedTensorType>(v.getType());
+      if (auto attention = dyn_cast<AttentionOp>(e.op)) {
+        int64_t heads = attention.getQ().getType().getDimSize(1) * parts;
+        int64_t kvHeads = type.getDimSize(1), group = heads / kvHeads;
+        if (group > 1) {
+          ArrayRef<int64_t> shape = type.getShape();
+          SmallVector<int64_t> one{shape[0], kvHeads, 1, shape[2], shape[3]},
+              many{shape[0], kvHeads, group, shape[2], shape[3]},
+              merged{shape[0], heads, shape[2], shape[3]};
+          v = ReshapeOp::create(b, loc, v, one);
+          v = ExpandOp::create(b, loc, v, many);
+          v = ReshapeOp::create(b, loc, v, merged);
+        }
+      }
+      auto part =
+          shard::AllSliceOp::create(b, loc, localType(v, e.sharding), grid,
+                                    axes, v, b.getIndexAttr(e.sharding.dim));
+      e.op->setOperand(e.index, part);
+    }
   }
 
   shard::AllReduceOp allReduce(OpBuilder &b, Location loc, Value v,

@@ -82,6 +82,11 @@ LAYOUTS = [
     (2, ("--flash-attention", "--zero-stage=3"), 2, 1, 2),
     (4, ("--flash-attention", "--sequence-parallel", "--recompute=full"),
      2, 2, 1),
+    # T = 4 over 2 kv heads: k and v computed whole on every rank, each
+    # reading its query heads' part (unfused, and fused with the kv heads
+    # repeated before the part is taken).
+    (2, (), 4, 1, 1),
+    (2, ("--flash-attention", "--sequence-parallel"), 4, 1, 1),
 ]
 
 
@@ -126,6 +131,34 @@ def test_megatron_split_of_the_block(weftc, model_path, tmp_path):
     assert phases.count("backward") == (2 * layers + 1) * m
 
 
+@pytest.mark.parametrize("flags", [(), ("--flash-attention",)],
+                         ids=["unfused", "fused"])
+def test_kv_heads_tensor_parallel_does_not_divide(weftc, model_path, flags,
+                                                  tmp_path):
+    """T = 4 over 2 kv heads: q, o, gate, up, down split as Megatron's;
+    k and v replicated with a warning that names each projection and its
+    cost; each rank slices its query heads' kv heads (an all-slice: no
+    forward collective; its adjoint all-gathers the gradient)."""
+    plan = tmp_path / "plan.json"
+    result = run([weftc, str(model_path), "-o", str(plan),
+                  "--tensor-parallel=4", *flags])
+    assert result.returncode == 0, result.stderr
+    for i in range(CONFIG["layers"]):
+        for kv in ("k", "v"):
+            assert (f"replicating the block of '/blocks.{i}/{kv}/MatMul'"
+                    in result.stderr), result.stderr
+    assert "4096 weights replicated (3072 more per rank)" in result.stderr
+    rank = json.loads(plan.read_text())["ranks"][0]
+    shards = {p["name"]: p["shard"] and p["shard"]["dim"]
+              for p in rank["params"]}
+    assert shards["blocks.0.q.weight"] == 0 and shards["blocks.0.o.weight"] == 1
+    assert shards["blocks.0.k.weight"] is None
+    assert shards["blocks.0.v.weight"] is None
+    gathers = [i["phase"] for i in rank["instructions"]
+               if i["op"] == "all_gather"]
+    assert gathers == ["backward"] * 2 * CONFIG["layers"]
+
+
 def test_flash_attention_fuses_grouped_query_attention(weftc, model_path):
     """The fused attention reads the 2 kv heads themselves: repeat_kv's
     expanded copies are not made, forward or backward."""
@@ -155,7 +188,8 @@ def test_sgd_step_per_tensor(tools, model_path, tmp_path):
 
 @pytest.mark.parametrize("m,stages,tensor,flags", [
     (1, 1, 1, ()), (2, 2, 2, ()), (1, 1, 1, ("--flash-attention",)),
-    (2, 1, 2, ("--flash-attention", "--sequence-parallel"))])
+    (2, 1, 2, ("--flash-attention", "--sequence-parallel")),
+    (2, 1, 4, ()), (1, 1, 4, ("--flash-attention",))])
 def test_float64_step(m, stages, tensor, flags, tools, tmp_path):
     """Oracle (d): the fused grouped-query attention's kernels included."""
     model, batch = llama.build(**CONFIG)

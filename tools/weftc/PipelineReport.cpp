@@ -60,18 +60,21 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
   // Indexed by CollectiveKind (AllReduce, AllGather, ReduceScatter).
   constexpr const char *names[] = {"all-reduce", "all-gather",
                                    "reduce-scatter"};
-  bool sequence = false;
+  // Sequence parallelism reduce-scatters over the tensor axis; all-gathers
+  // there come from it or from replicated kv heads read in parts.
+  bool sequence = false, gathers = false;
   int64_t zeroStage = 0;
   for (func::FuncOp func : stages)
     func.walk([&](Operation *op) {
-      if (collectiveKind(op).value_or(CollectiveKind::AllReduce) !=
-              CollectiveKind::AllReduce &&
-          overAxis(op, tensorAxis))
-        sequence = true;
+      std::optional<CollectiveKind> kind = collectiveKind(op);
+      if (kind && overAxis(op, tensorAxis)) {
+        sequence |= *kind == CollectiveKind::ReduceScatter;
+        gathers |= *kind == CollectiveKind::AllGather;
+      }
       if (auto stage = op->getAttrOfType<IntegerAttr>(kZeroStageAttr))
         zeroStage = stage.getInt();
     });
-  int64_t shownKinds = tensor == 1 ? 0 : sequence ? 3 : 1;
+  int64_t shownKinds = tensor == 1 ? 0 : sequence || gathers ? 3 : 1;
   if (tensor > 1)
     os << llvm::formatv("tensor parallel: {0} ranks per stage (each row is "
                         "one of them){1}; collectives per step and the bytes "

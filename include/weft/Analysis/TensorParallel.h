@@ -63,7 +63,22 @@ struct TensorParallelSplit {
   /// losses over class-sharded scores (each becomes the cross-entropy that
   /// all-reduces row maxima and sums, never the logits).
   llvm::SmallVector<mlir::Operation *> vocabGathers, vocabLosses;
-  /// Blocks left replicated by `--tensor-parallel-fallback=replicate`: the
+  /// Replicated activations a block reads along its sharded dimension:
+  /// each rank takes its part (`shard.all_slice`, whose adjoint all-gathers
+  /// the complete gradient). Grouped-query attention's k and v when T
+  /// does not divide the kv heads: operand `index` of `op` (a batched
+  /// matmul or weft.attention) is read sharded as `sharding`; for a
+  /// weft.attention whose k and v have fewer heads than q, the rewrite
+  /// first repeats them to q's heads (repeat_kv).
+  struct Entry {
+    mlir::Operation *op;
+    unsigned index;
+    Sharding sharding;
+  };
+  llvm::SmallVector<Entry> entries;
+  /// Blocks left replicated by `--tensor-parallel-fallback=replicate`, and
+  /// (always) the kv projections of grouped-query attention whose heads
+  /// `parts` does not divide (their values enter through `entries`): the
   /// op that could not be split, and why.
   llvm::SmallVector<std::pair<mlir::Operation *, std::string>> replicated;
 };
