@@ -214,25 +214,55 @@ void gather(const KernelCall &call) {
                   row);
 }
 
+/// Row by row over the last dim: the fill, then the input row's overlap
+/// with the output row (pads may be negative: a crop), then the fill.
+/// Slice's gradient is a pad, so rotary embeddings' backward runs here.
 void pad(const KernelCall &call) {
   const Tensor &x = call.in[0], &y = call.out[0];
   std::vector<int64_t> pads = call.ints("pads");
   int64_t rank = x.rank(), size = dtypeSize(x.dtype);
   std::vector<char> fill(size);
   storeScalar(fill.data(), x.dtype, call.f("value"));
+  bool zeroFill = std::all_of(fill.begin(), fill.end(),
+                              [](char c) { return c == 0; });
+  auto fillRange = [&](char *out, int64_t n) {
+    if (zeroFill) {
+      std::memset(out, 0, n * size);
+      return;
+    }
+    for (int64_t j = 0; j < n; ++j)
+      std::memcpy(out + j * size, fill.data(), size);
+  };
+  if (rank == 0) {
+    std::memcpy(y.data, x.data, size);
+    return;
+  }
+  int64_t last = rank - 1, wy = y.shape[last], wx = x.shape[last];
+  int64_t begin = pads[last];
+  int64_t j0 = std::clamp<int64_t>(begin, 0, wy),
+          j1 = std::clamp<int64_t>(begin + wx, j0, wy);
   std::vector<int64_t> inStrides = stridesOf(x.shape), idx(rank, 0);
   char *dst = y.as<char>();
   const char *src = x.as<char>();
-  for (int64_t o = 0, n = y.numel(); o < n; ++o) {
+  int64_t rows = wy ? y.numel() / wy : 0;
+  for (int64_t r = 0; r < rows; ++r) {
     int64_t in = 0;
     bool inside = true;
-    for (int64_t d = 0; d < rank; ++d) {
+    for (int64_t d = 0; d < last; ++d) {
       int64_t i = idx[d] - pads[d];
       inside &= i >= 0 && i < x.shape[d];
       in += i * inStrides[d];
     }
-    std::memcpy(dst + o * size, inside ? src + in * size : fill.data(), size);
-    for (int64_t d = rank - 1; d >= 0; --d) {
+    char *out = dst + r * wy * size;
+    if (!inside || j0 == j1) {
+      fillRange(out, wy);
+    } else {
+      fillRange(out, j0);
+      std::memcpy(out + j0 * size, src + (in + j0 - begin) * size,
+                  (j1 - j0) * size);
+      fillRange(out + j1 * size, wy - j1);
+    }
+    for (int64_t d = last - 1; d >= 0; --d) {
       if (++idx[d] < y.shape[d])
         break;
       idx[d] = 0;
