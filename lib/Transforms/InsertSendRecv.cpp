@@ -151,11 +151,21 @@ struct InsertSendRecvPass
           for (OpOperand *use : list)
             if (use->getOwner()->isBeforeInBlock(first))
               first = use->getOwner();
-          b.setInsertionPoint(first);
+          // A forward value the receiving stage first reads in the backward
+          // (selective recompute's recomputation) is received in
+          // the producer's task, when it is sent: a pair of ranks posts its
+          // transfers in one order at both ends (NCCL matches them by
+          // order), and the receiver keeps it, as a kept activation.
+          bool early = phaseOf(op) == "forward" && phaseOf(first) == "backward";
+          if (early)
+            b.setInsertionPointAfter(send);
+          else
+            b.setInsertionPoint(first);
           auto recv = IRecvOp::create(b, op->getLoc(), v.getType(),
                                       RequestType::get(b.getContext()), from,
                                       tag);
-          copyTaskAttrs(first, recv, to);
+          copyTaskAttrs(early ? op : first, recv, to);
+          b.setInsertionPoint(first);
           auto value = WaitRecvOp::create(b, op->getLoc(), recv.getRequest(),
                                           recv.getBuffer());
           copyTaskAttrs(first, value, to);

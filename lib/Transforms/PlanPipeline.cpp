@@ -212,6 +212,8 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   pm.addNestedPass<func::FuncOp>(createFuseGlu());
   // One kernel per RMSNorm, which keeps its input and one f32 per row.
   pm.addNestedPass<func::FuncOp>(createFuseRmsNorm());
+  // One kernel per rotary embedding, forward and backward.
+  pm.addNestedPass<func::FuncOp>(createFuseRotary());
   // One kernel per core attention, which keeps no [s, s] activations.
   if (o.flashAttention)
     pm.addNestedPass<func::FuncOp>(createFuseAttention());

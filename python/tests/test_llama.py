@@ -226,3 +226,20 @@ def test_bf16_tracks_torch_autocast(flags, tools, model_path, tmp_path):
     f32_error = np.abs(weft["f32"] - ref).max()
     assert weft_error > 10 * f32_error, (weft_error, f32_error)
     assert weft_error <= 4 * drift, (weft_error, drift, weft["bf16"], ref)
+
+
+def test_every_stage_cut_pairs_its_transfers(weftc, model_path, tmp_path):
+    """P = 2 with selective recompute, the cut after every op (--balance):
+    a value stage 1 reads first in the recomputation (the backward) is
+    received when stage 0 sends it, in the forward, so both ends post
+    their transfers in one order (weft-run --check refused the cuts inside
+    an attention: the receive moved to the backward). 107 plans."""
+    ops = 108
+    plan = tmp_path / "plan.json"
+    for cut in range(1, ops):
+        result = run([weftc, str(model_path), "-o", str(plan),
+                      "--microbatches=2", "--pipeline-parallel=2",
+                      "--recompute=selective", f"--balance={cut},{ops - cut}"])
+        assert result.returncode == 0, (cut, result.stderr)
+        check = run([tool("weft-run"), str(plan), "--check"])
+        assert check.returncode == 0, (cut, check.stdout + check.stderr)

@@ -75,6 +75,7 @@ void registerLossKernels(KernelTable &table);
 void registerBackwardKernels(KernelTable &table);
 void registerOptimizerKernels(KernelTable &table);
 void registerAttentionKernels(KernelTable &table);
+void registerRotaryKernels(KernelTable &table);
 void registerVocabParallelKernels(KernelTable &table);
 
 /// Every kernel the CPU backend implements, by plan kernel name.

@@ -19,6 +19,7 @@ const KernelTable &kernelTable() {
     registerOptimizerKernels(t);
     registerVocabParallelKernels(t);
     registerAttentionKernels(t);
+    registerRotaryKernels(t);
     return t;
   }();
   return table;

@@ -111,6 +111,22 @@ WEFT_HOST_DEVICE inline double rmsNormGradAt(double xhat, double g,
   return invRms * (g - xhat * meanGX);
 }
 
+/// rotary's rotation of a row of `d` elements (d even): element j of
+/// rotate(x) is sign * x[partner] (RotaryOp: the half-split layout's
+/// cat(-x[d/2:], x[:d/2]), or with `interleaved` the pairs'
+/// (-x[2i+1], x[2i])). rotate^T = -rotate.
+struct RotaryPartner {
+  int64_t index;
+  int sign;
+};
+WEFT_HOST_DEVICE inline RotaryPartner rotaryPartner(int64_t j, int64_t d,
+                                                    bool interleaved) {
+  if (interleaved)
+    return j % 2 == 0 ? RotaryPartner{j + 1, -1} : RotaryPartner{j - 1, 1};
+  int64_t half = d / 2;
+  return j < half ? RotaryPartner{j + half, -1} : RotaryPartner{j - half, 1};
+}
+
 /// softmax_cross_entropy's log-sum-exp of a row (log_sum_exp: kept for the
 /// backward instead of the log-probabilities), from its max and log(sum).
 template <typename T>

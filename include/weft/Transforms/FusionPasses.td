@@ -23,6 +23,23 @@ def FuseGlu : Pass<"weft-fuse-glu", "mlir::func::FuncOp"> {
   }];
 }
 
+def FuseRotary : Pass<"weft-fuse-rotary", "mlir::func::FuncOp"> {
+  let summary = "Rewrite exported rotary embeddings into weft.rotary";
+  let description = [{
+    Hugging Face's apply_rotary_pos_emb (Llama, Mistral, Qwen2, GPT-NeoX;
+    Su et al. 2021) exports as `x * cos + rotate_half(x) * sin`,
+    `rotate_half(x) = cat(-x[.., D/2:], x[.., :D/2])` along the last dim.
+    That sum (its terms and products in either order), with the slices,
+    neg, concat and products used by it alone, `cos` and `sin` of one type
+    and computed from constants, frozen buffers and inputs only (no
+    parameter reaches them: the fused op has no gradient for its tables),
+    and no broadcasting of x, becomes `weft.rotary %x, %cos, %sin`. Its
+    backward is one `weft.rotary_grad` and keeps nothing. The interleaved
+    layout (GPT-J's pairs) is the op's `interleaved` form; its exported
+    spelling is not matched yet.
+  }];
+}
+
 def FuseRmsNorm : Pass<"weft-fuse-rms-norm", "mlir::func::FuncOp"> {
   let summary = "Rewrite exported RMSNorm chains into weft.rms_norm";
   let description = [{

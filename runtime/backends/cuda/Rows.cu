@@ -390,6 +390,46 @@ void rmsNormGrad(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+//===----------------------------------------------------------------------===//
+// rotary, rotary_grad
+//===----------------------------------------------------------------------===//
+
+/// One thread per element: y = x cos + rotate(x) sin, or (Grad) dx = dy cos
+/// - rotate(dy sin), RowMath.h's rotation as the CPU kernel's.
+template <Storage S, bool Grad>
+__global__ void rotaryKernel(const void *x, const void *cos, const void *sin,
+                             void *y, int64_t n, int64_t d, bool interleaved,
+                             Strided<1> table) {
+  WEFT_GRID_STRIDE(i, n) {
+    int64_t j = i % d;
+    RotaryPartner p = rotaryPartner(j, d, interleaved);
+    int64_t partner = i - j + p.index, at[1], atPartner[1];
+    table.offsets(i, at);
+    table.offsets(partner, atPartner);
+    double v = double(load<S>(x, i)) * load<S>(cos, at[0]);
+    if (Grad)
+      v -= p.sign * double(load<S>(x, partner)) * load<S>(sin, atPartner[0]);
+    else
+      v += p.sign * double(load<S>(x, partner)) * load<S>(sin, at[0]);
+    store<S>(y, i, float(v));
+  }
+}
+
+template <bool Grad> void rotary(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0];
+  int64_t n = x.numel();
+  if (n == 0)
+    return;
+  auto table = Strided<1>::of(call, x.shape,
+                              {broadcastStrides(call.in[1].shape, x.shape)});
+  byStorage(call, x.dtype, [&]<Storage S>() {
+    WEFT_LAUNCH((rotaryKernel<S, Grad>), grid(n), kThreads, ctx.stream, x.data,
+                call.in[1].data, call.in[2].data, call.out[0].data, n,
+                x.shape.back(), call.flag("interleaved"), table);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
 } // namespace
 
 void registerRowKernels(KernelTable &t) {
@@ -400,6 +440,8 @@ void registerRowKernels(KernelTable &t) {
   t[Op::LayerNormGrad] = layerNormGrad;
   t[Op::RmsNorm] = rmsNorm;
   t[Op::RmsNormGrad] = rmsNormGrad;
+  t[Op::Rotary] = rotary<false>;
+  t[Op::RotaryGrad] = rotary<true>;
 }
 
 } // namespace weft::rt::cuda

@@ -216,6 +216,24 @@ Types normalizeRows(const SpecCall &call, size_t affine) {
 
 Types layerNorm(const SpecCall &call) { return normalizeRows(call, 1); }
 
+/// rotary and rotary_grad (x or its gradient, cos, sin) -> x's type: the
+/// tables one type of x's dtype broadcasting to x, the rotated dim (the
+/// last, `axis`) even.
+Types rotary(const SpecCall &call) {
+  const TensorType &x = call.in[0], &cos = call.in[1];
+  call.requireSameDType(0, 1);
+  call.requireType(2, cos, "sin");
+  if (x.rank() < 1 || call.attrs.i("axis") != x.rank() - 1)
+    call.fail("attribute 'axis' is " + std::to_string(call.attrs.i("axis")) +
+              ", expected the last dim of " + typeString(x));
+  if (x.shape.back() % 2)
+    call.fail("the rotated dim of " + typeString(x) + " is odd");
+  if (call.broadcast(cos.shape, x.shape) != x.shape)
+    call.fail("cos " + typeString(cos) + " does not broadcast to " +
+              typeString(x));
+  return {x};
+}
+
 /// RMSNormalization-23 (x, scale) -> (y, inv_rms).
 Types rmsNorm(const SpecCall &call) {
   if (call.attrs.f("epsilon") < 0)
@@ -386,6 +404,16 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
                .flops = fromRecord,
                .dtypeNote =
                    "scale, bias alike or f32 beside 16-bit x; statistics f32"});
+  t.push_back({.op = Op::Rotary,
+               .source = "RotaryEmbedding-23's rotation (Su et al. 2021)",
+               .infer = rotary,
+               .flops = fromRecord,
+               .dtypeNote = "alike"});
+  t.push_back({.op = Op::RotaryGrad,
+               .source = "rotary adjoint",
+               .infer = rotary,
+               .flops = fromRecord,
+               .dtypeNote = "alike"});
   t.push_back({.op = Op::RmsNorm,
                .source = "RMSNormalization-23 (Zhang & Sennrich 2019)",
                .infer = rmsNorm,

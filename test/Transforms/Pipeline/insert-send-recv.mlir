@@ -59,3 +59,24 @@ func.func @tied(%x: tensor<8xf32> {weft.input = "x"}, %w: tensor<4xf32> {weft.pa
   %u:2 = weft.sgd %w, %g, %m {lr = 0.1 : f64, momentum = 0.9 : f64, weight_decay = 0.0 : f64, nesterov = false, weft.phase = "optimizer"} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return %u#0 : tensor<4xf32>
 }
+
+// -----
+
+// A forward value the next stage reads first in the backward (selective
+// recompute's recomputation): received in the producer's task, when it is
+// sent (the pair posts its transfers in one order at both ends), waited
+// for at its reader.
+// CHECK-LABEL: func.func @read_in_backward
+// CHECK: %[[A:.*]] = weft.relu %arg0 {weft.micro_batch = 1 : i64, weft.stage = 0 : i64}
+// CHECK-NEXT: weft.isend %[[A]] {peer = 1 : i64, tag = 0 : i64, weft.micro_batch = 1 : i64, weft.stage = 0 : i64}
+// CHECK-NEXT: %[[B:.*]], %[[R:.*]] = weft.irecv {peer = 0 : i64, tag = 0 : i64, weft.micro_batch = 1 : i64, weft.stage = 1 : i64}
+// CHECK: %[[V:.*]] = weft.wait_recv %[[R]], %[[B]] {weft.micro_batch = 1 : i64, weft.phase = "backward", weft.stage = 1 : i64}
+// CHECK-NEXT: weft.exp %[[V]] {weft.micro_batch = 1 : i64, weft.phase = "backward", weft.stage = 1 : i64}
+func.func @read_in_backward(%x: tensor<4xf32>) -> tensor<4xf32>
+    attributes {weft.pipeline_stages = 2 : i64} {
+  %a = weft.relu %x {weft.stage = 0 : i64, weft.micro_batch = 1 : i64} : tensor<4xf32>
+  %b = weft.neg %x {weft.stage = 1 : i64, weft.micro_batch = 1 : i64} : tensor<4xf32>
+  %c = weft.exp %a {weft.stage = 1 : i64, weft.micro_batch = 1 : i64, weft.phase = "backward"} : tensor<4xf32>
+  %d = weft.add %b, %c {weft.stage = 1 : i64, weft.micro_batch = 1 : i64, weft.phase = "backward"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %d : tensor<4xf32>
+}

@@ -313,6 +313,23 @@ func.func @main(%g: tensor<2x5xf64> {weft.param = "g"}, %u: tensor<2x5xf64> {wef
             .c_str());
 }
 
+// Rotary embeddings, half-split and interleaved, the tables constants
+// broadcast over batch and heads (they get no gradient: weft-fuse-rotary
+// fuses only such tables).
+TEST(GradientCheck, Rotary) {
+  for (const char *interleaved : {"false", "true"})
+    checkGradients(
+        (std::string(R"mlir(
+func.func @main(%x: tensor<2x2x3x4xf64> {weft.param = "x"}) -> tensor<f64> {
+  %c = weft.constant dense<[[0.9, 0.2, -0.4, 0.7], [0.1, -0.8, 0.5, 0.3], [-0.6, 0.4, 0.9, -0.2]]> : tensor<3x4xf64>
+  %s = weft.constant dense<[[0.3, -0.5, 0.8, 0.1], [0.7, 0.2, -0.3, 0.9], [0.4, 0.6, -0.1, -0.7]]> : tensor<3x4xf64>
+  %y = weft.rotary %x, %c, %s {axis = 3 : i64, interleaved = )mlir") +
+         interleaved +
+         R"mlir(} : (tensor<2x2x3x4xf64>, tensor<3x4xf64>, tensor<3x4xf64>) -> tensor<2x2x3x4xf64>
+)mlir" + squaredSum("tensor<2x2x3x4xf64>", 4))
+            .c_str());
+}
+
 // RMSNorm over the last dim and over the last two, its scale a parameter.
 TEST(GradientCheck, RmsNorm) {
   checkGradients((R"mlir(

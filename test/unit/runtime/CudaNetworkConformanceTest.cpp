@@ -65,6 +65,23 @@ TEST_P(CudaConformance, LayerNorm) {
   }
 }
 
+/// rotary and rotary_grad, half-split and interleaved, the tables [S, D]
+/// broadcast over batch and heads and a [B, 1, S, D] one.
+TEST_P(CudaConformance, Rotary) {
+  for (DType d : floats())
+    for (bool interleaved : {false, true})
+      for (std::vector<int64_t> table :
+           {std::vector<int64_t>{40, 16}, std::vector<int64_t>{2, 1, 40, 16}}) {
+        TensorType x{d, {2, 3, 40, 16}}, t{d, table};
+        for (const char *kernel : {"rotary", "rotary_grad"}) {
+          Case c{kernel, {x, t, t}, {x}};
+          c.attrs.set("axis", int64_t(3));
+          c.attrs.set("interleaved", interleaved);
+          expectConforms(c, *gpu);
+        }
+      }
+}
+
 /// glu and glu_grad in each activation (SwiGLU, GeGLU erf and tanh).
 TEST_P(CudaConformance, GatedLinearUnit) {
   for (DType d : floats())

@@ -85,6 +85,8 @@ TEST(KernelSpec, InputDTypesArePinned) {
         Op::GeluTanh,
         Op::Glu,
         Op::GluGrad,
+        Op::Rotary,
+        Op::RotaryGrad,
         Op::Softmax,
         Op::LogSoftmax,
         Op::Dropout,
@@ -235,6 +237,9 @@ TEST(OpRecords, AttributeDefaultsArePinned) {
           {{"cast", "nearest_even"}, false},
           {{"wgrad_bias", "transposed"}, false},
           {{"attention", "causal"}, false},
+          // The half-split layout (Hugging Face's rotate_half).
+          {{"rotary", "interleaved"}, false},
+          {{"rotary_grad", "interleaved"}, false},
           {{"attention_grad", "causal"}, false},
           {{"softmax_cross_entropy", "log_sum_exp"}, false},
           {{"softmax_cross_entropy", "reduction"}, std::string("mean")},
@@ -309,6 +314,10 @@ TEST(OpRecords, PerElementFlopsAreTheDerivedCounts) {
       {Op::AddLayerNorm, {FlopRule::Input, 9}},
       // square and sum, scale by 1/rms, affine mul.
       {Op::RmsNorm, {FlopRule::Input, 4}},
+      // x cos, rotate(x) sin, their sum (the backward: dy cos, dy sin, the
+      // difference).
+      {Op::Rotary, {FlopRule::Input, 3}},
+      {Op::RotaryGrad, {FlopRule::Input, 3}},
       // g = dy scale, xhat, the row's g xhat sum, dx's three, dscale's two.
       {Op::RmsNormGrad, {FlopRule::Input, 9}},
       // One add or compare per input element.
@@ -411,11 +420,11 @@ TEST(OpRecords, PrecisionFollowsAutocast) {
                      ops::Op::ConvTranspose, ops::Op::Attention})
     EXPECT_EQ(ops::record(op).precision, ops::Precision::Low)
         << ops::record(op).mnemonic;
-  for (ops::Op op :
-       {ops::Op::Softmax, ops::Op::LogSoftmax, ops::Op::LayerNorm,
-        ops::Op::RmsNorm, ops::Op::BatchNorm, ops::Op::SoftmaxCrossEntropy,
-        ops::Op::NllLoss, ops::Op::ReduceSum, ops::Op::ReduceMean, ops::Op::Exp,
-        ops::Op::Log, ops::Op::Pow, ops::Op::Reciprocal})
+  for (ops::Op op : {ops::Op::Softmax, ops::Op::LogSoftmax, ops::Op::LayerNorm,
+                     ops::Op::RmsNorm, ops::Op::Rotary, ops::Op::BatchNorm,
+                     ops::Op::SoftmaxCrossEntropy, ops::Op::NllLoss,
+                     ops::Op::ReduceSum, ops::Op::ReduceMean, ops::Op::Exp,
+                     ops::Op::Log, ops::Op::Pow, ops::Op::Reciprocal})
     EXPECT_EQ(ops::record(op).precision, ops::Precision::Full)
         << ops::record(op).mnemonic;
   for (ops::Op op : {ops::Op::Add, ops::Op::Mul, ops::Op::Max, ops::Op::Min,

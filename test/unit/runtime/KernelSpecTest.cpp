@@ -278,6 +278,29 @@ TEST(KernelSpec, ChecksAnRmsNorm) {
             std::string::npos);
 }
 
+/// rotary: tables of one type broadcasting to x, the rotated dim (the
+/// last, `axis`) even; each refusal names what is wrong.
+TEST(KernelSpec, ChecksARotary) {
+  json attrs = {{"axis", 2}};
+  std::vector<OperandPlacement> in = {f32({2, 6, 8}, 0), f32({6, 8}, 512),
+                                      f32({6, 8}, 768)};
+  EXPECT_EQ(errorOf("rotary", in, {f32({2, 6, 8}, 1024)}, attrs), "");
+  EXPECT_NE(errorOf("rotary", in, {f32({2, 6, 8}, 1024)}, {{"axis", 1}})
+                .find("attribute 'axis' is 1, expected the last dim of "
+                      "[2x6x8] f32"),
+            std::string::npos);
+  EXPECT_NE(errorOf("rotary",
+                    {f32({2, 6, 7}, 0), f32({6, 7}, 512), f32({6, 7}, 768)},
+                    {f32({2, 6, 7}, 1024)}, attrs)
+                .find("the rotated dim of [2x6x7] f32 is odd"),
+            std::string::npos);
+  EXPECT_NE(errorOf("rotary",
+                    {f32({2, 6, 8}, 0), f32({6, 8}, 512), f32({6, 4}, 768)},
+                    {f32({2, 6, 8}, 1024)}, attrs)
+                .find("input 2 (sin) is [6x4] f32, expected [6x8] f32"),
+            std::string::npos);
+}
+
 /// glu: gate and up of one type, a known activation; the FLOPs are
 /// weft/ops/Glu.h's per element.
 TEST(KernelSpec, ChecksAGatedLinearUnit) {

@@ -168,6 +168,16 @@ LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   return success();
 }
 
+LogicalResult RotaryOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  if (!prepare(*this, dys, dxs))
+    return success();
+  // The tables are constants (weft-fuse-rotary): no gradient for them.
+  dxs[0] = RotaryGradOp::create(b, getLoc(), dys[0], getCos(), getSin(),
+                                getAxisAttr(), getInterleavedAttr());
+  return success();
+}
+
 LogicalResult RmsNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                         SmallVectorImpl<Value> &dxs) {
   if (!prepare(*this, dys, dxs))

@@ -135,6 +135,25 @@ def Weft_GluGradOp : Weft_KernelTypedOp<"glu_grad", [], CustomFlops> {
   }];
 }
 
+def Weft_RotaryGradOp : Weft_KernelTypedOp<"rotary_grad"> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerInput<3>;
+  let summary = "Gradient of rotary w.r.t. its input.";
+  let description = [{
+    `dx = grad * cos - rotate(grad * sin)`, rotate as the forward's
+    (`interleaved` or the half-split layout): rotate is a signed
+    permutation with `rotate^T = -rotate`. Cost: 3 FLOPs per element.
+  }];
+  let arguments = (ins Weft_FloatTensor:$grad, Weft_FloatTensor:$cos,
+                       Weft_FloatTensor:$sin, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$interleaved);
+  let results = (outs Weft_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $grad `,` $cos `,` $sin attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Weft_RmsNormGradOp : Weft_KernelTypedOp<"rms_norm_grad"> {
   let precision = FollowPrecision;
   let split = NoSplit;

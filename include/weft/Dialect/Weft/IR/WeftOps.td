@@ -336,6 +336,35 @@ def Weft_GluOp : Weft_KernelTypedOp<"glu", [DeclareOpInterfaceMethods<GradientOp
   }];
 }
 
+def Weft_RotaryOp : Weft_KernelTypedOp<"rotary", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FullPrecision;
+  let split = LayerNormSplit;
+  let flops = PerInput<3>;
+  let summary = "Rotary position embedding: `x * cos + rotate(x) * sin`.";
+  let description = [{
+    Su et al. 2021 (RoFormer), ONNX RotaryEmbedding-23's rotation with the
+    angles given: `input: [.., S, D]` (D even), `cos` and `sin` of one
+    shape broadcasting to it (Hugging Face's `[S, D]` or `[B, 1, S, D]`
+    tables), `axis` the last dim (the rotated one; the split class
+    keeps the leading dims' shards). `rotate` is the half-split layout's
+    `cat(-x[D/2:], x[:D/2])` (Hugging Face's rotate_half: Llama, Mistral,
+    Qwen2, GPT-NeoX), or with `interleaved` the pairs'
+    `(-x[2i+1], x[2i])` (GPT-J, Meta's original Llama). The tables are
+    constants (weft-fuse-rotary fuses only tables no parameter reaches),
+    so the op has no gradient for them and its backward keeps nothing:
+    `dx = dy * cos - rotate(dy * sin)` (rotate's transpose is its
+    negation). Computed in f32 (f64 beside f64), as torch's f32 tables
+    promote a 16-bit q. Cost: 3 FLOPs per element.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$cos,
+                       Weft_FloatTensor:$sin, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$interleaved);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $cos `,` $sin attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Weft_RmsNormOp : Weft_KernelTypedOp<"rms_norm", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let precision = FullPrecision;
   let split = LayerNormSplit;
