@@ -36,8 +36,7 @@ void copyTaskAttrs(Operation *from, Operation *to, int64_t stage) {
       to->setAttr(name, attr);
 }
 
-struct InsertSendRecvPass
-    : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
+struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (!func->hasAttr(kPipelineStagesAttr))
@@ -161,9 +160,9 @@ struct InsertSendRecvPass
             b.setInsertionPointAfter(send);
           else
             b.setInsertionPoint(first);
-          auto recv = IRecvOp::create(b, op->getLoc(), v.getType(),
-                                      RequestType::get(b.getContext()), from,
-                                      tag);
+          auto recv =
+              IRecvOp::create(b, op->getLoc(), v.getType(),
+                              RequestType::get(b.getContext()), from, tag);
           copyTaskAttrs(early ? op : first, recv, to);
           b.setInsertionPoint(first);
           auto value = WaitRecvOp::create(b, op->getLoc(), recv.getRequest(),

@@ -223,8 +223,8 @@ void pad(const KernelCall &call) {
   int64_t rank = x.rank(), size = dtypeSize(x.dtype);
   std::vector<char> fill(size);
   storeScalar(fill.data(), x.dtype, call.f("value"));
-  bool zeroFill = std::all_of(fill.begin(), fill.end(),
-                              [](char c) { return c == 0; });
+  bool zeroFill =
+      std::all_of(fill.begin(), fill.end(), [](char c) { return c == 0; });
   auto fillRange = [&](char *out, int64_t n) {
     if (zeroFill) {
       std::memset(out, 0, n * size);
