@@ -48,6 +48,10 @@ public:
     /// lookups, the vocab loss); the vocab ones also in their own lists.
     SmallVector<Operation *> columns, rows, vocabGathers, vocabLosses;
     SmallVector<TensorParallelSplit::Entry> entries;
+    /// When the block failed where another block's value met it sharded
+    /// along another dimension (k or v split inside a head: fewer kv heads
+    /// than T), that block's columns: replicated alone on the next walk.
+    SmallVector<Operation *> culprits;
     Operation *failedAt = nullptr;
     std::string reason;
     bool megatron = false; ///< reaches a linear (opensBlock)
@@ -73,7 +77,7 @@ public:
       auto [it, first] = index.insert({leader, out.size()});
       if (first)
         out.push_back(
-            {opened[leader].start, {}, {}, {}, {}, {}, nullptr, "", false});
+            {opened[leader].start, {}, {}, {}, {}, {}, {}, nullptr, "", false});
       Block &b = out[it->second];
       const Block &part = opened[r];
       b.megatron |= part.megatron;
@@ -82,6 +86,7 @@ public:
       b.vocabGathers.append(part.vocabGathers);
       b.vocabLosses.append(part.vocabLosses);
       b.entries.append(part.entries);
+      b.culprits.append(part.culprits);
       if (part.failedAt && !b.failedAt) {
         b.failedAt = part.failedAt;
         b.reason = part.reason;
@@ -108,7 +113,7 @@ private:
 
   int64_t open(Operation *start) {
     opened.push_back(
-        {start, {}, {}, {}, {}, {}, nullptr, "", opensBlock(start)});
+        {start, {}, {}, {}, {}, {}, {}, nullptr, "", opensBlock(start)});
     joined.insert(opened.size() - 1);
     return opened.size() - 1;
   }
@@ -126,6 +131,13 @@ private:
       b.failedAt = op;
       b.reason = reason;
     }
+  }
+
+  /// Blames the block that sharded `v` (its own columns, before joins)
+  /// for the failure at the op `v` meets another shard in.
+  void blame(Value v, int64_t block) {
+    const Block &own = opened[blockOf.lookup(v)];
+    opened[joined.getLeaderValue(block)].culprits.append(own.columns);
   }
 
   void visit(Operation *op) {
@@ -210,8 +222,11 @@ private:
       if (s.dim >= rankOf(x) - 2)
         return "it attends over the sharded dimension";
       for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-        if (!(get(operand) == s) && !enter(op, i, s, block))
+        if (!(get(operand) == s) && !enter(op, i, s, block)) {
+          if (get(operand).isSplit())
+            blame(operand, block);
           return "its q, k and v are not sharded alike";
+        }
       return same(s);
     // Normalises over `axis` alone.
     case ops::Split::Softmax:
@@ -219,12 +234,20 @@ private:
                      rankOf(x)) == s.dim)
         return "it normalizes over the sharded dimension";
       return same(s);
-    // Normalises over [axis, rank).
+    // Normalises over [axis, rank) (rotary: rotates the last dim); its
+    // other operands (scale, bias, rotary's tables) are replicated and
+    // must not extend along the sharded dimension.
     case ops::Split::LayerNorm:
       if (!s.isSplit() ||
           s.dim >= normalized(op->getAttrOfType<IntegerAttr>("axis").getInt(),
                               rankOf(x)))
         return "it normalizes over the sharded dimension";
+      for (Value operand : op->getOperands().drop_front()) {
+        int64_t d = s.dim - (rankOf(x) - rankOf(operand));
+        if (get(operand).isSplit() || (d >= 0 && shapeOf(operand)[d] != 1))
+          return "an operand besides its input extends along the sharded "
+                 "dimension";
+      }
       return same(s);
     // Data movement: the op declares where the shard lands.
     case ops::Split::Layout: {
@@ -317,12 +340,20 @@ private:
   /// than q, the part of their repetition to q's heads.
   bool enter(Operation *op, unsigned index, Sharding s, int64_t block) {
     Value v = op->getOperand(index);
-    if (isa<BlockArgument>(v) || v.getDefiningOp<ConstantOp>() ||
-        s.blocks != 1 || !s.isSplit() || s.dim >= rankOf(v))
+    // Only a replicated value enters: a sharded one (multi-query v, split
+    // along its head dim by its own column) is another block's.
+    if (get(v).isSplit() || isa<BlockArgument>(v) ||
+        v.getDefiningOp<ConstantOp>() || s.blocks != 1 || !s.isSplit() ||
+        s.dim >= rankOf(v))
       return false;
     int64_t n = shapeOf(v)[s.dim];
-    if (auto attention = dyn_cast<AttentionOp>(op))
-      n = shapeOf(attention.getQ())[s.dim]; // q's heads, whole
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      // [B, H, S, D] q sharded by heads, k and v with H or Hkv heads: the
+      // rewrite repeats them to q's H heads and takes the rank's part.
+      if (rankOf(v) != 4 || attention.getLayout() || s.dim != 1)
+        return false;
+      n = shapeOf(attention.getQ())[1]; // q's heads, whole
+    }
     if (n % parts)
       return false;
     opened[block].entries.push_back({op, index, s});
@@ -369,8 +400,12 @@ private:
     bool batchB = sb.isSplit() && sb.dim < rb - 2;
     if (batchA || batchB) {
       if (sa.isSplit() && sb.isSplit() &&
-          (alignedA != alignedB || sa.blocks != sb.blocks))
+          (alignedA != alignedB || sa.blocks != sb.blocks)) {
+        // The side not sharded along a batch dim (the heads) is the one
+        // split inside a head.
+        blame(batchA && !batchB ? w : a, block);
         return "its operands are sharded along different dimensions";
+      }
       // The unsharded side must broadcast along the shard.
       Value other = batchA ? w : a;
       Sharding s = batchA ? sa : sb;
@@ -462,6 +497,20 @@ analyzeTensorParallel(func::FuncOp func, int64_t parts,
     bool again = false;
     std::vector<Walk::Block> blocks = walk.blocks();
     for (const Walk::Block &b : blocks) {
+      if (b.failedAt && !b.culprits.empty()) {
+        // Only the blamed columns are replicated; the rest is tried again
+        // without them.
+        Walk::Block culprit = b;
+        culprit.start = b.culprits.front();
+        culprit.columns = b.culprits;
+        culprit.reason = "its shard lies inside a head (fewer kv heads than "
+                         "ranks) where " +
+                         nodeOf(b.failedAt) + " meets it";
+        failed.push_back(culprit);
+        excluded.insert(b.culprits.begin(), b.culprits.end());
+        again = true;
+        continue;
+      }
       if (b.failedAt || b.rows.empty()) {
         // A linear that reaches no other linear is no Megatron block (an LM
         // head feeding the loss): replicated without a word.

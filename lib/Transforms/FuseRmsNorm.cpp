@@ -57,12 +57,17 @@ struct Product {
   double coefficient = 1.0;
   llvm::MapVector<Value, double> powers;
   llvm::SetVector<Operation *> ops, constants;
+  /// Leaves reached through a non-integer power (sqrt, pow(., 0.5)):
+  /// sqrt(x * x) is |x|, not x, so only z, the non-negative mean of
+  /// squares plus eps, may be one.
+  llvm::DenseSet<Value> fractional;
 };
 
 /// Multiplies `p` by v^exponent. Descends into mul, div, sqrt, reciprocal
 /// and pow by a constant when `inside` (v is used by the chain alone);
 /// anything else is a leaf.
-void read(Value v, double exponent, bool inside, Product &p) {
+void read(Value v, double exponent, bool inside, Product &p,
+          bool fractional = false) {
   if (std::optional<double> c = splat(v)) {
     p.coefficient *= std::pow(*c, exponent);
     p.constants.insert(v.getDefiningOp());
@@ -72,26 +77,30 @@ void read(Value v, double exponent, bool inside, Product &p) {
   if (!def || !inside || !isa<MulOp, DivOp, SqrtOp, ReciprocalOp, PowOp>(def) ||
       (isa<PowOp>(def) && !splat(def->getOperand(1)))) {
     p.powers[v] += exponent;
+    if (fractional)
+      p.fractional.insert(v);
     return;
   }
   p.ops.insert(def);
-  auto operand = [&](unsigned i, double e) {
+  // Operand i to the power `factor` (the op's own: sqrt's 1/2, pow's c).
+  auto operand = [&](unsigned i, double factor) {
     Value x = def->getOperand(i);
-    read(x, e, x.hasOneUse(), p);
+    read(x, exponent * factor, x.hasOneUse(), p,
+         fractional || std::trunc(factor) != factor);
   };
   if (isa<MulOp>(def)) {
-    operand(0, exponent);
-    operand(1, exponent);
+    operand(0, 1);
+    operand(1, 1);
   } else if (isa<DivOp>(def)) {
-    operand(0, exponent);
-    operand(1, -exponent);
+    operand(0, 1);
+    operand(1, -1);
   } else if (isa<SqrtOp>(def)) {
-    operand(0, exponent / 2);
+    operand(0, 0.5);
   } else if (isa<ReciprocalOp>(def)) {
-    operand(0, -exponent);
+    operand(0, -1);
   } else {
     p.constants.insert(def->getOperand(1).getDefiningOp());
-    operand(0, exponent * *splat(def->getOperand(1)));
+    operand(0, *splat(def->getOperand(1)));
   }
 }
 
@@ -99,12 +108,10 @@ bool near(double a, double b, double tolerance) {
   return std::abs(a - b) <= tolerance * std::max(1.0, std::abs(b));
 }
 
-/// Relative tolerance for the constants of `type`'s element type: 8 units
-/// of its rounding, never tighter than f32's.
-double toleranceOf(Type type) {
-  auto element = cast<FloatType>(getElementTypeOrSelf(type));
-  return 8 * std::ldexp(1.0, -std::min<int>(element.getFPMantissaWidth(), 24));
-}
+/// Relative tolerance of the constant factor: the chains' constants (1,
+/// 2, -0.5) are exact in every float type, so 8 units of f32's rounding;
+/// a real scale, even one a 16-bit literal rounds near 1, is not dropped.
+constexpr double kTolerance = 8 * 0x1p-24;
 
 struct RmsNormChain {
   Value x, scale;
@@ -128,12 +135,12 @@ std::optional<RmsNormChain> matchAt(ReduceMeanOp mean, Operation *root) {
   for (size_t i = 1; i < axes.size(); ++i)
     if (axes[i] != axes[i - 1] + 1)
       return std::nullopt;
-  double tolerance = toleranceOf(type);
+  double tolerance = kTolerance;
   // Its input: x^2.
   Product squares;
   read(mean.getInput(), 1.0, mean.getInput().hasOneUse(), squares);
   if (squares.powers.size() != 1 || !near(squares.coefficient, 1, tolerance) ||
-      squares.powers.front().second != 2.0)
+      squares.powers.front().second != 2.0 || !squares.fractional.empty())
     return std::nullopt;
   Value x = squares.powers.front().first;
   if (x.getType() != type)
@@ -163,6 +170,9 @@ std::optional<RmsNormChain> matchAt(ReduceMeanOp mean, Operation *root) {
   for (auto &[leaf, power] : product.powers)
     if (leaf != x && leaf != z)
       scale = power == 1.0 ? leaf : Value();
+  if (product.fractional.contains(x) ||
+      (scale && product.fractional.contains(scale)))
+    return std::nullopt;
   int64_t axis = axes.front();
   auto scaleType =
       scale ? dyn_cast<RankedTensorType>(scale.getType()) : RankedTensorType();

@@ -199,6 +199,7 @@ struct SplitTensorParallelPass
       Location loc = v.getLoc();
       auto type = cast<RankedTensorType>(v.getType());
       if (auto attention = dyn_cast<AttentionOp>(e.op)) {
+        // enter(): rank 4, [B, H, S, D], sharded by heads (dim 1).
         int64_t heads = attention.getQ().getType().getDimSize(1) * parts;
         int64_t kvHeads = type.getDimSize(1), group = heads / kvHeads;
         if (group > 1) {

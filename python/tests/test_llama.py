@@ -243,3 +243,16 @@ def test_every_stage_cut_pairs_its_transfers(weftc, model_path, tmp_path):
         assert result.returncode == 0, (cut, result.stderr)
         check = run([tool("weft-run"), str(plan), "--check"])
         assert check.returncode == 0, (cut, check.stdout + check.stderr)
+
+
+@pytest.mark.parametrize("flags", [(), ("--flash-attention",)],
+                         ids=["unfused", "fused"])
+def test_multi_query_attention_tensor_parallel(flags, tools, tmp_path):
+    """Multi-query attention (one kv head) at T = 2: the k and v columns
+    would shard inside the head; they are replicated instead (each rank
+    reads the head whole) and the step equals torch float64 (oracle (d))."""
+    config = dict(CONFIG, kv_heads=1)
+    model, batch = llama.build(**config)
+    oracle.check_float64_step(tools, model, batch, NAMES, tmp_path,
+                              micro_batches=2, tensor_parallel=2,
+                              flags=flags)

@@ -78,3 +78,37 @@ func.func @not_rms_norm(%x: tensor<4x16xf32>, %w: tensor<16xf32>) -> (tensor<4x1
   %y2 = weft.mul %x, %r2 : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
   return %y0, %y1, %y2, %r2 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x1xf32>
 }
+
+// -----
+
+// Non-integer powers of x are not x: sqrt(x * x) is |x| and pow(pow(x,
+// 0.5), 2) is NaN below 0, so neither is RMSNorm's x¹; a bf16 constant
+// factor near 1 (1.0234375) is a scale, not a rounding of 1.
+// CHECK-LABEL: func.func @not_x
+// CHECK-NOT: weft.rms_norm
+func.func @not_x(%x: tensor<4x16xf32>, %w: tensor<16xf32>, %xb: tensor<4x16xbf16>, %wb: tensor<16xbf16>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xbf16>) {
+  %sq = weft.mul %x, %x : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %m = weft.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : (tensor<4x16xf32>) -> tensor<4x1xf32>
+  %s = weft.sqrt %m : tensor<4x1xf32>
+  %xx = weft.mul %x, %x : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %ax = weft.sqrt %xx : tensor<4x16xf32>
+  %n = weft.div %ax, %s : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
+  %y0 = weft.mul %n, %w : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %sq1 = weft.mul %x, %x : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %m1 = weft.reduce_mean %sq1 {axes = array<i64: 1>, keepdims = true} : (tensor<4x16xf32>) -> tensor<4x1xf32>
+  %s1 = weft.sqrt %m1 : tensor<4x1xf32>
+  %half = weft.constant dense<0.5> : tensor<f32>
+  %two = weft.constant dense<2.0> : tensor<f32>
+  %r = weft.pow %x, %half : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %rr = weft.pow %r, %two : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %n1 = weft.div %rr, %s1 : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
+  %y1 = weft.mul %n1, %w : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %sqb = weft.mul %xb, %xb : (tensor<4x16xbf16>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  %mb = weft.reduce_mean %sqb {axes = array<i64: 1>, keepdims = true} : (tensor<4x16xbf16>) -> tensor<4x1xbf16>
+  %sb = weft.sqrt %mb : tensor<4x1xbf16>
+  %nb = weft.div %xb, %sb : (tensor<4x16xbf16>, tensor<4x1xbf16>) -> tensor<4x16xbf16>
+  %k = weft.constant dense<1.0234375> : tensor<bf16>
+  %kb = weft.mul %nb, %k : (tensor<4x16xbf16>, tensor<bf16>) -> tensor<4x16xbf16>
+  %y2 = weft.mul %kb, %wb : (tensor<4x16xbf16>, tensor<16xbf16>) -> tensor<4x16xbf16>
+  return %y0, %y1, %y2 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xbf16>
+}
