@@ -19,11 +19,9 @@ the embedding, final norm, head and loss cancel (the differences are
 additive: 2->3 equals 3->4).
 """
 
-import re
-
 import pytest
 
-from conftest import run
+from test_megatron_activation_memory import most_kept
 from weft.examples import llama
 from weft.examples.common import export
 
@@ -77,15 +75,6 @@ def model(shape_name, layers, directory):
     return _models[key]
 
 
-def most_kept(weftc, path, flags):
-    result = run([weftc, str(path), "--estimate-memory",
-                  "--activation-dtype=f16", *flags])
-    assert result.returncode == 0, result.stderr
-    (kept,) = re.findall(r"kept_activations\s+(\d+) bytes \(most at any op\)",
-                         result.stdout)
-    return int(kept)
-
-
 @pytest.mark.parametrize("shape_name", SHAPES)
 def test_per_layer_activations_match_the_formula(weftc, tmp_path_factory,
                                                  shape_name):
@@ -96,8 +85,8 @@ def test_per_layer_activations_match_the_formula(weftc, tmp_path_factory,
         flags = POLICIES[policy] + ([f"--tensor-parallel={t}"] if t > 1
                                     else []) + (["--sequence-parallel"]
                                                 if sp else [])
-        per_layer = most_kept(weftc, paths[1], flags) - \
-            most_kept(weftc, paths[0], flags)
+        per_layer = most_kept(weftc, paths[1], *flags) - \
+            most_kept(weftc, paths[0], *flags)
         expected = llama_bytes(policy, t, sp, shape["seq"], shape["batch"],
                                shape["hidden"], shape["heads"],
                                shape["kv_heads"], shape["ffn"])
