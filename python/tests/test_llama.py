@@ -23,7 +23,7 @@ import torch
 from conftest import run, tool
 from weft import oracle
 from weft.examples import llama
-from weft.examples.common import lm_batches
+from weft.examples.common import export, lm_batches
 
 CONFIG = llama.CONFIGS["small"]
 STEPS = 3
@@ -255,4 +255,47 @@ def test_multi_query_attention_tensor_parallel(flags, tools, tmp_path):
     model, batch = llama.build(**config)
     oracle.check_float64_step(tools, model, batch, NAMES, tmp_path,
                               micro_batches=2, tensor_parallel=2,
+                              flags=flags)
+
+
+# hidden 256: the embedding's sqrt(h) = 16 and the attention's 1/sqrt(16)
+# are exact in float32, the dtype the exporter writes Python scalars in,
+# so oracle (d) compares like with like.
+GEMMA_CONFIG = dict(CONFIG, hidden=256, heads=16, kv_heads=4, ffn=704)
+GEMMA_LAYOUTS = [(1, (), 1), (2, ("--sequence-parallel",), 2),
+                 (2, ("--flash-attention", "--recompute=selective"), 2)]
+
+
+@pytest.mark.parametrize(
+    "m,flags,tensor", GEMMA_LAYOUTS,
+    ids=["-".join([f"M{m}-T{t}"] + [f.lstrip("-") for f in fl])
+         for m, fl, t in GEMMA_LAYOUTS])
+def test_gemma_block(m, flags, tensor, tools, weftc, tmp_path):
+    """Gemma's block (GeGLU with the tanh GELU, RMSNorm by 1 + w, the
+    embedding scaled by sqrt(h) and tied to the head): fused as
+    weft.glu {gelu_tanh} and weft.rms_norm over 1 + w, the tied table
+    vocabulary-parallel under T = 2, 3 AdamW steps equal torch float64
+    (1e-5) and one SGD step in float64 (1e-8)."""
+    model, batch = llama.build(**GEMMA_CONFIG, gemma=True)
+    path = tmp_path / "gemma.onnx"
+    export(model, batch, NAMES, str(path))
+    mlir = run([weftc, str(path), "--emit=mlir", "--forward-only"]).stdout
+    layers = GEMMA_CONFIG["layers"]
+    assert mlir.count('activation = "gelu_tanh"') == layers
+    assert mlir.count("weft.rms_norm ") == 2 * layers + 1
+    if tensor > 1:  # the tied table sharded by vocabulary rows
+        plan = tmp_path / "plan.json"
+        assert run([weftc, str(path), "-o", str(plan),
+                    f"--tensor-parallel={tensor}", *flags]).returncode == 0
+        params = json.loads(plan.read_text())["ranks"][0]["params"]
+        embed = next(p for p in params if p["name"] == "embed.weight")
+        assert embed["shard"]["dim"] == 0
+    losses, _ = oracle.weft_train(
+        tools, path, batches(), NAMES, tmp_path / "run", micro_batches=m,
+        tensor_parallel=tensor, flags=flags)
+    want = oracle.float64_losses(model, batches(), m,
+                                 lambda p: torch.optim.AdamW(p, lr=1e-3))
+    assert losses == pytest.approx(want, rel=oracle.MULTISTEP_RTOL)
+    oracle.check_float64_step(tools, model, batch, NAMES, tmp_path / "f64",
+                              micro_batches=m, tensor_parallel=tensor,
                               flags=flags)

@@ -14,8 +14,13 @@ plain torch so that every exporter, Debian's torch 1.13 included, writes it:
   size `ffn`;
 - no biases, an untied LM head, cross-entropy over next tokens.
 
+With `gemma` the block is Gemma's instead (Gemma Team 2024): GeGLU with
+the tanh GELU, RMSNorm scaled by 1 + w (w starting at 0), the embedding
+scaled by sqrt(hidden) and tied to the LM head.
+
 Inputs: `tokens` int64 [batch, seq], `targets` int64 [batch, seq].
-Parameters, with head dim d = hidden / heads:
+Parameters, with head dim d = hidden / heads (gemma: one vocab*h fewer,
+the head tied):
     2*vocab*h + layers*(h*h*2 + 2*h*kv_heads*d + 3*h*ffn + 2*h) + h.
 
 Usage: python3 -m weft.examples.llama OUT.onnx [--layers 2 --hidden 64 ...]
@@ -40,14 +45,20 @@ CONFIGS = {
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, hidden, eps=1e-6):
+    """Llama's x * rsqrt(mean(x^2) + eps) * w, or Gemma's (`offset`) with
+    1 + w, w starting at 0."""
+
+    def __init__(self, hidden, eps=1e-6, offset=False):
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(hidden))
+        self.offset = offset
+        self.weight = nn.Parameter(torch.zeros(hidden) if offset
+                                   else torch.ones(hidden))
 
     def forward(self, x):
         rms = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * (x * rms)
+        scale = 1.0 + self.weight if self.offset else self.weight
+        return (x * rms) * scale
 
 
 def rotate_half(x):
@@ -56,20 +67,22 @@ def rotate_half(x):
 
 
 class Block(nn.Module):
-    def __init__(self, hidden, heads, kv_heads, ffn, seq, theta=10000.0):
+    def __init__(self, hidden, heads, kv_heads, ffn, seq, theta=10000.0,
+                 gemma=False):
         super().__init__()
+        self.gemma = gemma
         if heads % kv_heads:
             raise ValueError(f"heads={heads} is not a multiple of "
                              f"kv_heads={kv_heads}")
         self.heads, self.kv_heads = heads, kv_heads
         self.head_dim = hidden // heads
         d = self.head_dim
-        self.attn_norm = RMSNorm(hidden)
+        self.attn_norm = RMSNorm(hidden, offset=gemma)
         self.q = nn.Linear(hidden, heads * d, bias=False)
         self.k = nn.Linear(hidden, kv_heads * d, bias=False)
         self.v = nn.Linear(hidden, kv_heads * d, bias=False)
         self.o = nn.Linear(heads * d, hidden, bias=False)
-        self.mlp_norm = RMSNorm(hidden)
+        self.mlp_norm = RMSNorm(hidden, offset=gemma)
         self.gate = nn.Linear(hidden, ffn, bias=False)
         self.up = nn.Linear(hidden, ffn, bias=False)
         self.down = nn.Linear(ffn, hidden, bias=False)
@@ -112,17 +125,23 @@ class Block(nn.Module):
     def forward(self, x):
         x = x + self.attention(self.attn_norm(x))
         h = self.mlp_norm(x)
-        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+        gate = (F.gelu(self.gate(h), approximate="tanh") if self.gemma
+                else F.silu(self.gate(h)))
+        return x + self.down(gate * self.up(h))
 
 
 class Llama(nn.Module):
-    def __init__(self, layers, hidden, heads, kv_heads, ffn, seq, vocab):
+    def __init__(self, layers, hidden, heads, kv_heads, ffn, seq, vocab,
+                 gemma=False):
         super().__init__()
+        self.gemma = gemma
         self.embed = nn.Embedding(vocab, hidden)
         self.blocks = nn.ModuleList(
-            Block(hidden, heads, kv_heads, ffn, seq) for _ in range(layers))
-        self.norm = RMSNorm(hidden)
-        self.head = nn.Linear(hidden, vocab, bias=False)
+            Block(hidden, heads, kv_heads, ffn, seq, gemma=gemma)
+            for _ in range(layers))
+        self.norm = RMSNorm(hidden, offset=gemma)
+        # Gemma ties the head to the embedding.
+        self.head = None if gemma else nn.Linear(hidden, vocab, bias=False)
         self.apply(self.init_weights)
 
     @staticmethod
@@ -134,31 +153,43 @@ class Llama(nn.Module):
 
     def forward(self, tokens, targets):
         x = self.embed(tokens)
+        if self.gemma:  # Gemma's normaliser: the embedding times sqrt(h)
+            x = x * x.shape[-1] ** 0.5
         for block in self.blocks:
             x = block(x)
-        logits = self.head(self.norm(x))
+        x = self.norm(x)
+        logits = (F.linear(x, self.embed.weight) if self.gemma
+                  else self.head(x))
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                targets.reshape(-1))
 
 
-def parameter_count(layers, hidden, heads, kv_heads, ffn, vocab, **_):
+def parameter_count(layers, hidden, heads, kv_heads, ffn, vocab,
+                    gemma=False, **_):
     """Trainable elements, the formula in the module docstring."""
     d = hidden // heads
     block = (2 * hidden * hidden + 2 * hidden * kv_heads * d
              + 3 * hidden * ffn + 2 * hidden)
-    return 2 * vocab * hidden + layers * block + hidden
+    return (1 if gemma else 2) * vocab * hidden + layers * block + hidden
 
 
-def build(layers, hidden, heads, kv_heads, ffn, seq, vocab, batch, seed=0):
-    """The model and a fixed batch (tokens, targets)."""
+def build(layers, hidden, heads, kv_heads, ffn, seq, vocab, batch, seed=0,
+          gemma=False):
+    """The model and a fixed batch (tokens, targets); `gemma` for Gemma's
+    block (module docstring)."""
     return build_lm(
-        lambda: Llama(layers, hidden, heads, kv_heads, ffn, seq, vocab),
+        lambda: Llama(layers, hidden, heads, kv_heads, ffn, seq, vocab,
+                      gemma),
         vocab, batch, seq, seed)
 
 
 def main(argv=None):
-    args, config = lm_arguments(__doc__, CONFIGS, argv)
-    model, inputs = build(**config)
+    def gemma_flag(parser):
+        parser.add_argument("--gemma", action="store_true",
+                            help="Gemma's block: GeGLU, RMSNorm with 1 + w, "
+                                 "a scaled embedding tied to the head")
+    args, config = lm_arguments(__doc__, CONFIGS, argv, gemma_flag)
+    model, inputs = build(**config, gemma=args.gemma)
     print(export(model, inputs, ["tokens", "targets"], args.output))
 
 
