@@ -50,15 +50,17 @@ bool isTable(Value v) {
   return true;
 }
 
-/// `v` as a slice of the last dim [start, end) of x, the rest whole.
-std::optional<std::pair<int64_t, int64_t>> lastDimSlice(Value v, Value &x) {
+/// `v` as a slice of the last dim [start, end) with `step` of x, the rest
+/// whole.
+std::optional<std::pair<int64_t, int64_t>> lastDimSlice(Value v, Value &x,
+                                                        int64_t step = 1) {
   auto slice = v.getDefiningOp<SliceOp>();
   if (!slice || !v.hasOneUse())
     return std::nullopt;
   ArrayRef<int64_t> shape = slice.getInput().getType().getShape();
   int64_t last = int64_t(shape.size()) - 1;
   for (int64_t d = 0; d <= last; ++d) {
-    if (slice.getSteps()[d] != 1)
+    if (slice.getSteps()[d] != (d == last ? step : 1))
       return std::nullopt;
     if (d < last &&
         (slice.getStarts()[d] != 0 || slice.getEnds()[d] < shape[d]))
@@ -91,6 +93,44 @@ Value rotatedHalf(Value v) {
   return hiOf;
 }
 
+/// x when `v` is GPT-J's rotate_every_two(x) = stack((-x[.., 1::2],
+/// x[.., ::2]), -1).flatten(-2): the pairs' (-x[2i+1], x[2i]).
+Value rotatedPairs(Value v) {
+  auto flat = v.getDefiningOp<ReshapeOp>();
+  auto cat = flat ? flat.getInput().getDefiningOp<ConcatOp>() : nullptr;
+  if (!cat || !v.hasOneUse() || !cat->hasOneUse() ||
+      cat.getInputs().size() != 2)
+    return {};
+  auto type = cast<RankedTensorType>(flat.getType());
+  auto stacked = cast<RankedTensorType>(cat.getType());
+  int64_t rank = type.getRank(), d = type.getDimSize(rank - 1);
+  // [.., D/2, 2] -> [.., D], stacked along the new last dim.
+  if (stacked.getRank() != rank + 1 || cat.getAxis() != rank ||
+      stacked.getDimSize(rank) != 2 || stacked.getDimSize(rank - 1) * 2 != d ||
+      stacked.getShape().drop_back(2) != type.getShape().drop_back(1))
+    return {};
+  // Each half unsqueezed at the end: [.., D/2] -> [.., D/2, 1].
+  auto unsqueezed = [&](Value x) -> Value {
+    auto r = x.getDefiningOp<ReshapeOp>();
+    if (!r || !x.hasOneUse() ||
+        r.getInput().getType().getShape() != r.getType().getShape().drop_back())
+      return {};
+    return r.getInput();
+  };
+  Value negated = unsqueezed(cat.getInputs()[0]),
+        kept = unsqueezed(cat.getInputs()[1]);
+  auto neg = negated ? negated.getDefiningOp<NegOp>() : nullptr;
+  if (!neg || !neg->hasOneUse() || !kept)
+    return {};
+  Value oddOf, evenOf;
+  auto odd = lastDimSlice(neg.getInput(), oddOf, 2);
+  auto even = lastDimSlice(kept, evenOf, 2);
+  if (!odd || !even || oddOf != evenOf || d % 2 || odd->first != 1 ||
+      even->first != 0 || odd->second < d - 1 || even->second < d - 1)
+    return {};
+  return oddOf;
+}
+
 /// (x, the table) when `v` is x * table or table * x, used once.
 std::optional<std::pair<Value, Value>> product(Value v) {
   auto mul = v.getDefiningOp<MulOp>();
@@ -116,31 +156,49 @@ struct FuseRotaryPass : weft::impl::FuseRotaryBase<FuseRotaryPass> {
       for (auto [x, cos] : {*plain, std::pair{plain->second, plain->first}})
         for (auto [r, sin] :
              {*rotated, std::pair{rotated->second, rotated->first}}) {
-          if (rotatedHalf(r) != x || !x || x.getType() != sum.getType() ||
+          bool interleaved = false;
+          if (rotatedHalf(r) != x) {
+            if (rotatedPairs(r) != x)
+              continue;
+            interleaved = true;
+          }
+          if (!x || x.getType() != sum.getType() ||
               cos.getType() != sin.getType() || !isTable(cos) || !isTable(sin))
             continue;
-          rewrite(sum, x, cos, sin, r);
+          rewrite(sum, x, cos, sin, r, interleaved);
           return;
         }
     }
   }
 
-  void rewrite(AddOp sum, Value x, Value cos, Value sin, Value rotated) {
+  void rewrite(AddOp sum, Value x, Value cos, Value sin, Value rotated,
+               bool interleaved) {
     OpBuilder b(sum);
     int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
-    auto rotary =
-        RotaryOp::create(b, sum.getLoc(), x, cos, sin,
-                         b.getI64IntegerAttr(rank - 1), b.getBoolAttr(false));
+    auto rotary = RotaryOp::create(b, sum.getLoc(), x, cos, sin,
+                                   b.getI64IntegerAttr(rank - 1),
+                                   b.getBoolAttr(interleaved));
     Operation *plain = sum.getLhs().getDefiningOp(),
               *twisted = sum.getRhs().getDefiningOp();
-    auto cat = rotated.getDefiningOp<ConcatOp>();
-    Operation *neg = cat.getInputs()[0].getDefiningOp(),
-              *lo = cat.getInputs()[1].getDefiningOp();
-    Operation *hi = neg->getOperand(0).getDefiningOp();
+    // The rotation's ops (reshapes, concat, neg, slices), each used by the
+    // chain alone (the matchers checked), from its result up to x: users
+    // before producers.
+    SmallVector<Operation *> chain;
+    SmallVector<Value> work{rotated};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (!def || v == x || llvm::is_contained(chain, def) ||
+          !isa<ReshapeOp, ConcatOp, NegOp, SliceOp>(def))
+        continue;
+      chain.push_back(def);
+      work.append(def->getOperands().begin(), def->getOperands().end());
+    }
     sum.replaceAllUsesWith(rotary.getOutput());
-    // Users before producers.
-    for (Operation *op :
-         {(Operation *)sum, plain, twisted, (Operation *)cat, neg, lo, hi})
+    sum.erase();
+    plain->erase();
+    twisted->erase();
+    for (Operation *op : chain)
       op->erase();
   }
 };

@@ -299,3 +299,23 @@ def test_gemma_block(m, flags, tensor, tools, weftc, tmp_path):
     oracle.check_float64_step(tools, model, batch, NAMES, tmp_path / "f64",
                               micro_batches=m, tensor_parallel=tensor,
                               flags=flags)
+
+
+@pytest.mark.parametrize("tensor", [1, 2])
+def test_interleaved_rotary(tensor, tools, weftc, tmp_path):
+    """GPT-J's rotate_every_two (stack((-x[..., 1::2], x[..., ::2]), -1)
+    .flatten(-2)) fuses to weft.rotary {interleaved} and trains as torch
+    float64 does (3 AdamW steps, 1e-5; one SGD step in float64, 1e-8)."""
+    model, batch = llama.build(**CONFIG, interleaved=True)
+    path = tmp_path / "interleaved.onnx"
+    export(model, batch, NAMES, str(path))
+    mlir = run([weftc, str(path), "--emit=mlir", "--forward-only"]).stdout
+    assert mlir.count("interleaved = true") == 2 * CONFIG["layers"]
+    losses, _ = oracle.weft_train(tools, path, batches(), NAMES,
+                                  tmp_path / "run", micro_batches=2,
+                                  tensor_parallel=tensor)
+    want = oracle.float64_losses(model, batches(), 2,
+                                 lambda p: torch.optim.AdamW(p, lr=1e-3))
+    assert losses == pytest.approx(want, rel=oracle.MULTISTEP_RTOL)
+    oracle.check_float64_step(tools, model, batch, NAMES, tmp_path / "f64",
+                              micro_batches=2, tensor_parallel=tensor)

@@ -65,3 +65,45 @@ func.func @not_rotary(%q: tensor<3x8xf32>, %k: tensor<3x8xf32>, %w: tensor<3x8xf
   %y2 = weft.add %qc2, %rs2 : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
   return %y0, %y1, %y2 : tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>
 }
+
+// -----
+
+// GPT-J's rotate_every_two as torch exports it: the odd and even elements
+// (step-2 slices), the odd negated, each unsqueezed, stacked along a new
+// last dim and flattened. weft.rotary {interleaved}; the chain dies.
+// CHECK-LABEL: func.func @rotate_every_two
+// CHECK-NEXT: %[[Y:.*]] = weft.rotary %arg0, %arg1, %arg2 {axis = 2 : i64, interleaved = true}
+// CHECK-NEXT: return %[[Y]]
+func.func @rotate_every_two(%x: tensor<2x3x8xf32>, %c: tensor<3x8xf32>, %s: tensor<3x8xf32>) -> tensor<2x3x8xf32> {
+  %0 = weft.slice %x {ends = array<i64: 2, 3, 8>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 2>} : (tensor<2x3x8xf32>) -> tensor<2x3x4xf32>
+  %1 = weft.slice %x {ends = array<i64: 2, 3, 8>, starts = array<i64: 0, 0, 1>, steps = array<i64: 1, 1, 2>} : (tensor<2x3x8xf32>) -> tensor<2x3x4xf32>
+  %2 = weft.neg %1 : tensor<2x3x4xf32>
+  %3 = weft.reshape %2 {shape = array<i64: 2, 3, 4, 1>} : (tensor<2x3x4xf32>) -> tensor<2x3x4x1xf32>
+  %4 = weft.reshape %0 {shape = array<i64: 2, 3, 4, 1>} : (tensor<2x3x4xf32>) -> tensor<2x3x4x1xf32>
+  %5 = weft.concat %3, %4 {axis = 3 : i64} : (tensor<2x3x4x1xf32>, tensor<2x3x4x1xf32>) -> tensor<2x3x4x2xf32>
+  %6 = weft.reshape %5 {shape = array<i64: 2, 3, 8>} : (tensor<2x3x4x2xf32>) -> tensor<2x3x8xf32>
+  %7 = weft.mul %x, %c : (tensor<2x3x8xf32>, tensor<3x8xf32>) -> tensor<2x3x8xf32>
+  %8 = weft.mul %6, %s : (tensor<2x3x8xf32>, tensor<3x8xf32>) -> tensor<2x3x8xf32>
+  %9 = weft.add %7, %8 : (tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  return %9 : tensor<2x3x8xf32>
+}
+
+// -----
+
+// The pairs the other way round, (x[2i], -x[2i+1]), are rotate's negation:
+// not fused.
+// CHECK-LABEL: func.func @pairs_swapped
+// CHECK-NOT: weft.rotary
+func.func @pairs_swapped(%x: tensor<2x3x8xf32>, %c: tensor<3x8xf32>, %s: tensor<3x8xf32>) -> tensor<2x3x8xf32> {
+  %0 = weft.slice %x {ends = array<i64: 2, 3, 8>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 2>} : (tensor<2x3x8xf32>) -> tensor<2x3x4xf32>
+  %1 = weft.slice %x {ends = array<i64: 2, 3, 8>, starts = array<i64: 0, 0, 1>, steps = array<i64: 1, 1, 2>} : (tensor<2x3x8xf32>) -> tensor<2x3x4xf32>
+  %2 = weft.neg %1 : tensor<2x3x4xf32>
+  %3 = weft.reshape %2 {shape = array<i64: 2, 3, 4, 1>} : (tensor<2x3x4xf32>) -> tensor<2x3x4x1xf32>
+  %4 = weft.reshape %0 {shape = array<i64: 2, 3, 4, 1>} : (tensor<2x3x4xf32>) -> tensor<2x3x4x1xf32>
+  %5 = weft.concat %4, %3 {axis = 3 : i64} : (tensor<2x3x4x1xf32>, tensor<2x3x4x1xf32>) -> tensor<2x3x4x2xf32>
+  %6 = weft.reshape %5 {shape = array<i64: 2, 3, 8>} : (tensor<2x3x4x2xf32>) -> tensor<2x3x8xf32>
+  %7 = weft.mul %x, %c : (tensor<2x3x8xf32>, tensor<3x8xf32>) -> tensor<2x3x8xf32>
+  %8 = weft.mul %6, %s : (tensor<2x3x8xf32>, tensor<3x8xf32>) -> tensor<2x3x8xf32>
+  %9 = weft.add %7, %8 : (tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  return %9 : tensor<2x3x8xf32>
+}

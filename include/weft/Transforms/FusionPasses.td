@@ -34,9 +34,11 @@ def FuseRotary : Pass<"weft-fuse-rotary", "mlir::func::FuncOp"> {
     and computed from constants, frozen buffers and inputs only (no
     parameter reaches them: the fused op has no gradient for its tables),
     and no broadcasting of x, becomes `weft.rotary %x, %cos, %sin`. Its
-    backward is one `weft.rotary_grad` and keeps nothing. The interleaved
-    layout (GPT-J's pairs) is the op's `interleaved` form; its exported
-    spelling is not matched yet.
+    backward is one `weft.rotary_grad` and keeps nothing. GPT-J's
+    rotate_every_two (Meta's original Llama), `stack((-x[.., 1::2],
+    x[.., ::2]), -1).flatten(-2)` (step-2 slices, a neg, two unsqueezes, a
+    concat on the new last dim, the flattening reshape), becomes the op's
+    `interleaved` form.
   }];
 }
 

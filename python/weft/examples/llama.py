@@ -16,7 +16,9 @@ plain torch so that every exporter, Debian's torch 1.13 included, writes it:
 
 With `gemma` the block is Gemma's instead (Gemma Team 2024): GeGLU with
 the tanh GELU, RMSNorm scaled by 1 + w (w starting at 0), the embedding
-scaled by sqrt(hidden) and tied to the LM head.
+scaled by sqrt(hidden) and tied to the LM head. With `interleaved` the
+rotary embeddings rotate neighbouring pairs (GPT-J's rotate_every_two, the
+layout of Meta's original Llama) instead of halves.
 
 Inputs: `tokens` int64 [batch, seq], `targets` int64 [batch, seq].
 Parameters, with head dim d = hidden / heads (gemma: one vocab*h fewer,
@@ -66,11 +68,18 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+def rotate_every_two(x):
+    """GPT-J's (and Meta's original Llama's) interleaved layout: the pairs
+    (x[2i], x[2i+1]) rotate to (-x[2i+1], x[2i])."""
+    return torch.stack((-x[..., 1::2], x[..., ::2]), dim=-1).flatten(-2)
+
+
 class Block(nn.Module):
     def __init__(self, hidden, heads, kv_heads, ffn, seq, theta=10000.0,
-                 gemma=False):
+                 gemma=False, interleaved=False):
         super().__init__()
         self.gemma = gemma
+        self.interleaved = interleaved
         if heads % kv_heads:
             raise ValueError(f"heads={heads} is not a multiple of "
                              f"kv_heads={kv_heads}")
@@ -90,14 +99,18 @@ class Block(nn.Module):
         # two halves (Hugging Face's LlamaRotaryEmbedding): frozen buffers.
         inv_freq = theta ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
         angles = torch.outer(torch.arange(seq, dtype=torch.float64), inv_freq)
-        angles = torch.cat((angles, angles), dim=-1)
+        # Each angle for its pair: the two halves (rotate_half) or the two
+        # neighbours (interleaved).
+        angles = (angles.repeat_interleave(2, dim=-1) if interleaved
+                  else torch.cat((angles, angles), dim=-1))
         self.register_buffer("cos", angles.cos().float())
         self.register_buffer("sin", angles.sin().float())
         self.register_buffer(
             "future", torch.triu(torch.ones(seq, seq, dtype=torch.bool), 1))
 
     def rotary(self, x, s):
-        return x * self.cos[:s] + rotate_half(x) * self.sin[:s]
+        rotate = rotate_every_two if self.interleaved else rotate_half
+        return x * self.cos[:s] + rotate(x) * self.sin[:s]
 
     def repeat_kv(self, x, s):
         """[b, kv_heads, s, d] -> [b, heads, s, d], each kv head repeated
@@ -132,12 +145,13 @@ class Block(nn.Module):
 
 class Llama(nn.Module):
     def __init__(self, layers, hidden, heads, kv_heads, ffn, seq, vocab,
-                 gemma=False):
+                 gemma=False, interleaved=False):
         super().__init__()
         self.gemma = gemma
         self.embed = nn.Embedding(vocab, hidden)
         self.blocks = nn.ModuleList(
-            Block(hidden, heads, kv_heads, ffn, seq, gemma=gemma)
+            Block(hidden, heads, kv_heads, ffn, seq, gemma=gemma,
+                  interleaved=interleaved)
             for _ in range(layers))
         self.norm = RMSNorm(hidden, offset=gemma)
         # Gemma ties the head to the embedding.
@@ -174,12 +188,12 @@ def parameter_count(layers, hidden, heads, kv_heads, ffn, vocab,
 
 
 def build(layers, hidden, heads, kv_heads, ffn, seq, vocab, batch, seed=0,
-          gemma=False):
+          gemma=False, interleaved=False):
     """The model and a fixed batch (tokens, targets); `gemma` for Gemma's
-    block (module docstring)."""
+    block, `interleaved` for GPT-J's rotary layout (module docstring)."""
     return build_lm(
         lambda: Llama(layers, hidden, heads, kv_heads, ffn, seq, vocab,
-                      gemma),
+                      gemma, interleaved),
         vocab, batch, seq, seed)
 
 
@@ -188,8 +202,11 @@ def main(argv=None):
         parser.add_argument("--gemma", action="store_true",
                             help="Gemma's block: GeGLU, RMSNorm with 1 + w, "
                                  "a scaled embedding tied to the head")
+        parser.add_argument("--interleaved", action="store_true",
+                            help="GPT-J's rotary layout (neighbouring pairs)")
     args, config = lm_arguments(__doc__, CONFIGS, argv, gemma_flag)
-    model, inputs = build(**config, gemma=args.gemma)
+    model, inputs = build(**config, gemma=args.gemma,
+                          interleaved=args.interleaved)
     print(export(model, inputs, ["tokens", "targets"], args.output))
 
 
