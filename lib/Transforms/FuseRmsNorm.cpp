@@ -42,13 +42,12 @@ using namespace weft;
 
 namespace {
 
-/// A scalar or splat float constant's value.
+/// A scalar or splat float constant's value (upstream's m_ConstantFloat).
 std::optional<double> splat(Value v) {
-  ElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)) ||
-      !isa<FloatType>(attr.getElementType()) || !attr.isSplat())
+  APFloat value(0.0);
+  if (!matchPattern(v, m_ConstantFloat(&value)))
     return std::nullopt;
-  return attr.getSplatValue<APFloat>().convertToDouble();
+  return value.convertToDouble();
 }
 
 /// A value read as c * prod(leaf^power): the ops read (to erase with the

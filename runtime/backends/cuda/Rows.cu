@@ -217,6 +217,19 @@ __global__ void layerNormGradKernel(const void *x, const void *scale,
 /// Rows per partial sum of the column sums.
 constexpr int64_t kChunk = 256;
 
+/// Scratch for `sums` column sums of `inner` columns over `rows` rows in
+/// chunks of kChunk: partial[(sum * chunks + c) * inner + j].
+struct ColumnPartials {
+  int64_t chunks;
+  double *partial;
+};
+ColumnPartials columnPartials(const Context &ctx, int64_t rows, int64_t inner,
+                              int64_t sums) {
+  int64_t chunks = (rows + kChunk - 1) / kChunk;
+  return {chunks, static_cast<double *>(ctx.scratch->get(
+                      sums * chunks * inner * sizeof(double), ctx.stream))};
+}
+
 /// Partial column sums of dy xhat and dy over kChunk rows each:
 /// partial[c][j] and partial[chunks + c][j].
 template <Storage S>
@@ -258,9 +271,7 @@ void layerNormGrad(const KernelCall &call, const Context &ctx) {
   auto [rows, inner] = normRows(call);
   if (rows == 0)
     return;
-  int64_t chunks = (rows + kChunk - 1) / kChunk;
-  auto *partial = static_cast<double *>(
-      ctx.scratch->get(2 * chunks * inner * sizeof(double), ctx.stream));
+  auto [chunks, partial] = columnPartials(ctx, rows, inner, 2);
   const auto *mean = call.in[2].as<float>(), *invStd = call.in[3].as<float>();
   byStorage(call, x.dtype, [&]<Storage S>() {
     byStorage(call, call.in[1].dtype, [&]<Storage P>() {
@@ -373,9 +384,7 @@ void rmsNormGrad(const KernelCall &call, const Context &ctx) {
   auto [rows, inner] = normRows(call);
   if (rows == 0)
     return;
-  int64_t chunks = (rows + kChunk - 1) / kChunk;
-  auto *partial = static_cast<double *>(
-      ctx.scratch->get(chunks * inner * sizeof(double), ctx.stream));
+  auto [chunks, partial] = columnPartials(ctx, rows, inner, 1);
   const auto *invRms = call.in[2].as<float>();
   byStorage(call, x.dtype, [&]<Storage S>() {
     WEFT_LAUNCH(rmsNormGradKernel<S>, warpGrid(rows), kThreads, ctx.stream,
