@@ -49,15 +49,9 @@ Types layerNormGrad(const SpecCall &call) {
 
 /// glu_grad (gate, up, grad) -> (dgate, dup), one type.
 Types gluGrad(const SpecCall &call) {
-  gluActivation(call);
-  call.requireType(1, call.in[0], "up");
-  call.requireType(2, call.in[0], "the gradient");
-  return {call.in[0], call.in[0]};
-}
-
-int64_t gluGradFlops(const SpecCall &call, const Types &) {
-  return satMul(ops::gluFlopsPerElement(gluActivation(call), true),
-                call.in[0].numel());
+  TensorType gate = gluOperands(call);
+  call.requireType(2, gate, "the gradient");
+  return {gate, gate};
 }
 
 /// (input, scale, inv_rms, grad) -> (dx, dscale).
@@ -345,7 +339,8 @@ void addBackwardSpecs(std::vector<KernelSpec> &t) {
   t.push_back({.op = Op::GluGrad,
                .source = "glu adjoint",
                .infer = gluGrad,
-               .flops = gluGradFlops,
+               .flops = [](const SpecCall &c,
+                           const Types &) { return gluFlops(c, true); },
                .dtypeNote = "alike"});
   t.push_back({.op = Op::RmsNormGrad,
                .source = "RMSNormalization-23 adjoint",

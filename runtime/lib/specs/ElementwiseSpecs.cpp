@@ -52,6 +52,8 @@ Types clip(const SpecCall &call) { return {call.in[0]}; }
 
 } // namespace
 
+namespace {
+
 ops::GluActivation gluActivation(const SpecCall &call) {
   std::optional<ops::GluActivation> a =
       ops::gluActivationNamed(call.attrs.s("activation"));
@@ -61,19 +63,23 @@ ops::GluActivation gluActivation(const SpecCall &call) {
   return *a;
 }
 
+} // namespace
+
+TensorType gluOperands(const SpecCall &call) {
+  gluActivation(call);
+  call.requireType(1, call.in[0], "up");
+  return call.in[0];
+}
+
+int64_t gluFlops(const SpecCall &call, bool grad) {
+  return satMul(ops::gluFlopsPerElement(gluActivation(call), grad),
+                call.in[0].numel());
+}
+
 namespace {
 
 /// glu (gate, up): one type, no broadcasting (the projections' outputs).
-Types glu(const SpecCall &call) {
-  gluActivation(call);
-  call.requireType(1, call.in[0], "up");
-  return {call.in[0]};
-}
-
-int64_t gluFlops(const SpecCall &call, const Types &) {
-  return satMul(ops::gluFlopsPerElement(gluActivation(call), false),
-                call.in[0].numel());
-}
+Types glu(const SpecCall &call) { return {gluOperands(call)}; }
 
 Types cast(const SpecCall &call) {
   DType to;
@@ -105,7 +111,8 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
   t.push_back({.op = Op::Glu,
                .source = "gated linear unit (Shazeer 2020: SwiGLU, GeGLU)",
                .infer = glu,
-               .flops = gluFlops,
+               .flops = [](const SpecCall &c,
+                           const Types &) { return gluFlops(c, false); },
                .dtypeNote = "alike"});
   for (auto [name, source] : {std::pair{Op::Add, "Add-14"},
                               {Op::Sub, "Sub-14"},

@@ -124,9 +124,11 @@ void checkDropoutShard(const SpecCall &call, const std::vector<int64_t> &shape);
 /// stash_type). Shared by layer_norm and layer_norm_grad.
 TensorType layerNormStats(const TensorType &x, int64_t axis);
 
-/// glu's and glu_grad's `activation` attribute; an unknown name fails
-/// naming it.
-ops::GluActivation gluActivation(const SpecCall &call);
+/// glu's and glu_grad's gate (input 0) after checking their `activation`
+/// (an unknown name fails naming it) and that up (input 1) is its type.
+TensorType gluOperands(const SpecCall &call);
+/// Their FLOPs: weft/ops/Glu.h's per element of the gate.
+int64_t gluFlops(const SpecCall &call, bool grad);
 
 /// rms_norm's operands (x, scale, ...): scale x's dtype with exactly the
 /// normalised dims' shape [axis, rank), which the kernels read as a flat

@@ -1,0 +1,103 @@
+//===- CudaTransformerConformanceTest.cpp - the Llama block's kernels -----===//
+//
+// The CUDA kernels of the Llama block's fused ops (WeftTransformerOps.td)
+// and of grouped-query fused attention against the CPU's (the harness:
+// CudaConformance.h; the suite is instantiated in CudaConformanceTest.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaConformance.h"
+
+using namespace weft::rt;
+using namespace weft::rt::conformance;
+
+namespace {
+
+/// Grouped-query attention: 4 query heads over 2 kv heads and over 1
+/// (multi-query), on [B, H, S, D] and [B, S, H, D] operands, forward and
+/// backward (cuDNN reads k and v with their own head count).
+TEST_P(CudaConformance, GroupedQueryAttention) {
+  WEFT_NEEDS_KERNELS("attention", "attention_grad");
+  for (DType d : {DType::BF16, DType::F16})
+    for (int64_t kvHeads : {2, 1})
+      for (std::string layout : {"", "bshd"}) {
+        auto operand = [&](int64_t heads) {
+          return layout.empty() ? TensorType{d, {2, heads, 40, 16}}
+                                : TensorType{d, {2, 40, heads, 16}};
+        };
+        TensorType q = operand(4), kv = operand(kvHeads),
+                   stats{DType::F32, {2, 4, 40}};
+        Case forward{"attention", {q, kv, kv}, {q, stats}};
+        Case backward{"attention_grad", {q, kv, kv, q, stats, q}, {q, kv, kv}};
+        for (Case *c : {&forward, &backward}) {
+          c->attrs.set("scale", 0.05);
+          c->attrs.set("causal", true);
+          if (!layout.empty())
+            c->attrs.set("layout", layout);
+          expectConforms(*c, *gpu);
+        }
+      }
+}
+
+/// rms_norm over the last dim and the last two, forward and backward,
+/// and 600 rows of 80 (the scale gradient's column sums in chunks of 256
+/// rows). weft-mixed-precision runs it in f32 (FullPrecision), so the
+/// 16-bit forms are the kernels' own, checked all the same.
+TEST_P(CudaConformance, RmsNorm) {
+  for (DType d : floats())
+    for (int64_t axis : {2, 1}) {
+      std::vector<int64_t> normalized =
+          axis == 2 ? std::vector<int64_t>{48} : std::vector<int64_t>{5, 48};
+      TensorType x{d, {6, 5, 48}}, scale{d, normalized},
+          stats{DType::F32, axis == 2 ? std::vector<int64_t>{6, 5, 1}
+                                      : std::vector<int64_t>{6, 1, 1}};
+      Case forward{"rms_norm", {x, scale}, {x, stats}};
+      forward.attrs.set("axis", axis);
+      forward.attrs.set("epsilon", 1e-6);
+      expectConforms(forward, *gpu);
+      Case backward{"rms_norm_grad", {x, scale, stats, x}, {x, scale}};
+      backward.attrs.set("axis", axis);
+      backward.positive = {2}; // 1 / rms
+      expectConforms(backward, *gpu);
+    }
+  for (DType d : floats()) {
+    TensorType x{d, {600, 80}}, scale{d, {80}}, stats{DType::F32, {600, 1}};
+    Case rows{"rms_norm_grad", {x, scale, stats, x}, {x, scale}};
+    rows.attrs.set("axis", int64_t(1));
+    rows.positive = {2};
+    expectConforms(rows, *gpu);
+  }
+}
+
+/// glu and glu_grad in each activation (SwiGLU, GeGLU erf and tanh).
+TEST_P(CudaConformance, GatedLinearUnit) {
+  for (DType d : floats())
+    for (const char *activation : {"silu", "gelu", "gelu_tanh"}) {
+      TensorType x{d, {6, 5, 48}};
+      Case forward{"glu", {x, x}, {x}};
+      forward.attrs.set("activation", std::string(activation));
+      expectConforms(forward, *gpu);
+      Case backward{"glu_grad", {x, x, x}, {x, x}};
+      backward.attrs.set("activation", std::string(activation));
+      expectConforms(backward, *gpu);
+    }
+}
+
+/// rotary and rotary_grad, half-split and interleaved, the tables [S, D]
+/// broadcast over batch and heads and a [B, 1, S, D] one.
+TEST_P(CudaConformance, Rotary) {
+  for (DType d : floats())
+    for (bool interleaved : {false, true})
+      for (std::vector<int64_t> table :
+           {std::vector<int64_t>{40, 16}, std::vector<int64_t>{2, 1, 40, 16}}) {
+        TensorType x{d, {2, 3, 40, 16}}, t{d, table};
+        for (const char *kernel : {"rotary", "rotary_grad"}) {
+          Case c{kernel, {x, t, t}, {x}};
+          c.attrs.set("axis", int64_t(3));
+          c.attrs.set("interleaved", interleaved);
+          expectConforms(c, *gpu);
+        }
+      }
+}
+
+} // namespace
