@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs every Debian package weft needs, then the PyPI packages the tests
 # need into .venv (a venv over Debian's Python, --system-site-packages, so it
-# sees Debian's torch and onnx); idempotent: what is present is skipped.
+# sees Debian's torch and onnx), then builds the pinned ONNX C++ library
+# (scripts/build-onnx.sh: Debian 12's libonnx knows opsets up to 17 only);
+# idempotent: what is present is skipped.
 # Usage: scripts/install-deps.sh [--fuzz]   (root, or sudo available)
 #   --fuzz: also clang-22 and its runtime libraries (libFuzzer, ASan, UBSan)
 #           for scripts/fuzz.sh; the build and the tests do not need them.
@@ -9,10 +11,10 @@ set -euo pipefail
 
 packages=(
   # build
-  cmake ninja-build ccache g++ pkg-config
+  cmake ninja-build ccache g++ pkg-config curl ca-certificates
   # compiler
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-  libonnx-dev libprotobuf-dev protobuf-compiler nlohmann-json3-dev
+  libprotobuf-dev protobuf-compiler nlohmann-json3-dev
   # tests
   libgtest-dev libonnx-testdata
   # runtime
@@ -58,6 +60,7 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
   install_pypi
+  "$(dirname "$0")/build-onnx.sh"
   exit 0
 fi
 
@@ -68,3 +71,4 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 install_pypi
+"$(dirname "$0")/build-onnx.sh"

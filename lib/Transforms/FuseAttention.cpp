@@ -6,8 +6,10 @@
 // 5 a s^2 b bytes per layer); weft.attention keeps one f32 per query row
 // and its gradient recomputes the rest (FlashAttention). The match reads
 // from each softmax, as weft-checkpoint's selective recompute does, but
-// only what the fused kernel computes exactly: a scalar scale, a causal
-// mask, one dropout; anything else stays unfused, with a warning naming
+// only what the fused kernel computes exactly: a scalar scale (on the
+// scores, or split over q and k^T as torch's scaled_dot_product_attention
+// decomposition writes it), a causal mask, one dropout, torch's NaN guard
+// after the softmax; anything else stays unfused, with a warning naming
 // why. Grouped-query attention's k and v, repeated to every query head by
 // Hugging Face's repeat_kv, are read as the kv heads themselves: the
 // copies are not made.
@@ -197,9 +199,42 @@ struct Attention {
   /// Between q k^T and the softmax, in program order, each with its
   /// operand that carries the scores.
   SmallVector<std::pair<Operation *, Value>> scoreOps;
+  /// q and k^T as q k^T reads them, less scalings by constants (torch's
+  /// scaled_dot_product_attention decomposition scales each by
+  /// sqrt(scale)); those muls, folded into `scale`, are in `operandScales`.
+  Value q, kT;
+  SmallVector<Operation *> operandScales;
   double scale = 1.0;
   bool causal = false;
+  /// torch's guard after the softmax, where(isnan(p), 0, p), for rows a
+  /// mask hides wholly: the identity here, where the only mask fused is
+  /// causal (the diagonal is kept) and a row of finite scores has no NaN.
+  bool nanGuard = false;
 };
+
+/// `x` less a multiplication by a constant splat used only here, the
+/// factor multiplied into `scale` and the mul recorded in `muls`.
+Value unscaled(Value x, double &scale, SmallVectorImpl<Operation *> &muls) {
+  auto mul = x.getDefiningOp<MulOp>();
+  if (!mul || !x.hasOneUse() || mul.getLhs().getType() != x.getType())
+    return x;
+  std::optional<double> factor = splatValue(mul.getRhs());
+  if (!factor)
+    return x;
+  scale *= *factor;
+  muls.push_back(mul);
+  return mul.getLhs();
+}
+
+/// Whether `user` of probabilities `p` is torch's NaN guard
+/// where(isnan(p), 0, p), its is_nan read by it alone.
+bool isNanGuard(Operation *user, Value p) {
+  auto where = dyn_cast<WhereOp>(user);
+  auto isNaN = where ? where.getCondition().getDefiningOp<IsNaNOp>() : nullptr;
+  std::optional<double> zero = where ? splatValue(where.getX()) : std::nullopt;
+  return isNaN && isNaN.getInput() == p && isNaN->hasOneUse() &&
+         where.getY() == p && zero && *zero == 0.0;
+}
 
 /// Matches the attention around `softmax`. Returns std::nullopt silently
 /// for a softmax that is not between two matmuls; otherwise the match or
@@ -212,6 +247,17 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
   // Forwards: an optional dropout, then probabilities x v (identity casts
   // anywhere between).
   Value probs = softmax.getResult();
+  // torch's NaN guard right after the softmax: p read by is_nan and where.
+  if (!probs.hasOneUse() && llvm::range_size(probs.getUsers()) == 2)
+    for (Operation *user : probs.getUsers())
+      if (isNanGuard(user, probs)) {
+        auto where = cast<WhereOp>(user);
+        a.between.push_back(where.getCondition().getDefiningOp());
+        a.between.push_back(where);
+        a.nanGuard = true;
+        probs = where.getResult();
+        break;
+      }
   while (probs.hasOneUse()) {
     Operation *user = *probs.getUsers().begin();
     if (auto dropout = dyn_cast<DropoutOp>(user); dropout && !a.dropout)
@@ -245,6 +291,8 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
   }
   if (!a.qk || readsTransposed(a.qk))
     return std::nullopt;
+  a.q = unscaled(a.qk.getLhs(), a.scale, a.operandScales);
+  a.kT = unscaled(a.qk.getRhs(), a.scale, a.operandScales);
   // From here on it is core attention: say why it does not fuse.
   int64_t sq = scores.getDimSize(rank - 2), sk = scores.getDimSize(rank - 1);
   if (int64_t(softmax.getAxis()) != rank - 1) {
@@ -281,7 +329,11 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
       a.causal = true;
     } else if (isa<AddOp>(op) && isAdditiveCausalMask(other, sq, sk)) {
       a.causal = true;
-    } else if (isa<AddOp>(op) && !viewConstant(other)) {
+    } else if (isa<AddOp>(op) && viewConstant(other)) {
+      why = "its mask is not causal (a constant 0 on and below the "
+            "diagonal, a masking fill above it)";
+      return std::nullopt;
+    } else if (isa<AddOp>(op)) {
       // nn.MultiheadAttention's attn_mask held as a buffer: an initializer,
       // whose values reach weft-run, not the compile.
       why = "its additive mask is not a constant (an input or initializer: "
@@ -297,6 +349,7 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
     why = "q k^T is used elsewhere";
     return std::nullopt;
   }
+
   if (!(a.scale > 0.0) || !std::isfinite(a.scale)) {
     why = "its scale is not a positive finite number";
     return std::nullopt;
@@ -308,8 +361,7 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
     return t.getRank() == rank &&
            t.getShape().drop_back(2) == scores.getShape().drop_back(2);
   };
-  if (!sameBatch(a.qk.getLhs()) || !sameBatch(a.qk.getRhs()) ||
-      !sameBatch(a.pv.getRhs())) {
+  if (!sameBatch(a.q) || !sameBatch(a.kT) || !sameBatch(a.pv.getRhs())) {
     why = "q, k and v do not all have the scores' batch and head dims";
     return std::nullopt;
   }
@@ -377,7 +429,7 @@ Value repeatedKv(Value x) {
 
 void fuse(Attention a) {
   OpBuilder b(a.pv);
-  Value k = keysOf(b, a.qk.getRhs()), v = a.pv.getRhs();
+  Value k = keysOf(b, a.kT), v = a.pv.getRhs();
   // Grouped-query attention: the op reads the kv heads themselves, each
   // for its group of query heads, instead of repeat_kv's copies (k and v
   // alike, or neither).
@@ -395,7 +447,7 @@ void fuse(Attention a) {
     ratio = b.getF64FloatAttr(p);
   }
   auto op = AttentionOp::create(
-      b, a.pv.getLoc(), a.qk.getLhs(), k, v, b.getF64FloatAttr(a.scale),
+      b, a.pv.getLoc(), a.q, k, v, b.getF64FloatAttr(a.scale),
       b.getBoolAttr(a.causal), ratio,
       a.dropout ? a.dropout.getSeedAttr() : IntegerAttr(), StringAttr());
   a.pv.getResult().replaceAllUsesWith(op.getOutput());
@@ -406,6 +458,7 @@ void fuse(Attention a) {
   for (auto it = a.scoreOps.rbegin(); it != a.scoreOps.rend(); ++it)
     dead.push_back(it->first);
   dead.push_back(a.qk);
+  dead.append(a.operandScales.begin(), a.operandScales.end());
   // What only they used dies with them: the constants (scale, mask, fill),
   // k's transpose, a scale computed from constants.
   llvm::SmallPtrSet<Operation *, 8> matched(dead.begin(), dead.end());

@@ -27,6 +27,18 @@ def graph_io(model_dir):
     return model, inputs, outputs
 
 
+def graph_ops(graph):
+    """The op types of `graph`'s nodes and of the graphs its nodes hold
+    (If's branches, Loop's body)."""
+    ops = set()
+    for node in graph.node:
+        ops.add(node.op_type)
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                ops |= graph_ops(attribute.g)
+    return ops
+
+
 def weftc_frozen(weftc, model_dir, graph_inputs, extra_args):
     """Runs weftc on a test model, binding to their test values the inputs
     weftc reports as needed at compile time. Returns (result, frozen names)."""

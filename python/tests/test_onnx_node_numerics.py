@@ -25,6 +25,36 @@ from onnx_testdata import DATA, graph_io, model_dirs, weftc_frozen
 RANDOM_EXPECTED = re.compile(r"^test_training_dropout(?!_zero_ratio)")
 
 
+# The expected outputs of the expanded window functions in libonnx-testdata
+# 1.12 disagree with their own graphs (an older definition of the
+# operators): hann at n = 1 of 10 is 0.5 - 0.5 cos(2 pi / 10) = 0.0954915
+# by the graph's own constants (numpy, float32 or float64); the data holds
+# 0.09548607. These are held to the graph's formula instead
+# (window_reference).
+WINDOW_EXPANDED = re.compile(
+    r"^test_(blackman|hamming|hann)window(_symmetric)?_expanded$")
+
+
+def window_reference(model_dir):
+    """The expanded window graph's own value in float64: a0 - a1 cos(r)
+    + a2 cos(2 r), r = arange(N) tau / (N if periodic else N - 1), with the
+    graph's Constant values (A0, A1, A2, Tau, IsPeriodic)."""
+    model = onnx.load(str(model_dir / "model.onnx"))
+    constants = {}
+    for node in model.graph.node:
+        if node.op_type == "Constant":
+            value = onnx.helper.get_attribute_value(node.attribute[0])
+            if isinstance(value, onnx.TensorProto):
+                value = numpy_helper.to_array(value)
+            constants[node.output[0].rsplit("_", 1)[-1]] = np.float64(value)
+    size = int(numpy_helper.to_array(onnx.load_tensor(
+        str(model_dir / "test_data_set_0" / "input_0.pb"))))
+    periodic = constants["IsPeriodic"] == 1
+    r = np.arange(size) * constants["Tau"] / (size if periodic else size - 1)
+    return (constants["A0"] - constants["A1"] * np.cos(r)
+            + constants["A2"] * np.cos(2 * r))
+
+
 def load_actual(path):
     tensor = onnx.load_tensor(str(path))
     if tensor.data_type == onnx.TensorProto.BFLOAT16:
@@ -94,6 +124,8 @@ def test_node_tests_match_expected_outputs(weftc, tmp_path, record_property):
         problems = []
         for k, output_name in enumerate(outputs):
             expected = numpy_helper.to_array(onnx.load_tensor(str(data / f"output_{k}.pb")))
+            if WINDOW_EXPANDED.match(name):
+                expected = window_reference(model_dir).astype(expected.dtype)
             actual = load_actual(work / "out" / "step_0" / f"{output_name}.pb")
             message = compare(expected, actual)
             if message:

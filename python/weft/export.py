@@ -1,5 +1,5 @@
-"""Export a torch module for weft: training mode, opset 17, a dynamic batch
-axis on every input, float buffers recorded as frozen.
+"""Export a torch module for weft: training mode, a dynamic batch axis on
+every input, float buffers recorded as frozen, parameter names kept.
 
     weft.export(module, example_inputs, path, input_names) -> dict
     python3 -m weft.export pkg.mod:factory OUT.onnx [--input-names a,b]
@@ -20,6 +20,20 @@ model it writes is what `weftc` trains:
   like a parameter. Every float buffer that is not a normalisation layer's
   running statistic is listed, comma-separated, under `weft.frozen`; weftc
   keeps those initializers constant (no gradient, no optimizer state).
+
+Two exporters, by the torch that runs:
+
+- **torch 2.6 and later**: torch's dynamo exporter (`dynamo=True`, its
+  default opset, `dynamic_shapes` with one `batch` dim shared by every
+  input), with `optimize=False`: its graph optimisation folds each Linear's
+  transposed weight into an anonymous constant (`val_132`), so trained
+  weights would not map back to the module; unoptimised, every parameter
+  and buffer is an initializer named as in `state_dict()` (prefixed as the
+  module names its submodules), and weftc folds the traced mask and rotary
+  subgraphs itself. Weights are stored inside the model file;
+- **older torch** (Debian 12's 1.13): the TorchScript exporter at opset 17
+  with `dynamic_axes`, in `TrainingMode.TRAINING` (BatchNormalization's
+  running statistics become outputs weft keeps as state).
 
 Weights that need not travel: `externalize(path, location)` moves every
 initializer into one ONNX external data file beside the model (weftc reads
@@ -63,6 +77,13 @@ def frozen_buffers(module: torch.nn.Module) -> List[str]:
             if b.is_floating_point() and name not in stats]
 
 
+def _has_dynamo_exporter() -> bool:
+    """True under torch 2.6 and later (the dynamo exporter with
+    `optimize` and `dynamic_shapes`)."""
+    major, minor = (int(p) for p in torch.__version__.split(".")[:2])
+    return (major, minor) >= (2, 6)
+
+
 def shape_text(shape) -> str:
     return "x".join(str(int(d)) for d in shape)
 
@@ -87,15 +108,22 @@ def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor],
                              f"axis to make dynamic")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     module.train()
-    # do_constant_folding=False keeps torch from merging initializers that
-    # merely hold equal values (all LayerNorm weights start as ones), which
-    # would hide parameters.
-    torch.onnx.export(module, example_inputs, path,
-                      input_names=input_names, output_names=["loss"],
-                      opset_version=17,
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False,
-                      dynamic_axes={n: {0: "batch"} for n in input_names})
+    if _has_dynamo_exporter():
+        batch = torch.export.Dim("batch")
+        torch.onnx.export(module, example_inputs, path, dynamo=True,
+                          optimize=False, external_data=False,
+                          input_names=input_names, output_names=["loss"],
+                          dynamic_shapes=[{0: batch}] * len(example_inputs))
+    else:
+        # do_constant_folding=False keeps torch from merging initializers
+        # that merely hold equal values (all LayerNorm weights start as
+        # ones), which would hide parameters.
+        torch.onnx.export(module, example_inputs, path,
+                          input_names=input_names, output_names=["loss"],
+                          opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False,
+                          dynamic_axes={n: {0: "batch"} for n in input_names})
 
     model = onnx.load(path)
     initializers = {t.name for t in model.graph.initializer}

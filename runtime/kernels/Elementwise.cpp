@@ -129,6 +129,50 @@ void equal(const KernelCall &call) {
     dispatchNumeric(call, a.dtype, compare);
 }
 
+void compare(const KernelCall &call) {
+  const Tensor &a = call.in[0], &b = call.in[1], &y = call.out[0];
+  math::Compare op = math::Compare::of(call);
+  std::array<std::vector<int64_t>, 2> strides = {
+      broadcastStrides(a.shape, y.shape), broadcastStrides(b.shape, y.shape)};
+  dispatchNumeric(call, a.dtype, [&]<typename T>() {
+    const T *pa = a.as<T>(), *pb = b.as<T>();
+    uint8_t *out = y.as<uint8_t>();
+    forEachBroadcast<2>(y.shape, strides, [&](int64_t o, const auto &off) {
+      out[o] = op(pa[off[0]], pb[off[1]]);
+    });
+  });
+}
+
+void logical(const KernelCall &call) {
+  const Tensor &a = call.in[0], &b = call.in[1], &y = call.out[0];
+  math::Logical op = math::Logical::of(call);
+  std::array<std::vector<int64_t>, 2> strides = {
+      broadcastStrides(a.shape, y.shape), broadcastStrides(b.shape, y.shape)};
+  const uint8_t *pa = a.as<uint8_t>(), *pb = b.as<uint8_t>();
+  uint8_t *out = y.as<uint8_t>();
+  forEachBroadcast<2>(y.shape, strides, [&](int64_t o, const auto &off) {
+    out[o] = op(pa[off[0]], pb[off[1]]);
+  });
+}
+
+void logicalNot(const KernelCall &call) {
+  const uint8_t *in = call.in[0].as<uint8_t>();
+  uint8_t *out = call.out[0].as<uint8_t>();
+  for (int64_t i = 0, n = call.in[0].numel(); i < n; ++i)
+    out[i] = in[i] == 0;
+}
+
+/// A float -> bool test per element (is_nan, is_inf).
+template <typename Test> void classify(const KernelCall &call, Test test) {
+  const Tensor &x = call.in[0];
+  uint8_t *out = call.out[0].as<uint8_t>();
+  dispatchFloat(call, x.dtype, [&]<typename T>() {
+    const T *in = x.as<T>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      out[i] = test(in[i]);
+  });
+}
+
 void where(const KernelCall &call) {
   const Tensor &c = call.in[0], &x = call.in[1], &z = call.in[2],
                &y = call.out[0];
@@ -259,6 +303,15 @@ void registerElementwiseKernels(KernelTable &t) {
   };
   t[Op::Pow] = pow;
   t[Op::Equal] = equal;
+  t[Op::Compare] = compare;
+  t[Op::Logical] = logical;
+  t[Op::Not] = logicalNot;
+  t[Op::IsNaN] = [](const KernelCall &c) {
+    classify(c, [](auto v) { return v != v; });
+  };
+  t[Op::IsInf] = [](const KernelCall &c) { classify(c, math::IsInf::of(c)); };
+  t[Op::Sin] = [](const KernelCall &c) { unary(c, math::Sin()); };
+  t[Op::Cos] = [](const KernelCall &c) { unary(c, math::Cos()); };
   t[Op::Where] = where;
   t[Op::Clip] = clip;
   t[Op::Cast] = cast;

@@ -58,6 +58,69 @@ struct Tanh {
     return tanh(v);
   }
 };
+struct Sin {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
+    using std::sin;
+    return sin(v);
+  }
+};
+struct Cos {
+  template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
+    using std::cos;
+    return cos(v);
+  }
+};
+/// ONNX Less-13, LessOrEqual-16, Greater-13, GreaterOrEqual-16 by the
+/// compare op's `predicate`; comparisons with NaN are false.
+enum class Predicate { Less, LessEqual, Greater, GreaterEqual };
+struct Compare {
+  Predicate predicate;
+  /// The predicate of a compare call (the specification admits these four).
+  template <typename Call> static Compare of(const Call &call) {
+    const auto &p = call.s("predicate");
+    return {p == "less"         ? Predicate::Less
+            : p == "less_equal" ? Predicate::LessEqual
+            : p == "greater"    ? Predicate::Greater
+                                : Predicate::GreaterEqual};
+  }
+  template <typename T> WEFT_HOST_DEVICE bool operator()(T a, T b) const {
+    switch (predicate) {
+    case Predicate::Less:
+      return a < b;
+    case Predicate::LessEqual:
+      return a <= b;
+    case Predicate::Greater:
+      return a > b;
+    default:
+      return a >= b;
+    }
+  }
+};
+/// ONNX And-7, Or-7, Xor-7 by the logical op's `kind`, on 0/1 bytes.
+enum class Logic { And, Or, Xor };
+struct Logical {
+  Logic kind;
+  template <typename Call> static Logical of(const Call &call) {
+    const auto &k = call.s("kind");
+    return {k == "and" ? Logic::And : k == "or" ? Logic::Or : Logic::Xor};
+  }
+  WEFT_HOST_DEVICE uint8_t operator()(uint8_t a, uint8_t b) const {
+    bool x = a != 0, y = b != 0;
+    return kind == Logic::And  ? (x && y)
+           : kind == Logic::Or ? (x || y)
+                               : (x != y);
+  }
+};
+/// ONNX IsInf-20: which infinities count.
+struct IsInf {
+  bool negative, positive;
+  template <typename Call> static IsInf of(const Call &call) {
+    return {call.b("detect_negative"), call.b("detect_positive")};
+  }
+  template <typename T> WEFT_HOST_DEVICE bool operator()(T v) const {
+    return (positive && v == T(INFINITY)) || (negative && v == T(-INFINITY));
+  }
+};
 struct Relu {
   template <typename T> WEFT_HOST_DEVICE T operator()(T v) const {
     return v > T(0) ? v : T(0);

@@ -24,11 +24,12 @@ func.func @gpt(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>,
 // -----
 
 // torch.nn.MultiheadAttention's export scales q before the product and
-// multiplies k^T made elsewhere: scale 1, a new transpose for k; no mask,
-// no dropout, Dv != D.
+// multiplies k^T made elsewhere: the scale of q becomes the op's, a new
+// transpose for k; no mask, no dropout, Dv != D.
 // CHECK-LABEL: func.func @scaled_q
 // CHECK: %[[K:.*]] = weft.transpose %arg1 {perm = array<i64: 0, 2, 1>}
-// CHECK-NEXT: weft.attention %{{.*}}, %[[K]], %arg2 {scale = 1.000000e+00 : f64} : (tensor<3x5x8xf32>, tensor<3x6x8xf32>, tensor<3x6x2xf32>) -> (tensor<3x5x2xf32>, tensor<3x5xf32>)
+// CHECK-NEXT: weft.attention %arg0, %[[K]], %arg2 {scale = 5.000000e-01 : f64} : (tensor<3x5x8xf32>, tensor<3x6x8xf32>, tensor<3x6x2xf32>) -> (tensor<3x5x2xf32>, tensor<3x5xf32>)
+// CHECK-NOT: weft.mul
 // CHECK-NOT: weft.softmax
 func.func @scaled_q(%q: tensor<3x5x8xf32>, %kt: tensor<3x8x6xf32>,
                     %v: tensor<3x6x2xf32>) -> tensor<3x5x2xf32> {
@@ -267,7 +268,7 @@ func.func @additive_view_not_causal(%q: tensor<2x2x4xf32>, %kt: tensor<2x4x2xf32
   %buffer = weft.constant dense<[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
   %mask = weft.slice %buffer {ends = array<i64: 2, 2>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : (tensor<3x3xf32>) -> tensor<2x2xf32>
   %m = weft.add %s, %mask : (tensor<2x2x2xf32>, tensor<2x2xf32>) -> tensor<2x2x2xf32>
-  // expected-warning@+1 {{'weft.add' on its scores is neither a scalar scale nor a causal mask}}
+  // expected-warning@+1 {{its mask is not causal (a constant 0 on and below the diagonal, a masking fill above it)}}
   %p = weft.softmax %m {axis = 2 : i64} : tensor<2x2x2xf32>
   %a = weft.matmul %p, %v : (tensor<2x2x2xf32>, tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
   return %a : tensor<2x2x4xf32>
@@ -316,4 +317,53 @@ func.func @tiled_heads_are_not_grouped(%q: tensor<2x8x4x16xf32>, %k: tensor<2x2x
   %p = weft.softmax %s {axis = 3 : i64} : tensor<2x8x4x4xf32>
   %a = weft.matmul %p, %v : (tensor<2x8x4x4xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
   return %a : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// torch 2's decomposition of scaled_dot_product_attention (the dynamo
+// exporter, as transformers 5 runs it): q and k^T each scaled by
+// sqrt(scale), an additive causal mask of the dtype's lowest value
+// broadcast over the heads, and the guard where(isnan(p), 0, p) after the
+// softmax, which no row of a causal mask trips: one op, scale 0.5 x 0.5.
+// CHECK-LABEL: func.func @sdpa_decomposed
+// CHECK-NEXT: %[[O:.*]], %{{.*}} = weft.attention %arg0, %arg1, %arg2 {causal = true, scale = 2.500000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+func.func @sdpa_decomposed(%q: tensor<2x2x3x4xf32>, %k: tensor<2x2x3x4xf32>,
+                           %v: tensor<2x2x3x4xf32>) -> tensor<2x2x3x4xf32> {
+  %c = weft.constant dense<0.5> : tensor<f32>
+  %qs = weft.mul %q, %c : (tensor<2x2x3x4xf32>, tensor<f32>) -> tensor<2x2x3x4xf32>
+  %kt = weft.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x2x3x4xf32>) -> tensor<2x2x4x3xf32>
+  %c2 = weft.constant dense<0.5> : tensor<f32>
+  %ks = weft.mul %kt, %c2 : (tensor<2x2x4x3xf32>, tensor<f32>) -> tensor<2x2x4x3xf32>
+  %s = weft.matmul %qs, %ks : (tensor<2x2x3x4xf32>, tensor<2x2x4x3xf32>) -> tensor<2x2x3x3xf32>
+  %mask = weft.constant dense<[[[[0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0]]], [[[0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0]]]]> : tensor<2x1x3x3xf32>
+  %m = weft.add %s, %mask : (tensor<2x2x3x3xf32>, tensor<2x1x3x3xf32>) -> tensor<2x2x3x3xf32>
+  %p = weft.softmax %m {axis = 3 : i64} : tensor<2x2x3x3xf32>
+  %nan = weft.is_nan %p : (tensor<2x2x3x3xf32>) -> tensor<2x2x3x3xi1>
+  %zero = weft.constant dense<0.0> : tensor<f32>
+  %g = weft.where %nan, %zero, %p : (tensor<2x2x3x3xi1>, tensor<f32>, tensor<2x2x3x3xf32>) -> tensor<2x2x3x3xf32>
+  %a = weft.matmul %g, %v : (tensor<2x2x3x3xf32>, tensor<2x2x3x4xf32>) -> tensor<2x2x3x4xf32>
+  return %a : tensor<2x2x3x4xf32>
+}
+
+// -----
+
+// Under a mask that is not causal (here one hiding a whole row, which the
+// guard is for) nothing fuses and the guard stays.
+// CHECK-LABEL: func.func @guard_not_causal
+// CHECK: weft.softmax
+// CHECK: weft.is_nan
+func.func @guard_not_causal(%q: tensor<1x1x2x4xf32>, %kt: tensor<1x1x4x2xf32>,
+                            %v: tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32> {
+  %s = weft.matmul %q, %kt : (tensor<1x1x2x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x2x2xf32>
+  %mask = weft.constant dense<[[[[0xFF800000, 0xFF800000], [0.0, 0.0]]]]> : tensor<1x1x2x2xf32>
+  %m = weft.add %s, %mask : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  // expected-warning@+1 {{its mask is not causal (a constant 0 on and below the diagonal, a masking fill above it)}}
+  %p = weft.softmax %m {axis = 3 : i64} : tensor<1x1x2x2xf32>
+  %nan = weft.is_nan %p : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xi1>
+  %zero = weft.constant dense<0.0> : tensor<f32>
+  %g = weft.where %nan, %zero, %p : (tensor<1x1x2x2xi1>, tensor<f32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %a = weft.matmul %g, %v : (tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
+  return %a : tensor<1x1x2x4xf32>
 }

@@ -1,7 +1,8 @@
 //===- ElementwiseOps.cpp - ONNX elementwise operators -> weft ------------===//
 //
-// Add/Sub/Mul/Div/Equal/Max/Min/Where/Neg/Cast on constants are folded:
-// torch emits them inside shape computations.
+// Nothing here folds constants itself: an op whose operands are all known
+// is evaluated by its CPU kernel when it is bound (GraphImporter::fold), as
+// torch's shape computations and traced masks need.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,88 +29,18 @@ LogicalResult convertUnary(GraphImporter &g, const Node &node) {
   return success();
 }
 
-LogicalResult convertNeg(GraphImporter &g, const Node &node) {
-  if (g.allConstant(node)) {
-    HostTensor out = *g.constant(node, 0);
-    for (int64_t k = 0; k < out.size(); ++k)
-      out.set(k, -out.getDouble(k));
-    g.bind(node, 0, std::move(out));
-    return success();
-  }
-  return convertUnary<NegOp>(g, node);
-}
-
-double divide(double a, double b, bool integer) {
-  if (!integer)
-    return a / b;
-  // ONNX integer Div truncates toward zero (C semantics).
-  return b == 0 ? 0
-                : static_cast<double>(static_cast<int64_t>(a) /
-                                      static_cast<int64_t>(b));
-}
-
-/// Folds a binary op on constants; returns true when it did.
-bool foldBinary(GraphImporter &g, const Node &node, StringRef opType) {
-  if (!g.allConstant(node))
-    return false;
-  const HostTensor &a = *g.constant(node, 0), &b = *g.constant(node, 1);
-  bool integer = !a.isFloat();
-  std::function<double(double, double)> fn;
-  int32_t dtype = a.dtype;
-  if (opType == "Add")
-    fn = [](double x, double y) { return x + y; };
-  else if (opType == "Sub")
-    fn = [](double x, double y) { return x - y; };
-  else if (opType == "Mul")
-    fn = [](double x, double y) { return x * y; };
-  else if (opType == "Div")
-    fn = [integer](double x, double y) { return divide(x, y, integer); };
-  else if (opType == "Equal") {
-    fn = [](double x, double y) { return double(x == y); };
-    dtype = TensorProto::BOOL;
-  } else {
-    return false;
-  }
-  HostTensor out;
-  if (!broadcastBinary(a, b, dtype, fn, out))
-    return false; // the op's verifier reports the shape error
-  g.bind(node, 0, std::move(out));
-  return true;
-}
-
 template <typename OpT>
 LogicalResult convertBinary(GraphImporter &g, const Node &node) {
-  if (foldBinary(g, node, node.op_type()))
-    return success();
   Value lhs = g.operand(node, 0), rhs = g.operand(node, 1);
   if (!lhs || !rhs)
     return failure();
   return g.bindResults(node, g.build<OpT>(node, lhs, rhs));
 }
 
-/// ONNX Max-13/Min-13: any number of operands broadcast together. Folded
-/// pairwise when all are constants (shape arithmetic in exported masks),
-/// else a chain of weft.max/weft.min; a NaN operand gives NaN either way.
+/// ONNX Max-13/Min-13: any number of operands broadcast together, as a
+/// chain of weft.max/weft.min; a NaN operand gives NaN.
 template <typename OpT>
 LogicalResult convertExtremum(GraphImporter &g, const Node &node) {
-  constexpr bool isMax = std::is_same_v<OpT, MaxOp>;
-  if (g.allConstant(node)) {
-    auto pick = [](double x, double y) {
-      if (std::isnan(x) || std::isnan(y))
-        return std::nan("");
-      return isMax ? std::max(x, y) : std::min(x, y);
-    };
-    HostTensor acc = *g.constant(node, 0);
-    for (int k = 1; k < node.input_size(); ++k) {
-      HostTensor out;
-      if (!broadcastBinary(acc, *g.constant(node, k), acc.dtype, pick, out))
-        return g.error(node)
-               << "operands " << k - 1 << " and " << k << " do not broadcast";
-      acc = std::move(out);
-    }
-    g.bind(node, 0, std::move(acc));
-    return success();
-  }
   Value acc = g.operand(node, 0);
   if (!acc)
     return failure();
@@ -126,31 +57,7 @@ LogicalResult convertExtremum(GraphImporter &g, const Node &node) {
   return success();
 }
 
-/// `t` broadcast to `shape` (numpy rules).
-HostTensor broadcastTo(const HostTensor &t, ArrayRef<int64_t> shape) {
-  HostTensor out;
-  broadcastBinary(
-      t, HostTensor::zeros(t.dtype, shape), t.dtype,
-      [](double x, double) { return x; }, out);
-  return out;
-}
-
 LogicalResult convertWhere(GraphImporter &g, const Node &node) {
-  if (g.allConstant(node)) {
-    const HostTensor &c = *g.constant(node, 0), &x = *g.constant(node, 1),
-                     &y = *g.constant(node, 2);
-    auto xy = broadcastShapes(x.shape, y.shape);
-    auto shape = xy ? broadcastShapes(c.shape, *xy) : std::nullopt;
-    if (shape) {
-      HostTensor bc = broadcastTo(c, *shape), bx = broadcastTo(x, *shape),
-                 by = broadcastTo(y, *shape);
-      for (int64_t k = 0; k < bx.size(); ++k)
-        if (!bc.getInt(k))
-          bx.copy(k, by, k);
-      g.bind(node, 0, std::move(bx));
-      return success();
-    }
-  }
   Value c = g.operand(node, 0), x = g.operand(node, 1), y = g.operand(node, 2);
   if (!c || !x || !y)
     return failure();
@@ -234,18 +141,70 @@ LogicalResult convertCast(GraphImporter &g, const Node &node) {
   Type element = toMLIRElementType(to, g.context());
   if (!element)
     return g.error(node) << "unsupported variant: cast to ONNX dtype " << to;
-  if (g.allConstant(node)) {
-    const HostTensor &in = *g.constant(node, 0);
-    HostTensor out = HostTensor::zeros(to, in.shape);
-    for (int64_t k = 0; k < in.size(); ++k)
-      out.set(k, out.isFloat() ? in.getDouble(k) : std::trunc(in.getDouble(k)));
-    g.bind(node, 0, std::move(out));
-    return success();
-  }
   Value x = g.operand(node, 0);
   if (!x)
     return failure();
   return g.bindResults(node, g.build<CastOp>(node, x, element));
+}
+
+/// CastLike-15: Cast to the element type of input 1.
+LogicalResult convertCastLike(GraphImporter &g, const Node &node) {
+  Value x = g.operand(node, 0);
+  RankedTensorType like = g.type(node, 1);
+  if (!x || !like)
+    return failure();
+  return g.bindResults(node, g.build<CastOp>(node, x, like.getElementType()));
+}
+
+/// Less-13, LessOrEqual-16, Greater-13, GreaterOrEqual-16.
+LogicalResult convertCompare(GraphImporter &g, const Node &node) {
+  static const llvm::StringMap<StringRef> predicates = {
+      {"Less", "less"},
+      {"LessOrEqual", "less_equal"},
+      {"Greater", "greater"},
+      {"GreaterOrEqual", "greater_equal"}};
+  Value lhs = g.operand(node, 0), rhs = g.operand(node, 1);
+  if (!lhs || !rhs)
+    return failure();
+  return g.bindResults(
+      node,
+      g.build<CompareOp>(node, lhs, rhs, predicates.lookup(node.op_type())));
+}
+
+/// And-7, Or-7, Xor-7.
+LogicalResult convertLogical(GraphImporter &g, const Node &node) {
+  Value lhs = g.operand(node, 0), rhs = g.operand(node, 1);
+  if (!lhs || !rhs)
+    return failure();
+  std::string kind = StringRef(node.op_type()).lower();
+  return g.bindResults(node, g.build<LogicalOp>(node, lhs, rhs, kind));
+}
+
+LogicalResult convertIsNaN(GraphImporter &g, const Node &node) {
+  Value x = g.operand(node, 0);
+  if (!x)
+    return failure();
+  return g.bindResults(node, g.build<IsNaNOp>(node, x));
+}
+
+LogicalResult convertIsInf(GraphImporter &g, const Node &node) {
+  Value x = g.operand(node, 0);
+  if (!x)
+    return failure();
+  return g.bindResults(
+      node, g.build<IsInfOp>(node, x, g.attrInt(node, "detect_negative") != 0,
+                             g.attrInt(node, "detect_positive") != 0));
+}
+
+/// Gelu-20: the erf form, or its tanh approximation.
+LogicalResult convertGelu(GraphImporter &g, const Node &node) {
+  std::string approximate = g.attrString(node, "approximate");
+  if (approximate == "tanh")
+    return convertUnary<GeluTanhOp>(g, node);
+  if (approximate != "none")
+    return g.error(node) << "approximate '" << approximate
+                         << "' is neither none nor tanh";
+  return convertUnary<GeluOp>(g, node);
 }
 
 } // namespace
@@ -253,7 +212,7 @@ LogicalResult convertCast(GraphImporter &g, const Node &node) {
 void weft::registerElementwiseConverters(ConverterMap &map) {
   map["Sqrt"] = convertUnary<SqrtOp>;
   map["Reciprocal"] = convertUnary<ReciprocalOp>;
-  map["Neg"] = convertNeg;
+  map["Neg"] = convertUnary<NegOp>;
   map["Exp"] = convertUnary<ExpOp>;
   map["Log"] = convertUnary<LogOp>;
   map["Erf"] = convertUnary<ErfOp>;
@@ -273,4 +232,15 @@ void weft::registerElementwiseConverters(ConverterMap &map) {
   map["Where"] = convertWhere;
   map["Clip"] = convertClip;
   map["Cast"] = convertCast;
+  map["CastLike"] = convertCastLike;
+  map["Sin"] = convertUnary<SinOp>;
+  map["Cos"] = convertUnary<CosOp>;
+  map["Not"] = convertUnary<NotOp>;
+  map["IsNaN"] = convertIsNaN;
+  map["IsInf"] = convertIsInf;
+  map["Gelu"] = convertGelu;
+  for (const char *op : {"Less", "LessOrEqual", "Greater", "GreaterOrEqual"})
+    map[op] = convertCompare;
+  for (const char *op : {"And", "Or", "Xor"})
+    map[op] = convertLogical;
 }

@@ -2,9 +2,12 @@
 
 #include "GraphImporter.h"
 
+#include "weft/Dialect/Weft/IR/ConstantEvaluator.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -24,6 +27,7 @@ const ConverterMap &weft::converters() {
     registerElementwiseConverters(m);
     registerMovementConverters(m);
     registerNNConverters(m);
+    registerControlFlowConverters(m);
     return m;
   }();
   return map;
@@ -148,22 +152,40 @@ FailureOr<int64_t> GraphImporter::normalizeAxis(const Node &node, int64_t axis,
   return normalized;
 }
 
-FailureOr<SmallVector<int64_t>> GraphImporter::axes(const Node &node,
-                                                    int64_t rank) {
-  SmallVector<int64_t> result;
-  if (has(node, 1)) {
-    const HostTensor *t = requireConstant(node, 1, "axes");
-    if (!t)
-      return failure();
-    result = t->toInts();
-  } else {
-    result = attrInts(node, "axes");
-  }
+FailureOr<SmallVector<int64_t>>
+GraphImporter::axesInput(const Node &node, int index, int64_t rank) {
+  const HostTensor *t = requireConstant(node, index, "axes");
+  if (!t)
+    return failure();
+  SmallVector<int64_t> result = t->toInts();
   for (int64_t &a : result) {
     FailureOr<int64_t> n = normalizeAxis(node, a, rank);
     if (failed(n))
       return failure();
     a = *n;
+  }
+  if (llvm::SmallDenseSet<int64_t>(result.begin(), result.end()).size() !=
+      result.size())
+    return error(node) << "axes repeat";
+  return result;
+}
+
+FailureOr<SmallVector<int64_t>> GraphImporter::axes(const Node &node,
+                                                    int64_t rank) {
+  SmallVector<int64_t> result;
+  if (has(node, 1)) {
+    FailureOr<SmallVector<int64_t>> given = axesInput(node, 1, rank);
+    if (failed(given))
+      return failure();
+    result = std::move(*given);
+  } else {
+    result = attrInts(node, "axes");
+    for (int64_t &a : result) {
+      FailureOr<int64_t> n = normalizeAxis(node, a, rank);
+      if (failed(n))
+        return failure();
+      a = *n;
+    }
   }
   llvm::sort(result);
   if (std::adjacent_find(result.begin(), result.end()) != result.end())
@@ -321,21 +343,30 @@ const HostTensor *GraphImporter::requireConstant(const Node &node, int i,
                 << name << "=FILE.pb";
     return nullptr;
   }
-  error(node) << "the " << what << " operand '" << name
-              << "' is computed from runtime values; weft needs it at "
-                 "compile time";
-  return nullptr;
-}
-
-bool GraphImporter::allConstant(const Node &node) {
-  for (int i = 0; i < node.input_size(); ++i) {
-    if (!has(node, i))
-      continue;
-    const HostTensor *c = constant(node, i);
-    if (!c || c->size() > kMaxFoldElements)
-      return false;
+  InFlightDiagnostic diag = error(node)
+                            << "the " << what << " operand '" << name
+                            << "' is computed from runtime values; weft "
+                               "needs it at compile time";
+  // Name the graph inputs it is computed from: binding them makes it known.
+  SmallVector<std::string> feeding;
+  SmallVector<Value> work;
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  if (Value v = values.lookup(name))
+    work.push_back(v);
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      const auto &[kind, argName] = argKinds[arg.getArgNumber()];
+      if (kind == kInputAttr && !llvm::is_contained(feeding, argName))
+        feeding.push_back(argName);
+    } else if (seen.insert(v.getDefiningOp()).second) {
+      llvm::append_range(work, v.getDefiningOp()->getOperands());
+    }
   }
-  return true;
+  for (const std::string &in : feeding)
+    diag << "\n  input '" << in << "' feeds it: bind it with --freeze-input "
+         << in << "=FILE.pb";
+  return nullptr;
 }
 
 bool GraphImporter::used(const Node &node, int i) const {
@@ -346,9 +377,79 @@ bool GraphImporter::used(const Node &node, int i) const {
 void GraphImporter::bind(const Node &node, int i, Value value) {
   if (i >= node.output_size() || node.output(i).empty())
     return;
+  std::string refusal;
+  if (std::optional<HostTensor> folded = fold(value, &refusal)) {
+    bind(node, i, std::move(*folded));
+    return;
+  }
+  if (!refusal.empty()) {
+    error(node) << refusal;
+    bindFailed = true;
+    return;
+  }
   values[node.output(i)] = value;
   if (failed(checkAgainstONNX(node, i, value)))
     bindFailed = true;
+}
+
+std::optional<HostTensor> GraphImporter::fold(Value value,
+                                              std::string *refusal) {
+  auto result = dyn_cast<OpResult>(value);
+  if (!result)
+    return std::nullopt;
+  Operation *op = result.getOwner();
+  auto it = folded.find(op);
+  if (it == folded.end()) {
+    // The one evaluator: the op's CPU kernel on its operands' values, each
+    // a constant or an op that folds (converters chain ops: n-ary Max).
+    SmallVector<DenseElementsAttr> operands;
+    for (Value operand : op->getOperands()) {
+      if (auto constant = operand.getDefiningOp<ConstantOp>()) {
+        if (auto attr = dyn_cast<DenseElementsAttr>(constant.getValueAttr()))
+          operands.push_back(attr);
+      } else if (std::optional<HostTensor> t = fold(operand, refusal)) {
+        operands.push_back(toElementsAttr(*t, ctx));
+      }
+    }
+    std::optional<SmallVector<DenseElementsAttr>> attrs;
+    if (operands.size() == op->getNumOperands())
+      attrs = evaluateConstantOp(op, operands, kMaxFoldElements, refusal);
+    SmallVector<HostTensor> results;
+    if (attrs)
+      for (DenseElementsAttr attr : *attrs)
+        if (std::optional<HostTensor> t = fromElementsAttr(attr))
+          results.push_back(std::move(*t));
+    if (results.size() != op->getNumResults())
+      results.clear();
+    it = folded.insert({op, std::move(results)}).first;
+  }
+  if (it->second.empty())
+    return std::nullopt;
+  return it->second[result.getResultNumber()];
+}
+
+void GraphImporter::eraseFolded() {
+  // Folded ops and the constants materialised for them, last first, where
+  // nothing reads them any more.
+  SmallVector<Operation *> dead;
+  for (auto &[op, results] : folded)
+    if (!results.empty())
+      dead.push_back(op);
+  llvm::sort(dead,
+             [](Operation *a, Operation *b) { return b->isBeforeInBlock(a); });
+  for (Operation *op : dead) {
+    if (!op->use_empty())
+      continue;
+    SmallVector<Operation *> operands;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        operands.push_back(def);
+    op->erase();
+    for (Operation *def : operands)
+      if (def->use_empty() && isa<ConstantOp>(def))
+        def->erase();
+  }
+  folded.clear();
 }
 
 LogicalResult GraphImporter::bindResults(const Node &node, Operation *op) {
@@ -445,6 +546,36 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
   return RankedTensorType::get(shape, element);
 }
 
+void GraphImporter::markReads(const onnx::GraphProto &graph) {
+  for (const Node &node : graph.node()) {
+    for (const std::string &in : node.input())
+      liveNames.insert(in);
+    for (const auto &attribute : node.attribute())
+      if (attribute.has_g())
+        markReads(attribute.g());
+  }
+}
+
+LogicalResult GraphImporter::convertInline(const onnx::GraphProto &graph) {
+  for (const auto &init : graph.initializer())
+    initializers[init.name()] = &init;
+  for (const auto &info : graph.value_info())
+    onnxTypes[info.name()] = &info.type();
+  const ConverterMap &table = converters();
+  for (const Node &node : graph.node()) {
+    Converter convert = table.lookup(node.op_type());
+    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (!convert || !defaultDomain)
+      return error(node) << "unsupported ONNX node in the branch taken";
+    // A branch's outputs are read through the If: keep every node.
+    for (const std::string &out : node.output())
+      liveNames.insert(out);
+    if (failed(convert(*this, node)) || bindFailed)
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult GraphImporter::run(ModuleOp module) {
   const onnx::GraphProto &graph = model.graph();
   for (const auto &init : graph.initializer())
@@ -463,9 +594,14 @@ LogicalResult GraphImporter::run(ModuleOp module) {
     const Node &node = graph.node(n);
     if (llvm::any_of(node.output(), [&](const std::string &o) {
           return liveNames.contains(o);
-        }))
+        })) {
       for (const std::string &in : node.input())
         liveNames.insert(in);
+      // What its branches read from outside them (an If's captures).
+      for (const auto &attribute : node.attribute())
+        if (attribute.has_g())
+          markReads(attribute.g());
+    }
   }
 
   b.setInsertionPointToEnd(module.getBody());
@@ -524,6 +660,7 @@ LogicalResult GraphImporter::run(ModuleOp module) {
     results.push_back(v);
   }
   func::ReturnOp::create(b, unknownLoc, results);
+  eraseFolded();
   func.setType(FunctionType::get(ctx, entry->getArgumentTypes(),
                                  TypeRange(ValueRange(results))));
   for (auto [i, out] : llvm::enumerate(graph.output()))

@@ -43,6 +43,7 @@ void registerConstantConverters(ConverterMap &map);
 void registerElementwiseConverters(ConverterMap &map);
 void registerMovementConverters(ConverterMap &map);
 void registerNNConverters(ConverterMap &map);
+void registerControlFlowConverters(ConverterMap &map);
 const ConverterMap &converters();
 
 class GraphImporter {
@@ -82,8 +83,12 @@ public:
   /// Input `i` as a compile-time constant; errors (naming `what`) otherwise.
   const HostTensor *requireConstant(const Node &node, int i,
                                     llvm::StringRef what);
-  /// True when every present input is a constant small enough to fold.
-  bool allConstant(const Node &node);
+
+  /// Converts the nodes of `graph`, a branch of a node whose condition is
+  /// known at compile time, into the current scope: its values join the
+  /// outer ones (ONNX names are unique across subgraphs) and it may read
+  /// outer values. An operator weft lacks is an error at its node.
+  llvm::LogicalResult convertInline(const onnx::GraphProto &graph);
 
   /// True when output `i` exists and something reads it.
   bool used(const Node &node, int i) const;
@@ -131,6 +136,10 @@ public:
   /// Axes from input 1 (opset 13: Squeeze, Unsqueeze, ReduceSum) or the
   /// `axes` attribute (ReduceMean/ReduceMax-13), normalised against `rank`
   /// and sorted; repeated axes are an error. Absent axes give an empty list.
+  /// Axes from input `index` (Pad-18's), normalised against `rank`, in the
+  /// order given; repeated axes are an error.
+  llvm::FailureOr<llvm::SmallVector<int64_t>>
+  axesInput(const Node &node, int index, int64_t rank);
   llvm::FailureOr<llvm::SmallVector<int64_t>> axes(const Node &node,
                                                    int64_t rank);
 
@@ -175,6 +184,16 @@ private:
   /// (weft.input | weft.param | weft.state, name) of each function argument.
   std::vector<std::pair<std::string, std::string>> argKinds;
   bool bindFailed = false;
+  /// Marks every value `graph`'s nodes read (nested graphs too) live.
+  void markReads(const onnx::GraphProto &graph);
+  /// Each op the importer built, once evaluated: its results' values when
+  /// every operand was a constant and its CPU kernel ran, else empty.
+  llvm::DenseMap<mlir::Operation *, llvm::SmallVector<HostTensor>> folded;
+  /// `value` as a constant when the op defining it folds; nullopt, with the
+  /// kernel's message in `*refusal`, when its kernel refuses the values.
+  std::optional<HostTensor> fold(mlir::Value value, std::string *refusal);
+  /// Erases the folded ops nothing reads.
+  void eraseFolded();
   /// The global batch when --microbatches M > 1 splits it: dim 0 of the
   /// graph inputs (already divided) times M; else 0.
   int64_t globalBatch = 0;

@@ -385,42 +385,33 @@ DenseElementsAttr toElementsAttr(const HostTensor &t, MLIRContext *ctx) {
   return DenseElementsAttr::get(type, values);
 }
 
-llvm::SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
-  llvm::SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t i = (int64_t)shape.size() - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * shape[i + 1];
-  return strides;
-}
-
-bool broadcastBinary(const HostTensor &a, const HostTensor &b, int32_t dtype,
-                     const std::function<double(double, double)> &fn,
-                     HostTensor &out) {
-  auto shape = broadcastShapes(a.shape, b.shape);
-  if (!shape)
-    return false;
-  out = HostTensor::zeros(dtype, *shape);
-  auto outStrides = stridesOf(*shape);
-  // Strides of each operand in the broadcast index space (0 on broadcast dims).
-  auto operandStrides = [&](const HostTensor &t) {
-    llvm::SmallVector<int64_t> s(shape->size(), 0);
-    auto own = stridesOf(t.shape);
-    size_t offset = shape->size() - t.shape.size();
-    for (size_t i = 0; i < t.shape.size(); ++i)
-      s[i + offset] = t.shape[i] == 1 ? 0 : own[i];
-    return s;
-  };
-  auto sa = operandStrides(a), sb = operandStrides(b);
-  for (int64_t k = 0, n = out.size(); k < n; ++k) {
-    int64_t ia = 0, ib = 0, rem = k;
-    for (size_t d = 0; d < shape->size(); ++d) {
-      int64_t idx = rem / outStrides[d];
-      rem %= outStrides[d];
-      ia += idx * sa[d];
-      ib += idx * sb[d];
-    }
-    out.set(k, fn(a.getDouble(ia), b.getDouble(ib)));
+std::optional<HostTensor> fromElementsAttr(DenseElementsAttr attr) {
+  auto type = cast<RankedTensorType>(attr.getType());
+  Type element = type.getElementType();
+  static const int32_t dtypes[] = {
+      TensorProto::FLOAT,    TensorProto::DOUBLE, TensorProto::FLOAT16,
+      TensorProto::BFLOAT16, TensorProto::BOOL,   TensorProto::INT8,
+      TensorProto::INT16,    TensorProto::INT32,  TensorProto::INT64,
+      TensorProto::UINT8,    TensorProto::UINT16, TensorProto::UINT32,
+      TensorProto::UINT64};
+  const int32_t *dtype = llvm::find_if(dtypes, [&](int32_t d) {
+    return toMLIRElementType(d, element.getContext()) == element;
+  });
+  if (dtype == std::end(dtypes))
+    return std::nullopt;
+  HostTensor t = HostTensor::zeros(*dtype, type.getShape());
+  if (isa<FloatType>(element)) {
+    int64_t k = 0;
+    for (const llvm::APFloat &v : attr.getValues<llvm::APFloat>())
+      t.floats[k++] = v.convertToDouble();
+    return t;
   }
-  return true;
+  bool isUnsigned = element.isUnsignedInteger();
+  int64_t k = 0;
+  for (const llvm::APInt &v : attr.getValues<llvm::APInt>())
+    t.ints[k++] = isUnsigned || v.getBitWidth() == 1 ? int64_t(v.getZExtValue())
+                                                     : v.getSExtValue();
+  return t;
 }
 
 } // namespace weft

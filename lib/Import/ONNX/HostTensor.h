@@ -15,15 +15,15 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace weft {
 
-/// Largest tensor (elements) the importer folds; larger constant math is left
-/// to the runtime as ops on weft.constant operands.
+/// Largest result (elements) the importer folds (GraphImporter::fold);
+/// larger constant math is left to the runtime as ops on weft.constant
+/// operands.
 inline constexpr int64_t kMaxFoldElements = 1 << 16;
 
 /// The most elements weft accepts in one tensor (2^40): an element count
@@ -82,14 +82,9 @@ bool inlineExternalData(onnx::TensorProto &proto, llvm::StringRef modelDir,
 mlir::DenseElementsAttr toElementsAttr(const HostTensor &t,
                                        mlir::MLIRContext *ctx);
 
-/// Numpy-broadcast elementwise `fn` on two tensors; result dtype `dtype`.
-/// Returns false when the shapes do not broadcast.
-bool broadcastBinary(const HostTensor &a, const HostTensor &b, int32_t dtype,
-                     const std::function<double(double, double)> &fn,
-                     HostTensor &out);
-
-/// Row-major strides of `shape`.
-llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
+/// `attr` as a host tensor (the inverse of toElementsAttr); nullopt for an
+/// element type ONNX has no dtype for here.
+std::optional<HostTensor> fromElementsAttr(mlir::DenseElementsAttr attr);
 
 } // namespace weft
 

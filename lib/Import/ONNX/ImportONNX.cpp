@@ -16,6 +16,7 @@
 #include <climits>
 
 #include <onnx/checker.h>
+#include <onnx/common/version.h>
 #include <onnx/defs/parser.h>
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
@@ -87,6 +88,14 @@ LogicalResult checkTensorSizes(ModuleOp module) {
     return WalkResult::advance();
   });
   return failure(result.wasInterrupted());
+}
+
+/// The newest default-domain opset libonnx defines.
+int64_t newestKnownOpset() {
+  return onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
+      .Map()
+      .at(onnx::ONNX_DOMAIN)
+      .second;
 }
 
 /// The default-domain opset a model imports.
@@ -323,7 +332,7 @@ LogicalResult checkSliceSteps(const onnx::GraphProto &graph, Location loc) {
       if (step > INT32_MAX || step < -INT32_MAX)
         return nodeError(loc, node)
                << "step " << step
-               << " is beyond +-(2^31 - 1), which libonnx 1.12's shape "
+               << " is beyond +-(2^31 - 1), which libonnx's shape "
                   "inference cannot take; a step larger than the dim takes "
                   "one element, so use the dim";
   }
@@ -352,7 +361,7 @@ LogicalResult checkAxisAttributes(const onnx::GraphProto &graph,
   return success();
 }
 
-/// What libonnx 1.12 mishandles, refused before it runs.
+/// What libonnx mishandles (1.12 and 1.23 alike), refused before it runs.
 LogicalResult checkLibonnxHazards(const onnx::ModelProto &model, Location loc) {
   const onnx::GraphProto &graph = model.graph();
   return success(succeeded(checkGraphOutputsDefined(graph, loc)) &&
@@ -548,13 +557,13 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
           << "not a valid ONNX model: no default-domain opset_import";
       return {};
     }
-    // libonnx 1.12 knows opsets up to 17; its checker and version
-    // converter abort on newer ones (an assertion, not an exception).
-    if (int64_t opset = defaultOpset(model); opset > kImportOpset) {
+    // libonnx's checker and version converter abort on an opset it does
+    // not know (an assertion, not an exception).
+    if (int64_t opset = defaultOpset(model); opset > newestKnownOpset()) {
       emitError(loc) << "the model imports ONNX opset " << opset
-                     << "; weft reads opsets 1 to " << kImportOpset
-                     << " (libonnx 1.12): export with opset_version="
-                     << kImportOpset << " (weft.export does)";
+                     << "; weft reads opsets 1 to " << newestKnownOpset()
+                     << " (libonnx " << ONNX_VERSION_STRING
+                     << "): export with an opset up to " << newestKnownOpset();
       return {};
     }
     if (failed(checkLibonnxHazards(model, loc)))
@@ -565,6 +574,10 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
       emitError(loc) << "the ONNX checker rejects the model: " << e.what();
       return {};
     }
+    // Before conversion: the converter's shape inference would report the
+    // clash less plainly.
+    if (failed(checkInitializerInputs(model, loc)))
+      return {};
     int64_t opset = defaultOpset(model);
     if (opset != kImportOpset) {
       try {
@@ -579,8 +592,7 @@ OwningOpRef<ModuleOp> weft::importONNX(StringRef buffer, StringRef sourceName,
       }
     }
     if (failed(resolveWeftOptions(model, resolved, loc)) ||
-        failed(fixInputShapes(model, resolved, loc)) ||
-        failed(checkInitializerInputs(model, loc)))
+        failed(fixInputShapes(model, resolved, loc)))
       return {};
     try {
       onnx::ShapeInferenceOptions inference(/*check_type=*/true,

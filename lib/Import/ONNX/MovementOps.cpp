@@ -18,39 +18,9 @@ using namespace weft;
 
 namespace {
 
-/// Folds a one-input data-movement op: result element at multi-index `idx`
-/// is `in[source(idx)]`.
-HostTensor remap(const HostTensor &in, ArrayRef<int64_t> shape,
-                 llvm::function_ref<int64_t(ArrayRef<int64_t>)> source) {
-  HostTensor out = HostTensor::zeros(in.dtype, shape);
-  SmallVector<int64_t> idx(shape.size(), 0);
-  for (int64_t k = 0, n = out.size(); k < n; ++k) {
-    out.copy(k, in, source(idx));
-    for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
-      if (++idx[d] < shape[d])
-        break;
-      idx[d] = 0;
-    }
-  }
-  return out;
-}
-
-int64_t flatIndex(ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
-  int64_t flat = 0;
-  for (size_t d = 0; d < idx.size(); ++d)
-    flat += idx[d] * strides[d];
-  return flat;
-}
-
 /// Binds `node`'s output to its input reinterpreted as `shape`.
 LogicalResult bindReshape(GraphImporter &g, const Node &node,
                           ArrayRef<int64_t> shape) {
-  if (const HostTensor *c = g.constant(node, 0)) {
-    HostTensor out = *c;
-    out.shape.assign(shape.begin(), shape.end());
-    g.bind(node, 0, std::move(out));
-    return success();
-  }
   Value x = g.operand(node, 0);
   if (!x)
     return failure();
@@ -169,19 +139,6 @@ LogicalResult convertTranspose(GraphImporter &g, const Node &node) {
   if (!g.attr(node, "perm"))
     for (int64_t i = type.getRank() - 1; i >= 0; --i)
       perm.push_back(i);
-  if (g.allConstant(node) && (int64_t)perm.size() == type.getRank()) {
-    const HostTensor &in = *g.constant(node, 0);
-    SmallVector<int64_t> shape, strides = stridesOf(in.shape);
-    for (int64_t p : perm)
-      shape.push_back(in.shape[p]);
-    g.bind(node, 0, remap(in, shape, [&](ArrayRef<int64_t> idx) {
-             int64_t flat = 0;
-             for (size_t d = 0; d < idx.size(); ++d)
-               flat += idx[d] * strides[perm[d]];
-             return flat;
-           }));
-    return success();
-  }
   Value x = g.operand(node, 0);
   if (!x)
     return failure();
@@ -198,15 +155,6 @@ LogicalResult convertExpand(GraphImporter &g, const Node &node) {
   if (!shape)
     return g.error(node) << "cannot expand " << type << " to [" << target
                          << "]";
-  if (const HostTensor *c = g.constant(node, 0);
-      c && product(*shape) <= kMaxFoldElements) {
-    HostTensor out;
-    broadcastBinary(
-        *c, HostTensor::zeros(c->dtype, *shape), c->dtype,
-        [](double x, double) { return x; }, out);
-    g.bind(node, 0, std::move(out));
-    return success();
-  }
   Value x = g.operand(node, 0);
   if (!x)
     return failure();
@@ -221,26 +169,6 @@ LogicalResult convertConcat(GraphImporter &g, const Node &node) {
       g.normalizeAxis(node, g.attrInt(node, "axis", 0), first.getRank());
   if (failed(axis))
     return failure();
-  if (g.allConstant(node)) {
-    SmallVector<int64_t> shape(first.getShape());
-    shape[*axis] = 0;
-    for (int i = 0; i < node.input_size(); ++i)
-      shape[*axis] += g.constant(node, i)->shape[*axis];
-    HostTensor out = HostTensor::zeros(g.constant(node, 0)->dtype, shape);
-    // Copy each input's contiguous runs: `outer` rows of `inner` elements.
-    int64_t outer = product(ArrayRef(shape).take_front(*axis)), offset = 0;
-    int64_t rowOut = product(ArrayRef(shape).drop_front(*axis));
-    for (int i = 0; i < node.input_size(); ++i) {
-      const HostTensor &in = *g.constant(node, i);
-      int64_t row = product(ArrayRef(in.shape).drop_front(*axis));
-      for (int64_t o = 0; o < outer; ++o)
-        for (int64_t r = 0; r < row; ++r)
-          out.copy(o * rowOut + offset + r, in, o * row + r);
-      offset += row;
-    }
-    g.bind(node, 0, std::move(out));
-    return success();
-  }
   SmallVector<Value> inputs;
   for (int i = 0; i < node.input_size(); ++i) {
     Value v = g.operand(node, i);
@@ -268,6 +196,15 @@ LogicalResult convertSplit(GraphImporter &g, const Node &node) {
     sizes.assign(t->toInts());
   } else if (g.attr(node, "split")) {
     sizes = g.attrInts(node, "split");
+  } else if (const auto *n = g.attr(node, "num_outputs")) {
+    // Split-18: num_outputs parts of ceil(dim / n), the last one smaller.
+    int64_t parts = n->i(), dim = type.getDimSize(*axis);
+    if (parts <= 0 || parts != node.output_size())
+      return g.error(node) << "num_outputs is " << parts << " for "
+                           << node.output_size() << " outputs";
+    int64_t chunk = (dim + parts - 1) / parts;
+    for (int64_t k = 0; k < parts; ++k)
+      sizes.push_back(std::clamp<int64_t>(dim - k * chunk, 0, chunk));
   } else {
     int64_t parts = node.output_size(), dim = type.getDimSize(*axis);
     if (dim % parts != 0)
@@ -337,22 +274,6 @@ LogicalResult convertSlice(GraphImporter &g, const Node &node) {
       ends[*a] = clampTo(endsIn[i], -1, dim - 1);
     }
   }
-  if (const HostTensor *c = g.constant(node, 0);
-      c && c->size() <= kMaxFoldElements) {
-    SmallVector<int64_t> shape, strides = stridesOf(c->shape);
-    for (int64_t d = 0; d < rank; ++d) {
-      int64_t span = steps[d] > 0 ? ends[d] - starts[d] : starts[d] - ends[d];
-      int64_t stride = std::abs(steps[d]); // clamped to the dim above
-      shape.push_back(span <= 0 ? 0 : (span - 1) / stride + 1);
-    }
-    g.bind(node, 0, remap(*c, shape, [&](ArrayRef<int64_t> idx) {
-             int64_t flat = 0;
-             for (int64_t d = 0; d < rank; ++d)
-               flat += (starts[d] + idx[d] * steps[d]) * strides[d];
-             return flat;
-           }));
-    return success();
-  }
   Value x = g.operand(node, 0);
   if (!x)
     return failure();
@@ -367,34 +288,6 @@ LogicalResult convertGather(GraphImporter &g, const Node &node) {
       g.normalizeAxis(node, g.attrInt(node, "axis"), type.getRank());
   if (failed(axis))
     return failure();
-  if (g.allConstant(node)) {
-    const HostTensor &data = *g.constant(node, 0),
-                     &indices = *g.constant(node, 1);
-    int64_t dim = data.shape[*axis];
-    SmallVector<int64_t> shape(ArrayRef(data.shape).take_front(*axis));
-    llvm::append_range(shape, indices.shape);
-    llvm::append_range(shape, ArrayRef(data.shape).drop_front(*axis + 1));
-    for (int64_t k = 0; k < indices.size(); ++k)
-      if (indices.getInt(k) < -dim || indices.getInt(k) >= dim)
-        return g.error(node) << "index " << indices.getInt(k)
-                             << " out of range for dim " << dim;
-    SmallVector<int64_t> strides = stridesOf(data.shape),
-                         indexStrides = stridesOf(indices.shape);
-    int64_t indexRank = indices.shape.size();
-    g.bind(node, 0, remap(data, shape, [&](ArrayRef<int64_t> idx) {
-             // idx = outer (axis dims) ++ index position ++ inner dims.
-             int64_t which =
-                 flatIndex(idx.slice(*axis, indexRank), indexStrides);
-             int64_t i = indices.getInt(which);
-             int64_t flat = (i < 0 ? i + dim : i) * strides[*axis];
-             for (int64_t d = 0; d < *axis; ++d)
-               flat += idx[d] * strides[d];
-             for (int64_t d = *axis + 1; d < (int64_t)data.shape.size(); ++d)
-               flat += idx[d - 1 + indexRank] * strides[d];
-             return flat;
-           }));
-    return success();
-  }
   Value data = g.operand(node, 0), indices = g.operand(node, 1);
   if (!data || !indices)
     return failure();
@@ -418,6 +311,24 @@ LogicalResult convertPad(GraphImporter &g, const Node &node) {
     value = v->size() ? v->getDouble(0) : 0.0;
   }
   SmallVector<int64_t> padding(pads->toInts());
+  // Pad-18: optional axes (input 3) that the pads are for; [begins, ends]
+  // over those axes, zero elsewhere.
+  if (g.has(node, 3)) {
+    int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+    FailureOr<SmallVector<int64_t>> axes = g.axesInput(node, 3, rank);
+    if (failed(axes))
+      return failure();
+    int64_t n = axes->size();
+    if ((int64_t)padding.size() != 2 * n)
+      return g.error(node) << "pads has " << padding.size() << " entries for "
+                           << n << " axes";
+    SmallVector<int64_t> full(2 * rank, 0);
+    for (int64_t k = 0; k < n; ++k) {
+      full[(*axes)[k]] = padding[k];
+      full[(*axes)[k] + rank] = padding[k + n];
+    }
+    padding = std::move(full);
+  }
   return g.bindResults(
       node, g.build<PadOp>(node, x, g.builder().getDenseI64ArrayAttr(padding),
                            g.builder().getF64FloatAttr(value)));
@@ -448,6 +359,15 @@ LogicalResult convertResize(GraphImporter &g, const Node &node) {
                          << "' (weft implements nearest)";
   if (transform == "tf_crop_and_resize")
     return g.error(node) << "unsupported variant: tf_crop_and_resize";
+  // Resize-18: scales or sizes for a subset of the axes, and a policy that
+  // keeps the aspect ratio; both left out (antialias only changes linear
+  // and cubic modes).
+  if (g.attr(node, "axes"))
+    return g.error(node) << "unsupported variant: axes (give every dim)";
+  if (g.attrString(node, "keep_aspect_ratio_policy") != "stretch")
+    return g.error(node) << "unsupported variant: keep_aspect_ratio_policy '"
+                         << g.attrString(node, "keep_aspect_ratio_policy")
+                         << "'";
   Value x = g.operand(node, 0);
   if (!x)
     return failure();

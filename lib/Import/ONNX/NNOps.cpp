@@ -50,15 +50,22 @@ LogicalResult convertSoftmax(GraphImporter &g, const Node &node) {
   return success();
 }
 
+/// The first normalised axis of LayerNormalization-17 or
+/// RMSNormalization-23 over `x`, whose statistics must be float (weft's
+/// kernels keep them in f32).
+FailureOr<int64_t> normalizedAxis(GraphImporter &g, const Node &node,
+                                  Value x) {
+  if (g.attrInt(node, "stash_type") != 1)
+    return g.error(node) << "unsupported variant: stash_type other than float";
+  return g.normalizeAxis(node, g.attrInt(node, "axis"),
+                         cast<RankedTensorType>(x.getType()).getRank());
+}
+
 LogicalResult convertLayerNorm(GraphImporter &g, const Node &node) {
   Value x = g.operand(node, 0), scale = g.operand(node, 1);
   if (!x || !scale)
     return failure();
-  if (g.attrInt(node, "stash_type") != 1)
-    return g.error(node) << "unsupported variant: stash_type other than float";
-  auto type = cast<RankedTensorType>(x.getType());
-  FailureOr<int64_t> axis =
-      g.normalizeAxis(node, g.attrInt(node, "axis"), type.getRank());
+  FailureOr<int64_t> axis = normalizedAxis(g, node, x);
   if (failed(axis))
     return failure();
   OpBuilder &b = g.builder();
@@ -67,6 +74,24 @@ LogicalResult convertLayerNorm(GraphImporter &g, const Node &node) {
       g.build<LayerNormOp>(node, x, scale, g.optionalOperand(node, 2),
                            b.getI64IntegerAttr(*axis),
                            b.getF64FloatAttr(g.attrFloat(node, "epsilon"))));
+}
+
+/// RMSNormalization-23 (scale of the normalised dims' shape; Y only).
+LogicalResult convertRmsNorm(GraphImporter &g, const Node &node) {
+  Value x = g.operand(node, 0), scale = g.operand(node, 1);
+  if (!x || !scale)
+    return failure();
+  FailureOr<int64_t> axis = normalizedAxis(g, node, x);
+  if (failed(axis))
+    return failure();
+  OpBuilder &b = g.builder();
+  Operation *op =
+      g.build<RmsNormOp>(node, x, scale, b.getI64IntegerAttr(*axis),
+                         b.getF64FloatAttr(g.attrFloat(node, "epsilon")));
+  if (!op)
+    return failure();
+  g.bind(node, 0, op->getResult(0));
+  return success();
 }
 
 LogicalResult convertBatchNorm(GraphImporter &g, const Node &node) {
@@ -311,6 +336,9 @@ LogicalResult convertAveragePool(GraphImporter &g, const Node &node) {
       readWindow(g, node, cast<RankedTensorType>(x.getType()), {});
   if (failed(w))
     return failure();
+  // AveragePool-19 adds dilations; weft's kernel is the dense window.
+  if (llvm::any_of(w->dilations, [](int64_t d) { return d != 1; }))
+    return g.error(node) << "unsupported variant: dilations other than 1";
   OpBuilder &b = g.builder();
   return g.bindResults(
       node,
@@ -352,6 +380,7 @@ void weft::registerNNConverters(ConverterMap &map) {
   map["LogSoftmax"] = convertSoftmax<LogSoftmaxOp>;
   map["LayerNormalization"] = convertLayerNorm;
   map["BatchNormalization"] = convertBatchNorm;
+  map["RMSNormalization"] = convertRmsNorm;
   map["Dropout"] = convertDropout;
   map["ReduceSum"] = convertReduce<ReduceSumOp>;
   map["ReduceMean"] = convertReduce<ReduceMeanOp>;

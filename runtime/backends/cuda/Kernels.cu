@@ -488,6 +488,8 @@ void registerElementwiseKernels(KernelTable &t) {
   t[Op::Tanh] = unary<math::Tanh>;
   t[Op::Relu] = unary<math::Relu>;
   t[Op::Sigmoid] = unary<math::Sigmoid>;
+  t[Op::Sin] = unary<math::Sin>;
+  t[Op::Cos] = unary<math::Cos>;
   t[Op::Add] = binary<math::Add>;
   t[Op::Max] = binary<math::Max>;
   t[Op::Min] = binary<math::Min>;

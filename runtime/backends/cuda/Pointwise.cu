@@ -188,6 +188,126 @@ void equal(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+template <Storage S, typename Op>
+__global__ void compareFloatKernel(const void *a, const void *b, uint8_t *y,
+                                   int64_t n, Strided<2> shape, Op op) {
+  WEFT_GRID_STRIDE(i, n) {
+    int64_t offset[2];
+    shape.offsets(i, offset);
+    y[i] = op(load<S>(a, offset[0]), load<S>(b, offset[1]));
+  }
+}
+
+template <typename E, typename Op>
+__global__ void compareTypedKernel(const E *a, const E *b, uint8_t *y,
+                                   int64_t n, Strided<2> shape, Op op) {
+  WEFT_GRID_STRIDE(i, n) {
+    int64_t offset[2];
+    shape.offsets(i, offset);
+    y[i] = op(a[offset[0]], b[offset[1]]);
+  }
+}
+
+/// Calls fn.template operator()<E>() with E the integer type of `dtype`.
+template <typename Fn>
+void byInteger(const KernelCall &call, DType dtype, Fn &&fn) {
+  switch (dtype) {
+  case DType::I64:
+    return fn.template operator()<int64_t>();
+  case DType::I32:
+    return fn.template operator()<int32_t>();
+  case DType::I16:
+    return fn.template operator()<int16_t>();
+  case DType::I8:
+    return fn.template operator()<int8_t>();
+  case DType::U8:
+    return fn.template operator()<uint8_t>();
+  case DType::U16:
+    return fn.template operator()<uint16_t>();
+  case DType::U32:
+    return fn.template operator()<uint32_t>();
+  case DType::U64:
+    return fn.template operator()<uint64_t>();
+  default:
+    unsupported(call, dtype);
+  }
+}
+
+/// compare (Less, LessOrEqual, Greater, GreaterOrEqual) with broadcasting:
+/// floats compare in f32 registers, integers as their own type.
+void compare(const KernelCall &call, const Context &ctx) {
+  const Tensor &a = call.in[0], &b = call.in[1], &y = call.out[0];
+  int64_t n = y.numel();
+  if (n == 0)
+    return;
+  Strided<2> shape = broadcastPair(call, a, b, y);
+  math::Compare op = math::Compare::of(call);
+  if (a.dtype == DType::F32 || a.dtype == DType::BF16 ||
+      a.dtype == DType::F16) {
+    byStorage(call, a.dtype, [&]<Storage S>() {
+      WEFT_LAUNCH((compareFloatKernel<S, math::Compare>), grid(n), kThreads,
+                  ctx.stream, a.data, b.data, y.as<uint8_t>(), n, shape, op);
+    });
+  } else {
+    byInteger(call, a.dtype, [&]<typename E>() {
+      WEFT_LAUNCH((compareTypedKernel<E, math::Compare>), grid(n), kThreads,
+                  ctx.stream, a.as<E>(), b.as<E>(), y.as<uint8_t>(), n, shape,
+                  op);
+    });
+  }
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+/// logical (And, Or, Xor) of bools with broadcasting.
+void logical(const KernelCall &call, const Context &ctx) {
+  const Tensor &a = call.in[0], &b = call.in[1], &y = call.out[0];
+  int64_t n = y.numel();
+  if (n == 0)
+    return;
+  Strided<2> shape = broadcastPair(call, a, b, y);
+  WEFT_LAUNCH((compareTypedKernel<uint8_t, math::Logical>), grid(n), kThreads,
+              ctx.stream, a.as<uint8_t>(), b.as<uint8_t>(), y.as<uint8_t>(), n,
+              shape, math::Logical::of(call));
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+__global__ void notKernel(const uint8_t *x, uint8_t *y, int64_t n) {
+  WEFT_GRID_STRIDE(i, n) { y[i] = x[i] == 0; }
+}
+
+void logicalNot(const KernelCall &call, const Context &ctx) {
+  int64_t n = call.in[0].numel();
+  if (n == 0)
+    return;
+  WEFT_LAUNCH(notKernel, grid(n), kThreads, ctx.stream,
+              call.in[0].as<uint8_t>(), call.out[0].as<uint8_t>(), n);
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+struct IsNaN {
+  __device__ bool operator()(float v) const { return v != v; }
+};
+
+template <Storage S, typename Test>
+__global__ void classifyKernel(const void *x, uint8_t *y, int64_t n,
+                               Test test) {
+  WEFT_GRID_STRIDE(i, n) { y[i] = test(load<S>(x, i)); }
+}
+
+/// is_nan and is_inf: a float -> bool test per element.
+template <typename Test>
+void classify(const KernelCall &call, const Context &ctx, Test test) {
+  const Tensor &x = call.in[0];
+  int64_t n = x.numel();
+  if (n == 0)
+    return;
+  byStorage(call, x.dtype, [&]<Storage S>() {
+    WEFT_LAUNCH((classifyKernel<S, Test>), grid(n), kThreads, ctx.stream,
+                x.data, call.out[0].as<uint8_t>(), n, test);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
 template <typename E>
 __global__ void whereKernel(const uint8_t *cond, const E *x, const E *z, E *y,
                             int64_t n, Strided<3> shape) {
@@ -287,6 +407,15 @@ void registerPointwiseKernels(KernelTable &t) {
   t[Op::ClipGrad] = clip<true>;
   t[Op::Trilu] = trilu;
   t[Op::Equal] = equal;
+  t[Op::Compare] = compare;
+  t[Op::Logical] = logical;
+  t[Op::Not] = logicalNot;
+  t[Op::IsNaN] = [](const KernelCall &call, const Context &ctx) {
+    classify(call, ctx, IsNaN());
+  };
+  t[Op::IsInf] = [](const KernelCall &call, const Context &ctx) {
+    classify(call, ctx, math::IsInf::of(call));
+  };
 }
 
 } // namespace weft::rt::cuda

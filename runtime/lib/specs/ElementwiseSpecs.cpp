@@ -42,6 +42,27 @@ Types equal(const SpecCall &call) {
   return {{DType::Bool, call.broadcast(call.in[0].shape, call.in[1].shape)}};
 }
 
+Types compare(const SpecCall &call) {
+  const std::string &p = call.attrs.s("predicate");
+  if (p != "less" && p != "less_equal" && p != "greater" &&
+      p != "greater_equal")
+    call.fail("predicate '" + p +
+              "' is not less, less_equal, greater or greater_equal");
+  return equal(call);
+}
+
+Types logical(const SpecCall &call) {
+  const std::string &k = call.attrs.s("kind");
+  if (k != "and" && k != "or" && k != "xor")
+    call.fail("kind '" + k + "' is not and, or or xor");
+  return equal(call);
+}
+
+/// A float -> bool test per element: the input's shape, bool.
+Types classify(const SpecCall &call) {
+  return {{DType::Bool, call.in[0].shape}};
+}
+
 Types where(const SpecCall &call) {
   call.requireSameDType(1, 2);
   std::vector<int64_t> xy = call.broadcast(call.in[1].shape, call.in[2].shape);
@@ -102,7 +123,10 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
                               {Op::Erf, "Erf-13"},
                               {Op::Tanh, "Tanh-13"},
                               {Op::Relu, "Relu-14"},
-                              {Op::Sigmoid, "Sigmoid-13"}})
+                              {Op::Sigmoid, "Sigmoid-13"},
+                              {Op::Sin, "Sin-7"},
+                              {Op::Cos, "Cos-7"},
+                              {Op::Not, "Not-1"}})
     t.push_back(unary(name, source, fromRecord));
   // Exact GELU (Gelu-20 default) and its tanh approximation: the FLOPs the
   // fused erf/tanh chains count (Korthikanti et al. 2022, section 4.1).
@@ -131,6 +155,27 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
                .infer = equal,
                .flops = fromRecord,
                .dtypeNote = "alike; output bool"});
+  t.push_back({.op = Op::Compare,
+               .source = "Less-13, LessOrEqual-16, Greater-13, "
+                         "GreaterOrEqual-16 (`predicate`)",
+               .infer = compare,
+               .flops = fromRecord,
+               .dtypeNote = "alike; output bool"});
+  t.push_back({.op = Op::Logical,
+               .source = "And-7, Or-7, Xor-7 (`kind`)",
+               .infer = logical,
+               .flops = fromRecord,
+               .dtypeNote = "output bool"});
+  t.push_back({.op = Op::IsNaN,
+               .source = "IsNaN-20",
+               .infer = classify,
+               .flops = fromRecord,
+               .dtypeNote = "output bool"});
+  t.push_back({.op = Op::IsInf,
+               .source = "IsInf-20",
+               .infer = classify,
+               .flops = fromRecord,
+               .dtypeNote = "output bool"});
   t.push_back({.op = Op::Where,
                .source = "Where-16",
                .infer = where,

@@ -219,6 +219,23 @@ func.func @main(%x: tensor<6xf64> {weft.param = "x"}) -> tensor<f64> {
                      .c_str());
 }
 
+/// Rotary tables' sin and cos, and a mask built with compare and where
+/// on the values (no derivative through the condition: the gradient flows
+/// through where's branches only).
+TEST(GradientCheck, SinCosAndACompareMask) {
+  checkGradients((R"mlir(
+func.func @main(%x: tensor<6xf64> {weft.param = "x"}) -> tensor<f64> {
+  %s = weft.sin %x : tensor<6xf64>
+  %c = weft.cos %x : tensor<6xf64>
+  %zero = weft.constant dense<0.0> : tensor<f64>
+  %pos = weft.compare %x, %zero {predicate = "greater"} : (tensor<6xf64>, tensor<f64>) -> tensor<6xi1>
+  %nan = weft.is_nan %x : (tensor<6xf64>) -> tensor<6xi1>
+  %keep = weft.logical %pos, %nan {kind = "xor"} : (tensor<6xi1>, tensor<6xi1>) -> tensor<6xi1>
+  %y = weft.where %keep, %s, %c : (tensor<6xi1>, tensor<6xf64>, tensor<6xf64>) -> tensor<6xf64>
+)mlir" + squaredSum("tensor<6xf64>", 1))
+                     .c_str());
+}
+
 TEST(GradientCheck, Gelu) {
   checkGradients((R"mlir(
 func.func @main(%x: tensor<7xf64> {weft.param = "x"}) -> tensor<f64> {

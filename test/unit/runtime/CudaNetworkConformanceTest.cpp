@@ -546,6 +546,50 @@ TEST_P(CudaConformance, PadAndEqual) {
   expectConforms(ints, *gpu);
 }
 
+/// The order comparisons on floats and integers with broadcasting (whole
+/// numbers: some pairs tie, so each predicate's edge is exercised), the
+/// logic of masks, not, and the float tests (the drawn values hold no NaN or
+/// infinity: the tests' false side; their true side is the CPU spec
+/// tests'), sin and cos.
+TEST_P(CudaConformance, CompareLogicAndFloatTests) {
+  for (std::string predicate :
+       {"less", "less_equal", "greater", "greater_equal"}) {
+    for (DType d : floats()) {
+      Case c{"compare", {{d, {4, 6}}, {d, {6}}}, {{DType::Bool, {4, 6}}}};
+      c.below = {{0, 3}, {1, 3}};
+      c.attrs.set("predicate", predicate);
+      expectConforms(c, *gpu);
+    }
+    Case ints{"compare",
+              {{DType::I64, {4, 1, 6}}, {DType::I64, {5, 1}}},
+              {{DType::Bool, {4, 5, 6}}}};
+    ints.below = {{0, 3}, {1, 3}};
+    ints.attrs.set("predicate", predicate);
+    expectConforms(ints, *gpu);
+  }
+  for (std::string kind : {"and", "or", "xor"}) {
+    Case c{"logical",
+           {{DType::Bool, {3, 1, 5}}, {DType::Bool, {4, 1}}},
+           {{DType::Bool, {3, 4, 5}}}};
+    c.attrs.set("kind", kind);
+    c.below = {{0, 2}, {1, 2}};
+    expectConforms(c, *gpu);
+  }
+  Case negation{"not", {{DType::Bool, {7, 3}}}, {{DType::Bool, {7, 3}}}};
+  negation.below = {{0, 2}};
+  expectConforms(negation, *gpu);
+  for (DType d : floats()) {
+    expectConforms(Case{"is_nan", {{d, {5, 4}}}, {{DType::Bool, {5, 4}}}},
+                   *gpu);
+    Case inf{"is_inf", {{d, {5, 4}}}, {{DType::Bool, {5, 4}}}};
+    inf.attrs.set("detect_negative", true);
+    inf.attrs.set("detect_positive", false);
+    expectConforms(inf, *gpu);
+    expectConforms(Case{"sin", {{d, {5, 4}}}, {{d, {5, 4}}}}, *gpu);
+    expectConforms(Case{"cos", {{d, {5, 4}}}, {{d, {5, 4}}}}, *gpu);
+  }
+}
+
 /// Every kernel of a transformer's training step (the gpt example's plans
 /// at f32, bf16 and f16 with loss scaling, one rank) has a CUDA
 /// implementation, so such a plan loads on the GPU (checked without one).

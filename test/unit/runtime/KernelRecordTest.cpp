@@ -81,6 +81,10 @@ TEST(KernelSpec, InputDTypesArePinned) {
         Op::Tanh,
         Op::Relu,
         Op::Sigmoid,
+        Op::Sin,
+        Op::Cos,
+        Op::IsNaN,
+        Op::IsInf,
         Op::Gelu,
         Op::GeluTanh,
         Op::Glu,
@@ -132,7 +136,10 @@ TEST(KernelSpec, InputDTypesArePinned) {
       // Floats and integers (not bool).
       {"numeric",
        {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Pow, Op::Max, Op::Min, Op::Clip,
-        Op::MaxPool, Op::ReduceSum, Op::ReduceMean, Op::ReduceMax}},
+        Op::Compare, Op::MaxPool, Op::ReduceSum, Op::ReduceMean,
+        Op::ReduceMax}},
+      // Logic on masks.
+      {"bool", {Op::Not, Op::Logical}},
       // Data movement and comparison: any dtype.
       {"any",
        {Op::Equal, Op::Cast, Op::Assign, Op::Transpose, Op::Expand, Op::Concat,
@@ -235,6 +242,8 @@ TEST(OpRecords, AttributeDefaultsArePinned) {
           {{"pad", "value"}, 0.0},      // Pad-13, constant mode
           {{"trilu", "k"}, int64_t{0}}, // Trilu-14
           {{"cast", "nearest_even"}, false},
+          {{"is_inf", "detect_negative"}, true}, // IsInf-20
+          {{"is_inf", "detect_positive"}, true},
           {{"wgrad_bias", "transposed"}, false},
           {{"attention", "causal"}, false},
           // The half-split layout (Hugging Face's rotate_half).
@@ -297,6 +306,13 @@ TEST(OpRecords, PerElementFlopsAreTheDerivedCounts) {
       {Op::Max, perOutput1}, // a comparison and a select
       {Op::Min, perOutput1},
       {Op::Equal, perOutput1},
+      {Op::Compare, perOutput1},
+      {Op::Logical, perOutput1},
+      {Op::Not, perOutput1},
+      {Op::IsNaN, perOutput1},
+      {Op::IsInf, perOutput1},
+      {Op::Sin, perOutput1},
+      {Op::Cos, perOutput1},
       {Op::Where, perOutput1},
       {Op::Clip, perOutput1},
       {Op::Cast, perOutput1},

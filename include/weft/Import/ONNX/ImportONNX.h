@@ -32,9 +32,11 @@
 
 namespace weft {
 
-/// The ONNX opset (default domain) the importer implements; older models are
-/// converted to it with libonnx's version converter.
-inline constexpr int64_t kImportOpset = 17;
+/// The ONNX opset (default domain) the importer implements: models of any
+/// other opset libonnx knows (1 to 28 with libonnx 1.23) are converted to it
+/// with libonnx's version converter, older ones up, newer ones down. 23 is
+/// the first with RMSNormalization, RotaryEmbedding and Attention.
+inline constexpr int64_t kImportOpset = 23;
 
 struct ImportOptions {
   /// Static shapes for model inputs, replacing symbolic or missing dims

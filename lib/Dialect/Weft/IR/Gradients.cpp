@@ -60,6 +60,23 @@ LogicalResult LogOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                    [&](Value dy) { return div(b, getLoc(), dy, getInput()); });
 }
 
+LogicalResult SinOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  return unaryGrad(*this, dys, dxs, [&](Value dy) {
+    Value x = getInput();
+    return mul(b, getLoc(), dy, CosOp::create(b, getLoc(), x.getType(), x));
+  });
+}
+
+LogicalResult CosOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  return unaryGrad(*this, dys, dxs, [&](Value dy) {
+    Value x = getInput();
+    Value sin = SinOp::create(b, getLoc(), x.getType(), x);
+    return neg(b, getLoc(), mul(b, getLoc(), dy, sin));
+  });
+}
+
 LogicalResult ErfOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                     SmallVectorImpl<Value> &dxs) {
   // d erf(x) = 2/sqrt(pi) * exp(-x^2)
@@ -207,6 +224,38 @@ LogicalResult PowOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 LogicalResult EqualOp::buildGradients(OpBuilder &, ArrayRef<Value> dys,
                                       SmallVectorImpl<Value> &dxs) {
   prepare(*this, dys, dxs); // a comparison has no derivative
+  return success();
+}
+
+// Comparisons, logic and float tests have no derivative: their operands
+// get none through them.
+LogicalResult CompareOp::buildGradients(OpBuilder &, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  prepare(*this, dys, dxs);
+  return success();
+}
+
+LogicalResult LogicalOp::buildGradients(OpBuilder &, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  prepare(*this, dys, dxs);
+  return success();
+}
+
+LogicalResult NotOp::buildGradients(OpBuilder &, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  prepare(*this, dys, dxs);
+  return success();
+}
+
+LogicalResult IsNaNOp::buildGradients(OpBuilder &, ArrayRef<Value> dys,
+                                      SmallVectorImpl<Value> &dxs) {
+  prepare(*this, dys, dxs);
+  return success();
+}
+
+LogicalResult IsInfOp::buildGradients(OpBuilder &, ArrayRef<Value> dys,
+                                      SmallVectorImpl<Value> &dxs) {
+  prepare(*this, dys, dxs);
   return success();
 }
 

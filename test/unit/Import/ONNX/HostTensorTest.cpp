@@ -57,17 +57,27 @@ TEST(ReadTensorProto, RejectsExternalAndShortData) {
   EXPECT_NE(error.find("8 expected"), std::string::npos);
 }
 
-TEST(BroadcastBinary, FoldsWithNumpyBroadcasting) {
-  HostTensor a = HostTensor::fromInts({1, 2, 3}, {3, 1});
-  HostTensor b = HostTensor::fromInts({10, 20}, {2});
-  HostTensor out;
-  ASSERT_TRUE(broadcastBinary(
-      a, b, TensorProto::INT64, [](double x, double y) { return x * y; }, out));
-  EXPECT_EQ(out.shape, (llvm::SmallVector<int64_t>{3, 2}));
-  EXPECT_EQ(out.toInts(), (llvm::SmallVector<int64_t>{10, 20, 20, 40, 30, 60}));
-  EXPECT_FALSE(broadcastBinary(
-      a, HostTensor::fromInts({1, 2}, {2, 1}), TensorProto::INT64,
-      [](double x, double) { return x; }, out));
+// The constant evaluator's results come back through fromElementsAttr:
+// every dtype round-trips exactly (int64 beyond 2^53, unsigned, bool).
+TEST(FromElementsAttr, InvertsToElementsAttr) {
+  mlir::MLIRContext ctx;
+  HostTensor ints =
+      HostTensor::fromInts({INT64_MAX, (int64_t(1) << 53) + 1, -7}, {3});
+  HostTensor bools = HostTensor::zeros(TensorProto::BOOL, {2});
+  bools.set(0, 1.0);
+  HostTensor u8 = HostTensor::zeros(TensorProto::UINT8, {1});
+  u8.set(0, 255.0);
+  HostTensor f32 = HostTensor::zeros(TensorProto::FLOAT, {2});
+  f32.set(0, 0.1f);
+  f32.set(1, -INFINITY);
+  for (const HostTensor &t : {ints, bools, u8, f32}) {
+    std::optional<HostTensor> back = fromElementsAttr(toElementsAttr(t, &ctx));
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->dtype, t.dtype);
+    EXPECT_EQ(back->shape, t.shape);
+    EXPECT_EQ(back->ints, t.ints);
+    EXPECT_EQ(back->floats, t.floats);
+  }
 }
 
 TEST(ToElementsAttr, KeepsDtype) {

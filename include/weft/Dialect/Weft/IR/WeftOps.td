@@ -28,6 +28,10 @@ def Weft_ErfOp : Weft_UnaryOp<"erf", "Erf", FollowPrecision>;
 def Weft_TanhOp : Weft_UnaryOp<"tanh", "Tanh", FollowPrecision>;
 def Weft_ReluOp : Weft_UnaryOp<"relu", "Relu", FollowPrecision>;
 def Weft_SigmoidOp : Weft_UnaryOp<"sigmoid", "Sigmoid", FollowPrecision>;
+// Rotary embeddings' tables as the exporters trace them (cos and sin of
+// position x inv_freq): folded at import when the positions are constants.
+def Weft_SinOp : Weft_UnaryOp<"sin", "Sin", FullPrecision>;
+def Weft_CosOp : Weft_UnaryOp<"cos", "Cos", FullPrecision>;
 
 def Weft_GeluOp : Weft_Op<"gelu", [Pure, SameOperandsAndResultType,
                                    DeclareOpInterfaceMethods<GradientOpInterface>]> {
@@ -80,6 +84,87 @@ def Weft_MaxOp : Weft_BinaryOp<"max", "Max", PromotePrecision>;
 def Weft_MinOp : Weft_BinaryOp<"min", "Min", PromotePrecision>;
 def Weft_EqualOp : Weft_BinaryOp<"equal", "Equal", PromotePrecision,
                                  Weft_Tensor>;
+
+def Weft_CompareOp : Weft_KernelTypedOp<"compare", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = PromotePrecision;
+  let split = ElementwiseSplit;
+  let flops = PerOutput<1>;
+  let summary = "Elementwise order comparison with numpy broadcasting; bool result.";
+  let description = [{
+    `predicate` is one of `less`, `less_equal`, `greater`, `greater_equal`:
+    ONNX Less-13, LessOrEqual-16, Greater-13, GreaterOrEqual-16. Operands
+    of one dtype; floats compare as numbers (any comparison with NaN is
+    false). The exporters trace causal and sliding-window masks with them
+    (`position <= query position`); with constant operands the importer
+    folds them. No derivative. Cost: 1 FLOP per result element.
+  }];
+  let arguments = (ins Weft_NumericTensor:$lhs, Weft_NumericTensor:$rhs,
+                       StrAttr:$predicate);
+  let results = (outs Weft_BoolTensor:$output);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Weft_LogicalOp : Weft_KernelTypedOp<"logical", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = PromotePrecision;
+  let split = ElementwiseSplit;
+  let flops = PerOutput<1>;
+  let summary = "Elementwise `and`, `or` or `xor` of bools with numpy broadcasting.";
+  let description = [{
+    ONNX And-7, Or-7, Xor-7 (`kind`). Masks combine with them (causal and
+    padding). No derivative. Cost: 1 FLOP per result element.
+  }];
+  let arguments = (ins Weft_BoolTensor:$lhs, Weft_BoolTensor:$rhs,
+                       StrAttr:$kind);
+  let results = (outs Weft_BoolTensor:$output);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Weft_NotOp : Weft_Op<"not", [Pure, SameOperandsAndResultType,
+                                 DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FollowPrecision;
+  let split = ElementwiseSplit;
+  let flops = PerOutput<1>;
+  let summary = "Elementwise logical negation of a bool tensor (ONNX Not-1).";
+  let description = "No derivative. Cost: 1 FLOP per element.";
+  let arguments = (ins Weft_BoolTensor:$input);
+  let results = (outs Weft_BoolTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+}
+
+def Weft_IsNaNOp : Weft_KernelTypedOp<"is_nan", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FollowPrecision;
+  let split = ElementwiseSplit;
+  let flops = PerOutput<1>;
+  let summary = "Elementwise `x != x` as bool (ONNX IsNaN-20).";
+  let description = [{
+    torch's exporter guards scaled_dot_product_attention's softmax with
+    `where(isnan(p), 0, p)` (a fully masked row). No derivative. Cost: 1
+    FLOP per element.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input);
+  let results = (outs Weft_BoolTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Weft_IsInfOp : Weft_KernelTypedOp<"is_inf", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FollowPrecision;
+  let split = ElementwiseSplit;
+  let flops = PerOutput<1>;
+  let summary = "Elementwise infinity test as bool (ONNX IsInf-20).";
+  let description = [{
+    True where the element is +inf (with `detect_positive`) or -inf (with
+    `detect_negative`). No derivative. Cost: 1 FLOP per element.
+  }];
+  let arguments = (ins Weft_FloatTensor:$input,
+                       DefaultValuedAttr<BoolAttr, "true">:$detect_negative,
+                       DefaultValuedAttr<BoolAttr, "true">:$detect_positive);
+  let results = (outs Weft_BoolTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
 
 def Weft_WhereOp : Weft_KernelTypedOp<"where", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let precision = PromotePrecision;
