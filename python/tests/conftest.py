@@ -54,3 +54,11 @@ def pytest_terminal_summary(terminalreporter):
         for key, line in getattr(report, "user_properties", []):
             if key == "summary" and report.when == "call":
                 terminalreporter.write_line(line)
+
+
+def layout_ids(layouts):
+    """Test ids of (model, M, weftc flags, T, P, D) layouts, e.g.
+    "llama-M2-T2-P1-D1-sequence-parallel"."""
+    return ["-".join([f"{f}-M{m}-T{t}-P{p}-D{d}"] +
+                     [x.lstrip("-").replace("=", "-") for x in fl])
+            for f, m, fl, t, p, d in layouts]

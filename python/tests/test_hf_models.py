@@ -33,7 +33,7 @@ import pytest
 import torch
 from onnx import numpy_helper
 
-from conftest import run, tool
+from conftest import layout_ids, run, tool
 from weft import oracle
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "hf"
@@ -102,11 +102,8 @@ LAYOUTS = [(f, m, (), 1, 1, 1) for f in FAMILIES for m in (1, 2, 4)] + [
 ]
 
 
-@pytest.mark.parametrize(
-    "family,m,flags,tensor,stages,data", LAYOUTS,
-    ids=["-".join([f"{f}-M{m}-T{t}-P{p}-D{d}"] +
-                  [x.lstrip("-").replace("=", "-") for x in fl])
-         for f, m, fl, t, p, d in LAYOUTS])
+@pytest.mark.parametrize("family,m,flags,tensor,stages,data", LAYOUTS,
+                         ids=layout_ids(LAYOUTS))
 def test_adamw_steps_equal_float64(family, m, flags, tensor, stages, data,
                                    tools, tmp_path):
     ref = reference(family)

@@ -43,7 +43,9 @@ that runs the plan (bench/gpu_gpt.py, weft.gpu_check).
 
 Errors: ValueError when the names and inputs differ in number, or when an
 input is a 0-d tensor (no batch axis to make dynamic); write_weights'
-ValueError names the initializer it cannot fill.
+ValueError names the initializer it cannot fill. A UserWarning names each
+nn.Embedding row set by `padding_idx`: ONNX cannot say that torch never
+updates it, so weft trains it like any other row.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ import inspect
 import os
 import pathlib
 import sys
+import warnings
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -75,6 +78,16 @@ def frozen_buffers(module: torch.nn.Module) -> List[str]:
                          for n, _ in sub.named_buffers(recurse=False))
     return [name for name, b in module.named_buffers()
             if b.is_floating_point() and name not in stats]
+
+
+def _padding_rows(module: torch.nn.Module) -> List[str]:
+    """`name.weight[row]` of each nn.Embedding with a padding_idx: torch
+    never updates that row (its gradient is zeroed), which ONNX cannot say,
+    so weft trains it like the others."""
+    return [f"{name}.weight[{sub.padding_idx}]"
+            for name, sub in module.named_modules()
+            if isinstance(sub, torch.nn.Embedding)
+            and sub.padding_idx is not None]
 
 
 def _has_dynamo_exporter() -> bool:
@@ -107,6 +120,11 @@ def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor],
             raise ValueError(f"input '{name}' is a scalar: it has no batch "
                              f"axis to make dynamic")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    padding = _padding_rows(module)
+    if padding:
+        warnings.warn("padding_idx rows are trained by weft (ONNX has no "
+                      "padding_idx; torch zeroes their gradient): "
+                      + ", ".join(padding), stacklevel=2)
     module.train()
     if _has_dynamo_exporter():
         batch = torch.export.Dim("batch")

@@ -155,6 +155,33 @@ void logical(const KernelCall &call) {
   });
 }
 
+/// CumSum-14 along `axis`: each row of the axis summed in order (or
+/// backwards with `reverse`), each element before (`exclusive`) or after
+/// adding itself.
+void cumsum(const KernelCall &call) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  AxisView v(x.shape, call.i("axis"));
+  bool exclusive = call.b("exclusive"), reverse = call.b("reverse");
+  dispatchNumeric(call, x.dtype, [&]<typename T>() {
+    const T *in = x.as<T>();
+    T *out = y.as<T>();
+    for (int64_t o = 0; o < v.outer; ++o)
+      for (int64_t i = 0; i < v.inner; ++i) {
+        T sum = T(0);
+        for (int64_t k = 0; k < v.dim; ++k) {
+          int64_t j = reverse ? v.dim - 1 - k : k;
+          int64_t at = (o * v.dim + j) * v.inner + i;
+          T element = in[at];
+          if (!exclusive)
+            sum += element;
+          out[at] = sum;
+          if (exclusive)
+            sum += element;
+        }
+      }
+  });
+}
+
 void logicalNot(const KernelCall &call) {
   const uint8_t *in = call.in[0].as<uint8_t>();
   uint8_t *out = call.out[0].as<uint8_t>();
@@ -306,6 +333,7 @@ void registerElementwiseKernels(KernelTable &t) {
   t[Op::Compare] = compare;
   t[Op::Logical] = logical;
   t[Op::Not] = logicalNot;
+  t[Op::CumSum] = cumsum;
   t[Op::IsNaN] = [](const KernelCall &c) {
     classify(c, [](auto v) { return v != v; });
   };

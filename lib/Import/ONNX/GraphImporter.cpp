@@ -196,7 +196,14 @@ FailureOr<SmallVector<int64_t>> GraphImporter::axes(const Node &node,
 InFlightDiagnostic &GraphImporter::explainFixedBatch(InFlightDiagnostic &diag,
                                                      const Node &node,
                                                      ArrayRef<int64_t> dims) {
-  int64_t batch = globalBatch;
+  return weft::explainFixedBatch(diag, node, dims, globalBatch, options);
+}
+
+InFlightDiagnostic &weft::explainFixedBatch(InFlightDiagnostic &diag,
+                                            const Node &node,
+                                            ArrayRef<int64_t> dims,
+                                            int64_t batch,
+                                            const ImportOptions &options) {
   if (batch <= 1)
     return diag;
   const int64_t *fixed = llvm::find_if(

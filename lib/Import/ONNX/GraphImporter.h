@@ -27,8 +27,19 @@ inline constexpr llvm::StringLiteral kDynamicBatchFix =
     "export with dynamic_axes={name: {0: \"batch\"}} for every input, or "
     "with weft.export (python3 -m weft.export)";
 
-class GraphImporter;
 using Node = onnx::NodeProto;
+
+/// Explains a shape error at `node` caused by a batch the graph fixed at
+/// export: when one of `dims` (a constant the node reads) is a multiple of
+/// the global batch `batch`, notes on `diag` the batch it fixes, the
+/// micro-batch `options`' layout needs and the fix; returns `diag`.
+mlir::InFlightDiagnostic &explainFixedBatch(mlir::InFlightDiagnostic &diag,
+                                            const Node &node,
+                                            llvm::ArrayRef<int64_t> dims,
+                                            int64_t batch,
+                                            const ImportOptions &options);
+
+class GraphImporter;
 
 /// How diagnostics name a node: its name, or "<OpType>(<first output>)"
 /// for an unnamed one (outputs are unique in a graph).

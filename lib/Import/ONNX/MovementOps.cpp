@@ -161,6 +161,38 @@ LogicalResult convertExpand(GraphImporter &g, const Node &node) {
   return g.bindResults(node, g.build<ExpandOp>(node, x, *shape));
 }
 
+/// Tile-13 as the copies a broadcast makes: x reshaped to [1, d0, 1, d1,
+/// ...], expanded to [r0, d0, r1, d1, ...] and merged to [r0 d0, r1 d1,
+/// ...] (element k of a dim reads k mod d), so its gradient is expand's,
+/// a sum over the copies.
+LogicalResult convertTile(GraphImporter &g, const Node &node) {
+  Value x = g.operand(node, 0);
+  const HostTensor *repeatsArg = g.requireConstant(node, 1, "repeats");
+  if (!x || !repeatsArg)
+    return failure();
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> repeats = repeatsArg->toInts();
+  if ((int64_t)repeats.size() != type.getRank())
+    return g.error(node) << "repeats has " << repeats.size()
+                         << " entries for rank " << type.getRank();
+  SmallVector<int64_t> spread, copies, merged;
+  for (auto [d, r] : llvm::zip(type.getShape(), repeats)) {
+    if (r < 0)
+      return g.error(node) << "repeats holds " << r << "; it must be >= 0";
+    spread.append({1, d});
+    copies.append({r, d});
+    merged.push_back(product({r, d}));
+  }
+  Operation *spreadOp = g.build<ReshapeOp>(node, x, spread);
+  Operation *copyOp =
+      spreadOp ? g.build<ExpandOp>(node, spreadOp->getResult(0), copies)
+               : nullptr;
+  if (!copyOp)
+    return failure();
+  return g.bindResults(node,
+                       g.build<ReshapeOp>(node, copyOp->getResult(0), merged));
+}
+
 LogicalResult convertConcat(GraphImporter &g, const Node &node) {
   RankedTensorType first = g.type(node, 0);
   if (!first)
@@ -418,6 +450,7 @@ void weft::registerMovementConverters(ConverterMap &map) {
   map["Unsqueeze"] = convertUnsqueeze;
   map["Transpose"] = convertTranspose;
   map["Expand"] = convertExpand;
+  map["Tile"] = convertTile;
   map["Concat"] = convertConcat;
   map["Split"] = convertSplit;
   map["Slice"] = convertSlice;

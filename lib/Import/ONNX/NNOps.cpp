@@ -94,6 +94,26 @@ LogicalResult convertRmsNorm(GraphImporter &g, const Node &node) {
   return success();
 }
 
+/// CumSum-14: the axis (input 1) must be known at compile time.
+LogicalResult convertCumSum(GraphImporter &g, const Node &node) {
+  Value x = g.operand(node, 0);
+  const HostTensor *axisArg = g.requireConstant(node, 1, "axis");
+  if (!x || !axisArg)
+    return failure();
+  if (axisArg->size() != 1)
+    return g.error(node) << "axis holds " << axisArg->size()
+                         << " elements; it must hold one";
+  FailureOr<int64_t> axis = g.normalizeAxis(
+      node, axisArg->getInt(0), cast<RankedTensorType>(x.getType()).getRank());
+  if (failed(axis))
+    return failure();
+  OpBuilder &b = g.builder();
+  return g.bindResults(
+      node, g.build<CumSumOp>(node, x, b.getI64IntegerAttr(*axis),
+                              b.getBoolAttr(g.attrInt(node, "exclusive")),
+                              b.getBoolAttr(g.attrInt(node, "reverse"))));
+}
+
 LogicalResult convertBatchNorm(GraphImporter &g, const Node &node) {
   SmallVector<Value> operands;
   for (int i = 0; i < 5; ++i) {
@@ -381,6 +401,7 @@ void weft::registerNNConverters(ConverterMap &map) {
   map["LayerNormalization"] = convertLayerNorm;
   map["BatchNormalization"] = convertBatchNorm;
   map["RMSNormalization"] = convertRmsNorm;
+  map["CumSum"] = convertCumSum;
   map["Dropout"] = convertDropout;
   map["ReduceSum"] = convertReduce<ReduceSumOp>;
   map["ReduceMean"] = convertReduce<ReduceMeanOp>;

@@ -271,6 +271,67 @@ void logical(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+/// One thread per row of the axis (outer x inner rows): a prefix sum in
+/// the element type, f32 registers for 16-bit storage.
+template <Storage S>
+__global__ void cumsumFloatKernel(const void *x, void *y, int64_t rows,
+                                  AxisView v, bool exclusive, bool reverse) {
+  WEFT_GRID_STRIDE(r, rows) {
+    int64_t o = r / v.inner, i = r % v.inner;
+    float sum = 0.0f;
+    for (int64_t k = 0; k < v.dim; ++k) {
+      int64_t at = (o * v.dim + (reverse ? v.dim - 1 - k : k)) * v.inner + i;
+      float element = load<S>(x, at);
+      if (!exclusive)
+        sum += element;
+      store<S>(y, at, sum);
+      if (exclusive)
+        sum += element;
+    }
+  }
+}
+
+template <typename E>
+__global__ void cumsumTypedKernel(const E *x, E *y, int64_t rows, AxisView v,
+                                  bool exclusive, bool reverse) {
+  WEFT_GRID_STRIDE(r, rows) {
+    int64_t o = r / v.inner, i = r % v.inner;
+    E sum = E(0);
+    for (int64_t k = 0; k < v.dim; ++k) {
+      int64_t at = (o * v.dim + (reverse ? v.dim - 1 - k : k)) * v.inner + i;
+      E element = x[at];
+      if (!exclusive)
+        sum += element;
+      y[at] = sum;
+      if (exclusive)
+        sum += element;
+    }
+  }
+}
+
+/// CumSum-14 along `axis` (f64 unsupported, as elsewhere on the GPU).
+void cumsum(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0], &y = call.out[0];
+  AxisView v(x.shape, call.i("axis"));
+  int64_t rows = v.rows();
+  if (x.numel() == 0)
+    return;
+  bool exclusive = call.b("exclusive"), reverse = call.b("reverse");
+  if (x.dtype == DType::F32 || x.dtype == DType::BF16 ||
+      x.dtype == DType::F16) {
+    byStorage(call, x.dtype, [&]<Storage S>() {
+      WEFT_LAUNCH(cumsumFloatKernel<S>, grid(rows), kThreads, ctx.stream,
+                  x.data, y.data, rows, v, exclusive, reverse);
+    });
+  } else {
+    byInteger(call, x.dtype, [&]<typename E>() {
+      WEFT_LAUNCH(cumsumTypedKernel<E>, grid(rows), kThreads, ctx.stream,
+                  x.as<E>(), y.as<E>(), rows, v, exclusive, reverse);
+    });
+  }
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
 __global__ void notKernel(const uint8_t *x, uint8_t *y, int64_t n) {
   WEFT_GRID_STRIDE(i, n) { y[i] = x[i] == 0; }
 }
@@ -410,6 +471,7 @@ void registerPointwiseKernels(KernelTable &t) {
   t[Op::Compare] = compare;
   t[Op::Logical] = logical;
   t[Op::Not] = logicalNot;
+  t[Op::CumSum] = cumsum;
   t[Op::IsNaN] = [](const KernelCall &call, const Context &ctx) {
     classify(call, ctx, IsNaN());
   };

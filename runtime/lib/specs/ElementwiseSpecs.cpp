@@ -58,6 +58,12 @@ Types logical(const SpecCall &call) {
   return equal(call);
 }
 
+/// cumsum: the input's type, along an axis of it.
+Types cumsum(const SpecCall &call) {
+  call.axis("axis", call.in[0].rank());
+  return {call.in[0]};
+}
+
 /// A float -> bool test per element: the input's shape, bool.
 Types classify(const SpecCall &call) {
   return {{DType::Bool, call.in[0].shape}};
@@ -166,6 +172,10 @@ void addElementwiseSpecs(std::vector<KernelSpec> &t) {
                .infer = logical,
                .flops = fromRecord,
                .dtypeNote = "output bool"});
+  t.push_back({.op = Op::CumSum,
+               .source = "CumSum-14, axis as an attribute",
+               .infer = cumsum,
+               .flops = fromRecord});
   t.push_back({.op = Op::IsNaN,
                .source = "IsNaN-20",
                .infer = classify,

@@ -236,6 +236,19 @@ func.func @main(%x: tensor<6xf64> {weft.param = "x"}) -> tensor<f64> {
                      .c_str());
 }
 
+/// CumSum's gradient: the cumulative sum of dy the other way, as
+/// exclusive as the forward.
+TEST(GradientCheck, CumSumEachWay) {
+  checkGradients((R"mlir(
+func.func @main(%x: tensor<3x4xf64> {weft.param = "x"}) -> tensor<f64> {
+  %a = weft.cumsum %x {axis = 1 : i64} : (tensor<3x4xf64>) -> tensor<3x4xf64>
+  %b = weft.cumsum %a {axis = 0 : i64, reverse = true} : (tensor<3x4xf64>) -> tensor<3x4xf64>
+  %c = weft.cumsum %b {axis = 1 : i64, exclusive = true} : (tensor<3x4xf64>) -> tensor<3x4xf64>
+  %y = weft.mul %c, %x : (tensor<3x4xf64>, tensor<3x4xf64>) -> tensor<3x4xf64>
+)mlir" + squaredSum("tensor<3x4xf64>", 2))
+                     .c_str());
+}
+
 TEST(GradientCheck, Gelu) {
   checkGradients((R"mlir(
 func.func @main(%x: tensor<7xf64> {weft.param = "x"}) -> tensor<f64> {

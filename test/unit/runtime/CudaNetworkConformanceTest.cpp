@@ -550,7 +550,7 @@ TEST_P(CudaConformance, PadAndEqual) {
 /// numbers: some pairs tie, so each predicate's edge is exercised), the
 /// logic of masks, not, and the float tests (the drawn values hold no NaN or
 /// infinity: the tests' false side; their true side is the CPU spec
-/// tests'), sin and cos.
+/// tests'), sin and cos; cumsum along a middle axis, each way.
 TEST_P(CudaConformance, CompareLogicAndFloatTests) {
   for (std::string predicate :
        {"less", "less_equal", "greater", "greater_equal"}) {
@@ -575,6 +575,22 @@ TEST_P(CudaConformance, CompareLogicAndFloatTests) {
     c.below = {{0, 2}, {1, 2}};
     expectConforms(c, *gpu);
   }
+  for (bool exclusive : {false, true})
+    for (bool reverse : {false, true}) {
+      for (DType d : floats()) {
+        Case c{"cumsum", {{d, {3, 9, 4}}}, {{d, {3, 9, 4}}}};
+        c.attrs.set("axis", int64_t{1});
+        c.attrs.set("exclusive", exclusive);
+        c.attrs.set("reverse", reverse);
+        expectConforms(c, *gpu);
+      }
+      Case ints{"cumsum", {{DType::I64, {2, 6}}}, {{DType::I64, {2, 6}}}};
+      ints.below = {{0, 5}};
+      ints.attrs.set("axis", int64_t{1});
+      ints.attrs.set("exclusive", exclusive);
+      ints.attrs.set("reverse", reverse);
+      expectConforms(ints, *gpu);
+    }
   Case negation{"not", {{DType::Bool, {7, 3}}}, {{DType::Bool, {7, 3}}}};
   negation.below = {{0, 2}};
   expectConforms(negation, *gpu);

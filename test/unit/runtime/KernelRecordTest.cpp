@@ -136,7 +136,7 @@ TEST(KernelSpec, InputDTypesArePinned) {
       // Floats and integers (not bool).
       {"numeric",
        {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Pow, Op::Max, Op::Min, Op::Clip,
-        Op::Compare, Op::MaxPool, Op::ReduceSum, Op::ReduceMean,
+        Op::Compare, Op::CumSum, Op::MaxPool, Op::ReduceSum, Op::ReduceMean,
         Op::ReduceMax}},
       // Logic on masks.
       {"bool", {Op::Not, Op::Logical}},
@@ -242,6 +242,8 @@ TEST(OpRecords, AttributeDefaultsArePinned) {
           {{"pad", "value"}, 0.0},      // Pad-13, constant mode
           {{"trilu", "k"}, int64_t{0}}, // Trilu-14
           {{"cast", "nearest_even"}, false},
+          {{"cumsum", "exclusive"}, false}, // CumSum-14
+          {{"cumsum", "reverse"}, false},
           {{"is_inf", "detect_negative"}, true}, // IsInf-20
           {{"is_inf", "detect_positive"}, true},
           {{"wgrad_bias", "transposed"}, false},
@@ -307,6 +309,7 @@ TEST(OpRecords, PerElementFlopsAreTheDerivedCounts) {
       {Op::Min, perOutput1},
       {Op::Equal, perOutput1},
       {Op::Compare, perOutput1},
+      {Op::CumSum, perOutput1},
       {Op::Logical, perOutput1},
       {Op::Not, perOutput1},
       {Op::IsNaN, perOutput1},

@@ -1,7 +1,7 @@
-//===- MaskKernelTest.cpp - comparisons, logic, float tests, sin/cos
-//-------===//
+//===- MaskKernelTest.cpp - the kernels of traced masks -------------------===//
 //
-// The kernels the exporters' masks and rotary tables run on, through the
+// The kernels the exporters' masks, positions and rotary tables run on
+// (compare, logical, not, is_nan, is_inf, sin, cos, cumsum), through the
 // compiler's constant evaluator (weft/runtime/Evaluate.h), whose values are
 // the ones weft-run computes: each against its ONNX definition, edge cases
 // included (ties, NaN, infinities).
@@ -134,4 +134,24 @@ TEST(MaskKernels, EvaluatorRefusals) {
                            &refused),
             "kernel gather: index 7 out of range for dim 3");
   EXPECT_TRUE(refused);
+}
+
+/// CumSum-14's four forms, against the ONNX spec's example
+/// (x = [1, 2, 3]: [1, 3, 6], exclusive [0, 1, 3], reverse [6, 5, 3],
+/// both [5, 3, 0]).
+TEST(MaskKernels, CumSumForms) {
+  HostValue x = value<int64_t>("i64", {3}, {1, 2, 3});
+  auto sums = [&](bool exclusive, bool reverse) {
+    std::vector<uint8_t> bytes =
+        run("cumsum", {x},
+            {{"axis", 0}, {"exclusive", exclusive}, {"reverse", reverse}});
+    std::vector<int64_t> out(3);
+    std::memcpy(out.data(), bytes.data(), 24);
+    return out;
+  };
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(sums(false, false), (V{1, 3, 6}));
+  EXPECT_EQ(sums(true, false), (V{0, 1, 3}));
+  EXPECT_EQ(sums(false, true), (V{6, 5, 3}));
+  EXPECT_EQ(sums(true, true), (V{5, 3, 0}));
 }

@@ -227,6 +227,18 @@ LogicalResult EqualOp::buildGradients(OpBuilder &, ArrayRef<Value> dys,
   return success();
 }
 
+LogicalResult CumSumOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  // dx_j = sum of dy_i over the i whose sum includes x_j: the cumulative
+  // sum of dy the other way, as exclusive as the forward.
+  return unaryGrad(*this, dys, dxs, [&](Value dy) {
+    return CumSumOp::create(b, getLoc(), dy, b.getI64IntegerAttr(getAxis()),
+                            b.getBoolAttr(getExclusive()),
+                            b.getBoolAttr(!getReverse()))
+        .getResult();
+  });
+}
+
 // Comparisons, logic and float tests have no derivative: their operands
 // get none through them.
 LogicalResult CompareOp::buildGradients(OpBuilder &, ArrayRef<Value> dys,

@@ -362,6 +362,25 @@ def Weft_SoftmaxOp : Weft_Op<"softmax", [Pure, SameOperandsAndResultType, Declar
   let hasVerifier = 1;
 }
 
+def Weft_CumSumOp : Weft_KernelTypedOp<"cumsum", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FullPrecision;
+  let split = NoSplit;
+  let flops = PerOutput<1>;
+  let summary = "Cumulative sum along `axis` (ONNX CumSum-14, axis folded).";
+  let description = [{
+    `y[.., i, ..] = sum of x[.., j, ..]` over j <= i (j < i when
+    `exclusive`; j >= i, or j > i, when `reverse`). OPT's learned positions
+    (`cumsum(attention_mask) * attention_mask - 1`) are traced so, and fold
+    at import when the mask is a constant. The gradient is the cumulative
+    sum of dy the other way (`reverse` flipped). Cost: 1 FLOP per element.
+  }];
+  let arguments = (ins Weft_NumericTensor:$input, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Weft_NumericTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
 def Weft_LogSoftmaxOp : Weft_Op<"log_softmax", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let precision = FullPrecision;
   let split = SoftmaxSplit;
