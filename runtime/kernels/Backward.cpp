@@ -316,6 +316,20 @@ template <typename T> void nllLossGrad(const KernelCall &call) {
           static_cast<T>(-targets.scale(dl, k));
 }
 
+/// gather_elements_grad: zeros, then each dy element added where its
+/// index read (row-major order: for each element, its readers in order
+/// along the axis, as the CUDA kernel sums them).
+void gatherElementsGrad(const KernelCall &call) {
+  const Tensor &dy = call.in[0], &dx = call.out[0];
+  dispatchFloat(call, dy.dtype, [&]<typename T>() {
+    const T *g = dy.as<T>();
+    T *out = dx.as<T>();
+    std::fill(out, out + dx.numel(), T(0));
+    forEachElementRead(call, call.in[1], dx.shape, call.i("axis"),
+                       [&](int64_t p, int64_t q) { out[q] += g[p]; });
+  });
+}
+
 } // namespace
 
 void registerBackwardKernels(KernelTable &t) {
@@ -334,6 +348,7 @@ void registerBackwardKernels(KernelTable &t) {
   t[Op::GluGrad] = gluGrad;
   t[Op::DropoutGrad] = dropoutGrad;
   t[Op::GatherGrad] = gatherGrad;
+  t[Op::GatherElementsGrad] = gatherElementsGrad;
   t[Op::SoftmaxCrossEntropyGrad] = [](const KernelCall &c) {
     dispatchFloat(c, c.in[0].dtype,
                   [&]<typename T>() { softmaxCrossEntropyGrad<T>(c); });

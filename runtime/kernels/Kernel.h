@@ -162,6 +162,33 @@ struct AxisView {
   int64_t rows() const { return outer * inner; }
 };
 
+/// gather_elements' reads: for each position p of `indices` (row-major),
+/// fn(p, q) with q the offset in `dataShape` of the element p reads (p with
+/// p[axis] = indices[p], a negative index counted from the end). An index
+/// outside the axis fails the call.
+template <typename Fn>
+void forEachElementRead(const KernelCall &call, const Tensor &indices,
+                        const std::vector<int64_t> &dataShape, int64_t axis,
+                        Fn &&fn) {
+  int64_t rank = indices.rank(), dim = dataShape[axis];
+  std::vector<int64_t> strides(rank, 1), at(rank, 0);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * dataShape[d + 1];
+  for (int64_t p = 0, n = indices.numel(); p < n; ++p) {
+    int64_t i = indices.dtype == DType::I64 ? indices.as<int64_t>()[p]
+                                            : indices.as<int32_t>()[p];
+    if (i < -dim || i >= dim)
+      call.fail("index " + std::to_string(i) + " out of range for dim " +
+                std::to_string(dim));
+    int64_t q = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      q += (d == axis ? (i < 0 ? i + dim : i) : at[d]) * strides[d];
+    fn(p, q);
+    for (int64_t d = rank - 1; d >= 0 && ++at[d] == indices.shape[d]; --d)
+      at[d] = 0;
+  }
+}
+
 /// Strides of `shape` broadcast to `outShape` (numpy alignment from the
 /// right; 0 on broadcast dims).
 std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,

@@ -190,6 +190,18 @@ void slice(const KernelCall &call) {
   copyStrided(y.data, x.data, y.shape, v.strides, v.base, dtypeSize(x.dtype));
 }
 
+/// GatherElements-13: each element read by its own index (copied by size).
+void gatherElements(const KernelCall &call) {
+  const Tensor &data = call.in[0], &y = call.out[0];
+  dispatchBySize(dtypeSize(data.dtype), [&](auto tag) {
+    using E = decltype(tag);
+    const E *in = data.as<E>();
+    E *out = y.as<E>();
+    forEachElementRead(call, call.in[1], data.shape, call.i("axis"),
+                       [&](int64_t p, int64_t q) { out[p] = in[q]; });
+  });
+}
+
 void gather(const KernelCall &call) {
   const Tensor &data = call.in[0], &indices = call.in[1], &y = call.out[0];
   int64_t axis = call.i("axis"), dim = data.shape[axis];
@@ -370,6 +382,7 @@ void registerMovementKernels(KernelTable &t) {
   t[Op::Split] = split;
   t[Op::Slice] = slice;
   t[Op::Gather] = gather;
+  t[Op::GatherElements] = gatherElements;
   t[Op::Pad] = pad;
   t[Op::Trilu] = trilu;
   t[Op::Resize] = resize;

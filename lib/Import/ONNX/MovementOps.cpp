@@ -326,6 +326,20 @@ LogicalResult convertGather(GraphImporter &g, const Node &node) {
   return g.bindResults(node, g.build<GatherOp>(node, data, indices, *axis));
 }
 
+/// GatherElements-13.
+LogicalResult convertGatherElements(GraphImporter &g, const Node &node) {
+  Value data = g.operand(node, 0), indices = g.operand(node, 1);
+  if (!data || !indices)
+    return failure();
+  FailureOr<int64_t> axis =
+      g.normalizeAxis(node, g.attrInt(node, "axis"),
+                      cast<RankedTensorType>(data.getType()).getRank());
+  if (failed(axis))
+    return failure();
+  return g.bindResults(node,
+                       g.build<GatherElementsOp>(node, data, indices, *axis));
+}
+
 LogicalResult convertPad(GraphImporter &g, const Node &node) {
   std::string mode = g.attrString(node, "mode");
   if (mode != "constant")
@@ -451,6 +465,7 @@ void weft::registerMovementConverters(ConverterMap &map) {
   map["Transpose"] = convertTranspose;
   map["Expand"] = convertExpand;
   map["Tile"] = convertTile;
+  map["GatherElements"] = convertGatherElements;
   map["Concat"] = convertConcat;
   map["Split"] = convertSplit;
   map["Slice"] = convertSlice;

@@ -247,6 +247,109 @@ void gatherGrad(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+//===----------------------------------------------------------------------===//
+// gather_elements, gather_elements_grad
+//===----------------------------------------------------------------------===//
+
+/// The dims of data and indices (one rank) and the axis, by value.
+struct ElementsShape {
+  int rank = 0, axis = 0;
+  int64_t data[kMaxRank] = {}, index[kMaxRank] = {};
+
+  static ElementsShape of(const KernelCall &call,
+                          const std::vector<int64_t> &data,
+                          const std::vector<int64_t> &indices) {
+    if (data.size() > size_t(kMaxRank))
+      call.fail("rank " + std::to_string(data.size()) +
+                " is over the CUDA backend's " + std::to_string(kMaxRank));
+    ElementsShape e;
+    e.rank = int(data.size());
+    e.axis = int(call.i("axis"));
+    for (int d = 0; d < e.rank; ++d) {
+      e.data[d] = data[d];
+      e.index[d] = indices[d];
+    }
+    return e;
+  }
+};
+
+/// output[p] = data[p with p[axis] = index[p]], one thread per p; an
+/// index out of range raises the fault and reads 0.
+template <typename E>
+__global__ void gatherElementsKernel(const E *data, Rows rows, E *y, int64_t n,
+                                     ElementsShape e) {
+  WEFT_GRID_STRIDE(p, n) {
+    int64_t row = rows.at(p), rest = p, q = 0, stride = 1;
+    for (int d = e.rank - 1; d >= 0; --d) {
+      int64_t c = rest % e.index[d];
+      rest /= e.index[d];
+      q += (d == e.axis ? row : c) * stride;
+      stride *= e.data[d];
+    }
+    y[p] = row < 0 ? E(0) : data[q];
+  }
+}
+
+void gatherElements(const KernelCall &call, const Context &ctx) {
+  const Tensor &data = call.in[0], &indices = call.in[1];
+  int64_t n = indices.numel();
+  if (n == 0)
+    return;
+  ElementsShape e = ElementsShape::of(call, data.shape, indices.shape);
+  Rows rows = rowsOf(call, ctx, indices, data.shape[e.axis], false);
+  dispatchBySize(dtypeSize(data.dtype), [&](auto tag) {
+    using E = decltype(tag);
+    WEFT_LAUNCH(gatherElementsKernel<E>, grid(n), kThreads, ctx.stream,
+                data.as<E>(), rows, call.out[0].as<E>(), n, e);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+/// dx[q] = the sum of dy[p] over the p (q with its axis coordinate
+/// replaced, in order along the axis) whose index names q's: one thread
+/// per dx element, no atomics, the CPU kernel's order.
+template <Storage S>
+__global__ void gatherElementsGradKernel(const void *dy, Rows rows, void *dx,
+                                         int64_t n, ElementsShape e) {
+  WEFT_GRID_STRIDE(q, n) {
+    int64_t rest = q, base = 0, stride = 1, axisStride = 1, row = 0;
+    bool read = true;
+    for (int d = e.rank - 1; d >= 0; --d) {
+      int64_t c = rest % e.data[d];
+      rest /= e.data[d];
+      if (d == e.axis) {
+        row = c;
+        axisStride = stride;
+      } else {
+        read = read && c < e.index[d];
+        base += c * stride;
+      }
+      stride *= e.index[d];
+    }
+    float acc = 0;
+    for (int64_t k = 0; read && k < e.index[e.axis]; ++k) {
+      int64_t p = base + k * axisStride;
+      if (rows.at(p) == row)
+        acc += load<S>(dy, p);
+    }
+    store<S>(dx, q, acc);
+  }
+}
+
+void gatherElementsGrad(const KernelCall &call, const Context &ctx) {
+  const Tensor &dy = call.in[0], &indices = call.in[1], &dx = call.out[0];
+  int64_t n = dx.numel();
+  if (n == 0)
+    return;
+  ElementsShape e = ElementsShape::of(call, dx.shape, indices.shape);
+  Rows rows = rowsOf(call, ctx, indices, dx.shape[e.axis], false);
+  byStorage(call, dy.dtype, [&]<Storage S>() {
+    WEFT_LAUNCH(gatherElementsGradKernel<S>, grid(n), kThreads, ctx.stream,
+                dy.data, rows, dx.data, n, e);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
 } // namespace
 
 void registerReductionKernels(KernelTable &t) {
@@ -255,6 +358,8 @@ void registerReductionKernels(KernelTable &t) {
   t[Op::ReduceMax] = reduce<Reduce::Max>;
   t[Op::Gather] = gather<false>;
   t[Op::GatherGrad] = gatherGrad<false>;
+  t[Op::GatherElements] = gatherElements;
+  t[Op::GatherElementsGrad] = gatherElementsGrad;
   t[Op::VocabParallelGather] = gather<true>;
   t[Op::VocabParallelGatherGrad] = gatherGrad<true>;
 }

@@ -221,6 +221,35 @@ Types gather(const SpecCall &call) {
   return {{data.dtype, shape}};
 }
 
+/// gather_elements's operands: indices of data's rank, no larger off the
+/// axis. Returns the axis.
+int64_t elementsAxis(const SpecCall &call, const std::vector<int64_t> &data,
+                     const std::vector<int64_t> &indices) {
+  int64_t axis = call.axis("axis", int64_t(data.size()));
+  if (indices.size() != data.size())
+    call.fail("indices have rank " + std::to_string(indices.size()) +
+              ", data " + std::to_string(data.size()));
+  for (size_t d = 0; d < data.size(); ++d)
+    if (int64_t(d) != axis && indices[d] > data[d])
+      call.fail("indices dim " + std::to_string(d) + " is " +
+                std::to_string(indices[d]) + ", beyond data's " +
+                std::to_string(data[d]));
+  return axis;
+}
+
+Types gatherElements(const SpecCall &call) {
+  elementsAxis(call, call.in[0].shape, call.in[1].shape);
+  return {{call.in[0].dtype, call.in[1].shape}};
+}
+
+Types gatherElementsGrad(const SpecCall &call) {
+  const std::vector<int64_t> &shape = call.attrs.ints("shape");
+  elementsAxis(call, shape, call.in[1].shape);
+  if (call.in[0].shape != call.in[1].shape)
+    call.fail("grad and indices differ in shape");
+  return {{call.in[0].dtype, shape}};
+}
+
 int64_t gatherBytes(const SpecCall &call, const Types &out) {
   // The gathered rows and the indices; never the whole table.
   return out[0].bytes() + call.in[1].bytes();
@@ -359,6 +388,14 @@ void addTensorSpecs(std::vector<KernelSpec> &t) {
                .infer = gather,
                .flops = fromRecord,
                .bytesRead = gatherBytes});
+  t.push_back({.op = Op::GatherElements,
+               .source = "GatherElements-13",
+               .infer = gatherElements,
+               .flops = fromRecord});
+  t.push_back({.op = Op::GatherElementsGrad,
+               .source = "GatherElements-13 adjoint (a sum per element)",
+               .infer = gatherElementsGrad,
+               .flops = fromRecord});
   t.push_back({.op = Op::Pad,
                .source = "Pad-13, constant mode",
                .infer = pad,

@@ -249,6 +249,17 @@ func.func @main(%x: tensor<3x4xf64> {weft.param = "x"}) -> tensor<f64> {
                      .c_str());
 }
 
+/// GatherElements' gradient: indices repeating along the axis and
+/// smaller than the data off it (GPT-NeoX gathers its rotary tables so).
+TEST(GradientCheck, GatherElements) {
+  checkGradients((R"mlir(
+func.func @main(%x: tensor<2x4x3xf64> {weft.param = "x"}) -> tensor<f64> {
+  %i = weft.constant dense<[[[0, 3], [3, 1], [0, 0]]]> : tensor<1x3x2xi64>
+  %y = weft.gather_elements %x, %i {axis = 1 : i64} : (tensor<2x4x3xf64>, tensor<1x3x2xi64>) -> tensor<1x3x2xf64>
+)mlir" + squaredSum("tensor<1x3x2xf64>", 3))
+                     .c_str());
+}
+
 TEST(GradientCheck, Gelu) {
   checkGradients((R"mlir(
 func.func @main(%x: tensor<7xf64> {weft.param = "x"}) -> tensor<f64> {

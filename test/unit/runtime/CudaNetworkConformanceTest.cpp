@@ -550,7 +550,8 @@ TEST_P(CudaConformance, PadAndEqual) {
 /// numbers: some pairs tie, so each predicate's edge is exercised), the
 /// logic of masks, not, and the float tests (the drawn values hold no NaN or
 /// infinity: the tests' false side; their true side is the CPU spec
-/// tests'), sin and cos; cumsum along a middle axis, each way.
+/// tests'), sin and cos; cumsum along a middle axis, each way;
+/// gather_elements and its gradient.
 TEST_P(CudaConformance, CompareLogicAndFloatTests) {
   for (std::string predicate :
        {"less", "less_equal", "greater", "greater_equal"}) {
@@ -591,6 +592,23 @@ TEST_P(CudaConformance, CompareLogicAndFloatTests) {
       ints.attrs.set("reverse", reverse);
       expectConforms(ints, *gpu);
     }
+  // gather_elements and its gradient: indices smaller than the data off the
+  // axis, repeated along it (the gradient sums the repeats).
+  for (DType d : floats()) {
+    Case g{"gather_elements",
+           {{d, {3, 5, 4}}, {DType::I64, {2, 7, 4}}},
+           {{d, {2, 7, 4}}}};
+    g.below = {{1, 5}};
+    g.attrs.set("axis", int64_t{1});
+    expectConforms(g, *gpu);
+    Case grad{"gather_elements_grad",
+              {{d, {2, 7, 4}}, {DType::I64, {2, 7, 4}}},
+              {{d, {3, 5, 4}}}};
+    grad.below = {{1, 5}};
+    grad.attrs.set("axis", int64_t{1});
+    grad.attrs.set("shape", std::vector<int64_t>{3, 5, 4});
+    expectConforms(grad, *gpu);
+  }
   Case negation{"not", {{DType::Bool, {7, 3}}}, {{DType::Bool, {7, 3}}}};
   negation.below = {{0, 2}};
   expectConforms(negation, *gpu);

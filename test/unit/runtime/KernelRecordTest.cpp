@@ -126,7 +126,7 @@ TEST(KernelSpec, InputDTypesArePinned) {
         Op::LogSoftmaxGrad}},
       {"float, bool", {Op::DropoutGrad}},
       // Scores and labels (indices), then weights, sums, gradients.
-      {"float, index", {Op::VocabParallelGather}},
+      {"float, index", {Op::VocabParallelGather, Op::GatherElementsGrad}},
       {"float, index, float",
        {Op::GatherGrad, Op::SoftmaxCrossEntropyGrad, Op::NllLossGrad,
         Op::SoftmaxCrossEntropy, Op::SoftmaxCrossEntropyAndGrad, Op::NllLoss,
@@ -144,7 +144,7 @@ TEST(KernelSpec, InputDTypesArePinned) {
       {"any",
        {Op::Equal, Op::Cast, Op::Assign, Op::Transpose, Op::Expand, Op::Concat,
         Op::Split, Op::Slice, Op::Pad, Op::Trilu, Op::Resize}},
-      {"any, index", {Op::Gather}},
+      {"any, index", {Op::Gather, Op::GatherElements}},
       {"bool, any", {Op::Where}},
       {"f32", {Op::UpdateLossScale}},
   };
@@ -310,6 +310,7 @@ TEST(OpRecords, PerElementFlopsAreTheDerivedCounts) {
       {Op::Equal, perOutput1},
       {Op::Compare, perOutput1},
       {Op::CumSum, perOutput1},
+      {Op::GatherElementsGrad, {FlopRule::Input, 1}}, // a sum per read
       {Op::Logical, perOutput1},
       {Op::Not, perOutput1},
       {Op::IsNaN, perOutput1},
@@ -376,6 +377,7 @@ TEST(OpRecords, PerElementFlopsAreTheDerivedCounts) {
       {Op::Split, none},
       {Op::Slice, none},
       {Op::Gather, none},
+      {Op::GatherElements, none},
       {Op::Pad, none},
       {Op::Resize, none},
       {Op::Assign, none},

@@ -341,6 +341,16 @@ LogicalResult GatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   return success();
 }
 
+LogicalResult GatherElementsOp::buildGradients(OpBuilder &b,
+                                               ArrayRef<Value> dys,
+                                               SmallVectorImpl<Value> &dxs) {
+  if (prepare(*this, dys, dxs) && isFloat(getData()))
+    dxs[0] = GatherElementsGradOp::create(
+        b, getLoc(), dys[0], getIndices(), b.getI64IntegerAttr(getAxis()),
+        b.getDenseI64ArrayAttr(typeOf(getData()).getShape()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

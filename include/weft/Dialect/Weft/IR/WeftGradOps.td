@@ -231,6 +231,25 @@ def Weft_DropoutGradOp : Weft_Op<"dropout_grad", [Pure]> {
   let assemblyFormat = "$grad `,` $mask attr-dict `:` functional-type(operands, results)";
 }
 
+def Weft_GatherElementsGradOp : Weft_KernelTypedOp<"gather_elements_grad"> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerInput<1>;
+  let summary = "d/d data of gather_elements: `grad` added into zeros of `shape`.";
+  let description = [{
+    `data_grad[q] = sum of grad[p]` over the positions p of `indices` that
+    read element q (an element read twice gets both), in p's order along
+    the axis, so every backend sums in one order: no atomics. Cost: 1 FLOP
+    per element of `grad`.
+  }];
+  let arguments = (ins Weft_FloatTensor:$grad, Weft_IndexTensor:$indices,
+                       I64Attr:$axis, DenseI64ArrayAttr:$shape);
+  let results = (outs Weft_FloatTensor:$data_grad);
+  let assemblyFormat = [{
+    $grad `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Weft_GatherGradOp : Weft_KernelTypedOp<"gather_grad", [], CustomFlops> {
   let precision = FollowPrecision;
   let split = NoSplit;

@@ -599,6 +599,26 @@ def Weft_GatherOp : Weft_KernelTypedOp<"gather", [DeclareOpInterfaceMethods<Grad
   }];
 }
 
+def Weft_GatherElementsOp : Weft_KernelTypedOp<"gather_elements", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = NoFlops;
+  let summary = "Gather single elements of `data` along `axis` (ONNX GatherElements-13).";
+  let description = [{
+    `output[p] = data[p with p[axis] = indices[p]]` for every position p of
+    `indices`, which has `data`'s rank and no larger dims off the axis; the
+    result has `indices`' shape. Negative indices count from the end.
+    GPT-NeoX's rotary tables are gathered by position ids so (folded at
+    import when both are constants). Gradient: weft.gather_elements_grad.
+  }];
+  let arguments = (ins Weft_Tensor:$data, Weft_IndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs Weft_Tensor:$output);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Weft_PadOp : Weft_KernelTypedOp<"pad", [DeclareOpInterfaceMethods<GradientOpInterface>]> {
   let precision = FollowPrecision;
   let split = NoSplit;
