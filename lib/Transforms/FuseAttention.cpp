@@ -349,7 +349,6 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
     why = "q k^T is used elsewhere";
     return std::nullopt;
   }
-
   if (!(a.scale > 0.0) || !std::isfinite(a.scale)) {
     why = "its scale is not a positive finite number";
     return std::nullopt;

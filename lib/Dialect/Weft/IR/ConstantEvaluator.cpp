@@ -57,7 +57,9 @@ weft::evaluateConstantOp(Operation *op, ArrayRef<DenseElementsAttr> operands,
   if (!record || op->getNumResults() == 0 ||
       operands.size() != op->getNumOperands())
     return std::nullopt;
-  // A view (reshape) is its operand's elements under its result type.
+  // A view (reshape) is its operand's elements under its result type: no
+  // evaluation, so at any size (the importer folded constant reshapes
+  // whole before it had an evaluator; weft-fuse-attention reads masks so).
   if (record->isView() && operands.size() == 1 && op->getNumResults() == 1)
     return SmallVector<DenseElementsAttr>{
         DenseElementsAttr(operands[0])

@@ -21,11 +21,11 @@
 namespace weft {
 
 /// The values of `op`'s results for operand values `operands` (one per
-/// operand, in order) when `op` lowers to a CPU kernel (or is a view: a
-/// reshape is its operand's elements under its type) and no result has
-/// more than `maxElements` elements; nullopt otherwise. When the kernel
-/// itself refuses the values (an index out of range: weft-run would fail at
-/// run time), nullopt with its message in `*refusal`; operands its rule
+/// operand, in order) when `op` lowers to a CPU kernel and no result has
+/// more than `maxElements` elements, or is a view (a reshape: its
+/// operand's elements under its type, at any size); nullopt otherwise. When the
+/// kernel itself refuses the values (an index out of range: weft-run would fail
+/// at run time), nullopt with its message in `*refusal`; operands its rule
 /// refuses are left to the op's verifier. Elements: f32, f64, integers and
 /// bool (i1); 16-bit floats are not folded.
 std::optional<llvm::SmallVector<mlir::DenseElementsAttr>>
