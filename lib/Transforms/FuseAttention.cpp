@@ -8,11 +8,11 @@
 // from each softmax, as weft-checkpoint's selective recompute does, but
 // only what the fused kernel computes exactly: a scalar scale (on the
 // scores, or split over q and k^T as torch's scaled_dot_product_attention
-// decomposition writes it), a causal mask, one dropout, torch's NaN guard
-// after the softmax; anything else stays unfused, with a warning naming
-// why. Grouped-query attention's k and v, repeated to every query head by
-// Hugging Face's repeat_kv, are read as the kv heads themselves: the
-// copies are not made.
+// decomposition writes it), a causal mask, an additive mask of zeros
+// (none), one dropout, torch's NaN guard after the softmax; anything else
+// stays unfused, with a warning naming why. Grouped-query attention's k and v,
+// repeated to every query head by Hugging Face's repeat_kv, are read as the kv
+// heads themselves: the copies are not made.
 //
 //===----------------------------------------------------------------------===//
 
@@ -184,6 +184,18 @@ bool isAdditiveCausalMask(Value v, int64_t sq, int64_t sk) {
   });
 }
 
+/// Whether `v` is a constant (or a view of one) all of whose elements are
+/// 0: an additive mask that hides nothing (Hugging Face's BERT builds one
+/// from an attention mask of ones).
+bool isZeroMask(Value v) {
+  std::optional<ConstantView> view = viewConstant(v);
+  if (!view || !isa<FloatType>(view->attr.getElementType()))
+    return false;
+  auto values = view->attr.tryGetValues<APFloat>();
+  return values &&
+         llvm::all_of(*values, [](const APFloat &x) { return x.isZero(); });
+}
+
 /// A matmul reading an operand transposed (transA/transB: weft's, never
 /// an import's); attention's are plain.
 bool readsTransposed(MatMulOp mm) { return mm.getTransA() || mm.getTransB(); }
@@ -329,6 +341,8 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
       a.causal = true;
     } else if (isa<AddOp>(op) && isAdditiveCausalMask(other, sq, sk)) {
       a.causal = true;
+    } else if (isa<AddOp>(op) && isZeroMask(other)) {
+      continue; // hides nothing: no mask
     } else if (isa<AddOp>(op) && viewConstant(other)) {
       why = "its mask is not causal (a constant 0 on and below the "
             "diagonal, a masking fill above it)";

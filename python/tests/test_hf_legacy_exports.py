@@ -9,6 +9,9 @@ issue found refused, now compiled and trained against torch float64.
 - OPTForCausalLM: its learned positions are `cumsum(attention_mask) *
   attention_mask - 1` on a mask of ones made inside the model: CumSum (a
   weft op with CPU and CUDA kernels and a gradient) folds with the rest;
+- BertForMaskedLM: its additive attention mask, built from a mask of ones
+  made inside the model, folds to zeros, and `--flash-attention` fuses its
+  bidirectional attention with the mask gone (it hides nothing);
 - GPTNeoXForCausalLM: its rotary tables are repeated (Tile: a broadcast)
   and gathered by position ids (GatherElements, a weft op with CPU and
   CUDA kernels and a gradient), on constants: both fold.
@@ -21,10 +24,12 @@ GPT-NeoX under T = 2 is refused: its fused, head-interleaved qkv
 projection is not split yet.
 """
 
+import json
+
 import pytest
 import torch
 
-from conftest import layout_ids, tool
+from conftest import layout_ids, run, tool
 from weft import oracle
 from weft.examples.causal_lm import CausalLMLoss
 from weft.export import export
@@ -45,6 +50,11 @@ def build(family):
     if family == "llama":
         model = transformers.LlamaForCausalLM(
             transformers.LlamaConfig(intermediate_size=96, **common))
+    elif family == "bert":
+        # Bidirectional: the prediction of every position (no shift).
+        model = transformers.BertForMaskedLM(transformers.BertConfig(
+            intermediate_size=64, hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0, **common))
     elif family == "neox":
         model = transformers.GPTNeoXForCausalLM(transformers.GPTNeoXConfig(
             intermediate_size=96, hidden_dropout=0.0, attention_dropout=0.0,
@@ -108,9 +118,23 @@ LAYOUTS = [
     ("opt", 1, (), 1, 1, 1),
     ("opt", 2, (), 2, 1, 1),
     ("opt", 1, ("--zero-stage=3",), 1, 1, 2),
+    ("bert", 1, (), 1, 1, 1),
+    ("bert", 2, ("--flash-attention",), 1, 1, 1),
     ("neox", 1, (), 1, 1, 1),
     ("neox", 2, (), 1, 2, 1),
 ]
+
+
+def test_bert_attention_fuses_without_its_zero_mask(weftc, tmp_path_factory,
+                                                   tmp_path):
+    model = exported("bert", tmp_path_factory.mktemp("export"))
+    plan = tmp_path / "plan.json"
+    result = run([weftc, str(model), "--flash-attention", "-o", str(plan)])
+    assert result.returncode == 0 and "not fused" not in result.stderr, \
+        result.stderr
+    kernels = [i.get("kernel") for i in
+               json.loads(plan.read_text())["ranks"][0]["instructions"]]
+    assert kernels.count("attention") == 2
 
 
 @pytest.mark.parametrize("family,m,flags,tensor,stages,data", LAYOUTS,

@@ -265,7 +265,7 @@ func.func @mask_view_offset(%q: tensor<2x3x4xf32>, %kt: tensor<2x4x3xf32>,
 func.func @additive_view_not_causal(%q: tensor<2x2x4xf32>, %kt: tensor<2x4x2xf32>,
                                     %v: tensor<2x2x4xf32>) -> tensor<2x2x4xf32> {
   %s = weft.matmul %q, %kt : (tensor<2x2x4xf32>, tensor<2x4x2xf32>) -> tensor<2x2x2xf32>
-  %buffer = weft.constant dense<[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  %buffer = weft.constant dense<[[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
   %mask = weft.slice %buffer {ends = array<i64: 2, 2>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : (tensor<3x3xf32>) -> tensor<2x2xf32>
   %m = weft.add %s, %mask : (tensor<2x2x2xf32>, tensor<2x2xf32>) -> tensor<2x2x2xf32>
   // expected-warning@+1 {{its mask is not causal (a constant 0 on and below the diagonal, a masking fill above it)}}
@@ -366,4 +366,25 @@ func.func @guard_not_causal(%q: tensor<1x1x2x4xf32>, %kt: tensor<1x1x4x2xf32>,
   %g = weft.where %nan, %zero, %p : (tensor<1x1x2x2xi1>, tensor<f32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
   %a = weft.matmul %g, %v : (tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
   return %a : tensor<1x1x2x4xf32>
+}
+
+// -----
+
+// An additive mask of zeros hides nothing (Hugging Face's BERT builds one
+// from an attention mask of ones, folded at import): bidirectional
+// attention, fused, the mask gone.
+// CHECK-LABEL: func.func @zero_mask
+// CHECK-NEXT: %[[K:.*]] = weft.transpose %arg1
+// CHECK-NEXT: %[[O:.*]], %{{.*}} = weft.attention %arg0, %[[K]], %arg2 {scale = 5.000000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+func.func @zero_mask(%q: tensor<2x2x3x4xf32>, %kt: tensor<2x2x4x3xf32>,
+                     %v: tensor<2x2x3x4xf32>) -> tensor<2x2x3x4xf32> {
+  %s = weft.matmul %q, %kt : (tensor<2x2x3x4xf32>, tensor<2x2x4x3xf32>) -> tensor<2x2x3x3xf32>
+  %c = weft.constant dense<0.5> : tensor<f32>
+  %d = weft.mul %s, %c : (tensor<2x2x3x3xf32>, tensor<f32>) -> tensor<2x2x3x3xf32>
+  %mask = weft.constant dense<0.0> : tensor<2x1x1x3xf32>
+  %m = weft.add %d, %mask : (tensor<2x2x3x3xf32>, tensor<2x1x1x3xf32>) -> tensor<2x2x3x3xf32>
+  %p = weft.softmax %m {axis = 3 : i64} : tensor<2x2x3x3xf32>
+  %a = weft.matmul %p, %v : (tensor<2x2x3x3xf32>, tensor<2x2x3x4xf32>) -> tensor<2x2x3x4xf32>
+  return %a : tensor<2x2x3x4xf32>
 }
