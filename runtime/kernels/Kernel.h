@@ -81,34 +81,42 @@ void registerVocabParallelKernels(KernelTable &table);
 /// Every kernel the CPU backend implements, by plan kernel name.
 const KernelTable &kernelTable();
 
+/// Calls `fn.template operator()<T>()` with T the C++ integer type of
+/// `dtype` and returns true; false for any other dtype (the caller names
+/// its backend in the error). Shared by the CPU and CUDA kernels.
+template <typename Fn> bool dispatchInteger(DType dtype, Fn &&fn) {
+  switch (dtype) {
+  case DType::I64:
+    return fn.template operator()<int64_t>(), true;
+  case DType::I32:
+    return fn.template operator()<int32_t>(), true;
+  case DType::I16:
+    return fn.template operator()<int16_t>(), true;
+  case DType::I8:
+    return fn.template operator()<int8_t>(), true;
+  case DType::U8:
+    return fn.template operator()<uint8_t>(), true;
+  case DType::U16:
+    return fn.template operator()<uint16_t>(), true;
+  case DType::U32:
+    return fn.template operator()<uint32_t>(), true;
+  case DType::U64:
+    return fn.template operator()<uint64_t>(), true;
+  default:
+    return false;
+  }
+}
+
 /// Calls `fn.template operator()<T>()` with T the C++ type of `dtype`, for
 /// the numeric dtypes (float, double and integers; not f16/bf16/bool).
 template <typename Fn>
 void dispatchNumeric(const KernelCall &call, DType dtype, Fn &&fn) {
-  switch (dtype) {
-  case DType::F32:
+  if (dtype == DType::F32)
     return fn.template operator()<float>();
-  case DType::F64:
+  if (dtype == DType::F64)
     return fn.template operator()<double>();
-  case DType::I64:
-    return fn.template operator()<int64_t>();
-  case DType::I32:
-    return fn.template operator()<int32_t>();
-  case DType::I16:
-    return fn.template operator()<int16_t>();
-  case DType::I8:
-    return fn.template operator()<int8_t>();
-  case DType::U8:
-    return fn.template operator()<uint8_t>();
-  case DType::U16:
-    return fn.template operator()<uint16_t>();
-  case DType::U32:
-    return fn.template operator()<uint32_t>();
-  case DType::U64:
-    return fn.template operator()<uint64_t>();
-  default:
+  if (!dispatchInteger(dtype, fn))
     call.unsupported(dtype);
-  }
 }
 
 /// Same for float and double only.

@@ -39,6 +39,22 @@ mlir::InFlightDiagnostic &explainFixedBatch(mlir::InFlightDiagnostic &diag,
                                             int64_t batch,
                                             const ImportOptions &options);
 
+/// The global batch of a model whose inputs hold the split (micro-)batch:
+/// the first input's dim 0 times the split; 0 when unknown.
+int64_t globalBatchOf(const onnx::ModelProto &model,
+                      const ImportOptions &options);
+
+/// The Reshape that fixes the batch of a graph exported at a fixed one,
+/// given `failing`, the node where libonnx's strict shape inference of the
+/// split model failed (where the fixed and the split batch first meet):
+/// the nearest Reshape upstream of it whose output, by lenient inference
+/// (with data propagation, so targets computed from constants are known),
+/// has a dim that is a multiple of the global batch `batch`, as a node of
+/// `model`. Null when there is none; `*dims` gets that output shape.
+const onnx::NodeProto *fixedBatchReshape(const onnx::ModelProto &model,
+                                         llvm::StringRef failing, int64_t batch,
+                                         llvm::SmallVectorImpl<int64_t> *dims);
+
 class GraphImporter;
 
 /// How diagnostics name a node: its name, or "<OpType>(<first output>)"

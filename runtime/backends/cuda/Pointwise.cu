@@ -208,31 +208,6 @@ __global__ void compareTypedKernel(const E *a, const E *b, uint8_t *y,
   }
 }
 
-/// Calls fn.template operator()<E>() with E the integer type of `dtype`.
-template <typename Fn>
-void byInteger(const KernelCall &call, DType dtype, Fn &&fn) {
-  switch (dtype) {
-  case DType::I64:
-    return fn.template operator()<int64_t>();
-  case DType::I32:
-    return fn.template operator()<int32_t>();
-  case DType::I16:
-    return fn.template operator()<int16_t>();
-  case DType::I8:
-    return fn.template operator()<int8_t>();
-  case DType::U8:
-    return fn.template operator()<uint8_t>();
-  case DType::U16:
-    return fn.template operator()<uint16_t>();
-  case DType::U32:
-    return fn.template operator()<uint32_t>();
-  case DType::U64:
-    return fn.template operator()<uint64_t>();
-  default:
-    unsupported(call, dtype);
-  }
-}
-
 /// compare (Less, LessOrEqual, Greater, GreaterOrEqual) with broadcasting:
 /// floats compare in f32 registers, integers as their own type.
 void compare(const KernelCall &call, const Context &ctx) {
@@ -249,11 +224,12 @@ void compare(const KernelCall &call, const Context &ctx) {
                   ctx.stream, a.data, b.data, y.as<uint8_t>(), n, shape, op);
     });
   } else {
-    byInteger(call, a.dtype, [&]<typename E>() {
-      WEFT_LAUNCH((compareTypedKernel<E, math::Compare>), grid(n), kThreads,
-                  ctx.stream, a.as<E>(), b.as<E>(), y.as<uint8_t>(), n, shape,
-                  op);
-    });
+    if (!dispatchInteger(a.dtype, [&]<typename E>() {
+          WEFT_LAUNCH((compareTypedKernel<E, math::Compare>), grid(n), kThreads,
+                      ctx.stream, a.as<E>(), b.as<E>(), y.as<uint8_t>(), n,
+                      shape, op);
+        }))
+      unsupported(call, a.dtype);
   }
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
@@ -324,10 +300,11 @@ void cumsum(const KernelCall &call, const Context &ctx) {
                   x.data, y.data, rows, v, exclusive, reverse);
     });
   } else {
-    byInteger(call, x.dtype, [&]<typename E>() {
-      WEFT_LAUNCH(cumsumTypedKernel<E>, grid(rows), kThreads, ctx.stream,
-                  x.as<E>(), y.as<E>(), rows, v, exclusive, reverse);
-    });
+    if (!dispatchInteger(x.dtype, [&]<typename E>() {
+          WEFT_LAUNCH(cumsumTypedKernel<E>, grid(rows), kThreads, ctx.stream,
+                      x.as<E>(), y.as<E>(), rows, v, exclusive, reverse);
+        }))
+      unsupported(call, x.dtype);
   }
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
