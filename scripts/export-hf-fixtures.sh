@@ -16,3 +16,7 @@ pins=(torch==2.15.0 transformers==5.24.0 onnx==1.23.2 onnxscript==0.7.2)
 out="$root/python/tests/fixtures/hf"
 rm -rf "$out"
 "$venv/bin/python3" "$root/python/tests/fixtures/hf_models.py" "$out"
+# ONNX 1.23's node tests for the operators libonnx-testdata 1.12 predates
+# (test_onnx_node_numerics.py).
+"$venv/bin/python3" "$root/python/tests/fixtures/onnx_node_tests.py" \
+  "$root/python/tests/fixtures/onnx123/node"

@@ -1,4 +1,6 @@
-"""Helpers for sweeps over Debian's libonnx-testdata."""
+"""Helpers for sweeps over ONNX backend tests: Debian's libonnx-testdata
+(ONNX 1.12) and the ONNX 1.23 node tests committed for the operators it
+predates (fixtures/onnx_node_tests.py writes them)."""
 
 import pathlib
 import re
@@ -8,12 +10,13 @@ import onnx
 from conftest import run
 
 DATA = pathlib.Path("/usr/share/libonnx-testdata/data")
+ONNX123_NODE = pathlib.Path(__file__).parent / "fixtures" / "onnx123" / "node"
 FREEZE = re.compile(r"--freeze-input (\S+)=FILE\.pb")
 
 
-def model_dirs(suites):
+def model_dirs(suites, root=DATA):
     for suite in suites:
-        for d in sorted((DATA / suite).iterdir()):
+        for d in sorted((root / suite).iterdir()):
             if (d / "model.onnx").exists():
                 yield d
 

@@ -21,7 +21,9 @@ evaluator, and training equal torch float64:
   warning), selective and full recompute and combinations on 4 ranks;
 - one SGD step per tensor within torch float32's own error (oracle (b));
 - `weft-run --save` writes every parameter under its torch name and shape
-  (what load_state_dict(strict=True) needs), inv_freq unchanged.
+  (what load_state_dict(strict=True) needs), inv_freq unchanged;
+- the same Llama exported at opset 23 (attention as ONNX Attention-23)
+  trains to the same float64 losses, and fuses under --flash-attention.
 """
 
 import json
@@ -113,6 +115,43 @@ def test_adamw_steps_equal_float64(family, m, flags, tensor, stages, data,
         data_parallel=data, flags=flags)
     want = ref["adamw_losses"][str(m * data)]
     assert losses == pytest.approx(want, rel=oracle.MULTISTEP_RTOL)
+
+
+OPSET23 = FIXTURES / "llama" / "model_opset23.onnx"
+# (M, weftc flags, T, P, D) for the opset-23 export of the same Llama.
+LAYOUTS_23 = [("llama23", 1, (), 1, 1, 1),
+              ("llama23", 2, ("--flash-attention",), 1, 1, 1),
+              ("llama23", 2, ("--sequence-parallel",), 2, 1, 1),
+              ("llama23", 2, (), 1, 2, 1)]
+
+
+@pytest.mark.parametrize("model,m,flags,tensor,stages,data", LAYOUTS_23,
+                         ids=layout_ids(LAYOUTS_23))
+def test_opset_23_attention_trains_equal_float64(model, m, flags, tensor, stages,
+                                                 data, tools, tmp_path):
+    """The same Llama exported at opset 23, where torch writes each
+    scaled_dot_product_attention as one ONNX Attention-23 (its causal
+    mask a bool input the importer folds): the same float64 losses."""
+    graph = onnx.load(str(OPSET23))
+    assert [o.version for o in graph.opset_import if o.domain == ""] == [23]
+    assert [n.op_type for n in graph.graph.node].count("Attention") == 2
+    ref = reference("llama")
+    losses, _ = oracle.weft_train(
+        tools, OPSET23, batches(ref), NAMES, tmp_path, micro_batches=m,
+        stages=stages, tensor_parallel=tensor, data_parallel=data,
+        flags=flags)
+    want = ref["adamw_losses"][str(m * data)]
+    assert losses == pytest.approx(want, rel=oracle.MULTISTEP_RTOL)
+
+
+def test_opset_23_attention_fuses(weftc, tmp_path):
+    plan = tmp_path / "plan.json"
+    result = run([weftc, str(OPSET23), "--flash-attention", "-o", str(plan)])
+    assert result.returncode == 0, result.stderr
+    assert "not fused" not in result.stderr
+    kernels = [i.get("kernel") for i in json.loads(plan.read_text())
+               ["ranks"][0]["instructions"]]
+    assert kernels.count("attention") == 2
 
 
 @pytest.mark.parametrize("family,fused", [("llama", 2), ("qwen2", 2),

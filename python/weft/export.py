@@ -102,11 +102,17 @@ def shape_text(shape) -> str:
 
 
 def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor],
-           path: str, input_names: Optional[Sequence[str]] = None) -> Dict:
+           path: str, input_names: Optional[Sequence[str]] = None,
+           opset: Optional[int] = None) -> Dict:
     """Exports `module(*example_inputs)` (a scalar loss) to ONNX at `path`
     for weft (see the module docstring). `input_names` default to the
-    parameter names of `module.forward`. Returns {"path", "inputs": {name:
-    shape}, "frozen": [names], "params": trainable element count}."""
+    parameter names of `module.forward`. `opset`: the dynamo exporter's
+    default when None (18 to 20 by torch version); 23 writes
+    scaled_dot_product_attention as Attention-23 and RMSNorm as
+    RMSNormalization-23. The TorchScript exporter (torch < 2.6) writes
+    opset 17 only: another `opset` raises ValueError there. Returns
+    {"path", "inputs": {name: shape}, "frozen": [names], "params":
+    trainable element count}."""
     example_inputs = tuple(example_inputs)
     if input_names is None:
         input_names = list(inspect.signature(module.forward).parameters)
@@ -119,6 +125,9 @@ def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor],
         if t.dim() == 0:
             raise ValueError(f"input '{name}' is a scalar: it has no batch "
                              f"axis to make dynamic")
+    if opset is not None and opset != 17 and not _has_dynamo_exporter():
+        raise ValueError(f"opset {opset}: torch {torch.__version__}'s "
+                         f"TorchScript exporter writes opset 17 for weft")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     padding = _padding_rows(module)
     if padding:
@@ -128,8 +137,9 @@ def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor],
     module.train()
     if _has_dynamo_exporter():
         batch = torch.export.Dim("batch")
+        extra = {} if opset is None else {"opset_version": opset}
         torch.onnx.export(module, example_inputs, path, dynamo=True,
-                          optimize=False, external_data=False,
+                          optimize=False, external_data=False, **extra,
                           input_names=input_names, output_names=["loss"],
                           dynamic_shapes=[{0: batch}] * len(example_inputs))
     else:
@@ -234,6 +244,8 @@ def main(argv=None) -> int:
     parser.add_argument("output")
     parser.add_argument("--input-names", help="comma-separated (default: "
                         "the names of the module's forward parameters)")
+    parser.add_argument("--opset", type=int, help="ONNX opset (torch >= 2.6; "
+                        "23 writes Attention-23 and RMSNormalization-23)")
     args = parser.parse_args(argv)
     try:
         module, inputs = load_factory(args.factory)()
@@ -242,7 +254,7 @@ def main(argv=None) -> int:
         return 1
     names = args.input_names.split(",") if args.input_names else None
     try:
-        info = export(module, inputs, args.output, names)
+        info = export(module, inputs, args.output, names, args.opset)
     except ValueError as e:
         print(f"weft.export: {e}", file=sys.stderr)
         return 1

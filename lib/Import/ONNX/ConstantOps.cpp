@@ -90,6 +90,16 @@ LogicalResult convertShape(GraphImporter &g, const Node &node) {
   return success();
 }
 
+/// Size-21: the element count, known once shapes are static (ONNX's
+/// function bodies take a rank as Size(Shape(x))).
+LogicalResult convertSize(GraphImporter &g, const Node &node) {
+  RankedTensorType type = g.type(node, 0);
+  if (!type)
+    return failure();
+  g.bind(node, 0, HostTensor::fromInts({type.getNumElements()}, {}));
+  return success();
+}
+
 LogicalResult convertRange(GraphImporter &g, const Node &node) {
   const HostTensor *start = g.requireConstant(node, 0, "start");
   const HostTensor *limit = g.requireConstant(node, 1, "limit");
@@ -127,6 +137,7 @@ void weft::registerConstantConverters(ConverterMap &map) {
   map["Constant"] = convertConstant;
   map["ConstantOfShape"] = convertConstantOfShape;
   map["Shape"] = convertShape;
+  map["Size"] = convertSize;
   map["Range"] = convertRange;
   map["Identity"] = convertIdentity;
 }

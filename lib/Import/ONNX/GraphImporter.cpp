@@ -28,6 +28,7 @@ const ConverterMap &weft::converters() {
     registerMovementConverters(m);
     registerNNConverters(m);
     registerControlFlowConverters(m);
+    registerTransformerConverters(m);
     return m;
   }();
   return map;
@@ -245,6 +246,62 @@ Value GraphImporter::materialize(const std::string &name,
   Location at = it != constantLocs.end() ? Location(it->second) : unknownLoc;
   Value v = ConstantOp::create(b, at, toElementsAttr(value, ctx));
   values[name] = v;
+  return v;
+}
+
+Value GraphImporter::constantOf(const Node &node, const HostTensor &value) {
+  return ConstantOp::create(b, loc(node), toElementsAttr(value, ctx));
+}
+
+Value GraphImporter::scalarOf(const Node &node, Type elementType, double v) {
+  auto type = RankedTensorType::get({}, elementType);
+  return ConstantOp::create(
+      b, loc(node),
+      DenseElementsAttr::get(type, b.getFloatAttr(elementType, v)));
+}
+
+std::optional<HostTensor> GraphImporter::constantValue(Value value) {
+  if (auto constant = value.getDefiningOp<ConstantOp>()) {
+    if (auto attr = dyn_cast<DenseElementsAttr>(constant.getValueAttr()))
+      return fromElementsAttr(attr);
+    return std::nullopt;
+  }
+  std::string refusal;
+  return fold(value, &refusal);
+}
+
+Value GraphImporter::foldedOrSelf(const Node &node, Value value) {
+  if (!value || value.getDefiningOp<ConstantOp>())
+    return value;
+  std::optional<HostTensor> known = constantValue(value);
+  return known ? constantOf(node, *known) : value;
+}
+
+Value GraphImporter::nonTrainableOperand(const Node &node, int i,
+                                         StringRef what) {
+  const onnx::TensorProto *init = initializers.lookup(node.input(i));
+  if (init && isFloatDtype(init->data_type()) && !values.count(node.input(i)) &&
+      !requireConstant(node, i, what))
+    return {};
+  Value v = operand(node, i);
+  if (!v)
+    return {};
+  SmallVector<Value> work = {v};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Value next = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(next)) {
+      const auto &[kind, name] = argKinds[arg.getArgNumber()];
+      if (kind == kParamAttr) {
+        error(node) << "the " << what << " operand depends on parameter '"
+                    << name << "', which weft's op takes no gradient for; "
+                    << "freeze it with --frozen " << name;
+        return {};
+      }
+    } else if (seen.insert(next.getDefiningOp()).second) {
+      llvm::append_range(work, next.getDefiningOp()->getOperands());
+    }
+  }
   return v;
 }
 

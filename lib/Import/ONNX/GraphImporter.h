@@ -71,6 +71,7 @@ void registerElementwiseConverters(ConverterMap &map);
 void registerMovementConverters(ConverterMap &map);
 void registerNNConverters(ConverterMap &map);
 void registerControlFlowConverters(ConverterMap &map);
+void registerTransformerConverters(ConverterMap &map);
 const ConverterMap &converters();
 
 class GraphImporter {
@@ -140,6 +141,40 @@ public:
     return b.create(state);
   }
   void bind(const Node &node, int i, HostTensor value);
+
+  /// `build<OpT>`'s first result; null when an operand is null (an earlier
+  /// step failed and reported) or the op refuses. Lets a converter that
+  /// decomposes an operator chain steps and check once at the end.
+  template <typename OpT, typename... Args>
+  mlir::Value make(const Node &node, Args &&...args) {
+    auto present = [](const auto &arg) {
+      if constexpr (std::is_convertible_v<decltype(arg), mlir::Value>)
+        return static_cast<bool>(mlir::Value(arg));
+      else
+        return true;
+    };
+    if (!(present(args) && ...))
+      return {};
+    mlir::Operation *op = build<OpT>(node, std::forward<Args>(args)...);
+    return op ? op->getResult(0) : mlir::Value();
+  }
+  /// A constant holding `value`, at the node's location.
+  mlir::Value constantOf(const Node &node, const HostTensor &value);
+  /// A rank-0 constant of float `elementType` holding `v`.
+  mlir::Value scalarOf(const Node &node, mlir::Type elementType, double v);
+  /// `value` when it is a constant or the ops computing it fold to one,
+  /// else nullopt.
+  std::optional<HostTensor> constantValue(mlir::Value value);
+  /// `value` as a constant op when it folds, else `value`: what a
+  /// converter's intermediate needs for later passes to see it constant
+  /// (bound outputs are replaced so already).
+  mlir::Value foldedOrSelf(const Node &node, mlir::Value value);
+  /// Input `i` of an operand weft's op takes no gradient for (rotary
+  /// tables, attention masks): a float initializer there is read as a
+  /// constant rather than trained, and a value a parameter reaches is an
+  /// error naming `what` and the parameter. Null after an error.
+  mlir::Value nonTrainableOperand(const Node &node, int i,
+                                  llvm::StringRef what);
 
   // Attributes. Without `dflt`: the node's, else the ONNX operator's default
   // as its schema at the model's opset states it (onnx::OpSchemaRegistry,

@@ -340,6 +340,102 @@ LogicalResult convertGatherElements(GraphImporter &g, const Node &node) {
                        g.build<GatherElementsOp>(node, data, indices, *axis));
 }
 
+/// GatherND-13 as one Gather: data's batch dims and its k indexed dims
+/// merged into one, `[prod(batch) prod(indexed), rest..]`, read at the
+/// row-major linear index of each index tuple (batch offset + the sum of
+/// each component, negatives wrapped, times its dim's stride). Its
+/// gradient and kernels are then Gather's (a scatter-add of rows). Constant
+/// indices become constant linear indices, each component range-checked
+/// here; runtime ones compute them with integer ops, where only the linear
+/// index is range-checked (by the gather kernel), as the components'
+/// checks would need an assert weft does not have.
+LogicalResult convertGatherND(GraphImporter &g, const Node &node) {
+  Value data = g.operand(node, 0);
+  RankedTensorType indexType = g.type(node, 1);
+  if (!data || !indexType)
+    return failure();
+  ArrayRef<int64_t> ds = cast<RankedTensorType>(data.getType()).getShape(),
+                    is = indexType.getShape();
+  int64_t r = ds.size(), q = is.size(), b = g.attrInt(node, "batch_dims");
+  if (q < 1 || b < 0 || b >= std::min(r, q))
+    return g.error(node) << "batch_dims " << b << " must be below the ranks "
+                         << "of data (" << r << ") and indices (" << q << ")";
+  int64_t k = is.back();
+  if (k < 1 || k > r - b)
+    return g.error(node) << "indices' last dim " << k << " must be between "
+                         << "1 and data's rank minus batch_dims, " << r - b;
+  for (int64_t i = 0; i < b; ++i)
+    if (ds[i] != is[i])
+      return g.error(node) << "batch dim " << i << " is " << ds[i]
+                           << " in data and " << is[i] << " in indices";
+  int64_t block = product(ds.slice(b, k));
+  SmallVector<int64_t> strides(k, 1);
+  for (int64_t j = k - 2; j >= 0; --j)
+    strides[j] = strides[j + 1] * ds[b + j + 1];
+  SmallVector<int64_t> flatShape = {product(ds.take_front(b)) * block};
+  llvm::append_range(flatShape, ds.drop_front(b + k));
+  ArrayRef<int64_t> tupleShape = is.drop_back();
+  // Tuples per batch entry: the linear batch index of tuple n is n / inner.
+  int64_t inner = product(tupleShape.drop_front(b));
+
+  Value linear;
+  if (const HostTensor *c = g.constant(node, 1)) {
+    HostTensor lin = HostTensor::zeros(onnx::TensorProto::INT64, tupleShape);
+    for (int64_t n = 0; n < lin.size(); ++n) {
+      int64_t sum = n / inner * block;
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t idx = c->getInt(n * k + j), d = ds[b + j];
+        if (idx < -d || idx >= d)
+          return g.error(node)
+                 << "index " << idx << " (tuple " << n << ", component " << j
+                 << ") is out of range for dim " << b + j << " of size " << d;
+        sum += (idx < 0 ? idx + d : idx) * strides[j];
+      }
+      lin.set(n, static_cast<double>(sum));
+    }
+    linear = g.constantOf(node, lin);
+  } else {
+    Value indices = g.operand(node, 1);
+    Type i64 = g.builder().getI64Type();
+    if (indexType.getElementType() != i64)
+      indices = g.make<CastOp>(node, indices, i64);
+    auto scalar = [&](int64_t v) {
+      return g.constantOf(node, HostTensor::fromInts({v}, {}));
+    };
+    SmallVector<int64_t> starts(q, 0), ends(is), steps(q, 1);
+    for (int64_t j = 0; j < k; ++j) {
+      starts.back() = j;
+      ends.back() = j + 1;
+      Value part =
+          g.make<SliceOp>(node, indices, ArrayRef<int64_t>(starts),
+                          ArrayRef<int64_t>(ends), ArrayRef<int64_t>(steps));
+      part = g.make<ReshapeOp>(node, part, tupleShape);
+      Value negative =
+          g.make<CompareOp>(node, part, scalar(0), StringRef("less"));
+      part = g.make<WhereOp>(
+          node, negative, g.make<AddOp>(node, part, scalar(ds[b + j])), part);
+      if (strides[j] != 1)
+        part = g.make<MulOp>(node, part, scalar(strides[j]));
+      linear = j == 0 ? part : g.make<AddOp>(node, linear, part);
+    }
+    if (b > 0) {
+      SmallVector<int64_t> offsetShape(is.take_front(b));
+      offsetShape.resize(q - 1, 1);
+      HostTensor offsets =
+          HostTensor::zeros(onnx::TensorProto::INT64, offsetShape);
+      for (int64_t n = 0; n < offsets.size(); ++n)
+        offsets.set(n, static_cast<double>(n * block));
+      linear = g.make<AddOp>(node, linear, g.constantOf(node, offsets));
+    }
+  }
+  Value flat = g.make<ReshapeOp>(node, data, ArrayRef<int64_t>(flatShape));
+  Value out = g.make<GatherOp>(node, flat, linear, 0);
+  if (!out)
+    return failure();
+  g.bind(node, 0, out);
+  return success();
+}
+
 LogicalResult convertPad(GraphImporter &g, const Node &node) {
   std::string mode = g.attrString(node, "mode");
   if (mode != "constant")
@@ -466,6 +562,7 @@ void weft::registerMovementConverters(ConverterMap &map) {
   map["Expand"] = convertExpand;
   map["Tile"] = convertTile;
   map["GatherElements"] = convertGatherElements;
+  map["GatherND"] = convertGatherND;
   map["Concat"] = convertConcat;
   map["Split"] = convertSplit;
   map["Slice"] = convertSlice;
