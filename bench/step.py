@@ -15,6 +15,7 @@ Usage: python3 bench/step.py BUILD_DIR forward|train [gpt|llama|resnet|unet]
        [WEFTC_FLAG...]
 """
 
+import importlib
 import json
 import os
 import pathlib
@@ -30,10 +31,14 @@ from onnx import numpy_helper  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
-from weft.examples import gpt, llama, resnet, unet  # noqa: E402
+from weft.examples import gpt, llama  # noqa: E402
 from weft.examples.common import export  # noqa: E402
 
 STEPS = 10
+
+
+def _example(name):
+    return importlib.import_module(f"weft.examples.{name}")
 
 # name -> (build the model and its batch, the inputs' names, a description)
 MODELS = {
@@ -42,10 +47,12 @@ MODELS = {
     "llama": (lambda: llama.build(**llama.CONFIGS["medium"]),
               ["tokens", "targets"],
               f"llama medium ({llama.CONFIGS['medium']})"),
-    "resnet": (lambda: resnet.build(batch=16, size=64), ["images", "labels"],
-               "resnet18 (batch 16, 3x64x64, 10 classes)"),
-    "unet": (lambda: unet.build(batch=8, size=128), ["images", "target"],
-             "unet (batch 8, 3x128x128, depth 5, base 8)"),
+    # Imported when asked for: resnet needs torchvision, which a venv with
+    # only PyPI's torch (scripts/export-hf-fixtures.sh's) lacks.
+    "resnet": (lambda: _example("resnet").build(batch=16, size=64),
+               ["images", "labels"], "resnet18 (batch 16, 3x64x64, 10 classes)"),
+    "unet": (lambda: _example("unet").build(batch=8, size=128),
+             ["images", "target"], "unet (batch 8, 3x128x128, depth 5, base 8)"),
 }
 
 
@@ -104,7 +111,9 @@ def main(build, mode, name, weftc_flags=()):
     torch_seconds = statistics.median(times)
 
     what = "forward" if mode == "forward" else "training step (fwd+bwd+AdamW)"
-    print(f"{description} {what}, 1 thread, median of {STEPS}"
+    print(f"{description} {what}, 1 thread, median of {STEPS}, torch "
+          f"{torch.__version__}, OPENBLAS_CORETYPE="
+          f"{os.environ.get('OPENBLAS_CORETYPE', 'unset')}"
           + (f", weftc {' '.join(weftc_flags)}" if weftc_flags else ""))
     print(f"  weft-run     {weft_seconds * 1e3:9.1f} ms   first loss {weft_loss:.6f}")
     print(f"  torch eager  {torch_seconds * 1e3:9.1f} ms   first loss {loss:.6f}")

@@ -16,16 +16,24 @@ issue found refused, now compiled and trained against torch float64.
   and gathered by position ids (GatherElements, a weft op with CPU and
   CUDA kernels and a gradient), on constants: both fold.
 
-Each wrapped as `module(idx, targets) -> cross-entropy` (without a
-padding_idx: see weft.export); 3 AdamW steps equal torch float64 on the
+Each wrapped as `module(idx, targets) -> cross-entropy`; 3 AdamW steps
+equal torch float64 on the
 same micro-batch split within 1e-5 (weft.oracle.MULTISTEP_RTOL) on one
 rank, at M = 2, and under T = 2 (Llama, OPT), P = 2 and D = 2 with ZeRO-3.
 GPT-NeoX under T = 2 is refused: its fused, head-interleaved qkv
 projection is not split yet.
+
+With transformers' default padding token (Llama 0, OPT 1) the embedding
+row torch never gives a gradient (nn.Embedding's padding_idx) reaches
+weftc through weft.export's `weft.padding_idx` metadata, and training on
+batches that hold that token equals float64 (the row takes weight decay
+only, as in torch), also with the table vocab-parallel (T = 2) and under
+ZeRO-3.
 """
 
 import json
 
+import onnx
 import pytest
 import torch
 
@@ -40,13 +48,14 @@ VOCAB, SEQ, BATCH, STEPS = 128, 16, 4, 3
 NAMES = ["idx", "targets"]
 
 
-def build(family):
+def build(family, padding=False):
+    """The model; with `padding`, transformers' default pad_token_id,
+    which becomes the embedding's padding_idx."""
     torch.manual_seed(0)
-    # No padding_idx: torch zeroes that embedding row's gradient, which
-    # ONNX cannot say (weft.export warns about it).
     common = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
-                  num_attention_heads=4, max_position_embeddings=64,
-                  pad_token_id=None)
+                  num_attention_heads=4, max_position_embeddings=64)
+    if not padding:
+        common["pad_token_id"] = None
     if family == "llama":
         model = transformers.LlamaForCausalLM(
             transformers.LlamaConfig(intermediate_size=96, **common))
@@ -66,11 +75,17 @@ def build(family):
     return CausalLMLoss(model).train()
 
 
-def batches():
+def batches(pad=None):
+    """STEPS (idx, targets) batches; with `pad`, the first 3 tokens of
+    every sequence are that token (left padding)."""
     g = torch.Generator().manual_seed(1)
-    return [(torch.randint(0, VOCAB, (BATCH, SEQ), generator=g),
-             torch.randint(0, VOCAB, (BATCH, SEQ), generator=g))
-            for _ in range(STEPS)]
+    out = [(torch.randint(0, VOCAB, (BATCH, SEQ), generator=g),
+            torch.randint(0, VOCAB, (BATCH, SEQ), generator=g))
+           for _ in range(STEPS)]
+    if pad is not None:
+        for idx, _ in out:
+            idx[:, :3] = pad
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -79,19 +94,6 @@ def tools():
 
 
 _exports, _references = {}, {}
-
-
-def test_weft_export_warns_of_padding_rows(tmp_path):
-    """transformers' default configs set padding_idx (Llama 0, OPT 1): the
-    row torch never updates is named, since weft trains it."""
-    torch.manual_seed(0)
-    model = CausalLMLoss(transformers.OPTForCausalLM(transformers.OPTConfig(
-        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1,
-        num_attention_heads=4, ffn_dim=64, word_embed_proj_dim=32,
-        max_position_embeddings=64)))
-    with pytest.warns(UserWarning, match=r"m\.model\.decoder\.embed_tokens"
-                                         r"\.weight\[1\]"):
-        export(model, batches()[0], str(tmp_path / "opt.onnx"), NAMES)
 
 
 def exported(family, directory):
@@ -148,3 +150,37 @@ def test_adamw_steps_equal_float64(family, m, flags, tensor, stages, data,
         flags=flags)
     assert losses == pytest.approx(float64_losses(family, m * data),
                                    rel=oracle.MULTISTEP_RTOL)
+
+
+# (family, M, weftc flags, T, P, D) with transformers' padding token.
+PADDED = [("llama", 1, (), 1, 1, 1),
+          ("llama", 2, ("--sequence-parallel",), 2, 1, 1),
+          ("opt", 2, (), 2, 1, 1),
+          ("opt", 1, ("--zero-stage=3",), 1, 1, 2)]
+PAD_TOKEN = {"llama": 0, "opt": 1}
+
+
+@pytest.mark.parametrize("family,m,flags,tensor,stages,data", PADDED,
+                         ids=layout_ids(PADDED))
+def test_padding_idx_row_gets_no_gradient(family, m, flags, tensor, stages,
+                                          data, tools, weftc, tmp_path):
+    module = build(family, padding=True)
+    table = next(n for n, sub in module.named_modules()
+                 if isinstance(sub, torch.nn.Embedding)
+                 and sub.padding_idx is not None) + ".weight"
+    pad = PAD_TOKEN[family]
+    data_batches = batches(pad)
+    path = tmp_path / f"{family}.onnx"
+    export(module, data_batches[0], str(path), NAMES)
+    metadata = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
+    assert metadata["weft.padding_idx"] == f"{table}={pad}"
+    ir = run([weftc, str(path), "--emit=mlir", "--forward-only"]).stdout
+    assert f"weft.padding_idx = {pad} : i64" in ir
+    losses, _ = oracle.weft_train(
+        tools, path, data_batches, NAMES, tmp_path, micro_batches=m,
+        stages=stages, tensor_parallel=tensor, data_parallel=data,
+        flags=flags)
+    want = oracle.float64_losses(build(family, padding=True), data_batches,
+                                 m * data,
+                                 lambda p: torch.optim.AdamW(p, lr=1e-3))
+    assert losses == pytest.approx(want, rel=oracle.MULTISTEP_RTOL)

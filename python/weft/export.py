@@ -41,11 +41,14 @@ no weights, so it compiles the graph alone), and `write_weights(module,
 path)` fills that file in again from a module's state_dict on the machine
 that runs the plan (bench/gpu_gpt.py, weft.gpu_check).
 
+Each nn.Embedding's `padding_idx` (a row torch never gives a gradient:
+ONNX cannot say so) goes into the model's `weft.padding_idx` metadata as
+`table=row`; weftc then zeroes that row's gradient from the lookup, as
+torch does (docs/importer.md).
+
 Errors: ValueError when the names and inputs differ in number, or when an
 input is a 0-d tensor (no batch axis to make dynamic); write_weights'
-ValueError names the initializer it cannot fill. A UserWarning names each
-nn.Embedding row set by `padding_idx`: ONNX cannot say that torch never
-updates it, so weft trains it like any other row.
+ValueError names the initializer it cannot fill.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ import torch
 
 FROZEN_KEY = "weft.frozen"
 SHAPES_KEY = "weft.input_shapes"
+PADDING_KEY = "weft.padding_idx"
 
 
 def frozen_buffers(module: torch.nn.Module) -> List[str]:
@@ -80,14 +84,13 @@ def frozen_buffers(module: torch.nn.Module) -> List[str]:
             if b.is_floating_point() and name not in stats]
 
 
-def _padding_rows(module: torch.nn.Module) -> List[str]:
-    """`name.weight[row]` of each nn.Embedding with a padding_idx: torch
-    never updates that row (its gradient is zeroed), which ONNX cannot say,
-    so weft trains it like the others."""
-    return [f"{name}.weight[{sub.padding_idx}]"
+def padding_rows(module: torch.nn.Module) -> Dict[str, int]:
+    """{`name.weight`: padding_idx} of each nn.Embedding with one: torch
+    zeroes the gradient of that row from the lookup."""
+    return {f"{name}.weight" if name else "weight": sub.padding_idx
             for name, sub in module.named_modules()
             if isinstance(sub, torch.nn.Embedding)
-            and sub.padding_idx is not None]
+            and sub.padding_idx is not None}
 
 
 def _has_dynamo_exporter() -> bool:
@@ -129,11 +132,6 @@ def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor],
         raise ValueError(f"opset {opset}: torch {torch.__version__}'s "
                          f"TorchScript exporter writes opset 17 for weft")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    padding = _padding_rows(module)
-    if padding:
-        warnings.warn("padding_idx rows are trained by weft (ONNX has no "
-                      "padding_idx; torch zeroes their gradient): "
-                      + ", ".join(padding), stacklevel=2)
     module.train()
     if _has_dynamo_exporter():
         batch = torch.export.Dim("batch")
@@ -156,9 +154,23 @@ def export(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor],
     model = onnx.load(path)
     initializers = {t.name for t in model.graph.initializer}
     frozen = [n for n in frozen_buffers(module) if n in initializers]
+    # A table the export renamed or folded cannot be marked: say so rather
+    # than train its padding row.
+    padding = padding_rows(module)
+    for name in padding:
+        if name not in initializers:
+            warnings.warn(f"nn.Embedding '{name}' has padding_idx "
+                          f"{padding[name]}, but the export has no "
+                          f"initializer of that name: weft trains that row",
+                          stacklevel=2)
+    padding = {n: r for n, r in padding.items() if n in initializers}
     shapes = ",".join(f"{n}={shape_text(t.shape)}"
                       for n, t in zip(input_names, example_inputs))
-    for key, value in ((FROZEN_KEY, ",".join(frozen)), (SHAPES_KEY, shapes)):
+    entries = [(FROZEN_KEY, ",".join(frozen)), (SHAPES_KEY, shapes)]
+    if padding:
+        entries.append((PADDING_KEY, ",".join(f"{n}={r}"
+                                              for n, r in padding.items())))
+    for key, value in entries:
         entry = model.metadata_props.add()
         entry.key, entry.value = key, value
     onnx.save(model, path)

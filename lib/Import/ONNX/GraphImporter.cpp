@@ -270,6 +270,16 @@ std::optional<HostTensor> GraphImporter::constantValue(Value value) {
   return fold(value, &refusal);
 }
 
+std::optional<int64_t> GraphImporter::paddingRow(const Node &node, int i) {
+  if (!has(node, i))
+    return std::nullopt;
+  auto it = options.paddingRows.find(node.input(i));
+  if (it == options.paddingRows.end())
+    return std::nullopt;
+  appliedPaddingRows.insert(it->first);
+  return it->second;
+}
+
 Value GraphImporter::foldedOrSelf(const Node &node, Value value) {
   if (!value || value.getDefiningOp<ConstantOp>())
     return value;
@@ -723,6 +733,13 @@ LogicalResult GraphImporter::run(ModuleOp module) {
       return failure();
     results.push_back(v);
   }
+  for (const auto &[table, row] : options.paddingRows)
+    if (!appliedPaddingRows.contains(table))
+      return emitError(unknownLoc)
+             << "metadata " << kPaddingIdxMetadataKey << " gives '" << table
+             << "' padding row " << row
+             << ", but no Gather reads it as an embedding table (data, axis "
+                "0), so weft cannot keep that row's gradient zero";
   func::ReturnOp::create(b, unknownLoc, results);
   eraseFolded();
   func.setType(FunctionType::get(ctx, entry->getArgumentTypes(),

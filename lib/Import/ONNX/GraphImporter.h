@@ -169,6 +169,9 @@ public:
   /// converter's intermediate needs for later passes to see it constant
   /// (bound outputs are replaced so already).
   mlir::Value foldedOrSelf(const Node &node, mlir::Value value);
+  /// The padding row (ImportOptions::paddingRows) of the table input `i`
+  /// names, recorded as applied; nullopt when it has none.
+  std::optional<int64_t> paddingRow(const Node &node, int i);
   /// Input `i` of an operand weft's op takes no gradient for (rotary
   /// tables, attention masks): a float initializer there is read as a
   /// constant rather than trained, and a value a parameter reaches is an
@@ -246,6 +249,7 @@ private:
   /// (weft.input | weft.param | weft.state, name) of each function argument.
   std::vector<std::pair<std::string, std::string>> argKinds;
   bool bindFailed = false;
+  llvm::StringSet<> appliedPaddingRows; ///< tables a Gather marked
   /// Marks every value `graph`'s nodes read (nested graphs too) live.
   void markReads(const onnx::GraphProto &graph);
   /// Each op the importer built, once evaluated: its results' values when

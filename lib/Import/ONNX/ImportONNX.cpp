@@ -480,6 +480,27 @@ LogicalResult resolveWeftOptions(const onnx::ModelProto &model,
   }
   options.frozen = std::move(frozen);
 
+  if (std::optional<std::string> rows =
+          metadata(model, kPaddingIdxMetadataKey)) {
+    SmallVector<StringRef> specs;
+    StringRef(*rows).split(specs, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef spec : specs) {
+      auto [name, row] = spec.trim().rsplit('=');
+      int64_t index;
+      auto init =
+          llvm::find_if(model.graph().initializer(),
+                        [&](const auto &t) { return t.name() == name; });
+      if (row.getAsInteger(10, index) || index < 0 ||
+          init == model.graph().initializer().end() || init->dims_size() < 1 ||
+          index >= init->dims(0))
+        return emitError(loc)
+               << "metadata " << kPaddingIdxMetadataKey << " '" << spec.trim()
+               << "': expected NAME=ROW naming a float initializer and a row "
+                  "it has";
+      options.paddingRows[name.str()] = index;
+    }
+  }
+
   std::optional<std::string> shapes = metadata(model, kInputShapesMetadataKey);
   if (!shapes)
     return success();

@@ -323,7 +323,11 @@ LogicalResult convertGather(GraphImporter &g, const Node &node) {
   Value data = g.operand(node, 0), indices = g.operand(node, 1);
   if (!data || !indices)
     return failure();
-  return g.bindResults(node, g.build<GatherOp>(node, data, indices, *axis));
+  Operation *gather = g.build<GatherOp>(node, data, indices, *axis);
+  if (gather && *axis == 0)
+    if (std::optional<int64_t> row = g.paddingRow(node, 0))
+      gather->setAttr(kPaddingIdxAttr, g.builder().getI64IntegerAttr(*row));
+  return g.bindResults(node, gather);
 }
 
 /// GatherElements-13.

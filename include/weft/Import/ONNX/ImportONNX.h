@@ -70,6 +70,12 @@ struct ImportOptions {
   /// Also freeze the initializers the model lists, comma-separated, in its
   /// `weft.frozen` metadata (written by `weft.export` for float buffers).
   bool frozenFromMetadata = true;
+  /// Embedding tables' padding rows (torch's nn.Embedding padding_idx),
+  /// initializer name -> row, from the model's `weft.padding_idx`
+  /// metadata: each Gather on axis 0 of such a table carries
+  /// `weft.padding_idx`, and the table gets no gradient from the positions
+  /// that look that row up. A name no such Gather reads is an error.
+  std::map<std::string, int64_t> paddingRows;
 };
 
 /// metadata_props keys `weft.export` writes and the importer reads.
@@ -78,6 +84,9 @@ inline constexpr llvm::StringLiteral kFrozenMetadataKey = "weft.frozen";
 /// `--input-shape` gives the input's shape.
 inline constexpr llvm::StringLiteral kInputShapesMetadataKey =
     "weft.input_shapes";
+/// `name=row,...`: embedding tables' padding rows (ImportOptions::paddingRows).
+inline constexpr llvm::StringLiteral kPaddingIdxMetadataKey =
+    "weft.padding_idx";
 
 /// Imports `buffer` (ONNX text syntax when `isText`, else binary protobuf).
 /// `sourceName` names the model in diagnostics and in the module's

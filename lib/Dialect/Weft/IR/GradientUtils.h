@@ -51,6 +51,12 @@ inline Value reshape(OpBuilder &b, Location loc, Value x,
   return ReshapeOp::create(b, loc, x, shape);
 }
 
+/// `dy` of a lookup `op` (gather or vocab_parallel_gather on axis 0) with
+/// the rows looked up at `op`'s kPaddingIdxAttr zeroed, so that row of the
+/// table gets no gradient from it (torch's nn.Embedding padding_idx: the
+/// embedding backward skips those positions); `dy` when `op` has none.
+Value maskPaddingRows(OpBuilder &b, Operation *op, Value dy, Value indices);
+
 /// Sums `grad` down to `target`'s shape: the adjoint of numpy broadcasting.
 inline Value unbroadcast(OpBuilder &b, Location loc, Value grad,
                          RankedTensorType target) {

@@ -332,12 +332,32 @@ LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   return success();
 }
 
+Value weft::grad::maskPaddingRows(OpBuilder &b, Operation *op, Value dy,
+                                  Value indices) {
+  auto row = op->getAttrOfType<IntegerAttr>(kPaddingIdxAttr);
+  if (!row)
+    return dy;
+  Location loc = op->getLoc();
+  auto indexType = typeOf(indices);
+  Value pad = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(
+          RankedTensorType::get({}, indexType.getElementType()),
+          b.getIntegerAttr(indexType.getElementType(), row.getInt())));
+  // [indices..] -> [indices.., 1, ..]: one flag per looked-up row of dy.
+  SmallVector<int64_t> shape(indexType.getShape());
+  shape.resize(typeOf(dy).getRank(), 1);
+  Value padded = reshape(b, loc, EqualOp::create(b, loc, indices, pad), shape);
+  return WhereOp::create(b, loc, padded, scalar(b, loc, dy, 0), dy);
+}
+
 LogicalResult GatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                        SmallVectorImpl<Value> &dxs) {
   if (prepare(*this, dys, dxs) && isFloat(getData()))
-    dxs[0] = GatherGradOp::create(b, getLoc(), dys[0], getIndices(),
-                                  /*accumulate=*/Value(), getAxis(),
-                                  typeOf(getData()).getShape());
+    dxs[0] = GatherGradOp::create(
+        b, getLoc(), maskPaddingRows(b, *this, dys[0], getIndices()),
+        getIndices(),
+        /*accumulate=*/Value(), getAxis(), typeOf(getData()).getShape());
   return success();
 }
 

@@ -35,7 +35,8 @@ VocabParallelGatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                       SmallVectorImpl<Value> &dxs) {
   if (grad::prepare(*this, dys, dxs))
     dxs[0] = VocabParallelGatherGradOp::create(
-        b, getLoc(), getTable().getType(), dys[0], getIndices(),
+        b, getLoc(), getTable().getType(),
+        grad::maskPaddingRows(b, *this, dys[0], getIndices()), getIndices(),
         /*accumulate=*/Value(), getGridAttr(), getGridAxesAttr());
   return success();
 }

@@ -25,6 +25,11 @@ inline constexpr llvm::StringLiteral kMasterOfAttr = "weft.master_of";
 /// (f16 training: tensor<3xf32> [scale, growth_tracker, skipped_steps],
 /// weft.update_loss_scale): the backward is seeded with its scale.
 inline constexpr llvm::StringLiteral kLossScalerAttr = "weft.loss_scaler";
+/// On a gather reading an embedding table (an I64Attr, set by the importer
+/// from the model's `weft.padding_idx` metadata): torch's nn.Embedding
+/// padding_idx, the row whose gradient from this lookup is zero. Kept when
+/// weft-split-tensor-parallel makes the gather vocab-parallel.
+inline constexpr llvm::StringLiteral kPaddingIdxAttr = "weft.padding_idx";
 /// On the model function's gradient results (weft-autodiff): the name of
 /// the parameter whose gradient it is.
 inline constexpr llvm::StringLiteral kGradAttr = "weft.grad";
