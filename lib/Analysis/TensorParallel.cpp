@@ -305,7 +305,9 @@ private:
 
   /// Numpy broadcasting: every sharded operand must agree on the result
   /// dimension; a replicated operand must not extend along it, except a
-  /// parameter of its own (a bias), which is sharded alike.
+  /// parameter of its own (a bias), which is sharded alike, and a splat
+  /// constant read only here (GPT-NeoX's baddbmm of zeros), whose every
+  /// shard is the same splat.
   std::string elementwise(Operation *op, int64_t block) {
     int64_t rank = rankOf(op->getResult(0));
     std::optional<Sharding> out;
@@ -324,13 +326,22 @@ private:
       int64_t d = out->dim - (rank - rankOf(v));
       if (d < 0 || shapeOf(v)[d] == 1)
         continue;
-      if (!isOwnedParam(v))
+      if (!isOwnedParam(v) && !isLocalSplat(v))
         return "a replicated operand extends along the sharded dimension";
       set(v, Sharding::split(d, out->blocks), block);
     }
     for (Value r : op->getResults())
       set(r, *out, block);
     return "";
+  }
+
+  /// A splat weft.constant with one reader: sharded, it becomes the same
+  /// splat in the local shape (weft-split-tensor-parallel).
+  static bool isLocalSplat(Value v) {
+    auto constant = v.getDefiningOp<ConstantOp>();
+    auto attr = constant ? dyn_cast<DenseElementsAttr>(constant.getValueAttr())
+                         : DenseElementsAttr();
+    return attr && attr.isSplat() && v.hasOneUse();
   }
 
   /// Whether replicated operand `index` of `op` can enter the block as

@@ -101,6 +101,13 @@ struct SplitTensorParallelPass
           op.getNumOperands() ? shardOf(op.getOperand(0)) : Sharding();
       if (auto reshape = dyn_cast<ReshapeOp>(op)) {
         reshape.setShape(reshape.getType().getShape());
+      } else if (auto constant = dyn_cast<ConstantOp>(op);
+                 constant && shardOf(constant.getResult()).isSplit()) {
+        // A splat (TensorParallel.cpp's isLocalSplat): the same value in
+        // the shard's shape.
+        constant.setValueAttr(
+            cast<DenseElementsAttr>(constant.getValueAttr())
+                .resizeSplat(cast<ShapedType>(constant.getType())));
       } else if (auto expand = dyn_cast<ExpandOp>(op); expand && in.isSplit()) {
         expand.setShape(expand.getType().getShape());
       } else if (isa<DropoutOp, AttentionOp>(op) && in.isSplit()) {

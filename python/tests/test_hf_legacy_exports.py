@@ -19,9 +19,10 @@ issue found refused, now compiled and trained against torch float64.
 Each wrapped as `module(idx, targets) -> cross-entropy`; 3 AdamW steps
 equal torch float64 on the
 same micro-batch split within 1e-5 (weft.oracle.MULTISTEP_RTOL) on one
-rank, at M = 2, and under T = 2 (Llama, OPT), P = 2 and D = 2 with ZeRO-3.
-GPT-NeoX under T = 2 is refused: its fused, head-interleaved qkv
-projection is not split yet.
+rank, at M = 2, and under T = 2 (Llama, OPT, GPT-NeoX: its fused qkv
+projection is head-interleaved, [heads, (q, k, v), head dim], so a
+column split by heads is contiguous; its baddbmm's splat of zeros is
+split as a splat), P = 2 and D = 2 with ZeRO-3.
 
 With transformers' default padding token (Llama 0, OPT 1) the embedding
 row torch never gives a gradient (nn.Embedding's padding_idx) reaches
@@ -124,6 +125,8 @@ LAYOUTS = [
     ("bert", 2, ("--flash-attention",), 1, 1, 1),
     ("neox", 1, (), 1, 1, 1),
     ("neox", 2, (), 1, 2, 1),
+    ("neox", 2, (), 2, 1, 1),
+    ("neox", 2, ("--sequence-parallel",), 2, 1, 1),
 ]
 
 
