@@ -50,6 +50,41 @@ func.func @mlp(%x0: tensor<4x8xf32> {weft.input = "x"},
 }
 
 // -----
+// GPT-NeoX's layout: the fused projection head-interleaved, [heads, (q, k,
+// v), head dim], so a rank's heads are one contiguous column block (blocks
+// = 1), sliced into q, k, v inside each head; its baddbmm adds a splat of
+// zeros to the scores, which becomes the same splat in the local shape.
+// CHECK-LABEL: func.func @neox_attention
+// CHECK-SAME: tensor<8x12xf32> {weft.param = "qkv.weight", weft.shard = {blocks = 1 : i64, dim = 1 : i64}}
+// CHECK: weft.reshape %{{.*}} {shape = array<i64: 1, 3, 2, 6>} : (tensor<1x3x12xf32>) -> tensor<1x3x2x6xf32>
+// CHECK: %[[Z:.*]] = weft.constant dense<0.000000e+00> : tensor<1x2x3x3xf32>
+// CHECK: weft.add %{{.*}}, %[[Z]] : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+// CHECK: weft.softmax %{{.*}} {axis = 3 : i64} : tensor<1x2x3x3xf32>
+// CHECK: shard.all_reduce
+func.func @neox_attention(%x: tensor<1x3x8xf32> {weft.input = "x"},
+                          %wqkv: tensor<8x24xf32> {weft.param = "qkv.weight"},
+                          %wo: tensor<8x8xf32> {weft.param = "proj.weight"}) -> tensor<f32> {
+  %qkv = weft.matmul %x, %wqkv : (tensor<1x3x8xf32>, tensor<8x24xf32>) -> tensor<1x3x24xf32>
+  %h = weft.reshape %qkv {shape = array<i64: 1, 3, 4, 6>} : (tensor<1x3x24xf32>) -> tensor<1x3x4x6xf32>
+  %q4 = weft.slice %h {starts = array<i64: 0, 0, 0, 0>, ends = array<i64: 1, 3, 4, 2>, steps = array<i64: 1, 1, 1, 1>} : (tensor<1x3x4x6xf32>) -> tensor<1x3x4x2xf32>
+  %k4 = weft.slice %h {starts = array<i64: 0, 0, 0, 2>, ends = array<i64: 1, 3, 4, 4>, steps = array<i64: 1, 1, 1, 1>} : (tensor<1x3x4x6xf32>) -> tensor<1x3x4x2xf32>
+  %v4 = weft.slice %h {starts = array<i64: 0, 0, 0, 4>, ends = array<i64: 1, 3, 4, 6>, steps = array<i64: 1, 1, 1, 1>} : (tensor<1x3x4x6xf32>) -> tensor<1x3x4x2xf32>
+  %qh = weft.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x4x2xf32>) -> tensor<1x4x3x2xf32>
+  %kh = weft.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x3x4x2xf32>) -> tensor<1x4x2x3xf32>
+  %vh = weft.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x4x2xf32>) -> tensor<1x4x3x2xf32>
+  %s = weft.matmul %qh, %kh : (tensor<1x4x3x2xf32>, tensor<1x4x2x3xf32>) -> tensor<1x4x3x3xf32>
+  %zero = weft.constant dense<0.000000e+00> : tensor<1x4x3x3xf32>
+  %sz = weft.add %s, %zero : (tensor<1x4x3x3xf32>, tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %p = weft.softmax %sz {axis = 3 : i64} : tensor<1x4x3x3xf32>
+  %o = weft.matmul %p, %vh : (tensor<1x4x3x3xf32>, tensor<1x4x3x2xf32>) -> tensor<1x4x3x2xf32>
+  %ot = weft.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x3x2xf32>) -> tensor<1x3x4x2xf32>
+  %y = weft.reshape %ot {shape = array<i64: 1, 3, 8>} : (tensor<1x3x4x2xf32>) -> tensor<1x3x8xf32>
+  %out = weft.matmul %y, %wo : (tensor<1x3x8xf32>, tensor<8x8xf32>) -> tensor<1x3x8xf32>
+  %l = weft.reduce_sum %out {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<1x3x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
 // Attention with a fused QKV projection [h, 3h]: each of Q, K and V is split
 // (blocks = 3), so the split into three stays local; the heads (4) are
 // halved by the reshapes, core attention runs on 2 heads per rank.
