@@ -221,12 +221,17 @@ private:
     case ops::Split::Heads:
       if (s.dim >= rankOf(x) - 2)
         return "it attends over the sharded dimension";
-      for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+      for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+        // The bias (operand 3) is the same for every head: each rank
+        // reads it whole.
+        if (i == 3 && !get(operand).isSplit() && shapeOf(operand)[s.dim] == 1)
+          continue;
         if (!(get(operand) == s) && !enter(op, i, s, block)) {
           if (get(operand).isSplit())
             blame(operand, block);
           return "its q, k and v are not sharded alike";
         }
+      }
       return same(s);
     // Normalises over `axis` alone.
     case ops::Split::Softmax:

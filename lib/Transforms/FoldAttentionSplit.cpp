@@ -34,7 +34,7 @@ namespace {
 /// so fed, has no "bshd" layout, or already has a backward (stats read).
 SplitOp packedSplit(AttentionOp attention) {
   if (attention.getLayout() != kAttentionBshd ||
-      !attention.getStats().use_empty())
+      !attention.getStats().use_empty() || attention.getBias())
     return {};
   SplitOp split;
   for (auto [part, operand] : llvm::enumerate(attention->getOperands())) {

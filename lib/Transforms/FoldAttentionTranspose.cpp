@@ -38,7 +38,11 @@ bool isHeadSwap(Operation *op) {
 /// nothing when one of them is not a head swap, or the op already has a
 /// layout or a backward reading its stats.
 std::optional<SmallVector<Value, 3>> bshdOperands(AttentionOp attention) {
-  if (attention.getLayout() || !attention.getStats().use_empty())
+  // With a bias the op keeps [B, H, S, D] operands (its layouts are for
+  // the projections' q, k and v, which a bias does not change, but only
+  // those without one are folded).
+  if (attention.getLayout() || !attention.getStats().use_empty() ||
+      attention.getBias())
     return std::nullopt;
   SmallVector<Value, 3> operands;
   for (Value operand : attention->getOperands()) {

@@ -9,8 +9,10 @@
 // only what the fused kernel computes exactly: a scalar scale (on the
 // scores, or split over q and k^T as torch's scaled_dot_product_attention
 // decomposition writes it), a causal mask, an additive mask of zeros
-// (none), one dropout, torch's NaN guard after the softmax; anything else
-// stays unfused, with a warning naming why. Grouped-query attention's k and v,
+// (none), any other additive mask the same for every head that no
+// parameter reaches (a padding mask, a sliding window: the op's bias), one
+// dropout, torch's NaN guard after the softmax; anything else stays
+// unfused, with a warning naming why. Grouped-query attention's k and v,
 // repeated to every query head by Hugging Face's repeat_kv, are read as the kv
 // heads themselves: the copies are not made.
 //
@@ -18,7 +20,10 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
@@ -47,6 +52,11 @@ namespace {
 /// computes softmax in (exp(-1e4) underflows f32); exporters write -inf,
 /// Hugging Face the dtype's lowest value.
 constexpr double kMaskedFill = -1.0e4;
+
+/// transformers 4.x's Llama and OPT clamp the masked scores at the dtype's
+/// lowest, max(s, finfo.min): at or below this only a masked score is
+/// changed, and it stays one (exp underflows to 0 either way).
+constexpr double kClampFill = -1.0e30;
 
 /// The value of a scalar (or splat) float computed from constants only: a
 /// constant, or arithmetic on such values. Exporters compute the scale at
@@ -196,6 +206,45 @@ bool isZeroMask(Value v) {
          llvm::all_of(*values, [](const APFloat &x) { return x.isZero(); });
 }
 
+/// The parameter `v` is computed from, if any (its name; else empty).
+std::string parameterReaching(Value v) {
+  SmallVector<Value> work{v};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Value next = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(next)) {
+      auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      if (auto name = func ? func.getArgAttrOfType<StringAttr>(
+                                 arg.getArgNumber(), kParamAttr)
+                           : StringAttr())
+        return name.str();
+    } else if (seen.insert(next.getDefiningOp()).second) {
+      llvm::append_range(work, next.getDefiningOp()->getOperands());
+    }
+  }
+  return "";
+}
+
+/// Why additive mask `mask` on scores of rank `rank` cannot be the fused
+/// op's bias (empty when it can): one mask only, the same for every head
+/// (its head dim, and any leading dim but a rank-4 score's batch, 1:
+/// tensor parallelism splits heads), and no parameter reaching it (the op
+/// takes no gradient for its bias).
+std::string biasRefusal(Value mask, Value existing, int64_t rank) {
+  if (existing)
+    return "it adds two masks to its scores";
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(mask.getType()).getShape();
+  int64_t offset = rank - int64_t(shape.size());
+  for (int64_t d = std::max<int64_t>(offset, 0); d < rank - 2; ++d)
+    if (shape[d - offset] != 1 && !(rank == 4 && d == 0))
+      return "its additive mask varies by head (a per-head bias has no fused "
+             "form)";
+  if (std::string param = parameterReaching(mask); !param.empty())
+    return "its additive mask depends on parameter '" + param +
+           "' (a learned bias: the fused op takes no gradient for its bias)";
+  return "";
+}
+
 /// A matmul reading an operand transposed (transA/transB: weft's, never
 /// an import's); attention's are plain.
 bool readsTransposed(MatMulOp mm) { return mm.getTransA() || mm.getTransB(); }
@@ -218,9 +267,10 @@ struct Attention {
   SmallVector<Operation *> operandScales;
   double scale = 1.0;
   bool causal = false;
+  /// An additive mask other than a causal or all-zero one: the op's bias.
+  Value bias;
   /// torch's guard after the softmax, where(isnan(p), 0, p), for rows a
-  /// mask hides wholly: the identity here, where the only mask fused is
-  /// causal (the diagonal is kept) and a row of finite scores has no NaN.
+  /// mask hides wholly: the fused op gives such a row 0 itself.
   bool nanGuard = false;
 };
 
@@ -289,7 +339,7 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
   while (Operation *def = v.getDefiningOp()) {
     if ((a.qk = dyn_cast<MatMulOp>(def)))
       break;
-    if (!isa<MulOp, DivOp, WhereOp, AddOp>(def) && !isIdentityCast(def))
+    if (!isa<MulOp, DivOp, WhereOp, AddOp, MaxOp>(def) && !isIdentityCast(def))
       return std::nullopt;
     // The operand carrying the scores: the scores' type, not a constant.
     Value carried;
@@ -343,16 +393,15 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
       a.causal = true;
     } else if (isa<AddOp>(op) && isZeroMask(other)) {
       continue; // hides nothing: no mask
-    } else if (isa<AddOp>(op) && viewConstant(other)) {
-      why = "its mask is not causal (a constant 0 on and below the "
-            "diagonal, a masking fill above it)";
-      return std::nullopt;
+    } else if (isa<MaxOp>(op) && splatValue(other) &&
+               *splatValue(other) <= kClampFill) {
+      continue; // transformers 4's clamp of masked scores: the identity
+                // on every score a mask does not push below it
     } else if (isa<AddOp>(op)) {
-      // nn.MultiheadAttention's attn_mask held as a buffer: an initializer,
-      // whose values reach weft-run, not the compile.
-      why = "its additive mask is not a constant (an input or initializer: "
-            "the compile cannot see that it is causal)";
-      return std::nullopt;
+      why = biasRefusal(other, a.bias, rank);
+      if (!why.empty())
+        return std::nullopt;
+      a.bias = other;
     } else {
       why = "'" + op->getName().getStringRef().str() +
             "' on its scores is neither a scalar scale nor a causal mask";
@@ -459,8 +508,19 @@ void fuse(Attention a) {
         a.dropout.getTraining() ? a.dropout.getRatio().convertToDouble() : 0.0;
     ratio = b.getF64FloatAttr(p);
   }
+  // The bias at the scores' rank (leading 1s), as the op reads it.
+  Value bias = a.bias;
+  if (bias) {
+    auto scores = cast<RankedTensorType>(a.softmax.getType());
+    auto type = cast<RankedTensorType>(bias.getType());
+    if (type.getRank() < scores.getRank()) {
+      SmallVector<int64_t> shape(scores.getRank() - type.getRank(), 1);
+      llvm::append_range(shape, type.getShape());
+      bias = ReshapeOp::create(b, a.pv.getLoc(), bias, shape);
+    }
+  }
   auto op = AttentionOp::create(
-      b, a.pv.getLoc(), a.q, k, v, b.getF64FloatAttr(a.scale),
+      b, a.pv.getLoc(), a.q, k, v, bias, b.getF64FloatAttr(a.scale),
       b.getBoolAttr(a.causal), ratio,
       a.dropout ? a.dropout.getSeedAttr() : IntegerAttr(), StringAttr());
   a.pv.getResult().replaceAllUsesWith(op.getOutput());

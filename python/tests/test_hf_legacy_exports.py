@@ -40,7 +40,7 @@ import torch
 
 from conftest import layout_ids, run, tool
 from weft import oracle
-from weft.examples.causal_lm import CausalLMLoss
+from weft.examples.causal_lm import CausalLMLoss, PaddedLMLoss
 from weft.export import export
 
 transformers = pytest.importorskip("transformers")
@@ -184,6 +184,54 @@ def test_padding_idx_row_gets_no_gradient(family, m, flags, tensor, stages,
         stages=stages, tensor_parallel=tensor, data_parallel=data,
         flags=flags)
     want = oracle.float64_losses(build(family, padding=True), data_batches,
+                                 m * data,
+                                 lambda p: torch.optim.AdamW(p, lr=1e-3))
+    assert losses == pytest.approx(want, rel=oracle.MULTISTEP_RTOL)
+
+
+# (family, M, weftc flags, T, P, D) with the attention mask an input.
+MASKED = [("bert", 2, (), 1, 1, 1),
+          ("bert", 2, ("--flash-attention",), 1, 1, 1),
+          ("bert", 2, ("--flash-attention",), 2, 1, 1),
+          ("llama", 2, ("--flash-attention",), 1, 1, 1),
+          ("llama", 1, ("--flash-attention", "--sequence-parallel"), 2, 1, 2)]
+
+
+def masked_batches():
+    """batches() with a [B, S] attention mask: sequence b has its last 2 b
+    positions padded (0), sequence 0 none."""
+    mask = torch.ones(BATCH, SEQ, dtype=torch.int64)
+    for b in range(BATCH):
+        mask[b, SEQ - 2 * b:] = 0
+    return [(idx, mask, targets) for idx, targets in batches()]
+
+
+@pytest.mark.parametrize("family,m,flags,tensor,stages,data", MASKED,
+                         ids=layout_ids(MASKED))
+def test_padding_mask_input_fuses_and_equals_float64(
+        family, m, flags, tensor, stages, data, tools, weftc, tmp_path):
+    """An attention mask given as an input (padding): its additive form is
+    computed at run time, so --flash-attention takes it as the fused op's
+    bias (BERT: [B, 1, 1, S]; Llama: with the causal mask, [B, 1, S, S]);
+    3 AdamW steps equal float64 fused and unfused, with tensor and data
+    parallelism."""
+    module = PaddedLMLoss(build(family).m)
+    names = ["idx", "mask", "targets"]
+    data_batches = masked_batches()
+    path = tmp_path / f"{family}.onnx"
+    export(module, data_batches[0], str(path), names)
+    if "--flash-attention" in flags:
+        plan = tmp_path / "fused.json"
+        result = run([weftc, str(path), "--flash-attention", "-o", str(plan)])
+        assert result.returncode == 0, result.stderr
+        fused = [i for i in json.loads(plan.read_text())["ranks"][0]
+                 ["instructions"] if i.get("kernel") == "attention"]
+        assert len(fused) == 2 and all(len(i["inputs"]) == 4 for i in fused)
+    losses, _ = oracle.weft_train(
+        tools, path, data_batches, names, tmp_path, micro_batches=m,
+        stages=stages, tensor_parallel=tensor, data_parallel=data,
+        flags=flags)
+    want = oracle.float64_losses(PaddedLMLoss(build(family).m), data_batches,
                                  m * data,
                                  lambda p: torch.optim.AdamW(p, lr=1e-3))
     assert losses == pytest.approx(want, rel=oracle.MULTISTEP_RTOL)

@@ -11,6 +11,11 @@
 // GEMMs stop at its last row's keys (the rest of its scores are masked):
 // half the FLOPs of the whole square.
 //
+// A bias (an additive mask broadcasting to the scores) is added to each
+// score row before the softmax, forward and recomputed backward. A row
+// whose every score is -inf gives 0 and stats -inf (FlashAttention's and
+// ONNX Attention-23's convention), not the NaN exp(-inf - -inf) would.
+//
 // The dropout bits are DropoutMask's for the probabilities [.., Sq, Sk]:
 // the unfused dropout's bits, so a fused and an unfused plan drop the same
 // probabilities. Under layout "bshd" ([B, S, H, D] operands) a pair's rows
@@ -46,11 +51,32 @@ struct Geometry : AttentionGeometry {
   bool dropout = false;
   DropoutMask mask;
   double keepScale = 1.0;
+  /// The bias, input `biasIndex` when present: pair n's offset is the dot
+  /// of its leading index with `biasLead` (0 along a broadcast dim), row
+  /// i's `i * biasRow` more (0 when the bias has one row for all).
+  bool hasBias = false;
+  std::vector<int64_t> lead, biasLead;
+  int64_t biasRow = 0;
 
-  explicit Geometry(const KernelCall &call)
+  Geometry(const KernelCall &call, size_t biasIndex)
       : AttentionGeometry(AttentionGeometry::of(
             call.in[0].shape, call.in[1].shape, call.in[2].shape,
             AttentionGeometry::layoutOf(call))) {
+    if (call.in.size() > biasIndex) {
+      // [.., Sq or 1, Sk] over q's [.., Sq, D] (AttentionSpecs.cpp's
+      // checkBias: no layout, so q's leading dims are the pairs').
+      const std::vector<int64_t> &b = call.in[biasIndex].shape,
+                                 &q = call.in[0].shape;
+      hasBias = true;
+      lead.assign(q.begin(), q.end() - 2);
+      biasLead.resize(lead.size());
+      int64_t stride = b.back() * b[b.size() - 2];
+      for (int64_t d = int64_t(lead.size()) - 1; d >= 0; --d) {
+        biasLead[d] = b[d] == 1 ? 0 : stride;
+        stride *= b[d];
+      }
+      biasRow = b[b.size() - 2] == 1 ? 0 : b.back();
+    }
     scale = call.f("scale");
     causal = call.flag("causal");
     double ratio = call.has("dropout_ratio") ? call.f("dropout_ratio") : 0.0;
@@ -78,6 +104,27 @@ struct Geometry : AttentionGeometry {
   /// Keys any of the query rows [i0, i0 + rows) attends to: the columns
   /// of their score block that the GEMMs compute.
   int64_t span(int64_t i0, int64_t rows) const { return keys(i0 + rows - 1); }
+
+  /// Offset of pair n's row 0 in the bias.
+  int64_t biasPair(int64_t n) const {
+    int64_t at = 0;
+    for (int64_t d = int64_t(lead.size()) - 1; d >= 0; --d) {
+      at += (n % lead[d]) * biasLead[d];
+      n /= lead[d];
+    }
+    return at;
+  }
+  /// Adds row i of pair n's bias (`bias` the bias buffer) to the first
+  /// `width` scores of `row`.
+  template <typename T>
+  void addBias(const T *bias, int64_t n, int64_t i, T *row,
+               int64_t width) const {
+    if (!hasBias)
+      return;
+    const T *b = bias + biasPair(n) + i * biasRow;
+    for (int64_t j = 0; j < width; ++j)
+      row[j] += b[j];
+  }
 
   /// Multiplies the first `width` probabilities of row i of head n by the
   /// dropout's keep / (1 - p), as weft.dropout scales them.
@@ -109,9 +156,10 @@ void scoreBlock(const Geometry &g, const T *q, const T *k, int64_t i0,
 }
 
 template <typename T> void attention(const KernelCall &call) {
-  Geometry g(call);
+  Geometry g(call, 3);
   const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(),
           *v = call.in[2].as<T>();
+  const T *bias = g.hasBias ? call.in[3].as<T>() : nullptr;
   T *out = call.out[0].as<T>(), *stats = call.out[1].as<T>();
   std::vector<T> p(kRows * g.sk);
   for (int64_t n = 0; n < g.pairs(); ++n) {
@@ -125,7 +173,14 @@ template <typename T> void attention(const KernelCall &call) {
       for (int64_t r = 0; r < rows; ++r) {
         int64_t i = i0 + r, keys = g.keys(i);
         T *row = p.data() + r * g.sk;
+        g.addBias(bias, n, i, row, keys);
         T max = *std::max_element(row, row + keys);
+        if (max == -std::numeric_limits<T>::infinity()) {
+          // Every key masked: the row attends to nothing.
+          std::fill(row, row + width, T(0));
+          stats[n * g.sq + i] = max;
+          continue;
+        }
         double sum = 0;
         for (int64_t j = 0; j < keys; ++j)
           sum += row[j] = std::exp(row[j] - max);
@@ -144,7 +199,8 @@ template <typename T> void attention(const KernelCall &call) {
 /// (q, k, v, output, stats, grad) -> (dq, dk, dv), or under bs3hd the
 /// packed (dq | dk | dv).
 template <typename T> void attentionGrad(const KernelCall &call) {
-  Geometry g(call);
+  Geometry g(call, 6);
+  const T *bias = g.hasBias ? call.in[6].as<T>() : nullptr;
   const T *q = call.in[0].as<T>(), *k = call.in[1].as<T>(),
           *v = call.in[2].as<T>(), *o = call.in[3].as<T>(),
           *stats = call.in[4].as<T>(), *dO = call.in[5].as<T>();
@@ -180,8 +236,12 @@ template <typename T> void attentionGrad(const KernelCall &call) {
         int64_t i = i0 + r, keys = g.keys(i);
         T *row = p.data() + r * g.sk;
         T lse = stats[n * g.sq + i];
+        g.addBias(bias, n, i, row, keys);
+        // A row with every key masked (stats -inf) has P = 0.
         for (int64_t j = 0; j < keys; ++j)
-          row[j] = std::exp(row[j] - lse);
+          row[j] = lse == -std::numeric_limits<T>::infinity()
+                       ? T(0)
+                       : T(std::exp(row[j] - lse));
         std::fill(row + keys, row + width, T(0));
         if (g.dropout) {
           std::copy(row, row + width, dropped.data() + r * g.sk);

@@ -141,19 +141,89 @@ func.func @broadcast_heads(%q: tensor<4x3x8xf32>, %kt: tensor<1x8x3xf32>,
 
 // -----
 
-// nn.MultiheadAttention's attn_mask as a model buffer: an argument, whose
-// values the compile does not see. Not fused, saying so.
+// nn.MultiheadAttention's attn_mask as a model buffer (an argument: its
+// values are not the compile's to see), or a padding mask from the input:
+// the op's additive bias, broadcast over the batch of (batch, head) pairs.
 // CHECK-LABEL: func.func @mask_argument
-// CHECK-NOT: weft.attention
+// CHECK: weft.attention %arg0, %{{.*}}, %arg2 bias %arg3 {scale = 1.000000e+00 : f64} : (tensor<4x3x8xf32>, tensor<4x3x8xf32>, tensor<4x3x8xf32>, tensor<1x3x3xf32>)
+// CHECK-NOT: weft.softmax
 func.func @mask_argument(%q: tensor<4x3x8xf32>, %kt: tensor<4x8x3xf32>,
                          %v: tensor<4x3x8xf32>, %mask: tensor<1x3x3xf32>)
     -> tensor<4x3x8xf32> {
   %s = weft.matmul %q, %kt : (tensor<4x3x8xf32>, tensor<4x8x3xf32>) -> tensor<4x3x3xf32>
   %m = weft.add %s, %mask : (tensor<4x3x3xf32>, tensor<1x3x3xf32>) -> tensor<4x3x3xf32>
-  // expected-warning@+1 {{its additive mask is not a constant (an input or initializer: the compile cannot see that it is causal)}}
   %p = weft.softmax %m {axis = 2 : i64} : tensor<4x3x3xf32>
   %a = weft.matmul %p, %v : (tensor<4x3x3xf32>, tensor<4x3x8xf32>) -> tensor<4x3x8xf32>
   return %a : tensor<4x3x8xf32>
+}
+
+// -----
+
+// A padding mask [B, 1, 1, Sk] from the inputs beside a causal one: causal
+// stays the attribute, the padding mask the bias.
+// CHECK-LABEL: func.func @padding_and_causal
+// CHECK: weft.attention %arg0, %{{.*}}, %arg2 bias %arg3 {causal = true, scale = 1.000000e+00 : f64} : (tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>, tensor<2x1x1x3xf32>)
+func.func @padding_and_causal(%q: tensor<2x2x3x4xf32>, %kt: tensor<2x2x4x3xf32>,
+                              %v: tensor<2x2x3x4xf32>, %pad: tensor<2x1x1x3xf32>)
+    -> tensor<2x2x3x4xf32> {
+  %s = weft.matmul %q, %kt : (tensor<2x2x3x4xf32>, tensor<2x2x4x3xf32>) -> tensor<2x2x3x3xf32>
+  %causal = weft.constant dense<[[0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  %c = weft.add %s, %causal : (tensor<2x2x3x3xf32>, tensor<3x3xf32>) -> tensor<2x2x3x3xf32>
+  %m = weft.add %c, %pad : (tensor<2x2x3x3xf32>, tensor<2x1x1x3xf32>) -> tensor<2x2x3x3xf32>
+  %p = weft.softmax %m {axis = 3 : i64} : tensor<2x2x3x3xf32>
+  %a = weft.matmul %p, %v : (tensor<2x2x3x3xf32>, tensor<2x2x3x4xf32>) -> tensor<2x2x3x4xf32>
+  return %a : tensor<2x2x3x4xf32>
+}
+
+// -----
+
+// A bias per head (ALiBi's slopes) has no fused form; one a parameter
+// reaches (a learned relative-position bias) needs a gradient the op does
+// not take; two masks are one too many.
+// CHECK-LABEL: func.func @per_head_mask
+// CHECK-NOT: weft.attention
+func.func @per_head_mask(%q: tensor<2x2x3x4xf32>, %kt: tensor<2x2x4x3xf32>,
+                         %v: tensor<2x2x3x4xf32>, %bias: tensor<1x2x3x3xf32>)
+    -> tensor<2x2x3x4xf32> {
+  %s = weft.matmul %q, %kt : (tensor<2x2x3x4xf32>, tensor<2x2x4x3xf32>) -> tensor<2x2x3x3xf32>
+  %m = weft.add %s, %bias : (tensor<2x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<2x2x3x3xf32>
+  // expected-warning@+1 {{its additive mask varies by head (a per-head bias has no fused form)}}
+  %p = weft.softmax %m {axis = 3 : i64} : tensor<2x2x3x3xf32>
+  %a = weft.matmul %p, %v : (tensor<2x2x3x3xf32>, tensor<2x2x3x4xf32>) -> tensor<2x2x3x4xf32>
+  return %a : tensor<2x2x3x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @learned_bias
+// CHECK-NOT: weft.attention
+func.func @learned_bias(%q: tensor<2x2x3x4xf32>, %kt: tensor<2x2x4x3xf32>,
+                        %v: tensor<2x2x3x4xf32>,
+                        %w: tensor<3x3xf32> {weft.param = "rel_bias"})
+    -> tensor<2x2x3x4xf32> {
+  %s = weft.matmul %q, %kt : (tensor<2x2x3x4xf32>, tensor<2x2x4x3xf32>) -> tensor<2x2x3x3xf32>
+  %b = weft.neg %w : tensor<3x3xf32>
+  %m = weft.add %s, %b : (tensor<2x2x3x3xf32>, tensor<3x3xf32>) -> tensor<2x2x3x3xf32>
+  // expected-warning@+1 {{its additive mask depends on parameter 'rel_bias' (a learned bias: the fused op takes no gradient for its bias)}}
+  %p = weft.softmax %m {axis = 3 : i64} : tensor<2x2x3x3xf32>
+  %a = weft.matmul %p, %v : (tensor<2x2x3x3xf32>, tensor<2x2x3x4xf32>) -> tensor<2x2x3x4xf32>
+  return %a : tensor<2x2x3x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @two_masks
+// CHECK-NOT: weft.attention
+func.func @two_masks(%q: tensor<2x2x3x4xf32>, %kt: tensor<2x2x4x3xf32>,
+                     %v: tensor<2x2x3x4xf32>, %a1: tensor<2x1x1x3xf32>,
+                     %a2: tensor<2x1x1x3xf32>) -> tensor<2x2x3x4xf32> {
+  %s = weft.matmul %q, %kt : (tensor<2x2x3x4xf32>, tensor<2x2x4x3xf32>) -> tensor<2x2x3x3xf32>
+  %m1 = weft.add %s, %a1 : (tensor<2x2x3x3xf32>, tensor<2x1x1x3xf32>) -> tensor<2x2x3x3xf32>
+  %m2 = weft.add %m1, %a2 : (tensor<2x2x3x3xf32>, tensor<2x1x1x3xf32>) -> tensor<2x2x3x3xf32>
+  // expected-warning@+1 {{it adds two masks to its scores}}
+  %p = weft.softmax %m2 {axis = 3 : i64} : tensor<2x2x3x3xf32>
+  %a = weft.matmul %p, %v : (tensor<2x2x3x3xf32>, tensor<2x2x3x4xf32>) -> tensor<2x2x3x4xf32>
+  return %a : tensor<2x2x3x4xf32>
 }
 
 // -----
@@ -258,17 +328,17 @@ func.func @mask_view_offset(%q: tensor<2x3x4xf32>, %kt: tensor<2x4x3xf32>,
 
 // -----
 
-// An additive mask that is a view of a constant is seen as one: refused
-// for not being causal, not for being unseen data.
+// An additive constant that is neither causal nor zero (a view of one
+// here): the op's bias, reshaped to the scores' rank.
 // CHECK-LABEL: func.func @additive_view_not_causal
-// CHECK-NOT: weft.attention
+// CHECK: %[[B:.*]] = weft.reshape %{{.*}} {shape = array<i64: 1, 2, 2>}
+// CHECK: weft.attention %arg0, %{{.*}}, %arg2 bias %[[B]]
 func.func @additive_view_not_causal(%q: tensor<2x2x4xf32>, %kt: tensor<2x4x2xf32>,
                                     %v: tensor<2x2x4xf32>) -> tensor<2x2x4xf32> {
   %s = weft.matmul %q, %kt : (tensor<2x2x4xf32>, tensor<2x4x2xf32>) -> tensor<2x2x2xf32>
   %buffer = weft.constant dense<[[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
   %mask = weft.slice %buffer {ends = array<i64: 2, 2>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : (tensor<3x3xf32>) -> tensor<2x2xf32>
   %m = weft.add %s, %mask : (tensor<2x2x2xf32>, tensor<2x2xf32>) -> tensor<2x2x2xf32>
-  // expected-warning@+1 {{its mask is not causal (a constant 0 on and below the diagonal, a masking fill above it)}}
   %p = weft.softmax %m {axis = 2 : i64} : tensor<2x2x2xf32>
   %a = weft.matmul %p, %v : (tensor<2x2x2xf32>, tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
   return %a : tensor<2x2x4xf32>
@@ -349,17 +419,16 @@ func.func @sdpa_decomposed(%q: tensor<2x2x3x4xf32>, %k: tensor<2x2x3x4xf32>,
 
 // -----
 
-// Under a mask that is not causal (here one hiding a whole row, which the
-// guard is for) nothing fuses and the guard stays.
+// A mask hiding a whole row, which the guard is for: the op's bias, and
+// the guard goes, as the op gives such a row 0 itself.
 // CHECK-LABEL: func.func @guard_not_causal
-// CHECK: weft.softmax
-// CHECK: weft.is_nan
+// CHECK: weft.attention %arg0, %{{.*}}, %arg2 bias %{{.*}}
+// CHECK-NOT: weft.is_nan
 func.func @guard_not_causal(%q: tensor<1x1x2x4xf32>, %kt: tensor<1x1x4x2xf32>,
                             %v: tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32> {
   %s = weft.matmul %q, %kt : (tensor<1x1x2x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x2x2xf32>
   %mask = weft.constant dense<[[[[0xFF800000, 0xFF800000], [0.0, 0.0]]]]> : tensor<1x1x2x2xf32>
   %m = weft.add %s, %mask : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
-  // expected-warning@+1 {{its mask is not causal (a constant 0 on and below the diagonal, a masking fill above it)}}
   %p = weft.softmax %m {axis = 3 : i64} : tensor<1x1x2x2xf32>
   %nan = weft.is_nan %p : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xi1>
   %zero = weft.constant dense<0.0> : tensor<f32>

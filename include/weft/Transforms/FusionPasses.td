@@ -118,15 +118,20 @@ def FuseAttention : Pass<"weft-fuse-attention", "mlir::func::FuncOp"> {
     too), and a causal mask: `where(future, fill, scores)` (torch's
     masked_fill), `where(past, scores, fill)` or `scores + mask`, with a
     constant triangle and a fill at or below -1e4 (-inf, or Hugging Face's
-    dtype minimum: exp underflows to 0 either way). q, k and v must have the
+    dtype minimum: exp underflows to 0 either way). Any other additive mask
+    becomes the op's `bias` (a padding mask from an input attention_mask, a
+    sliding window, a mask buffer), when it is the same for every head and
+    no parameter reaches it; a mask of zeros is dropped; transformers 4's
+    clamp of the masked scores, `max(s, finfo.min)`, is the identity here.
+    q, k and v must have the
     scores' leading dims. A scale applied to q before the product (torch's
     MultiheadAttention) stays outside, with scale 1. `k` is the input of the
     transpose that made `k^T`, that transpose composed with the swap back
     (one transpose), or a new transpose.
 
-    A core attention that does not match (another mask, a softmax over
-    another dim, scores used elsewhere, broadcast heads) stays unfused, with
-    a warning that names why. The fused op keeps the dropout's ratio and
+    A core attention that does not match (a per-head or learned bias, two
+    masks, a softmax over another dim, scores used elsewhere, broadcast
+    heads) stays unfused, with a warning that names why. The fused op keeps the dropout's ratio and
     seed, and draws the same mask bits (its rng_id is the dropout's place).
 
     ```mlir

@@ -10,6 +10,10 @@
 // Engine's bshd and bs3hd are its native ones): under bs3hd q, k and v,
 // and dq, dk and dv, are one buffer at the parts' offsets.
 //
+// A bias (an additive mask, [B or 1, H or 1, Sq or 1, Sk]) is cuDNN's
+// SDPA bias, its broadcast dims stride 0; the backward takes it too and
+// gives no dbias. Not yet run on a GPU: compiled and linked only.
+//
 // cuDNN's flash attention runs bf16 and f16 only; an f32 plan's attention
 // is refused naming the kernel (compile it with --precision bf16|f16, or
 // without --flash-attention). A dropout inside it is refused as well:
@@ -55,21 +59,28 @@ struct Key {
   AttentionGeometry g;
   double scale;
   bool causal;
+  /// The bias's [B, H, Sq, Sk] dims (1 where it broadcasts); empty without.
+  std::vector<int64_t> bias;
   auto operator<=>(const Key &) const = default;
 };
 
 Key keyOf(const KernelCall &call, bool backward) {
-  return {backward, call.in[0].dtype,
+  size_t biasIndex = backward ? 6 : 3;
+  return {backward,
+          call.in[0].dtype,
           AttentionGeometry::of(call.in[0].shape, call.in[1].shape,
                                 call.in[2].shape,
                                 AttentionGeometry::layoutOf(call)),
-          call.f("scale"), call.flag("causal")};
+          call.f("scale"),
+          call.flag("causal"),
+          call.in.size() > biasIndex ? call.in[biasIndex].shape
+                                     : std::vector<int64_t>()};
 }
 
 /// A built graph and the tensors its variant pack names.
 struct Compiled {
   std::shared_ptr<fe::graph::Graph> graph;
-  TensorPtr q, k, v, o, stats, dO, dq, dk, dv;
+  TensorPtr q, k, v, o, stats, dO, dq, dk, dv, bias;
   int64_t workspace = 0;
 };
 
@@ -126,12 +137,26 @@ Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {
   c.v = tensor(g, "v", k, Operand::V);
   std::vector<int64_t> statsDim{k.g.batch, k.g.heads, k.g.sq, 1},
       statsStride{k.g.heads * k.g.sq, k.g.sq, 1, 1};
+  if (!k.bias.empty()) {
+    // Row-major over its own dims, stride 0 where it broadcasts.
+    std::vector<int64_t> stride(4, 0);
+    for (int64_t d = 3, s = 1; d >= 0; --d) {
+      stride[d] = k.bias[d] == 1 ? 0 : s;
+      s *= k.bias[d];
+    }
+    c.bias = g.tensor(fe::graph::Tensor_attributes()
+                          .set_name("bias")
+                          .set_dim(k.bias)
+                          .set_stride(stride));
+  }
   if (!k.backward) {
     auto options = fe::graph::SDPA_attributes()
                        .set_name("attention")
                        .set_generate_stats(true)
                        .set_attn_scale(static_cast<float>(k.scale))
                        .set_causal_mask(k.causal);
+    if (c.bias)
+      options.set_bias(c.bias);
     auto [o, stats] = g.sdpa(c.q, c.k, c.v, options);
     output(o, k, Operand::Out);
     stats->set_output(true)
@@ -155,6 +180,8 @@ Compiled build(const KernelCall &call, const Key &k, cudnnHandle_t handle) {
                        .set_attn_scale(static_cast<float>(k.scale))
                        .set_causal_mask(k.causal)
                        .set_deterministic_algorithm(true);
+    if (c.bias)
+      options.set_bias(c.bias);
     auto [dq, dk, dv] =
         g.sdpa_backward(c.q, c.k, c.v, c.o, c.dO, c.stats, options);
     output(dq, k, Operand::Q);
@@ -217,12 +244,15 @@ void attention(const KernelCall &call, const Context &ctx) {
   cudnnHandle_t handle = handleFor(ctx);
   Key k = keyOf(call, false);
   const Compiled &c = compiled(k, call, handle);
-  execute(call, ctx, c, handle,
-          {{c.q, at(call.in[0], k, Operand::Q)},
-           {c.k, at(call.in[1], k, Operand::K)},
-           {c.v, at(call.in[2], k, Operand::V)},
-           {c.o, call.out[0].data},
-           {c.stats, call.out[1].data}});
+  std::unordered_map<TensorPtr, void *> pack{
+      {c.q, at(call.in[0], k, Operand::Q)},
+      {c.k, at(call.in[1], k, Operand::K)},
+      {c.v, at(call.in[2], k, Operand::V)},
+      {c.o, call.out[0].data},
+      {c.stats, call.out[1].data}};
+  if (c.bias)
+    pack[c.bias] = call.in[3].data;
+  execute(call, ctx, c, handle, std::move(pack));
 }
 
 void attentionGrad(const KernelCall &call, const Context &ctx) {
@@ -232,16 +262,19 @@ void attentionGrad(const KernelCall &call, const Context &ctx) {
   const Compiled &c = compiled(k, call, handle);
   // Under bs3hd one packed gradient holds dq, dk and dv.
   bool packed = call.out.size() == 1;
-  execute(call, ctx, c, handle,
-          {{c.q, at(call.in[0], k, Operand::Q)},
-           {c.k, at(call.in[1], k, Operand::K)},
-           {c.v, at(call.in[2], k, Operand::V)},
-           {c.o, call.in[3].data},
-           {c.stats, call.in[4].data},
-           {c.dO, call.in[5].data},
-           {c.dq, at(call.out[0], k, Operand::Q)},
-           {c.dk, at(call.out[packed ? 0 : 1], k, Operand::K)},
-           {c.dv, at(call.out[packed ? 0 : 2], k, Operand::V)}});
+  std::unordered_map<TensorPtr, void *> pack{
+      {c.q, at(call.in[0], k, Operand::Q)},
+      {c.k, at(call.in[1], k, Operand::K)},
+      {c.v, at(call.in[2], k, Operand::V)},
+      {c.o, call.in[3].data},
+      {c.stats, call.in[4].data},
+      {c.dO, call.in[5].data},
+      {c.dq, at(call.out[0], k, Operand::Q)},
+      {c.dk, at(call.out[packed ? 0 : 1], k, Operand::K)},
+      {c.dv, at(call.out[packed ? 0 : 2], k, Operand::V)}};
+  if (c.bias)
+    pack[c.bias] = call.in[6].data;
+  execute(call, ctx, c, handle, std::move(pack));
 }
 
 } // namespace

@@ -45,11 +45,35 @@ AttentionLayout layoutOf(const SpecCall &call) {
   return *layout;
 }
 
+/// Checks the additive bias, input `index`: the probabilities' rank and
+/// q's dtype, each dim theirs or 1, the last the keys'; the [.., S, D]
+/// layout only (the kernels index it by (batch, head) pair).
+void checkBias(const SpecCall &call, size_t index,
+               const std::vector<int64_t> &probs, AttentionLayout layout) {
+  const TensorType &bias = call.in[index];
+  call.requireSameDType(0, int(index));
+  if (layout != AttentionLayout::Heads)
+    call.fail("a bias needs q, k and v [.., S, D] (no layout attribute)");
+  bool fits =
+      bias.rank() == int64_t(probs.size()) && bias.shape.back() == probs.back();
+  for (size_t d = 0; fits && d + 1 < probs.size(); ++d)
+    fits = bias.shape[d] == probs[d] || bias.shape[d] == 1;
+  if (!fits) {
+    std::string want;
+    for (int64_t d : probs)
+      want += (want.empty() ? "" : ", ") + std::to_string(d);
+    call.fail("the bias " + typeString(bias) +
+              " does not broadcast to the scores [" + want +
+              "] (each dim theirs or 1, the last the keys')");
+  }
+}
+
 /// Checks q [.., Sq, D], k [.., Sk, D], v [.., Sk, Dv] (their canonical
 /// shapes: AttentionGeometry.h) and the attributes; returns (output as q
 /// with Dv, [B, Sq, H, Dv] under either [B, S, ..] layout; stats [.., Sq]
-/// f32, f64 for f64 q).
-Types attentionOutputs(const SpecCall &call) {
+/// f32, f64 for f64 q). The bias, when there is one, is input
+/// `biasIndex` (the forward's 3, the backward's 6).
+Types attentionOutputs(const SpecCall &call, size_t biasIndex) {
   const TensorType &q = call.in[0], &k = call.in[1], &v = call.in[2];
   call.requireSameDType(0, 1);
   call.requireSameDType(0, 2);
@@ -100,12 +124,16 @@ Types attentionOutputs(const SpecCall &call) {
   std::vector<int64_t> probs = rows;
   probs.push_back(ks[r - 2]);
   checkDropoutShard(call, probs);
+  if (call.in.size() > biasIndex)
+    checkBias(call, biasIndex, probs, layout);
   DType stats = q.dtype == DType::F64 ? DType::F64 : DType::F32;
   return {{q.dtype, AttentionGeometry::output(out, layout)}, {stats, rows}};
 }
 
+Types attention(const SpecCall &call) { return attentionOutputs(call, 3); }
+
 Types attentionGrad(const SpecCall &call) {
-  Types forward = attentionOutputs(call);
+  Types forward = attentionOutputs(call, 6);
   call.requireType(3, forward[0], "the output");
   call.requireType(4, forward[1], "the stats");
   call.requireType(5, forward[0], "the output gradient");
@@ -155,7 +183,7 @@ std::vector<AttrSpec> attentionAttrs() {
 void addAttentionSpecs(std::vector<KernelSpec> &t) {
   t.push_back({.op = Op::Attention,
                .source = "weft.attention (FlashAttention, Dao et al. 2022)",
-               .infer = attentionOutputs,
+               .infer = attention,
                .flops = attentionFlops,
                .dtypeNote = "the stats f32 (f64 beside f64)"});
   t.push_back({.op = Op::AttentionGrad,

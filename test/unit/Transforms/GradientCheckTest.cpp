@@ -340,6 +340,21 @@ func.func @main(%q: tensor<2x4x3x4xf64> {weft.param = "q"}, %k: tensor<2x2x3x4xf
                      .c_str());
 }
 
+// Fused attention with a bias (a padding mask per batch row, broadcast over
+// heads and queries) under a causal mask: dq, dk and dv against central
+// differences of the forward kernel, which adds the bias before the
+// softmax. Batch 1 masks key 0 with -inf, so its query 0 (causal: key 0
+// alone) attends to nothing: output 0, gradients 0, no NaN.
+TEST(GradientCheck, AttentionWithBias) {
+  checkGradients((R"mlir(
+func.func @main(%q: tensor<2x2x3x4xf64> {weft.param = "q"}, %k: tensor<2x2x3x4xf64> {weft.param = "k"},
+             %v: tensor<2x2x3x2xf64> {weft.param = "v"}) -> tensor<f64> {
+  %b = weft.constant dense<[[[[0.0, 0.5, -1.0]]], [[[0xFFF0000000000000, 0.25, 0.0]]]]> : tensor<2x1x1x3xf64>
+  %y, %stats = weft.attention %q, %k, %v bias %b {causal = true, scale = 0.5 : f64} : (tensor<2x2x3x4xf64>, tensor<2x2x3x4xf64>, tensor<2x2x3x2xf64>, tensor<2x1x1x3xf64>) -> (tensor<2x2x3x2xf64>, tensor<2x2x3xf64>)
+)mlir" + squaredSum("tensor<2x2x3x2xf64>", 4))
+                     .c_str());
+}
+
 // The gated linear unit in its three activations (SwiGLU, GeGLU erf and
 // tanh), gate and up both parameters.
 TEST(GradientCheck, GatedLinearUnits) {

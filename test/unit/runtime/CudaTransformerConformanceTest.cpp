@@ -39,6 +39,25 @@ TEST_P(CudaConformance, GroupedQueryAttention) {
       }
 }
 
+/// Attention with a bias (a padding mask per batch row, and one per query
+/// row of each batch row): cuDNN's SDPA bias, forward and backward. Needs
+/// cuDNN's frontend on a GPU (the emulator runs no fused attention).
+TEST_P(CudaConformance, AttentionWithBias) {
+  WEFT_NEEDS_KERNELS("attention", "attention_grad");
+  for (DType d : {DType::BF16, DType::F16})
+    for (std::vector<int64_t> bias : {std::vector<int64_t>{2, 1, 1, 40},
+                                      std::vector<int64_t>{2, 1, 40, 40}}) {
+      TensorType q{d, {2, 4, 40, 16}}, stats{DType::F32, {2, 4, 40}},
+          b{d, bias};
+      Case forward{"attention", {q, q, q, b}, {q, stats}};
+      Case backward{"attention_grad", {q, q, q, q, stats, q, b}, {q, q, q}};
+      for (Case *c : {&forward, &backward}) {
+        c->attrs.set("scale", 0.05);
+        expectConforms(*c, *gpu);
+      }
+    }
+}
+
 /// rms_norm over the last dim and the last two, forward and backward,
 /// and 600 rows of 80 (the scale gradient's column sums in chunks of 256
 /// rows). weft-mixed-precision runs it in f32 (FullPrecision), so the

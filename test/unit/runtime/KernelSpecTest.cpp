@@ -224,6 +224,34 @@ TEST(KernelSpec, ChecksATensorParallelDropoutsShard) {
 /// layout "bshd" (weft-fold-attention-transpose): q, k, v and the output
 /// [B, S, H, D], stats [B, H, Sq], the cost of the same B H pairs; any
 /// other layout, or a rank other than 4, is refused naming it.
+/// attention's bias: the scores' rank and q's dtype, each dim theirs or 1
+/// and the last the keys'; the [.., S, D] layout only.
+TEST(KernelSpec, ChecksAnAttentionBias) {
+  json attrs = {{"scale", 0.5}};
+  std::vector<OperandPlacement> qkv = {
+      f32({2, 2, 3, 4}, 0), f32({2, 2, 3, 4}, 512), f32({2, 2, 3, 4}, 1024)};
+  std::vector<OperandPlacement> out = {f32({2, 2, 3, 4}, 2048),
+                                       f32({2, 2, 3}, 2560)};
+  auto with = [&](OperandPlacement bias) {
+    std::vector<OperandPlacement> in = qkv;
+    in.push_back(bias);
+    return in;
+  };
+  EXPECT_EQ(errorOf("attention", with(f32({2, 1, 1, 3}, 1536)), out, attrs),
+            "");
+  EXPECT_EQ(errorOf("attention", with(f32({1, 1, 3, 3}, 1536)), out, attrs),
+            "");
+  EXPECT_NE(errorOf("attention", with(f32({2, 1, 1, 2}, 1536)), out, attrs)
+                .find("the bias [2x1x1x2] f32 does not broadcast to the "
+                      "scores [2, 2, 3, 3]"),
+            std::string::npos);
+  EXPECT_NE(errorOf("attention", with(f32({2, 1, 3}, 1536)), out, attrs)
+                .find("does not broadcast"),
+            std::string::npos);
+  OperandPlacement b64{{DType::F64, {2, 1, 1, 3}}, 1536};
+  EXPECT_NE(errorOf("attention", with(b64), out, attrs), "");
+}
+
 TEST(KernelSpec, ChecksAnAttentionsLayout) {
   json bshd = {{"scale", 0.25}, {"causal", true}, {"layout", "bshd"}};
   // B 2, S 8, H 3, D 16; Dv 4.

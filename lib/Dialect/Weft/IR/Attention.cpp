@@ -123,10 +123,11 @@ LogicalResult AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                        "whose gradient weft does not implement");
   auto grad = AttentionGradOp::create(
       b, getLoc(), getQ(), getK(), getV(), getOutput(), getStats(), dys[0],
-      getScaleAttr(), getCausalAttr(), getDropoutRatioAttr(), getSeedAttr(),
-      getLayoutAttr());
+      getBias(), getScaleAttr(), getCausalAttr(), getDropoutRatioAttr(),
+      getSeedAttr(), getLayoutAttr());
   // Under bs3hd operand 0 is q, k and v: the packed gradient goes to it
-  // once (autodiff would sum a gradient per operand).
+  // once (autodiff would sum a gradient per operand). The bias (operand 3)
+  // gets none: weft-fuse-attention takes only one no parameter reaches.
   for (auto [dx, g] : llvm::zip(dxs, grad.getGrads()))
     dx = g;
   return success();

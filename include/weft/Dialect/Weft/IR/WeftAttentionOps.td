@@ -51,6 +51,16 @@ def Weft_AttentionOp : Weft_Op<"attention", [InferTypeOpAdaptor,
     `[B, S, H, D]` as under "bshd". No split copies q, k and v out, and the
     gradient (one packed value) needs no concat.
 
+    With `bias` (an additive mask: a padding mask, a sliding window, what
+    an exporter adds to the scores), `S = scale * q k^T + bias` before the
+    causal mask and the softmax: `bias` has the scores' rank and dtype and
+    each dim equal to theirs `[.., Sq, Sk]` or 1 (broadcast), its last
+    `Sk`; weft-fuse-attention takes one only when its head dim is 1 and no
+    parameter reaches it, as it has no gradient (a mask, not a learned
+    bias). A row whose every score is -inf (every key masked) gives 0 and
+    stats -inf, as FlashAttention and ONNX Attention-23 define it (torch's
+    decomposition guards the softmax with where(isnan(p), 0, p) for it).
+
     Grouped-query attention (Ainslie et al. 2023; weft-fuse-attention
     reads through Hugging Face's repeat_kv): rank-4 `k` and `v` may have
     `Hkv` heads where q has `H`, `Hkv` dividing `H` (`[B, Hkv, Sk, D]`, or
@@ -63,14 +73,16 @@ def Weft_AttentionOp : Weft_Op<"attention", [InferTypeOpAdaptor,
     the (batch, head) dims.
   }];
   let arguments = (ins Weft_FloatTensor:$q, Weft_FloatTensor:$k,
-                       Weft_FloatTensor:$v, F64Attr:$scale,
+                       Weft_FloatTensor:$v, Optional<Weft_FloatTensor>:$bias,
+                       F64Attr:$scale,
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
                        OptionalAttr<F64Attr>:$dropout_ratio,
                        OptionalAttr<I64Attr>:$seed,
                        OptionalAttr<StrAttr>:$layout);
   let results = (outs Weft_FloatTensor:$output, Weft_FloatTensor:$stats);
   let assemblyFormat = [{
-    $q `,` $k `,` $v attr-dict `:` functional-type(operands, results)
+    $q `,` $k `,` $v (`bias` $bias^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -83,8 +95,9 @@ def Weft_AttentionGradOp : Weft_KernelTypedOp<"attention_grad", [], CustomFlops>
   let summary = "Gradients of attention w.r.t. q, k and v (FlashAttention's "
                 "backward).";
   let description = [{
-    Operands: the forward's `q`, `k`, `v`, `output` and `stats`, and the
-    output's gradient `grad`; attributes as the forward's. Recomputes
+    Operands: the forward's `q`, `k`, `v`, `output` and `stats`, the
+    output's gradient `grad`, and the forward's `bias` if it had one (no
+    gradient is taken for it); attributes as the forward's. Recomputes
     `P = exp(S - stats)` and, with `D_i = sum(grad_i * output_i)`:
     `dv = P'^T grad`, `dP' = grad v^T`, `dS = P * (dP' * keep / (1 - p) -
     D)`, `dq = scale * dS k`, `dk = scale * dS^T q` (Dao et al. 2022,
@@ -102,15 +115,15 @@ def Weft_AttentionGradOp : Weft_KernelTypedOp<"attention_grad", [], CustomFlops>
   let arguments = (ins Weft_FloatTensor:$q, Weft_FloatTensor:$k,
                        Weft_FloatTensor:$v, Weft_FloatTensor:$output,
                        Weft_FloatTensor:$stats, Weft_FloatTensor:$grad,
-                       F64Attr:$scale,
+                       Optional<Weft_FloatTensor>:$bias, F64Attr:$scale,
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
                        OptionalAttr<F64Attr>:$dropout_ratio,
                        OptionalAttr<I64Attr>:$seed,
                        OptionalAttr<StrAttr>:$layout);
   let results = (outs Variadic<Weft_FloatTensor>:$grads);
   let assemblyFormat = [{
-    $q `,` $k `,` $v `,` $output `,` $stats `,` $grad attr-dict `:`
-    functional-type(operands, results)
+    $q `,` $k `,` $v `,` $output `,` $stats `,` $grad (`bias` $bias^)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
