@@ -29,6 +29,23 @@ LogicalResult convertUnary(GraphImporter &g, const Node &node) {
   return success();
 }
 
+/// Neg-13: weft.neg on floats; on integers (shape arithmetic: ONNX's
+/// expanded LayerNormalization negates an axis) 0 - x, which the constant
+/// evaluator folds like any integer op.
+LogicalResult convertNeg(GraphImporter &g, const Node &node) {
+  Value x = g.operand(node, 0);
+  if (!x)
+    return failure();
+  Type element = cast<RankedTensorType>(x.getType()).getElementType();
+  if (isa<FloatType>(element))
+    return convertUnary<NegOp>(g, node);
+  auto scalar = RankedTensorType::get({}, element);
+  Value zero = ConstantOp::create(
+      g.builder(), g.loc(node),
+      DenseElementsAttr::get(scalar, g.builder().getIntegerAttr(element, 0)));
+  return g.bindResults(node, g.build<SubOp>(node, zero, x));
+}
+
 template <typename OpT>
 LogicalResult convertBinary(GraphImporter &g, const Node &node) {
   Value lhs = g.operand(node, 0), rhs = g.operand(node, 1);
@@ -212,7 +229,7 @@ LogicalResult convertGelu(GraphImporter &g, const Node &node) {
 void weft::registerElementwiseConverters(ConverterMap &map) {
   map["Sqrt"] = convertUnary<SqrtOp>;
   map["Reciprocal"] = convertUnary<ReciprocalOp>;
-  map["Neg"] = convertUnary<NegOp>;
+  map["Neg"] = convertNeg;
   map["Exp"] = convertUnary<ExpOp>;
   map["Log"] = convertUnary<LogOp>;
   map["Erf"] = convertUnary<ErfOp>;
