@@ -53,11 +53,12 @@ template <bool Log> void softmaxGrad(const KernelCall &call) {
 
 void layerNormGrad(const KernelCall &call) {
   const Tensor &x = call.in[0], &scale = call.in[1], &dy = call.in[4];
-  const float *mean = call.in[2].as<float>(), *invStd = call.in[3].as<float>();
   int64_t axis = call.i("axis"), outer = 1, inner = 1;
   for (int64_t i = 0; i < x.rank(); ++i)
     (i < axis ? outer : inner) *= x.shape[i];
   dispatchFloat(call, x.dtype, [&]<typename T>() {
+    // The statistics are x's dtype here (f32, or f64 beside f64).
+    const T *mean = call.in[2].as<T>(), *invStd = call.in[3].as<T>();
     const T *px = x.as<T>(), *pg = scale.as<T>(), *pdy = dy.as<T>();
     T *dx = call.out[0].as<T>(), *dscale = call.out[1].as<T>(),
       *dbias = call.out[2].as<T>();

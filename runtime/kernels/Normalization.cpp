@@ -61,8 +61,9 @@ void layerNorm(const KernelCall &call) {
   std::vector<int64_t> scaleIndex = broadcastIndex(scale.shape, normalized);
   std::vector<int64_t> biasIndex =
       bias ? broadcastIndex(bias->shape, normalized) : scaleIndex;
-  float *mean = call.out[1].as<float>(), *invStd = call.out[2].as<float>();
   dispatchFloat(call, x.dtype, [&]<typename T>() {
+    // The statistics: f32, f64 beside f64 x (NetworkSpecs.cpp).
+    T *mean = call.out[1].as<T>(), *invStd = call.out[2].as<T>();
     const T *in = x.as<T>(), *g = scale.as<T>(),
             *bb = bias ? bias->as<T>() : nullptr;
     T *out = call.out[0].as<T>();
@@ -85,8 +86,8 @@ void layerNorm(const KernelCall &call) {
       for (int64_t j = 0; j < inner; ++j)
         sq += (row[j] - mu) * (row[j] - mu);
       double rstd = layerNormRstd(sq, inner, eps);
-      mean[o] = static_cast<float>(mu);
-      invStd[o] = static_cast<float>(rstd);
+      mean[o] = static_cast<T>(mu);
+      invStd[o] = static_cast<T>(rstd);
       T *dst = out + o * inner;
       for (int64_t j = 0; j < inner; ++j)
         dst[j] =

@@ -122,7 +122,8 @@ Types lossOutput(const SpecCall &call, size_t weightInput) {
 TensorType layerNormStats(const TensorType &x, int64_t axis) {
   std::vector<int64_t> shape(x.shape.begin(), x.shape.begin() + axis);
   shape.resize(x.rank(), 1);
-  return {DType::F32, shape};
+  // f32, f64 beside f64 x: the float64 oracle's backward reads them.
+  return {x.dtype == DType::F64 ? DType::F64 : DType::F32, shape};
 }
 
 TensorType rmsNormStats(const SpecCall &call) {
@@ -134,8 +135,6 @@ TensorType rmsNormStats(const SpecCall &call) {
     call.fail("scale " + typeString(scale) + " is not the normalised dims " +
               shapeString(normalized));
   TensorType stats = layerNormStats(x, axis);
-  if (x.dtype == DType::F64)
-    stats.dtype = DType::F64;
   return stats;
 }
 

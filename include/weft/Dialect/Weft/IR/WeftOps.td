@@ -301,7 +301,9 @@ def Weft_LayerNormOp : Weft_KernelTypedOp<"layer_norm", [DeclareOpInterfaceMetho
   let description = [{
     `Y = (X - mean) * inv_std_dev * scale + bias`, statistics over the
     trailing dimensions from `axis`. `mean` and `inv_std_dev` have `X`'s shape
-    with the normalised dimensions set to 1 (the backward pass needs them).
+    with the normalised dimensions set to 1 (the backward pass needs them),
+    in f32, or f64 beside f64 `X` (the float64 oracle's backward reads
+    them: in f32 its gradients were 3e-8 off).
     Cost: 8 FLOPs per element of `X`.
   }];
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$scale,
