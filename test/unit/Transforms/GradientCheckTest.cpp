@@ -400,7 +400,7 @@ func.func @main(%x: tensor<2x3x4xf64> {weft.param = "x"}, %s: tensor<4xf64> {wef
 TEST(GradientCheck, SoftmaxLayerNormReductions) {
   checkGradients((R"mlir(
 func.func @main(%x: tensor<2x3x4xf64> {weft.param = "x"}, %s: tensor<4xf64> {weft.param = "s"}, %b: tensor<4xf64> {weft.param = "b"}) -> tensor<f64> {
-  %n:3 = weft.layer_norm %x, %s, %b {axis = 2 : i64} : (tensor<2x3x4xf64>, tensor<4xf64>, tensor<4xf64>) -> (tensor<2x3x4xf64>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)
+  %n:3 = weft.layer_norm %x, %s, %b {axis = 2 : i64} : (tensor<2x3x4xf64>, tensor<4xf64>, tensor<4xf64>) -> (tensor<2x3x4xf64>, tensor<2x3x1xf64>, tensor<2x3x1xf64>)
   %p = weft.softmax %n#0 {axis = 2 : i64} : tensor<2x3x4xf64>
   %lp = weft.log_softmax %p {axis = 1 : i64} : tensor<2x3x4xf64>
   %mx = weft.reduce_max %x {axes = array<i64: 1>, keepdims = true} : (tensor<2x3x4xf64>) -> tensor<2x1x4xf64>
