@@ -13,6 +13,10 @@ images) and `unet` (8 128x128 images). Further arguments are weftc flags
 
 Usage: python3 bench/step.py BUILD_DIR forward|train [gpt|llama|resnet|unet]
        [WEFTC_FLAG...]
+Against PyPI's current torch: run it with scripts/export-hf-fixtures.sh's
+venv, .venv-export/bin/python (gpt and llama; torch 2.15's own BLAS, not
+OpenBLAS, runs its matmuls). The first line names torch's version and
+OPENBLAS_CORETYPE.
 """
 
 import importlib
