@@ -123,7 +123,7 @@ def test_adamw_steps_equal_float64(family, m, flags, tensor, stages, data,
 
 
 BF16 = [("llama", ()), ("llama", ("--flash-attention",)), ("qwen2", ()),
-        ("mistral", ())]
+        ("mistral", ()), ("mistral", ("--flash-attention",))]
 
 
 @pytest.mark.parametrize("family,flags", BF16,
