@@ -1,0 +1,38 @@
+"""bench/compile_scale.py's harness at a tiny shape: each compile's
+figures are measured (wall, peak RSS, plan bytes, weft-run --check), the
+plan grows with M (today's version-1 plans unroll every micro-batch), and
+a compile over the memory cap or the time limit is reported as such
+rather than waited out or mistaken for a weftc error."""
+
+import importlib.util
+
+from conftest import BUILD, REPO
+
+spec = importlib.util.spec_from_file_location(
+    "compile_scale", REPO / "bench" / "compile_scale.py")
+compile_scale = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(compile_scale)
+
+SMALL = (2, 64, 4, 32, 256)  # layers, hidden, heads, seq, vocab
+
+
+def test_growth_rows_are_measured(tmp_path, capsys):
+    rows = compile_scale.growth(BUILD, SMALL, tmp_path, cap_gib=8,
+                                timeout=120, rows=[(2, 2, 2), (4, 2, 2)])
+    for row in rows:
+        assert not row["limit"], row
+        assert row["wall"] > 0 and row["check"] > 0, row
+        assert 0.01 < row["rss"] < 8, row
+    assert rows[1]["plan"] > 1.5 * rows[0]["plan"], rows
+    assert "M=  4 T=2 P=2" in capsys.readouterr().out
+
+
+def test_limits_are_reported(tmp_path):
+    model = tmp_path / "gpt.onnx"
+    compile_scale.export(model, *SMALL[:4], SMALL[4], 4)
+    capped = compile_scale.compile_plan(BUILD, model, tmp_path / "p.json", 2,
+                                        2, 4, cap_gib=0.02, timeout=120)
+    assert capped.limit == "over the 0.02 GiB cap" and capped.plan is None
+    slow = compile_scale.compile_plan(BUILD, model, tmp_path / "p.json", 2, 2,
+                                      4, cap_gib=8, timeout=0.001)
+    assert slow.limit == "over the 0 s limit" and slow.plan is None
