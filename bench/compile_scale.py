@@ -72,13 +72,13 @@ class Measure:
     def row(self):
         def show(v, fmt):
             return "-" if v is None else format(v, fmt)
-        return (f"{show(self.wall, '8.1f')} s {show(self.rss, '7.2f')} GiB "
-                f"{show(self.plan, '9.1f')} MB  check "
-                f"{show(self.check, '6.2f')} s"
-                if self.plan is not None else
-                f"{show(self.wall, '8.1f')} s {show(self.rss, '7.2f')} GiB "
-                f"(no plan)")
-                + (f"  [{self.limit}]" if self.limit else ""))
+        head = f"{show(self.wall, '8.1f')} s {show(self.rss, '7.2f')} GiB"
+        if self.plan is None:
+            body = " (no plan)"
+        else:
+            body = (f" {self.plan:9.1f} MB  check "
+                    f"{show(self.check, '6.2f')} s")
+        return head + body + (f"  [{self.limit}]" if self.limit else "")
 
 
 def export(path, layers, hidden, heads, seq, vocab, batch):
