@@ -5,6 +5,7 @@ a compile over the memory cap or the time limit is reported as such
 rather than waited out or mistaken for a weftc error."""
 
 import importlib.util
+import subprocess
 
 from conftest import BUILD, REPO
 
@@ -36,3 +37,19 @@ def test_limits_are_reported(tmp_path):
     slow = compile_scale.compile_plan(BUILD, model, tmp_path / "p.json", 2, 2,
                                       4, cap_gib=8, timeout=0.001)
     assert slow.limit == "over the 0 s limit" and slow.plan is None
+
+
+def test_weftc_times_its_passes_and_steps(tmp_path):
+    """`weftc --mlir-timing` times every pass and the steps after the
+    pipeline (the report, the memory check, the plan's emission and
+    printing): where a compile's time goes as M grows."""
+    model = tmp_path / "gpt.onnx"
+    compile_scale.export(model, *SMALL[:4], SMALL[4], 4)
+    result = subprocess.run(
+        [str(BUILD / "bin" / "weftc"), str(model), "--tensor-parallel=2",
+         "--pipeline-parallel=2", "--microbatches=4", "--mlir-timing",
+         "--mlir-timing-display=list", "-o", str(tmp_path / "plan.json")],
+        capture_output=True, text=True, check=True)
+    for step in ("weftc: pipeline report", "weftc: plan emission",
+                 "weftc: plan printing", "Schedule", "Autodiff"):
+        assert step in result.stderr, (step, result.stderr[-2000:])

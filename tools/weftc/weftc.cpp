@@ -43,6 +43,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Support/ToolUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -50,7 +51,6 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
-
 
 #include <nlohmann/json.hpp>
 
@@ -466,10 +466,17 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     os << "--weft-plan-pipeline=" << pipelineOptions.textual() << "\n";
     return success();
   }
+  // --mlir-timing[-display=list|tree]: each pass's wall time and the steps
+  // after the pipeline, printed when the compile ends (what grows with the
+  // micro-batches: bench/compile_scale.py).
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope timingScope = timing.getRootScope();
   {
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
+    pm.enableTiming(timingScope);
     weft::buildPlanPipeline(pm, pipelineOptions);
     pm.addInstrumentation(
         std::make_unique<weft::NameFailedPass>([](const std::string &message) {
@@ -479,12 +486,17 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
       return failure();
   }
   bool pipelined = pipelineParallel > 1;
-  if ((pipelined || tensorParallel > 1 || dataParallel > 1) &&
-      !estimateMemory &&
-      failed(reportPipeline(*module)))
-    return failure();
-  if ((estimateMemory || memoryCap > 0) && failed(checkMemory(*module)))
-    return failure();
+  {
+    TimingScope step = timingScope.nest("weftc: pipeline report");
+    if ((pipelined || tensorParallel > 1 || dataParallel > 1) &&
+        !estimateMemory && failed(reportPipeline(*module)))
+      return failure();
+  }
+  {
+    TimingScope step = timingScope.nest("weftc: memory check");
+    if ((estimateMemory || memoryCap > 0) && failed(checkMemory(*module)))
+      return failure();
+  }
   if (estimateMemory)
     return success();
   switch (emit) {
@@ -499,10 +511,13 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   case Emit::Plan: {
     SmallString<256> path(source);
     sys::fs::make_absolute(path);
+    TimingScope step = timingScope.nest("weftc: plan emission");
     FailureOr<nlohmann::json> plan =
         weft::emitPlan(*module, {path.str().str(), weft::sha256File(path)});
     if (failed(plan))
       return failure();
+    step.stop();
+    TimingScope printing = timingScope.nest("weftc: plan printing");
     weft::printPlan(*plan, os);
     break;
   }
@@ -516,6 +531,7 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv, "weftc: the weft distributed-training compiler\n");
