@@ -20,10 +20,8 @@
 
 #include "weft/Transforms/Passes.h"
 
-#include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Analysis/ParameterReach.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
@@ -206,25 +204,6 @@ bool isZeroMask(Value v) {
          llvm::all_of(*values, [](const APFloat &x) { return x.isZero(); });
 }
 
-/// The parameter `v` is computed from, if any (its name; else empty).
-std::string parameterReaching(Value v) {
-  SmallVector<Value> work{v};
-  llvm::SmallPtrSet<Operation *, 16> seen;
-  while (!work.empty()) {
-    Value next = work.pop_back_val();
-    if (auto arg = dyn_cast<BlockArgument>(next)) {
-      auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-      if (auto name = func ? func.getArgAttrOfType<StringAttr>(
-                                 arg.getArgNumber(), kParamAttr)
-                           : StringAttr())
-        return name.str();
-    } else if (seen.insert(next.getDefiningOp()).second) {
-      llvm::append_range(work, next.getDefiningOp()->getOperands());
-    }
-  }
-  return "";
-}
-
 /// Why additive mask `mask` on scores of rank `rank` cannot be the fused
 /// op's bias (empty when it can): one mask only, the same for every head
 /// (its head dim, and any leading dim but a rank-4 score's batch, 1:
@@ -239,8 +218,8 @@ std::string biasRefusal(Value mask, Value existing, int64_t rank) {
     if (shape[d - offset] != 1 && !(rank == 4 && d == 0))
       return "its additive mask varies by head (a per-head bias has no fused "
              "form)";
-  if (std::string param = parameterReaching(mask); !param.empty())
-    return "its additive mask depends on parameter '" + param +
+  if (StringAttr param = parameterReaching(mask))
+    return "its additive mask depends on parameter '" + param.str() +
            "' (a learned bias: the fused op takes no gradient for its bias)";
   return "";
 }

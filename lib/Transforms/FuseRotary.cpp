@@ -11,11 +11,12 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "weft/Analysis/ParameterReach.h"
+
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/DenseSet.h"
 
 #include <optional>
 
@@ -31,24 +32,7 @@ namespace {
 
 /// Whether `v` is computed from constants, frozen buffers and inputs
 /// alone: no parameter reaches it, so the fused op owes it no gradient.
-bool isTable(Value v) {
-  SmallVector<Value> work{v};
-  llvm::DenseSet<Value> seen;
-  while (!work.empty()) {
-    Value x = work.pop_back_val();
-    if (!seen.insert(x).second)
-      continue;
-    if (auto arg = dyn_cast<BlockArgument>(x)) {
-      auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-      if (!func || func.getArgAttr(arg.getArgNumber(), kParamAttr))
-        return false;
-      continue;
-    }
-    Operation *def = x.getDefiningOp();
-    work.append(def->getOperands().begin(), def->getOperands().end());
-  }
-  return true;
-}
+bool isTable(Value v) { return !parameterReaching(v); }
 
 /// `v` as a slice of the last dim [start, end) with `step` of x, the rest
 /// whole.

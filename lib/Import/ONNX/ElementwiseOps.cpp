@@ -39,11 +39,8 @@ LogicalResult convertNeg(GraphImporter &g, const Node &node) {
   Type element = cast<RankedTensorType>(x.getType()).getElementType();
   if (isa<FloatType>(element))
     return convertUnary<NegOp>(g, node);
-  auto scalar = RankedTensorType::get({}, element);
-  Value zero = ConstantOp::create(
-      g.builder(), g.loc(node),
-      DenseElementsAttr::get(scalar, g.builder().getIntegerAttr(element, 0)));
-  return g.bindResults(node, g.build<SubOp>(node, zero, x));
+  return g.bindResults(node,
+                       g.build<SubOp>(node, g.scalarOf(node, element, 0), x));
 }
 
 template <typename OpT>
@@ -113,15 +110,10 @@ Value hardSigmoid(GraphImporter &g, const Node &node, Value x, double alpha,
                   double beta) {
   OpBuilder &b = g.builder();
   Location loc = g.loc(node);
-  auto scalar = [&](double v) -> Value {
-    auto type = RankedTensorType::get(
-        {}, cast<RankedTensorType>(x.getType()).getElementType());
-    return ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), v)));
-  };
-  Value affine = AddOp::create(b, loc, MulOp::create(b, loc, x, scalar(alpha)),
-                               scalar(beta));
+  Type element = cast<RankedTensorType>(x.getType()).getElementType();
+  Value affine = AddOp::create(
+      b, loc, MulOp::create(b, loc, x, g.scalarOf(node, element, alpha)),
+      g.scalarOf(node, element, beta));
   return ClipOp::create(b, loc, x.getType(), affine, b.getF64FloatAttr(0),
                         b.getF64FloatAttr(1));
 }

@@ -160,7 +160,7 @@ public:
   }
   /// A constant holding `value`, at the node's location.
   mlir::Value constantOf(const Node &node, const HostTensor &value);
-  /// A rank-0 constant of float `elementType` holding `v`.
+  /// A rank-0 constant of `elementType` (float or integer) holding `v`.
   mlir::Value scalarOf(const Node &node, mlir::Type elementType, double v);
   /// `value` when it is a constant or the ops computing it fold to one,
   /// else nullopt.

@@ -403,9 +403,7 @@ LogicalResult convertGatherND(GraphImporter &g, const Node &node) {
     Type i64 = g.builder().getI64Type();
     if (indexType.getElementType() != i64)
       indices = g.make<CastOp>(node, indices, i64);
-    auto scalar = [&](int64_t v) {
-      return g.constantOf(node, HostTensor::fromInts({v}, {}));
-    };
+    auto scalar = [&](int64_t v) { return g.scalarOf(node, i64, double(v)); };
     SmallVector<int64_t> starts(q, 0), ends(is), steps(q, 1);
     for (int64_t j = 0; j < k; ++j) {
       starts.back() = j;

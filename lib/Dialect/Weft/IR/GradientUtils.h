@@ -21,10 +21,14 @@ inline bool isFloat(Value v) {
 
 inline Value splat(OpBuilder &b, Location loc, RankedTensorType type,
                    double v) {
-  auto attr = b.getFloatAttr(type.getElementType(), v);
+  Type element = type.getElementType();
+  TypedAttr attr = isa<FloatType>(element)
+                       ? TypedAttr(b.getFloatAttr(element, v))
+                       : b.getIntegerAttr(element, int64_t(v));
   return ConstantOp::create(b, loc, DenseElementsAttr::get(type, attr));
 }
-/// A rank-0 constant of `like`'s element type (broadcasts against anything).
+/// A rank-0 constant of `like`'s element type, float or integer (broadcasts
+/// against anything).
 inline Value scalar(OpBuilder &b, Location loc, Value like, double v) {
   return splat(b, loc, RankedTensorType::get({}, typeOf(like).getElementType()),
                v);

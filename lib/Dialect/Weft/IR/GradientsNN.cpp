@@ -338,14 +338,9 @@ Value weft::grad::maskPaddingRows(OpBuilder &b, Operation *op, Value dy,
   if (!row)
     return dy;
   Location loc = op->getLoc();
-  auto indexType = typeOf(indices);
-  Value pad = ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(
-          RankedTensorType::get({}, indexType.getElementType()),
-          b.getIntegerAttr(indexType.getElementType(), row.getInt())));
+  Value pad = scalar(b, loc, indices, double(row.getInt()));
   // [indices..] -> [indices.., 1, ..]: one flag per looked-up row of dy.
-  SmallVector<int64_t> shape(indexType.getShape());
+  SmallVector<int64_t> shape(typeOf(indices).getShape());
   shape.resize(typeOf(dy).getRank(), 1);
   Value padded = reshape(b, loc, EqualOp::create(b, loc, indices, pad), shape);
   return WhereOp::create(b, loc, padded, scalar(b, loc, dy, 0), dy);
