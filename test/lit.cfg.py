@@ -14,7 +14,7 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "I
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["weft-opt", "weftc", "weft-tblgen"], [config.weft_tools_dir])
+    ["weft-opt", "weftc", "weft-tblgen", "weft-run"], [config.weft_tools_dir])
 llvm_config.add_tool_substitutions(["FileCheck", "not", "count"],
                                    [config.llvm_tools_dir])
 config.substitutions.append(("%python", config.weft_python))

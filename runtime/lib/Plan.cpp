@@ -3,6 +3,7 @@
 #include "weft/runtime/Plan.h"
 
 #include "weft/runtime/Files.h"
+#include "weft/runtime/PlanView.h"
 
 #include "PlanField.h"
 
@@ -358,7 +359,12 @@ Plan parsePlan(const std::string &text, const std::string &path,
   if (plan.version != kPlanVersion)
     f.at("version").fail("version " + std::to_string(plan.version) +
                          " is not supported (this weft-run reads version " +
-                         std::to_string(kPlanVersion) + ")");
+                         std::to_string(kPlanVersion) +
+                         (plan.version < kPlanVersion
+                              ? "; compile the model again with this "
+                                "weftc"
+                              : "") +
+                         ")");
   plan.modelPath = f.at("model").at("path").string();
   plan.modelSha256 = f.at("model").at("sha256").string();
   Field axes = f.at("mesh").at("axes");
@@ -377,16 +383,24 @@ Plan parsePlan(const std::string &text, const std::string &path,
   plan.globalBatch = f.at("global_batch").nonNegative();
   plan.inputs = parseIO(f.at("inputs"));
   plan.outputs = parseIO(f.at("outputs"));
-  Field ranks = f.at("ranks");
-  if (ranks.size() == 0)
-    ranks.fail("a plan needs at least one rank");
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    plan.ranks.push_back(parseRank(ranks.at(i), knownKernel));
-    if (plan.ranks.back().rank != static_cast<int64_t>(i))
-      ranks.at(i).at("rank").fail("ranks must be listed as 0, 1, 2, ...");
+  // One program per role; each rank checks its view (PlanView.h): the
+  // program with the rank's coordinate expressions evaluated.
+  if (!f.has("programs") || f.at("programs").size() == 0)
+    f.at("programs").fail("a plan needs at least one program");
+  int64_t rankCount = f.at("rank_programs").size();
+  if (rankCount == 0)
+    f.at("rank_programs").fail("a plan needs at least one rank");
+  std::vector<json> views;
+  views.reserve(rankCount);
+  std::vector<Field> ranks;
+  for (int64_t r = 0; r < rankCount; ++r) {
+    views.push_back(rankView(root, r, path));
+    ranks.emplace_back(views.back(), programPath(root, r), path);
+    plan.ranks.push_back(parseRank(ranks.back(), knownKernel));
+    plan.ranks.back().path = ranks.back().path;
   }
   detail::checkTransfers(plan, ranks);
-  detail::checkMesh(plan, ranks);
+  detail::checkMesh(plan, f, ranks);
   checkInstructionOrder(plan);
   return plan;
 }

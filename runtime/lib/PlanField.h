@@ -99,11 +99,13 @@ public:
 /// The transfers of every rank pair up: each isend has its peer's irecv
 /// of the same tag and bytes, in the same position among the transfers
 /// between the two.
-void checkTransfers(const Plan &plan, const Field &ranks);
+void checkTransfers(const Plan &plan, const std::vector<Field> &ranks);
 /// Coordinates, mesh and sub-axes agree with the rank count, shards with
 /// the mesh, and every member of a collective group runs the same
 /// collectives in the same order.
-void checkMesh(const Plan &plan, const Field &ranks);
+/// `root` is the plan, `ranks` each rank's view.
+void checkMesh(const Plan &plan, const Field &root,
+               const std::vector<Field> &ranks);
 
 } // namespace weft::rt::detail
 

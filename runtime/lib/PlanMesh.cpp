@@ -17,7 +17,7 @@ using json = nlohmann::json;
 
 namespace weft::rt::detail {
 
-void checkTransfers(const Plan &plan, const Field &ranks) {
+void checkTransfers(const Plan &plan, const std::vector<Field> &ranks) {
   struct Side {
     int64_t rank = -1, peer = -1, bytes = 0;
     size_t index = 0;
@@ -34,7 +34,7 @@ void checkTransfers(const Plan &plan, const Field &ranks) {
       const Instruction &inst = rank.instructions[i];
       if (!isTransfer(inst.op))
         continue;
-      Field field = ranks.at(rank.rank).at("instructions").at(i);
+      Field field = ranks[rank.rank].at("instructions").at(i);
       if (inst.op == "isend" || inst.op == "irecv") {
         if (inst.peer >= n || inst.peer == rank.rank)
           field.at("peer").fail("peer " + std::to_string(inst.peer) +
@@ -62,7 +62,7 @@ void checkTransfers(const Plan &plan, const Field &ranks) {
   }
   for (const auto &[tag, send] : sends) {
     auto it = recvs.find(tag);
-    Field field = ranks.at(send.rank).at("instructions").at(send.index);
+    Field field = ranks[send.rank].at("instructions").at(send.index);
     if (it == recvs.end() || it->second.rank != send.peer ||
         it->second.peer != send.rank)
       field.at("tag").fail("no irecv of tag " + std::to_string(tag) +
@@ -76,7 +76,7 @@ void checkTransfers(const Plan &plan, const Field &ranks) {
   }
   for (const auto &[tag, recv] : recvs)
     if (!sends.count(tag))
-      ranks.at(recv.rank)
+      ranks[recv.rank]
           .at("instructions")
           .at(recv.index)
           .at("tag")
@@ -91,7 +91,7 @@ void checkTransfers(const Plan &plan, const Field &ranks) {
     const Posts &gets = received[channel];
     for (size_t n = 0; n < posts.size(); ++n)
       if (gets[n].first != posts[n].first)
-        ranks.at(channel.first)
+        ranks[channel.first]
             .at("instructions")
             .at(posts[n].second)
             .at("tag")
@@ -110,18 +110,21 @@ void checkTransfers(const Plan &plan, const Field &ranks) {
 /// collectives over an axis of it, the same sequence (kind, tag, bytes) on
 /// every rank of a group, so that MPI matches them; parameter shards split
 /// over the tensor axis at the rank's coordinate.
-void checkMesh(const Plan &plan, const Field &ranks) {
+void checkMesh(const Plan &plan, const Field &root,
+               const std::vector<Field> &ranks) {
   int64_t devices = 1, tensorSize = plan.axisSize("tensor");
   std::set<std::string> names;
   for (const auto &[name, size] : plan.meshAxes) {
     if (size < 1 || !names.insert(name).second)
-      ranks.fail("the mesh's axes must have distinct names and sizes >= 1");
+      root.at("mesh").fail(
+          "the mesh's axes must have distinct names and sizes >= 1");
     if (__builtin_mul_overflow(devices, size, &devices))
       devices = INT64_MAX;
   }
   if (devices != int64_t(plan.ranks.size()))
-    ranks.fail(std::to_string(plan.ranks.size()) + " ranks for a mesh of " +
-               std::to_string(devices) + " devices");
+    root.at("rank_programs")
+        .fail(std::to_string(plan.ranks.size()) + " ranks for a mesh of " +
+              std::to_string(devices) + " devices");
   // Sub-axes factor an axis: size x stride divides it (a stride-1 factor
   // of S and a stride-S factor of n / S split it in two).
   std::vector<std::string> axisNames;
@@ -132,13 +135,17 @@ void checkMesh(const Plan &plan, const Field &ranks) {
     int64_t of = plan.axisSize(sub.of);
     if (!names.count(sub.of) || sub.size < 1 || sub.stride < 1 ||
         sub.size > of || sub.stride > of || of % (sub.size * sub.stride))
-      ranks.fail("mesh.sub_axes[" + std::to_string(i) + "] '" + sub.name +
-                 "': " + std::to_string(sub.size) + " ranks at stride " +
-                 std::to_string(sub.stride) + " do not factor mesh axis '" +
-                 sub.of + "'");
+      root.at("mesh")
+          .at("sub_axes")
+          .at(i)
+          .fail("'" + sub.name + "': " + std::to_string(sub.size) +
+                " ranks at stride " + std::to_string(sub.stride) +
+                " do not factor mesh axis '" + sub.of + "'");
     if (!names.insert(sub.name).second)
-      ranks.fail("mesh.sub_axes[" + std::to_string(i) + "] '" + sub.name +
-                 "': the name of another axis");
+      root.at("mesh")
+          .at("sub_axes")
+          .at(i)
+          .fail("'" + sub.name + "': the name of another axis");
     axisNames.push_back(sub.name);
   }
   // Row-major: the last axis varies fastest.
@@ -159,7 +166,7 @@ void checkMesh(const Plan &plan, const Field &ranks) {
            std::pair<int64_t, std::vector<Collective>>>
       groups; // (axis, group) -> (first member, its sequence)
   for (const RankPlan &rank : plan.ranks) {
-    Field field = ranks.at(rank.rank);
+    Field field = ranks[rank.rank];
     if (rank.coords.size() != plan.meshAxes.size())
       field.at("coords").fail("needs one coordinate per mesh axis");
     for (const auto &[name, index] : rank.coords)

@@ -17,7 +17,7 @@ namespace weft::rt {
 namespace {
 
 std::string at(const Plan &plan, int64_t rank, size_t index) {
-  return plan.path + ": ranks[" + std::to_string(rank) + "].instructions[" +
+  return plan.path + ": " + plan.ranks[rank].where() + ".instructions[" +
          std::to_string(index) + "]";
 }
 
@@ -152,13 +152,11 @@ void checkRank(const Plan &plan, const RankPlan &rank) {
     }
   }
   if (!flying.empty())
-    throw Error(plan.path + ": ranks[" + std::to_string(rank.rank) +
-                "]: the transfer of tag " +
-                std::to_string(flying.begin()->first) +
-                " is never waited for");
+    throw Error(plan.path + ": " + rank.where() + ": the transfer of tag " +
+                std::to_string(flying.begin()->first) + " is never waited for");
   if (!collectives.empty())
-    throw Error(plan.path + ": ranks[" + std::to_string(rank.rank) +
-                "]: the " + collectives.begin()->second.op + " of tag " +
+    throw Error(plan.path + ": " + rank.where() + ": the " +
+                collectives.begin()->second.op + " of tag " +
                 std::to_string(collectives.begin()->first) +
                 " is never waited for (no wait_collective)");
 }
@@ -213,9 +211,8 @@ void checkDeadlock(const Plan &plan) {
   std::string blocked;
   for (const RankPlan &rank : plan.ranks)
     if (pc[rank.rank] < rank.instructions.size())
-      blocked += (blocked.empty() ? "" : "; ") + std::string("ranks[") +
-                 std::to_string(rank.rank) + "].instructions[" +
-                 std::to_string(pc[rank.rank]) + "] (" +
+      blocked += (blocked.empty() ? "" : "; ") + rank.where() +
+                 ".instructions[" + std::to_string(pc[rank.rank]) + "] (" +
                  rank.instructions[pc[rank.rank]].op + " tag " +
                  std::to_string(rank.instructions[pc[rank.rank]].tag) + ")";
   if (!blocked.empty())

@@ -64,7 +64,10 @@ const char *kUsage =
     "  --check               load the plan, check every rank's instructions\n"
     "                        as a run would (kernels, dtypes, shapes, arena\n"
     "                        placement, schedule) and exit: 0 when it would\n"
-    "                        run, 1 naming what it refuses\n";
+    "                        run, 1 naming what it refuses\n"
+    "  --view                print each rank's view of the plan (its program\n"
+    "                        with its coordinates filled in) and exit\n"
+    "  --view-rank R         --view of rank R only\n";
 
 int64_t number(const char *flag, const char *text) {
   char *end = nullptr;
@@ -94,6 +97,11 @@ RunOptions parseOptions(int argc, char **argv) {
       std::exit(0);
     } else if (arg == "--check") {
       o.check = true;
+    } else if (arg == "--view") {
+      o.view = true;
+    } else if (arg == "--view-rank") {
+      o.view = true;
+      o.viewRank = number("--view-rank", value());
     } else if (arg == "--data") {
       o.data = value();
     } else if (arg == "--split") {

@@ -23,6 +23,8 @@ struct RunOptions {
   uint64_t seed = 0;
   int64_t steps = 1;
   int threads = 1;
+  bool view = false;     ///< --view: print the rank views and exit
+  int64_t viewRank = -1; ///< --view-rank: only this rank's (-1: all)
 };
 
 /// Parses argv; prints the usage and exits 0 on --help. Throws Error naming

@@ -22,6 +22,7 @@
 #include "weft/runtime/Communicator.h"
 #include "weft/runtime/Data.h"
 #include "weft/runtime/Executor.h"
+#include "weft/runtime/Files.h"
 #include "weft/runtime/OnnxTensor.h"
 #include "weft/runtime/TextData.h"
 
@@ -204,7 +205,20 @@ void requireComputable(const RunOptions &o, const RankPlan &rank,
   }
 }
 
+/// --view: the plan as each rank sees it (PlanView.h), unchecked, so a
+/// plan the loader refuses can still be read.
+int view(const RunOptions &o) {
+  nlohmann::json plan =
+      nlohmann::json::parse(readFile(o.plan, "the plan"), nullptr, false);
+  if (plan.is_discarded())
+    throw Error(o.plan + ": not valid JSON");
+  std::fputs(printPlanText(planView(plan, o.viewRank, o.plan)).c_str(), stdout);
+  return 0;
+}
+
 int run(const RunOptions &o, Communicator &world) {
+  if (o.view)
+    return view(o);
   std::unique_ptr<Backend> backend = makeBackend(o, world.rank());
   // MPI moves host memory: GPU ranks stage their transfers through pinned
   // host buffers, and ranks on distinct GPUs run the collectives on NCCL.

@@ -37,6 +37,7 @@
 #include "weft/Transforms/NameFailedPass.h"
 #include "weft/Transforms/Passes.h"
 #include "weft/Transforms/Pipelines.h"
+#include "weft/runtime/PlanView.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -88,7 +89,7 @@ cl::list<std::string> frozenInputs(
              "(for inputs that feed shapes, axes, pads...): NAME=FILE.pb"),
     cl::value_desc("NAME=FILE.pb"), cl::cat(category));
 
-enum class Emit { Import, MLIR, Summary, SummaryJSON, Plan };
+enum class Emit { Import, MLIR, Summary, SummaryJSON, Plan, PlanJSON };
 cl::opt<Emit> emit(
     "emit", cl::desc("What to print"), cl::init(Emit::MLIR),
     cl::values(clEnumValN(Emit::Import, "import",
@@ -102,8 +103,16 @@ cl::opt<Emit> emit(
                           "param_bytes, state_bytes, flops, ops"),
                clEnumValN(Emit::Plan, "plan",
                           "the execution plan (JSON, docs/plan-format.md); "
-                          "the default when -o names a .json file")),
+                          "the default when -o names a .json file"),
+               clEnumValN(Emit::PlanJSON, "plan-json",
+                          "the plan as each rank sees it (its program with "
+                          "its coordinates filled in; --view-rank for one "
+                          "rank): for reading, not for weft-run")),
     cl::cat(category));
+cl::opt<int64_t> viewRank(
+    "view-rank",
+    cl::desc("With --emit=plan-json: only this rank's view (default: all)"),
+    cl::init(-1), cl::cat(category));
 cl::opt<bool> splitInputFile(
     "split-input-file",
     cl::desc("Import each '# -----'-separated chunk of an .onnxtxt file as its "
@@ -508,7 +517,8 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   case Emit::Summary:
   case Emit::SummaryJSON:
     llvm_unreachable("handled before the pipeline");
-  case Emit::Plan: {
+  case Emit::Plan:
+  case Emit::PlanJSON: {
     SmallString<256> path(source);
     sys::fs::make_absolute(path);
     TimingScope step = timingScope.nest("weftc: plan emission");
@@ -518,6 +528,18 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
       return failure();
     step.stop();
     TimingScope printing = timingScope.nest("weftc: plan printing");
+    if (emit == Emit::PlanJSON) {
+      // The plan is weftc's own: its views are well-formed; the rank is
+      // the one thing to check.
+      int64_t ranks = (*plan)["rank_programs"].size();
+      if (viewRank >= ranks) {
+        errs() << "weftc: --view-rank " << viewRank << ": the plan has "
+               << ranks << " rank(s)\n";
+        return failure();
+      }
+      weft::printPlan(weft::rt::planView(*plan, viewRank, "plan"), os);
+      break;
+    }
     weft::printPlan(*plan, os);
     break;
   }

@@ -9,6 +9,7 @@
 #include "weft/Dialect/Weft/IR/DeviceMesh.h"
 #include "weft/Dialect/Weft/IR/KernelContract.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/runtime/PlanView.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -16,7 +17,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SHA256.h"
 
-#include <functional>
 #include <map>
 #include <set>
 
@@ -120,103 +120,82 @@ std::optional<int64_t> indexBound(Value value, int64_t vocabParts) {
 
 } // namespace
 
-std::string weft::jsonText(const json &value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string weft::jsonText(const json &value) { return rt::compactJson(value); }
 
 void weft::printPlan(const json &plan, llvm::raw_ostream &os) {
-  // Objects at depth 0 and each rank are expanded; arrays of objects put one
-  // compact element per line; everything else is compact.
-  std::function<void(const json &, int, bool)> print =
-      [&](const json &value, int indent, bool expand) {
-        std::string pad(indent, ' ');
-        if (expand && value.is_object()) {
-          os << "{\n";
-          size_t i = 0;
-          for (const auto &[key, item] : value.items()) {
-            os << pad << " " << jsonText(json(key)) << ": ";
-            print(item, indent + 1, key == "ranks");
-            os << (++i < value.size() ? ",\n" : "\n");
-          }
-          os << pad << "}";
-          return;
-        }
-        bool objects = value.is_array() && !value.empty() &&
-                       (value[0].is_object() || value[0].is_array());
-        if (objects) {
-          os << "[\n";
-          for (size_t i = 0; i < value.size(); ++i) {
-            os << pad << " ";
-            if (expand)
-              print(value[i], indent + 1, true);
-            else
-              os << jsonText(value[i]);
-            os << (i + 1 < value.size() ? ",\n" : "\n");
-          }
-          os << pad << "]";
-          return;
-        }
-        os << jsonText(value);
-      };
-  print(plan, 0, true);
-  os << "\n";
+  os << rt::printPlanText(plan);
 }
 
 namespace {
 
-/// A rank's section of the plan, plus what it contributes to the global
-/// input and output lists.
-struct RankSection {
-  json rank, inputs, outputs;
+/// A stage's program, plus what it contributes to the global input and
+/// output lists.
+struct ProgramSection {
+  json program, inputs, outputs;
   int64_t microBatches = 1;
 };
 
-/// A `weft.shard = {dim, blocks}` attribute at this rank: the plan's
-/// {dim, blocks, index, count} over the tensor axis.
-json tensorShard(DictionaryAttr split, const DeviceMesh &mesh,
-                 ArrayRef<int64_t> coords) {
+/// The coordinate expression times * coord(axis) + plus (PlanView.h): what
+/// the ranks sharing a program differ by, evaluated by each at load.
+json coordExpr(StringRef axis, int64_t times = 1, int64_t plus = 0) {
+  json e = {{"coord", axis.str()}};
+  if (times != 1)
+    e["times"] = times;
+  if (plus != 0)
+    e["plus"] = plus;
+  return e;
+}
+
+/// `value` as the program's first rank (coordinate 0 on every axis) sees
+/// it: what weftc checks an instruction with.
+json atFirstRank(json value) {
+  if (value.is_object() && value.contains("coord"))
+    return value.value("plus", int64_t(0));
+  if (value.is_array() || value.is_object())
+    for (auto &item : value)
+      item = atFirstRank(item);
+  return value;
+}
+
+/// A `weft.shard = {dim, blocks}` attribute: the plan's {dim, blocks,
+/// index, count} over the tensor axis, index the rank's coordinate.
+json tensorShard(DictionaryAttr split, const DeviceMesh &mesh) {
   auto field = [&](StringRef key) {
     return cast<IntegerAttr>(split.get(key)).getInt();
   };
   return {{"dim", field("dim")},
           {"blocks", field("blocks")},
-          {"index", coords[mesh.axisIndex("tensor")]},
+          {"index", coordExpr("tensor")},
           {"count", mesh.sizeOf("tensor")}};
 }
 
-/// `memory` is the function's plan, shared by the ranks that run it.
-FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
-                                int64_t rankIndex, const DeviceMesh &mesh,
-                                const std::optional<DeviceMesh> &zeroMesh,
-                                std::map<int64_t, int64_t> &dropoutCount) {
-  // The ranks of one pipeline stage run the same function (tensor and data
-  // parallel replicas of it); `replica` is this rank's index among them.
-  SmallVector<int64_t> coords = mesh.coords(rankIndex);
+/// The program of `func`, run by every rank of its pipeline stage (tensor
+/// and data parallel replicas of it); `memory` is its memory plan.
+FailureOr<ProgramSection>
+emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
+            const DeviceMesh &mesh, const std::optional<DeviceMesh> &zeroMesh,
+            std::map<int64_t, int64_t> &dropoutCount) {
   // The rng_id plan emission gave each mask-drawing op without one.
   llvm::DenseMap<Operation *, int64_t> rngIds;
   // ZeRO's groups smaller than the data axis run on the zero mesh, whose
   // axes are the plan's sub-axes of `data` (the same rank order); ZeRO's
   // pieces are over its data_shard axis, else over data.
   const DeviceMesh &pieceMesh = zeroMesh ? *zeroMesh : mesh;
-  SmallVector<int64_t> pieceCoords = pieceMesh.coords(rankIndex);
   StringRef pieceAxis = zeroMesh ? StringRef(kDataShardAxis) : "data";
   auto gridOf = [&](Operation *op) -> const DeviceMesh & {
     return zeroMesh && onZeroMesh(op) ? *zeroMesh : mesh;
   };
-  auto coordsOf = [&](Operation *op) -> ArrayRef<int64_t> {
-    return zeroMesh && onZeroMesh(op) ? pieceCoords : coords;
-  };
-  int64_t pipelineAxis = mesh.axisIndex("pipeline");
+  // Ranks are row-major with the pipeline axis outermost: the rank at
+  // stage s with this rank's other coordinates is s * replicas + replica.
   int64_t replicas = mesh.size() / mesh.sizeOf("pipeline");
-  int64_t replica = rankIndex % replicas;
-  auto peerRank = [&](int64_t stage) {
-    SmallVector<int64_t> peer(coords);
-    peer[pipelineAxis] = stage;
-    return mesh.rank(peer);
+  auto peerRank = [&](int64_t peerStage) {
+    return coordExpr("replica", 1, peerStage * replicas);
   };
   // Tags are unique per step within the plan: the function's tag for each
   // replica, interleaved.
-  auto planTag = [&](int64_t tag) { return tag * replicas + replica; };
+  auto planTag = [&](int64_t tag) {
+    return coordExpr("replica", 1, tag * replicas);
+  };
   // Collectives: numbered in program order (the order the group's members
   // post them); a wait names its collective's number.
   int64_t collectives = 0;
@@ -251,7 +230,7 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
     return success();
   };
 
-  RankSection section;
+  ProgramSection section;
   section.inputs = json::array();
   section.outputs = json::array();
   json params = json::array(), state = json::array(),
@@ -265,17 +244,16 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
     auto withPiece = [&](json entry) {
       if (auto shape =
               func.getArgAttrOfType<DenseI64ArrayAttr>(i, kFlatShardAttr))
-        entry["flat_shard"] = {
-            {"shape", shape.asArrayRef().vec()},
-            {"index", pieceCoords[pieceMesh.axisIndex(pieceAxis)]},
-            {"count", pieceMesh.sizeOf(pieceAxis)}};
+        entry["flat_shard"] = {{"shape", shape.asArrayRef().vec()},
+                               {"index", coordExpr(pieceAxis)},
+                               {"count", pieceMesh.sizeOf(pieceAxis)}};
       return entry;
     };
     // The tensor-parallel slice of a parameter (and of its optimizer
     // state) this rank holds, or null.
     json shard = nullptr;
     if (auto split = func.getArgAttrOfType<DictionaryAttr>(i, kShardAttr))
-      shard = tensorShard(split, mesh, coords);
+      shard = tensorShard(split, mesh);
     if (auto name = func.getArgAttrOfType<StringAttr>(i, kParamAttr)) {
       params.push_back(
           withPiece({{"name", name.str()}, {"buffer", id}, {"shard", shard}}));
@@ -304,7 +282,7 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
         shape[0] *= d;
         shard = {{"dim", 0},
                  {"blocks", 1},
-                 {"index", coords[mesh.axisIndex("data")]},
+                 {"index", coordExpr("data")},
                  {"count", d}};
       }
       json input = {
@@ -408,10 +386,13 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
       int64_t width = slice.getType().getDimSize(dim);
       std::vector<int64_t> starts(whole.size(), 0),
           ends(whole.begin(), whole.end()), steps(whole.size(), 1);
-      starts[dim] = coordsOf(&op)[slice.getGridAxes()[0]] * width;
-      ends[dim] = starts[dim] + width;
+      StringRef axis = gridOf(&op).axes[slice.getGridAxes()[0]];
+      json startsJson = starts, endsJson = ends;
+      startsJson[dim] = coordExpr(axis, width);
+      endsJson[dim] = coordExpr(axis, width, width);
       inst["kernel"] = "slice";
-      inst["attrs"] = {{"starts", starts}, {"ends", ends}, {"steps", steps}};
+      inst["attrs"] = {
+          {"starts", startsJson}, {"ends", endsJson}, {"steps", steps}};
     } else {
       std::string unencodable;
       std::optional<json> attrsOrNone = kernelAttributes(op, &unencodable);
@@ -447,7 +428,7 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
                               "forward");
         // A tensor-parallel shard draws its part of the whole mask.
         if (auto split = drawer->getAttrOfType<DictionaryAttr>(kShardAttr)) {
-          json shard = tensorShard(split, mesh, coords);
+          json shard = tensorShard(split, mesh);
           for (auto &[key, value] : shard.items())
             attrs["shard_" + key] = value;
         }
@@ -458,12 +439,13 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
         if (!axes || axes.size() != 1)
           return op.emitError("plan emission: a vocab-parallel op must be "
                               "sharded over one mesh axis");
-        attrs["start"] = coords[axes[0]] * rows;
+        attrs["start"] = coordExpr(mesh.axes[axes[0]], rows);
       }
       inst["kernel"] = op.getName().stripDialect().str();
       inst["attrs"] = attrs;
     }
-    if (inst["op"] == "compute" && failed(checkInstruction(op, inst, buffers)))
+    if (inst["op"] == "compute" &&
+        failed(checkInstruction(op, atFirstRank(inst), buffers)))
       return failure();
     instructions.push_back(std::move(inst));
     // A collective nothing waits for (weft-overlap-collectives did not run)
@@ -498,20 +480,12 @@ FailureOr<RankSection> emitRank(func::FuncOp func, const MemoryPlan &memory,
     rankOutputs.push_back({{"name", name}, {"buffer", bufferId[v]}});
   }
 
-  json coordsJson = json::object();
-  for (auto [axis, index] : llvm::zip(mesh.axes, coords))
-    coordsJson[axis] = index;
-  section.rank = {{"rank", rankIndex},
-                  {"coords", coordsJson},
-                  {"arena_bytes", memory.arenaBytes},
-                  {"buffers", buffers},
-                  {"params", params},
-                  {"state", state},
-                  {"optimizer_state", optimizerState},
-                  {"inputs", rankInputs},
-                  {"outputs", rankOutputs},
-                  {"constants", constants},
-                  {"instructions", instructions}};
+  section.program = {
+      {"stage", stage},         {"arena_bytes", memory.arenaBytes},
+      {"buffers", buffers},     {"params", params},
+      {"state", state},         {"optimizer_state", optimizerState},
+      {"inputs", rankInputs},   {"outputs", rankOutputs},
+      {"constants", constants}, {"instructions", instructions}};
   return section;
 }
 
@@ -542,32 +516,25 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
            << mesh.sizeOf("pipeline") << " pipeline stage(s); the module "
            << "has " << funcs.size() << " stage function(s)";
 
-  json ranks = json::array(), inputs = json::array(), outputs = json::array();
+  json programs = json::array(), inputs = json::array(),
+       outputs = json::array();
   std::set<std::string> seenInputs, seenOutputs;
   int64_t microBatches = 1;
+  // Dropout rng_ids count a micro-batch's dropouts in forward order across
+  // the stages, emitted in stage order.
   std::map<int64_t, int64_t> dropoutCount;
-  // Ranks in mesh order; a stage's function serves every rank at its
-  // pipeline coordinate.
   llvm::DenseMap<int64_t, func::FuncOp> byStage;
   for (func::FuncOp func : funcs)
     byStage[stageOf(func).value_or(0)] = func;
-  int64_t pipelineAxis = mesh.axisIndex("pipeline");
-  std::map<int64_t, std::map<int64_t, int64_t>> dropoutsBefore;
-  std::map<int64_t, MemoryPlan> memories; // planned once per stage
-  for (int64_t index = 0; index < mesh.size(); ++index) {
-    int64_t stage = mesh.coords(index)[pipelineAxis];
+  // One program per stage, run by each rank at that pipeline coordinate
+  // (its tensor- and data-parallel replicas).
+  int64_t stages = mesh.sizeOf("pipeline");
+  for (int64_t stage = 0; stage < stages; ++stage) {
     func::FuncOp func = byStage.lookup(stage);
     if (!func)
       return module.emitError("plan emission: no function for stage ") << stage;
-    // Every replica of a stage numbers its dropouts from the same start.
-    auto [before, first] = dropoutsBefore.insert({stage, dropoutCount});
-    if (!first)
-      dropoutCount = before->second;
-    auto [memory, planned] = memories.try_emplace(stage);
-    if (planned)
-      memory->second = planMemory(func);
-    FailureOr<RankSection> section =
-        emitRank(func, memory->second, index, mesh, *zeroMesh, dropoutCount);
+    FailureOr<ProgramSection> section = emitProgram(
+        func, planMemory(func), stage, mesh, *zeroMesh, dropoutCount);
     if (failed(section))
       return failure();
     microBatches = std::max(microBatches, section->microBatches);
@@ -578,8 +545,12 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
     for (const json &out : section->outputs)
       if (seenOutputs.insert(out["name"].get<std::string>()).second)
         outputs.push_back(out);
-    ranks.push_back(std::move(section->rank));
+    programs.push_back(std::move(section->program));
   }
+  int64_t pipelineAxis = mesh.axisIndex("pipeline");
+  json rankPrograms = json::array();
+  for (int64_t index = 0; index < mesh.size(); ++index)
+    rankPrograms.push_back(mesh.coords(index)[pipelineAxis]);
   int64_t batch = 1;
   if (!inputs.empty() && !inputs[0]["shape"].empty())
     batch = inputs[0]["shape"][0];
@@ -601,7 +572,7 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
                              {"stride", 1}}};
   }
   return json{{"format", "weft-plan"},
-              {"version", kPlanVersion},
+              {"version", rt::kPlanVersion},
               {"model", {{"path", source.path}, {"sha256", source.sha256}}},
               {"mesh", meshJson},
               {"schedule", schedule},
@@ -609,5 +580,6 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
               {"global_batch", batch},
               {"inputs", inputs},
               {"outputs", outputs},
-              {"ranks", ranks}};
+              {"programs", programs},
+              {"rank_programs", rankPrograms}};
 }

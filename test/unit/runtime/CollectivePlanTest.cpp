@@ -4,6 +4,8 @@
 #include "weft/runtime/Plan.h"
 #include "weft/runtime/Shard.h"
 
+#include "PlanJson.h"
+
 #include <gtest/gtest.h>
 
 using namespace weft::rt;
@@ -30,7 +32,7 @@ json tensorParallelPlan() {
                      {"op": "wait_collective", "tag": 0, "inputs": [1, 0],
                       "outputs": [], "phase": "forward", "micro_batch": 0}]})");
   json plan = json::parse(R"({
-    "format": "weft-plan", "version": 1,
+    "format": "weft-plan", "version": 2,
     "model": {"path": "m.onnx", "sha256": ""},
     "mesh": {"axes": [{"name": "pipeline", "size": 1}, {"name": "tensor", "size": 2}]},
     "micro_batches": 1, "global_batch": 2,
@@ -40,7 +42,7 @@ json tensorParallelPlan() {
   second["rank"] = 1;
   second["coords"]["tensor"] = 1;
   second["params"][0]["shard"]["index"] = 1;
-  plan["ranks"] = {rank, second};
+  test::setRanks(plan, {rank, second});
   return plan;
 }
 
@@ -99,11 +101,42 @@ TEST(CollectivePlan, AcceptsATensorParallelPlan) {
   EXPECT_EQ(plan.ranks[1].coord("tensor"), 1);
 }
 
+TEST(CollectivePlan, RanksShareAProgramThroughCoordinateExpressions) {
+  // weftc's form: one program for the stage, the shard index the rank's
+  // tensor coordinate.
+  auto shared = [] {
+    json plan = tensorParallelPlan();
+    plan["programs"].erase(1);
+    plan["programs"][0]["params"][0]["shard"]["index"] = {{"coord", "tensor"}};
+    plan["rank_programs"] = {0, 0};
+    return plan;
+  };
+  Plan plan = parsePlan(shared().dump(), "p.json",
+                        [](const std::string &) { return true; });
+  ASSERT_EQ(plan.ranks.size(), 2u);
+  EXPECT_EQ(plan.ranks[0].params[0].shard->index, 0);
+  EXPECT_EQ(plan.ranks[1].params[0].shard->index, 1);
+  EXPECT_EQ(plan.ranks[1].path, "rank 1: programs[0]");
+  expectRejections(
+      shared,
+      {{[](json &p) {
+          p["programs"][0]["params"][0]["shard"]["index"]["times"] = 0;
+        },
+        "rank 1: programs[0].params[0].shard: a shard over the tensor axis: "
+        "count must be its size (2) and index this rank's tensor coordinate "
+        "(1)"},
+       {[](json &p) {
+          p["programs"][0]["params"][0]["shard"]["index"]["coord"] = "data";
+        },
+        "programs[0].params[0].shard.index.coord: the mesh has no axis "
+        "'data'"}});
+}
+
 namespace {
 /// The tensor-parallel plan with w's momentum buffer, sliced as w is.
 json withOptimizerState() {
   json plan = tensorParallelPlan();
-  for (json &rank : plan["ranks"]) {
+  for (json &rank : plan["programs"]) {
     rank["buffers"].push_back({{"id", 3},
                                {"dtype", "f32"},
                                {"shape", {2}},
@@ -128,95 +161,102 @@ TEST(CollectivePlan, OptimizerStateCarriesItsParametersSlice) {
   expectRejections(
       withOptimizerState,
       {{[](json &p) {
-          p["ranks"][1]["optimizer_state"][0]["shard"]["index"] = 0;
+          p["programs"][1]["optimizer_state"][0]["shard"]["index"] = 0;
         },
-        "ranks[1].optimizer_state[0].shard: a shard over the tensor axis: "
+        "programs[1].optimizer_state[0].shard: a shard over the tensor axis: "
         "count must be its size (2) and index this rank's tensor coordinate "
         "(1)"},
        {[](json &p) {
-          p["ranks"][0]["optimizer_state"][0]["shard"]["dim"] = 1;
+          p["programs"][0]["optimizer_state"][0]["shard"]["dim"] = 1;
         },
-        "ranks[0].optimizer_state[0].shard.dim: dimension 1 of a [2] "
+        "programs[0].optimizer_state[0].shard.dim: dimension 1 of a [2] "
         "buffer"}});
 }
 
 TEST(CollectivePlan, NamesTheFieldOfEveryRejection) {
   std::vector<Rejection> cases = {
-      {[](json &p) { p["ranks"][1]["instructions"][0]["axis"] = "sequence"; },
-       "ranks[1].instructions[0].axis: 'sequence' is not an axis of the mesh"},
-      // A post whose wait names another tag: the rank's own pairing.
-      {[](json &p) { p["ranks"][1]["instructions"][0]["tag"] = 1; },
-       "ranks[1].instructions[1]: wait_collective of tag 0, which is not in "
-       "flight on this rank"},
-      {[](json &p) { p["ranks"][1]["instructions"][0]["reduction"] = "max"; },
-       "ranks[1]: collective 0 over 'tensor' is all_reduce (max) tag 0"},
-      {[](json &p) { p["ranks"][1]["instructions"][0]["reduction"] = "prod"; },
-       "ranks[1].instructions[0].reduction: 'prod': expected sum or max"},
-      {[](json &p) { p["ranks"][1]["instructions"] = json::array(); },
-       "ranks[1]: collective 0 over 'tensor' is nothing, on rank 0 of its "
-       "group all_reduce (sum) tag 0 of 8 bytes"},
-      {[](json &p) { p["ranks"][1]["coords"]["tensor"] = 0; },
-       "ranks[1].coords.tensor: rank 1 is not at tensor 0 of the mesh"},
-      {[](json &p) { p["mesh"]["axes"][1]["size"] = 3; },
-       "ranks: 2 ranks for a mesh of 3 devices"},
-      {[](json &p) { p["ranks"][1]["params"][0]["shard"]["index"] = 0; },
-       "ranks[1].params[0].shard: a shard over the tensor axis: count must "
-       "be its size (2) and index this rank's tensor coordinate (1)"},
-      {[](json &p) { p["ranks"][0]["params"][0]["shard"]["dim"] = 1; },
-       "ranks[0].params[0].shard.dim: dimension 1 of a [2] buffer"},
-      {[](json &p) { p["ranks"][0]["params"][0]["shard"]["blocks"] = 0; },
-       "ranks[0].params[0].shard: needs blocks >= 1"},
       {[](json &p) {
-         p["ranks"][0]["instructions"][0]["outputs"] = {2};
-         p["ranks"][0]["buffers"][2]["shape"] = {1};
-         p["ranks"][0]["buffers"][2]["bytes"] = 4;
+         p["programs"][1]["instructions"][0]["axis"] = "sequence";
        },
-       "ranks[0].instructions[0].outputs: all_reduce writes [1] f32, its "
+       "programs[1].instructions[0].axis: 'sequence' is not an axis of the "
+       "mesh"},
+      // A post whose wait names another tag: the rank's own pairing.
+      {[](json &p) { p["programs"][1]["instructions"][0]["tag"] = 1; },
+       "programs[1].instructions[1]: wait_collective of tag 0, which is not in "
+       "flight on this rank"},
+      {[](json &p) {
+         p["programs"][1]["instructions"][0]["reduction"] = "max";
+       },
+       "programs[1]: collective 0 over 'tensor' is all_reduce (max) tag 0"},
+      {[](json &p) {
+         p["programs"][1]["instructions"][0]["reduction"] = "prod";
+       },
+       "programs[1].instructions[0].reduction: 'prod': expected sum or max"},
+      {[](json &p) { p["programs"][1]["instructions"] = json::array(); },
+       "programs[1]: collective 0 over 'tensor' is nothing, on rank 0 of its "
+       "group all_reduce (sum) tag 0 of 8 bytes"},
+      {[](json &p) { p["mesh"]["axes"][1]["size"] = 3; },
+       "rank_programs: 2 ranks for a mesh of 3 devices"},
+      {[](json &p) { p["programs"][1]["params"][0]["shard"]["index"] = 0; },
+       "programs[1].params[0].shard: a shard over the tensor axis: count must "
+       "be its size (2) and index this rank's tensor coordinate (1)"},
+      {[](json &p) { p["programs"][0]["params"][0]["shard"]["dim"] = 1; },
+       "programs[0].params[0].shard.dim: dimension 1 of a [2] buffer"},
+      {[](json &p) { p["programs"][0]["params"][0]["shard"]["blocks"] = 0; },
+       "programs[0].params[0].shard: needs blocks >= 1"},
+      {[](json &p) {
+         p["programs"][0]["instructions"][0]["outputs"] = {2};
+         p["programs"][0]["buffers"][2]["shape"] = {1};
+         p["programs"][0]["buffers"][2]["bytes"] = 4;
+       },
+       "programs[0].instructions[0].outputs: all_reduce writes [1] f32, its "
        "input is [2] f32"},
       {[](json &p) {
-         for (json &r : p["ranks"]) {
+         for (json &r : p["programs"]) {
            r["buffers"][0]["dtype"] = "i32";
            r["buffers"][1]["dtype"] = "i32";
          }
        },
-       "ranks[0].instructions[0].inputs: all_reduce sums f32, f64, f16 or bf16, not i32"},
+       "programs[0].instructions[0].inputs: all_reduce sums f32, f64, f16 or "
+       "bf16, not i32"},
       // Rank 0 waits for a message rank 1 sends only after the all-reduce
       // that rank 0 has not reached.
       {[](json &p) {
-         json &r0 = p["ranks"][0]["instructions"];
+         json &r0 = p["programs"][0]["instructions"];
          r0.insert(r0.begin(), transfer("wait_recv", 1, 1, false));
          r0.insert(r0.begin(), transfer("irecv", 1, 1, true));
-         json &r1 = p["ranks"][1]["instructions"];
+         json &r1 = p["programs"][1]["instructions"];
          r1.push_back(transfer("isend", 0, 1, true));
          r1.push_back(transfer("wait_send", 0, 1, false));
        },
        "the ranks would deadlock, each waiting on another: "
-       "ranks[0].instructions[1] (wait_recv tag 5); ranks[1].instructions[1] "
+       "programs[0].instructions[1] (wait_recv tag 5); "
+       "programs[1].instructions[1] "
        "(wait_collective tag 0)"},
       // The post and its wait_collective.
-      {[](json &p) { p["ranks"][0]["instructions"].erase(1); },
-       "ranks[0]: the all_reduce of tag 0 is never waited for (no "
+      {[](json &p) { p["programs"][0]["instructions"].erase(1); },
+       "programs[0]: the all_reduce of tag 0 is never waited for (no "
        "wait_collective)"},
       {[](json &p) {
-         json &r0 = p["ranks"][0]["instructions"];
+         json &r0 = p["programs"][0]["instructions"];
          std::swap(r0[0], r0[1]);
        },
-       "ranks[0].instructions[0]: wait_collective of tag 0, which is not in "
+       "programs[0].instructions[0]: wait_collective of tag 0, which is not in "
        "flight on this rank"},
-      {[](json &p) { p["ranks"][0]["instructions"][1]["tag"] = 3; },
+      {[](json &p) { p["programs"][0]["instructions"][1]["tag"] = 3; },
        "wait_collective of tag 3, which is not in flight"},
       {[](json &p) {
-         json &r0 = p["ranks"][0]["instructions"];
+         json &r0 = p["programs"][0]["instructions"];
          r0.insert(r0.begin() + 1, relu(1, 2));
        },
-       "ranks[0].instructions[1] (relu r): reads buffer 1 while the "
+       "programs[0].instructions[1] (relu r): reads buffer 1 while the "
        "all_reduce of tag 0 into its bytes is in flight (no wait_collective "
        "before)"},
       {[](json &p) {
-         json &r0 = p["ranks"][0]["instructions"];
+         json &r0 = p["programs"][0]["instructions"];
          r0.insert(r0.begin() + 1, relu(2, 0));
        },
-       "ranks[0].instructions[1] (relu r): writes buffer 0 while the "
+       "programs[0].instructions[1] (relu r): writes buffer 0 while the "
        "all_reduce of tag 0 owns its bytes"},
   };
   expectRejections(tensorParallelPlan, cases);
@@ -226,7 +266,7 @@ TEST(CollectivePlan, NamesTheFieldOfEveryRejection) {
 /// dimension 0, and g reduce-scattered back into y [2].
 json sequenceParallelPlan() {
   json plan = tensorParallelPlan();
-  for (json &rank : plan["ranks"]) {
+  for (json &rank : plan["programs"]) {
     rank["buffers"].push_back(json::parse(
         R"({"id": 3, "dtype": "f32", "shape": [4], "bytes": 16, "offset": 72, "kind": "activation"})"));
     rank["instructions"] = json::parse(R"([
@@ -253,30 +293,32 @@ TEST(CollectivePlan, AcceptsASequenceParallelPlan) {
 
 TEST(CollectivePlan, NamesTheFieldOfEverySequenceParallelRejection) {
   std::vector<Rejection> cases = {
-      {[](json &p) { p["ranks"][0]["instructions"][0].erase("dim"); },
-       "ranks[0].instructions[0]: missing field 'dim'"},
-      {[](json &p) { p["ranks"][0]["instructions"][0]["dim"] = 1; },
-       "ranks[0].instructions[0].dim: dimension 1 of a [2] buffer"},
-      {[](json &p) { p["ranks"][0]["instructions"][2]["outputs"] = {3}; },
-       "ranks[0].instructions[2]: reduce_scatter over 'tensor' (2 ranks) "
+      {[](json &p) { p["programs"][0]["instructions"][0].erase("dim"); },
+       "programs[0].instructions[0]: missing field 'dim'"},
+      {[](json &p) { p["programs"][0]["instructions"][0]["dim"] = 1; },
+       "programs[0].instructions[0].dim: dimension 1 of a [2] buffer"},
+      {[](json &p) { p["programs"][0]["instructions"][2]["outputs"] = {3}; },
+       "programs[0].instructions[2]: reduce_scatter over 'tensor' (2 ranks) "
        "along dimension 0 cannot turn [4] into [4]"},
       {[](json &p) {
-         p["ranks"][1]["instructions"][2]["reduction"] = "max";
+         p["programs"][1]["instructions"][2]["reduction"] = "max";
        },
-       "ranks[1].instructions[2].reduction: 'max': expected sum"},
-      {[](json &p) { p["ranks"][1]["instructions"][0]["op"] = "reduce_scatter"; },
+       "programs[1].instructions[2].reduction: 'max': expected sum"},
+      {[](json &p) {
+         p["programs"][1]["instructions"][0]["op"] = "reduce_scatter";
+       },
        "cannot turn [2] into [4]"},
       {[](json &p) {
-         std::swap(p["ranks"][1]["instructions"][0]["tag"],
-                   p["ranks"][1]["instructions"][2]["tag"]);
+         std::swap(p["programs"][1]["instructions"][0]["tag"],
+                   p["programs"][1]["instructions"][2]["tag"]);
        },
        "wait_collective of tag 0, which is not in flight on this rank"},
       // The second collective sums where the group gathers.
       {[](json &p) {
-         std::swap(p["ranks"][1]["instructions"][0],
-                   p["ranks"][1]["instructions"][2]);
+         std::swap(p["programs"][1]["instructions"][0],
+                   p["programs"][1]["instructions"][2]);
        },
-       "ranks[1]: collective 0 over 'tensor' is reduce_scatter along 0"},
+       "programs[1]: collective 0 over 'tensor' is reduce_scatter along 0"},
   };
   expectRejections(sequenceParallelPlan, cases);
 }
@@ -287,8 +329,8 @@ TEST(CollectivePlan, NamesTheFieldOfEverySequenceParallelRejection) {
 // them.
 TEST(CollectivePlan, TagsAreEachRanksOwn) {
   json plan = tensorParallelPlan();
-  plan["ranks"][1]["instructions"][0]["tag"] = 7;
-  plan["ranks"][1]["instructions"][1]["tag"] = 7;
+  plan["programs"][1]["instructions"][0]["tag"] = 7;
+  plan["programs"][1]["instructions"][1]["tag"] = 7;
   EXPECT_EQ(errorOf(plan), "");
 }
 
@@ -322,8 +364,7 @@ json dataParallelPlan() {
   plan["inputs"][0]["shape"] = {4};
   plan["global_batch"] = 4;
   for (int r : {0, 1}) {
-    json &rank = plan["ranks"][r];
-    rank["coords"] = {{"pipeline", 0}, {"data", r}};
+    json &rank = plan["programs"][r];
     rank["params"][0]["shard"] = nullptr;
     rank["buffers"][2]["shape"] = {4};
     rank["buffers"][2]["bytes"] = 16;
@@ -347,17 +388,18 @@ TEST(CollectivePlan, AcceptsADataParallelPlan) {
 TEST(CollectivePlan, NamesTheFieldOfEveryDataParallelRejection) {
   expectRejections(
       dataParallelPlan,
-      {{[](json &p) { p["ranks"][1]["inputs"][0]["shard"]["index"] = 0; },
-        "ranks[1].inputs[0].shard: an input's shard is its data-parallel "
+      {{[](json &p) { p["programs"][1]["inputs"][0]["shard"]["index"] = 0; },
+        "programs[1].inputs[0].shard: an input's shard is its data-parallel "
         "replica's rows: dim 0, blocks 1, count the data axis's size (2) and "
         "index this rank's data coordinate (1)"},
        {[](json &p) { p["inputs"][0]["shape"] = {6}; },
-        "ranks[0].inputs[0]: buffer 0 ([2]) x 2 replicas does not hold input "
+        "programs[0].inputs[0]: buffer 0 ([2]) x 2 replicas does not hold "
+        "input "
         "'x' ([6])"},
-       {[](json &p) { p["ranks"][0]["inputs"][0].erase("shard"); },
-        "ranks[0].inputs[0]: buffer 0 ([2]) does not hold input 'x' ([4])"},
-       {[](json &p) { p["ranks"][0]["inputs"][0]["name"] = "z"; },
-        "ranks[0].inputs[0].name: 'z' is not one of the plan's inputs"}});
+       {[](json &p) { p["programs"][0]["inputs"][0].erase("shard"); },
+        "programs[0].inputs[0]: buffer 0 ([2]) does not hold input 'x' ([4])"},
+       {[](json &p) { p["programs"][0]["inputs"][0]["name"] = "z"; },
+        "programs[0].inputs[0].name: 'z' is not one of the plan's inputs"}});
 }
 
 TEST(Shard, FlatPiecesPadTheLastAndPlaceBackWithoutIt) {
@@ -384,7 +426,7 @@ namespace {
 json zeroPlan() {
   json plan = dataParallelPlan();
   for (int r : {0, 1}) {
-    json &rank = plan["ranks"][r];
+    json &rank = plan["programs"][r];
     rank["buffers"][2]["shape"] = {2};
     rank["buffers"][2]["bytes"] = 8;
     rank["params"][0]["flat_shard"] = {
@@ -407,20 +449,24 @@ TEST(CollectivePlan, AcceptsZeroPieces) {
 TEST(CollectivePlan, NamesTheFieldOfEveryZeroPieceRejection) {
   expectRejections(
       zeroPlan,
-      {{[](json &p) { p["ranks"][1]["params"][0]["flat_shard"]["index"] = 0; },
-        "ranks[1].params[0].flat_shard: a piece over the data axis: count "
+      {{[](json &p) {
+          p["programs"][1]["params"][0]["flat_shard"]["index"] = 0;
+        },
+        "programs[1].params[0].flat_shard: a piece over the data axis: count "
         "must be its size (2) and index this rank's data coordinate (1)"},
        {[](json &p) {
-          p["ranks"][0]["params"][0]["flat_shard"]["shape"] = {5};
+          p["programs"][0]["params"][0]["flat_shard"]["shape"] = {5};
         },
-        "ranks[0].params[0].flat_shard: a piece of [5] over 2 ranks is [3], "
+        "programs[0].params[0].flat_shard: a piece of [5] over 2 ranks is [3], "
         "buffer 2 is [2]"},
-       {[](json &p) { p["ranks"][0]["params"][0]["flat_shard"]["count"] = 0; },
-        "ranks[0].params[0].flat_shard: needs count >= 1 and index < count"},
        {[](json &p) {
-          p["ranks"][0]["params"][0]["flat_shard"]["shape"] = "x";
+          p["programs"][0]["params"][0]["flat_shard"]["count"] = 0;
         },
-        "ranks[0].params[0].flat_shard.shape"}});
+        "programs[0].params[0].flat_shard: needs count >= 1 and index < count"},
+       {[](json &p) {
+          p["programs"][0]["params"][0]["flat_shard"]["shape"] = "x";
+        },
+        "programs[0].params[0].flat_shard.shape"}});
 }
 
 TEST(CollectivePlan, ZeroGroupsAreSubAxesOfTheDataAxis) {
@@ -459,7 +505,7 @@ json zeroGroupsPlan() {
   plan["mesh"]["sub_axes"] = {
       {{"name", "data_replica"}, {"of", "data"}, {"size", 1}, {"stride", 2}},
       {{"name", "data_shard"}, {"of", "data"}, {"size", 2}, {"stride", 1}}};
-  for (json &rank : plan["ranks"])
+  for (json &rank : plan["programs"])
     rank["instructions"][0]["axis"] = "data_shard";
   return plan;
 }
@@ -470,22 +516,22 @@ TEST(CollectivePlan, AcceptsZeroGroups) {
   expectRejections(
       zeroGroupsPlan,
       {{[](json &p) { p["mesh"]["sub_axes"][1]["size"] = 3; },
-        "mesh.sub_axes[1] 'data_shard': 3 ranks at stride 1 do not factor "
+        "mesh.sub_axes[1]: 'data_shard': 3 ranks at stride 1 do not factor "
         "mesh axis 'data'"},
        {[](json &p) { p["mesh"]["sub_axes"][0]["of"] = "tensor"; },
-        "mesh.sub_axes[0] 'data_replica': 1 ranks at stride 2 do not factor "
+        "mesh.sub_axes[0]: 'data_replica': 1 ranks at stride 2 do not factor "
         "mesh axis 'tensor'"},
        {[](json &p) { p["mesh"]["sub_axes"][0]["name"] = "data"; },
-        "mesh.sub_axes[0] 'data': the name of another axis"},
+        "mesh.sub_axes[0]: 'data': the name of another axis"},
        {[](json &p) {
           p["mesh"]["sub_axes"][1]["size"] = 1;
           p["mesh"]["sub_axes"][1]["stride"] = 2;
           p["mesh"]["sub_axes"][0]["stride"] = 1;
           p["mesh"]["sub_axes"][0]["size"] = 2;
         },
-        "ranks[0].params[0].flat_shard: a piece over the data_shard axis: "
+        "programs[0].params[0].flat_shard: a piece over the data_shard axis: "
         "count must be its size (1) and index this rank's data_shard "
         "coordinate (0)"},
-       {[](json &p) { p["ranks"][1]["instructions"][0]["axis"] = "data"; },
+       {[](json &p) { p["programs"][1]["instructions"][0]["axis"] = "data"; },
         "over 'data"}});
 }

@@ -11,14 +11,15 @@ namespace {
 /// A minimal valid one-rank plan: y = relu(x).
 json validPlan() {
   return json::parse(R"({
-    "format": "weft-plan", "version": 1,
+    "format": "weft-plan", "version": 2,
     "model": {"path": "m.onnx", "sha256": ""},
     "mesh": {"axes": [{"name": "pipeline", "size": 1}]},
     "micro_batches": 1, "global_batch": 2,
     "inputs": [{"name": "x", "dtype": "f32", "shape": [2]}],
     "outputs": [{"name": "y", "dtype": "f32", "shape": [2]}],
-    "ranks": [{
-      "rank": 0, "coords": {"pipeline": 0}, "arena_bytes": 72,
+    "rank_programs": [0],
+    "programs": [{
+      "arena_bytes": 72,
       "buffers": [
         {"id": 0, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 0, "kind": "input"},
         {"id": 1, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 64, "kind": "activation"}],
@@ -60,56 +61,83 @@ TEST(PlanLoader, NamesTheFieldOfEveryRejection) {
        "p.json: format: expected \"weft-plan\""},
       {[](json &p) { p["version"] = 7; },
        "p.json: version: version 7 is not supported"},
-      {[](json &p) { p.erase("ranks"); }, "p.json: : missing field 'ranks'"},
-      {[](json &p) { p["ranks"] = json::array(); },
-       "ranks: a plan needs at least one rank"},
-      {[](json &p) { p["ranks"][0]["buffers"][1]["id"] = 5; },
-       "ranks[0].buffers[1].id: buffer ids must be 0, 1, 2, ... in order"},
-      {[](json &p) { p["ranks"][0]["buffers"][0]["dtype"] = "f8"; },
-       "ranks[0].buffers[0].dtype: unknown dtype 'f8'"},
-      {[](json &p) { p["ranks"][0]["buffers"][0]["bytes"] = 4; },
-       "ranks[0].buffers[0].bytes: 4 bytes, but [2] f32 takes 8"},
-      {[](json &p) { p["ranks"][0]["buffers"][1]["offset"] = 68; },
-       "ranks[0].buffers[1].offset: 68 + 8 bytes exceeds arena_bytes 72"},
+      {[](json &p) { p["version"] = 1; },
+       "p.json: version: version 1 is not supported (this weft-run reads "
+       "version 2; compile the model again with this weftc)"},
+      {[](json &p) { p.erase("programs"); },
+       "p.json: : missing field 'programs'"},
+      {[](json &p) { p["programs"] = json::array(); },
+       "programs: a plan needs at least one program"},
+      {[](json &p) { p["rank_programs"] = {1}; },
+       "rank_programs[0]: program 1 does not exist (1 programs)"},
+      {[](json &p) {
+         p["rank_programs"] = {0, 0};
+       },
+       "rank_programs: 2 ranks for a mesh of 1 devices"},
+      {[](json &p) { p["programs"][0]["rank"] = 0; },
+       "programs[0].rank: a program is shared by ranks"},
+      {[](json &p) {
+         p["programs"][0]["instructions"][0]["tag"] = {{"coord", "tensor"}};
+       },
+       "programs[0].instructions[0].tag.coord: the mesh has no axis 'tensor'"},
+      {[](json &p) {
+         p["programs"][0]["instructions"][0]["tag"] = {{"coord", "pipeline"},
+                                                       {"time", 2}};
+       },
+       "programs[0].instructions[0].tag: a coordinate expression has coord, "
+       "times and plus, not 'time'"},
+      {[](json &p) { p["programs"][0]["buffers"][1]["id"] = 5; },
+       "programs[0].buffers[1].id: buffer ids must be 0, 1, 2, ... in order"},
+      {[](json &p) { p["programs"][0]["buffers"][0]["dtype"] = "f8"; },
+       "programs[0].buffers[0].dtype: unknown dtype 'f8'"},
+      {[](json &p) { p["programs"][0]["buffers"][0]["bytes"] = 4; },
+       "programs[0].buffers[0].bytes: 4 bytes, but [2] f32 takes 8"},
+      {[](json &p) { p["programs"][0]["buffers"][1]["offset"] = 68; },
+       "programs[0].buffers[1].offset: 68 + 8 bytes exceeds arena_bytes 72"},
       // Found by the plan-loader fuzz target: a float at an odd address.
-      {[](json &p) { p["ranks"][0]["buffers"][1]["offset"] = 63; },
-       "ranks[0].buffers[1].offset: 63 is not a multiple of the f32 element "
+      {[](json &p) { p["programs"][0]["buffers"][1]["offset"] = 63; },
+       "programs[0].buffers[1].offset: 63 is not a multiple of the f32 element "
        "size"},
-      {[](json &p) { p["ranks"][0]["buffers"][1]["kind"] = "scratch"; },
-       "ranks[0].buffers[1].kind: unknown buffer kind 'scratch'"},
-      {[](json &p) { p["ranks"][0]["buffers"][1]["view_of"] = 0; },
-       "ranks[0].buffers[1].view_of: must name an earlier buffer at the same "
+      {[](json &p) { p["programs"][0]["buffers"][1]["kind"] = "scratch"; },
+       "programs[0].buffers[1].kind: unknown buffer kind 'scratch'"},
+      {[](json &p) { p["programs"][0]["buffers"][1]["view_of"] = 0; },
+       "programs[0].buffers[1].view_of: must name an earlier buffer at the "
+       "same "
        "offset"},
-      {[](json &p) { p["ranks"][0]["buffers"][0]["shape"] = {-1}; },
-       "ranks[0].buffers[0].shape[0]: expected a non-negative integer"},
-      {[](json &p) { p["ranks"][0]["instructions"][0]["op"] = "send"; },
-       "ranks[0].instructions[0].op: unknown instruction 'send'"},
-      {[](json &p) { p["ranks"][0]["instructions"][0]["kernel"] = "gelu9"; },
-       "ranks[0].instructions[0].kernel: unknown kernel 'gelu9'"},
-      {[](json &p) { p["ranks"][0]["instructions"][0]["kernel"] = "gelu"; },
-       "ranks[0].instructions[0].kernel: this backend has no kernel 'gelu' "
+      {[](json &p) { p["programs"][0]["buffers"][0]["shape"] = {-1}; },
+       "programs[0].buffers[0].shape[0]: expected a non-negative integer"},
+      {[](json &p) { p["programs"][0]["instructions"][0]["op"] = "send"; },
+       "programs[0].instructions[0].op: unknown instruction 'send'"},
+      {[](json &p) { p["programs"][0]["instructions"][0]["kernel"] = "gelu9"; },
+       "programs[0].instructions[0].kernel: unknown kernel 'gelu9'"},
+      {[](json &p) { p["programs"][0]["instructions"][0]["kernel"] = "gelu"; },
+       "programs[0].instructions[0].kernel: this backend has no kernel 'gelu' "
        "(it is in the kernel table)"},
-      {[](json &p) { p["ranks"][0]["instructions"][0]["name"] = "Relu_3"; 
-                     p["ranks"][0]["buffers"][1]["shape"] = {1};
-                     p["ranks"][0]["buffers"][1]["bytes"] = 4; },
-       "ranks[0].instructions[0]: node 'Relu_3': kernel relu: output 0 is "
+      {[](json &p) {
+         p["programs"][0]["instructions"][0]["name"] = "Relu_3";
+         p["programs"][0]["buffers"][1]["shape"] = {1};
+         p["programs"][0]["buffers"][1]["bytes"] = 4;
+       },
+       "programs[0].instructions[0]: node 'Relu_3': kernel relu: output 0 is "
        "[1] f32, relu writes [2] f32"},
-      {[](json &p) { p["ranks"][0]["instructions"][0]["attrs"] = {{"axis", 0}}; },
-       "ranks[0].instructions[0]: kernel relu: unknown attribute 'axis'"},
-      {[](json &p) { p["ranks"][0]["instructions"][0]["outputs"] = {2}; },
-       "ranks[0].instructions[0].outputs[0]: buffer 2 does not exist"},
-      {[](json &p) { p["ranks"][0]["instructions"][0]["attrs"] = 3; },
-       "ranks[0].instructions[0].attrs: expected an object"},
-      {[](json &p) { p["ranks"][0]["inputs"][0]["buffer"] = 9; },
-       "ranks[0].inputs[0].buffer: buffer 9 does not exist"},
       {[](json &p) {
-         p["ranks"][0]["constants"] = {{{"buffer", 0}, {"data", "AAAA"}}};
+         p["programs"][0]["instructions"][0]["attrs"] = {{"axis", 0}};
        },
-       "ranks[0].constants[0].data: holds 3 bytes, buffer 0 has 8"},
+       "programs[0].instructions[0]: kernel relu: unknown attribute 'axis'"},
+      {[](json &p) { p["programs"][0]["instructions"][0]["outputs"] = {2}; },
+       "programs[0].instructions[0].outputs[0]: buffer 2 does not exist"},
+      {[](json &p) { p["programs"][0]["instructions"][0]["attrs"] = 3; },
+       "programs[0].instructions[0].attrs: expected an object"},
+      {[](json &p) { p["programs"][0]["inputs"][0]["buffer"] = 9; },
+       "programs[0].inputs[0].buffer: buffer 9 does not exist"},
       {[](json &p) {
-         p["ranks"][0]["constants"] = {{{"buffer", 0}, {"data", "!!!!"}}};
+         p["programs"][0]["constants"] = {{{"buffer", 0}, {"data", "AAAA"}}};
        },
-       "ranks[0].constants[0].data: malformed base64"},
+       "programs[0].constants[0].data: holds 3 bytes, buffer 0 has 8"},
+      {[](json &p) {
+         p["programs"][0]["constants"] = {{{"buffer", 0}, {"data", "!!!!"}}};
+       },
+       "programs[0].constants[0].data: malformed base64"},
       {[](json &p) { p["inputs"][0]["dtype"] = 3; },
        "inputs[0].dtype: expected a string"},
   };

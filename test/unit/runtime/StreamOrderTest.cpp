@@ -16,6 +16,8 @@
 
 #include "../../../runtime/kernels/Kernel.h"
 
+#include "PlanJson.h"
+
 #include <gtest/gtest.h>
 
 using namespace weft::rt;
@@ -169,7 +171,7 @@ Plan collectivePlan() {
                            {"micro_batch", 0}},
                           compute("neg", 2, 3)};
   json plan = json::parse(R"({
-    "format": "weft-plan", "version": 1,
+    "format": "weft-plan", "version": 2,
     "model": {"path": "m.onnx", "sha256": ""},
     "mesh": {"axes": [{"name": "tensor", "size": 2}]},
     "micro_batches": 1, "global_batch": 2,
@@ -178,7 +180,7 @@ Plan collectivePlan() {
   json second = rank;
   second["rank"] = 1;
   second["coords"]["tensor"] = 1;
-  plan["ranks"] = {rank, second};
+  test::setRanks(plan, {rank, second});
   return parsePlan(plan.dump(), "p.json",
                    [](const std::string &) { return true; });
 }
@@ -220,12 +222,12 @@ Plan chainPlan() {
   rank["instructions"] = {compute("relu", 0, 1), compute("neg", 1, 2),
                           compute("neg", 2, 3), compute("neg", 3, 4)};
   json plan = json::parse(R"({
-    "format": "weft-plan", "version": 1,
+    "format": "weft-plan", "version": 2,
     "model": {"path": "m.onnx", "sha256": ""},
     "mesh": {"axes": []}, "micro_batches": 1, "global_batch": 2,
     "inputs": [{"name": "x", "dtype": "f32", "shape": [2]}],
     "outputs": [{"name": "z", "dtype": "f32", "shape": [2]}]})");
-  plan["ranks"] = {rank};
+  test::setRanks(plan, {rank});
   return parsePlan(plan.dump(), "p.json",
                    [](const std::string &) { return true; });
 }

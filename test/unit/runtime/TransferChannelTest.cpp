@@ -10,6 +10,8 @@
 #include "weft/runtime/Communicator.h"
 #include "weft/runtime/Plan.h"
 
+#include "PlanJson.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -37,7 +39,7 @@ json transfer(const std::string &op, int64_t tag, int64_t buffer) {
 /// rank 1, which receives them in the same order and outputs z.
 json twoTransfers() {
   json plan = json::parse(R"({
-    "format": "weft-plan", "version": 1,
+    "format": "weft-plan", "version": 2,
     "model": {"path": "m.onnx", "sha256": ""},
     "mesh": {"axes": [{"name": "pipeline", "size": 2}]},
     "micro_batches": 1, "global_batch": 2,
@@ -66,7 +68,7 @@ json twoTransfers() {
   receiver["instructions"] = {transfer("irecv", 1, 0), transfer("irecv", 2, 1),
                               transfer("wait_recv", 1, 0),
                               transfer("wait_recv", 2, 1)};
-  plan["ranks"] = {sender, receiver};
+  test::setRanks(plan, {sender, receiver});
   return plan;
 }
 
@@ -95,11 +97,11 @@ TEST(TransferChannels, AcceptsOneOrderAtBothEnds) {
 
 TEST(TransferChannels, RefusesAChannelPostedInTwoOrders) {
   json plan = twoTransfers();
-  std::swap(plan["ranks"][1]["instructions"][0],
-            plan["ranks"][1]["instructions"][1]);
+  std::swap(plan["programs"][1]["instructions"][0],
+            plan["programs"][1]["instructions"][1]);
   // MPI would have matched them by tag; NCCL would swap x and z.
   EXPECT_NE(errorOf(plan).find(
-                "p.json: ranks[0].instructions[0].tag: tag 1 is rank 0's "
+                "p.json: programs[0].instructions[0].tag: tag 1 is rank 0's "
                 "send #0 to rank 1, whose receive #0 from it is tag 2: a "
                 "pair of ranks must post its transfers in one order at both "
                 "ends (NCCL matches them by order)"),

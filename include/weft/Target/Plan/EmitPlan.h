@@ -1,9 +1,12 @@
 //===- EmitPlan.h - weft IR -> execution plan (JSON) ------------*- C++ -*-===//
 //
-// Translates a weft model function into a version-1 execution plan, the
-// contract with weft-run (docs/plan-format.md, docs/plan.schema.json):
-// per rank, the buffers at their arena offsets (MemoryPlan), the parameters
-// to load, constants inline, and the ordered instruction list.
+// Translates a weft module into a version-2 execution plan, the contract
+// with weft-run (docs/plan-format.md, docs/plan.schema.json): one program
+// per pipeline stage, shared by the stage's tensor- and data-parallel ranks
+// (what differs between them is a coordinate expression,
+// runtime/include/weft/runtime/PlanView.h), each with its buffers at their
+// arena offsets (MemoryPlan), the parameters to load, constants inline, and
+// the ordered instruction list.
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_TARGET_PLAN_EMITPLAN_H
@@ -17,9 +20,6 @@
 #include <string>
 
 namespace weft {
-
-/// The plan format version this compiler writes.
-inline constexpr int kPlanVersion = 1;
 
 struct PlanSource {
   std::string path;   ///< the ONNX model the runtime loads weights from

@@ -1,9 +1,9 @@
 //===- Plan.h - the execution plan as the runtime reads it ------*- C++ -*-===//
 //
-// Version 1 of the plan format (docs/plan-format.md, docs/plan.schema.json).
+// Version 2 of the plan format (docs/plan-format.md, docs/plan.schema.json).
 // loadPlan validates everything the executor relies on, and rejects a plan
 // it does not understand with an Error naming the offending field, e.g.
-// "plan.json: ranks[0].buffers[3].offset: 4096 + 512 bytes exceeds
+// "plan.json: programs[0].buffers[3].offset: 4096 + 512 bytes exceeds
 // arena_bytes 4096".
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +11,7 @@
 #define WEFT_RUNTIME_PLAN_H
 
 #include "weft/runtime/KernelSpec.h"
+#include "weft/runtime/PlanView.h"
 #include "weft/runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -22,8 +23,6 @@
 #include <vector>
 
 namespace weft::rt {
-
-inline constexpr int kPlanVersion = 1;
 
 struct BufferDesc {
   int64_t id = 0;
@@ -120,8 +119,15 @@ inline bool isCollectiveWait(const std::string &op) {
   return op == "wait_collective";
 }
 
+/// A rank's view of its program (PlanView.h), checked and decoded.
 struct RankPlan {
   int64_t rank = 0;
+  /// The field the rank's instructions come from, for messages:
+  /// "programs[k]" ("rank r: programs[k]" when k serves several ranks).
+  std::string path;
+  std::string where() const {
+    return path.empty() ? "ranks[" + std::to_string(rank) + "]" : path;
+  }
   std::vector<std::pair<std::string, int64_t>> coords; ///< mesh axis -> index
   /// The coordinate along `axis` (0 when the plan's mesh lacks it).
   int64_t coord(const std::string &axis) const {

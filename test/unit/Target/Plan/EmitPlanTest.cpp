@@ -2,6 +2,7 @@
 
 #include "weft/Target/Plan/EmitPlan.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/runtime/PlanView.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -32,6 +33,11 @@ FailureOr<nlohmann::json> emit(const char *ir, std::string &error,
   return weft::emitPlan(*module, {"m.onnx", ""});
 }
 
+/// Each rank's view of `plan` (its program, coordinates filled in).
+nlohmann::json views(const nlohmann::json &plan) {
+  return weft::rt::planView(plan, -1, "plan")["ranks"];
+}
+
 const char *kMain = R"(
   func.func @main(%x: tensor<2xf32> {weft.input = "x"}) -> (tensor<2xf32> {weft.output = "y"}) {
     %y = weft.relu %x : tensor<2xf32>
@@ -49,7 +55,7 @@ TEST(EmitPlan, MeshAndCoordinatesComeFromTheIR) {
   EXPECT_EQ((*plan)["mesh"]["axes"].dump(),
             R"([{"name":"pipeline","size":1},{"name":"data","size":1},)"
             R"({"name":"tensor","size":1}])");
-  EXPECT_EQ((*plan)["ranks"][0]["coords"].dump(),
+  EXPECT_EQ(views(*plan)[0]["coords"].dump(),
             R"({"data":0,"pipeline":0,"tensor":0})");
 }
 
@@ -70,12 +76,12 @@ TEST(EmitPlan, EachDataReplicaReadsItsRowsOfTheGlobalBatch) {
   std::string error;
   FailureOr<nlohmann::json> plan = emit(ir.c_str(), error);
   ASSERT_TRUE(succeeded(plan)) << error;
-  ASSERT_EQ((*plan)["ranks"].size(), 4u);
+  ASSERT_EQ(views(*plan).size(), 4u);
   // The plan's input is the global batch: D times the function's rows.
   EXPECT_EQ((*plan)["inputs"][0]["shape"].dump(), "[4]");
   EXPECT_EQ((*plan)["global_batch"], 4);
   for (int rank = 0; rank < 4; ++rank) {
-    const auto &section = (*plan)["ranks"][rank];
+    nlohmann::json section = views(*plan)[rank];
     int64_t replica = rank / 2; // tensor varies fastest
     EXPECT_EQ(section["coords"]["data"], replica);
     EXPECT_EQ(section["inputs"][0]["shard"].dump(),
@@ -91,12 +97,16 @@ TEST(EmitPlan, EveryTensorRankRunsTheStagesFunction) {
   std::string error;
   FailureOr<nlohmann::json> plan = emit(ir.c_str(), error);
   ASSERT_TRUE(succeeded(plan)) << error;
-  ASSERT_EQ((*plan)["ranks"].size(), 2u);
+  // One program, shared: plan size does not grow with the tensor axis.
+  EXPECT_EQ((*plan)["programs"].size(), 1u);
+  EXPECT_EQ((*plan)["rank_programs"].dump(), "[0,0]");
+  nlohmann::json ranks = views(*plan);
+  ASSERT_EQ(ranks.size(), 2u);
   for (int rank : {0, 1}) {
-    EXPECT_EQ((*plan)["ranks"][rank]["rank"], rank);
-    EXPECT_EQ((*plan)["ranks"][rank]["coords"]["tensor"], rank);
-    EXPECT_EQ((*plan)["ranks"][rank]["instructions"].dump(),
-              (*plan)["ranks"][0]["instructions"].dump());
+    EXPECT_EQ(ranks[rank]["rank"], rank);
+    EXPECT_EQ(ranks[rank]["coords"]["tensor"], rank);
+    EXPECT_EQ(ranks[rank]["instructions"].dump(),
+              (*plan)["programs"][0]["instructions"].dump());
   }
 }
 
@@ -111,10 +121,10 @@ namespace {
 const char *kTensorMesh = R"(shard.grid @mesh(shape = 1x1x2)
     {weft.mesh_axes = ["pipeline", "data", "tensor"]})";
 
-/// The (op, tag) of each instruction of rank 0.
+/// The (op, tag) of each instruction of the first program.
 std::vector<std::pair<std::string, int64_t>> opsOf(const nlohmann::json &plan) {
   std::vector<std::pair<std::string, int64_t>> ops;
-  for (const auto &inst : plan["ranks"][0]["instructions"])
+  for (const auto &inst : plan["programs"][0]["instructions"])
     ops.push_back({inst["op"], inst.value("tag", int64_t(-1))});
   return ops;
 }
@@ -138,7 +148,7 @@ TEST(EmitPlan, ACollectiveIsPostedAndWaitedForWhereTheIRSays) {
                 {"all_reduce", 0}, {"compute", -1}, {"wait_collective", 0}}));
   // The wait keeps the posted result and the input live; its output is a
   // view of the result's bytes.
-  const auto &rank = (*plan)["ranks"][0];
+  const auto &rank = (*plan)["programs"][0];
   const auto &wait = rank["instructions"][2];
   EXPECT_EQ(rank["instructions"][0]["outputs"], nlohmann::json({1}));
   EXPECT_EQ(wait["inputs"], nlohmann::json({1, 0}));

@@ -1,0 +1,88 @@
+//===- PlanView.h - a version-2 plan's programs, seen per rank --*- C++ -*-===//
+//
+// A version-2 plan (docs/plan-format.md) holds one program per role, not
+// one instruction list per rank: `programs[k]` runs on every rank r with
+// `rank_programs[r] == k` (weftc writes one per pipeline stage, shared by
+// the stage's tensor- and data-parallel ranks). What differs between the
+// ranks of a program is written as a coordinate expression,
+//
+//   {"coord": AXIS, "times": A, "plus": B}   ->   A * coord(AXIS) + B
+//
+// (A defaults to 1, B to 0), AXIS a mesh axis (`pipeline`, `data`,
+// `tensor`), a sub-axis (`data_shard`, `data_replica`), or `replica`: the
+// rank's row-major index over the axes other than `pipeline` (its index
+// among the ranks of its stage). Expressions may stand for an integer in a
+// shard's or flat shard's `index`, an instruction's `peer` and `tag`, and
+// an integer attribute or an element of an integer-array attribute.
+//
+// The rank view of rank r is its program with every expression evaluated
+// at r's coordinates, plus `rank` and `coords`: the per-rank object of
+// version 1. The loader checks the views; `weft-run --view` and
+// `weftc --emit=plan-json` print them (for people, diffs and FileCheck).
+//
+// MLIR-free: weftc links it (weft_ops) and prints the same views.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_PLANVIEW_H
+#define WEFT_RUNTIME_PLANVIEW_H
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weft::rt {
+
+/// The plan format version weftc writes and weft-run reads.
+inline constexpr int kPlanVersion = 2;
+
+/// A plan's mesh as its JSON gives it (`mesh.axes`, `mesh.sub_axes`), with
+/// the coordinates of a rank. Ranks are the row-major index of their
+/// coordinates over `axes` (the last axis fastest).
+struct MeshShape {
+  std::vector<std::pair<std::string, int64_t>> axes;
+  struct Sub {
+    std::string name, of;
+    int64_t size = 1, stride = 1;
+  };
+  std::vector<Sub> subAxes;
+
+  /// Reads `mesh` (axes with sizes >= 1); throws Error naming the field.
+  static MeshShape fromJson(const nlohmann::json &mesh,
+                            const std::string &file);
+  int64_t size() const;
+  std::vector<int64_t> coords(int64_t rank) const;
+  /// The coordinate of `rank` along an axis, a sub-axis or `replica`;
+  /// throws Error when the mesh has no such axis.
+  int64_t coord(int64_t rank, const std::string &axis) const;
+};
+
+/// The field that holds rank `rank`'s program, for messages:
+/// "programs[k]", or "rank r: programs[k]" when k serves several ranks.
+std::string programPath(const nlohmann::json &plan, int64_t rank);
+
+/// Rank `rank`'s view of a version-2 plan (the version-1 rank object).
+/// Throws Error naming the field (with `file`) on a missing program, a
+/// malformed expression or an unknown axis.
+nlohmann::json rankView(const nlohmann::json &plan, int64_t rank,
+                        const std::string &file);
+
+/// The plan with `ranks` (every rank's view, or only `rank`'s when it is
+/// not negative) in place of `programs` and `rank_programs`, and `format`
+/// "weft-plan-view": for reading, not for running.
+nlohmann::json planView(const nlohmann::json &plan, int64_t rank,
+                        const std::string &file);
+
+/// Writes a plan or a view for people and line tools alike: top-level,
+/// per-program and per-rank fields one per line, and each buffer,
+/// parameter, constant and instruction as one compact JSON object per line.
+std::string printPlanText(const nlohmann::json &plan);
+
+/// `value` as compact JSON text; invalid UTF-8 (ONNX names are arbitrary
+/// bytes) is written as U+FFFD instead of aborting the writer.
+std::string compactJson(const nlohmann::json &value);
+
+} // namespace weft::rt
+
+#endif // WEFT_RUNTIME_PLANVIEW_H
