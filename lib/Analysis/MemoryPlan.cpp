@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 using namespace mlir;
 using namespace weft;
@@ -27,8 +28,86 @@ BufferKind argumentKind(func::FuncOp func, unsigned index) {
   return BufferKind::Input;
 }
 
+/// The storages placed so far, indexed so that finding those live together
+/// with one is not quadratic (a step unrolled over 64 micro-batches has
+/// ~10^5 storages, thousands of them constants live the whole step;
+/// comparing each with every placed storage, then sorting those, was). A
+/// storage whose lifetime spans few steps looks in the buckets of
+/// kBucketSteps steps it touches, plus the whole-step storages kept in
+/// offset order; a long-lived one, which overlaps most others, walks every
+/// placed storage in offset order. Either way the result needs no sort of
+/// the long lists.
+class PlacedByLifetime {
+public:
+  static constexpr int kBucketSteps = 64, kMaxBuckets = 32;
+  PlacedByLifetime(const std::vector<Storage> &storages, int steps)
+      : storages(storages), lastStep(std::max(steps - 1, 0)),
+        buckets(steps / kBucketSteps + 1), seen(storages.size(), 0) {}
+
+  void insert(unsigned index) {
+    const Storage &s = storages[index];
+    byOffset.insert({s.offset, index});
+    if (s.start == 0 && s.end == lastStep) {
+      std::pair<int64_t, int64_t> range{s.offset, s.offset + s.bytes};
+      wholeStep.insert(
+          std::upper_bound(wholeStep.begin(), wholeStep.end(), range), range);
+    } else if (isLong(s)) {
+      longLived.push_back(index);
+    } else {
+      for (int b = s.start / kBucketSteps; b <= s.end / kBucketSteps; ++b)
+        buckets[b].push_back(index);
+    }
+  }
+
+  /// The [offset, offset + bytes) ranges of the placed storages live
+  /// together with `s`, in offset order (ranges at one offset in any
+  /// order: the gap before them and the end after them are the same).
+  void liveWith(const Storage &s,
+                std::vector<std::pair<int64_t, int64_t>> &out) {
+    out.clear();
+    if (isLong(s)) {
+      for (auto [offset, other] : byOffset)
+        if (liveTogether(s, storages[other]))
+          out.push_back({offset, offset + storages[other].bytes});
+      return;
+    }
+    partial.clear();
+    ++query;
+    auto consider = [&](unsigned other) {
+      const Storage &o = storages[other];
+      if (seen[other] != query && liveTogether(s, o)) {
+        seen[other] = query;
+        partial.push_back({o.offset, o.offset + o.bytes});
+      }
+    };
+    for (unsigned other : longLived)
+      consider(other);
+    for (int b = s.start / kBucketSteps; b <= s.end / kBucketSteps; ++b)
+      for (unsigned other : buckets[b])
+        consider(other);
+    std::sort(partial.begin(), partial.end());
+    out.resize(partial.size() + wholeStep.size());
+    std::merge(partial.begin(), partial.end(), wholeStep.begin(),
+               wholeStep.end(), out.begin());
+  }
+
+private:
+  bool isLong(const Storage &s) const {
+    return s.end / kBucketSteps - s.start / kBucketSteps >= kMaxBuckets;
+  }
+
+  const std::vector<Storage> &storages;
+  int lastStep;
+  std::set<std::pair<int64_t, unsigned>> byOffset; ///< every placed storage
+  std::vector<std::pair<int64_t, int64_t>> wholeStep, partial;
+  std::vector<unsigned> longLived; ///< long, not the whole step
+  std::vector<std::vector<unsigned>> buckets;
+  std::vector<unsigned> seen; ///< the last query that took each storage
+  unsigned query = 0;
+};
+
 /// Places storages greedily by size, best fit among live-overlapping ones.
-void assignOffsets(std::vector<Storage> &storages) {
+void assignOffsets(std::vector<Storage> &storages, int steps) {
   std::vector<unsigned> order(storages.size());
   std::iota(order.begin(), order.end(), 0);
   // Largest first; ties by start step so the layout is deterministic.
@@ -37,28 +116,22 @@ void assignOffsets(std::vector<Storage> &storages) {
       return storages[a].bytes > storages[b].bytes;
     return storages[a].start < storages[b].start;
   });
-  std::vector<unsigned> placed;
+  PlacedByLifetime placed(storages, steps);
+  std::vector<std::pair<int64_t, int64_t>> overlapping;
   for (unsigned index : order) {
     Storage &s = storages[index];
-    std::vector<const Storage *> overlapping;
-    for (unsigned other : placed)
-      if (liveTogether(s, storages[other]))
-        overlapping.push_back(&storages[other]);
-    std::sort(overlapping.begin(), overlapping.end(),
-              [](const Storage *a, const Storage *b) {
-                return a->offset < b->offset;
-              });
+    placed.liveWith(s, overlapping);
     int64_t bestOffset = -1, bestGap = INT64_MAX, cursor = 0;
-    for (const Storage *o : overlapping) {
-      int64_t gap = o->offset - cursor;
+    for (auto [begin, end] : overlapping) {
+      int64_t gap = begin - cursor;
       if (gap >= s.bytes && gap < bestGap) {
         bestGap = gap;
         bestOffset = cursor;
       }
-      cursor = std::max(cursor, o->offset + o->bytes);
+      cursor = std::max(cursor, end);
     }
     s.offset = bestOffset >= 0 ? bestOffset : cursor;
-    placed.push_back(index);
+    placed.insert(index);
   }
 }
 } // namespace
@@ -128,8 +201,15 @@ MemoryPlan weft::planMemory(func::FuncOp func,
   for (Value result : body.getTerminator()->getOperands())
     plan.storages[plan.storageOf.lookup(result)].end = last;
 
-  assignOffsets(plan.storages);
+  assignOffsets(plan.storages, steps);
   for (const Storage &s : plan.storages)
     plan.arenaBytes = std::max(plan.arenaBytes, s.offset + s.size);
   return plan;
+}
+
+const MemoryPlan &MemoryPlans::of(func::FuncOp func) {
+  std::unique_ptr<MemoryPlan> &plan = plans[func.getOperation()];
+  if (!plan)
+    plan = std::make_unique<MemoryPlan>(planMemory(func));
+  return *plan;
 }

@@ -33,7 +33,7 @@ bool overAxis(Operation *op, int64_t axis) {
 } // namespace
 
 void weft::printStageTable(ModuleOp module, const SimResult &prediction,
-                           llvm::raw_ostream &os) {
+                           MemoryPlans &memoryPlans, llvm::raw_ostream &os) {
   SmallVector<func::FuncOp> stages = rankFunctions(module);
   if (stages.empty())
     return;
@@ -144,7 +144,7 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
         ++ops;
       }
     }
-    MemoryPlan memory = planMemory(func);
+    const MemoryPlan &memory = memoryPlans.of(func);
     double busy = s < prediction.busySeconds.size()
                       ? prediction.busySeconds[s] * 1e3
                       : 0.0;

@@ -12,6 +12,7 @@
 #ifndef WEFT_TOOLS_WEFTC_PIPELINEREPORT_H
 #define WEFT_TOOLS_WEFTC_PIPELINEREPORT_H
 
+#include "weft/Analysis/MemoryPlan.h"
 #include "weft/Analysis/PipelineSimulation.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -19,8 +20,9 @@
 
 namespace weft {
 
+/// `memory` plans each stage's arena (once, for plan emission too).
 void printStageTable(mlir::ModuleOp module, const SimResult &prediction,
-                     llvm::raw_ostream &os);
+                     MemoryPlans &memory, llvm::raw_ostream &os);
 
 } // namespace weft
 

@@ -356,12 +356,12 @@ bool isTrainable(func::FuncOp func) {
 
 /// The stage table and the predicted timeline of a pipelined module. The
 /// table goes to stdout, or to stderr when the output itself is stdout.
-LogicalResult reportPipeline(ModuleOp module) {
+LogicalResult reportPipeline(ModuleOp module, weft::MemoryPlans &memory) {
   weft::DeviceModel device;
   weft::SimResult prediction =
       weft::simulatePipeline(weft::stagePrograms(module, device), device);
   raw_ostream &report = outputFile == "-" ? errs() : outs();
-  weft::printStageTable(module, prediction, report);
+  weft::printStageTable(module, prediction, memory, report);
   if (timelineAscii)
     weft::printAsciiTimeline(prediction, prediction.busySeconds.size(),
                              report);
@@ -495,10 +495,12 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
       return failure();
   }
   bool pipelined = pipelineParallel > 1;
+  // Each stage's arena, planned once for the stage table and the plan.
+  weft::MemoryPlans memory;
   {
     TimingScope step = timingScope.nest("weftc: pipeline report");
     if ((pipelined || tensorParallel > 1 || dataParallel > 1) &&
-        !estimateMemory && failed(reportPipeline(*module)))
+        !estimateMemory && failed(reportPipeline(*module, memory)))
       return failure();
   }
   {
@@ -522,8 +524,8 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     SmallString<256> path(source);
     sys::fs::make_absolute(path);
     TimingScope step = timingScope.nest("weftc: plan emission");
-    FailureOr<nlohmann::json> plan =
-        weft::emitPlan(*module, {path.str().str(), weft::sha256File(path)});
+    FailureOr<nlohmann::json> plan = weft::emitPlan(
+        *module, {path.str().str(), weft::sha256File(path)}, &memory);
     if (failed(plan))
       return failure();
     step.stop();

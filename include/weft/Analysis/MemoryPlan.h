@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -71,6 +72,17 @@ std::optional<int64_t> activationElementBytes(llvm::StringRef dtype);
 /// Plans `func`'s arena. `func` must be a weft model function (one block).
 MemoryPlan planMemory(mlir::func::FuncOp func,
                       const MemoryPlanOptions &options = {});
+
+/// The memory plans (default options) of a module's functions, each planned
+/// once when first asked for: weftc's stage table and plan emission read
+/// the same plans. The functions must not change while it is in use.
+class MemoryPlans {
+public:
+  const MemoryPlan &of(mlir::func::FuncOp func);
+
+private:
+  llvm::DenseMap<mlir::Operation *, std::unique_ptr<MemoryPlan>> plans;
+};
 
 /// True when the lifetimes of `a` and `b` overlap.
 inline bool liveTogether(const Storage &a, const Storage &b) {

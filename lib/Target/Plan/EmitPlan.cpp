@@ -491,7 +491,10 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
 
 } // namespace
 
-FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
+FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source,
+                               MemoryPlans *memory) {
+  MemoryPlans own;
+  MemoryPlans &plans = memory ? *memory : own;
   // A pipelined module has one function per stage (weft-schedule); any
   // other, one @main.
   SmallVector<func::FuncOp> funcs = rankFunctions(module);
@@ -533,8 +536,8 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source) {
     func::FuncOp func = byStage.lookup(stage);
     if (!func)
       return module.emitError("plan emission: no function for stage ") << stage;
-    FailureOr<ProgramSection> section = emitProgram(
-        func, planMemory(func), stage, mesh, *zeroMesh, dropoutCount);
+    FailureOr<ProgramSection> section =
+        emitProgram(func, plans.of(func), stage, mesh, *zeroMesh, dropoutCount);
     if (failed(section))
       return failure();
     microBatches = std::max(microBatches, section->microBatches);

@@ -12,6 +12,8 @@
 #ifndef WEFT_TARGET_PLAN_EMITPLAN_H
 #define WEFT_TARGET_PLAN_EMITPLAN_H
 
+#include "weft/Analysis/MemoryPlan.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -28,8 +30,11 @@ struct PlanSource {
 
 /// Emits the plan of `module`'s `@main`. Fails (with a diagnostic) on IR the
 /// plan cannot express, e.g. a non-static type.
+/// `memory` holds the functions' memory plans when the caller planned them
+/// already; else emission plans each.
 llvm::FailureOr<nlohmann::json> emitPlan(mlir::ModuleOp module,
-                                         const PlanSource &source);
+                                         const PlanSource &source,
+                                         MemoryPlans *memory = nullptr);
 
 /// Writes a plan for people and line tools alike: top-level and per-rank
 /// fields one per line, and each buffer, parameter, constant and instruction
