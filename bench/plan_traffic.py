@@ -18,7 +18,12 @@ named `<param>.master`) reads the master, not the 16-bit parameter it
 then writes, so that parameter counts once, as written.
 
     python3 bench/plan_traffic.py PLAN.json [--rank R] [--bandwidth B]
-        [--json OUT]
+        [--json OUT] [--weft-run PATH]
+
+PLAN.json is a plan (its rank views read with `weft-run --view`, default
+build/bin/weft-run) or views already (`weft-run --view`, `weftc
+--emit=plan-json`: format "weft-plan-view"). The functions below take the
+views: {"ranks": [{rank, buffers, instructions, ...}, ...]}.
 
 Raises SystemExit naming the plan when it has no rank R.
 """
@@ -28,6 +33,10 @@ import json
 import math
 import pathlib
 import sys
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "python"))
+from weft import plan as weft_plan  # noqa: E402
 
 # Kernels bound by arithmetic rather than memory traffic on a GPU.
 COMPUTE_BOUND = ("gemm", "matmul", "wgrad_bias", "gemm_gelu_tanh",
@@ -91,14 +100,28 @@ def launches(plan, rank=0):
     return count
 
 
+def views(path, weft_run, rank):
+    """The views in `path`, or rank `rank`'s view of the plan in `path`
+    (programs shared by ranks, read by `weft_run --view`)."""
+    plan = json.loads(path.read_text())
+    if plan.get("format") == "weft-plan-view":
+        return plan
+    try:
+        return weft_plan.view(path, weft_run, rank)
+    except RuntimeError as e:  # weft-run's line, e.g. no such rank
+        raise SystemExit(str(e))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("plan", type=pathlib.Path)
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--bandwidth", type=float, default=2.5e12)
     p.add_argument("--json", type=pathlib.Path)
+    p.add_argument("--weft-run", type=pathlib.Path,
+                   default=REPO / "build" / "bin" / "weft-run")
     args = p.parse_args(argv)
-    plan = json.loads(args.plan.read_text())
+    plan = views(args.plan, args.weft_run, args.rank)
     rows = traffic(plan, args.rank)
     rank = next(r for r in plan["ranks"] if r["rank"] == args.rank)
     memory_bound = sum(b for k, (_, b) in rows.items()

@@ -22,6 +22,18 @@ def run(args, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(args, capture_output=True, text=True, **kwargs)
 
 
+def plan_view(plan_path, rank=None) -> dict:
+    """The plan as its ranks see it (weft.plan.view): ``ranks[r]`` is rank
+    r's program with its coordinates filled in, as version 1 wrote it."""
+    from weft import plan
+    return plan.view(plan_path, tool("weft-run"), rank)
+
+
+def plan_ranks(plan_path) -> list:
+    """Every rank's view: ``plan_view(path)["ranks"]``."""
+    return plan_view(plan_path)["ranks"]
+
+
 @pytest.fixture(scope="session")
 def weftc() -> str:
     return tool("weftc")

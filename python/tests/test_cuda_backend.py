@@ -27,7 +27,7 @@ import pytest
 import torch
 from onnx import numpy_helper
 
-from conftest import BUILD, run, tool
+from conftest import BUILD, plan_view, run, tool
 from test_mixed_precision import model_and_batches  # noqa: F401 (fixture)
 from test_weft_run import gpt_plan  # noqa: F401 (fixture)
 from weft import oracle
@@ -314,7 +314,7 @@ def test_cuda_trace_times_each_kernel_by_events(plan, tmp_path, where):
                   "--trace", str(trace)])
     assert result.returncode == 0, result.stderr
     events = json.loads(trace.read_text())["traceEvents"]
-    instructions = json.loads(plan.read_text())["ranks"][0]["instructions"]
+    instructions = plan_view(plan, 0)["ranks"][0]["instructions"]
     kernels = [e for e in events if e["tid"] == 2]
     assert [e["name"] for e in kernels] == \
         [i["kernel"] for i in instructions] * 2
@@ -333,7 +333,7 @@ def test_cuda_an_arena_over_the_device_is_an_error(plan, tmp_path, where):
     one line naming the bytes and the device."""
     weft_run = cuda_weft_run(where, "the device arena's allocation was")
     big = json.loads(plan.read_text())
-    big["ranks"][0]["arena_bytes"] = 1 << 40  # 1 TiB: no GPU has it
+    big["programs"][0]["arena_bytes"] = 1 << 40  # 1 TiB: no GPU has it
     path = tmp_path / "big.json"
     path.write_text(json.dumps(big))
     result = run([weft_run, str(path), "--device", "cuda"])

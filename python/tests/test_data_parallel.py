@@ -13,8 +13,6 @@ change. The buckets are torch's own (torch.distributed.
 _compute_bucket_assignment_by_size on the gradients in ready order).
 """
 
-import json
-
 import numpy as np
 import onnx
 import pytest
@@ -22,7 +20,7 @@ import torch
 import torch.distributed as dist
 from onnx import numpy_helper
 
-from conftest import BUILD, run, tool
+from conftest import BUILD, plan_view, run, tool
 from weft import oracle
 from weft.examples import gpt, vision
 from weft.examples.common import lm_batches
@@ -52,7 +50,7 @@ def compile_plan(weftc, path, *flags, microbatches=M):
     result = run([weftc, str(BUILD / "models" / "gpt.onnx"), "-o", str(path),
                   f"--microbatches={microbatches}", *flags])
     assert result.returncode == 0, result.stderr
-    return json.loads(path.read_text())
+    return plan_view(path)  # every rank's view
 
 
 _reference = {}
@@ -154,9 +152,8 @@ def test_weftc_reports_the_buckets(weftc, tmp_path):
                   "--bucket-cap-mb=0.25"])
     assert result.returncode == 0, result.stderr
     assert "data parallel: 2 replicas per stage" in result.stdout
-    plan = json.loads((tmp_path / "p.json").read_text())
-    insts = plan["ranks"][0]["instructions"]
-    buffers = plan["ranks"][0]["buffers"]
+    rank = plan_view(tmp_path / "p.json", 0)["ranks"][0]
+    insts, buffers = rank["instructions"], rank["buffers"]
     data = [i for i in insts if i["op"] == "all_reduce" and
             i["axis"] == "data"]
     buckets = [buffers[i["inputs"][0]]["bytes"] for i in data

@@ -26,7 +26,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import run, tool
+from conftest import plan_ranks, plan_view, run, tool
 from weft import oracle
 from weft.examples import gpt
 from weft.examples.common import export, set_dropout
@@ -59,8 +59,8 @@ def gpt_dropout(tmp_path_factory):
 
 
 def kernels(plan_path):
-    plan = json.loads(plan_path.read_text())
-    return [i.get("kernel") for r in plan["ranks"] for i in r["instructions"]]
+    return [i.get("kernel") for r in plan_ranks(plan_path)
+            for i in r["instructions"]]
 
 
 def test_plan_runs_attention_kernels_only(tools, gpt_dropout, tmp_path):
@@ -177,12 +177,12 @@ def test_float64_step_equals_torch_float64(tools, tmp_path, seq, context,
     tensors = oracle.check_float64_step(tools, model, batch, ["x", "target"],
                                         tmp_path, micro_batches=2,
                                         flags=["--flash-attention"])
-    plan = json.loads((tmp_path / "plan.json").read_text())
-    fused = [i for r in plan["ranks"] for i in r["instructions"]
+    ranks = plan_ranks(tmp_path / "plan.json")
+    fused = [i for r in ranks for i in r["instructions"]
              if i.get("kernel", "").startswith("attention")]
     assert {i["kernel"] for i in fused} == {"attention", "attention_grad"}
     assert all(i["attrs"].get("layout") == layout for i in fused), fused
-    ks = [i.get("kernel") for r in plan["ranks"] for i in r["instructions"]]
+    ks = [i.get("kernel") for r in ranks for i in r["instructions"]]
     assert "softmax" not in ks
     assert ("transpose" in ks) == (layout is None), ks
     # Packed: q, k, v are not split out, nor their gradients concatenated
@@ -244,7 +244,7 @@ def test_shifted_masks_are_told_apart(tools, gpt_dropout, tmp_path):
 
     good = train(plan, "good")
     shifted = json.loads(plan.read_text())
-    for inst in shifted["ranks"][0]["instructions"]:
+    for inst in shifted["programs"][0]["instructions"]:
         if inst.get("kernel") in ("attention", "attention_grad"):
             inst["attrs"]["rng_id"] += 1000
     bad_plan = tmp_path / "shifted.json"
@@ -280,7 +280,7 @@ def test_bf16_statistics_stay_f32(tools, gpt_plain, tmp_path):
     result = run([tools.weftc, str(path), "-o", str(plan),
                   "--flash-attention", "--precision=bf16"])
     assert result.returncode == 0, result.stderr
-    rank = json.loads(plan.read_text())["ranks"][0]
+    rank = plan_view(plan, 0)["ranks"][0]
     dtype = {b["id"]: b["dtype"] for b in rank["buffers"]}
     calls = [i for i in rank["instructions"] if i.get("kernel") == "attention"]
     assert calls

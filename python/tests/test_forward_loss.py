@@ -11,7 +11,7 @@ import json
 import pytest
 import torch
 
-from conftest import run
+from conftest import plan_view, run
 from weft.examples import gpt, resnet, unet
 from weft.oracle import write_step
 
@@ -45,4 +45,4 @@ def test_forward_loss_equals_torch(name, weftc, models_dir, tmp_path):
     record = json.loads(log.read_text().splitlines()[0])
     assert record["loss"] == pytest.approx(expected, rel=1e-5)
     assert record["peak_bytes"] == record["arena_bytes"]
-    assert record["arena_bytes"] == json.loads(plan.read_text())["ranks"][0]["arena_bytes"]
+    assert record["arena_bytes"] == plan_view(plan, 0)["ranks"][0]["arena_bytes"]

@@ -14,7 +14,7 @@ import pytest
 from onnx import numpy_helper
 
 import frozen_model
-from conftest import REPO, run, tool
+from conftest import REPO, plan_view, run, tool
 from weft import oracle
 from weft.export import export
 
@@ -34,7 +34,7 @@ def plan_params(weftc, path, tmp_path, *flags):
     plan = tmp_path / "plan.json"
     result = run([weftc, str(path), "-o", str(plan), *flags])
     assert result.returncode == 0, result.stderr
-    return json.loads(plan.read_text())["ranks"][0]
+    return plan_view(plan, 0)["ranks"][0]
 
 
 def test_export_records_frozen_buffers_and_example_shapes(model_path):

@@ -9,7 +9,6 @@ BERT, Hugging Face's `NewGELUActivation` (GPT-2's `gelu_new`), Megatron-LM's
 (`test/Transforms/fuse-gelu.mlir`) cover f16/bf16 constants and what must
 not match."""
 
-import json
 import math
 
 import pytest
@@ -17,7 +16,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from conftest import run, tool
+from conftest import plan_ranks, run, tool
 from weft import oracle
 from weft.export import export
 
@@ -94,9 +93,8 @@ def test_gpt_tanh_mlp_runs_in_its_gemms(weftc, tmp_path, flags):
         ["tokens", "targets"], tmp_path / "step", micro_batches=2,
         flags=flags)
     assert report.worst.ratio < oracle.F32_FACTOR, report.summary()
-    plan = json.loads((tmp_path / "step" / "plan.json").read_text())
-    kernels = [i.get("kernel") for r in plan["ranks"]
-               for i in r["instructions"]]
+    ranks = plan_ranks(tmp_path / "step" / "plan.json")
+    kernels = [i.get("kernel") for r in ranks for i in r["instructions"]]
     # 2 layers x 2 micro-batches, each one of each; no GELU left alone.
     forward = 8 if flags else 4  # recomputed in the backward too
     assert kernels.count("gemm_gelu_tanh") == forward, kernels

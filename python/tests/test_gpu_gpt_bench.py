@@ -13,7 +13,7 @@ import json
 import pytest
 import torch
 
-from conftest import BUILD, REPO
+from conftest import BUILD, REPO, plan_view
 
 spec = importlib.util.spec_from_file_location(
     "gpu_gpt", REPO / "bench" / "gpu_gpt.py")
@@ -35,8 +35,9 @@ def test_prepare_keeps_the_graph_not_the_weights(prepared):
     for name, plan in meta["plans"].items():
         text = json.loads((prepared / plan).read_text())
         assert text["model"]["path"] == "model.onnx"
+        rank = plan_view(prepared / plan, 0)["ranks"][0]
         kernels = collections.Counter(
-            i["kernel"] for i in text["ranks"][0]["instructions"])
+            i["kernel"] for i in rank["instructions"])
         # --flash-attention: one fused attention per layer, forward and
         # backward; the exported attention has none.
         fused = 2 if name == "weft flash" else 0
@@ -61,8 +62,8 @@ def test_run_trains_weft_and_torch_from_the_same_weights(prepared, tmp_path):
     # The traced run's last step by kernel: every instruction of the plan
     # once (the trace is beside --json), the GEMMs among them.
     kernels = {k["kernel"]: k for k in rows["weft flash"]["kernels"]}
-    plan = json.loads((prepared / gpu_gpt.plan_file("weft flash"))
-                      .read_text())["ranks"][0]["instructions"]
+    plan = plan_view(prepared / gpu_gpt.plan_file("weft flash"),
+                     0)["ranks"][0]["instructions"]
     assert sum(k["count"] for k in kernels.values()) == \
         sum(1 for i in plan if "kernel" in i)
     assert kernels["gemm"]["seconds"] > 0 and kernels["gemm"]["flops"] > 0

@@ -12,11 +12,9 @@ embedding gradient is scattered into the tied head's gradient, and the
 position embedding's micro-batches 1 to 3 into the sum of the earlier
 ones, in place."""
 
-import json
-
 import pytest
 
-from conftest import run, tool
+from conftest import plan_ranks, run, tool
 from weft import oracle
 
 
@@ -25,7 +23,7 @@ def accumulations(plan_path, kernel="wgrad_bias"):
     each accumulating one writes over its sums (its outputs are the bytes
     of its inputs past the first two)."""
     counts = []
-    for rank in json.loads(plan_path.read_text())["ranks"]:
+    for rank in plan_ranks(plan_path):
         root = {b["id"]: b.get("view_of", b["id"]) for b in rank["buffers"]}
         plain = accumulating = 0
         for i in rank["instructions"]:

@@ -40,7 +40,7 @@ import pytest
 import torch
 from onnx import numpy_helper
 
-from conftest import layout_ids, run, tool
+from conftest import layout_ids, plan_view, run, tool
 from weft import oracle
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "hf"
@@ -182,7 +182,7 @@ def test_opset_23_attention_fuses(weftc, tmp_path):
     result = run([weftc, str(OPSET23), "--flash-attention", "-o", str(plan)])
     assert result.returncode == 0, result.stderr
     assert "not fused" not in result.stderr
-    kernels = [i.get("kernel") for i in json.loads(plan.read_text())
+    kernels = [i.get("kernel") for i in plan_view(plan, 0)
                ["ranks"][0]["instructions"]]
     assert kernels.count("attention") == 2
 
@@ -198,7 +198,7 @@ def test_flash_attention_fuses_the_decomposed_sdpa(weftc, family, bias,
     result = run([weftc, str(model_path(family)), "--flash-attention",
                   "-o", str(plan)])
     assert result.returncode == 0, result.stderr
-    fused = [i for i in json.loads(plan.read_text())["ranks"][0]
+    fused = [i for i in plan_view(plan, 0)["ranks"][0]
              ["instructions"] if i.get("kernel") == "attention"]
     assert len(fused) == 2
     assert all((len(i["inputs"]) == 4) == bias for i in fused)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import run, tool
+from conftest import plan_view, run, tool
 from weft import oracle
 from weft.examples import llama
 from weft.examples.common import export, lm_batches
@@ -110,8 +110,7 @@ def test_megatron_split_of_the_block(weftc, model_path, tmp_path):
     result = run([weftc, str(model_path), "-o", str(plan),
                   "--tensor-parallel=2", "--microbatches=2"])
     assert result.returncode == 0, result.stderr
-    plan = json.loads(plan.read_text())
-    rank = plan["ranks"][0]
+    rank = plan_view(plan, 0)["ranks"][0]
     shards = {p["name"]: p["shard"] and p["shard"]["dim"]
               for p in rank["params"]}
     for i in range(CONFIG["layers"]):
@@ -148,7 +147,7 @@ def test_kv_heads_tensor_parallel_does_not_divide(weftc, model_path, flags,
             assert (f"replicating the block of '/blocks.{i}/{kv}/MatMul'"
                     in result.stderr), result.stderr
     assert "4096 weights replicated (3072 more per rank)" in result.stderr
-    rank = json.loads(plan.read_text())["ranks"][0]
+    rank = plan_view(plan, 0)["ranks"][0]
     shards = {p["name"]: p["shard"] and p["shard"]["dim"]
               for p in rank["params"]}
     assert shards["blocks.0.q.weight"] == 0 and shards["blocks.0.o.weight"] == 1
@@ -287,7 +286,7 @@ def test_gemma_block(m, flags, tensor, tools, weftc, tmp_path):
         plan = tmp_path / "plan.json"
         assert run([weftc, str(path), "-o", str(plan),
                     f"--tensor-parallel={tensor}", *flags]).returncode == 0
-        params = json.loads(plan.read_text())["ranks"][0]["params"]
+        params = plan_view(plan, 0)["ranks"][0]["params"]
         embed = next(p for p in params if p["name"] == "embed.weight")
         assert embed["shard"]["dim"] == 0
     losses, _ = oracle.weft_train(

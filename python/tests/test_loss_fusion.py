@@ -5,17 +5,15 @@ gpt example still matches torch float64 per tensor (`weft.oracle`), on one
 rank, on a 2-stage pipeline and with full recompute (where the recomputed
 loss computes the gradient); f16's loss-scaled seed folds too."""
 
-import json
-
 import pytest
 
-from conftest import run, tool
+from conftest import plan_ranks, plan_view, run, tool
 from weft import oracle
 
 
 def kernels_of(plan_path):
-    plan = json.loads(plan_path.read_text())
-    return [i.get("kernel") for r in plan["ranks"] for i in r["instructions"]]
+    return [i.get("kernel") for r in plan_ranks(plan_path)
+            for i in r["instructions"]]
 
 
 @pytest.mark.parametrize("stages,flags", [(1, []), (2, []),
@@ -48,7 +46,7 @@ def test_f16_loss_scale_seed_folds(weftc, gpt2_layers, tmp_path):
     result = run([weftc, str(path), "-o", str(plan_path), "--precision=f16",
                   "--microbatches=2"])
     assert result.returncode == 0, result.stderr
-    rank = json.loads(plan_path.read_text())["ranks"][0]
+    rank = plan_view(plan_path, 0)["ranks"][0]
     scaler = next(s["buffer"] for s in rank["optimizer_state"]
                   if s["name"] == "loss_scaler")
     view_of = {b["id"]: b.get("view_of", b["id"]) for b in rank["buffers"]}

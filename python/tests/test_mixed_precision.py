@@ -21,7 +21,7 @@ import pytest
 import torch
 from onnx import numpy_helper
 
-from conftest import run, tool
+from conftest import plan_view, run, tool
 from weft import oracle
 from weft.examples import encoder_lm, gpt
 from weft.examples.common import export
@@ -225,11 +225,11 @@ def _f16_plan(tmp_path, path, fill=None, growth_interval=None, flags=()):
                *flags])
     assert out.returncode == 0, out.stderr
     doc = json.loads(plan.read_text())
-    for rank in doc["ranks"]:
-        for state in rank["optimizer_state"]:
+    for program in doc["programs"]:  # every stage's
+        for state in program["optimizer_state"]:
             if fill and state["name"] == "loss_scaler":
                 state["fill"] = fill
-        for inst in rank["instructions"]:
+        for inst in program["instructions"]:
             if growth_interval and inst.get("kernel") == "update_loss_scale":
                 inst["attrs"]["growth_interval"] = growth_interval
     plan.write_text(json.dumps(doc))
@@ -357,8 +357,7 @@ def test_f16_forward_compiles(model_and_batches, tmp_path):
     out = run([tool("weftc"), str(path), "--precision=f16", "--forward-only",
                "-o", str(plan)])
     assert out.returncode == 0, out.stderr
-    dtypes = {b["dtype"] for b in json.loads(plan.read_text())
-              ["ranks"][0]["buffers"]}
+    dtypes = {b["dtype"] for b in plan_view(plan, 0)["ranks"][0]["buffers"]}
     assert "f16" in dtypes and "f32" in dtypes
 
 
@@ -369,7 +368,8 @@ def test_master_init_must_name_a_16bit_parameter(model_and_batches,
     out = run([tool("weftc"), str(path), "--precision=bf16", "-o", str(plan)])
     assert out.returncode == 0, out.stderr
     doc = json.loads(plan.read_text())
-    masters = [s for s in doc["ranks"][0]["optimizer_state"] if "init" in s]
+    masters = [s for s in doc["programs"][0]["optimizer_state"]
+               if "init" in s]
     assert masters and all(s["name"] == s["init"] + ".master"
                            for s in masters)
     masters[0]["init"] = "no.such.parameter"
@@ -416,7 +416,7 @@ def test_bad_scaler_and_master_fields_are_refused(model_and_batches,
     _, path, _ = model_and_batches
     plan = _f16_plan(tmp_path, path)
     doc = json.loads(plan.read_text())
-    (scaler,) = [s for s in doc["ranks"][0]["optimizer_state"]
+    (scaler,) = [s for s in doc["programs"][0]["optimizer_state"]
                  if s["name"] == "loss_scaler"]
     mutate(scaler)
     plan.write_text(json.dumps(doc))
@@ -434,7 +434,7 @@ def test_master_init_needs_a_16bit_parameter(model_and_batches, tmp_path):
     out = run([tool("weftc"), str(path), "-o", str(plan)])
     assert out.returncode == 0, out.stderr
     doc = json.loads(plan.read_text())
-    state = doc["ranks"][0]["optimizer_state"][0]
+    state = doc["programs"][0]["optimizer_state"][0]
     state["init"] = state["name"].rsplit(".", 1)[0]
     plan.write_text(json.dumps(doc))
     out = run([tool("weft-run"), str(plan), "--steps", "1"])
@@ -469,8 +469,7 @@ def test_fp32_residual_connection_trains(tools, model_and_batches, tmp_path):
     flags = ["--precision=bf16", "--fp32-residual-connection"]
     out = run([tool("weftc"), str(path), *flags, "-o", str(plan)])
     assert out.returncode == 0, out.stderr
-    doc = json.loads(plan.read_text())
-    rank = doc["ranks"][0]
+    rank = plan_view(plan, 0)["ranks"][0]
     dtypes = {b["id"]: b["dtype"] for b in rank["buffers"]}
     first_add = next(i for i in rank["instructions"]
                      if i.get("kernel") == "add")

@@ -10,7 +10,6 @@ failure, or a wrong number, fails the test.
 """
 
 import collections
-import json
 import re
 import shutil
 
@@ -19,7 +18,7 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from conftest import run, tool
+from conftest import plan_view, run, tool
 from onnx_testdata import DATA, ONNX123_NODE, graph_io, model_dirs, weftc_frozen
 
 # Expected outputs drawn from numpy's random generator (training-mode dropout
@@ -174,7 +173,7 @@ def run_node_tests(weftc, tmp_path, dirs, every=False, flags=()):
         step = work / "data" / "step_0"
         step.mkdir(parents=True)
         data = model_dir / "test_data_set_0"
-        plan_json = json.loads(plan.read_text())
+        plan_json = plan_view(plan, 0)
         declared = {i["name"]: i["shape"] for i in plan_json["inputs"]}
         fused = [i for i in plan_json["ranks"][0]["instructions"]
                  if i.get("kernel") == "attention"]

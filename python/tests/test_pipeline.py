@@ -17,7 +17,7 @@ import os
 import pytest
 import torch
 
-from conftest import run, tool
+from conftest import plan_ranks, run, tool
 from weft.oracle import write_step
 from weft import oracle
 from weft.oracle import mpirun
@@ -122,7 +122,10 @@ def test_pipelined_gpt_equals_one_rank_and_float64(
     plan = tmp_path / "plan.json"
     compile_plan(weftc, models_dir, name, plan, m, stages, schedule)
     plan_json = json.loads(plan.read_text())
-    assert len(plan_json["ranks"]) == stages
+    # One program per stage, rank r running stage r's.
+    assert len(plan_json["programs"]) == stages
+    assert plan_json["rank_programs"] == list(range(stages))
+    assert len(plan_ranks(plan)) == stages
     assert plan_json["schedule"] == schedule
     records, _ = train(plan, stages, data_dirs[name], tmp_path / "log.jsonl")
     losses = [r["loss"] for r in records]
@@ -261,7 +264,7 @@ def test_unet_skips_go_directly_to_their_stage(weftc, models_dir, tmp_path):
     from stage 0 straight to the decoder stage that concatenates them."""
     plan = tmp_path / "plan.json"
     compile_plan(weftc, models_dir, "unet", plan, 1, 4)
-    ranks = json.loads(plan.read_text())["ranks"]
+    ranks = plan_ranks(plan)
     peers = {i["peer"] for i in ranks[0]["instructions"] if i["op"] == "isend"}
     assert max(peers) >= 2, peers
     # Each direct send has its receive on that stage, from stage 0.
@@ -282,7 +285,7 @@ def test_each_channel_is_posted_in_one_order(weftc, models_dir, tmp_path,
     receives in tag order; unet adds skips that bypass stages."""
     plan = tmp_path / "plan.json"
     compile_plan(weftc, models_dir, name, plan, 4, stages, schedule)
-    ranks = json.loads(plan.read_text())["ranks"]
+    ranks = plan_ranks(plan)
     checked = 0
     for sender in ranks:
         for peer in {i["peer"] for i in sender["instructions"]

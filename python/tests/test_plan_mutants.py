@@ -56,10 +56,11 @@ def _edge(value, rng):
 
 def mutate(plan, rng, kernels=None):
     """One mutation of one compute instruction (or a buffer it uses); with
-    `kernels`, of an instruction running one of them."""
-    rank = plan["ranks"][0]
-    buffers = rank["buffers"]
-    computes = [i for i in rank["instructions"] if i["op"] == "compute"]
+    `kernels`, of an instruction running one of them. The plans have one
+    rank: its program is programs[0]."""
+    program = plan["programs"][0]
+    buffers = program["buffers"]
+    computes = [i for i in program["instructions"] if i["op"] == "compute"]
     inst = rng.choice([i for i in computes
                        if kernels is None or i["kernel"] in kernels])
     kind = rng.randrange(6)

@@ -60,8 +60,8 @@ def test_check_names_what_it_refuses(tmp_path, weftc, models_dir):
     assert run([weftc, str(models_dir / "gpt.onnx"), "-o",
                 str(plan)]).returncode == 0
     doc = json.loads(plan.read_text())
-    rank = doc["ranks"][0]
-    inst = next(i for i in rank["instructions"]
+    program = doc["programs"][0]  # the one rank's
+    inst = next(i for i in program["instructions"]
                 if i.get("kernel") == "layer_norm")
     inst["attrs"]["axis"] = 99
     plan.write_text(json.dumps(doc))

@@ -5,13 +5,16 @@ import pathlib
 
 import pytest
 
+from conftest import plan_view, run, tool
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location(
     "plan_traffic", REPO / "bench" / "plan_traffic.py")
 plan_traffic = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(plan_traffic)
 
-PLAN = {"ranks": [{
+# Rank views, as `weft-run --view` writes them (the file main reads as is).
+PLAN = {"format": "weft-plan-view", "ranks": [{
     "rank": 0, "arena_bytes": 4096,
     "buffers": [{"id": 0, "bytes": 100}, {"id": 1, "bytes": 40},
                 {"id": 2, "bytes": 7}],
@@ -101,3 +104,20 @@ def test_an_update_with_a_master_reads_the_master(kernel):
 def test_a_missing_rank_is_named():
     with pytest.raises(SystemExit, match="the plan has no rank 3"):
         plan_traffic.traffic(PLAN, rank=3)
+
+
+def test_a_plan_is_read_through_weft_run(weftc, models_dir, tmp_path):
+    """A compiled plan (programs shared by ranks) is read as its rank's
+    view: the rows of that view; a rank it does not have is named."""
+    plan = tmp_path / "plan.json"
+    assert run([weftc, str(models_dir / "gpt.onnx"), "-o", str(plan),
+                "--tensor-parallel=2"]).returncode == 0
+    out = tmp_path / "traffic.json"
+    assert plan_traffic.main([str(plan), "--rank", "1", "--json", str(out),
+                              "--weft-run", tool("weft-run")]) == 0
+    rows = plan_traffic.traffic(plan_view(plan, 1), rank=1)
+    assert json.loads(out.read_text())["kernels"] == {
+        k: {"count": c, "bytes": b} for k, (c, b) in rows.items()}
+    with pytest.raises(SystemExit, match="rank 2"):
+        plan_traffic.main([str(plan), "--rank", "2",
+                           "--weft-run", tool("weft-run")])

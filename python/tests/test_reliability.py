@@ -268,24 +268,30 @@ def pipelined_plan(weftc, models_dir, tmp_path_factory):
     return json.loads(path.read_text())
 
 
+def _program(plan, rank):
+    """Rank `rank`'s program: on a pipeline alone, each stage's is its own,
+    so editing it edits that rank only."""
+    return plan["programs"][plan["rank_programs"][rank]]
+
+
 def _first(instructions, op):
     return next(i for i, inst in enumerate(instructions) if inst["op"] == op)
 
 
 def _drop_first_wait_recv(plan):
-    insts = plan["ranks"][1]["instructions"]
+    insts = _program(plan, 1)["instructions"]
     del insts[_first(insts, "wait_recv")]
 
 
 def _drop_every_wait_send(plan):
-    insts = plan["ranks"][0]["instructions"]
+    insts = _program(plan, 0)["instructions"]
     insts[:] = [i for i in insts if i["op"] != "wait_send"]
 
 
 def _receive_gradient_first(plan):
     """Rank 0 waits for stage 1's first gradient before sending it any
     activation: each rank waits on the other."""
-    insts = plan["ranks"][0]["instructions"]
+    insts = _program(plan, 0)["instructions"]
     recv = _first(insts, "irecv")
     tag = insts[recv]["tag"]
     wait = next(i for i, inst in enumerate(insts)
@@ -297,7 +303,7 @@ def _receive_gradient_first(plan):
 def _receive_activations_swapped(plan):
     """Stage 1 posts its first two receives (the two activations stage 0
     sends first) in the other order: MPI matches by tag, NCCL by order."""
-    insts = plan["ranks"][1]["instructions"]
+    insts = _program(plan, 1)["instructions"]
     first = _first(insts, "irecv")
     assert insts[first + 1]["op"] == "irecv"
     insts[first], insts[first + 1] = insts[first + 1], insts[first]
@@ -305,19 +311,20 @@ def _receive_activations_swapped(plan):
 
 @pytest.mark.parametrize("edit,pattern", [
     (_receive_activations_swapped,
-     r"ranks\[0\]\.instructions\[\d+\]\.tag: tag \d+ is rank 0's send #0 to "
-     r"rank 1, whose receive #0 from it is tag \d+: a pair of ranks must "
-     r"post its transfers in one order at both ends"),
+     r"programs\[0\]\.instructions\[\d+\]\.tag: tag \d+ is rank 0's send "
+     r"#0 to rank 1, whose receive #0 from it is tag \d+: a pair of ranks "
+     r"must post its transfers in one order at both ends"),
     (_drop_first_wait_recv,
-     r"ranks\[1\]\.instructions\[\d+\] \(\w+ .*\): reads buffer \d+ while the "
-     r"receive of tag \d+ into its bytes is in flight \(no wait_recv before\)"),
+     r"programs\[1\]\.instructions\[\d+\] \(\w+ .*\): reads buffer \d+ "
+     r"while the receive of tag \d+ into its bytes is in flight "
+     r"\(no wait_recv before\)"),
     (_drop_every_wait_send,
-     r"ranks\[0\].*(writes buffer \d+ while the send of tag \d+ owns its "
+     r"programs\[0\].*(writes buffer \d+ while the send of tag \d+ owns its "
      r"bytes|the transfer of tag \d+ is never waited for)"),
     (_receive_gradient_first,
      r"the ranks would deadlock, each waiting on another: "
-     r"ranks\[0\]\.instructions\[1\] \(wait_recv tag \d+\); "
-     r"ranks\[1\]\.instructions\[\d+\] \(wait_recv tag \d+\)"),
+     r"programs\[0\]\.instructions\[1\] \(wait_recv tag \d+\); "
+     r"programs\[1\]\.instructions\[\d+\] \(wait_recv tag \d+\)"),
 ])
 def test_plans_that_would_misread_or_hang_are_refused(pipelined_plan, tmp_path,
                                                       edit, pattern):
@@ -339,11 +346,11 @@ def test_read_before_write_is_refused(nan_plan, tmp_path):
     """Instructions in the wrong order (a mutated or hand-edited plan) ran
     to a wrong loss; a read of a buffer nothing wrote yet is refused."""
     plan = json.loads(nan_plan.read_text())
-    plan["ranks"][0]["instructions"].reverse()
+    plan["programs"][0]["instructions"].reverse()
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan))
     result = run([tool("weft-run"), str(path)])
     assert result.returncode == 1
-    assert re.search(r"ranks\[0\]\.instructions\[0\] \(\w+ .*\): reads "
+    assert re.search(r"programs\[0\]\.instructions\[0\] \(\w+ .*\): reads "
                      r"buffer \d+ before anything writes it", result.stderr), \
         result.stderr

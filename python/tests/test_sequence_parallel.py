@@ -18,7 +18,7 @@ import os
 
 import pytest
 
-from conftest import run, tool
+from conftest import plan_view, run, tool
 from test_tensor_parallel import (  # noqa: F401 (data_dirs: a fixture)
     M, MODELS, batches, compile_plan, data_dirs, oracle_models_dir,
     reference_losses, train)
@@ -218,7 +218,7 @@ def test_dropout_masks_do_not_depend_on_the_tensor_axis(weftc, tmp_path):
                       "--recompute=selective", *flags])
         assert result.returncode == 0, result.stderr
         if tensor > 1:
-            expect_region_dropout_shards(json.loads(plan.read_text()),
+            expect_region_dropout_shards(plan_view(plan),
                                          config["layers"])
         records = train(plan, tensor, "synthetic",
                         tmp_path / f"t{tensor}.jsonl", steps=3)

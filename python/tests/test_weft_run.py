@@ -6,7 +6,7 @@ import json
 import jsonschema
 import pytest
 
-from conftest import REPO, run, tool
+from conftest import REPO, plan_view, run, tool
 
 SCHEMA = json.loads((REPO / "docs" / "plan.schema.json").read_text())
 
@@ -33,7 +33,7 @@ def test_trace_has_one_slice_per_instruction(gpt_plan, tmp_path):
                   "--trace", str(trace)])
     assert result.returncode == 0, result.stderr
     events = json.loads(trace.read_text())["traceEvents"]
-    instructions = json.loads(gpt_plan.read_text())["ranks"][0]["instructions"]
+    instructions = plan_view(gpt_plan, 0)["ranks"][0]["instructions"]
     kernels = [e for e in events if e["tid"] == 2]
     assert len(kernels) == 2 * len(instructions)
     assert [e["name"] for e in kernels[:len(instructions)]] == \
@@ -72,36 +72,44 @@ def mutate(plan_path, tmp_path, edit):
     return path
 
 
+# The plan has one rank, whose program is programs[0].
+def program(plan):
+    return plan["programs"][0]
+
+
 def first_param(plan):
-    return plan["ranks"][0]["params"][0]
+    return program(plan)["params"][0]
 
 
 def buffer_of(plan, named):
-    return plan["ranks"][0]["buffers"][named["buffer"]]
+    return program(plan)["buffers"][named["buffer"]]
 
 
 BAD_PLANS = {
-    "unknown version": (lambda p: p.update(version=2),
-                        "version: version 2 is not supported"),
-    "unknown kernel": (lambda p: p["ranks"][0]["instructions"][0].update(kernel="frobnicate"),
-                       "ranks[0].instructions[0].kernel: unknown kernel 'frobnicate'"),
-    "missing field": (lambda p: p["ranks"][0].pop("arena_bytes"),
-                      "ranks[0]: missing field 'arena_bytes'"),
-    "buffer past arena": (lambda p: p["ranks"][0]["buffers"][0].update(offset=1 << 40),
-                          "ranks[0].buffers[0].offset:"),
-    "wrong byte count": (lambda p: p["ranks"][0]["buffers"][0].update(bytes=3),
-                         "ranks[0].buffers[0].bytes: 3 bytes, but"),
-    "unknown dtype": (lambda p: p["ranks"][0]["buffers"][0].update(dtype="f8"),
-                      "ranks[0].buffers[0].dtype: unknown dtype 'f8'"),
-    "dangling buffer id": (lambda p: p["ranks"][0]["instructions"][0]["inputs"].append(99999),
-                           "ranks[0].instructions[0].inputs[2]: buffer 99999 does not exist"),
+    "unknown version": (lambda p: p.update(version=3),
+                        "version: version 3 is not supported"),
+    "version 1": (lambda p: p.update(version=1),
+                  "version: version 1 is not supported (this weft-run reads "
+                  "version 2; compile the model again with this weftc)"),
+    "unknown kernel": (lambda p: program(p)["instructions"][0].update(kernel="frobnicate"),
+                       "programs[0].instructions[0].kernel: unknown kernel 'frobnicate'"),
+    "missing field": (lambda p: program(p).pop("arena_bytes"),
+                      "programs[0]: missing field 'arena_bytes'"),
+    "buffer past arena": (lambda p: program(p)["buffers"][0].update(offset=1 << 40),
+                          "programs[0].buffers[0].offset:"),
+    "wrong byte count": (lambda p: program(p)["buffers"][0].update(bytes=3),
+                         "programs[0].buffers[0].bytes: 3 bytes, but"),
+    "unknown dtype": (lambda p: program(p)["buffers"][0].update(dtype="f8"),
+                      "programs[0].buffers[0].dtype: unknown dtype 'f8'"),
+    "dangling buffer id": (lambda p: program(p)["instructions"][0]["inputs"].append(99999),
+                           "programs[0].instructions[0].inputs[2]: buffer 99999 does not exist"),
     "missing weight": (lambda p: first_param(p).update(name="no.such.weight"),
                        "weight 'no.such.weight': no such initializer"),
     # The first parameter read from an initializer of another shape (a
     # buffer reshaped in the plan is refused earlier, by the kernel table).
     "weight shape mismatch": (
         lambda p: first_param(p).update(name=next(
-            q["name"] for q in p["ranks"][0]["params"]
+            q["name"] for q in program(p)["params"]
             if buffer_of(p, q)["shape"] != buffer_of(p, first_param(p))["shape"])),
         "the plan expects [512x128] f32, "),
     "buffer reshaped under its kernel": (
@@ -161,7 +169,7 @@ def test_trace_flops_are_the_compilers(gpt_plan, weftc, models_dir, tmp_path):
                 str(trace)]).returncode == 0
     kernels = [e for e in json.loads(trace.read_text())["traceEvents"]
                if e["tid"] == 2]
-    instructions = json.loads(gpt_plan.read_text())["ranks"][0]["instructions"]
+    instructions = plan_view(gpt_plan, 0)["ranks"][0]["instructions"]
     # The fused loss (weft-fold-loss-grad) runs in the forward and computes
     # the loss's gradient too: 6 of its 10 FLOPs per score are the loss's.
     def loss_share(event, instruction):
