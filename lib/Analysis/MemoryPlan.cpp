@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <set>
 
 using namespace mlir;
 using namespace weft;
@@ -35,18 +34,27 @@ BufferKind argumentKind(func::FuncOp func, unsigned index) {
 /// storage whose lifetime spans few steps looks in the buckets of
 /// kBucketSteps steps it touches, plus the whole-step storages kept in
 /// offset order; a long-lived one, which overlaps most others, walks every
-/// placed storage in offset order. Either way the result needs no sort of
-/// the long lists.
+/// placed storage in offset order (a flat array: the walk is the cost).
+/// Either way the result needs no sort of the long lists.
 class PlacedByLifetime {
 public:
   static constexpr int kBucketSteps = 64, kMaxBuckets = 32;
+  static constexpr size_t kRecent = 1024;
   PlacedByLifetime(const std::vector<Storage> &storages, int steps)
       : storages(storages), lastStep(std::max(steps - 1, 0)),
         buckets(steps / kBucketSteps + 1), seen(storages.size(), 0) {}
 
   void insert(unsigned index) {
     const Storage &s = storages[index];
-    byOffset.insert({s.offset, index});
+    Placed entry{s.offset, s.offset + s.bytes, s.start, s.end};
+    recent.insert(std::upper_bound(recent.begin(), recent.end(), entry), entry);
+    if (recent.size() > kRecent) {
+      std::vector<Placed> all(byOffset.size() + recent.size());
+      std::merge(byOffset.begin(), byOffset.end(), recent.begin(), recent.end(),
+                 all.begin());
+      byOffset = std::move(all);
+      recent.clear();
+    }
     if (s.start == 0 && s.end == lastStep) {
       std::pair<int64_t, int64_t> range{s.offset, s.offset + s.bytes};
       wholeStep.insert(
@@ -66,9 +74,19 @@ public:
                 std::vector<std::pair<int64_t, int64_t>> &out) {
     out.clear();
     if (isLong(s)) {
-      for (auto [offset, other] : byOffset)
-        if (liveTogether(s, storages[other]))
-          out.push_back({offset, offset + storages[other].bytes});
+      // Both lists in offset order, merged as they are walked.
+      auto take = [&](const Placed &p) {
+        if (p.start <= s.end && s.start <= p.end)
+          out.push_back({p.offset, p.endByte});
+      };
+      auto r = recent.begin();
+      for (const Placed &p : byOffset) {
+        for (; r != recent.end() && *r < p; ++r)
+          take(*r);
+        take(p);
+      }
+      for (; r != recent.end(); ++r)
+        take(*r);
       return;
     }
     partial.clear();
@@ -98,7 +116,16 @@ private:
 
   const std::vector<Storage> &storages;
   int lastStep;
-  std::set<std::pair<int64_t, unsigned>> byOffset; ///< every placed storage
+  /// A placed storage's bytes and lifetime, ordered by offset.
+  struct Placed {
+    int64_t offset, endByte;
+    int start, end;
+    bool operator<(const Placed &o) const { return offset < o.offset; }
+  };
+  /// Every placed storage: the older ones in one array, the last few
+  /// (fewer than kRecent) in another, each in offset order; cheaper to walk
+  /// than a tree and to insert into than one array.
+  std::vector<Placed> byOffset, recent;
   std::vector<std::pair<int64_t, int64_t>> wholeStep, partial;
   std::vector<unsigned> longLived; ///< long, not the whole step
   std::vector<std::vector<unsigned>> buckets;
