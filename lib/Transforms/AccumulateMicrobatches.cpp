@@ -43,6 +43,21 @@ struct AccumulateMicrobatchesPass
       signalPassFailure();
   }
 
+  /// Whether an op writes `v`'s bytes in place, through views of it too.
+  static bool writtenInPlace(Value v) {
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      for (OpResult result : user->getResults()) {
+        if (aliasedOperand(user, result.getResultNumber()) !=
+            use.getOperandNumber())
+          continue;
+        if (!isView(user) || writtenInPlace(result))
+          return true;
+      }
+    }
+    return false;
+  }
+
   /// `seeded`: each micro-batch's gradients are its 1/M share already.
   LogicalResult accumulate(func::FuncOp func, bool seeded) {
     MLIRContext *ctx = func.getContext();
@@ -73,11 +88,19 @@ struct AccumulateMicrobatchesPass
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(newBody);
 
+    // Constants no op writes are made once, before every micro-batch, and
+    // shared: M copies would cost M times their arena bytes and plan text
+    // (a causal mask of a 2048-token GPT is 4 MiB).
+    IRMapping shared;
+    for (Operation &op : body.without_terminator())
+      if (isa<ConstantOp>(op) && !writtenInPlace(op.getResult(0)))
+        b.clone(op, shared);
+
     SmallVector<Value> totals(ret.getNumOperands());
     // Batch-norm running statistics chain from one micro-batch to the next.
     llvm::DenseMap<Value, Value> stateNow;
     for (int64_t k = 0; k < m; ++k) {
-      IRMapping map;
+      IRMapping map = shared;
       for (auto [oldArg, newArg] :
            llvm::zip(func.getArguments(), newBody->getArguments())) {
         if (!func.getArgAttr(oldArg.getArgNumber(), kInputAttr)) {
@@ -97,6 +120,8 @@ struct AccumulateMicrobatchesPass
         map.map(oldArg, slice);
       }
       for (Operation &op : body.without_terminator()) {
+        if (shared.contains(&op))
+          continue;
         Operation *copy = b.clone(op, map);
         copy->setAttr(kMicroBatchAttr, b.getI64IntegerAttr(k));
         if (auto bn = dyn_cast<BatchNormOp>(copy); bn && bn.getTraining())

@@ -6,8 +6,13 @@
 // gradients are only summed; the loss is still the mean of the two.
 // CHECK-LABEL: func.func @step
 // CHECK-NOT: weft.seed_microbatches
-// CHECK: weft.constant {weft.micro_batch = 0 : i64, weft.phase = "backward"} dense<5.000000e-01>
-// CHECK: weft.constant {weft.micro_batch = 1 : i64, weft.phase = "backward"} dense<5.000000e-01>
+// The micro-batches share their constants, made once before them all.
+// CHECK-NEXT: %[[SEED:.*]] = weft.constant {weft.phase = "backward"} dense<5.000000e-01>
+// CHECK: weft.slice %arg0 {{.*}}weft.micro_batch = 0
+// CHECK: weft.mul %[[SEED]]
+// CHECK: weft.slice %arg0 {{.*}}weft.micro_batch = 1
+// CHECK-NOT: weft.constant {{.*}}dense<5.000000e-01>
+// CHECK: weft.mul %[[SEED]]
 // CHECK: %[[L:.*]] = weft.add
 // CHECK: %[[DW:.*]] = weft.add
 // CHECK: %[[HALF:.*]] = weft.constant dense<5.000000e-01>
@@ -15,7 +20,7 @@
 // CHECK-NEXT: return %[[MEAN]], %[[DW]]
 // Without the seed, the sum of the gradients is scaled after it.
 // AFTER-LABEL: func.func @step
-// AFTER: weft.constant {weft.micro_batch = 0 : i64, weft.phase = "backward"} dense<1.000000e+00>
+// AFTER: weft.constant {weft.phase = "backward"} dense<1.000000e+00>
 // AFTER: %[[L:.*]] = weft.add
 // AFTER: %[[DW:.*]] = weft.add
 // AFTER: weft.mul %[[L]]
@@ -33,9 +38,9 @@ func.func @step(%x: tensor<4x3xf32> {weft.input = "x"},
 
 // f16's seed is the loss scale, times 1/2.
 // CHECK-LABEL: func.func @scaled
+// CHECK: %[[H:.*]] = weft.constant {weft.phase = "backward"} dense<5.000000e-01>
 // CHECK: %[[S:.*]] = weft.slice %arg2
 // CHECK-NEXT: %[[R:.*]] = weft.reshape %[[S]]
-// CHECK-NEXT: %[[H:.*]] = weft.constant {weft.micro_batch = 0 : i64, weft.phase = "backward"} dense<5.000000e-01>
 // CHECK-NEXT: weft.mul %[[R]], %[[H]]
 func.func @scaled(%x: tensor<4x3xf32> {weft.input = "x"},
                   %w: tensor<3x1xf32> {weft.param = "w"},
@@ -44,3 +49,4 @@ func.func @scaled(%x: tensor<4x3xf32> {weft.input = "x"},
   %l = weft.reduce_mean %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x1xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
