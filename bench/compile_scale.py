@@ -15,11 +15,11 @@ shared causal mask) compiled with
 (without --sequence-parallel at T = 1).
 For each: the compile's wall seconds and peak RSS (os.wait4's ru_maxrss of
 the weftc process), the plan's bytes (every rank's, one file), and
-`weft-run --check`'s wall seconds (it loads the plan and checks every
-rank). Each is printed beside issue 39's target. weftc runs under a memory
-cap (--cap-gib, RLIMIT_AS, default 16) and a time limit (--timeout,
-default 600 s): a compile that passes either is reported as such ("over
-the 16 GiB cap after 41 s"), not waited out.
+`weft-run --check`'s wall seconds and peak RSS (it loads the plan and
+checks every rank). Each is printed beside issue 39's target. weftc and
+the check run under a memory cap (--cap-gib, RLIMIT_AS, default 16) and a
+time limit (--timeout, default 600 s): one that passes either is reported
+as such ("over the 16 GiB cap after 41 s"), not waited out.
 
 --growth prints how the same figures grow with M, T and P on a small GPT
 (--small: layers, hidden, heads, seq, vocab), each against the first row:
@@ -62,11 +62,12 @@ VOCAB = 51200
 
 
 class Measure:
-    """One compile: wall seconds, peak RSS GiB, plan MB, check seconds,
-    and `limit` ("" or what stopped it)."""
+    """One compile: wall seconds, peak RSS GiB, plan MB, weft-run --check's
+    seconds and peak RSS GiB (every rank loaded and checked), and `limit`
+    ("" or what stopped it)."""
 
     def __init__(self):
-        self.wall = self.rss = self.plan = self.check = None
+        self.wall = self.rss = self.plan = self.check = self.check_rss = None
         self.limit = ""
 
     def row(self):
@@ -77,7 +78,8 @@ class Measure:
             body = " (no plan)"
         else:
             body = (f" {self.plan:9.1f} MB  check "
-                    f"{show(self.check, '6.2f')} s")
+                    f"{show(self.check, '6.2f')} s "
+                    f"{show(self.check_rss, '5.2f')} GiB")
         return head + body + (f"  [{self.limit}]" if self.limit else "")
 
 
@@ -87,16 +89,10 @@ def export(path, layers, hidden, heads, seq, vocab, batch):
     onnx.save(model, str(path))
 
 
-def compile_plan(build, model, plan, tensor, stages, microbatches, cap_gib,
-                 timeout):
-    """Runs weftc under the cap; returns a Measure (plan MB when written)."""
-    m = Measure()
-    cmd = [str(build / "bin" / "weftc"), str(model), "--optimizer=adamw",
-           f"--tensor-parallel={tensor}", f"--pipeline-parallel={stages}",
-           *(["--sequence-parallel"] if tensor > 1 else []),
-           "--recompute=selective",
-           f"--microbatches={microbatches}", "--precision=bf16",
-           "-o", str(plan)]
+def run_capped(cmd, cap_gib, timeout):
+    """Runs `cmd` under an address-space cap (RLIMIT_AS) and a time limit;
+    returns (wall s, peak RSS GiB, what stopped it or "", stderr). A
+    failure other than the cap or the limit exits with its message."""
     cap = int(cap_gib * 2 ** 30)
 
     def limit():
@@ -106,7 +102,7 @@ def compile_plan(build, model, plan, tensor, stages, microbatches, cap_gib,
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, preexec_fn=limit)
     deadline = start + timeout
-    status = usage = None
+    stopped = ""
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
@@ -114,28 +110,46 @@ def compile_plan(build, model, plan, tensor, stages, microbatches, cap_gib,
         if time.perf_counter() > deadline:
             proc.send_signal(signal.SIGKILL)
             _, status, usage = os.wait4(proc.pid, 0)
-            m.limit = f"over the {timeout:.0f} s limit"
+            stopped = f"over the {timeout:.0f} s limit"
             break
         time.sleep(0.05)
-    m.wall = time.perf_counter() - start
-    m.rss = usage.ru_maxrss * 1024 / 2 ** 30  # ru_maxrss: KiB on Linux
+    wall = time.perf_counter() - start
+    rss = usage.ru_maxrss * 1024 / 2 ** 30  # ru_maxrss: KiB on Linux
     stderr = proc.stderr.read().decode(errors="replace")
-    if not m.limit and os.waitstatus_to_exitcode(status) != 0:
+    if not stopped and os.waitstatus_to_exitcode(status) != 0:
         # Past RLIMIT_AS: std::bad_alloc, LLVM's "out of memory" abort, or
         # (a tiny cap) the loader failing to map a library.
         if any(sign in stderr.lower() for sign in (
                 "bad_alloc", "out of memory", "cannot allocate memory",
                 "failed to map segment")) or \
                 os.waitstatus_to_exitcode(status) < 0:
-            m.limit = f"over the {cap_gib:g} GiB cap"
+            stopped = f"over the {cap_gib:g} GiB cap"
         else:
-            sys.exit(f"weftc failed: {' '.join(cmd)}\n{stderr.strip()}")
+            sys.exit(f"{cmd[0]} failed: {' '.join(cmd)}\n{stderr.strip()}")
+    return wall, rss, stopped, stderr
+
+
+def compile_plan(build, model, plan, tensor, stages, microbatches, cap_gib,
+                 timeout):
+    """Runs weftc under the cap; returns a Measure (plan MB when written),
+    with weft-run --check's seconds and RSS under the same cap."""
+    m = Measure()
+    cmd = [str(build / "bin" / "weftc"), str(model), "--optimizer=adamw",
+           f"--tensor-parallel={tensor}", f"--pipeline-parallel={stages}",
+           *(["--sequence-parallel"] if tensor > 1 else []),
+           "--recompute=selective",
+           f"--microbatches={microbatches}", "--precision=bf16",
+           "-o", str(plan)]
+    m.wall, m.rss, m.limit, _ = run_capped(cmd, cap_gib, timeout)
     if not m.limit:
         m.plan = plan.stat().st_size / 1e6
-        start = time.perf_counter()
-        subprocess.run([str(build / "bin" / "weft-run"), str(plan), "--check"],
-                       check=True, stdout=subprocess.DEVNULL)
-        m.check = time.perf_counter() - start
+        check, m.check_rss, stopped, _ = run_capped(
+            [str(build / "bin" / "weft-run"), str(plan), "--check"], cap_gib,
+            timeout)
+        if stopped:
+            m.limit = "check " + stopped
+        else:
+            m.check = check
     plan.unlink(missing_ok=True)
     return m
 

@@ -131,6 +131,119 @@ void parseFlatShards(const Field &list, const RankPlan &rank,
   }
 }
 
+/// The rank's parameters, state, optimizer state, inputs and outputs (after
+/// its buffers): where the ranks of a program differ (shards).
+void parseNamedLists(const Field &f, RankPlan &rank) {
+  int64_t count = rank.buffers.size();
+  rank.params = namedBuffers(f.at("params"), count);
+  parseFlatShards(f.at("params"), rank, rank.params);
+  parseShards(f.at("params"), rank, rank.params);
+  rank.state = namedBuffers(f.at("state"), count);
+  rank.optimizerState = namedBuffers(f.at("optimizer_state"), count);
+  parseFlatShards(f.at("optimizer_state"), rank, rank.optimizerState);
+  parseShards(f.at("optimizer_state"), rank, rank.optimizerState);
+  checkOptimizerState(f.at("optimizer_state"), rank);
+  rank.inputs = namedBuffers(f.at("inputs"), count);
+  parseShards(f.at("inputs"), rank, rank.inputs);
+  rank.outputs = namedBuffers(f.at("outputs"), count);
+}
+
+/// Instruction `in` of `rank` (whose buffers are parsed), checked: a compute
+/// instruction against its kernel's entry in the specification table.
+Instruction
+parseInstruction(const Field &in, const RankPlan &rank,
+                 const std::function<bool(const std::string &)> &knownKernel) {
+  int64_t count = rank.buffers.size();
+  Instruction d;
+  d.op = in.at("op").string();
+  if (d.op != "compute" && !isTransfer(d.op) && !isCollective(d.op) &&
+      !isCollectiveWait(d.op))
+    in.at("op").fail("unknown instruction '" + d.op +
+                     "' (expected compute, isend, irecv, wait_send, "
+                     "wait_recv, all_reduce, all_gather, reduce_scatter "
+                     "or wait_collective)");
+  d.name = in.has("name") ? in.at("name").string() : "";
+  d.phase = in.at("phase").string();
+  d.microBatch = in.at("micro_batch").nonNegative();
+  d.inputs = in.at("inputs").ids(count);
+  d.outputs = in.at("outputs").ids(count);
+  if (d.op == "compute") {
+    d.kernel = in.at("kernel").string();
+    const KernelSpec *spec = findKernelSpec(d.kernel);
+    if (!spec)
+      in.at("kernel").fail("unknown kernel '" + d.kernel + "'");
+    if (!knownKernel(d.kernel))
+      in.at("kernel").fail("this backend has no kernel '" + d.kernel +
+                           "' (it is in the kernel table)");
+    Field attrs = in.at("attrs");
+    if (!attrs.value.is_object())
+      attrs.fail("expected an object");
+    auto placed = [&](const std::vector<int64_t> &ids) {
+      std::vector<OperandPlacement> out;
+      for (int64_t id : ids) {
+        const BufferDesc &b = rank.buffers[id];
+        out.push_back({{b.dtype, b.shape}, b.offset});
+      }
+      return out;
+    };
+    try {
+      CheckedKernel checked =
+          checkKernel(*spec, placed(d.inputs), placed(d.outputs), attrs.value);
+      d.attrs = std::move(checked.attrs);
+      d.cost = checked.cost;
+    } catch (const Error &e) {
+      in.fail((d.name.empty() ? "" : "node '" + d.name + "': ") + "kernel " +
+              d.kernel + ": " + e.what());
+    }
+  } else if (isCollective(d.op)) {
+    d.tag = in.at("tag").nonNegative();
+    d.axis = in.at("axis").string();
+    if (in.has("reduction")) {
+      d.reduction = in.at("reduction").string();
+      if (d.reduction != "sum" &&
+          (d.reduction != "max" || d.op != "all_reduce"))
+        in.at("reduction")
+            .fail("'" + d.reduction + "': expected sum" +
+                  (d.op == "all_reduce" ? " or max" : ""));
+    }
+    // One float buffer in, one of its type out: the same shape for an
+    // all-reduce; for the others, checked against the axis's size with
+    // the mesh (checkMesh).
+    if (d.inputs.size() != 1 || d.outputs.size() != 1)
+      in.fail(d.op + " reads one buffer and writes one");
+    const BufferDesc &x = rank.buffers[d.inputs[0]],
+                     &y = rank.buffers[d.outputs[0]];
+    bool sameShape = d.op == "all_reduce";
+    if (d.op != "all_reduce") {
+      d.dim = in.at("dim").nonNegative();
+      if (d.dim >= int64_t(x.shape.size()))
+        in.at("dim").fail("dimension " + std::to_string(d.dim) + " of a " +
+                          shapeString(x.shape) + " buffer");
+    }
+    if (x.dtype != y.dtype || (sameShape && x.shape != y.shape) ||
+        x.shape.size() != y.shape.size())
+      in.at("outputs").fail(d.op + " writes " + shapeString(y.shape) + " " +
+                            dtypeName(y.dtype) + ", its input is " +
+                            shapeString(x.shape) + " " + dtypeName(x.dtype));
+    if (!isFloat(x.dtype))
+      in.at("inputs").fail(d.op + (sameShape ? " sums" : " moves") +
+                           " f32, f64, f16 or bf16, not " + dtypeName(x.dtype));
+  } else if (isCollectiveWait(d.op)) {
+    d.tag = in.at("tag").nonNegative(); // checkInstructionOrder pairs it
+  } else {
+    d.tag = in.at("tag").nonNegative();
+    if (d.op == "isend" || d.op == "irecv")
+      d.peer = in.at("peer").nonNegative();
+    // Each transfer moves one buffer: the isend's input, the irecv's
+    // output; the waits name the same buffer to keep it live.
+    size_t expected = d.op == "irecv" ? d.outputs.size() : d.inputs.size();
+    if (expected != 1)
+      in.at(d.op == "irecv" ? "outputs" : "inputs")
+          .fail(d.op + " moves exactly one buffer");
+  }
+  return d;
+}
+
 RankPlan
 parseRank(const Field &f,
           const std::function<bool(const std::string &)> &knownKernel) {
@@ -181,19 +294,9 @@ parseRank(const Field &f,
     }
     rank.buffers.push_back(d);
   }
-  int64_t count = rank.buffers.size();
-  rank.params = namedBuffers(f.at("params"), count);
-  parseFlatShards(f.at("params"), rank, rank.params);
-  parseShards(f.at("params"), rank, rank.params);
-  rank.state = namedBuffers(f.at("state"), count);
-  rank.optimizerState = namedBuffers(f.at("optimizer_state"), count);
-  parseFlatShards(f.at("optimizer_state"), rank, rank.optimizerState);
-  parseShards(f.at("optimizer_state"), rank, rank.optimizerState);
-  checkOptimizerState(f.at("optimizer_state"), rank);
-  rank.inputs = namedBuffers(f.at("inputs"), count);
-  parseShards(f.at("inputs"), rank, rank.inputs);
-  rank.outputs = namedBuffers(f.at("outputs"), count);
+  parseNamedLists(f, rank);
 
+  int64_t count = rank.buffers.size();
   Field constants = f.at("constants");
   for (size_t i = 0; i < constants.size(); ++i) {
     Field c = constants.at(i);
@@ -214,98 +317,9 @@ parseRank(const Field &f,
   }
 
   Field instructions = f.at("instructions");
-  for (size_t i = 0; i < instructions.size(); ++i) {
-    Field in = instructions.at(i);
-    Instruction d;
-    d.op = in.at("op").string();
-    if (d.op != "compute" && !isTransfer(d.op) && !isCollective(d.op) &&
-        !isCollectiveWait(d.op))
-      in.at("op").fail("unknown instruction '" + d.op +
-                       "' (expected compute, isend, irecv, wait_send, "
-                       "wait_recv, all_reduce, all_gather, reduce_scatter "
-                       "or wait_collective)");
-    d.name = in.has("name") ? in.at("name").string() : "";
-    d.phase = in.at("phase").string();
-    d.microBatch = in.at("micro_batch").nonNegative();
-    d.inputs = in.at("inputs").ids(count);
-    d.outputs = in.at("outputs").ids(count);
-    if (d.op == "compute") {
-      d.kernel = in.at("kernel").string();
-      const KernelSpec *spec = findKernelSpec(d.kernel);
-      if (!spec)
-        in.at("kernel").fail("unknown kernel '" + d.kernel + "'");
-      if (!knownKernel(d.kernel))
-        in.at("kernel").fail("this backend has no kernel '" + d.kernel +
-                             "' (it is in the kernel table)");
-      Field attrs = in.at("attrs");
-      if (!attrs.value.is_object())
-        attrs.fail("expected an object");
-      auto placed = [&](const std::vector<int64_t> &ids) {
-        std::vector<OperandPlacement> out;
-        for (int64_t id : ids) {
-          const BufferDesc &b = rank.buffers[id];
-          out.push_back({{b.dtype, b.shape}, b.offset});
-        }
-        return out;
-      };
-      try {
-        CheckedKernel checked = checkKernel(*spec, placed(d.inputs),
-                                            placed(d.outputs), attrs.value);
-        d.attrs = std::move(checked.attrs);
-        d.cost = checked.cost;
-      } catch (const Error &e) {
-        in.fail((d.name.empty() ? "" : "node '" + d.name + "': ") + "kernel " +
-                d.kernel + ": " + e.what());
-      }
-    } else if (isCollective(d.op)) {
-      d.tag = in.at("tag").nonNegative();
-      d.axis = in.at("axis").string();
-      if (in.has("reduction")) {
-        d.reduction = in.at("reduction").string();
-        if (d.reduction != "sum" &&
-            (d.reduction != "max" || d.op != "all_reduce"))
-          in.at("reduction")
-              .fail("'" + d.reduction + "': expected sum" +
-                    (d.op == "all_reduce" ? " or max" : ""));
-      }
-      // One float buffer in, one of its type out: the same shape for an
-      // all-reduce; for the others, checked against the axis's size with
-      // the mesh (checkMesh).
-      if (d.inputs.size() != 1 || d.outputs.size() != 1)
-        in.fail(d.op + " reads one buffer and writes one");
-      const BufferDesc &x = rank.buffers[d.inputs[0]],
-                       &y = rank.buffers[d.outputs[0]];
-      bool sameShape = d.op == "all_reduce";
-      if (d.op != "all_reduce") {
-        d.dim = in.at("dim").nonNegative();
-        if (d.dim >= int64_t(x.shape.size()))
-          in.at("dim").fail("dimension " + std::to_string(d.dim) + " of a " +
-                            shapeString(x.shape) + " buffer");
-      }
-      if (x.dtype != y.dtype || (sameShape && x.shape != y.shape) ||
-          x.shape.size() != y.shape.size())
-        in.at("outputs").fail(d.op + " writes " + shapeString(y.shape) + " " +
-                              dtypeName(y.dtype) + ", its input is " +
-                              shapeString(x.shape) + " " + dtypeName(x.dtype));
-      if (!isFloat(x.dtype))
-        in.at("inputs").fail(d.op + (sameShape ? " sums" : " moves") +
-                             " f32, f64, f16 or bf16, not " +
-                             dtypeName(x.dtype));
-    } else if (isCollectiveWait(d.op)) {
-      d.tag = in.at("tag").nonNegative(); // checkInstructionOrder pairs it
-    } else {
-      d.tag = in.at("tag").nonNegative();
-      if (d.op == "isend" || d.op == "irecv")
-        d.peer = in.at("peer").nonNegative();
-      // Each transfer moves one buffer: the isend's input, the irecv's
-      // output; the waits name the same buffer to keep it live.
-      size_t expected = d.op == "irecv" ? d.outputs.size() : d.inputs.size();
-      if (expected != 1)
-        in.at(d.op == "irecv" ? "outputs" : "inputs")
-            .fail(d.op + " moves exactly one buffer");
-    }
-    rank.instructions.push_back(std::move(d));
-  }
+  for (size_t i = 0; i < instructions.size(); ++i)
+    rank.instructions.push_back(
+        parseInstruction(instructions.at(i), rank, knownKernel));
   return rank;
 }
 
@@ -390,14 +404,59 @@ Plan parsePlan(const std::string &text, const std::string &path,
   int64_t rankCount = f.at("rank_programs").size();
   if (rankCount == 0)
     f.at("rank_programs").fail("a plan needs at least one rank");
+  // The first rank of a program is parsed from its view; the others copy
+  // it and parse again only what coordinate expressions make differ (the
+  // named lists' shards and the instructions holding one): everything else
+  // is the same JSON, checked the same way.
+  MeshShape mesh = MeshShape::fromJson(f.at("mesh").value, path);
+  const json &programs = f.at("programs").value,
+             &map = f.at("rank_programs").value;
   std::vector<json> views;
   views.reserve(rankCount);
   std::vector<Field> ranks;
+  ranks.reserve(rankCount);
+  std::map<int64_t, int64_t> firstRank;         // program -> its first rank
+  std::map<int64_t, std::vector<size_t>> sites; // program -> instructions
   for (int64_t r = 0; r < rankCount; ++r) {
-    views.push_back(rankView(root, r, path));
-    ranks.emplace_back(views.back(), programPath(root, r), path);
-    plan.ranks.push_back(parseRank(ranks.back(), knownKernel));
-    plan.ranks.back().path = ranks.back().path;
+    int64_t k = map[r].is_number_integer() ? map[r].get<int64_t>() : -1;
+    auto first = firstRank.find(k);
+    if (first == firstRank.end() || int64_t(mesh.size()) != rankCount) {
+      views.push_back(rankView(root, r, path));
+      ranks.emplace_back(views.back(), programPath(root, r), path);
+      plan.ranks.push_back(parseRank(ranks.back(), knownKernel));
+      plan.ranks.back().path = ranks.back().path;
+      firstRank.emplace(k, r);
+      const json &insts = programs[k]["instructions"];
+      for (size_t i = 0; i < insts.size(); ++i)
+        if (hasCoordinates(insts[i]))
+          sites[k].push_back(i);
+      continue;
+    }
+    const json &program = programs[k];
+    ranks.emplace_back(program, programPath(root, r), path);
+    const Field &field = ranks.back();
+    RankPlan rank = plan.ranks[first->second];
+    rank.rank = r;
+    rank.path = field.path;
+    rank.coords.clear();
+    std::vector<int64_t> at = mesh.coords(r);
+    for (size_t a = 0; a < mesh.axes.size(); ++a)
+      rank.coords.push_back({mesh.axes[a].first, at[a]});
+    json lists = json::object();
+    for (const char *key :
+         {"params", "state", "optimizer_state", "inputs", "outputs"}) {
+      lists[key] = field.at(key).value;
+      resolveCoordinates(lists[key], mesh, r, path, field.path + "." + key);
+    }
+    parseNamedLists(Field(lists, field.path, path), rank);
+    for (size_t i : sites[k]) {
+      Field in = field.at("instructions").at(i);
+      json resolved = in.value;
+      resolveCoordinates(resolved, mesh, r, path, in.path);
+      rank.instructions[i] =
+          parseInstruction(Field(resolved, in.path, path), rank, knownKernel);
+    }
+    plan.ranks.push_back(std::move(rank));
   }
   detail::checkTransfers(plan, ranks);
   detail::checkMesh(plan, f, ranks);

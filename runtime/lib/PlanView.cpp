@@ -74,6 +74,21 @@ void resolve(json &value, const MeshShape &mesh, int64_t rank,
 
 } // namespace
 
+void resolveCoordinates(json &value, const MeshShape &mesh, int64_t rank,
+                        const std::string &file, const std::string &path) {
+  resolve(value, mesh, rank, file, path);
+}
+
+bool hasCoordinates(const json &value) {
+  if (value.is_object() && value.contains("coord"))
+    return true;
+  if (value.is_array() || value.is_object())
+    for (const json &item : value)
+      if (hasCoordinates(item))
+        return true;
+  return false;
+}
+
 MeshShape MeshShape::fromJson(const json &mesh, const std::string &file) {
   MeshShape shape;
   const json &axes = member(mesh, "axes", file, "mesh");

@@ -132,6 +132,53 @@ TEST(CollectivePlan, RanksShareAProgramThroughCoordinateExpressions) {
         "'data'"}});
 }
 
+TEST(CollectivePlan, ASharedProgramsInstructionsTakeEachRanksCoordinates) {
+  // Each tensor rank slices its half of x [4] (an all-slice, as weftc
+  // writes it): the second rank of the program re-reads only that
+  // instruction, at its coordinate.
+  json plan = tensorParallelPlan();
+  plan["programs"].erase(1);
+  json &program = plan["programs"][0];
+  program["params"][0]["shard"]["index"] = {{"coord", "tensor"}};
+  program["buffers"][0]["shape"] = {4};
+  program["buffers"][0]["bytes"] = 16;
+  program["arena_bytes"] = 136;
+  program["instructions"].push_back(
+      {{"op", "compute"},
+       {"kernel", "slice"},
+       {"name", "s"},
+       {"inputs", {0}},
+       {"outputs", {1}},
+       {"phase", "forward"},
+       {"micro_batch", 0},
+       {"attrs",
+        {{"starts", {{{"coord", "tensor"}, {"times", 2}}}},
+         {"ends", {{{"coord", "tensor"}, {"times", 2}, {"plus", 2}}}},
+         {"steps", {1}}}}});
+  program["instructions"].erase(0);
+  program["instructions"].erase(0);
+  plan["inputs"][0]["shape"] = {4};
+  plan["rank_programs"] = {0, 0};
+  Plan loaded = parsePlan(plan.dump(), "p.json",
+                          [](const std::string &) { return true; });
+  ASSERT_EQ(loaded.ranks.size(), 2u);
+  for (int64_t r : {0, 1}) {
+    const KernelAttrs &attrs = loaded.ranks[r].instructions[0].attrs;
+    EXPECT_EQ(attrs.ints("starts"), std::vector<int64_t>{2 * r});
+    EXPECT_EQ(attrs.ints("ends"), std::vector<int64_t>{2 * r + 2});
+    EXPECT_EQ(loaded.ranks[r].params[0].shard->index, r);
+    EXPECT_EQ(loaded.ranks[r].coord("tensor"), r);
+  }
+  // A bound only rank 1 gets wrong is refused naming rank 1.
+  plan["programs"][0]["instructions"][0]["attrs"]["ends"][0]["plus"] = 3;
+  plan["programs"][0]["instructions"][0]["attrs"]["starts"][0]["plus"] = 1;
+  std::string message = errorOf(plan);
+  EXPECT_NE(message.find("rank 1: programs[0].instructions[0]: node 's': "
+                         "kernel slice"),
+            std::string::npos)
+      << message;
+}
+
 namespace {
 /// The tensor-parallel plan with w's momentum buffer, sliced as w is.
 json withOptimizerState() {

@@ -58,6 +58,16 @@ struct MeshShape {
   int64_t coord(int64_t rank, const std::string &axis) const;
 };
 
+/// Evaluates the coordinate expressions under `value` in place, at `rank`;
+/// `path` names `value` in messages. Throws Error on a malformed
+/// expression or an unknown axis.
+void resolveCoordinates(nlohmann::json &value, const MeshShape &mesh,
+                        int64_t rank, const std::string &file,
+                        const std::string &path);
+
+/// Whether `value` holds a coordinate expression.
+bool hasCoordinates(const nlohmann::json &value);
+
 /// The field that holds rank `rank`'s program, for messages:
 /// "programs[k]", or "rank r: programs[k]" when k serves several ranks.
 std::string programPath(const nlohmann::json &plan, int64_t rank);
