@@ -1,8 +1,9 @@
 """bench/compile_scale.py's harness at a tiny shape: each compile's
 figures are measured (wall, peak RSS, plan bytes, weft-run --check), the
-plan grows with M (today's version-1 plans unroll every micro-batch), and
-a compile over the memory cap or the time limit is reported as such
-rather than waited out or mistaken for a weftc error."""
+plan grows with M (every micro-batch is still unrolled) but not with the
+tensor and data-parallel degrees (version 2: one program per stage), and a
+compile over the memory cap or the time limit is reported as such rather
+than waited out or mistaken for a weftc error."""
 
 import importlib.util
 import subprocess
@@ -26,6 +27,28 @@ def test_growth_rows_are_measured(tmp_path, capsys):
         assert 0.01 < row["rss"] < 8, row
     assert rows[1]["plan"] > 1.5 * rows[0]["plan"], rows
     assert "M=  4 T=2 P=2" in capsys.readouterr().out
+
+
+def test_plan_size_does_not_grow_with_tensor_or_data_ranks(tmp_path):
+    """One program per pipeline stage, shared by its tensor and data
+    ranks: T 2 -> 4 and D 2 -> 4 leave the plan's bytes within 5% (shapes
+    and shard counts are the only text that changes; D = 1 -> 2 adds the
+    gradients' collectives); version 1 doubled them with each doubling of
+    T or D."""
+    model = tmp_path / "gpt.onnx"
+    compile_scale.export(model, *SMALL[:4], SMALL[4], 8)
+
+    def size(*flags):
+        plan = tmp_path / "plan.json"
+        subprocess.run([str(BUILD / "bin" / "weftc"), str(model),
+                        "--pipeline-parallel=2", "--microbatches=2", *flags,
+                        "-o", str(plan)], capture_output=True, check=True)
+        return plan.stat().st_size
+
+    t2, t4 = size("--tensor-parallel=2"), size("--tensor-parallel=4")
+    d2, d4 = size("--data-parallel=2"), size("--data-parallel=4")
+    assert abs(t4 / t2 - 1) < 0.05, (t2, t4)
+    assert abs(d4 / d2 - 1) < 0.05, (d2, d4)
 
 
 def test_limits_are_reported(tmp_path):
