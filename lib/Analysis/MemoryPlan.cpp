@@ -4,6 +4,7 @@
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
@@ -232,6 +233,22 @@ MemoryPlan weft::planMemory(func::FuncOp func,
   for (const Storage &s : plan.storages)
     plan.arenaBytes = std::max(plan.arenaBytes, s.offset + s.size);
   return plan;
+}
+
+void MemoryPlans::planAll(ArrayRef<func::FuncOp> funcs) {
+  if (funcs.empty())
+    return;
+  SmallVector<func::FuncOp> todo;
+  for (func::FuncOp func : funcs)
+    if (!plans.count(func.getOperation()))
+      todo.push_back(func);
+  std::vector<std::unique_ptr<MemoryPlan>> planned(todo.size());
+  mlir::parallelFor(
+      func::FuncOp(funcs.front()).getContext(), 0, todo.size(), [&](size_t i) {
+        planned[i] = std::make_unique<MemoryPlan>(planMemory(todo[i]));
+      });
+  for (auto [func, plan] : llvm::zip(todo, planned))
+    plans[func.getOperation()] = std::move(plan);
 }
 
 const MemoryPlan &MemoryPlans::of(func::FuncOp func) {

@@ -37,6 +37,7 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
   SmallVector<func::FuncOp> stages = rankFunctions(module);
   if (stages.empty())
     return;
+  memoryPlans.planAll(stages);
   bool pipelined = stages[0]->hasAttr(kStageAttr);
   int64_t microbatches = 1;
   if (auto m = stages[0]->getAttrOfType<IntegerAttr>("weft.micro_batches"))

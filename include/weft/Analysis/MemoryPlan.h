@@ -79,6 +79,9 @@ MemoryPlan planMemory(mlir::func::FuncOp func,
 class MemoryPlans {
 public:
   const MemoryPlan &of(mlir::func::FuncOp func);
+  /// Plans every function of `funcs` not planned yet, in parallel (on the
+  /// context's threads: each plan reads only its own function).
+  void planAll(llvm::ArrayRef<mlir::func::FuncOp> funcs);
 
 private:
   llvm::DenseMap<mlir::Operation *, std::unique_ptr<MemoryPlan>> plans;

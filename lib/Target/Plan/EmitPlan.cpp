@@ -523,6 +523,7 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source,
        outputs = json::array();
   std::set<std::string> seenInputs, seenOutputs;
   int64_t microBatches = 1;
+  plans.planAll(funcs);
   // Dropout rng_ids count a micro-batch's dropouts in forward order across
   // the stages, emitted in stage order.
   std::map<int64_t, int64_t> dropoutCount;
