@@ -420,7 +420,7 @@ Plan parsePlan(const std::string &text, const std::string &path,
   for (int64_t r = 0; r < rankCount; ++r) {
     int64_t k = map[r].is_number_integer() ? map[r].get<int64_t>() : -1;
     auto first = firstRank.find(k);
-    if (first == firstRank.end() || int64_t(mesh.size()) != rankCount) {
+    if (first == firstRank.end()) {
       views.push_back(rankView(root, r, path));
       ranks.emplace_back(views.back(), programPath(root, r), path);
       plan.ranks.push_back(parseRank(ranks.back(), knownKernel));
@@ -444,15 +444,14 @@ Plan parsePlan(const std::string &text, const std::string &path,
       rank.coords.push_back({mesh.axes[a].first, at[a]});
     json lists = json::object();
     for (const char *key :
-         {"params", "state", "optimizer_state", "inputs", "outputs"}) {
+         {"params", "state", "optimizer_state", "inputs", "outputs"})
       lists[key] = field.at(key).value;
-      resolveCoordinates(lists[key], mesh, r, path, field.path + "." + key);
-    }
+    resolveNamedLists(lists, mesh, r, path, field.path);
     parseNamedLists(Field(lists, field.path, path), rank);
     for (size_t i : sites[k]) {
       Field in = field.at("instructions").at(i);
       json resolved = in.value;
-      resolveCoordinates(resolved, mesh, r, path, in.path);
+      resolveInstruction(resolved, mesh, r, path, in.path);
       rank.instructions[i] =
           parseInstruction(Field(resolved, in.path, path), rank, knownKernel);
     }

@@ -4,6 +4,7 @@
 
 #include "weft/runtime/Tensor.h"
 
+#include <climits>
 #include <functional>
 
 using json = nlohmann::json;
@@ -69,14 +70,33 @@ void resolve(json &value, const MeshShape &mesh, int64_t rank,
   } catch (const Error &e) {
     fail(file, path + ".coord", e.what());
   }
-  value = times * coord + plus;
+  int64_t result;
+  if (__builtin_mul_overflow(times, coord, &result) ||
+      __builtin_add_overflow(result, plus, &result))
+    fail(file, path, "the expression overflows 64 bits");
+  value = result;
 }
 
 } // namespace
 
-void resolveCoordinates(json &value, const MeshShape &mesh, int64_t rank,
+// Expressions stand only where the format allows them: a named list's
+// shard and flat shard, an instruction's peer, tag and attributes.
+void resolveNamedLists(json &program, const MeshShape &mesh, int64_t rank,
+                       const std::string &file, const std::string &path) {
+  for (const char *list : {"params", "optimizer_state", "inputs"})
+    if (program.contains(list) && program[list].is_array())
+      for (size_t i = 0; i < program[list].size(); ++i)
+        for (const char *shard : {"shard", "flat_shard"})
+          if (program[list][i].is_object() && program[list][i].contains(shard))
+            resolve(program[list][i][shard], mesh, rank, file,
+                    path + "." + list + "[" + std::to_string(i) + "]." + shard);
+}
+
+void resolveInstruction(json &inst, const MeshShape &mesh, int64_t rank,
                         const std::string &file, const std::string &path) {
-  resolve(value, mesh, rank, file, path);
+  for (const char *key : {"peer", "tag", "attrs"})
+    if (inst.is_object() && inst.contains(key))
+      resolve(inst[key], mesh, rank, file, path + "." + key);
 }
 
 bool hasCoordinates(const json &value) {
@@ -115,9 +135,11 @@ MeshShape MeshShape::fromJson(const json &mesh, const std::string &file) {
 }
 
 int64_t MeshShape::size() const {
+  // Saturating: a mesh no plan can list the ranks of.
   int64_t n = 1;
   for (const auto &[name, size] : axes)
-    n *= size;
+    if (__builtin_mul_overflow(n, size, &n))
+      return INT64_MAX;
   return n;
 }
 
@@ -142,9 +164,12 @@ int64_t MeshShape::coord(int64_t rank, const std::string &axis) const {
   for (size_t i = 0; i < axes.size(); ++i)
     if (axes[i].first == axis)
       return at[i];
+  // A sub-axis factors a mesh axis (never another sub-axis).
   for (const Sub &sub : subAxes)
     if (sub.name == axis && sub.stride >= 1 && sub.size >= 1)
-      return coord(rank, sub.of) / sub.stride % sub.size;
+      for (size_t i = 0; i < axes.size(); ++i)
+        if (axes[i].first == sub.of)
+          return at[i] / sub.stride % sub.size;
   throw Error("the mesh has no axis '" + axis + "'");
 }
 
@@ -190,22 +215,11 @@ json rankView(const json &plan, int64_t rank, const std::string &file) {
            "each rank's number and coordinates");
     view[key] = item;
   }
-  // Expressions stand only where the format allows them.
-  for (const char *list : {"params", "optimizer_state", "inputs"})
-    if (view.contains(list) && view[list].is_array())
-      for (size_t i = 0; i < view[list].size(); ++i)
-        for (const char *shard : {"shard", "flat_shard"})
-          if (view[list][i].is_object() && view[list][i].contains(shard))
-            resolve(view[list][i][shard], mesh, rank, file,
-                    path + "." + list + "[" + std::to_string(i) + "]." + shard);
+  resolveNamedLists(view, mesh, rank, file, path);
   if (view.contains("instructions") && view["instructions"].is_array())
-    for (size_t i = 0; i < view["instructions"].size(); ++i) {
-      json &inst = view["instructions"][i];
-      std::string where = path + ".instructions[" + std::to_string(i) + "]";
-      for (const char *key : {"peer", "tag", "attrs"})
-        if (inst.is_object() && inst.contains(key))
-          resolve(inst[key], mesh, rank, file, where + "." + key);
-    }
+    for (size_t i = 0; i < view["instructions"].size(); ++i)
+      resolveInstruction(view["instructions"][i], mesh, rank, file,
+                         path + ".instructions[" + std::to_string(i) + "]");
   return view;
 }
 

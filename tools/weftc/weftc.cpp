@@ -534,7 +534,7 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
       // The plan is weftc's own: its views are well-formed; the rank is
       // the one thing to check.
       int64_t ranks = (*plan)["rank_programs"].size();
-      if (viewRank >= ranks) {
+      if (viewRank >= ranks || viewRank < -1) {
         errs() << "weftc: --view-rank " << viewRank << ": the plan has "
                << ranks << " rank(s)\n";
         return failure();

@@ -519,6 +519,13 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source,
            << mesh.sizeOf("pipeline") << " pipeline stage(s); the module "
            << "has " << funcs.size() << " stage function(s)";
 
+  // Peers and tags are written as functions of the rank's index among its
+  // stage's (PlanView.h's `replica`): the pipeline axis must be outermost,
+  // as weft-create-device-mesh makes it.
+  if (mesh.axisIndex("pipeline") != 0)
+    return module.emitError("plan emission: the device mesh's first axis "
+                            "must be pipeline (ranks are row-major with "
+                            "the stage outermost)");
   json programs = json::array(), inputs = json::array(),
        outputs = json::array();
   std::set<std::string> seenInputs, seenOutputs;

@@ -1,6 +1,7 @@
 // RUN: weft-opt %s --weft-autodiff --weft-checkpoint=policy=full | FileCheck %s
 // RUN: weft-opt %s --weft-autodiff --weft-checkpoint=policy=none | FileCheck %s --check-prefix=NONE
 // RUN: not weft-opt %s --weft-checkpoint=policy=half 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: weft-opt %s --weft-autodiff=microbatches=2 --weft-accumulate-microbatches=microbatches=2 --weft-checkpoint=policy=full | FileCheck %s --check-prefix=MB
 
 // Full recompute of a two-layer MLP: the forward ops the backward reads
 // (both matmuls, the relu and the dropout) are cloned, in order, right
@@ -20,6 +21,16 @@
 // CHECK: weft.relu_grad %[[H2]]
 // CHECK-NOT: %[[H]]
 // CHECK: return
+
+// With micro-batches sharing their constants (the backward's seed made
+// once, before them all), each micro-batch's recompute still follows its
+// own forward, right before its own first backward op.
+// MB: weft.constant {weft.phase = "backward"}
+// MB-NOT: weft.recompute
+// MB: weft.reduce_mean {{.*}}weft.micro_batch = 0
+// MB-NEXT: weft.slice {{.*}}weft.micro_batch = 0 : i64, weft.phase = "backward", weft.recompute
+// MB: weft.reduce_mean {{.*}}weft.micro_batch = 1
+// MB-NEXT: weft.slice {{.*}}weft.micro_batch = 1 : i64, weft.phase = "backward", weft.recompute
 
 // NONE-NOT: weft.recompute
 // BAD: weft-checkpoint: unknown policy 'half' (expected none, full or selective)

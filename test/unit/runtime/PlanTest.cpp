@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
+
 using namespace weft::rt;
 using json = nlohmann::json;
 
@@ -80,6 +82,21 @@ TEST(PlanLoader, NamesTheFieldOfEveryRejection) {
          p["programs"][0]["instructions"][0]["tag"] = {{"coord", "tensor"}};
        },
        "programs[0].instructions[0].tag.coord: the mesh has no axis 'tensor'"},
+      {[](json &p) {
+         // A sub-axis of itself: no mesh axis to factor.
+         p["mesh"]["sub_axes"] = {
+             {{"name", "x"}, {"of", "x"}, {"size", 1}, {"stride", 1}}};
+         p["programs"][0]["instructions"][0]["tag"] = {{"coord", "x"}};
+       },
+       "programs[0].instructions[0].tag.coord: the mesh has no axis 'x'"},
+      {[](json &p) {
+         p["mesh"]["axes"][0]["size"] = 2;
+         p["rank_programs"] = {0, 0};
+         p["programs"][0]["instructions"][0]["tag"] = {
+             {"coord", "pipeline"}, {"times", INT64_MAX}, {"plus", 1}};
+       },
+       "rank 1: programs[0].instructions[0].tag: the expression overflows 64 "
+       "bits"},
       {[](json &p) {
          p["programs"][0]["instructions"][0]["tag"] = {{"coord", "pipeline"},
                                                        {"time", 2}};

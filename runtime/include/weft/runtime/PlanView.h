@@ -58,10 +58,15 @@ struct MeshShape {
   int64_t coord(int64_t rank, const std::string &axis) const;
 };
 
-/// Evaluates the coordinate expressions under `value` in place, at `rank`;
-/// `path` names `value` in messages. Throws Error on a malformed
-/// expression or an unknown axis.
-void resolveCoordinates(nlohmann::json &value, const MeshShape &mesh,
+/// Evaluates, in place at `rank`, the coordinate expressions where the
+/// format allows them: in `program`'s named lists (the shards of params,
+/// optimizer_state, inputs), and in one instruction (peer, tag, attrs).
+/// `path` names the program or the instruction in messages. Throws Error on
+/// a malformed expression, an unknown axis or an overflow.
+void resolveNamedLists(nlohmann::json &program, const MeshShape &mesh,
+                       int64_t rank, const std::string &file,
+                       const std::string &path);
+void resolveInstruction(nlohmann::json &inst, const MeshShape &mesh,
                         int64_t rank, const std::string &file,
                         const std::string &path);
 
