@@ -246,43 +246,65 @@ std::string compactJson(const json &value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string printPlanText(const json &plan) {
-  // Objects at depth 0 and each program or rank are expanded; arrays of
-  // objects put one compact element per line; everything else is compact.
+namespace {
+
+/// Objects at depth 0 and each program or rank are expanded; arrays of
+/// objects put one compact element per line; everything else is compact.
+/// `programs`, when given, are the programs already printed (at indent 2).
+void printValue(std::string &os, const json &value, int indent, bool expand,
+                const std::vector<std::string> *programs) {
+  std::string pad(indent, ' ');
+  if (expand && value.is_object()) {
+    os += "{\n";
+    size_t i = 0;
+    for (const auto &[key, item] : value.items()) {
+      os += pad + " " + compactJson(json(key)) + ": ";
+      if (indent == 0 && key == "programs" && programs) {
+        os += "[\n";
+        for (size_t k = 0; k < programs->size(); ++k)
+          os += pad + "  " + (*programs)[k] +
+                (k + 1 < programs->size() ? ",\n" : "\n");
+        os += pad + " ]";
+      } else {
+        printValue(os, item, indent + 1, key == "ranks" || key == "programs",
+                   nullptr);
+      }
+      os += ++i < value.size() ? ",\n" : "\n";
+    }
+    os += pad + "}";
+    return;
+  }
+  bool objects = value.is_array() && !value.empty() &&
+                 (value[0].is_object() || value[0].is_array());
+  if (objects) {
+    os += "[\n";
+    for (size_t i = 0; i < value.size(); ++i) {
+      os += pad + " ";
+      if (expand)
+        printValue(os, value[i], indent + 1, true, nullptr);
+      else
+        os += compactJson(value[i]);
+      os += i + 1 < value.size() ? ",\n" : "\n";
+    }
+    os += pad + "]";
+    return;
+  }
+  os += compactJson(value);
+}
+
+} // namespace
+
+std::string printPlanText(const json &plan,
+                          const std::vector<std::string> *programs) {
   std::string os;
-  std::function<void(const json &, int, bool)> print =
-      [&](const json &value, int indent, bool expand) {
-        std::string pad(indent, ' ');
-        if (expand && value.is_object()) {
-          os += "{\n";
-          size_t i = 0;
-          for (const auto &[key, item] : value.items()) {
-            os += pad + " " + compactJson(json(key)) + ": ";
-            print(item, indent + 1, key == "ranks" || key == "programs");
-            os += ++i < value.size() ? ",\n" : "\n";
-          }
-          os += pad + "}";
-          return;
-        }
-        bool objects = value.is_array() && !value.empty() &&
-                       (value[0].is_object() || value[0].is_array());
-        if (objects) {
-          os += "[\n";
-          for (size_t i = 0; i < value.size(); ++i) {
-            os += pad + " ";
-            if (expand)
-              print(value[i], indent + 1, true);
-            else
-              os += compactJson(value[i]);
-            os += i + 1 < value.size() ? ",\n" : "\n";
-          }
-          os += pad + "]";
-          return;
-        }
-        os += compactJson(value);
-      };
-  print(plan, 0, true);
+  printValue(os, plan, 0, true, programs);
   os += "\n";
+  return os;
+}
+
+std::string printProgramText(const json &program) {
+  std::string os;
+  printValue(os, program, 2, true, nullptr);
   return os;
 }
 

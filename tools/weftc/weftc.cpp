@@ -524,13 +524,23 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     SmallString<256> path(source);
     sys::fs::make_absolute(path);
     TimingScope step = timingScope.nest("weftc: plan emission");
-    FailureOr<nlohmann::json> plan = weft::emitPlan(
-        *module, {path.str().str(), weft::sha256File(path)}, &memory);
+    weft::PlanSource where{path.str().str(), weft::sha256File(path)};
+    if (emit == Emit::Plan) {
+      FailureOr<weft::PlanParts> parts =
+          weft::emitPlanParts(*module, where, &memory);
+      if (failed(parts))
+        return failure();
+      step.stop();
+      TimingScope printing = timingScope.nest("weftc: plan printing");
+      weft::printPlan(*parts, os);
+      break;
+    }
+    FailureOr<nlohmann::json> plan = weft::emitPlan(*module, where, &memory);
     if (failed(plan))
       return failure();
     step.stop();
     TimingScope printing = timingScope.nest("weftc: plan printing");
-    if (emit == Emit::PlanJSON) {
+    {
       // The plan is weftc's own: its views are well-formed; the rank is
       // the one thing to check.
       int64_t ranks = (*plan)["rank_programs"].size();
@@ -540,9 +550,7 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
         return failure();
       }
       weft::printPlan(weft::rt::planView(*plan, viewRank, "plan"), os);
-      break;
     }
-    weft::printPlan(*plan, os);
     break;
   }
   }

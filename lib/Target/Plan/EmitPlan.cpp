@@ -12,6 +12,7 @@
 #include "weft/runtime/PlanView.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Base64.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -133,6 +134,7 @@ namespace {
 struct ProgramSection {
   json program, inputs, outputs;
   int64_t microBatches = 1;
+  std::string text; ///< the program printed, once `program` is dropped
 };
 
 /// The coordinate expression times * coord(axis) + plus (PlanView.h): what
@@ -491,8 +493,9 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
 
 } // namespace
 
-FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source,
-                               MemoryPlans *memory) {
+FailureOr<weft::PlanParts> weft::emitPlanParts(ModuleOp module,
+                                               const PlanSource &source,
+                                               MemoryPlans *memory) {
   MemoryPlans own;
   MemoryPlans &plans = memory ? *memory : own;
   // A pipelined module has one function per stage (weft-schedule); any
@@ -526,27 +529,49 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source,
     return module.emitError("plan emission: the device mesh's first axis "
                             "must be pipeline (ranks are row-major with "
                             "the stage outermost)");
-  json programs = json::array(), inputs = json::array(),
-       outputs = json::array();
+  json inputs = json::array(), outputs = json::array();
   std::set<std::string> seenInputs, seenOutputs;
   int64_t microBatches = 1;
   plans.planAll(funcs);
-  // Dropout rng_ids count a micro-batch's dropouts in forward order across
-  // the stages, emitted in stage order.
-  std::map<int64_t, int64_t> dropoutCount;
   llvm::DenseMap<int64_t, func::FuncOp> byStage;
   for (func::FuncOp func : funcs)
     byStage[stageOf(func).value_or(0)] = func;
-  // One program per stage, run by each rank at that pipeline coordinate
-  // (its tensor- and data-parallel replicas).
   int64_t stages = mesh.sizeOf("pipeline");
+  SmallVector<func::FuncOp> ordered;
   for (int64_t stage = 0; stage < stages; ++stage) {
-    func::FuncOp func = byStage.lookup(stage);
-    if (!func)
+    ordered.push_back(byStage.lookup(stage));
+    if (!ordered.back())
       return module.emitError("plan emission: no function for stage ") << stage;
+  }
+  // Dropout rng_ids count a micro-batch's dropouts in forward order across
+  // the stages: each stage starts from the counts of the stages before it
+  // (the dropouts plan emission numbers: those without an rng_id yet).
+  std::vector<std::map<int64_t, int64_t>> dropoutsBefore(stages);
+  for (int64_t stage = 1; stage < stages; ++stage) {
+    dropoutsBefore[stage] = dropoutsBefore[stage - 1];
+    for (Operation &op : ordered[stage - 1].getBody().front())
+      if (drawsDropoutMask(&op) && !op.hasAttr(kRngIdAttr))
+        ++dropoutsBefore[stage][microBatchOf(&op).value_or(0)];
+  }
+  // One program per stage, run by each rank at that pipeline coordinate
+  // (its tensor- and data-parallel replicas); the stages are emitted in
+  // parallel, each reading only its own function.
+  std::vector<std::optional<ProgramSection>> sections(stages);
+  mlir::parallelFor(module.getContext(), 0, stages, [&](size_t stage) {
     FailureOr<ProgramSection> section =
-        emitProgram(func, plans.of(func), stage, mesh, *zeroMesh, dropoutCount);
+        emitProgram(ordered[stage], plans.of(ordered[stage]), stage, mesh,
+                    *zeroMesh, dropoutsBefore[stage]);
     if (failed(section))
+      return;
+    // Printed at once: a GPT-3 plan's programs as JSON values take ten
+    // times their text.
+    section->text = rt::printProgramText(section->program);
+    section->program = json();
+    sections[stage] = std::move(*section);
+  });
+  PlanParts parts;
+  for (std::optional<ProgramSection> &section : sections) {
+    if (!section)
       return failure();
     microBatches = std::max(microBatches, section->microBatches);
     // Every rank reads the inputs it uses; list each input once.
@@ -556,7 +581,7 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source,
     for (const json &out : section->outputs)
       if (seenOutputs.insert(out["name"].get<std::string>()).second)
         outputs.push_back(out);
-    programs.push_back(std::move(section->program));
+    parts.programs.push_back(std::move(section->text));
   }
   int64_t pipelineAxis = mesh.axisIndex("pipeline");
   json rankPrograms = json::array();
@@ -582,15 +607,32 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source,
                              {"size", shard},
                              {"stride", 1}}};
   }
-  return json{{"format", "weft-plan"},
-              {"version", rt::kPlanVersion},
-              {"model", {{"path", source.path}, {"sha256", source.sha256}}},
-              {"mesh", meshJson},
-              {"schedule", schedule},
-              {"micro_batches", microBatches},
-              {"global_batch", batch},
-              {"inputs", inputs},
-              {"outputs", outputs},
-              {"programs", programs},
-              {"rank_programs", rankPrograms}};
+  parts.plan =
+      json{{"format", "weft-plan"},
+           {"version", rt::kPlanVersion},
+           {"model", {{"path", source.path}, {"sha256", source.sha256}}},
+           {"mesh", meshJson},
+           {"schedule", schedule},
+           {"micro_batches", microBatches},
+           {"global_batch", batch},
+           {"inputs", inputs},
+           {"outputs", outputs},
+           {"programs", json::array()},
+           {"rank_programs", rankPrograms}};
+  return parts;
+}
+
+FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source,
+                               MemoryPlans *memory) {
+  FailureOr<PlanParts> parts = emitPlanParts(module, source, memory);
+  if (failed(parts))
+    return failure();
+  json plan = std::move(parts->plan);
+  for (const std::string &text : parts->programs)
+    plan["programs"].push_back(json::parse(text));
+  return plan;
+}
+
+void weft::printPlan(const PlanParts &parts, llvm::raw_ostream &os) {
+  os << rt::printPlanText(parts.plan, &parts.programs);
 }

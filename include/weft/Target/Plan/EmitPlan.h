@@ -30,6 +30,24 @@ struct PlanSource {
 
 /// Emits the plan of `module`'s `@main`. Fails (with a diagnostic) on IR the
 /// plan cannot express, e.g. a non-static type.
+/// A plan as emission makes it: every field, with `programs` empty, and
+/// each program already printed (printProgramText), so the plan is never
+/// held as JSON values at once (at GPT-3 scale ten times its text).
+struct PlanParts {
+  nlohmann::json plan;
+  std::vector<std::string> programs;
+};
+
+/// The plan of `module`, printed program by program; the stages are
+/// emitted in parallel. Fails (with a diagnostic) on IR the plan cannot
+/// express, e.g. a non-static type.
+llvm::FailureOr<PlanParts> emitPlanParts(mlir::ModuleOp module,
+                                         const PlanSource &source,
+                                         MemoryPlans *memory = nullptr);
+
+/// Writes `parts` as printPlan writes the whole plan.
+void printPlan(const PlanParts &parts, llvm::raw_ostream &os);
+
 /// `memory` holds the functions' memory plans when the caller planned them
 /// already; else emission plans each.
 llvm::FailureOr<nlohmann::json> emitPlan(mlir::ModuleOp module,

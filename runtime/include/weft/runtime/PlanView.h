@@ -92,7 +92,13 @@ nlohmann::json planView(const nlohmann::json &plan, int64_t rank,
 /// Writes a plan or a view for people and line tools alike: top-level,
 /// per-program and per-rank fields one per line, and each buffer,
 /// parameter, constant and instruction as one compact JSON object per line.
-std::string printPlanText(const nlohmann::json &plan);
+/// `programs`, when given, stand for the plan's `programs` (which the plan
+/// may then leave empty): each one printProgramText's text, so a writer
+/// need not hold every program as JSON at once.
+std::string printPlanText(const nlohmann::json &plan,
+                          const std::vector<std::string> *programs = nullptr);
+/// One program as printPlanText prints it inside `programs`.
+std::string printProgramText(const nlohmann::json &program);
 
 /// `value` as compact JSON text; invalid UTF-8 (ONNX names are arbitrary
 /// bytes) is written as U+FFFD instead of aborting the writer.
