@@ -244,13 +244,49 @@ parseInstruction(const Field &in, const RankPlan &rank,
   return d;
 }
 
+/// Program `f`'s named lists with rank `r`'s coordinates filled in (a
+/// Field over a copy that owns them).
+struct ResolvedLists {
+  json lists;
+  Field field;
+  ResolvedLists(const Field &f, const MeshShape &mesh, int64_t r)
+      : lists(json::object()), field(lists, f.path, f.file) {
+    for (const char *key :
+         {"params", "state", "optimizer_state", "inputs", "outputs"})
+      lists[key] = f.at(key).value;
+    resolveNamedLists(lists, mesh, r, f.file, f.path);
+  }
+  ResolvedLists(const ResolvedLists &) = delete; // `field` refers to `lists`
+  operator const Field &() const { return field; }
+};
+ResolvedLists resolvedLists(const Field &f, const MeshShape &mesh, int64_t r) {
+  return ResolvedLists(f, mesh, r);
+}
+
+/// Instruction `in` at rank `r`: parsed as it is, or from a copy with the
+/// rank's coordinates filled in when it holds an expression.
+Instruction
+parseResolved(const Field &in, const MeshShape &mesh, int64_t r,
+              const RankPlan &rank,
+              const std::function<bool(const std::string &)> &knownKernel) {
+  if (!hasCoordinates(in.value))
+    return parseInstruction(in, rank, knownKernel);
+  json resolved = in.value;
+  resolveInstruction(resolved, mesh, r, in.file, in.path);
+  return parseInstruction(Field(resolved, in.path, in.file), rank, knownKernel);
+}
+
+/// Rank `r`'s copy of program `f`, whose coordinate expressions it
+/// evaluates where they stand (its named lists' shards, the instructions
+/// holding one), reading everything else as it is.
 RankPlan
-parseRank(const Field &f,
+parseRank(const Field &f, const MeshShape &mesh, int64_t r,
           const std::function<bool(const std::string &)> &knownKernel) {
   RankPlan rank;
-  rank.rank = f.at("rank").nonNegative();
-  for (const auto &[axis, index] : f.at("coords").value.items())
-    rank.coords.push_back({axis, f.at("coords").at(axis).nonNegative()});
+  rank.rank = r;
+  std::vector<int64_t> at = mesh.coords(r);
+  for (size_t a = 0; a < mesh.axes.size(); ++a)
+    rank.coords.push_back({mesh.axes[a].first, at[a]});
   rank.arenaBytes = f.at("arena_bytes").nonNegative();
 
   Field buffers = f.at("buffers");
@@ -294,7 +330,7 @@ parseRank(const Field &f,
     }
     rank.buffers.push_back(d);
   }
-  parseNamedLists(f, rank);
+  parseNamedLists(resolvedLists(f, mesh, r), rank);
 
   int64_t count = rank.buffers.size();
   Field constants = f.at("constants");
@@ -319,7 +355,7 @@ parseRank(const Field &f,
   Field instructions = f.at("instructions");
   for (size_t i = 0; i < instructions.size(); ++i)
     rank.instructions.push_back(
-        parseInstruction(instructions.at(i), rank, knownKernel));
+        parseResolved(instructions.at(i), mesh, r, rank, knownKernel));
   return rank;
 }
 
@@ -404,37 +440,31 @@ Plan parsePlan(const std::string &text, const std::string &path,
   int64_t rankCount = f.at("rank_programs").size();
   if (rankCount == 0)
     f.at("rank_programs").fail("a plan needs at least one rank");
-  // The first rank of a program is parsed from its view; the others copy
-  // it and parse again only what coordinate expressions make differ (the
-  // named lists' shards and the instructions holding one): everything else
-  // is the same JSON, checked the same way.
+  // The first rank of a program parses it, evaluating its coordinate
+  // expressions where they stand; the others copy that and parse again only
+  // what the expressions make differ (the named lists, the instructions
+  // holding one): everything else is the same JSON, checked the same way.
+  // No rank's view is built (at GPT-3 scale they would hold gigabytes).
   MeshShape mesh = MeshShape::fromJson(f.at("mesh").value, path);
-  const json &programs = f.at("programs").value,
-             &map = f.at("rank_programs").value;
-  std::vector<json> views;
-  views.reserve(rankCount);
   std::vector<Field> ranks;
   ranks.reserve(rankCount);
-  std::map<int64_t, int64_t> firstRank;         // program -> its first rank
-  std::map<int64_t, std::vector<size_t>> sites; // program -> instructions
+  std::map<const json *, int64_t> firstRank;         // program -> its rank
+  std::map<const json *, std::vector<size_t>> sites; // its instructions
   for (int64_t r = 0; r < rankCount; ++r) {
-    int64_t k = map[r].is_number_integer() ? map[r].get<int64_t>() : -1;
-    auto first = firstRank.find(k);
-    if (first == firstRank.end()) {
-      views.push_back(rankView(root, r, path));
-      ranks.emplace_back(views.back(), programPath(root, r), path);
-      plan.ranks.push_back(parseRank(ranks.back(), knownKernel));
-      plan.ranks.back().path = ranks.back().path;
-      firstRank.emplace(k, r);
-      const json &insts = programs[k]["instructions"];
-      for (size_t i = 0; i < insts.size(); ++i)
-        if (hasCoordinates(insts[i]))
-          sites[k].push_back(i);
-      continue;
-    }
-    const json &program = programs[k];
+    const json &program = programOf(root, r, path, mesh);
     ranks.emplace_back(program, programPath(root, r), path);
     const Field &field = ranks.back();
+    auto first = firstRank.find(&program);
+    if (first == firstRank.end()) {
+      plan.ranks.push_back(parseRank(field, mesh, r, knownKernel));
+      plan.ranks.back().path = field.path;
+      firstRank.emplace(&program, r);
+      const json &insts = program["instructions"];
+      for (size_t i = 0; i < insts.size(); ++i)
+        if (hasCoordinates(insts[i]))
+          sites[&program].push_back(i);
+      continue;
+    }
     RankPlan rank = plan.ranks[first->second];
     rank.rank = r;
     rank.path = field.path;
@@ -442,19 +472,10 @@ Plan parsePlan(const std::string &text, const std::string &path,
     std::vector<int64_t> at = mesh.coords(r);
     for (size_t a = 0; a < mesh.axes.size(); ++a)
       rank.coords.push_back({mesh.axes[a].first, at[a]});
-    json lists = json::object();
-    for (const char *key :
-         {"params", "state", "optimizer_state", "inputs", "outputs"})
-      lists[key] = field.at(key).value;
-    resolveNamedLists(lists, mesh, r, path, field.path);
-    parseNamedLists(Field(lists, field.path, path), rank);
-    for (size_t i : sites[k]) {
-      Field in = field.at("instructions").at(i);
-      json resolved = in.value;
-      resolveInstruction(resolved, mesh, r, path, in.path);
-      rank.instructions[i] =
-          parseInstruction(Field(resolved, in.path, path), rank, knownKernel);
-    }
+    parseNamedLists(resolvedLists(field, mesh, r), rank);
+    for (size_t i : sites[&program])
+      rank.instructions[i] = parseResolved(field.at("instructions").at(i), mesh,
+                                           r, rank, knownKernel);
     plan.ranks.push_back(std::move(rank));
   }
   detail::checkTransfers(plan, ranks);

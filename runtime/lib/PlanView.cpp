@@ -183,8 +183,8 @@ std::string programPath(const json &plan, int64_t rank) {
   return sharing > 1 ? "rank " + std::to_string(rank) + ": " + path : path;
 }
 
-json rankView(const json &plan, int64_t rank, const std::string &file) {
-  MeshShape mesh = MeshShape::fromJson(member(plan, "mesh", file, ""), file);
+const json &programOf(const json &plan, int64_t rank, const std::string &file,
+                      const MeshShape &mesh) {
   const json &map = member(plan, "rank_programs", file, "");
   const json &programs = member(plan, "programs", file, "");
   if (!map.is_array() || !programs.is_array())
@@ -200,21 +200,30 @@ json rankView(const json &plan, int64_t rank, const std::string &file) {
          "program " + std::to_string(k) + " does not exist (" +
              std::to_string(programs.size()) + " programs)");
   std::string path = "programs[" + std::to_string(k) + "]";
-  if (!programs[k].is_object())
+  const json &program = programs[k];
+  if (!program.is_object())
     fail(file, path, "expected an object");
+  for (const char *key : {"rank", "coords", "program"})
+    if (program.contains(key))
+      fail(file, path + "." + key,
+           "a program is shared by ranks: rank_programs and the mesh give "
+           "each rank's number and coordinates");
+  return program;
+}
+
+json rankView(const json &plan, int64_t rank, const std::string &file) {
+  MeshShape mesh = MeshShape::fromJson(member(plan, "mesh", file, ""), file);
+  const json &program = programOf(plan, rank, file, mesh);
+  int64_t k = plan["rank_programs"][rank].get<int64_t>();
+  std::string path = "programs[" + std::to_string(k) + "]";
   json view = {{"rank", rank}, {"program", k}};
   json coords = json::object();
   std::vector<int64_t> c = mesh.coords(rank);
   for (size_t i = 0; i < mesh.axes.size(); ++i)
     coords[mesh.axes[i].first] = c[i];
   view["coords"] = coords;
-  for (const auto &[key, item] : programs[k].items()) {
-    if (key == "rank" || key == "coords" || key == "program")
-      fail(file, path + "." + key,
-           "a program is shared by ranks: rank_programs and the mesh give "
-           "each rank's number and coordinates");
+  for (const auto &[key, item] : program.items())
     view[key] = item;
-  }
   resolveNamedLists(view, mesh, rank, file, path);
   if (view.contains("instructions") && view["instructions"].is_array())
     for (size_t i = 0; i < view["instructions"].size(); ++i)

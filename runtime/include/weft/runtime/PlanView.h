@@ -77,6 +77,12 @@ bool hasCoordinates(const nlohmann::json &value);
 /// "programs[k]", or "rank r: programs[k]" when k serves several ranks.
 std::string programPath(const nlohmann::json &plan, int64_t rank);
 
+/// The program rank `rank` runs, checked: rank_programs lists one program
+/// per rank of `mesh`, the rank's exists and is an object without `rank`,
+/// `coords` or `program`. Throws Error naming the field.
+const nlohmann::json &programOf(const nlohmann::json &plan, int64_t rank,
+                                const std::string &file, const MeshShape &mesh);
+
 /// Rank `rank`'s view of a version-2 plan (the version-1 rank object).
 /// Throws Error naming the field (with `file`) on a missing program, a
 /// malformed expression or an unknown axis.
