@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PipelineReport.h"
+#include "PlanOutput.h"
 
 #include "weft/Analysis/MemoryBreakdown.h"
 #include "weft/Analysis/ModelStates.h"
@@ -37,7 +38,6 @@
 #include "weft/Transforms/NameFailedPass.h"
 #include "weft/Transforms/Passes.h"
 #include "weft/Transforms/Pipelines.h"
-#include "weft/runtime/PlanView.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -520,39 +520,9 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   case Emit::SummaryJSON:
     llvm_unreachable("handled before the pipeline");
   case Emit::Plan:
-  case Emit::PlanJSON: {
-    SmallString<256> path(source);
-    sys::fs::make_absolute(path);
-    TimingScope step = timingScope.nest("weftc: plan emission");
-    weft::PlanSource where{path.str().str(), weft::sha256File(path)};
-    if (emit == Emit::Plan) {
-      FailureOr<weft::PlanParts> parts =
-          weft::emitPlanParts(*module, where, &memory);
-      if (failed(parts))
-        return failure();
-      step.stop();
-      TimingScope printing = timingScope.nest("weftc: plan printing");
-      weft::printPlan(*parts, os);
-      break;
-    }
-    FailureOr<nlohmann::json> plan = weft::emitPlan(*module, where, &memory);
-    if (failed(plan))
-      return failure();
-    step.stop();
-    TimingScope printing = timingScope.nest("weftc: plan printing");
-    {
-      // The plan is weftc's own: its views are well-formed; the rank is
-      // the one thing to check.
-      int64_t ranks = (*plan)["rank_programs"].size();
-      if (viewRank >= ranks || viewRank < -1) {
-        errs() << "weftc: --view-rank " << viewRank << ": the plan has "
-               << ranks << " rank(s)\n";
-        return failure();
-      }
-      weft::printPlan(weft::rt::planView(*plan, viewRank, "plan"), os);
-    }
-    break;
-  }
+  case Emit::PlanJSON:
+    return weft::writePlan(*module, source, emit == Emit::PlanJSON, viewRank,
+                           memory, timingScope, os);
   }
   return success();
 }

@@ -627,8 +627,12 @@ FailureOr<json> weft::emitPlan(ModuleOp module, const PlanSource &source,
   FailureOr<PlanParts> parts = emitPlanParts(module, source, memory);
   if (failed(parts))
     return failure();
-  json plan = std::move(parts->plan);
-  for (const std::string &text : parts->programs)
+  return planJson(*parts);
+}
+
+json weft::planJson(const PlanParts &parts) {
+  json plan = parts.plan;
+  for (const std::string &text : parts.programs)
     plan["programs"].push_back(json::parse(text));
   return plan;
 }

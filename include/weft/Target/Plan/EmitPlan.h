@@ -45,6 +45,9 @@ llvm::FailureOr<PlanParts> emitPlanParts(mlir::ModuleOp module,
                                          const PlanSource &source,
                                          MemoryPlans *memory = nullptr);
 
+/// The plan `parts` print, as one JSON value.
+nlohmann::json planJson(const PlanParts &parts);
+
 /// Writes `parts` as printPlan writes the whole plan.
 void printPlan(const PlanParts &parts, llvm::raw_ostream &os);
 
