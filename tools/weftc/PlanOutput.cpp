@@ -23,7 +23,7 @@ LogicalResult weft::writePlan(ModuleOp module, llvm::StringRef source,
   step.stop();
   TimingScope printing = timing.nest("weftc: plan printing");
   if (!views) {
-    printPlan(*parts, os);
+    printPlan(std::move(*parts), os);
     return success();
   }
   // The plan is weftc's own, so its views are well-formed: the rank is the

@@ -657,29 +657,37 @@ int main(int argc, char **argv) {
     errs() << "weftc: cannot read '" << inputFile << "': " << error << "\n";
     return 1;
   }
-  // A file output is built in memory and written only when the compile
-  // succeeds, to a temporary file renamed over -o: a failure leaves an
-  // existing file as it was, and no reader ever sees half a plan. Standard
-  // output streams (with --split-input-file, each chunk's as it compiles).
-  std::string result;
-  raw_string_ostream buffered(result);
-  bool toStdout = outputFile == "-";
-  auto process = [&](std::unique_ptr<MemoryBuffer> chunk, raw_ostream &os) {
-    return processModel(std::move(chunk), options, pipelineOptions, os);
+  // A file output is written to a temporary file renamed over -o only when
+  // the compile succeeds (llvm::writeToOutput discards it otherwise): a
+  // failure leaves an existing file as it was, no reader ever sees half a
+  // plan, and a GPT-3 plan's text is not held in memory. Standard output
+  // streams (with --split-input-file, each chunk's as it compiles); an
+  // estimate writes no plan.
+  auto compile = [&](raw_ostream &os) {
+    auto process = [&](std::unique_ptr<MemoryBuffer> chunk, raw_ostream &out) {
+      return processModel(std::move(chunk), options, pipelineOptions, out);
+    };
+    return splitAndProcessBuffer(std::move(buffer), process, os,
+                                 splitInputFile ? "# -----" : "", "// -----");
   };
-  if (failed(splitAndProcessBuffer(
-          std::move(buffer), process,
-          toStdout ? static_cast<raw_ostream &>(outs()) : buffered,
-          splitInputFile ? "# -----" : "", "// -----")))
-    return 1;
-  if (toStdout || estimateMemory) // an estimate writes no plan
-    return 0;
+  if (outputFile == "-" || estimateMemory) {
+    std::string unused;
+    raw_string_ostream discard(unused);
+    raw_ostream &os =
+        outputFile == "-" ? static_cast<raw_ostream &>(outs()) : discard;
+    return failed(compile(os)) ? 1 : 0;
+  }
+  bool compiled = false;
   if (Error error = writeToOutput(outputFile, [&](raw_ostream &out) {
-        out << result;
-        return Error::success();
+        compiled = succeeded(compile(out));
+        return compiled ? Error::success()
+                        : createStringError("the compile failed");
       })) {
-    errs() << "weftc: cannot write '" << outputFile
-           << "': " << toString(std::move(error)) << "\n";
+    if (compiled)
+      errs() << "weftc: cannot write '" << outputFile
+             << "': " << toString(std::move(error)) << "\n";
+    else
+      consumeError(std::move(error));
     return 1;
   }
   return 0;

@@ -637,6 +637,20 @@ json weft::planJson(const PlanParts &parts) {
   return plan;
 }
 
-void weft::printPlan(const PlanParts &parts, llvm::raw_ostream &os) {
-  os << rt::printPlanText(parts.plan, &parts.programs);
+void weft::printPlan(PlanParts &&parts, llvm::raw_ostream &os) {
+  // The plan printed around one marker program, then each program written
+  // where the marker stands and released: the text is never copied whole
+  // (JSON escapes every control character, so \x01 is nowhere else).
+  assert(!parts.programs.empty() && "a plan has at least one program");
+  std::vector<std::string> marker{"\x01"};
+  std::string frame = rt::printPlanText(parts.plan, &marker);
+  size_t at = frame.find('\x01');
+  os << StringRef(frame).take_front(at);
+  for (size_t k = 0; k < parts.programs.size(); ++k) {
+    if (k)
+      os << ",\n  ";
+    os << parts.programs[k];
+    std::string().swap(parts.programs[k]);
+  }
+  os << StringRef(frame).drop_front(at + 1);
 }

@@ -48,8 +48,9 @@ llvm::FailureOr<PlanParts> emitPlanParts(mlir::ModuleOp module,
 /// The plan `parts` print, as one JSON value.
 nlohmann::json planJson(const PlanParts &parts);
 
-/// Writes `parts` as printPlan writes the whole plan.
-void printPlan(const PlanParts &parts, llvm::raw_ostream &os);
+/// Writes `parts` as printPlan writes the whole plan, releasing each
+/// program's text once written.
+void printPlan(PlanParts &&parts, llvm::raw_ostream &os);
 
 /// `memory` holds the functions' memory plans when the caller planned them
 /// already; else emission plans each.
