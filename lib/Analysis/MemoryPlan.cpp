@@ -77,7 +77,7 @@ public:
     if (isLong(s)) {
       // Both lists in offset order, merged as they are walked.
       auto take = [&](const Placed &p) {
-        if (p.start <= s.end && s.start <= p.end)
+        if (p.start <= s.end && s.start <= p.end) // liveTogether, on a copy
           out.push_back({p.offset, p.endByte});
       };
       auto r = recent.begin();
@@ -236,18 +236,18 @@ MemoryPlan weft::planMemory(func::FuncOp func,
 }
 
 void MemoryPlans::planAll(ArrayRef<func::FuncOp> funcs) {
-  if (funcs.empty())
-    return;
-  SmallVector<func::FuncOp> todo;
+  SmallVector<func::FuncOp> unplanned;
   for (func::FuncOp func : funcs)
     if (!plans.count(func.getOperation()))
-      todo.push_back(func);
-  std::vector<std::unique_ptr<MemoryPlan>> planned(todo.size());
+      unplanned.push_back(func);
+  if (unplanned.empty())
+    return;
+  std::vector<std::unique_ptr<MemoryPlan>> planned(unplanned.size());
   mlir::parallelFor(
-      func::FuncOp(funcs.front()).getContext(), 0, todo.size(), [&](size_t i) {
-        planned[i] = std::make_unique<MemoryPlan>(planMemory(todo[i]));
+      unplanned.front().getContext(), 0, unplanned.size(), [&](size_t i) {
+        planned[i] = std::make_unique<MemoryPlan>(planMemory(unplanned[i]));
       });
-  for (auto [func, plan] : llvm::zip(todo, planned))
+  for (auto [func, plan] : llvm::zip(unplanned, planned))
     plans[func.getOperation()] = std::move(plan);
 }
 

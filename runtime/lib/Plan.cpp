@@ -244,23 +244,27 @@ parseInstruction(const Field &in, const RankPlan &rank,
   return d;
 }
 
-/// Program `f`'s named lists with rank `r`'s coordinates filled in (a
-/// Field over a copy that owns them).
-struct ResolvedLists {
-  json lists;
-  Field field;
-  ResolvedLists(const Field &f, const MeshShape &mesh, int64_t r)
-      : lists(json::object()), field(lists, f.path, f.file) {
-    for (const char *key :
-         {"params", "state", "optimizer_state", "inputs", "outputs"})
-      lists[key] = f.at(key).value;
-    resolveNamedLists(lists, mesh, r, f.file, f.path);
-  }
-  ResolvedLists(const ResolvedLists &) = delete; // `field` refers to `lists`
-  operator const Field &() const { return field; }
-};
-ResolvedLists resolvedLists(const Field &f, const MeshShape &mesh, int64_t r) {
-  return ResolvedLists(f, mesh, r);
+/// Program `f`'s named lists at rank `r`: parsed from a copy with the
+/// rank's coordinates filled in.
+void parseNamedListsAt(const Field &f, const MeshShape &mesh, int64_t r,
+                       RankPlan &rank) {
+  json lists = json::object();
+  for (const char *key :
+       {"params", "state", "optimizer_state", "inputs", "outputs"})
+    lists[key] = f.at(key).value;
+  resolveNamedLists(lists, mesh, r, f.file, f.path);
+  parseNamedLists(Field(lists, f.path, f.file), rank);
+}
+
+/// Rank `r`'s number, coordinates and the field its program is at.
+void placeRank(RankPlan &rank, const MeshShape &mesh, int64_t r,
+               const std::string &path) {
+  rank.rank = r;
+  rank.path = path;
+  rank.coords.clear();
+  std::vector<int64_t> at = mesh.coords(r);
+  for (size_t a = 0; a < mesh.axes.size(); ++a)
+    rank.coords.push_back({mesh.axes[a].first, at[a]});
 }
 
 /// Instruction `in` at rank `r`: parsed as it is, or from a copy with the
@@ -278,15 +282,13 @@ parseResolved(const Field &in, const MeshShape &mesh, int64_t r,
 
 /// Rank `r`'s copy of program `f`, whose coordinate expressions it
 /// evaluates where they stand (its named lists' shards, the instructions
-/// holding one), reading everything else as it is.
-RankPlan
-parseRank(const Field &f, const MeshShape &mesh, int64_t r,
-          const std::function<bool(const std::string &)> &knownKernel) {
+/// holding one: their indices go to `sites`), reading everything else as
+/// it is.
+RankPlan parseRank(const Field &f, const MeshShape &mesh, int64_t r,
+                   const std::function<bool(const std::string &)> &knownKernel,
+                   std::vector<size_t> &sites) {
   RankPlan rank;
-  rank.rank = r;
-  std::vector<int64_t> at = mesh.coords(r);
-  for (size_t a = 0; a < mesh.axes.size(); ++a)
-    rank.coords.push_back({mesh.axes[a].first, at[a]});
+  placeRank(rank, mesh, r, f.path);
   rank.arenaBytes = f.at("arena_bytes").nonNegative();
 
   Field buffers = f.at("buffers");
@@ -330,7 +332,7 @@ parseRank(const Field &f, const MeshShape &mesh, int64_t r,
     }
     rank.buffers.push_back(d);
   }
-  parseNamedLists(resolvedLists(f, mesh, r), rank);
+  parseNamedListsAt(f, mesh, r, rank);
 
   int64_t count = rank.buffers.size();
   Field constants = f.at("constants");
@@ -353,9 +355,12 @@ parseRank(const Field &f, const MeshShape &mesh, int64_t r,
   }
 
   Field instructions = f.at("instructions");
-  for (size_t i = 0; i < instructions.size(); ++i)
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    if (hasCoordinates(instructions.at(i).value))
+      sites.push_back(i);
     rank.instructions.push_back(
         parseResolved(instructions.at(i), mesh, r, rank, knownKernel));
+  }
   return rank;
 }
 
@@ -433,11 +438,12 @@ Plan parsePlan(const std::string &text, const std::string &path,
   plan.globalBatch = f.at("global_batch").nonNegative();
   plan.inputs = parseIO(f.at("inputs"));
   plan.outputs = parseIO(f.at("outputs"));
-  // One program per role; each rank checks its view (PlanView.h): the
-  // program with the rank's coordinate expressions evaluated.
+  // One program per role, each rank checking it as it sees it (PlanView.h):
+  // with the rank's coordinate expressions evaluated.
   if (!f.has("programs") || f.at("programs").size() == 0)
     f.at("programs").fail("a plan needs at least one program");
   int64_t rankCount = f.at("rank_programs").size();
+  const json &map = f.at("rank_programs").value;
   if (rankCount == 0)
     f.at("rank_programs").fail("a plan needs at least one rank");
   // The first rank of a program parses it, evaluating its coordinate
@@ -445,34 +451,32 @@ Plan parsePlan(const std::string &text, const std::string &path,
   // what the expressions make differ (the named lists, the instructions
   // holding one): everything else is the same JSON, checked the same way.
   // No rank's view is built (at GPT-3 scale they would hold gigabytes).
-  MeshShape mesh = MeshShape::fromJson(f.at("mesh").value, path);
+  MeshShape mesh{plan.meshAxes, {}};
+  for (const SubAxis &sub : plan.subAxes)
+    mesh.subAxes.push_back({sub.name, sub.of, sub.size, sub.stride});
+  std::map<const json *, int64_t> sharing; // program -> its ranks
+  for (int64_t r = 0; r < rankCount; ++r)
+    ++sharing[&programOf(root, r, path, mesh)];
   std::vector<Field> ranks;
   ranks.reserve(rankCount);
   std::map<const json *, int64_t> firstRank;         // program -> its rank
   std::map<const json *, std::vector<size_t>> sites; // its instructions
   for (int64_t r = 0; r < rankCount; ++r) {
     const json &program = programOf(root, r, path, mesh);
-    ranks.emplace_back(program, programPath(root, r), path);
+    ranks.emplace_back(
+        program, programPath(map[r].get<int64_t>(), r, sharing[&program] > 1),
+        path);
     const Field &field = ranks.back();
     auto first = firstRank.find(&program);
     if (first == firstRank.end()) {
-      plan.ranks.push_back(parseRank(field, mesh, r, knownKernel));
-      plan.ranks.back().path = field.path;
       firstRank.emplace(&program, r);
-      const json &insts = program["instructions"];
-      for (size_t i = 0; i < insts.size(); ++i)
-        if (hasCoordinates(insts[i]))
-          sites[&program].push_back(i);
+      plan.ranks.push_back(
+          parseRank(field, mesh, r, knownKernel, sites[&program]));
       continue;
     }
     RankPlan rank = plan.ranks[first->second];
-    rank.rank = r;
-    rank.path = field.path;
-    rank.coords.clear();
-    std::vector<int64_t> at = mesh.coords(r);
-    for (size_t a = 0; a < mesh.axes.size(); ++a)
-      rank.coords.push_back({mesh.axes[a].first, at[a]});
-    parseNamedLists(resolvedLists(field, mesh, r), rank);
+    placeRank(rank, mesh, r, field.path);
+    parseNamedListsAt(field, mesh, r, rank);
     for (size_t i : sites[&program])
       rank.instructions[i] = parseResolved(field.at("instructions").at(i), mesh,
                                            r, rank, knownKernel);

@@ -100,10 +100,9 @@ public:
 /// of the same tag and bytes, in the same position among the transfers
 /// between the two.
 void checkTransfers(const Plan &plan, const std::vector<Field> &ranks);
-/// Coordinates, mesh and sub-axes agree with the rank count, shards with
-/// the mesh, and every member of a collective group runs the same
-/// collectives in the same order.
-/// `root` is the plan, `ranks` each rank's view.
+/// The mesh and sub-axes agree with the rank count, shards with the mesh,
+/// and every member of a collective group runs the same collectives in the
+/// same order. `root` is the plan, `ranks` the field of each rank's program.
 void checkMesh(const Plan &plan, const Field &root,
                const std::vector<Field> &ranks);
 

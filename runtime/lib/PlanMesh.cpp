@@ -1,7 +1,8 @@
 //===- PlanMesh.cpp - the plan loader's checks across ranks ---------------===//
 //
-// Transfers pair up between ranks; coordinates, shards and collective
-// groups agree with the mesh (Plan.cpp parses; this checks the whole).
+// Transfers pair up between ranks; the rank count, sub-axes, shards and
+// collective groups agree with the mesh (Plan.cpp parses; this checks the
+// whole).
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,10 +107,10 @@ void checkTransfers(const Plan &plan, const std::vector<Field> &ranks) {
   }
 }
 
-/// The mesh: one rank per device, each at its row-major coordinates;
-/// collectives over an axis of it, the same sequence (kind, tag, bytes) on
-/// every rank of a group, so that MPI matches them; parameter shards split
-/// over the tensor axis at the rank's coordinate.
+/// The mesh: one rank per device (each placed at its row-major
+/// coordinates by the loader); collectives over an axis of it, the same
+/// sequence (kind, tag, bytes) on every rank of a group, so that MPI matches
+/// them; parameter shards split over the tensor axis at the rank's coordinate.
 void checkMesh(const Plan &plan, const Field &root,
                const std::vector<Field> &ranks) {
   int64_t devices = 1, tensorSize = plan.axisSize("tensor");
@@ -148,16 +149,6 @@ void checkMesh(const Plan &plan, const Field &root,
           .fail("'" + sub.name + "': the name of another axis");
     axisNames.push_back(sub.name);
   }
-  // Row-major: the last axis varies fastest.
-  auto expected = [&](int64_t rank, const std::string &axis) {
-    int64_t stride = 1;
-    for (auto it = plan.meshAxes.rbegin(); it != plan.meshAxes.rend(); ++it) {
-      if (it->first == axis)
-        return rank / stride % it->second;
-      stride *= it->second;
-    }
-    return int64_t(0);
-  };
   struct Collective {
     std::string op;
     int64_t tag, bytes;
@@ -166,14 +157,8 @@ void checkMesh(const Plan &plan, const Field &root,
            std::pair<int64_t, std::vector<Collective>>>
       groups; // (axis, group) -> (first member, its sequence)
   for (const RankPlan &rank : plan.ranks) {
+    // A rank's coordinates come from the mesh (the loader places it).
     Field field = ranks[rank.rank];
-    if (rank.coords.size() != plan.meshAxes.size())
-      field.at("coords").fail("needs one coordinate per mesh axis");
-    for (const auto &[name, index] : rank.coords)
-      if (!names.count(name) || index != expected(rank.rank, name))
-        field.at("coords").at(name).fail(
-            "rank " + std::to_string(rank.rank) + " is not at " + name + " " +
-            std::to_string(index) + " of the mesh (row-major order)");
     // Tensor-parallel slices are over the tensor axis, ZeRO's pieces over
     // the data axis or its groups (parameters and their optimizer state
     // alike).

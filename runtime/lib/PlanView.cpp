@@ -4,6 +4,8 @@
 
 #include "weft/runtime/Tensor.h"
 
+#include "PlanField.h"
+
 #include <climits>
 #include <functional>
 
@@ -11,29 +13,9 @@ using json = nlohmann::json;
 
 namespace weft::rt {
 
+using detail::Field;
+
 namespace {
-
-[[noreturn]] void fail(const std::string &file, const std::string &path,
-                       const std::string &message) {
-  throw Error(file + ": " + path + ": " + message);
-}
-
-const json &member(const json &object, const std::string &key,
-                   const std::string &file, const std::string &path) {
-  if (!object.is_object())
-    fail(file, path, "expected an object");
-  auto it = object.find(key);
-  if (it == object.end())
-    fail(file, path, "missing field '" + key + "'");
-  return *it;
-}
-
-int64_t integer(const json &value, const std::string &file,
-                const std::string &path) {
-  if (!value.is_number_integer())
-    fail(file, path, "expected an integer");
-  return value.get<int64_t>();
-}
 
 /// Evaluates the coordinate expressions under `value` (in place) at `rank`.
 void resolve(json &value, const MeshShape &mesh, int64_t rank,
@@ -50,30 +32,24 @@ void resolve(json &value, const MeshShape &mesh, int64_t rank,
       resolve(item, mesh, rank, file, path + "." + key);
     return;
   }
-  const json &axis = value["coord"];
-  if (!axis.is_string())
-    fail(file, path + ".coord", "expected an axis name");
+  Field e(value, path, file);
+  std::string axis = e.at("coord").string();
   for (const auto &[key, item] : value.items())
     if (key != "coord" && key != "times" && key != "plus")
-      fail(file, path,
-           "a coordinate expression has coord, times and plus, "
-           "not '" +
-               key + "'");
-  int64_t times = value.contains("times")
-                      ? integer(value["times"], file, path + ".times")
-                      : 1;
-  int64_t plus =
-      value.contains("plus") ? integer(value["plus"], file, path + ".plus") : 0;
+      e.fail("a coordinate expression has coord, times and plus, not '" + key +
+             "'");
+  int64_t times = e.has("times") ? e.at("times").integer() : 1;
+  int64_t plus = e.has("plus") ? e.at("plus").integer() : 0;
   int64_t coord;
   try {
-    coord = mesh.coord(rank, axis.get<std::string>());
-  } catch (const Error &e) {
-    fail(file, path + ".coord", e.what());
+    coord = mesh.coord(rank, axis);
+  } catch (const Error &error) {
+    e.at("coord").fail(error.what());
   }
   int64_t result;
   if (__builtin_mul_overflow(times, coord, &result) ||
       __builtin_add_overflow(result, plus, &result))
-    fail(file, path, "the expression overflows 64 bits");
+    e.fail("the expression overflows 64 bits");
   value = result;
 }
 
@@ -111,18 +87,16 @@ bool hasCoordinates(const json &value) {
 
 MeshShape MeshShape::fromJson(const json &mesh, const std::string &file) {
   MeshShape shape;
-  const json &axes = member(mesh, "axes", file, "mesh");
-  if (!axes.is_array())
-    fail(file, "mesh.axes", "expected an array");
+  Field axes = Field(mesh, "mesh", file).at("axes");
   for (size_t i = 0; i < axes.size(); ++i) {
-    std::string path = "mesh.axes[" + std::to_string(i) + "]";
-    const json &name = member(axes[i], "name", file, path);
-    int64_t size =
-        integer(member(axes[i], "size", file, path), file, path + ".size");
-    if (!name.is_string() || size < 1)
-      fail(file, path, "an axis needs a name and a size >= 1");
-    shape.axes.push_back({name.get<std::string>(), size});
+    Field axis = axes.at(i);
+    int64_t size = axis.at("size").integer();
+    if (size < 1)
+      axis.at("size").fail("an axis needs a size >= 1");
+    shape.axes.push_back({axis.at("name").string(), size});
   }
+  // Sub-axes are checked with the plan (checkMesh); a malformed one is no
+  // axis an expression can name.
   if (mesh.contains("sub_axes") && mesh["sub_axes"].is_array())
     for (const json &sub : mesh["sub_axes"])
       if (sub.is_object() && sub.value("name", json()).is_string() &&
@@ -173,46 +147,36 @@ int64_t MeshShape::coord(int64_t rank, const std::string &axis) const {
   throw Error("the mesh has no axis '" + axis + "'");
 }
 
-std::string programPath(const json &plan, int64_t rank) {
-  const json &map = plan.at("rank_programs");
-  int64_t program = map.at(rank).get<int64_t>();
-  int64_t sharing = 0;
-  for (const json &k : map)
-    sharing += k.is_number_integer() && k.get<int64_t>() == program;
+std::string programPath(int64_t program, int64_t rank, bool shared) {
   std::string path = "programs[" + std::to_string(program) + "]";
-  return sharing > 1 ? "rank " + std::to_string(rank) + ": " + path : path;
+  return shared ? "rank " + std::to_string(rank) + ": " + path : path;
 }
 
 const json &programOf(const json &plan, int64_t rank, const std::string &file,
                       const MeshShape &mesh) {
-  const json &map = member(plan, "rank_programs", file, "");
-  const json &programs = member(plan, "programs", file, "");
-  if (!map.is_array() || !programs.is_array())
-    fail(file, "programs", "programs and rank_programs must be arrays");
+  Field root(plan, "", file);
+  Field map = root.at("rank_programs"), programs = root.at("programs");
   if (int64_t(map.size()) != mesh.size())
-    fail(file, "rank_programs",
-         std::to_string(map.size()) + " ranks for a mesh of " +
+    map.fail(std::to_string(map.size()) + " ranks for a mesh of " +
              std::to_string(mesh.size()) + " devices");
-  std::string at = "rank_programs[" + std::to_string(rank) + "]";
-  int64_t k = integer(map.at(rank), file, at);
+  int64_t k = map.at(rank).integer();
   if (k < 0 || k >= int64_t(programs.size()))
-    fail(file, at,
-         "program " + std::to_string(k) + " does not exist (" +
-             std::to_string(programs.size()) + " programs)");
-  std::string path = "programs[" + std::to_string(k) + "]";
-  const json &program = programs[k];
-  if (!program.is_object())
-    fail(file, path, "expected an object");
+    map.at(rank).fail("program " + std::to_string(k) + " does not exist (" +
+                      std::to_string(programs.size()) + " programs)");
+  Field program = programs.at(k);
+  if (!program.value.is_object())
+    program.fail("expected an object");
   for (const char *key : {"rank", "coords", "program"})
-    if (program.contains(key))
-      fail(file, path + "." + key,
-           "a program is shared by ranks: rank_programs and the mesh give "
-           "each rank's number and coordinates");
-  return program;
+    if (program.value.contains(key))
+      program.at(key).fail(
+          "a program is shared by ranks: rank_programs and the mesh give "
+          "each rank's number and coordinates");
+  return program.value;
 }
 
 json rankView(const json &plan, int64_t rank, const std::string &file) {
-  MeshShape mesh = MeshShape::fromJson(member(plan, "mesh", file, ""), file);
+  MeshShape mesh =
+      MeshShape::fromJson(Field(plan, "", file).at("mesh").value, file);
   const json &program = programOf(plan, rank, file, mesh);
   int64_t k = plan["rank_programs"][rank].get<int64_t>();
   std::string path = "programs[" + std::to_string(k) + "]";
@@ -238,15 +202,16 @@ json planView(const json &plan, int64_t rank, const std::string &file) {
     if (key != "programs" && key != "rank_programs")
       view[key] = item;
   view["format"] = "weft-plan-view";
-  MeshShape mesh = MeshShape::fromJson(member(plan, "mesh", file, ""), file);
+  Field root(plan, "", file);
+  MeshShape mesh = MeshShape::fromJson(root.at("mesh").value, file);
+  if (rank >= mesh.size())
+    root.at("rank_programs")
+        .fail("rank " + std::to_string(rank) + " is not in the mesh of " +
+              std::to_string(mesh.size()) + " devices");
   json ranks = json::array();
   for (int64_t r = 0; r < mesh.size(); ++r)
     if (rank < 0 || r == rank)
       ranks.push_back(rankView(plan, r, file));
-  if (rank >= mesh.size())
-    fail(file, "rank_programs",
-         "rank " + std::to_string(rank) + " is not in the mesh of " +
-             std::to_string(mesh.size()) + " devices");
   view["ranks"] = std::move(ranks);
   return view;
 }

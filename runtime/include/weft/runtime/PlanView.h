@@ -73,9 +73,9 @@ void resolveInstruction(nlohmann::json &inst, const MeshShape &mesh,
 /// Whether `value` holds a coordinate expression.
 bool hasCoordinates(const nlohmann::json &value);
 
-/// The field that holds rank `rank`'s program, for messages:
-/// "programs[k]", or "rank r: programs[k]" when k serves several ranks.
-std::string programPath(const nlohmann::json &plan, int64_t rank);
+/// The field that holds rank `rank`'s program `program`, for messages:
+/// "programs[k]", or "rank r: programs[k]" when `shared` by several ranks.
+std::string programPath(int64_t program, int64_t rank, bool shared);
 
 /// The program rank `rank` runs, checked: rank_programs lists one program
 /// per rank of `mesh`, the rank's exists and is an object without `rank`,
