@@ -90,11 +90,12 @@ struct AccumulateMicrobatchesPass
 
     // Constants no op writes are made once, before every micro-batch, and
     // shared: M copies would cost M times their arena bytes and plan text
-    // (a causal mask of a 2048-token GPT is 4 MiB).
+    // (a causal mask of a 2048-token GPT is 4 MiB). One belongs to no
+    // micro-batch's phase: a backward seed is not its first backward op.
     IRMapping shared;
     for (Operation &op : body.without_terminator())
       if (isa<ConstantOp>(op) && !writtenInPlace(op.getResult(0)))
-        b.clone(op, shared);
+        b.clone(op, shared)->removeAttr(kPhaseAttr);
 
     SmallVector<Value> totals(ret.getNumOperands());
     // Batch-norm running statistics chain from one micro-batch to the next.

@@ -165,11 +165,7 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
       lastMicroBatch = std::max(lastMicroBatch, key.second);
       if (isForward(&op) && recomputable(&op))
         forward[key].push_back(&op);
-      else if (phaseOf(&op) == "backward" && !isa<ConstantOp>(op) &&
-               !firstBackward.count(key))
-        // Not a constant: the micro-batches share those, made before them
-        // all (weft-accumulate-microbatches), so one is no micro-batch's
-        // first backward op.
+      else if (phaseOf(&op) == "backward" && !firstBackward.count(key))
         firstBackward[key] = &op;
     }
     // A region with no backward has nothing to recompute for; under GPipe

@@ -7,7 +7,7 @@
 // CHECK-LABEL: func.func @step
 // CHECK-NOT: weft.seed_microbatches
 // The micro-batches share their constants, made once before them all.
-// CHECK-NEXT: %[[SEED:.*]] = weft.constant {weft.phase = "backward"} dense<5.000000e-01>
+// CHECK-NEXT: %[[SEED:.*]] = weft.constant dense<5.000000e-01>
 // CHECK: weft.slice %arg0 {{.*}}weft.micro_batch = 0
 // CHECK: weft.mul %[[SEED]]
 // CHECK: weft.slice %arg0 {{.*}}weft.micro_batch = 1
@@ -20,7 +20,7 @@
 // CHECK-NEXT: return %[[MEAN]], %[[DW]]
 // Without the seed, the sum of the gradients is scaled after it.
 // AFTER-LABEL: func.func @step
-// AFTER: weft.constant {weft.phase = "backward"} dense<1.000000e+00>
+// AFTER: weft.constant dense<1.000000e+00>
 // AFTER: %[[L:.*]] = weft.add
 // AFTER: %[[DW:.*]] = weft.add
 // AFTER: weft.mul %[[L]]
@@ -38,7 +38,7 @@ func.func @step(%x: tensor<4x3xf32> {weft.input = "x"},
 
 // f16's seed is the loss scale, times 1/2.
 // CHECK-LABEL: func.func @scaled
-// CHECK: %[[H:.*]] = weft.constant {weft.phase = "backward"} dense<5.000000e-01>
+// CHECK: %[[H:.*]] = weft.constant dense<5.000000e-01>
 // CHECK: %[[S:.*]] = weft.slice %arg2
 // CHECK-NEXT: %[[R:.*]] = weft.reshape %[[S]]
 // CHECK-NEXT: weft.mul %[[R]], %[[H]]

@@ -532,7 +532,6 @@ FailureOr<weft::PlanParts> weft::emitPlanParts(ModuleOp module,
   json inputs = json::array(), outputs = json::array();
   std::set<std::string> seenInputs, seenOutputs;
   int64_t microBatches = 1;
-  plans.planAll(funcs);
   llvm::DenseMap<int64_t, func::FuncOp> byStage;
   for (func::FuncOp func : funcs)
     byStage[stageOf(func).value_or(0)] = func;
@@ -556,11 +555,16 @@ FailureOr<weft::PlanParts> weft::emitPlanParts(ModuleOp module,
   // One program per stage, run by each rank at that pipeline coordinate
   // (its tensor- and data-parallel replicas); the stages are emitted in
   // parallel, each reading only its own function.
+  // (Memory plans made first, in parallel too: the threads only read them.)
+  plans.planAll(ordered);
+  SmallVector<const MemoryPlan *> memoryOf;
+  for (func::FuncOp func : ordered)
+    memoryOf.push_back(&plans.of(func));
   std::vector<std::optional<ProgramSection>> sections(stages);
   mlir::parallelFor(module.getContext(), 0, stages, [&](size_t stage) {
     FailureOr<ProgramSection> section =
-        emitProgram(ordered[stage], plans.of(ordered[stage]), stage, mesh,
-                    *zeroMesh, dropoutsBefore[stage]);
+        emitProgram(ordered[stage], *memoryOf[stage], stage, mesh, *zeroMesh,
+                    dropoutsBefore[stage]);
     if (failed(section))
       return;
     // Printed at once: a GPT-3 plan's programs as JSON values take ten

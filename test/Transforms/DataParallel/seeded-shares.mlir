@@ -10,7 +10,7 @@
 // a mean per micro-batch and replica, is still averaged.
 // CHECK-LABEL: func.func @step
 // CHECK-NOT:  weft.seed_
-// CHECK:      weft.constant {weft.phase = "backward"} dense<2.500000e-01>
+// CHECK:      weft.constant dense<2.500000e-01>
 // CHECK-NOT:  weft.constant {{.*}}dense<2.500000e-01>
 // CHECK:      %[[SV:.*]] = weft.add {{.*}} : (tensor<2x2xf32>, tensor<2x2xf32>)
 // CHECK:      %[[SW:.*]] = weft.add {{.*}} : (tensor<3x2xf32>, tensor<3x2xf32>)

@@ -25,7 +25,7 @@
 // With micro-batches sharing their constants (the backward's seed made
 // once, before them all), each micro-batch's recompute still follows its
 // own forward, right before its own first backward op.
-// MB: weft.constant {weft.phase = "backward"}
+// MB: weft.constant dense<5.000000e-01>
 // MB-NOT: weft.recompute
 // MB: weft.reduce_mean {{.*}}weft.micro_batch = 0
 // MB-NEXT: weft.slice {{.*}}weft.micro_batch = 0 : i64, weft.phase = "backward", weft.recompute
