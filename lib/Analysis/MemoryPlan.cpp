@@ -2,6 +2,8 @@
 
 #include "weft/Analysis/MemoryPlan.h"
 
+#include "MemoryPlacement.h"
+
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/Threading.h"
@@ -134,8 +136,9 @@ private:
   unsigned query = 0;
 };
 
-/// Places storages greedily by size, best fit among live-overlapping ones.
-void assignOffsets(std::vector<Storage> &storages, int steps) {
+} // namespace
+
+int64_t weft::detail::placeGreedy(std::vector<Storage> &storages, int steps) {
   std::vector<unsigned> order(storages.size());
   std::iota(order.begin(), order.end(), 0);
   // Largest first; ties by start step so the layout is deterministic.
@@ -161,8 +164,11 @@ void assignOffsets(std::vector<Storage> &storages, int steps) {
     s.offset = bestOffset >= 0 ? bestOffset : cursor;
     placed.insert(index);
   }
+  int64_t top = 0;
+  for (const Storage &s : storages)
+    top = std::max(top, s.offset + s.bytes);
+  return top;
 }
-} // namespace
 
 std::optional<int64_t> weft::activationElementBytes(llvm::StringRef dtype) {
   return llvm::StringSwitch<std::optional<int64_t>>(dtype)
@@ -229,7 +235,8 @@ MemoryPlan weft::planMemory(func::FuncOp func,
   for (Value result : body.getTerminator()->getOperands())
     plan.storages[plan.storageOf.lookup(result)].end = last;
 
-  assignOffsets(plan.storages, steps);
+  if (!weft::detail::placeBySlots(plan, func))
+    weft::detail::placeGreedy(plan.storages, steps);
   for (const Storage &s : plan.storages)
     plan.arenaBytes = std::max(plan.arenaBytes, s.offset + s.size);
   return plan;

@@ -15,6 +15,25 @@ namespace weft {
 using namespace mlir;
 using namespace weft;
 
+/// Whether the bytes of `v` (which nothing reads yet) are its own to
+/// overwrite: they are no argument's or constant's, and every value along
+/// its views and in-place updates is read only by the next one.
+static bool ownsItsBytes(Value v) {
+  while (auto result = dyn_cast<OpResult>(v)) {
+    Operation *def = result.getOwner();
+    if (isa<ConstantOp>(def))
+      return false;
+    std::optional<unsigned> alias =
+        aliasedOperand(def, result.getResultNumber());
+    if (!alias)
+      return true;
+    v = def->getOperand(*alias);
+    if (!v.hasOneUse())
+      return false;
+  }
+  return false; // an argument's
+}
+
 namespace {
 
 struct AccumulateMicrobatchesPass
@@ -134,9 +153,18 @@ struct AccumulateMicrobatchesPass
       }
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
         Value mapped = map.lookup(v);
-        totals[i] =
-            totals[i] ? Value(AddOp::create(b, ret.getLoc(), totals[i], mapped))
-                      : mapped;
+        if (!totals[i]) {
+          totals[i] = mapped;
+          continue;
+        }
+        // Into the running sum's bytes where nothing else reads them: one
+        // sum buffer for every micro-batch, which the plan's
+        // task bodies need (their instructions name the same buffers).
+        bool inPlace = totals[i].use_empty() && ownsItsBytes(totals[i]);
+        auto add = AddOp::create(b, ret.getLoc(), totals[i], mapped);
+        if (inPlace && add.getType() == totals[i].getType())
+          add->setAttr(kAccumulateAttr, b.getUnitAttr());
+        totals[i] = add;
       }
     }
     // Scale the sums by 1/M: the loss is the sum of 1/M-scaled micro-batch

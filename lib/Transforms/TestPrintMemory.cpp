@@ -38,11 +38,22 @@ struct TestPrintMemoryPass
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     MemoryPlan plan = planMemory(func);
-    for (auto [i, s] : llvm::enumerate(plan.storages))
+    for (auto [i, s] : llvm::enumerate(plan.storages)) {
       llvm::errs() << "memory @" << func.getSymName() << ": storage " << i
                    << " " << kindName(s.kind) << " offset=" << s.offset
                    << " bytes=" << s.bytes << " live=[" << s.start << ","
-                   << s.end << "]\n";
+                   << s.end << "]";
+      // Slot placement: the micro-batch a storage is of, and its slots.
+      if (s.microBatch >= 0)
+        llvm::errs() << " micro_batch=" << s.microBatch
+                     << (s.carried() ? " slots=" + std::to_string(s.slotGroup)
+                                     : " transient");
+      llvm::errs() << "\n";
+    }
+    for (auto [g, slots] : llvm::enumerate(plan.slots))
+      llvm::errs() << "memory @" << func.getSymName() << ": slots " << g
+                   << " count=" << slots.count << " bytes=" << slots.bytes
+                   << "\n";
     llvm::errs() << "memory @" << func.getSymName()
                  << ": arena_bytes=" << plan.arenaBytes << "\n";
     markAllAnalysesPreserved();

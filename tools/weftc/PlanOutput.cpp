@@ -11,13 +11,14 @@
 using namespace mlir;
 
 LogicalResult weft::writePlan(ModuleOp module, llvm::StringRef source,
-                              bool views, int64_t viewRank, MemoryPlans &memory,
-                              TimingScope &timing, llvm::raw_ostream &os) {
+                              bool views, int64_t viewRank, bool taskBodies,
+                              MemoryPlans &memory, TimingScope &timing,
+                              llvm::raw_ostream &os) {
   llvm::SmallString<256> path(source);
   llvm::sys::fs::make_absolute(path);
   TimingScope step = timing.nest("weftc: plan emission");
-  FailureOr<PlanParts> parts =
-      emitPlanParts(module, {path.str().str(), sha256File(path)}, &memory);
+  FailureOr<PlanParts> parts = emitPlanParts(
+      module, {path.str().str(), sha256File(path)}, &memory, {taskBodies});
   if (failed(parts))
     return failure();
   step.stop();

@@ -17,11 +17,14 @@
 namespace weft {
 
 /// `source` is the ONNX model the plan loads weights from (made absolute);
-/// `viewRank` -1 prints every rank's view, else that rank's. Fails, with a
+/// `viewRank` -1 prints every rank's view, else that rank's;
+/// `taskBodies` writes programs' micro-batch work as task bodies where it
+/// repeats (docs/plan-format.md). Fails, with a
 /// message, on IR the plan cannot express or a rank the plan lacks.
 mlir::LogicalResult writePlan(mlir::ModuleOp module, llvm::StringRef source,
-                              bool views, int64_t viewRank, MemoryPlans &memory,
-                              mlir::TimingScope &timing, llvm::raw_ostream &os);
+                              bool views, int64_t viewRank, bool taskBodies,
+                              MemoryPlans &memory, mlir::TimingScope &timing,
+                              llvm::raw_ostream &os);
 
 } // namespace weft
 

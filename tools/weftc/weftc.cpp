@@ -113,6 +113,11 @@ cl::opt<int64_t> viewRank(
     "view-rank",
     cl::desc("With --emit=plan-json: only this rank's view (default: all)"),
     cl::init(-1), cl::cat(category));
+cl::opt<bool> explicitPlan(
+    "explicit-plan",
+    cl::desc("Write every micro-batch's instructions, not task bodies (for "
+             "diffs and for checking the task form)"),
+    cl::cat(category));
 cl::opt<bool> splitInputFile(
     "split-input-file",
     cl::desc("Import each '# -----'-separated chunk of an .onnxtxt file as its "
@@ -522,7 +527,7 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   case Emit::Plan:
   case Emit::PlanJSON:
     return weft::writePlan(*module, source, emit == Emit::PlanJSON, viewRank,
-                           memory, timingScope, os);
+                           !explicitPlan, memory, timingScope, os);
   }
   return success();
 }

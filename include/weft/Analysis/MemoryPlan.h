@@ -16,6 +16,28 @@
 // the smallest gap between already placed storages whose lifetimes overlap
 // its own that fits it, or the end. Offsets are aligned to kAlignment bytes.
 //
+// A function that runs several micro-batches is placed by slots instead, so
+// that every micro-batch's buffers lie where the previous ones' did and a
+// plan can write one task body for all of them (docs/plan-format.md, "Task
+// bodies"). A task instance is a maximal run of ops of one phase and one
+// micro-batch. A micro-batch's storage (every op reading or writing it
+// works on that micro-batch) is *transient* when one task instance holds
+// all those ops, else *carried* (an activation kept for the backward, a
+// transfer's buffer waited for later). Three regions, each placed greedily:
+//   [program storages | transient scratch | K slots of carried storages]
+// the program's (arguments, constants, accumulators across micro-batches,
+// the optimizer's) over the whole step; each instance's transients from the
+// scratch base (instances never run together); each micro-batch's carried
+// storages in slot m mod K of their group, K the fewest slots for which
+// micro-batches sharing a slot are never live together (the schedule's
+// micro-batches in flight: p - s for stage s of 1F1B, M for GPipe). Carried
+// storages are grouped by the slots they need, matched across micro-batches
+// by their order of first use: a transfer's buffer waited for at the end of
+// the step needs a slot per micro-batch, the activations kept for the
+// backward only as many as are in flight.
+// Micro-batches whose ops are alike get alike offsets (greedy placement
+// depends only on sizes and the order of their own ops).
+//
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_ANALYSIS_MEMORYPLAN_H
 #define WEFT_ANALYSIS_MEMORYPLAN_H
@@ -44,6 +66,14 @@ struct Storage {
   int end = 0;        ///< last step it is live (inclusive)
   BufferKind kind = BufferKind::Activation;
   mlir::Value value; ///< the value that allocates it (views share it)
+  /// The micro-batch every op reading or writing it works on, under slot
+  /// placement; -1 for the program's storages (and without slots).
+  int microBatch = -1;
+  /// A micro-batch's storage live across its task instances: it lies in
+  /// one of the micro-batch's slots, at offset + (microBatch mod
+  /// slots[slotGroup].count) * slots[slotGroup].bytes; -1 for any other.
+  int slotGroup = -1;
+  bool carried() const { return slotGroup >= 0; }
 };
 
 struct MemoryPlan {
@@ -53,6 +83,21 @@ struct MemoryPlan {
   /// max(offset + size): the arena size, i.e. the highest byte a live buffer
   /// covers (the alignment padding above the top buffer is not counted).
   int64_t arenaBytes = 0;
+  /// Slot placement: each group of carried storages rotates over `count`
+  /// slots `bytes` apart (empty when placed without slots: one
+  /// micro-batch).
+  struct SlotGroup {
+    int64_t count = 1, bytes = 0;
+  };
+  std::vector<SlotGroup> slots;
+  /// `s`'s offset as its micro-batch's first slot would hold it (s.offset
+  /// for a storage that is not carried).
+  int64_t slotZeroOffset(const Storage &s) const {
+    if (!s.carried())
+      return s.offset;
+    const SlotGroup &g = slots[s.slotGroup];
+    return s.offset - (s.microBatch % g.count) * g.bytes;
+  }
 };
 
 struct MemoryPlanOptions {

@@ -3,6 +3,7 @@
 #include "weft/Target/Plan/EmitPlan.h"
 
 #include "CheckInstruction.h"
+#include "TaskBodies.h"
 
 #include "weft/Analysis/MemoryPlan.h"
 #include "weft/Analysis/PipelineSimulation.h"
@@ -135,6 +136,7 @@ struct ProgramSection {
   json program, inputs, outputs;
   int64_t microBatches = 1;
   std::string text; ///< the program printed, once `program` is dropped
+  std::vector<BufferHome> homes; ///< by buffer id
 };
 
 /// The coordinate expression times * coord(axis) + plus (PlanView.h): what
@@ -208,6 +210,23 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
   llvm::DenseMap<Value, int64_t> bufferId;
   llvm::DenseMap<unsigned, int64_t> storageOwner;
   json buffers = json::array();
+  ProgramSection section;
+  // The micro-batch whose frame holds `v` (task bodies): every op defining
+  // or reading it works on that micro-batch, and so does every op touching
+  // its storage, unless `v` is a view of a program storage (a micro-batch's
+  // reshape of a constant). Constants are the program's.
+  auto frameOf = [&](Value v, const Storage &s) -> int64_t {
+    auto result = dyn_cast<OpResult>(v);
+    if (memory.slots.empty() || !result || isa<ConstantOp>(result.getOwner()))
+      return -1;
+    std::optional<int64_t> m = microBatchOf(result.getOwner());
+    for (Operation *user : v.getUsers())
+      if (!m || microBatchOf(user) != m)
+        return -1;
+    if (s.microBatch != m && (s.microBatch >= 0 || s.value == v))
+      return -1;
+    return m.value_or(-1);
+  };
   auto addBuffer = [&](Value v) -> LogicalResult {
     if (!isa<RankedTensorType>(v.getType()))
       return success(); // a transfer request: no bytes
@@ -229,10 +248,14 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
       b["view_of"] = owner->second;
     bufferId[v] = id;
     buffers.push_back(std::move(b));
+    BufferHome home{frameOf(v, s), -1, s.offset};
+    if (home.microBatch >= 0 && s.carried()) {
+      home.slotGroup = s.slotGroup;
+      home.slotZeroOffset = memory.slotZeroOffset(s);
+    }
+    section.homes.push_back(home);
     return success();
   };
-
-  ProgramSection section;
   section.inputs = json::array();
   section.outputs = json::array();
   json params = json::array(), state = json::array(),
@@ -495,7 +518,8 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
 
 FailureOr<weft::PlanParts> weft::emitPlanParts(ModuleOp module,
                                                const PlanSource &source,
-                                               MemoryPlans *memory) {
+                                               MemoryPlans *memory,
+                                               const PlanOptions &options) {
   MemoryPlans own;
   MemoryPlans &plans = memory ? *memory : own;
   // A pipelined module has one function per stage (weft-schedule); any
@@ -567,6 +591,8 @@ FailureOr<weft::PlanParts> weft::emitPlanParts(ModuleOp module,
                     dropoutsBefore[stage]);
     if (failed(section))
       return;
+    if (options.taskBodies)
+      writeTaskBodies(section->program, section->homes, memoryOf[stage]->slots);
     // Printed at once: a GPT-3 plan's programs as JSON values take ten
     // times their text.
     section->text = rt::printProgramText(section->program);

@@ -9,7 +9,7 @@
 // averaged over the replicas too.
 // CHECK-LABEL: func.func @step
 // CHECK:      %[[DV1:.*]] = weft.gemm {{.*}}weft.micro_batch = 1 : i64, weft.phase = "backward"} : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
-// CHECK-NEXT: %[[SV:.*]] = weft.add %{{.*}}, %[[DV1]] {weft.micro_batch = 1 : i64, weft.phase = "backward"}
+// CHECK-NEXT: %[[SV:.*]] = weft.add %{{.*}}, %[[DV1]] {weft.accumulate, weft.micro_batch = 1 : i64, weft.phase = "backward"}
 // CHECK-NEXT: %[[HALF:.*]] = weft.constant dense<5.000000e-01>
 // CHECK-NEXT: %[[GV:.*]] = weft.mul %[[SV]], %[[HALF]] {weft.micro_batch = 1 : i64, weft.phase = "backward"}
 // CHECK-NEXT: %[[DW1:.*]] = weft.gemm {{.*}}-> tensor<3x2xf32>

@@ -30,6 +30,12 @@ struct PlanSource {
 
 /// Emits the plan of `module`'s `@main`. Fails (with a diagnostic) on IR the
 /// plan cannot express, e.g. a non-static type.
+struct PlanOptions {
+  /// Write a program's micro-batch work as task bodies where an instance
+  /// repeats (docs/plan-format.md, "Task bodies"); else every instruction.
+  bool taskBodies = true;
+};
+
 /// A plan as emission makes it: every field, with `programs` empty, and
 /// each program already printed (printProgramText), so the plan is never
 /// held as JSON values at once (at GPT-3 scale ten times its text).
@@ -43,7 +49,8 @@ struct PlanParts {
 /// express, e.g. a non-static type.
 llvm::FailureOr<PlanParts> emitPlanParts(mlir::ModuleOp module,
                                          const PlanSource &source,
-                                         MemoryPlans *memory = nullptr);
+                                         MemoryPlans *memory = nullptr,
+                                         const PlanOptions &options = {});
 
 /// The plan `parts` print, as one JSON value.
 nlohmann::json planJson(const PlanParts &parts);

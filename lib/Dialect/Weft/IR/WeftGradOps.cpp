@@ -230,5 +230,9 @@ std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
   // after it, so its scores gradient always overwrites them.
   if (isa<BatchNormOp>(op) && !batchNormStateRoot(op->getResult(result)))
     return std::nullopt;
+  // An add runs in place only where it sums micro-batches into a running
+  // sum that nothing else reads (weft-accumulate-microbatches marks it).
+  if (isa<AddOp>(op) && !op->hasAttr(kAccumulateAttr))
+    return std::nullopt;
   return unsigned(pair->input);
 }

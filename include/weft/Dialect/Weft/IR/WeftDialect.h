@@ -39,6 +39,10 @@ inline constexpr double kInitialLossScale = 65536.0;
 inline constexpr llvm::StringLiteral kPhaseAttr = "weft.phase";
 /// On ops of a micro-batched step: which micro-batch (0-based) they belong to.
 inline constexpr llvm::StringLiteral kMicroBatchAttr = "weft.micro_batch";
+/// On a weft.add that sums micro-batches (weft-accumulate-microbatches)
+/// whose running sum nothing else reads: it adds in place, into the sum's
+/// bytes (inPlaceOperand), so the sum is one buffer for every micro-batch.
+inline constexpr llvm::StringLiteral kAccumulateAttr = "weft.accumulate";
 /// On ops of a pipelined step: the pipeline stage (0-based) that runs them.
 inline constexpr llvm::StringLiteral kStageAttr = "weft.stage";
 /// On dropouts and fused attentions with a dropout (weft-checkpoint): the

@@ -73,7 +73,10 @@ def Weft_GeluTanhOp : Weft_Op<"gelu_tanh", [Pure, SameOperandsAndResultType,
   let assemblyFormat = "$input attr-dict `:` type($output)";
 }
 
-def Weft_AddOp : Weft_BinaryOp<"add", "Add", PromotePrecision>;
+def Weft_AddOp : Weft_BinaryOp<"add", "Add", PromotePrecision> {
+  // A micro-batch sum may add into its running sum (kAccumulateAttr).
+  let inPlace = [Weft_InPlace<0, 0, 0>];
+}
 def Weft_SubOp : Weft_BinaryOp<"sub", "Sub", PromotePrecision>;
 def Weft_MulOp : Weft_BinaryOp<"mul", "Mul", PromotePrecision>;
 def Weft_DivOp : Weft_BinaryOp<"div", "Div", PromotePrecision>;

@@ -1,0 +1,211 @@
+//===- MicroBatchSlots.cpp - a memory plan that repeats per micro-batch ---===//
+//
+// Placement by micro-batch slots (MemoryPlan.h): program storages, then
+// one scratch region every task instance's transients share, then K slots
+// each holding one micro-batch's carried storages. Each region is placed by
+// the greedy planner on its own storages, with lifetimes relative to the
+// instance or micro-batch, so alike micro-batches get alike offsets and a
+// plan can write their work once (docs/plan-format.md, "Task bodies").
+//
+//===----------------------------------------------------------------------===//
+
+#include "MemoryPlacement.h"
+
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+
+int64_t aligned(int64_t bytes) {
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+/// Which micro-batch and task instance the ops touching a storage work on.
+struct Touch {
+  static constexpr int kNone = -2; ///< no op touched it yet
+  int microBatch = kNone;          ///< -1: several, or an op without one
+  int instance = -1;               ///< the first instance touching it
+  bool oneInstance = true;
+
+  void add(int mb, int inst) {
+    if (microBatch == kNone) {
+      microBatch = mb;
+      instance = inst;
+      return;
+    }
+    if (microBatch != mb)
+      microBatch = -1;
+    oneInstance &= instance == inst;
+  }
+};
+
+/// Places `indices` of `storages` greedily with lifetimes shifted by
+/// -`first` (so alike groups place alike), at `base`; returns the region's
+/// top (max offset + bytes, relative to base).
+int64_t placeGroup(std::vector<Storage> &storages,
+                   const std::vector<unsigned> &indices, int64_t base) {
+  if (indices.empty())
+    return 0;
+  int first = INT32_MAX, last = 0;
+  for (unsigned i : indices) {
+    first = std::min(first, storages[i].start);
+    last = std::max(last, storages[i].end);
+  }
+  std::vector<Storage> group;
+  group.reserve(indices.size());
+  for (unsigned i : indices) {
+    Storage s = storages[i];
+    s.start -= first;
+    s.end -= first;
+    group.push_back(s);
+  }
+  int64_t top = weft::detail::placeGreedy(group, last - first + 1);
+  for (auto [i, s] : llvm::zip_equal(indices, group))
+    storages[i].offset = base + s.offset;
+  return top;
+}
+
+/// A span of steps: a micro-batch's carried storages of one group, first
+/// step to last; empty when first > last.
+using Span = std::pair<int, int>;
+
+/// The fewest slots K such that micro-batches m and m' with m = m' mod K
+/// are never live together (`spans`, by micro-batch). Starts from the most
+/// live at once, which suffices when micro-batches start and finish in
+/// order (every schedule weft writes); checks it, adding slots until it
+/// holds (at most one per micro-batch).
+int64_t slotCount(const std::vector<Span> &spans) {
+  std::vector<std::pair<int, int>> events; // (step, +1 start / -1 after end)
+  for (const Span &s : spans)
+    if (s.first <= s.second) {
+      events.push_back({s.first, 1});
+      events.push_back({s.second + 1, -1});
+    }
+  std::sort(events.begin(), events.end(), [](auto a, auto b) {
+    return a.first != b.first ? a.first < b.first : a.second < b.second;
+  });
+  int64_t live = 0, most = 1;
+  for (auto [step, delta] : events)
+    most = std::max(most, live += delta);
+  int64_t count = spans.size();
+  for (int64_t k = most; k < count; ++k) {
+    bool disjoint = true;
+    for (int64_t residue = 0; residue < k && disjoint; ++residue) {
+      std::vector<Span> sharing;
+      for (int64_t m = residue; m < count; m += k)
+        if (spans[m].first <= spans[m].second)
+          sharing.push_back(spans[m]);
+      std::sort(sharing.begin(), sharing.end());
+      for (size_t i = 1; i < sharing.size() && disjoint; ++i)
+        disjoint = sharing[i - 1].second < sharing[i].first;
+    }
+    if (disjoint)
+      return k;
+  }
+  return std::max<int64_t>(count, 1);
+}
+
+} // namespace
+
+bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
+  Block &body = func.getBody().front();
+  std::vector<Touch> touches(plan.storages.size());
+  // Task instances: maximal runs of ops of one phase and micro-batch.
+  int instance = -1, microBatches = 0;
+  std::optional<std::pair<StringRef, std::optional<int64_t>>> runKey;
+  for (Operation &op : body.without_terminator()) {
+    std::optional<int64_t> mb = microBatchOf(&op);
+    std::pair<StringRef, std::optional<int64_t>> key{phaseOf(&op), mb};
+    if (key != runKey) {
+      runKey = key;
+      ++instance;
+    }
+    microBatches = std::max<int>(microBatches, mb.value_or(0) + 1);
+    auto touch = [&](Value v) {
+      if (isa<RankedTensorType>(v.getType()))
+        touches[plan.storageOf.lookup(v)].add(mb ? int(*mb) : -1, instance);
+    };
+    for (Value v : op.getOperands())
+      touch(v);
+    for (Value v : op.getResults())
+      touch(v);
+  }
+  if (microBatches < 2)
+    return false;
+  for (Value result : body.getTerminator()->getOperands())
+    touches[plan.storageOf.lookup(result)].microBatch = -1;
+
+  // Arguments and constants are the program's whoever reads them.
+  std::vector<unsigned> program;
+  std::vector<std::vector<unsigned>> transient(instance + 1),
+      carried(microBatches);
+  for (auto [i, s] : llvm::enumerate(plan.storages)) {
+    const Touch &t = touches[i];
+    if (s.kind != BufferKind::Activation || t.microBatch < 0) {
+      program.push_back(i);
+      continue;
+    }
+    s.microBatch = t.microBatch;
+    if (!t.oneInstance)
+      carried[s.microBatch].push_back(i);
+    else
+      transient[t.instance].push_back(i);
+  }
+
+  int64_t scratchBase = aligned(placeGroup(plan.storages, program, 0));
+  int64_t scratch = 0;
+  for (const std::vector<unsigned> &group : transient)
+    scratch = std::max(scratch, placeGroup(plan.storages, group, scratchBase));
+  // Carried storages: the i-th of each micro-batch (by first use) needs as
+  // many slots as its instances are live at once; those needing alike
+  // counts form a group with its own slots.
+  const std::vector<Storage> &storages = plan.storages;
+  size_t ordinals = 0;
+  for (std::vector<unsigned> &group : carried) {
+    std::stable_sort(group.begin(), group.end(), [&](unsigned a, unsigned b) {
+      return storages[a].start < storages[b].start;
+    });
+    ordinals = std::max(ordinals, group.size());
+  }
+  std::map<int64_t, std::vector<size_t>> byCount;
+  for (size_t i = 0; i < ordinals; ++i) {
+    std::vector<Span> spans(microBatches, {INT32_MAX, -1});
+    for (auto [m, group] : llvm::enumerate(carried))
+      if (i < group.size())
+        spans[m] = {storages[group[i]].start, storages[group[i]].end};
+    byCount[slotCount(spans)].push_back(i);
+  }
+  int64_t base = aligned(scratchBase + scratch);
+  for (auto &[count, members] : byCount) {
+    int group = plan.slots.size();
+    std::vector<std::vector<unsigned>> slotted(microBatches);
+    std::vector<Span> spans(microBatches, {INT32_MAX, -1});
+    int64_t bytes = 0;
+    for (auto [m, all] : llvm::enumerate(carried)) {
+      for (size_t i : members)
+        if (i < all.size()) {
+          const Storage &s = storages[all[i]];
+          slotted[m].push_back(all[i]);
+          spans[m] = {std::min(spans[m].first, s.start),
+                      std::max(spans[m].second, s.end)};
+        }
+      bytes = std::max(bytes, placeGroup(plan.storages, slotted[m], 0));
+    }
+    // The group's spans may need more slots than each member alone.
+    MemoryPlan::SlotGroup slots{slotCount(spans), aligned(bytes)};
+    for (auto [m, indices] : llvm::enumerate(slotted))
+      for (unsigned i : indices) {
+        Storage &s = plan.storages[i];
+        s.slotGroup = group;
+        s.offset += base + int64_t(m % slots.count) * slots.bytes;
+      }
+    plan.slots.push_back(slots);
+    base += slots.count * slots.bytes;
+  }
+  return true;
+}

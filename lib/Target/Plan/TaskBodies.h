@@ -1,0 +1,46 @@
+//===- TaskBodies.h - a program's micro-batch work as task bodies -*- C++
+//-*-===//
+//
+// Rewrites an explicit program (every micro-batch's instructions unrolled)
+// into the task form of docs/plan-format.md, "Task bodies": each distinct
+// task instance written once as a body, the program's order as a list of
+// (body, micro-batch), and each micro-batch's buffers as a frame whose
+// offsets the slot memory plan (MemoryPlan.h) makes alike across
+// micro-batches.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_LIB_TARGET_PLAN_TASKBODIES_H
+#define WEFT_LIB_TARGET_PLAN_TASKBODIES_H
+
+#include "weft/Analysis/MemoryPlan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <vector>
+
+namespace weft {
+
+/// Where one buffer of an explicit program lives.
+struct BufferHome {
+  /// The micro-batch whose frame holds it (its defining op and every op
+  /// reading it work on that micro-batch), or -1: a program buffer.
+  int64_t microBatch = -1;
+  /// Its slot group (MemoryPlan::slots) when carried, else -1.
+  int slotGroup = -1;
+  /// Its offset as the micro-batch's first slot would hold it.
+  int64_t slotZeroOffset = 0;
+};
+
+/// Rewrites `program` (explicit: `buffers` with ids 0..n-1 and
+/// `instructions` with `phase` and `micro_batch`) into the task form when
+/// some task instance repeats another; `homes` has one entry per buffer,
+/// `slots` is the memory plan's slot groups. Leaves `program` explicit and
+/// returns false when nothing repeats or an instruction reads a buffer of
+/// another micro-batch's frame (the task form cannot say it).
+bool writeTaskBodies(nlohmann::json &program,
+                     const std::vector<BufferHome> &homes,
+                     const std::vector<MemoryPlan::SlotGroup> &slots);
+
+} // namespace weft
+
+#endif // WEFT_LIB_TARGET_PLAN_TASKBODIES_H
