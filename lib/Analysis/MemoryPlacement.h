@@ -16,7 +16,7 @@ namespace weft::detail {
 int64_t placeGreedy(std::vector<Storage> &storages, int steps);
 
 /// Places `plan`'s storages by micro-batch slots (MemoryPlan.h) when `func`
-/// runs two or more micro-batches, setting each storage's microBatch and
+/// runs two or more micro-batches (ops of two or more), setting each storage's microBatch and
 /// carried and the plan's slots and slotBytes; false (nothing placed) when
 /// it runs one.
 bool placeBySlots(MemoryPlan &plan, mlir::func::FuncOp func);

@@ -13,6 +13,8 @@
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 #include <algorithm>
 #include <map>
 
@@ -117,6 +119,7 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
   std::vector<Touch> touches(plan.storages.size());
   // Task instances: maximal runs of ops of one phase and micro-batch.
   int instance = -1, microBatches = 0;
+  llvm::SmallDenseSet<int64_t, 8> seen; // the micro-batches it runs
   std::optional<std::pair<StringRef, std::optional<int64_t>>> runKey;
   for (Operation &op : body.without_terminator()) {
     std::optional<int64_t> mb = microBatchOf(&op);
@@ -126,6 +129,8 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
       ++instance;
     }
     microBatches = std::max<int>(microBatches, mb.value_or(0) + 1);
+    if (mb)
+      seen.insert(*mb);
     auto touch = [&](Value v) {
       if (isa<RankedTensorType>(v.getType()))
         touches[plan.storageOf.lookup(v)].add(mb ? int(*mb) : -1, instance);
@@ -135,7 +140,7 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
     for (Value v : op.getResults())
       touch(v);
   }
-  if (microBatches < 2)
+  if (seen.size() < 2)
     return false;
   for (Value result : body.getTerminator()->getOperands())
     touches[plan.storageOf.lookup(result)].microBatch = -1;
