@@ -122,7 +122,7 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
   llvm::SmallDenseSet<int64_t, 8> seen; // the micro-batches it runs
   std::optional<std::pair<StringRef, std::optional<int64_t>>> runKey;
   for (Operation &op : body.without_terminator()) {
-    std::optional<int64_t> mb = microBatchOf(&op);
+    std::optional<int64_t> mb = microBatchWorkedOn(&op);
     std::pair<StringRef, std::optional<int64_t>> key{phaseOf(&op), mb};
     if (key != runKey) {
       runKey = key;

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <set>
 
 using json = nlohmann::json;
@@ -277,23 +278,27 @@ parseResolved(const Field &in, const MeshShape &mesh, int64_t r,
     return parseInstruction(in, rank, knownKernel);
   json resolved = in.value;
   resolveInstruction(resolved, mesh, r, in.file, in.path);
-  return parseInstruction(Field(resolved, in.path, in.file), rank, knownKernel);
+  return parseInstruction(Field(resolved, in.path, in.file, in.note), rank,
+                          knownKernel);
 }
 
-/// Rank `r`'s copy of program `f`, whose coordinate expressions it
-/// evaluates where they stand (its named lists' shards, the instructions
-/// holding one: their indices go to `sites`), reading everything else as
-/// it is.
+/// Rank `r`'s copy of program `f` (explicit; `origins` says where a
+/// task-form program's buffers and instructions were written), whose
+/// coordinate expressions it evaluates where they stand (its named lists'
+/// shards, the instructions holding one: their indices go to `sites`),
+/// reading everything else as it is.
 RankPlan parseRank(const Field &f, const MeshShape &mesh, int64_t r,
                    const std::function<bool(const std::string &)> &knownKernel,
+                   std::shared_ptr<const TaskOrigins> origins,
                    std::vector<size_t> &sites) {
   RankPlan rank;
   placeRank(rank, mesh, r, f.path);
+  rank.origins = std::move(origins);
   rank.arenaBytes = f.at("arena_bytes").nonNegative();
 
   Field buffers = f.at("buffers");
   for (size_t i = 0; i < buffers.size(); ++i) {
-    Field b = buffers.at(i);
+    Field b = detail::originField(f, rank, "buffers", i);
     BufferDesc d;
     d.id = b.at("id").nonNegative();
     if (d.id != static_cast<int64_t>(i))
@@ -356,10 +361,10 @@ RankPlan parseRank(const Field &f, const MeshShape &mesh, int64_t r,
 
   Field instructions = f.at("instructions");
   for (size_t i = 0; i < instructions.size(); ++i) {
-    if (hasCoordinates(instructions.at(i).value))
+    Field in = detail::originField(f, rank, "instructions", i);
+    if (hasCoordinates(in.value))
       sites.push_back(i);
-    rank.instructions.push_back(
-        parseResolved(instructions.at(i), mesh, r, rank, knownKernel));
+    rank.instructions.push_back(parseResolved(in, mesh, r, rank, knownKernel));
   }
   return rank;
 }
@@ -457,6 +462,21 @@ Plan parsePlan(const std::string &text, const std::string &path,
   std::map<const json *, int64_t> sharing; // program -> its ranks
   for (int64_t r = 0; r < rankCount; ++r)
     ++sharing[&programOf(root, r, path, mesh)];
+  // Task-form programs are expanded in place, once each (named as their
+  // first rank names them); every check below runs on the explicit form,
+  // its messages naming the frame template or body instruction.
+  std::map<const json *, std::shared_ptr<const TaskOrigins>> origins;
+  for (int64_t r = 0; r < rankCount; ++r) {
+    const json &program = programOf(root, r, path, mesh);
+    if (!isTaskForm(program) || origins.count(&program))
+      continue;
+    int64_t k = map[r].get<int64_t>();
+    auto where = std::make_shared<TaskOrigins>();
+    json expanded = expandTasks(
+        program, path, programPath(k, r, sharing[&program] > 1), where.get());
+    root["programs"][k] = std::move(expanded); // the same node: keys stay
+    origins[&program] = std::move(where);
+  }
   std::vector<Field> ranks;
   ranks.reserve(rankCount);
   std::map<const json *, int64_t> firstRank;         // program -> its rank
@@ -470,16 +490,19 @@ Plan parsePlan(const std::string &text, const std::string &path,
     auto first = firstRank.find(&program);
     if (first == firstRank.end()) {
       firstRank.emplace(&program, r);
-      plan.ranks.push_back(
-          parseRank(field, mesh, r, knownKernel, sites[&program]));
+      auto where = origins.find(&program);
+      plan.ranks.push_back(parseRank(
+          field, mesh, r, knownKernel,
+          where == origins.end() ? nullptr : where->second, sites[&program]));
       continue;
     }
     RankPlan rank = plan.ranks[first->second];
     placeRank(rank, mesh, r, field.path);
     parseNamedListsAt(field, mesh, r, rank);
     for (size_t i : sites[&program])
-      rank.instructions[i] = parseResolved(field.at("instructions").at(i), mesh,
-                                           r, rank, knownKernel);
+      rank.instructions[i] =
+          parseResolved(detail::originField(field, rank, "instructions", i),
+                        mesh, r, rank, knownKernel);
     plan.ranks.push_back(std::move(rank));
   }
   detail::checkTransfers(plan, ranks);

@@ -12,18 +12,23 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace weft::rt::detail {
 
 /// A JSON object and its path in the plan, for messages that name the field.
+/// `note` follows the path of every field under it: which instance of a
+/// task body an expanded instruction is (" (tasks[7], micro-batch 3)").
 class Field {
 public:
-  Field(const nlohmann::json &value, std::string path, const std::string &file)
-      : value(value), path(std::move(path)), file(file) {}
+  Field(const nlohmann::json &value, std::string path, const std::string &file,
+        std::string note = "")
+      : value(value), path(std::move(path)), file(file), note(std::move(note)) {
+  }
 
   [[noreturn]] void fail(const std::string &message) const {
-    throw Error(file + ": " + path + ": " + message);
+    throw Error(file + ": " + path + note + ": " + message);
   }
 
   Field at(const std::string &key) const {
@@ -32,13 +37,13 @@ public:
     auto it = value.find(key);
     if (it == value.end())
       fail("missing field '" + key + "'");
-    return Field(*it, path.empty() ? key : path + "." + key, file);
+    return Field(*it, path.empty() ? key : path + "." + key, file, note);
   }
   bool has(const std::string &key) const {
     return value.is_object() && value.contains(key) && !value[key].is_null();
   }
   Field at(size_t i) const {
-    return Field(value[i], path + "[" + std::to_string(i) + "]", file);
+    return Field(value[i], path + "[" + std::to_string(i) + "]", file, note);
   }
   size_t size() const {
     if (!value.is_array())
@@ -94,7 +99,33 @@ public:
   const nlohmann::json &value;
   std::string path;
   const std::string &file;
+  std::string note;
 };
+
+/// times * x + plus, for a coordinate or micro-batch expression at `e`;
+/// fails naming it when the result overflows int64.
+inline int64_t affine(const Field &e, int64_t times, int64_t x, int64_t plus,
+                      const std::string &where = "") {
+  int64_t result;
+  if (__builtin_mul_overflow(times, x, &result) ||
+      __builtin_add_overflow(result, plus, &result))
+    e.fail("the expression overflows 64 bits" + where);
+  return result;
+}
+
+/// Buffer or instruction `i` of `program` (a rank's field of it), named by
+/// where it was written: `programs[k].buffers[i]`, or in a task-form
+/// program the frame template or body instruction it was expanded from.
+inline Field originField(const Field &program, const RankPlan &rank,
+                         const char *list, size_t i) {
+  if (!rank.origins)
+    return program.at(list).at(i);
+  const TaskOrigin &origin = std::string_view(list) == "buffers"
+                                 ? rank.origins->buffers[i]
+                                 : rank.origins->instructions[i];
+  return Field(program.value.at(list)[i], program.path + "." + origin.field,
+               program.file, origin.note);
+}
 
 /// The transfers of every rank pair up: each isend has its peer's irecv
 /// of the same tag and bytes, in the same position among the transfers

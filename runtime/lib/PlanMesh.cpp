@@ -35,7 +35,7 @@ void checkTransfers(const Plan &plan, const std::vector<Field> &ranks) {
       const Instruction &inst = rank.instructions[i];
       if (!isTransfer(inst.op))
         continue;
-      Field field = ranks[rank.rank].at("instructions").at(i);
+      Field field = originField(ranks[rank.rank], rank, "instructions", i);
       if (inst.op == "isend" || inst.op == "irecv") {
         if (inst.peer >= n || inst.peer == rank.rank)
           field.at("peer").fail("peer " + std::to_string(inst.peer) +
@@ -63,7 +63,8 @@ void checkTransfers(const Plan &plan, const std::vector<Field> &ranks) {
   }
   for (const auto &[tag, send] : sends) {
     auto it = recvs.find(tag);
-    Field field = ranks[send.rank].at("instructions").at(send.index);
+    Field field = originField(ranks[send.rank], plan.ranks[send.rank],
+                              "instructions", send.index);
     if (it == recvs.end() || it->second.rank != send.peer ||
         it->second.peer != send.rank)
       field.at("tag").fail("no irecv of tag " + std::to_string(tag) +
@@ -77,9 +78,8 @@ void checkTransfers(const Plan &plan, const std::vector<Field> &ranks) {
   }
   for (const auto &[tag, recv] : recvs)
     if (!sends.count(tag))
-      ranks[recv.rank]
-          .at("instructions")
-          .at(recv.index)
+      originField(ranks[recv.rank], plan.ranks[recv.rank], "instructions",
+                  recv.index)
           .at("tag")
           .fail("no isend of tag " + std::to_string(tag) + " on rank " +
                 std::to_string(recv.peer));
@@ -92,9 +92,8 @@ void checkTransfers(const Plan &plan, const std::vector<Field> &ranks) {
     const Posts &gets = received[channel];
     for (size_t n = 0; n < posts.size(); ++n)
       if (gets[n].first != posts[n].first)
-        ranks[channel.first]
-            .at("instructions")
-            .at(posts[n].second)
+        originField(ranks[channel.first], plan.ranks[channel.first],
+                    "instructions", posts[n].second)
             .at("tag")
             .fail("tag " + std::to_string(posts[n].first) + " is rank " +
                   std::to_string(channel.first) + "'s send #" +
@@ -225,8 +224,7 @@ void checkMesh(const Plan &plan, const Field &root,
       if (!isCollective(inst.op))
         continue;
       if (!names.count(inst.axis))
-        field.at("instructions")
-            .at(i)
+        originField(field, rank, "instructions", i)
             .at("axis")
             .fail("'" + inst.axis + "' is not an axis of the mesh");
       if (inst.op != "all_reduce") {
@@ -236,8 +234,7 @@ void checkMesh(const Plan &plan, const Field &root,
         std::vector<int64_t> part = inst.op == "all_gather" ? x.shape : y.shape;
         part[inst.dim] *= plan.axisSize(inst.axis);
         if (part != (inst.op == "all_gather" ? y.shape : x.shape))
-          field.at("instructions")
-              .at(i)
+          originField(field, rank, "instructions", i)
               .fail(inst.op + " over '" + inst.axis + "' (" +
                     std::to_string(plan.axisSize(inst.axis)) +
                     " ranks) along " + "dimension " + std::to_string(inst.dim) +

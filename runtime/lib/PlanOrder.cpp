@@ -17,8 +17,7 @@ namespace weft::rt {
 namespace {
 
 std::string at(const Plan &plan, int64_t rank, size_t index) {
-  return plan.path + ": " + plan.ranks[rank].where() + ".instructions[" +
-         std::to_string(index) + "]";
+  return plan.path + ": " + plan.ranks[rank].instructionWhere(index);
 }
 
 /// A transfer between its post and its wait: its buffer's arena bytes.
@@ -211,8 +210,8 @@ void checkDeadlock(const Plan &plan) {
   std::string blocked;
   for (const RankPlan &rank : plan.ranks)
     if (pc[rank.rank] < rank.instructions.size())
-      blocked += (blocked.empty() ? "" : "; ") + rank.where() +
-                 ".instructions[" + std::to_string(pc[rank.rank]) + "] (" +
+      blocked += (blocked.empty() ? "" : "; ") +
+                 rank.instructionWhere(pc[rank.rank]) + " (" +
                  rank.instructions[pc[rank.rank]].op + " tag " +
                  std::to_string(rank.instructions[pc[rank.rank]].tag) + ")";
   if (!blocked.empty())

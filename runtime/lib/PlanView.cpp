@@ -2,6 +2,7 @@
 
 #include "weft/runtime/PlanView.h"
 
+#include "weft/runtime/PlanTasks.h"
 #include "weft/runtime/Tensor.h"
 
 #include "PlanField.h"
@@ -27,6 +28,11 @@ void resolve(json &value, const MeshShape &mesh, int64_t rank,
   }
   if (!value.is_object())
     return;
+  // A task body's micro-batch expressions are evaluated by expandTasks.
+  if (value.contains("per_micro_batch"))
+    Field(value, path, file)
+        .at("per_micro_batch")
+        .fail("per_micro_batch is allowed only in a task body's instructions");
   if (!value.contains("coord")) {
     for (auto &[key, item] : value.items())
       resolve(item, mesh, rank, file, path + "." + key);
@@ -46,11 +52,7 @@ void resolve(json &value, const MeshShape &mesh, int64_t rank,
   } catch (const Error &error) {
     e.at("coord").fail(error.what());
   }
-  int64_t result;
-  if (__builtin_mul_overflow(times, coord, &result) ||
-      __builtin_add_overflow(result, plus, &result))
-    e.fail("the expression overflows 64 bits");
-  value = result;
+  value = detail::affine(e, times, coord, plus);
 }
 
 } // namespace
@@ -76,7 +78,9 @@ void resolveInstruction(json &inst, const MeshShape &mesh, int64_t rank,
 }
 
 bool hasCoordinates(const json &value) {
-  if (value.is_object() && value.contains("coord"))
+  // per_micro_batch too, so that resolve refuses it outside a task body.
+  if (value.is_object() &&
+      (value.contains("coord") || value.contains("per_micro_batch")))
     return true;
   if (value.is_array() || value.is_object())
     for (const json &item : value)
@@ -177,9 +181,14 @@ const json &programOf(const json &plan, int64_t rank, const std::string &file,
 json rankView(const json &plan, int64_t rank, const std::string &file) {
   MeshShape mesh =
       MeshShape::fromJson(Field(plan, "", file).at("mesh").value, file);
-  const json &program = programOf(plan, rank, file, mesh);
+  const json &shared = programOf(plan, rank, file, mesh);
   int64_t k = plan["rank_programs"][rank].get<int64_t>();
   std::string path = "programs[" + std::to_string(k) + "]";
+  // A view shows the explicit form.
+  json expanded;
+  if (isTaskForm(shared))
+    expanded = expandTasks(shared, file, path);
+  const json &program = expanded.is_null() ? shared : expanded;
   json view = {{"rank", rank}, {"program", k}};
   json coords = json::object();
   std::vector<int64_t> c = mesh.coords(rank);
@@ -208,10 +217,16 @@ json planView(const json &plan, int64_t rank, const std::string &file) {
     root.at("rank_programs")
         .fail("rank " + std::to_string(rank) + " is not in the mesh of " +
               std::to_string(mesh.size()) + " devices");
+  // Expanded once, not per rank.
+  bool tasks = false;
+  if (plan.contains("programs") && plan["programs"].is_array())
+    for (const json &program : plan["programs"])
+      tasks = tasks || isTaskForm(program);
+  json expanded = tasks ? explicitPlan(plan, file) : json();
   json ranks = json::array();
   for (int64_t r = 0; r < mesh.size(); ++r)
     if (rank < 0 || r == rank)
-      ranks.push_back(rankView(plan, r, file));
+      ranks.push_back(rankView(tasks ? expanded : plan, r, file));
   view["ranks"] = std::move(ranks);
   return view;
 }

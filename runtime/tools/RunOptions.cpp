@@ -67,7 +67,12 @@ const char *kUsage =
     "                        run, 1 naming what it refuses\n"
     "  --view                print each rank's view of the plan (its program\n"
     "                        with its coordinates filled in) and exit\n"
-    "  --view-rank R         --view of rank R only\n";
+    "  --view-rank R         --view of rank R only\n"
+    "  --explicit            print the plan with every task-form program\n"
+    "                        written out (its bodies instantiated per task "
+    "and\n"
+    "                        micro-batch; programs and coordinate expressions\n"
+    "                        kept) and exit\n";
 
 int64_t number(const char *flag, const char *text) {
   char *end = nullptr;
@@ -99,6 +104,8 @@ RunOptions parseOptions(int argc, char **argv) {
       o.check = true;
     } else if (arg == "--view") {
       o.view = true;
+    } else if (arg == "--explicit") {
+      o.explicitForm = true;
     } else if (arg == "--view-rank") {
       o.view = true;
       o.viewRank = number("--view-rank", value());
@@ -182,6 +189,9 @@ RunOptions parseOptions(int argc, char **argv) {
     throw Error(std::string("no plan given\n") + kUsage);
   if (o.saveEvery && o.checkpoint.empty())
     throw Error("--save-every needs --checkpoint DIR");
+  if (o.explicitForm && o.view)
+    throw Error("--explicit prints the plan, --view each rank's view of it: "
+                "give one");
   if (o.reshard && o.resume.empty())
     throw Error("--reshard needs --resume DIR");
   if (o.allowTf32 && o.device != "cuda")

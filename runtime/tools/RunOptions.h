@@ -25,6 +25,8 @@ struct RunOptions {
   int threads = 1;
   bool view = false;     ///< --view: print the rank views and exit
   int64_t viewRank = -1; ///< --view-rank: only this rank's (-1: all)
+  /// --explicit: print the plan with its task-form programs expanded, exit
+  bool explicitForm = false;
 };
 
 /// Parses argv; prints the usage and exits 0 on --help. Throws Error naming

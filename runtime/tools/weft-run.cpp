@@ -24,6 +24,7 @@
 #include "weft/runtime/Executor.h"
 #include "weft/runtime/Files.h"
 #include "weft/runtime/OnnxTensor.h"
+#include "weft/runtime/PlanTasks.h"
 #include "weft/runtime/TextData.h"
 
 #include "RunOptions.h"
@@ -216,7 +217,20 @@ int view(const RunOptions &o) {
   return 0;
 }
 
+/// --explicit: the plan with its task-form programs expanded (PlanTasks.h),
+/// otherwise unchecked: for tests that edit instructions, and for diffs.
+int printExplicit(const RunOptions &o) {
+  nlohmann::json plan =
+      nlohmann::json::parse(readFile(o.plan, "the plan"), nullptr, false);
+  if (plan.is_discarded())
+    throw Error(o.plan + ": not valid JSON");
+  std::fputs(printPlanText(explicitPlan(plan, o.plan)).c_str(), stdout);
+  return 0;
+}
+
 int run(const RunOptions &o, Communicator &world) {
+  if (o.explicitForm)
+    return printExplicit(o);
   if (o.view)
     return view(o);
   std::unique_ptr<Backend> backend = makeBackend(o, world.rank());

@@ -219,9 +219,9 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
     auto result = dyn_cast<OpResult>(v);
     if (memory.slots.empty() || !result || isa<ConstantOp>(result.getOwner()))
       return -1;
-    std::optional<int64_t> m = microBatchOf(result.getOwner());
+    std::optional<int64_t> m = microBatchWorkedOn(result.getOwner());
     for (Operation *user : v.getUsers())
-      if (!m || microBatchOf(user) != m)
+      if (!m || microBatchWorkedOn(user) != m)
         return -1;
     if (s.microBatch != m && (s.microBatch >= 0 || s.value == v))
       return -1;
@@ -337,7 +337,7 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
     if (isView(&op))
       continue; // a view: no work, its buffer aliases the operand's bytes
     std::string phase = phaseOf(&op).str();
-    int64_t microBatch = microBatchOf(&op).value_or(0);
+    int64_t microBatch = microBatchWorkedOn(&op).value_or(0);
     section.microBatches = std::max(section.microBatches, microBatch + 1);
     json in = json::array(), out = json::array();
     for (Value v : op.getOperands())

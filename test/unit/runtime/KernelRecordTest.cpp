@@ -418,6 +418,8 @@ TEST(OpRecords, InPlacePairsArePinned) {
       {Op::WgradBias, {{0, 2, true}, {1, 3, true}}},
       {Op::GatherGrad, {{0, 2, true}}},
       {Op::VocabParallelGatherGrad, {{0, 2, true}}},
+      // A micro-batch's sum added into the running sum (weft.accumulate).
+      {Op::Add, {{0, 0, false}}},
       // May run in place: running statistics, the fused loss's gradient.
       {Op::BatchNorm, {{1, 3, false}, {2, 4, false}}},
       {Op::SoftmaxCrossEntropyAndGrad, {{2, 0, false}}},

@@ -11,12 +11,14 @@
 #define WEFT_RUNTIME_PLAN_H
 
 #include "weft/runtime/KernelSpec.h"
+#include "weft/runtime/PlanTasks.h"
 #include "weft/runtime/PlanView.h"
 #include "weft/runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -127,6 +129,17 @@ struct RankPlan {
   std::string path;
   std::string where() const {
     return path.empty() ? "ranks[" + std::to_string(rank) + "]" : path;
+  }
+  /// A task-form program's (PlanTasks.h): where each buffer and instruction
+  /// was written, shared by the program's ranks; null for the explicit form.
+  std::shared_ptr<const TaskOrigins> origins;
+  /// Instruction `i`'s field, for messages: "programs[k].instructions[i]",
+  /// or "programs[k].bodies[b].instructions[j] (tasks[t], micro-batch m)".
+  std::string instructionWhere(size_t i) const {
+    if (!origins)
+      return where() + ".instructions[" + std::to_string(i) + "]";
+    const TaskOrigin &origin = origins->instructions[i];
+    return where() + "." + origin.field + origin.note;
   }
   std::vector<std::pair<std::string, int64_t>> coords; ///< mesh axis -> index
   /// The coordinate along `axis` (0 when the plan's mesh lacks it).

@@ -17,7 +17,8 @@
 //
 // The rank view of rank r is its program with every expression evaluated
 // at r's coordinates, plus `rank` and `coords`: the per-rank object of
-// version 1. The loader checks the views; `weft-run --view` and
+// version 1. A task-form program (PlanTasks.h) is viewed expanded, in the
+// explicit form. The loader checks the views; `weft-run --view` and
 // `weftc --emit=plan-json` print them (for people, diffs and FileCheck).
 //
 // MLIR-free: weftc links it (weft_ops) and prints the same views.
@@ -62,7 +63,9 @@ struct MeshShape {
 /// format allows them: in `program`'s named lists (the shards of params,
 /// optimizer_state, inputs), and in one instruction (peer, tag, attrs).
 /// `path` names the program or the instruction in messages. Throws Error on
-/// a malformed expression, an unknown axis or an overflow.
+/// a malformed expression, an unknown axis, an overflow, or a micro-batch
+/// expression (`per_micro_batch`: only a task body's, which expandTasks
+/// evaluates).
 void resolveNamedLists(nlohmann::json &program, const MeshShape &mesh,
                        int64_t rank, const std::string &file,
                        const std::string &path);
@@ -70,7 +73,8 @@ void resolveInstruction(nlohmann::json &inst, const MeshShape &mesh,
                         int64_t rank, const std::string &file,
                         const std::string &path);
 
-/// Whether `value` holds a coordinate expression.
+/// Whether `value` holds a coordinate expression (or a micro-batch one,
+/// for resolveInstruction to refuse).
 bool hasCoordinates(const nlohmann::json &value);
 
 /// The field that holds rank `rank`'s program `program`, for messages:
@@ -83,9 +87,10 @@ std::string programPath(int64_t program, int64_t rank, bool shared);
 const nlohmann::json &programOf(const nlohmann::json &plan, int64_t rank,
                                 const std::string &file, const MeshShape &mesh);
 
-/// Rank `rank`'s view of a version-2 plan (the version-1 rank object).
-/// Throws Error naming the field (with `file`) on a missing program, a
-/// malformed expression or an unknown axis.
+/// Rank `rank`'s view of a version-2 plan (the version-1 rank object), in
+/// the explicit form (a task-form program expanded). Throws Error naming
+/// the field (with `file`) on a missing program, a malformed expression, an
+/// unknown axis or a malformed task form.
 nlohmann::json rankView(const nlohmann::json &plan, int64_t rank,
                         const std::string &file);
 

@@ -88,6 +88,19 @@ inline std::optional<int64_t> microBatchOf(mlir::Operation *op) {
   return std::nullopt;
 }
 
+/// The micro-batch whose work an op is, for the memory plan's slots and
+/// the plan's task bodies: its `weft.micro_batch`, or, for a micro-batch
+/// sum no pass placed in a task (a `weft.accumulate` add on one pipeline
+/// stage), the micro-batch of the share it adds.
+inline std::optional<int64_t> microBatchWorkedOn(mlir::Operation *op) {
+  if (std::optional<int64_t> mb = microBatchOf(op))
+    return mb;
+  if (op->hasAttr(kAccumulateAttr) && op->getNumOperands() == 2)
+    if (mlir::Operation *share = op->getOperand(1).getDefiningOp())
+      return microBatchOf(share);
+  return std::nullopt;
+}
+
 /// weft.attention's `layout` for operands [B, S, H, D], and for q, k and v
 /// one packed [B, S, 3, H, D] tensor (WeftAttentionOps.td); absent, they
 /// are [.., S, D].

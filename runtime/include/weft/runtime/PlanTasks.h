@@ -1,0 +1,86 @@
+//===- PlanTasks.h - a program's task form, expanded ------------*- C++ -*-===//
+//
+// A version-2 program holds its work either explicitly (`instructions`:
+// every micro-batch's instructions unrolled) or in the task form
+// (docs/plan-format.md, "Task bodies"): the work of one micro-batch in one
+// task (forward, backward, ...) written once as a body and instantiated per
+// micro-batch, the way a pipeline schedule is a list of (task, micro-batch)
+// steps (GPipe, 1F1B). Its fields:
+//
+//   micro_batch_slots   {"count": K, "bytes": S} or a list of such slot
+//                       groups: micro-batch m's frame buffers of a group lie
+//                       at offset + (m mod K) * S
+//   frames              [[template, ...], ...]: buffer records without id,
+//                       placed in slot group g by `slots: g` (or group 0 by
+//                       `slotted: true`); a template's view_of is a program
+//                       buffer (< n) or n + j', the frame's template j' < j
+//   micro_batch_frames  [f(0), ..., f(M-1)]: each micro-batch's frame
+//   bodies              [{"phase", "instructions"}]: instructions without
+//                       phase and micro_batch; ids < n are the program's
+//                       buffers, n + j the micro-batch frame's template j;
+//                       collective tags count from the task's first post;
+//                       {"coord"?, "times"?, "plus"?, "per_micro_batch"}
+//                       adds per_micro_batch * m to an expression
+//   tasks               [{"body": b, "micro_batch": m}] in execution order
+//
+// Expansion writes the explicit program the task form stands for; the
+// loader and the views run on it, so every check of the explicit form
+// applies unchanged.
+//
+// MLIR-free: weftc links it (weft_ops).
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_RUNTIME_PLANTASKS_H
+#define WEFT_RUNTIME_PLANTASKS_H
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace weft::rt {
+
+/// Where a buffer or instruction of an expanded program was written, for
+/// messages: `field` relative to the program ("bodies[2].instructions[5]",
+/// "frames[1][0]", "buffers[3]") and `note` the instance (" (tasks[7],
+/// micro-batch 3)", " (micro-batch 3)"; empty for a program buffer).
+struct TaskOrigin {
+  std::string field, note;
+};
+/// One origin per buffer and per instruction of an expanded program.
+struct TaskOrigins {
+  std::vector<TaskOrigin> buffers, instructions;
+};
+
+/// Whether `program` is in the task form (holds any of its fields).
+bool isTaskForm(const nlohmann::json &program);
+
+/// The explicit program `program` stands for: `program` itself when it is
+/// explicit; otherwise its buffers followed by every micro-batch's frame
+/// (in micro-batch order, slotted offsets placed), and every task's body
+/// instructions (in task order, with the task's phase and micro-batch, ids
+/// and collective tags rebased, per_micro_batch evaluated). `path` names the
+/// program in messages ("programs[1]", "rank 3: programs[1]"). Throws Error
+/// ("FILE: PATH.FIELD: message") on a malformed task form, both forms at
+/// once, an id past the frame, a negative tag or an overflow; checks nothing
+/// the explicit form's loader checks. `instructionPaths`, when given,
+/// receives each expanded instruction's source, "PATH.bodies[b].
+/// instructions[j] (tasks[t], micro-batch m)" ("PATH.instructions[i]" for
+/// an explicit program); `origins` both lists' (left empty for an explicit
+/// program).
+nlohmann::json
+expandTasks(const nlohmann::json &program, const std::string &file,
+            const std::string &path,
+            std::vector<std::string> *instructionPaths = nullptr);
+nlohmann::json expandTasks(const nlohmann::json &program,
+                           const std::string &file, const std::string &path,
+                           TaskOrigins *origins);
+
+/// `plan` with every task-form program expanded (`weft-run --explicit`);
+/// anything else unchanged and unchecked.
+nlohmann::json explicitPlan(const nlohmann::json &plan,
+                            const std::string &file);
+
+} // namespace weft::rt
+
+#endif // WEFT_RUNTIME_PLANTASKS_H
