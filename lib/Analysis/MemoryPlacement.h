@@ -12,8 +12,10 @@
 namespace weft::detail {
 
 /// Places `storages` (lifetimes within [0, steps)) greedily by size, best
-/// fit (MemoryPlan.h), offsets from 0; returns max(offset + bytes).
-int64_t placeGreedy(std::vector<Storage> &storages, int steps);
+/// fit (MemoryPlan.h), offsets from 0, around the first `fixed` of them,
+/// which keep the offsets they have; returns max(offset + bytes).
+int64_t placeGreedy(std::vector<Storage> &storages, int steps,
+                    size_t fixed = 0);
 
 /// Places `plan`'s storages by micro-batch slots (MemoryPlan.h) when `func`
 /// runs two or more micro-batches (ops of two or more), setting each storage's microBatch and

@@ -138,9 +138,10 @@ private:
 
 } // namespace
 
-int64_t weft::detail::placeGreedy(std::vector<Storage> &storages, int steps) {
-  std::vector<unsigned> order(storages.size());
-  std::iota(order.begin(), order.end(), 0);
+int64_t weft::detail::placeGreedy(std::vector<Storage> &storages, int steps,
+                                  size_t fixed) {
+  std::vector<unsigned> order(storages.size() - fixed);
+  std::iota(order.begin(), order.end(), fixed);
   // Largest first; ties by start step so the layout is deterministic.
   std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
     if (storages[a].bytes != storages[b].bytes)
@@ -148,6 +149,8 @@ int64_t weft::detail::placeGreedy(std::vector<Storage> &storages, int steps) {
     return storages[a].start < storages[b].start;
   });
   PlacedByLifetime placed(storages, steps);
+  for (size_t index = 0; index < fixed; ++index)
+    placed.insert(index);
   std::vector<std::pair<int64_t, int64_t>> overlapping;
   for (unsigned index : order) {
     Storage &s = storages[index];

@@ -162,13 +162,27 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
       transient[t.instance].push_back(i);
   }
 
-  int64_t scratchBase = aligned(placeGroup(plan.storages, program, 0));
+  // The scratch region first, from 0: every instance's transients from
+  // its base, each instance a block live from its first transient to its
+  // last (what else lives then goes above it).
+  std::vector<Storage> blocks;
   int64_t scratch = 0;
-  for (const std::vector<unsigned> &group : transient)
-    scratch = std::max(scratch, placeGroup(plan.storages, group, scratchBase));
+  for (const std::vector<unsigned> &group : transient) {
+    if (group.empty())
+      continue;
+    Storage block;
+    block.bytes = aligned(placeGroup(plan.storages, group, 0));
+    block.start = INT32_MAX;
+    for (unsigned i : group) {
+      block.start = std::min(block.start, plan.storages[i].start);
+      block.end = std::max(block.end, plan.storages[i].end);
+    }
+    scratch = std::max(scratch, block.bytes);
+    blocks.push_back(block);
+  }
   // Carried storages: the i-th of each micro-batch (by first use) needs as
   // many slots as its instances are live at once; those needing alike
-  // counts form a group with its own slots.
+  // counts form a group with its own slots, above the scratch region.
   const std::vector<Storage> &storages = plan.storages;
   size_t ordinals = 0;
   for (std::vector<unsigned> &group : carried) {
@@ -185,7 +199,7 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
         spans[m] = {storages[group[i]].start, storages[group[i]].end};
     byCount[slotCount(spans)].push_back(i);
   }
-  int64_t base = aligned(scratchBase + scratch);
+  int64_t base = scratch;
   for (auto &[count, members] : byCount) {
     int group = plan.slots.size();
     std::vector<std::vector<unsigned>> slotted(microBatches);
@@ -203,6 +217,17 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
     }
     // The group's spans may need more slots than each member alone.
     MemoryPlan::SlotGroup slots{slotCount(spans), aligned(bytes)};
+    for (int64_t k = 0; k < slots.count; ++k) {
+      Storage slot;
+      slot.bytes = slots.bytes;
+      slot.offset = base + k * slots.bytes;
+      slot.start = INT32_MAX;
+      for (int64_t m = k; m < microBatches; m += slots.count) {
+        slot.start = std::min(slot.start, spans[m].first);
+        slot.end = std::max(slot.end, spans[m].second);
+      }
+      blocks.push_back(slot);
+    }
     for (auto [m, indices] : llvm::enumerate(slotted))
       for (unsigned i : indices) {
         Storage &s = plan.storages[i];
@@ -212,5 +237,19 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
     plan.slots.push_back(slots);
     base += slots.count * slots.bytes;
   }
+  // The program's storages last, around the scratch region and the slots
+  // (each a fixed block live while any of its storages is): what lives
+  // only before or after the micro-batches (the optimizer's) takes their
+  // bytes.
+  std::vector<Storage> all;
+  for (const Storage &block : blocks)
+    if (block.bytes > 0 && block.start <= block.end)
+      all.push_back(block);
+  size_t fixed = all.size();
+  for (unsigned i : program)
+    all.push_back(plan.storages[i]);
+  weft::detail::placeGreedy(all, plan.numSteps, fixed);
+  for (auto [i, s] : llvm::zip_equal(program, llvm::drop_begin(all, fixed)))
+    plan.storages[i].offset = s.offset;
   return true;
 }

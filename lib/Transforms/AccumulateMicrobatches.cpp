@@ -15,25 +15,6 @@ namespace weft {
 using namespace mlir;
 using namespace weft;
 
-/// Whether the bytes of `v` (which nothing reads yet) are its own to
-/// overwrite: they are no argument's or constant's, and every value along
-/// its views and in-place updates is read only by the next one.
-static bool ownsItsBytes(Value v) {
-  while (auto result = dyn_cast<OpResult>(v)) {
-    Operation *def = result.getOwner();
-    if (isa<ConstantOp>(def))
-      return false;
-    std::optional<unsigned> alias =
-        aliasedOperand(def, result.getResultNumber());
-    if (!alias)
-      return true;
-    v = def->getOperand(*alias);
-    if (!v.hasOneUse())
-      return false;
-  }
-  return false; // an argument's
-}
-
 namespace {
 
 struct AccumulateMicrobatchesPass
@@ -160,10 +141,8 @@ struct AccumulateMicrobatchesPass
         // Into the running sum's bytes where nothing else reads them: one
         // sum buffer for every micro-batch, which the plan's
         // task bodies need (their instructions name the same buffers).
-        bool inPlace = totals[i].use_empty() && ownsItsBytes(totals[i]);
         auto add = AddOp::create(b, ret.getLoc(), totals[i], mapped);
-        if (inPlace && add.getType() == totals[i].getType())
-          add->setAttr(kAccumulateAttr, b.getUnitAttr());
+        accumulateInPlaceIfOwned(add);
         totals[i] = add;
       }
     }

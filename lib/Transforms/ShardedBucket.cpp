@@ -320,7 +320,9 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
       sum = previous;
     } else if (previous) {
       build.after(last);
-      sum = build.place(AddOp::create(b, build.loc, sum, previous));
+      auto add = AddOp::create(b, build.loc, sum, previous);
+      accumulateInPlaceIfOwned(add);
+      sum = build.place(add);
     }
     previous = last->getResult(0);
   };
@@ -342,8 +344,11 @@ void weft::shardBucket(func::FuncOp func, ArrayRef<BucketMember> members,
   Operation *first = firstUpdateAfter(updates, last);
   build.before(first);
   Value grad = previous;
-  if (sum)
-    grad = build.place(AddOp::create(b, build.loc, sum, previous));
+  if (sum) {
+    auto add = AddOp::create(b, build.loc, sum, previous);
+    accumulateInPlaceIfOwned(add);
+    grad = build.place(add);
+  }
   double scale = (data.seeded ? 1.0 : 1.0 / data.replicas) *
                  (perMicroBatch && members.front().scaledAfterSum
                       ? 1.0 / double(microBatches)

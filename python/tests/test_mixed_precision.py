@@ -23,6 +23,7 @@ from onnx import numpy_helper
 
 from conftest import plan_view, run, tool
 from weft import oracle
+from weft import plan as weft_plan
 from weft.examples import encoder_lm, gpt
 from weft.examples.common import export
 
@@ -229,7 +230,7 @@ def _f16_plan(tmp_path, path, fill=None, growth_interval=None, flags=()):
         for state in program["optimizer_state"]:
             if fill and state["name"] == "loss_scaler":
                 state["fill"] = fill
-        for inst in program["instructions"]:
+        for inst in weft_plan.instructions(program):
             if growth_interval and inst.get("kernel") == "update_loss_scale":
                 inst["attrs"]["growth_interval"] = growth_interval
     plan.write_text(json.dumps(doc))

@@ -261,10 +261,13 @@ def test_plan_refuses_a_changed_model(weftc, tmp_path):
 
 @pytest.fixture(scope="module")
 def pipelined_plan(weftc, models_dir, tmp_path_factory):
-    """The gpt example on 2 stages (1F1B, 4 micro-batches), as JSON."""
+    """The gpt example on 2 stages (1F1B, 4 micro-batches), as JSON, every
+    instruction written out (--explicit-plan: the edits below move single
+    transfers; test_task_bodies mutates task bodies and orders)."""
     path = tmp_path_factory.mktemp("order") / "plan.json"
     assert run([weftc, str(models_dir / "gpt.onnx"), "-o", str(path),
-                "--pipeline-parallel=2", "--microbatches=4"]).returncode == 0
+                "--pipeline-parallel=2", "--microbatches=4",
+                "--explicit-plan"]).returncode == 0
     return json.loads(path.read_text())
 
 

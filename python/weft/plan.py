@@ -43,5 +43,15 @@ def load(plan_path) -> dict:
     return json.loads(pathlib.Path(plan_path).read_text())
 
 
+def instructions(program: dict) -> list:
+    """The instructions `program` writes, to edit in place: its explicit
+    list, or in the task form every body's (docs/plan-format.md, "Task
+    bodies"), each written once for all the micro-batches running it."""
+    if "instructions" in program:
+        return program["instructions"]
+    return [inst for body in program["bodies"]
+            for inst in body["instructions"]]
+
+
 def save(plan: dict, plan_path) -> None:
     pathlib.Path(plan_path).write_text(json.dumps(plan))

@@ -23,12 +23,15 @@
 // micro-batch. A micro-batch's storage (every op reading or writing it
 // works on that micro-batch) is *transient* when one task instance holds
 // all those ops, else *carried* (an activation kept for the backward, a
-// transfer's buffer waited for later). Three regions, each placed greedily:
-//   [program storages | transient scratch | K slots of carried storages]
-// the program's (arguments, constants, accumulators across micro-batches,
-// the optimizer's) over the whole step; each instance's transients from the
-// scratch base (instances never run together); each micro-batch's carried
-// storages in slot m mod K of their group, K the fewest slots for which
+// transfer's buffer waited for later). Placed greedily, in this order:
+//   [transient scratch | K slots of carried storages per group] + program
+// each instance's transients from 0 (instances never run together); each
+// micro-batch's carried storages in slot m mod K of their group, above;
+// then the program's (arguments, constants, accumulators across
+// micro-batches, the optimizer's) over the whole step, around those as
+// fixed blocks (an instance's block live while its transients are, a
+// slot's while its micro-batches' storages are): what lives only after the
+// micro-batches takes their bytes. K is the fewest slots for which
 // micro-batches sharing a slot are never live together (the schedule's
 // micro-batches in flight: p - s for stage s of 1F1B, M for GPipe). Carried
 // storages are grouped by the slots they need, matched across micro-batches

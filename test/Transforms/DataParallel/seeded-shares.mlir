@@ -34,7 +34,7 @@
 // TWO:       %[[R1:.*]] = shard.reduce_scatter {{.*}}weft.micro_batch = 1
 // TWO:       %[[R2:.*]] = shard.reduce_scatter {{.*}}weft.micro_batch = 2
 // TWO-NEXT:  %[[S01:.*]] = weft.add %[[R0]], %[[R1]]
-// TWO:       %[[ALL:.*]] = weft.add %[[S01]], %[[R2]] {weft.phase = "optimizer"}
+// TWO:       %[[ALL:.*]] = weft.add %[[S01]], %[[R2]] {weft.accumulate, weft.phase = "optimizer"}
 // TWO-NOT:   weft.mul
 // TWO:       weft.split %[[ALL]]
 // TWO:       weft.adamw {{.*}}weft.zero_stage = 2

@@ -14,8 +14,8 @@
 // TWO-NOT: weft.add %{{.*}} : (tensor<3x3xf32>, tensor<3x3xf32>)
 // TWO: %[[R1:.*]] = shard.reduce_scatter %{{.*}} {weft.bucket = 0 : i64, weft.micro_batch = 1 : i64, weft.phase = "backward"} : tensor<2x8xf32> -> tensor<1x8xf32>
 // TWO: %[[R2:.*]] = shard.reduce_scatter %{{.*}} {weft.bucket = 0 : i64, weft.micro_batch = 2 : i64, weft.phase = "backward"} : tensor<2x8xf32> -> tensor<1x8xf32>
-// TWO-NEXT: %[[S01:.*]] = weft.add %[[R0]], %[[R1]] {weft.micro_batch = 2 : i64, weft.phase = "backward"}
-// TWO: %[[ALL:.*]] = weft.add %[[S01]], %[[R2]] {weft.phase = "optimizer"}
+// TWO-NEXT: %[[S01:.*]] = weft.add %[[R0]], %[[R1]] {weft.accumulate, weft.micro_batch = 2 : i64, weft.phase = "backward"}
+// TWO: %[[ALL:.*]] = weft.add %[[S01]], %[[R2]] {weft.accumulate, weft.phase = "optimizer"}
 // TWO-NEXT: %[[INV:.*]] = weft.constant dense<0.16666
 // TWO-NEXT: weft.mul %[[ALL]], %[[INV]] {weft.phase = "optimizer"}
 // TWO: shard.all_slice

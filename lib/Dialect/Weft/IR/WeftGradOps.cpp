@@ -236,3 +236,24 @@ std::optional<unsigned> weft::inPlaceOperand(Operation *op, unsigned result) {
     return std::nullopt;
   return unsigned(pair->input);
 }
+
+void weft::accumulateInPlaceIfOwned(AddOp add) {
+  Value v = add.getLhs();
+  if (!v.hasOneUse() || v.getType() != add.getType())
+    return;
+  while (auto result = dyn_cast<OpResult>(v)) {
+    Operation *def = result.getOwner();
+    if (isa<ConstantOp>(def))
+      return;
+    std::optional<unsigned> alias =
+        aliasedOperand(def, result.getResultNumber());
+    if (!alias) {
+      add->setAttr(kAccumulateAttr, UnitAttr::get(add.getContext()));
+      return;
+    }
+    v = def->getOperand(*alias);
+    if (!v.hasOneUse())
+      return;
+  }
+  // An argument's bytes: never overwritten.
+}

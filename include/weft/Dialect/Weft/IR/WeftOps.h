@@ -27,6 +27,14 @@ namespace weft {
 /// whose bytes result `result` reuses; std::nullopt for every other op.
 std::optional<unsigned> inPlaceOperand(mlir::Operation *op, unsigned result);
 
+/// Marks `add`, a running sum plus a share (of the micro-batches, or of
+/// the ZeRO pieces they reduce-scatter), to add in place into the running
+/// sum's bytes (kAccumulateAttr) where they are its own to overwrite:
+/// `add` is the sum's only reader, the sum is of the result's type, and its
+/// bytes are no argument's or constant's, every value along its views and
+/// in-place updates read only by the next one.
+void accumulateInPlaceIfOwned(AddOp add);
+
 /// An optimizer update's (weft.adamw, weft.sgd) state operands and the
 /// results that update them: the moments or the momentum buffer, then the
 /// mixed-precision master copy. Not the parameter, its gradient or the loss
