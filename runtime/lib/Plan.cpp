@@ -4,6 +4,7 @@
 
 #include "weft/runtime/Files.h"
 #include "weft/runtime/PlanView.h"
+#include "weft/runtime/Sha256.h"
 
 #include "PlanField.h"
 
@@ -282,6 +283,46 @@ parseResolved(const Field &in, const MeshShape &mesh, int64_t r,
                           knownKernel);
 }
 
+/// `text` (base64) decoded; fails naming `f`.
+std::string decodeBase64At(const Field &f) {
+  try {
+    return decodeBase64(f.string());
+  } catch (const Error &e) {
+    f.fail(e.what());
+  }
+}
+
+/// The plan's `constant_data`: constants' bytes by their SHA-256, each
+/// decoded and checked against its name once for all the programs.
+class SharedConstants {
+public:
+  explicit SharedConstants(const Field &root)
+      : table(root.has("constant_data") ? &root.value["constant_data"]
+                                        : nullptr),
+        root(root) {}
+
+  /// The bytes `key` (a data_sha256 field) names.
+  const std::string &bytes(const Field &key) {
+    std::string hash = key.string();
+    auto it = decoded.find(hash);
+    if (it != decoded.end())
+      return it->second;
+    if (!table || !table->is_object() || !table->contains(hash))
+      key.fail("no constant_data entry '" + hash + "'");
+    Field data = root.at("constant_data").at(hash);
+    std::string bytes = decodeBase64At(data);
+    std::string actual = sha256Bytes(bytes);
+    if (actual != hash)
+      data.fail("its bytes' SHA-256 is " + actual + ", not its name");
+    return decoded.emplace(hash, std::move(bytes)).first->second;
+  }
+
+private:
+  const json *table;
+  const Field &root;
+  std::map<std::string, std::string> decoded;
+};
+
 /// Rank `r`'s copy of program `f` (explicit; `origins` says where a
 /// task-form program's buffers and instructions were written), whose
 /// coordinate expressions it evaluates where they stand (its named lists'
@@ -290,7 +331,7 @@ parseResolved(const Field &in, const MeshShape &mesh, int64_t r,
 RankPlan parseRank(const Field &f, const MeshShape &mesh, int64_t r,
                    const std::function<bool(const std::string &)> &knownKernel,
                    std::shared_ptr<const TaskOrigins> origins,
-                   std::vector<size_t> &sites) {
+                   SharedConstants &shared, std::vector<size_t> &sites) {
   RankPlan rank;
   placeRank(rank, mesh, r, f.path);
   rank.origins = std::move(origins);
@@ -347,15 +388,17 @@ RankPlan parseRank(const Field &f, const MeshShape &mesh, int64_t r,
     d.buffer = c.at("buffer").nonNegative();
     if (d.buffer >= count)
       c.at("buffer").fail("buffer does not exist");
-    try {
-      d.bytes = decodeBase64(c.at("data").string());
-    } catch (const Error &e) {
-      c.at("data").fail(e.what());
-    }
+    bool byHash = c.has("data_sha256");
+    if (byHash && c.has("data"))
+      c.fail("holds data and data_sha256: a constant's bytes are inline or "
+             "in constant_data, not both");
+    d.bytes = byHash ? shared.bytes(c.at("data_sha256"))
+                     : decodeBase64At(c.at("data"));
     if (static_cast<int64_t>(d.bytes.size()) != rank.buffers[d.buffer].bytes)
-      c.at("data").fail("holds " + std::to_string(d.bytes.size()) +
-                        " bytes, buffer " + std::to_string(d.buffer) + " has " +
-                        std::to_string(rank.buffers[d.buffer].bytes));
+      c.at(byHash ? "data_sha256" : "data")
+          .fail("holds " + std::to_string(d.bytes.size()) + " bytes, buffer " +
+                std::to_string(d.buffer) + " has " +
+                std::to_string(rank.buffers[d.buffer].bytes));
     rank.constants.push_back(std::move(d));
   }
 
@@ -477,6 +520,7 @@ Plan parsePlan(const std::string &text, const std::string &path,
     root["programs"][k] = std::move(expanded); // the same node: keys stay
     origins[&program] = std::move(where);
   }
+  SharedConstants shared(f);
   std::vector<Field> ranks;
   ranks.reserve(rankCount);
   std::map<const json *, int64_t> firstRank;         // program -> its rank
@@ -491,9 +535,10 @@ Plan parsePlan(const std::string &text, const std::string &path,
     if (first == firstRank.end()) {
       firstRank.emplace(&program, r);
       auto where = origins.find(&program);
-      plan.ranks.push_back(parseRank(
-          field, mesh, r, knownKernel,
-          where == origins.end() ? nullptr : where->second, sites[&program]));
+      plan.ranks.push_back(
+          parseRank(field, mesh, r, knownKernel,
+                    where == origins.end() ? nullptr : where->second, shared,
+                    sites[&program]));
       continue;
     }
     RankPlan rank = plan.ranks[first->second];

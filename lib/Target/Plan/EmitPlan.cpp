@@ -3,6 +3,7 @@
 #include "weft/Target/Plan/EmitPlan.h"
 
 #include "CheckInstruction.h"
+#include "ConstantData.h"
 #include "TaskBodies.h"
 
 #include "weft/Analysis/MemoryPlan.h"
@@ -15,7 +16,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Threading.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/Base64.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SHA256.h"
 
@@ -54,29 +54,6 @@ const char *kindName(weft::BufferKind kind) {
     return "activation";
   }
   llvm_unreachable("unknown buffer kind");
-}
-
-/// Raw little-endian bytes of a constant, base64-encoded.
-std::string constantBytes(DenseElementsAttr value) {
-  auto type = cast<ShapedType>(value.getType());
-  int64_t width = (type.getElementTypeBitWidth() + 7) / 8;
-  std::string bytes;
-  bytes.reserve(type.getNumElements() * width);
-  auto append = [&](const llvm::APInt &bits) {
-    for (int64_t b = 0; b < width; ++b)
-      bytes.push_back(static_cast<char>(bits.extractBitsAsZExtValue(8, 8 * b)));
-  };
-  if (isa<FloatType>(type.getElementType())) {
-    for (const llvm::APFloat &f : value.getValues<llvm::APFloat>())
-      append(f.bitcastToAPInt());
-  } else if (type.getElementTypeBitWidth() == 1) {
-    for (bool b : value.getValues<bool>())
-      bytes.push_back(b ? 1 : 0);
-  } else {
-    for (const llvm::APInt &i : value.getValues<llvm::APInt>())
-      append(i);
-  }
-  return llvm::encodeBase64(bytes);
 }
 
 /// The ONNX node a location names (see the importer), for traces and errors.
@@ -137,6 +114,8 @@ struct ProgramSection {
   int64_t microBatches = 1;
   std::string text; ///< the program printed, once `program` is dropped
   std::vector<BufferHome> homes; ///< by buffer id
+  /// Its constants written once per plan: base64 by SHA-256 (hex).
+  std::map<std::string, std::string> sharedConstants;
 };
 
 /// The coordinate expression times * coord(axis) + plus (PlanView.h): what
@@ -330,8 +309,8 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
       auto value = dyn_cast<DenseElementsAttr>(constant.getValue());
       if (!value)
         return op.emitError("plan emission needs dense constants");
-      constants.push_back({{"buffer", bufferId[constant.getResult()]},
-                           {"data", constantBytes(value)}});
+      constants.push_back(constantEntry(bufferId[constant.getResult()], value,
+                                        section.sharedConstants));
       continue;
     }
     if (isView(&op))
@@ -600,9 +579,12 @@ FailureOr<weft::PlanParts> weft::emitPlanParts(ModuleOp module,
     sections[stage] = std::move(*section);
   });
   PlanParts parts;
+  json constantData = json::object();
   for (std::optional<ProgramSection> &section : sections) {
     if (!section)
       return failure();
+    for (auto &[key, data] : section->sharedConstants)
+      constantData[key] = std::move(data);
     microBatches = std::max(microBatches, section->microBatches);
     // Every rank reads the inputs it uses; list each input once.
     for (const json &in : section->inputs)
@@ -647,6 +629,7 @@ FailureOr<weft::PlanParts> weft::emitPlanParts(ModuleOp module,
            {"global_batch", batch},
            {"inputs", inputs},
            {"outputs", outputs},
+           {"constant_data", std::move(constantData)},
            {"programs", json::array()},
            {"rank_programs", rankPrograms}};
   return parts;

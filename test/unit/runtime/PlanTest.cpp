@@ -169,6 +169,40 @@ TEST(PlanLoader, NamesTheFieldOfEveryRejection) {
             std::string::npos);
 }
 
+TEST(PlanLoader, ReadsConstantsWrittenOncePerPlan) {
+  // constant_data holds a constant's bytes (base64) under their SHA-256; a
+  // program's constant names them by it (weftc: from 1 KiB, so the stages
+  // of a pipeline share one causal mask).
+  const std::string key =
+      "9ac2197d9258257b1ae8463e4214e4cd0a578bc1517f2415928b91be4283fc48";
+  json plan = validPlan();
+  plan["constant_data"] = {{key, "QUJDREVGR0g="}}; // "ABCDEFGH"
+  plan["programs"][0]["constants"] = {{{"buffer", 0}, {"data_sha256", key}}};
+  Plan loaded = parsePlan(plan.dump(), "p.json", known);
+  ASSERT_EQ(loaded.ranks[0].constants.size(), 1u);
+  EXPECT_EQ(loaded.ranks[0].constants[0].bytes, "ABCDEFGH");
+
+  json missing = plan;
+  missing["constant_data"] = json::object();
+  EXPECT_NE(errorOf(missing).find("programs[0].constants[0].data_sha256: no "
+                                  "constant_data entry '" +
+                                  key + "'"),
+            std::string::npos)
+      << errorOf(missing);
+  json altered = plan;
+  altered["constant_data"][key] = "QUJDREVGR1g="; // "ABCDEFGX"
+  EXPECT_NE(errorOf(altered).find("constant_data." + key +
+                                  ": its bytes' SHA-256 is "),
+            std::string::npos)
+      << errorOf(altered);
+  json both = plan;
+  both["programs"][0]["constants"][0]["data"] = "QUJDREVGR0g=";
+  EXPECT_NE(errorOf(both).find("programs[0].constants[0]: holds data and "
+                               "data_sha256"),
+            std::string::npos)
+      << errorOf(both);
+}
+
 TEST(PlanLoader, RejectsTextThatIsNotJSON) {
   EXPECT_THROW(parsePlan("{", "p.json", known), Error);
 }
