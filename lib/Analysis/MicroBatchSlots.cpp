@@ -1,11 +1,12 @@
 //===- MicroBatchSlots.cpp - a memory plan that repeats per micro-batch ---===//
 //
-// Placement by micro-batch slots (MemoryPlan.h): program storages, then
-// one scratch region every task instance's transients share, then K slots
-// each holding one micro-batch's carried storages. Each region is placed by
-// the greedy planner on its own storages, with lifetimes relative to the
-// instance or micro-batch, so alike micro-batches get alike offsets and a
-// plan can write their work once (docs/plan-format.md, "Task bodies").
+// Placement by micro-batch slots (MemoryPlan.h): one scratch region every
+// task instance's transients share, then slot groups each rotating one kind
+// of the micro-batches' carried storages over K slots, then the program's
+// storages around those blocks. The instances and micro-batches are placed
+// by the greedy planner on their own storages, with lifetimes relative to
+// their first step, so alike micro-batches get alike offsets and a plan
+// can write their work once (docs/plan-format.md, "Task bodies").
 //
 //===----------------------------------------------------------------------===//
 
