@@ -120,11 +120,12 @@ inline Field originField(const Field &program, const RankPlan &rank,
                          const char *list, size_t i) {
   if (!rank.origins)
     return program.at(list).at(i);
-  const TaskOrigin &origin = std::string_view(list) == "buffers"
-                                 ? rank.origins->buffers[i]
-                                 : rank.origins->instructions[i];
-  return Field(program.value.at(list)[i], program.path + "." + origin.field,
-               program.file, origin.note);
+  bool buffer = std::string_view(list) == "buffers";
+  const TaskOrigins &o = *rank.origins;
+  return Field(program.value.at(list)[i],
+               program.path + "." +
+                   (buffer ? o.bufferField(i) : o.instructionField(i)),
+               program.file, buffer ? o.bufferNote(i) : o.instructionNote(i));
 }
 
 /// The transfers of every rank pair up: each isend has its peer's irecv

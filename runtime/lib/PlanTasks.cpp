@@ -30,10 +30,6 @@ bool isTaskField(const std::string &key) {
   return false;
 }
 
-std::string join(const std::string &path, const std::string &field) {
-  return path.empty() ? field : path + "." + field;
-}
-
 /// Evaluates the micro-batch part of the expressions under `value` (in
 /// place) at micro-batch `m`: {"coord"?, "times"?, "plus"?,
 /// "per_micro_batch"} becomes the coordinate expression or integer it is at
@@ -181,23 +177,47 @@ void checkFrames(const Field &frames, int64_t n, size_t groups) {
   }
 }
 
-/// Ids of a body instruction's `key` list at micro-batch `m`: program
-/// buffers stay, frame template j becomes the micro-batch's copy of it.
-void remapIds(json &inst, const char *key, const Field &source, int64_t n,
-              int64_t m, int64_t first, int64_t frameSize) {
-  Field list = source.at(key);
+/// Ids of a body instruction's `key` list at micro-batch `m` (in `inst`, a
+/// copy of `body`'s instruction `j`): program buffers stay, frame template
+/// j' becomes the micro-batch's copy of it. Reads the JSON directly; only a
+/// list it cannot take is read again as a field, for the message (every
+/// task instance's instructions pass here: millions at GPT-3 scale).
+void remapIds(json &inst, const char *key, const Field &body, size_t j,
+              int64_t n, int64_t m, int64_t first, int64_t frameSize) {
+  auto it = inst.find(key);
+  if (it != inst.end() && it->is_array()) {
+    bool valid = true;
+    for (const json &id : *it)
+      valid &= id.is_number_integer() && id.get<int64_t>() >= 0 &&
+               id.get<int64_t>() - n < frameSize;
+    if (valid) {
+      for (json &id : *it)
+        if (int64_t v = id.get<int64_t>(); v >= n)
+          id = first + (v - n);
+      return;
+    }
+  }
+  Field list = body.at(j).at(key);
   for (size_t i = 0; i < list.size(); ++i) {
     int64_t id = list.at(i).nonNegative();
-    if (id < n)
-      continue;
     if (id - n >= frameSize)
       list.at(i).fail("buffer " + std::to_string(id) + " does not exist (" +
                       std::to_string(n) + " program buffers + " +
                       std::to_string(frameSize) +
                       " frame buffers for micro-batch " + std::to_string(m) +
                       ")");
-    inst[key][i] = first + (id - n);
   }
+}
+
+/// Whether `value` holds a micro-batch expression anywhere.
+bool hasMicroBatchExpression(const json &value) {
+  if (value.is_object() && value.contains("per_micro_batch"))
+    return true;
+  if (value.is_array() || value.is_object())
+    for (const json &item : value)
+      if (hasMicroBatchExpression(item))
+        return true;
+  return false;
 }
 
 } // namespace
@@ -252,7 +272,7 @@ json expandTasks(const json &program, const std::string &file,
       out[key] = item;
   TaskOrigins where;
   for (int64_t i = 0; i < n; ++i)
-    where.buffers.push_back({"buffers[" + std::to_string(i) + "]", ""});
+    where.buffers.push_back({-1, i, -1, -1});
   json &expanded = out["buffers"];
   for (int64_t m = 0; m < microBatches; ++m) {
     Field templates = frames.at(frame[m]);
@@ -269,9 +289,7 @@ json expandTasks(const json &program, const std::string &file,
       if (b.contains("view_of") && b["view_of"].get<int64_t>() >= n)
         b["view_of"] = first[m] + (b["view_of"].get<int64_t>() - n);
       expanded.push_back(std::move(b));
-      where.buffers.push_back({"frames[" + std::to_string(frame[m]) + "][" +
-                                   std::to_string(j) + "]",
-                               " (micro-batch " + std::to_string(m) + ")"});
+      where.buffers.push_back({frame[m], int64_t(j), -1, m});
     }
   }
 
@@ -279,6 +297,7 @@ json expandTasks(const json &program, const std::string &file,
   // from the posts before it).
   Field bodies = p.at("bodies");
   std::vector<int64_t> posts(bodies.size(), 0);
+  std::vector<std::vector<bool>> expressions(bodies.size()); // per instruction
   for (size_t b = 0; b < bodies.size(); ++b) {
     Field body = bodies.at(b);
     body.at("phase").string();
@@ -292,6 +311,7 @@ json expandTasks(const json &program, const std::string &file,
           inst.at(key).fail("a body instruction takes its phase from its "
                             "body and its micro-batch from its task");
       posts[b] += isPost(inst.value);
+      expressions[b].push_back(hasMicroBatchExpression(inst.value));
     }
   }
   Field tasks = p.at("tasks");
@@ -310,29 +330,30 @@ json expandTasks(const json &program, const std::string &file,
                 std::to_string(microBatches) +
                 " micro-batches in micro_batch_frames)");
     std::string instance = "tasks[" + std::to_string(t) + "]";
-    std::string note =
-        " (" + instance + ", micro-batch " + std::to_string(m) + ")";
     Field body = bodies.at(b);
     Field list = body.at("instructions");
     int64_t frameSize = (m + 1 < microBatches ? first[m + 1] : next) - first[m];
     for (size_t j = 0; j < list.size(); ++j) {
-      Field source = list.at(j);
-      json inst = source.value;
+      // The field is made (its path is text) only where a message may
+      // need it: remapping and most instructions take none.
+      json inst = list.value[j];
       inst["phase"] = body.value["phase"];
       inst["micro_batch"] = m;
       for (const char *key : {"inputs", "outputs"})
-        remapIds(inst, key, source, n, m, first[m], frameSize);
-      for (const char *key : {"peer", "tag", "attrs"})
-        if (inst.contains(key))
-          evaluate(inst[key], m, file, source.path + "." + key);
-      if (isPost(inst) ||
-          (inst.contains("op") && inst["op"] == "wait_collective"))
-        rebaseTag(inst, base, source, instance);
+        remapIds(inst, key, list, j, n, m, first[m], frameSize);
+      bool rebase =
+          isPost(inst) || (inst.contains("op") && inst["op"].is_string() &&
+                           isCollectiveWait(inst["op"].get<std::string>()));
+      if (expressions[b][j] || rebase) {
+        Field source = list.at(j);
+        for (const char *key : {"peer", "tag", "attrs"})
+          if (expressions[b][j] && inst.contains(key))
+            evaluate(inst[key], m, file, source.path + "." + key);
+        if (rebase)
+          rebaseTag(inst, base, source, instance);
+      }
       instructions.push_back(std::move(inst));
-      where.instructions.push_back({"bodies[" + std::to_string(b) +
-                                        "].instructions[" + std::to_string(j) +
-                                        "]",
-                                    note});
+      where.instructions.push_back({b, int64_t(j), int64_t(t), m});
     }
     base += posts[b];
   }
@@ -342,22 +363,29 @@ json expandTasks(const json &program, const std::string &file,
   return out;
 }
 
-json expandTasks(const json &program, const std::string &file,
-                 const std::string &path,
-                 std::vector<std::string> *instructionPaths) {
-  TaskOrigins origins;
-  json out = expandTasks(program, file, path, &origins);
-  if (!instructionPaths)
-    return out;
-  instructionPaths->clear();
-  if (!isTaskForm(program) && out.contains("instructions") &&
-      out["instructions"].is_array())
-    for (size_t i = 0; i < out["instructions"].size(); ++i)
-      instructionPaths->push_back(
-          join(path, "instructions[" + std::to_string(i) + "]"));
-  for (const TaskOrigin &origin : origins.instructions)
-    instructionPaths->push_back(join(path, origin.field) + origin.note);
-  return out;
+std::string TaskOrigins::bufferField(size_t i) const {
+  const TaskOrigin &o = buffers[i];
+  std::string index = "[" + std::to_string(o.index) + "]";
+  return o.from < 0 ? "buffers" + index
+                    : "frames[" + std::to_string(o.from) + "]" + index;
+}
+
+std::string TaskOrigins::bufferNote(size_t i) const {
+  const TaskOrigin &o = buffers[i];
+  return o.from < 0 ? ""
+                    : " (micro-batch " + std::to_string(o.microBatch) + ")";
+}
+
+std::string TaskOrigins::instructionField(size_t i) const {
+  const TaskOrigin &o = instructions[i];
+  return "bodies[" + std::to_string(o.from) + "].instructions[" +
+         std::to_string(o.index) + "]";
+}
+
+std::string TaskOrigins::instructionNote(size_t i) const {
+  const TaskOrigin &o = instructions[i];
+  return " (tasks[" + std::to_string(o.task) + "], micro-batch " +
+         std::to_string(o.microBatch) + ")";
 }
 
 json explicitPlan(const json &plan, const std::string &file) {
@@ -369,8 +397,7 @@ json explicitPlan(const json &plan, const std::string &file) {
   for (size_t k = 0; k < programs.size(); ++k)
     if (isTaskForm(programs[k]))
       programs[k] =
-          expandTasks(programs[k], file, "programs[" + std::to_string(k) + "]",
-                      static_cast<TaskOrigins *>(nullptr));
+          expandTasks(programs[k], file, "programs[" + std::to_string(k) + "]");
   return out;
 }
 

@@ -22,10 +22,6 @@ using namespace weft;
 
 namespace {
 
-bool postsCollective(const std::string &op) {
-  return op == "all_reduce" || op == "all_gather" || op == "reduce_scatter";
-}
-
 /// An integer of an instruction that may differ between the instances of a
 /// body: a plain integer (of attrs, peer, tag) or an expression's `plus`
 /// (both may grow with the micro-batch), or an expression's `times` (which
@@ -266,9 +262,9 @@ bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
           id = mapped;
         }
       const std::string &op = inst["op"].get_ref<const std::string &>();
-      if (postsCollective(op) || op == "wait_collective")
+      if (rt::isCollective(op) || rt::isCollectiveWait(op))
         inst["tag"] = inst["tag"].get<int64_t>() - base;
-      collectives += postsCollective(op);
+      collectives += rt::isCollective(op);
       body.push_back(std::move(inst));
     }
     Instance instance{m, {}};

@@ -10,6 +10,9 @@
 
 using namespace weft::rt;
 using json = nlohmann::json;
+using test::errorOf;
+using test::expectRejections;
+using test::Rejection;
 
 namespace {
 /// Two tensor-parallel ranks: y = all_reduce(x) over "tensor", and a
@@ -44,30 +47,6 @@ json tensorParallelPlan() {
   second["params"][0]["shard"]["index"] = 1;
   test::setRanks(plan, {rank, second});
   return plan;
-}
-
-std::string errorOf(const json &plan) {
-  try {
-    parsePlan(plan.dump(), "p.json", [](const std::string &) { return true; });
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
-}
-
-/// An edit of a valid plan and the message the loader must reject it with.
-struct Rejection {
-  std::function<void(json &)> edit;
-  std::string message;
-};
-void expectRejections(json (*valid)(), const std::vector<Rejection> &cases) {
-  for (const Rejection &c : cases) {
-    json plan = valid();
-    c.edit(plan);
-    std::string message = errorOf(plan);
-    EXPECT_NE(message.find(c.message), std::string::npos)
-        << "expected '" << c.message << "', got '" << message << "'";
-  }
 }
 
 /// A compute instruction y = relu(x) on buffers of one shape.

@@ -4,12 +4,17 @@
 #include "weft/runtime/Plan.h"
 #include "weft/runtime/PlanView.h"
 
+#include "PlanJson.h"
+
 #include <gtest/gtest.h>
 
 #include <climits>
 
 using namespace weft::rt;
 using json = nlohmann::json;
+using test::errorOf;
+using test::expectRejections;
+using test::Rejection;
 
 namespace {
 
@@ -34,18 +39,26 @@ json planOf(const json &program, const json &mesh = json::parse(
   return plan;
 }
 
-/// Two micro-batches, a forward body (a = relu(x); s = softmax(a viewed
-/// [1, 2]) along an axis that moves with the micro-batch) and a backward
-/// one (y = relu(a)); a and its view in slots of 64 bytes, s unslotted.
-json taskProgram() {
-  return json::parse(R"({
-    "arena_bytes": 320,
+/// A program over x (buffer 0, the input) and y (buffer 1, the output)
+/// of `arenaBytes`, with the task-form fields `fields` (JSON).
+json taskForm(int64_t arenaBytes, const char *fields) {
+  json program = json::parse(R"({
     "buffers": [
       {"id": 0, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 0, "kind": "input"},
       {"id": 1, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 64, "kind": "activation"}],
     "params": [], "state": [], "optimizer_state": [],
     "inputs": [{"name": "x", "buffer": 0}], "outputs": [{"name": "y", "buffer": 1}],
-    "constants": [],
+    "constants": []})");
+  program["arena_bytes"] = arenaBytes;
+  program.update(json::parse(fields));
+  return program;
+}
+
+/// Two micro-batches, a forward body (a = relu(x); s = softmax(a viewed
+/// [1, 2]) along an axis that moves with the micro-batch) and a backward
+/// one (y = relu(a)); a and its view in slots of 64 bytes, s unslotted.
+json taskProgram() {
+  return taskForm(320, R"({
     "micro_batch_slots": [{"count": 2, "bytes": 64}],
     "frames": [[
       {"dtype": "f32", "shape": [2], "bytes": 8, "offset": 128, "kind": "activation", "slots": 0},
@@ -100,14 +113,7 @@ json explicitProgram() {
 /// previous task's post), y = relu(b) and a softmax along the rank's
 /// tensor coordinate in the next.
 json collectiveProgram() {
-  return json::parse(R"({
-    "arena_bytes": 384,
-    "buffers": [
-      {"id": 0, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 0, "kind": "input"},
-      {"id": 1, "dtype": "f32", "shape": [2], "bytes": 8, "offset": 64, "kind": "activation"}],
-    "params": [], "state": [], "optimizer_state": [],
-    "inputs": [{"name": "x", "buffer": 0}], "outputs": [{"name": "y", "buffer": 1}],
-    "constants": [],
+  return taskForm(384, R"({
     "micro_batch_slots": [{"count": 1, "bytes": 0}],
     "frames": [[
       {"dtype": "f32", "shape": [2], "bytes": 8, "offset": 128, "kind": "activation"},
@@ -139,31 +145,6 @@ Plan load(const json &plan) {
   return parsePlan(plan.dump(), "p.json", anyKernel);
 }
 
-/// The Error message of loading `plan`, or "" when it loads.
-std::string errorOf(const json &plan) {
-  try {
-    load(plan);
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
-}
-
-/// An edit of a valid plan and the message the loader must reject it with.
-struct Rejection {
-  std::function<void(json &)> edit;
-  std::string message;
-};
-void expectRejections(json (*valid)(), const std::vector<Rejection> &cases) {
-  for (const Rejection &c : cases) {
-    json plan = valid();
-    c.edit(plan);
-    std::string message = errorOf(plan);
-    EXPECT_NE(message.find(c.message), std::string::npos)
-        << "expected '" << c.message << "', got '" << message << "'";
-  }
-}
-
 json taskPlan() { return planOf(taskProgram()); }
 
 } // namespace
@@ -174,16 +155,21 @@ TEST(PlanTasks, ExpandsToTheExplicitProgram) {
   // An explicit program is its own expansion.
   EXPECT_EQ(expandTasks(explicitProgram(), "p.json", "programs[0]"),
             explicitProgram());
-  std::vector<std::string> paths;
-  expandTasks(taskProgram(), "p.json", "programs[0]", &paths);
-  ASSERT_EQ(paths.size(), 6u);
-  EXPECT_EQ(paths[3],
-            "programs[0].bodies[0].instructions[1] (tasks[1], micro-batch 1)");
-  EXPECT_EQ(paths[4],
-            "programs[0].bodies[1].instructions[0] (tasks[2], micro-batch 0)");
-  expandTasks(explicitProgram(), "p.json", "programs[0]", &paths);
-  ASSERT_EQ(paths.size(), 6u);
-  EXPECT_EQ(paths[5], "programs[0].instructions[5]");
+  // Where each instruction and buffer was written.
+  TaskOrigins origins;
+  expandTasks(taskProgram(), "p.json", "programs[0]", &origins);
+  ASSERT_EQ(origins.instructions.size(), 6u);
+  EXPECT_EQ(origins.instructionField(3) + origins.instructionNote(3),
+            "bodies[0].instructions[1] (tasks[1], micro-batch 1)");
+  EXPECT_EQ(origins.instructionField(4) + origins.instructionNote(4),
+            "bodies[1].instructions[0] (tasks[2], micro-batch 0)");
+  EXPECT_EQ(origins.bufferField(1) + origins.bufferNote(1), "buffers[1]");
+  EXPECT_EQ(origins.bufferField(5) + origins.bufferNote(5),
+            "frames[0][0] (micro-batch 1)");
+  // An explicit program has no origins: its fields are its own.
+  expandTasks(explicitProgram(), "p.json", "programs[0]", &origins);
+  EXPECT_TRUE(origins.instructions.empty());
+  EXPECT_TRUE(origins.buffers.empty());
 }
 
 TEST(PlanTasks, LoadsAsTheExplicitPlan) {

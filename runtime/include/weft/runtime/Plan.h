@@ -107,20 +107,6 @@ struct Instruction {
   int64_t dim = -1;
 };
 
-inline bool isTransfer(const std::string &op) {
-  return op == "isend" || op == "irecv" || op == "wait_send" ||
-         op == "wait_recv";
-}
-inline bool isTransferWait(const std::string &op) {
-  return op == "wait_send" || op == "wait_recv";
-}
-inline bool isCollective(const std::string &op) {
-  return op == "all_reduce" || op == "all_gather" || op == "reduce_scatter";
-}
-inline bool isCollectiveWait(const std::string &op) {
-  return op == "wait_collective";
-}
-
 /// A rank's view of its program (PlanView.h), checked and decoded.
 struct RankPlan {
   int64_t rank = 0;
@@ -138,8 +124,8 @@ struct RankPlan {
   std::string instructionWhere(size_t i) const {
     if (!origins)
       return where() + ".instructions[" + std::to_string(i) + "]";
-    const TaskOrigin &origin = origins->instructions[i];
-    return where() + "." + origin.field + origin.note;
+    return where() + "." + origins->instructionField(i) +
+           origins->instructionNote(i);
   }
   std::vector<std::pair<std::string, int64_t>> coords; ///< mesh axis -> index
   /// The coordinate along `axis` (0 when the plan's mesh lacks it).

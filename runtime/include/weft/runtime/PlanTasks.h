@@ -7,13 +7,13 @@
 // micro-batch, the way a pipeline schedule is a list of (task, micro-batch)
 // steps (GPipe, 1F1B). Its fields:
 //
-//   micro_batch_slots   {"count": K, "bytes": S} or a list of such slot
-//                       groups: micro-batch m's frame buffers of a group lie
-//                       at offset + (m mod K) * S
+//   micro_batch_slots   [{"count": K, "bytes": S}, ...]: slot groups;
+//                       micro-batch m's frame buffers of group g lie at
+//                       offset + (m mod K) * S
 //   frames              [[template, ...], ...]: buffer records without id,
-//                       placed in slot group g by `slots: g` (or group 0 by
-//                       `slotted: true`); a template's view_of is a program
-//                       buffer (< n) or n + j', the frame's template j' < j
+//                       placed in slot group g by `slots: g`; a template's
+//                       view_of is a program buffer (< n) or n + j', the
+//                       frame's template j' < j
 //   micro_batch_frames  [f(0), ..., f(M-1)]: each micro-batch's frame
 //   bodies              [{"phase", "instructions"}]: instructions without
 //                       phase and micro_batch; ids < n are the program's
@@ -40,16 +40,28 @@
 
 namespace weft::rt {
 
-/// Where a buffer or instruction of an expanded program was written, for
-/// messages: `field` relative to the program ("bodies[2].instructions[5]",
-/// "frames[1][0]", "buffers[3]") and `note` the instance (" (tasks[7],
-/// micro-batch 3)", " (micro-batch 3)"; empty for a program buffer).
+/// Where a buffer or instruction of an expanded program was written, as
+/// indices: a GPT-3 stage expands to millions of instructions, and the
+/// text is made only for a message.
 struct TaskOrigin {
-  std::string field, note;
+  /// The frame (a buffer) or body (an instruction) it came from; -1 for a
+  /// program buffer (`index` in `buffers`).
+  int64_t from = -1;
+  int64_t index = 0;       ///< the template or instruction in it
+  int64_t task = -1;       ///< the task instance (an instruction)
+  int64_t microBatch = -1; ///< the micro-batch (a frame buffer, a task)
 };
 /// One origin per buffer and per instruction of an expanded program.
 struct TaskOrigins {
   std::vector<TaskOrigin> buffers, instructions;
+  /// The field, relative to the program: "buffers[3]", "frames[1][0]",
+  /// "bodies[2].instructions[5]".
+  std::string bufferField(size_t i) const;
+  std::string instructionField(size_t i) const;
+  /// The instance: " (micro-batch 3)", " (tasks[7], micro-batch 3)"; empty
+  /// for a program buffer.
+  std::string bufferNote(size_t i) const;
+  std::string instructionNote(size_t i) const;
 };
 
 /// Whether `program` is in the task form (holds any of its fields).
@@ -63,18 +75,12 @@ bool isTaskForm(const nlohmann::json &program);
 /// program in messages ("programs[1]", "rank 3: programs[1]"). Throws Error
 /// ("FILE: PATH.FIELD: message") on a malformed task form, both forms at
 /// once, an id past the frame, a negative tag or an overflow; checks nothing
-/// the explicit form's loader checks. `instructionPaths`, when given,
-/// receives each expanded instruction's source, "PATH.bodies[b].
-/// instructions[j] (tasks[t], micro-batch m)" ("PATH.instructions[i]" for
-/// an explicit program); `origins` both lists' (left empty for an explicit
+/// the explicit form's loader checks. `origins`, when given, receives where
+/// each buffer and instruction was written (left empty for an explicit
 /// program).
-nlohmann::json
-expandTasks(const nlohmann::json &program, const std::string &file,
-            const std::string &path,
-            std::vector<std::string> *instructionPaths = nullptr);
 nlohmann::json expandTasks(const nlohmann::json &program,
                            const std::string &file, const std::string &path,
-                           TaskOrigins *origins);
+                           TaskOrigins *origins = nullptr);
 
 /// `plan` with every task-form program expanded (`weft-run --explicit`);
 /// anything else unchanged and unchecked.

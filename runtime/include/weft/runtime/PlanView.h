@@ -38,6 +38,22 @@ namespace weft::rt {
 /// The plan format version weftc writes and weft-run reads.
 inline constexpr int kPlanVersion = 2;
 
+/// Kinds of an instruction's `op` (docs/plan-format.md, "Instructions"):
+/// weftc numbers collective posts with the same predicate weft-run checks.
+inline bool isTransfer(const std::string &op) {
+  return op == "isend" || op == "irecv" || op == "wait_send" ||
+         op == "wait_recv";
+}
+inline bool isTransferWait(const std::string &op) {
+  return op == "wait_send" || op == "wait_recv";
+}
+inline bool isCollective(const std::string &op) {
+  return op == "all_reduce" || op == "all_gather" || op == "reduce_scatter";
+}
+inline bool isCollectiveWait(const std::string &op) {
+  return op == "wait_collective";
+}
+
 /// A plan's mesh as its JSON gives it (`mesh.axes`, `mesh.sub_axes`), with
 /// the coordinates of a rank. Ranks are the row-major index of their
 /// coordinates over `axes` (the last axis fastest).
