@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,6 +112,21 @@ inline int64_t affine(const Field &e, int64_t times, int64_t x, int64_t plus,
       __builtin_add_overflow(result, plus, &result))
     e.fail("the expression overflows 64 bits" + where);
   return result;
+}
+
+/// Whether `value` holds, at any depth, an object with one of `keys` (a
+/// coordinate or micro-batch expression).
+inline bool holdsMember(const nlohmann::json &value,
+                        std::initializer_list<const char *> keys) {
+  if (value.is_object())
+    for (const char *key : keys)
+      if (value.contains(key))
+        return true;
+  if (value.is_array() || value.is_object())
+    for (const nlohmann::json &item : value)
+      if (holdsMember(item, keys))
+        return true;
+  return false;
 }
 
 /// Buffer or instruction `i` of `program` (a rank's field of it), named by

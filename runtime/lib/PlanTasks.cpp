@@ -209,17 +209,6 @@ void remapIds(json &inst, const char *key, const Field &body, size_t j,
   }
 }
 
-/// Whether `value` holds a micro-batch expression anywhere.
-bool hasMicroBatchExpression(const json &value) {
-  if (value.is_object() && value.contains("per_micro_batch"))
-    return true;
-  if (value.is_array() || value.is_object())
-    for (const json &item : value)
-      if (hasMicroBatchExpression(item))
-        return true;
-  return false;
-}
-
 } // namespace
 
 bool isTaskForm(const json &program) {
@@ -311,7 +300,8 @@ json expandTasks(const json &program, const std::string &file,
           inst.at(key).fail("a body instruction takes its phase from its "
                             "body and its micro-batch from its task");
       posts[b] += isPost(inst.value);
-      expressions[b].push_back(hasMicroBatchExpression(inst.value));
+      expressions[b].push_back(
+          detail::holdsMember(inst.value, {"per_micro_batch"}));
     }
   }
   Field tasks = p.at("tasks");

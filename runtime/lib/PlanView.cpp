@@ -79,14 +79,7 @@ void resolveInstruction(json &inst, const MeshShape &mesh, int64_t rank,
 
 bool hasCoordinates(const json &value) {
   // per_micro_batch too, so that resolve refuses it outside a task body.
-  if (value.is_object() &&
-      (value.contains("coord") || value.contains("per_micro_batch")))
-    return true;
-  if (value.is_array() || value.is_object())
-    for (const json &item : value)
-      if (hasCoordinates(item))
-        return true;
-  return false;
+  return detail::holdsMember(value, {"coord", "per_micro_batch"});
 }
 
 MeshShape MeshShape::fromJson(const json &mesh, const std::string &file) {
