@@ -166,14 +166,16 @@ bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
   // type as an earlier view of its bytes is that buffer (an accumulator's
   // in-place sums: one buffer per micro-batch would make each micro-batch's
   // instructions name a different one).
-  std::vector<int64_t> newId(homes.size());
+  // `number`: a program buffer's new id, a frame buffer's index in its
+  // frame.
+  std::vector<int64_t> number(homes.size());
   std::vector<bool> dropped(homes.size(), false);
   std::vector<std::vector<size_t>> frameOf(microBatches);
-  std::map<std::tuple<int64_t, std::string, json>, int64_t> sameBytes;
+  std::map<std::tuple<int64_t, std::string, json>, size_t> sameBytes;
   int64_t programCount = 0;
   for (auto [id, home] : llvm::enumerate(homes)) {
     if (home.microBatch >= 0) {
-      newId[id] = -1 - int64_t(frameOf[home.microBatch].size());
+      number[id] = frameOf[home.microBatch].size();
       frameOf[home.microBatch].push_back(id);
       continue;
     }
@@ -181,20 +183,15 @@ bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
     int64_t root = b.value("view_of", int64_t(id));
     auto [it, added] = sameBytes.insert(
         {{root, b["dtype"].get<std::string>(), b["shape"]}, id});
-    if (!added && homes[it->second].microBatch < 0) {
-      newId[id] = newId[it->second];
-      dropped[id] = true;
-      continue;
-    }
-    newId[id] = programCount++;
+    dropped[id] = !added;
+    number[id] = added ? programCount++ : number[it->second];
   }
-  auto localId = [&](size_t id) { return programCount - 1 - newId[id]; };
   // A buffer id as micro-batch `m`'s instructions name it; -1 if another
   // micro-batch's frame holds it.
   auto idIn = [&](size_t id, int64_t m) -> int64_t {
     if (homes[id].microBatch < 0)
-      return newId[id];
-    return homes[id].microBatch == m ? localId(id) : -1;
+      return number[id];
+    return homes[id].microBatch == m ? programCount + number[id] : -1;
   };
 
   json programBuffers = json::array();
@@ -202,7 +199,7 @@ bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
     if (home.microBatch >= 0 || dropped[id])
       continue;
     json b = buffers[id];
-    b["id"] = newId[id];
+    b["id"] = number[id];
     if (b.contains("view_of")) {
       int64_t owner = idIn(b["view_of"].get<size_t>(), -1);
       if (owner < 0)
@@ -306,10 +303,12 @@ bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
     tasks.push_back(
         {{"body", bodyOf[i]}, {"micro_batch", instance.microBatch}});
 
+  // The named lists name arguments, results and constants: program
+  // buffers (frameOf in EmitPlan.cpp gives none of them a frame).
   for (const char *list :
        {"params", "state", "optimizer_state", "inputs", "outputs", "constants"})
     for (json &entry : program[list])
-      entry["buffer"] = newId[entry["buffer"].get<size_t>()];
+      entry["buffer"] = number[entry["buffer"].get<size_t>()];
   json slotsJson = json::array();
   for (const MemoryPlan::SlotGroup &g : slots)
     slotsJson.push_back({{"count", g.count}, {"bytes", g.bytes}});
