@@ -164,3 +164,79 @@ def test_mutated_bodies_and_orders_are_refused(weftc, models_dir, tmp_path):
     result = run([tool("weft-run"), str(mutated), "--check"])
     assert result.returncode != 0 and "programs[1]" in result.stderr, \
         result.stderr
+
+
+def check_rank(plan, rank):
+    """`weft-run PLAN --check-rank RANK`: the plan loaded as that rank's
+    process loads it."""
+    return run([tool("weft-run"), str(plan), "--check-rank", str(rank)])
+
+
+def test_a_rank_loads_its_program_and_every_ranks_transfers(
+        weftc, models_dir, tmp_path):
+    """A process loads its rank's program in full and only the transfers of
+    the others (loadPlan's onlyRank; the training runs above load that
+    way): a mutated body of another rank's program is that rank's to
+    refuse, a transfer of another rank that no longer pairs with its peer
+    is everyone's; a tensor group whose members run different programs is
+    loaded in full."""
+    model, flags, _ = LAYOUTS["gpt-P2-1f1b-M4"]
+    plans = compile_both(weftc, models_dir, tmp_path, model, flags)
+    views = weft_plan.view(plans["tasks"], tool("weft-run"))["ranks"]
+    for rank in (0, 1):
+        result = check_rank(plans["tasks"], rank)
+        assert result.returncode == 0, result.stderr
+        assert (f"rank {rank} of 2 rank(s) (every rank's transfers), "
+                f"{len(views[rank]['instructions'])} instruction(s)"
+                in result.stdout), result.stdout
+
+    # Program 0's most-used matmul reads a buffer of another shape.
+    plan = weft_plan.load(plans["tasks"])
+    program = plan["programs"][0]
+    body = next(b for b in program["bodies"]
+                if any(i.get("kernel") == "matmul" for i in b["instructions"]))
+    inst = next(i for i in body["instructions"] if i.get("kernel") == "matmul")
+    inst["inputs"][0] = next(
+        i for i, b in enumerate(program["buffers"])
+        if b["dtype"] == "f32" and len(b["shape"]) == 1)
+    mutated = tmp_path / "body.json"
+    weft_plan.save(plan, mutated)
+    result = check_rank(mutated, 0)
+    assert result.returncode != 0 and "programs[0].bodies[" in result.stderr, \
+        result.stderr
+    assert check_rank(mutated, 1).returncode == 0
+
+    # A receive of program 1 whose tag no sender posts.
+    plan = weft_plan.load(plans["tasks"])
+    program = plan["programs"][1]
+    body = next(b for b in program["bodies"]
+                if any(i["op"] == "irecv" for i in b["instructions"]))
+    tag = next(i["tag"] for i in body["instructions"] if i["op"] == "irecv")
+    for inst in body["instructions"]:  # the irecv and its wait_recv
+        if inst["op"] in ("irecv", "wait_recv") and inst["tag"] == tag:
+            if isinstance(tag, dict):
+                inst["tag"] = {**tag, "plus": tag.get("plus", 0) + 10**9}
+            else:
+                inst["tag"] = tag + 10**9
+    weft_plan.save(plan, mutated)
+    for rank in (0, 1):
+        result = check_rank(mutated, rank)
+        assert result.returncode != 0, result.stdout
+        # Either end of the broken pair may be named first.
+        assert "no irecv of tag 0 on rank 1" in result.stderr or \
+            "no isend of tag" in result.stderr, result.stderr
+
+    # Two tensor-parallel ranks on copies of one program: loaded in full.
+    model, flags, _ = LAYOUTS["gpt-T2-SP-selective-bf16-M4"]
+    plans = compile_both(weftc, models_dir, tmp_path, model, flags)
+    result = check_rank(plans["tasks"], 1)
+    assert result.returncode == 0 and "rank 1 of 2 rank(s)" in result.stdout, \
+        result.stdout + result.stderr
+    plan = weft_plan.load(plans["tasks"])
+    plan["programs"].append(plan["programs"][0])
+    plan["rank_programs"][1] = 1
+    weft_plan.save(plan, mutated)
+    result = check_rank(mutated, 1)
+    assert result.returncode == 0, result.stderr
+    assert "weft-run: " in result.stdout and ": 2 rank(s)," in result.stdout, \
+        result.stdout

@@ -315,9 +315,11 @@ bool overlaps(const OperandPlacement &a, const OperandPlacement &b) {
   return !empty && a.offset < be && b.offset < ae;
 }
 
-void checkPlacement(const KernelSpec &spec,
-                    const std::vector<OperandPlacement> &inputs,
-                    const std::vector<OperandPlacement> &outputs) {
+} // namespace
+
+void checkKernelPlacement(const KernelSpec &spec,
+                          const std::vector<OperandPlacement> &inputs,
+                          const std::vector<OperandPlacement> &outputs) {
   auto same = [&](size_t o, size_t k) {
     return outputs[o].offset == inputs[k].offset &&
            outputs[o].type.bytes() == inputs[k].type.bytes();
@@ -348,8 +350,6 @@ void checkPlacement(const KernelSpec &spec,
   }
 }
 
-} // namespace
-
 std::vector<TensorType> inferKernel(const KernelSpec &spec,
                                     const std::vector<TensorType> &in,
                                     const KernelAttrs &attrs) {
@@ -379,7 +379,7 @@ CheckedKernel checkKernel(const KernelSpec &spec,
                   typeString(outputs[o].type) + ", " +
                   std::string(spec.name()) + " writes " +
                   typeString(expected[o]));
-  checkPlacement(spec, inputs, outputs);
+  checkKernelPlacement(spec, inputs, outputs);
 
   const ops::FlopRule &rule = ops::record(spec.op).flops;
   result.cost.flops =

@@ -150,6 +150,17 @@ void parseNamedLists(const Field &f, RankPlan &rank) {
   rank.outputs = namedBuffers(f.at("outputs"), count);
 }
 
+/// The operands `ids` of `rank` as a kernel check sees them.
+std::vector<OperandPlacement> placed(const RankPlan &rank,
+                                     const std::vector<int64_t> &ids) {
+  std::vector<OperandPlacement> out;
+  for (int64_t id : ids) {
+    const BufferDesc &b = rank.buffers[id];
+    out.push_back({{b.dtype, b.shape}, b.offset});
+  }
+  return out;
+}
+
 /// Instruction `in` of `rank` (whose buffers are parsed), checked: a compute
 /// instruction against its kernel's entry in the specification table.
 Instruction
@@ -180,17 +191,9 @@ parseInstruction(const Field &in, const RankPlan &rank,
     Field attrs = in.at("attrs");
     if (!attrs.value.is_object())
       attrs.fail("expected an object");
-    auto placed = [&](const std::vector<int64_t> &ids) {
-      std::vector<OperandPlacement> out;
-      for (int64_t id : ids) {
-        const BufferDesc &b = rank.buffers[id];
-        out.push_back({{b.dtype, b.shape}, b.offset});
-      }
-      return out;
-    };
     try {
-      CheckedKernel checked =
-          checkKernel(*spec, placed(d.inputs), placed(d.outputs), attrs.value);
+      CheckedKernel checked = checkKernel(*spec, placed(rank, d.inputs),
+                                          placed(rank, d.outputs), attrs.value);
       d.attrs = std::move(checked.attrs);
       d.cost = checked.cost;
     } catch (const Error &e) {
@@ -242,6 +245,9 @@ parseInstruction(const Field &in, const RankPlan &rank,
     if (expected != 1)
       in.at(d.op == "irecv" ? "outputs" : "inputs")
           .fail(d.op + " moves exactly one buffer");
+    if (d.op == "isend" || d.op == "irecv")
+      d.bytes =
+          rank.buffers[d.op == "irecv" ? d.outputs[0] : d.inputs[0]].bytes;
   }
   return d;
 }
@@ -323,6 +329,111 @@ private:
   std::map<std::string, std::string> decoded;
 };
 
+/// Buffer `i` of `rank` (its earlier buffers parsed), checked: its id, a
+/// known kind, bytes that hold its shape, an aligned offset inside the
+/// arena, a view at its owner's offset.
+BufferDesc parseBuffer(const Field &b, size_t i, const RankPlan &rank) {
+  BufferDesc d;
+  d.id = b.at("id").nonNegative();
+  if (d.id != static_cast<int64_t>(i))
+    b.at("id").fail("buffer ids must be 0, 1, 2, ... in order");
+  d.dtype = b.at("dtype").dtype();
+  d.shape = b.at("shape").shape();
+  d.bytes = b.at("bytes").nonNegative();
+  d.offset = b.at("offset").nonNegative();
+  d.kind = b.at("kind").string();
+  static const char *kinds[] = {"input",           "param",    "state",
+                                "optimizer_state", "constant", "activation"};
+  if (std::find(std::begin(kinds), std::end(kinds), d.kind) == std::end(kinds))
+    b.at("kind").fail("unknown buffer kind '" + d.kind + "'");
+  // Saturating: a shape whose size overflows int64 matches no byte count
+  // an arena can hold.
+  int64_t size = TensorType{d.dtype, d.shape}.bytes();
+  if (size != d.bytes || size == INT64_MAX)
+    b.at("bytes").fail(std::to_string(d.bytes) + " bytes, but " +
+                       shapeString(d.shape) + " " + dtypeName(d.dtype) +
+                       " takes " + std::to_string(size));
+  // Kernels access elements through typed pointers (the arena itself is
+  // 64-byte aligned); weftc aligns every buffer to 64 bytes.
+  if (d.offset % dtypeSize(d.dtype) != 0)
+    b.at("offset").fail(std::to_string(d.offset) +
+                        " is not a multiple of the " + dtypeName(d.dtype) +
+                        " element size");
+  if (d.offset > rank.arenaBytes || d.bytes > rank.arenaBytes - d.offset)
+    b.at("offset").fail(
+        std::to_string(d.offset) + " + " + std::to_string(d.bytes) +
+        " bytes exceeds arena_bytes " + std::to_string(rank.arenaBytes));
+  if (b.has("view_of")) {
+    d.viewOf = b.at("view_of").nonNegative();
+    if (d.viewOf >= d.id || rank.buffers[d.viewOf].offset != d.offset)
+      b.at("view_of").fail("must name an earlier buffer at the same offset");
+  }
+  return d;
+}
+
+/// Frame buffer `i` of a lazily expanded program (`lazy`) as a copy of its
+/// template's buffer `proto`, parsed at micro-batch `m0`: its id, offset
+/// and view moved to its micro-batch. False, adding nothing, where a check
+/// of parseBuffer's would fail (the caller parses it for the message).
+bool placeFrameBuffer(const BufferDesc &proto, int64_t m0, size_t i,
+                      const TaskOrigins &lazy, RankPlan &rank) {
+  BufferDesc d = proto;
+  d.id = i;
+  if (!lazy.placedOffset(i, d.offset))
+    return false;
+  int64_t from = lazy.firstFrameBuffer(m0);
+  if (d.viewOf >= from)
+    d.viewOf += lazy.firstFrameBuffer(lazy.buffers[i].microBatch) - from;
+  if (d.offset % dtypeSize(d.dtype) != 0 || d.offset > rank.arenaBytes ||
+      d.bytes > rank.arenaBytes - d.offset)
+    return false;
+  if (d.viewOf >= 0 &&
+      (d.viewOf >= d.id || rank.buffers[d.viewOf].offset != d.offset))
+    return false;
+  rank.buffers.push_back(std::move(d));
+  return true;
+}
+
+/// A body instruction parsed and checked at its first instance in a frame.
+struct BodyInstruction {
+  Instruction parsed;
+  int64_t firstFrameBuffer, postsBefore; ///< of that instance
+  const KernelSpec *spec;                ///< a compute instruction's
+};
+
+/// Instruction `i` of a lazily expanded program (`lazy`) as a copy of
+/// `proto`, an instance of its body instruction in the same frame and
+/// without expressions, so alike but for the frame's buffer ids, the
+/// micro-batch and a collective's tag: those are moved, and the operands'
+/// placement (which slots rotate) checked again. False, adding nothing,
+/// where a check of parseInstruction's would fail.
+bool copyBodyInstruction(const BodyInstruction &proto, size_t i,
+                         const TaskOrigins &lazy, RankPlan &rank) {
+  Instruction d = proto.parsed;
+  const TaskOrigin &o = lazy.instructions[i];
+  int64_t shift = lazy.firstFrameBuffer(o.microBatch) - proto.firstFrameBuffer;
+  for (auto *ids : {&d.inputs, &d.outputs})
+    for (int64_t &id : *ids)
+      if (id >= proto.firstFrameBuffer)
+        id += shift;
+  d.microBatch = o.microBatch;
+  if ((isCollective(d.op) || isCollectiveWait(d.op)) &&
+      (__builtin_add_overflow(d.tag, lazy.postsBefore(i) - proto.postsBefore,
+                              &d.tag) ||
+       d.tag < 0))
+    return false;
+  if (proto.spec) {
+    try {
+      checkKernelPlacement(*proto.spec, placed(rank, d.inputs),
+                           placed(rank, d.outputs));
+    } catch (const Error &) {
+      return false;
+    }
+  }
+  rank.instructions.push_back(std::move(d));
+  return true;
+}
+
 /// Rank `r`'s copy of program `f` (explicit; `origins` says where a
 /// task-form program's buffers and instructions were written), whose
 /// coordinate expressions it evaluates where they stand (its named lists'
@@ -337,46 +448,28 @@ RankPlan parseRank(const Field &f, const MeshShape &mesh, int64_t r,
   rank.origins = std::move(origins);
   rank.arenaBytes = f.at("arena_bytes").nonNegative();
 
-  Field buffers = f.at("buffers");
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    Field b = detail::originField(f, rank, "buffers", i);
-    BufferDesc d;
-    d.id = b.at("id").nonNegative();
-    if (d.id != static_cast<int64_t>(i))
-      b.at("id").fail("buffer ids must be 0, 1, 2, ... in order");
-    d.dtype = b.at("dtype").dtype();
-    d.shape = b.at("shape").shape();
-    d.bytes = b.at("bytes").nonNegative();
-    d.offset = b.at("offset").nonNegative();
-    d.kind = b.at("kind").string();
-    static const char *kinds[] = {"input",           "param",    "state",
-                                  "optimizer_state", "constant", "activation"};
-    if (std::find(std::begin(kinds), std::end(kinds), d.kind) ==
-        std::end(kinds))
-      b.at("kind").fail("unknown buffer kind '" + d.kind + "'");
-    // Saturating: a shape whose size overflows int64 matches no byte count
-    // an arena can hold.
-    int64_t size = TensorType{d.dtype, d.shape}.bytes();
-    if (size != d.bytes || size == INT64_MAX)
-      b.at("bytes").fail(std::to_string(d.bytes) + " bytes, but " +
-                         shapeString(d.shape) + " " + dtypeName(d.dtype) +
-                         " takes " + std::to_string(size));
-    // Kernels access elements through typed pointers (the arena itself is
-    // 64-byte aligned); weftc aligns every buffer to 64 bytes.
-    if (d.offset % dtypeSize(d.dtype) != 0)
-      b.at("offset").fail(std::to_string(d.offset) +
-                          " is not a multiple of the " + dtypeName(d.dtype) +
-                          " element size");
-    if (d.offset > rank.arenaBytes || d.bytes > rank.arenaBytes - d.offset)
-      b.at("offset").fail(
-          std::to_string(d.offset) + " + " + std::to_string(d.bytes) +
-          " bytes exceeds arena_bytes " + std::to_string(rank.arenaBytes));
-    if (b.has("view_of")) {
-      d.viewOf = b.at("view_of").nonNegative();
-      if (d.viewOf >= d.id || rank.buffers[d.viewOf].offset != d.offset)
-        b.at("view_of").fail("must name an earlier buffer at the same offset");
+  const TaskOrigins *lazy =
+      rank.origins && rank.origins->lazy ? rank.origins.get() : nullptr;
+  size_t bufferCount = lazy ? lazy->buffers.size() : f.at("buffers").size();
+  // A task-form program's frame templates, each parsed and checked at its
+  // first micro-batch: (frame, template) -> (buffer, micro-batch).
+  std::map<std::pair<int64_t, int64_t>, std::pair<BufferDesc, int64_t>>
+      templates;
+  for (size_t i = 0; i < bufferCount; ++i) {
+    const TaskOrigin *o = lazy ? &lazy->buffers[i] : nullptr;
+    if (o && o->from >= 0) {
+      auto it = templates.find({o->from, o->index});
+      if (it != templates.end() &&
+          placeFrameBuffer(it->second.first, it->second.second, i, *lazy, rank))
+        continue;
+      BufferDesc d =
+          parseBuffer(detail::originField(f, rank, "buffers", i), i, rank);
+      templates.insert({{o->from, o->index}, {d, o->microBatch}});
+      rank.buffers.push_back(std::move(d));
+      continue;
     }
-    rank.buffers.push_back(d);
+    rank.buffers.push_back(
+        parseBuffer(detail::originField(f, rank, "buffers", i), i, rank));
   }
   parseNamedListsAt(f, mesh, r, rank);
 
@@ -402,8 +495,29 @@ RankPlan parseRank(const Field &f, const MeshShape &mesh, int64_t r,
     rank.constants.push_back(std::move(d));
   }
 
-  Field instructions = f.at("instructions");
-  for (size_t i = 0; i < instructions.size(); ++i) {
+  // A task-form program's body instructions without expressions, each
+  // parsed and checked once per frame: (body, instruction, frame) -> it.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, BodyInstruction> bodies;
+  size_t instructionCount =
+      lazy ? lazy->instructions.size() : f.at("instructions").size();
+  for (size_t i = 0; i < instructionCount; ++i) {
+    if (lazy && !lazy->holdsExpression(i)) {
+      const TaskOrigin &o = lazy->instructions[i];
+      std::tuple<int64_t, int64_t, int64_t> key{o.from, o.index,
+                                                lazy->frameOf(o.microBatch)};
+      auto it = bodies.find(key);
+      if (it != bodies.end() && copyBodyInstruction(it->second, i, *lazy, rank))
+        continue;
+      Instruction d = parseInstruction(
+          detail::originField(f, rank, "instructions", i), rank, knownKernel);
+      if (it == bodies.end())
+        bodies.insert(
+            {key,
+             {d, lazy->firstFrameBuffer(o.microBatch), lazy->postsBefore(i),
+              d.op == "compute" ? findKernelSpec(d.kernel) : nullptr}});
+      rank.instructions.push_back(std::move(d));
+      continue;
+    }
     Field in = detail::originField(f, rank, "instructions", i);
     if (hasCoordinates(in.value))
       sites.push_back(i);
@@ -428,6 +542,146 @@ std::vector<InputDesc> parseIO(const Field &list) {
 /// Every isend has exactly one irecv with its tag on its peer, from its
 /// rank, of the same byte size, and every transfer is posted before it is
 /// waited for; otherwise the ranks would hang.
+/// The indices of program `f`'s transfers in its explicit form (`lazy`:
+/// its lazy expansion's origins, or null for an explicit program).
+std::vector<size_t> transferIndices(const Field &f, const TaskOrigins *lazy) {
+  auto isTransferAt = [](const json &inst) {
+    return inst.is_object() && inst.contains("op") && inst["op"].is_string() &&
+           isTransfer(inst["op"].get<std::string>());
+  };
+  std::vector<size_t> out;
+  if (lazy && lazy->lazy) {
+    for (size_t i = 0; i < lazy->instructions.size(); ++i) {
+      const TaskOrigin &o = lazy->instructions[i];
+      if (isTransferAt(lazy->bodyInstruction(o.from, o.index)))
+        out.push_back(i);
+    }
+    return out;
+  }
+  const json &list = f.at("instructions").value;
+  for (size_t i = 0; i < list.size(); ++i)
+    if (isTransferAt(list[i]))
+      out.push_back(i);
+  return out;
+}
+
+/// Transfer `source` (of program `f`, an incomplete `rank`) at its rank,
+/// coordinate expressions evaluated: what pairing and the deadlock
+/// simulation read (op, tag, peer, the bytes moved).
+Instruction parseTransfer(const Field &source, const Field &f,
+                          const MeshShape &mesh, const RankPlan &rank) {
+  json resolved;
+  bool coordinates = hasCoordinates(source.value);
+  if (coordinates) {
+    resolved = source.value;
+    resolveInstruction(resolved, mesh, rank.rank, source.file, source.path);
+  }
+  Field in = coordinates
+                 ? Field(resolved, source.path, source.file, source.note)
+                 : source;
+  Instruction d;
+  d.op = in.at("op").string();
+  d.phase = in.at("phase").string();
+  d.microBatch = in.at("micro_batch").nonNegative();
+  d.tag = in.at("tag").nonNegative();
+  if (d.op == "isend" || d.op == "irecv") {
+    d.peer = in.at("peer").nonNegative();
+    Field ids = in.at(d.op == "irecv" ? "outputs" : "inputs");
+    if (ids.size() != 1)
+      ids.fail(d.op + " moves exactly one buffer");
+    size_t id = ids.at(0).nonNegative();
+    size_t count = rank.origins && rank.origins->lazy
+                       ? rank.origins->buffers.size()
+                       : rank.buffers.size();
+    if (id >= count)
+      ids.at(0).fail("buffer does not exist");
+    d.bytes = id < rank.buffers.size()
+                  ? rank.buffers[id].bytes
+                  : detail::originField(f, rank, "buffers", id)
+                        .at("bytes")
+                        .nonNegative();
+  }
+  return d;
+}
+
+/// Rank `r` as a one-rank load's other rank (RankPlan::complete false):
+/// program `f`'s own buffers and the named lists at the rank, and its
+/// transfers (`transfers`: their indices in the explicit program; those
+/// holding a coordinate expression go to `sites`, as indices among them).
+/// Checked only as far as pairing and the deadlock simulation need: the
+/// rank's own process checks the rest.
+RankPlan parseTransfers(const Field &f, const MeshShape &mesh, int64_t r,
+                        std::shared_ptr<const TaskOrigins> origins,
+                        const std::vector<size_t> &transfers,
+                        std::vector<size_t> &sites) {
+  RankPlan rank;
+  placeRank(rank, mesh, r, f.path);
+  rank.origins = std::move(origins);
+  rank.complete = false;
+  rank.arenaBytes = f.at("arena_bytes").nonNegative();
+  Field buffers = f.at("buffers");
+  for (size_t i = 0; i < buffers.size(); ++i)
+    rank.buffers.push_back(
+        parseBuffer(detail::originField(f, rank, "buffers", i), i, rank));
+  parseNamedListsAt(f, mesh, r, rank);
+  rank.explicitIndex = transfers;
+  for (size_t k = 0; k < transfers.size(); ++k) {
+    Field source = detail::originField(f, rank, "instructions", k);
+    if (hasCoordinates(source.value))
+      sites.push_back(k);
+    rank.instructions.push_back(parseTransfer(source, f, mesh, rank));
+  }
+  return rank;
+}
+
+/// Whether rank `r` of `root` may be loaded alone (loadPlan's `onlyRank`):
+/// its program's collectives hold no coordinate expression, and every
+/// member of each group they run over runs its program.
+bool loadableAlone(const json &root, const Plan &plan, const MeshShape &mesh,
+                   int64_t r, const std::string &path) {
+  const json &map = root["rank_programs"];
+  const json &program = programOf(root, r, path, mesh);
+  std::set<std::string> axes;
+  // False where a collective holds an expression or a malformed axis (the
+  // full load names it).
+  auto collectAxes = [&](const json &list) {
+    if (!list.is_array())
+      return false;
+    for (const json &inst : list) {
+      if (!inst.is_object() || !inst.contains("op") ||
+          !inst["op"].is_string() ||
+          !isCollective(inst["op"].get<std::string>()))
+        continue;
+      if (hasCoordinates(inst) || !inst.contains("axis") ||
+          !inst["axis"].is_string())
+        return false;
+      axes.insert(inst["axis"].get<std::string>());
+    }
+    return true;
+  };
+  if (program.contains("instructions") && !collectAxes(program["instructions"]))
+    return false;
+  if (program.contains("bodies")) {
+    if (!program["bodies"].is_array())
+      return false;
+    for (const json &body : program["bodies"])
+      if (!body.is_object() || !body.contains("instructions") ||
+          !collectAxes(body["instructions"]))
+        return false;
+  }
+  RankPlan mine, other;
+  placeRank(mine, mesh, r, "");
+  for (int64_t q = 0; q < int64_t(map.size()); ++q) {
+    if (map[q] == map[r])
+      continue;
+    placeRank(other, mesh, q, "");
+    for (const std::string &axis : axes)
+      if (plan.groupOf(other, axis) == plan.groupOf(mine, axis))
+        return false;
+  }
+  return true;
+}
+
 } // namespace
 
 std::vector<int64_t> Plan::groupOf(const RankPlan &rank,
@@ -449,7 +703,8 @@ std::vector<int64_t> Plan::groupOf(const RankPlan &rank,
 }
 
 Plan parsePlan(const std::string &text, const std::string &path,
-               const std::function<bool(const std::string &)> &knownKernel) {
+               const std::function<bool(const std::string &)> &knownKernel,
+               int64_t onlyRank) {
   json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded())
     throw Error(path + ": not valid JSON");
@@ -505,9 +760,14 @@ Plan parsePlan(const std::string &text, const std::string &path,
   std::map<const json *, int64_t> sharing; // program -> its ranks
   for (int64_t r = 0; r < rankCount; ++r)
     ++sharing[&programOf(root, r, path, mesh)];
-  // Task-form programs are expanded in place, once each (named as their
-  // first rank names them); every check below runs on the explicit form,
-  // its messages naming the frame template or body instruction.
+  if (onlyRank >= 0 && onlyRank < rankCount &&
+      loadableAlone(root, plan, mesh, onlyRank, path))
+    plan.loadedRank = onlyRank;
+  // Task-form programs are expanded lazily, once each (named as their
+  // first rank names them): parseRank checks each body instruction once per
+  // frame and copies it to the other instances, so every check below runs
+  // on the explicit form without its JSON being written; messages name the
+  // frame template or body instruction.
   std::map<const json *, std::shared_ptr<const TaskOrigins>> origins;
   for (int64_t r = 0; r < rankCount; ++r) {
     const json &program = programOf(root, r, path, mesh);
@@ -515,9 +775,10 @@ Plan parsePlan(const std::string &text, const std::string &path,
       continue;
     int64_t k = map[r].get<int64_t>();
     auto where = std::make_shared<TaskOrigins>();
-    json expanded = expandTasks(
-        program, path, programPath(k, r, sharing[&program] > 1), where.get());
-    root["programs"][k] = std::move(expanded); // the same node: keys stay
+    json rest =
+        expandTasksLazily(std::move(root["programs"][k]), path,
+                          programPath(k, r, sharing[&program] > 1), *where);
+    root["programs"][k] = std::move(rest); // the same node: keys stay
     origins[&program] = std::move(where);
   }
   SharedConstants shared(f);
@@ -525,12 +786,39 @@ Plan parsePlan(const std::string &text, const std::string &path,
   ranks.reserve(rankCount);
   std::map<const json *, int64_t> firstRank;         // program -> its rank
   std::map<const json *, std::vector<size_t>> sites; // its instructions
+  // A one-rank load's other ranks: the first rank of each program, and
+  // its transfers holding a coordinate.
+  std::map<const json *, int64_t> transfers;
+  std::map<const json *, std::vector<size_t>> transferSites;
   for (int64_t r = 0; r < rankCount; ++r) {
     const json &program = programOf(root, r, path, mesh);
     ranks.emplace_back(
         program, programPath(map[r].get<int64_t>(), r, sharing[&program] > 1),
         path);
     const Field &field = ranks.back();
+    if (plan.loadedRank >= 0 && r != plan.loadedRank) {
+      // The program's first such rank parses its transfers; the others
+      // copy those and parse again the ones holding a coordinate.
+      auto [first, added] = transfers.try_emplace(&program, r);
+      if (added) {
+        auto where = origins.find(&program);
+        std::shared_ptr<const TaskOrigins> from =
+            where == origins.end() ? nullptr : where->second;
+        plan.ranks.push_back(parseTransfers(field, mesh, r, from,
+                                            transferIndices(field, from.get()),
+                                            transferSites[&program]));
+        continue;
+      }
+      RankPlan rank = plan.ranks[first->second];
+      placeRank(rank, mesh, r, field.path);
+      parseNamedListsAt(field, mesh, r, rank);
+      for (size_t k : transferSites[&program])
+        rank.instructions[k] =
+            parseTransfer(detail::originField(field, rank, "instructions", k),
+                          field, mesh, rank);
+      plan.ranks.push_back(std::move(rank));
+      continue;
+    }
     auto first = firstRank.find(&program);
     if (first == firstRank.end()) {
       firstRank.emplace(&program, r);
@@ -557,8 +845,9 @@ Plan parsePlan(const std::string &text, const std::string &path,
 }
 
 Plan loadPlan(const std::string &path,
-              const std::function<bool(const std::string &)> &knownKernel) {
-  return parsePlan(readFile(path, "the plan"), path, knownKernel);
+              const std::function<bool(const std::string &)> &knownKernel,
+              int64_t onlyRank) {
+  return parsePlan(readFile(path, "the plan"), path, knownKernel, onlyRank);
 }
 
 std::string decodeBase64(const std::string &text) {

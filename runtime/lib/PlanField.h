@@ -134,11 +134,20 @@ inline bool holdsMember(const nlohmann::json &value,
 /// program the frame template or body instruction it was expanded from.
 inline Field originField(const Field &program, const RankPlan &rank,
                          const char *list, size_t i) {
+  bool buffer = std::string_view(list) == "buffers";
+  if (!buffer)
+    i = rank.explicitIndexOf(i);
   if (!rank.origins)
     return program.at(list).at(i);
-  bool buffer = std::string_view(list) == "buffers";
   const TaskOrigins &o = *rank.origins;
-  return Field(program.value.at(list)[i],
+  // A lazy expansion's program holds its own buffers; the rest are written
+  // when a field is asked for.
+  const nlohmann::json &value =
+      !o.lazy ? program.value.at(list)[i]
+      : buffer
+          ? (o.buffers[i].from < 0 ? program.value.at(list)[i] : o.buffer(i))
+          : o.instruction(i);
+  return Field(value,
                program.path + "." +
                    (buffer ? o.bufferField(i) : o.instructionField(i)),
                program.file, buffer ? o.bufferNote(i) : o.instructionNote(i));

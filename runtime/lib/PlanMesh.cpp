@@ -42,11 +42,7 @@ void checkTransfers(const Plan &plan, const std::vector<Field> &ranks) {
                                 " is not another rank of this " +
                                 std::to_string(n) + "-rank plan");
         auto &sides = inst.op == "isend" ? sends : recvs;
-        int64_t buffer = inst.op == "isend" ? inst.inputs[0] : inst.outputs[0];
-        if (!sides
-                 .insert(
-                     {inst.tag,
-                      {rank.rank, inst.peer, rank.buffers[buffer].bytes, i}})
+        if (!sides.insert({inst.tag, {rank.rank, inst.peer, inst.bytes, i}})
                  .second)
           field.at("tag").fail("tag " + std::to_string(inst.tag) +
                                " is posted twice");
@@ -218,6 +214,10 @@ void checkMesh(const Plan &plan, const Field &root,
                 " does not hold input '" + in.name + "' (" +
                 shapeString(global->shape) + ")");
     }
+    // A one-rank load's other ranks hold no collectives: the loaded rank's
+    // groups run its program (loadPlan), so their sequences are its own.
+    if (!rank.complete)
+      continue;
     std::map<std::string, std::vector<Collective>> mine;
     for (size_t i = 0; i < rank.instructions.size(); ++i) {
       const Instruction &inst = rank.instructions[i];

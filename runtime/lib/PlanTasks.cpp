@@ -220,6 +220,175 @@ bool isTaskForm(const json &program) {
   return false;
 }
 
+/// A task-form program with its structure checked and indexed: what the
+/// explicit program's buffer or instruction at an origin is, written one at
+/// a time (expandTasks writes them all).
+class LazyProgram {
+public:
+  LazyProgram(json owned, const std::string &file, const std::string &path)
+      : program(std::move(owned)), file(file), path(path),
+        p(program, path, file) {
+    if (!program.is_object())
+      p.fail("expected an object");
+    for (const char *key : kTaskFields)
+      if (program.contains(key) && program.contains("instructions"))
+        p.fail(std::string("holds both instructions and ") + key +
+               ": a program is in the explicit form or the task form");
+    n = p.at("buffers").size();
+    groups = slotGroups(p.at("micro_batch_slots"));
+    Field frames = p.at("frames");
+    checkFrames(frames, n, groups.size());
+    Field frameOf = p.at("micro_batch_frames");
+    int64_t microBatches = frameOf.size();
+    frame.resize(microBatches);
+    first.resize(microBatches + 1);
+    int64_t next = n;
+    for (int64_t m = 0; m < microBatches; ++m) {
+      frame[m] = frameOf.at(m).nonNegative();
+      if (frame[m] >= int64_t(frames.size()))
+        frameOf.at(m).fail("frame " + std::to_string(frame[m]) +
+                           " does not exist (" + std::to_string(frames.size()) +
+                           " frames)");
+      first[m] = next;
+      next += frames.value[frame[m]].size();
+    }
+    first[microBatches] = next;
+    // Each body's phase and collective posts (a task instance's tags count
+    // from the posts before it).
+    Field bodies = p.at("bodies");
+    std::vector<int64_t> posts(bodies.size(), 0);
+    expressions.resize(bodies.size());
+    for (size_t b = 0; b < bodies.size(); ++b) {
+      Field body = bodies.at(b);
+      body.at("phase").string();
+      Field list = body.at("instructions");
+      for (size_t j = 0; j < list.size(); ++j) {
+        Field inst = list.at(j);
+        if (!inst.value.is_object())
+          inst.fail("expected an object");
+        for (const char *key : {"phase", "micro_batch"})
+          if (inst.value.contains(key))
+            inst.at(key).fail("a body instruction takes its phase from its "
+                              "body and its micro-batch from its task");
+        posts[b] += isPost(inst.value);
+        expressions[b].push_back(
+            detail::holdsMember(inst.value, {"per_micro_batch", "coord"}));
+      }
+    }
+    Field tasks = p.at("tasks");
+    int64_t base = 0;
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      Field task = tasks.at(t);
+      int64_t b = task.at("body").nonNegative();
+      if (b >= int64_t(bodies.size()))
+        task.at("body").fail("body " + std::to_string(b) + " does not exist (" +
+                             std::to_string(bodies.size()) + " bodies)");
+      int64_t m = task.at("micro_batch").nonNegative();
+      if (m >= microBatches)
+        task.at("micro_batch")
+            .fail("micro-batch " + std::to_string(m) + " does not exist (" +
+                  std::to_string(microBatches) +
+                  " micro-batches in micro_batch_frames)");
+      taskBase.push_back(base);
+      base += posts[b];
+    }
+  }
+
+  /// The program's fields other than the task form's.
+  json rest() const {
+    json out = json::object();
+    for (const auto &[key, item] : program.items())
+      if (!isTaskField(key))
+        out[key] = item;
+    return out;
+  }
+
+  /// Every buffer's and instruction's origin, in the explicit order.
+  void index(TaskOrigins &where) const {
+    where.buffers.clear();
+    where.instructions.clear();
+    for (int64_t i = 0; i < n; ++i)
+      where.buffers.push_back({-1, i, -1, -1});
+    for (size_t m = 0; m < frame.size(); ++m)
+      for (int64_t j = 0; j < first[m + 1] - first[m]; ++j)
+        where.buffers.push_back({frame[m], j, -1, int64_t(m)});
+    const json &tasks = program["tasks"];
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      int64_t b = tasks[t]["body"], m = tasks[t]["micro_batch"];
+      size_t count = program["bodies"][b]["instructions"].size();
+      for (size_t j = 0; j < count; ++j)
+        where.instructions.push_back({b, int64_t(j), int64_t(t), m});
+    }
+  }
+
+  /// Frame template `o.index` of frame `o.from` at micro-batch `o.microBatch`.
+  json buffer(const TaskOrigin &o) const {
+    int64_t m = o.microBatch;
+    Field t = p.at("frames").at(o.from).at(o.index);
+    json b = t.value;
+    b.erase("slots");
+    b["id"] = first[m] + o.index;
+    int64_t g = slotGroupOf(t, groups.size());
+    SlotGroup slot = g < 0 ? SlotGroup{1, 0} : groups[g];
+    b["offset"] = detail::affine(t.at("offset"), m % slot.count, slot.bytes,
+                                 t.at("offset").integer(),
+                                 " at micro-batch " + std::to_string(m));
+    if (b.contains("view_of") && b["view_of"].get<int64_t>() >= n)
+      b["view_of"] = first[m] + (b["view_of"].get<int64_t>() - n);
+    return b;
+  }
+
+  /// Frame buffer `o`'s offset, without a field (false if it overflows).
+  bool placedOffset(const TaskOrigin &o, int64_t &offset) const {
+    const json &t = program["frames"][o.from][o.index];
+    offset = t["offset"].get<int64_t>();
+    auto slots = t.find("slots");
+    if (slots == t.end())
+      return true;
+    const SlotGroup &g = groups[slots->get<int64_t>()];
+    int64_t step;
+    return !__builtin_mul_overflow(o.microBatch % g.count, g.bytes, &step) &&
+           !__builtin_add_overflow(offset, step, &offset);
+  }
+
+  /// Body instruction `o.index` of body `o.from` as task `o.task` runs it.
+  json instruction(const TaskOrigin &o) const {
+    int64_t b = o.from, j = o.index, m = o.microBatch;
+    Field list = p.at("bodies").at(b).at("instructions");
+    json inst = list.value[j];
+    inst["phase"] = program["bodies"][b]["phase"];
+    inst["micro_batch"] = m;
+    for (const char *key : {"inputs", "outputs"})
+      remapIds(inst, key, list, j, n, m, first[m], first[m + 1] - first[m]);
+    bool rebase =
+        isPost(inst) || (inst.contains("op") && inst["op"].is_string() &&
+                         isCollectiveWait(inst["op"].get<std::string>()));
+    // The field is made (its path is text) only where a message may need
+    // it: remapping and most instructions take none.
+    if (expressions[b][j] || rebase) {
+      Field source = list.at(j);
+      for (const char *key : {"peer", "tag", "attrs"})
+        if (expressions[b][j] && inst.contains(key))
+          evaluate(inst[key], m, file, source.path + "." + key);
+      if (rebase)
+        rebaseTag(inst, taskBase[o.task], source,
+                  "tasks[" + std::to_string(o.task) + "]");
+    }
+    return inst;
+  }
+
+  json program;
+  std::string file, path;
+  Field p;
+  int64_t n = 0;
+  std::vector<SlotGroup> groups;
+  /// Per micro-batch: its frame, its first buffer's id (and the count
+  /// after the last).
+  std::vector<int64_t> frame, first;
+  std::vector<std::vector<bool>> expressions; ///< per body instruction
+  std::vector<int64_t> taskBase; ///< per task: collective posts before it
+};
+
 json expandTasks(const json &program, const std::string &file,
                  const std::string &path, TaskOrigins *origins) {
   Field p(program, path, file);
@@ -230,127 +399,72 @@ json expandTasks(const json &program, const std::string &file,
       *origins = {};
     return program;
   }
-  for (const char *key : kTaskFields)
-    if (program.contains(key) && program.contains("instructions"))
-      p.fail(std::string("holds both instructions and ") + key +
-             ": a program is in the explicit form or the task form");
-
-  Field buffers = p.at("buffers");
-  int64_t n = buffers.size();
-  std::vector<SlotGroup> groups = slotGroups(p.at("micro_batch_slots"));
-  Field frames = p.at("frames");
-  checkFrames(frames, n, groups.size());
-  Field frameOf = p.at("micro_batch_frames");
-  int64_t microBatches = frameOf.size();
-  // Micro-batch m's frame: its template count and its first buffer's id.
-  std::vector<int64_t> frame(microBatches), first(microBatches);
-  int64_t next = n;
-  for (int64_t m = 0; m < microBatches; ++m) {
-    frame[m] = frameOf.at(m).nonNegative();
-    if (frame[m] >= int64_t(frames.size()))
-      frameOf.at(m).fail("frame " + std::to_string(frame[m]) +
-                         " does not exist (" + std::to_string(frames.size()) +
-                         " frames)");
-    first[m] = next;
-    next += frames.value[frame[m]].size();
-  }
-
-  json out = json::object();
-  for (const auto &[key, item] : program.items())
-    if (!isTaskField(key))
-      out[key] = item;
+  LazyProgram lazy(program, file, path);
   TaskOrigins where;
-  for (int64_t i = 0; i < n; ++i)
-    where.buffers.push_back({-1, i, -1, -1});
-  json &expanded = out["buffers"];
-  for (int64_t m = 0; m < microBatches; ++m) {
-    Field templates = frames.at(frame[m]);
-    for (size_t j = 0; j < templates.size(); ++j) {
-      Field t = templates.at(j);
-      json b = t.value;
-      b.erase("slots");
-      b["id"] = first[m] + int64_t(j);
-      int64_t g = slotGroupOf(t, groups.size());
-      SlotGroup slot = g < 0 ? SlotGroup{1, 0} : groups[g];
-      b["offset"] = detail::affine(t.at("offset"), m % slot.count, slot.bytes,
-                                   t.at("offset").integer(),
-                                   " at micro-batch " + std::to_string(m));
-      if (b.contains("view_of") && b["view_of"].get<int64_t>() >= n)
-        b["view_of"] = first[m] + (b["view_of"].get<int64_t>() - n);
-      expanded.push_back(std::move(b));
-      where.buffers.push_back({frame[m], int64_t(j), -1, m});
-    }
-  }
-
-  // Each body's phase and collective posts (a task instance's tags count
-  // from the posts before it).
-  Field bodies = p.at("bodies");
-  std::vector<int64_t> posts(bodies.size(), 0);
-  std::vector<std::vector<bool>> expressions(bodies.size()); // per instruction
-  for (size_t b = 0; b < bodies.size(); ++b) {
-    Field body = bodies.at(b);
-    body.at("phase").string();
-    Field list = body.at("instructions");
-    for (size_t j = 0; j < list.size(); ++j) {
-      Field inst = list.at(j);
-      if (!inst.value.is_object())
-        inst.fail("expected an object");
-      for (const char *key : {"phase", "micro_batch"})
-        if (inst.value.contains(key))
-          inst.at(key).fail("a body instruction takes its phase from its "
-                            "body and its micro-batch from its task");
-      posts[b] += isPost(inst.value);
-      expressions[b].push_back(
-          detail::holdsMember(inst.value, {"per_micro_batch"}));
-    }
-  }
-  Field tasks = p.at("tasks");
+  lazy.index(where);
+  json out = lazy.rest();
+  json &buffers = out["buffers"];
+  for (size_t i = lazy.n; i < where.buffers.size(); ++i)
+    buffers.push_back(lazy.buffer(where.buffers[i]));
   json instructions = json::array();
-  int64_t base = 0;
-  for (size_t t = 0; t < tasks.size(); ++t) {
-    Field task = tasks.at(t);
-    int64_t b = task.at("body").nonNegative();
-    if (b >= int64_t(bodies.size()))
-      task.at("body").fail("body " + std::to_string(b) + " does not exist (" +
-                           std::to_string(bodies.size()) + " bodies)");
-    int64_t m = task.at("micro_batch").nonNegative();
-    if (m >= microBatches)
-      task.at("micro_batch")
-          .fail("micro-batch " + std::to_string(m) + " does not exist (" +
-                std::to_string(microBatches) +
-                " micro-batches in micro_batch_frames)");
-    std::string instance = "tasks[" + std::to_string(t) + "]";
-    Field body = bodies.at(b);
-    Field list = body.at("instructions");
-    int64_t frameSize = (m + 1 < microBatches ? first[m + 1] : next) - first[m];
-    for (size_t j = 0; j < list.size(); ++j) {
-      // The field is made (its path is text) only where a message may
-      // need it: remapping and most instructions take none.
-      json inst = list.value[j];
-      inst["phase"] = body.value["phase"];
-      inst["micro_batch"] = m;
-      for (const char *key : {"inputs", "outputs"})
-        remapIds(inst, key, list, j, n, m, first[m], frameSize);
-      bool rebase =
-          isPost(inst) || (inst.contains("op") && inst["op"].is_string() &&
-                           isCollectiveWait(inst["op"].get<std::string>()));
-      if (expressions[b][j] || rebase) {
-        Field source = list.at(j);
-        for (const char *key : {"peer", "tag", "attrs"})
-          if (expressions[b][j] && inst.contains(key))
-            evaluate(inst[key], m, file, source.path + "." + key);
-        if (rebase)
-          rebaseTag(inst, base, source, instance);
-      }
-      instructions.push_back(std::move(inst));
-      where.instructions.push_back({b, int64_t(j), int64_t(t), m});
-    }
-    base += posts[b];
-  }
+  for (const TaskOrigin &o : where.instructions)
+    instructions.push_back(lazy.instruction(o));
   out["instructions"] = std::move(instructions);
   if (origins)
     *origins = std::move(where);
   return out;
+}
+
+json expandTasksLazily(json program, const std::string &file,
+                       const std::string &path, TaskOrigins &origins) {
+  if (!isTaskForm(program)) {
+    origins = {};
+    return program;
+  }
+  auto lazy =
+      std::make_shared<const LazyProgram>(std::move(program), file, path);
+  lazy->index(origins);
+  origins.lazy = lazy;
+  return lazy->rest();
+}
+
+const json &TaskOrigins::buffer(size_t i) const {
+  auto [it, added] = made.buffers.try_emplace(i);
+  if (added)
+    it->second = lazy->buffer(buffers[i]);
+  return it->second;
+}
+
+const json &TaskOrigins::instruction(size_t i) const {
+  auto [it, added] = made.instructions.try_emplace(i);
+  if (added)
+    it->second = lazy->instruction(instructions[i]);
+  return it->second;
+}
+
+bool TaskOrigins::holdsExpression(size_t i) const {
+  const TaskOrigin &o = instructions[i];
+  return lazy->expressions[o.from][o.index];
+}
+
+int64_t TaskOrigins::postsBefore(size_t i) const {
+  return lazy->taskBase[instructions[i].task];
+}
+
+int64_t TaskOrigins::firstFrameBuffer(int64_t microBatch) const {
+  return lazy->first[microBatch];
+}
+
+int64_t TaskOrigins::frameOf(int64_t microBatch) const {
+  return lazy->frame[microBatch];
+}
+
+const json &TaskOrigins::bodyInstruction(int64_t b, int64_t j) const {
+  return lazy->program["bodies"][b]["instructions"][j];
+}
+
+bool TaskOrigins::placedOffset(size_t i, int64_t &offset) const {
+  return lazy->placedOffset(buffers[i], offset);
 }
 
 std::string TaskOrigins::bufferField(size_t i) const {

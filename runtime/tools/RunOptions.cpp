@@ -65,6 +65,8 @@ const char *kUsage =
     "                        as a run would (kernels, dtypes, shapes, arena\n"
     "                        placement, schedule) and exit: 0 when it would\n"
     "                        run, 1 naming what it refuses\n"
+    "  --check-rank R        --check as rank R's process loads the plan (its\n"
+    "                        program in full, every rank's transfers)\n"
     "  --view                print each rank's view of the plan (its program\n"
     "                        with its coordinates filled in) and exit\n"
     "  --view-rank R         --view of rank R only\n"
@@ -102,6 +104,9 @@ RunOptions parseOptions(int argc, char **argv) {
       std::exit(0);
     } else if (arg == "--check") {
       o.check = true;
+    } else if (arg == "--check-rank") {
+      o.check = true;
+      o.checkRank = number("--check-rank", value());
     } else if (arg == "--view") {
       o.view = true;
     } else if (arg == "--explicit") {

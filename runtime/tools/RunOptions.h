@@ -25,6 +25,7 @@ struct RunOptions {
   int threads = 1;
   bool view = false;     ///< --view: print the rank views and exit
   int64_t viewRank = -1; ///< --view-rank: only this rank's (-1: all)
+  int64_t checkRank = -1; ///< --check-rank: as this rank loads (-1: all)
   /// --explicit: print the plan with its task-form programs expanded, exit
   bool explicitForm = false;
 };

@@ -247,18 +247,27 @@ int run(const RunOptions &o, Communicator &world) {
   Communicator &comm = nccl ? *nccl : staged ? *staged : world;
   const char *carrier = nccl ? "nccl" : staged ? "staged" : "mpi";
   backend->setThreads(o.threads);
+  // A process loads what its rank needs (loadPlan's onlyRank); --check
+  // loads every rank.
   Plan plan = loadPlan(
-      o.plan, [&](const std::string &k) { return backend->hasKernel(k); });
+      o.plan, [&](const std::string &k) { return backend->hasKernel(k); },
+      o.check ? o.checkRank : world.rank());
   if (o.check) {
     int64_t instructions = 0;
     for (const RankPlan &rank : plan.ranks) {
+      if (!rank.complete)
+        continue;
       requireComputable(o, rank, *backend);
       instructions += rank.instructions.size();
     }
+    std::string ranks = std::to_string(plan.ranks.size()) + " rank(s)";
+    if (plan.loadedRank >= 0)
+      ranks = "rank " + std::to_string(plan.loadedRank) + " of " + ranks +
+              " (every rank's transfers)";
     if (world.rank() == 0)
-      std::printf("weft-run: %s: %zu rank(s), %lld instruction(s): loads on "
+      std::printf("weft-run: %s: %s, %lld instruction(s): loads on "
                   "--device %s\n",
-                  o.plan.c_str(), plan.ranks.size(),
+                  o.plan.c_str(), ranks.c_str(),
                   static_cast<long long>(instructions), o.device.c_str());
     return 0;
   }

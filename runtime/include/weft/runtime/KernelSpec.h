@@ -266,6 +266,14 @@ CheckedKernel checkKernel(const KernelSpec &spec,
                           const std::vector<OperandPlacement> &outputs,
                           const nlohmann::json &attrs);
 
+/// checkKernel's last step alone: required in-place outputs at their
+/// input's offset, no other output overlapping an input or another output.
+/// The loader runs it for each instance of a task body whose types and
+/// attributes were checked once (only the offsets differ between them).
+void checkKernelPlacement(const KernelSpec &spec,
+                          const std::vector<OperandPlacement> &inputs,
+                          const std::vector<OperandPlacement> &outputs);
+
 } // namespace weft::rt
 
 #endif // WEFT_RUNTIME_KERNELSPEC_H

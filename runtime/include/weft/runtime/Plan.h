@@ -105,6 +105,8 @@ struct Instruction {
   /// all_gather, reduce_scatter: the dimension of the whole (gathered,
   /// scattered) tensor the group's parts are laid along.
   int64_t dim = -1;
+  /// isend, irecv: the bytes moved (the buffer's).
+  int64_t bytes = 0;
 };
 
 /// A rank's view of its program (PlanView.h), checked and decoded.
@@ -122,6 +124,7 @@ struct RankPlan {
   /// Instruction `i`'s field, for messages: "programs[k].instructions[i]",
   /// or "programs[k].bodies[b].instructions[j] (tasks[t], micro-batch m)".
   std::string instructionWhere(size_t i) const {
+    i = explicitIndexOf(i);
     if (!origins)
       return where() + ".instructions[" + std::to_string(i) + "]";
     return where() + "." + origins->instructionField(i) +
@@ -142,6 +145,17 @@ struct RankPlan {
   std::vector<NamedBuffer> optimizerState;
   std::vector<ConstantDesc> constants;
   std::vector<Instruction> instructions;
+  /// False for the other ranks of a one-rank load (loadPlan's `onlyRank`):
+  /// such a rank holds its coordinates, named lists and its program's
+  /// buffers (not its micro-batches' frames), and of its instructions only
+  /// the transfers (isend, irecv and their waits).
+  bool complete = true;
+  /// An incomplete rank's: each instruction's index in its program's
+  /// explicit form (empty: the same index).
+  std::vector<size_t> explicitIndex;
+  size_t explicitIndexOf(size_t i) const {
+    return explicitIndex.empty() ? i : explicitIndex[i];
+  }
 };
 
 struct InputDesc {
@@ -171,6 +185,9 @@ struct Plan {
   int64_t globalBatch = 1;
   std::vector<InputDesc> inputs, outputs;
   std::vector<RankPlan> ranks;
+  /// A one-rank load's rank (loadPlan's `onlyRank`), or -1: every rank
+  /// complete.
+  int64_t loadedRank = -1;
 
   /// Ranks along mesh axis or sub-axis `axis` (1 when the mesh lacks it).
   int64_t axisSize(const std::string &axis) const {
@@ -213,12 +230,26 @@ struct Plan {
 /// (checkInstructionOrder).
 /// `knownKernel` says whether the backend implements a kernel of the table.
 /// Throws Error naming the field on any problem.
+///
+/// `onlyRank` >= 0 loads what the process of that rank needs (weft-run with
+/// several ranks): its program parsed and checked in full (every field,
+/// kernel specification and the order checks of its rank), every rank's
+/// transfers paired and simulated for deadlock, every rank's shards checked;
+/// the other ranks' compute and collectives are left to their own
+/// processes. That holds only where every collective group of the rank runs
+/// its program (the members' collectives are then its own, in its order)
+/// and none of its collectives holds a coordinate expression; otherwise, or
+/// for a rank the plan lacks, every rank is loaded. `weft-run --check`
+/// loads every rank. A GPT-3 175B rank loads in about a second instead of
+/// the whole plan's half minute (bench/compile_scale.py).
 Plan loadPlan(const std::string &path,
-              const std::function<bool(const std::string &)> &knownKernel);
+              const std::function<bool(const std::string &)> &knownKernel,
+              int64_t onlyRank = -1);
 
 /// Same, from JSON text (`path` names it in messages).
 Plan parsePlan(const std::string &text, const std::string &path,
-               const std::function<bool(const std::string &)> &knownKernel);
+               const std::function<bool(const std::string &)> &knownKernel,
+               int64_t onlyRank = -1);
 
 /// The order checks parsePlan runs last (runtime/lib/PlanOrder.cpp). Per
 /// rank: every buffer an instruction reads was written before (or is a
@@ -229,7 +260,10 @@ Plan parsePlan(const std::string &text, const std::string &path,
 /// waited for. Across ranks: a rendezvous simulation (a wait completes once
 /// the peer has posted the matching transfer, or every member of the group
 /// its collective) finds plans that would deadlock. Throws Error naming
-/// the instruction, or each blocked rank's instruction.
+/// the instruction, or each blocked rank's instruction. In a one-rank load,
+/// the complete rank's order and every rank's transfers (the group
+/// condition of loadPlan makes its collectives complete as they would on one
+/// rank).
 void checkInstructionOrder(const Plan &plan);
 
 /// The plan's point-to-point channels: every (sender, receiver) rank pair

@@ -35,6 +35,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,9 +53,41 @@ struct TaskOrigin {
   int64_t task = -1;       ///< the task instance (an instruction)
   int64_t microBatch = -1; ///< the micro-batch (a frame buffer, a task)
 };
+class LazyProgram;
+
 /// One origin per buffer and per instruction of an expanded program.
 struct TaskOrigins {
   std::vector<TaskOrigin> buffers, instructions;
+  /// A lazy expansion's (expandTasksLazily): the task-form program,
+  /// from which buffer(i) and instruction(i) write one element of the
+  /// explicit program; null for an eager one.
+  std::shared_ptr<const LazyProgram> lazy;
+  /// Explicit buffer or instruction `i` as expandTasks writes it, made on
+  /// first use and kept (a Field refers to it). Requires `lazy`; throws
+  /// Error where the eager expansion would.
+  const nlohmann::json &buffer(size_t i) const;
+  const nlohmann::json &instruction(size_t i) const;
+  /// Whether instruction `i`'s body instruction holds an expression (a
+  /// coordinate or per_micro_batch): instances of one that does not differ
+  /// only in ids, micro-batch and collective tags. Requires `lazy`.
+  bool holdsExpression(size_t i) const;
+  /// Collective posts before instruction `i`'s task instance; its frame's
+  /// first buffer id; and frame buffer `i`'s offset at its micro-batch
+  /// (false if it overflows). Require `lazy`.
+  int64_t postsBefore(size_t i) const;
+  int64_t firstFrameBuffer(int64_t microBatch) const;
+  int64_t frameOf(int64_t microBatch) const;
+  bool placedOffset(size_t i, int64_t &offset) const;
+  /// Instruction `j` of body `b`, as the task form writes it.
+  const nlohmann::json &bodyInstruction(int64_t b, int64_t j) const;
+
+private:
+  /// What buffer() and instruction() wrote, by index.
+  mutable struct {
+    std::map<size_t, nlohmann::json> buffers, instructions;
+  } made;
+
+public:
   /// The field, relative to the program: "buffers[3]", "frames[1][0]",
   /// "bodies[2].instructions[5]".
   std::string bufferField(size_t i) const;
@@ -78,9 +112,19 @@ bool isTaskForm(const nlohmann::json &program);
 /// the explicit form's loader checks. `origins`, when given, receives where
 /// each buffer and instruction was written (left empty for an explicit
 /// program).
+///
+/// expandTasksLazily: the program's structure is checked and
+/// `origins` filled, but the result holds only the program's buffers and
+/// no instructions: `origins->buffer(i)` and `origins->instruction(i)` write
+/// the others one at a time (the loader checks each body once per frame and
+/// copies it to the other instances: a GPT-3 stage's explicit program is
+/// gigabytes of JSON). The lazy origins keep `program` (moved in).
 nlohmann::json expandTasks(const nlohmann::json &program,
                            const std::string &file, const std::string &path,
                            TaskOrigins *origins = nullptr);
+nlohmann::json expandTasksLazily(nlohmann::json program,
+                                 const std::string &file,
+                                 const std::string &path, TaskOrigins &origins);
 
 /// `plan` with every task-form program expanded (`weft-run --explicit`);
 /// anything else unchanged and unchecked.
