@@ -22,6 +22,13 @@ namespace weft::rt {
 namespace {
 
 using detail::Field;
+using detail::loadableAlone;
+using detail::parseBuffer;
+using detail::parseNamedListsAt;
+using detail::parseTransfer;
+using detail::parseTransfers;
+using detail::placeRank;
+using detail::transferIndices;
 
 std::vector<NamedBuffer> namedBuffers(const Field &list, int64_t count) {
   std::vector<NamedBuffer> out;
@@ -252,29 +259,6 @@ parseInstruction(const Field &in, const RankPlan &rank,
   return d;
 }
 
-/// Program `f`'s named lists at rank `r`: parsed from a copy with the
-/// rank's coordinates filled in.
-void parseNamedListsAt(const Field &f, const MeshShape &mesh, int64_t r,
-                       RankPlan &rank) {
-  json lists = json::object();
-  for (const char *key :
-       {"params", "state", "optimizer_state", "inputs", "outputs"})
-    lists[key] = f.at(key).value;
-  resolveNamedLists(lists, mesh, r, f.file, f.path);
-  parseNamedLists(Field(lists, f.path, f.file), rank);
-}
-
-/// Rank `r`'s number, coordinates and the field its program is at.
-void placeRank(RankPlan &rank, const MeshShape &mesh, int64_t r,
-               const std::string &path) {
-  rank.rank = r;
-  rank.path = path;
-  rank.coords.clear();
-  std::vector<int64_t> at = mesh.coords(r);
-  for (size_t a = 0; a < mesh.axes.size(); ++a)
-    rank.coords.push_back({mesh.axes[a].first, at[a]});
-}
-
 /// Instruction `in` at rank `r`: parsed as it is, or from a copy with the
 /// rank's coordinates filled in when it holds an expression.
 Instruction
@@ -328,48 +312,6 @@ private:
   const Field &root;
   std::map<std::string, std::string> decoded;
 };
-
-/// Buffer `i` of `rank` (its earlier buffers parsed), checked: its id, a
-/// known kind, bytes that hold its shape, an aligned offset inside the
-/// arena, a view at its owner's offset.
-BufferDesc parseBuffer(const Field &b, size_t i, const RankPlan &rank) {
-  BufferDesc d;
-  d.id = b.at("id").nonNegative();
-  if (d.id != static_cast<int64_t>(i))
-    b.at("id").fail("buffer ids must be 0, 1, 2, ... in order");
-  d.dtype = b.at("dtype").dtype();
-  d.shape = b.at("shape").shape();
-  d.bytes = b.at("bytes").nonNegative();
-  d.offset = b.at("offset").nonNegative();
-  d.kind = b.at("kind").string();
-  static const char *kinds[] = {"input",           "param",    "state",
-                                "optimizer_state", "constant", "activation"};
-  if (std::find(std::begin(kinds), std::end(kinds), d.kind) == std::end(kinds))
-    b.at("kind").fail("unknown buffer kind '" + d.kind + "'");
-  // Saturating: a shape whose size overflows int64 matches no byte count
-  // an arena can hold.
-  int64_t size = TensorType{d.dtype, d.shape}.bytes();
-  if (size != d.bytes || size == INT64_MAX)
-    b.at("bytes").fail(std::to_string(d.bytes) + " bytes, but " +
-                       shapeString(d.shape) + " " + dtypeName(d.dtype) +
-                       " takes " + std::to_string(size));
-  // Kernels access elements through typed pointers (the arena itself is
-  // 64-byte aligned); weftc aligns every buffer to 64 bytes.
-  if (d.offset % dtypeSize(d.dtype) != 0)
-    b.at("offset").fail(std::to_string(d.offset) +
-                        " is not a multiple of the " + dtypeName(d.dtype) +
-                        " element size");
-  if (d.offset > rank.arenaBytes || d.bytes > rank.arenaBytes - d.offset)
-    b.at("offset").fail(
-        std::to_string(d.offset) + " + " + std::to_string(d.bytes) +
-        " bytes exceeds arena_bytes " + std::to_string(rank.arenaBytes));
-  if (b.has("view_of")) {
-    d.viewOf = b.at("view_of").nonNegative();
-    if (d.viewOf >= d.id || rank.buffers[d.viewOf].offset != d.offset)
-      b.at("view_of").fail("must name an earlier buffer at the same offset");
-  }
-  return d;
-}
 
 /// Frame buffer `i` of a lazily expanded program (`lazy`) as a copy of its
 /// template's buffer `proto`, parsed at micro-batch `m0`: its id, offset
@@ -542,147 +484,70 @@ std::vector<InputDesc> parseIO(const Field &list) {
 /// Every isend has exactly one irecv with its tag on its peer, from its
 /// rank, of the same byte size, and every transfer is posted before it is
 /// waited for; otherwise the ranks would hang.
-/// The indices of program `f`'s transfers in its explicit form (`lazy`:
-/// its lazy expansion's origins, or null for an explicit program).
-std::vector<size_t> transferIndices(const Field &f, const TaskOrigins *lazy) {
-  auto isTransferAt = [](const json &inst) {
-    return inst.is_object() && inst.contains("op") && inst["op"].is_string() &&
-           isTransfer(inst["op"].get<std::string>());
-  };
-  std::vector<size_t> out;
-  if (lazy && lazy->lazy) {
-    for (size_t i = 0; i < lazy->instructions.size(); ++i) {
-      const TaskOrigin &o = lazy->instructions[i];
-      if (isTransferAt(lazy->bodyInstruction(o.from, o.index)))
-        out.push_back(i);
-    }
-    return out;
-  }
-  const json &list = f.at("instructions").value;
-  for (size_t i = 0; i < list.size(); ++i)
-    if (isTransferAt(list[i]))
-      out.push_back(i);
-  return out;
+} // namespace
+
+namespace detail {
+
+void parseNamedListsAt(const Field &f, const MeshShape &mesh, int64_t r,
+                       RankPlan &rank) {
+  json lists = json::object();
+  for (const char *key :
+       {"params", "state", "optimizer_state", "inputs", "outputs"})
+    lists[key] = f.at(key).value;
+  resolveNamedLists(lists, mesh, r, f.file, f.path);
+  parseNamedLists(Field(lists, f.path, f.file), rank);
 }
 
-/// Transfer `source` (of program `f`, an incomplete `rank`) at its rank,
-/// coordinate expressions evaluated: what pairing and the deadlock
-/// simulation read (op, tag, peer, the bytes moved).
-Instruction parseTransfer(const Field &source, const Field &f,
-                          const MeshShape &mesh, const RankPlan &rank) {
-  json resolved;
-  bool coordinates = hasCoordinates(source.value);
-  if (coordinates) {
-    resolved = source.value;
-    resolveInstruction(resolved, mesh, rank.rank, source.file, source.path);
-  }
-  Field in = coordinates
-                 ? Field(resolved, source.path, source.file, source.note)
-                 : source;
-  Instruction d;
-  d.op = in.at("op").string();
-  d.phase = in.at("phase").string();
-  d.microBatch = in.at("micro_batch").nonNegative();
-  d.tag = in.at("tag").nonNegative();
-  if (d.op == "isend" || d.op == "irecv") {
-    d.peer = in.at("peer").nonNegative();
-    Field ids = in.at(d.op == "irecv" ? "outputs" : "inputs");
-    if (ids.size() != 1)
-      ids.fail(d.op + " moves exactly one buffer");
-    size_t id = ids.at(0).nonNegative();
-    size_t count = rank.origins && rank.origins->lazy
-                       ? rank.origins->buffers.size()
-                       : rank.buffers.size();
-    if (id >= count)
-      ids.at(0).fail("buffer does not exist");
-    d.bytes = id < rank.buffers.size()
-                  ? rank.buffers[id].bytes
-                  : detail::originField(f, rank, "buffers", id)
-                        .at("bytes")
-                        .nonNegative();
+void placeRank(RankPlan &rank, const MeshShape &mesh, int64_t r,
+               const std::string &path) {
+  rank.rank = r;
+  rank.path = path;
+  rank.coords.clear();
+  std::vector<int64_t> at = mesh.coords(r);
+  for (size_t a = 0; a < mesh.axes.size(); ++a)
+    rank.coords.push_back({mesh.axes[a].first, at[a]});
+}
+
+BufferDesc parseBuffer(const Field &b, size_t i, const RankPlan &rank) {
+  BufferDesc d;
+  d.id = b.at("id").nonNegative();
+  if (d.id != static_cast<int64_t>(i))
+    b.at("id").fail("buffer ids must be 0, 1, 2, ... in order");
+  d.dtype = b.at("dtype").dtype();
+  d.shape = b.at("shape").shape();
+  d.bytes = b.at("bytes").nonNegative();
+  d.offset = b.at("offset").nonNegative();
+  d.kind = b.at("kind").string();
+  static const char *kinds[] = {"input",           "param",    "state",
+                                "optimizer_state", "constant", "activation"};
+  if (std::find(std::begin(kinds), std::end(kinds), d.kind) == std::end(kinds))
+    b.at("kind").fail("unknown buffer kind '" + d.kind + "'");
+  // Saturating: a shape whose size overflows int64 matches no byte count
+  // an arena can hold.
+  int64_t size = TensorType{d.dtype, d.shape}.bytes();
+  if (size != d.bytes || size == INT64_MAX)
+    b.at("bytes").fail(std::to_string(d.bytes) + " bytes, but " +
+                       shapeString(d.shape) + " " + dtypeName(d.dtype) +
+                       " takes " + std::to_string(size));
+  // Kernels access elements through typed pointers (the arena itself is
+  // 64-byte aligned); weftc aligns every buffer to 64 bytes.
+  if (d.offset % dtypeSize(d.dtype) != 0)
+    b.at("offset").fail(std::to_string(d.offset) +
+                        " is not a multiple of the " + dtypeName(d.dtype) +
+                        " element size");
+  if (d.offset > rank.arenaBytes || d.bytes > rank.arenaBytes - d.offset)
+    b.at("offset").fail(
+        std::to_string(d.offset) + " + " + std::to_string(d.bytes) +
+        " bytes exceeds arena_bytes " + std::to_string(rank.arenaBytes));
+  if (b.has("view_of")) {
+    d.viewOf = b.at("view_of").nonNegative();
+    if (d.viewOf >= d.id || rank.buffers[d.viewOf].offset != d.offset)
+      b.at("view_of").fail("must name an earlier buffer at the same offset");
   }
   return d;
 }
 
-/// Rank `r` as a one-rank load's other rank (RankPlan::complete false):
-/// program `f`'s own buffers and the named lists at the rank, and its
-/// transfers (`transfers`: their indices in the explicit program; those
-/// holding a coordinate expression go to `sites`, as indices among them).
-/// Checked only as far as pairing and the deadlock simulation need: the
-/// rank's own process checks the rest.
-RankPlan parseTransfers(const Field &f, const MeshShape &mesh, int64_t r,
-                        std::shared_ptr<const TaskOrigins> origins,
-                        const std::vector<size_t> &transfers,
-                        std::vector<size_t> &sites) {
-  RankPlan rank;
-  placeRank(rank, mesh, r, f.path);
-  rank.origins = std::move(origins);
-  rank.complete = false;
-  rank.arenaBytes = f.at("arena_bytes").nonNegative();
-  Field buffers = f.at("buffers");
-  for (size_t i = 0; i < buffers.size(); ++i)
-    rank.buffers.push_back(
-        parseBuffer(detail::originField(f, rank, "buffers", i), i, rank));
-  parseNamedListsAt(f, mesh, r, rank);
-  rank.explicitIndex = transfers;
-  for (size_t k = 0; k < transfers.size(); ++k) {
-    Field source = detail::originField(f, rank, "instructions", k);
-    if (hasCoordinates(source.value))
-      sites.push_back(k);
-    rank.instructions.push_back(parseTransfer(source, f, mesh, rank));
-  }
-  return rank;
-}
-
-/// Whether rank `r` of `root` may be loaded alone (loadPlan's `onlyRank`):
-/// its program's collectives hold no coordinate expression, and every
-/// member of each group they run over runs its program.
-bool loadableAlone(const json &root, const Plan &plan, const MeshShape &mesh,
-                   int64_t r, const std::string &path) {
-  const json &map = root["rank_programs"];
-  const json &program = programOf(root, r, path, mesh);
-  std::set<std::string> axes;
-  // False where a collective holds an expression or a malformed axis (the
-  // full load names it).
-  auto collectAxes = [&](const json &list) {
-    if (!list.is_array())
-      return false;
-    for (const json &inst : list) {
-      if (!inst.is_object() || !inst.contains("op") ||
-          !inst["op"].is_string() ||
-          !isCollective(inst["op"].get<std::string>()))
-        continue;
-      if (hasCoordinates(inst) || !inst.contains("axis") ||
-          !inst["axis"].is_string())
-        return false;
-      axes.insert(inst["axis"].get<std::string>());
-    }
-    return true;
-  };
-  if (program.contains("instructions") && !collectAxes(program["instructions"]))
-    return false;
-  if (program.contains("bodies")) {
-    if (!program["bodies"].is_array())
-      return false;
-    for (const json &body : program["bodies"])
-      if (!body.is_object() || !body.contains("instructions") ||
-          !collectAxes(body["instructions"]))
-        return false;
-  }
-  RankPlan mine, other;
-  placeRank(mine, mesh, r, "");
-  for (int64_t q = 0; q < int64_t(map.size()); ++q) {
-    if (map[q] == map[r])
-      continue;
-    placeRank(other, mesh, q, "");
-    for (const std::string &axis : axes)
-      if (plan.groupOf(other, axis) == plan.groupOf(mine, axis))
-        return false;
-  }
-  return true;
-}
-
-} // namespace
+} // namespace detail
 
 std::vector<int64_t> Plan::groupOf(const RankPlan &rank,
                                    const std::string &axis) const {

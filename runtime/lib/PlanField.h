@@ -8,10 +8,12 @@
 #define WEFT_RUNTIME_LIB_PLANFIELD_H
 
 #include "weft/runtime/Plan.h"
+#include "weft/runtime/PlanView.h"
 
 #include <nlohmann/json.hpp>
 
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -152,6 +154,44 @@ inline Field originField(const Field &program, const RankPlan &rank,
                    (buffer ? o.bufferField(i) : o.instructionField(i)),
                program.file, buffer ? o.bufferNote(i) : o.instructionNote(i));
 }
+
+/// Buffer `i` of `rank` (its earlier buffers parsed), checked: its id, a
+/// known kind, bytes that hold its shape, an aligned offset inside the
+/// arena, a view at its owner's offset.
+BufferDesc parseBuffer(const Field &b, size_t i, const RankPlan &rank);
+/// Rank `r`'s number, coordinates and the field its program is at.
+void placeRank(RankPlan &rank, const MeshShape &mesh, int64_t r,
+               const std::string &path);
+/// Program `f`'s named lists at rank `r`: parsed from a copy with the
+/// rank's coordinates filled in.
+void parseNamedListsAt(const Field &f, const MeshShape &mesh, int64_t r,
+                       RankPlan &rank);
+
+// A one-rank load (loadPlan's onlyRank; PlanOneRank.cpp).
+
+/// The indices of program `f`'s transfers in its explicit form (`lazy`:
+/// its lazy expansion's origins, or null for an explicit program).
+std::vector<size_t> transferIndices(const Field &f, const TaskOrigins *lazy);
+/// Transfer `source` (of program `f`, an incomplete `rank`) at its rank,
+/// coordinate expressions evaluated: what pairing and the deadlock
+/// simulation read (op, tag, peer, the bytes moved).
+Instruction parseTransfer(const Field &source, const Field &f,
+                          const MeshShape &mesh, const RankPlan &rank);
+/// Rank `r` as a one-rank load's other rank (RankPlan::complete false):
+/// program `f`'s own buffers and the named lists at the rank, and its
+/// transfers (`transfers`: their indices in the explicit program; those
+/// holding a coordinate expression go to `sites`, as indices among them).
+/// Checked only as far as pairing and the deadlock simulation need: the
+/// rank's own process checks the rest.
+RankPlan parseTransfers(const Field &f, const MeshShape &mesh, int64_t r,
+                        std::shared_ptr<const TaskOrigins> origins,
+                        const std::vector<size_t> &transfers,
+                        std::vector<size_t> &sites);
+/// Whether rank `r` of `root` may be loaded alone (loadPlan's `onlyRank`):
+/// its program's collectives hold no coordinate expression, and every
+/// member of each group they run over runs its program.
+bool loadableAlone(const nlohmann::json &root, const Plan &plan,
+                   const MeshShape &mesh, int64_t r, const std::string &path);
 
 /// The transfers of every rank pair up: each isend has its peer's irecv
 /// of the same tag and bytes, in the same position among the transfers

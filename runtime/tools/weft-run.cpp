@@ -247,11 +247,15 @@ int run(const RunOptions &o, Communicator &world) {
   Communicator &comm = nccl ? *nccl : staged ? *staged : world;
   const char *carrier = nccl ? "nccl" : staged ? "staged" : "mpi";
   backend->setThreads(o.threads);
-  // A process loads what its rank needs (loadPlan's onlyRank); --check
-  // loads every rank.
+  // A process of a multi-process run loads what its rank needs (loadPlan's
+  // onlyRank; one that fails aborts the job with its message); a single
+  // process, and --check, load every rank.
+  auto loadStart = std::chrono::steady_clock::now();
   Plan plan = loadPlan(
       o.plan, [&](const std::string &k) { return backend->hasKernel(k); },
-      o.check ? o.checkRank : world.rank());
+      o.check            ? o.checkRank
+      : world.size() > 1 ? world.rank()
+                         : -1);
   if (o.check) {
     int64_t instructions = 0;
     for (const RankPlan &rank : plan.ranks) {
@@ -264,11 +268,15 @@ int run(const RunOptions &o, Communicator &world) {
     if (plan.loadedRank >= 0)
       ranks = "rank " + std::to_string(plan.loadedRank) + " of " + ranks +
               " (every rank's transfers)";
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - loadStart)
+                         .count();
     if (world.rank() == 0)
       std::printf("weft-run: %s: %s, %lld instruction(s): loads on "
-                  "--device %s\n",
+                  "--device %s (loaded in %.2f s)\n",
                   o.plan.c_str(), ranks.c_str(),
-                  static_cast<long long>(instructions), o.device.c_str());
+                  static_cast<long long>(instructions), o.device.c_str(),
+                  seconds);
     return 0;
   }
   int64_t ranks = plan.ranks.size();

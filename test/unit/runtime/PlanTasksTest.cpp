@@ -340,8 +340,10 @@ TEST(PlanTasks, NamesTheFieldOfEveryRejection) {
         "programs[0].bodies[0].instructions[1].attrs.axis.times: times needs "
         "coord"},
        {[](json &p) {
+          // Valid (1) at micro-batch 0, the first instance the loader
+          // parses.
           p["programs"][0]["bodies"][0]["instructions"][1]["attrs"]["axis"] = {
-              {"plus", INT64_MAX}, {"per_micro_batch", 1}};
+              {"plus", 1}, {"per_micro_batch", INT64_MAX}};
         },
         "programs[0].bodies[0].instructions[1].attrs.axis: the expression "
         "overflows 64 bits at micro-batch 1"},

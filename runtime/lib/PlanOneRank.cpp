@@ -1,0 +1,145 @@
+//===- PlanOneRank.cpp - what one rank's process loads of a plan ----------===//
+//
+// loadPlan's onlyRank (Plan.h): the other ranks' transfers, for pairing and
+// the deadlock simulation, and whether a rank may be loaded alone.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/runtime/Plan.h"
+#include "weft/runtime/PlanView.h"
+
+#include "PlanField.h"
+
+#include <set>
+
+using json = nlohmann::json;
+
+namespace weft::rt::detail {
+
+std::vector<size_t> transferIndices(const Field &f, const TaskOrigins *lazy) {
+  auto isTransferAt = [](const json &inst) {
+    return inst.is_object() && inst.contains("op") && inst["op"].is_string() &&
+           isTransfer(inst["op"].get<std::string>());
+  };
+  std::vector<size_t> out;
+  if (lazy && lazy->lazy) {
+    for (size_t i = 0; i < lazy->instructions.size(); ++i) {
+      const TaskOrigin &o = lazy->instructions[i];
+      if (isTransferAt(lazy->bodyInstruction(o.from, o.index)))
+        out.push_back(i);
+    }
+    return out;
+  }
+  const json &list = f.at("instructions").value;
+  for (size_t i = 0; i < list.size(); ++i)
+    if (isTransferAt(list[i]))
+      out.push_back(i);
+  return out;
+}
+
+Instruction parseTransfer(const Field &source, const Field &f,
+                          const MeshShape &mesh, const RankPlan &rank) {
+  json resolved;
+  bool coordinates = hasCoordinates(source.value);
+  if (coordinates) {
+    resolved = source.value;
+    resolveInstruction(resolved, mesh, rank.rank, source.file, source.path);
+  }
+  Field in = coordinates
+                 ? Field(resolved, source.path, source.file, source.note)
+                 : source;
+  Instruction d;
+  d.op = in.at("op").string();
+  d.phase = in.at("phase").string();
+  d.microBatch = in.at("micro_batch").nonNegative();
+  d.tag = in.at("tag").nonNegative();
+  if (d.op == "isend" || d.op == "irecv") {
+    d.peer = in.at("peer").nonNegative();
+    Field ids = in.at(d.op == "irecv" ? "outputs" : "inputs");
+    if (ids.size() != 1)
+      ids.fail(d.op + " moves exactly one buffer");
+    size_t id = ids.at(0).nonNegative();
+    size_t count = rank.origins && rank.origins->lazy
+                       ? rank.origins->buffers.size()
+                       : rank.buffers.size();
+    if (id >= count)
+      ids.at(0).fail("buffer does not exist");
+    d.bytes = id < rank.buffers.size()
+                  ? rank.buffers[id].bytes
+                  : detail::originField(f, rank, "buffers", id)
+                        .at("bytes")
+                        .nonNegative();
+  }
+  return d;
+}
+
+RankPlan parseTransfers(const Field &f, const MeshShape &mesh, int64_t r,
+                        std::shared_ptr<const TaskOrigins> origins,
+                        const std::vector<size_t> &transfers,
+                        std::vector<size_t> &sites) {
+  RankPlan rank;
+  placeRank(rank, mesh, r, f.path);
+  rank.origins = std::move(origins);
+  rank.complete = false;
+  rank.arenaBytes = f.at("arena_bytes").nonNegative();
+  Field buffers = f.at("buffers");
+  for (size_t i = 0; i < buffers.size(); ++i)
+    rank.buffers.push_back(
+        parseBuffer(detail::originField(f, rank, "buffers", i), i, rank));
+  parseNamedListsAt(f, mesh, r, rank);
+  rank.explicitIndex = transfers;
+  for (size_t k = 0; k < transfers.size(); ++k) {
+    Field source = detail::originField(f, rank, "instructions", k);
+    if (hasCoordinates(source.value))
+      sites.push_back(k);
+    rank.instructions.push_back(parseTransfer(source, f, mesh, rank));
+  }
+  return rank;
+}
+
+bool loadableAlone(const json &root, const Plan &plan, const MeshShape &mesh,
+                   int64_t r, const std::string &path) {
+  const json &map = root["rank_programs"];
+  const json &program = programOf(root, r, path, mesh);
+  std::set<std::string> axes;
+  // False where a collective holds an expression or a malformed axis (the
+  // full load names it).
+  auto collectAxes = [&](const json &list) {
+    if (!list.is_array())
+      return false;
+    for (const json &inst : list) {
+      if (!inst.is_object() || !inst.contains("op") ||
+          !inst["op"].is_string() ||
+          !isCollective(inst["op"].get<std::string>()))
+        continue;
+      if (hasCoordinates(inst) || !inst.contains("axis") ||
+          !inst["axis"].is_string())
+        return false;
+      axes.insert(inst["axis"].get<std::string>());
+    }
+    return true;
+  };
+  if (program.contains("instructions") && !collectAxes(program["instructions"]))
+    return false;
+  if (program.contains("bodies")) {
+    if (!program["bodies"].is_array())
+      return false;
+    for (const json &body : program["bodies"])
+      if (!body.is_object() || !body.contains("instructions") ||
+          !collectAxes(body["instructions"]))
+        return false;
+  }
+  RankPlan mine, other;
+  placeRank(mine, mesh, r, "");
+  for (int64_t q = 0; q < int64_t(map.size()); ++q) {
+    if (map[q] == map[r])
+      continue;
+    placeRank(other, mesh, q, "");
+    for (const std::string &axis : axes)
+      if (plan.groupOf(other, axis) == plan.groupOf(mine, axis))
+        return false;
+  }
+  return true;
+}
+
+} // namespace weft::rt::detail
