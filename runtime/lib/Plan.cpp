@@ -25,7 +25,6 @@ using detail::Field;
 using detail::loadableAlone;
 using detail::parseBuffer;
 using detail::parseNamedListsAt;
-using detail::parseTransfer;
 using detail::parseTransfers;
 using detail::placeRank;
 using detail::transferIndices;
@@ -488,6 +487,18 @@ std::vector<InputDesc> parseIO(const Field &list) {
 
 namespace detail {
 
+void parseOutputsAt(const Field &f, const MeshShape &mesh, int64_t r,
+                    RankPlan &rank) {
+  if (!hasCoordinates(f.at("outputs").value)) {
+    rank.outputs = namedBuffers(f.at("outputs"), rank.buffers.size());
+    return;
+  }
+  json lists = {{"outputs", f.at("outputs").value}};
+  resolveNamedLists(lists, mesh, r, f.file, f.path);
+  rank.outputs = namedBuffers(Field(lists, f.path, f.file).at("outputs"),
+                              rank.buffers.size());
+}
+
 void parseNamedListsAt(const Field &f, const MeshShape &mesh, int64_t r,
                        RankPlan &rank) {
   json lists = json::object();
@@ -676,11 +687,8 @@ Plan parsePlan(const std::string &text, const std::string &path,
       }
       RankPlan rank = plan.ranks[first->second];
       placeRank(rank, mesh, r, field.path);
-      parseNamedListsAt(field, mesh, r, rank);
-      for (size_t k : transferSites[&program])
-        rank.instructions[k] =
-            parseTransfer(detail::originField(field, rank, "instructions", k),
-                          field, mesh, rank);
+      detail::parseOutputsAt(field, mesh, r, rank);
+      detail::placeTransfersAt(rank, field, mesh, transferSites[&program]);
       plan.ranks.push_back(std::move(rank));
       continue;
     }

@@ -10,6 +10,8 @@
 
 #include "PlanField.h"
 
+#include <map>
+#include <optional>
 #include <set>
 
 using json = nlohmann::json;
@@ -23,9 +25,17 @@ std::vector<size_t> transferIndices(const Field &f, const TaskOrigins *lazy) {
   };
   std::vector<size_t> out;
   if (lazy && lazy->lazy) {
+    // Per body: which of its instructions are transfers (a body's JSON is
+    // read once, not once per task instance).
+    std::map<int64_t, std::vector<char>> transfers;
     for (size_t i = 0; i < lazy->instructions.size(); ++i) {
       const TaskOrigin &o = lazy->instructions[i];
-      if (isTransferAt(lazy->bodyInstruction(o.from, o.index)))
+      std::vector<char> &body = transfers[o.from];
+      if (size_t(o.index) >= body.size())
+        body.resize(o.index + 1, -1);
+      if (body[o.index] < 0)
+        body[o.index] = isTransferAt(lazy->bodyInstruction(o.from, o.index));
+      if (body[o.index])
         out.push_back(i);
     }
     return out;
@@ -73,6 +83,67 @@ Instruction parseTransfer(const Field &source, const Field &f,
   return d;
 }
 
+namespace {
+
+/// `value` at rank `r` where it is an integer or a plain coordinate
+/// expression ({coord, times?, plus?}, evaluated as resolve does);
+/// nullopt for anything else, an overflow or a negative result (the
+/// caller parses the instruction again for the message).
+std::optional<int64_t> quickValue(const json &value, const MeshShape &mesh,
+                                  int64_t r) {
+  if (value.is_number_integer()) {
+    int64_t v = value.get<int64_t>();
+    return v < 0 ? std::nullopt : std::optional<int64_t>(v);
+  }
+  if (!value.is_object())
+    return std::nullopt;
+  int64_t times = 1, plus = 0, coord = -1;
+  for (const auto &[key, item] : value.items()) {
+    if (key == "coord" && item.is_string()) {
+      try {
+        coord = mesh.coord(r, item.get_ref<const std::string &>());
+      } catch (const Error &) {
+        return std::nullopt;
+      }
+    } else if (key == "times" && item.is_number_integer()) {
+      times = item.get<int64_t>();
+    } else if (key == "plus" && item.is_number_integer()) {
+      plus = item.get<int64_t>();
+    } else {
+      return std::nullopt;
+    }
+  }
+  int64_t v;
+  if (coord < 0 || __builtin_mul_overflow(times, coord, &v) ||
+      __builtin_add_overflow(v, plus, &v) || v < 0)
+    return std::nullopt;
+  return v;
+}
+
+} // namespace
+
+void placeTransfersAt(RankPlan &rank, const Field &f, const MeshShape &mesh,
+                      const std::vector<size_t> &sites) {
+  const TaskOrigins *lazy =
+      rank.origins && rank.origins->lazy ? rank.origins.get() : nullptr;
+  for (size_t k : sites) {
+    size_t i = rank.explicitIndex[k];
+    const json &source =
+        lazy ? lazy->instruction(i) : f.value["instructions"][i];
+    Instruction &d = rank.instructions[k];
+    std::optional<int64_t> tag = quickValue(source["tag"], mesh, rank.rank);
+    std::optional<int64_t> peer =
+        source.contains("peer") ? quickValue(source["peer"], mesh, rank.rank)
+                                : std::optional<int64_t>(-1);
+    if (tag && peer) {
+      d.tag = *tag;
+      d.peer = *peer;
+      continue;
+    }
+    d = parseTransfer(originField(f, rank, "instructions", k), f, mesh, rank);
+  }
+}
+
 RankPlan parseTransfers(const Field &f, const MeshShape &mesh, int64_t r,
                         std::shared_ptr<const TaskOrigins> origins,
                         const std::vector<size_t> &transfers,
@@ -86,7 +157,7 @@ RankPlan parseTransfers(const Field &f, const MeshShape &mesh, int64_t r,
   for (size_t i = 0; i < buffers.size(); ++i)
     rank.buffers.push_back(
         parseBuffer(detail::originField(f, rank, "buffers", i), i, rank));
-  parseNamedListsAt(f, mesh, r, rank);
+  parseOutputsAt(f, mesh, r, rank);
   rank.explicitIndex = transfers;
   for (size_t k = 0; k < transfers.size(); ++k) {
     Field source = detail::originField(f, rank, "instructions", k);
