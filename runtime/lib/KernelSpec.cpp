@@ -23,13 +23,18 @@ std::string typeString(const TensorType &type) {
 }
 
 void KernelAttrs::set(std::string name, Value value) {
-  values.emplace_back(std::move(name), std::move(value));
+  if (!values)
+    values = std::make_shared<Values>();
+  else if (values.use_count() > 1)
+    values = std::make_shared<Values>(*values);
+  values->emplace_back(std::move(name), std::move(value));
 }
 
 const KernelAttrs::Value *KernelAttrs::find(std::string_view name) const {
-  for (const auto &[key, value] : values)
-    if (key == name)
-      return &value;
+  if (values)
+    for (const auto &[key, value] : *values)
+      if (key == name)
+        return &value;
   return nullptr;
 }
 

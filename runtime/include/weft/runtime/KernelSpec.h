@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -130,7 +131,11 @@ private:
                   (v ? "' has another kind" : "' is missing"));
     return std::get<T>(*v);
   }
-  std::vector<std::pair<std::string, Value>> values;
+  using Values = std::vector<std::pair<std::string, Value>>;
+  /// Shared by copies (the loader copies a task body's instruction to
+  /// each of its instances: a GPT-3 stage has a hundred thousand); set()
+  /// copies first when shared.
+  std::shared_ptr<Values> values;
 };
 
 /// A plan attribute of a kernel, from its op's record (the ODS attributes
