@@ -487,18 +487,6 @@ std::vector<InputDesc> parseIO(const Field &list) {
 
 namespace detail {
 
-void parseOutputsAt(const Field &f, const MeshShape &mesh, int64_t r,
-                    RankPlan &rank) {
-  if (!hasCoordinates(f.at("outputs").value)) {
-    rank.outputs = namedBuffers(f.at("outputs"), rank.buffers.size());
-    return;
-  }
-  json lists = {{"outputs", f.at("outputs").value}};
-  resolveNamedLists(lists, mesh, r, f.file, f.path);
-  rank.outputs = namedBuffers(Field(lists, f.path, f.file).at("outputs"),
-                              rank.buffers.size());
-}
-
 void parseNamedListsAt(const Field &f, const MeshShape &mesh, int64_t r,
                        RankPlan &rank) {
   json lists = json::object();
@@ -687,7 +675,7 @@ Plan parsePlan(const std::string &text, const std::string &path,
       }
       RankPlan rank = plan.ranks[first->second];
       placeRank(rank, mesh, r, field.path);
-      detail::parseOutputsAt(field, mesh, r, rank);
+      parseNamedListsAt(field, mesh, r, rank);
       detail::placeTransfersAt(rank, field, mesh, transferSites[&program]);
       plan.ranks.push_back(std::move(rank));
       continue;

@@ -178,7 +178,8 @@ std::vector<size_t> transferIndices(const Field &f, const TaskOrigins *lazy);
 Instruction parseTransfer(const Field &source, const Field &f,
                           const MeshShape &mesh, const RankPlan &rank);
 /// Rank `r` as a one-rank load's other rank (RankPlan::complete false):
-/// program `f`'s own buffers, its outputs at the rank, and its
+/// program `f`'s own buffers and the named lists at the rank (which ranks
+/// write which pieces at --save, which holds the loss), and its
 /// transfers (`transfers`: their indices in the explicit program; those
 /// holding a coordinate expression go to `sites`, as indices among them).
 /// Checked only as far as pairing and the deadlock simulation need: the
@@ -193,10 +194,6 @@ RankPlan parseTransfers(const Field &f, const MeshShape &mesh, int64_t r,
 /// again (parseTransfer).
 void placeTransfersAt(RankPlan &rank, const Field &f, const MeshShape &mesh,
                       const std::vector<size_t> &sites);
-/// Program `f`'s outputs at rank `r` (an incomplete rank's only named
-/// list: which rank holds the loss).
-void parseOutputsAt(const Field &f, const MeshShape &mesh, int64_t r,
-                    RankPlan &rank);
 /// Whether rank `r` of `root` may be loaded alone (loadPlan's `onlyRank`):
 /// its program's collectives hold no coordinate expression, and every
 /// member of each group they run over runs its program.

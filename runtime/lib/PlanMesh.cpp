@@ -152,11 +152,6 @@ void checkMesh(const Plan &plan, const Field &root,
            std::pair<int64_t, std::vector<Collective>>>
       groups; // (axis, group) -> (first member, its sequence)
   for (const RankPlan &rank : plan.ranks) {
-    // A one-rank load's other ranks are their own processes' to check, and
-    // hold no collectives: the loaded rank's groups run its program
-    // (loadPlan), so their sequences are its own.
-    if (!rank.complete)
-      continue;
     // A rank's coordinates come from the mesh (the loader places it).
     Field field = ranks[rank.rank];
     // Tensor-parallel slices are over the tensor axis, ZeRO's pieces over
@@ -219,6 +214,10 @@ void checkMesh(const Plan &plan, const Field &root,
                 " does not hold input '" + in.name + "' (" +
                 shapeString(global->shape) + ")");
     }
+    // A one-rank load's other ranks hold no collectives: the loaded rank's
+    // groups run its program (loadPlan), so their sequences are its own.
+    if (!rank.complete)
+      continue;
     std::map<std::string, std::vector<Collective>> mine;
     for (size_t i = 0; i < rank.instructions.size(); ++i) {
       const Instruction &inst = rank.instructions[i];

@@ -131,10 +131,17 @@ void placeTransfersAt(RankPlan &rank, const Field &f, const MeshShape &mesh,
     const json &source =
         lazy ? lazy->instruction(i) : f.value["instructions"][i];
     Instruction &d = rank.instructions[k];
-    std::optional<int64_t> tag = quickValue(source["tag"], mesh, rank.rank);
-    std::optional<int64_t> peer =
-        source.contains("peer") ? quickValue(source["peer"], mesh, rank.rank)
-                                : std::optional<int64_t>(-1);
+    // The first rank of the program parsed this JSON: its tag (and an
+    // isend's or irecv's peer) are there.
+    auto valueOf = [&](const char *key) -> std::optional<int64_t> {
+      auto it = source.find(key);
+      return it == source.end() ? std::nullopt
+                                : quickValue(*it, mesh, rank.rank);
+    };
+    std::optional<int64_t> tag = valueOf("tag");
+    std::optional<int64_t> peer = d.op == "isend" || d.op == "irecv"
+                                      ? valueOf("peer")
+                                      : std::optional<int64_t>(-1);
     if (tag && peer) {
       d.tag = *tag;
       d.peer = *peer;
@@ -157,7 +164,7 @@ RankPlan parseTransfers(const Field &f, const MeshShape &mesh, int64_t r,
   for (size_t i = 0; i < buffers.size(); ++i)
     rank.buffers.push_back(
         parseBuffer(detail::originField(f, rank, "buffers", i), i, rank));
-  parseOutputsAt(f, mesh, r, rank);
+  parseNamedListsAt(f, mesh, r, rank);
   rank.explicitIndex = transfers;
   for (size_t k = 0; k < transfers.size(); ++k) {
     Field source = detail::originField(f, rank, "instructions", k);

@@ -436,3 +436,38 @@ TEST(PlanTasks, NamesTheBodyInstructionOfEveryRank) {
         "rank 0: programs[0].bodies[0].instructions[1].axis (tasks[0], "
         "micro-batch 0): 'data' is not an axis of the mesh"}});
 }
+
+TEST(PlanTasks, LoadsOneRankAsTheWholePlanLoadsIt) {
+  Plan whole = load(collectivePlan());
+  Plan one = parsePlan(collectivePlan().dump(), "p.json", anyKernel, 1);
+  ASSERT_EQ(one.loadedRank, 1);
+  ASSERT_EQ(one.ranks.size(), 2u);
+  EXPECT_FALSE(one.ranks[0].complete);
+  EXPECT_TRUE(one.ranks[0].instructions.empty()); // it has no transfers
+  const RankPlan &a = one.ranks[1], &b = whole.ranks[1];
+  EXPECT_TRUE(a.complete);
+  ASSERT_EQ(a.instructions.size(), b.instructions.size());
+  for (size_t i = 0; i < a.instructions.size(); ++i) {
+    SCOPED_TRACE("instruction " + std::to_string(i));
+    EXPECT_EQ(a.instructions[i].op, b.instructions[i].op);
+    EXPECT_EQ(a.instructions[i].inputs, b.instructions[i].inputs);
+    EXPECT_EQ(a.instructions[i].outputs, b.instructions[i].outputs);
+    EXPECT_EQ(a.instructions[i].tag, b.instructions[i].tag);
+    EXPECT_EQ(a.instructions[i].microBatch, b.instructions[i].microBatch);
+  }
+  // The softmax's axis is the rank's tensor coordinate.
+  EXPECT_EQ(a.instructions[4].attrs.i("axis"), 1);
+  // A rank the plan lacks: every rank is loaded (and the run's rank count
+  // check names the mismatch).
+  EXPECT_EQ(
+      parsePlan(collectivePlan().dump(), "p.json", anyKernel, 2).loadedRank,
+      -1);
+  // The tensor group's members on two copies of the program: their
+  // collectives are not the loaded rank's own, so every rank is loaded.
+  json plan = collectivePlan();
+  plan["programs"].push_back(plan["programs"][0]);
+  plan["rank_programs"][1] = 1;
+  Plan mixed = parsePlan(plan.dump(), "p.json", anyKernel, 1);
+  EXPECT_EQ(mixed.loadedRank, -1);
+  EXPECT_TRUE(mixed.ranks[0].complete);
+}
