@@ -147,6 +147,29 @@ Plan load(const json &plan) {
 
 json taskPlan() { return planOf(taskProgram()); }
 
+/// `a` and `b` hold the same instructions (fields the tests' plans set).
+void expectSameInstructions(const RankPlan &a, const RankPlan &b) {
+  ASSERT_EQ(a.instructions.size(), b.instructions.size());
+  for (size_t i = 0; i < a.instructions.size(); ++i) {
+    SCOPED_TRACE("instruction " + std::to_string(i));
+    const Instruction &x = a.instructions[i], &y = b.instructions[i];
+    EXPECT_EQ(x.op, y.op);
+    EXPECT_EQ(x.kernel, y.kernel);
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.phase, y.phase);
+    EXPECT_EQ(x.microBatch, y.microBatch);
+    EXPECT_EQ(x.inputs, y.inputs);
+    EXPECT_EQ(x.outputs, y.outputs);
+    EXPECT_EQ(x.tag, y.tag);
+    EXPECT_EQ(x.peer, y.peer);
+    EXPECT_EQ(x.cost.flops, y.cost.flops);
+    EXPECT_EQ(x.attrs.has("axis"), y.attrs.has("axis"));
+    if (x.attrs.has("axis")) {
+      EXPECT_EQ(x.attrs.i("axis"), y.attrs.i("axis"));
+    }
+  }
+}
+
 } // namespace
 
 TEST(PlanTasks, ExpandsToTheExplicitProgram) {
@@ -186,25 +209,7 @@ TEST(PlanTasks, LoadsAsTheExplicitPlan) {
     EXPECT_EQ(a.buffers[i].kind, b.buffers[i].kind);
     EXPECT_EQ(a.buffers[i].viewOf, b.buffers[i].viewOf);
   }
-  ASSERT_EQ(a.instructions.size(), b.instructions.size());
-  for (size_t i = 0; i < a.instructions.size(); ++i) {
-    SCOPED_TRACE("instruction " + std::to_string(i));
-    const Instruction &x = a.instructions[i], &y = b.instructions[i];
-    EXPECT_EQ(x.op, y.op);
-    EXPECT_EQ(x.kernel, y.kernel);
-    EXPECT_EQ(x.name, y.name);
-    EXPECT_EQ(x.phase, y.phase);
-    EXPECT_EQ(x.microBatch, y.microBatch);
-    EXPECT_EQ(x.inputs, y.inputs);
-    EXPECT_EQ(x.outputs, y.outputs);
-    EXPECT_EQ(x.tag, y.tag);
-    EXPECT_EQ(x.peer, y.peer);
-    EXPECT_EQ(x.cost.flops, y.cost.flops);
-    EXPECT_EQ(x.attrs.has("axis"), y.attrs.has("axis"));
-    if (x.attrs.has("axis")) {
-      EXPECT_EQ(x.attrs.i("axis"), y.attrs.i("axis"));
-    }
-  }
+  expectSameInstructions(a, b);
   EXPECT_EQ(a.instructions[1].attrs.i("axis"), 0);
   EXPECT_EQ(a.instructions[3].attrs.i("axis"), 1);
   EXPECT_EQ(a.instructionWhere(3),
@@ -446,15 +451,7 @@ TEST(PlanTasks, LoadsOneRankAsTheWholePlanLoadsIt) {
   EXPECT_TRUE(one.ranks[0].instructions.empty()); // it has no transfers
   const RankPlan &a = one.ranks[1], &b = whole.ranks[1];
   EXPECT_TRUE(a.complete);
-  ASSERT_EQ(a.instructions.size(), b.instructions.size());
-  for (size_t i = 0; i < a.instructions.size(); ++i) {
-    SCOPED_TRACE("instruction " + std::to_string(i));
-    EXPECT_EQ(a.instructions[i].op, b.instructions[i].op);
-    EXPECT_EQ(a.instructions[i].inputs, b.instructions[i].inputs);
-    EXPECT_EQ(a.instructions[i].outputs, b.instructions[i].outputs);
-    EXPECT_EQ(a.instructions[i].tag, b.instructions[i].tag);
-    EXPECT_EQ(a.instructions[i].microBatch, b.instructions[i].microBatch);
-  }
+  expectSameInstructions(a, b);
   // The softmax's axis is the rank's tensor coordinate.
   EXPECT_EQ(a.instructions[4].attrs.i("axis"), 1);
   // A rank the plan lacks: every rank is loaded (and the run's rank count
