@@ -21,11 +21,15 @@ namespace weft::rt {
 
 namespace {
 
+using detail::BodyInstruction;
+using detail::copyBodyInstruction;
 using detail::Field;
 using detail::loadableAlone;
 using detail::parseBuffer;
 using detail::parseNamedListsAt;
 using detail::parseTransfers;
+using detail::placed;
+using detail::placeFrameBuffer;
 using detail::placeRank;
 using detail::transferIndices;
 
@@ -154,17 +158,6 @@ void parseNamedLists(const Field &f, RankPlan &rank) {
   rank.inputs = namedBuffers(f.at("inputs"), count);
   parseShards(f.at("inputs"), rank, rank.inputs);
   rank.outputs = namedBuffers(f.at("outputs"), count);
-}
-
-/// The operands `ids` of `rank` as a kernel check sees them.
-std::vector<OperandPlacement> placed(const RankPlan &rank,
-                                     const std::vector<int64_t> &ids) {
-  std::vector<OperandPlacement> out;
-  for (int64_t id : ids) {
-    const BufferDesc &b = rank.buffers[id];
-    out.push_back({{b.dtype, b.shape}, b.offset});
-  }
-  return out;
 }
 
 /// Instruction `in` of `rank` (whose buffers are parsed), checked: a compute
@@ -311,69 +304,6 @@ private:
   const Field &root;
   std::map<std::string, std::string> decoded;
 };
-
-/// Frame buffer `i` of a lazily expanded program (`lazy`) as a copy of its
-/// template's buffer `proto`, parsed at micro-batch `m0`: its id, offset
-/// and view moved to its micro-batch. False, adding nothing, where a check
-/// of parseBuffer's would fail (the caller parses it for the message).
-bool placeFrameBuffer(const BufferDesc &proto, int64_t m0, size_t i,
-                      const TaskOrigins &lazy, RankPlan &rank) {
-  BufferDesc d = proto;
-  d.id = i;
-  if (!lazy.placedOffset(i, d.offset))
-    return false;
-  int64_t from = lazy.firstFrameBuffer(m0);
-  if (d.viewOf >= from)
-    d.viewOf += lazy.firstFrameBuffer(lazy.buffers[i].microBatch) - from;
-  if (d.offset % dtypeSize(d.dtype) != 0 || d.offset > rank.arenaBytes ||
-      d.bytes > rank.arenaBytes - d.offset)
-    return false;
-  if (d.viewOf >= 0 &&
-      (d.viewOf >= d.id || rank.buffers[d.viewOf].offset != d.offset))
-    return false;
-  rank.buffers.push_back(std::move(d));
-  return true;
-}
-
-/// A body instruction parsed and checked at its first instance in a frame.
-struct BodyInstruction {
-  Instruction parsed;
-  int64_t firstFrameBuffer, postsBefore; ///< of that instance
-  const KernelSpec *spec;                ///< a compute instruction's
-};
-
-/// Instruction `i` of a lazily expanded program (`lazy`) as a copy of
-/// `proto`, an instance of its body instruction in the same frame and
-/// without expressions, so alike but for the frame's buffer ids, the
-/// micro-batch and a collective's tag: those are moved, and the operands'
-/// placement (which slots rotate) checked again. False, adding nothing,
-/// where a check of parseInstruction's would fail.
-bool copyBodyInstruction(const BodyInstruction &proto, size_t i,
-                         const TaskOrigins &lazy, RankPlan &rank) {
-  Instruction d = proto.parsed;
-  const TaskOrigin &o = lazy.instructions[i];
-  int64_t shift = lazy.firstFrameBuffer(o.microBatch) - proto.firstFrameBuffer;
-  for (auto *ids : {&d.inputs, &d.outputs})
-    for (int64_t &id : *ids)
-      if (id >= proto.firstFrameBuffer)
-        id += shift;
-  d.microBatch = o.microBatch;
-  if ((isCollective(d.op) || isCollectiveWait(d.op)) &&
-      (__builtin_add_overflow(d.tag, lazy.postsBefore(i) - proto.postsBefore,
-                              &d.tag) ||
-       d.tag < 0))
-    return false;
-  if (proto.spec) {
-    try {
-      checkKernelPlacement(*proto.spec, placed(rank, d.inputs),
-                           placed(rank, d.outputs));
-    } catch (const Error &) {
-      return false;
-    }
-  }
-  rank.instructions.push_back(std::move(d));
-  return true;
-}
 
 /// Rank `r`'s copy of program `f` (explicit; `origins` says where a
 /// task-form program's buffers and instructions were written), whose

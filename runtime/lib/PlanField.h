@@ -167,6 +167,32 @@ void placeRank(RankPlan &rank, const MeshShape &mesh, int64_t r,
 void parseNamedListsAt(const Field &f, const MeshShape &mesh, int64_t r,
                        RankPlan &rank);
 
+// A lazily expanded program's instances (PlanInstances.cpp).
+
+/// The operands `ids` of `rank` as a kernel check sees them.
+std::vector<OperandPlacement> placed(const RankPlan &rank,
+                                     const std::vector<int64_t> &ids);
+/// Frame buffer `i` of a lazily expanded program (`lazy`) as a copy of its
+/// template's buffer `proto`, parsed at micro-batch `m0`: its id, offset
+/// and view moved to its micro-batch. False, adding nothing, where a check
+/// of parseBuffer's would fail (the caller parses it for the message).
+bool placeFrameBuffer(const BufferDesc &proto, int64_t m0, size_t i,
+                      const TaskOrigins &lazy, RankPlan &rank);
+/// A body instruction parsed and checked at its first instance in a frame.
+struct BodyInstruction {
+  Instruction parsed;
+  int64_t firstFrameBuffer, postsBefore; ///< of that instance
+  const KernelSpec *spec;                ///< a compute instruction's
+};
+/// Instruction `i` of a lazily expanded program (`lazy`) as a copy of
+/// `proto`, an instance of its body instruction in the same frame and
+/// without expressions, so alike but for the frame's buffer ids, the
+/// micro-batch and a collective's tag: those are moved, and the operands'
+/// placement (which slots rotate) checked again. False, adding nothing,
+/// where a check of parseInstruction's would fail.
+bool copyBodyInstruction(const BodyInstruction &proto, size_t i,
+                         const TaskOrigins &lazy, RankPlan &rank);
+
 // A one-rank load (loadPlan's onlyRank; PlanOneRank.cpp).
 
 /// The indices of program `f`'s transfers in its explicit form (`lazy`:

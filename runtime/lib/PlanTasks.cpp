@@ -328,17 +328,21 @@ public:
     json b = t.value;
     b.erase("slots");
     b["id"] = first[m] + o.index;
-    int64_t g = slotGroupOf(t, groups.size());
-    SlotGroup slot = g < 0 ? SlotGroup{1, 0} : groups[g];
-    b["offset"] = detail::affine(t.at("offset"), m % slot.count, slot.bytes,
-                                 t.at("offset").integer(),
-                                 " at micro-batch " + std::to_string(m));
+    int64_t offset;
+    if (!placedOffset(o, offset)) { // it overflows: affine names it
+      SlotGroup slot = groups[slotGroupOf(t, groups.size())];
+      detail::affine(t.at("offset"), m % slot.count, slot.bytes,
+                     t.at("offset").integer(),
+                     " at micro-batch " + std::to_string(m));
+    }
+    b["offset"] = offset;
     if (b.contains("view_of") && b["view_of"].get<int64_t>() >= n)
       b["view_of"] = first[m] + (b["view_of"].get<int64_t>() - n);
     return b;
   }
 
-  /// Frame buffer `o`'s offset, without a field (false if it overflows).
+  /// Frame buffer `o`'s offset: its template's, plus (m mod K) * S of its
+  /// slot group (checkFrames checked both fields); false if it overflows.
   bool placedOffset(const TaskOrigin &o, int64_t &offset) const {
     const json &t = program["frames"][o.from][o.index];
     offset = t["offset"].get<int64_t>();
