@@ -322,6 +322,7 @@ RankPlan parseRank(const Field &f, const MeshShape &mesh, int64_t r,
   const TaskOrigins *lazy =
       rank.origins && rank.origins->lazy ? rank.origins.get() : nullptr;
   size_t bufferCount = lazy ? lazy->buffers.size() : f.at("buffers").size();
+  rank.buffers.reserve(bufferCount);
   // A task-form program's frame templates, each parsed and checked at its
   // first micro-batch: (frame, template) -> (buffer, micro-batch).
   std::map<std::pair<int64_t, int64_t>, std::pair<BufferDesc, int64_t>>
@@ -371,6 +372,7 @@ RankPlan parseRank(const Field &f, const MeshShape &mesh, int64_t r,
   std::map<std::tuple<int64_t, int64_t, int64_t>, BodyInstruction> bodies;
   size_t instructionCount =
       lazy ? lazy->instructions.size() : f.at("instructions").size();
+  rank.instructions.reserve(instructionCount);
   for (size_t i = 0; i < instructionCount; ++i) {
     if (lazy && !lazy->holdsExpression(i)) {
       const TaskOrigin &o = lazy->instructions[i];
@@ -605,7 +607,7 @@ Plan parsePlan(const std::string &text, const std::string &path,
       }
       RankPlan rank = plan.ranks[first->second];
       placeRank(rank, mesh, r, field.path);
-      parseNamedListsAt(field, mesh, r, rank);
+      detail::placeNamedListsAt(rank, field, mesh);
       detail::placeTransfersAt(rank, field, mesh, transferSites[&program]);
       plan.ranks.push_back(std::move(rank));
       continue;
@@ -622,7 +624,7 @@ Plan parsePlan(const std::string &text, const std::string &path,
     }
     RankPlan rank = plan.ranks[first->second];
     placeRank(rank, mesh, r, field.path);
-    parseNamedListsAt(field, mesh, r, rank);
+    detail::placeNamedListsAt(rank, field, mesh);
     for (size_t i : sites[&program])
       rank.instructions[i] =
           parseResolved(detail::originField(field, rank, "instructions", i),

@@ -14,6 +14,7 @@
 
 #include <initializer_list>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -183,6 +184,10 @@ struct BodyInstruction {
   Instruction parsed;
   int64_t firstFrameBuffer, postsBefore; ///< of that instance
   const KernelSpec *spec;                ///< a compute instruction's
+  /// The operands' offsets (inputs, then outputs) of the copies whose
+  /// placement was checked: a frame's instances differ in offsets only by
+  /// the slot their micro-batch takes, so few are distinct.
+  std::set<std::vector<int64_t>> checkedPlacements;
 };
 /// Instruction `i` of a lazily expanded program (`lazy`) as a copy of
 /// `proto`, an instance of its body instruction in the same frame and
@@ -190,7 +195,7 @@ struct BodyInstruction {
 /// micro-batch and a collective's tag: those are moved, and the operands'
 /// placement (which slots rotate) checked again. False, adding nothing,
 /// where a check of parseInstruction's would fail.
-bool copyBodyInstruction(const BodyInstruction &proto, size_t i,
+bool copyBodyInstruction(BodyInstruction &proto, size_t i,
                          const TaskOrigins &lazy, RankPlan &rank);
 
 // A one-rank load (loadPlan's onlyRank; PlanOneRank.cpp).
@@ -220,6 +225,12 @@ RankPlan parseTransfers(const Field &f, const MeshShape &mesh, int64_t r,
 /// again (parseTransfer).
 void placeTransfersAt(RankPlan &rank, const Field &f, const MeshShape &mesh,
                       const std::vector<size_t> &sites);
+/// The named lists of `rank` (a copy of another rank of program `f`,
+/// placed at its own coordinates) at its rank: the shards' indices
+/// evaluated again where they are the lists' only coordinate expressions
+/// and plain ones (weftc's), otherwise the lists parsed again
+/// (parseNamedListsAt).
+void placeNamedListsAt(RankPlan &rank, const Field &f, const MeshShape &mesh);
 /// Whether rank `r` of `root` may be loaded alone (loadPlan's `onlyRank`):
 /// its program's collectives hold no coordinate expression, and every
 /// member of each group they run over runs its program.

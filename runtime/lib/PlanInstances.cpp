@@ -43,7 +43,7 @@ bool placeFrameBuffer(const BufferDesc &proto, int64_t m0, size_t i,
   return true;
 }
 
-bool copyBodyInstruction(const BodyInstruction &proto, size_t i,
+bool copyBodyInstruction(BodyInstruction &proto, size_t i,
                          const TaskOrigins &lazy, RankPlan &rank) {
   Instruction d = proto.parsed;
   const TaskOrigin &o = lazy.instructions[i];
@@ -59,11 +59,21 @@ bool copyBodyInstruction(const BodyInstruction &proto, size_t i,
        d.tag < 0))
     return false;
   if (proto.spec) {
-    try {
-      checkKernelPlacement(*proto.spec, placed(rank, d.inputs),
-                           placed(rank, d.outputs));
-    } catch (const Error &) {
-      return false;
+    // The operands' types are the instance's in the first frame: only
+    // their offsets may make a different placement.
+    std::vector<int64_t> offsets;
+    offsets.reserve(d.inputs.size() + d.outputs.size());
+    for (auto *ids : {&d.inputs, &d.outputs})
+      for (int64_t id : *ids)
+        offsets.push_back(rank.buffers[id].offset);
+    if (!proto.checkedPlacements.count(offsets)) {
+      try {
+        checkKernelPlacement(*proto.spec, placed(rank, d.inputs),
+                             placed(rank, d.outputs));
+      } catch (const Error &) {
+        return false;
+      }
+      proto.checkedPlacements.insert(std::move(offsets));
     }
   }
   rank.instructions.push_back(std::move(d));

@@ -35,42 +35,47 @@ void checkTransfers(const Plan &plan, const std::vector<Field> &ranks) {
       const Instruction &inst = rank.instructions[i];
       if (!isTransfer(inst.op))
         continue;
-      Field field = originField(ranks[rank.rank], rank, "instructions", i);
+      // Written out (a lazy program's instance) only for a message.
+      auto field = [&] {
+        return originField(ranks[rank.rank], rank, "instructions", i);
+      };
       if (inst.op == "isend" || inst.op == "irecv") {
         if (inst.peer >= n || inst.peer == rank.rank)
-          field.at("peer").fail("peer " + std::to_string(inst.peer) +
-                                " is not another rank of this " +
-                                std::to_string(n) + "-rank plan");
+          field().at("peer").fail("peer " + std::to_string(inst.peer) +
+                                  " is not another rank of this " +
+                                  std::to_string(n) + "-rank plan");
         auto &sides = inst.op == "isend" ? sends : recvs;
         if (!sides.insert({inst.tag, {rank.rank, inst.peer, inst.bytes, i}})
                  .second)
-          field.at("tag").fail("tag " + std::to_string(inst.tag) +
-                               " is posted twice");
+          field().at("tag").fail("tag " + std::to_string(inst.tag) +
+                                 " is posted twice");
         posted.insert(inst.tag);
         if (inst.op == "isend")
           sent[{rank.rank, inst.peer}].push_back({inst.tag, i});
         else
           received[{inst.peer, rank.rank}].push_back({inst.tag, i});
       } else if (!posted.count(inst.tag)) {
-        field.at("tag").fail(inst.op + " of tag " + std::to_string(inst.tag) +
-                             " before its transfer is posted on this rank");
+        field().at("tag").fail(inst.op + " of tag " + std::to_string(inst.tag) +
+                               " before its transfer is posted on this rank");
       }
     }
   }
   for (const auto &[tag, send] : sends) {
     auto it = recvs.find(tag);
-    Field field = originField(ranks[send.rank], plan.ranks[send.rank],
-                              "instructions", send.index);
+    auto field = [&] {
+      return originField(ranks[send.rank], plan.ranks[send.rank],
+                         "instructions", send.index);
+    };
     if (it == recvs.end() || it->second.rank != send.peer ||
         it->second.peer != send.rank)
-      field.at("tag").fail("no irecv of tag " + std::to_string(tag) +
-                           " on rank " + std::to_string(send.peer) +
-                           " from rank " + std::to_string(send.rank));
+      field().at("tag").fail("no irecv of tag " + std::to_string(tag) +
+                             " on rank " + std::to_string(send.peer) +
+                             " from rank " + std::to_string(send.rank));
     if (it->second.bytes != send.bytes)
-      field.at("tag").fail("sends " + std::to_string(send.bytes) +
-                           " bytes, the irecv on rank " +
-                           std::to_string(send.peer) + " expects " +
-                           std::to_string(it->second.bytes));
+      field().at("tag").fail("sends " + std::to_string(send.bytes) +
+                             " bytes, the irecv on rank " +
+                             std::to_string(send.peer) + " expects " +
+                             std::to_string(it->second.bytes));
   }
   for (const auto &[tag, recv] : recvs)
     if (!sends.count(tag))

@@ -151,6 +151,65 @@ void placeTransfersAt(RankPlan &rank, const Field &f, const MeshShape &mesh,
   }
 }
 
+namespace {
+
+/// `desc.index` at rank `r` from `entry`'s shard object `shard`, where the
+/// index is its only coordinate expression and evaluates in [0, count).
+template <typename Desc>
+bool placeShardIndex(Desc &desc, const json &shard, const MeshShape &mesh,
+                     int64_t r) {
+  if (!shard.is_object())
+    return false;
+  for (const auto &[key, item] : shard.items()) {
+    if (!hasCoordinates(item))
+      continue;
+    std::optional<int64_t> index =
+        key == "index" ? quickValue(item, mesh, r) : std::nullopt;
+    if (!index || *index >= desc.count)
+      return false;
+    desc.index = *index;
+  }
+  return true;
+}
+
+/// Whether every coordinate of named entry `entry` is a shard index that
+/// placeShardIndex could set on `d`.
+bool placeNamedAt(NamedBuffer &d, const json &entry, const MeshShape &mesh,
+                  int64_t r) {
+  for (const auto &[key, item] : entry.items()) {
+    if (!hasCoordinates(item))
+      continue;
+    bool placed =
+        key == "shard" ? d.shard && placeShardIndex(*d.shard, item, mesh, r)
+        : key == "flat_shard"
+            ? d.flatShard && placeShardIndex(*d.flatShard, item, mesh, r)
+            : false;
+    if (!placed)
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+void placeNamedListsAt(RankPlan &rank, const Field &f, const MeshShape &mesh) {
+  std::pair<const char *, std::vector<NamedBuffer> *> lists[] = {
+      {"params", &rank.params},
+      {"state", &rank.state},
+      {"optimizer_state", &rank.optimizerState},
+      {"inputs", &rank.inputs},
+      {"outputs", &rank.outputs}};
+  for (auto [key, parsed] : lists) {
+    const json &list = f.at(key).value;
+    bool placed = list.size() == parsed->size();
+    for (size_t i = 0; placed && i < list.size(); ++i)
+      placed = !hasCoordinates(list[i]) ||
+               placeNamedAt((*parsed)[i], list[i], mesh, rank.rank);
+    if (!placed)
+      return parseNamedListsAt(f, mesh, rank.rank, rank);
+  }
+}
+
 RankPlan parseTransfers(const Field &f, const MeshShape &mesh, int64_t r,
                         std::shared_ptr<const TaskOrigins> origins,
                         const std::vector<size_t> &transfers,

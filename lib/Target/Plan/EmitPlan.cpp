@@ -130,14 +130,15 @@ json coordExpr(StringRef axis, int64_t times = 1, int64_t plus = 0) {
 }
 
 /// `value` as the program's first rank (coordinate 0 on every axis) sees
-/// it: what weftc checks an instruction with.
-json atFirstRank(json value) {
-  if (value.is_object() && value.contains("coord"))
-    return value.value("plus", int64_t(0));
-  if (value.is_array() || value.is_object())
-    for (auto &item : value)
-      item = atFirstRank(item);
-  return value;
+/// it, in place: what weftc checks an instruction with.
+void placeAtFirstRank(json &value) {
+  if (value.is_object() && value.contains("coord")) {
+    value = value.value("plus", int64_t(0));
+    return;
+  }
+  if (value.is_structured())
+    for (json &item : value)
+      placeAtFirstRank(item);
 }
 
 /// A `weft.shard = {dim, blocks}` attribute: the plan's {dim, blocks,
@@ -216,12 +217,14 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
     unsigned storage = memory.storageOf.lookup(v);
     const Storage &s = memory.storages[storage];
     int64_t id = buffers.size();
-    json b = {{"id", id},
-              {"dtype", dtype},
-              {"shape", type.getShape().vec()},
-              {"bytes", byteSize(type)},
-              {"offset", s.offset},
-              {"kind", kindName(s.kind)}};
+    // Member by member: an initializer list copies every value once more.
+    json b = json::object();
+    b["id"] = id;
+    b["dtype"] = std::move(dtype);
+    b["shape"] = type.getShape().vec();
+    b["bytes"] = byteSize(type);
+    b["offset"] = s.offset;
+    b["kind"] = kindName(s.kind);
     auto [owner, first] = storageOwner.insert({storage, id});
     if (!first)
       b["view_of"] = owner->second;
@@ -320,14 +323,18 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
     section.microBatches = std::max(section.microBatches, microBatch + 1);
     json in = json::array(), out = json::array();
     for (Value v : op.getOperands())
-      if (bufferId.count(v))
-        in.push_back(bufferId[v]);
+      if (auto it = bufferId.find(v); it != bufferId.end())
+        in.push_back(it->second);
     for (Value v : op.getResults())
-      if (bufferId.count(v))
-        out.push_back(bufferId[v]);
-    json inst = {{"op", "compute"}, {"name", nodeName(op.getLoc())},
-                 {"inputs", in},    {"outputs", out},
-                 {"phase", phase},  {"micro_batch", microBatch}};
+      if (auto it = bufferId.find(v); it != bufferId.end())
+        out.push_back(it->second);
+    json inst = json::object();
+    inst["op"] = "compute";
+    inst["name"] = nodeName(op.getLoc());
+    inst["inputs"] = in;
+    inst["outputs"] = out;
+    inst["phase"] = phase;
+    inst["micro_batch"] = microBatch;
     // Transfers: the peer stage's rank with this rank's other coordinates.
     if (auto send = dyn_cast<ISendOp>(op)) {
       inst["op"] = "isend";
@@ -446,11 +453,16 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
         attrs["start"] = coordExpr(mesh.axes[axes[0]], rows);
       }
       inst["kernel"] = op.getName().stripDialect().str();
-      inst["attrs"] = attrs;
+      inst["attrs"] = std::move(attrs);
     }
-    if (inst["op"] == "compute" &&
-        failed(checkInstruction(op, atFirstRank(inst), buffers)))
-      return failure();
+    if (inst["op"] == "compute") {
+      // Copied only to place a coordinate expression.
+      std::optional<json> placed;
+      if (rt::hasCoordinates(inst))
+        placeAtFirstRank(placed.emplace(inst));
+      if (failed(checkInstruction(op, placed ? *placed : inst, buffers)))
+        return failure();
+    }
     instructions.push_back(std::move(inst));
     // A collective nothing waits for (weft-overlap-collectives did not run)
     // completes at once.

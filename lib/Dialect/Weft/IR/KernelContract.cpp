@@ -1,6 +1,7 @@
 //===- KernelContract.cpp - a kernel op against weft-run's rule -----------===//
 
 #include "weft/Dialect/Weft/IR/KernelContract.h"
+#include "weft/Dialect/Weft/IR/KernelRuleCache.h"
 #include "weft/Dialect/Weft/IR/OpRecords.h"
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
@@ -165,12 +166,30 @@ SmallVector<Type> resultTypes(MLIRContext *ctx,
   return types;
 }
 
+/// The context's memo of kernel rules; null before the dialect loads.
+weft::KernelRuleCache *kernelRules(MLIRContext *ctx) {
+  auto *dialect = ctx->getLoadedDialect<weft::WeftDialect>();
+  return dialect ? &dialect->kernelRules() : nullptr;
+}
+
 } // namespace
 
 LogicalResult weft::inferKernelTypes(ops::Op op, MLIRContext *ctx,
                                      std::optional<Location> loc,
                                      ValueRange operands, DictionaryAttr attrs,
                                      SmallVectorImpl<Type> &types) {
+  KernelRuleCache *rules = kernelRules(ctx);
+  KernelRuleCache::Key key;
+  if (rules) {
+    key = KernelRuleCache::key(
+        KernelRuleCache::Asker::Inference,
+        reinterpret_cast<const void *>(static_cast<uintptr_t>(op)), attrs,
+        operands.getTypes());
+    if (auto known = rules->lookup(key)) {
+      types.append(known->begin(), known->end());
+      return success();
+    }
+  }
   std::string_view mnemonic = ops::record(op).mnemonic;
   llvm::StringRef kernel(mnemonic.data(), mnemonic.size());
   auto emitAt = [&] { return mlir::emitError(*loc) << kernel << ": "; };
@@ -192,7 +211,10 @@ LogicalResult weft::inferKernelTypes(ops::Op op, MLIRContext *ctx,
   std::string error = ops::inferOutputs(op, *inputs, *planAttrs, &outputs);
   if (!error.empty())
     return loc ? emitError() << error : failure();
-  types.append(resultTypes(ctx, outputs));
+  SmallVector<Type> inferred = resultTypes(ctx, outputs);
+  if (rules)
+    rules->insert(std::move(key), inferred);
+  types.append(inferred);
   return success();
 }
 
@@ -200,6 +222,16 @@ LogicalResult weft::verifyKernelContract(Operation *op) {
   const ops::OpRecord *record = opRecord(op);
   if (!record || !record->isKernel())
     return success();
+  KernelRuleCache *rules = kernelRules(op->getContext());
+  KernelRuleCache::Key key;
+  if (rules) {
+    key = KernelRuleCache::key(KernelRuleCache::Asker::Verifier,
+                               op->getName().getAsOpaquePointer(),
+                               op->getAttrDictionary(), op->getOperandTypes());
+    if (auto known = rules->lookup(key);
+        known && TypeRange(*known) == op->getResultTypes())
+      return success();
+  }
   llvm::StringRef kernel(record->mnemonic.data(), record->mnemonic.size());
   std::string unencodable;
   std::optional<json> attrs = kernelAttributes(*op, &unencodable);
@@ -217,6 +249,8 @@ LogicalResult weft::verifyKernelContract(Operation *op) {
     return op->emitOpError("weft-run's ")
            << kernel << " kernel refuses it: " << error;
   SmallVector<Type> expected = resultTypes(op->getContext(), outputs);
+  if (rules)
+    rules->insert(std::move(key), expected);
   if (TypeRange(expected) == op->getResultTypes())
     return success();
   InFlightDiagnostic diag = op->emitOpError("has result types (");

@@ -1,6 +1,7 @@
 //===- WeftDialect.cpp - the weft dialect ---------------------------------===//
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
+#include "weft/Dialect/Weft/IR/KernelRuleCache.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -17,6 +18,7 @@ using namespace weft;
 #include "weft/Dialect/Weft/IR/WeftTypes.cpp.inc"
 
 void WeftDialect::initialize() {
+  rules = std::make_unique<KernelRuleCache>();
   addOperations<
 #define GET_OP_LIST
 #include "weft/Dialect/Weft/IR/WeftOps.cpp.inc"

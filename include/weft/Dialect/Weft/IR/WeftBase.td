@@ -20,6 +20,15 @@ def Weft_Dialect : Dialect {
   let useDefaultTypePrinterParser = 1;
   // The device mesh and the collectives are upstream shard ops.
   let dependentDialects = ["mlir::shard::ShardDialect"];
+  let extraClassDeclaration = [{
+    /// The kernel rules this context has applied (KernelRuleCache.h).
+    ::weft::KernelRuleCache &kernelRules() { return *rules; }
+
+  private:
+    std::unique_ptr<::weft::KernelRuleCache> rules;
+
+  public:
+  }];
   let summary = "Compute ops of a statically shaped training graph, at ONNX granularity.";
   let description = [{
     The `weft` dialect is the IR of the weft distributed-training compiler. A

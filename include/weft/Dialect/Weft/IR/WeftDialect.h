@@ -4,6 +4,12 @@
 
 #include "mlir/IR/Dialect.h"
 
+#include <memory>
+
+namespace weft {
+class KernelRuleCache;
+} // namespace weft
+
 #include "weft/Dialect/Weft/IR/WeftDialect.h.inc"
 
 namespace weft {
