@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 
 using json = nlohmann::json;
 using namespace weft;
@@ -209,7 +210,8 @@ bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
     programBuffers.push_back(std::move(b));
   }
   json frames = json::array(), frameIndex = json::array();
-  std::map<std::string, size_t> frameByText;
+  // By text: hashed once, not compared along a tree.
+  std::unordered_map<std::string, size_t> frameByText;
   for (int64_t m = 0; m < microBatches; ++m) {
     json frame = json::array();
     for (size_t id : frameOf[m]) {
@@ -238,7 +240,7 @@ bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
   std::vector<size_t> groupOfInstance;
   std::vector<Group> groups;
   std::vector<std::vector<bool>> fittable; // per group: leaves that may grow
-  std::map<std::string, size_t> groupByText;
+  std::unordered_map<std::string, size_t> groupByText;
   int64_t collectives = 0;
   for (size_t at = 0; at < instructions.size();) {
     const std::string phase = instructions[at]["phase"];

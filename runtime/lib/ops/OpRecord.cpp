@@ -2,8 +2,7 @@
 
 #include "weft/ops/OpRecord.h"
 
-#include <algorithm>
-#include <array>
+#include <unordered_map>
 
 namespace weft::ops {
 
@@ -37,20 +36,17 @@ const OpRecord (&opRecords())[kOpCount] {
 }
 
 const OpRecord *findOpRecord(std::string_view mnemonic) {
-  // Sorted by mnemonic once: plan loading looks every instruction up.
-  static const std::array<const OpRecord *, kOpCount> sorted = [] {
-    std::array<const OpRecord *, kOpCount> s;
-    for (size_t i = 0; i < kOpCount; ++i)
-      s[i] = &opRecords()[i];
-    std::sort(s.begin(), s.end(), [](const OpRecord *a, const OpRecord *b) {
-      return a->mnemonic < b->mnemonic;
-    });
-    return s;
-  }();
-  auto it = std::lower_bound(
-      sorted.begin(), sorted.end(), mnemonic,
-      [](const OpRecord *r, std::string_view m) { return r->mnemonic < m; });
-  return it != sorted.end() && (*it)->mnemonic == mnemonic ? *it : nullptr;
+  // Hashed once: the compiler looks an op up at every verification of it,
+  // plan loading every instruction.
+  static const std::unordered_map<std::string_view, const OpRecord *> byName =
+      [] {
+        std::unordered_map<std::string_view, const OpRecord *> m;
+        for (const OpRecord &r : opRecords())
+          m.emplace(r.mnemonic, &r);
+        return m;
+      }();
+  auto it = byName.find(mnemonic);
+  return it == byName.end() ? nullptr : it->second;
 }
 
 bool isCompilerAttribute(Op op, std::string_view attribute) {
