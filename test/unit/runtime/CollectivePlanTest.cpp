@@ -108,7 +108,14 @@ TEST(CollectivePlan, RanksShareAProgramThroughCoordinateExpressions) {
           p["programs"][0]["params"][0]["shard"]["index"]["coord"] = "data";
         },
         "programs[0].params[0].shard.index.coord: the mesh has no axis "
-        "'data'"}});
+        "'data'"},
+       // Valid at rank 0, out of range at rank 1, whose copy of the program
+       // evaluates only the index again.
+       {[](json &p) {
+          p["programs"][0]["params"][0]["shard"]["index"]["plus"] = 1;
+        },
+        "rank 1: programs[0].params[0].shard: needs blocks >= 1, count >= 1 "
+        "and index < count"}});
 }
 
 TEST(CollectivePlan, ASharedProgramsInstructionsTakeEachRanksCoordinates) {
