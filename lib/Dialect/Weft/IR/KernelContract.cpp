@@ -69,8 +69,8 @@ std::optional<json> planAttributes(const ops::OpRecord *record,
                                    std::string *unencodable) {
   json attrs = json::object();
   for (NamedAttribute attr : attrList) {
-    if (attr.getName().getValue().starts_with("weft."))
-      continue; // compiler bookkeeping: phase, micro-batch, stage
+    if (weft::isBookkeepingAttribute(attr.getName().getValue()))
+      continue;
     // Which optional operands are present: the input count says it.
     if (attr.getName() == "operandSegmentSizes")
       continue;

@@ -15,7 +15,7 @@ weft::KernelRuleCache::Key weft::KernelRuleCache::key(Asker asker,
   Key key{reinterpret_cast<const void *>(static_cast<uintptr_t>(asker)), op};
   key.reserve(4 + 2 * attrs.size() + operands.size());
   for (NamedAttribute attr : attrs) {
-    if (attr.getName().getValue().starts_with("weft."))
+    if (isBookkeepingAttribute(attr.getName().getValue()))
       continue;
     key.push_back(attr.getName().getAsOpaquePointer());
     key.push_back(attr.getValue().getAsOpaquePointer());

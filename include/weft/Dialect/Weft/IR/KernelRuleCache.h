@@ -18,13 +18,20 @@
 #include "mlir/IR/TypeRange.h"
 #include "llvm/ADT/Hashing.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <optional>
 #include <shared_mutex>
 #include <unordered_map>
-#include <vector>
 
 namespace weft {
+
+/// Whether attribute `name` is the compiler's bookkeeping (`weft.*`: phase,
+/// micro-batch, stage, recompute), which no kernel's rule or plan
+/// attribute reads.
+inline bool isBookkeepingAttribute(llvm::StringRef name) {
+  return name.starts_with("weft.");
+}
 
 /// Thread-safe (passes run on functions in parallel). Only rules that
 /// succeeded are kept: a refusal is recomputed, so that its message is
@@ -35,7 +42,9 @@ public:
   /// the verifier (the op's attribute dictionary) see an op's attributes
   /// differently, so their keys are kept apart.
   enum class Asker { Inference, Verifier };
-  using Key = std::vector<const void *>;
+  /// Inline for an op of a few attributes and operands: the verifier
+  /// makes one per op it checks.
+  using Key = llvm::SmallVector<const void *, 16>;
 
   /// The key of applying `op`'s rule (`op`: an OperationName's or an
   /// ops::Op's opaque identity) to `attrs` and `operands`.
