@@ -14,7 +14,7 @@ packages=(
   cmake ninja-build ccache g++ pkg-config curl ca-certificates
   # compiler
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-  libprotobuf-dev protobuf-compiler nlohmann-json3-dev
+  libprotobuf-dev protobuf-compiler nlohmann-json3-dev libmimalloc-dev
   # tests
   libgtest-dev libonnx-testdata
   # runtime

@@ -118,6 +118,11 @@ cl::opt<bool> explicitPlan(
     cl::desc("Write every micro-batch's instructions, not task bodies (for "
              "diffs and for checking the task form)"),
     cl::cat(category));
+cl::opt<bool> verifyEach(
+    "verify-each",
+    cl::desc("Verify the IR after every pass, naming the pass whose output "
+             "is invalid (default: once, after the last pass)"),
+    cl::init(false), cl::cat(category));
 cl::opt<bool> splitInputFile(
     "split-input-file",
     cl::desc("Import each '# -----'-separated chunk of an .onnxtxt file as its "
@@ -492,11 +497,11 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
       return failure();
     pm.enableTiming(timingScope);
     weft::buildPlanPipeline(pm, pipelineOptions);
-    pm.addInstrumentation(
-        std::make_unique<weft::NameFailedPass>([](const std::string &message) {
-          errs() << "weftc: " << message << "\n";
-        }));
-    if (failed(pm.run(*module)))
+    // Verified once, after the last pass, unless --verify-each.
+    if (failed(weft::runPasses(pm, *module, verifyEach, timingScope,
+                               [](const std::string &message) {
+                                 errs() << "weftc: " << message << "\n";
+                               })))
       return failure();
   }
   bool pipelined = pipelineParallel > 1;

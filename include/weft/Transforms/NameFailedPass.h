@@ -11,6 +11,8 @@
 #define WEFT_TRANSFORMS_NAMEFAILEDPASS_H
 
 #include "mlir/Pass/PassInstrumentation.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 
 #include <functional>
 #include <string>
@@ -31,6 +33,19 @@ private:
   std::function<void(const std::string &)> report;
   bool reported = false;
 };
+
+/// Runs `pm` on `op`. With `verifyEach`, the IR is verified after every
+/// pass and a failing pass is named (NameFailedPass); otherwise it is
+/// verified once, after the last pass (timed under `timing` as
+/// "verification"), and an invalid result is reported as "the IR the
+/// passes made is invalid (its messages are above); --verify-each names the
+/// pass that made it so". weftc verifies once: after each pass of an
+/// unrolled GPT-3 step the verifier took a third of the compile (18 of 48 s,
+/// bench/compile_scale.py). Fails when a pass fails or the IR is invalid.
+mlir::LogicalResult
+runPasses(mlir::PassManager &pm, mlir::Operation *op, bool verifyEach,
+          mlir::TimingScope &timing,
+          const std::function<void(const std::string &)> &report);
 
 } // namespace weft
 

@@ -321,18 +321,17 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
     std::string phase = phaseOf(&op).str();
     int64_t microBatch = microBatchWorkedOn(&op).value_or(0);
     section.microBatches = std::max(section.microBatches, microBatch + 1);
-    json in = json::array(), out = json::array();
+    json inst = json::object();
+    inst["op"] = "compute";
+    inst["name"] = nodeName(op.getLoc());
+    json &in = inst["inputs"] = json::array();
+    json &out = inst["outputs"] = json::array();
     for (Value v : op.getOperands())
       if (auto it = bufferId.find(v); it != bufferId.end())
         in.push_back(it->second);
     for (Value v : op.getResults())
       if (auto it = bufferId.find(v); it != bufferId.end())
         out.push_back(it->second);
-    json inst = json::object();
-    inst["op"] = "compute";
-    inst["name"] = nodeName(op.getLoc());
-    inst["inputs"] = in;
-    inst["outputs"] = out;
     inst["phase"] = phase;
     inst["micro_batch"] = microBatch;
     // Transfers: the peer stage's rank with this rank's other coordinates.
@@ -463,13 +462,15 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
       if (failed(checkInstruction(op, placed ? *placed : inst, buffers)))
         return failure();
     }
-    instructions.push_back(std::move(inst));
     // A collective nothing waits for (weft-overlap-collectives did not run)
     // completes at once.
-    if (collectiveTag.count(&op) && !isWaitedFor(&op))
+    bool unwaited = collectiveTag.count(&op) && !isWaitedFor(&op);
+    json waited = unwaited ? json::array({out[0], in[0]}) : json();
+    instructions.push_back(std::move(inst));
+    if (unwaited)
       instructions.push_back({{"op", "wait_collective"},
                               {"name", nodeName(op.getLoc())},
-                              {"inputs", json::array({out[0], in[0]})},
+                              {"inputs", std::move(waited)},
                               {"outputs", json::array()},
                               {"phase", phase},
                               {"micro_batch", microBatch},
@@ -496,12 +497,18 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
     rankOutputs.push_back({{"name", name}, {"buffer", bufferId[v]}});
   }
 
-  section.program = {
-      {"stage", stage},         {"arena_bytes", memory.arenaBytes},
-      {"buffers", buffers},     {"params", params},
-      {"state", state},         {"optimizer_state", optimizerState},
-      {"inputs", rankInputs},   {"outputs", rankOutputs},
-      {"constants", constants}, {"instructions", instructions}};
+  // Moved in: an initializer list would copy every buffer and instruction.
+  json &program = section.program = json::object();
+  program["stage"] = stage;
+  program["arena_bytes"] = memory.arenaBytes;
+  program["buffers"] = std::move(buffers);
+  program["params"] = std::move(params);
+  program["state"] = std::move(state);
+  program["optimizer_state"] = std::move(optimizerState);
+  program["inputs"] = std::move(rankInputs);
+  program["outputs"] = std::move(rankOutputs);
+  program["constants"] = std::move(constants);
+  program["instructions"] = std::move(instructions);
   return section;
 }
 

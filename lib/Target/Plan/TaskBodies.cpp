@@ -161,6 +161,9 @@ bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
   for (const json &inst : instructions)
     microBatches =
         std::max(microBatches, inst["micro_batch"].get<int64_t>() + 1);
+  // One micro-batch: no instance of another to repeat.
+  if (microBatches == 1)
+    return false;
 
   // Program buffers keep their order, numbered 0..n-1; a frame's buffers
   // are n + their index in it. A program buffer that is a view of the same
@@ -195,18 +198,29 @@ bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
     return homes[id].microBatch == m ? programCount + number[id] : -1;
   };
 
+  // The task form cannot say that a buffer views, or an instruction reads,
+  // another micro-batch's frame (or a program buffer a frame's): checked
+  // before the explicit program is moved into the task form.
+  for (auto [id, home] : llvm::enumerate(homes))
+    if (!dropped[id] && buffers[id].contains("view_of") &&
+        idIn(buffers[id]["view_of"].get<size_t>(), home.microBatch) < 0)
+      return false;
+  for (const json &inst : instructions)
+    for (const char *key : {"inputs", "outputs"})
+      for (const json &id : inst[key])
+        if (idIn(id.get<size_t>(), inst["micro_batch"].get<int64_t>()) < 0)
+          return false;
+
+  // From here on the explicit program's buffers and instructions are moved
+  // into the task form, not copied.
   json programBuffers = json::array();
   for (auto [id, home] : llvm::enumerate(homes)) {
     if (home.microBatch >= 0 || dropped[id])
       continue;
-    json b = buffers[id];
+    json b = std::move(buffers[id]);
     b["id"] = number[id];
-    if (b.contains("view_of")) {
-      int64_t owner = idIn(b["view_of"].get<size_t>(), -1);
-      if (owner < 0)
-        return false;
-      b["view_of"] = owner;
-    }
+    if (b.contains("view_of"))
+      b["view_of"] = idIn(b["view_of"].get<size_t>(), -1);
     programBuffers.push_back(std::move(b));
   }
   json frames = json::array(), frameIndex = json::array();
@@ -215,17 +229,13 @@ bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
   for (int64_t m = 0; m < microBatches; ++m) {
     json frame = json::array();
     for (size_t id : frameOf[m]) {
-      json b = buffers[id];
+      json b = std::move(buffers[id]);
       b.erase("id");
       b["offset"] = homes[id].slotZeroOffset;
       if (homes[id].slotGroup >= 0)
         b["slots"] = homes[id].slotGroup;
-      if (b.contains("view_of")) {
-        int64_t owner = idIn(b["view_of"].get<size_t>(), m);
-        if (owner < 0)
-          return false;
-        b["view_of"] = owner;
-      }
+      if (b.contains("view_of"))
+        b["view_of"] = idIn(b["view_of"].get<size_t>(), m);
       frame.push_back(std::move(b));
     }
     auto [it, added] =
@@ -250,16 +260,12 @@ bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
     for (; at < instructions.size() && instructions[at]["phase"] == phase &&
            instructions[at]["micro_batch"] == m;
          ++at) {
-      json inst = instructions[at];
+      json inst = std::move(instructions[at]);
       inst.erase("phase");
       inst.erase("micro_batch");
       for (const char *key : {"inputs", "outputs"})
-        for (json &id : inst[key]) {
-          int64_t mapped = idIn(id.get<size_t>(), m);
-          if (mapped < 0)
-            return false;
-          id = mapped;
-        }
+        for (json &id : inst[key])
+          id = idIn(id.get<size_t>(), m);
       const std::string &op = inst["op"].get_ref<const std::string &>();
       if (rt::isCollective(op) || rt::isCollectiveWait(op))
         inst["tag"] = inst["tag"].get<int64_t>() - base;
@@ -298,8 +304,6 @@ bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
       bodies.push_back(fillBody(group, fit));
     }
   }
-  if (bodies.size() == instances.size())
-    return false; // nothing repeats: the explicit form says it as shortly
   json tasks = json::array();
   for (auto [i, instance] : llvm::enumerate(instances))
     tasks.push_back(

@@ -32,11 +32,12 @@ struct BufferHome {
 };
 
 /// Rewrites `program` (explicit: `buffers` with ids 0..n-1 and
-/// `instructions` with `phase` and `micro_batch`) into the task form when
-/// some task instance repeats another; `homes` has one entry per buffer,
-/// `slots` is the memory plan's slot groups. Leaves `program` explicit and
-/// returns false when nothing repeats or an instruction reads a buffer of
-/// another micro-batch's frame (the task form cannot say it).
+/// `instructions` with `phase` and `micro_batch`) into the task form when it
+/// works on two or more micro-batches, moving its buffers and instructions
+/// into frames and bodies; `homes` has one entry per buffer, `slots` is the
+/// memory plan's slot groups. Leaves `program` explicit and returns false
+/// for one micro-batch, or when a buffer views or an instruction reads a
+/// buffer of another micro-batch's frame (the task form cannot say it).
 bool writeTaskBodies(nlohmann::json &program,
                      const std::vector<BufferHome> &homes,
                      const std::vector<MemoryPlan::SlotGroup> &slots);

@@ -92,4 +92,59 @@ TEST(NameFailedPass, SaysNothingWhenEveryPassSucceeds) {
   EXPECT_TRUE(reports.empty());
 }
 
+/// weftc's runPasses: verified once by default (the IR is still refused,
+/// and the message says how to find the pass), after every pass with
+/// --verify-each (the pass is named).
+TEST(NameFailedPass, RunPassesVerifiesOnceOrAfterEveryPass) {
+  for (bool verifyEach : {false, true}) {
+    SCOPED_TRACE(verifyEach ? "--verify-each" : "once");
+    MLIRContext context;
+    context.loadDialect<weft::WeftDialect, func::FuncDialect>();
+    OwningOpRef<ModuleOp> module =
+        parseSourceString<ModuleOp>(kModule, &context);
+    ASSERT_TRUE(module);
+    std::vector<std::string> diagnostics, reports;
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+      diagnostics.push_back(d.str());
+      return success();
+    });
+    DefaultTimingManager timing;
+    TimingScope root = timing.getRootScope();
+    PassManager pm(&context);
+    pm.addNestedPass<func::FuncOp>(std::make_unique<HalfScaleLayerNorm>());
+    pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+    EXPECT_TRUE(failed(
+        weft::runPasses(pm, *module, verifyEach, root,
+                        [&](const std::string &m) { reports.push_back(m); })));
+    std::string all = llvm::join(diagnostics, "\n");
+    EXPECT_NE(all.find("layer_norm: input 1 is f16"), std::string::npos) << all;
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_EQ(reports[0],
+              verifyEach
+                  ? "pass 'test-half-scale-layer-norm' (an f16 scale beside "
+                    "f32) failed: its messages are above"
+                  : "the IR the passes made is invalid (its messages are "
+                    "above); --verify-each names the pass that made it so");
+  }
+}
+
+TEST(NameFailedPass, RunPassesAcceptsValidIRInEitherMode) {
+  for (bool verifyEach : {false, true}) {
+    MLIRContext context;
+    context.loadDialect<weft::WeftDialect, func::FuncDialect>();
+    OwningOpRef<ModuleOp> module =
+        parseSourceString<ModuleOp>(kModule, &context);
+    ASSERT_TRUE(module);
+    DefaultTimingManager timing;
+    TimingScope root = timing.getRootScope();
+    std::vector<std::string> reports;
+    PassManager pm(&context);
+    pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+    EXPECT_TRUE(succeeded(
+        weft::runPasses(pm, *module, verifyEach, root,
+                        [&](const std::string &m) { reports.push_back(m); })));
+    EXPECT_TRUE(reports.empty());
+  }
+}
+
 } // namespace
