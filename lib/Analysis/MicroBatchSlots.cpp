@@ -47,11 +47,19 @@ struct Touch {
   }
 };
 
+/// Placements made, by the group's shifted lifetimes and sizes: task
+/// instances of one body (each micro-batch's forward, ...) have alike
+/// groups, so the greedy placement runs once per distinct task, not once
+/// per micro-batch (placeGreedy reads only start, end and bytes).
+using PlacementMemo =
+    std::map<std::vector<int64_t>, std::pair<std::vector<int64_t>, int64_t>>;
+
 /// Places `indices` of `storages` greedily with lifetimes shifted by
 /// -`first` (so alike groups place alike), at `base`; returns the region's
 /// top (max offset + bytes, relative to base).
 int64_t placeGroup(std::vector<Storage> &storages,
-                   const std::vector<unsigned> &indices, int64_t base) {
+                   const std::vector<unsigned> &indices, int64_t base,
+                   PlacementMemo &memo) {
   if (indices.empty())
     return 0;
   int first = INT32_MAX, last = 0;
@@ -59,17 +67,28 @@ int64_t placeGroup(std::vector<Storage> &storages,
     first = std::min(first, storages[i].start);
     last = std::max(last, storages[i].end);
   }
-  std::vector<Storage> group;
-  group.reserve(indices.size());
-  for (unsigned i : indices) {
-    Storage s = storages[i];
-    s.start -= first;
-    s.end -= first;
-    group.push_back(s);
+  std::vector<int64_t> key;
+  key.reserve(3 * indices.size());
+  for (unsigned i : indices)
+    key.insert(key.end(), {storages[i].start - first, storages[i].end - first,
+                           storages[i].bytes});
+  auto [it, added] = memo.try_emplace(std::move(key));
+  auto &[offsets, top] = it->second;
+  if (added) {
+    std::vector<Storage> group;
+    group.reserve(indices.size());
+    for (unsigned i : indices) {
+      Storage s = storages[i];
+      s.start -= first;
+      s.end -= first;
+      group.push_back(s);
+    }
+    top = weft::detail::placeGreedy(group, last - first + 1);
+    for (const Storage &s : group)
+      offsets.push_back(s.offset);
   }
-  int64_t top = weft::detail::placeGreedy(group, last - first + 1);
-  for (auto [i, s] : llvm::zip_equal(indices, group))
-    storages[i].offset = base + s.offset;
+  for (auto [i, offset] : llvm::zip_equal(indices, offsets))
+    storages[i].offset = base + offset;
   return top;
 }
 
@@ -168,11 +187,12 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
   // last (what else lives then goes above it).
   std::vector<Storage> blocks;
   int64_t scratch = 0;
+  PlacementMemo memo;
   for (const std::vector<unsigned> &group : transient) {
     if (group.empty())
       continue;
     Storage block;
-    block.bytes = aligned(placeGroup(plan.storages, group, 0));
+    block.bytes = aligned(placeGroup(plan.storages, group, 0, memo));
     block.start = INT32_MAX;
     for (unsigned i : group) {
       block.start = std::min(block.start, plan.storages[i].start);
@@ -214,7 +234,7 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
           spans[m] = {std::min(spans[m].first, s.start),
                       std::max(spans[m].second, s.end)};
         }
-      bytes = std::max(bytes, placeGroup(plan.storages, slotted[m], 0));
+      bytes = std::max(bytes, placeGroup(plan.storages, slotted[m], 0, memo));
     }
     // The group's spans may need more slots than each member alone.
     MemoryPlan::SlotGroup slots{slotCount(spans), aligned(bytes)};

@@ -50,28 +50,56 @@ bool isCollective(Operation *op) {
       op);
 }
 
-/// Whether `op` belongs to the task (phase, micro-batch) of `anchor`.
-bool sameTask(Operation *op, Operation *anchor) {
-  return phaseOf(op) == phaseOf(anchor) &&
-         microBatchOf(op) == microBatchOf(anchor);
-}
-
 /// Whether `op` writes an operand's buffer (an optimizer update, batch
 /// norm's running statistics, a receive's wait).
-bool updatesInPlace(Operation *op) {
+bool anyResultInPlace(Operation *op) {
   for (unsigned r = 0; r < op->getNumResults(); ++r)
     if (inPlaceOperand(op, r))
       return true;
   return false;
 }
 
-/// An op no post moves across: one with effects beyond its results (a
-/// transfer, an in-place update, another collective or its wait).
-bool isBarrier(Operation *op) {
-  return isCollective(op) || op->hasTrait<OpTrait::IsTerminator>() ||
-         isa<ISendOp, IRecvOp, WaitSendOp, WaitRecvOp, WaitCollectiveOp>(op) ||
-         updatesInPlace(op);
-}
+/// What the moves ask of an op, looked up once per op: the walks pass each
+/// op of a task once per collective of the task, and an attribute lookup by
+/// name or an op record per visit made this pass a tenth of a GPT-3
+/// compile. None of it changes when an op moves.
+class TaskFacts {
+public:
+  /// Whether `op` belongs to the task (phase, micro-batch) of `anchor`.
+  bool sameTask(Operation *op, Operation *anchor) {
+    const Facts &a = of(op), &b = of(anchor);
+    return a.microBatch == b.microBatch && a.phase == b.phase;
+  }
+
+  /// An op no post moves across: one with effects beyond its results (a
+  /// transfer, an in-place update, another collective or its wait).
+  bool isBarrier(Operation *op) { return of(op).barrier; }
+
+  /// Whether `op` updates an operand's buffer in place.
+  bool updatesInPlace(Operation *op) { return of(op).inPlace; }
+
+private:
+  struct Facts {
+    StringRef phase;
+    std::optional<int64_t> microBatch;
+    bool inPlace, barrier;
+  };
+  const Facts &of(Operation *op) {
+    auto [it, added] = facts.try_emplace(op);
+    if (added) {
+      Facts &f = it->second;
+      f.phase = phaseOf(op);
+      f.microBatch = microBatchOf(op);
+      f.inPlace = anyResultInPlace(op);
+      f.barrier =
+          isCollective(op) || op->hasTrait<OpTrait::IsTerminator>() ||
+          isa<ISendOp, IRecvOp, WaitSendOp, WaitRecvOp, WaitCollectiveOp>(op) ||
+          f.inPlace;
+    }
+    return it->second;
+  }
+  llvm::DenseMap<Operation *, Facts> facts;
+};
 
 /// Whether `op` reads a result of `producer`.
 bool reads(Operation *op, Operation *producer) {
@@ -83,10 +111,11 @@ bool reads(Operation *op, Operation *producer) {
 
 /// Moves the producer `op` up past the ops of its task it does not read
 /// from (none of which is a barrier).
-void hoistProducer(Operation *op) {
+void hoistProducer(Operation *op, TaskFacts &task) {
   Operation *target = op;
-  for (Operation *prev = op->getPrevNode(); prev && sameTask(prev, op) &&
-                                            !isBarrier(prev) && !reads(op, prev);
+  for (Operation *prev = op->getPrevNode();
+       prev && task.sameTask(prev, op) && !task.isBarrier(prev) &&
+       !reads(op, prev);
        prev = prev->getPrevNode())
     target = prev;
   if (target != op)
@@ -101,13 +130,13 @@ void hoistProducer(Operation *op) {
 /// value) would otherwise be posted at the start of the task, holding its
 /// whole result from there (Megatron posts that all-gather just before the
 /// input-gradient GEMM it overlaps).
-void hoistCollective(Operation *op) {
+void hoistCollective(Operation *op, TaskFacts &task) {
   Operation *target = op;
   int passed = 0;
   for (Operation *prev = op->getPrevNode();
-       prev && sameTask(prev, op) && !reads(op, prev);
+       prev && task.sameTask(prev, op) && !reads(op, prev);
        prev = prev->getPrevNode()) {
-    if (!isCollective(prev) && (isBarrier(prev) || ++passed > 1))
+    if (!isCollective(prev) && (task.isBarrier(prev) || ++passed > 1))
       break;
     target = prev;
   }
@@ -123,25 +152,26 @@ struct OverlapCollectivesPass
       if (isCollective(op))
         collectives.push_back(op);
     });
+    TaskFacts task;
     for (Operation *collective : collectives)
-      postEarly(collective);
+      postEarly(collective, task);
     for (Operation *collective : collectives)
-      waitLate(collective);
+      waitLate(collective, task);
   }
 
   /// The producer of the collective's operand first (when only the
   /// collective reads it, and it is a plain compute op of the same task),
   /// then the collective right after whatever it still follows.
-  static void postEarly(Operation *collective) {
+  static void postEarly(Operation *collective, TaskFacts &task) {
     Operation *producer = collective->getOperand(0).getDefiningOp();
     if (producer && producer->getBlock() == collective->getBlock() &&
-        producer->hasOneUse() && sameTask(producer, collective) &&
-        !isBarrier(producer) && !isa<ConstantOp>(producer))
-      hoistProducer(producer);
-    hoistCollective(collective);
+        producer->hasOneUse() && task.sameTask(producer, collective) &&
+        !task.isBarrier(producer) && !isa<ConstantOp>(producer))
+      hoistProducer(producer, task);
+    hoistCollective(collective, task);
   }
 
-  static void waitLate(Operation *collective) {
+  static void waitLate(Operation *collective, TaskFacts &task) {
     if (isWaitedFor(collective))
       return; // already split
     Value posted = collective->getResult(0);
@@ -170,13 +200,13 @@ struct OverlapCollectivesPass
       // Another wait only completes its own transfer's or collective's
       // bytes; a true in-place update might write this one's.
       bool writesInPlace =
-          updatesInPlace(next) && !isa<WaitCollectiveOp, WaitRecvOp>(next);
+          task.updatesInPlace(next) && !isa<WaitCollectiveOp, WaitRecvOp>(next);
       // Constants belong to no task (each stage holds its own copies).
       if (isa<ConstantOp>(next)) {
         last = next;
         continue;
       }
-      if (!sameTask(next, collective) ||
+      if (!task.sameTask(next, collective) ||
           next->hasTrait<OpTrait::IsTerminator>() || writesInPlace)
         break;
       if (readsResult(next)) {

@@ -114,6 +114,7 @@ struct ProgramSection {
   int64_t microBatches = 1;
   std::string text; ///< the program printed, once `program` is dropped
   std::vector<BufferHome> homes; ///< by buffer id
+  std::vector<InstructionTask> tasks; ///< by instruction
   /// Its constants written once per plan: base64 by SHA-256 (hex).
   std::map<std::string, std::string> sharedConstants;
 };
@@ -332,8 +333,6 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
     for (Value v : op.getResults())
       if (auto it = bufferId.find(v); it != bufferId.end())
         out.push_back(it->second);
-    inst["phase"] = phase;
-    inst["micro_batch"] = microBatch;
     // Transfers: the peer stage's rank with this rank's other coordinates.
     if (auto send = dyn_cast<ISendOp>(op)) {
       inst["op"] = "isend";
@@ -467,14 +466,15 @@ emitProgram(func::FuncOp func, const MemoryPlan &memory, int64_t stage,
     bool unwaited = collectiveTag.count(&op) && !isWaitedFor(&op);
     json waited = unwaited ? json::array({out[0], in[0]}) : json();
     instructions.push_back(std::move(inst));
-    if (unwaited)
+    section.tasks.push_back({phase, microBatch});
+    if (unwaited) {
       instructions.push_back({{"op", "wait_collective"},
                               {"name", nodeName(op.getLoc())},
                               {"inputs", std::move(waited)},
                               {"outputs", json::array()},
-                              {"phase", phase},
-                              {"micro_batch", microBatch},
                               {"tag", collectiveTag.lookup(&op)}});
+      section.tasks.push_back({phase, microBatch});
+    }
   }
 
   json rankOutputs = json::array();
@@ -589,8 +589,10 @@ FailureOr<weft::PlanParts> weft::emitPlanParts(ModuleOp module,
                     dropoutsBefore[stage]);
     if (failed(section))
       return;
-    if (options.taskBodies)
-      writeTaskBodies(section->program, section->homes, memoryOf[stage]->slots);
+    if (!options.taskBodies ||
+        !writeTaskBodies(section->program, section->tasks, section->homes,
+                         memoryOf[stage]->slots))
+      addTaskFields(section->program, section->tasks);
     // Printed at once: a GPT-3 plan's programs as JSON values take ten
     // times their text.
     section->text = rt::printProgramText(section->program);

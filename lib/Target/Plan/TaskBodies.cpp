@@ -151,16 +151,25 @@ json fillBody(const Group &group, const Fit &fit) {
 
 } // namespace
 
-bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
+void weft::addTaskFields(json &program,
+                         const std::vector<InstructionTask> &tasks) {
+  for (auto [inst, task] : llvm::zip_equal(program["instructions"], tasks)) {
+    inst["phase"] = task.phase;
+    inst["micro_batch"] = task.microBatch;
+  }
+}
+
+bool weft::writeTaskBodies(json &program,
+                           const std::vector<InstructionTask> &taskOf,
+                           const std::vector<BufferHome> &homes,
                            const std::vector<MemoryPlan::SlotGroup> &slots) {
   json &buffers = program["buffers"];
   json &instructions = program["instructions"];
   int64_t microBatches = 1;
   for (const BufferHome &home : homes)
     microBatches = std::max(microBatches, home.microBatch + 1);
-  for (const json &inst : instructions)
-    microBatches =
-        std::max(microBatches, inst["micro_batch"].get<int64_t>() + 1);
+  for (const InstructionTask &task : taskOf)
+    microBatches = std::max(microBatches, task.microBatch + 1);
   // One micro-batch: no instance of another to repeat.
   if (microBatches == 1)
     return false;
@@ -205,10 +214,10 @@ bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
     if (!dropped[id] && buffers[id].contains("view_of") &&
         idIn(buffers[id]["view_of"].get<size_t>(), home.microBatch) < 0)
       return false;
-  for (const json &inst : instructions)
+  for (auto [inst, task] : llvm::zip_equal(instructions, taskOf))
     for (const char *key : {"inputs", "outputs"})
       for (const json &id : inst[key])
-        if (idIn(id.get<size_t>(), inst["micro_batch"].get<int64_t>()) < 0)
+        if (idIn(id.get<size_t>(), task.microBatch) < 0)
           return false;
 
   // From here on the explicit program's buffers and instructions are moved
@@ -253,16 +262,14 @@ bool weft::writeTaskBodies(json &program, const std::vector<BufferHome> &homes,
   std::unordered_map<std::string, size_t> groupByText;
   int64_t collectives = 0;
   for (size_t at = 0; at < instructions.size();) {
-    const std::string phase = instructions[at]["phase"];
-    int64_t m = instructions[at]["micro_batch"];
+    const std::string &phase = taskOf[at].phase;
+    int64_t m = taskOf[at].microBatch;
     int64_t base = collectives;
     json body = json::array();
-    for (; at < instructions.size() && instructions[at]["phase"] == phase &&
-           instructions[at]["micro_batch"] == m;
+    for (; at < instructions.size() && taskOf[at].microBatch == m &&
+           taskOf[at].phase == phase;
          ++at) {
       json inst = std::move(instructions[at]);
-      inst.erase("phase");
-      inst.erase("micro_batch");
       for (const char *key : {"inputs", "outputs"})
         for (json &id : inst[key])
           id = idIn(id.get<size_t>(), m);

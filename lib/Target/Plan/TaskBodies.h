@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
 #include <vector>
 
 namespace weft {
@@ -31,14 +32,28 @@ struct BufferHome {
   int64_t slotZeroOffset = 0;
 };
 
+/// The task an explicit instruction belongs to: its `phase` and
+/// `micro_batch`, kept beside the instruction until the program's form is
+/// known (addTaskFields writes them into the explicit form).
+struct InstructionTask {
+  std::string phase;
+  int64_t microBatch = 0;
+};
+
+/// Writes each instruction's `phase` and `micro_batch` (`tasks`, one per
+/// instruction) into the explicit `program`.
+void addTaskFields(nlohmann::json &program,
+                   const std::vector<InstructionTask> &tasks);
+
 /// Rewrites `program` (explicit: `buffers` with ids 0..n-1 and
-/// `instructions` with `phase` and `micro_batch`) into the task form when it
+/// `instructions`, the i-th in task `taskOf[i]`) into the task form when it
 /// works on two or more micro-batches, moving its buffers and instructions
 /// into frames and bodies; `homes` has one entry per buffer, `slots` is the
 /// memory plan's slot groups. Leaves `program` explicit and returns false
 /// for one micro-batch, or when a buffer views or an instruction reads a
 /// buffer of another micro-batch's frame (the task form cannot say it).
 bool writeTaskBodies(nlohmann::json &program,
+                     const std::vector<InstructionTask> &taskOf,
                      const std::vector<BufferHome> &homes,
                      const std::vector<MemoryPlan::SlotGroup> &slots);
 
