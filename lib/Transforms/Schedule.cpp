@@ -76,16 +76,23 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
       if (std::optional<int64_t> mb = microBatchOf(op))
         microbatches = std::max(microbatches, *mb + 1);
     });
+    // Each stage's ops in program order, from one walk: a walk per stage
+    // made the pass quadratic in the stages (64 at GPT-3 1T's layout).
+    std::vector<SmallVector<Operation *>> opsOf(stages);
+    for (Operation &op : func.getBody().front().without_terminator())
+      if (std::optional<int64_t> s = stageOf(&op);
+          s && *s >= 0 && *s < stages && !isa<ConstantOp>(op))
+        opsOf[*s].push_back(&op);
     for (int64_t s = 0; s < stages; ++s)
-      if (failed(outlineStage(func, *kind, s, stages, microbatches)))
+      if (failed(outlineStage(func, opsOf[s], *kind, s, stages, microbatches)))
         return signalPassFailure();
     func.erase();
   }
 
   /// Each op of `stage` with its slot, sorted.
   SmallVector<std::pair<Slot, Operation *>>
-  orderStage(func::FuncOp func, ScheduleKind kind, int64_t stage,
-             int64_t stages, int64_t microbatches) {
+  orderStage(func::FuncOp func, ArrayRef<Operation *> ops, ScheduleKind kind,
+             int64_t stage, int64_t stages, int64_t microbatches) {
     SmallVector<StageTask> tasks =
         stageTasks(kind, stage, stages, microbatches);
     std::map<std::pair<bool, int64_t>, int64_t> taskIndex;
@@ -94,12 +101,9 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     int64_t lastTask = tasks.size(); // optimizer updates
 
     llvm::DenseMap<Operation *, int64_t> taskOf;
-    SmallVector<Operation *> ops, unresolved;
-    Block &body = func.getBody().front();
-    for (Operation &op : body.without_terminator()) {
-      if (isa<ConstantOp>(op) || stageOf(&op) != stage)
-        continue;
-      ops.push_back(&op);
+    SmallVector<Operation *> unresolved;
+    for (Operation *opPtr : ops) {
+      Operation &op = *opPtr;
       StringRef phase = phaseOf(&op);
       if (phase == "optimizer") {
         taskOf[&op] = lastTask;
@@ -165,10 +169,10 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     return order;
   }
 
-  LogicalResult outlineStage(func::FuncOp func, ScheduleKind kind,
-                             int64_t stage, int64_t stages,
+  LogicalResult outlineStage(func::FuncOp func, ArrayRef<Operation *> ops,
+                             ScheduleKind kind, int64_t stage, int64_t stages,
                              int64_t microbatches) {
-    auto order = orderStage(func, kind, stage, stages, microbatches);
+    auto order = orderStage(func, ops, kind, stage, stages, microbatches);
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     MLIRContext *ctx = func.getContext();
