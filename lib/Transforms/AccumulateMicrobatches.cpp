@@ -142,15 +142,7 @@ struct AccumulateMicrobatchesPass
         // sum buffer for every micro-batch, which the plan's
         // task bodies need (their instructions name the same buffers).
         auto add = AddOp::create(b, ret.getLoc(), totals[i], mapped);
-        // The second share walks the running sum's chain of views to its
-        // owner. Each later one adds to the previous sum, which this add
-        // alone reads: in place over the chain that sum was checked over,
-        // or over the sum's own bytes. Walking again per micro-batch made
-        // the pass quadratic in M (22 s of GPT-3 530B's compile).
-        if (k == 1)
-          accumulateInPlaceIfOwned(add);
-        else if (totals[i].hasOneUse() && totals[i].getType() == add.getType())
-          add->setAttr(kAccumulateAttr, b.getUnitAttr());
+        accumulateInPlaceIfOwned(add);
         totals[i] = add;
       }
     }

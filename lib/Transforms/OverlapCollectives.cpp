@@ -50,15 +50,6 @@ bool isCollective(Operation *op) {
       op);
 }
 
-/// Whether `op` writes an operand's buffer (an optimizer update, batch
-/// norm's running statistics, a receive's wait).
-bool anyResultInPlace(Operation *op) {
-  for (unsigned r = 0; r < op->getNumResults(); ++r)
-    if (inPlaceOperand(op, r))
-      return true;
-  return false;
-}
-
 /// What the moves ask of an op, looked up once per op: the walks pass each
 /// op of a task once per collective of the task, and an attribute lookup by
 /// name or an op record per visit made this pass a tenth of a GPT-3
@@ -75,7 +66,8 @@ public:
   /// transfer, an in-place update, another collective or its wait).
   bool isBarrier(Operation *op) { return of(op).barrier; }
 
-  /// Whether `op` updates an operand's buffer in place.
+  /// Whether `op` writes an operand's buffer (an optimizer update, batch
+  /// norm's running statistics, a receive's wait).
   bool updatesInPlace(Operation *op) { return of(op).inPlace; }
 
 private:
@@ -90,7 +82,9 @@ private:
       Facts &f = it->second;
       f.phase = phaseOf(op);
       f.microBatch = microBatchOf(op);
-      f.inPlace = anyResultInPlace(op);
+      f.inPlace = false;
+      for (unsigned r = 0; r < op->getNumResults(); ++r)
+        f.inPlace |= inPlaceOperand(op, r).has_value();
       f.barrier =
           isCollective(op) || op->hasTrait<OpTrait::IsTerminator>() ||
           isa<ISendOp, IRecvOp, WaitSendOp, WaitRecvOp, WaitCollectiveOp>(op) ||

@@ -103,26 +103,25 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
 
     llvm::DenseMap<Operation *, int64_t> taskOf;
     SmallVector<Operation *> unresolved;
-    for (Operation *opPtr : ops) {
-      Operation &op = *opPtr;
-      StringRef phase = phaseOf(&op);
+    for (Operation *op : ops) {
+      StringRef phase = phaseOf(op);
       if (phase == "optimizer") {
-        taskOf[&op] = lastTask;
+        taskOf[op] = lastTask;
       } else if (std::optional<int64_t> mb =
-                     microbatches == 1 ? 0 : microBatchOf(&op)) {
+                     microbatches == 1 ? 0 : microBatchOf(op)) {
         // With one micro-batch, accumulation left no tags: all is F0/B0.
-        taskOf[&op] = taskIndex.at({phase == "backward", *mb});
+        taskOf[op] = taskIndex.at({phase == "backward", *mb});
       } else {
         // Gradient sums across micro-batches: after the latest operand.
         std::optional<int64_t> latest;
-        for (Value v : op.getOperands())
+        for (Value v : op->getOperands())
           if (Operation *def = v.getDefiningOp())
             if (auto it = taskOf.find(def); it != taskOf.end())
               latest = std::max(latest.value_or(0), it->second);
         if (latest)
-          taskOf[&op] = *latest;
+          taskOf[op] = *latest;
         else
-          unresolved.push_back(&op);
+          unresolved.push_back(op);
       }
     }
     // No scheduled operand (micro-batch-free ops on arguments only): run

@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ModelSummaryOutput.h"
 #include "PipelineReport.h"
 #include "PlanOutput.h"
 
@@ -307,49 +308,6 @@ cl::opt<bool> printPipeline(
              "would (weftc MODEL --emit=import | weft-opt <it>) and exit"),
     cl::init(false), cl::cat(category));
 
-std::string withCommas(int64_t v) {
-  std::string digits = std::to_string(v), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0)
-      out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-void printSummary(const weft::ModelSummary &s, StringRef source,
-                  raw_ostream &os) {
-  os << "model:        " << source << "\n";
-  os << "parameters:   " << withCommas(s.params) << " ("
-     << withCommas(s.paramBytes) << " bytes)\n";
-  os << "frozen:       " << withCommas(s.frozen) << " ("
-     << withCommas(s.frozenBytes) << " bytes, not trained)\n";
-  os << "state:        " << withCommas(s.stateBytes)
-     << " bytes (running statistics and frozen)\n";
-  os << "inputs:       " << withCommas(s.inputBytes) << " bytes per batch\n";
-  os << "forward:      " << withCommas(s.flops) << " FLOPs per batch ("
-     << format("%.3f", s.flops / 1e9) << " GFLOP)\n";
-  os << "ops:\n";
-  for (const auto &[name, count] : s.opCounts)
-    os << "  " << left_justify(name, 28) << count << "\n";
-}
-
-nlohmann::json summaryJSON(const weft::ModelSummary &s) {
-  nlohmann::json ops = nlohmann::json::object();
-  for (const auto &[name, count] : s.opCounts)
-    ops[name] = count;
-  return {{"params", s.params},
-          {"param_bytes", s.paramBytes},
-          {"frozen", s.frozen},
-          {"frozen_bytes", s.frozenBytes},
-          {"state_bytes", s.stateBytes},
-          {"input_bytes", s.inputBytes},
-          {"flops", s.flops},
-          {"bytes_read", s.bytesRead},
-          {"bytes_written", s.bytesWritten},
-          {"ops", ops}};
-}
-
 /// A model trains when it returns one scalar float (its loss) and has
 /// parameters; anything else (an ONNX node test, say) compiles forward only.
 bool isTrainable(func::FuncOp func) {
@@ -448,9 +406,9 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   if (emit == Emit::Summary || emit == Emit::SummaryJSON) {
     weft::ModelSummary summary = weft::summarizeModel(func);
     if (emit == Emit::Summary)
-      printSummary(summary, source, os);
+      weft::printSummary(summary, source, os);
     else
-      os << weft::jsonText(summaryJSON(summary)) << "\n";
+      os << weft::jsonText(weft::summaryJSON(summary)) << "\n";
     return success();
   }
   if (train && forwardOnly) {
