@@ -334,7 +334,8 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   if (o.overlapCollectives)
     pm.addNestedPass<func::FuncOp>(createOverlapCollectives());
   if (pipelined)
-    pm.addPass(createSimulatePipeline());
+    pm.addPass(o.prediction ? createSimulatePipeline(o.prediction)
+                            : createSimulatePipeline());
 }
 
 void registerPlanPipeline() {

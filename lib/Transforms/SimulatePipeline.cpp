@@ -19,6 +19,11 @@ namespace {
 struct SimulatePipelinePass
     : weft::impl::SimulatePipelineBase<SimulatePipelinePass> {
   using SimulatePipelineBase::SimulatePipelineBase;
+  explicit SimulatePipelinePass(SimResult *prediction)
+      : prediction(prediction) {}
+
+  /// Where the prediction is left, or null (createSimulatePipeline).
+  SimResult *prediction = nullptr;
 
   void runOnOperation() override {
     DeviceModel device;
@@ -32,15 +37,21 @@ struct SimulatePipelinePass
       (at ? at->emitError() : getOperation().emitError()) << result.deadlock;
       return signalPassFailure();
     }
-    if (!print)
-      return;
-    llvm::errs() << llvm::formatv(
-        "pipeline: stages={0} step_us={1:f1} bubble={2:f4}\n", programs.size(),
-        result.stepSeconds * 1e6, result.bubbleFraction);
-    for (auto [s, busy] : llvm::enumerate(result.busySeconds))
-      llvm::errs() << llvm::formatv("pipeline: stage {0} busy_us={1:f1}\n", s,
-                                    busy * 1e6);
+    if (print) {
+      llvm::errs() << llvm::formatv(
+          "pipeline: stages={0} step_us={1:f1} bubble={2:f4}\n",
+          programs.size(), result.stepSeconds * 1e6, result.bubbleFraction);
+      for (auto [s, busy] : llvm::enumerate(result.busySeconds))
+        llvm::errs() << llvm::formatv("pipeline: stage {0} busy_us={1:f1}\n", s,
+                                      busy * 1e6);
+    }
+    if (prediction)
+      *prediction = std::move(result);
   }
 };
 
 } // namespace
+
+std::unique_ptr<Pass> weft::createSimulatePipeline(SimResult *prediction) {
+  return std::make_unique<SimulatePipelinePass>(prediction);
+}

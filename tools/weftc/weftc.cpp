@@ -324,10 +324,15 @@ bool isTrainable(func::FuncOp func) {
 
 /// The stage table and the predicted timeline of a pipelined module. The
 /// table goes to stdout, or to stderr when the output itself is stdout.
-LogicalResult reportPipeline(ModuleOp module, weft::MemoryPlans &memory) {
+/// `simulated`: weft-simulate-pipeline's prediction, when it ran (else
+/// empty, and the step is simulated here).
+LogicalResult reportPipeline(ModuleOp module, weft::MemoryPlans &memory,
+                             weft::SimResult &&simulated) {
   weft::DeviceModel device;
   weft::SimResult prediction =
-      weft::simulatePipeline(weft::stagePrograms(module, device), device);
+      simulated.busySeconds.empty()
+          ? weft::simulatePipeline(weft::stagePrograms(module, device), device)
+          : std::move(simulated);
   raw_ostream &report = outputFile == "-" ? errs() : outs();
   weft::printStageTable(module, prediction, memory, report);
   if (timelineAscii)
@@ -446,6 +451,9 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   // --mlir-timing[-display=list|tree]: each pass's wall time and the steps
   // after the pipeline, printed when the compile ends (what grows with the
   // micro-batches: bench/compile_scale.py).
+  // The pipeline's predicted timeline, simulated once by the pipeline's
+  // weft-simulate-pipeline and reported below.
+  weft::SimResult prediction;
   DefaultTimingManager timing;
   applyDefaultTimingManagerCLOptions(timing);
   TimingScope timingScope = timing.getRootScope();
@@ -454,6 +462,7 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
     pm.enableTiming(timingScope);
+    pipelineOptions.prediction = &prediction;
     weft::buildPlanPipeline(pm, pipelineOptions);
     // Verified once, after the last pass, unless --verify-each.
     if (failed(weft::runPasses(pm, *module, verifyEach, timingScope,
@@ -468,7 +477,8 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   {
     TimingScope step = timingScope.nest("weftc: pipeline report");
     if ((pipelined || tensorParallel > 1 || dataParallel > 1) &&
-        !estimateMemory && failed(reportPipeline(*module, memory)))
+        !estimateMemory &&
+        failed(reportPipeline(*module, memory, std::move(prediction))))
       return failure();
   }
   {

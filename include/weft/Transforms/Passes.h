@@ -10,11 +10,18 @@
 
 namespace weft {
 
+struct SimResult;
+
 #define GEN_PASS_DECL
 #include "weft/Transforms/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
 #include "weft/Transforms/Passes.h.inc"
+
+/// weft-simulate-pipeline that also leaves its prediction in `*prediction`
+/// (when the schedule completes), so that a driver reporting the timeline
+/// (weftc) does not simulate the step a second time.
+std::unique_ptr<mlir::Pass> createSimulatePipeline(SimResult *prediction);
 
 } // namespace weft
 

@@ -28,6 +28,8 @@
 
 namespace weft {
 
+struct SimResult;
+
 /// What the compiled step computes.
 enum class CompiledStep {
   Forward,   ///< the model's outputs
@@ -202,6 +204,11 @@ struct PlanPipelineOptions
   /// pipeline-parallel=2 ... lr=0.001 ..."), every value exact (floats with
   /// 17 significant digits), so the text rebuilds the same pipeline.
   std::string textual() const;
+
+  /// Not an option: where weft-simulate-pipeline leaves its prediction of a
+  /// pipelined step (a driver's, null for none), so that the driver's
+  /// report does not simulate the step again.
+  SimResult *prediction = nullptr;
 };
 
 /// Adds weft-plan-pipeline's passes for `options` (valid: see validate).

@@ -13,6 +13,7 @@
 
 #include "weft/runtime/PlanView.h"
 
+#include <cassert>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -50,12 +51,17 @@ void collectLeaves(json &value, json *expression, bool fittable,
   }
 }
 
+/// The leaves of one instruction, appended to `leaves`.
+void addLeaves(json &inst, std::vector<Leaf> &leaves) {
+  for (const char *key : {"attrs", "peer", "tag"})
+    if (inst.contains(key))
+      collectLeaves(inst[key], nullptr, true, leaves);
+}
+
 std::vector<Leaf> leavesOf(json &body) {
   std::vector<Leaf> leaves;
   for (json &inst : body)
-    for (const char *key : {"attrs", "peer", "tag"})
-      if (inst.contains(key))
-        collectLeaves(inst[key], nullptr, true, leaves);
+    addLeaves(inst, leaves);
   return leaves;
 }
 
@@ -160,7 +166,7 @@ void weft::addTaskFields(json &program,
 }
 
 bool weft::writeTaskBodies(json &program,
-                           const std::vector<InstructionTask> &taskOf,
+                           std::vector<TaskInstance> &taskInstances,
                            const std::vector<BufferHome> &homes,
                            const std::vector<MemoryPlan::SlotGroup> &slots) {
   json &buffers = program["buffers"];
@@ -168,7 +174,7 @@ bool weft::writeTaskBodies(json &program,
   int64_t microBatches = 1;
   for (const BufferHome &home : homes)
     microBatches = std::max(microBatches, home.microBatch + 1);
-  for (const InstructionTask &task : taskOf)
+  for (const TaskInstance &task : taskInstances)
     microBatches = std::max(microBatches, task.microBatch + 1);
   // One micro-batch: no instance of another to repeat.
   if (microBatches == 1)
@@ -214,11 +220,13 @@ bool weft::writeTaskBodies(json &program,
     if (!dropped[id] && buffers[id].contains("view_of") &&
         idIn(buffers[id]["view_of"].get<size_t>(), home.microBatch) < 0)
       return false;
-  for (auto [inst, task] : llvm::zip_equal(instructions, taskOf))
-    for (const char *key : {"inputs", "outputs"})
-      for (const json &id : inst[key])
-        if (idIn(id.get<size_t>(), task.microBatch) < 0)
-          return false;
+  for (const TaskInstance &task : taskInstances)
+    for (size_t i = task.first; task.repeats < 0 && i < task.first + task.count;
+         ++i)
+      for (const char *key : {"inputs", "outputs"})
+        for (const json &id : instructions[i][key])
+          if (idIn(id.get<size_t>(), task.microBatch) < 0)
+            return false;
 
   // From here on the explicit program's buffers and instructions are moved
   // into the task form, not copied.
@@ -254,33 +262,69 @@ bool weft::writeTaskBodies(json &program,
     frameIndex.push_back(it->second);
   }
 
-  // Instances, each made a body template; alike templates grouped.
+  // Instances, each made a body template; alike templates grouped. A
+  // repeat (TaskInstance::repeats) joins its instance's group with its own
+  // integers where its patches hold them.
   std::vector<Instance> instances;
-  std::vector<size_t> groupOfInstance;
   std::vector<Group> groups;
   std::vector<std::vector<bool>> fittable; // per group: leaves that may grow
+  std::vector<size_t> groupOf;             // per instance
+  // Per instance: where each instruction's leaves start (and end), and how
+  // many collectives it posts.
+  std::vector<std::vector<size_t>> leafStart;
+  std::vector<int64_t> collectivesIn;
   std::unordered_map<std::string, size_t> groupByText;
   int64_t collectives = 0;
-  for (size_t at = 0; at < instructions.size();) {
-    const std::string &phase = taskOf[at].phase;
-    int64_t m = taskOf[at].microBatch;
+  // An instruction in the body's form: buffers numbered within the frame,
+  // collective tags counted from the instance's first.
+  auto inBodyForm = [&](json &inst, int64_t m, int64_t base) {
+    for (const char *key : {"inputs", "outputs"})
+      for (json &id : inst[key])
+        id = idIn(id.get<size_t>(), m);
+    const std::string &op = inst["op"].get_ref<const std::string &>();
+    if (rt::isCollective(op) || rt::isCollectiveWait(op))
+      inst["tag"] = inst["tag"].get<int64_t>() - base;
+    return rt::isCollective(op);
+  };
+  for (TaskInstance &task : taskInstances) {
+    int64_t m = task.microBatch;
     int64_t base = collectives;
+    Instance instance{m, {}};
+    if (task.repeats >= 0) {
+      size_t of = task.repeats;
+      instance.values = instances[of].values;
+      for (auto &[k, inst] : task.patches) {
+        inBodyForm(inst, m, base);
+        std::vector<Leaf> leaves;
+        addLeaves(inst, leaves);
+        // Emission compared it with its counterpart up to integers.
+        assert(leaves.size() == leafStart[of][k + 1] - leafStart[of][k]);
+        for (auto [p, leaf] : llvm::enumerate(leaves))
+          instance.values[leafStart[of][k] + p] = leaf.value->get<int64_t>();
+      }
+      collectives += collectivesIn[of];
+      groupOf.push_back(groupOf[of]);
+      leafStart.push_back(leafStart[of]);
+      collectivesIn.push_back(collectivesIn[of]);
+      groups[groupOf.back()].instances.push_back(instances.size());
+      instances.push_back(std::move(instance));
+      continue;
+    }
     json body = json::array();
-    for (; at < instructions.size() && taskOf[at].microBatch == m &&
-           taskOf[at].phase == phase;
-         ++at) {
+    int64_t posted = 0;
+    for (size_t at = task.first; at < task.first + task.count; ++at) {
       json inst = std::move(instructions[at]);
-      for (const char *key : {"inputs", "outputs"})
-        for (json &id : inst[key])
-          id = idIn(id.get<size_t>(), m);
-      const std::string &op = inst["op"].get_ref<const std::string &>();
-      if (rt::isCollective(op) || rt::isCollectiveWait(op))
-        inst["tag"] = inst["tag"].get<int64_t>() - base;
-      collectives += rt::isCollective(op);
+      posted += inBodyForm(inst, m, base);
       body.push_back(std::move(inst));
     }
-    Instance instance{m, {}};
-    std::vector<Leaf> leaves = leavesOf(body);
+    collectives += posted;
+    std::vector<Leaf> leaves;
+    std::vector<size_t> starts;
+    for (json &inst : body) {
+      starts.push_back(leaves.size());
+      addLeaves(inst, leaves);
+    }
+    starts.push_back(leaves.size());
     std::vector<bool> mayGrow;
     for (Leaf &leaf : leaves) {
       instance.values.push_back(leaf.value->get<int64_t>());
@@ -288,14 +332,17 @@ bool weft::writeTaskBodies(json &program,
       *leaf.value = 0;
     }
     auto [it, added] = groupByText.insert(
-        {phase + "\n" + rt::compactJson(body), groups.size()});
+        {task.phase + "\n" + rt::compactJson(body), groups.size()});
     if (added) {
       // The template keeps the first instance's leaves (fillBody sets all).
       for (auto [leaf, value] : llvm::zip_equal(leaves, instance.values))
         *leaf.value = value;
-      groups.push_back({std::move(body), phase, {}});
+      groups.push_back({std::move(body), task.phase, {}});
       fittable.push_back(std::move(mayGrow));
     }
+    groupOf.push_back(it->second);
+    leafStart.push_back(std::move(starts));
+    collectivesIn.push_back(posted);
     groups[it->second].instances.push_back(instances.size());
     instances.push_back(std::move(instance));
   }

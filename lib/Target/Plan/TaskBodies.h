@@ -40,20 +40,37 @@ struct InstructionTask {
   int64_t microBatch = 0;
 };
 
+/// A task instance of a program: a maximal run of instructions of one phase
+/// and one micro-batch.
+struct TaskInstance {
+  std::string phase;
+  int64_t microBatch = 0;
+  /// Its instructions: [first, first + count) of the program's list.
+  size_t first = 0, count = 0;
+  /// The earlier instance whose instructions this one runs on its own
+  /// micro-batch's buffers (the same ids within their frames), or -1. A
+  /// repeat's instructions are not in the program's list: `patches` holds
+  /// (index in the instance, instruction) of those whose integers may
+  /// differ from the repeated instance's; the others are its.
+  int64_t repeats = -1;
+  std::vector<std::pair<size_t, nlohmann::json>> patches;
+};
+
 /// Writes each instruction's `phase` and `micro_batch` (`tasks`, one per
 /// instruction) into the explicit `program`.
 void addTaskFields(nlohmann::json &program,
                    const std::vector<InstructionTask> &tasks);
 
-/// Rewrites `program` (explicit: `buffers` with ids 0..n-1 and
-/// `instructions`, the i-th in task `taskOf[i]`) into the task form when it
+/// Rewrites `program` (explicit: `buffers` with ids 0..n-1 and the
+/// `instructions` of `instances`, TaskInstance) into the task form when it
 /// works on two or more micro-batches, moving its buffers and instructions
 /// into frames and bodies; `homes` has one entry per buffer, `slots` is the
 /// memory plan's slot groups. Leaves `program` explicit and returns false
 /// for one micro-batch, or when a buffer views or an instruction reads a
-/// buffer of another micro-batch's frame (the task form cannot say it).
+/// buffer of another micro-batch's frame (the task form cannot say it;
+/// there is no repeat then).
 bool writeTaskBodies(nlohmann::json &program,
-                     const std::vector<InstructionTask> &taskOf,
+                     std::vector<TaskInstance> &instances,
                      const std::vector<BufferHome> &homes,
                      const std::vector<MemoryPlan::SlotGroup> &slots);
 

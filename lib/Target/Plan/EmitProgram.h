@@ -1,0 +1,142 @@
+//===- EmitProgram.h - one stage function -> one plan program ---*- C++ -*-===//
+//
+// Private to plan emission. A stage's program is emitted in three walks
+// over its function: its buffers (one per value, EmitProgram.cpp), the
+// numbers the instructions refer to (collective tags, dropout rng_ids), and
+// its instructions, task instance by task instance. In the task form an
+// instance that repeats an earlier one (RepeatedInstances.cpp: the same ops
+// on its micro-batch's buffers) is not written again: only its
+// instructions whose integers grow with the micro-batch (transfer tags, a
+// micro-batch's rows of the input) are, for writeTaskBodies to fit.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_LIB_TARGET_PLAN_EMITPROGRAM_H
+#define WEFT_LIB_TARGET_PLAN_EMITPROGRAM_H
+
+#include "TaskBodies.h"
+
+#include "weft/Analysis/MemoryPlan.h"
+#include "weft/Dialect/Weft/IR/DeviceMesh.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace weft {
+
+/// A stage's program, plus what it contributes to the global input and
+/// output lists.
+struct ProgramSection {
+  nlohmann::json program, inputs, outputs;
+  int64_t microBatches = 1;
+  std::string text; ///< the program printed, once `program` is dropped
+  std::vector<BufferHome> homes;      ///< by buffer id
+  std::vector<InstructionTask> tasks; ///< by written instruction
+  /// Its task instances, in program order (TaskBodies.h).
+  std::vector<TaskInstance> instances;
+  /// Its constants written once per plan: base64 by SHA-256 (hex).
+  std::map<std::string, std::string> sharedConstants;
+};
+
+/// The program of `func`, run by every rank of its pipeline stage (tensor
+/// and data parallel replicas of it); `memory` is its memory plan;
+/// `dropoutCount` the dropouts each micro-batch drew on the stages before.
+/// With `repeatInstances`, an instance repeating an earlier one is written
+/// as a repeat (TaskInstance::repeats) when the program can take the task
+/// form; otherwise every instruction is written.
+class ProgramEmitter {
+public:
+  ProgramEmitter(mlir::func::FuncOp func, const MemoryPlan &memory,
+                 int64_t stage, const DeviceMesh &mesh,
+                 const std::optional<DeviceMesh> &zeroMesh,
+                 std::map<int64_t, int64_t> &dropoutCount,
+                 bool repeatInstances);
+
+  mlir::FailureOr<ProgramSection> emit();
+
+private:
+  // EmitProgram.cpp
+  mlir::LogicalResult addBuffer(mlir::Value v);
+  mlir::LogicalResult addArguments();
+  void addOutputs();
+  /// Numbers collectives (in program order) and the dropout masks drawn
+  /// without an rng_id, as the instructions will name them.
+  mlir::LogicalResult numberCollectivesAndMasks();
+  /// `op`'s instruction, without its buffers' ids checked.
+  mlir::FailureOr<nlohmann::json> instruction(mlir::Operation &op);
+  /// Appends `op`'s instruction (and the wait of a collective nothing waits
+  /// for) to the program; checks a compute instruction as weft-run will.
+  mlir::LogicalResult writeInstruction(mlir::Operation &op);
+  /// Checks `inst`, `op`'s instruction, as weft-run's loader will when it
+  /// is a compute instruction (CheckInstruction.h).
+  mlir::LogicalResult checkCompute(mlir::Operation &op,
+                                   const nlohmann::json &inst);
+  /// Checks repeat `op` of the compute instruction written at `written`,
+  /// unless an instance of it with the same offsets was checked.
+  mlir::LogicalResult checkRepeat(mlir::Operation &op, size_t written);
+
+  // RepeatedInstances.cpp
+  /// Splits the ops into task instances and writes them, each repeat as
+  /// its instructions that may differ.
+  mlir::LogicalResult writeInstances();
+  /// The text two instances share exactly when they run the same
+  /// instructions on their micro-batches' buffers, up to the integers of
+  /// their varying ops (isVarying).
+  std::string instanceKey(llvm::ArrayRef<mlir::Operation *> ops,
+                          int64_t firstCollective);
+  /// Writes `ops` as a repeat of instance `of`; false (nothing written) if
+  /// a varying op's instruction differs from its counterpart's in more
+  /// than integers.
+  mlir::FailureOr<bool> writeRepeat(llvm::ArrayRef<mlir::Operation *> ops,
+                                    size_t of, TaskInstance &instance);
+
+  mlir::func::FuncOp func;
+  const MemoryPlan &memory;
+  int64_t stage;
+  const DeviceMesh &mesh;
+  const std::optional<DeviceMesh> &zeroMesh;
+  std::map<int64_t, int64_t> &dropoutCount;
+  bool repeatInstances;
+
+  ProgramSection section;
+  nlohmann::json buffers = nlohmann::json::array();
+  nlohmann::json instructions = nlohmann::json::array();
+  nlohmann::json constants = nlohmann::json::array();
+  nlohmann::json params = nlohmann::json::array();
+  nlohmann::json state = nlohmann::json::array();
+  nlohmann::json optimizerState = nlohmann::json::array();
+  nlohmann::json rankInputs = nlohmann::json::array();
+  nlohmann::json rankOutputs = nlohmann::json::array();
+
+  /// Buffer ids: one per value, in definition order; views point at the
+  /// buffer whose bytes they share.
+  llvm::DenseMap<mlir::Value, int64_t> bufferId;
+  llvm::DenseMap<unsigned, int64_t> storageOwner;
+  /// Per buffer id, the id task bodies name it by (writeTaskBodies'
+  /// numbering): >= 0 a program buffer (an in-place sum's views of one
+  /// accumulator share one), < 0 -(its index in its frame + 1).
+  std::vector<int64_t> bodyId;
+  llvm::DenseMap<std::pair<int64_t, mlir::Type>, int64_t> programBufferOf;
+  std::vector<int64_t> frameSize; ///< buffers per micro-batch frame
+  /// A buffer views another micro-batch's frame: no task form.
+  bool crossFrame = false;
+
+  llvm::DenseMap<mlir::Operation *, int64_t> collectiveTag;
+  int64_t collectives = 0;
+  /// The rng_id plan emission gave each mask-drawing op without one.
+  llvm::DenseMap<mlir::Operation *, int64_t> rngIds;
+  /// checkRepeat's memo: (written instruction, operand offsets) checked.
+  std::set<std::vector<int64_t>> checkedPlacements;
+};
+
+} // namespace weft
+
+#endif // WEFT_LIB_TARGET_PLAN_EMITPROGRAM_H
