@@ -8,16 +8,13 @@
 using namespace mlir;
 using json = nlohmann::json;
 
-LogicalResult weft::checkInstruction(Operation &op, const json &inst,
-                                     const json &buffers) {
+LogicalResult
+weft::checkInstruction(Operation &op, const json &inst,
+                       llvm::function_ref<ops::OperandDesc(int64_t)> operand) {
   auto operands = [&](const json &ids) {
     std::vector<ops::OperandDesc> descs;
-    for (const json &id : ids) {
-      const json &b = buffers[id.get<int64_t>()];
-      descs.push_back({b["dtype"].get<std::string>(),
-                       b["shape"].get<std::vector<int64_t>>(),
-                       b["offset"].get<int64_t>()});
-    }
+    for (const json &id : ids)
+      descs.push_back(operand(id.get<int64_t>()));
     return descs;
   };
   std::string kernel = inst["kernel"].get<std::string>();

@@ -117,7 +117,8 @@ FailureOr<weft::PlanParts> weft::emitPlanParts(ModuleOp module,
     if (failed(section))
       return;
     if (!options.taskBodies ||
-        !writeTaskBodies(section->program, section->instances, section->homes,
+        !writeTaskBodies(section->program, section->instances,
+                         section->frameRepeats, section->homes,
                          memoryOf[stage]->slots))
       addTaskFields(section->program, section->tasks);
     // Printed at once: a GPT-3 plan's programs as JSON values take ten

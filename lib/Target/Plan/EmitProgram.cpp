@@ -145,25 +145,14 @@ LogicalResult ProgramEmitter::addBuffer(Value v) {
   if (!isa<RankedTensorType>(v.getType()))
     return success(); // a transfer request: no bytes
   auto type = cast<RankedTensorType>(v.getType());
-  std::string dtype = weft::dtypeName(type.getElementType());
-  if (dtype.empty())
+  if (weft::dtypeName(type.getElementType()).empty())
     return emitError(v.getLoc()) << "a plan cannot hold " << type;
   unsigned storage = memory.storageOf.lookup(v);
   const Storage &s = memory.storages[storage];
-  int64_t id = buffers.size();
-  // Member by member: an initializer list copies every value once more.
-  json b = json::object();
-  b["id"] = id;
-  b["dtype"] = std::move(dtype);
-  b["shape"] = type.getShape().vec();
-  b["bytes"] = byteSize(type);
-  b["offset"] = s.offset;
-  b["kind"] = kindName(s.kind);
+  int64_t id = facts.size();
   auto [owner, first] = storageOwner.insert({storage, id});
-  if (!first)
-    b["view_of"] = owner->second;
+  facts.push_back({type, s.offset, s.kind, first ? -1 : owner->second});
   bufferId[v] = id;
-  buffers.push_back(std::move(b));
   BufferHome home{frameOf(v, s, memory), -1, s.offset};
   if (home.microBatch >= 0 && s.carried()) {
     home.slotGroup = s.slotGroup;
@@ -185,6 +174,58 @@ LogicalResult ProgramEmitter::addBuffer(Value v) {
     crossFrame |= section.homes[root].microBatch >= 0;
   }
   return success();
+}
+
+json ProgramEmitter::bufferJson(int64_t id) const {
+  const BufferFacts &f = facts[id];
+  // Member by member: an initializer list copies every value once more.
+  json b = json::object();
+  b["id"] = id;
+  b["dtype"] = weft::dtypeName(f.type.getElementType());
+  b["shape"] = f.type.getShape().vec();
+  b["bytes"] = byteSize(f.type);
+  b["offset"] = f.offset;
+  b["kind"] = kindName(f.kind);
+  if (f.viewOf >= 0)
+    b["view_of"] = f.viewOf;
+  return b;
+}
+
+ops::OperandDesc ProgramEmitter::operandDesc(int64_t id) const {
+  const BufferFacts &f = facts[id];
+  return {weft::dtypeName(f.type.getElementType()), f.type.getShape().vec(),
+          f.offset};
+}
+
+void ProgramEmitter::writeBuffers() {
+  // A micro-batch's frame (TaskBodies.h) as writeTaskBodies writes it: its
+  // buffers' types, slot offsets and groups, kinds and views. A frame
+  // alike an earlier micro-batch's is that frame: its buffers are not
+  // written.
+  std::vector<std::vector<uintptr_t>> frameKeys(frameSize.size());
+  for (auto [id, home] : llvm::enumerate(section.homes)) {
+    if (home.microBatch < 0)
+      continue;
+    const BufferFacts &f = facts[id];
+    std::vector<uintptr_t> &key = frameKeys[home.microBatch];
+    key.push_back(reinterpret_cast<uintptr_t>(f.type.getAsOpaquePointer()));
+    key.push_back(home.slotZeroOffset);
+    key.push_back(home.slotGroup);
+    key.push_back(static_cast<uintptr_t>(f.kind));
+    key.push_back(f.viewOf < 0 ? INT64_MIN : bodyId[f.viewOf]);
+  }
+  std::map<std::vector<uintptr_t>, int64_t> firstWithFrame;
+  section.frameRepeats.assign(frameSize.size(), -1);
+  for (auto [m, key] : llvm::enumerate(frameKeys)) {
+    auto [it, added] = firstWithFrame.try_emplace(std::move(key), m);
+    if (repeating && !added)
+      section.frameRepeats[m] = it->second;
+  }
+  for (auto [id, home] : llvm::enumerate(section.homes))
+    buffers.push_back(home.microBatch >= 0 &&
+                              section.frameRepeats[home.microBatch] >= 0
+                          ? json()
+                          : bufferJson(id));
 }
 
 LogicalResult ProgramEmitter::addArguments() {
@@ -245,8 +286,9 @@ LogicalResult ProgramEmitter::addArguments() {
                  {"index", coordExpr("data")},
                  {"count", d}};
       }
-      json input = {
-          {"name", inName}, {"dtype", buffers[id]["dtype"]}, {"shape", shape}};
+      json input = {{"name", inName},
+                    {"dtype", weft::dtypeName(type.getElementType())},
+                    {"shape", shape}};
       if (std::optional<int64_t> bound = indexBound(arg, mesh.sizeOf("tensor")))
         input["index_bound"] = *bound;
       section.inputs.push_back(input);
@@ -449,7 +491,8 @@ LogicalResult ProgramEmitter::checkCompute(Operation &op, const json &inst) {
   std::optional<json> placed;
   if (rt::hasCoordinates(inst))
     placeAtFirstRank(placed.emplace(inst));
-  return checkInstruction(op, placed ? *placed : inst, buffers);
+  return checkInstruction(op, placed ? *placed : inst,
+                          [&](int64_t id) { return operandDesc(id); });
 }
 
 LogicalResult ProgramEmitter::checkRepeat(Operation &op, size_t written) {
@@ -493,7 +536,8 @@ void ProgramEmitter::addOutputs() {
                               : "out" + std::to_string(i);
     section.outputs.push_back(
         {{"name", name},
-         {"dtype", buffers[bufferId[v]]["dtype"]},
+         {"dtype", weft::dtypeName(
+                       cast<RankedTensorType>(v.getType()).getElementType())},
          {"shape", cast<RankedTensorType>(v.getType()).getShape().vec()}});
     rankOutputs.push_back({{"name", name}, {"buffer", bufferId[v]}});
   }
@@ -516,6 +560,7 @@ FailureOr<ProgramSection> ProgramEmitter::emit() {
   }
   if (failed(numberCollectivesAndMasks()) || failed(writeInstances()))
     return failure();
+  writeBuffers();
   addOutputs();
   // Moved in: an initializer list would copy every buffer and instruction.
   json &program = section.program = json::object();

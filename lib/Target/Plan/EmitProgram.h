@@ -17,6 +17,7 @@
 
 #include "weft/Analysis/MemoryPlan.h"
 #include "weft/Dialect/Weft/IR/DeviceMesh.h"
+#include "weft/ops/OpCheck.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -42,6 +43,9 @@ struct ProgramSection {
   std::vector<InstructionTask> tasks; ///< by written instruction
   /// Its task instances, in program order (TaskBodies.h).
   std::vector<TaskInstance> instances;
+  /// Per micro-batch, the earlier one whose frame its frame is (its
+  /// buffers are then not written), or -1.
+  std::vector<int64_t> frameRepeats;
   /// Its constants written once per plan: base64 by SHA-256 (hex).
   std::map<std::string, std::string> sharedConstants;
 };
@@ -64,7 +68,14 @@ public:
 
 private:
   // EmitProgram.cpp
+  /// Numbers `v`'s buffer (its JSON is written by writeBuffers).
   mlir::LogicalResult addBuffer(mlir::Value v);
+  nlohmann::json bufferJson(int64_t id) const;
+  /// Buffer `id` as weft-run's kernel check sees it.
+  ops::OperandDesc operandDesc(int64_t id) const;
+  /// The program's buffer table: every buffer's JSON but those of a frame
+  /// that repeats an earlier micro-batch's (null there).
+  void writeBuffers();
   mlir::LogicalResult addArguments();
   void addOutputs();
   /// Numbers collectives (in program order) and the dropout masks drawn
@@ -116,6 +127,17 @@ private:
   nlohmann::json rankInputs = nlohmann::json::array();
   nlohmann::json rankOutputs = nlohmann::json::array();
 
+  /// What a buffer's JSON says, by id.
+  struct BufferFacts {
+    mlir::RankedTensorType type;
+    int64_t offset;
+    BufferKind kind;
+    int64_t viewOf; ///< the buffer whose bytes it shares, or -1
+  };
+  std::vector<BufferFacts> facts;
+  /// Whether repeated instances are written as repeats (writeInstances):
+  /// the program is written in the task form.
+  bool repeating = false;
   /// Buffer ids: one per value, in definition order; views point at the
   /// buffer whose bytes they share.
   llvm::DenseMap<mlir::Value, int64_t> bufferId;

@@ -187,7 +187,8 @@ LogicalResult ProgramEmitter::writeInstances() {
   }
   // Repeats need the task form: no instruction may name a buffer of
   // another micro-batch's frame (writeTaskBodies).
-  bool repeats = repeatInstances && section.microBatches > 1 && !crossFrame;
+  bool &repeats = repeating;
+  repeats = repeatInstances && section.microBatches > 1 && !crossFrame;
   for (auto [op, m] : llvm::zip_equal(ops, microBatchOfOp))
     for (ValueRange values :
          {ValueRange(op->getOperands()), ValueRange(op->getResults())})

@@ -167,6 +167,7 @@ void weft::addTaskFields(json &program,
 
 bool weft::writeTaskBodies(json &program,
                            std::vector<TaskInstance> &taskInstances,
+                           const std::vector<int64_t> &frameRepeats,
                            const std::vector<BufferHome> &homes,
                            const std::vector<MemoryPlan::SlotGroup> &slots) {
   json &buffers = program["buffers"];
@@ -244,6 +245,10 @@ bool weft::writeTaskBodies(json &program,
   // By text: hashed once, not compared along a tree.
   std::unordered_map<std::string, size_t> frameByText;
   for (int64_t m = 0; m < microBatches; ++m) {
+    if (size_t(m) < frameRepeats.size() && frameRepeats[m] >= 0) {
+      frameIndex.push_back(frameIndex[frameRepeats[m]]);
+      continue;
+    }
     json frame = json::array();
     for (size_t id : frameOf[m]) {
       json b = std::move(buffers[id]);

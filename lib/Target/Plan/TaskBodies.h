@@ -65,12 +65,15 @@ void addTaskFields(nlohmann::json &program,
 /// `instructions` of `instances`, TaskInstance) into the task form when it
 /// works on two or more micro-batches, moving its buffers and instructions
 /// into frames and bodies; `homes` has one entry per buffer, `slots` is the
-/// memory plan's slot groups. Leaves `program` explicit and returns false
-/// for one micro-batch, or when a buffer views or an instruction reads a
-/// buffer of another micro-batch's frame (the task form cannot say it;
-/// there is no repeat then).
+/// memory plan's slot groups. `frameRepeats[m]`, where it is >= 0, is the
+/// earlier micro-batch whose frame is m's (m's buffers are null in
+/// `buffers`). Leaves `program` explicit and returns false for one
+/// micro-batch, or when a buffer views or an instruction reads a buffer of
+/// another micro-batch's frame (the task form cannot say it; there is no
+/// repeat of an instance or a frame then).
 bool writeTaskBodies(nlohmann::json &program,
                      std::vector<TaskInstance> &instances,
+                     const std::vector<int64_t> &frameRepeats,
                      const std::vector<BufferHome> &homes,
                      const std::vector<MemoryPlan::SlotGroup> &slots);
 
