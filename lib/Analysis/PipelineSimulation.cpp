@@ -5,6 +5,7 @@
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
@@ -178,11 +179,13 @@ SmallVector<func::FuncOp> weft::rankFunctions(ModuleOp module) {
 
 std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
                                                     const DeviceModel &device) {
-  std::vector<std::vector<SimOp>> programs;
   // Without stages, the one @main is every rank's program (its collectives
-  // still overlap its compute).
-  for (func::FuncOp func : rankFunctions(module)) {
-    std::vector<SimOp> program;
+  // still overlap its compute). Each function is read alone: in parallel.
+  SmallVector<func::FuncOp> funcs = rankFunctions(module);
+  std::vector<std::vector<SimOp>> programs(funcs.size());
+  mlir::parallelFor(module.getContext(), 0, funcs.size(), [&](size_t rank) {
+    func::FuncOp func = funcs[rank];
+    std::vector<SimOp> &program = programs[rank];
     llvm::DenseMap<Operation *, int64_t> collectiveTag;
     std::string task = "F0";
     for (Operation &op : func.getBody().front().without_terminator()) {
@@ -239,8 +242,7 @@ std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
       }
       program.push_back(sim);
     }
-    programs.push_back(std::move(program));
-  }
+  });
   return programs;
 }
 

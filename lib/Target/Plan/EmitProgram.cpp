@@ -501,12 +501,16 @@ LogicalResult ProgramEmitter::checkRepeat(Operation &op, size_t written) {
     return success();
   // The check reads the operands' dtypes, shapes and offsets; the repeat's
   // instruction is the written one's, its dtypes and shapes are too.
-  std::vector<int64_t> placement{int64_t(written)};
+  std::string placement;
+  auto add = [&](int64_t word) {
+    placement.append(reinterpret_cast<const char *>(&word), sizeof(word));
+  };
+  add(written);
   for (ValueRange values :
        {ValueRange(op.getOperands()), ValueRange(op.getResults())})
     for (Value v : values)
       if (bufferId.count(v))
-        placement.push_back(memory.storages[memory.storageOf.lookup(v)].offset);
+        add(memory.storages[memory.storageOf.lookup(v)].offset);
   if (!checkedPlacements.insert(std::move(placement)).second)
     return success();
   json repeat = inst;
@@ -554,8 +558,15 @@ FailureOr<ProgramSection> ProgramEmitter::emit() {
       auto value = dyn_cast<DenseElementsAttr>(constant.getValue());
       if (!value)
         return op.emitError("plan emission needs dense constants");
-      constants.push_back(constantEntry(bufferId[constant.getResult()], value,
-                                        section.sharedConstants));
+      // A micro-batch's constants are each micro-batch's (one attribute):
+      // encoded (and hashed) once.
+      auto [known, added] = constantData.try_emplace(value, json());
+      if (added)
+        known->second =
+            constantEntry(/*buffer=*/0, value, section.sharedConstants);
+      json entry = known->second;
+      entry["buffer"] = bufferId[constant.getResult()];
+      constants.push_back(std::move(entry));
     }
   }
   if (failed(numberCollectivesAndMasks()) || failed(writeInstances()))

@@ -26,9 +26,9 @@
 
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace weft {
@@ -155,8 +155,10 @@ private:
   int64_t collectives = 0;
   /// The rng_id plan emission gave each mask-drawing op without one.
   llvm::DenseMap<mlir::Operation *, int64_t> rngIds;
+  /// Each constant's entry (ConstantData.h) but its buffer, by value.
+  llvm::DenseMap<mlir::Attribute, nlohmann::json> constantData;
   /// checkRepeat's memo: (written instruction, operand offsets) checked.
-  std::set<std::vector<int64_t>> checkedPlacements;
+  std::unordered_set<std::string> checkedPlacements;
 };
 
 } // namespace weft
