@@ -8,7 +8,9 @@
 // since the sender and the receiver both spend it).
 //
 // Solved exactly by dynamic programming over (items, stages) in O(P n^2)
-// time (Skiena, "The Algorithm Design Manual", 8.5 "The Partition Problem";
+// time, about O(n^2) for costs >= 0 (a stage's last start is searched only
+// while its compute alone stays under the best bottleneck found) (Skiena,
+// "The Algorithm Design Manual", 8.5 "The Partition Problem";
 // torchgpipe's `balance` solves the same bottleneck objective with the
 // block-partition algorithm of Barany & Grinberg, an approximation).
 //

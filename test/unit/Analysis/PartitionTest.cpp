@@ -31,7 +31,52 @@ double bruteForce(llvm::ArrayRef<double> compute, llvm::ArrayRef<double> cut,
   search(0, stages, 0.0);
   return best;
 }
+
+/// The dynamic program without its search bound: every start tried, left
+/// to right, a tie kept by the leftmost start.
+llvm::SmallVector<int64_t> fullSearchStarts(llvm::ArrayRef<double> compute,
+                                            llvm::ArrayRef<double> cut,
+                                            int64_t stages) {
+  int64_t n = compute.size();
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(stages + 1,
+                                        std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int64_t>> from(stages + 1,
+                                         std::vector<int64_t>(n + 1, -1));
+  best[0][0] = 0;
+  for (int64_t s = 1; s <= stages; ++s)
+    for (int64_t j = s; j <= n - (stages - s); ++j)
+      for (int64_t i = s - 1; i < j; ++i) {
+        if (best[s - 1][i] == inf)
+          continue;
+        double time = std::max(best[s - 1][i], stageTime(compute, cut, i, j));
+        if (time < best[s][j])
+          best[s][j] = time, from[s][j] = i;
+      }
+  llvm::SmallVector<int64_t> starts(stages + 1, n);
+  for (int64_t s = stages, j = n; s > 0; --s)
+    starts[s - 1] = j = from[s][j];
+  return starts;
+}
 } // namespace
+
+// The search stops where a stage's compute alone exceeds the best
+// bottleneck: the same cuts as trying every start, ties (whole-number costs
+// make many) included.
+TEST(Partition, BoundedSearchCutsWhereTheFullSearchDoes) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 400; ++trial) {
+    int64_t n = 1 + rng() % 60, stages = 1 + rng() % std::min<int64_t>(n, 9);
+    std::vector<double> compute(n), cut(n - 1);
+    for (double &c : compute)
+      c = trial % 3 ? double(rng() % 5) : (rng() % 1000) / 7.0;
+    for (double &c : cut)
+      c = trial % 2 ? double(rng() % 3) : 0.0;
+    EXPECT_EQ(partitionBottleneck(compute, cut, stages).starts,
+              fullSearchStarts(compute, cut, stages))
+        << "trial " << trial << ": n=" << n << " stages=" << stages;
+  }
+}
 
 TEST(Partition, OptimalOnRandomSequencesAgainstBruteForce) {
   std::mt19937 rng(7);
