@@ -52,3 +52,15 @@ func.func @layer_norm_grad_ok(%x: tensor<4x8xf32>, %s: tensor<8xf32>, %m: tensor
   %dx, %ds, %db = weft.layer_norm_grad %x, %s, %m, %m, %x {axis = 1 : i64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
   return %dx : tensor<4x8xf32>
 }
+
+// -----
+
+// An op whose types its kernel's rule infers (KernelTypedResults) is held to
+// the rule by type inference; written with other result types (generic form,
+// as a pass could build it), it does not verify.
+func.func @transpose_with_other_result_type(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{'weft.transpose' op inferred type(s) 'tensor<8x4xf32>' are incompatible with return type(s) of operation 'tensor<4x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "weft.transpose"(%x) {perm = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}

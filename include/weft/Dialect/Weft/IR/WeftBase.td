@@ -238,7 +238,8 @@ class Weft_InferredOp<string mnemonic, list<Trait> traits = [],
 /// KernelContract.h, so the type rule is written once, there.
 class Weft_KernelTypedOp<string mnemonic, list<Trait> traits = [],
                          list<string> costOverrides = []>
-    : Weft_InferredOp<mnemonic, traits, costOverrides> {
+    : Weft_InferredOp<mnemonic, !listconcat(traits, [KernelTypedResults]),
+                      costOverrides> {
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
         ::mlir::MLIRContext *ctx, std::optional<::mlir::Location> loc,

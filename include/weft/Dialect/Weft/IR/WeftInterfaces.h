@@ -33,6 +33,14 @@ public:
     return verifyKernelContract(op);
   }
 };
+
+/// On Weft_KernelTypedOp: its result types are inferred by its kernel's
+/// rule, from the attributes plan emission writes (KernelContract.h), and
+/// the verifier of InferTypeOpInterface (which runs before region traits)
+/// holds them to it; KernelContract does not ask the rule again.
+template <typename ConcreteType>
+class KernelTypedResults
+    : public mlir::OpTrait::TraitBase<ConcreteType, KernelTypedResults> {};
 } // namespace weft
 
 #include "weft/Dialect/Weft/IR/WeftInterfaces.h.inc"

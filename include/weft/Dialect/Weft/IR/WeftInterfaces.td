@@ -60,6 +60,12 @@ def KernelContract : NativeOpTrait<"KernelContract"> {
   let cppNamespace = "::weft";
 }
 
+/// See WeftInterfaces.h: an op whose result types are inferred by its
+/// kernel's rule (Weft_KernelTypedOp), so that inferring them is the check.
+def KernelTypedResults : NativeOpTrait<"KernelTypedResults"> {
+  let cppNamespace = "::weft";
+}
+
 def GradientOpInterface : OpInterface<"GradientOpInterface"> {
   let cppNamespace = "::weft";
   let description = [{
