@@ -383,6 +383,14 @@ LogicalResult checkMemory(ModuleOp module) {
   return success();
 }
 
+/// The compiled IR is not destroyed once the plan is written: the process
+/// ends, and freeing a GPT-3 plan's millions of ops one by one took seconds
+/// (clang's -disable-free). Kept reachable, so a leak checker is silent.
+void keepUntilExit(Operation *ir) {
+  static std::vector<Operation *> kept;
+  kept.push_back(ir);
+}
+
 LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
                            const weft::ImportOptions &options,
                            weft::PlanPipelineOptions &pipelineOptions,
@@ -498,9 +506,13 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   case Emit::SummaryJSON:
     llvm_unreachable("handled before the pipeline");
   case Emit::Plan:
-  case Emit::PlanJSON:
-    return weft::writePlan(*module, source, emit == Emit::PlanJSON, viewRank,
-                           !explicitPlan, memory, timingScope, os);
+  case Emit::PlanJSON: {
+    LogicalResult written =
+        weft::writePlan(*module, source, emit == Emit::PlanJSON, viewRank,
+                        !explicitPlan, memory, timingScope, os);
+    keepUntilExit(module.release());
+    return written;
+  }
   }
   return success();
 }
