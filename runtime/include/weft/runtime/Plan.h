@@ -240,8 +240,8 @@ struct Plan {
 /// its program (the members' collectives are then its own, in its order)
 /// and none of its collectives holds a coordinate expression; otherwise, or
 /// for a rank the plan lacks, every rank is loaded. `weft-run --check`
-/// loads every rank. A GPT-3 175B rank loads in 0.8-1.2 s at 0.25 GB instead
-/// of the whole plan's 17 s at 3.7 GB (bench/compile_scale.py).
+/// loads every rank. A GPT-3 175B rank loads in 0.5-0.7 s at 0.25 GB instead
+/// of the whole plan's 8-10 s at 3.7 GB (bench/compile_scale.py).
 Plan loadPlan(const std::string &path,
               const std::function<bool(const std::string &)> &knownKernel,
               int64_t onlyRank = -1);
