@@ -520,6 +520,9 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  // weft's passes by name, for MLIR's --mlir-print-ir-after=weft-schedule
+  // (and -before): the names weft-opt takes.
+  weft::registerWeftPasses();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
