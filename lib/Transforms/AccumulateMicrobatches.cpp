@@ -2,6 +2,8 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "AttributeSets.h"
+
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -97,22 +99,9 @@ struct AccumulateMicrobatchesPass
       if (isa<ConstantOp>(op) && !writtenInPlace(op.getResult(0)))
         b.clone(op, shared)->removeAttr(kPhaseAttr);
 
-    // A copy's attributes: its original's with `weft.micro_batch = k`. Ops
-    // share few distinct attribute sets, so each (set, k) is built (and
-    // uniqued in the context) once, not once per op: the GPT-3 1T layout
-    // copies millions of ops.
-    llvm::DenseMap<std::pair<DictionaryAttr, int64_t>, DictionaryAttr>
-        withMicroBatch;
-    auto setMicroBatch = [&](Operation *copy, int64_t k) {
-      DictionaryAttr &attrs =
-          withMicroBatch[{copy->getDiscardableAttrDictionary(), k}];
-      if (!attrs) {
-        NamedAttrList list(copy->getDiscardableAttrDictionary());
-        list.set(kMicroBatchAttr, b.getI64IntegerAttr(k));
-        attrs = list.getDictionary(ctx);
-      }
-      copy->setDiscardableAttrs(attrs);
-    };
+    // Each copy is tagged with its micro-batch: few distinct attribute
+    // sets over millions of copies.
+    AttributeSets tags(ctx);
     SmallVector<Value> totals(ret.getNumOperands());
     // Batch-norm running statistics chain from one micro-batch to the next.
     llvm::DenseMap<Value, Value> stateNow;
@@ -140,7 +129,7 @@ struct AccumulateMicrobatchesPass
         if (shared.contains(&op))
           continue;
         Operation *copy = b.clone(op, map);
-        setMicroBatch(copy, k);
+        tags.set(copy, kMicroBatchAttr, b.getI64IntegerAttr(k));
         if (auto bn = dyn_cast<BatchNormOp>(copy); bn && bn.getTraining())
           for (unsigned r : {1u, 2u}) {
             Value stateArg = op.getOperand(r + 2);

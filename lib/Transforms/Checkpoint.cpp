@@ -7,6 +7,8 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "AttributeSets.h"
+
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -360,12 +362,13 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
     // Clone in program order; the backward reads the clones.
     OpBuilder b(insertBefore);
     IRMapping map;
+    AttributeSets tags(b.getContext());
     for (Operation *op : region) {
       if (!needed.contains(op))
         continue;
       Operation *clone = b.clone(*op, map);
-      clone->setAttr(kPhaseAttr, b.getStringAttr("backward"));
-      clone->setAttr(kRecomputeAttr, b.getUnitAttr());
+      tags.set(clone, kPhaseAttr, b.getStringAttr("backward"));
+      tags.set(clone, kRecomputeAttr, b.getUnitAttr());
     }
     for (Operation *op : needed)
       for (Value result : op->getResults())

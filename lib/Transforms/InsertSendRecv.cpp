@@ -8,6 +8,8 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "AttributeSets.h"
+
 #include "weft/Transforms/FuncUtils.h"
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
@@ -51,6 +53,7 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
   void placeUnstagedOps(func::FuncOp func) {
     Block &body = func.getBody().front();
     Builder b(func.getContext());
+    AttributeSets tags(func.getContext());
     SmallVector<Operation *> pending;
     for (Operation &op : body.without_terminator()) {
       if (isa<ConstantOp>(op) || stageOf(&op))
@@ -61,7 +64,7 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
           if (std::optional<int64_t> s = stageOf(def))
             stage = stage ? std::max(*stage, *s) : *s;
       if (stage)
-        op.setAttr(kStageAttr, b.getI64IntegerAttr(*stage));
+        tags.set(&op, kStageAttr, b.getI64IntegerAttr(*stage));
       else
         pending.push_back(&op);
     }
@@ -70,7 +73,7 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
       for (Operation *user : op->getUsers())
         if (std::optional<int64_t> s = stageOf(user))
           stage = stage ? std::min(*stage, *s) : *s;
-      op->setAttr(kStageAttr, b.getI64IntegerAttr(stage.value_or(0)));
+      tags.set(op, kStageAttr, b.getI64IntegerAttr(stage.value_or(0)));
     }
   }
 
