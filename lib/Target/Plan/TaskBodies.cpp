@@ -309,7 +309,7 @@ bool weft::writeTaskBodies(json &program,
       }
       collectives += collectivesIn[of];
       groupOf.push_back(groupOf[of]);
-      leafStart.push_back(leafStart[of]);
+      leafStart.emplace_back(); // a repeat is no repeat's original
       collectivesIn.push_back(collectivesIn[of]);
       groups[groupOf.back()].instances.push_back(instances.size());
       instances.push_back(std::move(instance));

@@ -47,8 +47,9 @@ struct TaskInstance {
   int64_t microBatch = 0;
   /// Its instructions: [first, first + count) of the program's list.
   size_t first = 0, count = 0;
-  /// The earlier instance whose instructions this one runs on its own
-  /// micro-batch's buffers (the same ids within their frames), or -1. A
+  /// The earlier instance (itself no repeat) whose instructions this one
+  /// runs on its own micro-batch's buffers (the same ids within their
+  /// frames), or -1. A
   /// repeat's instructions are not in the program's list: `patches` holds
   /// (index in the instance, instruction) of those whose integers may
   /// differ from the repeated instance's; the others are its.
