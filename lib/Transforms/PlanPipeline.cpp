@@ -4,6 +4,8 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "weft/Analysis/PipelineSimulation.h"
+
 #include "mlir/Pass/PassRegistry.h"
 
 #include <cmath>

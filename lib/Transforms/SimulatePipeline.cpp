@@ -19,11 +19,11 @@ namespace {
 struct SimulatePipelinePass
     : weft::impl::SimulatePipelineBase<SimulatePipelinePass> {
   using SimulatePipelineBase::SimulatePipelineBase;
-  explicit SimulatePipelinePass(SimResult *prediction)
+  explicit SimulatePipelinePass(std::optional<SimResult> *prediction)
       : prediction(prediction) {}
 
   /// Where the prediction is left, or null (createSimulatePipeline).
-  SimResult *prediction = nullptr;
+  std::optional<SimResult> *prediction = nullptr;
 
   void runOnOperation() override {
     DeviceModel device;
@@ -52,6 +52,7 @@ struct SimulatePipelinePass
 
 } // namespace
 
-std::unique_ptr<Pass> weft::createSimulatePipeline(SimResult *prediction) {
+std::unique_ptr<Pass>
+weft::createSimulatePipeline(std::optional<SimResult> *prediction) {
   return std::make_unique<SimulatePipelinePass>(prediction);
 }

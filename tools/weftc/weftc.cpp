@@ -324,15 +324,15 @@ bool isTrainable(func::FuncOp func) {
 
 /// The stage table and the predicted timeline of a pipelined module. The
 /// table goes to stdout, or to stderr when the output itself is stdout.
-/// `simulated`: weft-simulate-pipeline's prediction, when it ran (else
-/// empty, and the step is simulated here).
+/// `simulated`: weft-simulate-pipeline's prediction, when it ran (else the
+/// step is simulated here).
 LogicalResult reportPipeline(ModuleOp module, weft::MemoryPlans &memory,
-                             weft::SimResult &&simulated) {
+                             std::optional<weft::SimResult> &&simulated) {
   weft::DeviceModel device;
   weft::SimResult prediction =
-      simulated.busySeconds.empty()
-          ? weft::simulatePipeline(weft::stagePrograms(module, device), device)
-          : std::move(simulated);
+      simulated
+          ? std::move(*simulated)
+          : weft::simulatePipeline(weft::stagePrograms(module, device), device);
   raw_ostream &report = outputFile == "-" ? errs() : outs();
   weft::printStageTable(module, prediction, memory, report);
   if (timelineAscii)
@@ -456,12 +456,12 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     os << "--weft-plan-pipeline=" << pipelineOptions.textual() << "\n";
     return success();
   }
+  // The pipeline's predicted timeline, simulated once by the pipeline's
+  // weft-simulate-pipeline and reported below.
+  std::optional<weft::SimResult> prediction;
   // --mlir-timing[-display=list|tree]: each pass's wall time and the steps
   // after the pipeline, printed when the compile ends (what grows with the
   // micro-batches: bench/compile_scale.py).
-  // The pipeline's predicted timeline, simulated once by the pipeline's
-  // weft-simulate-pipeline and reported below.
-  weft::SimResult prediction;
   DefaultTimingManager timing;
   applyDefaultTimingManagerCLOptions(timing);
   TimingScope timingScope = timing.getRootScope();

@@ -8,6 +8,8 @@
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 
+#include <optional>
+
 namespace weft {
 
 struct SimResult;
@@ -21,7 +23,8 @@ struct SimResult;
 /// weft-simulate-pipeline that also leaves its prediction in `*prediction`
 /// (when the schedule completes), so that a driver reporting the timeline
 /// (weftc) does not simulate the step a second time.
-std::unique_ptr<mlir::Pass> createSimulatePipeline(SimResult *prediction);
+std::unique_ptr<mlir::Pass>
+createSimulatePipeline(std::optional<SimResult> *prediction);
 
 } // namespace weft
 

@@ -208,7 +208,7 @@ struct PlanPipelineOptions
   /// Not an option: where weft-simulate-pipeline leaves its prediction of a
   /// pipelined step (a driver's, null for none), so that the driver's
   /// report does not simulate the step again.
-  SimResult *prediction = nullptr;
+  std::optional<SimResult> *prediction = nullptr;
 };
 
 /// Adds weft-plan-pipeline's passes for `options` (valid: see validate).

@@ -120,7 +120,7 @@ FailureOr<weft::PlanParts> weft::emitPlanParts(ModuleOp module,
         !writeTaskBodies(section->program, section->instances,
                          section->frameRepeats, section->homes,
                          memoryOf[stage]->slots))
-      addTaskFields(section->program, section->tasks);
+      addTaskFields(section->program, section->instances);
     // Printed at once: a GPT-3 plan's programs as JSON values take ten
     // times their text.
     section->text = rt::printProgramText(section->program);

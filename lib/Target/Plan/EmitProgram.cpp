@@ -199,27 +199,28 @@ ops::OperandDesc ProgramEmitter::operandDesc(int64_t id) const {
 
 void ProgramEmitter::writeBuffers() {
   // A micro-batch's frame (TaskBodies.h) as writeTaskBodies writes it: its
-  // buffers' types, slot offsets and groups, kinds and views. A frame
-  // alike an earlier micro-batch's is that frame: its buffers are not
-  // written.
-  std::vector<std::vector<uintptr_t>> frameKeys(frameSize.size());
-  for (auto [id, home] : llvm::enumerate(section.homes)) {
-    if (home.microBatch < 0)
-      continue;
-    const BufferFacts &f = facts[id];
-    std::vector<uintptr_t> &key = frameKeys[home.microBatch];
-    key.push_back(reinterpret_cast<uintptr_t>(f.type.getAsOpaquePointer()));
-    key.push_back(home.slotZeroOffset);
-    key.push_back(home.slotGroup);
-    key.push_back(static_cast<uintptr_t>(f.kind));
-    key.push_back(f.viewOf < 0 ? INT64_MIN : bodyId[f.viewOf]);
-  }
-  std::map<std::vector<uintptr_t>, int64_t> firstWithFrame;
+  // buffers' types, slot offsets and groups, kinds and views. In the task
+  // form a frame alike an earlier micro-batch's is that frame: its buffers
+  // are not written.
   section.frameRepeats.assign(frameSize.size(), -1);
-  for (auto [m, key] : llvm::enumerate(frameKeys)) {
-    auto [it, added] = firstWithFrame.try_emplace(std::move(key), m);
-    if (repeating && !added)
-      section.frameRepeats[m] = it->second;
+  if (repeating) {
+    std::vector<std::vector<uintptr_t>> frameKeys(frameSize.size());
+    for (auto [id, home] : llvm::enumerate(section.homes)) {
+      if (home.microBatch < 0)
+        continue;
+      const BufferFacts &f = facts[id];
+      std::vector<uintptr_t> &key = frameKeys[home.microBatch];
+      key.push_back(reinterpret_cast<uintptr_t>(f.type.getAsOpaquePointer()));
+      key.push_back(home.slotZeroOffset);
+      key.push_back(home.slotGroup);
+      key.push_back(static_cast<uintptr_t>(f.kind));
+      key.push_back(f.viewOf < 0 ? INT64_MIN : bodyId[f.viewOf]);
+    }
+    std::map<std::vector<uintptr_t>, int64_t> firstWithFrame;
+    for (auto [m, key] : llvm::enumerate(frameKeys))
+      if (auto [it, added] = firstWithFrame.try_emplace(std::move(key), m);
+          !added)
+        section.frameRepeats[m] = it->second;
   }
   for (auto [id, home] : llvm::enumerate(section.homes))
     buffers.push_back(home.microBatch >= 0 &&
@@ -302,6 +303,7 @@ LogicalResult ProgramEmitter::addArguments() {
 }
 
 LogicalResult ProgramEmitter::numberCollectivesAndMasks() {
+  int64_t collectives = 0;
   for (Operation &op : func.getBody().front().without_terminator()) {
     // Collectives: numbered in program order (the order the group's
     // members post them); a wait names its collective's number.
@@ -465,23 +467,21 @@ LogicalResult ProgramEmitter::writeInstruction(Operation &op) {
   json &inst = *built;
   if (failed(checkCompute(op, inst)))
     return failure();
-  InstructionTask task{phaseOf(&op).str(), microBatchWorkedOn(&op).value_or(0)};
-  // A collective nothing waits for (weft-overlap-collectives did not run)
-  // completes at once.
-  bool unwaited = collectiveTag.count(&op) && !isWaitedFor(&op);
+  bool unwaited = waitsAtOnce(&op);
   json waited =
       unwaited ? json::array({inst["outputs"][0], inst["inputs"][0]}) : json();
   instructions.push_back(std::move(inst));
-  section.tasks.push_back(task);
-  if (unwaited) {
+  if (unwaited)
     instructions.push_back({{"op", "wait_collective"},
                             {"name", nodeName(op.getLoc())},
                             {"inputs", std::move(waited)},
                             {"outputs", json::array()},
                             {"tag", collectiveTag.lookup(&op)}});
-    section.tasks.push_back(std::move(task));
-  }
   return success();
+}
+
+bool ProgramEmitter::waitsAtOnce(Operation *op) const {
+  return collectiveTag.count(op) && !isWaitedFor(op);
 }
 
 LogicalResult ProgramEmitter::checkCompute(Operation &op, const json &inst) {
@@ -501,27 +501,26 @@ LogicalResult ProgramEmitter::checkRepeat(Operation &op, size_t written) {
     return success();
   // The check reads the operands' dtypes, shapes and offsets; the repeat's
   // instruction is the written one's, its dtypes and shapes are too.
+  // Keyed by the instruction and its operands' offsets, as weft-run's
+  // loader keys its check of a body instruction's instances.
   std::string placement;
   auto add = [&](int64_t word) {
     placement.append(reinterpret_cast<const char *>(&word), sizeof(word));
   };
   add(written);
-  for (ValueRange values :
-       {ValueRange(op.getOperands()), ValueRange(op.getResults())})
-    for (Value v : values)
-      if (bufferId.count(v))
-        add(memory.storages[memory.storageOf.lookup(v)].offset);
-  if (!checkedPlacements.insert(std::move(placement)).second)
-    return success();
   json repeat = inst;
   for (auto [key, values] :
        {std::pair{"inputs", ValueRange(op.getOperands())},
         std::pair{"outputs", ValueRange(op.getResults())}}) {
     json &ids = repeat[key] = json::array();
     for (Value v : values)
-      if (auto it = bufferId.find(v); it != bufferId.end())
+      if (auto it = bufferId.find(v); it != bufferId.end()) {
         ids.push_back(it->second);
+        add(facts[it->second].offset);
+      }
   }
+  if (!checkedPlacements.insert(std::move(placement)).second)
+    return success();
   return checkCompute(op, repeat);
 }
 

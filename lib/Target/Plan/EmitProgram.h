@@ -39,8 +39,7 @@ struct ProgramSection {
   nlohmann::json program, inputs, outputs;
   int64_t microBatches = 1;
   std::string text; ///< the program printed, once `program` is dropped
-  std::vector<BufferHome> homes;      ///< by buffer id
-  std::vector<InstructionTask> tasks; ///< by written instruction
+  std::vector<BufferHome> homes; ///< by buffer id
   /// Its task instances, in program order (TaskBodies.h).
   std::vector<TaskInstance> instances;
   /// Per micro-batch, the earlier one whose frame its frame is (its
@@ -90,6 +89,10 @@ private:
   /// is a compute instruction (CheckInstruction.h).
   mlir::LogicalResult checkCompute(mlir::Operation &op,
                                    const nlohmann::json &inst);
+  /// Whether `op`'s instruction is followed by its own wait: a collective
+  /// nothing waits for (weft-overlap-collectives did not run) completes at
+  /// once.
+  bool waitsAtOnce(mlir::Operation *op) const;
   /// Checks repeat `op` of the compute instruction written at `written`,
   /// unless an instance of it with the same offsets was checked.
   mlir::LogicalResult checkRepeat(mlir::Operation &op, size_t written);
@@ -152,7 +155,6 @@ private:
   bool crossFrame = false;
 
   llvm::DenseMap<mlir::Operation *, int64_t> collectiveTag;
-  int64_t collectives = 0;
   /// The rng_id plan emission gave each mask-drawing op without one.
   llvm::DenseMap<mlir::Operation *, int64_t> rngIds;
   /// Each constant's entry (ConstantData.h) but its buffer, by value.

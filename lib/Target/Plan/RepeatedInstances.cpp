@@ -165,7 +165,7 @@ FailureOr<bool> ProgramEmitter::writeRepeat(ArrayRef<Operation *> ops,
     } else if (failed(checkRepeat(*op, written))) {
       return failure();
     }
-    k += 1 + (collectiveTag.count(op) && !isWaitedFor(op));
+    k += 1 + waitsAtOnce(op);
   }
   instance.repeats = of;
   instance.count = original.count;
@@ -187,15 +187,14 @@ LogicalResult ProgramEmitter::writeInstances() {
   }
   // Repeats need the task form: no instruction may name a buffer of
   // another micro-batch's frame (writeTaskBodies).
-  bool &repeats = repeating;
-  repeats = repeatInstances && section.microBatches > 1 && !crossFrame;
+  repeating = repeatInstances && section.microBatches > 1 && !crossFrame;
   for (auto [op, m] : llvm::zip_equal(ops, microBatchOfOp))
     for (ValueRange values :
          {ValueRange(op->getOperands()), ValueRange(op->getResults())})
       for (Value v : values)
         if (auto it = bufferId.find(v); it != bufferId.end()) {
           int64_t home = section.homes[it->second].microBatch;
-          repeats &= home < 0 || home == m;
+          repeating &= home < 0 || home == m;
         }
 
   std::unordered_map<std::string, size_t> firstWithKey;
@@ -210,7 +209,7 @@ LogicalResult ProgramEmitter::writeInstances() {
     ArrayRef<Operation *> run(ops.begin() + at, ops.begin() + end);
     TaskInstance instance{phase.str(), m, instructions.size(), 0, -1, {}};
     bool repeated = false;
-    if (repeats) {
+    if (repeating) {
       auto [it, added] = firstWithKey.try_emplace(
           instanceKey(run, collectivesBefore), section.instances.size());
       if (!added) {

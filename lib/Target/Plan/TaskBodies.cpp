@@ -158,10 +158,14 @@ json fillBody(const Group &group, const Fit &fit) {
 } // namespace
 
 void weft::addTaskFields(json &program,
-                         const std::vector<InstructionTask> &tasks) {
-  for (auto [inst, task] : llvm::zip_equal(program["instructions"], tasks)) {
-    inst["phase"] = task.phase;
-    inst["micro_batch"] = task.microBatch;
+                         const std::vector<TaskInstance> &instances) {
+  json &instructions = program["instructions"];
+  for (const TaskInstance &task : instances) {
+    assert(task.repeats < 0 && "an explicit program writes every instance");
+    for (size_t i = task.first; i < task.first + task.count; ++i) {
+      instructions[i]["phase"] = task.phase;
+      instructions[i]["micro_batch"] = task.microBatch;
+    }
   }
 }
 

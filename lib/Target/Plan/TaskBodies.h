@@ -32,14 +32,6 @@ struct BufferHome {
   int64_t slotZeroOffset = 0;
 };
 
-/// The task an explicit instruction belongs to: its `phase` and
-/// `micro_batch`, kept beside the instruction until the program's form is
-/// known (addTaskFields writes them into the explicit form).
-struct InstructionTask {
-  std::string phase;
-  int64_t microBatch = 0;
-};
-
 /// A task instance of a program: a maximal run of instructions of one phase
 /// and one micro-batch.
 struct TaskInstance {
@@ -49,18 +41,17 @@ struct TaskInstance {
   size_t first = 0, count = 0;
   /// The earlier instance (itself no repeat) whose instructions this one
   /// runs on its own micro-batch's buffers (the same ids within their
-  /// frames), or -1. A
-  /// repeat's instructions are not in the program's list: `patches` holds
-  /// (index in the instance, instruction) of those whose integers may
-  /// differ from the repeated instance's; the others are its.
+  /// frames), or -1. A repeat's instructions are not in the program's list:
+  /// `patches` holds (index in the instance, instruction) of those whose
+  /// integers may differ from the repeated instance's; the others are its.
   int64_t repeats = -1;
   std::vector<std::pair<size_t, nlohmann::json>> patches;
 };
 
-/// Writes each instruction's `phase` and `micro_batch` (`tasks`, one per
-/// instruction) into the explicit `program`.
+/// Writes each instruction's `phase` and `micro_batch` (its instance's)
+/// into the explicit `program`, whose `instances` repeat none.
 void addTaskFields(nlohmann::json &program,
-                   const std::vector<InstructionTask> &tasks);
+                   const std::vector<TaskInstance> &instances);
 
 /// Rewrites `program` (explicit: `buffers` with ids 0..n-1 and the
 /// `instructions` of `instances`, TaskInstance) into the task form when it
