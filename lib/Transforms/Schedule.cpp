@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
@@ -84,8 +85,15 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
       if (std::optional<int64_t> s = stageOf(&op);
           s && *s >= 0 && *s < stages && !isa<ConstantOp>(op))
         opsOf[*s].push_back(&op);
+    // Ordering reads and tags only the stage's own ops: the stages in
+    // parallel. Outlining moves ops out of @main's one block: in turn.
+    using Order = SmallVector<std::pair<Slot, Operation *>>;
+    std::vector<Order> orders(stages);
+    mlir::parallelFor(&getContext(), 0, stages, [&](size_t s) {
+      orders[s] = orderStage(func, opsOf[s], *kind, s, stages, microbatches);
+    });
     for (int64_t s = 0; s < stages; ++s)
-      if (failed(outlineStage(func, opsOf[s], *kind, s, stages, microbatches)))
+      if (failed(outlineStage(func, orders[s], *kind, s, stages, microbatches)))
         return signalPassFailure();
     func.erase();
   }
@@ -169,10 +177,11 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     return order;
   }
 
-  LogicalResult outlineStage(func::FuncOp func, ArrayRef<Operation *> ops,
+  /// Moves `order`'s ops, in that order, into a new function for `stage`.
+  LogicalResult outlineStage(func::FuncOp func,
+                             ArrayRef<std::pair<Slot, Operation *>> order,
                              ScheduleKind kind, int64_t stage, int64_t stages,
                              int64_t microbatches) {
-    auto order = orderStage(func, ops, kind, stage, stages, microbatches);
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     MLIRContext *ctx = func.getContext();

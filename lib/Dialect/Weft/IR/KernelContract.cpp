@@ -174,6 +174,18 @@ weft::KernelRuleCache *kernelRules(MLIRContext *ctx) {
 
 } // namespace
 
+std::optional<SmallVector<Type, 2>>
+weft::knownKernelTypes(MLIRContext *ctx, const KernelRuleCache::Key &key) {
+  KernelRuleCache *rules = kernelRules(ctx);
+  return rules ? rules->lookup(key) : std::nullopt;
+}
+
+void weft::rememberKernelTypes(MLIRContext *ctx, KernelRuleCache::Key key,
+                               TypeRange types) {
+  if (KernelRuleCache *rules = kernelRules(ctx))
+    rules->insert(std::move(key), types);
+}
+
 LogicalResult weft::inferKernelTypes(ops::Op op, MLIRContext *ctx,
                                      std::optional<Location> loc,
                                      ValueRange operands, DictionaryAttr attrs,

@@ -14,17 +14,23 @@ weft::KernelRuleCache::Key weft::KernelRuleCache::key(Asker asker,
                                                       TypeRange operands) {
   Key key{reinterpret_cast<const void *>(static_cast<uintptr_t>(asker)), op};
   key.reserve(4 + 2 * attrs.size() + operands.size());
+  if (attrs)
+    appendNamed(key, attrs.getValue());
+  // No attribute's name is null: the operands start after it.
+  key.push_back(nullptr);
+  for (Type type : operands)
+    key.push_back(type.getAsOpaquePointer());
+  return key;
+}
+
+void weft::KernelRuleCache::appendNamed(Key &key,
+                                        llvm::ArrayRef<NamedAttribute> attrs) {
   for (NamedAttribute attr : attrs) {
     if (isBookkeepingAttribute(attr.getName().getValue()))
       continue;
     key.push_back(attr.getName().getAsOpaquePointer());
     key.push_back(attr.getValue().getAsOpaquePointer());
   }
-  // No attribute's name is null: the operands start after it.
-  key.push_back(nullptr);
-  for (Type type : operands)
-    key.push_back(type.getAsOpaquePointer());
-  return key;
 }
 
 std::optional<llvm::SmallVector<Type, 2>>

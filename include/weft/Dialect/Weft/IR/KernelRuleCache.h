@@ -41,7 +41,9 @@ public:
   /// Who asks: inference at build (ODS properties, defaults filled in) and
   /// the verifier (the op's attribute dictionary) see an op's attributes
   /// differently, so their keys are kept apart.
-  enum class Asker { Inference, Verifier };
+  /// InferenceByProperties: inferKernelTypes<OpT>'s own key (the op's
+  /// TypeID, its properties' attributes by ODS position, then named ones).
+  enum class Asker { Inference, Verifier, InferenceByProperties };
   /// Inline for an op of a few attributes and operands: the verifier
   /// makes one per op it checks.
   using Key = llvm::SmallVector<const void *, 16>;
@@ -50,6 +52,9 @@ public:
   /// ops::Op's opaque identity) to `attrs` and `operands`.
   static Key key(Asker asker, const void *op, mlir::DictionaryAttr attrs,
                  mlir::TypeRange operands);
+
+  /// Appends each (name, value) of `attrs` but the bookkeeping ones.
+  static void appendNamed(Key &key, llvm::ArrayRef<mlir::NamedAttribute> attrs);
 
   /// The result types the rule gave for `key`; nullopt if not yet applied.
   std::optional<llvm::SmallVector<mlir::Type, 2>> lookup(const Key &key) const;
