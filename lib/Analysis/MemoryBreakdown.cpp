@@ -36,13 +36,11 @@ llvm::StringRef weft::categoryName(MemoryCategory category) {
 
 namespace {
 
-bool isBackward(Operation *op) { return phaseOf(op) == "backward"; }
-
 /// Whether a backward op reads `v`, directly or through views.
 bool readByBackward(Value v) {
   for (OpOperand &use : v.getUses()) {
     Operation *user = use.getOwner();
-    if (isBackward(user))
+    if (runsInBackward(user))
       return true;
     // Ops whose result is `v`'s bytes: views and the waits of transfers
     // and collectives (not a wait_collective's operand kept live, 1).
@@ -76,11 +74,11 @@ MemoryCategory weft::categoryOf(const Storage &s) {
     // A received forward activation that the backward reads is kept like
     // any other; received gradients and activations only passed on are
     // communication buffers.
-    return !isBackward(def) && readByBackward(s.value)
+    return !runsInBackward(def) && readByBackward(s.value)
                ? MemoryCategory::KeptActivations
                : MemoryCategory::Communication;
   }
-  if (def && isBackward(def))
+  if (def && runsInBackward(def))
     return MemoryCategory::Gradients;
   return readByBackward(s.value) ? MemoryCategory::KeptActivations
                                  : MemoryCategory::Temporaries;

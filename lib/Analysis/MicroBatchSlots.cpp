@@ -137,13 +137,13 @@ int64_t slotCount(const std::vector<Span> &spans) {
 bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
   Block &body = func.getBody().front();
   std::vector<Touch> touches(plan.storages.size());
-  // Task instances: maximal runs of ops of one phase and micro-batch.
+  // Task instances: maximal runs of ops of one task kind and micro-batch.
   int instance = -1, microBatches = 0;
   llvm::SmallDenseSet<int64_t, 8> seen; // the micro-batches it runs
-  std::optional<std::pair<StringRef, std::optional<int64_t>>> runKey;
+  std::optional<std::pair<TaskKind, std::optional<int64_t>>> runKey;
   for (Operation &op : body.without_terminator()) {
     std::optional<int64_t> mb = microBatchWorkedOn(&op);
-    std::pair<StringRef, std::optional<int64_t>> key{phaseOf(&op), mb};
+    std::pair<TaskKind, std::optional<int64_t>> key{scheduledTaskKind(&op), mb};
     if (key != runKey) {
       runKey = key;
       ++instance;

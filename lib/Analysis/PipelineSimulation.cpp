@@ -190,12 +190,11 @@ std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
     std::string task = "F0";
     for (Operation &op : func.getBody().front().without_terminator()) {
       // Untagged ops (gradient sums) belong to the task before them.
-      StringRef phase = phaseOf(&op);
-      if (phase == "optimizer")
+      TaskKind kind = scheduledTaskKind(&op);
+      if (kind == TaskKind::Update)
         task = "U";
       else if (std::optional<int64_t> mb = microBatchOf(&op))
-        task = (phase == "backward" ? "B" : "F") +
-               std::to_string(*mb);
+        task = (kind == TaskKind::Backward ? "B" : "F") + std::to_string(*mb);
       SimOp sim{SimOp::Kind::Compute};
       sim.task = task;
       sim.op = &op;

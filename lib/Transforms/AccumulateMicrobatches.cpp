@@ -97,7 +97,7 @@ struct AccumulateMicrobatchesPass
     IRMapping shared;
     for (Operation &op : body.without_terminator())
       if (isa<ConstantOp>(op) && !writtenInPlace(op.getResult(0)))
-        b.clone(op, shared)->removeAttr(kPhaseAttr);
+        setTaskKind(b.clone(op, shared), TaskKind::Forward);
 
     // Each copy is tagged with its micro-batch: few distinct attribute
     // sets over millions of copies.

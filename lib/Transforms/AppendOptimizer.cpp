@@ -111,7 +111,7 @@ struct AppendOptimizerPass
             b.getF64FloatAttr(beta1),
             b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
             b.getF64FloatAttr(decay));
-        op->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
+        setTaskKind(op, TaskKind::Update);
         update(op.getNewParam(), base);
         update(op.getNewExpAvg(), base + ".exp_avg");
         update(op.getNewExpAvgSq(), base + ".exp_avg_sq");
@@ -128,7 +128,7 @@ struct AppendOptimizerPass
                           master, Value(), Value(), b.getF64FloatAttr(lr),
                           b.getF64FloatAttr(momentum),
                           b.getF64FloatAttr(decay), b.getBoolAttr(nesterov));
-        op->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
+        setTaskKind(op, TaskKind::Update);
         update(op.getUpdated()[0], base);
         if (buffer)
           update(op.getUpdated()[1], base + ".momentum_buffer");

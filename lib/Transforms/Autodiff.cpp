@@ -168,7 +168,7 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
     for (Operation &op :
          llvm::make_range(std::next(ops.back()->getIterator()), body.end()))
       if (!op.hasTrait<OpTrait::IsTerminator>())
-        op.setAttr(kPhaseAttr, b.getStringAttr("backward"));
+        setTaskKind(&op, TaskKind::Backward);
     return success();
   }
 };

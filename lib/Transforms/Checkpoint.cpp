@@ -28,8 +28,6 @@ using namespace weft;
 
 namespace {
 
-bool isForward(Operation *op) { return phaseOf(op) == "forward"; }
-
 /// A model input argument (not a parameter, state or optimizer state).
 bool isModelInput(BlockArgument arg) {
   auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
@@ -167,7 +165,7 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
       lastMicroBatch = std::max(lastMicroBatch, key.second);
       if (isForward(&op) && recomputable(&op))
         forward[key].push_back(&op);
-      else if (phaseOf(&op) == "backward" && !firstBackward.count(key))
+      else if (runsInBackward(&op) && !firstBackward.count(key))
         firstBackward[key] = &op;
     }
     // A region with no backward has nothing to recompute for; under GPipe
@@ -321,8 +319,7 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
     llvm::DenseSet<Operation *> inRegion(region.begin(), region.end());
     SmallVector<Operation *> work;
     auto readsInBackward = [](Operation *user, Operation *op) {
-      return phaseOf(user) == "backward" && !user->hasAttr(kRecomputeAttr) &&
-             stageOf(user) == stageOf(op) &&
+      return isBackward(user) && stageOf(user) == stageOf(op) &&
              microBatchOf(user) == microBatchOf(op);
     };
     // A result a forward op outside the region reads (the next layer's input,
@@ -367,7 +364,8 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
       if (!needed.contains(op))
         continue;
       Operation *clone = b.clone(*op, map);
-      tags.set(clone, kPhaseAttr, b.getStringAttr("backward"));
+      tags.set(clone, kPhaseAttr,
+               phaseAttr(b.getContext(), TaskKind::Recompute));
       tags.set(clone, kRecomputeAttr, b.getUnitAttr());
     }
     for (Operation *op : needed)

@@ -234,7 +234,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     int64_t position = 0;
     for (Operation &op : func.getBody().front()) {
       ++position;
-      if (phaseOf(&op) != "forward")
+      if (!isForward(&op))
         continue;
       for (OpOperand &o : op.getOpOperands())
         if (isa<BlockArgument>(o.get()))

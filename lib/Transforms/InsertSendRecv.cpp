@@ -158,7 +158,7 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
           // the producer's task, when it is sent: a pair of ranks posts its
           // transfers in one order at both ends (NCCL matches them by
           // order), and the receiver keeps it, as a kept activation.
-          bool early = phaseOf(op) == "forward" && phaseOf(first) == "backward";
+          bool early = isForward(op) && runsInBackward(first);
           if (early)
             b.setInsertionPointAfter(send);
           else

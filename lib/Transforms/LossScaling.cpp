@@ -33,7 +33,7 @@ namespace {
 
 /// The placement attributes (stage, phase) of the ops this pass creates.
 void place(Operation *op, std::optional<int64_t> stage, OpBuilder &b) {
-  op->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
+  setTaskKind(op, TaskKind::Update);
   if (stage)
     op->setAttr(kStageAttr, b.getI64IntegerAttr(*stage));
 }

@@ -56,10 +56,10 @@ bool isCollective(Operation *op) {
 /// compile. None of it changes when an op moves.
 class TaskFacts {
 public:
-  /// Whether `op` belongs to the task (phase, micro-batch) of `anchor`.
+  /// Whether `op` belongs to the task (kind, micro-batch) of `anchor`.
   bool sameTask(Operation *op, Operation *anchor) {
     const Facts &a = of(op), &b = of(anchor);
-    return a.microBatch == b.microBatch && a.phase == b.phase;
+    return a.microBatch == b.microBatch && a.kind == b.kind;
   }
 
   /// An op no post moves across: one with effects beyond its results (a
@@ -72,7 +72,7 @@ public:
 
 private:
   struct Facts {
-    StringRef phase;
+    TaskKind kind;
     std::optional<int64_t> microBatch;
     bool inPlace, barrier;
   };
@@ -80,7 +80,7 @@ private:
     auto [it, added] = facts.try_emplace(op);
     if (added) {
       Facts &f = it->second;
-      f.phase = phaseOf(op);
+      f.kind = scheduledTaskKind(op);
       f.microBatch = microBatchOf(op);
       f.inPlace = false;
       for (unsigned r = 0; r < op->getNumResults(); ++r)

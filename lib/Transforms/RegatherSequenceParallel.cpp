@@ -34,7 +34,7 @@ struct RegatherSequenceParallelPass
   void runOnOperation() override {
     SmallVector<shard::AllGatherOp> gathers;
     getOperation().walk([&](shard::AllGatherOp gather) {
-      if (phaseOf(gather) == "forward")
+      if (isForward(gather))
         gathers.push_back(gather);
     });
     for (shard::AllGatherOp gather : gathers)
@@ -47,8 +47,7 @@ struct RegatherSequenceParallelPass
     SmallVector<OpOperand *> reads;
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
-      if (phaseOf(user) == "backward" && !user->hasAttr(kRecomputeAttr) &&
-          stageOf(user) == stageOf(op) &&
+      if (isBackward(user) && stageOf(user) == stageOf(op) &&
           microBatchOf(user) == microBatchOf(op))
         reads.push_back(&use);
     }
@@ -59,7 +58,7 @@ struct RegatherSequenceParallelPass
     // The gathered tensor and f's views of it.
     SmallVector<Value> values{gather.getResult()};
     for (Operation *user : gather->getUsers())
-      if (isa<CopyToTensorParallelOp>(user) && phaseOf(user) == "forward")
+      if (isa<CopyToTensorParallelOp>(user) && isForward(user))
         values.push_back(user->getResult(0));
     Operation *first = nullptr;
     for (Value v : values)
@@ -72,8 +71,7 @@ struct RegatherSequenceParallelPass
     IRMapping map;
     for (Value v : values) {
       Operation *clone = b.clone(*v.getDefiningOp(), map);
-      clone->setAttr(kPhaseAttr, b.getStringAttr("backward"));
-      clone->setAttr(kRecomputeAttr, b.getUnitAttr());
+      setTaskKind(clone, TaskKind::Recompute);
     }
     for (Value v : values)
       for (OpOperand *use : backwardReads(v, gather))

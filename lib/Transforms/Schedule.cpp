@@ -55,7 +55,7 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
                      const std::map<std::pair<bool, int64_t>, int64_t> &taskIndex,
                      int64_t lastTask) {
     std::optional<int64_t> mb = microBatchOf(wait);
-    if (phaseOf(wait) == "forward" && mb)
+    if (isForward(wait) && mb)
       return taskIndex.at({true, *mb});
     return lastTask;
   }
@@ -112,13 +112,12 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     llvm::DenseMap<Operation *, int64_t> taskOf;
     SmallVector<Operation *> unresolved;
     for (Operation *op : ops) {
-      StringRef phase = phaseOf(op);
-      if (phase == "optimizer") {
+      if (isUpdate(op)) {
         taskOf[op] = lastTask;
       } else if (std::optional<int64_t> mb =
                      microbatches == 1 ? 0 : microBatchOf(op)) {
         // With one micro-batch, accumulation left no tags: all is F0/B0.
-        taskOf[op] = taskIndex.at({phase == "backward", *mb});
+        taskOf[op] = taskIndex.at({runsInBackward(op), *mb});
       } else {
         // Gradient sums across micro-batches: after the latest operand.
         std::optional<int64_t> latest;
@@ -148,14 +147,14 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     for (Operation *op : ops) {
       int64_t t = taskOf[op];
       if (t == lastTask) {
-        op->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
+        setTaskKind(op, TaskKind::Update);
         continue;
       }
       if (microBatchOf(op))
         continue;
       op->setAttr(kMicroBatchAttr, b.getI64IntegerAttr(tasks[t].microBatch));
-      if (tasks[t].backward)
-        op->setAttr(kPhaseAttr, b.getStringAttr("backward"));
+      if (tasks[t].backward && !runsInBackward(op))
+        setTaskKind(op, TaskKind::Backward);
     }
 
     SmallVector<std::pair<Slot, Operation *>> order;
@@ -224,7 +223,7 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
       stageFunc.setResultAttrs(k, func.getResultAttrDict(i));
     stageFunc->setAttr(kStageAttr, b.getI64IntegerAttr(stage));
     stageFunc->setAttr(kPipelineStagesAttr, b.getI64IntegerAttr(stages));
-    stageFunc->setAttr("weft.micro_batches", b.getI64IntegerAttr(microbatches));
+    stageFunc->setAttr(kMicroBatchesAttr, b.getI64IntegerAttr(microbatches));
     stageFunc->setAttr("weft.schedule", b.getStringAttr(scheduleName(kind)));
 
     Block *entry = stageFunc.addEntryBlock();

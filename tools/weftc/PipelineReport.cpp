@@ -40,7 +40,7 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
   memoryPlans.planAll(stages);
   bool pipelined = stages[0]->hasAttr(kStageAttr);
   int64_t microbatches = 1;
-  if (auto m = stages[0]->getAttrOfType<IntegerAttr>("weft.micro_batches"))
+  if (auto m = stages[0]->getAttrOfType<IntegerAttr>(kMicroBatchesAttr))
     microbatches = m.getInt();
   int64_t tensor = 1, data = 1, dataAxis = -1, tensorAxis = -1;
   if (FailureOr<std::optional<DeviceMesh>> mesh = getDeviceMesh(module);
@@ -138,8 +138,7 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
         ++count[k];
         bytesSent[k] += collectiveBytesSent(*kind, collectiveBytes(&op),
                                             collectiveRanks(&op));
-      } else if (microBatchOf(&op).value_or(0) == 0 &&
-                 phaseOf(&op) == "forward" &&
+      } else if (microBatchOf(&op).value_or(0) == 0 && isForward(&op) &&
                  !isa<ConstantOp, WaitRecvOp, WaitSendOp>(op)) {
         // Forward ops of one micro-batch: the stage's share of the model.
         ++ops;

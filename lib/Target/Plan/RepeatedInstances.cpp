@@ -138,7 +138,7 @@ std::string ProgramEmitter::instanceKey(ArrayRef<Operation *> ops,
       key.add(collectiveTag.lookup(wait.getPosted().getDefiningOp()) -
               firstCollective);
   }
-  std::string text = phaseOf(ops.front()).str();
+  std::string text = phaseName(scheduledTaskKind(ops.front())).str();
   text.push_back('\0');
   text.append(reinterpret_cast<const char *>(key.words.data()),
               key.words.size() * sizeof(uintptr_t));
@@ -200,14 +200,15 @@ LogicalResult ProgramEmitter::writeInstances() {
   std::unordered_map<std::string, size_t> firstWithKey;
   int64_t collectivesBefore = 0;
   for (size_t at = 0; at < ops.size();) {
-    StringRef phase = phaseOf(ops[at]);
+    TaskKind kind = scheduledTaskKind(ops[at]);
     int64_t m = microBatchOfOp[at];
     size_t end = at + 1;
     while (end < ops.size() && microBatchOfOp[end] == m &&
-           phaseOf(ops[end]) == phase)
+           scheduledTaskKind(ops[end]) == kind)
       ++end;
     ArrayRef<Operation *> run(ops.begin() + at, ops.begin() + end);
-    TaskInstance instance{phase.str(), m, instructions.size(), 0, -1, {}};
+    TaskInstance instance{
+        phaseName(kind).str(), m, instructions.size(), 0, -1, {}};
     bool repeated = false;
     if (repeating) {
       auto [it, added] = firstWithKey.try_emplace(

@@ -12,6 +12,8 @@ using namespace weft;
 #include "weft/Dialect/Weft/IR/WeftDialect.cpp.inc"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "weft/Dialect/Weft/IR/Task.h"
+
 #include "llvm/ADT/TypeSwitch.h"
 
 #define GET_TYPEDEF_CLASSES
@@ -29,4 +31,10 @@ void WeftDialect::initialize() {
       >();
   // The shard dialect is loaded first (a dependent dialect).
   attachShardInterfaces(*getContext());
+}
+
+mlir::LogicalResult
+WeftDialect::verifyOperationAttribute(mlir::Operation *op,
+                                      mlir::NamedAttribute attr) {
+  return verifyTaskAttribute(op, attr);
 }

@@ -18,6 +18,8 @@ def Weft_Dialect : Dialect {
   let name = "weft";
   let cppNamespace = "::weft";
   let useDefaultTypePrinterParser = 1;
+  // The task attributes (weft.phase, weft.stage, ...): Task.h.
+  let hasOperationAttrVerify = 1;
   // The device mesh and the collectives are upstream shard ops.
   let dependentDialects = ["mlir::shard::ShardDialect"];
   let extraClassDeclaration = [{

@@ -66,6 +66,8 @@ inline constexpr llvm::StringLiteral kSeedReplicasAttr = "weft.seed_replicas";
 /// On the model function: the number of pipeline stages it is split into.
 inline constexpr llvm::StringLiteral kPipelineStagesAttr =
     "weft.pipeline_stages";
+/// On a stage function (weft-schedule): the micro-batches of the step.
+inline constexpr llvm::StringLiteral kMicroBatchesAttr = "weft.micro_batches";
 /// On a parameter argument of a tensor-parallel step: which shard of the
 /// ONNX initializer the argument holds, `{dim, blocks}`: dimension `dim`
 /// (of size n) is read as [blocks, T, n / (blocks T)] and tensor rank t holds

@@ -12,6 +12,7 @@
 #include "weft/Dialect/Weft/IR/KernelContract.h"
 #include "weft/Dialect/Weft/IR/OpRecords.h"
 #include "weft/Dialect/Weft/IR/ShapeUtils.h"
+#include "weft/Dialect/Weft/IR/Task.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftInterfaces.h"
 
@@ -72,28 +73,6 @@ inline bool isWaitedFor(mlir::Operation *collective) {
     return llvm::isa<WaitCollectiveOp>(use.getOwner()) &&
            use.getOperandNumber() == 0;
   });
-}
-
-/// The pipeline stage of an op (`weft.stage`), if it has one.
-inline std::optional<int64_t> stageOf(mlir::Operation *op) {
-  if (auto attr = op->getAttrOfType<mlir::IntegerAttr>(kStageAttr))
-    return attr.getInt();
-  return std::nullopt;
-}
-
-/// The phase of an op (`weft.phase`): "backward" or "optimizer", or
-/// "forward" for an op without the attribute.
-inline llvm::StringRef phaseOf(mlir::Operation *op) {
-  if (auto attr = op->getAttrOfType<mlir::StringAttr>(kPhaseAttr))
-    return attr.getValue();
-  return "forward";
-}
-
-/// The micro-batch of an op (`weft.micro_batch`), if it has one.
-inline std::optional<int64_t> microBatchOf(mlir::Operation *op) {
-  if (auto attr = op->getAttrOfType<mlir::IntegerAttr>(kMicroBatchAttr))
-    return attr.getInt();
-  return std::nullopt;
 }
 
 /// The micro-batch whose work an op is, for the memory plan's slots and
