@@ -122,14 +122,16 @@ struct AccumulateMicrobatchesPass
         ends[0] = starts[0] + type.getDimSize(0);
         auto slice =
             SliceOp::create(b, oldArg.getLoc(), newArg, starts, ends, steps);
-        slice->setAttr(kMicroBatchAttr, b.getI64IntegerAttr(k));
+        TaskFields task = TaskFields::of(slice);
+        task.microBatch = k;
+        setTask(slice, task);
         map.map(oldArg, slice);
       }
       for (Operation &op : body.without_terminator()) {
         if (shared.contains(&op))
           continue;
         Operation *copy = b.clone(op, map);
-        tags.set(copy, kMicroBatchAttr, b.getI64IntegerAttr(k));
+        tags.setTaskField(copy, AttributeSets::TaskField::MicroBatch, k);
         if (auto bn = dyn_cast<BatchNormOp>(copy); bn && bn.getTraining())
           for (unsigned r : {1u, 2u}) {
             Value stateArg = op.getOperand(r + 2);

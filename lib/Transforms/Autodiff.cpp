@@ -127,11 +127,14 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
         Value &acc = grads[operand];
         acc = acc ? Value(AddOp::create(b, op->getLoc(), acc, dx)) : dx;
       }
-      if (Attribute stage = op->getAttr(kStageAttr))
+      if (std::optional<int64_t> stage = stageOf(op))
         for (Operation *created = before->getNextNode(); created != ret;
              created = created->getNextNode())
-          if (!isa<ConstantOp>(created))
-            created->setAttr(kStageAttr, stage);
+          if (!isa<ConstantOp>(created)) {
+            TaskFields task = TaskFields::of(created);
+            task.stage = stage;
+            setTask(created, task);
+          }
     }
 
     // Return the loss, then each parameter's gradient.

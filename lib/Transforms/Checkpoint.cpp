@@ -364,9 +364,8 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
       if (!needed.contains(op))
         continue;
       Operation *clone = b.clone(*op, map);
-      tags.set(clone, kPhaseAttr,
-               phaseAttr(b.getContext(), TaskKind::Recompute));
-      tags.set(clone, kRecomputeAttr, b.getUnitAttr());
+      tags.setTaskField(clone, AttributeSets::TaskField::Kind,
+                        static_cast<int64_t>(TaskKind::Recompute));
     }
     for (Operation *op : needed)
       for (Value result : op->getResults())

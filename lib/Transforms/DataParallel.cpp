@@ -36,9 +36,8 @@ bool isUpdate(Operation *op) { return isa<SGDOp, AdamWOp>(op); }
 
 /// Copies `from`'s task (phase, micro-batch) and stage onto `op`.
 void copyPlacement(Operation *op, Operation *from) {
-  for (StringRef name : {kPhaseAttr, kMicroBatchAttr, kStageAttr})
-    if (Attribute attr = from->getAttr(name))
-      op->setAttr(name, attr);
+  if (TaskAttr task = taskOf(from))
+    op->setAttr(kTaskAttr, task);
 }
 
 /// A scalar constant `value` of `type`'s element type.

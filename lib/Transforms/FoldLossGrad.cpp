@@ -82,14 +82,9 @@ bool producersAfter(Value v, Operation *point, int depth,
   return true;
 }
 
-/// Sets `op`'s phase and recompute marks to `like`'s: it now runs with it.
+/// Sets `op`'s task kind to `like`'s: it now runs with it.
 void markLike(Operation *op, Operation *like) {
-  for (StringRef mark : {StringRef(kPhaseAttr), StringRef(kRecomputeAttr)}) {
-    if (Attribute value = like->getAttr(mark))
-      op->setAttr(mark, value);
-    else
-      op->removeAttr(mark);
-  }
+  setTaskKind(op, taskKindOf(like));
 }
 
 /// softmax_cross_entropy_grad of a softmax_cross_entropy's log-sum-exp:

@@ -29,13 +29,14 @@ using namespace weft;
 
 namespace {
 
-/// The task attributes (micro-batch, phase) a transfer inherits from `op`.
+/// The task a transfer inherits from `from`, on `stage`: its micro-batch
+/// and the kind of task that runs it (a recomputation's transfer is the
+/// backward's).
 void copyTaskAttrs(Operation *from, Operation *to, int64_t stage) {
-  Builder b(to->getContext());
-  to->setAttr(kStageAttr, b.getI64IntegerAttr(stage));
-  for (StringRef name : {kMicroBatchAttr, kPhaseAttr})
-    if (Attribute attr = from->getAttr(name))
-      to->setAttr(name, attr);
+  TaskFields task = TaskFields::of(from);
+  task.kind = scheduledTaskKind(from);
+  task.stage = stage;
+  setTask(to, task);
 }
 
 struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
@@ -64,7 +65,7 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
           if (std::optional<int64_t> s = stageOf(def))
             stage = stage ? std::max(*stage, *s) : *s;
       if (stage)
-        tags.set(&op, kStageAttr, b.getI64IntegerAttr(*stage));
+        tags.setTaskField(&op, AttributeSets::TaskField::Stage, *stage);
       else
         pending.push_back(&op);
     }
@@ -73,7 +74,7 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
       for (Operation *user : op->getUsers())
         if (std::optional<int64_t> s = stageOf(user))
           stage = stage ? std::min(*stage, *s) : *s;
-      tags.set(op, kStageAttr, b.getI64IntegerAttr(stage.value_or(0)));
+      tags.setTaskField(op, AttributeSets::TaskField::Stage, stage.value_or(0));
     }
   }
 
@@ -99,7 +100,9 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
       holders.erase(home);
       for (int64_t stage : holders) {
         Operation *clone = b.clone(*update);
-        clone->setAttr(kStageAttr, b.getI64IntegerAttr(stage));
+        TaskFields task = TaskFields::of(clone);
+        task.stage = stage;
+        setTask(clone, task);
         for (auto [i, v] : llvm::enumerate(ret.getOperands()))
           for (auto [orig, copy] :
                llvm::zip(update->getResults(), clone->getResults()))

@@ -33,9 +33,10 @@ namespace {
 
 /// The placement attributes (stage, phase) of the ops this pass creates.
 void place(Operation *op, std::optional<int64_t> stage, OpBuilder &b) {
-  setTaskKind(op, TaskKind::Update);
-  if (stage)
-    op->setAttr(kStageAttr, b.getI64IntegerAttr(*stage));
+  TaskFields task;
+  task.kind = TaskKind::Update;
+  task.stage = stage;
+  setTask(op, task);
 }
 
 /// `update` rebuilt to read the loss scaler and the verdict.

@@ -174,9 +174,8 @@ struct OverlapCollectivesPass
     auto wait = WaitCollectiveOp::create(b, collective->getLoc(), posted,
                                          collective->getOperand(0));
     // The wait belongs to the collective's task (phase, micro-batch, stage).
-    for (StringRef name : {kPhaseAttr, kMicroBatchAttr, kStageAttr})
-      if (Attribute attr = collective->getAttr(name))
-        wait->setAttr(name, attr);
+    if (TaskAttr task = taskOf(collective))
+      wait->setAttr(kTaskAttr, task);
     posted.replaceAllUsesExcept(wait.getValue(), wait);
     // Views of the result (a reshape before the GEMM that reads it) cost
     // nothing: they move down with the wait, and their readers count as

@@ -112,8 +112,11 @@ struct PartitionPipelinePass
 
     Builder b(func.getContext());
     for (int64_t s = 0; s < stages; ++s)
-      for (int64_t i = result.starts[s]; i < result.starts[s + 1]; ++i)
-        items[i]->setAttr(kStageAttr, b.getI64IntegerAttr(s));
+      for (int64_t i = result.starts[s]; i < result.starts[s + 1]; ++i) {
+        TaskFields task = TaskFields::of(items[i]);
+        task.stage = s;
+        setTask(items[i], task);
+      }
     func->setAttr(kPipelineStagesAttr, b.getI64IntegerAttr(stages));
     return success();
   }

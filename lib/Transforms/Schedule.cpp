@@ -152,9 +152,11 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
       }
       if (microBatchOf(op))
         continue;
-      op->setAttr(kMicroBatchAttr, b.getI64IntegerAttr(tasks[t].microBatch));
+      TaskFields task = TaskFields::of(op);
+      task.microBatch = tasks[t].microBatch;
       if (tasks[t].backward && !runsInBackward(op))
-        setTaskKind(op, TaskKind::Backward);
+        task.kind = TaskKind::Backward;
+      setTask(op, task);
     }
 
     SmallVector<std::pair<Slot, Operation *>> order;

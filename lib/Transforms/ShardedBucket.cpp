@@ -80,9 +80,8 @@ struct ShardBuilder {
   }
 
   Value place(Operation *op) {
-    for (StringRef name : {kPhaseAttr, kMicroBatchAttr, kStageAttr})
-      if (Attribute attr = placement->getAttr(name))
-        op->setAttr(name, attr);
+    if (TaskAttr task = taskOf(placement))
+      op->setAttr(kTaskAttr, task);
     return op->getResult(0);
   }
 

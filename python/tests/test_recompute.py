@@ -127,7 +127,7 @@ def recomputed_kinds(weftc, model):
     assert result.returncode == 0, result.stderr
     return sorted({line.split("= ")[1].split(" ")[0]
                    for line in result.stdout.splitlines()
-                   if "weft.recompute" in line and "= " in line})
+                   if "#weft.task<R" in line and "= " in line})
 
 
 def test_selective_matches_core_attention_of_gpt(weftc, gpt_dropout):

@@ -32,21 +32,21 @@
 // CHECK-NEXT: memory @step: slots 0 count=2 bytes=1024
 // CHECK-NEXT: memory @step: arena_bytes=3584
 func.func @step(%x: tensor<128xf32> {weft.input = "x"}) -> tensor<128xf32> {
-  %f0 = weft.relu %x {weft.micro_batch = 0 : i64} : tensor<128xf32>
-  %t0 = weft.exp %f0 {weft.micro_batch = 0 : i64} : tensor<128xf32>
-  %s0 = weft.neg %t0 {weft.micro_batch = 0 : i64} : tensor<128xf32>
-  %f1 = weft.relu %x {weft.micro_batch = 1 : i64} : tensor<128xf32>
-  %t1 = weft.exp %f1 {weft.micro_batch = 1 : i64} : tensor<128xf32>
-  %s1 = weft.neg %t1 {weft.micro_batch = 1 : i64} : tensor<128xf32>
-  %g0 = weft.mul %f0, %s0 {weft.micro_batch = 0 : i64, weft.phase = "backward"} : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
-  %f2 = weft.relu %x {weft.micro_batch = 2 : i64} : tensor<128xf32>
-  %t2 = weft.exp %f2 {weft.micro_batch = 2 : i64} : tensor<128xf32>
-  %s2 = weft.neg %t2 {weft.micro_batch = 2 : i64} : tensor<128xf32>
-  %g1 = weft.mul %f1, %s1 {weft.micro_batch = 1 : i64, weft.phase = "backward"} : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
-  %a1 = weft.add %g0, %g1 {weft.accumulate, weft.micro_batch = 1 : i64, weft.phase = "backward"} : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
-  %g2 = weft.mul %f2, %s2 {weft.micro_batch = 2 : i64, weft.phase = "backward"} : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
-  %a2 = weft.add %a1, %g2 {weft.accumulate, weft.micro_batch = 2 : i64, weft.phase = "backward"} : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
-  %o = weft.exp %a2 {weft.phase = "optimizer"} : tensor<128xf32>
-  %p = weft.neg %o {weft.phase = "optimizer"} : tensor<128xf32>
+  %f0 = weft.relu %x {weft.task = #weft.task<F, micro_batch = 0>} : tensor<128xf32>
+  %t0 = weft.exp %f0 {weft.task = #weft.task<F, micro_batch = 0>} : tensor<128xf32>
+  %s0 = weft.neg %t0 {weft.task = #weft.task<F, micro_batch = 0>} : tensor<128xf32>
+  %f1 = weft.relu %x {weft.task = #weft.task<F, micro_batch = 1>} : tensor<128xf32>
+  %t1 = weft.exp %f1 {weft.task = #weft.task<F, micro_batch = 1>} : tensor<128xf32>
+  %s1 = weft.neg %t1 {weft.task = #weft.task<F, micro_batch = 1>} : tensor<128xf32>
+  %g0 = weft.mul %f0, %s0 {weft.task = #weft.task<B, micro_batch = 0>} : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
+  %f2 = weft.relu %x {weft.task = #weft.task<F, micro_batch = 2>} : tensor<128xf32>
+  %t2 = weft.exp %f2 {weft.task = #weft.task<F, micro_batch = 2>} : tensor<128xf32>
+  %s2 = weft.neg %t2 {weft.task = #weft.task<F, micro_batch = 2>} : tensor<128xf32>
+  %g1 = weft.mul %f1, %s1 {weft.task = #weft.task<B, micro_batch = 1>} : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
+  %a1 = weft.add %g0, %g1 {weft.accumulate, weft.task = #weft.task<B, micro_batch = 1>} : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
+  %g2 = weft.mul %f2, %s2 {weft.task = #weft.task<B, micro_batch = 2>} : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
+  %a2 = weft.add %a1, %g2 {weft.accumulate, weft.task = #weft.task<B, micro_batch = 2>} : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
+  %o = weft.exp %a2 {weft.task = #weft.task<U>} : tensor<128xf32>
+  %p = weft.neg %o {weft.task = #weft.task<U>} : tensor<128xf32>
   return %p : tensor<128xf32>
 }

@@ -5,15 +5,15 @@
 // expand scaled by 1/count; the square via pow's rule.
 // CHECK-LABEL: func.func @linear
 // CHECK-SAME: -> (tensor<f32> {weft.output = "loss"}, tensor<3x1xf32> {weft.grad = "w"}, tensor<1xf32> {weft.grad = "b"})
-// CHECK: %[[ONE:.*]] = weft.constant {weft.phase = "backward"} dense<1.000000e+00> : tensor<f32>
-// CHECK: %[[SCALE:.*]] = weft.constant {weft.phase = "backward"} dense<1.250000e-01> : tensor<f32>
+// CHECK: %[[ONE:.*]] = weft.constant {weft.task = #weft.task<B>} dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[SCALE:.*]] = weft.constant {weft.task = #weft.task<B>} dense<1.250000e-01> : tensor<f32>
 // CHECK: %[[DMEAN:.*]] = weft.mul %[[ONE]], %[[SCALE]]
 // CHECK: weft.expand
 // CHECK: weft.pow
-// CHECK: %[[DB:.*]] = weft.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = true, weft.phase = "backward"} : (tensor<8x1xf32>) -> tensor<1x1xf32>
-// CHECK: %[[DBR:.*]] = weft.reshape %[[DB]] {shape = array<i64: 1>, weft.phase = "backward"}
+// CHECK: %[[DB:.*]] = weft.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = true, weft.task = #weft.task<B>} : (tensor<8x1xf32>) -> tensor<1x1xf32>
+// CHECK: %[[DBR:.*]] = weft.reshape %[[DB]] {shape = array<i64: 1>, weft.task = #weft.task<B>}
 // CHECK-NOT: weft.transpose
-// CHECK: %[[DW:.*]] = weft.gemm %arg0, %{{.*}} {beta = 0.000000e+00 : f64, transA = true, weft.phase = "backward"} : (tensor<8x3xf32>, tensor<8x1xf32>) -> tensor<3x1xf32>
+// CHECK: %[[DW:.*]] = weft.gemm %arg0, %{{.*}} {beta = 0.000000e+00 : f64, transA = true, weft.task = #weft.task<B>} : (tensor<8x3xf32>, tensor<8x1xf32>) -> tensor<3x1xf32>
 // CHECK: return %{{.*}}, %[[DW]], %[[DBR]]
 func.func @linear(%x: tensor<8x3xf32> {weft.input = "x"}, %t: tensor<8x1xf32> {weft.input = "t"},
                   %w: tensor<3x1xf32> {weft.param = "w"}, %b: tensor<1xf32> {weft.param = "b"})

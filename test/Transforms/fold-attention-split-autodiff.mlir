@@ -9,7 +9,7 @@
 // CHECK: %[[P:.*]] = weft.reshape %arg0 {shape = array<i64: 2, 8, 3, 4, 16>}
 // CHECK: %[[O:.*]], %[[L:.*]] = weft.attention %[[P]], %[[P]], %[[P]] {causal = true, layout = "bs3hd", scale = 2.500000e-01 : f64}
 // CHECK-NOT: weft.concat
-// CHECK: %[[G:.*]] = weft.attention_grad %[[P]], %[[P]], %[[P]], %[[O]], %[[L]], %{{.*}} {causal = true, layout = "bs3hd", scale = 2.500000e-01 : f64, weft.phase = "backward"}
+// CHECK: %[[G:.*]] = weft.attention_grad %[[P]], %[[P]], %[[P]], %[[O]], %[[L]], %{{.*}} {causal = true, layout = "bs3hd", scale = 2.500000e-01 : f64, weft.task = #weft.task<B>}
 // CHECK-SAME: -> tensor<2x8x3x4x16xf32>
 // CHECK-NOT: weft.add
 // CHECK: %[[DX:.*]] = weft.reshape %[[G]] {shape = array<i64: 2, 8, 192>

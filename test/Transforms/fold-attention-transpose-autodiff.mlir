@@ -7,7 +7,7 @@
 // CHECK-NOT: weft.transpose
 // CHECK: %[[O:.*]], %[[L:.*]] = weft.attention %arg0, %arg1, %arg2 {causal = true, layout = "bshd", scale = 2.500000e-01 : f64}
 // CHECK-NOT: weft.transpose
-// CHECK: weft.attention_grad %arg0, %arg1, %arg2, %[[O]], %[[L]], %{{.*}} {causal = true, layout = "bshd", scale = 2.500000e-01 : f64, weft.phase = "backward"}
+// CHECK: weft.attention_grad %arg0, %arg1, %arg2, %[[O]], %[[L]], %{{.*}} {causal = true, layout = "bshd", scale = 2.500000e-01 : f64, weft.task = #weft.task<B>}
 // CHECK-SAME: -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
 // CHECK-NOT: weft.transpose
 func.func @heads(%q: tensor<2x8x4x16xf32> {weft.param = "q"},

@@ -3,14 +3,14 @@
 // A Linear layer's weight gradient dY^T X and bias gradient (dY's column
 // sums, kept [1, N]): one wgrad_bias, the sums read through a reshape.
 // CHECK-LABEL: func.func @linear
-// CHECK: %[[W:.*]], %[[B:.*]] = weft.wgrad_bias %arg0, %arg1 {weft.phase = "backward"} : (tensor<6x4xf32>, tensor<6x3xf32>) -> (tensor<4x3xf32>, tensor<4xf32>)
-// CHECK-NEXT: %[[K:.*]] = weft.reshape %[[B]] {shape = array<i64: 1, 4>, weft.phase = "backward"}
+// CHECK: %[[W:.*]], %[[B:.*]] = weft.wgrad_bias %arg0, %arg1 {weft.task = #weft.task<B>} : (tensor<6x4xf32>, tensor<6x3xf32>) -> (tensor<4x3xf32>, tensor<4xf32>)
+// CHECK-NEXT: %[[K:.*]] = weft.reshape %[[B]] {shape = array<i64: 1, 4>, weft.task = #weft.task<B>}
 // CHECK-NOT: weft.gemm
 // CHECK-NOT: weft.reduce_sum
 // CHECK: return %[[W]], %[[K]]
 func.func @linear(%dy: tensor<6x4xf32>, %x: tensor<6x3xf32>) -> (tensor<4x3xf32>, tensor<1x4xf32>) {
-  %dw = weft.gemm %dy, %x {beta = 0.0 : f64, transA = true, weft.phase = "backward"} : (tensor<6x4xf32>, tensor<6x3xf32>) -> tensor<4x3xf32>
-  %db = weft.reduce_sum %dy {axes = array<i64: 0>, keepdims = true, weft.phase = "backward"} : (tensor<6x4xf32>) -> tensor<1x4xf32>
+  %dw = weft.gemm %dy, %x {beta = 0.0 : f64, transA = true, weft.task = #weft.task<B>} : (tensor<6x4xf32>, tensor<6x3xf32>) -> tensor<4x3xf32>
+  %db = weft.reduce_sum %dy {axes = array<i64: 0>, keepdims = true, weft.task = #weft.task<B>} : (tensor<6x4xf32>) -> tensor<1x4xf32>
   return %dw, %db : tensor<4x3xf32>, tensor<1x4xf32>
 }
 

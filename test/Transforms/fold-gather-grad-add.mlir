@@ -8,7 +8,7 @@
 // CHECK-LABEL: func.func @tied
 // CHECK:      %[[HEAD:.*]] = weft.gemm %arg0, %arg1 {transA = true}
 // CHECK-NEXT: %[[X:.*]] = weft.exp %arg2
-// CHECK-NEXT: %[[SUM:.*]] = weft.gather_grad %[[X]], %arg3 accumulate %[[HEAD]] {axis = 0 : i64, shape = array<i64: 5, 4>, weft.phase = "backward"} : (tensor<2x3x4xf32>, tensor<2x3xi64>, tensor<5x4xf32>) -> tensor<5x4xf32>
+// CHECK-NEXT: %[[SUM:.*]] = weft.gather_grad %[[X]], %arg3 accumulate %[[HEAD]] {axis = 0 : i64, shape = array<i64: 5, 4>, weft.task = #weft.task<B>} : (tensor<2x3x4xf32>, tensor<2x3xi64>, tensor<5x4xf32>) -> tensor<5x4xf32>
 // CHECK-NOT:  weft.add
 // CHECK:      return %[[SUM]]
 // The table is the head gradient's buffer (storage 4): the exp's is the
@@ -21,7 +21,7 @@
 func.func @tied(%dlogits: tensor<6x5xf32>, %h: tensor<6x4xf32>, %dx: tensor<2x3x4xf32>, %tokens: tensor<2x3xi64>) -> tensor<5x4xf32> {
   %head = weft.gemm %dlogits, %h {transA = true} : (tensor<6x5xf32>, tensor<6x4xf32>) -> tensor<5x4xf32>
   %x = weft.exp %dx : tensor<2x3x4xf32>
-  %table = weft.gather_grad %x, %tokens {axis = 0 : i64, shape = array<i64: 5, 4>, weft.phase = "backward"} : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<5x4xf32>
+  %table = weft.gather_grad %x, %tokens {axis = 0 : i64, shape = array<i64: 5, 4>, weft.task = #weft.task<B>} : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<5x4xf32>
   %sum = weft.add %table, %head : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
   return %sum : tensor<5x4xf32>
 }
@@ -50,22 +50,22 @@ func.func @other_later(%dlogits: tensor<6x5xbf16>, %h: tensor<6x4xbf16>, %dx: te
 // later gather_grad scatters into the sum so far, link by link, where it
 // was. The first keeps its table; a view of it is written through.
 // CHECK-LABEL: func.func @chain
-// CHECK:      %[[G0:.*]] = weft.gather_grad %arg0, %arg3 {axis = 0 : i64, shape = array<i64: 5, 4>, weft.micro_batch = 0 : i64}
+// CHECK:      %[[G0:.*]] = weft.gather_grad %arg0, %arg3 {axis = 0 : i64, shape = array<i64: 5, 4>, weft.task = #weft.task<F, micro_batch = 0>}
 // CHECK-NEXT: %[[V0:.*]] = weft.reshape %[[G0]]
 // CHECK-NEXT: %[[V1:.*]] = weft.reshape %[[V0]]
-// CHECK-NEXT: %[[G1:.*]] = weft.gather_grad %arg1, %arg3 accumulate %[[V1]] {axis = 0 : i64, shape = array<i64: 5, 4>, weft.micro_batch = 1 : i64}
-// CHECK-NEXT: %[[G2:.*]] = weft.gather_grad %arg2, %arg3 accumulate %[[G1]] {axis = 0 : i64, shape = array<i64: 5, 4>, weft.micro_batch = 2 : i64}
+// CHECK-NEXT: %[[G1:.*]] = weft.gather_grad %arg1, %arg3 accumulate %[[V1]] {axis = 0 : i64, shape = array<i64: 5, 4>, weft.task = #weft.task<F, micro_batch = 1>}
+// CHECK-NEXT: %[[G2:.*]] = weft.gather_grad %arg2, %arg3 accumulate %[[G1]] {axis = 0 : i64, shape = array<i64: 5, 4>, weft.task = #weft.task<F, micro_batch = 2>}
 // CHECK-NEXT: return %[[G2]]
 // One table for the three micro-batches' sums.
 // MEM-LABEL: memory @chain: storage 4 activation
 // MEM-SAME:  bytes=128 live=[0,4]
 // MEM-NEXT:  memory @chain: arena_bytes=
 func.func @chain(%dy0: tensor<3x4xf32>, %dy1: tensor<3x4xf32>, %dy2: tensor<3x4xf32>, %positions: tensor<3xi64>) -> tensor<5x4xf32> {
-  %g0 = weft.gather_grad %dy0, %positions {axis = 0 : i64, shape = array<i64: 5, 4>, weft.micro_batch = 0 : i64} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32>
+  %g0 = weft.gather_grad %dy0, %positions {axis = 0 : i64, shape = array<i64: 5, 4>, weft.task = #weft.task<F, micro_batch = 0>} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32>
   %v0 = weft.reshape %g0 {shape = array<i64: 20>} : (tensor<5x4xf32>) -> tensor<20xf32>
   %v1 = weft.reshape %v0 {shape = array<i64: 5, 4>} : (tensor<20xf32>) -> tensor<5x4xf32>
-  %g1 = weft.gather_grad %dy1, %positions {axis = 0 : i64, shape = array<i64: 5, 4>, weft.micro_batch = 1 : i64} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32>
-  %g2 = weft.gather_grad %dy2, %positions {axis = 0 : i64, shape = array<i64: 5, 4>, weft.micro_batch = 2 : i64} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32>
+  %g1 = weft.gather_grad %dy1, %positions {axis = 0 : i64, shape = array<i64: 5, 4>, weft.task = #weft.task<F, micro_batch = 1>} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32>
+  %g2 = weft.gather_grad %dy2, %positions {axis = 0 : i64, shape = array<i64: 5, 4>, weft.task = #weft.task<F, micro_batch = 2>} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32>
   %s1 = weft.add %v1, %g1 : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
   %s2 = weft.add %s1, %g2 : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
   return %s2 : tensor<5x4xf32>
@@ -93,9 +93,9 @@ func.func @refused(%dy: tensor<3x4xf32>, %i: tensor<3xi64>, %arg: tensor<5x4xf32
   %s3 = weft.add %other, %g3 : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
   %g4 = weft.gather_grad %dy, %i {axis = 0 : i64, shape = array<i64: 5, 4>} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32>
   %s4 = weft.add %row, %g4 : (tensor<1x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
-  %g5 = weft.gather_grad %dy, %i {axis = 0 : i64, shape = array<i64: 5, 4>, weft.stage = 0 : i64} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32>
-  %late = weft.exp %arg {weft.stage = 1 : i64} : tensor<5x4xf32>
-  %s5 = weft.add %late, %g5 {weft.stage = 1 : i64} : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
+  %g5 = weft.gather_grad %dy, %i {axis = 0 : i64, shape = array<i64: 5, 4>, weft.task = #weft.task<F, stage = 0>} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32>
+  %late = weft.exp %arg {weft.task = #weft.task<F, stage = 1>} : tensor<5x4xf32>
+  %s5 = weft.add %late, %g5 {weft.task = #weft.task<F, stage = 1>} : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
   %g6 = weft.gather_grad %dy, %i {axis = 0 : i64, shape = array<i64: 5, 4>} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<5x4xf32>
   %zeros = weft.constant dense<0.0> : tensor<5x4xf32>
   %s6 = weft.add %zeros, %g6 : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>

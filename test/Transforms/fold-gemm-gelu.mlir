@@ -10,17 +10,17 @@
 // CHECK-NEXT: %[[V:.*]] = weft.reshape %[[Y]] {shape = array<i64: 2, 3, 8>}
 // CHECK-NEXT: %[[R:.*]] = weft.reshape %[[P]] {shape = array<i64: 2, 3, 8>}
 // CHECK-NOT: weft.gelu_tanh %
-// CHECK: %[[D:.*]] = weft.gemm_gelu_tanh_grad %arg3, %arg4, %[[P]] {weft.phase = "backward"} : (tensor<6x5xbf16>, tensor<5x8xbf16>, tensor<6x8xbf16>) -> tensor<6x8xbf16>
-// CHECK-NEXT: %[[DV:.*]] = weft.reshape %[[D]] {shape = array<i64: 2, 3, 8>, weft.phase = "backward"}
+// CHECK: %[[D:.*]] = weft.gemm_gelu_tanh_grad %arg3, %arg4, %[[P]] {weft.task = #weft.task<B>} : (tensor<6x5xbf16>, tensor<5x8xbf16>, tensor<6x8xbf16>) -> tensor<6x8xbf16>
+// CHECK-NEXT: %[[DV:.*]] = weft.reshape %[[D]] {shape = array<i64: 2, 3, 8>, weft.task = #weft.task<B>}
 // CHECK-NOT: weft.gelu_tanh_grad
 // CHECK: return %[[V]], %[[DV]]
 func.func @mlp(%x: tensor<6x4xbf16>, %w: tensor<8x4xbf16>, %b: tensor<8xbf16>, %dy: tensor<6x5xbf16>, %w2: tensor<5x8xbf16>) -> (tensor<2x3x8xbf16>, tensor<2x3x8xbf16>) {
   %h = weft.gemm %x, %w, %b {transB = true} : (tensor<6x4xbf16>, tensor<8x4xbf16>, tensor<8xbf16>) -> tensor<6x8xbf16>
   %h3 = weft.reshape %h {shape = array<i64: 2, 3, 8>} : (tensor<6x8xbf16>) -> tensor<2x3x8xbf16>
   %g = weft.gelu_tanh %h3 : tensor<2x3x8xbf16>
-  %dg = weft.gemm %dy, %w2 {beta = 0.0 : f64, weft.phase = "backward"} : (tensor<6x5xbf16>, tensor<5x8xbf16>) -> tensor<6x8xbf16>
-  %dg3 = weft.reshape %dg {shape = array<i64: 2, 3, 8>, weft.phase = "backward"} : (tensor<6x8xbf16>) -> tensor<2x3x8xbf16>
-  %dh = weft.gelu_tanh_grad %h3, %dg3 {weft.phase = "backward"} : tensor<2x3x8xbf16>
+  %dg = weft.gemm %dy, %w2 {beta = 0.0 : f64, weft.task = #weft.task<B>} : (tensor<6x5xbf16>, tensor<5x8xbf16>) -> tensor<6x8xbf16>
+  %dg3 = weft.reshape %dg {shape = array<i64: 2, 3, 8>, weft.task = #weft.task<B>} : (tensor<6x8xbf16>) -> tensor<2x3x8xbf16>
+  %dh = weft.gelu_tanh_grad %h3, %dg3 {weft.task = #weft.task<B>} : tensor<2x3x8xbf16>
   return %g, %dh : tensor<2x3x8xbf16>, tensor<2x3x8xbf16>
 }
 
@@ -35,8 +35,8 @@ func.func @mlp(%x: tensor<6x4xbf16>, %w: tensor<8x4xbf16>, %b: tensor<8xbf16>, %
 func.func @refused(%x: tensor<6x4xf32>, %w: tensor<4x8xf32>, %c: tensor<6x8xf32>) -> (tensor<6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>) {
   %h = weft.gemm %x, %w : (tensor<6x4xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
   %g = weft.gelu %h : tensor<6x8xf32>
-  %h2 = weft.gemm %x, %w {weft.stage = 0 : i64} : (tensor<6x4xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
-  %g2 = weft.gelu_tanh %h2 {weft.stage = 1 : i64} : tensor<6x8xf32>
+  %h2 = weft.gemm %x, %w {weft.task = #weft.task<F, stage = 0>} : (tensor<6x4xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
+  %g2 = weft.gelu_tanh %h2 {weft.task = #weft.task<F, stage = 1>} : tensor<6x8xf32>
   %dg = weft.gemm %x, %w : (tensor<6x4xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
   %dh = weft.gelu_tanh_grad %g, %dg : tensor<6x8xf32>
   %twice = weft.mul %dg, %dg : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>

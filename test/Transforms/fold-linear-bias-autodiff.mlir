@@ -7,7 +7,7 @@
 // CHECK: weft.gemm %{{.*}}, %arg1, %arg2 {transB = true}
 // CHECK-NOT: weft.add
 // CHECK-NOT: weft.mul {{.*}}tensor<6x5xf32>
-// CHECK: %[[DB:.*]] = weft.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = {{.*}}weft.phase = "backward"} : (tensor<6x5xf32>) -> tensor<{{(1x)?}}5xf32>
+// CHECK: %[[DB:.*]] = weft.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = {{.*}}weft.task = #weft.task<B>} : (tensor<6x5xf32>) -> tensor<{{(1x)?}}5xf32>
 // CHECK: return %{{.*}}, %{{.*}}, %{{.*}}
 func.func @linear(%x: tensor<2x3x4xf32> {weft.input = "x"},
                   %w: tensor<5x4xf32> {weft.param = "w"},

@@ -8,8 +8,8 @@
 // third result.
 // CHECK-LABEL: func.func @head
 // CHECK: %[[LOGITS:.*]] = weft.reshape %{{.*}} {shape = array<i64: 4, 16>
-// CHECK-NEXT: %[[SEED:.*]] = weft.constant {weft.micro_batch = 1 : i64} dense<1.000000e+00> : tensor<f32>
-// CHECK-NEXT: %[[L:.*]], %{{.*}}, %[[G:.*]] = weft.softmax_cross_entropy_and_grad %[[LOGITS]], %arg2, %[[SEED]] {ignore_index = -100 : i64, log_prob_type = f32, weft.micro_batch = 1 : i64} : (tensor<4x16xbf16>, tensor<4xi64>, tensor<f32>) -> (tensor<f32>, tensor<4xf32>, tensor<4x16xbf16>)
+// CHECK-NEXT: %[[SEED:.*]] = weft.constant {weft.task = #weft.task<F, micro_batch = 1>} dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[L:.*]], %{{.*}}, %[[G:.*]] = weft.softmax_cross_entropy_and_grad %[[LOGITS]], %arg2, %[[SEED]] {ignore_index = -100 : i64, log_prob_type = f32, weft.task = #weft.task<F, micro_batch = 1>} : (tensor<4x16xbf16>, tensor<4xi64>, tensor<f32>) -> (tensor<f32>, tensor<4xf32>, tensor<4x16xbf16>)
 // CHECK-NOT: weft.softmax_cross_entropy
 // CHECK: weft.gemm %[[G]], %arg0 {{.*}}transA = true
 // CHECK: return %[[L]]
@@ -29,13 +29,13 @@
 func.func @head(%h: tensor<4x8xbf16> {weft.input = "h"},
                 %w: tensor<16x8xbf16> {weft.param = "w"},
                 %t: tensor<4xi64> {weft.input = "t"}) -> (tensor<f32>, tensor<16x8xbf16>) {
-  %z = weft.gemm %h, %w {transB = true, weft.micro_batch = 1 : i64} : (tensor<4x8xbf16>, tensor<16x8xbf16>) -> tensor<4x16xbf16>
-  %z3 = weft.reshape %z {shape = array<i64: 1, 4, 16>, weft.micro_batch = 1 : i64} : (tensor<4x16xbf16>) -> tensor<1x4x16xbf16>
-  %s = weft.reshape %z3 {shape = array<i64: 4, 16>, weft.micro_batch = 1 : i64} : (tensor<1x4x16xbf16>) -> tensor<4x16xbf16>
-  %l, %lse = weft.softmax_cross_entropy %s, %t {ignore_index = -100 : i64, log_prob_type = f32, log_sum_exp, weft.micro_batch = 1 : i64} : (tensor<4x16xbf16>, tensor<4xi64>) -> (tensor<f32>, tensor<4xf32>)
-  %one = weft.constant {weft.micro_batch = 1 : i64, weft.phase = "backward"} dense<1.0> : tensor<f32>
-  %g = weft.softmax_cross_entropy_grad %s, %t, %one log_sum_exp %lse {ignore_index = -100 : i64, weft.micro_batch = 1 : i64, weft.phase = "backward"} : (tensor<4x16xbf16>, tensor<4xi64>, tensor<f32>, tensor<4xf32>) -> tensor<4x16xbf16>
-  %dw = weft.gemm %g, %h {transA = true, beta = 0.0 : f64, weft.micro_batch = 1 : i64, weft.phase = "backward"} : (tensor<4x16xbf16>, tensor<4x8xbf16>) -> tensor<16x8xbf16>
+  %z = weft.gemm %h, %w {transB = true, weft.task = #weft.task<F, micro_batch = 1>} : (tensor<4x8xbf16>, tensor<16x8xbf16>) -> tensor<4x16xbf16>
+  %z3 = weft.reshape %z {shape = array<i64: 1, 4, 16>, weft.task = #weft.task<F, micro_batch = 1>} : (tensor<4x16xbf16>) -> tensor<1x4x16xbf16>
+  %s = weft.reshape %z3 {shape = array<i64: 4, 16>, weft.task = #weft.task<F, micro_batch = 1>} : (tensor<1x4x16xbf16>) -> tensor<4x16xbf16>
+  %l, %lse = weft.softmax_cross_entropy %s, %t {ignore_index = -100 : i64, log_prob_type = f32, log_sum_exp, weft.task = #weft.task<F, micro_batch = 1>} : (tensor<4x16xbf16>, tensor<4xi64>) -> (tensor<f32>, tensor<4xf32>)
+  %one = weft.constant {weft.task = #weft.task<B, micro_batch = 1>} dense<1.0> : tensor<f32>
+  %g = weft.softmax_cross_entropy_grad %s, %t, %one log_sum_exp %lse {ignore_index = -100 : i64, weft.task = #weft.task<B, micro_batch = 1>} : (tensor<4x16xbf16>, tensor<4xi64>, tensor<f32>, tensor<4xf32>) -> tensor<4x16xbf16>
+  %dw = weft.gemm %g, %h {beta = 0.0 : f64, transA = true, weft.task = #weft.task<B, micro_batch = 1>} : (tensor<4x16xbf16>, tensor<4x8xbf16>) -> tensor<16x8xbf16>
   return %l, %dw : tensor<f32>, tensor<16x8xbf16>
 }
 
@@ -46,7 +46,7 @@ func.func @head(%h: tensor<4x8xbf16> {weft.input = "h"},
 // and "sum" carry over.
 // CHECK-LABEL: func.func @scaled
 // CHECK: %[[S:.*]] = weft.slice %arg3
-// CHECK-NOT: weft.phase
+// CHECK-NOT: weft.task
 // CHECK-NEXT: %[[R:.*]] = weft.reshape %[[S]] {shape = array<i64>}
 // CHECK-NEXT: weft.softmax_cross_entropy_and_grad %{{.*}}, %arg1, %[[R]], %arg2 {reduction = "sum"}
 func.func @scaled(%x: tensor<4x16xf32> {weft.input = "x"},
@@ -55,9 +55,9 @@ func.func @scaled(%x: tensor<4x16xf32> {weft.input = "x"},
                   %state: tensor<3xf32> {weft.state = "loss_scale"}) -> (tensor<f32>, tensor<4x16xf32>) {
   %s = weft.exp %x : tensor<4x16xf32>
   %l, %lse = weft.softmax_cross_entropy %s, %t, %c {log_sum_exp, reduction = "sum"} : (tensor<4x16xf32>, tensor<4xi64>, tensor<16xf32>) -> (tensor<f32>, tensor<4xf32>)
-  %scale = weft.slice %state {starts = array<i64: 0>, ends = array<i64: 1>, steps = array<i64: 1>, weft.phase = "backward"} : (tensor<3xf32>) -> tensor<1xf32>
-  %seed = weft.reshape %scale {shape = array<i64>, weft.phase = "backward"} : (tensor<1xf32>) -> tensor<f32>
-  %g = weft.softmax_cross_entropy_grad %s, %t, %seed, %c log_sum_exp %lse {reduction = "sum", weft.phase = "backward"} : (tensor<4x16xf32>, tensor<4xi64>, tensor<f32>, tensor<16xf32>, tensor<4xf32>) -> tensor<4x16xf32>
+  %scale = weft.slice %state {ends = array<i64: 1>, starts = array<i64: 0>, steps = array<i64: 1>, weft.task = #weft.task<B>} : (tensor<3xf32>) -> tensor<1xf32>
+  %seed = weft.reshape %scale {shape = array<i64>, weft.task = #weft.task<B>} : (tensor<1xf32>) -> tensor<f32>
+  %g = weft.softmax_cross_entropy_grad %s, %t, %seed, %c log_sum_exp %lse {reduction = "sum", weft.task = #weft.task<B>} : (tensor<4x16xf32>, tensor<4xi64>, tensor<f32>, tensor<16xf32>, tensor<4xf32>) -> tensor<4x16xf32>
   return %l, %g : tensor<f32>, tensor<4x16xf32>
 }
 
@@ -76,16 +76,16 @@ func.func @kept(%x: tensor<4x16xf32> {weft.input = "x"},
   %one = weft.constant dense<1.0> : tensor<f32>
   %s = weft.exp %x : tensor<4x16xf32>
   %l, %lse = weft.softmax_cross_entropy %s, %t {log_sum_exp} : (tensor<4x16xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4xf32>)
-  %g = weft.softmax_cross_entropy_grad %s, %t, %one log_sum_exp %lse {weft.phase = "backward"} : (tensor<4x16xf32>, tensor<4xi64>, tensor<f32>, tensor<4xf32>) -> tensor<4x16xf32>
+  %g = weft.softmax_cross_entropy_grad %s, %t, %one log_sum_exp %lse {weft.task = #weft.task<B>} : (tensor<4x16xf32>, tensor<4xi64>, tensor<f32>, tensor<4xf32>) -> tensor<4x16xf32>
   %v = weft.reshape %s {shape = array<i64: 1, 64>} : (tensor<4x16xf32>) -> tensor<1x64xf32>
   %l2, %lse2 = weft.softmax_cross_entropy %p, %t {log_sum_exp} : (tensor<4x16xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4xf32>)
-  %g2 = weft.softmax_cross_entropy_grad %p, %t, %one log_sum_exp %lse2 {weft.phase = "backward"} : (tensor<4x16xf32>, tensor<4xi64>, tensor<f32>, tensor<4xf32>) -> tensor<4x16xf32>
+  %g2 = weft.softmax_cross_entropy_grad %p, %t, %one log_sum_exp %lse2 {weft.task = #weft.task<B>} : (tensor<4x16xf32>, tensor<4xi64>, tensor<f32>, tensor<4xf32>) -> tensor<4x16xf32>
   %s3 = weft.exp %p : tensor<4x16xf32>
-  %l3, %lse3 = weft.softmax_cross_entropy %s3, %t {log_sum_exp, weft.micro_batch = 0 : i64} : (tensor<4x16xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4xf32>)
-  %g3 = weft.softmax_cross_entropy_grad %s3, %t, %one log_sum_exp %lse3 {weft.micro_batch = 1 : i64, weft.phase = "backward"} : (tensor<4x16xf32>, tensor<4xi64>, tensor<f32>, tensor<4xf32>) -> tensor<4x16xf32>
+  %l3, %lse3 = weft.softmax_cross_entropy %s3, %t {log_sum_exp, weft.task = #weft.task<F, micro_batch = 0>} : (tensor<4x16xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4xf32>)
+  %g3 = weft.softmax_cross_entropy_grad %s3, %t, %one log_sum_exp %lse3 {weft.task = #weft.task<B, micro_batch = 1>} : (tensor<4x16xf32>, tensor<4xi64>, tensor<f32>, tensor<4xf32>) -> tensor<4x16xf32>
   %s4 = weft.log %p : tensor<4x16xf32>
   %l4, %lse4 = weft.softmax_cross_entropy %s4, %t {log_sum_exp} : (tensor<4x16xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4xf32>)
-  %seed4 = weft.mul %l4, %one {weft.phase = "backward"} : (tensor<f32>, tensor<f32>) -> tensor<f32>
-  %g4 = weft.softmax_cross_entropy_grad %s4, %t, %seed4 log_sum_exp %lse4 {weft.phase = "backward"} : (tensor<4x16xf32>, tensor<4xi64>, tensor<f32>, tensor<4xf32>) -> tensor<4x16xf32>
+  %seed4 = weft.mul %l4, %one {weft.task = #weft.task<B>} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %g4 = weft.softmax_cross_entropy_grad %s4, %t, %seed4 log_sum_exp %lse4 {weft.task = #weft.task<B>} : (tensor<4x16xf32>, tensor<4xi64>, tensor<f32>, tensor<4xf32>) -> tensor<4x16xf32>
   return %g, %g2, %g3, %g4, %v : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<1x64xf32>
 }

@@ -23,7 +23,7 @@ func.func @unread(%s: tensor<4x5x3xf32> {weft.param = "s"},
 // CHECK: weft.softmax_cross_entropy %{{.*}}, %arg1, %arg2 {log_sum_exp, reduction = "sum"} : (tensor<4x5xf32>, tensor<4xi64>, tensor<5xf32>) -> (tensor<f32>, tensor<4xf32>)
 // GRAD-LABEL: func.func @mixed
 // GRAD: weft.softmax_cross_entropy_grad %{{.*}}, %arg1, %{{.*}}, %arg2 log_sum_exp %{{.*}} {reduction = "sum", {{.*}}} : (tensor<4x5xf32>, tensor<4xi64>, tensor<f32>, tensor<5xf32>, tensor<4xf32>) -> tensor<4x5xf32>
-// GRAD: weft.softmax_cross_entropy_grad %arg0, %arg1, %{{.*}} log_sum_exp %{{.*}} {weft.phase = "backward"} : (tensor<4x5xbf16>, tensor<4xi64>, tensor<f32>, tensor<4xf32>) -> tensor<4x5xbf16>
+// GRAD: weft.softmax_cross_entropy_grad %arg0, %arg1, %{{.*}} log_sum_exp %{{.*}} {weft.task = #weft.task<B>} : (tensor<4x5xbf16>, tensor<4xi64>, tensor<f32>, tensor<4xf32>) -> tensor<4x5xbf16>
 func.func @mixed(%s: tensor<4x5xbf16> {weft.param = "s"},
                  %t: tensor<4xi64> {weft.input = "t"},
                  %c: tensor<5xf32> {weft.input = "c"}) -> tensor<f32> {

@@ -22,12 +22,12 @@ func.func @residual(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>, %g: tensor<8xf32>,
 // bookkeeping both ops share (stage, micro-batch), without a bias too.
 // CHECK-LABEL: func.func @later_scale
 // CHECK: %[[G:.*]] = weft.mul %arg2, %arg2
-// CHECK-NEXT: %{{.*}}, %{{.*}}, %{{.*}}, %[[S:.*]] = weft.add_layer_norm %arg0, %arg1, %[[G]] {axis = 1 : i64, weft.micro_batch = 1 : i64, weft.stage = 0 : i64} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xf32>) -> (tensor<4x8xbf16>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x8xbf16>)
+// CHECK-NEXT: %{{.*}}, %{{.*}}, %{{.*}}, %[[S:.*]] = weft.add_layer_norm %arg0, %arg1, %[[G]] {axis = 1 : i64, weft.task = #weft.task<F, micro_batch = 1, stage = 0>} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xf32>) -> (tensor<4x8xbf16>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x8xbf16>)
 // CHECK: return %[[S]]
 func.func @later_scale(%x: tensor<4x8xbf16>, %r: tensor<4x8xbf16>, %g: tensor<8xf32>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>) {
-  %sum = weft.add %x, %r {weft.stage = 0 : i64, weft.micro_batch = 1 : i64} : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  %sum = weft.add %x, %r {weft.task = #weft.task<F, micro_batch = 1, stage = 0>} : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
   %g2 = weft.mul %g, %g : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
-  %y, %m, %rs = weft.layer_norm %sum, %g2 {axis = 1 : i64, epsilon = 1.0e-5 : f64, weft.stage = 0 : i64, weft.micro_batch = 1 : i64} : (tensor<4x8xbf16>, tensor<8xf32>) -> (tensor<4x8xbf16>, tensor<4x1xf32>, tensor<4x1xf32>)
+  %y, %m, %rs = weft.layer_norm %sum, %g2 {axis = 1 : i64, epsilon = 1.0e-5 : f64, weft.task = #weft.task<F, micro_batch = 1, stage = 0>} : (tensor<4x8xbf16>, tensor<8xf32>) -> (tensor<4x8xbf16>, tensor<4x1xf32>, tensor<4x1xf32>)
   return %sum, %y : tensor<4x8xbf16>, tensor<4x8xbf16>
 }
 
@@ -46,9 +46,9 @@ func.func @refused(%x: tensor<4x8xf32>, %row: tensor<8xf32>, %g: tensor<8xf32>) 
   %early = weft.mul %s1, %s1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %g1 = weft.mul %g, %g : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
   %y1, %m1, %r1 = weft.layer_norm %s1, %g1 {axis = 1 : i64} : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
-  %s2 = weft.add %y0, %x {weft.stage = 0 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  %y2, %m2, %r2 = weft.layer_norm %s2, %g {axis = 1 : i64, weft.stage = 1 : i64} : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  %s2 = weft.add %y0, %x {weft.task = #weft.task<F, stage = 0>} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y2, %m2, %r2 = weft.layer_norm %s2, %g {axis = 1 : i64, weft.task = #weft.task<F, stage = 1>} : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
   %s3 = weft.add %y1, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  %y3, %m3, %r3 = weft.layer_norm %s3, %g {axis = 1 : i64, weft.phase = "backward", weft.recompute} : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  %y3, %m3, %r3 = weft.layer_norm %s3, %g {axis = 1 : i64, weft.task = #weft.task<R>} : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
   return %y0, %early, %y1, %y2, %y3 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }

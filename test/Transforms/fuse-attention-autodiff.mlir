@@ -6,7 +6,7 @@
 // gradient, no mask.
 // CHECK-LABEL: func.func @layer
 // CHECK: %[[O:.*]], %[[L:.*]] = weft.attention %[[Q:.*]], %[[K:.*]], %[[V:[^ ]*]] {causal = true, dropout_ratio = 1.000000e-01 : f64, scale = 2.500000e-01 : f64}
-// CHECK: weft.attention_grad %[[Q]], %[[K]], %[[V]], %[[O]], %[[L]], %{{.*}} {causal = true, dropout_ratio = 1.000000e-01 : f64, scale = 2.500000e-01 : f64, weft.phase = "backward"}
+// CHECK: weft.attention_grad %[[Q]], %[[K]], %[[V]], %[[O]], %[[L]], %{{.*}} {causal = true, dropout_ratio = 1.000000e-01 : f64, scale = 2.500000e-01 : f64, weft.task = #weft.task<B>}
 // CHECK-NOT: softmax_grad
 // CHECK-NOT: dropout_grad
 func.func @layer(%x: tensor<2x4x16xf32> {weft.input = "x"},

@@ -7,13 +7,13 @@
 // accumulate. %a's first share is also read by relu (%b): its first add
 // writes bytes of its own, the next accumulates into them.
 // CHECK-LABEL: func.func @sums
-// CHECK: %[[A0:.*]] = weft.matmul {{.*}}weft.micro_batch = 0
+// CHECK: %[[A0:.*]] = weft.matmul {{.*}}micro_batch = 0
 // CHECK: %[[B0:.*]] = weft.relu %[[A0]]
-// CHECK: %[[A1:.*]] = weft.matmul {{.*}}weft.micro_batch = 1
+// CHECK: %[[A1:.*]] = weft.matmul {{.*}}micro_batch = 1
 // CHECK: %[[B1:.*]] = weft.relu %[[A1]]
 // CHECK: %[[SB1:.*]] = weft.add %[[B0]], %[[B1]] {weft.accumulate}
 // CHECK: %[[SA1:.*]] = weft.add %[[A0]], %[[A1]] :
-// CHECK: %[[A2:.*]] = weft.matmul {{.*}}weft.micro_batch = 2
+// CHECK: %[[A2:.*]] = weft.matmul {{.*}}micro_batch = 2
 // CHECK: %[[B2:.*]] = weft.relu %[[A2]]
 // CHECK: weft.add %[[SB1]], %[[B2]] {weft.accumulate}
 // CHECK: weft.add %[[SA1]], %[[A2]] {weft.accumulate}

@@ -8,9 +8,9 @@
 // CHECK-NOT: weft.seed_microbatches
 // The micro-batches share their constants, made once before them all.
 // CHECK-NEXT: %[[SEED:.*]] = weft.constant dense<5.000000e-01>
-// CHECK: weft.slice %arg0 {{.*}}weft.micro_batch = 0
+// CHECK: weft.slice %arg0 {{.*}}micro_batch = 0
 // CHECK: weft.mul %[[SEED]]
-// CHECK: weft.slice %arg0 {{.*}}weft.micro_batch = 1
+// CHECK: weft.slice %arg0 {{.*}}micro_batch = 1
 // CHECK-NOT: weft.constant {{.*}}dense<5.000000e-01>
 // CHECK: weft.mul %[[SEED]]
 // CHECK: %[[L:.*]] = weft.add

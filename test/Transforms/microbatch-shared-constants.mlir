@@ -8,10 +8,10 @@
 // CHECK-LABEL: func.func @written
 // CHECK: %[[READ:.*]] = weft.constant dense<2.000000e+00>
 // CHECK-NOT: dense<2.000000e+00>
-// CHECK: %[[C0:.*]] = weft.constant {weft.micro_batch = 0 : i64} dense<0.000000e+00>
+// CHECK: %[[C0:.*]] = weft.constant {weft.task = #weft.task<F, micro_batch = 0>} dense<0.000000e+00>
 // CHECK: weft.reshape %[[C0]]
 // CHECK: weft.assign
-// CHECK: %[[C1:.*]] = weft.constant {weft.micro_batch = 1 : i64} dense<0.000000e+00>
+// CHECK: %[[C1:.*]] = weft.constant {weft.task = #weft.task<F, micro_batch = 1>} dense<0.000000e+00>
 // CHECK: weft.reshape %[[C1]]
 // CHECK: weft.assign
 func.func @written(%x: tensor<4x3xf32> {weft.input = "x"},

@@ -39,7 +39,7 @@
 // TRAIN-SAME: %[[V:[a-z0-9]+]]: tensor<8x16xf32> {weft.optimizer_state = "w.exp_avg_sq"}
 // TRAIN-SAME: tensor<8x16xbf16> {weft.update = "w"}
 // TRAIN-SAME: tensor<8x16xf32> {weft.update = "w.master"}
-// TRAIN: weft.cast {{.*}} {nearest_even = true, to = bf16, weft.phase = "backward"} : (tensor<4x16xf32>) -> tensor<4x16xbf16>
+// TRAIN: weft.cast {{.*}} {nearest_even = true, to = bf16, weft.task = #weft.task<B>} : (tensor<4x16xf32>) -> tensor<4x16xbf16>
 // TRAIN: weft.adamw %{{.*}}, %{{.*}}, %[[M]], %[[V]] master %[[WM]] {{.*}} : (tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> (tensor<8x16xbf16>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>)
 // SGD: weft.sgd %{{.*}}, %{{.*}}, %{{.*}} master %{{.*}} {{.*}} : (tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xf32>, tensor<8x16xf32>) -> (tensor<8x16xbf16>, tensor<8x16xf32>, tensor<8x16xf32>)
 // f16 with loss scaling (GradScaler): the scaler state is optimizer state,
@@ -49,7 +49,7 @@
 // SCALED-SAME: %[[S:[a-z0-9]+]]: tensor<3xf32> {weft.loss_scaler, weft.optimizer_state = "loss_scaler"}
 // SCALED-SAME: tensor<3xf32> {weft.update = "loss_scaler"}
 // SCALED: weft.slice %[[S]] {ends = array<i64: 1>, starts = array<i64: 0>
-// SCALED: %[[F:.*]] = weft.found_inf %{{.*}}, %{{.*}} {weft.phase = "optimizer"} : (tensor<8x16xf16>, tensor<16xf16>) -> tensor<f32>
+// SCALED: %[[F:.*]] = weft.found_inf %{{.*}}, %{{.*}} {weft.task = #weft.task<U>} : (tensor<8x16xf16>, tensor<16xf16>) -> tensor<f32>
 // SCALED: weft.adamw {{.*}} master %{{.*}} scaler %[[S]] found_inf %[[F]]
 // SCALED: weft.adamw {{.*}} master %{{.*}} scaler %[[S]] found_inf %[[F]]
 // SCALED: weft.update_loss_scale %[[S]], %[[F]] {backoff_factor = 5.000000e-01 : f64, growth_factor = 2.000000e+00 : f64, growth_interval = 2000 : i64

@@ -155,7 +155,7 @@ def RegatherSequenceParallel : Pass<"weft-regather-sequence-parallel",
     `shard.all_gather` whose result (or f's `weft.copy_to_tensor_parallel`
     of it) a backward op reads, the weight gradient of a column-parallel
     linear, is cloned right before the first such op of its stage and
-    micro-batch (`weft.recompute`, phase backward), and the backward reads
+    micro-batch (`#weft.task<R, ...>`, run in the backward task), and the backward reads
     the clone: the step keeps the sequence shard, not the gathered tensor
     (Korthikanti et al. 2022, Section 4.2.2: activation memory sbh/t (34 +
     5as/h) per layer with tensor and sequence parallelism). One extra
@@ -208,7 +208,7 @@ def PartitionPipeline : Pass<"weft-partition-pipeline", "mlir::func::FuncOp"> {
   let description = [{
     Splits the forward graph (a model function before `weft-autodiff`) into
     `stages` contiguous pieces of its op order, so that the slowest stage is
-    as fast as possible, and tags each op with `weft.stage = s`; the function
+    as fast as possible, and sets each op's stage (`weft.task = #weft.task<F, stage = s>`); the function
     gets `weft.pipeline_stages = P`. Constants and views are free and go
     with their users (constants are copied to every stage that uses one).
 
@@ -229,9 +229,9 @@ def PartitionPipeline : Pass<"weft-partition-pipeline", "mlir::func::FuncOp"> {
     copies the tag); parameters live on every stage that uses them.
 
     ```mlir
-    %0 = weft.matmul %x, %w0 {weft.stage = 0 : i64} : ...
-    %1 = weft.relu %0 {weft.stage = 0 : i64} : ...
-    %2 = weft.matmul %1, %w1 {weft.stage = 1 : i64} : ...
+    %0 = weft.matmul %x, %w0 {weft.task = #weft.task<F, stage = 0>} : ...
+    %1 = weft.relu %0 {weft.task = #weft.task<F, stage = 0>} : ...
+    %2 = weft.matmul %1, %w1 {weft.task = #weft.task<F, stage = 1>} : ...
     ```
     Errors: `stages` < 1 or larger than the number of ops; a `balance` whose
     length is not `stages`, with a count < 1, or whose sum is not the number
@@ -303,7 +303,7 @@ def AccumulateMicrobatches : Pass<"weft-accumulate-microbatches",
     weft-autodiff: loss and parameter gradients of one micro-batch) becomes
     one over the global batch, M times as large in dim 0 of every model
     input. Micro-batch k slices its inputs from the global batch, runs a
-    copy of the forward and backward ops (tagged `weft.micro_batch = k`), and
+    copy of the forward and backward ops (their `#weft.task` given `micro_batch = k`), and
     the step returns the sum of the micro-batch losses scaled by 1/M and the
     sum of their gradients scaled by 1/M, which is the gradient of the
     logged loss. When weft-autodiff seeded each backward with its share
@@ -374,10 +374,10 @@ def InsertSendRecv : Pass<"weft-insert-send-recv", "mlir::func::FuncOp"> {
     non-blocking send on j and a receive on k, sent directly from j to k even
     when k > j + 1 (torchgpipe's portals, Kim et al. 2020, section 3.3):
     ```mlir
-    %req = weft.isend %v {peer = 3 : i64, tag = 7 : i64, weft.stage = 0 : i64}
-    %buf, %r = weft.irecv {peer = 0 : i64, tag = 7 : i64, weft.stage = 3 : i64}
-    %v3 = weft.wait_recv %r, %buf {weft.stage = 3 : i64}
-    weft.wait_send %req, %v {weft.stage = 0 : i64}
+    %req = weft.isend %v {peer = 3 : i64, tag = 7 : i64, weft.task = #weft.task<F, stage = 0>}
+    %buf, %r = weft.irecv {peer = 0 : i64, tag = 7 : i64, weft.task = #weft.task<F, stage = 3>}
+    %v3 = weft.wait_recv %r, %buf {weft.task = #weft.task<F, stage = 3>}
+    weft.wait_send %req, %v {weft.task = #weft.task<F, stage = 0>}
     ```
     The send is posted right after the producer and waited for at the end of
     the step; the receive is posted and waited for right before its first
@@ -427,7 +427,7 @@ def DataParallel : Pass<"weft-data-parallel", "mlir::func::FuncOp"> {
     %f = weft.concat %g1, %g0 {axis = 0 : i64} : (tensor<6xf32>, tensor<4xf32>) -> tensor<10xf32>
     %s = shard.all_reduce %f on @mesh grid_axes = [1] {weft.bucket = 0 : i64} : tensor<10xf32> -> tensor<10xf32>
     ...
-    %m = weft.mul %s, %inv_d {weft.phase = "optimizer"} : (tensor<10xf32>, tensor<f32>) -> tensor<10xf32>
+    %m = weft.mul %s, %inv_d {weft.task = #weft.task<U>} : (tensor<10xf32>, tensor<f32>) -> tensor<10xf32>
     %p:2 = weft.split %m {axis = 0 : i64, sizes = array<i64: 6, 4>} ...
     ```
     With `zero-stage` >= 1 (ZeRO, Rajbhandari et al., SC 2020, Section 5)
@@ -570,8 +570,8 @@ def Checkpoint : Pass<"weft-checkpoint", "mlir::func::FuncOp"> {
     clones. Only the region's inputs stay alive from the forward to the
     backward: parameters, the micro-batch's input slice, activations
     received from the previous stage, and the results of ops that are never
-    recomputed. The clones are tagged `weft.phase = "backward"` and
-    `weft.recompute`, so the schedule runs them at the start of the backward
+    recomputed. The clones are tagged `#weft.task<R, ...>` (a forward
+    recomputed in the micro-batch's backward task), so the schedule runs them at the start of the backward
     task, before it waits for the incoming gradient (the recompute overlaps
     that wait).
 

@@ -22,3 +22,15 @@ func.func @block(%x: tensor<2x4x8xf32>, %w: tensor<8x24xf32>, %g: tensor<8xf32>)
   %l = weft.reduce_mean %o {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<2x4x8xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// An op's task: the kind, then only the fields it has.
+// CHECK-LABEL: func.func @tasks
+// CHECK: weft.relu %{{.*}} {weft.task = #weft.task<B, micro_batch = 1, stage = 0>}
+// CHECK: weft.relu %{{.*}} {weft.task = #weft.task<R, chunk = 2>}
+// CHECK: weft.relu %{{.*}} {weft.task = #weft.task<U, stage = 3>}
+func.func @tasks(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = weft.relu %x {weft.task = #weft.task<B, stage = 0, micro_batch = 1>} : tensor<4xf32>
+  %1 = weft.relu %0 {weft.task = #weft.task<R, chunk = 2>} : tensor<4xf32>
+  %2 = weft.relu %1 {weft.task = #weft.task<U, stage = 3>} : tensor<4xf32>
+  return %2 : tensor<4xf32>
+}

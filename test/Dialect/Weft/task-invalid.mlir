@@ -1,45 +1,52 @@
 // RUN: weft-opt %s --split-input-file --verify-diagnostics
 
-// The task attributes (weft/Dialect/Weft/IR/Task.h) are verified on every
-// op: a phase is one of three, a recompute mark only in the backward, an
-// update in no micro-batch, indices non-negative and in range of the
-// function's stages and micro-batches.
+// An op's task (weft/Dialect/Weft/IR/Task.h) is a verified #weft.task: a
+// kind of four, non-negative indices, no micro-batch on an update; and a
+// pipelined function's ops lie within its stages and micro-batches.
 
-func.func @unknown_phase(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'weft.phase' must be "forward", "backward" or "optimizer", not "backwards"}}
-  %0 = weft.relu %x {weft.phase = "backwards"} : tensor<4xf32>
+func.func @unknown_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{a task's kind is F, B, R or U, not 'X'}}
+  %0 = weft.relu %x {weft.task = #weft.task<X>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
 // -----
 
-func.func @recompute_in_forward(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'weft.recompute' marks a forward recomputed in the backward: the op's 'weft.phase' must be "backward"}}
-  %0 = weft.relu %x {weft.recompute} : tensor<4xf32>
+func.func @unknown_field(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{a task's fields are micro_batch, stage and chunk, not 'microbatch'}}
+  %0 = weft.relu %x {weft.task = #weft.task<B, microbatch = 1>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
 // -----
 
 func.func @update_of_a_micro_batch(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{is an optimizer update, which belongs to no micro-batch, but has 'weft.micro_batch'}}
-  %0 = weft.relu %x {weft.phase = "optimizer", weft.micro_batch = 0 : i64} : tensor<4xf32>
+  // expected-error @+1 {{an optimizer update (U) belongs to no micro-batch, but has micro_batch = 0}}
+  %0 = weft.relu %x {weft.task = #weft.task<U, micro_batch = 0>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
 // -----
 
 func.func @negative_micro_batch(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'weft.micro_batch' must be a non-negative i64 index, not -1 : i64}}
-  %0 = weft.relu %x {weft.micro_batch = -1 : i64} : tensor<4xf32>
+  // expected-error @+1 {{a task's micro_batch is non-negative, not -1}}
+  %0 = weft.relu %x {weft.task = #weft.task<F, micro_batch = -1>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
 // -----
 
-func.func @stage_as_text(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'weft.stage' must be a non-negative i64 index, not "1"}}
-  %0 = weft.relu %x {weft.stage = "1"} : tensor<4xf32>
+func.func @task_as_text(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'weft.task' must be a #weft.task<...>, not "backward"}}
+  %0 = weft.relu %x {weft.task = "backward"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @stage_on_an_op(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'weft.stage' is a stage function's; an op's stage is in its 'weft.task'}}
+  %0 = weft.relu %x {weft.stage = 1 : i64} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
@@ -48,7 +55,7 @@ func.func @stage_as_text(%x: tensor<4xf32>) -> tensor<4xf32> {
 func.func @stage_out_of_range(%x: tensor<4xf32>) -> tensor<4xf32>
     attributes {weft.pipeline_stages = 2 : i64} {
   // expected-error @+1 {{is on stage 2 of a function with 2 pipeline stages}}
-  %0 = weft.relu %x {weft.stage = 2 : i64} : tensor<4xf32>
+  %0 = weft.relu %x {weft.task = #weft.task<F, stage = 2>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
@@ -58,7 +65,7 @@ func.func @stage1(%x: tensor<4xf32>) -> tensor<4xf32>
     attributes {weft.stage = 1 : i64, weft.pipeline_stages = 2 : i64,
                 weft.micro_batches = 2 : i64} {
   // expected-error @+1 {{is on stage 0, in the function of stage 1}}
-  %0 = weft.relu %x {weft.stage = 0 : i64, weft.micro_batch = 0 : i64} : tensor<4xf32>
+  %0 = weft.relu %x {weft.task = #weft.task<F, micro_batch = 0, stage = 0>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
@@ -68,7 +75,7 @@ func.func @stage0(%x: tensor<4xf32>) -> tensor<4xf32>
     attributes {weft.stage = 0 : i64, weft.pipeline_stages = 2 : i64,
                 weft.micro_batches = 2 : i64} {
   // expected-error @+1 {{belongs to micro-batch 2 of a step with 2 micro-batches}}
-  %0 = weft.relu %x {weft.stage = 0 : i64, weft.micro_batch = 2 : i64} : tensor<4xf32>
+  %0 = weft.relu %x {weft.task = #weft.task<B, micro_batch = 2, stage = 0>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 

@@ -8,23 +8,23 @@
 // gradient; 1/D and the split back run with the updates. The loss is
 // averaged over the replicas too.
 // CHECK-LABEL: func.func @step
-// CHECK:      %[[DV1:.*]] = weft.gemm {{.*}}weft.micro_batch = 1 : i64, weft.phase = "backward"} : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
-// CHECK-NEXT: %[[SV:.*]] = weft.add %{{.*}}, %[[DV1]] {weft.accumulate, weft.micro_batch = 1 : i64, weft.phase = "backward"}
+// CHECK:      %[[DV1:.*]] = weft.gemm {{.*}}weft.task = #weft.task<B, micro_batch = 1>} : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
+// CHECK-NEXT: %[[SV:.*]] = weft.add %{{.*}}, %[[DV1]] {weft.accumulate, weft.task = #weft.task<B, micro_batch = 1>}
 // CHECK-NEXT: %[[HALF:.*]] = weft.constant dense<5.000000e-01>
-// CHECK-NEXT: %[[GV:.*]] = weft.mul %[[SV]], %[[HALF]] {weft.micro_batch = 1 : i64, weft.phase = "backward"}
+// CHECK-NEXT: %[[GV:.*]] = weft.mul %[[SV]], %[[HALF]] {weft.task = #weft.task<B, micro_batch = 1>}
 // CHECK-NEXT: %[[DW1:.*]] = weft.gemm {{.*}}-> tensor<3x2xf32>
 // CHECK-NEXT: %[[SW:.*]] = weft.add %{{.*}}, %[[DW1]]
 // CHECK-NEXT: weft.constant
 // CHECK-NEXT: %[[GW:.*]] = weft.mul %[[SW]]
-// CHECK-NEXT: %[[FV:.*]] = weft.reshape %[[GV]] {shape = array<i64: 4>, weft.micro_batch = 1 : i64, weft.phase = "backward"}
+// CHECK-NEXT: %[[FV:.*]] = weft.reshape %[[GV]] {shape = array<i64: 4>, weft.task = #weft.task<B, micro_batch = 1>}
 // CHECK-NEXT: %[[FW:.*]] = weft.reshape %[[GW]] {shape = array<i64: 6>
-// CHECK-NEXT: %[[CAT:.*]] = weft.concat %[[FV]], %[[FW]] {axis = 0 : i64, weft.micro_batch = 1 : i64, weft.phase = "backward"} : (tensor<4xf32>, tensor<6xf32>) -> tensor<10xf32>
-// CHECK-NEXT: %[[SUM:.*]] = shard.all_reduce %[[CAT]] on @mesh grid_axes = [1] {weft.bucket = 0 : i64, weft.micro_batch = 1 : i64, weft.phase = "backward"} : tensor<10xf32> -> tensor<10xf32>
+// CHECK-NEXT: %[[CAT:.*]] = weft.concat %[[FV]], %[[FW]] {axis = 0 : i64, weft.task = #weft.task<B, micro_batch = 1>} : (tensor<4xf32>, tensor<6xf32>) -> tensor<10xf32>
+// CHECK-NEXT: %[[SUM:.*]] = shard.all_reduce %[[CAT]] on @mesh grid_axes = [1] {weft.bucket = 0 : i64, weft.task = #weft.task<B, micro_batch = 1>} : tensor<10xf32> -> tensor<10xf32>
 // CHECK:      %[[LOSS:.*]] = shard.all_reduce %{{.*}} on @mesh grid_axes = [1] : tensor<f32> -> tensor<f32>
 // CHECK:      %[[MEANLOSS:.*]] = weft.mul %[[LOSS]], %{{.*}} : (tensor<f32>, tensor<f32>)
 // CHECK:      %[[INVD:.*]] = weft.constant dense<5.000000e-01>
-// CHECK-NEXT: %[[MEAN:.*]] = weft.mul %[[SUM]], %[[INVD]] {weft.phase = "optimizer"}
-// CHECK-NEXT: %[[PARTS:.*]]:2 = weft.split %[[MEAN]] {axis = 0 : i64, sizes = array<i64: 4, 6>, weft.phase = "optimizer"}
+// CHECK-NEXT: %[[MEAN:.*]] = weft.mul %[[SUM]], %[[INVD]] {weft.task = #weft.task<U>}
+// CHECK-NEXT: %[[PARTS:.*]]:2 = weft.split %[[MEAN]] {axis = 0 : i64, sizes = array<i64: 4, 6>, weft.task = #weft.task<U>}
 // CHECK-NEXT: %[[RV:.*]] = weft.reshape %[[PARTS]]#0 {shape = array<i64: 2, 2>
 // CHECK-NEXT: %[[RW:.*]] = weft.reshape %[[PARTS]]#1 {shape = array<i64: 3, 2>
 // CHECK-NEXT: weft.sgd %arg1, %[[RW]]
@@ -34,8 +34,8 @@
 // bucket-cap-mb=0: a bucket per gradient, v's posted as soon as v's
 // gradient exists, before w's gradient GEMM.
 // EACH-LABEL: func.func @step
-// EACH:      %[[GV:.*]] = weft.mul %{{.*}} {weft.micro_batch = 1 : i64, weft.phase = "backward"} : (tensor<2x2xf32>, tensor<f32>)
-// EACH-NEXT: shard.all_reduce %[[GV]] on @mesh grid_axes = [1] {weft.bucket = 0 : i64, weft.micro_batch = 1 : i64, weft.phase = "backward"} : tensor<2x2xf32>
+// EACH:      %[[GV:.*]] = weft.mul %{{.*}} {weft.task = #weft.task<B, micro_batch = 1>} : (tensor<2x2xf32>, tensor<f32>)
+// EACH-NEXT: shard.all_reduce %[[GV]] on @mesh grid_axes = [1] {weft.bucket = 0 : i64, weft.task = #weft.task<B, micro_batch = 1>} : tensor<2x2xf32>
 // EACH-NEXT: weft.gemm {{.*}}-> tensor<3x2xf32>
 // EACH:      shard.all_reduce %{{.*}} on @mesh grid_axes = [1] {weft.bucket = 1 : i64, {{.*}} : tensor<3x2xf32>
 // EACH-NOT:  weft.concat

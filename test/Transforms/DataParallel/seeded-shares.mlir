@@ -30,11 +30,11 @@
 // seeded with 1/6).
 // TWO-LABEL: func.func @step
 // TWO:       dense<0.166666672>
-// TWO:       %[[R0:.*]] = shard.reduce_scatter {{.*}}weft.micro_batch = 0
-// TWO:       %[[R1:.*]] = shard.reduce_scatter {{.*}}weft.micro_batch = 1
-// TWO:       %[[R2:.*]] = shard.reduce_scatter {{.*}}weft.micro_batch = 2
+// TWO:       %[[R0:.*]] = shard.reduce_scatter {{.*}}micro_batch = 0
+// TWO:       %[[R1:.*]] = shard.reduce_scatter {{.*}}micro_batch = 1
+// TWO:       %[[R2:.*]] = shard.reduce_scatter {{.*}}micro_batch = 2
 // TWO-NEXT:  %[[S01:.*]] = weft.add %[[R0]], %[[R1]]
-// TWO:       %[[ALL:.*]] = weft.add %[[S01]], %[[R2]] {weft.accumulate, weft.phase = "optimizer"}
+// TWO:       %[[ALL:.*]] = weft.add %[[S01]], %[[R2]] {weft.accumulate, weft.task = #weft.task<U>}
 // TWO-NOT:   weft.mul
 // TWO:       weft.split %[[ALL]]
 // TWO:       weft.adamw {{.*}}weft.zero_stage = 2

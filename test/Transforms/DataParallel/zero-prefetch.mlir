@@ -22,20 +22,20 @@
 // nothing is gathered after it.
 // PREFETCH-LABEL: func.func @step
 // PREFETCH-SAME: %[[W:[a-z0-9]+]]: tensor<5xf32> {weft.flat_shard = array<i64: 3, 3>, weft.param = "w"}, %[[V:[a-z0-9]+]]: tensor<3xf32> {weft.flat_shard = array<i64: 3, 2>, weft.param = "v"}
-// PREFETCH: %[[RW:.*]] = weft.reshape %[[W]] {shape = array<i64: 1, 5>, weft.micro_batch = 0 : i64}
-// PREFETCH-NEXT: %[[GW:.*]] = shard.all_gather %[[RW]] on @mesh grid_axes = [1] gather_axis = 0 {weft.bucket = 1 : i64, weft.micro_batch = 0 : i64} : tensor<1x5xf32> -> tensor<2x5xf32>
-// PREFETCH-NEXT: %[[RV:.*]] = weft.reshape %[[V]] {shape = array<i64: 1, 3>, weft.micro_batch = 0 : i64}
-// PREFETCH-NEXT: %[[GV:.*]] = shard.all_gather %[[RV]] {{.*}}{weft.bucket = 0 : i64, weft.micro_batch = 0 : i64} : tensor<1x3xf32> -> tensor<2x3xf32>
+// PREFETCH: %[[RW:.*]] = weft.reshape %[[W]] {shape = array<i64: 1, 5>, weft.task = #weft.task<F, micro_batch = 0>}
+// PREFETCH-NEXT: %[[GW:.*]] = shard.all_gather %[[RW]] on @mesh grid_axes = [1] gather_axis = 0 {weft.bucket = 1 : i64, weft.task = #weft.task<F, micro_batch = 0>} : tensor<1x5xf32> -> tensor<2x5xf32>
+// PREFETCH-NEXT: %[[RV:.*]] = weft.reshape %[[V]] {shape = array<i64: 1, 3>, weft.task = #weft.task<F, micro_batch = 0>}
+// PREFETCH-NEXT: %[[GV:.*]] = shard.all_gather %[[RV]] {{.*}}{weft.bucket = 0 : i64, weft.task = #weft.task<F, micro_batch = 0>} : tensor<1x3xf32> -> tensor<2x3xf32>
 // PREFETCH-NEXT: %[[CW:.*]] = weft.slice %[[GW]] {ends = array<i64: 2, 5>
 // PREFETCH-NEXT: %[[FW:.*]] = weft.reshape %[[CW]] {shape = array<i64: 10>
 // PREFETCH-NEXT: %[[UW:.*]] = weft.slice %[[FW]] {ends = array<i64: 9>
 // PREFETCH-NEXT: %[[WW:.*]] = weft.reshape %[[UW]] {shape = array<i64: 3, 3>
-// PREFETCH-NEXT: weft.matmul %{{.*}}, %[[WW]] {weft.micro_batch = 0 : i64}
+// PREFETCH-NEXT: weft.matmul %{{.*}}, %[[WW]] {weft.task = #weft.task<F, micro_batch = 0>}
 // PREFETCH-NEXT: %[[CV:.*]] = weft.slice %[[GV]]
 // PREFETCH-NEXT: %[[WV:.*]] = weft.reshape %[[CV]] {shape = array<i64: 3, 2>
-// PREFETCH-NEXT: weft.matmul %{{.*}}, %[[WV]] {weft.micro_batch = 0 : i64}
+// PREFETCH-NEXT: weft.matmul %{{.*}}, %[[WV]] {weft.task = #weft.task<F, micro_batch = 0>}
 // PREFETCH-NOT: shard.all_gather
-// PREFETCH: weft.matmul %{{.*}}, %[[WW]] {weft.micro_batch = 1 : i64}
+// PREFETCH: weft.matmul %{{.*}}, %[[WW]] {weft.task = #weft.task<F, micro_batch = 1>}
 // PREFETCH-NOT: shard.all_gather
 // PREFETCH: %[[NW:.*]], %{{.*}}, %{{.*}} = weft.adamw %[[W]], {{.*}}weft.zero_stage = 1 {{.*}} -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
 // PREFETCH: %[[NV:.*]], %{{.*}}, %{{.*}} = weft.adamw %[[V]], {{.*}} -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)

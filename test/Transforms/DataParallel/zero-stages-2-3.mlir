@@ -10,14 +10,14 @@
 // 1/(M D). No whole gradient is summed across micro-batches.
 // TWO-LABEL: func.func @step
 // TWO-NOT: weft.add %{{.*}} : (tensor<3x3xf32>, tensor<3x3xf32>)
-// TWO: %[[R0:.*]] = shard.reduce_scatter %{{.*}} {weft.bucket = 0 : i64, weft.micro_batch = 0 : i64, weft.phase = "backward"} : tensor<2x8xf32> -> tensor<1x8xf32>
+// TWO: %[[R0:.*]] = shard.reduce_scatter %{{.*}} {weft.bucket = 0 : i64, weft.task = #weft.task<B, micro_batch = 0>} : tensor<2x8xf32> -> tensor<1x8xf32>
 // TWO-NOT: weft.add %{{.*}} : (tensor<3x3xf32>, tensor<3x3xf32>)
-// TWO: %[[R1:.*]] = shard.reduce_scatter %{{.*}} {weft.bucket = 0 : i64, weft.micro_batch = 1 : i64, weft.phase = "backward"} : tensor<2x8xf32> -> tensor<1x8xf32>
-// TWO: %[[R2:.*]] = shard.reduce_scatter %{{.*}} {weft.bucket = 0 : i64, weft.micro_batch = 2 : i64, weft.phase = "backward"} : tensor<2x8xf32> -> tensor<1x8xf32>
-// TWO-NEXT: %[[S01:.*]] = weft.add %[[R0]], %[[R1]] {weft.accumulate, weft.micro_batch = 2 : i64, weft.phase = "backward"}
-// TWO: %[[ALL:.*]] = weft.add %[[S01]], %[[R2]] {weft.accumulate, weft.phase = "optimizer"}
+// TWO: %[[R1:.*]] = shard.reduce_scatter %{{.*}} {weft.bucket = 0 : i64, weft.task = #weft.task<B, micro_batch = 1>} : tensor<2x8xf32> -> tensor<1x8xf32>
+// TWO: %[[R2:.*]] = shard.reduce_scatter %{{.*}} {weft.bucket = 0 : i64, weft.task = #weft.task<B, micro_batch = 2>} : tensor<2x8xf32> -> tensor<1x8xf32>
+// TWO-NEXT: %[[S01:.*]] = weft.add %[[R0]], %[[R1]] {weft.accumulate, weft.task = #weft.task<B, micro_batch = 2>}
+// TWO: %[[ALL:.*]] = weft.add %[[S01]], %[[R2]] {weft.accumulate, weft.task = #weft.task<U>}
 // TWO-NEXT: %[[INV:.*]] = weft.constant dense<0.16666
-// TWO-NEXT: weft.mul %[[ALL]], %[[INV]] {weft.phase = "optimizer"}
+// TWO-NEXT: weft.mul %[[ALL]], %[[INV]] {weft.task = #weft.task<U>}
 // TWO: shard.all_slice
 // TWO: weft.adamw {{.*}}weft.zero_stage = 2
 // TWO: shard.all_gather {{.*}}weft.bucket = 0 : i64
@@ -31,18 +31,18 @@
 // THREE-LABEL: func.func @step
 // THREE-SAME: %[[W:[a-z0-9]+]]: tensor<5xf32> {weft.flat_shard = array<i64: 3, 3>, weft.param = "w"}, %[[V:[a-z0-9]+]]: tensor<3xf32> {weft.flat_shard = array<i64: 3, 2>, weft.param = "v"}
 // THREE-SAME: -> (tensor<f32>, tensor<5xf32> {weft.update = "w"}, tensor<5xf32> {weft.update = "w.exp_avg"}, tensor<5xf32> {weft.update = "w.exp_avg_sq"}, tensor<3xf32> {weft.update = "v"}
-// THREE: %[[GW:.*]] = shard.all_gather %[[W]] on @mesh grid_axes = [1] gather_axis = 0 {weft.micro_batch = 0 : i64} : tensor<5xf32> -> tensor<10xf32>
+// THREE: %[[GW:.*]] = shard.all_gather %[[W]] on @mesh grid_axes = [1] gather_axis = 0 {weft.task = #weft.task<F, micro_batch = 0>} : tensor<5xf32> -> tensor<10xf32>
 // THREE-NEXT: %[[UW:.*]] = weft.slice %[[GW]] {ends = array<i64: 9>
-// THREE-NEXT: %[[RW:.*]] = weft.reshape %[[UW]] {shape = array<i64: 3, 3>, weft.micro_batch = 0 : i64}
-// THREE-NEXT: weft.matmul %{{.*}}, %[[RW]] {weft.micro_batch = 0 : i64}
-// THREE: %[[GV:.*]] = shard.all_gather %[[V]] {{.*}}{weft.micro_batch = 0 : i64} : tensor<3xf32> -> tensor<6xf32>
-// THREE-NEXT: %[[RV:.*]] = weft.reshape %[[GV]] {shape = array<i64: 3, 2>, weft.micro_batch = 0 : i64}
-// THREE-NEXT: weft.matmul %{{.*}}, %[[RV]] {weft.micro_batch = 0 : i64}
-// THREE: %[[BV:.*]] = shard.all_gather %[[V]] {{.*}}{weft.micro_batch = 0 : i64, weft.phase = "backward"}
+// THREE-NEXT: %[[RW:.*]] = weft.reshape %[[UW]] {shape = array<i64: 3, 3>, weft.task = #weft.task<F, micro_batch = 0>}
+// THREE-NEXT: weft.matmul %{{.*}}, %[[RW]] {weft.task = #weft.task<F, micro_batch = 0>}
+// THREE: %[[GV:.*]] = shard.all_gather %[[V]] {{.*}}{weft.task = #weft.task<F, micro_batch = 0>} : tensor<3xf32> -> tensor<6xf32>
+// THREE-NEXT: %[[RV:.*]] = weft.reshape %[[GV]] {shape = array<i64: 3, 2>, weft.task = #weft.task<F, micro_batch = 0>}
+// THREE-NEXT: weft.matmul %{{.*}}, %[[RV]] {weft.task = #weft.task<F, micro_batch = 0>}
+// THREE: %[[BV:.*]] = shard.all_gather %[[V]] {{.*}}{weft.task = #weft.task<B, micro_batch = 0>}
 // THREE-NEXT: %[[BRV:.*]] = weft.reshape %[[BV]]
-// THREE-NEXT: weft.gemm %{{.*}}, %[[BRV]] {{.*}}transB = true, weft.micro_batch = 0 : i64, weft.phase = "backward"
-// THREE: shard.all_gather %[[W]] {{.*}}{weft.micro_batch = 1 : i64}
-// THREE: shard.all_gather %[[W]] {{.*}}{weft.micro_batch = 2 : i64}
+// THREE-NEXT: weft.gemm %{{.*}}, %[[BRV]] {{.*}}transB = true, weft.task = #weft.task<B, micro_batch = 0
+// THREE: shard.all_gather %[[W]] {{.*}}{weft.task = #weft.task<F, micro_batch = 1>}
+// THREE: shard.all_gather %[[W]] {{.*}}{weft.task = #weft.task<F, micro_batch = 2>}
 // THREE: %[[NV:.*]], %{{.*}}, %{{.*}} = weft.adamw %[[V]], {{.*}}weft.zero_stage = 3 {{.*}} -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
 // THREE: %[[NW:.*]], %{{.*}}, %{{.*}} = weft.adamw %[[W]], {{.*}} -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
 // THREE-NOT: shard.all_gather

@@ -8,19 +8,19 @@
 // CHECK-SAME: weft.pipeline_stages = 2
 // CHECK: weft.constant
 // CHECK-NOT: weft.stage
-// CHECK: weft.matmul {{.*}}weft.stage = 0
-// CHECK: weft.relu {{.*}}weft.stage = 0
-// CHECK: weft.matmul {{.*}}weft.stage = 1
-// CHECK: weft.relu {{.*}}weft.stage = 1
-// CHECK: weft.reduce_mean {{.*}}weft.stage = 1
+// CHECK: weft.matmul {{.*}}stage = 0
+// CHECK: weft.relu {{.*}}stage = 0
+// CHECK: weft.matmul {{.*}}stage = 1
+// CHECK: weft.relu {{.*}}stage = 1
+// CHECK: weft.reduce_mean {{.*}}stage = 1
 
 // torchgpipe-style balance: ops per stage, in order.
 // BALANCE-LABEL: func.func @mlp
-// BALANCE: weft.matmul {{.*}}weft.stage = 0
-// BALANCE: weft.relu {{.*}}weft.stage = 1
-// BALANCE: weft.matmul {{.*}}weft.stage = 2
-// BALANCE: weft.relu {{.*}}weft.stage = 2
-// BALANCE: weft.reduce_mean {{.*}}weft.stage = 2
+// BALANCE: weft.matmul {{.*}}stage = 0
+// BALANCE: weft.relu {{.*}}stage = 1
+// BALANCE: weft.matmul {{.*}}stage = 2
+// BALANCE: weft.relu {{.*}}stage = 2
+// BALANCE: weft.reduce_mean {{.*}}stage = 2
 func.func @mlp(%x: tensor<256x256xf32> {weft.input = "x"},
                %w0: tensor<256x256xf32> {weft.param = "w0"},
                %w1: tensor<256x256xf32> {weft.param = "w1"}) -> tensor<f32> {

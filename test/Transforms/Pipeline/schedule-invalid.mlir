@@ -4,8 +4,8 @@
 // did not run): refused before any op leaves @main.
 func.func @main(%x: tensor<4x8xf32> {weft.input = "x"})
     -> (tensor<4x8xf32> {weft.output = "y"}) attributes {weft.pipeline_stages = 2 : i64} {
-  %0 = weft.relu %x {weft.stage = 0 : i64, weft.micro_batch = 0 : i64} : tensor<4x8xf32>
+  %0 = weft.relu %x {weft.task = #weft.task<F, micro_batch = 0, stage = 0>} : tensor<4x8xf32>
   // expected-error @+1 {{weft-schedule: operand of stage 1 op is not available on the stage}}
-  %1 = weft.relu %0 {weft.stage = 1 : i64, weft.micro_batch = 0 : i64} : tensor<4x8xf32>
+  %1 = weft.relu %0 {weft.task = #weft.task<F, micro_batch = 0, stage = 1>} : tensor<4x8xf32>
   return %1 : tensor<4x8xf32>
 }

@@ -13,10 +13,10 @@
 // CHECK: %[[R:.*]] = weft.relu %[[H]]
 // CHECK: %[[D:.*]], %[[M:.*]] = weft.dropout %[[R]] {{.*}}weft.rng_id = 0 : i64
 // CHECK: weft.reduce_mean
-// CHECK: %[[H2:.*]] = weft.matmul %arg0, %arg1 {weft.phase = "backward", weft.recompute}
-// CHECK-NEXT: %[[R2:.*]] = weft.relu %[[H2]] {weft.phase = "backward", weft.recompute}
-// CHECK-NEXT: %[[D2:.*]], %[[M2:.*]] = weft.dropout %[[R2]] {{.*}}weft.phase = "backward", weft.recompute, weft.rng_id = 0 : i64
-// CHECK-NOT: weft.recompute
+// CHECK: %[[H2:.*]] = weft.matmul %arg0, %arg1 {weft.task = #weft.task<R>}
+// CHECK-NEXT: %[[R2:.*]] = weft.relu %[[H2]] {weft.task = #weft.task<R>}
+// CHECK-NEXT: %[[D2:.*]], %[[M2:.*]] = weft.dropout %[[R2]] {{.*}}weft.rng_id = 0 : i64, weft.task = #weft.task<R>
+// CHECK-NOT: #weft.task<R
 // CHECK: weft.dropout_grad %{{.*}}, %[[M2]]
 // CHECK: weft.relu_grad %[[H2]]
 // CHECK-NOT: %[[H]]
@@ -26,13 +26,13 @@
 // once, before them all), each micro-batch's recompute still follows its
 // own forward, right before its own first backward op.
 // MB: weft.constant dense<5.000000e-01>
-// MB-NOT: weft.recompute
-// MB: weft.reduce_mean {{.*}}weft.micro_batch = 0
-// MB-NEXT: weft.slice {{.*}}weft.micro_batch = 0 : i64, weft.phase = "backward", weft.recompute
-// MB: weft.reduce_mean {{.*}}weft.micro_batch = 1
-// MB-NEXT: weft.slice {{.*}}weft.micro_batch = 1 : i64, weft.phase = "backward", weft.recompute
+// MB-NOT: #weft.task<R
+// MB: weft.reduce_mean {{.*}}micro_batch = 0
+// MB-NEXT: weft.slice {{.*}}weft.task = #weft.task<R, micro_batch = 0
+// MB: weft.reduce_mean {{.*}}micro_batch = 1
+// MB-NEXT: weft.slice {{.*}}weft.task = #weft.task<R, micro_batch = 1
 
-// NONE-NOT: weft.recompute
+// NONE-NOT: #weft.task<R
 // BAD: weft-checkpoint: unknown policy 'half' (expected none, full or selective)
 func.func @mlp(%x: tensor<4x8xf32> {weft.input = "x"}, %w0: tensor<8x8xf32> {weft.param = "w0"},
                %w1: tensor<8x8xf32> {weft.param = "w1"}) -> tensor<f32> {

@@ -12,10 +12,10 @@
 // CHECK: %[[Y:.*]] = weft.add %arg0,
 // CHECK: %[[H1:.*]] = weft.matmul %[[Y]], %arg2 :
 // CHECK: weft.reduce_mean
-// CHECK: %[[H1R:.*]] = weft.matmul %[[Y]], %arg2 {weft.phase = "backward", weft.recompute}
-// CHECK-NOT: weft.recompute
+// CHECK: %[[H1R:.*]] = weft.matmul %[[Y]], %arg2 {weft.task = #weft.task<R>}
+// CHECK-NOT: #weft.task<R
 // CHECK: weft.relu_grad %[[H1R]]
-// CHECK: %[[H0R:.*]] = weft.matmul %arg0, %arg1 {weft.phase = "backward", weft.recompute}
+// CHECK: %[[H0R:.*]] = weft.matmul %arg0, %arg1 {weft.task = #weft.task<R>}
 // CHECK: weft.relu_grad %[[H0R]]
 // CHECK: return
 func.func @residual(%x: tensor<4x8xf32> {weft.input = "x"}, %w0: tensor<8x8xf32> {weft.param = "w0"},

@@ -10,12 +10,12 @@
 // CHECK: %[[KT:.*]] = weft.transpose
 // CHECK: %[[S:.*]] = weft.matmul %[[Q]], %[[KT]] :
 // CHECK: weft.reduce_mean
-// CHECK-NOT: weft.recompute
-// CHECK: %[[S2:.*]] = weft.matmul %[[Q]], %[[KT]] {weft.phase = "backward", weft.recompute}
-// CHECK-NEXT: %[[D2:.*]] = weft.div %[[S2]], %{{.*}} {weft.phase = "backward", weft.recompute}
-// CHECK-NEXT: %[[P2:.*]] = weft.softmax %[[D2]] {axis = 1 : i64, weft.phase = "backward", weft.recompute}
-// CHECK-NEXT: %[[O2:.*]], %[[M2:.*]] = weft.dropout %[[P2]] {{.*}}weft.phase = "backward", weft.recompute
-// CHECK-NOT: weft.recompute
+// CHECK-NOT: #weft.task<R
+// CHECK: %[[S2:.*]] = weft.matmul %[[Q]], %[[KT]] {weft.task = #weft.task<R>}
+// CHECK-NEXT: %[[D2:.*]] = weft.div %[[S2]], %{{.*}} {weft.task = #weft.task<R>}
+// CHECK-NEXT: %[[P2:.*]] = weft.softmax %[[D2]] {axis = 1 : i64, weft.task = #weft.task<R>}
+// CHECK-NEXT: %[[O2:.*]], %[[M2:.*]] = weft.dropout %[[P2]] {{.*}}weft.task = #weft.task<R
+// CHECK-NOT: #weft.task<R
 // CHECK-DAG: weft.gemm %[[O2]], %{{.*}} {{{.*}}transA = true
 // CHECK-DAG: weft.dropout_grad %{{.*}}, %[[M2]]
 // CHECK-DAG: weft.softmax_grad %[[P2]]

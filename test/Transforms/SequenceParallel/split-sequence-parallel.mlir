@@ -35,16 +35,16 @@
 
 // BWD-LABEL: func.func @layer
 // The loss's gather: a complete gradient, sliced.
-// BWD: shard.all_slice %{{.*}} slice_axis = 1 {weft.phase = "backward"} : tensor<2x4x8xf32> -> tensor<2x2x8xf32>
-// BWD: shard.all_reduce %{{.*}} {weft.phase = "backward"} : tensor<8xf32>
-// BWD: shard.all_gather %{{.*}} gather_axis = 1 {weft.phase = "backward"} : tensor<2x2x8xf32> -> tensor<2x4x8xf32>
-// BWD: %[[AGAIN:.*]] = shard.all_gather %output on @mesh grid_axes = [2] gather_axis = 1 {weft.phase = "backward", weft.recompute}
-// BWD: weft.copy_to_tensor_parallel %[[AGAIN]] {{{.*}}weft.phase = "backward", weft.recompute}
+// BWD: shard.all_slice %{{.*}} slice_axis = 1 {weft.task = #weft.task<B>} : tensor<2x4x8xf32> -> tensor<2x2x8xf32>
+// BWD: shard.all_reduce %{{.*}} {weft.task = #weft.task<B>} : tensor<8xf32>
+// BWD: shard.all_gather %{{.*}} gather_axis = 1 {weft.task = #weft.task<B>} : tensor<2x2x8xf32> -> tensor<2x4x8xf32>
+// BWD: %[[AGAIN:.*]] = shard.all_gather %output on @mesh grid_axes = [2] gather_axis = 1 {weft.task = #weft.task<R>}
+// BWD: weft.copy_to_tensor_parallel %[[AGAIN]] {{{.*}}weft.task = #weft.task<R{{[^>]*}}>}
 // BWD-NOT: shard.all_reduce %{{.*}} : tensor<2x4x8xf32>
-// BWD: shard.reduce_scatter %{{.*}} scatter_axis = 1 {weft.phase = "backward"} : tensor<2x4x8xf32> -> tensor<2x2x8xf32>
-// BWD-COUNT-2: shard.all_reduce %{{.*}} {weft.phase = "backward"} : tensor<8xf32>
-// BWD: shard.all_gather %{{.*}} gather_axis = 0 {weft.phase = "backward"} : tensor<2x8xf32> -> tensor<4x8xf32>
-// BWD: shard.all_gather %{{.*}} gather_axis = 1 {weft.phase = "backward"} : tensor<2x2x8xf32> -> tensor<2x4x8xf32>
+// BWD: shard.reduce_scatter %{{.*}} scatter_axis = 1 {weft.task = #weft.task<B>} : tensor<2x4x8xf32> -> tensor<2x2x8xf32>
+// BWD-COUNT-2: shard.all_reduce %{{.*}} {weft.task = #weft.task<B>} : tensor<8xf32>
+// BWD: shard.all_gather %{{.*}} gather_axis = 0 {weft.task = #weft.task<B>} : tensor<2x8xf32> -> tensor<4x8xf32>
+// BWD: shard.all_gather %{{.*}} gather_axis = 1 {weft.task = #weft.task<B>} : tensor<2x2x8xf32> -> tensor<2x4x8xf32>
 // BWD-NOT: shard.
 // BWD: return
 func.func @layer(%tokens: tensor<2x4xi64> {weft.input = "tokens"},

@@ -12,16 +12,16 @@ shard.grid @mesh(shape = 1x1x2) {weft.mesh_axes = ["pipeline", "data", "tensor"]
 // CHECK: %[[DX:.*]] = weft.matmul %arg0, %arg2
 // CHECK: %[[P:.*]] = shard.all_reduce %[[DX]] on @mesh grid_axes = [2]
 // CHECK: %[[DW:.*]] = weft.matmul %arg1, %arg0
-// CHECK: %[[S:.*]] = weft.wait_collective %[[P]], %[[DX]] {weft.micro_batch = 0 : i64, weft.phase = "backward"} : tensor<4x8xf32> -> tensor<4x8xf32>
+// CHECK: %[[S:.*]] = weft.wait_collective %[[P]], %[[DX]] {weft.task = #weft.task<B, micro_batch = 0>} : tensor<4x8xf32> -> tensor<4x8xf32>
 // CHECK: weft.add %[[S]], %arg3
 // CHECK: return %[[DW]]
 func.func @linear_backward(%dy: tensor<4x8xf32>, %xt: tensor<8x4xf32>,
                            %w: tensor<8x8xf32>, %r: tensor<4x8xf32>)
     -> (tensor<8x8xf32>, tensor<4x8xf32>) {
-  %dw = weft.matmul %xt, %dy {weft.phase = "backward", weft.micro_batch = 0 : i64} : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
-  %dx = weft.matmul %dy, %w {weft.phase = "backward", weft.micro_batch = 0 : i64} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  %s = shard.all_reduce %dx on @mesh grid_axes = [2] {weft.phase = "backward", weft.micro_batch = 0 : i64} : tensor<4x8xf32> -> tensor<4x8xf32>
-  %y = weft.add %s, %r {weft.phase = "backward", weft.micro_batch = 0 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %dw = weft.matmul %xt, %dy {weft.task = #weft.task<B, micro_batch = 0>} : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %dx = weft.matmul %dy, %w {weft.task = #weft.task<B, micro_batch = 0>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %s = shard.all_reduce %dx on @mesh grid_axes = [2] {weft.task = #weft.task<B, micro_batch = 0>} : tensor<4x8xf32> -> tensor<4x8xf32>
+  %y = weft.add %s, %r {weft.task = #weft.task<B, micro_batch = 0>} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %dw, %y : tensor<8x8xf32>, tensor<4x8xf32>
 }
 
@@ -39,11 +39,11 @@ shard.grid @mesh(shape = 1x1x2) {weft.mesh_axes = ["pipeline", "data", "tensor"]
 // CHECK: %[[A:.*]] = shard.all_reduce %arg0
 // CHECK-NEXT: weft.neg %arg1
 // CHECK-NEXT: %[[B:.*]] = shard.all_reduce %arg1
-// CHECK-NEXT: weft.neg %arg0 {weft.micro_batch = 0 : i64, weft.phase = "forward"}
+// CHECK-NEXT: weft.neg %arg0 {weft.task = #weft.task<F, micro_batch = 0>}
 // CHECK: %[[WB:.*]] = weft.wait_collective %[[B]], %arg1
 // CHECK: weft.mul %[[WB]]
-// CHECK: %[[WA:.*]] = weft.wait_collective %[[A]], %arg0 {weft.micro_batch = 0 : i64, weft.phase = "forward"}
-// CHECK: weft.neg %[[WA]] {weft.micro_batch = 0 : i64, weft.phase = "backward"}
+// CHECK: %[[WA:.*]] = weft.wait_collective %[[A]], %arg0 {weft.task = #weft.task<F, micro_batch = 0>}
+// CHECK: weft.neg %[[WA]] {weft.task = #weft.task<B, micro_batch = 0>}
 // CHECK: %[[C:.*]] = shard.all_reduce %arg2
 // CHECK: %[[WC:.*]] = weft.wait_collective %[[C]], %arg2
 // CHECK: weft.sgd %arg2
@@ -53,15 +53,15 @@ func.func @boundaries(%x: tensor<4xf32>, %y: tensor<4xf32>,
                       %g: tensor<4xf32>)
     -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
         tensor<4xf32>) {
-  %k = weft.neg %y {weft.phase = "forward", weft.micro_batch = 0 : i64} : tensor<4xf32>
-  %a = shard.all_reduce %x on @mesh grid_axes = [2] {weft.phase = "forward", weft.micro_batch = 0 : i64} : tensor<4xf32> -> tensor<4xf32>
-  %n = weft.neg %x {weft.phase = "forward", weft.micro_batch = 0 : i64} : tensor<4xf32>
-  %b = shard.all_reduce %y on @mesh grid_axes = [2] {weft.phase = "forward", weft.micro_batch = 0 : i64} : tensor<4xf32> -> tensor<4xf32>
-  %m = weft.mul %b, %n {weft.phase = "forward", weft.micro_batch = 0 : i64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  %d = weft.neg %a {weft.phase = "backward", weft.micro_batch = 0 : i64} : tensor<4xf32>
-  %c = shard.all_reduce %p on @mesh grid_axes = [2] {weft.phase = "optimizer"} : tensor<4xf32> -> tensor<4xf32>
-  %u = weft.sgd %p, %g {lr = 0.1 : f64, momentum = 0.0 : f64, nesterov = false, weft.phase = "optimizer", weight_decay = 0.0 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  %e = weft.neg %c {weft.phase = "optimizer"} : tensor<4xf32>
+  %k = weft.neg %y {weft.task = #weft.task<F, micro_batch = 0>} : tensor<4xf32>
+  %a = shard.all_reduce %x on @mesh grid_axes = [2] {weft.task = #weft.task<F, micro_batch = 0>} : tensor<4xf32> -> tensor<4xf32>
+  %n = weft.neg %x {weft.task = #weft.task<F, micro_batch = 0>} : tensor<4xf32>
+  %b = shard.all_reduce %y on @mesh grid_axes = [2] {weft.task = #weft.task<F, micro_batch = 0>} : tensor<4xf32> -> tensor<4xf32>
+  %m = weft.mul %b, %n {weft.task = #weft.task<F, micro_batch = 0>} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %d = weft.neg %a {weft.task = #weft.task<B, micro_batch = 0>} : tensor<4xf32>
+  %c = shard.all_reduce %p on @mesh grid_axes = [2] {weft.task = #weft.task<U>} : tensor<4xf32> -> tensor<4xf32>
+  %u = weft.sgd %p, %g {lr = 0.1 : f64, momentum = 0.0 : f64, nesterov = false, weft.task = #weft.task<U>, weight_decay = 0.0 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %e = weft.neg %c {weft.task = #weft.task<U>} : tensor<4xf32>
   return %m, %d, %u, %e, %k : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
 
@@ -80,9 +80,9 @@ shard.grid @mesh(shape = 1x1x2) {weft.mesh_axes = ["pipeline", "data", "tensor"]
 // CHECK-NEXT: weft.matmul %[[R]], %arg1
 func.func @regather(%shard: tensor<2x4xf32>, %dy: tensor<4x4xf32>,
                     %w: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
-  %g = shard.all_gather %shard on @mesh grid_axes = [2] gather_axis = 0 {weft.phase = "backward", weft.micro_batch = 0 : i64} : tensor<2x4xf32> -> tensor<4x4xf32>
-  %r = weft.reshape %g {shape = array<i64: 4, 4>, weft.phase = "backward", weft.micro_batch = 0 : i64} : (tensor<4x4xf32>) -> tensor<4x4xf32>
-  %dx = weft.matmul %dy, %w {weft.phase = "backward", weft.micro_batch = 0 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-  %dw = weft.matmul %r, %dy {weft.phase = "backward", weft.micro_batch = 0 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %g = shard.all_gather %shard on @mesh grid_axes = [2] gather_axis = 0 {weft.task = #weft.task<B, micro_batch = 0>} : tensor<2x4xf32> -> tensor<4x4xf32>
+  %r = weft.reshape %g {shape = array<i64: 4, 4>, weft.task = #weft.task<B, micro_batch = 0>} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %dx = weft.matmul %dy, %w {weft.task = #weft.task<B, micro_batch = 0>} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %dw = weft.matmul %r, %dy {weft.task = #weft.task<B, micro_batch = 0>} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   return %dx, %dw : tensor<4x4xf32>, tensor<4x4xf32>
 }

@@ -24,7 +24,7 @@
 // input's partial gradient.
 // GRAD-LABEL: func.func @mlp
 // GRAD: shard.all_reduce %{{.*}} on @mesh grid_axes = [2] :
-// GRAD: shard.all_reduce %{{.*}} on @mesh grid_axes = [2] {weft.phase = "backward"}
+// GRAD: shard.all_reduce %{{.*}} on @mesh grid_axes = [2] {weft.task = #weft.task<B>}
 // GRAD-NOT: shard.all_reduce
 // GRAD: return
 // Without a tensor axis the pass changes nothing.

@@ -226,9 +226,9 @@ TEST(PipelineSimulation, OnlyTheCollectiveAWaitCompletesIsAPost) {
   auto programs = programsOf(R"(
     shard.grid @mesh(shape = 2x2x1) {weft.mesh_axes = ["pipeline", "data", "tensor"]}
     func.func @stage0(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> attributes {weft.stage = 0 : i64} {
-      %y = weft.matmul %x, %w {weft.phase = "backward"} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-      %p = shard.all_reduce %y on @mesh grid_axes = [1] {weft.phase = "backward"} : tensor<4x4xf32> -> tensor<4x4xf32>
-      %s = weft.wait_collective %p, %y {weft.phase = "backward"} : tensor<4x4xf32> -> tensor<4x4xf32>
+      %y = weft.matmul %x, %w {weft.task = #weft.task<B>} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+      %p = shard.all_reduce %y on @mesh grid_axes = [1] {weft.task = #weft.task<B>} : tensor<4x4xf32> -> tensor<4x4xf32>
+      %s = weft.wait_collective %p, %y {weft.task = #weft.task<B>} : tensor<4x4xf32> -> tensor<4x4xf32>
       return %s : tensor<4x4xf32>
     })");
   ASSERT_EQ(programs.size(), 1u);

@@ -1,33 +1,129 @@
-//===- Task.cpp - verifying an op's task attributes -----------------------===//
+//===- Task.cpp - #weft.task and the task attributes' verifier ------------===//
 
 #include "weft/Dialect/Weft/IR/Task.h"
 
-#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
+using namespace weft;
 
-namespace {
+char weft::taskKindLetter(TaskKind kind) {
+  switch (kind) {
+  case TaskKind::Forward:
+    return 'F';
+  case TaskKind::Backward:
+    return 'B';
+  case TaskKind::Recompute:
+    return 'R';
+  case TaskKind::Update:
+    return 'U';
+  }
+  llvm_unreachable("unknown task kind");
+}
 
-/// A non-negative i64 index, or an error naming `name`.
-LogicalResult verifyIndex(Operation *op, NamedAttribute attr) {
-  auto index = dyn_cast<IntegerAttr>(attr.getValue());
-  if (!index || !index.getType().isSignlessInteger(64) || index.getInt() < 0)
-    return op->emitOpError("'")
-           << attr.getName().getValue()
-           << "' must be a non-negative i64 index, not " << attr.getValue();
+StringRef weft::phaseName(TaskKind kind) {
+  switch (kind) {
+  case TaskKind::Forward:
+    return "forward";
+  case TaskKind::Backward:
+  case TaskKind::Recompute:
+    return "backward";
+  case TaskKind::Update:
+    return "optimizer";
+  }
+  llvm_unreachable("unknown task kind");
+}
+
+// #weft.task<B, micro_batch = 3, stage = 1>: the kind, then the fields set.
+Attribute TaskAttr::parse(AsmParser &parser, Type) {
+  StringRef letter;
+  if (parser.parseLess() || parser.parseKeyword(&letter))
+    return {};
+  std::optional<TaskKind> kind;
+  for (TaskKind k : {TaskKind::Forward, TaskKind::Backward, TaskKind::Recompute,
+                     TaskKind::Update})
+    if (letter == StringRef(std::string(1, taskKindLetter(k))))
+      kind = k;
+  if (!kind) {
+    parser.emitError(parser.getCurrentLocation(),
+                     "a task's kind is F, B, R or U, not '")
+        << letter << "'";
+    return {};
+  }
+  TaskFields fields;
+  fields.kind = *kind;
+  while (succeeded(parser.parseOptionalComma())) {
+    StringRef name;
+    int64_t value;
+    SMLoc at = parser.getCurrentLocation();
+    if (parser.parseKeyword(&name) || parser.parseEqual() ||
+        parser.parseInteger(value))
+      return {};
+    if (name == "micro_batch")
+      fields.microBatch = value;
+    else if (name == "stage")
+      fields.stage = value;
+    else if (name == "chunk")
+      fields.chunk = value;
+    else {
+      parser.emitError(at, "a task's fields are micro_batch, stage and "
+                           "chunk, not '")
+          << name << "'";
+      return {};
+    }
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<TaskAttr>(parser.getContext(), fields.kind,
+                                     fields.microBatch, fields.stage,
+                                     fields.chunk);
+}
+
+void TaskAttr::print(AsmPrinter &printer) const {
+  printer << '<' << taskKindLetter(getKind());
+  if (std::optional<int64_t> mb = getMicroBatch())
+    printer << ", micro_batch = " << *mb;
+  if (std::optional<int64_t> stage = getStage())
+    printer << ", stage = " << *stage;
+  if (getChunk() != 0)
+    printer << ", chunk = " << getChunk();
+  printer << '>';
+}
+
+LogicalResult TaskAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               TaskKind kind, std::optional<int64_t> microBatch,
+                               std::optional<int64_t> stage, int64_t chunk) {
+  if (microBatch && *microBatch < 0)
+    return emitError() << "a task's micro_batch is non-negative, not "
+                       << *microBatch;
+  if (stage && *stage < 0)
+    return emitError() << "a task's stage is non-negative, not " << *stage;
+  if (chunk < 0)
+    return emitError() << "a task's chunk is non-negative, not " << chunk;
+  if (kind == TaskKind::Update && microBatch)
+    return emitError() << "an optimizer update (U) belongs to no "
+                          "micro-batch, but has micro_batch = "
+                       << *microBatch;
   return success();
 }
+
+namespace {
 
 /// A pipelined function's ops against its stage count and, on a stage
 /// function, its stage and micro-batch count: one walk of the function
 /// here rather than a lookup of the function per op.
 LogicalResult verifyPipelinedFunction(Operation *func, int64_t stages) {
-  auto ownStage = func->getAttrOfType<IntegerAttr>(weft::kStageAttr);
-  auto microBatches = func->getAttrOfType<IntegerAttr>(weft::kMicroBatchesAttr);
+  auto ownStage = func->getAttrOfType<IntegerAttr>(kStageAttr);
+  auto microBatches = func->getAttrOfType<IntegerAttr>(kMicroBatchesAttr);
   for (Region &region : func->getRegions())
     for (Block &block : region)
       for (Operation &op : block) {
-        if (std::optional<int64_t> stage = weft::stageOf(&op)) {
+        TaskAttr task = taskOf(&op);
+        if (!task)
+          continue;
+        if (std::optional<int64_t> stage = task.getStage()) {
           if (*stage >= stages)
             return op.emitOpError("is on stage ")
                    << *stage << " of a function with " << stages
@@ -37,7 +133,7 @@ LogicalResult verifyPipelinedFunction(Operation *func, int64_t stages) {
                    << *stage << ", in the function of stage "
                    << ownStage.getInt();
         }
-        if (std::optional<int64_t> mb = weft::microBatchOf(&op);
+        if (std::optional<int64_t> mb = task.getMicroBatch();
             mb && microBatches && *mb >= microBatches.getInt())
           return op.emitOpError("belongs to micro-batch ")
                  << *mb << " of a step with " << microBatches.getInt()
@@ -50,33 +146,25 @@ LogicalResult verifyPipelinedFunction(Operation *func, int64_t stages) {
 
 LogicalResult weft::verifyTaskAttribute(Operation *op, NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == kPhaseAttr) {
-    auto phase = dyn_cast<StringAttr>(attr.getValue());
-    if (!phase || !llvm::is_contained({"forward", "backward", "optimizer"},
-                                      phase.getValue()))
+  if (name == kTaskAttr) {
+    if (!isa<TaskAttr>(attr.getValue()))
       return op->emitOpError("'")
-             << kPhaseAttr
-             << "' must be \"forward\", \"backward\" or \"optimizer\", not "
+             << kTaskAttr << "' must be a #weft.task<...>, not "
              << attr.getValue();
-    if (phase.getValue() == "optimizer" && op->hasAttr(kMicroBatchAttr))
-      return op->emitOpError("is an optimizer update, which belongs to no "
-                             "micro-batch, but has "
-                             "'")
-             << kMicroBatchAttr << "'";
     return success();
   }
-  if (name == kRecomputeAttr) {
-    if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitOpError("'") << kRecomputeAttr << "' is a unit attribute";
-    if (taskKindOf(op) != TaskKind::Recompute)
+  if (name == kStageAttr) {
+    auto stage = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op))
       return op->emitOpError("'")
-             << kRecomputeAttr
-             << "' marks a forward recomputed in the backward: the op's '"
-             << kPhaseAttr << "' must be \"backward\"";
+             << kStageAttr << "' is a stage function's; an op's stage is in "
+             << "its '" << kTaskAttr << "'";
+    if (!stage || stage.getInt() < 0)
+      return op->emitOpError("'")
+             << kStageAttr << "' must be a non-negative index, not "
+             << attr.getValue();
     return success();
   }
-  if (name == kMicroBatchAttr || name == kStageAttr)
-    return verifyIndex(op, attr);
   if (name == kPipelineStagesAttr) {
     auto stages = dyn_cast<IntegerAttr>(attr.getValue());
     if (!stages || stages.getInt() < 1)

@@ -19,11 +19,20 @@ using namespace weft;
 #define GET_TYPEDEF_CLASSES
 #include "weft/Dialect/Weft/IR/WeftTypes.cpp.inc"
 
+// #weft.task's storage and the dialect's attribute parser and printer; its
+// own syntax and verifier are in Task.cpp.
+#define GET_ATTRDEF_CLASSES
+#include "weft/Dialect/Weft/IR/WeftAttrs.cpp.inc"
+
 void WeftDialect::initialize() {
   rules = std::make_unique<KernelRuleCache>();
   addOperations<
 #define GET_OP_LIST
 #include "weft/Dialect/Weft/IR/WeftOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "weft/Dialect/Weft/IR/WeftAttrs.cpp.inc"
       >();
   addTypes<
 #define GET_TYPEDEF_LIST

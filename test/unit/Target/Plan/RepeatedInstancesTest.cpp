@@ -38,18 +38,18 @@ const char *kFourMicroBatches = R"(
       -> (tensor<2xf32> {weft.output = "y"}) {
     %c = weft.constant dense<2.0> : tensor<2xf32>
     %d = weft.constant dense<3.0> : tensor<2xf32>
-    %x0 = weft.slice %x {starts = array<i64: 0, 0>, ends = array<i64: 2, 2>, steps = array<i64: 1, 1>, weft.micro_batch = 0 : i64} : (tensor<8x2xf32>) -> tensor<2x2xf32> loc("slice")
-    %a0 = weft.mul %x0, %w {weft.micro_batch = 0 : i64} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("forward")
-    %x1 = weft.slice %x {starts = array<i64: 2, 0>, ends = array<i64: 4, 2>, steps = array<i64: 1, 1>, weft.micro_batch = 1 : i64} : (tensor<8x2xf32>) -> tensor<2x2xf32> loc("slice")
-    %a1 = weft.mul %x1, %w {weft.micro_batch = 1 : i64} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("forward")
-    %x2 = weft.slice %x {starts = array<i64: 4, 0>, ends = array<i64: 6, 2>, steps = array<i64: 1, 1>, weft.micro_batch = 2 : i64} : (tensor<8x2xf32>) -> tensor<2x2xf32> loc("slice")
-    %a2 = weft.mul %x2, %v {weft.micro_batch = 2 : i64} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("forward")
-    %x3 = weft.slice %x {starts = array<i64: 6, 0>, ends = array<i64: 8, 2>, steps = array<i64: 1, 1>, weft.micro_batch = 3 : i64} : (tensor<8x2xf32>) -> tensor<2x2xf32> loc("slice")
-    %a3 = weft.mul %x3, %w {weft.micro_batch = 3 : i64} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("forward")
-    %b0 = weft.mul %a0, %c {weft.micro_batch = 0 : i64, weft.phase = "backward"} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("backward")
-    %b1 = weft.mul %a1, %c {weft.micro_batch = 1 : i64, weft.phase = "backward"} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("backward")
-    %b2 = weft.mul %a2, %c {weft.micro_batch = 2 : i64, weft.phase = "backward"} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("backward")
-    %b3 = weft.mul %a3, %d {weft.micro_batch = 3 : i64, weft.phase = "backward"} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("backward")
+    %x0 = weft.slice %x {ends = array<i64: 2, 2>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>, weft.task = #weft.task<F, micro_batch = 0>} : (tensor<8x2xf32>) -> tensor<2x2xf32> loc("slice")
+    %a0 = weft.mul %x0, %w {weft.task = #weft.task<F, micro_batch = 0>} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("forward")
+    %x1 = weft.slice %x {ends = array<i64: 4, 2>, starts = array<i64: 2, 0>, steps = array<i64: 1, 1>, weft.task = #weft.task<F, micro_batch = 1>} : (tensor<8x2xf32>) -> tensor<2x2xf32> loc("slice")
+    %a1 = weft.mul %x1, %w {weft.task = #weft.task<F, micro_batch = 1>} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("forward")
+    %x2 = weft.slice %x {ends = array<i64: 6, 2>, starts = array<i64: 4, 0>, steps = array<i64: 1, 1>, weft.task = #weft.task<F, micro_batch = 2>} : (tensor<8x2xf32>) -> tensor<2x2xf32> loc("slice")
+    %a2 = weft.mul %x2, %v {weft.task = #weft.task<F, micro_batch = 2>} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("forward")
+    %x3 = weft.slice %x {ends = array<i64: 8, 2>, starts = array<i64: 6, 0>, steps = array<i64: 1, 1>, weft.task = #weft.task<F, micro_batch = 3>} : (tensor<8x2xf32>) -> tensor<2x2xf32> loc("slice")
+    %a3 = weft.mul %x3, %w {weft.task = #weft.task<F, micro_batch = 3>} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("forward")
+    %b0 = weft.mul %a0, %c {weft.task = #weft.task<B, micro_batch = 0>} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("backward")
+    %b1 = weft.mul %a1, %c {weft.task = #weft.task<B, micro_batch = 1>} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("backward")
+    %b2 = weft.mul %a2, %c {weft.task = #weft.task<B, micro_batch = 2>} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("backward")
+    %b3 = weft.mul %a3, %d {weft.task = #weft.task<B, micro_batch = 3>} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32> loc("backward")
     %y = weft.mul %w, %c : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
     return %y : tensor<2xf32>
   })";

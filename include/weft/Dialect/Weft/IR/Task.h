@@ -3,18 +3,16 @@
 // A training step is a set of tasks: the forward F(i) and backward B(i) of
 // each micro-batch i on each pipeline stage, and the optimizer update U
 // after the last (GPipe: Huang et al. 2019; 1F1B: Narayanan et al. 2021,
-// §2.2). An op's task is held by discardable attributes the passes set:
+// §2.2). An op's task is its `weft.task`, a #weft.task<kind, micro_batch,
+// stage, chunk> the passes fill in as they go: the kind at weft-autodiff
+// (B), weft-checkpoint (R) and weft-append-optimizer (U), the micro-batch
+// at weft-accumulate-microbatches, the stage at weft-partition-pipeline.
+// An op without one is forward work of no micro-batch or stage.
 //
-//   weft.phase       "backward" (weft-autodiff) or "optimizer"
-//                    (weft-append-optimizer); absent (or "forward"): forward
-//   weft.recompute   a forward recomputed in the backward (weft-checkpoint)
-//   weft.micro_batch the micro-batch, 0-based (weft-accumulate-microbatches)
-//   weft.stage       the pipeline stage, 0-based (weft-partition-pipeline)
-//
-// Passes ask the typed questions below, never compare the text; the
-// dialect verifies each attribute (WeftDialect::verifyOperationAttribute:
-// a known phase, a recompute mark only in the backward, no micro-batch on
-// an update, indices in range of the function's stages and micro-batches).
+// Passes ask the typed questions below. The attribute verifies its own
+// fields (non-negative indices, no micro-batch on an update); the dialect
+// verifies that `weft.task` is one and that a pipelined function's ops lie
+// within its stages and micro-batches (verifyTaskAttribute).
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_DIALECT_WEFT_IR_TASK_H
@@ -22,41 +20,73 @@
 
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 
-#include "mlir/IR/Builders.h"
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Operation.h"
 
 #include <optional>
 
 namespace weft {
 
-/// The kind of an op's work. A Recompute op (a forward cloned into the
-/// backward) runs in its micro-batch's backward task.
+/// The kind of an op's work: F, B, R (a forward recomputed in the
+/// backward, which runs in its micro-batch's backward task), U.
 enum class TaskKind { Forward, Backward, Recompute, Update };
+
+/// The letter of a kind in #weft.task<...> and on the timeline.
+char taskKindLetter(TaskKind kind);
 
 /// The plan's and the timeline's phase of a kind's task: "forward",
 /// "backward" (Backward and Recompute) or "optimizer"
 /// (docs/plan-format.md, "Task bodies").
-inline llvm::StringRef phaseName(TaskKind kind) {
-  switch (kind) {
-  case TaskKind::Forward:
-    return "forward";
-  case TaskKind::Backward:
-  case TaskKind::Recompute:
-    return "backward";
-  case TaskKind::Update:
-    return "optimizer";
-  }
-  llvm_unreachable("unknown task kind");
+llvm::StringRef phaseName(TaskKind kind);
+
+} // namespace weft
+
+#define GET_ATTRDEF_CLASSES
+#include "weft/Dialect/Weft/IR/WeftAttrs.h.inc"
+
+namespace weft {
+
+/// `op`'s task; null when it has none (forward work, no micro-batch or
+/// stage).
+inline TaskAttr taskOf(mlir::Operation *op) {
+  return op->getAttrOfType<TaskAttr>(kTaskAttr);
 }
 
-/// The kind of `op`'s work, from weft.phase and weft.recompute.
+/// The fields of a task, to change one and build the attribute again.
+struct TaskFields {
+  TaskKind kind = TaskKind::Forward;
+  std::optional<int64_t> microBatch, stage;
+  int64_t chunk = 0;
+
+  static TaskFields of(TaskAttr task) {
+    if (!task)
+      return {};
+    return {task.getKind(), task.getMicroBatch(), task.getStage(),
+            task.getChunk()};
+  }
+  static TaskFields of(mlir::Operation *op) { return of(taskOf(op)); }
+  /// The attribute; null for the default (forward, nothing else), which an
+  /// op holds by having none.
+  TaskAttr get(mlir::MLIRContext *ctx) const {
+    if (kind == TaskKind::Forward && !microBatch && !stage && chunk == 0)
+      return {};
+    return TaskAttr::get(ctx, kind, microBatch, stage, chunk);
+  }
+};
+
+/// Sets `op`'s task to `fields` (removes it for the default).
+inline void setTask(mlir::Operation *op, const TaskFields &fields) {
+  if (TaskAttr task = fields.get(op->getContext()))
+    op->setAttr(kTaskAttr, task);
+  else
+    op->removeAttr(kTaskAttr);
+}
+
+/// The kind of `op`'s work.
 inline TaskKind taskKindOf(mlir::Operation *op) {
-  auto phase = op->getAttrOfType<mlir::StringAttr>(kPhaseAttr);
-  if (!phase || phase.getValue() == "forward")
-    return TaskKind::Forward;
-  if (phase.getValue() == "optimizer")
-    return TaskKind::Update;
-  return op->hasAttr(kRecomputeAttr) ? TaskKind::Recompute : TaskKind::Backward;
+  TaskAttr task = taskOf(op);
+  return task ? task.getKind() : TaskKind::Forward;
 }
 
 inline bool isForward(mlir::Operation *op) {
@@ -86,43 +116,33 @@ inline TaskKind scheduledTaskKind(mlir::Operation *op) {
   return kind == TaskKind::Recompute ? TaskKind::Backward : kind;
 }
 
-/// The phase attribute that marks `kind` (null for Forward, which is the
-/// absence of one); Recompute also needs weft.recompute (setTaskKind).
-inline mlir::StringAttr phaseAttr(mlir::MLIRContext *ctx, TaskKind kind) {
-  return kind == TaskKind::Forward
-             ? mlir::StringAttr()
-             : mlir::StringAttr::get(ctx, phaseName(kind));
-}
-
-/// Marks `op`'s work as `kind`, replacing its phase and recompute marks.
+/// Marks `op`'s work as `kind`, keeping its micro-batch and stage.
 inline void setTaskKind(mlir::Operation *op, TaskKind kind) {
-  if (mlir::StringAttr phase = phaseAttr(op->getContext(), kind))
-    op->setAttr(kPhaseAttr, phase);
-  else
-    op->removeAttr(kPhaseAttr);
-  if (kind == TaskKind::Recompute)
-    op->setAttr(kRecomputeAttr, mlir::UnitAttr::get(op->getContext()));
-  else
-    op->removeAttr(kRecomputeAttr);
+  TaskFields fields = TaskFields::of(op);
+  fields.kind = kind;
+  setTask(op, fields);
 }
 
-/// The pipeline stage of an op (`weft.stage`), if it has one.
+/// The pipeline stage of an op (its task's), or of a stage function
+/// (`weft.stage`), if it has one.
 inline std::optional<int64_t> stageOf(mlir::Operation *op) {
+  if (TaskAttr task = taskOf(op))
+    return task.getStage();
   if (auto attr = op->getAttrOfType<mlir::IntegerAttr>(kStageAttr))
     return attr.getInt();
   return std::nullopt;
 }
 
-/// The micro-batch of an op (`weft.micro_batch`), if it has one.
+/// The micro-batch of an op (its task's), if it has one.
 inline std::optional<int64_t> microBatchOf(mlir::Operation *op) {
-  if (auto attr = op->getAttrOfType<mlir::IntegerAttr>(kMicroBatchAttr))
-    return attr.getInt();
+  if (TaskAttr task = taskOf(op))
+    return task.getMicroBatch();
   return std::nullopt;
 }
 
-/// Verifies a task attribute (`weft.phase`, `weft.recompute`,
-/// `weft.micro_batch`, `weft.stage`, and a pipelined function's
-/// `weft.pipeline_stages` against its ops) on `op`; success for any other.
+/// Verifies `weft.task` (a #weft.task), a function's `weft.stage` and a
+/// pipelined function's `weft.pipeline_stages` against its ops; success
+/// for any other attribute.
 mlir::LogicalResult verifyTaskAttribute(mlir::Operation *op,
                                         mlir::NamedAttribute attr);
 

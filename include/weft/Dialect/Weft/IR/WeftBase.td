@@ -18,7 +18,8 @@ def Weft_Dialect : Dialect {
   let name = "weft";
   let cppNamespace = "::weft";
   let useDefaultTypePrinterParser = 1;
-  // The task attributes (weft.phase, weft.stage, ...): Task.h.
+  let useDefaultAttributePrinterParser = 1;
+  // An op's weft.task and a pipelined function's stages: Task.h.
   let hasOperationAttrVerify = 1;
   // The device mesh and the collectives are upstream shard ops.
   let dependentDialects = ["mlir::shard::ShardDialect"];
@@ -47,6 +48,27 @@ def Weft_Dialect : Dialect {
     attributes alone. Each op verifies its operands and infers its result type,
     and implements `CostOpInterface` (FLOPs and bytes moved).
   }];
+}
+
+def Weft_TaskAttr : AttrDef<Weft_Dialect, "Task"> {
+  let mnemonic = "task";
+  let summary = "Which task of the training step an op's work belongs to";
+  let description = [{
+    `#weft.task<K[, micro_batch = i][, stage = s][, chunk = c]>` on an op
+    (`weft.task`): its kind K (F forward, B backward, R a forward
+    recomputed in the backward, U the optimizer update), the micro-batch
+    i (from weft-accumulate-microbatches on; none for U and for sums over
+    micro-batches until weft-schedule places them), the pipeline stage s
+    (from weft-partition-pipeline on) and the model chunk c of the stage's
+    rank (0 until interleaved schedules). An op without one is forward
+    work of no micro-batch or stage. Passes ask `weft/Dialect/Weft/IR/Task.h`.
+  }];
+  let parameters = (ins "::weft::TaskKind":$kind,
+                        OptionalParameter<"std::optional<int64_t>">:$microBatch,
+                        OptionalParameter<"std::optional<int64_t>">:$stage,
+                        DefaultValuedParameter<"int64_t", "0">:$chunk);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
 }
 
 /// A statically shaped tensor whose element type is in one of the plan's

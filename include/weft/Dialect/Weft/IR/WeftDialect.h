@@ -41,21 +41,19 @@ inline constexpr llvm::StringLiteral kPaddingIdxAttr = "weft.padding_idx";
 inline constexpr llvm::StringLiteral kGradAttr = "weft.grad";
 /// GradScaler's initial scale (torch.amp.GradScaler(init_scale=2.0**16)).
 inline constexpr double kInitialLossScale = 65536.0;
-/// On ops a pass created: "backward" (weft-autodiff) or "optimizer".
-inline constexpr llvm::StringLiteral kPhaseAttr = "weft.phase";
-/// On ops of a micro-batched step: which micro-batch (0-based) they belong to.
-inline constexpr llvm::StringLiteral kMicroBatchAttr = "weft.micro_batch";
+/// On ops: which task of the step their work belongs to, a
+/// #weft.task<kind, micro_batch, stage, chunk> (Task.h).
+inline constexpr llvm::StringLiteral kTaskAttr = "weft.task";
 /// On a weft.add that sums micro-batches (weft-accumulate-microbatches)
 /// whose running sum nothing else reads: it adds in place, into the sum's
 /// bytes (inPlaceOperand), so the sum is one buffer for every micro-batch.
 inline constexpr llvm::StringLiteral kAccumulateAttr = "weft.accumulate";
-/// On ops of a pipelined step: the pipeline stage (0-based) that runs them.
+/// On a stage function (weft-schedule): the pipeline stage (0-based) it
+/// runs; an op's stage is in its weft.task.
 inline constexpr llvm::StringLiteral kStageAttr = "weft.stage";
 /// On dropouts and fused attentions with a dropout (weft-checkpoint): the
 /// key of their mask, which a recomputed clone shares with its original.
 inline constexpr llvm::StringLiteral kRngIdAttr = "weft.rng_id";
-/// On ops weft-checkpoint cloned into the backward to recompute a forward.
-inline constexpr llvm::StringLiteral kRecomputeAttr = "weft.recompute";
 /// On the model function from weft-autodiff until the pass that sums the
 /// shares: the backward's seed is 1/M of a mean over M micro-batches
 /// (weft-accumulate-microbatches) and 1/D of one over D data-parallel

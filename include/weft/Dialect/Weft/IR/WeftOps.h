@@ -76,7 +76,7 @@ inline bool isWaitedFor(mlir::Operation *collective) {
 }
 
 /// The micro-batch whose work an op is, for the memory plan's slots and
-/// the plan's task bodies: its `weft.micro_batch`, or, for a micro-batch
+/// the plan's task bodies: its task's micro-batch, or, for a micro-batch
 /// sum no pass placed in a task (a `weft.accumulate` add on one pipeline
 /// stage), the micro-batch of the share it adds.
 inline std::optional<int64_t> microBatchWorkedOn(mlir::Operation *op) {

@@ -61,7 +61,7 @@ struct KernelRuleCacheTest : ::testing::Test {
 TEST_F(KernelRuleCacheTest, OnlyTheCompilersBookkeepingIsLeftOutOfAKey) {
   std::vector<Operation *> ops = parse(R"mlir(
   %a = weft.transpose %x {perm = array<i64: 1, 0>} : (tensor<4x2xf32>) -> tensor<2x4xf32>
-  %b = weft.transpose %x {perm = array<i64: 1, 0>, weft.micro_batch = 3 : i64, weft.phase = "backward"} : (tensor<4x2xf32>) -> tensor<2x4xf32>
+  %b = weft.transpose %x {perm = array<i64: 1, 0>, weft.task = #weft.task<B, micro_batch = 3>} : (tensor<4x2xf32>) -> tensor<2x4xf32>
   %c = weft.transpose %y {perm = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<3x4xf32>
   %d = weft.transpose %x {perm = array<i64: 1, 0>, note = 1 : i64} : (tensor<4x2xf32>) -> tensor<2x4xf32>
   %e = weft.reduce_sum %x {axes = array<i64: 1>, keepdims = false} : (tensor<4x2xf32>) -> tensor<4xf32>
@@ -84,7 +84,7 @@ TEST_F(KernelRuleCacheTest, AWrongResultTypeIsRefusedAfterTheRuleIsKnown) {
   // result type the rule does not give.
   std::vector<Operation *> ops = parse(R"mlir(
   %a = weft.reduce_sum %x {axes = array<i64: 1>, keepdims = false} : (tensor<4x2xf32>) -> tensor<4xf32>
-  %b = weft.reduce_sum %x {axes = array<i64: 1>, keepdims = false, weft.micro_batch = 1 : i64} : (tensor<4x2xf32>) -> tensor<2xf32>
+  %b = weft.reduce_sum %x {axes = array<i64: 1>, keepdims = false, weft.task = #weft.task<F, micro_batch = 1>} : (tensor<4x2xf32>) -> tensor<2xf32>
 )mlir");
   ASSERT_EQ(ops.size(), 2u);
   ASSERT_EQ(key(ops[0]), key(ops[1]));
