@@ -86,3 +86,14 @@ func.func @no_stages(%x: tensor<4xf32>) -> tensor<4xf32>
   // expected-error @-2 {{'weft.pipeline_stages' must be a positive integer, not 0 : i64}}
   return %x : tensor<4xf32>
 }
+
+// -----
+
+func.func @stage1(%x: tensor<4xf32>) -> tensor<4xf32>
+    attributes {weft.stage = 1 : i64, weft.pipeline_stages = 2 : i64,
+                weft.micro_batches = 2 : i64} {
+  %c = weft.constant dense<1.0> : tensor<4xf32>
+  // expected-error @+1 {{has no 'weft.task' in the function of stage 1}}
+  %0 = weft.add %x, %c : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

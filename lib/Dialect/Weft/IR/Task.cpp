@@ -1,6 +1,7 @@
 //===- Task.cpp - #weft.task and the task attributes' verifier ------------===//
 
 #include "weft/Dialect/Weft/IR/Task.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -121,6 +122,14 @@ LogicalResult verifyPipelinedFunction(Operation *func, int64_t stages) {
     for (Block &block : region)
       for (Operation &op : block) {
         TaskAttr task = taskOf(&op);
+        // weft-schedule placed every op of a stage function in a task:
+        // one without is a pass's mistake. Constants are each stage's
+        // copies, made before the step.
+        if (!task && ownStage && !isa<ConstantOp>(op) &&
+            !op.hasTrait<OpTrait::IsTerminator>())
+          return op.emitOpError("has no '")
+                 << kTaskAttr << "' in the function of stage "
+                 << ownStage.getInt();
         if (!task)
           continue;
         if (std::optional<int64_t> stage = task.getStage()) {

@@ -11,8 +11,9 @@
 //
 // Passes ask the typed questions below. The attribute verifies its own
 // fields (non-negative indices, no micro-batch on an update); the dialect
-// verifies that `weft.task` is one and that a pipelined function's ops lie
-// within its stages and micro-batches (verifyTaskAttribute).
+// verifies that `weft.task` is one, that a pipelined function's ops lie
+// within its stages and micro-batches, and that every op of a stage
+// function but its constants has one, on its stage (verifyTaskAttribute).
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_DIALECT_WEFT_IR_TASK_H
