@@ -2,7 +2,10 @@
 
 #include "weft/Analysis/Schedule.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 #include <algorithm>
+#include <cassert>
 
 using namespace weft;
 
@@ -15,7 +18,21 @@ std::optional<ScheduleKind> weft::parseSchedule(llvm::StringRef name) {
 }
 
 llvm::StringRef weft::scheduleName(ScheduleKind kind) {
-  return kind == ScheduleKind::GPipe ? "gpipe" : "1f1b";
+  switch (kind) {
+  case ScheduleKind::GPipe:
+    return "gpipe";
+  case ScheduleKind::OneFOneB:
+    return "1f1b";
+  case ScheduleKind::Interleaved:
+    return "interleaved";
+  case ScheduleKind::ZBH1:
+    return "zb-h1";
+  case ScheduleKind::ZBH2:
+    return "zb-h2";
+  case ScheduleKind::ZBV:
+    return "zb-v";
+  }
+  llvm_unreachable("unknown schedule");
 }
 
 std::string StageTask::label() const {
@@ -25,6 +42,8 @@ std::string StageTask::label() const {
 llvm::SmallVector<StageTask> weft::stageTasks(ScheduleKind kind, int64_t stage,
                                               int64_t stages,
                                               int64_t microbatches) {
+  assert((kind == ScheduleKind::GPipe || kind == ScheduleKind::OneFOneB) &&
+         "stageTasks: only compiled schedules (parseSchedule's)");
   llvm::SmallVector<StageTask> tasks;
   int64_t m = microbatches;
   if (kind == ScheduleKind::GPipe) {

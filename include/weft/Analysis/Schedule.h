@@ -30,10 +30,15 @@
 
 namespace weft {
 
-enum class ScheduleKind { GPipe, OneFOneB };
+/// GPipe and 1F1B are compiled (weft-schedule); interleaved 1F1B and the
+/// zero-bubble schedules are modelled as task orders (TaskOrder.h) until
+/// weft-schedule places several chunks on a rank and splits W from B.
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZBH1, ZBH2, ZBV };
 
-/// "gpipe" or "1f1b"; std::nullopt for any other name.
+/// A compiled schedule by name, "gpipe" or "1f1b"; std::nullopt for any
+/// other name.
 std::optional<ScheduleKind> parseSchedule(llvm::StringRef name);
+/// "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v".
 llvm::StringRef scheduleName(ScheduleKind kind);
 
 struct StageTask {
@@ -46,7 +51,8 @@ struct StageTask {
   }
 };
 
-/// The 2M tasks of `stage` (0-based) of `stages`, in execution order.
+/// The 2M tasks of `stage` (0-based) of `stages`, in execution order, for
+/// a compiled schedule (GPipe, 1F1B).
 llvm::SmallVector<StageTask> stageTasks(ScheduleKind kind, int64_t stage,
                                         int64_t stages, int64_t microbatches);
 

@@ -5,7 +5,7 @@
 // pipelined function's ops lie within its stages and micro-batches.
 
 func.func @unknown_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{a task's kind is F, B, R or U, not 'X'}}
+  // expected-error @+1 {{a task's kind is F, B, R, U or W, not 'X'}}
   %0 = weft.relu %x {weft.task = #weft.task<X>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }

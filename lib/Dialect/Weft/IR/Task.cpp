@@ -20,6 +20,8 @@ char weft::taskKindLetter(TaskKind kind) {
     return 'R';
   case TaskKind::Update:
     return 'U';
+  case TaskKind::Weight:
+    return 'W';
   }
   llvm_unreachable("unknown task kind");
 }
@@ -30,6 +32,7 @@ StringRef weft::phaseName(TaskKind kind) {
     return "forward";
   case TaskKind::Backward:
   case TaskKind::Recompute:
+  case TaskKind::Weight:
     return "backward";
   case TaskKind::Update:
     return "optimizer";
@@ -44,12 +47,12 @@ Attribute TaskAttr::parse(AsmParser &parser, Type) {
     return {};
   std::optional<TaskKind> kind;
   for (TaskKind k : {TaskKind::Forward, TaskKind::Backward, TaskKind::Recompute,
-                     TaskKind::Update})
+                     TaskKind::Update, TaskKind::Weight})
     if (letter == StringRef(std::string(1, taskKindLetter(k))))
       kind = k;
   if (!kind) {
     parser.emitError(parser.getCurrentLocation(),
-                     "a task's kind is F, B, R or U, not '")
+                     "a task's kind is F, B, R, U or W, not '")
         << letter << "'";
     return {};
   }

@@ -30,8 +30,11 @@
 namespace weft {
 
 /// The kind of an op's work: F, B, R (a forward recomputed in the
-/// backward, which runs in its micro-batch's backward task), U.
-enum class TaskKind { Forward, Backward, Recompute, Update };
+/// backward, which runs in its micro-batch's backward task), U; and W, a
+/// weight gradient split from its backward (Qi et al. 2024, "Zero Bubble
+/// Pipeline Parallelism", Section 2), which zero-bubble schedules run
+/// later than its B.
+enum class TaskKind { Forward, Backward, Recompute, Update, Weight };
 
 /// The letter of a kind in #weft.task<...> and on the timeline.
 char taskKindLetter(TaskKind kind);

@@ -56,7 +56,8 @@ def Weft_TaskAttr : AttrDef<Weft_Dialect, "Task"> {
   let description = [{
     `#weft.task<K[, micro_batch = i][, stage = s][, chunk = c]>` on an op
     (`weft.task`): its kind K (F forward, B backward, R a forward
-    recomputed in the backward, U the optimizer update), the micro-batch
+    recomputed in the backward, U the optimizer update, W a weight
+    gradient split from its backward), the micro-batch
     i (from weft-accumulate-microbatches on; none for U and for sums over
     micro-batches until weft-schedule places them), the pipeline stage s
     (from weft-partition-pipeline on) and the model chunk c of the stage's
