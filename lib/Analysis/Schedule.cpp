@@ -17,6 +17,15 @@ std::optional<ScheduleKind> weft::parseSchedule(llvm::StringRef name) {
   return std::nullopt;
 }
 
+std::optional<ScheduleKind> weft::scheduleNamed(llvm::StringRef name) {
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
+        ScheduleKind::ZBH1, ScheduleKind::ZBH2, ScheduleKind::ZBV})
+    if (name == scheduleName(kind))
+      return kind;
+  return std::nullopt;
+}
+
 llvm::StringRef weft::scheduleName(ScheduleKind kind) {
   switch (kind) {
   case ScheduleKind::GPipe:

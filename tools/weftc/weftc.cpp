@@ -563,6 +563,11 @@ int main(int argc, char **argv) {
   }
   if (auto kind = weft::parseSchedule(schedule)) {
     pipelineOptions.schedule = *kind;
+  } else if (weft::scheduleNamed(schedule)) {
+    errs() << "weftc: --schedule '" << schedule
+           << "': its task order is modelled (weft-bench-schedules), not yet "
+              "compiled; expected gpipe or 1f1b\n";
+    return 1;
   } else {
     errs() << "weftc: --schedule '" << schedule
            << "': expected gpipe or 1f1b\n";

@@ -38,6 +38,8 @@ enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZBH1, ZBH2, ZBV };
 /// A compiled schedule by name, "gpipe" or "1f1b"; std::nullopt for any
 /// other name.
 std::optional<ScheduleKind> parseSchedule(llvm::StringRef name);
+/// Any schedule by name, compiled or modelled; std::nullopt for others.
+std::optional<ScheduleKind> scheduleNamed(llvm::StringRef name);
 /// "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v".
 llvm::StringRef scheduleName(ScheduleKind kind);
 
