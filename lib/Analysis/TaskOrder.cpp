@@ -68,8 +68,8 @@ Order interleaved(int64_t p, int64_t r, int64_t m, int64_t v) {
 }
 
 /// ZB-H1 (`lag` = r, warm-up P-1-r, F before B) and ZB-H2 (`lag` = 2r,
-/// warm-up 2(P-1-r)+1, B before F): 1F1B's shape with W run `lag` tasks
-/// after its B and the rest at the end.
+/// warm-up 2(P-1-r)+1, B before F): 1F1B's shape with W(j) right after
+/// B(j + lag) and the last `lag` W's at the end.
 Order zeroBubbleH(int64_t warmup, int64_t lag, int64_t m, bool forwardFirst) {
   warmup = std::min(warmup, m);
   Order order;
@@ -200,6 +200,11 @@ weft::simulateTaskOrders(ScheduleKind kind, int64_t ranks,
                          const std::vector<std::vector<OrderedTask>> &orders,
                          const TaskTimes &times, std::string *error) {
   bool split = splitsWeightGradient(kind);
+  if (int64_t(orders.size()) != ranks) {
+    *error = std::to_string(orders.size()) + " task orders for " +
+             std::to_string(ranks) + " ranks";
+    return std::nullopt;
+  }
   // End time of each (kind, stage, micro-batch) run so far.
   std::map<std::tuple<TaskKind, int64_t, int64_t>, double> ended;
   std::map<int64_t, int64_t> rankOfStage;
@@ -207,6 +212,19 @@ weft::simulateTaskOrders(ScheduleKind kind, int64_t ranks,
     for (const OrderedTask &t : orders[r])
       rankOfStage[chunkStage(kind, ranks, r, t.chunk)] = r;
   int64_t stages = rankOfStage.size();
+  for (int64_t s = 0; s < stages; ++s)
+    if (!rankOfStage.count(s)) {
+      *error = "no rank runs stage " + std::to_string(s);
+      return std::nullopt;
+    }
+  for (const auto &order : orders)
+    for (const OrderedTask &t : order)
+      if (t.kind != TaskKind::Forward && t.kind != TaskKind::Backward &&
+          (t.kind != TaskKind::Weight || !split)) {
+        *error = "task " + t.label() + " in a schedule of F and B" +
+                 std::string(split ? " and W" : "") + " tasks";
+        return std::nullopt;
+      }
 
   std::vector<size_t> next(ranks, 0);
   std::vector<double> freeAt(ranks, 0), first(ranks, -1);

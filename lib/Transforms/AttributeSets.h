@@ -23,9 +23,6 @@ class AttributeSets {
 public:
   explicit AttributeSets(mlir::MLIRContext *ctx) : ctx(ctx) {}
 
-  /// `op->setAttr(name, value)` for a discardable attribute (a `weft.*`
-  /// tag, never one of the op's own): the same attributes, built once per
-  /// distinct set.
   /// The field of an op's task `setTaskField` changes.
   enum class TaskField { Kind, MicroBatch, Stage };
 

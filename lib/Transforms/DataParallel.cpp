@@ -32,13 +32,10 @@ namespace {
 /// The operand of an optimizer update that is its parameter's gradient.
 constexpr unsigned kGradOperand = 1;
 
-bool isUpdate(Operation *op) { return isa<SGDOp, AdamWOp>(op); }
+bool isOptimizerStep(Operation *op) { return isa<SGDOp, AdamWOp>(op); }
 
-/// Copies `from`'s task (phase, micro-batch) and stage onto `op`.
-void copyPlacement(Operation *op, Operation *from) {
-  if (TaskAttr task = taskOf(from))
-    op->setAttr(kTaskAttr, task);
-}
+/// `op` joins `from`'s task (kind, micro-batch, stage).
+void copyPlacement(Operation *op, Operation *from) { joinTask(op, from); }
 
 /// A scalar constant `value` of `type`'s element type.
 Value scalar(OpBuilder &b, Location loc, Type type, double value) {
@@ -102,7 +99,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     }
     SmallVector<Operation *> updates;
     func.walk([&](Operation *op) {
-      if (isUpdate(op))
+      if (isOptimizerStep(op))
         updates.push_back(op);
     });
     if (updates.empty()) {

@@ -32,7 +32,7 @@ namespace {
 /// The gemm whose result `v` is, directly or through one reshape that
 /// nothing else reads (a Linear layer's [B S, N] output seen as [B, S,
 /// N]), when `user` is its only other reader and has its bookkeeping
-/// (stage, micro-batch, phase, recompute); null otherwise. `onlyUse`: the
+/// (its `weft.task`); null otherwise. `onlyUse`: the
 /// gemm's result may have no reader but that path.
 GemmOp gemmOf(Value v, Operation *user, bool onlyUse) {
   auto reshape = v.getDefiningOp<ReshapeOp>();

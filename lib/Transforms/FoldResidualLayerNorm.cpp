@@ -25,7 +25,7 @@ using namespace weft;
 namespace {
 
 /// The LayerNorm that normalises `add`'s sum, in its block and with its
-/// bookkeeping (stage, micro-batch, phase, recompute: a recomputed clone
+/// bookkeeping (its `weft.task`: a recomputed clone
 /// fuses with a recomputed add only); null when none.
 LayerNormOp normOf(AddOp add) {
   Value sum = add.getResult();

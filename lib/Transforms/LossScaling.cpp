@@ -31,7 +31,7 @@ using namespace weft;
 
 namespace {
 
-/// The placement attributes (stage, phase) of the ops this pass creates.
+/// The task (the update's, on `stage`) of the ops this pass creates.
 void place(Operation *op, std::optional<int64_t> stage, OpBuilder &b) {
   TaskFields task;
   task.kind = TaskKind::Update;
@@ -60,7 +60,7 @@ Operation *gated(Operation *update, Value scaler, Value found, OpBuilder &b) {
                        sgd.getMomentumAttr(), sgd.getWeightDecayAttr(),
                        sgd.getNesterovAttr());
   }
-  // The bookkeeping (phase, stage, ZeRO's piece) carries over.
+  // The bookkeeping (task, ZeRO's piece) carries over.
   for (NamedAttribute attr : update->getDiscardableAttrs())
     op->setAttr(attr.getName(), attr.getValue());
   update->replaceAllUsesWith(op->getResults());

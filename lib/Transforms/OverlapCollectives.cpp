@@ -17,7 +17,7 @@
 //     GEMM);
 //   wait late: the wait sinks to the first op that reads the result.
 //
-// Moves never cross a task's boundary (its phase and micro-batch) or an op
+// Moves never cross a task's boundary (its kind and micro-batch) or an op
 // that updates a buffer in place (which might be the collective's), and
 // posts never cross a transfer. Posts may trade places with each other:
 // the members of a group run one function, so they all post in the new
@@ -173,9 +173,8 @@ struct OverlapCollectivesPass
     b.setInsertionPointAfter(collective);
     auto wait = WaitCollectiveOp::create(b, collective->getLoc(), posted,
                                          collective->getOperand(0));
-    // The wait belongs to the collective's task (phase, micro-batch, stage).
-    if (TaskAttr task = taskOf(collective))
-      wait->setAttr(kTaskAttr, task);
+    // The wait belongs to the collective's task.
+    joinTask(wait, collective);
     posted.replaceAllUsesExcept(wait.getValue(), wait);
     // Views of the result (a reshape before the GEMM that reads it) cost
     // nothing: they move down with the wait, and their readers count as

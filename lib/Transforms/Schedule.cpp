@@ -143,7 +143,6 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
 
     // Ops placed by their operands or users now carry their task's tags, so
     // the plan, traces and the simulator see which task runs them.
-    Builder b(func.getContext());
     for (Operation *op : ops) {
       int64_t t = taskOf[op];
       if (t == lastTask) {

@@ -80,8 +80,7 @@ struct ShardBuilder {
   }
 
   Value place(Operation *op) {
-    if (TaskAttr task = taskOf(placement))
-      op->setAttr(kTaskAttr, task);
+    joinTask(op, placement);
     return op->getResult(0);
   }
 

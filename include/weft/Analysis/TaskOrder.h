@@ -7,8 +7,10 @@
 // activations each rank holds. The schedules (docs/pipeline.md):
 //
 // - GPipe, 1F1B: Schedule.h's stageTasks, one chunk per rank, B includes W.
-// - Interleaved 1F1B (Narayanan et al. 2021, Section 2.2.2; Megatron-LM
-//   `forward_backward_pipelining_with_interleaving`): V chunks per rank,
+// - Interleaved 1F1B (Narayanan et al. 2021, Section 2.2.2; current
+//   Megatron-LM's `forward_backward_pipelining_with_interleaving` with
+//   micro-batch groups of P, whose warm-up is clamped to MV where older
+//   releases ran every forward first when M = P): V chunks per rank,
 //   chunk c of rank r is stage c*P + r; rank r runs
 //   min(2(P-1-r) + (V-1)P, MV) warm-up forwards, then one forward and one
 //   backward in turn; the k-th forward is chunk (k mod PV) div P of
@@ -16,14 +18,15 @@
 //   chunk reversed. Needs M a multiple of P. Bubble (P-1)/(VM+P-1).
 // - ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", Section 2.1,
 //   Figure 3; torch.distributed.pipelining's ScheduleInterleavedZeroBubble
-//   with one stage per rank): 1F1B's warm-up and steady state with each W
-//   run r tasks after its B on rank r, the rest at the end. Bubble
+//   with one stage per rank): 1F1B's warm-up and steady state, W(j) right
+//   after B(j + r) on rank r, the last r W's at the end. Bubble
 //   (P-1)(T_F + T_B - T_W), a third of 1F1B's when T_F = T_B = T_W; P
 //   micro-batches in flight, as 1F1B.
-// - ZB-H2 (ibid., Section 2.2): 2(P-1-r)+1 warm-up forwards, W lagging B by
-//   2r: rank 0 idles max(0, (P-1)(T_F + T_B - 2 T_W)) inside the step (none
-//   when T_F = T_B = T_W), at 2P-1 micro-batches in flight. The paper describes
-//   its order in words (Figure 3, bottom); this one is weft's reading of it.
+// - ZB-H2 (ibid., Section 2.2): 2(P-1-r)+1 warm-up forwards, W(j) right
+//   after B(j + 2r): rank 0 idles max(0, (P-1)(T_F + T_B - 2 T_W)) inside the
+//   step (none when T_F = T_B = T_W), at 2P-1 micro-batches in flight. The
+//   paper describes its order in words (Figure 3, bottom); this one is weft's
+//   reading of it.
 // - ZB-V (Qi et al., "Pipeline Parallelism with Controllable Memory", 2024;
 //   torch's ScheduleZBVZeroBubble): two chunks per rank in a V, rank r
 //   holds stages r and 2P-1-r; no bubble when T_F = T_B = T_W at 1F1B's
@@ -99,7 +102,9 @@ struct TaskOrderSimulation {
 /// task starts when its rank is free and its inputs are ready (F after the
 /// previous stage's F of its micro-batch, B after its F and the next
 /// stage's B, W after its B; `transfer` added between ranks). Empty, with
-/// each stuck rank's next task in `*error`, when the orders deadlock.
+/// each stuck rank's next task in `*error`, when the orders deadlock, and
+/// when they are not `ranks` orders of F, B and W tasks of stages that
+/// every rank's chunks cover.
 std::optional<TaskOrderSimulation>
 simulateTaskOrders(ScheduleKind kind, int64_t ranks,
                    const std::vector<std::vector<OrderedTask>> &orders,

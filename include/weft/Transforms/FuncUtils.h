@@ -33,8 +33,8 @@ inline mlir::LogicalResult reinferResultTypes(mlir::InferTypeOpInterface op) {
 }
 
 /// `v` as `type` (a reshape: a view), created by `b` with `like`'s
-/// bookkeeping (phase, stage, micro-batch: weft-checkpoint takes an op
-/// without a phase for a forward one); `v` itself when it has that type.
+/// bookkeeping (its `weft.task`: weft-checkpoint takes an op without one
+/// for a forward one); `v` itself when it has that type.
 inline mlir::Value viewAs(mlir::OpBuilder &b, mlir::Value v, mlir::Type type,
                           mlir::Operation *like) {
   if (v.getType() == type)

@@ -337,7 +337,7 @@ def FoldResidualLayerNorm : Pass<"weft-fold-residual-layer-norm",
     the next LayerNorm normalises it and the next add reads it again. The
     add writes the sum and the LayerNorm reads it back. Where a LayerNorm's
     input is an add of two values of the sum's type (no broadcasting) and
-    both ops have the same stage, micro-batch, phase and recompute marks,
+    both ops have the same `weft.task`,
     they become one `weft.add_layer_norm`, which writes the sum and
     normalises it in one kernel (Apex's and Transformer Engine's fused add
     + norm): one read of the sum and one launch fewer per LayerNorm. Its
@@ -361,7 +361,7 @@ def FoldGemmGelu : Pass<"weft-fold-gemm-gelu", "mlir::func::FuncOp"> {
     GEMM writes the gradient reaching the GELU's output, and the GELU's
     gradient reads it back. Where a `weft.gelu_tanh` reads a gemm's result
     (directly or through a reshape) with the gemm's bookkeeping (stage,
-    micro-batch, phase, recompute marks), the two become one
+    `weft.task`), the two become one
     `weft.gemm_gelu_tanh`, whose second result, the GELU's input, the
     gemm's other readers read (the GELU's gradient). Where a
     `weft.gelu_tanh_grad`'s output gradient is a gemm (no C) that nothing

@@ -175,7 +175,7 @@ def OverlapCollectives : Pass<"weft-overlap-collectives",
     of the result reads instead:
 
     1. post early: the op computing the collective's operand, when only the
-       collective reads it, moves up past the ops of its task (phase and
+       collective reads it, moves up past the ops of its task (kind and
        micro-batch) it does not read from; the collective moves up past
        other posts and at most one op it does not read from (enough for the
        regathered input of a sequence-parallel linear to be all-gathered
@@ -382,7 +382,7 @@ def InsertSendRecv : Pass<"weft-insert-send-recv", "mlir::func::FuncOp"> {
     The send is posted right after the producer and waited for at the end of
     the step; the receive is posted and waited for right before its first
     user. `weft-schedule` moves them to overlap compute. Transfer ops carry
-    the micro-batch and phase of the op they serve. Tags number the transfers
+    the task (micro-batch and kind) of the op they serve. Tags number the transfers
     from 0 in program order.
 
     Pre-condition: `weft.pipeline_stages` on the function; otherwise the pass
@@ -501,7 +501,8 @@ def Schedule : Pass<"weft-schedule", "mlir::ModuleOp"> {
     (`weft/Analysis/Schedule.h`): `schedule=gpipe` (all forwards, then the
     backwards in reverse micro-batch order, torchgpipe's Algorithm 1) or
     `schedule=1f1b` (warm-up forwards, one forward one backward, cool-down).
-    An op belongs to the task F(i) or B(i) of its micro-batch i and phase;
+    An op belongs to the task F(i) or B(i) its `#weft.task` names (kind and
+    micro-batch i);
     an op with neither (gradient sums across micro-batches) joins the latest
     task among its operands' and is tagged with it; optimizer updates come
     last. Within a task, program order is kept.

@@ -28,9 +28,11 @@ func.func @block(%x: tensor<2x4x8xf32>, %w: tensor<8x24xf32>, %g: tensor<8xf32>)
 // CHECK: weft.relu %{{.*}} {weft.task = #weft.task<B, micro_batch = 1, stage = 0>}
 // CHECK: weft.relu %{{.*}} {weft.task = #weft.task<R, chunk = 2>}
 // CHECK: weft.relu %{{.*}} {weft.task = #weft.task<U, stage = 3>}
+// CHECK: weft.relu %{{.*}} {weft.task = #weft.task<W, micro_batch = 0>}
 func.func @tasks(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = weft.relu %x {weft.task = #weft.task<B, stage = 0, micro_batch = 1>} : tensor<4xf32>
   %1 = weft.relu %0 {weft.task = #weft.task<R, chunk = 2>} : tensor<4xf32>
   %2 = weft.relu %1 {weft.task = #weft.task<U, stage = 3>} : tensor<4xf32>
-  return %2 : tensor<4xf32>
+  %3 = weft.relu %2 {weft.task = #weft.task<W, micro_batch = 0>} : tensor<4xf32>
+  return %3 : tensor<4xf32>
 }

@@ -1,7 +1,7 @@
 // RUN: weft-opt %s --split-input-file --verify-diagnostics
 
 // An op's task (weft/Dialect/Weft/IR/Task.h) is a verified #weft.task: a
-// kind of four, non-negative indices, no micro-batch on an update; and a
+// kind of five, non-negative indices, no micro-batch on an update; and a
 // pipelined function's ops lie within its stages and micro-batches.
 
 func.func @unknown_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -83,7 +83,7 @@ func.func @stage0(%x: tensor<4xf32>) -> tensor<4xf32>
 
 func.func @no_stages(%x: tensor<4xf32>) -> tensor<4xf32>
     attributes {weft.pipeline_stages = 0 : i64} {
-  // expected-error @-2 {{'weft.pipeline_stages' must be a positive integer, not 0 : i64}}
+  // expected-error @-2 {{'weft.pipeline_stages' must be a positive i64, not 0 : i64}}
   return %x : tensor<4xf32>
 }
 
@@ -96,4 +96,29 @@ func.func @stage1(%x: tensor<4xf32>) -> tensor<4xf32>
   // expected-error @+1 {{has no 'weft.task' in the function of stage 1}}
   %0 = weft.add %x, %c : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @field_twice(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{a task's 'stage' is given twice}}
+  %0 = weft.relu %x {weft.task = #weft.task<B, stage = 1, stage = 2>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Not an i64: an error, not a crash.
+func.func @unsigned_stages(%x: tensor<4xf32>) -> tensor<4xf32>
+    attributes {weft.pipeline_stages = 2 : ui64} {
+  // expected-error @-2 {{'weft.pipeline_stages' must be a positive i64, not 2 : ui64}}
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @stage1(%x: tensor<4xf32>) -> tensor<4xf32>
+    attributes {weft.stage = 1 : si32, weft.pipeline_stages = 2 : i64} {
+  // expected-error @-2 {{'weft.stage' must be a non-negative index, not 1 : si32}}
+  return %x : tensor<4xf32>
 }

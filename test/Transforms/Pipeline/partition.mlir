@@ -7,7 +7,7 @@
 // CHECK-LABEL: func.func @mlp
 // CHECK-SAME: weft.pipeline_stages = 2
 // CHECK: weft.constant
-// CHECK-NOT: weft.stage
+// CHECK-NOT: weft.task
 // CHECK: weft.matmul {{.*}}stage = 0
 // CHECK: weft.relu {{.*}}stage = 0
 // CHECK: weft.matmul {{.*}}stage = 1

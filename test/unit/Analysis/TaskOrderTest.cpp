@@ -25,7 +25,14 @@ TaskOrderSimulation simulate(ScheduleKind kind, int64_t p, int64_t m, int64_t v,
   EXPECT_EQ(error, "");
   auto sim = simulateTaskOrders(kind, p, orders, times, &error);
   EXPECT_TRUE(sim) << scheduleName(kind).str() << ": " << error;
-  return sim ? *sim : TaskOrderSimulation{};
+  if (sim)
+    return *sim;
+  // A failed simulation fails every comparison below, out of no bounds.
+  TaskOrderSimulation failed;
+  failed.busy.assign(p, -1);
+  failed.innerIdle.assign(p, -1);
+  failed.peakActivations.assign(p, -1);
+  return failed;
 }
 
 } // namespace
@@ -66,6 +73,16 @@ TEST(TaskOrder, ADeadlockIsFound) {
   EXPECT_FALSE(
       simulateTaskOrders(ScheduleKind::OneFOneB, 2, orders, {}, &error));
   EXPECT_EQ(error, "deadlock: rank 0 waits at B0.0; rank 1 waits at B0.0");
+  // A W in a schedule that does not split the backward, and a stage no
+  // rank runs, are refused, not simulated.
+  orders = {{{TaskKind::Forward, 0, 0}, {TaskKind::Weight, 0, 0}}};
+  EXPECT_FALSE(
+      simulateTaskOrders(ScheduleKind::OneFOneB, 1, orders, {}, &error));
+  EXPECT_EQ(error, "task W0.0 in a schedule of F and B tasks");
+  orders = {{{TaskKind::Forward, 1, 0}}};
+  EXPECT_FALSE(
+      simulateTaskOrders(ScheduleKind::Interleaved, 1, orders, {}, &error));
+  EXPECT_EQ(error, "no rank runs stage 0");
 }
 
 TEST(TaskOrder, InterleavedNeedsMicroBatchesInGroupsOfRanks) {

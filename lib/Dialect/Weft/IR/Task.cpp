@@ -58,6 +58,7 @@ Attribute TaskAttr::parse(AsmParser &parser, Type) {
   }
   TaskFields fields;
   fields.kind = *kind;
+  llvm::SmallVector<StringRef, 3> seen;
   while (succeeded(parser.parseOptionalComma())) {
     StringRef name;
     int64_t value;
@@ -65,6 +66,11 @@ Attribute TaskAttr::parse(AsmParser &parser, Type) {
     if (parser.parseKeyword(&name) || parser.parseEqual() ||
         parser.parseInteger(value))
       return {};
+    if (llvm::is_contained(seen, name)) {
+      parser.emitError(at, "a task's '") << name << "' is given twice";
+      return {};
+    }
+    seen.push_back(name);
     if (name == "micro_batch")
       fields.microBatch = value;
     else if (name == "stage")
@@ -115,12 +121,23 @@ LogicalResult TaskAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 namespace {
 
+/// The value of an index attribute: an i64 at least `least`; nullopt for
+/// anything else (whose own verification says so).
+std::optional<int64_t> indexValue(Attribute attr, int64_t least = 0) {
+  auto index = dyn_cast_or_null<IntegerAttr>(attr);
+  if (!index || !index.getType().isSignlessInteger(64) ||
+      index.getInt() < least)
+    return std::nullopt;
+  return index.getInt();
+}
+
 /// A pipelined function's ops against its stage count and, on a stage
 /// function, its stage and micro-batch count: one walk of the function
 /// here rather than a lookup of the function per op.
 LogicalResult verifyPipelinedFunction(Operation *func, int64_t stages) {
-  auto ownStage = func->getAttrOfType<IntegerAttr>(kStageAttr);
-  auto microBatches = func->getAttrOfType<IntegerAttr>(kMicroBatchesAttr);
+  std::optional<int64_t> ownStage = indexValue(func->getAttr(kStageAttr));
+  std::optional<int64_t> microBatches =
+      indexValue(func->getAttr(kMicroBatchesAttr), 1);
   for (Region &region : func->getRegions())
     for (Block &block : region)
       for (Operation &op : block) {
@@ -128,11 +145,10 @@ LogicalResult verifyPipelinedFunction(Operation *func, int64_t stages) {
         // weft-schedule placed every op of a stage function in a task:
         // one without is a pass's mistake. Constants are each stage's
         // copies, made before the step.
-        if (!task && ownStage && !isa<ConstantOp>(op) &&
+        if (!op.hasAttr(kTaskAttr) && ownStage && !isa<ConstantOp>(op) &&
             !op.hasTrait<OpTrait::IsTerminator>())
           return op.emitOpError("has no '")
-                 << kTaskAttr << "' in the function of stage "
-                 << ownStage.getInt();
+                 << kTaskAttr << "' in the function of stage " << *ownStage;
         if (!task)
           continue;
         if (std::optional<int64_t> stage = task.getStage()) {
@@ -140,15 +156,14 @@ LogicalResult verifyPipelinedFunction(Operation *func, int64_t stages) {
             return op.emitOpError("is on stage ")
                    << *stage << " of a function with " << stages
                    << " pipeline stages";
-          if (ownStage && *stage != ownStage.getInt())
+          if (ownStage && *stage != *ownStage)
             return op.emitOpError("is on stage ")
-                   << *stage << ", in the function of stage "
-                   << ownStage.getInt();
+                   << *stage << ", in the function of stage " << *ownStage;
         }
         if (std::optional<int64_t> mb = task.getMicroBatch();
-            mb && microBatches && *mb >= microBatches.getInt())
+            mb && microBatches && *mb >= *microBatches)
           return op.emitOpError("belongs to micro-batch ")
-                 << *mb << " of a step with " << microBatches.getInt()
+                 << *mb << " of a step with " << *microBatches
                  << " micro-batches";
       }
   return success();
@@ -166,24 +181,23 @@ LogicalResult weft::verifyTaskAttribute(Operation *op, NamedAttribute attr) {
     return success();
   }
   if (name == kStageAttr) {
-    auto stage = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op))
       return op->emitOpError("'")
              << kStageAttr << "' is a stage function's; an op's stage is in "
              << "its '" << kTaskAttr << "'";
-    if (!stage || stage.getInt() < 0)
+    if (!indexValue(attr.getValue()))
       return op->emitOpError("'")
              << kStageAttr << "' must be a non-negative index, not "
              << attr.getValue();
     return success();
   }
   if (name == kPipelineStagesAttr) {
-    auto stages = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!stages || stages.getInt() < 1)
+    std::optional<int64_t> stages = indexValue(attr.getValue(), 1);
+    if (!stages)
       return op->emitOpError("'")
-             << kPipelineStagesAttr << "' must be a positive integer, not "
+             << kPipelineStagesAttr << "' must be a positive i64, not "
              << attr.getValue();
-    return verifyPipelinedFunction(op, stages.getInt());
+    return verifyPipelinedFunction(op, *stages);
   }
   return success();
 }

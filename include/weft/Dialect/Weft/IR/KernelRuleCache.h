@@ -2,7 +2,7 @@
 //
 // The result types a kernel's rule (KernelContract.h) gave, by what the rule
 // reads: the op, its attributes less the compiler's `weft.*` bookkeeping
-// (which differs per micro-batch, stage and recompute, and which the rule
+// (the task, which differs per micro-batch, stage and kind, and which the rule
 // never reads) and its operand types. All of them are uniqued in the
 // context, so a key is their pointers. A compile at scale applies the rule
 // to a few hundred distinct keys hundreds of thousands of times: at every
@@ -26,8 +26,8 @@
 
 namespace weft {
 
-/// Whether attribute `name` is the compiler's bookkeeping (`weft.*`: phase,
-/// micro-batch, stage, recompute), which no kernel's rule or plan
+/// Whether attribute `name` is the compiler's bookkeeping (`weft.*`: the
+/// task, buckets, shards), which no kernel's rule or plan
 /// attribute reads.
 inline bool isBookkeepingAttribute(llvm::StringRef name) {
   return name.starts_with("weft.");

@@ -11,9 +11,10 @@
 //
 // Passes ask the typed questions below. The attribute verifies its own
 // fields (non-negative indices, no micro-batch on an update); the dialect
-// verifies that `weft.task` is one, that a pipelined function's ops lie
-// within its stages and micro-batches, and that every op of a stage
-// function but its constants has one, on its stage (verifyTaskAttribute).
+// verifies that `weft.task` is one, that a pipelined function's
+// (`weft.pipeline_stages`) ops lie within its stages and micro-batches,
+// and that every op of such a stage function but its constants has one, on
+// its stage (verifyTaskAttribute).
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_DIALECT_WEFT_IR_TASK_H
@@ -106,18 +107,19 @@ inline bool isRecompute(mlir::Operation *op) {
 inline bool isUpdate(mlir::Operation *op) {
   return taskKindOf(op) == TaskKind::Update;
 }
-/// Whether `op` runs in a micro-batch's backward task (Backward or
-/// Recompute).
+/// Whether `op` runs in a micro-batch's backward task (Backward, Recompute,
+/// and Weight until a zero-bubble schedule runs W later).
 inline bool runsInBackward(mlir::Operation *op) {
   TaskKind kind = taskKindOf(op);
-  return kind == TaskKind::Backward || kind == TaskKind::Recompute;
+  return kind == TaskKind::Backward || kind == TaskKind::Recompute ||
+         kind == TaskKind::Weight;
 }
 
-/// The kind of task that runs `op`'s work: a Recompute op runs in its
-/// micro-batch's Backward task.
+/// The kind of task that runs `op`'s work: a Recompute op (and a Weight op,
+/// as compiled schedules do not split W) runs in its micro-batch's
+/// Backward task.
 inline TaskKind scheduledTaskKind(mlir::Operation *op) {
-  TaskKind kind = taskKindOf(op);
-  return kind == TaskKind::Recompute ? TaskKind::Backward : kind;
+  return runsInBackward(op) ? TaskKind::Backward : taskKindOf(op);
 }
 
 /// Marks `op`'s work as `kind`, keeping its micro-batch and stage.
@@ -125,6 +127,21 @@ inline void setTaskKind(mlir::Operation *op, TaskKind kind) {
   TaskFields fields = TaskFields::of(op);
   fields.kind = kind;
   setTask(op, fields);
+}
+
+/// `op` joins `from`'s task: the kind of task that runs `from` (unless
+/// forward), its micro-batch and stage where it has them; `op`'s own
+/// fields stay otherwise. For ops a pass adds beside another (a
+/// collective's wait, a bucket's pieces, a moved gradient scale).
+inline void joinTask(mlir::Operation *op, mlir::Operation *from) {
+  TaskFields task = TaskFields::of(op), other = TaskFields::of(from);
+  if (other.kind != TaskKind::Forward)
+    task.kind = scheduledTaskKind(from);
+  if (other.microBatch)
+    task.microBatch = other.microBatch;
+  if (other.stage)
+    task.stage = other.stage;
+  setTask(op, task);
 }
 
 /// The pipeline stage of an op (its task's), or of a stage function
