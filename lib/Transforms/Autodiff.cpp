@@ -162,17 +162,47 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
     for (Operation &op :
          llvm::make_range(std::next(ops.back()->getIterator()), body.end()))
       backward.push_back(&op);
+    llvm::DenseSet<Operation *> inputGradient =
+        splitWeightGradients ? activationGradientOps(backward, grads)
+                             : llvm::DenseSet<Operation *>();
     for (Operation *op : llvm::reverse(backward))
       if (op->use_empty() && isPure(op) &&
-          !op->hasTrait<OpTrait::IsTerminator>())
+          !op->hasTrait<OpTrait::IsTerminator>()) {
+        inputGradient.erase(op);
         op->erase();
+      }
 
     // Mark the backward ops: the plan tags their instructions.
     for (Operation &op :
          llvm::make_range(std::next(ops.back()->getIterator()), body.end()))
       if (!op.hasTrait<OpTrait::IsTerminator>())
-        setTaskKind(&op, TaskKind::Backward);
+        setTaskKind(&op, !splitWeightGradients || inputGradient.contains(&op)
+                             ? TaskKind::Backward
+                             : TaskKind::Weight);
     return success();
+  }
+
+  /// The backward ops (`backward`, in program order) that the gradient of
+  /// some activation, a forward op's result, needs: B of the B/W split.
+  /// The other backward ops only feed parameters' gradients: W.
+  static llvm::DenseSet<Operation *>
+  activationGradientOps(ArrayRef<Operation *> backward,
+                        const llvm::DenseMap<Value, Value> &grads) {
+    llvm::DenseSet<Operation *> inBackward(backward.begin(), backward.end());
+    llvm::DenseSet<Operation *> needed;
+    SmallVector<Operation *> work;
+    auto need = [&](Value v) {
+      if (Operation *def = v.getDefiningOp();
+          def && inBackward.contains(def) && needed.insert(def).second)
+        work.push_back(def);
+    };
+    for (auto &[value, grad] : grads)
+      if (!isa<BlockArgument>(value))
+        need(grad);
+    while (!work.empty())
+      for (Value operand : work.pop_back_val()->getOperands())
+        need(operand);
+    return needed;
   }
 };
 

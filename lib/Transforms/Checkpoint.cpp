@@ -319,7 +319,7 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
     llvm::DenseSet<Operation *> inRegion(region.begin(), region.end());
     SmallVector<Operation *> work;
     auto readsInBackward = [](Operation *user, Operation *op) {
-      return isBackward(user) && stageOf(user) == stageOf(op) &&
+      return isGradient(user) && stageOf(user) == stageOf(op) &&
              microBatchOf(user) == microBatchOf(op);
     };
     // A result a forward op outside the region reads (the next layer's input,

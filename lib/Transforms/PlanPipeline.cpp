@@ -272,8 +272,11 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // The backward pass: loss -> parameter gradients.
   // Seeded with each micro-batch's and replica's share of the loss, so
   // accumulation and data parallelism only sum.
-  pm.addNestedPass<func::FuncOp>(
-      createAutodiff({o.microbatches, o.dataParallel}));
+  // Options by name: a positional list would shift with a new option.
+  AutodiffOptions autodiff;
+  autodiff.microbatches = o.microbatches;
+  autodiff.replicas = o.dataParallel;
+  pm.addNestedPass<func::FuncOp>(createAutodiff(autodiff));
   // A LayerNorm's input gradient summed with its residual one in its
   // gradient kernel.
   pm.addNestedPass<func::FuncOp>(createFoldLayerNormGradAdd());

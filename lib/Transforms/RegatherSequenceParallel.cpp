@@ -47,7 +47,7 @@ struct RegatherSequenceParallelPass
     SmallVector<OpOperand *> reads;
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
-      if (isBackward(user) && stageOf(user) == stageOf(op) &&
+      if (isGradient(user) && stageOf(user) == stageOf(op) &&
           microBatchOf(user) == microBatchOf(op))
         reads.push_back(&use);
     }

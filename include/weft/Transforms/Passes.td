@@ -285,12 +285,23 @@ def Autodiff : Pass<"weft-autodiff", "mlir::func::FuncOp"> {
     gradients after the last micro-batch or all-reduce. The function
     carries `weft.seed_microbatches = M` and `weft.seed_replicas = D` for
     them, each checked against the pass's own M or D.
+
+    `split-weight-gradients` splits the backward into B and W (Qi et al.
+    2024, "Zero Bubble Pipeline Parallelism", Section 2): the ops the
+    gradient of an activation (a forward op's result) needs are B
+    (`#weft.task<B>`), the rest, which only parameters' gradients need (a
+    linear's dW = x^T dY, a bias's sum), W (`#weft.task<W>`), which a
+    zero-bubble schedule runs later. A W op reads its layer's input and the
+    output gradient, so those stay alive until it runs.
   }];
   let options = [
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Micro-batches the step's loss is the mean over (M)">,
     Option<"replicas", "replicas", "int64_t", /*default=*/"1",
            "Data-parallel replicas the step's loss is the mean over (D)">,
+    Option<"splitWeightGradients", "split-weight-gradients", "bool",
+           /*default=*/"false",
+           "Mark the backward's weight-gradient-only ops W, the rest B">,
   ];
   let dependentDialects = ["weft::WeftDialect"];
 }

@@ -101,6 +101,11 @@ inline bool isForward(mlir::Operation *op) {
 inline bool isBackward(mlir::Operation *op) {
   return taskKindOf(op) == TaskKind::Backward;
 }
+/// Gradient work proper: a Backward or Weight op, not a recomputed forward.
+inline bool isGradient(mlir::Operation *op) {
+  TaskKind kind = taskKindOf(op);
+  return kind == TaskKind::Backward || kind == TaskKind::Weight;
+}
 inline bool isRecompute(mlir::Operation *op) {
   return taskKindOf(op) == TaskKind::Recompute;
 }
