@@ -276,6 +276,7 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   AutodiffOptions autodiff;
   autodiff.microbatches = o.microbatches;
   autodiff.replicas = o.dataParallel;
+  autodiff.splitWeightGradients = o.splitWeightGradients;
   pm.addNestedPass<func::FuncOp>(createAutodiff(autodiff));
   // A LayerNorm's input gradient summed with its residual one in its
   // gradient kernel.

@@ -12,7 +12,7 @@
 //       [--precision bf16|f16|f32 [--fp32-residual-connection]]
 //       [--timeline F.json] [--timeline-ascii]
 //       [--recompute none|full|selective --recompute-granularity stage|layer]
-//       [--flash-attention]
+//       [--flash-attention] [--split-weight-gradients]
 //       [--estimate-memory [--activation-dtype f16|bf16|f32]]
 //       [--memory-cap BYTES]
 //
@@ -181,6 +181,13 @@ cl::opt<bool> flashAttention(
              "k^T scale, causal) [dropout] v) that keeps no [s, s] "
              "activations and recomputes them in the backward "
              "(FlashAttention; cuDNN's fused attention on a GPU)"),
+    cl::init(false), cl::cat(category));
+cl::opt<bool> splitWeightGradients(
+    "split-weight-gradients",
+    cl::desc("Split each backward into B (what activations' gradients "
+             "need) and W (what only weight gradients need; Qi et al. "
+             "2024): #weft.task<W> in IR dumps. GPipe and 1F1B run each W "
+             "in its B's task: the plan is the same"),
     cl::init(false), cl::cat(category));
 cl::opt<int64_t> microbatches(
     "microbatches",
@@ -545,6 +552,7 @@ int main(int argc, char **argv) {
   pipelineOptions.precision = precision;
   pipelineOptions.fp32ResidualConnection = fp32ResidualConnection;
   pipelineOptions.flashAttention = flashAttention;
+  pipelineOptions.splitWeightGradients = splitWeightGradients;
   pipelineOptions.tensorParallel = tensorParallel;
   pipelineOptions.dataParallel = dataParallel;
   pipelineOptions.bucketCapMb = bucketCapMb;

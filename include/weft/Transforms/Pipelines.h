@@ -141,6 +141,11 @@ struct PlanPipelineOptions
       llvm::cl::desc("Each core attention as one weft.attention "
                      "(weft-fuse-attention): no [s, s] activations kept"),
       llvm::cl::init(false)};
+  Option<bool> splitWeightGradients{
+      *this, "split-weight-gradients",
+      llvm::cl::desc("Split the backward into B and W (weft-autodiff); "
+                     "gpipe and 1f1b run each W in its B's task"),
+      llvm::cl::init(false)};
   Option<int64_t> microbatches{
       *this, "microbatches",
       llvm::cl::desc("Micro-batches per step (the model is imported at "
