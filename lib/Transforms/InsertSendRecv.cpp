@@ -53,7 +53,6 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
   /// Latest producer stage; else earliest user stage; else stage 0.
   void placeUnstagedOps(func::FuncOp func) {
     Block &body = func.getBody().front();
-    Builder b(func.getContext());
     AttributeSets tags(func.getContext());
     SmallVector<Operation *> pending;
     for (Operation &op : body.without_terminator()) {

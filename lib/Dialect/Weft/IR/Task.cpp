@@ -61,7 +61,7 @@ Attribute TaskAttr::parse(AsmParser &parser, Type) {
   llvm::SmallVector<StringRef, 3> seen;
   while (succeeded(parser.parseOptionalComma())) {
     StringRef name;
-    int64_t value;
+    int64_t value = 0;
     SMLoc at = parser.getCurrentLocation();
     if (parser.parseKeyword(&name) || parser.parseEqual() ||
         parser.parseInteger(value))
