@@ -9,6 +9,37 @@ include "weft/Transforms/PrecisionPasses.td"
 // The fusions before autodiff (weft-fuse-gelu, weft-fuse-attention).
 include "weft/Transforms/FusionPasses.td"
 
+def TestPrintTaskOrders : Pass<"weft-test-print-task-orders",
+                                "mlir::ModuleOp"> {
+  let summary = "Print each rank's task order under a pipeline schedule";
+  let description = [{
+    Test-only printer of `weft/Analysis/TaskOrder.h`: for `schedule` (gpipe,
+    1f1b, interleaved, zb-h1, zb-h2, zb-v), `ranks` P, `microbatches` M and
+    `virtual-stages` V (interleaved's chunks), prints to stdout one line per
+    rank, its tasks as kind, chunk and micro-batch (`F0.3`: the forward of
+    chunk 0 for micro-batch 3; `W1.2`: a weight gradient), then the stage
+    each chunk runs and the simulated bubble fraction and rank-0 idle time
+    for T_F = T_B = T_W (uniform stages, free transfers). The IR is
+    unchanged. A layout the schedule refuses, or an order that deadlocks,
+    is an error naming why.
+
+    Output for `schedule=zb-h1 ranks=2 microbatches=3`:
+    ```
+    zb-h1 P=2 M=3 rank 0 (stages 0): F0.0 F0.1 B0.0 W0.0 F0.2 B0.1 W0.1 B0.2 W0.2
+    zb-h1 P=2 M=3 rank 1 (stages 1): F0.0 B0.0 F0.1 B0.1 W0.0 F0.2 B0.2 W0.1 W0.2
+    ```
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "Pipeline schedule">,
+    Option<"ranks", "ranks", "int64_t", /*default=*/"2", "Pipeline ranks P">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"4",
+           "Micro-batches M">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"2",
+           "Model chunks per rank V (interleaved)">,
+  ];
+}
+
 def TestPrintCost : Pass<"weft-test-print-cost", "mlir::func::FuncOp"> {
   let summary = "Print each op's cost (FLOPs, bytes) and the function total";
   let description = [{
