@@ -33,14 +33,12 @@ int main(int argc, char **argv) {
       for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
                                 ScheduleKind::Interleaved, ScheduleKind::ZBH1,
                                 ScheduleKind::ZBH2, ScheduleKind::ZBV}) {
-        int64_t chunks = chunksPerRank(kind, v);
-        double t = 1.0 / chunks;
-        TaskTimes times{t, t, t, 0};
         std::string error;
         auto orders = rankTaskOrders(kind, p, m, v, &error);
         auto sim = orders.empty()
                        ? std::nullopt
-                       : simulateTaskOrders(kind, p, orders, times, &error);
+                       : simulateTaskOrders(kind, p, orders,
+                                            uniformStageTimes(kind, v), &error);
         if (!sim) {
           std::fprintf(stderr, "%s p=%lld m=%lld: %s\n",
                        scheduleName(kind).str().c_str(), (long long)p,
@@ -61,8 +59,8 @@ int main(int argc, char **argv) {
         std::printf("%-12s %3lld %4lld %9.4f %9.9s %12.2f %14.2f\n",
                     scheduleName(kind).str().c_str(), (long long)p,
                     (long long)m, sim->bubbleFraction(), paper.c_str(),
-                    sim->innerIdle[0] / t / chunks,
-                    double(sim->peakActivations[0]) / chunks);
+                    sim->innerIdle[0],
+                    double(sim->peakActivations[0]) / chunksPerRank(kind, v));
       }
   return 0;
 }

@@ -10,10 +10,9 @@
 using namespace weft;
 
 std::optional<ScheduleKind> weft::parseSchedule(llvm::StringRef name) {
-  if (name == "gpipe")
-    return ScheduleKind::GPipe;
-  if (name == "1f1b")
-    return ScheduleKind::OneFOneB;
+  std::optional<ScheduleKind> kind = scheduleNamed(name);
+  if (kind == ScheduleKind::GPipe || kind == ScheduleKind::OneFOneB)
+    return kind;
   return std::nullopt;
 }
 

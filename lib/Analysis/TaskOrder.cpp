@@ -188,6 +188,11 @@ weft::rankTaskOrders(ScheduleKind kind, int64_t ranks, int64_t microBatches,
   return orders;
 }
 
+TaskTimes weft::uniformStageTimes(ScheduleKind kind, int64_t virtualStages) {
+  double t = 1.0 / chunksPerRank(kind, virtualStages);
+  return {t, t, t, 0};
+}
+
 double TaskOrderSimulation::bubbleFraction() const {
   double sum = 0;
   for (double b : busy)
@@ -227,7 +232,7 @@ weft::simulateTaskOrders(ScheduleKind kind, int64_t ranks,
       }
 
   std::vector<size_t> next(ranks, 0);
-  std::vector<double> freeAt(ranks, 0), first(ranks, -1);
+  std::vector<double> freeAt(ranks, 0);
   TaskOrderSimulation sim;
   sim.busy.assign(ranks, 0);
   sim.innerIdle.assign(ranks, 0);
@@ -274,9 +279,7 @@ weft::simulateTaskOrders(ScheduleKind kind, int64_t ranks,
         if (!ready)
           break;
         double end = start + duration;
-        if (first[r] < 0)
-          first[r] = start;
-        else
+        if (next[r] > 0) // idle before the first task is no inner idle
           sim.innerIdle[r] += start - freeAt[r];
         sim.busy[r] += duration;
         freeAt[r] = end;

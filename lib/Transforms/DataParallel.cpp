@@ -34,9 +34,6 @@ constexpr unsigned kGradOperand = 1;
 
 bool isOptimizerStep(Operation *op) { return isa<SGDOp, AdamWOp>(op); }
 
-/// `op` joins `from`'s task (kind, micro-batch, stage).
-void copyPlacement(Operation *op, Operation *from) { joinTask(op, from); }
-
 /// A scalar constant `value` of `type`'s element type.
 Value scalar(OpBuilder &b, Location loc, Type type, double value) {
   Type element = cast<ShapedType>(type).getElementType();
@@ -214,7 +211,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
               constant && op->isBeforeInBlock(constant))
             constant->moveBefore(op);
       }
-      copyPlacement(op, after);
+      joinTask(op, after);
     }
     return chain;
   }
@@ -316,7 +313,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     // are local: weft-insert-send-recv ran).
     Operation *placement = ready ? ready : members.front();
     auto place = [&](Operation *op) {
-      copyPlacement(op, placement);
+      joinTask(op, placement);
       return op;
     };
     Value flat;
@@ -392,8 +389,8 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
       Value scale = scalar(b, loc, type, 1.0 / replicas);
       auto mean = MulOp::create(b, loc, sum.getResult(), scale);
       if (def) {
-        copyPlacement(sum, def);
-        copyPlacement(mean, def);
+        joinTask(sum, def);
+        joinTask(mean, def);
       }
       result.set(mean);
     }

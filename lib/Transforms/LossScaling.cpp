@@ -32,7 +32,7 @@ using namespace weft;
 namespace {
 
 /// The task (the update's, on `stage`) of the ops this pass creates.
-void place(Operation *op, std::optional<int64_t> stage, OpBuilder &b) {
+void place(Operation *op, std::optional<int64_t> stage) {
   TaskFields task;
   task.kind = TaskKind::Update;
   task.stage = stage;
@@ -105,7 +105,7 @@ struct LossScalingPass : weft::impl::LossScalingBase<LossScalingPass> {
           b, func.getLoc(), scaler.getType(), scaler, found,
           b.getF64FloatAttr(2.0), b.getF64FloatAttr(0.5),
           b.getI64IntegerAttr(2000));
-      place(next, stage, b);
+      place(next, stage);
       scales.push_back(next);
     }
     // The return reads the gated updates now; each stage's scaler follows.
@@ -141,7 +141,7 @@ struct LossScalingPass : weft::impl::LossScalingBase<LossScalingPass> {
     auto check = FoundInfOp::create(b, func.getLoc(),
                                     RankedTensorType::get({}, b.getF32Type()),
                                     grads.getArrayRef());
-    place(check, stage, b);
+    place(check, stage);
     Value found = check;
     if (!mesh)
       return found;
@@ -152,7 +152,7 @@ struct LossScalingPass : weft::impl::LossScalingBase<LossScalingPass> {
           b, func.getLoc(), found, kMeshSymbol,
           ArrayRef<shard::GridAxis>{shard::GridAxis(mesh->axisIndex(axis))},
           shard::ReductionKind::Max);
-      place(max, stage, b);
+      place(max, stage);
       found = max;
     }
     return found;

@@ -32,11 +32,9 @@ struct TestPrintTaskOrdersPass
     auto orders =
         rankTaskOrders(*kind, ranks, microbatches, virtualStages, &error);
     std::optional<TaskOrderSimulation> sim;
-    if (!orders.empty()) {
-      int64_t chunks = chunksPerRank(*kind, virtualStages);
-      double t = 1.0 / chunks;
-      sim = simulateTaskOrders(*kind, ranks, orders, {t, t, t, 0}, &error);
-    }
+    if (!orders.empty())
+      sim = simulateTaskOrders(*kind, ranks, orders,
+                               uniformStageTimes(*kind, virtualStages), &error);
     if (!sim) {
       getOperation().emitError("weft-test-print-task-orders: ") << error;
       return signalPassFailure();

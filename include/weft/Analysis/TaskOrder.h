@@ -85,6 +85,10 @@ struct TaskTimes {
   double forward = 1, backward = 1, weight = 1, transfer = 0;
 };
 
+/// T_F = T_B = T_W = 1 for a whole stage's layers, a chunk taking its share
+/// (1 / chunksPerRank), and free transfers: the papers' uniform case.
+TaskTimes uniformStageTimes(ScheduleKind kind, int64_t virtualStages);
+
 struct TaskOrderSimulation {
   /// The step: first task's start to last task's end.
   double makespan = 0;

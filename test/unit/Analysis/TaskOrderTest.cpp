@@ -126,9 +126,10 @@ TEST(TaskOrder, InterleavedBubbleAndFirstStageActivations) {
         EXPECT_NEAR(sim.bubbleFraction(), double(p - 1) / (v * m + p - 1),
                     1e-12)
             << "p=" << p << " v=" << v << " m=" << m;
-        if (m * v >= v * p + p - 1)
+        if (m * v >= v * p + p - 1) {
           EXPECT_EQ(sim.peakActivations[0], v * p + p - 1)
               << "p=" << p << " v=" << v << " m=" << m;
+        }
       }
 }
 

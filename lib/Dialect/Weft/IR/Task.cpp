@@ -6,6 +6,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 using namespace weft;
@@ -45,11 +46,13 @@ Attribute TaskAttr::parse(AsmParser &parser, Type) {
   StringRef letter;
   if (parser.parseLess() || parser.parseKeyword(&letter))
     return {};
-  std::optional<TaskKind> kind;
-  for (TaskKind k : {TaskKind::Forward, TaskKind::Backward, TaskKind::Recompute,
-                     TaskKind::Update, TaskKind::Weight})
-    if (letter == StringRef(std::string(1, taskKindLetter(k))))
-      kind = k;
+  auto kind = llvm::StringSwitch<std::optional<TaskKind>>(letter)
+                  .Case("F", TaskKind::Forward)
+                  .Case("B", TaskKind::Backward)
+                  .Case("R", TaskKind::Recompute)
+                  .Case("U", TaskKind::Update)
+                  .Case("W", TaskKind::Weight)
+                  .Default(std::nullopt);
   if (!kind) {
     parser.emitError(parser.getCurrentLocation(),
                      "a task's kind is F, B, R, U or W, not '")

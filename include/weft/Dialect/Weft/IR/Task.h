@@ -101,10 +101,12 @@ inline bool isForward(mlir::Operation *op) {
 inline bool isBackward(mlir::Operation *op) {
   return taskKindOf(op) == TaskKind::Backward;
 }
-/// Gradient work proper: a Backward or Weight op, not a recomputed forward.
-inline bool isGradient(mlir::Operation *op) {
-  TaskKind kind = taskKindOf(op);
+/// Gradient work proper: Backward or Weight, not a recomputed forward.
+inline bool isGradientKind(TaskKind kind) {
   return kind == TaskKind::Backward || kind == TaskKind::Weight;
+}
+inline bool isGradient(mlir::Operation *op) {
+  return isGradientKind(taskKindOf(op));
 }
 inline bool isRecompute(mlir::Operation *op) {
   return taskKindOf(op) == TaskKind::Recompute;
@@ -112,19 +114,20 @@ inline bool isRecompute(mlir::Operation *op) {
 inline bool isUpdate(mlir::Operation *op) {
   return taskKindOf(op) == TaskKind::Update;
 }
+/// The kind of task that runs work of `kind`: Recompute (and Weight, as
+/// compiled schedules do not split W) runs in its micro-batch's Backward.
+inline TaskKind scheduledKind(TaskKind kind) {
+  return isGradientKind(kind) || kind == TaskKind::Recompute
+             ? TaskKind::Backward
+             : kind;
+}
+inline TaskKind scheduledTaskKind(mlir::Operation *op) {
+  return scheduledKind(taskKindOf(op));
+}
 /// Whether `op` runs in a micro-batch's backward task (Backward, Recompute,
 /// and Weight until a zero-bubble schedule runs W later).
 inline bool runsInBackward(mlir::Operation *op) {
-  TaskKind kind = taskKindOf(op);
-  return kind == TaskKind::Backward || kind == TaskKind::Recompute ||
-         kind == TaskKind::Weight;
-}
-
-/// The kind of task that runs `op`'s work: a Recompute op (and a Weight op,
-/// as compiled schedules do not split W) runs in its micro-batch's
-/// Backward task.
-inline TaskKind scheduledTaskKind(mlir::Operation *op) {
-  return runsInBackward(op) ? TaskKind::Backward : taskKindOf(op);
+  return scheduledTaskKind(op) == TaskKind::Backward;
 }
 
 /// Marks `op`'s work as `kind`, keeping its micro-batch and stage.
