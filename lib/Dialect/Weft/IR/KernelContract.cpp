@@ -174,16 +174,49 @@ weft::KernelRuleCache *kernelRules(MLIRContext *ctx) {
 
 } // namespace
 
-std::optional<SmallVector<Type, 2>>
-weft::knownKernelTypes(MLIRContext *ctx, const KernelRuleCache::Key &key) {
+LogicalResult weft::inferKernelTypesByProperties(
+    MLIRContext *ctx, std::optional<Location> loc, TypeID opClass,
+    const ops::OpRecord &record, ArrayRef<Attribute> inherent,
+    DictionaryAttr named, ArrayRef<NamedAttribute> extra, ValueRange operands,
+    function_ref<Attribute()> properties, SmallVectorImpl<Type> &types) {
+  // Keyed by the properties' attributes in ODS order, then the named ones:
+  // the verifier infers every op's types again after each pass, and a
+  // dictionary of the properties, uniqued under the context's lock, was
+  // most of that time at GPT-3 scale.
   KernelRuleCache *rules = kernelRules(ctx);
-  return rules ? rules->lookup(key) : std::nullopt;
-}
+  KernelRuleCache::Key key{
+      reinterpret_cast<const void *>(static_cast<uintptr_t>(
+          KernelRuleCache::Asker::InferenceByProperties)),
+      opClass.getAsOpaquePointer()};
+  for (Attribute value : inherent)
+    key.push_back(value ? value.getAsOpaquePointer() : nullptr);
+  if (named)
+    KernelRuleCache::appendNamed(key, named.getValue());
+  KernelRuleCache::appendNamed(key, extra);
+  key.push_back(nullptr);
+  for (Type type : operands.getTypes())
+    key.push_back(type.getAsOpaquePointer());
+  if (rules)
+    if (auto known = rules->lookup(key)) {
+      types.append(known->begin(), known->end());
+      return success();
+    }
 
-void weft::rememberKernelTypes(MLIRContext *ctx, KernelRuleCache::Key key,
-                               TypeRange types) {
-  if (KernelRuleCache *rules = kernelRules(ctx))
-    rules->insert(std::move(key), types);
+  NamedAttrList attrs(named);
+  // A generic build may pass the inherent attributes in the dictionary too:
+  // set, not append, so each name stays unique.
+  if (auto dict = dyn_cast_or_null<DictionaryAttr>(properties()))
+    for (NamedAttribute a : dict)
+      attrs.set(a.getName(), a.getValue());
+  for (NamedAttribute a : extra)
+    attrs.set(a.getName(), a.getValue());
+  size_t before = types.size();
+  if (failed(inferKernelTypes(record.op, ctx, loc, operands,
+                              attrs.getDictionary(ctx), types)))
+    return failure();
+  if (rules)
+    rules->insert(std::move(key), ArrayRef<Type>(types).drop_front(before));
+  return success();
 }
 
 LogicalResult weft::inferKernelTypes(ops::Op op, MLIRContext *ctx,

@@ -12,11 +12,11 @@
 #ifndef WEFT_DIALECT_WEFT_IR_KERNELCONTRACT_H
 #define WEFT_DIALECT_WEFT_IR_KERNELCONTRACT_H
 
-#include "weft/Dialect/Weft/IR/KernelRuleCache.h"
 #include "weft/ops/OpRecord.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <nlohmann/json.hpp>
 
@@ -59,12 +59,17 @@ mlir::LogicalResult inferKernelTypes(ops::Op op, mlir::MLIRContext *ctx,
                                      mlir::DictionaryAttr attrs,
                                      llvm::SmallVectorImpl<mlir::Type> &types);
 
-/// The memoised result types for a key built by the caller (nullopt when
-/// not yet known, or before the dialect loads), and the record of a result.
-std::optional<llvm::SmallVector<mlir::Type, 2>>
-knownKernelTypes(mlir::MLIRContext *ctx, const KernelRuleCache::Key &key);
-void rememberKernelTypes(mlir::MLIRContext *ctx, KernelRuleCache::Key key,
-                         mlir::TypeRange types);
+/// inferKernelTypes<OpT>'s work apart from the op class: `inherent` are
+/// the op's properties' attributes in ODS order (null where unset, less
+/// operandSegmentSizes), `named` its discardable ones; `properties` builds
+/// the properties' dictionary, asked only when the memo misses.
+mlir::LogicalResult inferKernelTypesByProperties(
+    mlir::MLIRContext *ctx, std::optional<mlir::Location> loc,
+    mlir::TypeID opClass, const ops::OpRecord &record,
+    llvm::ArrayRef<mlir::Attribute> inherent, mlir::DictionaryAttr named,
+    llvm::ArrayRef<mlir::NamedAttribute> extra, mlir::ValueRange operands,
+    llvm::function_ref<mlir::Attribute()> properties,
+    llvm::SmallVectorImpl<mlir::Type> &types);
 
 /// The same from an ODS adaptor: `OpT`'s properties (defaults filled in),
 /// discardable attributes and `extra`, plan attributes an operand implies
@@ -78,51 +83,17 @@ inferKernelTypes(mlir::MLIRContext *ctx, std::optional<mlir::Location> loc,
   typename OpT::Properties properties = adaptor.getProperties();
   mlir::OperationName name(OpT::getOperationName(), ctx);
   OpT::populateDefaultProperties(name, properties);
-  // Keyed by the properties' attributes in ODS order, then the dictionary's
-  // and `extra`'s: the verifier infers every op's types again after each
-  // pass, and a dictionary of the properties, uniqued under the context's
-  // lock, was most of that time at GPT-3 scale. operandSegmentSizes is no
-  // input of the rule (kernelAttributes drops it).
-  KernelRuleCache::Key key{
-      reinterpret_cast<const void *>(static_cast<uintptr_t>(
-          KernelRuleCache::Asker::InferenceByProperties)),
-      mlir::TypeID::get<OpT>().getAsOpaquePointer()};
-  for (llvm::StringRef attrName : OpT::getAttributeNames()) {
-    if (attrName == "operandSegmentSizes")
-      continue;
-    std::optional<mlir::Attribute> value =
-        OpT::getInherentAttr(ctx, properties, attrName);
-    key.push_back(value && *value ? value->getAsOpaquePointer() : nullptr);
-  }
-  if (mlir::DictionaryAttr named = adaptor.getAttributes())
-    KernelRuleCache::appendNamed(key, named.getValue());
-  KernelRuleCache::appendNamed(key, extra);
-  key.push_back(nullptr);
-  for (mlir::Type type : adaptor.getOperands().getTypes())
-    key.push_back(type.getAsOpaquePointer());
-  if (auto known = knownKernelTypes(ctx, key)) {
-    types.append(known->begin(), known->end());
-    return mlir::success();
-  }
-
-  mlir::NamedAttrList attrs(adaptor.getAttributes());
-  // A generic build may pass the inherent attributes in the dictionary too:
-  // set, not append, so each name stays unique.
-  if (auto inherent = llvm::dyn_cast_or_null<mlir::DictionaryAttr>(
-          OpT::getPropertiesAsAttr(ctx, properties)))
-    for (mlir::NamedAttribute a : inherent)
-      attrs.set(a.getName(), a.getValue());
-  for (mlir::NamedAttribute a : extra)
-    attrs.set(a.getName(), a.getValue());
+  llvm::SmallVector<mlir::Attribute, 8> inherent;
+  for (llvm::StringRef attrName : OpT::getAttributeNames())
+    if (attrName != "operandSegmentSizes")
+      inherent.push_back(
+          OpT::getInherentAttr(ctx, properties, attrName).value_or(nullptr));
   static const ops::OpRecord *record =
       ops::findOpRecord(name.stripDialect().str());
-  size_t before = types.size();
-  if (mlir::failed(inferKernelTypes(record->op, ctx, loc, adaptor.getOperands(),
-                                    attrs.getDictionary(ctx), types)))
-    return mlir::failure();
-  rememberKernelTypes(ctx, std::move(key),
-                      llvm::ArrayRef<mlir::Type>(types).drop_front(before));
-  return mlir::success();
+  return inferKernelTypesByProperties(
+      ctx, loc, mlir::TypeID::get<OpT>(), *record, inherent,
+      adaptor.getAttributes(), extra, adaptor.getOperands(),
+      [&] { return OpT::getPropertiesAsAttr(ctx, properties); }, types);
 }
 
 /// Fails, naming weft-run's message, when `op` lowers to a kernel and its
