@@ -194,7 +194,7 @@ std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
       if (kind == TaskKind::Update)
         task = "U";
       else if (std::optional<int64_t> mb = microBatchOf(&op))
-        task = (kind == TaskKind::Backward ? "B" : "F") + std::to_string(*mb);
+        task = taskKindLetter(kind) + std::to_string(*mb);
       SimOp sim{SimOp::Kind::Compute};
       sim.task = task;
       sim.op = &op;

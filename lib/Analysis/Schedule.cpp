@@ -11,9 +11,9 @@ using namespace weft;
 
 std::optional<ScheduleKind> weft::parseSchedule(llvm::StringRef name) {
   std::optional<ScheduleKind> kind = scheduleNamed(name);
-  if (kind == ScheduleKind::GPipe || kind == ScheduleKind::OneFOneB)
-    return kind;
-  return std::nullopt;
+  if (kind == ScheduleKind::Interleaved || kind == ScheduleKind::ZBV)
+    return std::nullopt;
+  return kind;
 }
 
 std::optional<ScheduleKind> weft::scheduleNamed(llvm::StringRef name) {

@@ -5,6 +5,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 using namespace weft;
@@ -191,6 +192,20 @@ weft::rankTaskOrders(ScheduleKind kind, int64_t ranks, int64_t microBatches,
 TaskTimes weft::uniformStageTimes(ScheduleKind kind, int64_t virtualStages) {
   double t = 1.0 / chunksPerRank(kind, virtualStages);
   return {t, t, t, 0};
+}
+
+double weft::uniformBubbleFraction(ScheduleKind kind, int64_t ranks,
+                                   int64_t microBatches,
+                                   int64_t virtualStages) {
+  std::string error;
+  std::vector<std::vector<OrderedTask>> orders =
+      rankTaskOrders(kind, ranks, microBatches, virtualStages, &error);
+  std::optional<TaskOrderSimulation> sim =
+      orders.empty()
+          ? std::nullopt
+          : simulateTaskOrders(kind, ranks, orders,
+                               uniformStageTimes(kind, virtualStages), &error);
+  return sim ? sim->bubbleFraction() : std::nan("");
 }
 
 double TaskOrderSimulation::bubbleFraction() const {

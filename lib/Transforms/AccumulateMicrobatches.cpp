@@ -60,6 +60,33 @@ struct AccumulateMicrobatchesPass
     return false;
   }
 
+  /// The terms a micro-batch's result `v` sums. A parameter used on
+  /// several pipeline stages (a tied embedding and head) gets a gradient
+  /// term from each, which weft-autodiff adds per micro-batch: summed so,
+  /// every micro-batch would send its term to the adding stage (a vocab x
+  /// hidden transfer per micro-batch, and under a zero-bubble schedule the
+  /// first stage's W(i) waiting for the last stage's, which runs P-1
+  /// micro-batches later). Each stage's term is summed over the
+  /// micro-batches on its stage instead, and the totals added once:
+  /// Megatron-LM's embedding-group all-reduce, once per step. The adds so
+  /// split go into `split`.
+  static SmallVector<Value> stageTerms(Value v,
+                                       SmallPtrSetImpl<Operation *> &split) {
+    auto add = v.getDefiningOp<AddOp>();
+    auto stageOfValue = [](Value x) -> std::optional<int64_t> {
+      Operation *def = x.getDefiningOp();
+      return def ? stageOf(def) : std::nullopt;
+    };
+    if (!add || !add->hasOneUse() || !stageOfValue(add.getLhs()) ||
+        !stageOfValue(add.getRhs()) ||
+        stageOfValue(add.getLhs()) == stageOfValue(add.getRhs()))
+      return {v};
+    split.insert(add);
+    SmallVector<Value> terms = stageTerms(add.getLhs(), split);
+    llvm::append_range(terms, stageTerms(add.getRhs(), split));
+    return terms;
+  }
+
   /// `seeded`: each micro-batch's gradients are its 1/M share already.
   LogicalResult accumulate(func::FuncOp func, bool seeded) {
     MLIRContext *ctx = func.getContext();
@@ -99,10 +126,19 @@ struct AccumulateMicrobatchesPass
       if (isa<ConstantOp>(op) && !writtenInPlace(op.getResult(0)))
         setTaskKind(b.clone(op, shared), TaskKind::Forward);
 
+    // Per result, its terms (stageTerms), each summed over the
+    // micro-batches.
+    SmallPtrSet<Operation *, 4> split;
+    SmallVector<SmallVector<Value>> termsOf;
+    for (Value v : ret.getOperands())
+      termsOf.push_back(stageTerms(v, split));
+
     // Each copy is tagged with its micro-batch: few distinct attribute
     // sets over millions of copies.
     AttributeSets tags(ctx);
-    SmallVector<Value> totals(ret.getNumOperands());
+    SmallVector<SmallVector<Value>> totals;
+    for (const SmallVector<Value> &terms : termsOf)
+      totals.emplace_back(terms.size());
     // Batch-norm running statistics chain from one micro-batch to the next.
     llvm::DenseMap<Value, Value> stateNow;
     for (int64_t k = 0; k < m; ++k) {
@@ -128,7 +164,7 @@ struct AccumulateMicrobatchesPass
         map.map(oldArg, slice);
       }
       for (Operation &op : body.without_terminator()) {
-        if (shared.contains(&op))
+        if (shared.contains(&op) || split.contains(&op))
           continue;
         Operation *copy = b.clone(op, map);
         tags.setTaskField(copy, AttributeSets::TaskField::MicroBatch, k);
@@ -139,25 +175,39 @@ struct AccumulateMicrobatchesPass
               stateNow[stateArg] = bn->getResult(r);
           }
       }
-      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-        Value mapped = map.lookup(v);
-        if (!totals[i]) {
-          totals[i] = mapped;
-          continue;
+      for (auto [terms, sums] : llvm::zip(termsOf, totals))
+        for (auto [term, total] : llvm::zip(terms, sums)) {
+          Value mapped = map.lookup(term);
+          if (!total) {
+            total = mapped;
+            continue;
+          }
+          // Into the running sum's bytes where nothing else reads them: one
+          // sum buffer for every micro-batch, which the plan's
+          // task bodies need (their instructions name the same buffers).
+          auto add = AddOp::create(b, ret.getLoc(), total, mapped);
+          accumulateInPlaceIfOwned(add);
+          total = add;
         }
-        // Into the running sum's bytes where nothing else reads them: one
-        // sum buffer for every micro-batch, which the plan's
-        // task bodies need (their instructions name the same buffers).
-        auto add = AddOp::create(b, ret.getLoc(), totals[i], mapped);
-        accumulateInPlaceIfOwned(add);
-        totals[i] = add;
+    }
+    // A split sum's totals added once, on the stage that added its terms.
+    SmallVector<Value> summed;
+    for (auto [v, sums] : llvm::zip(ret.getOperands(), totals)) {
+      Value total = sums.front();
+      for (Value next : llvm::drop_begin(sums)) {
+        auto add = AddOp::create(b, ret.getLoc(), total, next);
+        TaskFields task = TaskFields::of(v.getDefiningOp());
+        task.microBatch.reset();
+        setTask(add, task);
+        total = add;
       }
+      summed.push_back(total);
     }
     // Scale the sums by 1/M: the loss is the sum of 1/M-scaled micro-batch
     // losses, and the gradients are its gradients (scaled already when
     // the backward was seeded with 1/M).
     SmallVector<Value> results;
-    for (auto [i, total] : llvm::enumerate(totals)) {
+    for (auto [i, total] : llvm::enumerate(summed)) {
       if (seeded && func.getResultAttr(i, kGradAttr)) {
         results.push_back(total);
         continue;

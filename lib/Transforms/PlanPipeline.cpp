@@ -2,9 +2,9 @@
 
 #include "weft/Transforms/Pipelines.h"
 
-#include "weft/Transforms/Passes.h"
-
 #include "weft/Analysis/PipelineSimulation.h"
+#include "weft/Analysis/TaskOrder.h"
+#include "weft/Transforms/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
 
@@ -276,7 +276,9 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   AutodiffOptions autodiff;
   autodiff.microbatches = o.microbatches;
   autodiff.replicas = o.dataParallel;
-  autodiff.splitWeightGradients = o.splitWeightGradients;
+  // Zero-bubble schedules run W later (weft-schedule), so need it apart.
+  autodiff.splitWeightGradients =
+      o.splitWeightGradients || (pipelined && splitsWeightGradient(o.schedule));
   pm.addNestedPass<func::FuncOp>(createAutodiff(autodiff));
   // A LayerNorm's input gradient summed with its residual one in its
   // gradient kernel.
@@ -362,7 +364,7 @@ void registerPlanPipeline() {
         buildPlanPipeline(pm, options);
         return success();
       },
-      [](llvm::function_ref<void(const detail::PassOptions &)> handler) {
+      [](llvm::function_ref<void(const mlir::detail::PassOptions &)> handler) {
         handler(PlanPipelineOptions());
       });
 }

@@ -7,7 +7,7 @@
 
 #include "weft/Transforms/Passes.h"
 
-#include "weft/Analysis/Schedule.h"
+#include "weft/Analysis/TaskOrder.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -39,6 +39,11 @@ struct Slot {
   }
 };
 
+/// A rank's ops in the order it runs them, each with its slot.
+using Order = SmallVector<std::pair<Slot, Operation *>>;
+/// A task of the rank's order by (kind, chunk, micro-batch): its index.
+using TaskIndex = std::map<std::tuple<TaskKind, int64_t, int64_t>, int64_t>;
+
 struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
   using ScheduleBase::ScheduleBase;
 
@@ -50,13 +55,12 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
   /// Waiting earlier (say, one task later) can deadlock under rendezvous
   /// sends, e.g. a U-Net skip from stage 0 to stage 3 whose receive stage 3
   /// posts only after it has sent a gradient stage 0 is not yet receiving.
-  static int64_t
-  sendCompletionTask(Operation *wait,
-                     const std::map<std::pair<bool, int64_t>, int64_t> &taskIndex,
-                     int64_t lastTask) {
+  static int64_t sendCompletionTask(Operation *wait, const TaskIndex &taskIndex,
+                                    int64_t lastTask) {
     std::optional<int64_t> mb = microBatchOf(wait);
     if (isForward(wait) && mb)
-      return taskIndex.at({true, *mb});
+      return taskIndex.at(
+          {TaskKind::Backward, TaskFields::of(wait).chunk, *mb});
     return lastTask;
   }
 
@@ -68,7 +72,7 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     std::optional<ScheduleKind> kind = parseSchedule(schedule);
     if (!kind) {
       func.emitError("weft-schedule: unknown schedule '")
-          << schedule << "' (expected gpipe or 1f1b)";
+          << schedule << "' (expected gpipe, 1f1b, zb-h1 or zb-h2)";
       return signalPassFailure();
     }
     int64_t stages =
@@ -87,26 +91,37 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
         opsOf[*s].push_back(&op);
     // Ordering reads and tags only the stage's own ops: the stages in
     // parallel. Outlining moves ops out of @main's one block: in turn.
-    using Order = SmallVector<std::pair<Slot, Operation *>>;
+    std::string error;
+    std::vector<std::vector<OrderedTask>> taskOrders =
+        rankTaskOrders(*kind, stages, microbatches, 1, &error);
+    if (taskOrders.empty()) {
+      func.emitError("weft-schedule: ") << error;
+      return signalPassFailure();
+    }
     std::vector<Order> orders(stages);
     mlir::parallelFor(&getContext(), 0, stages, [&](size_t s) {
-      orders[s] = orderStage(func, opsOf[s], *kind, s, stages, microbatches);
+      orders[s] = orderStage(opsOf[s], *kind, taskOrders[s], microbatches);
     });
+    postReceivesInSendOrder(orders);
     for (int64_t s = 0; s < stages; ++s)
       if (failed(outlineStage(func, orders[s], *kind, s, stages, microbatches)))
         return signalPassFailure();
     func.erase();
   }
 
-  /// Each op of `stage` with its slot, sorted.
+  /// Each op of a rank with its slot in the rank's task order `tasks`,
+  /// sorted.
   SmallVector<std::pair<Slot, Operation *>>
-  orderStage(func::FuncOp func, ArrayRef<Operation *> ops, ScheduleKind kind,
-             int64_t stage, int64_t stages, int64_t microbatches) {
-    SmallVector<StageTask> tasks =
-        stageTasks(kind, stage, stages, microbatches);
-    std::map<std::pair<bool, int64_t>, int64_t> taskIndex;
+  orderStage(ArrayRef<Operation *> ops, ScheduleKind kind,
+             ArrayRef<OrderedTask> tasks, int64_t microbatches) {
+    // Without the split, a weight gradient runs in its backward's task.
+    if (!splitsWeightGradient(kind))
+      for (Operation *op : ops)
+        if (taskKindOf(op) == TaskKind::Weight)
+          setTaskKind(op, TaskKind::Backward);
+    TaskIndex taskIndex;
     for (auto [i, t] : llvm::enumerate(tasks))
-      taskIndex[{t.backward, t.microBatch}] = i;
+      taskIndex[{t.kind, t.chunk, t.microBatch}] = i;
     int64_t lastTask = tasks.size(); // optimizer updates
 
     llvm::DenseMap<Operation *, int64_t> taskOf;
@@ -117,7 +132,8 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
       } else if (std::optional<int64_t> mb =
                      microbatches == 1 ? 0 : microBatchOf(op)) {
         // With one micro-batch, accumulation left no tags: all is F0/B0.
-        taskOf[op] = taskIndex.at({runsInBackward(op), *mb});
+        taskOf[op] = taskIndex.at(
+            {scheduledTaskKind(op), TaskFields::of(op).chunk, *mb});
       } else {
         // Gradient sums across micro-batches: after the latest operand.
         std::optional<int64_t> latest;
@@ -153,8 +169,10 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
         continue;
       TaskFields task = TaskFields::of(op);
       task.microBatch = tasks[t].microBatch;
-      if (tasks[t].backward && !runsInBackward(op))
-        task.kind = TaskKind::Backward;
+      task.chunk = tasks[t].chunk;
+      if (tasks[t].kind != TaskKind::Forward &&
+          scheduledKind(task.kind) != tasks[t].kind)
+        task.kind = tasks[t].kind;
       setTask(op, task);
     }
 
@@ -162,9 +180,9 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     for (auto [i, op] : llvm::enumerate(ops)) {
       Slot slot{taskOf[op], 0, static_cast<int64_t>(i)};
       // Post receives one task early: the transfer overlaps it. Those of a
-      // task in tag order, which is their senders' order (tags number the
-      // transfers in producer order): NCCL matches a pair of ranks'
-      // transfers by order, and the plan loader checks both ends agree.
+      // task in tag order, which is mostly their senders' order (tags
+      // number the transfers in producer order); postReceivesInSendOrder
+      // makes it so where it is not.
       if (auto recv = dyn_cast<IRecvOp>(op))
         slot = {std::max<int64_t>(slot.task - 1, 0), -1,
                 static_cast<int64_t>(recv.getTag())};
@@ -175,6 +193,63 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     std::stable_sort(order.begin(), order.end(),
                      [](const auto &a, const auto &b) { return a.first < b.first; });
     return order;
+  }
+
+  /// Posts each channel's receives in its sender's order. A pair of ranks
+  /// must post its transfers in one order at both ends (NCCL matches them
+  /// by order; the plan loader checks it), but a receive's slot comes from
+  /// the receiver's task order: under a zero-bubble schedule the sender
+  /// runs W(i)'s sends after B(i+r)'s while the receiver may need them in
+  /// the opposite order. A receive whose successor on its channel is
+  /// posted earlier moves up to it: posting early is always safe (it holds
+  /// its buffer longer), posting out of order is not.
+  static void postReceivesInSendOrder(std::vector<Order> &orders) {
+    llvm::DenseMap<int64_t, int64_t> sendPosition; // by tag
+    for (const Order &order : orders)
+      for (auto [i, slotted] : llvm::enumerate(order))
+        if (auto send = dyn_cast<ISendOp>(slotted.second))
+          sendPosition[send.getTag()] = i;
+    for (Order &order : orders) {
+      // Per peer: its receives' indices in `order`, in the peer's order.
+      std::map<int64_t, SmallVector<size_t>> channels;
+      for (auto [i, slotted] : llvm::enumerate(order))
+        if (auto recv = dyn_cast<IRecvOp>(slotted.second))
+          channels[recv.getPeer()].push_back(i);
+      bool moved = false;
+      for (auto &[peer, recvs] : channels) {
+        auto sent = [&](size_t i) {
+          return sendPosition.lookup(cast<IRecvOp>(order[i].second).getTag());
+        };
+        llvm::sort(recvs,
+                   [&](size_t a, size_t b) { return sent(a) < sent(b); });
+        for (size_t k = recvs.size(); k-- > 1;) {
+          Slot &earlier = order[recvs[k - 1]].first;
+          if (order[recvs[k]].first.task < earlier.task) {
+            earlier.task = order[recvs[k]].first.task;
+            moved = true;
+          }
+        }
+        // Within a task, receives go in tag order across channels; a
+        // channel's own take its tags in its send order.
+        for (size_t k = 0; k < recvs.size();) {
+          size_t end = k;
+          SmallVector<int64_t> keys;
+          while (end < recvs.size() &&
+                 order[recvs[end]].first.task == order[recvs[k]].first.task)
+            keys.push_back(order[recvs[end++]].first.order);
+          llvm::sort(keys);
+          for (size_t j = k; j < end; ++j) {
+            moved |= order[recvs[j]].first.order != keys[j - k];
+            order[recvs[j]].first.order = keys[j - k];
+          }
+          k = end;
+        }
+      }
+      if (moved)
+        std::stable_sort(
+            order.begin(), order.end(),
+            [](const auto &a, const auto &b) { return a.first < b.first; });
+    }
   }
 
   /// Moves `order`'s ops, in that order, into a new function for `stage`.

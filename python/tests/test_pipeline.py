@@ -245,10 +245,10 @@ def test_a_failing_rank_stops_every_rank(weftc, models_dir, tmp_path):
 @pytest.mark.parametrize("flags,message", [
     (["--pipeline-parallel=0"], "--pipeline-parallel must be at least 1"),
     (["--pipeline-parallel=2", "--schedule=zb"],
-     "--schedule 'zb': expected gpipe or 1f1b"),
+     "--schedule 'zb': expected gpipe, 1f1b, zb-h1 or zb-h2"),
     (["--pipeline-parallel=2", "--schedule=zb-v"],
      "--schedule 'zb-v': its task order is modelled (weft-bench-schedules), "
-     "not yet compiled; expected gpipe or 1f1b"),
+     "not yet compiled; expected gpipe, 1f1b, zb-h1 or zb-h2"),
     (["--balance=3,4"], "--balance needs --pipeline-parallel of 2 or more"),
     (["--pipeline-parallel=2", "--balance=1,2"],
      "weft-partition-pipeline: balance sums to 3 ops"),

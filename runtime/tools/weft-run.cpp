@@ -106,7 +106,10 @@ json traceEvents(const std::vector<TraceEvent> &events) {
   auto taskOf = [](const TraceEvent &e) {
     if (e.phase == "optimizer")
       return std::string("U");
-    return (e.phase == "backward" ? "B" : "F") + std::to_string(e.microBatch);
+    const char *kind = e.phase == "backward" ? "B"
+                       : e.phase == "weight" ? "W"
+                                             : "F";
+    return kind + std::to_string(e.microBatch);
   };
   // One instruction's slice: its name, times and rank; `args` gains the
   // step.

@@ -5,6 +5,7 @@
 #include "weft/Analysis/CostModel.h"
 #include "weft/Analysis/MemoryPlan.h"
 #include "weft/Analysis/Partition.h"
+#include "weft/Analysis/TaskOrder.h"
 #include "weft/Dialect/Weft/IR/DeviceMesh.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
@@ -179,5 +180,9 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
       "predicted step: {0:f2} ms, bubble fraction {1:f3} (uniform stages: "
       "{2:f3})\n",
       prediction.stepSeconds * 1e3, prediction.bubbleFraction,
-      bubbleFraction(stages.size(), microbatches));
+      uniformBubbleFraction(
+          scheduleNamed(
+              stages[0]->getAttrOfType<StringAttr>("weft.schedule").getValue())
+              .value_or(ScheduleKind::OneFOneB),
+          stages.size(), microbatches));
 }

@@ -259,7 +259,8 @@ cl::opt<bool> overlapCollectives(
     cl::init(true), cl::cat(category));
 cl::opt<std::string> schedule(
     "schedule",
-    cl::desc("Pipeline schedule: 1f1b (default) or gpipe"),
+    cl::desc("Pipeline schedule: 1f1b (default), gpipe, zb-h1 or zb-h2 "
+             "(zero bubble: weight gradients in the bubbles, Qi et al. 2024)"),
     cl::init("1f1b"), cl::cat(category));
 cl::list<int64_t> balance(
     "balance",
@@ -574,11 +575,11 @@ int main(int argc, char **argv) {
   } else if (weft::scheduleNamed(schedule)) {
     errs() << "weftc: --schedule '" << schedule
            << "': its task order is modelled (weft-bench-schedules), not yet "
-              "compiled; expected gpipe or 1f1b\n";
+              "compiled; expected gpipe, 1f1b, zb-h1 or zb-h2\n";
     return 1;
   } else {
     errs() << "weftc: --schedule '" << schedule
-           << "': expected gpipe or 1f1b\n";
+           << "': expected gpipe, 1f1b, zb-h1 or zb-h2\n";
     return 1;
   }
   if (auto kind = weft::parseOptimizer(optimizer)) {

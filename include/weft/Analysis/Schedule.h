@@ -30,13 +30,13 @@
 
 namespace weft {
 
-/// GPipe and 1F1B are compiled (weft-schedule); interleaved 1F1B and the
-/// zero-bubble schedules are modelled as task orders (TaskOrder.h) until
-/// weft-schedule places several chunks on a rank and splits W from B.
+/// GPipe, 1F1B, ZB-H1 and ZB-H2 are compiled (weft-schedule, one chunk per
+/// rank); interleaved 1F1B and ZB-V are modelled as task orders
+/// (TaskOrder.h) until weft-schedule places several chunks on a rank.
 enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZBH1, ZBH2, ZBV };
 
-/// A compiled schedule by name, "gpipe" or "1f1b"; std::nullopt for any
-/// other name.
+/// A compiled schedule by name, "gpipe", "1f1b", "zb-h1" or "zb-h2";
+/// std::nullopt for any other name.
 std::optional<ScheduleKind> parseSchedule(llvm::StringRef name);
 /// Any schedule by name, compiled or modelled; std::nullopt for others.
 std::optional<ScheduleKind> scheduleNamed(llvm::StringRef name);

@@ -89,6 +89,13 @@ struct TaskTimes {
 /// (1 / chunksPerRank), and free transfers: the papers' uniform case.
 TaskTimes uniformStageTimes(ScheduleKind kind, int64_t virtualStages);
 
+/// The bubble fraction of `kind` on `ranks` uniform stages (uniformStage-
+/// Times) for `microBatches`: (P-1)/(M+P-1) for GPipe and 1F1B, the
+/// zero-bubble papers' figures for the others; NaN for a layout the
+/// schedule cannot run.
+double uniformBubbleFraction(ScheduleKind kind, int64_t ranks,
+                             int64_t microBatches, int64_t virtualStages = 2);
+
 struct TaskOrderSimulation {
   /// The step: first task's start to last task's end.
   double makespan = 0;

@@ -300,7 +300,10 @@ def AccumulateMicrobatches : Pass<"weft-accumulate-microbatches",
     (`weft.seed_microbatches`, which must equal M) the gradients are only
     summed: no pass over them after the last micro-batch. Batch normalisation sees per-micro-batch statistics, and
     its running statistics are updated once per micro-batch, in order (as
-    torch running the micro-batches would).
+    torch running the micro-batches would). A gradient that weft-autodiff
+    adds from terms on different pipeline stages (a tied embedding and
+    head) is summed per stage over the micro-batches, and the stages'
+    totals added once: one transfer per step, not one per micro-batch.
 
     Pre-condition: the output of weft-autodiff, imported at micro-batch size.
   }];
@@ -489,19 +492,24 @@ def Schedule : Pass<"weft-schedule", "mlir::ModuleOp"> {
     it with one function per stage, `@stage0` .. `@stage<P-1>`, each holding
     its ops in the order the pipeline schedule runs them
     (`weft/Analysis/Schedule.h`): `schedule=gpipe` (all forwards, then the
-    backwards in reverse micro-batch order, torchgpipe's Algorithm 1) or
-    `schedule=1f1b` (warm-up forwards, one forward one backward, cool-down).
-    An op belongs to the task F(i) or B(i) its `#weft.task` names (kind and
-    micro-batch i);
+    backwards in reverse micro-batch order, torchgpipe's Algorithm 1),
+    `schedule=1f1b` (warm-up forwards, one forward one backward, cool-down),
+    or the zero-bubble `schedule=zb-h1|zb-h2` (Qi et al. 2024: 1F1B's shape
+    with each W(i), the weight-gradient ops weft-autodiff split from the
+    backward, run after a later B; `weft/Analysis/TaskOrder.h`). Under gpipe
+    and 1f1b a W op runs in its B's task and is tagged B.
+    An op belongs to the task F(i), B(i) or W(i) its `#weft.task` names
+    (kind and micro-batch i);
     an op with neither (gradient sums across micro-batches) joins the latest
     task among its operands' and is tagged with it; optimizer updates come
     last. Within a task, program order is kept.
 
     Transfers are placed to overlap compute: a receive is posted at the start
     of the task before the one that needs it, the receives of one task in
-    tag order, which is their senders' (NCCL matches a pair of ranks'
-    transfers by order; the plan loader checks both ends post a channel's
-    transfers in one order). A send of F(i)'s activation is
+    tag order, and each channel's receives in its sender's order (NCCL
+    matches a pair of ranks' transfers by order; the plan loader checks both
+    ends post a channel's transfers in one order): a receive whose
+    successor on its channel is due earlier is posted with it. A send of F(i)'s activation is
     waited for at the end of B(i) on its stage (the receiver has run F(i) by
     then); other sends (gradients) at the end of the step.
 
@@ -518,7 +526,7 @@ def Schedule : Pass<"weft-schedule", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe or 1f1b">,
+           "gpipe, 1f1b, zb-h1 or zb-h2">,
   ];
   let dependentDialects = ["weft::WeftDialect"];
 }

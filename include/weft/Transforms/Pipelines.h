@@ -144,7 +144,8 @@ struct PlanPipelineOptions
   Option<bool> splitWeightGradients{
       *this, "split-weight-gradients",
       llvm::cl::desc("Split the backward into B and W (weft-autodiff); "
-                     "gpipe and 1f1b run each W in its B's task"),
+                     "gpipe and 1f1b run each W in its B's task; the "
+                     "zero-bubble schedules split whether or not it is set"),
       llvm::cl::init(false)};
   Option<int64_t> microbatches{
       *this, "microbatches",
@@ -156,7 +157,11 @@ struct PlanPipelineOptions
       llvm::cl::init(ScheduleKind::OneFOneB),
       llvm::cl::values(clEnumValN(ScheduleKind::GPipe, "gpipe", "GPipe"),
                        clEnumValN(ScheduleKind::OneFOneB, "1f1b",
-                                  "one forward, one backward"))};
+                                  "one forward, one backward"),
+                       clEnumValN(ScheduleKind::ZBH1, "zb-h1",
+                                  "zero bubble, 1F1B's memory (W later)"),
+                       clEnumValN(ScheduleKind::ZBH2, "zb-h2",
+                                  "zero bubble, twice 1F1B's memory"))};
   Option<OptimizerKind> optimizer{
       *this, "optimizer", llvm::cl::desc("Optimizer of a training step"),
       llvm::cl::init(OptimizerKind::AdamW),

@@ -33,8 +33,9 @@ StringRef weft::phaseName(TaskKind kind) {
     return "forward";
   case TaskKind::Backward:
   case TaskKind::Recompute:
-  case TaskKind::Weight:
     return "backward";
+  case TaskKind::Weight:
+    return "weight";
   case TaskKind::Update:
     return "optimizer";
   }

@@ -41,8 +41,8 @@ enum class TaskKind { Forward, Backward, Recompute, Update, Weight };
 char taskKindLetter(TaskKind kind);
 
 /// The plan's and the timeline's phase of a kind's task: "forward",
-/// "backward" (Backward and Recompute) or "optimizer"
-/// (docs/plan-format.md, "Task bodies").
+/// "backward" (Backward and Recompute), "weight" (a zero-bubble schedule's
+/// W) or "optimizer" (docs/plan-format.md, "Task bodies").
 llvm::StringRef phaseName(TaskKind kind);
 
 } // namespace weft
@@ -114,20 +114,20 @@ inline bool isRecompute(mlir::Operation *op) {
 inline bool isUpdate(mlir::Operation *op) {
   return taskKindOf(op) == TaskKind::Update;
 }
-/// The kind of task that runs work of `kind`: Recompute (and Weight, as
-/// compiled schedules do not split W) runs in its micro-batch's Backward.
+/// The kind of task that runs work of `kind`: Recompute runs in its
+/// micro-batch's Backward. Weight is its own task: weft-schedule makes it
+/// Backward under a schedule that does not split W (gpipe, 1f1b).
 inline TaskKind scheduledKind(TaskKind kind) {
-  return isGradientKind(kind) || kind == TaskKind::Recompute
-             ? TaskKind::Backward
-             : kind;
+  return kind == TaskKind::Recompute ? TaskKind::Backward : kind;
 }
 inline TaskKind scheduledTaskKind(mlir::Operation *op) {
   return scheduledKind(taskKindOf(op));
 }
-/// Whether `op` runs in a micro-batch's backward task (Backward, Recompute,
-/// and Weight until a zero-bubble schedule runs W later).
+/// Whether `op` runs in a micro-batch's backward half (Backward,
+/// Recompute, Weight): after its forward, reading what the forward kept.
 inline bool runsInBackward(mlir::Operation *op) {
-  return scheduledTaskKind(op) == TaskKind::Backward;
+  TaskKind kind = taskKindOf(op);
+  return isGradientKind(kind) || kind == TaskKind::Recompute;
 }
 
 /// Marks `op`'s work as `kind`, keeping its micro-batch and stage.
