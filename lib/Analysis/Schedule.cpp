@@ -9,13 +9,6 @@
 
 using namespace weft;
 
-std::optional<ScheduleKind> weft::parseSchedule(llvm::StringRef name) {
-  std::optional<ScheduleKind> kind = scheduleNamed(name);
-  if (kind == ScheduleKind::Interleaved || kind == ScheduleKind::ZBV)
-    return std::nullopt;
-  return kind;
-}
-
 std::optional<ScheduleKind> weft::scheduleNamed(llvm::StringRef name) {
   for (ScheduleKind kind :
        {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,

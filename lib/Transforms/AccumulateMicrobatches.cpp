@@ -60,30 +60,24 @@ struct AccumulateMicrobatchesPass
     return false;
   }
 
-  /// The terms a micro-batch's result `v` sums. A parameter used on
-  /// several pipeline stages (a tied embedding and head) gets a gradient
-  /// term from each, which weft-autodiff adds per micro-batch: summed so,
-  /// every micro-batch would send its term to the adding stage (a vocab x
-  /// hidden transfer per micro-batch, and under a zero-bubble schedule the
-  /// first stage's W(i) waiting for the last stage's, which runs P-1
-  /// micro-batches later). Each stage's term is summed over the
-  /// micro-batches on its stage instead, and the totals added once:
-  /// Megatron-LM's embedding-group all-reduce, once per step. The adds so
-  /// split go into `split`.
-  static SmallVector<Value> stageTerms(Value v,
-                                       SmallPtrSetImpl<Operation *> &split) {
+  /// The terms a micro-batch's gradient `v` sums: a parameter used more
+  /// than once (a tied embedding and head) gets a term per use, which
+  /// weft-autodiff adds per micro-batch. Summed so, a pipeline would send
+  /// the last stage's term to the first every micro-batch (a vocab x hidden
+  /// transfer each, and under a zero-bubble schedule the first stage's W(i)
+  /// waiting for the last stage's, P-1 micro-batches later). Each term is
+  /// summed over the micro-batches instead, on its own stage, and the
+  /// totals added once: Megatron-LM's embedding-group all-reduce, once per
+  /// step. Done on every layout, so that one rank sums in the same order as
+  /// a pipeline. The adds so split go into `split`.
+  static SmallVector<Value> useTerms(Value v,
+                                     SmallPtrSetImpl<Operation *> &split) {
     auto add = v.getDefiningOp<AddOp>();
-    auto stageOfValue = [](Value x) -> std::optional<int64_t> {
-      Operation *def = x.getDefiningOp();
-      return def ? stageOf(def) : std::nullopt;
-    };
-    if (!add || !add->hasOneUse() || !stageOfValue(add.getLhs()) ||
-        !stageOfValue(add.getRhs()) ||
-        stageOfValue(add.getLhs()) == stageOfValue(add.getRhs()))
+    if (!add || !add->hasOneUse())
       return {v};
     split.insert(add);
-    SmallVector<Value> terms = stageTerms(add.getLhs(), split);
-    llvm::append_range(terms, stageTerms(add.getRhs(), split));
+    SmallVector<Value> terms = useTerms(add.getLhs(), split);
+    llvm::append_range(terms, useTerms(add.getRhs(), split));
     return terms;
   }
 
@@ -126,12 +120,14 @@ struct AccumulateMicrobatchesPass
       if (isa<ConstantOp>(op) && !writtenInPlace(op.getResult(0)))
         setTaskKind(b.clone(op, shared), TaskKind::Forward);
 
-    // Per result, its terms (stageTerms), each summed over the
-    // micro-batches.
+    // Per result, its terms (useTerms, for a gradient), each summed over
+    // the micro-batches.
     SmallPtrSet<Operation *, 4> split;
     SmallVector<SmallVector<Value>> termsOf;
-    for (Value v : ret.getOperands())
-      termsOf.push_back(stageTerms(v, split));
+    for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+      termsOf.push_back(func.getResultAttr(i, kGradAttr)
+                            ? useTerms(v, split)
+                            : SmallVector<Value>{v});
 
     // Each copy is tagged with its micro-batch: few distinct attribute
     // sets over millions of copies.
@@ -190,7 +186,8 @@ struct AccumulateMicrobatchesPass
           total = add;
         }
     }
-    // A split sum's totals added once, on the stage that added its terms.
+    // A split sum's totals added once, where (the stage) it added its
+    // terms.
     SmallVector<Value> summed;
     for (auto [v, sums] : llvm::zip(ret.getOperands(), totals)) {
       Value total = sums.front();

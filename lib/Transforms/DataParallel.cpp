@@ -246,14 +246,19 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
   }
 
   void reduceInBuckets(func::FuncOp func, ArrayRef<Operation *> updates) {
-    // Buckets never mix stages or dtypes (DDP: devices or dtypes).
-    llvm::DenseMap<std::pair<int64_t, Type>, int64_t> keys;
+    // Buckets never mix stages or dtypes (DDP: devices or dtypes), nor,
+    // from ZeRO-2 on, gradients summed from micro-batch parts with others
+    // (a tied parameter's, summed per use): a bucket reduce-scatters each
+    // micro-batch only when all its members have the parts.
+    llvm::DenseMap<std::tuple<int64_t, Type, int>, int64_t> keys;
     SmallVector<BucketTensor> tensors;
     for (Operation *update : updates) {
       auto type =
           cast<RankedTensorType>(update->getOperand(kGradOperand).getType());
-      auto key = std::make_pair(stageOf(update).value_or(0),
-                                type.getElementType());
+      bool parts = zeroStage >= 2 &&
+                   memberOfUpdate.lookup(update).microBatchGrads.size() > 1;
+      auto key = std::make_tuple(stageOf(update).value_or(0),
+                                 type.getElementType(), int(parts));
       int64_t id = keys.try_emplace(key, keys.size()).first->second;
       tensors.push_back({type.getNumElements() *
                              ((type.getElementTypeBitWidth() + 7) / 8),

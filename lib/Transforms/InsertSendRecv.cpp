@@ -91,13 +91,16 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
         updates.push_back(&op);
     OpBuilder b(ret);
     for (Operation *update : updates) {
+      // One update per rank holding the parameter: stages that share a
+      // rank (model chunks) share its copy.
       int64_t home = *stageOf(update);
-      std::set<int64_t> holders;
+      std::map<int64_t, int64_t> holders; // rank -> its first stage
       for (Operation *user : update->getOperand(0).getUsers())
         if (user != update)
-          holders.insert(*stageOf(user));
-      holders.erase(home);
-      for (int64_t stage : holders) {
+          holders.try_emplace(rankOfStage(func, *stageOf(user)),
+                              *stageOf(user));
+      holders.erase(rankOfStage(func, home));
+      for (auto [rank, stage] : holders) {
         Operation *clone = b.clone(*update);
         TaskFields task = TaskFields::of(clone);
         task.stage = stage;
@@ -132,19 +135,21 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
       for (Value v : op->getResults()) {
         if (!isa<RankedTensorType>(v.getType()))
           continue;
-        // Consumers per stage, in program order.
+        // Consumers per rank other than the producer's, in program order
+        // (a stage on the producer's rank reads the value as it is; one
+        // transfer serves every stage of a rank).
         std::map<int64_t, SmallVector<OpOperand *>> uses;
         for (OpOperand &use : v.getUses()) {
           Operation *user = use.getOwner();
           if (user == ret)
             continue;
-          int64_t to = *stageOf(user);
-          if (to != from)
-            uses[to].push_back(&use);
+          int64_t rank = rankOfStage(func, *stageOf(user));
+          if (rank != rankOfStage(func, from))
+            uses[rank].push_back(&use);
         }
-        for (auto &[to, list] : uses) {
+        for (auto &[rank, list] : uses) {
           b.setInsertionPointAfter(sendPoint);
-          auto send = ISendOp::create(b, op->getLoc(), v, to, tag);
+          auto send = ISendOp::create(b, op->getLoc(), v, rank, tag);
           copyTaskAttrs(op, send, from);
           sendPoint = send;
           b.setInsertionPoint(ret);
@@ -155,6 +160,7 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
           for (OpOperand *use : list)
             if (use->getOwner()->isBeforeInBlock(first))
               first = use->getOwner();
+          int64_t to = *stageOf(first);
           // A forward value the receiving stage first reads in the backward
           // (selective recompute's recomputation) is received in
           // the producer's task, when it is sent: a pair of ranks posts its
@@ -165,9 +171,9 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
             b.setInsertionPointAfter(send);
           else
             b.setInsertionPoint(first);
-          auto recv =
-              IRecvOp::create(b, op->getLoc(), v.getType(),
-                              RequestType::get(b.getContext()), from, tag);
+          auto recv = IRecvOp::create(b, op->getLoc(), v.getType(),
+                                      RequestType::get(b.getContext()),
+                                      rankOfStage(func, from), tag);
           copyTaskAttrs(early ? op : first, recv, to);
           b.setInsertionPoint(first);
           auto value = WaitRecvOp::create(b, op->getLoc(), recv.getRequest(),

@@ -81,10 +81,24 @@ struct LossScalingPass : weft::impl::LossScalingBase<LossScalingPass> {
     if (failed(mesh))
       return signalPassFailure();
     Block &body = func.getBody().front();
+    // Per pipeline rank (its first stage): the stages of a rank's model
+    // chunks share its scaler and verdict.
     std::map<std::optional<int64_t>, SmallVector<Operation *>> stages;
+    std::map<int64_t, int64_t> firstStageOfRank;
     for (Operation &op : body)
       if (isa<AdamWOp, SGDOp>(op))
-        stages[stageOf(&op)].push_back(&op);
+        if (std::optional<int64_t> stage = stageOf(&op)) {
+          auto [it, fresh] =
+              firstStageOfRank.try_emplace(rankOfStage(func, *stage), *stage);
+          it->second = std::min(it->second, *stage);
+        }
+    for (Operation &op : body)
+      if (isa<AdamWOp, SGDOp>(op)) {
+        std::optional<int64_t> stage = stageOf(&op);
+        if (stage)
+          stage = firstStageOfRank.at(rankOfStage(func, *stage));
+        stages[stage].push_back(&op);
+      }
     if (stages.empty()) {
       func.emitError("weft-loss-scaling: no parameter updates to gate: run "
                      "weft-append-optimizer first");
@@ -156,31 +170,6 @@ struct LossScalingPass : weft::impl::LossScalingBase<LossScalingPass> {
       found = max;
     }
     return found;
-  }
-
-  /// Moves `updates` that precede `verdict`, and the ops before it that
-  /// read them (transitively), after it in their order: moving an op later
-  /// keeps its operands before it, and its users follow it.
-  void sinkAfter(Operation *verdict, ArrayRef<Operation *> updates) {
-    Block *body = verdict->getBlock();
-    llvm::SetVector<Operation *> sink;
-    for (Operation *update : updates)
-      if (update->isBeforeInBlock(verdict))
-        sink.insert(update);
-    for (size_t i = 0; i < sink.size(); ++i)
-      for (Operation *user : sink[i]->getUsers())
-        if (user->getBlock() == body && user->isBeforeInBlock(verdict) &&
-            !isa<func::ReturnOp>(user))
-          sink.insert(user);
-    SmallVector<Operation *> ordered(sink.begin(), sink.end());
-    llvm::sort(ordered, [](Operation *a, Operation *c) {
-      return a->isBeforeInBlock(c);
-    });
-    Operation *after = verdict;
-    for (Operation *op : ordered) {
-      op->moveAfter(after);
-      after = op;
-    }
   }
 };
 

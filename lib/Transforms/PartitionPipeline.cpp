@@ -118,6 +118,33 @@ struct PartitionPipelinePass
         setTask(items[i], task);
       }
     func->setAttr(kPipelineStagesAttr, b.getI64IntegerAttr(stages));
+    return placeStages(func);
+  }
+
+  /// Several stages per rank (model chunks): which rank runs each.
+  LogicalResult placeStages(func::FuncOp func) {
+    int64_t p = ranks == 0 ? int64_t(stages) : int64_t(ranks);
+    if (p == stages)
+      return success();
+    if (p < 1 || stages % p != 0)
+      return func.emitError("weft-partition-pipeline: ranks=")
+             << p << " must divide stages=" << int64_t(stages);
+    SmallVector<int64_t> rankOf(stages);
+    for (int64_t s = 0; s < stages; ++s)
+      rankOf[s] = s % p;
+    if (placement == "v") {
+      if (stages != 2 * p)
+        return func.emitError("weft-partition-pipeline: placement=v needs "
+                              "2 stages per rank, not ")
+               << int64_t(stages) / p;
+      for (int64_t s = p; s < stages; ++s)
+        rankOf[s] = 2 * p - 1 - s;
+    } else if (placement != "loop") {
+      return func.emitError("weft-partition-pipeline: placement '")
+             << placement << "': expected loop or v";
+    }
+    func->setAttr(kStageRanksAttr,
+                  DenseI64ArrayAttr::get(func.getContext(), rankOf));
     return success();
   }
 };

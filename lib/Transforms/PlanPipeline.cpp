@@ -134,6 +134,17 @@ LogicalResult PlanPipelineOptions::validate(
     return fail("--balance needs --pipeline-parallel of 2 or more");
   if (pipelineParallel > 1 && step == CompiledStep::Forward)
     return fail("--pipeline-parallel needs a training step (or --gradients)");
+  if (schedule == ScheduleKind::Interleaved && virtualStages < 2)
+    return fail("--virtual-stages " + llvm::Twine(virtualStages) +
+                ": the interleaved schedule runs 2 or more model chunks per "
+                "rank");
+  if (pipelineParallel > 1) {
+    std::string why;
+    if (rankTaskOrders(schedule, pipelineParallel, microbatches, virtualStages,
+                       &why)
+            .empty())
+      return fail("--schedule " + scheduleName(schedule) + ": " + why);
+  }
   if (step != CompiledStep::Train)
     return success();
   // torch.optim's ranges: a value outside them, or not finite, is an error
@@ -190,6 +201,7 @@ std::string PlanPipelineOptions::textual() const {
      << " flash-attention=" << (flashAttention ? "true" : "false")
      << " microbatches=" << microbatches
      << " schedule=" << scheduleName(schedule)
+     << " virtual-stages=" << virtualStages
      << " optimizer=" << nameOf(kOptimizers, optimizer.getValue())
      << " lr=" << number(lr) << " weight-decay=" << number(weightDecay)
      << " momentum=" << number(momentum)
@@ -262,10 +274,14 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   bool pipelined = o.pipelineParallel > 1;
   // Stages are chosen on the forward graph; backward ops inherit their
   // forward op's stage.
-  if (pipelined)
+  // With model chunks (interleaved, ZB-V), V P stages placed on P ranks.
+  if (pipelined) {
+    int64_t chunks = chunksPerRank(o.schedule, o.virtualStages);
     pm.addNestedPass<func::FuncOp>(createPartitionPipeline(
-        {o.pipelineParallel,
-         llvm::SmallVector<int64_t>(o.balance.begin(), o.balance.end())}));
+        {o.pipelineParallel * chunks,
+         llvm::SmallVector<int64_t>(o.balance.begin(), o.balance.end()),
+         o.pipelineParallel, o.schedule == ScheduleKind::ZBV ? "v" : "loop"}));
+  }
   // The loss keeps its log-sum-exp, not its log-probabilities, for the
   // backward.
   pm.addNestedPass<func::FuncOp>(createFoldLossLogProb());

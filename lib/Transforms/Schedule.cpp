@@ -39,6 +39,13 @@ struct Slot {
   }
 };
 
+/// Which pipeline rank runs each stage, as which of its model chunks.
+struct Placement {
+  std::vector<int64_t> rankOf, chunkOf;       ///< by stage
+  std::vector<std::vector<int64_t>> stagesOf; ///< by rank, by chunk
+  int64_t chunks() const { return stagesOf.front().size(); }
+};
+
 /// A rank's ops in the order it runs them, each with its slot.
 using Order = SmallVector<std::pair<Slot, Operation *>>;
 /// A task of the rank's order by (kind, chunk, micro-batch): its index.
@@ -69,51 +76,126 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     auto func = module.lookupSymbol<func::FuncOp>("main");
     if (!func || !func->hasAttr(kPipelineStagesAttr))
       return;
-    std::optional<ScheduleKind> kind = parseSchedule(schedule);
+    std::optional<ScheduleKind> kind = scheduleNamed(schedule);
     if (!kind) {
       func.emitError("weft-schedule: unknown schedule '")
-          << schedule << "' (expected gpipe, 1f1b, zb-h1 or zb-h2)";
+          << schedule << "' (expected gpipe, 1f1b, interleaved, zb-h1, "
+          << "zb-h2 or zb-v)";
       return signalPassFailure();
     }
-    int64_t stages =
-        func->getAttrOfType<IntegerAttr>(kPipelineStagesAttr).getInt();
+    FailureOr<Placement> placement = placementOf(func, *kind);
+    if (failed(placement))
+      return signalPassFailure();
+    int64_t ranks = placement->stagesOf.size();
+    if (placement->chunks() > 1)
+      numberDropouts(func);
     int64_t microbatches = 1;
     func.walk([&](Operation *op) {
       if (std::optional<int64_t> mb = microBatchOf(op))
         microbatches = std::max(microbatches, *mb + 1);
     });
-    // Each stage's ops in program order, from one walk: a walk per stage
+    // Each rank's ops in program order, from one walk: a walk per stage
     // made the pass quadratic in the stages (64 at GPT-3 1T's layout).
-    std::vector<SmallVector<Operation *>> opsOf(stages);
+    std::vector<SmallVector<Operation *>> opsOf(ranks);
     for (Operation &op : func.getBody().front().without_terminator())
       if (std::optional<int64_t> s = stageOf(&op);
-          s && *s >= 0 && *s < stages && !isa<ConstantOp>(op))
-        opsOf[*s].push_back(&op);
-    // Ordering reads and tags only the stage's own ops: the stages in
+          s && *s >= 0 && *s < int64_t(placement->rankOf.size()) &&
+          !isa<ConstantOp>(op))
+        opsOf[placement->rankOf[*s]].push_back(&op);
+    // Ordering reads and tags only the rank's own ops: the ranks in
     // parallel. Outlining moves ops out of @main's one block: in turn.
     std::string error;
     std::vector<std::vector<OrderedTask>> taskOrders =
-        rankTaskOrders(*kind, stages, microbatches, 1, &error);
+        rankTaskOrders(*kind, ranks, microbatches, placement->chunks(), &error);
     if (taskOrders.empty()) {
       func.emitError("weft-schedule: ") << error;
       return signalPassFailure();
     }
-    std::vector<Order> orders(stages);
-    mlir::parallelFor(&getContext(), 0, stages, [&](size_t s) {
-      orders[s] = orderStage(opsOf[s], *kind, taskOrders[s], microbatches);
+    std::vector<Order> orders(ranks);
+    mlir::parallelFor(&getContext(), 0, ranks, [&](size_t r) {
+      orders[r] =
+          orderStage(opsOf[r], *kind, taskOrders[r], *placement, microbatches);
     });
     postReceivesInSendOrder(orders);
-    for (int64_t s = 0; s < stages; ++s)
-      if (failed(outlineStage(func, orders[s], *kind, s, stages, microbatches)))
+    for (int64_t r = 0; r < ranks; ++r)
+      if (failed(outlineStage(func, orders[r], *kind, r, *placement,
+                              microbatches)))
         return signalPassFailure();
     func.erase();
+  }
+
+  /// Dropout masks are keyed by rng_id, which plan emission counts per
+  /// micro-batch in forward order across the stage functions; a rank's
+  /// function with several chunks is not one piece of that order, so the
+  /// ids are given here, on @main, whose program order is it (what
+  /// weft-checkpoint does when it recomputes).
+  static void numberDropouts(func::FuncOp func) {
+    std::map<int64_t, int64_t> next;
+    Builder b(func.getContext());
+    for (Operation &op : func.getBody().front())
+      if (drawsDropoutMask(&op) && !op.hasAttr(kRngIdAttr))
+        op.setAttr(kRngIdAttr,
+                   b.getI64IntegerAttr(next[microBatchOf(&op).value_or(0)]++));
+  }
+
+  /// Which rank runs each stage (weft.stage_ranks, else one stage per
+  /// rank), checked against the schedule's placement (TaskOrder.h's
+  /// chunkStage).
+  static FailureOr<Placement> placementOf(func::FuncOp func,
+                                          ScheduleKind kind) {
+    int64_t stages =
+        func->getAttrOfType<IntegerAttr>(kPipelineStagesAttr).getInt();
+    Placement placement;
+    int64_t ranks = 0;
+    for (int64_t s = 0; s < stages; ++s) {
+      placement.rankOf.push_back(rankOfStage(func, s));
+      ranks = std::max(ranks, placement.rankOf.back() + 1);
+    }
+    placement.stagesOf.resize(ranks);
+    for (int64_t s = 0; s < stages; ++s) {
+      std::vector<int64_t> &own = placement.stagesOf[placement.rankOf[s]];
+      placement.chunkOf.push_back(own.size());
+      own.push_back(s);
+    }
+    int64_t chunks = stages / ranks;
+    if (chunks * ranks != stages || chunks != chunksPerRank(kind, chunks))
+      return func.emitError("weft-schedule: ")
+             << scheduleName(kind) << " runs "
+             << chunksPerRank(kind, std::max<int64_t>(chunks, 2))
+             << " model chunk(s) per rank; the partition placed " << stages
+             << " stages on " << ranks << " ranks";
+    // Each rank's stages in chunk order, as the schedule places them.
+    for (int64_t r = 0; r < ranks; ++r) {
+      std::vector<int64_t> &own = placement.stagesOf[r];
+      for (int64_t c = 0; c < chunks; ++c)
+        own[c] = chunkStage(kind, ranks, r, c);
+      llvm::SmallVector<int64_t> sorted(own.begin(), own.end());
+      llvm::sort(sorted);
+      for (int64_t c = 0; c < chunks; ++c) {
+        if (sorted[c] >= stages || placement.rankOf[sorted[c]] != r)
+          return func.emitError("weft-schedule: ")
+                 << scheduleName(kind) << " runs stage " << own[c]
+                 << " on rank " << r << "; the partition placed it on rank "
+                 << placement.rankOf[std::min(own[c], stages - 1)];
+        placement.chunkOf[own[c]] = c;
+      }
+    }
+    return placement;
   }
 
   /// Each op of a rank with its slot in the rank's task order `tasks`,
   /// sorted.
   SmallVector<std::pair<Slot, Operation *>>
   orderStage(ArrayRef<Operation *> ops, ScheduleKind kind,
-             ArrayRef<OrderedTask> tasks, int64_t microbatches) {
+             ArrayRef<OrderedTask> tasks, const Placement &placement,
+             int64_t microbatches) {
+    // Each op's chunk: which of the rank's stages it is on.
+    if (placement.chunks() > 1)
+      for (Operation *op : ops) {
+        TaskFields task = TaskFields::of(op);
+        task.chunk = placement.chunkOf[*task.stage];
+        setTask(op, task);
+      }
     // Without the split, a weight gradient runs in its backward's task.
     if (!splitsWeightGradient(kind))
       for (Operation *op : ops)
@@ -125,6 +207,7 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     int64_t lastTask = tasks.size(); // optimizer updates
 
     llvm::DenseMap<Operation *, int64_t> taskOf;
+    llvm::DenseSet<Operation *> moved; // to a later task than its tag's
     SmallVector<Operation *> unresolved;
     for (Operation *op : ops) {
       if (isUpdate(op)) {
@@ -132,8 +215,17 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
       } else if (std::optional<int64_t> mb =
                      microbatches == 1 ? 0 : microBatchOf(op)) {
         // With one micro-batch, accumulation left no tags: all is F0/B0.
-        taskOf[op] = taskIndex.at(
+        int64_t t = taskIndex.at(
             {scheduledTaskKind(op), TaskFields::of(op).chunk, *mb});
+        // Never before an operand's task: a data-parallel bucket joins its
+        // last gradient in program order, a B, where a split schedule may
+        // run a member's W later.
+        for (Value v : op->getOperands())
+          if (Operation *def = v.getDefiningOp())
+            if (auto it = taskOf.find(def);
+                it != taskOf.end() && it->second > t)
+              t = it->second, moved.insert(op);
+        taskOf[op] = t;
       } else {
         // Gradient sums across micro-batches: after the latest operand.
         std::optional<int64_t> latest;
@@ -165,11 +257,10 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
         setTaskKind(op, TaskKind::Update);
         continue;
       }
-      if (microBatchOf(op))
+      if (microBatchOf(op) && !moved.contains(op))
         continue;
       TaskFields task = TaskFields::of(op);
       task.microBatch = tasks[t].microBatch;
-      task.chunk = tasks[t].chunk;
       if (tasks[t].kind != TaskKind::Forward &&
           scheduledKind(task.kind) != tasks[t].kind)
         task.kind = tasks[t].kind;
@@ -252,11 +343,13 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     }
   }
 
-  /// Moves `order`'s ops, in that order, into a new function for `stage`.
+  /// Moves rank `stage`'s ops, in `order`, into its function (named for
+  /// the stage it runs, or the rank with model chunks).
   LogicalResult outlineStage(func::FuncOp func,
                              ArrayRef<std::pair<Slot, Operation *>> order,
-                             ScheduleKind kind, int64_t stage, int64_t stages,
-                             int64_t microbatches) {
+                             ScheduleKind kind, int64_t stage,
+                             const Placement &placement, int64_t microbatches) {
+    int64_t stages = placement.rankOf.size();
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     MLIRContext *ctx = func.getContext();
@@ -267,14 +360,15 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
       for (Value v : op->getOperands())
         if (auto arg = dyn_cast<BlockArgument>(v))
           argsUsed.insert(arg.getArgNumber());
-    // Results the stage produces; results no stage computes (constants,
-    // arguments) go to stage 0.
+    // Results the rank produces; results no stage computes (constants,
+    // arguments) go to rank 0.
     SmallVector<unsigned> resultsOwned;
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       Operation *def = v.getDefiningOp();
-      std::optional<int64_t> owner =
-          def && !isa<ConstantOp>(def) ? stageOf(def) : std::optional<int64_t>(0);
-      if (owner == stage) {
+      std::optional<int64_t> owner = def && !isa<ConstantOp>(def)
+                                         ? stageOf(def)
+                                         : std::optional<int64_t>(0);
+      if (owner && placement.rankOf[*owner] == stage) {
         resultsOwned.push_back(i);
         if (auto arg = dyn_cast<BlockArgument>(v))
           argsUsed.insert(arg.getArgNumber());
@@ -301,6 +395,9 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     stageFunc->setAttr(kPipelineStagesAttr, b.getI64IntegerAttr(stages));
     stageFunc->setAttr(kMicroBatchesAttr, b.getI64IntegerAttr(microbatches));
     stageFunc->setAttr("weft.schedule", b.getStringAttr(scheduleName(kind)));
+    if (placement.chunks() > 1)
+      stageFunc->setAttr(kChunkStagesAttr,
+                         b.getDenseI64ArrayAttr(placement.stagesOf[stage]));
 
     Block *entry = stageFunc.addEntryBlock();
     IRMapping map;
@@ -323,10 +420,14 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     for (auto &[slot, op] : order) {
       for (Value v : op->getOperands())
         if (!map.contains(v) && !placed.contains(v.getDefiningOp()))
-          return op->emitError("weft-schedule: operand of stage ")
-                 << stage << " op is not available on the stage (produced "
-                 << "on another stage without a transfer, or scheduled "
-                 << "after this use)";
+          return op->emitError("weft-schedule: an operand of ")
+                 << op->getName() << " (" << taskOf(op) << ") on rank " << stage
+                 << " is not available there: its producer "
+                 << (v.getDefiningOp()
+                         ? v.getDefiningOp()->getName().getStringRef()
+                         : StringRef("(argument)"))
+                 << " is on another rank without a transfer, or runs after "
+                 << "this use";
       placed.insert(op);
     }
     // The ops moved, not cloned (a clone per op of the unrolled step was

@@ -7,10 +7,10 @@ float64 per tensor (`weft.oracle`) on one rank and on a 2-stage pipeline
 at M = 4, with data parallelism too; ZeRO stage 2, which reduce-scatters
 each micro-batch's gradients, has nothing to fold.
 
-weft-fold-gather-grad-add, in the same steps: each micro-batch's token
-embedding gradient is scattered into the tied head's gradient, and the
-position embedding's micro-batches 1 to 3 into the sum of the earlier
-ones, in place."""
+weft-fold-gather-grad-add, in the same steps: the token and position
+embeddings' micro-batches 1 to 3 are scattered into the sums of the earlier
+ones, in place (the token embedding's sum is added to the tied head's once
+per step)."""
 
 import pytest
 
@@ -55,10 +55,12 @@ def test_accumulated_gradients_step_like_float64(weftc, gpt2_layers, tmp_path,
     # Micro-batch 0 writes the sums; 1, 2 and 3 accumulate into them.
     for plain, accumulating in accumulations(plan):
         assert plain > 0 and accumulating == (micro_batches - 1) * plain
-    # The ranks holding the embeddings: 4 token embedding gradients into
-    # the tied head's, 3 position embedding ones into the running sum.
+    # The ranks holding the embeddings: the token and position embeddings'
+    # gradients of micro-batches 1 to 3 scattered into their running sums
+    # (the token embedding's use sum, added to the tied head's once per
+    # step: weft-accumulate-microbatches sums each use apart).
     scatters = [c for c in accumulations(plan, "gather_grad") if c != (0, 0)]
-    assert scatters == [(1, 2 * micro_batches - 1)] * data_parallel
+    assert scatters == [(2, 2 * (micro_batches - 1))] * data_parallel
 
 
 def test_a_vocabulary_parallel_shard_scatters_into_the_heads(weftc,

@@ -126,7 +126,14 @@ def test_bf16_layouts_agree_exactly(tools, model_and_batches, tmp_path):
     stages sum the same two bf16 gradients: a sum of two numbers rounded to
     nearest even does not depend on the order, and the 1/2 averaging is
     exact, so the losses and the trained master weights are bit-identical.
-    The saved weights are the f32 masters, not their bf16 roundings."""
+    The saved weights are the f32 masters, not their bf16 roundings.
+
+    The tied embedding's gradient is four terms (two uses, two halves of
+    the batch): micro-batching (one rank or a pipeline) sums each use over
+    the micro-batches first, (a0 + a1) + (b0 + b1), as Megatron-LM's
+    embedding group does, where data parallelism all-reduces per-replica
+    sums, (a0 + b0) + (a1 + b1). So the layouts agree exactly within each of
+    the two groupings, and across them at step 1's loss."""
     _, path, batches = model_and_batches
     runs = {
         "micro-batches": dict(micro_batches=2),
@@ -139,8 +146,11 @@ def test_bf16_layouts_agree_exactly(tools, model_and_batches, tmp_path):
     }
     results = {name: _train(tools, path, batches, tmp_path / name, **layout)
                for name, layout in runs.items()}
-    losses0, trained0 = results["micro-batches"]
+    groupings = {"micro-batches": "micro-batches", "pipeline": "micro-batches",
+                 "ddp": "ddp", "zero-1": "ddp", "zero-3": "ddp"}
+    assert results["micro-batches"][0][0] == results["ddp"][0][0]
     for name, (losses, trained) in results.items():
+        losses0, trained0 = results[groupings[name]]
         assert losses == losses0, name
         # The 16-bit buffers are planned as they are used: every rank's
         # measured peak is its planned arena.
@@ -149,7 +159,7 @@ def test_bf16_layouts_agree_exactly(tools, model_and_batches, tmp_path):
         for key, value in trained0.items():
             np.testing.assert_array_equal(trained[key], value,
                                           err_msg=f"{name}: {key}")
-    weight = trained0["blocks.0.fc.weight"]
+    weight = results["micro-batches"][1]["blocks.0.fc.weight"]
     assert weight.dtype == np.float32
     as_bf16 = torch.from_numpy(weight).to(torch.bfloat16).float().numpy()
     assert (weight != as_bf16).any(), "saved the bf16 working copy"
@@ -309,10 +319,14 @@ def test_f16_overflow_is_agreed_over_the_mesh(model_and_batches, tmp_path,
     """Each rank checks the gradients it updates with (ZeRO: only its
     pieces; a pipeline stage: only its parameters'); the maximum over the
     mesh makes them skip the same steps, and each stage keeps its scaler
-    alike. From 2^19 the scale backs off through skipped steps, and the two
-    ranks' losses and masters equal one rank's on two micro-batches (the
-    same two f16 sums) bit for bit; a rank that updated while the other
-    skipped would leave them."""
+    alike. From 2^19 the scale backs off through skipped steps: the two
+    ranks skip the steps one rank skips on two micro-batches, and their
+    losses and masters equal, bit for bit, those of the layout that sums the
+    same f16 numbers in the same grouping (a rank that updated while the
+    other skipped would leave them): one rank for the pipeline, DDP for
+    ZeRO. DDP itself sums the tied embedding's four terms per replica (test_
+    bf16_layouts_agree_exactly), so against one rank its step-1 loss and
+    skipped steps agree, not later losses."""
     _, path, batches = model_and_batches
     fill = [2.0 ** 19, 0, 0]
     (tmp_path / "one").mkdir()
@@ -323,11 +337,20 @@ def test_f16_overflow_is_agreed_over_the_mesh(model_and_batches, tmp_path,
     log1 = _run_plan(one, batches[:4], tmp_path / "one", save=True)
     log2 = _run_plan(two, batches[:4], tmp_path / "two", ranks=2, save=True)
     assert 1 <= log1[-1]["skipped_steps"] < len(log1)
-    for key in ("loss", "loss_scale", "skipped_steps"):
+    for key in ("loss_scale", "skipped_steps"):
         assert [r[key] for r in log2] == [r[key] for r in log1], key
+    assert log2[0]["loss"] == log1[0]["loss"]
+    if layout == ["--data-parallel=2"]:
+        return
+    reference = tmp_path / "one"
+    if "--zero-stage=1" in layout or "--zero-stage=3" in layout:
+        reference = tmp_path / "ddp"
+        reference.mkdir()
+        ddp = _f16_plan(reference, path, fill=fill, flags=["--data-parallel=2"])
+        log1 = _run_plan(ddp, batches[:4], reference, ranks=2, save=True)
+    assert [r["loss"] for r in log2] == [r["loss"] for r in log1]
     trained1 = {t.name: numpy_helper.to_array(t) for t in
-                onnx.load(str(tmp_path / "one" / "trained.onnx"))
-                .graph.initializer}
+                onnx.load(str(reference / "trained.onnx")).graph.initializer}
     for t in onnx.load(str(tmp_path / "two" / "trained.onnx")) \
             .graph.initializer:
         np.testing.assert_array_equal(numpy_helper.to_array(t),

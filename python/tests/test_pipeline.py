@@ -245,10 +245,16 @@ def test_a_failing_rank_stops_every_rank(weftc, models_dir, tmp_path):
 @pytest.mark.parametrize("flags,message", [
     (["--pipeline-parallel=0"], "--pipeline-parallel must be at least 1"),
     (["--pipeline-parallel=2", "--schedule=zb"],
-     "--schedule 'zb': expected gpipe, 1f1b, zb-h1 or zb-h2"),
-    (["--pipeline-parallel=2", "--schedule=zb-v"],
-     "--schedule 'zb-v': its task order is modelled (weft-bench-schedules), "
-     "not yet compiled; expected gpipe, 1f1b, zb-h1 or zb-h2"),
+     "--schedule 'zb': expected gpipe, 1f1b, interleaved, zb-h1, zb-h2 or "
+     "zb-v"),
+    (["--pipeline-parallel=2", "--schedule=interleaved", "--microbatches=3"],
+     "--schedule interleaved: the interleaved schedule runs micro-batches in "
+     "groups of the pipeline's 2 ranks: 3 micro-batches is not a multiple "
+     "of 2"),
+    (["--pipeline-parallel=2", "--schedule=interleaved", "--microbatches=4",
+      "--virtual-stages=1"],
+     "--virtual-stages 1: the interleaved schedule runs 2 or more model "
+     "chunks per rank"),
     (["--balance=3,4"], "--balance needs --pipeline-parallel of 2 or more"),
     (["--pipeline-parallel=2", "--balance=1,2"],
      "weft-partition-pipeline: balance sums to 3 ops"),

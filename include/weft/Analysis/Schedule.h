@@ -30,15 +30,11 @@
 
 namespace weft {
 
-/// GPipe, 1F1B, ZB-H1 and ZB-H2 are compiled (weft-schedule, one chunk per
-/// rank); interleaved 1F1B and ZB-V are modelled as task orders
-/// (TaskOrder.h) until weft-schedule places several chunks on a rank.
+/// The pipeline schedules weft compiles (weft-schedule); the orders of all
+/// but GPipe and 1F1B are TaskOrder.h's.
 enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZBH1, ZBH2, ZBV };
 
-/// A compiled schedule by name, "gpipe", "1f1b", "zb-h1" or "zb-h2";
-/// std::nullopt for any other name.
-std::optional<ScheduleKind> parseSchedule(llvm::StringRef name);
-/// Any schedule by name, compiled or modelled; std::nullopt for others.
+/// A schedule by name (scheduleName's); std::nullopt for others.
 std::optional<ScheduleKind> scheduleNamed(llvm::StringRef name);
 /// "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v".
 llvm::StringRef scheduleName(ScheduleKind kind);

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace weft {
 
@@ -58,6 +59,32 @@ replaceReturn(mlir::func::FuncOp func, mlir::ValueRange results,
                                        func.getArgumentTypes(),
                                        mlir::TypeRange(results)));
   func.setAllResultAttrs(resultAttrs);
+}
+
+/// Moves `ops` that precede `after`, and the ops before it that read them
+/// (transitively), after it in their order: moving an op later keeps its
+/// operands before it, and its users follow it. For a step-wide value the
+/// updates must wait for (GradScaler's verdict, the gradients' norm).
+inline void sinkAfter(mlir::Operation *after,
+                      llvm::ArrayRef<mlir::Operation *> ops) {
+  mlir::Block *body = after->getBlock();
+  llvm::SetVector<mlir::Operation *> sink;
+  for (mlir::Operation *op : ops)
+    if (op->isBeforeInBlock(after))
+      sink.insert(op);
+  for (size_t i = 0; i < sink.size(); ++i)
+    for (mlir::Operation *user : sink[i]->getUsers())
+      if (user->getBlock() == body && user->isBeforeInBlock(after) &&
+          !llvm::isa<mlir::func::ReturnOp>(user))
+        sink.insert(user);
+  llvm::SmallVector<mlir::Operation *> ordered(sink.begin(), sink.end());
+  llvm::sort(ordered, [](mlir::Operation *a, mlir::Operation *c) {
+    return a->isBeforeInBlock(c);
+  });
+  for (mlir::Operation *op : ordered) {
+    op->moveAfter(after);
+    after = op;
+  }
 }
 
 } // namespace weft

@@ -212,15 +212,27 @@ def PartitionPipeline : Pass<"weft-partition-pipeline", "mlir::func::FuncOp"> {
     %1 = weft.relu %0 {weft.task = #weft.task<F, stage = 0>} : ...
     %2 = weft.matmul %1, %w1 {weft.task = #weft.task<F, stage = 1>} : ...
     ```
+    With `ranks=P` fewer than `stages=S` (model chunks: S = V P), each
+    pipeline rank runs several stages, placed as `placement` says and
+    recorded in `weft.stage_ranks` (stage s runs on rank stage_ranks[s]):
+    `loop`, Megatron-LM's interleaving (Narayanan et al. 2021, section
+    2.2.2: stage s on rank s mod P), or `v`, ZB-V's (Qi et al. 2024: rank r
+    runs stages r and 2P-1-r).
+
     Errors: `stages` < 1 or larger than the number of ops; a `balance` whose
     length is not `stages`, with a count < 1, or whose sum is not the number
-    of ops.
+    of ops; `ranks` not dividing `stages`, or `v` with other than 2 P stages.
   }];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"1",
-           "Pipeline stages (P)">,
+           "Pipeline stages (P, or V P with model chunks)">,
     ListOption<"balance", "balance", "int64_t",
                "Ops per stage (overrides the cost-based partition)">,
+    Option<"ranks", "ranks", "int64_t", /*default=*/"0",
+           "Pipeline ranks the stages are placed on (0: one per stage)">,
+    Option<"placement", "placement", "std::string", /*default=*/"\"loop\"",
+           "With ranks < stages: loop (stage s on rank s mod ranks) or v "
+           "(rank r runs stages r and 2 ranks - 1 - r)">,
   ];
   let dependentDialects = ["weft::WeftDialect"];
 }
@@ -301,9 +313,10 @@ def AccumulateMicrobatches : Pass<"weft-accumulate-microbatches",
     summed: no pass over them after the last micro-batch. Batch normalisation sees per-micro-batch statistics, and
     its running statistics are updated once per micro-batch, in order (as
     torch running the micro-batches would). A gradient that weft-autodiff
-    adds from terms on different pipeline stages (a tied embedding and
-    head) is summed per stage over the micro-batches, and the stages'
-    totals added once: one transfer per step, not one per micro-batch.
+    adds from several uses of a parameter (a tied embedding and head) is
+    summed per use over the micro-batches, and the totals added once: under
+    a pipeline, one transfer per step rather than one per micro-batch; on
+    every layout, so that all sum in one order.
 
     Pre-condition: the output of weft-autodiff, imported at micro-batch size.
   }];
@@ -526,7 +539,7 @@ def Schedule : Pass<"weft-schedule", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b, zb-h1 or zb-h2">,
+           "gpipe, 1f1b, interleaved, zb-h1, zb-h2 or zb-v">,
   ];
   let dependentDialects = ["weft::WeftDialect"];
 }

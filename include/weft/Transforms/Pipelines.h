@@ -161,7 +161,17 @@ struct PlanPipelineOptions
                        clEnumValN(ScheduleKind::ZBH1, "zb-h1",
                                   "zero bubble, 1F1B's memory (W later)"),
                        clEnumValN(ScheduleKind::ZBH2, "zb-h2",
-                                  "zero bubble, twice 1F1B's memory"))};
+                                  "zero bubble, twice 1F1B's memory"),
+                       clEnumValN(ScheduleKind::Interleaved, "interleaved",
+                                  "interleaved 1F1B (model chunks)"),
+                       clEnumValN(ScheduleKind::ZBV, "zb-v",
+                                  "zero bubble, two chunks per rank in a V"))};
+  Option<int64_t> virtualStages{
+      *this, "virtual-stages",
+      llvm::cl::desc("Model chunks per pipeline rank under the interleaved "
+                     "schedule (Megatron-LM's virtual pipeline size; ZB-V "
+                     "runs 2, the others 1)"),
+      llvm::cl::init(2)};
   Option<OptimizerKind> optimizer{
       *this, "optimizer", llvm::cl::desc("Optimizer of a training step"),
       llvm::cl::init(OptimizerKind::AdamW),

@@ -122,3 +122,57 @@ func.func @stage1(%x: tensor<4xf32>) -> tensor<4xf32>
   // expected-error @-2 {{'weft.stage' must be a non-negative index, not 1 : si32}}
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// Each chunk runs a micro-batch's F, then its B, then its W (the schedules
+// of weft/Analysis/TaskOrder.h): a W before its B is a wrong order.
+func.func @stage0(%x: tensor<4xf32>) -> tensor<4xf32>
+    attributes {weft.stage = 0 : i64, weft.pipeline_stages = 2 : i64,
+                weft.micro_batches = 2 : i64} {
+  %0 = weft.relu %x {weft.task = #weft.task<F, micro_batch = 0, stage = 0>} : tensor<4xf32>
+  %1 = weft.relu %0 {weft.task = #weft.task<W, micro_batch = 0, stage = 0>} : tensor<4xf32>
+  // expected-error @+1 {{runs backward work (#weft.task<B, micro_batch = 0, stage = 0>) after that micro-batch's weight work on this rank}}
+  %2 = weft.relu %1 {weft.task = #weft.task<B, micro_batch = 0, stage = 0>} : tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
+
+// -----
+
+// A B before its F.
+func.func @stage1(%x: tensor<4xf32>) -> tensor<4xf32>
+    attributes {weft.stage = 1 : i64, weft.pipeline_stages = 2 : i64,
+                weft.micro_batches = 2 : i64} {
+  %0 = weft.relu %x {weft.task = #weft.task<B, micro_batch = 1, stage = 1>} : tensor<4xf32>
+  // Another micro-batch's forward may follow.
+  %1 = weft.relu %0 {weft.task = #weft.task<F, micro_batch = 0, stage = 1>} : tensor<4xf32>
+  // expected-error @+1 {{runs forward work (#weft.task<F, micro_batch = 1, stage = 1>) after that micro-batch's backward work on this rank}}
+  %2 = weft.relu %1 {weft.task = #weft.task<F, micro_batch = 1, stage = 1>} : tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
+
+// -----
+
+// With model chunks, a rank's function names its chunks' stages: ZB-V's
+// rank 0 of 2 runs stages 0 and 3.
+func.func @stage0(%x: tensor<4xf32>) -> tensor<4xf32>
+    attributes {weft.stage = 0 : i64, weft.pipeline_stages = 4 : i64,
+                weft.micro_batches = 2 : i64,
+                weft.chunk_stages = array<i64: 0, 3>} {
+  %0 = weft.relu %x {weft.task = #weft.task<F, micro_batch = 0, stage = 0>} : tensor<4xf32>
+  %1 = weft.relu %0 {weft.task = #weft.task<F, micro_batch = 0, stage = 3, chunk = 1>} : tensor<4xf32>
+  // expected-error @+1 {{is chunk 1 on stage 2, in the function of rank 0 whose chunks are stages 0, 3}}
+  %2 = weft.relu %1 {weft.task = #weft.task<F, micro_batch = 0, stage = 2, chunk = 1>} : tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
+
+// -----
+
+// Without chunk_stages a function runs one stage, as chunk 0.
+func.func @stage1(%x: tensor<4xf32>) -> tensor<4xf32>
+    attributes {weft.stage = 1 : i64, weft.pipeline_stages = 2 : i64,
+                weft.micro_batches = 2 : i64} {
+  // expected-error @+1 {{is on stage 1 (chunk 1), in the function of stage 1}}
+  %0 = weft.relu %x {weft.task = #weft.task<F, micro_batch = 0, stage = 1, chunk = 1>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -5,7 +5,7 @@
 func.func @main(%x: tensor<4x8xf32> {weft.input = "x"})
     -> (tensor<4x8xf32> {weft.output = "y"}) attributes {weft.pipeline_stages = 2 : i64} {
   %0 = weft.relu %x {weft.task = #weft.task<F, micro_batch = 0, stage = 0>} : tensor<4x8xf32>
-  // expected-error @+1 {{weft-schedule: operand of stage 1 op is not available on the stage}}
+  // expected-error @+1 {{weft-schedule: an operand of weft.relu (#weft.task<F, micro_batch = 0, stage = 1>) on rank 1 is not available there}}
   %1 = weft.relu %0 {weft.task = #weft.task<F, micro_batch = 0, stage = 1>} : tensor<4x8xf32>
   return %1 : tensor<4x8xf32>
 }

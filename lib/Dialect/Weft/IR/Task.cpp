@@ -7,6 +7,7 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/InterleavedRange.h"
 
 using namespace mlir;
 using namespace weft;
@@ -142,6 +143,17 @@ LogicalResult verifyPipelinedFunction(Operation *func, int64_t stages) {
   std::optional<int64_t> ownStage = indexValue(func->getAttr(kStageAttr));
   std::optional<int64_t> microBatches =
       indexValue(func->getAttr(kMicroBatchesAttr), 1);
+  // A rank running model chunks: chunk c's ops are on stage chunkStages[c].
+  auto chunkStages = func->getAttrOfType<DenseI64ArrayAttr>(kChunkStagesAttr);
+  // A stage function runs a chunk's micro-batch as F, then B, then W: per
+  // (micro-batch, chunk), the latest of those seen so far.
+  int64_t chunks = chunkStages ? chunkStages.size() : 1;
+  std::vector<TaskKind> reached;
+  if (ownStage && microBatches)
+    reached.assign(*microBatches * chunks, TaskKind::Forward);
+  auto order = [](TaskKind kind) {
+    return kind == TaskKind::Forward ? 0 : kind == TaskKind::Weight ? 2 : 1;
+  };
   for (Region &region : func->getRegions())
     for (Block &block : region)
       for (Operation &op : block) {
@@ -160,15 +172,41 @@ LogicalResult verifyPipelinedFunction(Operation *func, int64_t stages) {
             return op.emitOpError("is on stage ")
                    << *stage << " of a function with " << stages
                    << " pipeline stages";
-          if (ownStage && *stage != *ownStage)
+          int64_t chunk = task.getChunk();
+          if (chunkStages) {
+            if (chunk >= int64_t(chunkStages.size()) ||
+                chunkStages[chunk] != *stage)
+              return op.emitOpError("is chunk ")
+                     << chunk << " on stage " << *stage
+                     << ", in the function of rank " << ownStage.value_or(0)
+                     << " whose chunks are stages "
+                     << llvm::interleaved(chunkStages.asArrayRef());
+          } else if (ownStage && (*stage != *ownStage || chunk != 0)) {
             return op.emitOpError("is on stage ")
-                   << *stage << ", in the function of stage " << *ownStage;
+                   << *stage
+                   << (chunk ? " (chunk " + std::to_string(chunk) + ")"
+                             : std::string())
+                   << ", in the function of stage " << *ownStage;
+          }
         }
-        if (std::optional<int64_t> mb = task.getMicroBatch();
-            mb && microBatches && *mb >= *microBatches)
+        std::optional<int64_t> mb = task.getMicroBatch();
+        if (mb && microBatches && *mb >= *microBatches)
           return op.emitOpError("belongs to micro-batch ")
                  << *mb << " of a step with " << *microBatches
                  << " micro-batches";
+        // Transfers are posted early and waited for late by design.
+        TaskKind kind = task.getKind();
+        if (reached.empty() || !mb || kind == TaskKind::Update ||
+            task.getChunk() >= chunks || isa<IRecvOp, WaitSendOp>(op))
+          continue;
+        TaskKind &latest = reached[*mb * chunks + task.getChunk()];
+        if (order(kind) < order(latest))
+          return op.emitOpError("runs ")
+                 << phaseName(kind) << " work (" << task
+                 << ") after that micro-batch's " << phaseName(latest)
+                 << " work on this rank: each chunk runs a micro-batch's F, "
+                 << "then its B, then its W";
+        latest = kind == TaskKind::Recompute ? TaskKind::Backward : kind;
       }
   return success();
 }

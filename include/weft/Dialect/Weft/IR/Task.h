@@ -138,8 +138,8 @@ inline void setTaskKind(mlir::Operation *op, TaskKind kind) {
 }
 
 /// `op` joins `from`'s task: the kind of task that runs `from` (unless
-/// forward), its micro-batch and stage where it has them; `op`'s own
-/// fields stay otherwise. For ops a pass adds beside another (a
+/// forward), its micro-batch and stage (and chunk) where it has them; `op`'s
+/// own fields stay otherwise. For ops a pass adds beside another (a
 /// collective's wait, a bucket's pieces, a moved gradient scale).
 inline void joinTask(mlir::Operation *op, mlir::Operation *from) {
   TaskFields task = TaskFields::of(op), other = TaskFields::of(from);
@@ -147,8 +147,10 @@ inline void joinTask(mlir::Operation *op, mlir::Operation *from) {
     task.kind = scheduledTaskKind(from);
   if (other.microBatch)
     task.microBatch = other.microBatch;
-  if (other.stage)
+  if (other.stage) {
     task.stage = other.stage;
+    task.chunk = other.chunk;
+  }
   setTask(op, task);
 }
 
@@ -160,6 +162,16 @@ inline std::optional<int64_t> stageOf(mlir::Operation *op) {
   if (auto attr = op->getAttrOfType<mlir::IntegerAttr>(kStageAttr))
     return attr.getInt();
   return std::nullopt;
+}
+
+/// The pipeline rank that runs `stage` of the model function `func`: its
+/// `weft.stage_ranks` entry, or the stage itself (one stage per rank).
+inline int64_t rankOfStage(mlir::Operation *func, int64_t stage) {
+  if (auto ranks =
+          func->getAttrOfType<mlir::DenseI64ArrayAttr>(kStageRanksAttr);
+      ranks && stage < int64_t(ranks.size()))
+    return ranks[stage];
+  return stage;
 }
 
 /// The micro-batch of an op (its task's), if it has one.

@@ -64,6 +64,14 @@ inline constexpr llvm::StringLiteral kSeedReplicasAttr = "weft.seed_replicas";
 /// On the model function: the number of pipeline stages it is split into.
 inline constexpr llvm::StringLiteral kPipelineStagesAttr =
     "weft.pipeline_stages";
+/// On the model function when a pipeline rank runs several stages (model
+/// chunks: interleaved 1F1B, ZB-V; weft-partition-pipeline): stage s runs
+/// on pipeline rank stage_ranks[s] (a DenseI64ArrayAttr).
+inline constexpr llvm::StringLiteral kStageRanksAttr = "weft.stage_ranks";
+/// On a stage function running several model chunks (weft-schedule): the
+/// stage each chunk is, by chunk (a DenseI64ArrayAttr); `weft.stage` is
+/// then the function's pipeline rank.
+inline constexpr llvm::StringLiteral kChunkStagesAttr = "weft.chunk_stages";
 /// On a stage function (weft-schedule): the micro-batches of the step.
 inline constexpr llvm::StringLiteral kMicroBatchesAttr = "weft.micro_batches";
 /// On a parameter argument of a tensor-parallel step: which shard of the
