@@ -156,6 +156,14 @@ LogicalResult PlanPipelineOptions::validate(
   };
   if (!std::isfinite(lr) || lr <= 0)
     return bad("lr", lr, "a finite number > 0");
+  if (!std::isfinite(clipGradNorm) || clipGradNorm < 0)
+    return bad("clip-grad-norm", clipGradNorm, "a finite number >= 0");
+  // GradScaler's gradients are scaled: torch unscales them (unscale_)
+  // before clipping, which weft's loss scaling does inside the update.
+  if (clipGradNorm > 0 && precision == "f16")
+    return fail("--clip-grad-norm with --precision f16: the gradients are "
+                "loss-scaled until the update (GradScaler.unscale_ before "
+                "clipping is not implemented); use bf16");
   // -1, the default, means "torch's default for the optimizer".
   if (weightDecay != -1.0 && (!std::isfinite(weightDecay) || weightDecay < 0))
     return bad("weight-decay", weightDecay, "a finite number >= 0");
@@ -207,7 +215,7 @@ std::string PlanPipelineOptions::textual() const {
      << " momentum=" << number(momentum)
      << " nesterov=" << (nesterov ? "true" : "false")
      << " betas=" << number(beta1) << "," << number(beta2)
-     << " eps=" << number(eps)
+     << " eps=" << number(eps) << " clip-grad-norm=" << number(clipGradNorm)
      << " recompute=" << nameOf(kPolicies, recompute.getValue())
      << " recompute-granularity="
      << nameOf(kGranularities, recomputeGranularity.getValue());
@@ -330,6 +338,9 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // the mesh, the skip and the scale's update, on every stage.
   if (lossScaling)
     pm.addNestedPass<func::FuncOp>(createLossScaling());
+  // clip_grad_norm_ over the whole mesh, on the gradients the updates read.
+  if (o.step == CompiledStep::Train && o.clipGradNorm > 0)
+    pm.addNestedPass<func::FuncOp>(createClipGradNorm({o.clipGradNorm}));
   pm.addNestedPass<func::FuncOp>(createCheckpoint(
       {nameOf(kPolicies, o.recompute.getValue()).str(),
        /*exceptLast=*/pipelined && o.schedule == ScheduleKind::GPipe,

@@ -159,16 +159,20 @@ def microbatch_step(model: torch.nn.Module, batch: Sequence[torch.Tensor],
 
 
 def sgd_step(model: torch.nn.Module, batch, m: int, lr: float, dtype,
-             mode=None):
+             mode=None, clip: Optional[float] = None):
     """One plain SGD step of a copy of `model` in `dtype`, forward and
     backward under the context manager `mode` when given (a `weft.kinks`
-    TorchFunctionMode). Returns (loss, {name: parameter change as float64
-    numpy}); the change is measured as W_1 - W_0 in float64 after the update
-    was rounded to `dtype`, as a trainer in that precision stores it."""
+    TorchFunctionMode), the gradients clipped by
+    `torch.nn.utils.clip_grad_norm_(parameters, clip)` when given. Returns
+    (loss, {name: parameter change as float64 numpy}); the change is
+    measured as W_1 - W_0 in float64 after the update was rounded to
+    `dtype`, as a trainer in that precision stores it."""
     model = copy.deepcopy(model).to(dtype)
     before = {n: p.detach().double().clone() for n, p in model.named_parameters()}
     with mode or contextlib.nullcontext():
         loss = microbatch_step(model, _cast(batch, dtype), m)
+    if clip is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
     with torch.no_grad():
         for p in model.parameters():
             if p.grad is not None:
@@ -347,10 +351,13 @@ def check_float64_step(tools: Tools, model: torch.nn.Module, batch,
                        schedule: str = "1f1b", lr: float = 0.1,
                        tensor_parallel: int = 1,
                        data_parallel: int = 1,
-                       flags: Sequence[str] = ()) -> List[TensorError]:
+                       flags: Sequence[str] = (),
+                       clip: Optional[float] = None) -> List[TensorError]:
     """Oracle (d): `model` exported in float64 (its float inputs too) and
     trained one plain SGD step by weft on the layout (weftc `flags`),
-    against torch float64 on the same split. Raises OracleError naming the tensors whose change
+    against torch float64 on the same split (with `clip`, both clip the
+    gradients' global norm: weftc --clip-grad-norm, torch's
+    clip_grad_norm_). Raises OracleError naming the tensors whose change
     differs by more than F64_RTOL * ||dW_64|| + F64_FLOOR * max(||W_1||,
     max over tensors of ||dW_64||);
     returns every tensor's error (`torch32` holds the bound's relative part
@@ -363,7 +370,9 @@ def check_float64_step(tools: Tools, model: torch.nn.Module, batch,
     export(model, batch, str(path), list(input_names))
     inits = load_initializers(model, path)
     loss_64, delta_64 = sgd_step(model, batch, micro_batches * data_parallel,
-                                 lr, torch.float64)
+                                 lr, torch.float64, clip=clip)
+    if clip is not None:
+        flags = [*flags, f"--clip-grad-norm={clip!r}"]
     losses, trained = weft_train(
         tools, path, [batch], input_names, workdir,
         micro_batches=micro_batches, stages=stages, schedule=schedule,

@@ -162,6 +162,12 @@ cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
 cl::opt<std::string> betas("betas",
                            cl::desc("AdamW betas B1,B2 (default 0.9,0.999)"),
                            cl::init("0.9,0.999"), cl::cat(category));
+cl::opt<double> clipGradNorm(
+    "clip-grad-norm",
+    cl::desc("Before the update, scale the gradients so that their 2-norm "
+             "over the whole model (every rank's shards) is at most C: "
+             "torch.nn.utils.clip_grad_norm_(parameters, C) (default 0: off)"),
+    cl::init(0.0), cl::cat(category));
 cl::opt<double> eps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
                     cl::init(1e-8), cl::cat(category));
 cl::opt<std::string> precision(
@@ -621,6 +627,7 @@ int main(int argc, char **argv) {
   pipelineOptions.momentum = momentum;
   pipelineOptions.nesterov = nesterov;
   pipelineOptions.eps = eps;
+  pipelineOptions.clipGradNorm = clipGradNorm;
   // The counts are needed before import (the batch is split at import);
   // the step-dependent checks follow once the model is read.
   pipelineOptions.step = forwardOnly ? weft::CompiledStep::Forward

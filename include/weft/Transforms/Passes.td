@@ -8,6 +8,8 @@ include "mlir/Pass/PassBase.td"
 include "weft/Transforms/PrecisionPasses.td"
 // The fusions before autodiff (weft-fuse-gelu, weft-fuse-attention).
 include "weft/Transforms/FusionPasses.td"
+
+include "weft/Transforms/OptimizerPasses.td"
 // Printers for lit (weft-test-print-cost, -memory, -task-orders).
 include "weft/Transforms/TestPasses.td"
 
@@ -323,42 +325,6 @@ def AccumulateMicrobatches : Pass<"weft-accumulate-microbatches",
   let options = [
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Micro-batches per step (M)">,
-  ];
-  let dependentDialects = ["weft::WeftDialect"];
-}
-
-def AppendOptimizer : Pass<"weft-append-optimizer", "mlir::func::FuncOp"> {
-  let summary = "Append the parameter update (SGD or AdamW) to a training step";
-  let description = [{
-    Takes the output of `weft-autodiff` (results: the loss, then one gradient
-    per parameter marked `weft.grad`) and appends one in-place update per
-    parameter, with PyTorch's semantics and defaults (torch.optim.SGD and
-    torch.optim.AdamW). Optimizer state becomes explicit function arguments
-    marked `{weft.optimizer_state = "<param>.exp_avg"}` (AdamW: exp_avg and
-    exp_avg_sq; SGD with momentum: momentum_buffer), zero at the start of
-    training, so the memory planner and the sharded optimizer see it. The
-    function then returns the loss followed by the updated parameters and
-    state, each marked `{weft.update = "<name>"}`.
-
-    ```mlir
-    %p2, %m2, %v2 = weft.adamw %p, %g, %m, %v {lr = 1.0e-3 : f64, ...} : tensor<4xf32>
-    ```
-
-    Pre-condition: the function was differentiated by weft-autodiff.
-  }];
-  let options = [
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
-           "sgd or adamw">,
-    Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
-    Option<"weightDecay", "weight-decay", "double", /*default=*/"-1.0",
-           "Weight decay (default: AdamW 0.01, SGD 0, as torch)">,
-    Option<"momentum", "momentum", "double", /*default=*/"0.0",
-           "SGD momentum">,
-    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
-           "SGD Nesterov momentum">,
-    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
-    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
-    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
   ];
   let dependentDialects = ["weft::WeftDialect"];
 }

@@ -193,6 +193,12 @@ struct PlanPipelineOptions
                            llvm::cl::desc("AdamW betas B1,B2 (0.9,0.999)")};
   Option<double> eps{*this, "eps", llvm::cl::desc("AdamW epsilon"),
                      llvm::cl::init(1e-8)};
+  Option<double> clipGradNorm{
+      *this, "clip-grad-norm",
+      llvm::cl::desc("Scale the gradients to a global 2-norm of at most "
+                     "this before the update (torch's clip_grad_norm_; 0: "
+                     "off)"),
+      llvm::cl::init(0.0)};
   Option<RecomputePolicy> recompute{
       *this, "recompute", llvm::cl::desc("Activation recompute"),
       llvm::cl::init(RecomputePolicy::None),
