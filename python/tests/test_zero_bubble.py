@@ -291,3 +291,15 @@ def test_activation_memory_is_the_papers(weftc, models_dir):
     h2 = kept_activations(weftc, models_dir, "zb-h2", p, m)
     assert h1[0] == base[0] and max(h1) == max(base)
     assert h2[0] * p == base[0] * (2 * p - 1)
+
+
+def test_three_chunks_per_rank_train_as_1f1b(weftc, models_dir, tmp_path):
+    """--virtual-stages 3 (Korthikanti et al. run GPT-3 with three chunks
+    per rank): 6 stages on 2 ranks, stage s on rank s mod 2, bit-identical
+    to 1F1B on 6 ranks."""
+    flags = ["--pipeline-parallel=2", "--microbatches=4"]
+    reference = train(weftc, models_dir, tmp_path, "gpt", "1f1b",
+                      ["--pipeline-parallel=6", "--microbatches=4"], 6)
+    got = train(weftc, models_dir, tmp_path, "gpt", "interleaved",
+                [*flags, "--virtual-stages=3"], 2)
+    assert_same_training(got, reference, "gpt interleaved V=3")
