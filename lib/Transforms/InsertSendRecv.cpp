@@ -121,6 +121,15 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
   }
 
   void insertTransfers(func::FuncOp func) {
+    // Each stage's rank, looked up once: every use of every value asks.
+    int64_t stages =
+        func->getAttrOfType<IntegerAttr>(kPipelineStagesAttr).getInt();
+    SmallVector<int64_t> rankOf;
+    for (int64_t s = 0; s < stages; ++s)
+      rankOf.push_back(rankOfStage(func, s));
+    auto rankAt = [&](int64_t stage) {
+      return stage < stages ? rankOf[stage] : stage;
+    };
     Block &body = func.getBody().front();
     Operation *ret = body.getTerminator();
     OpBuilder b(func.getContext());
@@ -143,8 +152,8 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
           Operation *user = use.getOwner();
           if (user == ret)
             continue;
-          int64_t rank = rankOfStage(func, *stageOf(user));
-          if (rank != rankOfStage(func, from))
+          int64_t rank = rankAt(*stageOf(user));
+          if (rank != rankAt(from))
             uses[rank].push_back(&use);
         }
         for (auto &[rank, list] : uses) {
@@ -173,7 +182,7 @@ struct InsertSendRecvPass : weft::impl::InsertSendRecvBase<InsertSendRecvPass> {
             b.setInsertionPoint(first);
           auto recv = IRecvOp::create(b, op->getLoc(), v.getType(),
                                       RequestType::get(b.getContext()),
-                                      rankOfStage(func, from), tag);
+                                      rankAt(from), tag);
           copyTaskAttrs(early ? op : first, recv, to);
           b.setInsertionPoint(first);
           auto value = WaitRecvOp::create(b, op->getLoc(), recv.getRequest(),
