@@ -187,14 +187,20 @@ std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
     func::FuncOp func = funcs[rank];
     std::vector<SimOp> &program = programs[rank];
     llvm::DenseMap<Operation *, int64_t> collectiveTag;
-    std::string task = "F0";
+    bool chunked = func->hasAttr(kChunkStagesAttr);
+    std::string task = chunked ? "F0.0" : "F0";
     for (Operation &op : func.getBody().front().without_terminator()) {
       // Untagged ops (gradient sums) belong to the task before them.
       TaskKind kind = scheduledTaskKind(&op);
       if (kind == TaskKind::Update)
         task = "U";
       else if (std::optional<int64_t> mb = microBatchOf(&op))
-        task = taskKindLetter(kind) + std::to_string(*mb);
+        // With model chunks, "F1.3": chunk 1's forward of micro-batch 3
+        // (weft-test-print-task-orders' labels).
+        task =
+            taskKindLetter(kind) +
+            (chunked ? std::to_string(TaskFields::of(&op).chunk) + "." : "") +
+            std::to_string(*mb);
       SimOp sim{SimOp::Kind::Compute};
       sim.task = task;
       sim.op = &op;

@@ -303,3 +303,22 @@ def test_three_chunks_per_rank_train_as_1f1b(weftc, models_dir, tmp_path):
     got = train(weftc, models_dir, tmp_path, "gpt", "interleaved",
                 [*flags, "--virtual-stages=3"], 2)
     assert_same_training(got, reference, "gpt interleaved V=3")
+
+
+def test_the_timeline_names_each_chunks_tasks(weftc, models_dir, tmp_path):
+    """weftc --timeline under ZB-V: rank 0 runs chunk 0 (stage 0) and chunk
+    1 (stage 3); each task is named by kind, chunk and micro-batch ("W1.2":
+    chunk 1's weight gradient of micro-batch 2), as the task orders print."""
+    timeline = tmp_path / "timeline.json"
+    result = run([weftc, str(models_dir / "gpt.onnx"), "-o",
+                  str(tmp_path / "plan.json"), "--pipeline-parallel=2",
+                  "--microbatches=4", "--schedule=zb-v", "--timeline",
+                  str(timeline)])
+    assert result.returncode == 0, result.stderr
+    events = json.loads(timeline.read_text())["traceEvents"]
+    names = {(e["pid"], e["name"]) for e in events if e["tid"] == 0}
+    for rank in range(2):
+        for kind in "FBW":
+            for chunk in range(2):
+                for mb in range(4):
+                    assert (rank, f"{kind}{chunk}.{mb}") in names
