@@ -149,6 +149,9 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
     int64_t ranks = 0;
     for (int64_t s = 0; s < stages; ++s) {
       placement.rankOf.push_back(rankOfStage(func, s));
+      if (placement.rankOf.back() < 0)
+        return func.emitError("weft-schedule: stage ")
+               << s << " is placed on rank " << placement.rankOf.back();
       ranks = std::max(ranks, placement.rankOf.back() + 1);
     }
     placement.stagesOf.resize(ranks);
@@ -158,7 +161,11 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
       own.push_back(s);
     }
     int64_t chunks = stages / ranks;
-    if (chunks * ranks != stages || chunks != chunksPerRank(kind, chunks))
+    bool even = llvm::all_of(placement.stagesOf, [&](const auto &own) {
+      return int64_t(own.size()) == chunks;
+    });
+    if (!even || chunks * ranks != stages ||
+        chunks != chunksPerRank(kind, chunks))
       return func.emitError("weft-schedule: ")
              << scheduleName(kind) << " runs "
              << chunksPerRank(kind, std::max<int64_t>(chunks, 2))
