@@ -118,3 +118,21 @@ def test_regnet_grouped_conv_error_is_a_float32_near_tie(tools, tmp_path,
     # CPU CI may have); where it does, the ambiguity term must cover it.
     oracle.check_float64_step(tools, model, batch, ["images", "labels"],
                               tmp_path / "f64")
+
+
+# Oracle (d) under the schedules of issue 40: each W (a convolution's
+# weight gradient, a batch norm's parameters') run later, two model chunks
+# per rank (interleaved: stage s on rank s mod 2; ZB-V: in a V).
+SCHEDULE_CASES = [(name, schedule) for name in vision.MODELS
+                  if name not in DEEP + ("mobilenet_v3",)
+                  for schedule in ("interleaved", "zb-v")]
+
+
+@pytest.mark.parametrize("name,schedule", SCHEDULE_CASES,
+                         ids=[f"{n}-{s}" for n, s in SCHEDULE_CASES])
+def test_float64_schedules_equal_torch_float64(name, schedule, tools,
+                                               tmp_path):
+    model, batch = vision.build(name)
+    oracle.check_float64_step(
+        tools, model, batch, ["images", "labels"], tmp_path,
+        micro_batches=4, stages=2, schedule=schedule)
