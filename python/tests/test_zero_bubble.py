@@ -39,7 +39,7 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from conftest import run, tool
+from conftest import REPO, run, tool
 from weft import oracle
 from weft.oracle import mpirun
 
@@ -322,3 +322,33 @@ def test_the_timeline_names_each_chunks_tasks(weftc, models_dir, tmp_path):
             for chunk in range(2):
                 for mb in range(4):
                     assert (rank, f"{kind}{chunk}.{mb}") in names
+
+
+@pytest.mark.parametrize("explicit", [False, True], ids=["tasks", "explicit"])
+def test_the_plan_and_trace_name_each_chunk(explicit, weftc, models_dir,
+                                            tmp_path):
+    """A ZB-V plan (task form and --explicit-plan) matches the plan schema
+    (phase `weight`, `chunk` on tasks and instructions); weft-run's
+    measured trace names each task as weftc's predicted one does."""
+    import jsonschema
+    plan = tmp_path / "plan.json"
+    result = run([weftc, str(models_dir / "gpt.onnx"), "-o", str(plan),
+                  "--pipeline-parallel=2", "--microbatches=4",
+                  "--schedule=zb-v", *(["--explicit-plan"] if explicit else [])])
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(plan.read_text())
+    jsonschema.validate(
+        doc, json.loads((REPO / "docs" / "plan.schema.json").read_text()))
+    entries = doc["programs"][0]["instructions" if explicit else "tasks"]
+    assert {e["chunk"] for e in entries} == {0, 1}
+    trace = tmp_path / "trace.json"
+    result = run(mpirun(2) + [tool("weft-run"), str(plan), "--steps", "1",
+                              "--trace", str(trace)],
+                 env={**os.environ, "OPENBLAS_NUM_THREADS": "1"}, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    names = {(e["pid"], e["name"]) for e in
+             json.loads(trace.read_text())["traceEvents"] if e["tid"] == 0}
+    for rank in range(2):
+        for kind in "FBW":
+            for chunk in range(2):
+                assert (rank, f"{kind}{chunk}.3") in names, (rank, kind, chunk)

@@ -421,7 +421,8 @@ void Executor::run(int64_t step, uint64_t seed,
                      rankPlan.rank,
                      us(start - origin).count(),
                      us(end - start).count(),
-                     inst.cost};
+                     inst.cost,
+                     inst.chunk};
     if (inst.op == "compute")
       timed.push_back({trace->size(), i});
     const Instruction *post = waited                  ? waited->first

@@ -177,6 +177,7 @@ parseInstruction(const Field &in, const RankPlan &rank,
   d.name = in.has("name") ? in.at("name").string() : "";
   d.phase = in.at("phase").string();
   d.microBatch = in.at("micro_batch").nonNegative();
+  d.chunk = in.has("chunk") ? in.at("chunk").nonNegative() : -1;
   d.inputs = in.at("inputs").ids(count);
   d.outputs = in.at("outputs").ids(count);
   if (d.op == "compute") {

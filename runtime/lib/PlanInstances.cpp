@@ -53,6 +53,7 @@ bool copyBodyInstruction(BodyInstruction &proto, size_t i,
       if (id >= proto.firstFrameBuffer)
         id += shift;
   d.microBatch = o.microBatch;
+  d.chunk = o.chunk;
   if ((isCollective(d.op) || isCollectiveWait(d.op)) &&
       (__builtin_add_overflow(d.tag, lazy.postsBefore(i) - proto.postsBefore,
                               &d.tag) ||

@@ -266,10 +266,11 @@ public:
         Field inst = list.at(j);
         if (!inst.value.is_object())
           inst.fail("expected an object");
-        for (const char *key : {"phase", "micro_batch"})
+        for (const char *key : {"phase", "micro_batch", "chunk"})
           if (inst.value.contains(key))
             inst.at(key).fail("a body instruction takes its phase from its "
-                              "body and its micro-batch from its task");
+                              "body and its micro-batch and chunk from its "
+                              "task");
         posts[b] += isPost(inst.value);
         expressions[b].push_back(
             detail::holdsMember(inst.value, {"per_micro_batch", "coord"}));
@@ -289,6 +290,8 @@ public:
             .fail("micro-batch " + std::to_string(m) + " does not exist (" +
                   std::to_string(microBatches) +
                   " micro-batches in micro_batch_frames)");
+      if (task.has("chunk"))
+        task.at("chunk").nonNegative();
       taskBase.push_back(base);
       base += posts[b];
     }
@@ -315,9 +318,10 @@ public:
     const json &tasks = program["tasks"];
     for (size_t t = 0; t < tasks.size(); ++t) {
       int64_t b = tasks[t]["body"], m = tasks[t]["micro_batch"];
+      int64_t chunk = tasks[t].value("chunk", int64_t(-1));
       size_t count = program["bodies"][b]["instructions"].size();
       for (size_t j = 0; j < count; ++j)
-        where.instructions.push_back({b, int64_t(j), int64_t(t), m});
+        where.instructions.push_back({b, int64_t(j), int64_t(t), m, chunk});
     }
   }
 
@@ -362,6 +366,8 @@ public:
     json inst = list.value[j];
     inst["phase"] = program["bodies"][b]["phase"];
     inst["micro_batch"] = m;
+    if (o.chunk >= 0)
+      inst["chunk"] = o.chunk;
     for (const char *key : {"inputs", "outputs"})
       remapIds(inst, key, list, j, n, m, first[m], first[m + 1] - first[m]);
     bool rebase =

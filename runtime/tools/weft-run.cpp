@@ -109,7 +109,10 @@ json traceEvents(const std::vector<TraceEvent> &events) {
     const char *kind = e.phase == "backward" ? "B"
                        : e.phase == "weight" ? "W"
                                              : "F";
-    return kind + std::to_string(e.microBatch);
+    // With model chunks, "F1.3": chunk 1's forward of micro-batch 3, as
+    // weftc --timeline names it.
+    std::string chunk = e.chunk >= 0 ? std::to_string(e.chunk) + "." : "";
+    return kind + chunk + std::to_string(e.microBatch);
   };
   // One instruction's slice: its name, times and rank; `args` gains the
   // step.

@@ -199,16 +199,21 @@ LogicalResult ProgramEmitter::writeInstances() {
 
   std::unordered_map<std::string, size_t> firstWithKey;
   int64_t collectivesBefore = 0;
+  // With model chunks an instance is one chunk's, and says which.
+  bool chunked = func->hasAttr(kChunkStagesAttr);
+  auto chunkOf = [&](Operation *op) {
+    return chunked ? TaskFields::of(op).chunk : int64_t(-1);
+  };
   for (size_t at = 0; at < ops.size();) {
     TaskKind kind = scheduledTaskKind(ops[at]);
-    int64_t m = microBatchOfOp[at];
+    int64_t m = microBatchOfOp[at], chunk = chunkOf(ops[at]);
     size_t end = at + 1;
     while (end < ops.size() && microBatchOfOp[end] == m &&
-           scheduledTaskKind(ops[end]) == kind)
+           scheduledTaskKind(ops[end]) == kind && chunkOf(ops[end]) == chunk)
       ++end;
     ArrayRef<Operation *> run(ops.begin() + at, ops.begin() + end);
     TaskInstance instance{
-        phaseName(kind).str(), m, instructions.size(), 0, -1, {}};
+        phaseName(kind).str(), m, instructions.size(), 0, -1, {}, chunk};
     bool repeated = false;
     if (repeating) {
       auto [it, added] = firstWithKey.try_emplace(

@@ -165,6 +165,8 @@ void weft::addTaskFields(json &program,
     for (size_t i = task.first; i < task.first + task.count; ++i) {
       instructions[i]["phase"] = task.phase;
       instructions[i]["micro_batch"] = task.microBatch;
+      if (task.chunk >= 0)
+        instructions[i]["chunk"] = task.chunk;
     }
   }
 }
@@ -368,9 +370,12 @@ bool weft::writeTaskBodies(json &program,
     }
   }
   json tasks = json::array();
-  for (auto [i, instance] : llvm::enumerate(instances))
+  for (auto [i, instance] : llvm::enumerate(instances)) {
     tasks.push_back(
         {{"body", bodyOf[i]}, {"micro_batch", instance.microBatch}});
+    if (taskInstances[i].chunk >= 0)
+      tasks.back()["chunk"] = taskInstances[i].chunk;
+  }
 
   // The named lists name arguments, results and constants: program
   // buffers (frameOf in EmitPlan.cpp gives none of them a frame).

@@ -46,9 +46,13 @@ struct TaskInstance {
   /// integers may differ from the repeated instance's; the others are its.
   int64_t repeats = -1;
   std::vector<std::pair<size_t, nlohmann::json>> patches;
+  /// Its model chunk, where the program's rank runs several; else -1 (and
+  /// the plan says none).
+  int64_t chunk = -1;
 };
 
-/// Writes each instruction's `phase` and `micro_batch` (its instance's)
+/// Writes each instruction's `phase`, `micro_batch` and `chunk` (its
+/// instance's; no chunk where it is -1)
 /// into the explicit `program`, whose `instances` repeat none.
 void addTaskFields(nlohmann::json &program,
                    const std::vector<TaskInstance> &instances);

@@ -386,8 +386,17 @@ TEST(PlanTasks, NamesTheFieldOfEveryRejection) {
           p["programs"][0]["bodies"][1]["instructions"][0]["micro_batch"] = 0;
         },
         "programs[0].bodies[1].instructions[0].micro_batch: a body "
-        "instruction takes its phase from its body and its micro-batch from "
-        "its task"},
+        "instruction takes its phase from its body and its micro-batch and "
+        "chunk from its task"},
+       {[](json &p) {
+          p["programs"][0]["bodies"][1]["instructions"][0]["chunk"] = 1;
+        },
+        "programs[0].bodies[1].instructions[0].chunk: a body instruction "
+        "takes its phase from its body and its micro-batch and chunk from its "
+        "task"},
+       {[](json &p) { p["programs"][0]["tasks"][0]["chunk"] = -1; },
+        "programs[0].tasks[0].chunk: expected a non-negative integer, got "
+        "-1"},
        // Checked after expansion, named where they were written.
        {[](json &p) {
           p["programs"][0]["bodies"][0]["instructions"][0]["inputs"] = {0, 1};

@@ -27,7 +27,7 @@ struct KernelContext;
 /// One executed instruction, for the Chrome/Perfetto trace (microseconds).
 struct TraceEvent {
   std::string name, kernel; ///< kernel: the compute kernel or transfer op
-  std::string phase;        ///< forward, backward, optimizer
+  std::string phase;        ///< forward, backward, weight, optimizer
   int64_t microBatch = 0;
   bool transfer = false; ///< isend/irecv/wait_send/wait_recv
   /// A collective in flight: from its post to the end of its wait.
@@ -41,6 +41,7 @@ struct TraceEvent {
   double startUs = 0, durationUs = 0;
   KernelCost cost; ///< compute: the kernel table's FLOPs and bytes;
                    ///< collective: bytesRead = the bytes each rank sends in
+  int64_t chunk = -1; ///< the instruction's model chunk, or -1 (Plan.h)
 };
 
 class Executor {

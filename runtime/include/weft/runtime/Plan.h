@@ -89,6 +89,9 @@ struct Instruction {
   std::string name;   ///< the ONNX node, for traces and errors
   std::string phase;  ///< "forward"
   int64_t microBatch = 0;
+  /// The model chunk it belongs to, in a plan whose ranks run several
+  /// (interleaved 1F1B, ZB-V); -1 in others.
+  int64_t chunk = -1;
   std::vector<int64_t> inputs, outputs; ///< buffer ids
   /// compute: the attributes as checked against the kernel's entry in the
   /// specification table (KernelSpec.h), and the instruction's cost.

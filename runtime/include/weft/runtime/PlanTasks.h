@@ -52,6 +52,7 @@ struct TaskOrigin {
   int64_t index = 0;       ///< the template or instruction in it
   int64_t task = -1;       ///< the task instance (an instruction)
   int64_t microBatch = -1; ///< the micro-batch (a frame buffer, a task)
+  int64_t chunk = -1;      ///< the task's model chunk, if the plan has them
 };
 class LazyProgram;
 
