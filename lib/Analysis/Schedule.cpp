@@ -44,7 +44,7 @@ llvm::SmallVector<StageTask> weft::stageTasks(ScheduleKind kind, int64_t stage,
                                               int64_t stages,
                                               int64_t microbatches) {
   assert((kind == ScheduleKind::GPipe || kind == ScheduleKind::OneFOneB) &&
-         "stageTasks: only compiled schedules (parseSchedule's)");
+         "stageTasks: GPipe and 1F1B only (TaskOrder.h has the others)");
   llvm::SmallVector<StageTask> tasks;
   int64_t m = microbatches;
   if (kind == ScheduleKind::GPipe) {

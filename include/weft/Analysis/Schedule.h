@@ -50,7 +50,7 @@ struct StageTask {
 };
 
 /// The 2M tasks of `stage` (0-based) of `stages`, in execution order, for
-/// a compiled schedule (GPipe, 1F1B).
+/// GPipe or 1F1B (TaskOrder.h's rankTaskOrders has every schedule).
 llvm::SmallVector<StageTask> stageTasks(ScheduleKind kind, int64_t stage,
                                         int64_t stages, int64_t microbatches);
 
