@@ -465,11 +465,13 @@ def DataParallel : Pass<"weft-data-parallel", "mlir::func::FuncOp"> {
 }
 
 def Schedule : Pass<"weft-schedule", "mlir::ModuleOp"> {
-  let summary = "Split a pipelined step into one function per stage, in schedule order";
+  let summary = "Split a pipelined step into one function per pipeline rank, in schedule order";
   let description = [{
     Takes the staged step of `weft-insert-send-recv` (`@main`) and replaces
-    it with one function per stage, `@stage0` .. `@stage<P-1>`, each holding
-    its ops in the order the pipeline schedule runs them
+    it with one function per pipeline rank, `@stage0` .. `@stage<P-1>`
+    (with model chunks, `weft.stage_ranks`, a rank's stages together, listed
+    in its `weft.chunk_stages`; each op's `#weft.task` names its chunk),
+    each holding its ops in the order the pipeline schedule runs them
     (`weft/Analysis/Schedule.h`): `schedule=gpipe` (all forwards, then the
     backwards in reverse micro-batch order, torchgpipe's Algorithm 1),
     `schedule=1f1b` (warm-up forwards, one forward one backward, cool-down),
