@@ -57,37 +57,22 @@ struct ClipGradNormPass : weft::impl::ClipGradNormBase<ClipGradNormPass> {
 
     // A parameter updated on several ranks (a tied embedding's copies on
     // two pipeline stages) counts at its update on the lowest stage.
-    SmallVector<Operation *> updates;
-    llvm::DenseMap<Value, Operation *> counted;
-    for (Operation &op : func.getBody().front())
-      if (isa<AdamWOp, SGDOp>(op)) {
-        updates.push_back(&op);
-        auto [it, fresh] =
-            counted.try_emplace(op.getOperand(kParamOperand), &op);
-        if (!fresh &&
-            stageOf(&op).value_or(0) < stageOf(it->second).value_or(0))
-          it->second = &op;
-      }
-    if (updates.empty()) {
+    std::map<std::optional<int64_t>, SmallVector<Operation *>> ranks =
+        updatesByRank(func);
+    if (ranks.empty()) {
       func.emitError("weft-clip-grad-norm: no parameter updates to clip: run "
                      "weft-append-optimizer first");
       return signalPassFailure();
     }
-    // One norm per pipeline rank (its first stage), over its chunks'.
-    std::map<int64_t, int64_t> firstStage;
-    for (Operation *update : updates)
-      if (std::optional<int64_t> stage = stageOf(update)) {
+    llvm::DenseMap<Value, Operation *> counted;
+    for (auto &entry : ranks)
+      for (Operation *update : entry.second) {
         auto [it, fresh] =
-            firstStage.try_emplace(rankOfStage(func, *stage), *stage);
-        it->second = std::min(it->second, *stage);
+            counted.try_emplace(update->getOperand(kParamOperand), update);
+        if (!fresh &&
+            stageOf(update).value_or(0) < stageOf(it->second).value_or(0))
+          it->second = update;
       }
-    std::map<std::optional<int64_t>, SmallVector<Operation *>> ranks;
-    for (Operation *update : updates) {
-      std::optional<int64_t> stage = stageOf(update);
-      if (stage)
-        stage = firstStage.at(rankOfStage(func, *stage));
-      ranks[stage].push_back(update);
-    }
     for (auto &[stage, group] : ranks)
       clip(func, group, counted, stage);
   }
@@ -141,10 +126,7 @@ struct ClipGradNormPass : weft::impl::ClipGradNormBase<ClipGradNormPass> {
       return op->getResult(0);
     };
     auto scalar = [&](double value, Type element) {
-      return place(ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(RankedTensorType::get({}, element),
-                                 b.getFloatAttr(element, value))));
+      return place(scalarConstant(b, loc, element, value).getDefiningOp());
     };
     auto as = [&](Value v, Type element) -> Value {
       if (cast<RankedTensorType>(v.getType()).getElementType() == element)

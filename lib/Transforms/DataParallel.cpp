@@ -15,6 +15,7 @@
 #include "weft/Analysis/GradientBuckets.h"
 #include "weft/Dialect/Weft/IR/DeviceMesh.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
+#include "weft/Transforms/FuncUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SetVector.h"
@@ -33,15 +34,6 @@ namespace {
 constexpr unsigned kGradOperand = 1;
 
 bool isOptimizerStep(Operation *op) { return isa<SGDOp, AdamWOp>(op); }
-
-/// A scalar constant `value` of `type`'s element type.
-Value scalar(OpBuilder &b, Location loc, Type type, double value) {
-  Type element = cast<ShapedType>(type).getElementType();
-  return ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(RankedTensorType::get({}, element),
-                             b.getFloatAttr(element, value)));
-}
 
 struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
   using DataParallelBase::DataParallelBase;
@@ -349,10 +341,10 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     // The mean (the sum already, of gradients seeded with 1/D).
     Value mean = sum.getResult();
     if (!data.seeded)
-      mean =
-          place(MulOp::create(b, loc, mean,
-                              scalar(b, loc, flat.getType(), 1.0 / replicas)))
-              ->getResult(0);
+      mean = place(MulOp::create(
+                       b, loc, mean,
+                       scalarConstant(b, loc, flat.getType(), 1.0 / replicas)))
+                 ->getResult(0);
     SmallVector<Value> reduced;
     if (grads.size() == 1) {
       reduced.push_back(mean);
@@ -391,7 +383,7 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
           b, loc, loss, kMeshSymbol,
           ArrayRef<shard::GridAxis>{shard::GridAxis(axis)},
           shard::ReductionKind::Sum);
-      Value scale = scalar(b, loc, type, 1.0 / replicas);
+      Value scale = scalarConstant(b, loc, type, 1.0 / replicas);
       auto mean = MulOp::create(b, loc, sum.getResult(), scale);
       if (def) {
         joinTask(sum, def);

@@ -81,24 +81,10 @@ struct LossScalingPass : weft::impl::LossScalingBase<LossScalingPass> {
     if (failed(mesh))
       return signalPassFailure();
     Block &body = func.getBody().front();
-    // Per pipeline rank (its first stage): the stages of a rank's model
-    // chunks share its scaler and verdict.
-    std::map<std::optional<int64_t>, SmallVector<Operation *>> stages;
-    std::map<int64_t, int64_t> firstStageOfRank;
-    for (Operation &op : body)
-      if (isa<AdamWOp, SGDOp>(op))
-        if (std::optional<int64_t> stage = stageOf(&op)) {
-          auto [it, fresh] =
-              firstStageOfRank.try_emplace(rankOfStage(func, *stage), *stage);
-          it->second = std::min(it->second, *stage);
-        }
-    for (Operation &op : body)
-      if (isa<AdamWOp, SGDOp>(op)) {
-        std::optional<int64_t> stage = stageOf(&op);
-        if (stage)
-          stage = firstStageOfRank.at(rankOfStage(func, *stage));
-        stages[stage].push_back(&op);
-      }
+    // Per pipeline rank: the stages of its model chunks share its scaler
+    // and verdict.
+    std::map<std::optional<int64_t>, SmallVector<Operation *>> stages =
+        updatesByRank(func);
     if (stages.empty()) {
       func.emitError("weft-loss-scaling: no parameter updates to gate: run "
                      "weft-append-optimizer first");

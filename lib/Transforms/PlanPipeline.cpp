@@ -158,12 +158,13 @@ LogicalResult PlanPipelineOptions::validate(
     return bad("lr", lr, "a finite number > 0");
   if (!std::isfinite(clipGradNorm) || clipGradNorm < 0)
     return bad("clip-grad-norm", clipGradNorm, "a finite number >= 0");
-  // GradScaler's gradients are scaled: torch unscales them (unscale_)
-  // before clipping, which weft's loss scaling does inside the update.
+  // GradScaler's gradients are scaled until the update, which unscales
+  // them inside: their norm is the scale's times theirs (torch clips after
+  // scaler.unscale_, a separate step weft's loss scaling does not have).
   if (clipGradNorm > 0 && precision == "f16")
     return fail("--clip-grad-norm with --precision f16: the gradients are "
-                "loss-scaled until the update (GradScaler.unscale_ before "
-                "clipping is not implemented); use bf16");
+                "loss-scaled until the update, so their norm is not the "
+                "model's; clip under bf16 or f32");
   // -1, the default, means "torch's default for the optimizer".
   if (weightDecay != -1.0 && (!std::isfinite(weightDecay) || weightDecay < 0))
     return bad("weight-decay", weightDecay, "a finite number >= 0");

@@ -315,6 +315,8 @@ def test_the_timeline_names_each_chunks_tasks(weftc, models_dir, tmp_path):
                   "--microbatches=4", "--schedule=zb-v", "--timeline",
                   str(timeline)])
     assert result.returncode == 0, result.stderr
+    assert ("pipeline: 2 stages, 4 micro-batches, schedule zb-v (2 chunks "
+            "per rank)") in result.stdout
     events = json.loads(timeline.read_text())["traceEvents"]
     names = {(e["pid"], e["name"]) for e in events if e["tid"] == 0}
     for rank in range(2):

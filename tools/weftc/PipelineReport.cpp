@@ -51,11 +51,20 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
     dataAxis = (*mesh)->axisIndex("data");
     tensorAxis = (*mesh)->axisIndex("tensor");
   }
-  if (pipelined)
+  // A pipelined module's schedule, and its model chunks per rank.
+  StringRef schedule;
+  int64_t chunks = 1;
+  if (pipelined) {
+    schedule = stages[0]->getAttrOfType<StringAttr>("weft.schedule").getValue();
+    if (auto chunkStages =
+            stages[0]->getAttrOfType<DenseI64ArrayAttr>(kChunkStagesAttr))
+      chunks = chunkStages.size();
     os << llvm::formatv(
-        "pipeline: {0} stages, {1} micro-batches, schedule {2}\n",
-        stages.size(), microbatches,
-        stages[0]->getAttrOfType<StringAttr>("weft.schedule").getValue());
+        "pipeline: {0} stages, {1} micro-batches, schedule {2}{3}\n",
+        stages.size(), microbatches, schedule,
+        chunks > 1 ? llvm::formatv(" ({0} chunks per rank)", chunks).str()
+                   : std::string());
+  }
   // Collectives per step by kind: how many, and the bytes one rank sends
   // in them (ring). Sequence parallelism adds all-gathers and reduce-
   // scatters.
@@ -181,8 +190,6 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
       "{2:f3})\n",
       prediction.stepSeconds * 1e3, prediction.bubbleFraction,
       uniformBubbleFraction(
-          scheduleNamed(
-              stages[0]->getAttrOfType<StringAttr>("weft.schedule").getValue())
-              .value_or(ScheduleKind::OneFOneB),
-          stages.size(), microbatches));
+          scheduleNamed(schedule).value_or(ScheduleKind::OneFOneB),
+          stages.size(), microbatches, chunks));
 }

@@ -5,8 +5,9 @@
 // parameters, its planned peak arena bytes, its predicted busy time and the
 // bytes it sends and receives per step, with T > 1 also its all-reduces and
 // the bytes a rank sends in them; then the predicted step time and (for a
-// pipeline) the bubble fraction, next to the uniform-stage formula
-// (P - 1) / (M + P - 1).
+// pipeline) the bubble fraction, next to the schedule's for uniform stages
+// (TaskOrder.h's uniformBubbleFraction: (P - 1) / (M + P - 1) for GPipe and
+// 1F1B).
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_TOOLS_WEFTC_PIPELINEREPORT_H

@@ -25,12 +25,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MemoryReport.h"
 #include "ModelSummaryOutput.h"
 #include "PipelineReport.h"
 #include "PlanOutput.h"
 
-#include "weft/Analysis/MemoryBreakdown.h"
-#include "weft/Analysis/ModelStates.h"
 #include "weft/Analysis/ModelSummary.h"
 #include "weft/Analysis/Schedule.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
@@ -376,37 +375,6 @@ LogicalResult reportPipeline(ModuleOp module, weft::MemoryPlans &memory,
   return success();
 }
 
-/// --estimate-memory and --memory-cap: each rank's breakdown; failure when
-/// a rank's arena exceeds the cap.
-LogicalResult checkMemory(ModuleOp module) {
-  bool over = false;
-  std::string text;
-  raw_string_ostream report(text);
-  for (auto [rank, func] : llvm::enumerate(weft::rankFunctions(module))) {
-    weft::MemoryPlanOptions options;
-    if (!activationDtype.empty())
-      options.activationElementBytes =
-          *weft::activationElementBytes(activationDtype);
-    weft::MemoryPlan plan = weft::planMemory(func, options);
-    weft::MemoryBreakdown breakdown = weft::breakDownMemory(func, plan);
-    bool exceeds = memoryCap > 0 && breakdown.arenaBytes > memoryCap;
-    over |= exceeds;
-    report << "rank " << rank << (exceeds ? " (exceeds --memory-cap)" : "")
-           << ":\n";
-    weft::printMemoryBreakdown(breakdown, report);
-    weft::printModelStates(weft::modelStates(func), report);
-  }
-  if (over) {
-    errs() << "weftc: a rank's planned memory exceeds --memory-cap "
-           << memoryCap << " bytes\n"
-           << text;
-    return failure();
-  }
-  if (estimateMemory)
-    outs() << text;
-  return success();
-}
-
 /// The compiled IR is not destroyed once the plan is written: the process
 /// ends, and freeing a GPT-3 plan's millions of ops one by one took seconds
 /// (clang's -disable-free). Kept reachable, so a leak checker is silent.
@@ -515,7 +483,13 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   }
   {
     TimingScope step = timingScope.nest("weftc: memory check");
-    if ((estimateMemory || memoryCap > 0) && failed(checkMemory(*module)))
+    weft::MemoryPlanOptions memoryOptions;
+    if (!activationDtype.empty())
+      memoryOptions.activationElementBytes =
+          *weft::activationElementBytes(activationDtype);
+    if ((estimateMemory || memoryCap > 0) &&
+        failed(weft::checkMemory(*module, memoryOptions, memoryCap,
+                                 estimateMemory)))
       return failure();
   }
   if (estimateMemory)
@@ -541,6 +515,21 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   return success();
 }
 } // namespace
+
+/// Sets `option` to `parsed`, a name-valued flag's value as its parser
+/// read it; false, naming the flag and the names it takes, for a name the
+/// parser does not know.
+template <typename Option, typename T>
+bool setNamed(Option &option, std::optional<T> parsed, StringRef flag,
+              StringRef value, StringRef expected) {
+  if (parsed) {
+    option = *parsed;
+    return true;
+  }
+  errs() << "weftc: --" << flag << " '" << value << "': expected " << expected
+         << "\n";
+  return false;
+}
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
@@ -579,42 +568,24 @@ int main(int argc, char **argv) {
   pipelineOptions.optimizerShardSize = optimizerShardSize;
   pipelineOptions.sequenceParallel = sequenceParallel;
   pipelineOptions.overlapCollectives = overlapCollectives;
-  if (auto fallback = weft::parseTensorParallelFallback(tensorParallelFallback)) {
-    pipelineOptions.tensorParallelFallback = *fallback;
-  } else {
-    errs() << "weftc: --tensor-parallel-fallback '" << tensorParallelFallback
-           << "': expected error or replicate\n";
+  if (!setNamed(pipelineOptions.tensorParallelFallback,
+                weft::parseTensorParallelFallback(tensorParallelFallback),
+                "tensor-parallel-fallback", tensorParallelFallback,
+                "error or replicate") ||
+      !setNamed(pipelineOptions.schedule, weft::scheduleNamed(schedule),
+                "schedule", schedule,
+                "gpipe, 1f1b, interleaved, zb-h1, zb-h2 or zb-v") ||
+      !setNamed(pipelineOptions.optimizer, weft::parseOptimizer(optimizer),
+                "optimizer", optimizer, "adamw or sgd") ||
+      !setNamed(pipelineOptions.recompute,
+                weft::parseRecomputePolicy(recompute), "recompute", recompute,
+                "none, full or selective") ||
+      !setNamed(pipelineOptions.recomputeGranularity,
+                weft::parseRecomputeGranularity(recomputeGranularity),
+                "recompute-granularity", recomputeGranularity,
+                "stage or layer"))
     return 1;
-  }
-  if (auto kind = weft::scheduleNamed(schedule)) {
-    pipelineOptions.schedule = *kind;
-  } else {
-    errs() << "weftc: --schedule '" << schedule
-           << "': expected gpipe, 1f1b, interleaved, zb-h1, zb-h2 or zb-v\n";
-    return 1;
-  }
   pipelineOptions.virtualStages = virtualStages;
-  if (auto kind = weft::parseOptimizer(optimizer)) {
-    pipelineOptions.optimizer = *kind;
-  } else {
-    errs() << "weftc: --optimizer '" << optimizer
-           << "': expected adamw or sgd\n";
-    return 1;
-  }
-  if (auto policy = weft::parseRecomputePolicy(recompute)) {
-    pipelineOptions.recompute = *policy;
-  } else {
-    errs() << "weftc: --recompute '" << recompute
-           << "': expected none, full or selective\n";
-    return 1;
-  }
-  if (auto granularity = weft::parseRecomputeGranularity(recomputeGranularity)) {
-    pipelineOptions.recomputeGranularity = *granularity;
-  } else {
-    errs() << "weftc: --recompute-granularity '" << recomputeGranularity
-           << "': expected stage or layer\n";
-    return 1;
-  }
   auto [beta1, beta2] = StringRef(betas).split(',');
   double b1, b2;
   if (beta1.getAsDouble(b1) || beta2.getAsDouble(b2)) {

@@ -9,6 +9,9 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <map>
+#include <optional>
+
 namespace weft {
 
 /// A ranked tensor of floats: a value that can carry a gradient.
@@ -59,6 +62,45 @@ replaceReturn(mlir::func::FuncOp func, mlir::ValueRange results,
                                        func.getArgumentTypes(),
                                        mlir::TypeRange(results)));
   func.setAllResultAttrs(resultAttrs);
+}
+
+/// A rank-0 constant `value` of `type`'s element type (`type` a tensor
+/// type or an element type): a factor that broadcasts against anything.
+inline mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
+                                  mlir::Type type, double value) {
+  mlir::Type element = mlir::getElementTypeOrSelf(type);
+  return ConstantOp::create(
+      b, loc,
+      mlir::DenseElementsAttr::get(mlir::RankedTensorType::get({}, element),
+                                   b.getFloatAttr(element, value)));
+}
+
+/// `func`'s parameter updates (weft.adamw, weft.sgd) in program order,
+/// grouped by the pipeline rank that runs them, each group keyed by the
+/// rank's lowest stage (no stage: one group, nullopt). The stages of a
+/// rank's model chunks share what is computed once per rank for its
+/// updates (GradScaler's verdict, the gradients' norm).
+inline std::map<std::optional<int64_t>, llvm::SmallVector<mlir::Operation *>>
+updatesByRank(mlir::func::FuncOp func) {
+  llvm::SmallVector<mlir::Operation *> updates;
+  std::map<int64_t, int64_t> firstStageOfRank;
+  for (mlir::Operation &op : func.getBody().front())
+    if (llvm::isa<AdamWOp, SGDOp>(op)) {
+      updates.push_back(&op);
+      if (std::optional<int64_t> stage = stageOf(&op)) {
+        auto [it, fresh] =
+            firstStageOfRank.try_emplace(rankOfStage(func, *stage), *stage);
+        it->second = std::min(it->second, *stage);
+      }
+    }
+  std::map<std::optional<int64_t>, llvm::SmallVector<mlir::Operation *>> ranks;
+  for (mlir::Operation *update : updates) {
+    std::optional<int64_t> stage = stageOf(update);
+    if (stage)
+      stage = firstStageOfRank.at(rankOfStage(func, *stage));
+    ranks[stage].push_back(update);
+  }
+  return ranks;
 }
 
 /// Moves `ops` that precede `after`, and the ops before it that read them
