@@ -81,17 +81,42 @@ template <typename T> WEFT_CPU_CLONES T max(const T *x, int64_t n) {
   return m;
 }
 
+/// ln of T's smallest normal number, rounded toward zero: for every T
+/// below it, exp is a denormal, which the CPU backend flushes to zero (FTZ,
+/// CpuBackend.cpp). CpuVectorTest holds both ends.
+template <typename T> inline constexpr T kExpFlushedBelow = T();
+template <> inline constexpr float kExpFlushedBelow<float> = -87.33654022f;
+template <>
+inline constexpr double kExpFlushedBelow<double> = -708.39641853226408;
+
+/// exp(v), or 0 where v < lo = kExpFlushedBelow (exp's value there under
+/// FTZ), without calling exp on such lanes: libmvec sends a whole vector to
+/// its scalar fallback when one lane is outside its fast range (|v| beyond
+/// about ln of the smallest normal, -inf included), five times slower, and
+/// a causal mask's -inf scores put such a lane in nearly every vector of a
+/// softmax row. The lanes are clamped and multiplied by 0 or 1 rather than
+/// selected, so that the call stays unconditional (vectorised). NaN stays
+/// NaN. `lo` is the caller's, read where GCC cannot see its value: knowing
+/// it, GCC folds exp(lo) and turns the clamp into a branch, which no loop
+/// vectorises.
+template <typename T> inline T expOrFlushed(T v, T lo) {
+  using std::exp;
+  T keep = v < lo ? T(0) : T(1);
+  return static_cast<T>(exp(v < lo ? lo : v)) * keep;
+}
+
 /// The sum of exp(x[i] - max) over [0, n), accumulated in double (in
 /// vector lanes: the order differs from a serial sum's by rounding in
 /// double only). With `y`, also y[i] = exp(x[i] - max) rounded to T.
 template <typename T>
 WEFT_CPU_CLONES double expSum(const T *x, int64_t n, T max, T *y) {
-  using std::exp;
+  volatile T opaque = kExpFlushedBelow<T>; // see expOrFlushed
+  const T lo = opaque;
   double sum = 0;
   if (y) {
 #pragma omp simd reduction(+ : sum)
     for (int64_t i = 0; i < n; ++i) {
-      T e = static_cast<T>(exp(x[i] - max));
+      T e = expOrFlushed<T>(x[i] - max, lo);
       y[i] = e;
       sum += e;
     }
@@ -99,7 +124,7 @@ WEFT_CPU_CLONES double expSum(const T *x, int64_t n, T max, T *y) {
   }
 #pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < n; ++i)
-    sum += static_cast<T>(exp(x[i] - max));
+    sum += expOrFlushed<T>(x[i] - max, lo);
   return sum;
 }
 

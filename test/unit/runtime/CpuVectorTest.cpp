@@ -12,11 +12,17 @@
 
 #include "HostKernel.h"
 
+#include "../../../runtime/kernels/CpuVector.h"
+
 #include <gtest/gtest.h>
 
 #include <cfloat>
 #include <cmath>
+#include <limits>
 #include <random>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 using namespace weft::rt;
 
@@ -192,4 +198,57 @@ TEST(CpuVectorLoops, CrossEntropyGradientRowsFollowTheirSoftmax) {
   // Each row's -(x - max - log(sum)) rounds three times at magnitudes up
   // to |x - max| + log(sum) <= 24 + log(1001).
   EXPECT_NEAR(loss.v[0], double(total / n), 4 * ulp(24 + std::log(1001.0L)));
+}
+
+template <typename T> class ExpFlushedBelow : public ::testing::Test {};
+using FloatTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(ExpFlushedBelow, FloatTypes);
+
+TYPED_TEST(ExpFlushedBelow, IsLnOfTheSmallestNormalRoundedTowardZero) {
+  // exp of the bound is still normal, exp of the next value below it is a
+  // denormal: expOrFlushed's 0 there is exactly what FTZ makes of exp.
+  using T = TypeParam;
+  constexpr T lo = weft::rt::vec::kExpFlushedBelow<T>;
+  long double least = std::numeric_limits<T>::min();
+  EXPECT_GE(std::exp(static_cast<long double>(lo)), least);
+  EXPECT_LT(std::exp(static_cast<long double>(
+                std::nextafter(lo, -std::numeric_limits<T>::infinity()))),
+            least);
+}
+
+TEST(CpuVectorLoops, ExpSumFlushesWhatFtzFlushes) {
+  // Shifted values crossing the bound, with -inf and NaN: under FTZ and
+  // DAZ (the CPU backend's mode) expSum's elements are scalar libm's exp
+  // of each, within libmvec's 4 ulp, 0 exactly where that is 0, NaN for
+  // NaN, and so is their sum.
+#if defined(__SSE__)
+  unsigned saved = _mm_getcsr();
+  _mm_setcsr(saved | 0x8040);
+  constexpr float lo = weft::rt::vec::kExpFlushedBelow<float>;
+  std::vector<float> x = uniform(1003, -120, 0, 10);
+  x[5] = -INFINITY;
+  x[17] = lo;
+  x[18] = std::nextafter(lo, -INFINITY);
+  std::vector<float> y(x.size());
+  double sum = weft::rt::vec::expSum<float>(x.data(), x.size(), 0, y.data());
+  long double want = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    volatile float scalar = std::exp(x[i]);
+    want += scalar;
+    if (scalar == 0)
+      ASSERT_EQ(y[i], 0.0f) << "exp(" << x[i] << ")";
+    else
+      ASSERT_NEAR(y[i], scalar, 4 * ulp(scalar)) << "exp(" << x[i] << ")";
+  }
+  EXPECT_GT(y[17], 0.0f);
+  EXPECT_EQ(y[18], 0.0f);
+  EXPECT_NEAR(sum, double(want), 1e-6 * double(want));
+  x[40] = NAN;
+  sum = weft::rt::vec::expSum<float>(x.data(), x.size(), 0, y.data());
+  EXPECT_TRUE(std::isnan(y[40]));
+  EXPECT_TRUE(std::isnan(sum));
+  _mm_setcsr(saved);
+#else
+  GTEST_SKIP() << "FTZ/DAZ are set through SSE's MXCSR; not on this target";
+#endif
 }
