@@ -6,10 +6,19 @@
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <algorithm>
 
 using namespace mlir;
+
+double weft::DeviceModel::flopsFor(Type elementType) const {
+  if (elementType && (elementType.isBF16() || elementType.isF16()))
+    return flops16PerSecond;
+  if (elementType && elementType.isF64())
+    return flops64PerSecond;
+  return flopsPerSecond;
+}
 
 double weft::opSeconds(Operation *op, const DeviceModel &device) {
   if (std::optional<CollectiveKind> kind = collectiveKind(op))
@@ -18,7 +27,10 @@ double weft::opSeconds(Operation *op, const DeviceModel &device) {
   auto cost = dyn_cast<CostOpInterface>(op);
   if (!cost || isView(op) || isa<ConstantOp>(op))
     return 0.0;
-  double compute = cost.getFlops() / device.flopsPerSecond;
+  Type element = op->getNumResults() == 0
+                     ? Type()
+                     : getElementTypeOrSelf(op->getResult(0).getType());
+  double compute = cost.getFlops() / device.flopsFor(element);
   double memory = (cost.getBytesRead() + cost.getBytesWritten()) /
                   device.memoryBytesPerSecond;
   return std::max(compute, memory);

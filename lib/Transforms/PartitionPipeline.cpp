@@ -10,6 +10,7 @@
 #include "weft/Transforms/FuncUtils.h"
 
 #include "weft/Analysis/CostModel.h"
+#include "weft/Analysis/DeviceModelFile.h"
 #include "weft/Analysis/Partition.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
@@ -57,7 +58,10 @@ struct PartitionPipelinePass
     for (BlockArgument arg : func.getArguments())
       if (func.getArgAttr(arg.getArgNumber(), kParamAttr) && isFloatTensor(arg))
         active.insert(arg);
-    DeviceModel device;
+    FailureOr<DeviceModel> loaded = deviceModelOption(deviceModel, func);
+    if (failed(loaded))
+      return failure();
+    const DeviceModel &device = *loaded;
     SmallVector<double> compute(n), cut(n > 0 ? n - 1 : 0, 0.0);
     for (auto [i, op] : llvm::enumerate(items)) {
       bool differentiable = llvm::any_of(

@@ -2,6 +2,7 @@
 
 #include "weft/Transforms/Pipelines.h"
 
+#include "weft/Analysis/DeviceModelFile.h"
 #include "weft/Analysis/PipelineSimulation.h"
 #include "weft/Analysis/TaskOrder.h"
 #include "weft/Transforms/Passes.h"
@@ -138,6 +139,10 @@ LogicalResult PlanPipelineOptions::validate(
     return fail("--virtual-stages " + llvm::Twine(virtualStages) +
                 ": the interleaved schedule runs 2 or more model chunks per "
                 "rank");
+  if (!deviceModel.empty())
+    if (llvm::Expected<DeviceModel> device = loadDeviceModel(deviceModel);
+        !device)
+      return fail("--device-model: " + llvm::toString(device.takeError()));
   if (pipelineParallel > 1) {
     std::string why;
     if (rankTaskOrders(schedule, pipelineParallel, microbatches, virtualStages,
@@ -210,8 +215,10 @@ std::string PlanPipelineOptions::textual() const {
      << " flash-attention=" << (flashAttention ? "true" : "false")
      << " microbatches=" << microbatches
      << " schedule=" << scheduleName(schedule)
-     << " virtual-stages=" << virtualStages
-     << " optimizer=" << nameOf(kOptimizers, optimizer.getValue())
+     << " virtual-stages=" << virtualStages;
+  if (!deviceModel.empty())
+    os << " device-model=" << deviceModel;
+  os << " optimizer=" << nameOf(kOptimizers, optimizer.getValue())
      << " lr=" << number(lr) << " weight-decay=" << number(weightDecay)
      << " momentum=" << number(momentum)
      << " nesterov=" << (nesterov ? "true" : "false")
@@ -289,7 +296,8 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
     pm.addNestedPass<func::FuncOp>(createPartitionPipeline(
         {o.pipelineParallel * chunks,
          llvm::SmallVector<int64_t>(o.balance.begin(), o.balance.end()),
-         o.pipelineParallel, o.schedule == ScheduleKind::ZBV ? "v" : "loop"}));
+         o.pipelineParallel, o.schedule == ScheduleKind::ZBV ? "v" : "loop",
+         o.deviceModel}));
   }
   // The loss keeps its log-sum-exp, not its log-probabilities, for the
   // backward.
@@ -370,8 +378,9 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   if (o.overlapCollectives)
     pm.addNestedPass<func::FuncOp>(createOverlapCollectives());
   if (pipelined)
-    pm.addPass(o.prediction ? createSimulatePipeline(o.prediction)
-                            : createSimulatePipeline());
+    pm.addPass(o.prediction
+                   ? createSimulatePipeline(o.prediction, o.deviceModel)
+                   : createSimulatePipeline({false, o.deviceModel}));
 }
 
 void registerPlanPipeline() {

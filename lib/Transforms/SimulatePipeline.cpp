@@ -2,6 +2,7 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "weft/Analysis/DeviceModelFile.h"
 #include "weft/Analysis/PipelineSimulation.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -19,14 +20,21 @@ namespace {
 struct SimulatePipelinePass
     : weft::impl::SimulatePipelineBase<SimulatePipelinePass> {
   using SimulatePipelineBase::SimulatePipelineBase;
-  explicit SimulatePipelinePass(std::optional<SimResult> *prediction)
-      : prediction(prediction) {}
+  SimulatePipelinePass(std::optional<SimResult> *prediction,
+                       llvm::StringRef device)
+      : prediction(prediction) {
+    deviceModel = device.str();
+  }
 
   /// Where the prediction is left, or null (createSimulatePipeline).
   std::optional<SimResult> *prediction = nullptr;
 
   void runOnOperation() override {
-    DeviceModel device;
+    FailureOr<DeviceModel> loaded =
+        deviceModelOption(deviceModel, getOperation());
+    if (failed(loaded))
+      return signalPassFailure();
+    const DeviceModel &device = *loaded;
     std::vector<std::vector<SimOp>> programs =
         stagePrograms(getOperation(), device);
     if (programs.empty())
@@ -53,6 +61,7 @@ struct SimulatePipelinePass
 } // namespace
 
 std::unique_ptr<Pass>
-weft::createSimulatePipeline(std::optional<SimResult> *prediction) {
-  return std::make_unique<SimulatePipelinePass>(prediction);
+weft::createSimulatePipeline(std::optional<SimResult> *prediction,
+                             llvm::StringRef deviceModel) {
+  return std::make_unique<SimulatePipelinePass>(prediction, deviceModel);
 }

@@ -30,6 +30,7 @@
 #include "PipelineReport.h"
 #include "PlanOutput.h"
 
+#include "weft/Analysis/DeviceModelFile.h"
 #include "weft/Analysis/ModelSummary.h"
 #include "weft/Analysis/Schedule.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
@@ -277,6 +278,13 @@ cl::opt<int64_t> virtualStages(
              "count; default 2; needs --microbatches a multiple of "
              "--pipeline-parallel)"),
     cl::init(2), cl::cat(category));
+cl::opt<std::string> deviceModel(
+    "device-model",
+    cl::desc("The device whose rates time the ops for the partitioner and "
+             "the predicted step: a100-sxm4-80gb, h100-sxm5-80gb, "
+             "h200-sxm-141gb, cpu (bench/devices), or a JSON file of the "
+             "same fields (docs/planner.md); default: the CPU default"),
+    cl::init(""), cl::cat(category));
 cl::list<int64_t> balance(
     "balance",
     cl::desc("Ops per stage, e.g. 40,60 (torchgpipe's balance); default: "
@@ -351,7 +359,10 @@ bool isTrainable(func::FuncOp func) {
 /// step is simulated here).
 LogicalResult reportPipeline(ModuleOp module, weft::MemoryPlans &memory,
                              std::optional<weft::SimResult> &&simulated) {
-  weft::DeviceModel device;
+  // Loaded (and checked) by the pipeline's validation already.
+  weft::DeviceModel device =
+      deviceModel.empty() ? weft::DeviceModel()
+                          : llvm::cantFail(weft::loadDeviceModel(deviceModel));
   weft::SimResult prediction =
       simulated
           ? std::move(*simulated)
@@ -586,6 +597,7 @@ int main(int argc, char **argv) {
                 "stage or layer"))
     return 1;
   pipelineOptions.virtualStages = virtualStages;
+  pipelineOptions.deviceModel = deviceModel;
   auto [beta1, beta2] = StringRef(betas).split(',');
   double b1, b2;
   if (beta1.getAsDouble(b1) || beta2.getAsDouble(b2)) {

@@ -3,11 +3,12 @@
 // Turns CostOpInterface counts (FLOPs, bytes) into seconds on a device, for
 // the pipeline partitioner and the schedule simulator. An op takes the
 // roofline time max(FLOPs / flop rate, bytes / memory bandwidth) (Williams,
-// Waterman & Patterson, "Roofline", CACM 2009); a point-to-point transfer
-// takes latency + bytes / link bandwidth (the alpha-beta model of Hockney,
-// 1994). The defaults describe one core of this project's CI machine
-// (OpenBLAS SGEMM ~50 GFLOP/s sustained, ~8 GB/s streaming, MPI shared
-// memory ~4 GB/s); weftc's --device-* flags override them.
+// Waterman & Patterson, "Roofline", CACM 2009), at the peak of its result's
+// dtype; a point-to-point transfer takes latency + bytes / link bandwidth
+// (the alpha-beta model of Hockney, 1994). The defaults describe one core of
+// this project's CI machine (OpenBLAS SGEMM ~50 GFLOP/s sustained, ~8 GB/s
+// streaming, MPI shared memory ~4 GB/s); weftc's --device-model reads
+// another from a file (DeviceModelFile.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef WEFT_ANALYSIS_COSTMODEL_H
@@ -16,16 +17,28 @@
 #include "mlir/IR/Operation.h"
 
 #include <optional>
+#include <string>
 
 #include <cstdint>
 
 namespace weft {
 
 struct DeviceModel {
-  double flopsPerSecond = 50e9;      ///< sustained FLOP/s
-  double memoryBytesPerSecond = 8e9; ///< sustained memory bandwidth, bytes/s
-  double linkBytesPerSecond = 4e9;   ///< point-to-point bandwidth, bytes/s
-  double linkLatencySeconds = 10e-6; ///< per-message latency, seconds
+  std::string name = "default";      ///< the file's name, or "default"
+  double flopsPerSecond = 50e9;      ///< f32 FLOP/s (dense)
+  double flops16PerSecond = 50e9;    ///< bf16/f16 FLOP/s (dense)
+  double flops64PerSecond = 50e9;    ///< f64 FLOP/s (dense)
+  double memoryBytesPerSecond = 8e9; ///< memory bandwidth, bytes/s
+  int64_t memoryBytes = 0;           ///< memory per device, bytes (0: unset)
+  double linkBytesPerSecond = 4e9;   ///< within a node, one direction, bytes/s
+  double linkLatencySeconds = 10e-6; ///< within a node, per message, seconds
+  int64_t devicesPerNode = 1;
+  double nodeBytesPerSecond = 4e9;   ///< across nodes, per device, bytes/s
+  double nodeLatencySeconds = 10e-6; ///< across nodes, per message, seconds
+
+  /// The peak FLOP/s of an op computing in `elementType` (f32 for a non-
+  /// float type).
+  double flopsFor(mlir::Type elementType) const;
 };
 
 /// Predicted seconds of one execution of `op`: its roofline time when it

@@ -24,7 +24,8 @@ struct SimResult;
 /// (when the schedule completes), so that a driver reporting the timeline
 /// (weftc) does not simulate the step a second time.
 std::unique_ptr<mlir::Pass>
-createSimulatePipeline(std::optional<SimResult> *prediction);
+createSimulatePipeline(std::optional<SimResult> *prediction,
+                       llvm::StringRef deviceModel = "");
 
 } // namespace weft
 

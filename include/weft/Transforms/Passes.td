@@ -235,7 +235,10 @@ def PartitionPipeline : Pass<"weft-partition-pipeline", "mlir::func::FuncOp"> {
     Option<"placement", "placement", "std::string", /*default=*/"\"loop\"",
            "With ranks < stages: loop (stage s on rank s mod ranks) or v "
            "(rank r runs stages r and 2 ranks - 1 - r)">,
-  ];
+    Option<"deviceModel", "device-model", "std::string", /*default=*/"",
+           "Device model whose rates time the ops (a name in bench/devices or "
+           "a JSON file; default: the CPU default of CostModel.h)">,
+];
   let dependentDialects = ["weft::WeftDialect"];
 }
 
@@ -536,7 +539,10 @@ def SimulatePipeline : Pass<"weft-simulate-pipeline", "mlir::ModuleOp"> {
   let options = [
     Option<"print", "print", "bool", /*default=*/"false",
            "Print step time, per-stage busy time and bubble fraction">,
-  ];
+    Option<"deviceModel", "device-model", "std::string", /*default=*/"",
+           "Device model whose rates time the ops (a name in bench/devices or "
+           "a JSON file; default: the CPU default of CostModel.h)">,
+];
   let dependentDialects = ["weft::WeftDialect"];
 }
 

@@ -166,6 +166,12 @@ struct PlanPipelineOptions
                                   "interleaved 1F1B (model chunks)"),
                        clEnumValN(ScheduleKind::ZBV, "zb-v",
                                   "zero bubble, two chunks per rank in a V"))};
+  Option<std::string> deviceModel{
+      *this, "device-model",
+      llvm::cl::desc("Device model that times ops for the partitioner and "
+                     "the predicted step: a name in bench/devices or a JSON "
+                     "file (default: the CPU default of CostModel.h)"),
+      llvm::cl::init("")};
   Option<int64_t> virtualStages{
       *this, "virtual-stages",
       llvm::cl::desc("Model chunks per pipeline rank under the interleaved "

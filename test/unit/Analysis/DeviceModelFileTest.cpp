@@ -1,0 +1,122 @@
+//===- DeviceModelFileTest.cpp - device models read from JSON files -------===//
+//
+// The shipped device models (bench/devices) load with their datasheet
+// numbers; a file missing a field, with a number without its source, or
+// one that is not JSON, and an unknown name, are one-line errors naming
+// what is wrong.
+//
+//===----------------------------------------------------------------------===//
+
+#include "weft/Analysis/DeviceModelFile.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <gtest/gtest.h>
+
+using namespace weft;
+
+namespace {
+
+/// The error text of an Expected that must have failed.
+template <typename T> std::string errorOf(llvm::Expected<T> value) {
+  EXPECT_FALSE(bool(value));
+  return value ? std::string() : llvm::toString(value.takeError());
+}
+
+/// The a100 file's JSON with `key` removed, or its value replaced.
+std::string a100With(llvm::StringRef key,
+                     std::optional<llvm::json::Value> value) {
+  std::string path =
+      std::string(WEFT_DEVICE_MODEL_DIR) + "/a100-sxm4-80gb.json";
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  EXPECT_TRUE(bool(buffer));
+  llvm::json::Value parsed =
+      llvm::cantFail(llvm::json::parse((*buffer)->getBuffer()));
+  llvm::json::Object &root = *parsed.getAsObject();
+  if (value)
+    root[key] = std::move(*value);
+  else
+    root.erase(key);
+  std::string text;
+  llvm::raw_string_ostream(text) << parsed;
+  return text;
+}
+
+} // namespace
+
+TEST(DeviceModelFile, ShipsTheFourModels) {
+  EXPECT_EQ(knownDeviceModels(),
+            (std::vector<std::string>{"a100-sxm4-80gb", "cpu", "h100-sxm5-80gb",
+                                      "h200-sxm-141gb"}));
+  for (const std::string &name : knownDeviceModels()) {
+    llvm::Expected<DeviceModel> device = loadDeviceModel(name);
+    ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
+    EXPECT_EQ(device->name, name);
+    EXPECT_GT(device->memoryBytes, 0) << name;
+  }
+}
+
+TEST(DeviceModelFile, ReadsTheDatasheetNumbers) {
+  // A100 SXM4 80GB: 312 TFLOP/s bf16 dense, 19.5 f32, 2039 GB/s HBM2e;
+  // Selene's node: 8 GPUs, 8 x 200 Gb/s HDR InfiniBand, so 25 GB/s per GPU.
+  DeviceModel a100 = llvm::cantFail(loadDeviceModel("a100-sxm4-80gb"));
+  EXPECT_EQ(a100.flops16PerSecond, 312e12);
+  EXPECT_EQ(a100.flopsPerSecond, 19.5e12);
+  EXPECT_EQ(a100.memoryBytesPerSecond, 2.039e12);
+  EXPECT_EQ(a100.memoryBytes, int64_t(80e9));
+  EXPECT_EQ(a100.devicesPerNode, 8);
+  EXPECT_EQ(a100.linkBytesPerSecond, 300e9);
+  EXPECT_EQ(a100.nodeBytesPerSecond, 25e9);
+  // The CPU model is the cost model's default, until --calibrate.
+  DeviceModel cpu = llvm::cantFail(loadDeviceModel("cpu")), fallback;
+  EXPECT_EQ(cpu.flopsPerSecond, fallback.flopsPerSecond);
+  EXPECT_EQ(cpu.memoryBytesPerSecond, fallback.memoryBytesPerSecond);
+  EXPECT_EQ(cpu.linkBytesPerSecond, fallback.linkBytesPerSecond);
+  EXPECT_EQ(cpu.linkLatencySeconds, fallback.linkLatencySeconds);
+}
+
+TEST(DeviceModelFile, PicksThePeakOfTheOpsDtype) {
+  mlir::MLIRContext context;
+  mlir::Builder b(&context);
+  DeviceModel h100 = llvm::cantFail(loadDeviceModel("h100-sxm5-80gb"));
+  EXPECT_EQ(h100.flopsFor(b.getBF16Type()), 989.5e12);
+  EXPECT_EQ(h100.flopsFor(b.getF16Type()), 989.5e12);
+  EXPECT_EQ(h100.flopsFor(b.getF32Type()), 67e12);
+  EXPECT_EQ(h100.flopsFor(b.getF64Type()), 67e12);
+  EXPECT_EQ(h100.flopsFor(b.getI64Type()), 67e12);
+  EXPECT_EQ(h100.flopsFor(mlir::Type()), 67e12);
+}
+
+TEST(DeviceModelFile, NamesWhatIsWrong) {
+  std::string unknown = errorOf(loadDeviceModel("a100"));
+  EXPECT_NE(unknown.find("unknown device model 'a100'"), std::string::npos);
+  EXPECT_NE(unknown.find("known: a100-sxm4-80gb, cpu, h100-sxm5-80gb, "
+                         "h200-sxm-141gb"),
+            std::string::npos)
+      << unknown;
+  EXPECT_NE(errorOf(loadDeviceModel("/no/such/file.json")).find("cannot read"),
+            std::string::npos);
+  EXPECT_NE(errorOf(parseDeviceModel("{", "x.json")).find("x.json: not JSON"),
+            std::string::npos);
+  EXPECT_NE(errorOf(parseDeviceModel(a100With("nic_bandwidth", std::nullopt),
+                                     "x.json"))
+                .find("missing field 'nic_bandwidth'"),
+            std::string::npos);
+  EXPECT_NE(
+      errorOf(parseDeviceModel(a100With("memory_bandwidth",
+                                        llvm::json::Object{{"value", 2e12}}),
+                               "x.json"))
+          .find("field 'memory_bandwidth' needs a \"source\""),
+      std::string::npos);
+  EXPECT_NE(
+      errorOf(parseDeviceModel(a100With("peak_flops_f32",
+                                        llvm::json::Object{{"value", 0},
+                                                           {"source", "mine"}}),
+                               "x.json"))
+          .find("field 'peak_flops_f32' needs a \"value\" above 0"),
+      std::string::npos);
+}
