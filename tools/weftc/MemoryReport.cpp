@@ -5,8 +5,10 @@
 #include "weft/Analysis/MemoryBreakdown.h"
 #include "weft/Analysis/ModelStates.h"
 #include "weft/Analysis/PipelineSimulation.h"
+#include "weft/Analysis/StepFlops.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -26,6 +28,11 @@ LogicalResult weft::checkMemory(ModuleOp module,
            << ":\n";
     printMemoryBreakdown(breakdown, report);
     printModelStates(modelStates(func), report);
+    StepFlops flops = stepFlops(func);
+    report << llvm::formatv("  {0,-22} {1,14} FLOPs (matrix products of a "
+                            "step)\n  {2,-22} {3,14} FLOPs (with recompute)\n",
+                            "model_flops", flops.model, "hardware_flops",
+                            flops.hardware);
   }
   if (over) {
     llvm::errs() << "weftc: a rank's planned memory exceeds --memory-cap "

@@ -1,0 +1,61 @@
+"""weftc --estimate-memory's model_flops and hardware_flops (issue 41): the
+matrix products of the compiled step, counted on each rank's program,
+equal Korthikanti et al.'s Appendix A formula for the gpt example,
+72 B s L h^2 (1 + s/6h + V/12hL), on one rank, over micro-batches and
+summed over pipeline ranks; recompute adds exactly the products it re-runs
+(selective: each layer's Q K^T; full: every forward product, the LM head's
+included, which Megatron's layers-only formula leaves out)."""
+
+import re
+
+import pytest
+
+from conftest import run
+from weft.examples import gpt
+
+CONFIG = gpt.CONFIGS["small"]  # build/models/gpt.onnx
+
+
+def flops(weftc, models_dir, *flags):
+    """(model, hardware) FLOPs summed over the ranks' programs."""
+    result = run([weftc, str(models_dir / "gpt.onnx"), "--estimate-memory",
+                  *flags])
+    assert result.returncode == 0, result.stderr
+    model = [int(v) for v in re.findall(r"model_flops +(\d+) FLOPs",
+                                        result.stdout)]
+    hardware = [int(v) for v in re.findall(r"hardware_flops +(\d+) FLOPs",
+                                           result.stdout)]
+    assert model and len(model) == len(hardware), result.stdout
+    return sum(model), sum(hardware)
+
+
+def shape():
+    c = CONFIG
+    return c["batch"], c["seq"], c["layers"], c["hidden"], c["vocab"]
+
+
+def appendix_a():
+    b, s, layers, h, v = shape()
+    return 72 * b * s * layers * h * h * (1 + s / (6 * h) +
+                                          v / (12 * h * layers))
+
+
+@pytest.mark.parametrize("flags", [[], ["--microbatches=2"],
+                                   ["--pipeline-parallel=2",
+                                    "--microbatches=4"]])
+def test_model_flops_are_appendix_as(flags, weftc, models_dir):
+    model, hardware = flops(weftc, models_dir, *flags)
+    assert model == pytest.approx(appendix_a(), rel=1e-12)
+    assert hardware == model
+
+
+def test_recompute_adds_the_products_it_reruns(weftc, models_dir):
+    b, s, layers, h, v = shape()
+    model, hardware = flops(weftc, models_dir, "--recompute=selective")
+    assert model == pytest.approx(appendix_a(), rel=1e-12)
+    assert hardware - model == 2 * b * s * s * h * layers  # Q K^T
+    model, hardware = flops(weftc, models_dir, "--recompute=full")
+    assert model == pytest.approx(appendix_a(), rel=1e-12)
+    forward = (24 * b * s * layers * h * h + 4 * b * s * s * h * layers +
+               2 * b * s * h * v)
+    assert hardware - model == forward
