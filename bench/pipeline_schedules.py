@@ -5,7 +5,9 @@ interleaved (V = 2), zb-h1, zb-h2 and zb-v, same plan inputs. ROUNDS
 rounds, each running every schedule for 2 warm-up and STEPS timed steps,
 so that the machine's drift hits all alike; a schedule's figure is the
 median of its timed steps (min-max in brackets). Per schedule: steps/s, the
-ratio to 1F1B's, weftc's predicted step next to the measured one, and the
+ratio to 1F1B's, weftc's predicted step next to the measured one (with the
+default CPU model, and with this machine's from `weft-run --calibrate` on
+2 ranks, run first), and the
 measured bubble: 1 - (compute time summed over both ranks) / (2 x step), the
 compute time from `weft-run --trace` (thread 2: one slice per kernel),
 averaged over 4 traced steps.
@@ -41,11 +43,11 @@ TORCH_NAMES = {"gpipe": "gpipe", "1f1b": "1f1b",
 WARMUP, M, TRACED = 2, 8, 4
 
 
-def compile_plan(build, model, plan, schedule):
+def compile_plan(build, model, plan, schedule, *flags):
     out = subprocess.run(
         [str(build / "bin" / "weftc"), str(model), "-o", str(plan),
          "--pipeline-parallel=2", f"--microbatches={M}",
-         f"--schedule={schedule}"], check=True, capture_output=True,
+         f"--schedule={schedule}", *flags], check=True, capture_output=True,
         text=True).stdout
     found = re.search(r"predicted step: ([0-9.]+) ms, bubble fraction "
                       r"([0-9.]+)", out)
@@ -108,7 +110,18 @@ def main():
         tmp = pathlib.Path(tmp)
         model = export_gpt_medium(tmp)
         predicted, times, bubbles = {}, {s: [] for s in SCHEDULES}, {}
+        # This machine's device model (weft-run --calibrate on 2 ranks),
+        # for the calibrated prediction beside the default one.
+        device = tmp / "cpu.json"
+        subprocess.run(
+            ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
+             "OPENBLAS_NUM_THREADS=1", "-np", "2",
+             str(build / "bin" / "weft-run"), "--calibrate", str(device)],
+            check=True, capture_output=True)
+        calibrated = {}
         for s in SCHEDULES:
+            calibrated[s] = compile_plan(build, model, tmp / f"{s}.json", s,
+                                         f"--device-model={device}")
             predicted[s] = compile_plan(build, model, tmp / f"{s}.json", s)
         for _ in range(args.rounds):
             for s in SCHEDULES:
@@ -128,6 +141,8 @@ def main():
         step, bubble = predicted[s]
         print(f"  {s:12s} {text}  {1 / t:6.3f} steps/s  vs 1f1b "
               f"{base / t:.2f}x  predicted {step:.3f} s (bubble {bubble:.3f})"
+              f", calibrated {calibrated[s][0]:.3f} s ("
+              f"{calibrated[s][0] / t:.2f}x measured)"
               f"  measured bubble {bubbles[s]:.3f}")
     if not args.torch_python:
         print("torch.distributed.pipelining: not run (no --torch-python or "

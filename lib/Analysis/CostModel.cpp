@@ -9,6 +9,7 @@
 #include "mlir/IR/TypeUtilities.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 
@@ -20,6 +21,61 @@ double weft::DeviceModel::flopsFor(Type elementType) const {
   return flopsPerSecond;
 }
 
+double weft::DeviceModel::gemmFlopsPerSecond(double m, double n, double k,
+                                             double peak) const {
+  if (gemmRates.empty())
+    return peak;
+  double weights = 0, sum = 0;
+  for (const GemmRate &r : gemmRates) {
+    double dm = std::log2(m / r.m), dn = std::log2(n / r.n),
+           dk = std::log2(k / r.k);
+    double d2 = dm * dm + dn * dn + dk * dk;
+    if (d2 < 1e-12)
+      return r.flopsPerSecond;
+    double w = 1 / (d2 * d2);
+    weights += w;
+    sum += w * r.flopsPerSecond;
+  }
+  return sum / weights;
+}
+
+namespace {
+using namespace weft;
+/// A GEMM-shaped op's `batch` products of m x k by k x n.
+struct GemmShape {
+  double batch, m, n, k;
+};
+std::optional<GemmShape> gemmShapeOf(Operation *op) {
+  auto dims = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
+  auto gemm = [&](Value a, bool transA, Value result) -> GemmShape {
+    ArrayRef<int64_t> r = dims(result);
+    return {1, double(r[0]), double(r[1]), double(dims(a)[transA ? 0 : 1])};
+  };
+  if (auto matmul = dyn_cast<MatMulOp>(op)) {
+    ArrayRef<int64_t> r = dims(matmul.getResult()), a = dims(matmul.getLhs());
+    if (r.size() < 2 || a.size() < 2)
+      return std::nullopt;
+    double batch = 1;
+    for (int64_t d : r.drop_back(2))
+      batch *= double(d);
+    double k = double(matmul.getTransA() ? a[a.size() - 2] : a.back());
+    return GemmShape{batch, double(r[r.size() - 2]), double(r.back()), k};
+  }
+  if (auto op2 = dyn_cast<GemmOp>(op))
+    return gemm(op2.getA(), op2.getTransA(), op2.getResult());
+  if (auto op2 = dyn_cast<GemmGeluTanhOp>(op))
+    return gemm(op2.getA(), op2.getTransA(), op2.getOutput());
+  if (auto op2 = dyn_cast<GemmGeluTanhGradOp>(op))
+    return gemm(op2.getA(), op2.getTransA(), op2.getResult());
+  if (auto wgrad = dyn_cast<WgradBiasOp>(op)) {
+    // dW [k_in, n] = X^T [k_in, rows] dY [rows, n].
+    ArrayRef<int64_t> x = dims(wgrad.getInput()), g = dims(wgrad.getGrad());
+    return GemmShape{1, double(x[1]), double(g[1]), double(x[0])};
+  }
+  return std::nullopt;
+}
+} // namespace
+
 double weft::opSeconds(Operation *op, const DeviceModel &device) {
   if (std::optional<CollectiveKind> kind = collectiveKind(op))
     return collectiveSeconds(*kind, collectiveBytes(op), collectiveRanks(op),
@@ -30,7 +86,13 @@ double weft::opSeconds(Operation *op, const DeviceModel &device) {
   Type element = op->getNumResults() == 0
                      ? Type()
                      : getElementTypeOrSelf(op->getResult(0).getType());
-  double compute = cost.getFlops() / device.flopsFor(element);
+  double peak = device.flopsFor(element);
+  double compute = cost.getFlops() / peak;
+  // A GEMM at its shape's achieved rate, where the device model has them.
+  if (std::optional<GemmShape> g = gemmShapeOf(op);
+      g && !device.gemmRates.empty() && g->m > 0 && g->n > 0 && g->k > 0)
+    compute =
+        cost.getFlops() / device.gemmFlopsPerSecond(g->m, g->n, g->k, peak);
   double memory = (cost.getBytesRead() + cost.getBytesWritten()) /
                   device.memoryBytesPerSecond;
   return std::max(compute, memory);

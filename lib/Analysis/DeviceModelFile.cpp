@@ -101,6 +101,29 @@ Expected<weft::DeviceModel> weft::parseDeviceModel(StringRef text,
   // the plan says a GEMM may round to it (--allow-tf32 is weft-run's).
   device.flops16PerSecond = std::min(bf16, f16);
   (void)tf32;
+  // Optional: achieved f32 GEMM rates, {"source", "points": [[m, n, k,
+  // FLOP/s], ...]} (weft-run --calibrate writes them).
+  if (const json::Object *gemm = root->getObject("gemm_efficiency")) {
+    const json::Array *points = gemm->getArray("points");
+    std::optional<StringRef> source = gemm->getString("source");
+    if (!points || !source || source->trim().empty())
+      return fail("device model " + origin +
+                  ": field 'gemm_efficiency' needs \"points\" ([[m, n, k, "
+                  "FLOP/s], ...]) and a \"source\"");
+    for (auto [i, point] : llvm::enumerate(*points)) {
+      const json::Array *p = point.getAsArray();
+      SmallVector<double, 4> v;
+      if (p)
+        for (const json::Value &x : *p)
+          if (std::optional<double> number = x.getAsNumber();
+              number && *number > 0)
+            v.push_back(*number);
+      if (!p || p->size() != 4 || v.size() != 4)
+        return fail("device model " + origin + ": gemm_efficiency point " +
+                    Twine(i) + " is not [m, n, k, FLOP/s] of numbers above 0");
+      device.gemmRates.push_back({v[0], v[1], v[2], v[3]});
+    }
+  }
   device.memoryBytes = int64_t(capacity);
   device.devicesPerNode = std::max<int64_t>(1, int64_t(perNode));
   device.nodeBytesPerSecond = nics * nicBandwidth / perNode;

@@ -14,6 +14,11 @@ namespace {
 
 const char *kUsage =
     "usage: weft-run PLAN.json [options]\n"
+    "       weft-run --calibrate OUT.json [--device cpu|cuda] [--threads N]\n"
+    "                        measure this machine's GEMM rates, memory\n"
+    "                        bandwidth and (under mpirun -np 2) transfers\n"
+    "                        and write a device model for weftc\n"
+    "                        --device-model (docs/planner.md)\n"
     "  --data DIR|synthetic|text:FILE\n"
     "                        inputs: DIR/step_<i>/<input>.pb (ONNX "
     "TensorProto),\n"
@@ -102,6 +107,8 @@ RunOptions parseOptions(int argc, char **argv) {
     } else if (arg == "--kernels") {
       std::cout << kernelSpecsMarkdown();
       std::exit(0);
+    } else if (arg == "--calibrate") {
+      o.calibrate = value();
     } else if (arg == "--check") {
       o.check = true;
     } else if (arg == "--check-rank") {
@@ -190,7 +197,10 @@ RunOptions parseOptions(int argc, char **argv) {
       throw Error("unexpected argument '" + arg + "'");
     }
   }
-  if (o.plan.empty())
+  if (!o.calibrate.empty() && !o.plan.empty())
+    throw Error("--calibrate measures the machine, not a plan: give "
+                "--calibrate OUT.json or a plan, not both");
+  if (o.plan.empty() && o.calibrate.empty())
     throw Error(std::string("no plan given\n") + kUsage);
   if (o.saveEvery && o.checkpoint.empty())
     throw Error("--save-every needs --checkpoint DIR");

@@ -11,8 +11,8 @@ namespace weft::rt {
 
 /// weft-run's flags, as parsed (defaults as the usage text states).
 struct RunOptions {
-  std::string plan, data = "synthetic", logJson, trace, dumpOutputs, save,
-                    checkpoint, resume, device = "cpu";
+  std::string plan, calibrate, data = "synthetic", logJson, trace, dumpOutputs,
+                               save, checkpoint, resume, device = "cpu";
   int64_t saveEvery = 0, keep = 1;
   TextData::Split split = TextData::Split::Train;
   double holdout = 0.1;

@@ -27,6 +27,7 @@
 #include "weft/runtime/PlanTasks.h"
 #include "weft/runtime/TextData.h"
 
+#include "Calibrate.h"
 #include "RunOptions.h"
 
 #include <algorithm>
@@ -234,7 +235,32 @@ int printExplicit(const RunOptions &o) {
   return 0;
 }
 
+/// weft-run --calibrate OUT.json: the device model of this machine,
+/// written by rank 0 (to a temporary file renamed over OUT: never a
+/// partial one).
+int calibrateTo(const RunOptions &o, Communicator &world) {
+  std::unique_ptr<Backend> backend = makeBackend(o, world.rank());
+  backend->setThreads(o.threads);
+  nlohmann::json model = calibrate(*backend, world, o.device);
+  if (world.rank() != 0)
+    return 0;
+  std::string temporary = o.calibrate + ".tmp";
+  {
+    std::ofstream out(temporary);
+    out << model.dump(2) << "\n";
+    if (!out)
+      throw Error("--calibrate: cannot write " + temporary);
+  }
+  if (std::rename(temporary.c_str(), o.calibrate.c_str()) != 0)
+    throw Error("--calibrate: cannot write " + o.calibrate);
+  std::printf("weft-run: wrote the device model %s (%s)\n", o.calibrate.c_str(),
+              model["description"].get<std::string>().c_str());
+  return 0;
+}
+
 int run(const RunOptions &o, Communicator &world) {
+  if (!o.calibrate.empty())
+    return calibrateTo(o, world);
   if (o.explicitForm)
     return printExplicit(o);
   if (o.view)

@@ -18,6 +18,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <cstdint>
 
@@ -36,9 +37,21 @@ struct DeviceModel {
   double nodeBytesPerSecond = 4e9;   ///< across nodes, per device, bytes/s
   double nodeLatencySeconds = 10e-6; ///< across nodes, per message, seconds
 
+  /// Achieved FLOP/s of f32 GEMMs at sampled (m, n, k) (weft-run
+  /// --calibrate's sweep); empty: GEMMs run at the peak.
+  struct GemmRate {
+    double m, n, k, flopsPerSecond;
+  };
+  std::vector<GemmRate> gemmRates;
+
   /// The peak FLOP/s of an op computing in `elementType` (f32 for a non-
   /// float type).
   double flopsFor(mlir::Type elementType) const;
+  /// The FLOP/s of an m x k by k x n GEMM: gemmRates interpolated in log
+  /// space (inverse-distance weights, power 4, over log2 m, n, k: exact at
+  /// a sample, between the samples' rates elsewhere), or `peak` without
+  /// them.
+  double gemmFlopsPerSecond(double m, double n, double k, double peak) const;
 };
 
 /// Predicted seconds of one execution of `op`: its roofline time when it

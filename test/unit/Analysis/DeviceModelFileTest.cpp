@@ -120,3 +120,37 @@ TEST(DeviceModelFile, NamesWhatIsWrong) {
           .find("field 'peak_flops_f32' needs a \"value\" above 0"),
       std::string::npos);
 }
+
+TEST(DeviceModelFile, ReadsAchievedGemmRates) {
+  llvm::json::Array points{llvm::json::Array{64, 64, 64, 1e10},
+                           llvm::json::Array{1024, 1024, 1024, 1.5e11}};
+  DeviceModel device = llvm::cantFail(parseDeviceModel(
+      a100With("gemm_efficiency",
+               llvm::json::Object{{"source", "a sweep"},
+                                  {"points", std::move(points)}}),
+      "x.json"));
+  ASSERT_EQ(device.gemmRates.size(), 2u);
+  // Exact at a sample, between the samples' rates elsewhere, and nearer
+  // the nearer sample (log space).
+  EXPECT_EQ(device.gemmFlopsPerSecond(64, 64, 64, 1e12), 1e10);
+  EXPECT_EQ(device.gemmFlopsPerSecond(1024, 1024, 1024, 1e12), 1.5e11);
+  double near = device.gemmFlopsPerSecond(512, 512, 512, 1e12);
+  EXPECT_GT(near, 0.5 * (1e10 + 1.5e11));
+  EXPECT_LT(near, 1.5e11);
+  // Beyond the samples: near the nearest one, never past its rate.
+  double beyond = device.gemmFlopsPerSecond(8192, 8192, 8192, 1e12);
+  EXPECT_GT(beyond, 0.5 * (1e10 + 1.5e11));
+  EXPECT_LT(beyond, 1.5e11);
+  // Without samples a GEMM runs at the peak it is given.
+  EXPECT_EQ(DeviceModel().gemmFlopsPerSecond(512, 512, 512, 7e9), 7e9);
+  EXPECT_NE(
+      errorOf(parseDeviceModel(
+                  a100With("gemm_efficiency",
+                           llvm::json::Object{
+                               {"source", "a sweep"},
+                               {"points",
+                                llvm::json::Array{llvm::json::Array{1, 2}}}}),
+                  "x.json"))
+          .find("gemm_efficiency point 0 is not [m, n, k, FLOP/s]"),
+      std::string::npos);
+}
