@@ -59,3 +59,38 @@ def test_recompute_adds_the_products_it_reruns(weftc, models_dir):
     forward = (24 * b * s * layers * h * h + 4 * b * s * s * h * layers +
                2 * b * s * h * v)
     assert hardware - model == forward
+
+
+@pytest.mark.parametrize("flags,ranks", [
+    (["--pipeline-parallel=2", "--microbatches=4"], 2),
+    (["--tensor-parallel=2"], 2),
+    (["--data-parallel=2"], 2),
+    (["--tensor-parallel=2", "--pipeline-parallel=2", "--microbatches=2"], 4),
+    (["--pipeline-parallel=2", "--microbatches=4", "--precision=bf16",
+      "--device-model=a100-sxm4-80gb"], 2),
+])
+def test_the_stage_table_gives_the_predicted_mfu(flags, ranks, weftc,
+                                                  models_dir):
+    """Every rank's FLOPs (a program's times the data and tensor ranks that
+    run it) add up to Appendix A's; MFU is model FLOPs / (predicted step x
+    ranks x the peak of the step's precision)."""
+    result = run([weftc, str(models_dir / "gpt.onnx"), "-o", "/dev/null",
+                  *flags])
+    assert result.returncode == 0, result.stderr
+    text = result.stdout + result.stderr
+    step = float(re.search(r"predicted step: ([0-9.]+) ms", text).group(1))
+    found = re.search(
+        r"predicted MFU ([0-9.]+)%, HFU ([0-9.]+)%: model ([0-9.e+]+), "
+        r"hardware ([0-9.e+]+) FLOPs a step on (\d+) ranks, (\S+) peak "
+        r"([0-9.e+]+) FLOP/s each \((16-bit|f32)\)", text)
+    assert found, text
+    mfu, _, model, _, n, device, peak, width = found.groups()
+    assert int(n) == ranks
+    assert float(model) == pytest.approx(appendix_a(), rel=1e-3)
+    bf16 = "--precision=bf16" in flags
+    assert width == ("16-bit" if bf16 else "f32")
+    assert float(peak) == (312e12 if bf16 else 50e9)
+    # The printed step has 2 decimals (ms), the MFU 1 (percent).
+    want = 100 * float(model) / (step * 1e-3 * ranks * float(peak))
+    assert float(mfu) == pytest.approx(want, rel=0.005 / step + 1e-3,
+                                       abs=0.06)

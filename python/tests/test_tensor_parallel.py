@@ -262,7 +262,9 @@ def test_collectives_per_layer_are_the_papers(weftc, models_dir, tmp_path):
     assert "tensor parallel: 2 ranks per stage" in result.stdout
     (row,) = [line.split() for line in result.stdout.splitlines()
               if line.split()[:1] == ["0"]]
-    assert "predicted step:" in result.stdout.splitlines()[-1]
+    # The predicted step, then its MFU.
+    assert "predicted step:" in result.stdout.splitlines()[-2]
+    assert "predicted MFU" in result.stdout.splitlines()[-1]
     assert int(row[-2]) == (4 * layers + 4) * M
     assert int(row[-1]) == M * ((4 * layers + 2) * s * b * h * 4 +
                                 3 * s * b * 4) * 2 * (2 - 1) // 2

@@ -25,6 +25,14 @@ namespace weft {
 void printStageTable(mlir::ModuleOp module, const SimResult &prediction,
                      MemoryPlans &memory, llvm::raw_ostream &os);
 
+/// The step's model and hardware FLOPs summed over every rank's program
+/// (StepFlops.h) and the predicted step's MFU and HFU: FLOPs / (step x
+/// ranks x the device's peak, 16-bit when `sixteenBit`) (Korthikanti et
+/// al. 2022, Section 6). One line.
+void printUtilization(mlir::ModuleOp module, double stepSeconds,
+                      const DeviceModel &device, bool sixteenBit,
+                      llvm::raw_ostream &os);
+
 } // namespace weft
 
 #endif // WEFT_TOOLS_WEFTC_PIPELINEREPORT_H

@@ -369,6 +369,8 @@ LogicalResult reportPipeline(ModuleOp module, weft::MemoryPlans &memory,
           : weft::simulatePipeline(weft::stagePrograms(module, device), device);
   raw_ostream &report = outputFile == "-" ? errs() : outs();
   weft::printStageTable(module, prediction, memory, report);
+  weft::printUtilization(module, prediction.stepSeconds, device,
+                         precision != "f32", report);
   if (timelineAscii)
     weft::printAsciiTimeline(prediction, prediction.busySeconds.size(),
                              report);
