@@ -47,9 +47,11 @@ bool recomputable(Operation *op) {
 /// Megatron's core attention (Korthikanti et al. 2022, section 5): the
 /// large, cheap activations between QK^T and attention x V. Matched from
 /// each softmax: backwards through single-use elementwise scale and mask
-/// ops (mul, div, add, sub, where) whose result has the softmax's shape, to
-/// the matmul QK^T; forwards through an optional dropout to the matmul that
-/// multiplies the probabilities (its lhs) with V. Both matmuls must exist.
+/// ops (mul, div, add, sub, where) and casts whose result has the softmax's
+/// shape, to the matmul QK^T; forwards through an optional dropout and
+/// casts to the matmul that multiplies the probabilities (its lhs) with V.
+/// Both matmuls must exist. The casts are --precision's: a bf16 or f16
+/// step computes the scores in 16 bits and the softmax in f32.
 /// This covers the gpt example (QK^T, / sqrt(d), where(mask), softmax,
 /// dropout, x V) and torch.nn.MultiheadAttention's export (scaled q, QK^T,
 /// + mask, softmax, dropout, x V, the scaling staying outside). Returns
@@ -67,7 +69,11 @@ std::vector<SmallVector<Operation *>> matchCoreAttention(func::FuncOp func) {
   std::vector<SmallVector<Operation *>> attentions;
   func.walk([&](SoftmaxOp softmax) {
     SmallVector<Operation *> ops{softmax};
-    Type scores = softmax.getType();
+    ArrayRef<int64_t> scores = softmax.getType().getShape();
+    auto isScores = [&](Value value) {
+      auto shaped = dyn_cast<ShapedType>(value.getType());
+      return shaped && shaped.getShape() == scores;
+    };
     // Backwards to QK^T.
     Value v = softmax->getOperand(0);
     Operation *qk = nullptr;
@@ -76,14 +82,14 @@ std::vector<SmallVector<Operation *>> matchCoreAttention(func::FuncOp func) {
         qk = def;
         break;
       }
-      if (!isa<MulOp, DivOp, AddOp, SubOp, WhereOp>(def) ||
+      if (!isa<MulOp, DivOp, AddOp, SubOp, WhereOp, CastOp>(def) ||
           forwardUsers(v).size() != 1)
         return;
       ops.push_back(def);
       // Continue along the operand that carries the scores.
       Value next;
       for (Value operand : def->getOperands())
-        if (operand.getType() == scores && operand.getDefiningOp())
+        if (isScores(operand) && operand.getDefiningOp())
           next = operand;
       if (!next)
         return;
@@ -94,11 +100,18 @@ std::vector<SmallVector<Operation *>> matchCoreAttention(func::FuncOp func) {
     ops.push_back(qk);
     // Forwards to attention x V.
     Value probs = softmax.getResult();
-    if (auto users = forwardUsers(probs); users.size() == 1)
-      if (auto dropout = dyn_cast<DropoutOp>(users[0]->getOwner())) {
-        ops.push_back(dropout);
-        probs = dropout->getResult(0);
+    for (bool dropped = false;;) {
+      auto users = forwardUsers(probs);
+      Operation *next = users.size() == 1 ? users[0]->getOwner() : nullptr;
+      if (isa_and_nonnull<CastOp>(next) ||
+          (isa_and_nonnull<DropoutOp>(next) && !dropped)) {
+        dropped |= isa<DropoutOp>(next);
+        ops.push_back(next);
+        probs = next->getResult(0);
+        continue;
       }
+      break;
+    }
     for (OpOperand *use : forwardUsers(probs))
       if (isa<MatMulOp>(use->getOwner()) && use->getOperandNumber() == 0) {
         ops.push_back(use->getOwner());

@@ -179,3 +179,58 @@ def test_unknown_recompute_policy(weftc, models_dir):
     assert result.returncode != 0
     assert "--recompute 'selective-ish': expected none, full or selective" \
         in result.stderr
+
+
+@pytest.mark.parametrize("precision", ["bf16", "f16"])
+def test_selective_matches_core_attention_under_16_bit(precision, weftc,
+                                                        gpt_dropout):
+    """--precision bf16|f16 computes the scores in 16 bits and the softmax in
+    f32: the casts between them are part of core attention (before, the
+    match stopped at the first cast and selective recompute did nothing)."""
+    result = run([weftc, str(gpt_dropout), "--recompute=selective",
+                  f"--precision={precision}"])
+    assert result.returncode == 0, result.stderr
+    kinds = sorted({line.split("= ")[1].split(" ")[0]
+                    for line in result.stdout.splitlines()
+                    if "#weft.task<R" in line and "= " in line})
+    assert kinds == ["weft.cast", "weft.div", "weft.dropout", "weft.matmul",
+                     "weft.softmax", "weft.where"]
+
+
+def test_selective_under_bf16_saves_the_softmax_and_trains_alike(
+        weftc, models_dir, tmp_path):
+    """gpt (no dropout), bf16: selective recompute drops each layer's f32
+    softmax output and its bf16 cast (6 a s^2 b bytes a layer, up to the
+    arena's 8-byte alignment of the recomputed mask fill), re-runs Q K^T
+    (2 b s^2 h a layer more hardware FLOPs) and trains bit-identical to no
+    recompute."""
+    c = gpt.CONFIGS["small"]
+    a, s, b, h, layers = (c["heads"], c["seq"], c["batch"], c["hidden"],
+                          c["layers"])
+
+    def report(policy):
+        result = run([weftc, str(models_dir / "gpt.onnx"), "--estimate-memory",
+                      "--precision=bf16", f"--recompute={policy}"])
+        assert result.returncode == 0, result.stderr
+        number = lambda key: int(result.stdout.split(key)[1].split()[0])
+        return number("kept_activations"), number("model_flops"), number(
+            "hardware_flops")
+
+    (kept, model, hardware), (kept_sel, model_sel, hardware_sel) = (
+        report("none"), report("selective"))
+    assert 0 <= 6 * a * s * s * b * layers - (kept - kept_sel) <= 8
+    assert model_sel == model == hardware
+    assert hardware_sel - model == 2 * b * s * s * h * layers
+    losses = {}
+    for policy in ("none", "selective"):
+        plan, log = tmp_path / f"{policy}.json", tmp_path / f"{policy}.jsonl"
+        result = run([weftc, str(models_dir / "gpt.onnx"), "-o", str(plan),
+                      "--precision=bf16", f"--recompute={policy}",
+                      "--microbatches=2"])
+        assert result.returncode == 0, result.stderr
+        result = run([tool("weft-run"), str(plan), "--steps", "3",
+                      "--log-json", str(log)])
+        assert result.returncode == 0, result.stderr
+        losses[policy] = [json.loads(line)["loss"]
+                          for line in log.read_text().splitlines()]
+    assert losses["selective"] == losses["none"]
