@@ -41,25 +41,23 @@ double weft::DeviceModel::gemmFlopsPerSecond(double m, double n, double k,
 
 namespace {
 using namespace weft;
-/// A GEMM-shaped op's `batch` products of m x k by k x n.
+/// A GEMM-shaped op's m x k by k x n product (a batched matmul runs
+/// several of that shape: its FLOPs count them all).
 struct GemmShape {
-  double batch, m, n, k;
+  double m, n, k;
 };
 std::optional<GemmShape> gemmShapeOf(Operation *op) {
   auto dims = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
   auto gemm = [&](Value a, bool transA, Value result) -> GemmShape {
     ArrayRef<int64_t> r = dims(result);
-    return {1, double(r[0]), double(r[1]), double(dims(a)[transA ? 0 : 1])};
+    return {double(r[0]), double(r[1]), double(dims(a)[transA ? 0 : 1])};
   };
   if (auto matmul = dyn_cast<MatMulOp>(op)) {
     ArrayRef<int64_t> r = dims(matmul.getResult()), a = dims(matmul.getLhs());
     if (r.size() < 2 || a.size() < 2)
       return std::nullopt;
-    double batch = 1;
-    for (int64_t d : r.drop_back(2))
-      batch *= double(d);
     double k = double(matmul.getTransA() ? a[a.size() - 2] : a.back());
-    return GemmShape{batch, double(r[r.size() - 2]), double(r.back()), k};
+    return GemmShape{double(r[r.size() - 2]), double(r.back()), k};
   }
   if (auto op2 = dyn_cast<GemmOp>(op))
     return gemm(op2.getA(), op2.getTransA(), op2.getResult());
@@ -70,7 +68,7 @@ std::optional<GemmShape> gemmShapeOf(Operation *op) {
   if (auto wgrad = dyn_cast<WgradBiasOp>(op)) {
     // dW [k_in, n] = X^T [k_in, rows] dY [rows, n].
     ArrayRef<int64_t> x = dims(wgrad.getInput()), g = dims(wgrad.getGrad());
-    return GemmShape{1, double(x[1]), double(g[1]), double(x[0])};
+    return GemmShape{double(x[1]), double(g[1]), double(x[0])};
   }
   return std::nullopt;
 }

@@ -238,7 +238,7 @@ def PartitionPipeline : Pass<"weft-partition-pipeline", "mlir::func::FuncOp"> {
     Option<"deviceModel", "device-model", "std::string", /*default=*/"",
            "Device model whose rates time the ops (a name in bench/devices or "
            "a JSON file; default: the CPU default of CostModel.h)">,
-];
+  ];
   let dependentDialects = ["weft::WeftDialect"];
 }
 
@@ -542,7 +542,7 @@ def SimulatePipeline : Pass<"weft-simulate-pipeline", "mlir::ModuleOp"> {
     Option<"deviceModel", "device-model", "std::string", /*default=*/"",
            "Device model whose rates time the ops (a name in bench/devices or "
            "a JSON file; default: the CPU default of CostModel.h)">,
-];
+  ];
   let dependentDialects = ["weft::WeftDialect"];
 }
 
