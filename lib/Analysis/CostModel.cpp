@@ -77,7 +77,8 @@ std::optional<GemmShape> gemmShapeOf(Operation *op) {
 double weft::opSeconds(Operation *op, const DeviceModel &device) {
   if (std::optional<CollectiveKind> kind = collectiveKind(op))
     return collectiveSeconds(*kind, collectiveBytes(op), collectiveRanks(op),
-                             device);
+                             device,
+                             collectiveSpan(op) > device.devicesPerNode);
   auto cost = dyn_cast<CostOpInterface>(op);
   if (!cost || isView(op) || isa<ConstantOp>(op))
     return 0.0;
@@ -96,8 +97,11 @@ double weft::opSeconds(Operation *op, const DeviceModel &device) {
   return std::max(compute, memory);
 }
 
-double weft::transferSeconds(int64_t bytes, const DeviceModel &device) {
-  return device.linkLatencySeconds + bytes / device.linkBytesPerSecond;
+double weft::transferSeconds(int64_t bytes, const DeviceModel &device,
+                             bool crossesNodes) {
+  return crossesNodes
+             ? device.nodeLatencySeconds + bytes / device.nodeBytesPerSecond
+             : device.linkLatencySeconds + bytes / device.linkBytesPerSecond;
 }
 
 std::optional<weft::CollectiveKind> weft::collectiveKind(Operation *op) {
@@ -121,12 +125,15 @@ int64_t weft::collectiveBytesSent(CollectiveKind kind, int64_t bytes,
 }
 
 double weft::collectiveSeconds(CollectiveKind kind, int64_t bytes,
-                               int64_t ranks, const DeviceModel &device) {
+                               int64_t ranks, const DeviceModel &device,
+                               bool crossesNodes) {
   if (ranks <= 1)
     return 0.0;
-  return ringSteps(kind, ranks) *
-         (device.linkLatencySeconds +
-          double(bytes) / ranks / device.linkBytesPerSecond);
+  double latency =
+      crossesNodes ? device.nodeLatencySeconds : device.linkLatencySeconds;
+  double bandwidth =
+      crossesNodes ? device.nodeBytesPerSecond : device.linkBytesPerSecond;
+  return ringSteps(kind, ranks) * (latency + double(bytes) / ranks / bandwidth);
 }
 
 int64_t weft::collectiveBytes(Operation *op) {
@@ -136,14 +143,34 @@ int64_t weft::collectiveBytes(Operation *op) {
   return byteSize(whole.getType());
 }
 
-int64_t weft::collectiveRanks(Operation *op) {
+namespace {
+/// A collective's grid shape and the axes it runs over; empty without them.
+std::pair<ArrayRef<int64_t>, ArrayRef<int16_t>> gridAxes(Operation *op) {
   auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
       op, op->getAttrOfType<FlatSymbolRefAttr>("grid"));
   auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
   if (!grid || !axes)
-    return 1;
+    return {};
+  return {grid.getShape(), axes.asArrayRef()};
+}
+} // namespace
+
+int64_t weft::collectiveSpan(Operation *op) {
+  auto [shape, axes] = gridAxes(op);
+  int64_t span = 1;
+  for (int16_t axis : axes) {
+    int64_t stride = 1;
+    for (int64_t inner : shape.drop_front(axis + 1))
+      stride *= inner;
+    span += (shape[axis] - 1) * stride;
+  }
+  return span;
+}
+
+int64_t weft::collectiveRanks(Operation *op) {
+  auto [shape, axes] = gridAxes(op);
   int64_t ranks = 1;
-  for (int16_t axis : axes.asArrayRef())
-    ranks *= grid.getShape()[axis];
+  for (int16_t axis : axes)
+    ranks *= shape[axis];
   return ranks;
 }

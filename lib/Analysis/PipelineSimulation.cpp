@@ -2,6 +2,7 @@
 
 #include "weft/Analysis/PipelineSimulation.h"
 
+#include "weft/Dialect/Weft/IR/DeviceMesh.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,6 +24,7 @@ struct Transfer {
   std::optional<double> sendPost, recvPost;
   int64_t sender = -1, receiver = -1, bytes = 0;
   std::string task;
+  bool crossesNodes = false;
 };
 
 std::string describe(const SimOp &op) {
@@ -102,6 +104,7 @@ SimResult weft::simulatePipeline(const std::vector<std::vector<SimOp>> &ranks,
           if (send) {
             t.bytes = op.bytes;
             t.task = op.task;
+            t.crossesNodes = op.crossesNodes;
           }
         } else {
           Transfer &t = transfers[op.tag];
@@ -111,7 +114,7 @@ SimResult weft::simulatePipeline(const std::vector<std::vector<SimOp>> &ranks,
           if (!other)
             break; // blocked
           double done = std::max(*t.sendPost, *t.recvPost) +
-                        transferSeconds(t.bytes, device);
+                        transferSeconds(t.bytes, device, t.crossesNodes);
           if (recvSide)
             result.events.push_back(
                 {t.sender,
@@ -183,6 +186,15 @@ std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
   // still overlap its compute). Each function is read alone: in parallel.
   SmallVector<func::FuncOp> funcs = rankFunctions(module);
   std::vector<std::vector<SimOp>> programs(funcs.size());
+  // Ranks per program (its data x tensor ranks), to place a peer's node.
+  FailureOr<std::optional<DeviceMesh>> mesh = getDeviceMesh(module);
+  int64_t perProgram =
+      succeeded(mesh) && *mesh && !funcs.empty()
+          ? std::max<int64_t>(1, (*mesh)->size() / int64_t(funcs.size()))
+          : 1;
+  auto nodeOf = [&](int64_t program) {
+    return program * perProgram / device.devicesPerNode;
+  };
   mlir::parallelFor(module.getContext(), 0, funcs.size(), [&](size_t rank) {
     func::FuncOp func = funcs[rank];
     std::vector<SimOp> &program = programs[rank];
@@ -209,6 +221,7 @@ std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
         sim.peer = send.getPeer();
         sim.tag = send.getTag();
         sim.bytes = byteSize(send.getValue().getType());
+        sim.crossesNodes = nodeOf(int64_t(rank)) != nodeOf(sim.peer);
       } else if (auto recv = dyn_cast<IRecvOp>(op)) {
         sim.kind = SimOp::Kind::IRecv;
         sim.peer = recv.getPeer();

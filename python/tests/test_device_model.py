@@ -81,3 +81,56 @@ def test_unknown_device_names_the_known_ones(weftc, models_dir):
                   *FLAGS, "--device-model=/no/such.json"])
     assert result.returncode == 1
     assert "cannot read it" in result.stderr
+
+
+def node_model(tmp_path, per_node, nic_bandwidth):
+    """The cpu model with `per_node` devices a node and one NIC of
+    `nic_bandwidth` bytes/s between nodes."""
+    model = json.loads((DEVICES / "cpu.json").read_text())
+    model["devices_per_node"]["value"] = per_node
+    model["nic_bandwidth"]["value"] = nic_bandwidth
+    path = tmp_path / f"node{per_node}-{nic_bandwidth:g}.json"
+    path.write_text(json.dumps(model))
+    return path
+
+
+def predicted_step(weftc, models_dir, layout, *flags):
+    """weftc's predicted step (ms) for the gpt example under `layout`."""
+    result = run([weftc, str(models_dir / "gpt.onnx"), "-o", "/dev/null",
+                  *layout, *flags])
+    assert result.returncode == 0, result.stderr
+    return float(re.search(r"predicted step: ([0-9.]+) ms",
+                           result.stdout + result.stderr).group(1))
+
+
+@pytest.mark.parametrize("layout", [
+    ["--pipeline-parallel=2", "--microbatches=4"], ["--data-parallel=2"],
+    ["--tensor-parallel=2"]])
+def test_transfers_and_collectives_cross_nodes_where_ranks_do(
+        layout, weftc, models_dir, tmp_path):
+    """Two ranks on one node move data over the node's link: a network of
+    1 MB/s changes nothing. On nodes of one device each, the same layout's
+    transfers (pipeline) or collectives (data, tensor) cross that network,
+    and the step takes several times as long."""
+    default = predicted_step(weftc, models_dir, layout)
+    one_node = predicted_step(
+        weftc, models_dir, layout,
+        f"--device-model={node_model(tmp_path, 2, 1e6)}")
+    two_nodes = predicted_step(
+        weftc, models_dir, layout,
+        f"--device-model={node_model(tmp_path, 1, 1e6)}")
+    assert one_node == default
+    assert two_nodes > 2 * default
+
+
+def test_only_the_axes_that_leave_the_node_slow_down(weftc, models_dir,
+                                                      tmp_path):
+    """T = 2, D = 2 on nodes of 2: the tensor pairs (adjacent ranks) stay on
+    a node, the data pairs (2 apart) cross. A slow network then costs the
+    data-parallel all-reduces only: less than on nodes of 1, where both
+    cross, and more than on one node of 4."""
+    layout = ["--tensor-parallel=2", "--data-parallel=2"]
+    steps = [predicted_step(weftc, models_dir, layout,
+                            f"--device-model={node_model(tmp_path, n, 1e6)}")
+             for n in (4, 2, 1)]
+    assert steps[0] < steps[1] < steps[2]

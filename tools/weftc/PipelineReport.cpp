@@ -36,7 +36,8 @@ bool overAxis(Operation *op, int64_t axis) {
 } // namespace
 
 void weft::printStageTable(ModuleOp module, const SimResult &prediction,
-                           MemoryPlans &memoryPlans, llvm::raw_ostream &os) {
+                           MemoryPlans &memoryPlans, const DeviceModel &device,
+                           llvm::raw_ostream &os) {
   SmallVector<func::FuncOp> stages = rankFunctions(module);
   if (stages.empty())
     return;
@@ -161,7 +162,6 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
                       ? prediction.busySeconds[s] * 1e3
                       : 0.0;
     if (!pipelined) {
-      DeviceModel device;
       for (Operation &op : func.getBody().front().without_terminator())
         if (collectiveKind(&op))
           inFlight += opSeconds(&op, device);

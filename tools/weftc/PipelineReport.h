@@ -22,8 +22,10 @@
 namespace weft {
 
 /// `memory` plans each stage's arena (once, for plan emission too).
+/// `device` times the collectives of an unpipelined step.
 void printStageTable(mlir::ModuleOp module, const SimResult &prediction,
-                     MemoryPlans &memory, llvm::raw_ostream &os);
+                     MemoryPlans &memory, const DeviceModel &device,
+                     llvm::raw_ostream &os);
 
 /// The step's model and hardware FLOPs summed over every rank's program
 /// (StepFlops.h) and the predicted step's MFU and HFU: FLOPs / (step x

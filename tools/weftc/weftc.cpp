@@ -368,7 +368,7 @@ LogicalResult reportPipeline(ModuleOp module, weft::MemoryPlans &memory,
           ? std::move(*simulated)
           : weft::simulatePipeline(weft::stagePrograms(module, device), device);
   raw_ostream &report = outputFile == "-" ? errs() : outs();
-  weft::printStageTable(module, prediction, memory, report);
+  weft::printStageTable(module, prediction, memory, device, report);
   weft::printUtilization(module, prediction.stepSeconds, device,
                          precision != "f32", report);
   if (timelineAscii)

@@ -58,8 +58,11 @@ struct DeviceModel {
 /// implements CostOpInterface, 0 otherwise (views, constants).
 double opSeconds(mlir::Operation *op, const DeviceModel &device);
 
-/// Predicted seconds to move `bytes` between two ranks.
-double transferSeconds(int64_t bytes, const DeviceModel &device);
+/// Predicted seconds to move `bytes` between two ranks: over the node's
+/// link, or across nodes (nodeBytesPerSecond, nodeLatencySeconds) when
+/// `crossesNodes`.
+double transferSeconds(int64_t bytes, const DeviceModel &device,
+                       bool crossesNodes = false);
 
 /// Ring collectives over n ranks on a tensor of `bytes` bytes (the whole
 /// tensor: an all-gather's result, a reduce-scatter's operand). An all-
@@ -79,9 +82,18 @@ int64_t collectiveBytesSent(CollectiveKind kind, int64_t bytes,
                             int64_t ranks);
 
 /// Predicted seconds of that ring collective: its steps, each a latency
-/// plus bytes / n over the link.
+/// plus bytes / n over the link; a ring with members on several nodes runs
+/// at the slowest link's rate, the network's (NCCL's ring: the bus
+/// bandwidth of its slowest hop).
 double collectiveSeconds(CollectiveKind kind, int64_t bytes, int64_t ranks,
-                         const DeviceModel &device);
+                         const DeviceModel &device, bool crossesNodes = false);
+
+/// The ranks a collective's group spans in rank order, first to last
+/// member: 1 + sum over its grid axes of (size - 1) x stride, the mesh
+/// numbering ranks row-major (the last axis, tensor, adjacent). A group
+/// whose span exceeds devicesPerNode crosses nodes (groups aligned to
+/// nodes, as launchers place consecutive ranks on a node).
+int64_t collectiveSpan(mlir::Operation *op);
 
 /// The whole tensor's bytes of a collective op (see above), and the ranks
 /// it runs over: the product of its grid axes' sizes (1 when the grid is

@@ -56,6 +56,10 @@ struct SimOp {
   /// Task label for the timeline: "F3", "B3", "U" (optimizer update).
   std::string task;
   mlir::Operation *op = nullptr; ///< for diagnostics; may be null
+  /// ISend: whether the peer is on another node (the ranks of a pipeline
+  /// rank's data and tensor coordinates are consecutive, devicesPerNode a
+  /// node; the coordinates (0, 0) stand for all).
+  bool crossesNodes = false;
 };
 
 /// A slice of the timeline (seconds from the step's start).
