@@ -1,0 +1,103 @@
+"""Benchmark (no GPU needed): weftc's predicted iteration time for the rows
+of Korthikanti et al. 2022, Table 5 (shared/papers; A100 80GB on Selene),
+beside the paper's, with --device-model a100-sxm4-80gb.
+
+Layouts are Table 3's: t = 8; p = 1, 8, 35, 64; micro-batch 1, global
+batch 4, 64, 280, 512 (M = the global batch); s = 2048, V = 51200; bf16,
+AdamW. Two variants per model, as Table 5 has them: full recompute, and
+selective recompute + sequence parallelism. 175B and 530B run the
+interleaved schedule with 3 chunks per rank (--schedule 1f1b here runs
+them on 1F1B instead). Each model is the weights-free export
+(weft.examples.gpt_weights_free, Table 2's shapes).
+
+This is not yet issue 41's validation: the A100 model has no GEMM
+efficiency table (GEMMs run at the datasheet peak), so a row can land near
+the paper for the wrong reasons. It prints predicted seconds, the paper's,
+their ratio, and the predicted MFU, per row.
+
+Usage: python3 bench/megatron_table5.py BUILD_DIR [--rows 22B,175B,...]
+           [--schedule interleaved|1f1b]
+"""
+
+import argparse
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "python"))
+
+import onnx  # noqa: E402
+
+from weft.examples import gpt_weights_free  # noqa: E402
+
+# Table 3 (layout) and Table 5 (seconds per iteration: full recompute;
+# selective recompute + sequence parallelism).
+ROWS = {
+    "22B": dict(pipeline=1, batch=4, full=1.42, selective=1.10),
+    "175B": dict(pipeline=8, batch=64, full=18.13, selective=13.75),
+    "530B": dict(pipeline=35, batch=280, full=49.05, selective=37.83),
+    "1T": dict(pipeline=64, batch=512, full=94.42, selective=71.49),
+}
+INTERLEAVED = {"175B", "530B"}
+
+
+def predict(build, model, row, variant, schedule):
+    flags = ["--optimizer=adamw", "--tensor-parallel=8", "--precision=bf16",
+             f"--microbatches={row['batch']}",
+             "--device-model=a100-sxm4-80gb", "-o", "/dev/null"]
+    if row["pipeline"] > 1:
+        flags.append(f"--pipeline-parallel={row['pipeline']}")
+    flags += (["--recompute=full"] if variant == "full" else
+              ["--recompute=selective", "--sequence-parallel"])
+    if schedule == "interleaved" and row["pipeline"] > 1:
+        flags += ["--schedule=interleaved", "--virtual-stages=3"]
+    start = time.perf_counter()
+    result = subprocess.run([str(build / "bin" / "weftc"), str(model),
+                             *flags], capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"weftc failed: {result.stderr.strip()[:500]}")
+    text = result.stdout + result.stderr
+    step = float(re.search(r"predicted step: ([0-9.]+) ms", text).group(1))
+    mfu = float(re.search(r"predicted MFU ([0-9.]+)%", text).group(1))
+    return step / 1e3, mfu, seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("build", type=pathlib.Path)
+    parser.add_argument("--rows", default=",".join(ROWS))
+    parser.add_argument("--schedule", default="interleaved",
+                        choices=["interleaved", "1f1b"])
+    args = parser.parse_args()
+    build = args.build.resolve()
+    print("Korthikanti et al. 2022, Table 5, predicted by weftc "
+          "--device-model a100-sxm4-80gb (GEMMs at the datasheet peak)")
+    print(f"{'model':6s} {'variant':22s} {'schedule':12s} {'predicted':>10s} "
+          f"{'paper':>8s} {'ratio':>6s} {'MFU':>6s} {'compile':>8s}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.rows.split(","):
+            row, shape = ROWS[name], gpt_weights_free.MEGATRON_SHAPES[name]
+            model = pathlib.Path(tmp) / f"{name}.onnx"
+            onnx.save(gpt_weights_free.build(
+                shape["layers"], shape["hidden"], shape["heads"],
+                shape["seq"], 51200, row["batch"], 0.1, True), str(model))
+            for variant in ("full", "selective"):
+                schedule = (args.schedule if name in INTERLEAVED else "1f1b")
+                step, mfu, seconds = predict(build, model, row, variant,
+                                             schedule)
+                paper = row[variant]
+                label = ("full recompute" if variant == "full" else
+                         "selective + SP")
+                print(f"{name:6s} {label:22s} {schedule:12s} {step:9.2f}s "
+                      f"{paper:7.2f}s {step / paper:6.2f} {mfu:5.1f}% "
+                      f"{seconds:7.1f}s", flush=True)
+            model.unlink()
+
+
+if __name__ == "__main__":
+    main()
