@@ -1,7 +1,8 @@
 """weftc --device-model (issue 41): the device models shipped in
 bench/devices time the partitioner's and the predicted step's ops; an
 unknown name, an unreadable file and a file missing a field are one-line
-errors naming what is wrong."""
+errors naming what is wrong; transfers and collectives cross nodes where
+their ranks do."""
 
 import json
 import pathlib
@@ -15,12 +16,18 @@ DEVICES = pathlib.Path(__file__).resolve().parents[2] / "bench" / "devices"
 FLAGS = ["--pipeline-parallel=2", "--microbatches=4"]
 
 
-def predicted_ms(weftc, models_dir, *flags):
+def predicted_step(weftc, models_dir, layout, *flags):
+    """weftc's predicted step (ms) for the gpt example under `layout`."""
     result = run([weftc, str(models_dir / "gpt.onnx"), "-o", "/dev/null",
-                  *FLAGS, *flags])
+                  *layout, *flags])
     assert result.returncode == 0, result.stderr
-    text = result.stdout + result.stderr
-    return float(re.search(r"predicted step: ([0-9.]+) ms", text).group(1))
+    return float(re.search(r"predicted step: ([0-9.]+) ms",
+                           result.stdout + result.stderr).group(1))
+
+
+def predicted_ms(weftc, models_dir, *flags):
+    """The predicted step (ms) of gpt on 2 pipeline stages."""
+    return predicted_step(weftc, models_dir, FLAGS, *flags)
 
 
 def test_faster_devices_predict_shorter_steps(weftc, models_dir):
@@ -92,15 +99,6 @@ def node_model(tmp_path, per_node, nic_bandwidth):
     path = tmp_path / f"node{per_node}-{nic_bandwidth:g}.json"
     path.write_text(json.dumps(model))
     return path
-
-
-def predicted_step(weftc, models_dir, layout, *flags):
-    """weftc's predicted step (ms) for the gpt example under `layout`."""
-    result = run([weftc, str(models_dir / "gpt.onnx"), "-o", "/dev/null",
-                  *layout, *flags])
-    assert result.returncode == 0, result.stderr
-    return float(re.search(r"predicted step: ([0-9.]+) ms",
-                           result.stdout + result.stderr).group(1))
 
 
 @pytest.mark.parametrize("layout", [
