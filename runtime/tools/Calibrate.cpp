@@ -20,11 +20,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 /// The fastest of a few runs of `fn`, seconds: runs until 3 runs and 50
-/// ms have passed (after one warm-up run), at most 20 runs.
-double fastest(const std::function<void()> &fn) {
+/// ms have passed (after one warm-up run), at most 20 runs; `before`, when
+/// given, runs untimed before each.
+double fastest(const std::function<void()> &fn,
+               const std::function<void()> &before = nullptr) {
   fn();
   double best = 1e30, total = 0;
   for (int run = 0; run < 20 && (run < 3 || total < 0.05); ++run) {
+    if (before)
+      before();
     auto start = Clock::now();
     fn();
     double seconds =
@@ -85,12 +89,15 @@ nlohmann::json measured(double value, const std::string &source) {
   return {{"value", value}, {"source", source}};
 }
 
-/// FLOP/s of an m x k by k x n matmul in `dtype`.
-double gemmRate(Backend &backend, int64_t m, int64_t n, int64_t k,
-                DType dtype) {
+/// FLOP/s of an m x k by k x n matmul in `dtype`, its operands evicted
+/// from the caches before each run by `evict` (as a training step's GEMM
+/// finds its weights: other layers' work ran in between).
+double gemmRate(Backend &backend, int64_t m, int64_t n, int64_t k, DType dtype,
+                Launch &evict) {
   Launch matmul(backend, "matmul", dtype, {{m, k}, {k, n}}, {{m, n}},
                 nlohmann::json::object());
-  return 2.0 * double(m) * double(n) * double(k) / fastest([&] { matmul(); });
+  return 2.0 * double(m) * double(n) * double(k) /
+         fastest([&] { matmul(); }, [&] { evict(); });
 }
 
 /// Seconds of a one-way transfer of `bytes` between ranks 0 and 1 (half a
@@ -138,23 +145,25 @@ nlohmann::json calibrate(Backend &backend, Communicator &world,
   std::string by = std::string("measured by weft-run --calibrate --device ") +
                    device + " on " + host + ", " + date + ": ";
 
-  // GEMMs: f32 over a grid, and one f64 point.
+  // Memory: c = a + b over 16 Mi floats (64 MiB each), 3 x 64 MiB moved,
+  // more than a CPU's last-level cache or a GPU's L2 holds.
+  const int64_t n = int64_t(16) << 20;
+  Launch add(backend, "add", DType::F32, {{n}, {n}}, {{n}},
+             nlohmann::json::object());
+  double bandwidth = 3.0 * 4.0 * double(n) / fastest([&] { add(); });
+  // GEMMs: f32 over a grid, and one f64 point, each from cold caches (the
+  // add above run before each).
   nlohmann::json points = nlohmann::json::array();
   double best = 0;
   const int64_t sizes[] = {64, 256, 1024};
   for (int64_t m : sizes)
     for (int64_t n : sizes)
       for (int64_t k : sizes) {
-        double rate = gemmRate(backend, m, n, k, DType::F32);
+        double rate = gemmRate(backend, m, n, k, DType::F32, add);
         best = std::max(best, rate);
         points.push_back({m, n, k, rate});
       }
-  double f64 = gemmRate(backend, 1024, 1024, 1024, DType::F64);
-  // Memory: c = a + b over 16 Mi floats (64 MiB each), 3 x 64 MiB moved.
-  const int64_t n = int64_t(16) << 20;
-  Launch add(backend, "add", DType::F32, {{n}, {n}}, {{n}},
-             nlohmann::json::object());
-  double bandwidth = 3.0 * 4.0 * double(n) / fastest([&] { add(); });
+  double f64 = gemmRate(backend, 1024, 1024, 1024, DType::F64, add);
 
   // Transfers between ranks 0 and 1: latency + bytes / bandwidth, least
   // squares over 8 B .. 16 MiB.
@@ -205,7 +214,8 @@ nlohmann::json calibrate(Backend &backend, Communicator &world,
       {"inter_node_latency", measured(latency, "one node: the ranks' link")},
       {"gemm_efficiency",
        {{"dtype", "f32"},
-        {"source", by + "matmul kernel, fastest of a few runs each"},
+        {"source", by + "matmul kernel from cold caches, fastest of a few "
+                        "runs each"},
         {"points", points}}},
   };
 }
