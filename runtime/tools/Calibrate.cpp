@@ -147,10 +147,10 @@ nlohmann::json calibrate(Backend &backend, Communicator &world,
 
   // Memory: c = a + b over 16 Mi floats (64 MiB each), 3 x 64 MiB moved,
   // more than a CPU's last-level cache or a GPU's L2 holds.
-  const int64_t n = int64_t(16) << 20;
-  Launch add(backend, "add", DType::F32, {{n}, {n}}, {{n}},
+  const int64_t floats = int64_t(16) << 20;
+  Launch add(backend, "add", DType::F32, {{floats}, {floats}}, {{floats}},
              nlohmann::json::object());
-  double bandwidth = 3.0 * 4.0 * double(n) / fastest([&] { add(); });
+  double bandwidth = 3.0 * 4.0 * double(floats) / fastest([&] { add(); });
   // GEMMs: f32 over a grid, and one f64 point, each from cold caches (the
   // add above run before each).
   nlohmann::json points = nlohmann::json::array();

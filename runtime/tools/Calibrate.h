@@ -3,10 +3,11 @@
 // Measures the rates a device model states (the compiler's
 // include/weft/Analysis/DeviceModelFile.h format) on the machine weft-run
 // runs on, through the backend's own kernels and the communicator's
-// transfers: a GEMM sweep (the matmul kernel, f32, m, n, k in {64, 256,
-// 1024}, and one f64 point), memory bandwidth (the add kernel over 64 MiB
-// operands), and with 2 or more ranks a ping-pong between ranks 0 and 1
-// (8 B to 16 MiB) fitted to latency + bytes / bandwidth (least squares).
+// transfers: memory bandwidth (the add kernel over 64 MiB operands), a GEMM
+// sweep from cold caches (the matmul kernel, f32, m, n, k in {64, 256,
+// 1024}, and one f64 point; the add run before each run), and with 2 or
+// more ranks a ping-pong between ranks 0 and 1 (8 B to 16 MiB) fitted to
+// latency + bytes / bandwidth (least squares).
 // Every number's "source" says how it was measured.
 //
 //===----------------------------------------------------------------------===//
