@@ -1,0 +1,104 @@
+"""Benchmark: weftc's predicted step against weft-run's measured one over
+2-rank layouts of the medium gpt example (issue 41's sweep), with this
+machine's device model from `weft-run --calibrate` on 2 ranks.
+
+Layouts (1 thread per rank, AdamW, batch 8): P = 2 with M in {2, 4, 8} and
+recompute none, selective or full (1F1B); T = 2 with M in {1, 4} and
+recompute none or selective; D = 2 with M in {1, 4} and ZeRO 0 to 3. Each
+runs 2 warm-up and STEPS timed steps; its figure is their median. Prints,
+per layout, measured and predicted seconds and their ratio, then the
+ratios' range, how many are within 15%, and the Spearman rank correlation
+of predicted with measured (issue 41's targets: every layout within 15%,
+correlation >= 0.8).
+
+Usage: python3 bench/layout_sweep.py BUILD_DIR [--steps N]
+"""
+
+import argparse
+import os
+import pathlib
+import re
+import statistics
+import subprocess
+import tempfile
+
+from pipeline_common import export_gpt_medium, run_plan
+
+LAYOUTS = (
+    [[("pipeline-parallel", 2), ("microbatches", m), ("recompute", r)]
+     for m in (2, 4, 8) for r in ("none", "selective", "full")] +
+    [[("tensor-parallel", 2), ("microbatches", m), ("recompute", r)]
+     for m in (1, 4) for r in ("none", "selective")] +
+    [[("data-parallel", 2), ("microbatches", m), ("zero-stage", z)]
+     for m in (1, 4) for z in (0, 1, 2, 3)])
+
+
+def ranks(values):
+    """Average ranks (1-based) of `values`, ties sharing theirs."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    result = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            result[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return result
+
+
+def spearman(a, b):
+    """Pearson's correlation of the ranks of a and b."""
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = statistics.mean(ra), statistics.mean(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    return cov / (sum((x - ma) ** 2 for x in ra) *
+                  sum((y - mb) ** 2 for y in rb)) ** 0.5
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("build", type=pathlib.Path)
+    parser.add_argument("--steps", type=int, default=6)
+    args = parser.parse_args()
+    build = args.build.resolve()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        model = export_gpt_medium(tmp)
+        device = tmp / "cpu.json"
+        subprocess.run(
+            ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
+             "OPENBLAS_NUM_THREADS=1", "-np", "2",
+             str(build / "bin" / "weft-run"), "--calibrate", str(device)],
+            check=True, capture_output=True)
+        print(f"gpt medium, 2 ranks x 1 thread, OPENBLAS_CORETYPE="
+              f"{os.environ.get('OPENBLAS_CORETYPE', 'native')}; median of "
+              f"{args.steps} steps after 2 warm-up; predicted with this "
+              f"machine's weft-run --calibrate model")
+        for layout in LAYOUTS:
+            flags = [f"--{k}={v}" for k, v in layout]
+            plan = tmp / "plan.json"
+            out = subprocess.run(
+                [str(build / "bin" / "weftc"), str(model), "-o", str(plan),
+                 f"--device-model={device}", *flags], check=True,
+                capture_output=True, text=True).stdout
+            predicted = float(re.search(r"predicted step: ([0-9.]+) ms",
+                                        out).group(1)) / 1e3
+            records = run_plan(build, plan, 2, 2 + args.steps,
+                               tmp / "log.jsonl")
+            measured = statistics.median(r["seconds"] for r in records[2:])
+            rows.append((" ".join(flags), measured, predicted))
+            print(f"  {' '.join(flags):58s} measured {measured:.3f} s  "
+                  f"predicted {predicted:.3f} s  "
+                  f"{predicted / measured:.2f}x", flush=True)
+    ratios = [p / m for _, m, p in rows]
+    within = sum(abs(r - 1) <= 0.15 for r in ratios)
+    print(f"predicted/measured {min(ratios):.2f}-{max(ratios):.2f}, "
+          f"{within} of {len(rows)} within 15%; Spearman "
+          f"{spearman([m for _, m, _ in rows], [p for _, _, p in rows]):.2f}")
+
+
+if __name__ == "__main__":
+    main()
