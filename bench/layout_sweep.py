@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import tempfile
 
-from pipeline_common import export_gpt_medium, run_plan
+from pipeline_common import calibrate, export_gpt_medium, run_plan
 
 LAYOUTS = (
     [[("pipeline-parallel", 2), ("microbatches", m), ("recompute", r)]
@@ -67,12 +67,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         model = export_gpt_medium(tmp)
-        device = tmp / "cpu.json"
-        subprocess.run(
-            ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
-             "OPENBLAS_NUM_THREADS=1", "-np", "2",
-             str(build / "bin" / "weft-run"), "--calibrate", str(device)],
-            check=True, capture_output=True)
+        device = calibrate(build, tmp / "cpu.json")
         print(f"gpt medium, 2 ranks x 1 thread, OPENBLAS_CORETYPE="
               f"{os.environ.get('OPENBLAS_CORETYPE', 'native')}; median of "
               f"{args.steps} steps after 2 warm-up; predicted with this "

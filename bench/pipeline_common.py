@@ -44,6 +44,17 @@ def run_plan(build, plan, ranks, steps, log):
             .splitlines()]
 
 
+def calibrate(build, path):
+    """This machine's device model, `weft-run --calibrate` on 2 ranks, at
+    PATH (weftc --device-model PATH)."""
+    subprocess.run(
+        ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
+         "OPENBLAS_NUM_THREADS=1", "-np", "2",
+         str(build / "bin" / "weft-run"), "--calibrate", str(path)],
+        check=True, capture_output=True)
+    return path
+
+
 TRACED = 4  # steps averaged in a trace, after 2 warm-up steps
 
 

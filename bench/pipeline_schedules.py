@@ -31,7 +31,8 @@ import statistics
 import subprocess
 import tempfile
 
-from pipeline_common import CONFIG, REPO, export_gpt_medium, run_plan
+from pipeline_common import (CONFIG, REPO, calibrate, export_gpt_medium,
+                             run_plan)
 
 SCHEDULES = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v"]
 # torch.distributed.pipelining's schedule (bench/torch_pipelining.py's
@@ -112,12 +113,7 @@ def main():
         predicted, times, bubbles = {}, {s: [] for s in SCHEDULES}, {}
         # This machine's device model (weft-run --calibrate on 2 ranks),
         # for the calibrated prediction beside the default one.
-        device = tmp / "cpu.json"
-        subprocess.run(
-            ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
-             "OPENBLAS_NUM_THREADS=1", "-np", "2",
-             str(build / "bin" / "weft-run"), "--calibrate", str(device)],
-            check=True, capture_output=True)
+        device = calibrate(build, tmp / "cpu.json")
         calibrated = {}
         for s in SCHEDULES:
             calibrated[s] = compile_plan(build, model, tmp / f"{s}.json", s,
