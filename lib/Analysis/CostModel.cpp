@@ -12,6 +12,7 @@
 #include <cmath>
 
 using namespace mlir;
+using namespace weft;
 
 double weft::DeviceModel::flopsFor(Type elementType) const {
   if (elementType && (elementType.isBF16() || elementType.isF16()))
@@ -39,25 +40,21 @@ double weft::DeviceModel::gemmFlopsPerSecond(double m, double n, double k,
   return sum / weights;
 }
 
-namespace {
-using namespace weft;
-/// A GEMM-shaped op's m x k by k x n product (a batched matmul runs
-/// several of that shape: its FLOPs count them all).
-struct GemmShape {
-  double m, n, k;
-};
-std::optional<GemmShape> gemmShapeOf(Operation *op) {
+std::optional<weft::GemmShape> weft::gemmShapeOf(Operation *op) {
   auto dims = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
   auto gemm = [&](Value a, bool transA, Value result) -> GemmShape {
     ArrayRef<int64_t> r = dims(result);
-    return {double(r[0]), double(r[1]), double(dims(a)[transA ? 0 : 1])};
+    return {1, r[0], r[1], dims(a)[transA ? 0 : 1]};
   };
   if (auto matmul = dyn_cast<MatMulOp>(op)) {
     ArrayRef<int64_t> r = dims(matmul.getResult()), a = dims(matmul.getLhs());
     if (r.size() < 2 || a.size() < 2)
       return std::nullopt;
-    double k = double(matmul.getTransA() ? a[a.size() - 2] : a.back());
-    return GemmShape{double(r[r.size() - 2]), double(r.back()), k};
+    int64_t batch = 1;
+    for (int64_t d : r.drop_back(2))
+      batch *= d;
+    int64_t k = matmul.getTransA() ? a[a.size() - 2] : a.back();
+    return GemmShape{batch, r[r.size() - 2], r.back(), k};
   }
   if (auto op2 = dyn_cast<GemmOp>(op))
     return gemm(op2.getA(), op2.getTransA(), op2.getResult());
@@ -66,13 +63,11 @@ std::optional<GemmShape> gemmShapeOf(Operation *op) {
   if (auto op2 = dyn_cast<GemmGeluTanhGradOp>(op))
     return gemm(op2.getA(), op2.getTransA(), op2.getResult());
   if (auto wgrad = dyn_cast<WgradBiasOp>(op)) {
-    // dW [k_in, n] = X^T [k_in, rows] dY [rows, n].
     ArrayRef<int64_t> x = dims(wgrad.getInput()), g = dims(wgrad.getGrad());
-    return GemmShape{double(x[1]), double(g[1]), double(x[0])};
+    return GemmShape{1, x[1], g[1], x[0]};
   }
   return std::nullopt;
 }
-} // namespace
 
 double weft::opSeconds(Operation *op, const DeviceModel &device) {
   if (std::optional<CollectiveKind> kind = collectiveKind(op))
@@ -91,7 +86,8 @@ double weft::opSeconds(Operation *op, const DeviceModel &device) {
   if (std::optional<GemmShape> g = gemmShapeOf(op);
       g && !device.gemmRates.empty() && g->m > 0 && g->n > 0 && g->k > 0)
     compute =
-        cost.getFlops() / device.gemmFlopsPerSecond(g->m, g->n, g->k, peak);
+        cost.getFlops() / device.gemmFlopsPerSecond(double(g->m), double(g->n),
+                                                    double(g->k), peak);
   double memory = (cost.getBytesRead() + cost.getBytesWritten()) /
                   device.memoryBytesPerSecond;
   return std::max(compute, memory);

@@ -180,6 +180,14 @@ SmallVector<func::FuncOp> weft::rankFunctions(ModuleOp module) {
   return funcs;
 }
 
+int64_t weft::ranksPerProgram(ModuleOp module) {
+  int64_t programs = rankFunctions(module).size();
+  FailureOr<std::optional<DeviceMesh>> mesh = getDeviceMesh(module);
+  return succeeded(mesh) && *mesh && programs > 0
+             ? std::max<int64_t>(1, (*mesh)->size() / programs)
+             : 1;
+}
+
 std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
                                                     const DeviceModel &device) {
   // Without stages, the one @main is every rank's program (its collectives
@@ -187,11 +195,7 @@ std::vector<std::vector<SimOp>> weft::stagePrograms(ModuleOp module,
   SmallVector<func::FuncOp> funcs = rankFunctions(module);
   std::vector<std::vector<SimOp>> programs(funcs.size());
   // Ranks per program (its data x tensor ranks), to place a peer's node.
-  FailureOr<std::optional<DeviceMesh>> mesh = getDeviceMesh(module);
-  int64_t perProgram =
-      succeeded(mesh) && *mesh && !funcs.empty()
-          ? std::max<int64_t>(1, (*mesh)->size() / int64_t(funcs.size()))
-          : 1;
+  int64_t perProgram = ranksPerProgram(module);
   auto nodeOf = [&](int64_t program) {
     return program * perProgram / device.devicesPerNode;
   };

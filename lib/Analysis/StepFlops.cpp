@@ -2,36 +2,16 @@
 
 #include "weft/Analysis/StepFlops.h"
 
+#include "weft/Analysis/CostModel.h"
+
 #include "weft/Dialect/Weft/IR/Task.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 using namespace mlir;
 
-namespace {
-int64_t elements(Type type) { return cast<ShapedType>(type).getNumElements(); }
-/// 2 M N K of a gemm-shaped op: `mn` outputs, K from A (transposed or not).
-int64_t gemmProduct(Value a, bool transA, int64_t mn) {
-  return 2 * mn * cast<ShapedType>(a.getType()).getDimSize(transA ? 0 : 1);
-}
-} // namespace
-
 int64_t weft::contractionFlops(Operation *op) {
-  if (auto matmul = dyn_cast<MatMulOp>(op))
-    return matmul.getFlops();
-  if (auto gemm = dyn_cast<GemmOp>(op))
-    return gemmProduct(gemm.getA(), gemm.getTransA(), elements(gemm.getType()));
-  if (auto gemm = dyn_cast<GemmGeluTanhOp>(op))
-    return gemmProduct(gemm.getA(), gemm.getTransA(),
-                       elements(gemm.getOutput().getType()));
-  if (auto gemm = dyn_cast<GemmGeluTanhGradOp>(op))
-    return gemmProduct(gemm.getA(), gemm.getTransA(), elements(gemm.getType()));
-  if (auto wgrad = dyn_cast<WgradBiasOp>(op)) {
-    // dW [K, N] = X^T dY: 2 K N per token row of dY [rows, N].
-    auto grad = cast<RankedTensorType>(wgrad.getGrad().getType());
-    int64_t k =
-        cast<RankedTensorType>(wgrad.getInput().getType()).getDimSize(1);
-    return 2 * grad.getNumElements() * k;
-  }
+  if (std::optional<GemmShape> gemm = gemmShapeOf(op))
+    return gemm->flops();
   if (isa<ConvOp, ConvTransposeOp, ConvWeightGradOp, AttentionOp,
           AttentionGradOp>(op))
     return cast<CostOpInterface>(op).getFlops();

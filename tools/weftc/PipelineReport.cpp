@@ -202,10 +202,8 @@ void weft::printUtilization(ModuleOp module, double stepSeconds,
   // One program per pipeline rank, run by each of its data and tensor
   // ranks (their shards' and batch shares' FLOPs).
   SmallVector<func::FuncOp> programs = rankFunctions(module);
-  FailureOr<std::optional<DeviceMesh>> mesh = getDeviceMesh(module);
-  int64_t n =
-      succeeded(mesh) && *mesh ? (*mesh)->size() : int64_t(programs.size());
-  int64_t perProgram = programs.empty() ? 0 : n / int64_t(programs.size());
+  int64_t perProgram = ranksPerProgram(module);
+  int64_t n = perProgram * int64_t(programs.size());
   StepFlops total;
   for (func::FuncOp program : programs) {
     StepFlops flops = stepFlops(program);
@@ -216,10 +214,10 @@ void weft::printUtilization(ModuleOp module, double stepSeconds,
   if (stepSeconds <= 0 || n == 0)
     return;
   os << llvm::formatv(
-      "predicted MFU {0:f1}%, HFU {1:f1}%: model {2:e3}, hardware {3:e3} "
+      "predicted MFU {0:f1}%, HFU {1:f1}%: model {2}, hardware {3} "
       "FLOPs a step on {4} ranks, {5} peak {6:e3} FLOP/s each ({7})\n",
       100 * flopsUtilization(double(total.model), stepSeconds, n, peak),
       100 * flopsUtilization(double(total.hardware), stepSeconds, n, peak),
-      double(total.model), double(total.hardware), n, device.name, peak,
+      total.model, total.hardware, n, device.name, peak,
       sixteenBit ? "16-bit" : "f32");
 }

@@ -58,6 +58,17 @@ struct DeviceModel {
 /// implements CostOpInterface, 0 otherwise (views, constants).
 double opSeconds(mlir::Operation *op, const DeviceModel &device);
 
+/// A GEMM-shaped op's `batch` products of m x k by k x n: matmul (its
+/// leading dims the batch), gemm and the fused GELU GEMMs (their bias
+/// aside), wgrad_bias (dW [k_in, n] = X^T [k_in, rows] dY [rows, n], its
+/// column sums aside); nullopt for any other op.
+struct GemmShape {
+  int64_t batch, m, n, k;
+  /// 2 batch m n k: the products' FLOPs.
+  int64_t flops() const { return 2 * batch * m * n * k; }
+};
+std::optional<GemmShape> gemmShapeOf(mlir::Operation *op);
+
 /// Predicted seconds to move `bytes` between two ranks: over the node's
 /// link, or across nodes (nodeBytesPerSecond, nodeLatencySeconds) when
 /// `crossesNodes`.

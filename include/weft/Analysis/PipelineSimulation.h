@@ -93,6 +93,11 @@ SimResult simulatePipeline(const std::vector<std::vector<SimOp>> &ranks,
 /// none.
 llvm::SmallVector<mlir::func::FuncOp> rankFunctions(mlir::ModuleOp module);
 
+/// How many ranks run each of rankFunctions' programs: a pipeline rank's
+/// data x tensor ranks (the mesh's size over the programs; 1 without a
+/// mesh).
+int64_t ranksPerProgram(mlir::ModuleOp module);
+
 /// The programs of a scheduled module's stage functions (`weft-schedule`),
 /// ordered by `weft.stage`; empty when the module has none.
 std::vector<std::vector<SimOp>> stagePrograms(mlir::ModuleOp module,

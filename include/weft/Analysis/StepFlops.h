@@ -16,9 +16,9 @@
 
 namespace weft {
 
-/// FLOPs of `op`'s matrix products: 2 M N K for a matmul, gemm (without
-/// its bias), the fused GELU GEMMs and wgrad_bias (without its column
-/// sums); a convolution's and fused attention's whole count; 0 otherwise.
+/// FLOPs of `op`'s matrix products: a GEMM-shaped op's 2 batch M N K
+/// (CostModel.h's gemmShapeOf); a convolution's and fused attention's
+/// whole count; 0 otherwise.
 int64_t contractionFlops(mlir::Operation *op);
 
 /// A step's contraction FLOPs on one rank's program: `model` sums the
