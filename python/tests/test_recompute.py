@@ -122,8 +122,8 @@ def test_selective_keeps_less_than_none_more_than_full(weftc, models_dir):
         assert full[s] < selective[s] < none[s]
 
 
-def recomputed_kinds(weftc, model):
-    result = run([weftc, str(model), "--recompute=selective"])
+def recomputed_kinds(weftc, model, *flags):
+    result = run([weftc, str(model), "--recompute=selective", *flags])
     assert result.returncode == 0, result.stderr
     return sorted({line.split("= ")[1].split(" ")[0]
                    for line in result.stdout.splitlines()
@@ -187,12 +187,7 @@ def test_selective_matches_core_attention_under_16_bit(precision, weftc,
     """--precision bf16|f16 computes the scores in 16 bits and the softmax in
     f32: the casts between them are part of core attention (before, the
     match stopped at the first cast and selective recompute did nothing)."""
-    result = run([weftc, str(gpt_dropout), "--recompute=selective",
-                  f"--precision={precision}"])
-    assert result.returncode == 0, result.stderr
-    kinds = sorted({line.split("= ")[1].split(" ")[0]
-                    for line in result.stdout.splitlines()
-                    if "#weft.task<R" in line and "= " in line})
+    kinds = recomputed_kinds(weftc, gpt_dropout, f"--precision={precision}")
     assert kinds == ["weft.cast", "weft.div", "weft.dropout", "weft.matmul",
                      "weft.softmax", "weft.where"]
 
@@ -200,8 +195,9 @@ def test_selective_matches_core_attention_under_16_bit(precision, weftc,
 def test_selective_under_bf16_saves_the_softmax_and_trains_alike(
         weftc, models_dir, tmp_path):
     """gpt (no dropout), bf16: selective recompute drops each layer's f32
-    softmax output and its bf16 cast (6 a s^2 b bytes a layer, up to the
-    arena's 8-byte alignment of the recomputed mask fill), re-runs Q K^T
+    softmax output and its bf16 cast (6 a s^2 b bytes a layer) and keeps
+    instead the recomputed where's 2-byte input, the bf16 mask fill value
+    (2 bytes a layer), re-runs Q K^T
     (2 b s^2 h a layer more hardware FLOPs) and trains bit-identical to no
     recompute."""
     c = gpt.CONFIGS["small"]
@@ -218,7 +214,7 @@ def test_selective_under_bf16_saves_the_softmax_and_trains_alike(
 
     (kept, model, hardware), (kept_sel, model_sel, hardware_sel) = (
         report("none"), report("selective"))
-    assert 0 <= 6 * a * s * s * b * layers - (kept - kept_sel) <= 8
+    assert kept - kept_sel == (6 * a * s * s * b - 2) * layers
     assert model_sel == model == hardware
     assert hardware_sel - model == 2 * b * s * s * h * layers
     losses = {}
