@@ -69,28 +69,33 @@ std::optional<weft::GemmShape> weft::gemmShapeOf(Operation *op) {
   return std::nullopt;
 }
 
+Roofline weft::opRoofline(Operation *op, const DeviceModel &device) {
+  auto cost = dyn_cast<CostOpInterface>(op);
+  if (!cost || collectiveKind(op) || isView(op) || isa<ConstantOp>(op))
+    return {};
+  Type element = op->getNumResults() == 0
+                     ? Type()
+                     : getElementTypeOrSelf(op->getResult(0).getType());
+  double peak = device.flopsFor(element);
+  Roofline roofline;
+  roofline.computeSeconds = cost.getFlops() / peak;
+  // A GEMM at its shape's achieved rate, where the device model has them.
+  if (std::optional<GemmShape> g = gemmShapeOf(op);
+      g && !device.gemmRates.empty() && g->m > 0 && g->n > 0 && g->k > 0)
+    roofline.computeSeconds =
+        cost.getFlops() / device.gemmFlopsPerSecond(double(g->m), double(g->n),
+                                                    double(g->k), peak);
+  roofline.memorySeconds = (cost.getBytesRead() + cost.getBytesWritten()) /
+                           device.memoryBytesPerSecond;
+  return roofline;
+}
+
 double weft::opSeconds(Operation *op, const DeviceModel &device) {
   if (std::optional<CollectiveKind> kind = collectiveKind(op))
     return collectiveSeconds(*kind, collectiveBytes(op), collectiveRanks(op),
                              device,
                              collectiveSpan(op) > device.devicesPerNode);
-  auto cost = dyn_cast<CostOpInterface>(op);
-  if (!cost || isView(op) || isa<ConstantOp>(op))
-    return 0.0;
-  Type element = op->getNumResults() == 0
-                     ? Type()
-                     : getElementTypeOrSelf(op->getResult(0).getType());
-  double peak = device.flopsFor(element);
-  double compute = cost.getFlops() / peak;
-  // A GEMM at its shape's achieved rate, where the device model has them.
-  if (std::optional<GemmShape> g = gemmShapeOf(op);
-      g && !device.gemmRates.empty() && g->m > 0 && g->n > 0 && g->k > 0)
-    compute =
-        cost.getFlops() / device.gemmFlopsPerSecond(double(g->m), double(g->n),
-                                                    double(g->k), peak);
-  double memory = (cost.getBytesRead() + cost.getBytesWritten()) /
-                  device.memoryBytesPerSecond;
-  return std::max(compute, memory);
+  return opRoofline(op, device).seconds();
 }
 
 double weft::transferSeconds(int64_t bytes, const DeviceModel &device,

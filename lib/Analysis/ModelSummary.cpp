@@ -35,3 +35,15 @@ weft::ModelSummary weft::summarizeModel(func::FuncOp func) {
   });
   return summary;
 }
+
+bool weft::isTrainable(func::FuncOp func) {
+  auto results = func.getResultTypes();
+  bool scalarLoss =
+      results.size() == 1 &&
+      cast<RankedTensorType>(results[0]).getRank() == 0 &&
+      isa<FloatType>(cast<RankedTensorType>(results[0]).getElementType());
+  bool hasParams = llvm::any_of(func.getArguments(), [&](BlockArgument arg) {
+    return func.getArgAttr(arg.getArgNumber(), kParamAttr) != nullptr;
+  });
+  return scalarLoss && hasParams;
+}

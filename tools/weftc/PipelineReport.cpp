@@ -5,6 +5,7 @@
 #include "weft/Analysis/StepFlops.h"
 
 #include "weft/Analysis/CostModel.h"
+#include "weft/Analysis/DeviceModelFile.h"
 #include "weft/Analysis/MemoryPlan.h"
 #include "weft/Analysis/Partition.h"
 #include "weft/Analysis/TaskOrder.h"
@@ -12,6 +13,7 @@
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <set>
@@ -196,28 +198,73 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
           stages.size(), microbatches, chunks));
 }
 
-void weft::printUtilization(ModuleOp module, double stepSeconds,
-                            const DeviceModel &device, bool sixteenBit,
-                            raw_ostream &os) {
+weft::StepUtilization weft::stepUtilization(ModuleOp module, double stepSeconds,
+                                            const DeviceModel &device,
+                                            bool sixteenBit) {
   // One program per pipeline rank, run by each of its data and tensor
   // ranks (their shards' and batch shares' FLOPs).
   SmallVector<func::FuncOp> programs = rankFunctions(module);
   int64_t perProgram = ranksPerProgram(module);
-  int64_t n = perProgram * int64_t(programs.size());
-  StepFlops total;
+  StepUtilization use;
+  use.ranks = perProgram * int64_t(programs.size());
   for (func::FuncOp program : programs) {
     StepFlops flops = stepFlops(program);
-    total.model += flops.model * perProgram;
-    total.hardware += flops.hardware * perProgram;
+    use.modelFlops += flops.model * perProgram;
+    use.hardwareFlops += flops.hardware * perProgram;
   }
-  double peak = sixteenBit ? device.flops16PerSecond : device.flopsPerSecond;
-  if (stepSeconds <= 0 || n == 0)
+  use.peakFlopsPerSecond =
+      sixteenBit ? device.flops16PerSecond : device.flopsPerSecond;
+  if (stepSeconds > 0 && use.ranks > 0) {
+    use.mfu = flopsUtilization(double(use.modelFlops), stepSeconds, use.ranks,
+                               use.peakFlopsPerSecond);
+    use.hfu = flopsUtilization(double(use.hardwareFlops), stepSeconds,
+                               use.ranks, use.peakFlopsPerSecond);
+  }
+  return use;
+}
+
+void weft::printUtilization(ModuleOp module, double stepSeconds,
+                            const DeviceModel &device, bool sixteenBit,
+                            raw_ostream &os) {
+  StepUtilization use =
+      stepUtilization(module, stepSeconds, device, sixteenBit);
+  if (stepSeconds <= 0 || use.ranks == 0)
     return;
   os << llvm::formatv(
       "predicted MFU {0:f1}%, HFU {1:f1}%: model {2}, hardware {3} "
       "FLOPs a step on {4} ranks, {5} peak {6:e3} FLOP/s each ({7})\n",
-      100 * flopsUtilization(double(total.model), stepSeconds, n, peak),
-      100 * flopsUtilization(double(total.hardware), stepSeconds, n, peak),
-      total.model, total.hardware, n, device.name, peak,
+      100 * use.mfu, 100 * use.hfu, use.modelFlops, use.hardwareFlops,
+      use.ranks, device.name, use.peakFlopsPerSecond,
       sixteenBit ? "16-bit" : "f32");
+}
+
+LogicalResult weft::reportPipeline(ModuleOp module, MemoryPlans &memory,
+                                   std::optional<SimResult> &&simulated,
+                                   const ReportOptions &options) {
+  // Loaded (and checked) by the pipeline's validation already.
+  DeviceModel device =
+      options.deviceModel.empty()
+          ? DeviceModel()
+          : llvm::cantFail(loadDeviceModel(options.deviceModel));
+  SimResult prediction =
+      simulated ? std::move(*simulated)
+                : simulatePipeline(stagePrograms(module, device), device);
+  llvm::raw_ostream &report = options.toStderr ? llvm::errs() : llvm::outs();
+  printStageTable(module, prediction, memory, device, report);
+  printUtilization(module, prediction.stepSeconds, device, options.sixteenBit,
+                   report);
+  if (options.asciiTimeline)
+    printAsciiTimeline(prediction, prediction.busySeconds.size(), report);
+  if (options.timeline.empty())
+    return success();
+  if (llvm::Error error =
+          llvm::writeToOutput(options.timeline, [&](llvm::raw_ostream &os) {
+            os << chromeTrace(prediction.events) << "\n";
+            return llvm::Error::success();
+          })) {
+    llvm::errs() << "weftc: --timeline: cannot write '" << options.timeline
+                 << "': " << llvm::toString(std::move(error)) << "\n";
+    return failure();
+  }
+  return success();
 }

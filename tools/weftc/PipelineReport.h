@@ -17,7 +17,10 @@
 #include "weft/Analysis/PipelineSimulation.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <optional>
 
 namespace weft {
 
@@ -27,10 +30,37 @@ void printStageTable(mlir::ModuleOp module, const SimResult &prediction,
                      MemoryPlans &memory, const DeviceModel &device,
                      llvm::raw_ostream &os);
 
+/// What weftc reports after a pipelined, tensor or data parallel compile.
+struct ReportOptions {
+  llvm::StringRef deviceModel; ///< --device-model ("" : the default)
+  bool toStderr = false;       ///< the plan itself goes to stdout
+  bool sixteenBit = false;     ///< --precision bf16|f16
+  bool asciiTimeline = false;  ///< --timeline-ascii
+  llvm::StringRef timeline;    ///< --timeline FILE ("" : none)
+};
+
+/// The stage table, the MFU line and the predicted timeline (ASCII, and a
+/// Chrome trace written to a temporary file renamed over `timeline`: never
+/// a partial one). `simulated`: weft-simulate-pipeline's prediction when it
+/// ran (else the step is simulated here). Fails, naming the file, when the
+/// trace cannot be written.
+mlir::LogicalResult reportPipeline(mlir::ModuleOp module, MemoryPlans &memory,
+                                   std::optional<SimResult> &&simulated,
+                                   const ReportOptions &options);
+
 /// The step's model and hardware FLOPs summed over every rank's program
-/// (StepFlops.h) and the predicted step's MFU and HFU: FLOPs / (step x
-/// ranks x the device's peak, 16-bit when `sixteenBit`) (Korthikanti et
-/// al. 2022, Section 6). One line.
+/// (StepFlops.h) and the predicted step's MFU and HFU (fractions): FLOPs /
+/// (step x ranks x the device's peak FLOP/s, 16-bit when `sixteenBit`)
+/// (Korthikanti et al. 2022, Section 6). MFU and HFU are 0 when the step
+/// or the ranks are.
+struct StepUtilization {
+  int64_t modelFlops = 0, hardwareFlops = 0, ranks = 0;
+  double peakFlopsPerSecond = 0, mfu = 0, hfu = 0;
+};
+StepUtilization stepUtilization(mlir::ModuleOp module, double stepSeconds,
+                                const DeviceModel &device, bool sixteenBit);
+
+/// stepUtilization as one line.
 void printUtilization(mlir::ModuleOp module, double stepSeconds,
                       const DeviceModel &device, bool sixteenBit,
                       llvm::raw_ostream &os);

@@ -25,10 +25,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LayoutFlags.h"
 #include "MemoryReport.h"
 #include "ModelSummaryOutput.h"
 #include "PipelineReport.h"
 #include "PlanOutput.h"
+#include "SearchFlags.h"
 
 #include "weft/Analysis/DeviceModelFile.h"
 #include "weft/Analysis/ModelSummary.h"
@@ -59,9 +61,10 @@
 
 using namespace mlir;
 using namespace llvm;
+using namespace weftc;
 
 namespace {
-cl::OptionCategory category("weftc options");
+cl::OptionCategory &category = weftc::optionCategory();
 
 cl::opt<std::string> inputFile(cl::Positional,
                                cl::desc("<model.onnx | model.onnxtxt>"),
@@ -182,13 +185,6 @@ cl::opt<bool> fp32ResidualConnection(
     cl::desc("With --precision bf16|f16: embedding lookups, and so the "
              "residual stream they start, in f32 (Megatron-LM's flag)"),
     cl::init(false), cl::cat(category));
-cl::opt<bool> flashAttention(
-    "flash-attention",
-    cl::desc("Fuse each core attention into one weft.attention (softmax(q "
-             "k^T scale, causal) [dropout] v) that keeps no [s, s] "
-             "activations and recomputes them in the backward "
-             "(FlashAttention; cuDNN's fused attention on a GPU)"),
-    cl::init(false), cl::cat(category));
 cl::opt<bool> splitWeightGradients(
     "split-weight-gradients",
     cl::desc("Split each backward into B (what activations' gradients "
@@ -196,38 +192,11 @@ cl::opt<bool> splitWeightGradients(
              "2024): #weft.task<W> in IR dumps. GPipe and 1F1B run each W "
              "in its B's task: the plan is the same"),
     cl::init(false), cl::cat(category));
-cl::opt<int64_t> microbatches(
-    "microbatches",
-    cl::desc("Split the global batch into M micro-batches per step; gradients "
-             "accumulate, one optimizer step (default 1)"),
-    cl::init(1), cl::cat(category));
-cl::opt<int64_t> pipelineParallel(
-    "pipeline-parallel",
-    cl::desc("Split the training step into P pipeline stages, one MPI rank "
-             "each (default 1)"),
-    cl::init(1), cl::cat(category));
-cl::opt<int64_t> tensorParallel(
-    "tensor-parallel",
-    cl::desc("Megatron tensor parallelism: shard each MLP and attention "
-             "block over T ranks per stage (default 1)"),
-    cl::init(1), cl::cat(category));
-cl::opt<int64_t> dataParallel(
-    "data-parallel",
-    cl::desc("Data parallelism (DDP): D replicas, each training on a "
-             "contiguous 1/D of the global batch; gradients averaged in "
-             "buckets (default 1)"),
-    cl::init(1), cl::cat(category));
 cl::opt<double> bucketCapMb(
     "bucket-cap-mb",
     cl::desc("Data-parallel gradient bucket size limit in MiB, as DDP's "
              "bucket_cap_mb (default 25; 0: one all-reduce per gradient)"),
     cl::init(25.0), cl::cat(category));
-cl::opt<int64_t> zeroStage(
-    "zero-stage",
-    cl::desc("ZeRO over the data axis (needs --data-parallel D): 0 "
-             "(default) replicated, 1 optimizer state sharded, 2 and "
-             "gradients, 3 and parameters (gathered around each use)"),
-    cl::init(0), cl::cat(category));
 cl::opt<double> optimizerShardThreshold(
     "optimizer-shard-threshold",
     cl::desc("With --zero-stage: parameters under this many KiB stay "
@@ -251,12 +220,6 @@ cl::opt<std::string> tensorParallelFallback(
     cl::desc("A block with an op the split cannot handle: error (default) "
              "or replicate (with a warning)"),
     cl::init("error"), cl::cat(category));
-cl::opt<bool> sequenceParallel(
-    "sequence-parallel",
-    cl::desc("Megatron sequence parallelism (needs --tensor-parallel T): "
-             "LayerNorm, dropout and the residual stream on 1/T of the "
-             "sequence; g becomes a reduce-scatter, f an all-gather"),
-    cl::init(false), cl::cat(category));
 cl::opt<bool> overlapCollectives(
     "overlap-collectives",
     cl::desc("Post each collective (tensor, sequence, data parallel) early "
@@ -264,20 +227,6 @@ cl::opt<bool> overlapCollectives(
              "for it at its first reader, so compute overlaps it (default "
              "true; =false completes each before the next op)"),
     cl::init(true), cl::cat(category));
-cl::opt<std::string> schedule(
-    "schedule",
-    cl::desc("Pipeline schedule: 1f1b (default), gpipe, interleaved "
-             "(Megatron-LM's, --virtual-stages chunks per rank), zb-h1, "
-             "zb-h2 or zb-v (zero bubble: weight gradients in the bubbles, "
-             "Qi et al. 2024; zb-v runs two chunks per rank)"),
-    cl::init("1f1b"), cl::cat(category));
-cl::opt<int64_t> virtualStages(
-    "virtual-stages",
-    cl::desc("Model chunks per pipeline rank under --schedule interleaved "
-             "(Megatron-LM's --num-layers-per-virtual-pipeline-stage as a "
-             "count; default 2; needs --microbatches a multiple of "
-             "--pipeline-parallel)"),
-    cl::init(2), cl::cat(category));
 cl::opt<std::string> deviceModel(
     "device-model",
     cl::desc("The device whose rates time the ops for the partitioner and "
@@ -298,20 +247,6 @@ cl::opt<bool> timelineAscii(
     "timeline-ascii",
     cl::desc("Print the predicted pipeline timeline as a text Gantt chart"),
     cl::init(false), cl::cat(category));
-cl::opt<std::string> recompute(
-    "recompute",
-    cl::desc("Activation recompute: none (default), full (checkpoint each "
-             "stage's forward per micro-batch and recompute it in the "
-             "backward; under GPipe all but the last micro-batch) or "
-             "selective (recompute only core attention, as Megatron-LM)"),
-    cl::init("none"), cl::cat(category));
-cl::opt<std::string> recomputeGranularity(
-    "recompute-granularity",
-    cl::desc("Regions of --recompute=full: stage (default: the stage's "
-             "forward per micro-batch, as torchgpipe) or layer (each "
-             "repeated block of the graph, a transformer layer keeping only "
-             "its input, as Megatron-LM)"),
-    cl::init("stage"), cl::cat(category));
 cl::opt<bool> estimateMemory(
     "estimate-memory",
     cl::desc("Print each rank's planned memory by category (parameters, "
@@ -338,55 +273,6 @@ cl::opt<bool> printPipeline(
     cl::desc("Print the weft-opt option that compiles this model as weftc "
              "would (weftc MODEL --emit=import | weft-opt <it>) and exit"),
     cl::init(false), cl::cat(category));
-
-/// A model trains when it returns one scalar float (its loss) and has
-/// parameters; anything else (an ONNX node test, say) compiles forward only.
-bool isTrainable(func::FuncOp func) {
-  auto results = func.getResultTypes();
-  bool scalarLoss =
-      results.size() == 1 &&
-      cast<RankedTensorType>(results[0]).getRank() == 0 &&
-      isa<FloatType>(cast<RankedTensorType>(results[0]).getElementType());
-  bool hasParams = llvm::any_of(func.getArguments(), [&](BlockArgument arg) {
-    return func.getArgAttr(arg.getArgNumber(), weft::kParamAttr) != nullptr;
-  });
-  return scalarLoss && hasParams;
-}
-
-/// The stage table and the predicted timeline of a pipelined module. The
-/// table goes to stdout, or to stderr when the output itself is stdout.
-/// `simulated`: weft-simulate-pipeline's prediction, when it ran (else the
-/// step is simulated here).
-LogicalResult reportPipeline(ModuleOp module, weft::MemoryPlans &memory,
-                             std::optional<weft::SimResult> &&simulated) {
-  // Loaded (and checked) by the pipeline's validation already.
-  weft::DeviceModel device =
-      deviceModel.empty() ? weft::DeviceModel()
-                          : llvm::cantFail(weft::loadDeviceModel(deviceModel));
-  weft::SimResult prediction =
-      simulated
-          ? std::move(*simulated)
-          : weft::simulatePipeline(weft::stagePrograms(module, device), device);
-  raw_ostream &report = outputFile == "-" ? errs() : outs();
-  weft::printStageTable(module, prediction, memory, device, report);
-  weft::printUtilization(module, prediction.stepSeconds, device,
-                         precision != "f32", report);
-  if (timelineAscii)
-    weft::printAsciiTimeline(prediction, prediction.busySeconds.size(),
-                             report);
-  if (!timeline.empty()) {
-    // A temporary file renamed over the old one: never a partial timeline.
-    if (Error error = writeToOutput(timeline, [&](raw_ostream &os) {
-          os << weft::chromeTrace(prediction.events) << "\n";
-          return Error::success();
-        })) {
-      errs() << "weftc: --timeline: cannot write '" << timeline
-             << "': " << toString(std::move(error)) << "\n";
-      return failure();
-    }
-  }
-  return success();
-}
 
 /// The compiled IR is not destroyed once the plan is written: the process
 /// ends, and freeing a GPT-3 plan's millions of ops one by one took seconds
@@ -435,7 +321,7 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
   }
   // --train sends any model through weft-autodiff, whose errors say why a
   // model cannot train; without it, a model without a loss compiles forward.
-  bool training = train || (!forwardOnly && isTrainable(func));
+  bool training = train || (!forwardOnly && weft::isTrainable(func));
   // An empty batch has no loss (its mean is 0/0): it would train on NaN.
   if (training || gradients)
     for (BlockArgument arg : func.getArguments()) {
@@ -491,7 +377,10 @@ LogicalResult processModel(std::unique_ptr<MemoryBuffer> buffer,
     TimingScope step = timingScope.nest("weftc: pipeline report");
     if ((pipelined || tensorParallel > 1 || dataParallel > 1) &&
         !estimateMemory &&
-        failed(reportPipeline(*module, memory, std::move(prediction))))
+        failed(weft::reportPipeline(*module, memory, std::move(prediction),
+                                    {deviceModel, outputFile == "-",
+                                     precision != "f32", timelineAscii,
+                                     timeline})))
       return failure();
   }
   {
@@ -544,27 +433,11 @@ bool setNamed(Option &option, std::optional<T> parsed, StringRef flag,
   return false;
 }
 
-int main(int argc, char **argv) {
-  InitLLVM init(argc, argv);
-  // weft's passes by name, for MLIR's --mlir-print-ir-after=weft-schedule
-  // (and -before): the names weft-opt takes.
-  weft::registerWeftPasses();
-  registerAsmPrinterCLOptions();
-  registerMLIRContextCLOptions();
-  registerPassManagerCLOptions();
-  registerDefaultTimingManagerCLOptions();
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv, "weftc: the weft distributed-training compiler\n");
-  if (listOps) {
-    for (StringRef op : weft::supportedONNXOps())
-      outs() << op << "\n";
-    return 0;
-  }
-
-  // Flags -> weft-plan-pipeline's options; the names the flags take are
-  // checked here, the values in PlanPipelineOptions::validate.
-  weft::PlanPipelineOptions pipelineOptions;
+/// weftc's flags as weft-plan-pipeline's options and the importer's. The
+/// names the flags take are checked here (false, naming the flag), the
+/// values in PlanPipelineOptions::validate.
+bool fillOptions(weft::PlanPipelineOptions &pipelineOptions,
+                 weft::ImportOptions &options) {
   pipelineOptions.pipelineParallel = pipelineParallel;
   pipelineOptions.balance = ArrayRef<int64_t>(balance);
   pipelineOptions.microbatches = microbatches;
@@ -597,14 +470,14 @@ int main(int argc, char **argv) {
                 weft::parseRecomputeGranularity(recomputeGranularity),
                 "recompute-granularity", recomputeGranularity,
                 "stage or layer"))
-    return 1;
+    return false;
   pipelineOptions.virtualStages = virtualStages;
   pipelineOptions.deviceModel = deviceModel;
   auto [beta1, beta2] = StringRef(betas).split(',');
   double b1, b2;
   if (beta1.getAsDouble(b1) || beta2.getAsDouble(b2)) {
     errs() << "weftc: --betas '" << betas << "': expected B1,B2\n";
-    return 1;
+    return false;
   }
   pipelineOptions.betas = ArrayRef<double>({b1, b2});
   pipelineOptions.lr = lr;
@@ -613,13 +486,72 @@ int main(int argc, char **argv) {
   pipelineOptions.nesterov = nesterov;
   pipelineOptions.eps = eps;
   pipelineOptions.clipGradNorm = clipGradNorm;
+  options.microbatches = microbatches;
+  options.dataParallel = dataParallel;
+  std::string error;
+  for (const std::string &spec : inputShapes)
+    if (failed(weft::parseInputShape(spec, options.inputShapes, error))) {
+      errs() << "weftc: " << error << "\n";
+      return false;
+    }
+  for (const std::string &spec : frozenInputs) {
+    auto [name, file] = StringRef(spec).split('=');
+    if (name.empty() || file.empty()) {
+      errs() << "weftc: --freeze-input '" << spec
+             << "': expected NAME=FILE.pb\n";
+      return false;
+    }
+    options.frozenInputs[name.str()] = file.str();
+  }
+  options.frozen.assign(frozenInitializers.begin(), frozenInitializers.end());
+  options.frozenFromMetadata = !ignoreFrozenMetadata;
+  return true;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  // weft's passes by name, for MLIR's --mlir-print-ir-after=weft-schedule
+  // (and -before): the names weft-opt takes.
+  weft::registerWeftPasses();
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv, "weftc: the weft distributed-training compiler\n");
+  if (listOps) {
+    for (StringRef op : weft::supportedONNXOps())
+      outs() << op << "\n";
+    return 0;
+  }
+
+  std::string error;
+  auto buffer = openInputFile(inputFile, &error);
+  if (!buffer) {
+    errs() << "weftc: cannot read '" << inputFile << "': " << error << "\n";
+    return 1;
+  }
+  std::map<std::string, SmallVector<int64_t>> searchedShapes;
+  if (std::optional<int> done = weftc::searchLayoutFlags(
+          *buffer,
+          {inputFile, outputFile, deviceModel, memoryCap, precision != "f32"},
+          fillOptions, searchedShapes))
+    return *done;
+  weft::PlanPipelineOptions pipelineOptions;
+  weft::ImportOptions options;
+  if (!fillOptions(pipelineOptions, options))
+    return 1;
+  if (weftc::autoParallel)
+    options.inputShapes = searchedShapes;
   // The counts are needed before import (the batch is split at import);
   // the step-dependent checks follow once the model is read.
   pipelineOptions.step = forwardOnly ? weft::CompiledStep::Forward
                          : gradients ? weft::CompiledStep::Gradients
                                      : weft::CompiledStep::Train;
-  if (failed(pipelineOptions.validate(
-          [](const Twine &message) { errs() << "weftc: " << message << "\n"; })))
+  if (failed(pipelineOptions.validate([](const Twine &message) {
+        errs() << "weftc: " << message << "\n";
+      })))
     return 1;
   if (!activationDtype.empty() &&
       !weft::activationElementBytes(activationDtype)) {
@@ -633,35 +565,10 @@ int main(int argc, char **argv) {
               "dtypes\n";
     return 1;
   }
-  weft::ImportOptions options;
-  options.microbatches = microbatches;
-  options.dataParallel = dataParallel;
-  std::string error;
-  for (const std::string &spec : inputShapes)
-    if (failed(weft::parseInputShape(spec, options.inputShapes, error))) {
-      errs() << "weftc: " << error << "\n";
-      return 1;
-    }
-  for (const std::string &spec : frozenInputs) {
-    auto [name, file] = StringRef(spec).split('=');
-    if (name.empty() || file.empty()) {
-      errs() << "weftc: --freeze-input '" << spec
-             << "': expected NAME=FILE.pb\n";
-      return 1;
-    }
-    options.frozenInputs[name.str()] = file.str();
-  }
-  options.frozen.assign(frozenInitializers.begin(), frozenInitializers.end());
-  options.frozenFromMetadata = !ignoreFrozenMetadata;
 
   if (!emit.getNumOccurrences() && StringRef(outputFile).ends_with(".json"))
     emit = Emit::Plan;
 
-  auto buffer = openInputFile(inputFile, &error);
-  if (!buffer) {
-    errs() << "weftc: cannot read '" << inputFile << "': " << error << "\n";
-    return 1;
-  }
   // A file output is written to a temporary file renamed over -o only when
   // the compile succeeds (llvm::writeToOutput discards it otherwise): a
   // failure leaves an existing file as it was, no reader ever sees half a

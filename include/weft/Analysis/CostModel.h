@@ -16,6 +16,7 @@
 
 #include "mlir/IR/Operation.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,8 +55,21 @@ struct DeviceModel {
   double gemmFlopsPerSecond(double m, double n, double k, double peak) const;
 };
 
-/// Predicted seconds of one execution of `op`: its roofline time when it
-/// implements CostOpInterface, 0 otherwise (views, constants).
+/// The two sides of an op's roofline (Williams, Waterman & Patterson,
+/// CACM 2009), seconds: its FLOPs over the device's rate (a GEMM's at its
+/// shape, with gemmRates) and its bytes read and written over the memory
+/// bandwidth. The op takes the larger.
+struct Roofline {
+  double computeSeconds = 0, memorySeconds = 0;
+  double seconds() const { return std::max(computeSeconds, memorySeconds); }
+  bool memoryBound() const { return memorySeconds > computeSeconds; }
+};
+/// `op`'s roofline when it computes (implements CostOpInterface and is not
+/// a view or constant); zero for anything else, collectives included.
+Roofline opRoofline(mlir::Operation *op, const DeviceModel &device);
+
+/// Predicted seconds of one execution of `op`: a collective's ring time
+/// (collectiveSeconds), else its roofline time (0 for views, constants).
 double opSeconds(mlir::Operation *op, const DeviceModel &device);
 
 /// A GEMM-shaped op's `batch` products of m x k by k x n: matmul (its

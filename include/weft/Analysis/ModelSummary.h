@@ -27,6 +27,11 @@ struct ModelSummary {
 
 ModelSummary summarizeModel(mlir::func::FuncOp func);
 
+/// Whether `func` trains: it returns one scalar float (its loss) and has
+/// parameters (`weft.param` arguments). Anything else (an ONNX node test,
+/// say) compiles forward only.
+bool isTrainable(mlir::func::FuncOp func);
+
 } // namespace weft
 
 #endif // WEFT_ANALYSIS_MODELSUMMARY_H

@@ -1,0 +1,241 @@
+"""weftc --auto-parallel (issue 41): the search scores every layout of the
+gpt example on 2 devices by compiling it, and each row of its table is what
+weftc reports for that layout given by hand (the same simulator, the same
+memory planner); the table is sorted, --memory-cap prunes it, the plan it
+writes is its best row's and trains; --explain places a hand-made layout;
+a cap nothing fits and bad flags are one-line errors."""
+
+import json
+import os
+import re
+
+import pytest
+
+from conftest import run, tool
+from weft.oracle import mpirun
+
+SEARCH = ["--auto-parallel", "--devices=2", "--device-model=cpu",
+          "--optimizer=adamw"]
+ROW = re.compile(
+    r"^\s*(\d+)  (P\d+ T\d+ D\d+ M\d+[^\d].*?)\s+([0-9.]+)\s+([0-9.]+)\s+"
+    r"([0-9.]+)\s+([0-9.]+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+"
+    r"([0-9.]+)\s+([0-9.]+)  (compute|memory|bubble|tensor comm|data comm)$")
+SUMMARY = re.compile(r"auto-parallel: (\d+) layouts of 2 devices, global batch "
+                     r"8, on cpu, (\d+) bytes a device: (\d+) fit, (\d+) do "
+                     r"not compile")
+
+
+def rows(text):
+    """The table's rows: dicts of the columns."""
+    out = []
+    for line in text.splitlines():
+        m = ROW.match(line)
+        if m:
+            out.append(dict(place=int(m[1]), layout=m[2].strip(),
+                            step=float(m[3]), samples=float(m[4]),
+                            mfu=float(m[5]), hfu=float(m[6]), peak=int(m[7]),
+                            parts=[float(m[i]) for i in range(8, 13)],
+                            bound=m[13]))
+    return out
+
+
+def flags_of(layout):
+    """weftc's flags for a table's layout ("P2 T1 D1 M8 zb-v none flash")."""
+    words = layout.split()
+    p, t, d, m = (int(w[1:]) for w in words[:4])
+    flags = [f"--pipeline-parallel={p}", f"--tensor-parallel={t}",
+             f"--data-parallel={d}", f"--microbatches={m}"]
+    for word in words[4:]:
+        if word.startswith("interleavedx"):
+            flags += ["--schedule=interleaved",
+                      f"--virtual-stages={word[len('interleavedx'):]}"]
+        elif word in ("gpipe", "1f1b", "zb-h1", "zb-h2", "zb-v"):
+            flags.append(f"--schedule={word}")
+        elif word in ("none", "selective"):
+            flags.append(f"--recompute={word}")
+        elif word.startswith("full-"):
+            flags += ["--recompute=full",
+                      f"--recompute-granularity={word[5:]}"]
+        elif word == "sp":
+            flags.append("--sequence-parallel")
+        elif word.startswith("zero"):
+            flags.append(f"--zero-stage={word[4:]}")
+        elif word == "flash":
+            flags.append("--flash-attention")
+        else:
+            raise AssertionError(f"unknown layout word {word!r}")
+    return flags
+
+
+@pytest.fixture(scope="module")
+def search(models_dir, tmp_path_factory):
+    """The whole table (--top larger than the space) and the plan written."""
+    plan = tmp_path_factory.mktemp("auto") / "best.json"
+    result = run([tool("weftc"), str(models_dir / "gpt.onnx"), *SEARCH,
+                  "--top=10000", "-o", str(plan)])
+    assert result.returncode == 0, result.stderr
+    return result.stdout, plan
+
+
+def test_the_table_is_every_fitting_layout_fastest_first(search):
+    out, _ = search
+    total, cap, fit, failed = map(int, SUMMARY.search(out).groups())
+    table = rows(out)
+    assert len(table) == fit and fit + failed == total and fit > 100
+    assert cap == 24 * 2**30  # the cpu model's memory_capacity
+    assert [r["place"] for r in table] == list(range(1, fit + 1))
+    steps = [r["step"] for r in table]
+    assert steps == sorted(steps)
+    # Every degree and schedule is searched.
+    layouts = [r["layout"] for r in table]
+    for part in ("P2 T1 D1", "P1 T2 D1", "P1 T1 D2", "gpipe", "1f1b",
+                 "interleavedx2", "interleavedx3", "zb-h1", "zb-h2", "zb-v",
+                 "selective", "full-stage", "full-layer", " sp", "zero3",
+                 "flash"):
+        assert any(part in layout for layout in layouts), part
+
+
+def test_parts_add_up_to_the_step(search):
+    """compute + memory + bubble + tensor + data = the step, each printed
+    to 0.01 ms: the six roundings bound the difference by 6 x 0.005 ms."""
+    for r in rows(search[0]):
+        assert abs(sum(r["parts"]) - r["step"]) <= 6 * 0.005 + 1e-9, r
+        assert r["bound"] == ["compute", "memory", "bubble", "tensor comm",
+                              "data comm"][r["parts"].index(max(r["parts"]))]
+        # samples/s is the global batch over the step.
+        assert r["samples"] == pytest.approx(8 / (r["step"] / 1e3),
+                                             rel=0.01 / r["step"])
+
+
+@pytest.mark.parametrize("pick", ["first", "pipeline", "tensor", "data",
+                                  "last"])
+def test_a_row_is_what_weftc_reports_for_its_layout(pick, search,
+                                                    models_dir):
+    """The row's step, MFU and peak are weftc's stage table for the same
+    flags: the predicted step and the MFU line printed alike, the peak the
+    largest rank's planned arena."""
+    table = rows(search[0])
+    row = {"first": table[0], "last": table[-1]}.get(pick) or next(
+        r for r in table if r["layout"].startswith(
+            {"pipeline": "P2", "tensor": "P1 T2", "data": "P1 T1 D2"}[pick]))
+    result = run([tool("weftc"), str(models_dir / "gpt.onnx"), "-o",
+                  "/dev/null", "--device-model=cpu", "--optimizer=adamw",
+                  *flags_of(row["layout"])])
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    step = float(re.search(r"predicted step: ([0-9.]+) ms", text).group(1))
+    assert step == row["step"]
+    mfu = float(re.search(r"predicted MFU ([0-9.]+)%", text).group(1))
+    assert mfu == row["mfu"]
+    header = next(line for line in text.splitlines()
+                  if line.lstrip().startswith("stage"))
+    column = header.split().index("peak")
+    peaks = [int(line.split()[column]) for line in text.splitlines()
+             if re.match(r"^\s+\d+\s+\d+\s+\d+\s+\d+", line)]
+    assert peaks and max(peaks) == row["peak"]
+
+
+def test_the_plan_is_the_best_rows_and_runs(search, models_dir, tmp_path):
+    """The plan written is byte for byte the plan weftc writes for the best
+    row's flags by hand, and weft-run runs it on its ranks."""
+    out, plan = search
+    best = rows(out)[0]
+    flags = flags_of(best["layout"])
+    assert f"best: " in out
+    by_hand = tmp_path / "by_hand.json"
+    result = run([tool("weftc"), str(models_dir / "gpt.onnx"), "-o",
+                  str(by_hand), "--device-model=cpu", "--optimizer=adamw",
+                  *flags])
+    assert result.returncode == 0, result.stderr
+    assert plan.read_bytes() == by_hand.read_bytes()
+    p, t, d, _ = (int(w[1:]) for w in best["layout"].split()[:4])
+    log = tmp_path / "log.jsonl"
+    result = run(mpirun(p * t * d) + [tool("weft-run"), str(plan), "--steps",
+                                      "1", "--log-json", str(log)],
+                 env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+                 timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(log.read_text().splitlines()) == 1
+
+
+def test_a_memory_cap_keeps_the_fastest_layout_under_it(search, models_dir):
+    """With a cap at the median peak, the table is exactly the uncapped
+    table's rows whose peak fits, in the same order."""
+    table = rows(search[0])
+    cap = sorted(r["peak"] for r in table)[len(table) // 2]
+    result = run([tool("weftc"), str(models_dir / "gpt.onnx"), *SEARCH,
+                  "--top=10000", f"--memory-cap={cap}"])
+    assert result.returncode == 0, result.stderr
+    capped = rows(result.stdout)
+    expected = [r for r in table if r["peak"] <= cap]
+    assert [(r["layout"], r["step"], r["peak"]) for r in capped] == \
+        [(r["layout"], r["step"], r["peak"]) for r in expected]
+
+
+def test_a_cap_nothing_fits_names_the_smallest_peak(search, models_dir):
+    smallest = min(r["peak"] for r in rows(search[0]))
+    result = run([tool("weftc"), str(models_dir / "gpt.onnx"), *SEARCH,
+                  "--memory-cap=1000"])
+    assert result.returncode == 1
+    error = result.stderr.strip()
+    assert len(error.splitlines()) == 1, error
+    m = re.fullmatch(r"weftc: --auto-parallel: no layout fits 1000 bytes a "
+                     r"device: the smallest peak is (\d+) bytes \((--.*), rank "
+                     r"\d+\), most of it ([a-z_]+) \((\d+) bytes\)", error)
+    assert m, error
+    assert int(m[1]) == smallest
+    assert m[3] in ("parameters", "optimizer_state", "kept_activations",
+                    "gradients", "temporaries")
+    assert 0 < int(m[4]) < smallest
+
+
+def test_explain_places_a_layout_given_by_hand(search, models_dir):
+    mine = ["--pipeline-parallel=2", "--microbatches=2", "--schedule=gpipe"]
+    result = run([tool("weftc"), str(models_dir / "gpt.onnx"), *SEARCH,
+                  "--top=3", "--explain", *mine])
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert ("yours: --pipeline-parallel=2 --microbatches=2 --schedule=gpipe "
+            "--recompute=none") in out
+    table = rows(search[0])
+    expected = next(r for r in table if r["layout"] == "P2 T1 D1 M2 gpipe none")
+    shown = rows(out)
+    assert len(shown) == 4  # the top 3, then yours
+    assert shown[3] == expected
+    ratio = float(re.search(r"([0-9.]+)x the best's step", out).group(1))
+    assert ratio == pytest.approx(expected["step"] / table[0]["step"],
+                                  abs=0.005 + 0.01)
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--devices=2"], "--devices needs --auto-parallel"),
+    (["--top=3"], "--top needs --auto-parallel"),
+    (["--auto-parallel"], "--auto-parallel needs --devices N, N at least 1"),
+    (["--auto-parallel", "--devices=0"],
+     "--auto-parallel needs --devices N, N at least 1"),
+    (["--auto-parallel", "--devices=2", "--top=0"], "--top must be at least 1"),
+    (["--auto-parallel", "--devices=2", "--global-batch=0"],
+     "--global-batch must be at least 1"),
+    (["--auto-parallel", "--devices=4", "--explain",
+      "--pipeline-parallel=2"],
+     "--explain: the flags' layout runs on 2 devices (P x T x D), --devices "
+     "is 4"),
+    (["--auto-parallel", "--devices=2", "--device-model=tpu"],
+     "--device-model: unknown device model 'tpu'"),
+])
+def test_bad_search_flags_are_errors(flags, message, models_dir):
+    result = run([tool("weftc"), str(models_dir / "gpt.onnx"), *flags])
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert message in result.stderr
+
+
+def test_a_model_without_a_loss_is_an_error(tmp_path):
+    model = tmp_path / "relu.onnxtxt"
+    model.write_text("""<ir_version: 8, opset_import: ["" : 17]>
+relu (float[4] x) => (float[4] y) { y = Relu(x) }
+""")
+    result = run([tool("weftc"), str(model), "--auto-parallel",
+                  "--devices=2"])
+    assert result.returncode == 1
+    assert "--auto-parallel lays out a training step" in result.stderr

@@ -1,0 +1,391 @@
+//===- AutoParallel.cpp - weftc --auto-parallel: the layout search --------===//
+
+#include "AutoParallel.h"
+
+#include "PipelineReport.h"
+
+#include "weft/Analysis/MemoryPlan.h"
+#include "weft/Analysis/PipelineSimulation.h"
+#include "weft/Dialect/Weft/IR/DeviceMesh.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <chrono>
+
+using namespace mlir;
+
+namespace {
+/// The divisors of n, ascending.
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> result;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0)
+      result.push_back(d);
+  return result;
+}
+
+/// Whether the collective `op` runs over the main mesh's tensor axis.
+bool overTensorAxis(Operation *op, int64_t tensorAxis) {
+  if (tensorAxis < 0 || weft::onZeroMesh(op))
+    return false;
+  auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+  return axes && llvm::is_contained(axes.asArrayRef(), int16_t(tensorAxis));
+}
+
+/// The step simulated with the collectives `free` selects taking no time.
+double stepWithout(std::vector<std::vector<weft::SimOp>> programs,
+                   const weft::DeviceModel &device,
+                   llvm::function_ref<bool(Operation *)> free) {
+  for (std::vector<weft::SimOp> &program : programs)
+    for (weft::SimOp &op : program)
+      if (op.kind == weft::SimOp::Kind::PostCollective && op.op && free(op.op))
+        op.seconds = 0;
+  return weft::simulatePipeline(programs, device).stepSeconds;
+}
+} // namespace
+
+std::string weft::Layout::flags() const {
+  std::string text;
+  auto add = [&](llvm::StringRef flag, const llvm::Twine &value) {
+    text += (text.empty() ? "--" : " --") + flag.str() + "=" + value.str();
+  };
+  if (pipeline > 1)
+    add("pipeline-parallel", llvm::Twine(pipeline));
+  if (tensor > 1)
+    add("tensor-parallel", llvm::Twine(tensor));
+  if (data > 1)
+    add("data-parallel", llvm::Twine(data));
+  add("microbatches", llvm::Twine(microbatches));
+  if (pipeline > 1) {
+    add("schedule", scheduleName(schedule));
+    if (schedule == ScheduleKind::Interleaved)
+      add("virtual-stages", llvm::Twine(virtualStages));
+  }
+  add("recompute", recompute);
+  if (recompute == "full")
+    add("recompute-granularity", granularity);
+  if (sequenceParallel)
+    text += " --sequence-parallel";
+  if (zeroStage > 0)
+    add("zero-stage", llvm::Twine(zeroStage));
+  if (flashAttention)
+    text += " --flash-attention";
+  return text;
+}
+
+std::string weft::Layout::brief() const {
+  std::string text = llvm::formatv("P{0} T{1} D{2} M{3}", pipeline, tensor,
+                                   data, microbatches);
+  if (pipeline > 1) {
+    text += " " + scheduleName(schedule).str();
+    if (schedule == ScheduleKind::Interleaved)
+      text += "x" + std::to_string(virtualStages);
+  }
+  text += " " + (recompute == "full" ? "full-" + granularity : recompute);
+  if (sequenceParallel)
+    text += " sp";
+  if (zeroStage > 0)
+    text += " zero" + std::to_string(zeroStage);
+  if (flashAttention)
+    text += " flash";
+  return text;
+}
+
+bool weft::Layout::operator==(const Layout &other) const {
+  // Equal when they compile alike: the flags say everything that matters.
+  return flags() == other.flags();
+}
+
+std::vector<weft::Layout> weft::enumerateLayouts(const SearchSpace &space) {
+  std::vector<Layout> layouts;
+  const char *recomputes[][2] = {{"none", "stage"},
+                                 {"selective", "stage"},
+                                 {"full", "stage"},
+                                 {"full", "layer"}};
+  for (int64_t tensor : divisors(space.devices)) {
+    if (tensor > space.maxTensor)
+      continue;
+    for (int64_t pipeline : divisors(space.devices / tensor)) {
+      int64_t data = space.devices / tensor / pipeline;
+      if (space.batch % data != 0)
+        continue;
+      // Each schedule with its chunks per rank; one stage has no schedule.
+      std::vector<std::pair<ScheduleKind, int64_t>> schedules = {
+          {ScheduleKind::OneFOneB, 2}};
+      if (pipeline > 1)
+        schedules = {
+            {ScheduleKind::GPipe, 2},       {ScheduleKind::OneFOneB, 2},
+            {ScheduleKind::Interleaved, 2}, {ScheduleKind::Interleaved, 3},
+            {ScheduleKind::ZBH1, 2},        {ScheduleKind::ZBH2, 2},
+            {ScheduleKind::ZBV, 2}};
+      for (int64_t microbatches : divisors(space.batch / data))
+        for (auto [schedule, chunks] : schedules)
+          for (auto [recompute, granularity] : recomputes)
+            for (bool sequence : {false, true}) {
+              if (sequence && tensor == 1)
+                continue;
+              for (int64_t zero = 0; zero <= (data > 1 ? 3 : 0); ++zero)
+                for (bool flash : {false, true}) {
+                  // Flash attention recomputes core attention itself:
+                  // selective recompute finds none left to recompute.
+                  if (flash && recompute == llvm::StringRef("selective"))
+                    continue;
+                  Layout layout;
+                  layout.pipeline = pipeline;
+                  layout.tensor = tensor;
+                  layout.data = data;
+                  layout.microbatches = microbatches;
+                  layout.schedule = schedule;
+                  layout.virtualStages = chunks;
+                  layout.recompute = recompute;
+                  layout.granularity = granularity;
+                  layout.sequenceParallel = sequence;
+                  layout.zeroStage = zero;
+                  layout.flashAttention = flash;
+                  layouts.push_back(std::move(layout));
+                }
+            }
+    }
+  }
+  return layouts;
+}
+
+llvm::StringRef weft::LayoutScore::bound() const {
+  std::pair<double, llvm::StringRef> parts[] = {{compute, "compute"},
+                                                {memory, "memory"},
+                                                {bubble, "bubble"},
+                                                {tensorComm, "tensor comm"},
+                                                {dataComm, "data comm"}};
+  return std::max_element(std::begin(parts), std::end(parts),
+                          [](auto &a, auto &b) { return a.first < b.first; })
+      ->second;
+}
+
+weft::LayoutScore weft::scoreLayout(const Layout &layout, llvm::StringRef model,
+                                    llvm::StringRef source, bool onnxText,
+                                    const ImportOptions &importOptions,
+                                    PlanPipelineOptions &pipelineOptions,
+                                    const DeviceModel &device,
+                                    bool sixteenBit) {
+  LayoutScore score;
+  score.layout = layout;
+  auto keep = [&](const llvm::Twine &message) {
+    if (score.error.empty())
+      score.error = message.str();
+  };
+  if (failed(pipelineOptions.validate(keep)))
+    return score;
+  MLIRContext context;
+  context.printOpOnDiagnostic(false);
+  // Every diagnostic is kept here: a search prints one table, not the
+  // errors of the layouts it rejects.
+  ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diagnostic) {
+    if (diagnostic.getSeverity() == DiagnosticSeverity::Error)
+      keep(diagnostic.str());
+    return success();
+  });
+  OwningOpRef<ModuleOp> module =
+      importONNX(model, source, onnxText, importOptions, &context);
+  if (!module) {
+    keep("the import failed");
+    return score;
+  }
+  std::optional<SimResult> prediction;
+  pipelineOptions.prediction = &prediction;
+  PassManager pm(&context);
+  buildPlanPipeline(pm, pipelineOptions);
+  if (failed(pm.run(*module))) {
+    keep("the compile failed");
+    return score;
+  }
+  // The step as weftc's stage table predicts it.
+  std::vector<std::vector<SimOp>> programs = stagePrograms(*module, device);
+  SimResult step =
+      prediction ? std::move(*prediction) : simulatePipeline(programs, device);
+  if (!step.completed) {
+    keep("the simulated step deadlocks: " + step.deadlock);
+    return score;
+  }
+  score.stepSeconds = step.stepSeconds;
+  StepUtilization use =
+      stepUtilization(*module, step.stepSeconds, device, sixteenBit);
+  score.mfu = use.mfu;
+  score.hfu = use.hfu;
+
+  // Memory: each rank's arena, as the plan allocates it.
+  SmallVector<func::FuncOp> ranks = rankFunctions(*module);
+  MemoryPlans plans;
+  plans.planAll(ranks);
+  for (auto [rank, func] : llvm::enumerate(ranks))
+    if (plans.of(func).arenaBytes > score.peakBytes || rank == 0) {
+      score.peakBytes = plans.of(func).arenaBytes;
+      score.peakRank = rank;
+    }
+  score.breakdown =
+      breakDownMemory(ranks[score.peakRank], plans.of(ranks[score.peakRank]));
+
+  // Where the critical rank's step goes.
+  size_t critical =
+      std::max_element(step.busySeconds.begin(), step.busySeconds.end()) -
+      step.busySeconds.begin();
+  // The simulator's compute ops, so that the parts add up to its step.
+  for (const SimOp &op : programs[critical]) {
+    if (op.kind != SimOp::Kind::Compute || !op.op)
+      continue;
+    Roofline roofline = opRoofline(op.op, device);
+    (roofline.memoryBound() ? score.memory : score.compute) += op.seconds;
+  }
+  int64_t tensorAxis = -1;
+  if (FailureOr<std::optional<DeviceMesh>> mesh = getDeviceMesh(*module);
+      succeeded(mesh) && *mesh)
+    tensorAxis = (*mesh)->axisIndex("tensor");
+  if (layout.tensor > 1)
+    score.tensorComm =
+        step.stepSeconds - stepWithout(programs, device, [&](Operation *op) {
+          return overTensorAxis(op, tensorAxis);
+        });
+  if (layout.data > 1)
+    score.dataComm =
+        step.stepSeconds - stepWithout(programs, device, [&](Operation *op) {
+          return !overTensorAxis(op, tensorAxis);
+        });
+  score.bubble = std::max(0.0, step.stepSeconds - step.busySeconds[critical] -
+                                   score.tensorComm - score.dataComm);
+  return score;
+}
+
+weft::SearchResult weft::rankLayouts(std::vector<LayoutScore> scores,
+                                     int64_t capBytes) {
+  SearchResult result;
+  auto fits = [&](const LayoutScore &s) {
+    return s.compiled() && (capBytes <= 0 || s.peakBytes <= capBytes);
+  };
+  std::stable_sort(scores.begin(), scores.end(),
+                   [&](const LayoutScore &a, const LayoutScore &b) {
+                     if (fits(a) != fits(b))
+                       return fits(a);
+                     if (a.compiled() != b.compiled())
+                       return a.compiled();
+                     if (a.stepSeconds != b.stepSeconds)
+                       return a.stepSeconds < b.stepSeconds;
+                     return a.peakBytes < b.peakBytes;
+                   });
+  for (const LayoutScore &s : scores) {
+    result.fitting += fits(s);
+    result.failed += !s.compiled();
+  }
+  result.scores = std::move(scores);
+  return result;
+}
+
+void weft::printLayoutTable(llvm::ArrayRef<LayoutScore> rows,
+                            llvm::raw_ostream &os, int64_t first) {
+  os << llvm::formatv("{0,4}  {1,-40} {2,10} {3,10} {4,6} {5,6} {6,14} "
+                      "{7,10} {8,10} {9,10} {10,10} {11,10}  {12}\n",
+                      "#", "layout", "step ms", "samples/s", "MFU%", "HFU%",
+                      "peak bytes", "compute", "memory", "bubble", "tensor",
+                      "data", "bound");
+  for (auto [i, row] : llvm::enumerate(rows))
+    os << llvm::formatv("{0,4}  {1,-40} {2,10:f2} {3,10:f2} {4,6:f1} "
+                        "{5,6:f1} {6,14} {7,10:f2} {8,10:f2} {9,10:f2} "
+                        "{10,10:f2} {11,10:f2}  {12}\n",
+                        first + int64_t(i), row.layout.brief(),
+                        row.stepSeconds * 1e3, row.samplesPerSecond,
+                        100 * row.mfu, 100 * row.hfu, row.peakBytes,
+                        row.compute * 1e3, row.memory * 1e3, row.bubble * 1e3,
+                        row.tensorComm * 1e3, row.dataComm * 1e3, row.bound());
+}
+
+std::string weft::nothingFits(const SearchResult &result, int64_t capBytes) {
+  const LayoutScore *smallest = nullptr;
+  for (const LayoutScore &s : result.scores)
+    if (s.compiled() && (!smallest || s.peakBytes < smallest->peakBytes))
+      smallest = &s;
+  if (!smallest)
+    return "no layout compiles; the first error: " +
+           (result.scores.empty() ? std::string("(no layouts)")
+                                  : result.scores.front().error);
+  const MemoryBreakdown &memory = smallest->breakdown;
+  size_t largest = std::max_element(memory.bytes.begin(), memory.bytes.end()) -
+                   memory.bytes.begin();
+  return llvm::formatv("no layout fits {0} bytes a device: the smallest peak "
+                       "is {1} bytes ({2}, rank {3}), most of it {4} ({5} "
+                       "bytes)",
+                       capBytes, smallest->peakBytes, smallest->layout.flags(),
+                       smallest->peakRank,
+                       categoryName(MemoryCategory(largest)),
+                       memory.bytes[largest]);
+}
+
+llvm::Expected<weft::Layout>
+weft::searchLayouts(const SearchRequest &request,
+                    llvm::function_ref<LayoutScore(const Layout &)> score,
+                    llvm::raw_ostream &os) {
+  auto start = std::chrono::steady_clock::now();
+  std::vector<Layout> layouts = enumerateLayouts(request.space);
+  if (request.explain && !llvm::is_contained(layouts, *request.explain))
+    layouts.push_back(*request.explain);
+  std::vector<LayoutScore> scores;
+  scores.reserve(layouts.size());
+  for (const Layout &layout : layouts) {
+    scores.push_back(score(layout));
+    if (scores.back().compiled())
+      scores.back().samplesPerSecond =
+          double(request.space.batch) / scores.back().stepSeconds;
+  }
+  SearchResult result = rankLayouts(std::move(scores), request.capBytes);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  os << llvm::formatv(
+      "auto-parallel: {0} layouts of {1} devices, global "
+      "batch {2}, on {3}, {4}: {5} fit, {6} do not compile; "
+      "searched in {7:f1} s\n",
+      result.scores.size(), request.space.devices, request.space.batch,
+      request.deviceName,
+      request.capBytes > 0
+          ? llvm::formatv("{0} bytes a device", request.capBytes).str()
+          : std::string("no memory cap"),
+      result.fitting, result.failed, seconds);
+  int64_t shown = std::min<int64_t>(request.top, result.fitting);
+  printLayoutTable(llvm::ArrayRef(result.scores).take_front(shown), os);
+  if (request.explain) {
+    auto mine = llvm::find_if(result.scores, [&](const LayoutScore &s) {
+      return s.layout == *request.explain;
+    });
+    int64_t place = mine - result.scores.begin();
+    os << "yours: " << mine->layout.flags() << "\n";
+    if (!mine->compiled())
+      os << "  does not compile: " << mine->error << "\n";
+    else if (place >= result.fitting)
+      os << llvm::formatv("  does not fit: its peak is {0} bytes (rank {1}), "
+                          "over the cap by {2}\n",
+                          mine->peakBytes, mine->peakRank,
+                          mine->peakBytes - request.capBytes);
+    if (mine->compiled()) {
+      printLayoutTable(llvm::ArrayRef(*mine), os, place + 1);
+      if (result.fitting > 0)
+        os << llvm::formatv(
+            "  {0:f2}x the best's step; bound: {1} ({2:f2} ms), the best's: "
+            "{3} ({4:f2} ms)\n",
+            mine->stepSeconds / result.scores[0].stepSeconds, mine->bound(),
+            1e3 * std::max({mine->compute, mine->memory, mine->bubble,
+                            mine->tensorComm, mine->dataComm}),
+            result.scores[0].bound(),
+            1e3 *
+                std::max({result.scores[0].compute, result.scores[0].memory,
+                          result.scores[0].bubble, result.scores[0].tensorComm,
+                          result.scores[0].dataComm}));
+    }
+  }
+  if (result.fitting == 0)
+    return llvm::createStringError(nothingFits(result, request.capBytes));
+  os << "best: " << result.scores[0].layout.flags() << "\n";
+  return result.scores[0].layout;
+}

@@ -1,0 +1,152 @@
+//===- SearchFlags.cpp - weftc --auto-parallel's flags and driver ---------===//
+
+#include "SearchFlags.h"
+
+#include "LayoutFlags.h"
+
+#include "weft/Analysis/DeviceModelFile.h"
+#include "weft/Analysis/ModelSummary.h"
+#include "weft/Dialect/Weft/IR/WeftOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace mlir;
+using namespace llvm;
+
+namespace weftc {
+cl::opt<bool> autoParallel(
+    "auto-parallel",
+    cl::desc("Search the layouts of --devices N (degrees, micro-batches, "
+             "schedule, recompute, sequence parallelism, ZeRO, flash "
+             "attention; docs/planner.md), print the --top K by predicted "
+             "step, and with -o compile the fastest that fits --memory-cap "
+             "(default: the device model's memory)"),
+    cl::init(false), cl::cat(optionCategory()));
+cl::opt<int64_t>
+    devices("devices",
+            cl::desc("With --auto-parallel: the devices to lay out on"),
+            cl::init(0), cl::cat(optionCategory()));
+cl::opt<int64_t> globalBatch(
+    "global-batch",
+    cl::desc("With --auto-parallel: the samples a step trains on, dim 0 of "
+             "the model's inputs (default: the model's)"),
+    cl::init(0), cl::cat(optionCategory()));
+cl::opt<int64_t> top("top",
+                     cl::desc("With --auto-parallel: the layouts shown "
+                              "(default 5)"),
+                     cl::init(5), cl::cat(optionCategory()));
+cl::opt<bool> explain(
+    "explain",
+    cl::desc("With --auto-parallel: score the layout the flags give "
+             "(--pipeline-parallel, --microbatches, ...) the same way and "
+             "show it beside the best"),
+    cl::init(false), cl::cat(optionCategory()));
+} // namespace weftc
+
+std::optional<int>
+weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
+                         FillOptions fillOptions,
+                         std::map<std::string, SmallVector<int64_t>> &shapes) {
+  auto fail = [](const Twine &message) {
+    errs() << "weftc: " << message << "\n";
+    return 1;
+  };
+  if (!autoParallel) {
+    for (cl::Option *flag : std::initializer_list<cl::Option *>{
+             &devices, &globalBatch, &top, &explain})
+      if (flag->getNumOccurrences())
+        return fail("--" + flag->ArgStr + " needs --auto-parallel");
+    return std::nullopt;
+  }
+  weft::Layout mine = layoutOfFlags();
+  int64_t n = devices.getNumOccurrences() ? devices
+              : explain                   ? mine.devices()
+                                          : 0;
+  if (n < 1)
+    return fail("--auto-parallel needs --devices N, N at least 1");
+  if (top < 1)
+    return fail("--top must be at least 1");
+  if (globalBatch.getNumOccurrences() && globalBatch < 1)
+    return fail("--global-batch must be at least 1");
+  if (explain && mine.devices() != n)
+    return fail("--explain: the flags' layout runs on " +
+                Twine(mine.devices()) + " devices (P x T x D), --devices is " +
+                Twine(n));
+  weft::DeviceModel device;
+  if (!flags.deviceModel.empty()) {
+    Expected<weft::DeviceModel> loaded =
+        weft::loadDeviceModel(flags.deviceModel);
+    if (!loaded)
+      return fail("--device-model: " + toString(loaded.takeError()));
+    device = *loaded;
+  }
+  // The model's loss and batch, from an import of the whole batch.
+  weft::PlanPipelineOptions unused;
+  weft::ImportOptions base;
+  setLayoutFlags(weft::Layout());
+  if (!fillOptions(unused, base))
+    return 1;
+  MLIRContext context;
+  context.printOpOnDiagnostic(false);
+  SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  StringRef source = flags.inputFile;
+  bool text = weft::isONNXTextPath(source);
+  OwningOpRef<ModuleOp> probe =
+      weft::importONNX(model.getBuffer(), source, text, base, &context);
+  if (!probe)
+    return 1;
+  auto func = cast<func::FuncOp>(probe->getBody()->front());
+  if (!weft::isTrainable(func))
+    return fail("--auto-parallel lays out a training step: '" +
+                flags.inputFile +
+                "' does not return a scalar float loss of parameters");
+  // The batch is dim 0 of the first input; --global-batch replaces it in
+  // every input that shares it.
+  int64_t batch = 0;
+  for (BlockArgument arg : func.getArguments()) {
+    auto name =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), weft::kInputAttr);
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (!name || type.getRank() == 0 || (batch && type.getDimSize(0) != batch))
+      continue;
+    batch = type.getDimSize(0);
+    if (globalBatch.getNumOccurrences()) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] = globalBatch;
+      base.inputShapes[name.str()] = shape;
+    }
+  }
+  shapes = base.inputShapes;
+  weft::SearchRequest request;
+  request.space.devices = n;
+  request.space.batch = globalBatch.getNumOccurrences() ? globalBatch
+                        : batch                         ? batch
+                                                        : 1;
+  request.space.maxTensor = std::min(n, device.devicesPerNode);
+  request.capBytes = flags.memoryCap > 0 ? flags.memoryCap : device.memoryBytes;
+  request.top = top;
+  if (explain)
+    request.explain = mine;
+  request.deviceName = device.name;
+  auto score = [&](const weft::Layout &layout) {
+    setLayoutFlags(layout);
+    weft::PlanPipelineOptions candidate;
+    weft::ImportOptions importOptions;
+    (void)fillOptions(candidate, importOptions); // its flags passed above
+    importOptions.inputShapes = base.inputShapes;
+    candidate.step = weft::CompiledStep::Train;
+    return weft::scoreLayout(layout, model.getBuffer(), source, text,
+                             importOptions, candidate, device,
+                             flags.sixteenBit);
+  };
+  Expected<weft::Layout> best = weft::searchLayouts(request, score, outs());
+  if (!best)
+    return fail("--auto-parallel: " + toString(best.takeError()));
+  setLayoutFlags(*best);
+  if (flags.outputFile == "-")
+    return 0;
+  return std::nullopt;
+}
