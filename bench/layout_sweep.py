@@ -11,7 +11,14 @@ ratios' range, how many are within 15%, and the Spearman rank correlation
 of predicted with measured (issue 41's targets: every layout within 15%,
 correlation >= 0.8).
 
-Usage: python3 bench/layout_sweep.py BUILD_DIR [--steps N]
+Then `weftc --auto-parallel --devices 2` with the same device model: its
+top TOP layouts (flash attention, interleaved and zero-bubble schedules
+among them, which the sweep leaves out) are measured the same way, and it
+prints the measured step of the layout the search picks against the
+fastest measured of all (issue 41's target: within 10%), and the search's
+time.
+
+Usage: python3 bench/layout_sweep.py BUILD_DIR [--steps N] [--top TOP]
 """
 
 import argparse
@@ -20,9 +27,14 @@ import pathlib
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 
 from pipeline_common import calibrate, export_gpt_medium, run_plan
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent /
+                       "python"))
+from weft.layouts import layout_flags  # noqa: E402
 
 LAYOUTS = (
     [[("pipeline-parallel", 2), ("microbatches", m), ("recompute", r)]
@@ -61,6 +73,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("build", type=pathlib.Path)
     parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--top", type=int, default=5)
     args = parser.parse_args()
     build = args.build.resolve()
     rows = []
@@ -72,8 +85,7 @@ def main():
               f"{os.environ.get('OPENBLAS_CORETYPE', 'native')}; median of "
               f"{args.steps} steps after 2 warm-up; predicted with this "
               f"machine's weft-run --calibrate model")
-        for layout in LAYOUTS:
-            flags = [f"--{k}={v}" for k, v in layout]
+        def measure(flags, label):
             plan = tmp / "plan.json"
             out = subprocess.run(
                 [str(build / "bin" / "weftc"), str(model), "-o", str(plan),
@@ -84,15 +96,32 @@ def main():
             records = run_plan(build, plan, 2, 2 + args.steps,
                                tmp / "log.jsonl")
             measured = statistics.median(r["seconds"] for r in records[2:])
-            rows.append((" ".join(flags), measured, predicted))
-            print(f"  {' '.join(flags):58s} measured {measured:.3f} s  "
+            rows.append((label, measured, predicted))
+            print(f"  {label:58s} measured {measured:.3f} s  "
                   f"predicted {predicted:.3f} s  "
                   f"{predicted / measured:.2f}x", flush=True)
+
+        for layout in LAYOUTS:
+            flags = [f"--{k}={v}" for k, v in layout]
+            measure(flags, " ".join(flags))
+        search = subprocess.run(
+            [str(build / "bin" / "weftc"), str(model), "--auto-parallel",
+             "--devices=2", f"--device-model={device}", f"--top={args.top}"],
+            check=True, capture_output=True, text=True).stdout
+        print(search.splitlines()[0])
+        top = [re.match(r"^\s*\d+  (P\d.*?)\s{2,}", line).group(1)
+               for line in search.splitlines()[2:2 + args.top]]
+        for brief in top:
+            measure(layout_flags(brief), "auto-parallel: " + brief)
     ratios = [p / m for _, m, p in rows]
     within = sum(abs(r - 1) <= 0.15 for r in ratios)
     print(f"predicted/measured {min(ratios):.2f}-{max(ratios):.2f}, "
           f"{within} of {len(rows)} within 15%; Spearman "
           f"{spearman([m for _, m, _ in rows], [p for _, _, p in rows]):.2f}")
+    pick = next(m for label, m, _ in rows if label.startswith("auto-"))
+    fastest = min(rows, key=lambda row: row[1])
+    print(f"the search's pick measures {pick:.3f} s, {pick / fastest[1]:.3f}x "
+          f"the fastest measured ({fastest[0]}, {fastest[1]:.3f} s)")
 
 
 if __name__ == "__main__":

@@ -32,12 +32,12 @@ double weft::DeviceModel::gemmFlopsPerSecond(double m, double n, double k,
            dk = std::log2(k / r.k);
     double d2 = dm * dm + dn * dn + dk * dk;
     if (d2 < 1e-12)
-      return r.flopsPerSecond;
+      return peak * r.fractionOfPeak;
     double w = 1 / (d2 * d2);
     weights += w;
-    sum += w * r.flopsPerSecond;
+    sum += w * r.fractionOfPeak;
   }
-  return sum / weights;
+  return peak * sum / weights;
 }
 
 std::optional<weft::GemmShape> weft::gemmShapeOf(Operation *op) {
@@ -93,8 +93,7 @@ Roofline weft::opRoofline(Operation *op, const DeviceModel &device) {
 double weft::opSeconds(Operation *op, const DeviceModel &device) {
   if (std::optional<CollectiveKind> kind = collectiveKind(op))
     return collectiveSeconds(*kind, collectiveBytes(op), collectiveRanks(op),
-                             device,
-                             collectiveSpan(op) > device.devicesPerNode);
+                             device, collectiveRanksPerNode(op, device));
   return opRoofline(op, device).seconds();
 }
 
@@ -127,14 +126,28 @@ int64_t weft::collectiveBytesSent(CollectiveKind kind, int64_t bytes,
 
 double weft::collectiveSeconds(CollectiveKind kind, int64_t bytes,
                                int64_t ranks, const DeviceModel &device,
-                               bool crossesNodes) {
+                               int64_t perNode) {
   if (ranks <= 1)
     return 0.0;
-  double latency =
-      crossesNodes ? device.nodeLatencySeconds : device.linkLatencySeconds;
-  double bandwidth =
-      crossesNodes ? device.nodeBytesPerSecond : device.linkBytesPerSecond;
-  return ringSteps(kind, ranks) * (latency + double(bytes) / ranks / bandwidth);
+  perNode = std::clamp<int64_t>(perNode, 1, ranks);
+  auto ring = [&](int64_t n, double wholeBytes, bool network) {
+    double latency =
+        network ? device.nodeLatencySeconds : device.linkLatencySeconds;
+    double bandwidth =
+        network ? device.nodeBytesPerSecond : device.linkBytesPerSecond;
+    return ringSteps(kind, n) * (latency + wholeBytes / n / bandwidth);
+  };
+  int64_t nodes = ranks / perNode;
+  if (nodes == 1)
+    return ring(ranks, double(bytes), /*network=*/false);
+  if (perNode == 1)
+    return ring(ranks, double(bytes), /*network=*/true);
+  // Hierarchical: the node's members reduce-scatter (all-gather) the whole
+  // tensor over the node's links, and each runs the collective across the
+  // nodes on its 1/perNode part, the node's members' rings side by side,
+  // each at its share of the node's NICs.
+  return ring(perNode, double(bytes), /*network=*/false) +
+         ring(nodes, double(bytes) / perNode, /*network=*/true);
 }
 
 int64_t weft::collectiveBytes(Operation *op) {
@@ -156,22 +169,28 @@ std::pair<ArrayRef<int64_t>, ArrayRef<int16_t>> gridAxes(Operation *op) {
 }
 } // namespace
 
-int64_t weft::collectiveSpan(Operation *op) {
-  auto [shape, axes] = gridAxes(op);
-  int64_t span = 1;
-  for (int16_t axis : axes) {
-    int64_t stride = 1;
-    for (int64_t inner : shape.drop_front(axis + 1))
-      stride *= inner;
-    span += (shape[axis] - 1) * stride;
-  }
-  return span;
-}
-
 int64_t weft::collectiveRanks(Operation *op) {
   auto [shape, axes] = gridAxes(op);
   int64_t ranks = 1;
   for (int16_t axis : axes)
     ranks *= shape[axis];
   return ranks;
+}
+
+int64_t weft::collectiveRanksPerNode(Operation *op, const DeviceModel &device) {
+  auto [shape, axes] = gridAxes(op);
+  // The members' offsets from the first, in rank order (row-major mesh).
+  std::vector<int64_t> offsets = {0};
+  for (int16_t axis : axes) {
+    int64_t stride = 1;
+    for (int64_t inner : shape.drop_front(axis + 1))
+      stride *= inner;
+    std::vector<int64_t> next;
+    for (int64_t offset : offsets)
+      for (int64_t i = 0; i < shape[axis]; ++i)
+        next.push_back(offset + i * stride);
+    offsets = std::move(next);
+  }
+  return llvm::count_if(
+      offsets, [&](int64_t offset) { return offset < device.devicesPerNode; });
 }

@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -101,8 +102,9 @@ Expected<weft::DeviceModel> weft::parseDeviceModel(StringRef text,
   // the plan says a GEMM may round to it (--allow-tf32 is weft-run's).
   device.flops16PerSecond = std::min(bf16, f16);
   (void)tf32;
-  // Optional: achieved f32 GEMM rates, {"source", "points": [[m, n, k,
-  // FLOP/s], ...]} (weft-run --calibrate writes them).
+  // Optional: achieved GEMM rates, {"source", "dtype", "points": [[m, n,
+  // k, FLOP/s], ...]} (weft-run --calibrate writes them), kept as fractions
+  // of the dtype's peak (f32 when the file names none).
   if (const json::Object *gemm = root->getObject("gemm_efficiency")) {
     const json::Array *points = gemm->getArray("points");
     std::optional<StringRef> source = gemm->getString("source");
@@ -110,6 +112,18 @@ Expected<weft::DeviceModel> weft::parseDeviceModel(StringRef text,
       return fail("device model " + origin +
                   ": field 'gemm_efficiency' needs \"points\" ([[m, n, k, "
                   "FLOP/s], ...]) and a \"source\"");
+    StringRef dtype = gemm->getString("dtype").value_or("f32");
+    std::optional<double> peak =
+        llvm::StringSwitch<std::optional<double>>(dtype)
+            .Case("bf16", bf16)
+            .Case("f16", f16)
+            .Case("tf32", tf32)
+            .Case("f32", device.flopsPerSecond)
+            .Case("f64", device.flops64PerSecond)
+            .Default(std::nullopt);
+    if (!peak)
+      return fail("device model " + origin + ": gemm_efficiency dtype '" +
+                  dtype + "': expected bf16, f16, tf32, f32 or f64");
     for (auto [i, point] : llvm::enumerate(*points)) {
       const json::Array *p = point.getAsArray();
       SmallVector<double, 4> v;
@@ -121,7 +135,10 @@ Expected<weft::DeviceModel> weft::parseDeviceModel(StringRef text,
       if (!p || p->size() != 4 || v.size() != 4)
         return fail("device model " + origin + ": gemm_efficiency point " +
                     Twine(i) + " is not [m, n, k, FLOP/s] of numbers above 0");
-      device.gemmRates.push_back({v[0], v[1], v[2], v[3]});
+      if (v[3] > *peak)
+        return fail("device model " + origin + ": gemm_efficiency point " +
+                    Twine(i) + " runs above peak_flops_" + dtype);
+      device.gemmRates.push_back({v[0], v[1], v[2], v[3] / *peak});
     }
   }
   device.memoryBytes = int64_t(capacity);

@@ -12,6 +12,7 @@ import re
 import pytest
 
 from conftest import run, tool
+from weft.layouts import layout_flags, layout_ranks
 from weft.oracle import mpirun
 
 SEARCH = ["--auto-parallel", "--devices=2", "--device-model=cpu",
@@ -37,34 +38,6 @@ def rows(text):
                             parts=[float(m[i]) for i in range(8, 13)],
                             bound=m[13]))
     return out
-
-
-def flags_of(layout):
-    """weftc's flags for a table's layout ("P2 T1 D1 M8 zb-v none flash")."""
-    words = layout.split()
-    p, t, d, m = (int(w[1:]) for w in words[:4])
-    flags = [f"--pipeline-parallel={p}", f"--tensor-parallel={t}",
-             f"--data-parallel={d}", f"--microbatches={m}"]
-    for word in words[4:]:
-        if word.startswith("interleavedx"):
-            flags += ["--schedule=interleaved",
-                      f"--virtual-stages={word[len('interleavedx'):]}"]
-        elif word in ("gpipe", "1f1b", "zb-h1", "zb-h2", "zb-v"):
-            flags.append(f"--schedule={word}")
-        elif word in ("none", "selective"):
-            flags.append(f"--recompute={word}")
-        elif word.startswith("full-"):
-            flags += ["--recompute=full",
-                      f"--recompute-granularity={word[5:]}"]
-        elif word == "sp":
-            flags.append("--sequence-parallel")
-        elif word.startswith("zero"):
-            flags.append(f"--zero-stage={word[4:]}")
-        elif word == "flash":
-            flags.append("--flash-attention")
-        else:
-            raise AssertionError(f"unknown layout word {word!r}")
-    return flags
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +93,7 @@ def test_a_row_is_what_weftc_reports_for_its_layout(pick, search,
             {"pipeline": "P2", "tensor": "P1 T2", "data": "P1 T1 D2"}[pick]))
     result = run([tool("weftc"), str(models_dir / "gpt.onnx"), "-o",
                   "/dev/null", "--device-model=cpu", "--optimizer=adamw",
-                  *flags_of(row["layout"])])
+                  *layout_flags(row["layout"])])
     assert result.returncode == 0, result.stderr
     text = result.stdout
     step = float(re.search(r"predicted step: ([0-9.]+) ms", text).group(1))
@@ -136,21 +109,21 @@ def test_a_row_is_what_weftc_reports_for_its_layout(pick, search,
 
 
 def test_the_plan_is_the_best_rows_and_runs(search, models_dir, tmp_path):
-    """The plan written is byte for byte the plan weftc writes for the best
-    row's flags by hand, and weft-run runs it on its ranks."""
+    """The plan written is byte for byte the plan weftc writes for the flags
+    the search prints as its best, the first row's layout; weft-run runs it
+    on its ranks."""
     out, plan = search
     best = rows(out)[0]
-    flags = flags_of(best["layout"])
-    assert f"best: " in out
+    flags = re.search(r"^best: (.*)$", out, re.M).group(1).split()
+    assert set(flags) <= set(layout_flags(best["layout"]))
     by_hand = tmp_path / "by_hand.json"
     result = run([tool("weftc"), str(models_dir / "gpt.onnx"), "-o",
                   str(by_hand), "--device-model=cpu", "--optimizer=adamw",
                   *flags])
     assert result.returncode == 0, result.stderr
     assert plan.read_bytes() == by_hand.read_bytes()
-    p, t, d, _ = (int(w[1:]) for w in best["layout"].split()[:4])
     log = tmp_path / "log.jsonl"
-    result = run(mpirun(p * t * d) + [tool("weft-run"), str(plan), "--steps",
+    result = run(mpirun(layout_ranks(best["layout"])) + [tool("weft-run"), str(plan), "--steps",
                                       "1", "--log-json", str(log)],
                  env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
                  timeout=600)
@@ -205,6 +178,23 @@ def test_explain_places_a_layout_given_by_hand(search, models_dir):
     ratio = float(re.search(r"([0-9.]+)x the best's step", out).group(1))
     assert ratio == pytest.approx(expected["step"] / table[0]["step"],
                                   abs=0.005 + 0.01)
+
+
+def test_global_batch_replaces_the_models(models_dir, tmp_path):
+    """--global-batch 16 lays out 16 samples a step of the batch-8 export:
+    the summary says so, micro-batches range over its divisors, and the plan
+    trains 16."""
+    plan = tmp_path / "plan.json"
+    result = run([tool("weftc"), str(models_dir / "gpt.onnx"), *SEARCH,
+                  "--global-batch=16", "--top=10000", "-o", str(plan)])
+    assert result.returncode == 0, result.stderr
+    assert "global batch 16, on cpu" in result.stdout
+    table = rows(result.stdout)
+    assert any(" M16 " in r["layout"] for r in table)
+    for r in table:
+        assert r["samples"] == pytest.approx(16 / (r["step"] / 1e3),
+                                             rel=0.01 / r["step"])
+    assert json.loads(plan.read_text())["global_batch"] == 16
 
 
 @pytest.mark.parametrize("flags,message", [

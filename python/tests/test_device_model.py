@@ -134,3 +134,32 @@ def test_only_the_axes_that_leave_the_node_slow_down(weftc, models_dir,
                             f"--device-model={node_model(tmp_path, n, 1e6)}")
              for n in (4, 2, 1)]
     assert steps[0] < steps[1] < steps[2]
+
+
+def test_a_data_group_on_several_nodes_reduces_hierarchically(
+        weftc, models_dir, tmp_path):
+    """D = 4, every device's share of its node's NICs 1 MB/s. On nodes of 1
+    each all-reduce is one ring of 4 over the network: 6 steps of a quarter
+    of the bucket. On nodes of 2 it is hierarchical (NCCL's two-level
+    scheme): a ring of 2 over the node's link, then a ring of 2 across the
+    nodes on half the bucket: 2 steps of a quarter, latencies and bytes
+    both a third of the flat ring's. The collectives' in-flight time on
+    nodes of 2 is that third plus the node-link ring, which takes less than
+    the whole collective on one node of 4 (F4), so F1 / F2 lies in
+    [3 (1 - F4 / F2), 3], up to the printing's 0.005 ms."""
+    def in_flight(per_node):
+        path = tmp_path / f"share{per_node}.json"
+        model = json.loads((DEVICES / "cpu.json").read_text())
+        model["devices_per_node"]["value"] = per_node
+        model["nic_bandwidth"]["value"] = 1e6 * per_node
+        path.write_text(json.dumps(model))
+        result = run([weftc, str(models_dir / "gpt.onnx"), "-o", "/dev/null",
+                      "--data-parallel=4", f"--device-model={path}"])
+        assert result.returncode == 0, result.stderr
+        return float(re.search(r"\(([0-9.]+) ms in flight\)",
+                               result.stdout).group(1))
+    f4, f2, f1 = in_flight(4), in_flight(2), in_flight(1)
+    assert f4 < f2 < f1
+    r = 0.005
+    assert 3 * (1 - (f4 + r) / (f2 - r)) <= (f1 + r) / (f2 - r)
+    assert (f1 - r) / (f2 + r) <= 3

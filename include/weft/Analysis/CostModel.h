@@ -38,20 +38,22 @@ struct DeviceModel {
   double nodeBytesPerSecond = 4e9;   ///< across nodes, per device, bytes/s
   double nodeLatencySeconds = 10e-6; ///< across nodes, per message, seconds
 
-  /// Achieved FLOP/s of f32 GEMMs at sampled (m, n, k) (weft-run
-  /// --calibrate's sweep); empty: GEMMs run at the peak.
+  /// Achieved GEMM rates at sampled (m, n, k), as fractions of the peak of
+  /// the dtype they were measured in (weft-run --calibrate's sweep, or a
+  /// fit); a GEMM of any dtype runs at that fraction of its own dtype's
+  /// peak. Empty: GEMMs run at the peak.
   struct GemmRate {
-    double m, n, k, flopsPerSecond;
+    double m, n, k, fractionOfPeak;
   };
   std::vector<GemmRate> gemmRates;
 
   /// The peak FLOP/s of an op computing in `elementType` (f32 for a non-
   /// float type).
   double flopsFor(mlir::Type elementType) const;
-  /// The FLOP/s of an m x k by k x n GEMM: gemmRates interpolated in log
-  /// space (inverse-distance weights, power 4, over log2 m, n, k: exact at
-  /// a sample, between the samples' rates elsewhere), or `peak` without
-  /// them.
+  /// The FLOP/s of an m x k by k x n GEMM whose dtype peaks at `peak`:
+  /// `peak` times gemmRates' fractions interpolated in log space (inverse-
+  /// distance weights, power 4, over log2 m, n, k: exact at a sample,
+  /// between the samples' fractions elsewhere), or `peak` without them.
   double gemmFlopsPerSecond(double m, double n, double k, double peak) const;
 };
 
@@ -106,19 +108,27 @@ std::optional<CollectiveKind> collectiveKind(mlir::Operation *op);
 int64_t collectiveBytesSent(CollectiveKind kind, int64_t bytes,
                             int64_t ranks);
 
-/// Predicted seconds of that ring collective: its steps, each a latency
-/// plus bytes / n over the link; a ring with members on several nodes runs
-/// at the slowest link's rate, the network's (NCCL's ring: the bus
-/// bandwidth of its slowest hop).
+/// Predicted seconds of that collective over `ranks` ranks, `perNode` of
+/// them on each node (default: all on one):
+/// - on one node, a ring over the node's links: its steps (n - 1 for an
+///   all-gather or a reduce-scatter, 2(n - 1) for an all-reduce), each a
+///   latency plus bytes / n over the link (Patarasuk & Yuan 2009);
+/// - one member a node, the same ring over the network, at each device's
+///   share of its node's NICs;
+/// - several members a node, hierarchical (NCCL's two-level scheme): the
+///   ring inside the node on the whole tensor, then the ring across the
+///   nodes on each member's 1/perNode of it, the members' rings side by
+///   side, each at its device's share of the NICs.
 double collectiveSeconds(CollectiveKind kind, int64_t bytes, int64_t ranks,
-                         const DeviceModel &device, bool crossesNodes = false);
+                         const DeviceModel &device,
+                         int64_t perNode = INT64_MAX);
 
-/// The ranks a collective's group spans in rank order, first to last
-/// member: 1 + sum over its grid axes of (size - 1) x stride, the mesh
-/// numbering ranks row-major (the last axis, tensor, adjacent). A group
-/// whose span exceeds devicesPerNode crosses nodes (groups aligned to
-/// nodes, as launchers place consecutive ranks on a node).
-int64_t collectiveSpan(mlir::Operation *op);
+/// How many of a collective's members share a node with its first. The
+/// mesh numbers ranks row-major over its axes (the last, tensor, adjacent),
+/// and launchers place devicesPerNode consecutive ranks on a node, so
+/// these are the members at offsets below devicesPerNode from the first;
+/// all of them when the group fits a node.
+int64_t collectiveRanksPerNode(mlir::Operation *op, const DeviceModel &device);
 
 /// The whole tensor's bytes of a collective op (see above), and the ranks
 /// it runs over: the product of its grid axes' sizes (1 when the grid is

@@ -130,15 +130,21 @@ TEST(DeviceModelFile, ReadsAchievedGemmRates) {
                                   {"points", std::move(points)}}),
       "x.json"));
   ASSERT_EQ(device.gemmRates.size(), 2u);
-  // Exact at a sample, between the samples' rates elsewhere, and nearer
-  // the nearer sample (log space).
-  EXPECT_EQ(device.gemmFlopsPerSecond(64, 64, 64, 1e12), 1e10);
-  EXPECT_EQ(device.gemmFlopsPerSecond(1024, 1024, 1024, 1e12), 1.5e11);
-  double near = device.gemmFlopsPerSecond(512, 512, 512, 1e12);
+  // Kept as fractions of the f32 peak (the file names no dtype): a GEMM at
+  // a sample runs at its rate when its dtype is f32, and at the same
+  // fraction of the 16-bit peak when it is bf16.
+  const double f32 = 19.5e12, bf16 = 312e12;
+  EXPECT_DOUBLE_EQ(device.gemmFlopsPerSecond(64, 64, 64, f32), 1e10);
+  EXPECT_DOUBLE_EQ(device.gemmFlopsPerSecond(1024, 1024, 1024, f32), 1.5e11);
+  EXPECT_DOUBLE_EQ(device.gemmFlopsPerSecond(64, 64, 64, bf16),
+                   1e10 / f32 * bf16);
+  // Between the samples' rates elsewhere, and nearer the nearer sample
+  // (log space).
+  double near = device.gemmFlopsPerSecond(512, 512, 512, f32);
   EXPECT_GT(near, 0.5 * (1e10 + 1.5e11));
   EXPECT_LT(near, 1.5e11);
   // Beyond the samples: near the nearest one, never past its rate.
-  double beyond = device.gemmFlopsPerSecond(8192, 8192, 8192, 1e12);
+  double beyond = device.gemmFlopsPerSecond(8192, 8192, 8192, f32);
   EXPECT_GT(beyond, 0.5 * (1e10 + 1.5e11));
   EXPECT_LT(beyond, 1.5e11);
   // Without samples a GEMM runs at the peak it is given.
@@ -152,5 +158,26 @@ TEST(DeviceModelFile, ReadsAchievedGemmRates) {
                                 llvm::json::Array{llvm::json::Array{1, 2}}}}),
                   "x.json"))
           .find("gemm_efficiency point 0 is not [m, n, k, FLOP/s]"),
+      std::string::npos);
+  EXPECT_NE(
+      errorOf(parseDeviceModel(
+                  a100With("gemm_efficiency",
+                           llvm::json::Object{
+                               {"source", "a sweep"},
+                               {"dtype", "bf16"},
+                               {"points", llvm::json::Array{llvm::json::Array{
+                                              64, 64, 64, 400e12}}}}),
+                  "x.json"))
+          .find("gemm_efficiency point 0 runs above peak_flops_bf16"),
+      std::string::npos);
+  EXPECT_NE(
+      errorOf(parseDeviceModel(
+                  a100With("gemm_efficiency",
+                           llvm::json::Object{{"source", "a sweep"},
+                                              {"dtype", "fp8"},
+                                              {"points", llvm::json::Array{}}}),
+                  "x.json"))
+          .find("gemm_efficiency dtype 'fp8': expected bf16, f16, "
+                "tf32, f32 or f64"),
       std::string::npos);
 }
