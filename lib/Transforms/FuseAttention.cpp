@@ -32,9 +32,12 @@
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <vector>
 
 namespace weft {
 #define GEN_PASS_DEF_FUSEATTENTION
@@ -132,39 +135,30 @@ std::optional<ConstantView> viewConstant(Value v) {
   }
 }
 
-/// Whether `v` is a constant (or a view of one) [.., n, n] (n = sq = sk)
-/// of element type T whose every element agrees with its place:
-/// `agrees(value, j > i)` for the element at row i, column j of its
-/// trailing matrix.
+/// isTriangle's element check of the constant view `view` seen as `type`.
 template <typename T, typename Agrees>
-bool isTriangle(Value v, int64_t sq, int64_t sk, Agrees agrees) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (!type || type.getRank() < 2 || sq != sk ||
-      type.getShape().drop_back().back() != sq || type.getShape().back() != sk)
-    return false;
-  std::optional<ConstantView> view = viewConstant(v);
-  if (!view)
-    return false;
+bool isTriangleOf(const ConstantView &view, RankedTensorType type,
+                  Agrees agrees) {
   if constexpr (std::is_same_v<T, bool>) {
-    if (!view->attr.getElementType().isInteger(1))
+    if (!view.attr.getElementType().isInteger(1))
       return false;
-  } else if (!isa<FloatType>(view->attr.getElementType())) {
+  } else if (!isa<FloatType>(view.attr.getElementType())) {
     return false;
   }
-  auto values = view->attr.tryGetValues<T>();
+  auto values = view.attr.tryGetValues<T>();
   if (!values)
     return false;
   // Row-major strides of the constant; the view's element at `index` is
   // the constant's at index + offsets.
   ArrayRef<int64_t> shape = type.getShape();
-  auto full = cast<ShapedType>(view->attr.getType()).getShape();
+  auto full = cast<ShapedType>(view.attr.getType()).getShape();
   SmallVector<int64_t> strides(full.size(), 1);
   for (int64_t d = full.size() - 2; d >= 0; --d)
     strides[d] = strides[d + 1] * full[d + 1];
   SmallVector<int64_t> index(shape.size(), 0);
   for (int64_t e = 0, n = type.getNumElements(); e < n; ++e) {
     int64_t at = 0;
-    for (auto [i, offset, stride] : llvm::zip(index, view->offsets, strides))
+    for (auto [i, offset, stride] : llvm::zip(index, view.offsets, strides))
       at += (i + offset) * stride;
     int64_t i = index[shape.size() - 2], j = index.back();
     if (!agrees(T(values->begin()[at]), j > i))
@@ -175,21 +169,60 @@ bool isTriangle(Value v, int64_t sq, int64_t sk, Agrees agrees) {
   return true;
 }
 
+/// Masks already checked in one run of the pass, by what they are a view
+/// of and the check: a model's layers share one mask constant (identical
+/// constants are one attribute), and checking a 2048 x 2048 mask element
+/// by element for each of 96 layers took seconds.
+using MaskKey =
+    std::tuple<const void *, std::vector<int64_t>, std::vector<int64_t>, int>;
+using MaskChecks = std::map<MaskKey, bool>;
+
+/// Whether `v` is a constant (or a view of one) [.., n, n] (n = sq = sk)
+/// of element type T whose every element agrees with its place:
+/// `agrees(value, j > i)` for the element at row i, column j of its
+/// trailing matrix. `check` names the test `agrees` makes, for `checks`.
+template <typename T, typename Agrees>
+bool isTriangle(Value v, int64_t sq, int64_t sk, Agrees agrees, int check,
+                MaskChecks &checks) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || type.getRank() < 2 || sq != sk ||
+      type.getShape().drop_back().back() != sq || type.getShape().back() != sk)
+    return false;
+  std::optional<ConstantView> view = viewConstant(v);
+  if (!view)
+    return false;
+  MaskKey key{
+      view->attr.getAsOpaquePointer(),
+      std::vector<int64_t>(view->offsets.begin(), view->offsets.end()),
+      std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+      check};
+  if (auto it = checks.find(key); it != checks.end())
+    return it->second;
+  return checks[key] = isTriangleOf<T>(*view, type, agrees);
+}
+
 /// Whether `v` is a constant causal mask of [.., sq, sk] scores: true above
 /// the diagonal (`future`: what masked_fill hides) or on and below it.
-bool isCausalMask(Value v, int64_t sq, int64_t sk, bool future) {
-  return isTriangle<bool>(v, sq, sk, [&](bool bit, bool isFuture) {
-    return bit == (future ? isFuture : !isFuture);
-  });
+bool isCausalMask(Value v, int64_t sq, int64_t sk, bool future,
+                  MaskChecks &checks) {
+  return isTriangle<bool>(
+      v, sq, sk,
+      [&](bool bit, bool isFuture) {
+        return bit == (future ? isFuture : !isFuture);
+      },
+      future ? 1 : 0, checks);
 }
 
 /// Whether `v` is a constant additive causal mask: 0 on and below the
 /// diagonal, a masking fill above it.
-bool isAdditiveCausalMask(Value v, int64_t sq, int64_t sk) {
-  return isTriangle<APFloat>(v, sq, sk, [](const APFloat &x, bool isFuture) {
-    double d = x.convertToDouble();
-    return isFuture ? d <= kMaskedFill : d == 0.0;
-  });
+bool isAdditiveCausalMask(Value v, int64_t sq, int64_t sk, MaskChecks &checks) {
+  return isTriangle<APFloat>(
+      v, sq, sk,
+      [](const APFloat &x, bool isFuture) {
+        double d = x.convertToDouble();
+        return isFuture ? d <= kMaskedFill : d == 0.0;
+      },
+      2, checks);
 }
 
 /// Whether `v` is a constant (or a view of one) all of whose elements are
@@ -280,7 +313,8 @@ bool isNanGuard(Operation *user, Value p) {
 /// Matches the attention around `softmax`. Returns std::nullopt silently
 /// for a softmax that is not between two matmuls; otherwise the match or
 /// (in `why`) the reason it does not fuse.
-std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
+std::optional<Attention> match(SoftmaxOp softmax, std::string &why,
+                               MaskChecks &checks) {
   Attention a;
   a.softmax = softmax;
   auto scores = cast<RankedTensorType>(softmax.getType());
@@ -362,13 +396,13 @@ std::optional<Attention> match(SoftmaxOp softmax, std::string &why) {
       bool fillFirst = where.getX() == other;
       std::optional<double> fill = splatValue(other);
       if (!fill || !(*fill <= kMaskedFill) ||
-          !isCausalMask(where.getCondition(), sq, sk, fillFirst)) {
+          !isCausalMask(where.getCondition(), sq, sk, fillFirst, checks)) {
         why = "its mask is not causal (a constant triangle filled with "
               "-inf)";
         return std::nullopt;
       }
       a.causal = true;
-    } else if (isa<AddOp>(op) && isAdditiveCausalMask(other, sq, sk)) {
+    } else if (isa<AddOp>(op) && isAdditiveCausalMask(other, sq, sk, checks)) {
       a.causal = true;
     } else if (isa<AddOp>(op) && isZeroMask(other)) {
       continue; // hides nothing: no mask
@@ -537,9 +571,10 @@ struct FuseAttentionPass : weft::impl::FuseAttentionBase<FuseAttentionPass> {
   void runOnOperation() override {
     SmallVector<SoftmaxOp> softmaxes;
     getOperation().walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    MaskChecks checks;
     for (SoftmaxOp softmax : softmaxes) {
       std::string why;
-      if (std::optional<Attention> a = match(softmax, why))
+      if (std::optional<Attention> a = match(softmax, why, checks))
         fuse(*a);
       else if (!why.empty())
         softmax.emitWarning("core attention not fused (--flash-attention): ")

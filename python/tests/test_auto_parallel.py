@@ -16,11 +16,12 @@ from weft.layouts import layout_flags, layout_ranks
 from weft.oracle import mpirun
 
 SEARCH = ["--auto-parallel", "--devices=2", "--device-model=cpu",
-          "--optimizer=adamw"]
+          "--optimizer=adamw", "--search=compile"]
 ROW = re.compile(
     r"^\s*(\d+)  (P\d+ T\d+ D\d+ M\d+[^\d].*?)\s+([0-9.]+)\s+([0-9.]+)\s+"
     r"([0-9.]+)\s+([0-9.]+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+"
-    r"([0-9.]+)\s+([0-9.]+)  (compute|memory|bubble|tensor comm|data comm)$")
+    r"([0-9.]+)\s+([0-9.]+)  (compute|memory|bubble|tensor comm|data comm)"
+    r"\s+(compiled|estimated)$")
 SUMMARY = re.compile(r"auto-parallel: (\d+) layouts of 2 devices, global batch "
                      r"8, on cpu, (\d+) bytes a device: (\d+) fit, (\d+) do "
                      r"not compile")
@@ -36,7 +37,7 @@ def rows(text):
                             step=float(m[3]), samples=float(m[4]),
                             mfu=float(m[5]), hfu=float(m[6]), peak=int(m[7]),
                             parts=[float(m[i]) for i in range(8, 13)],
-                            bound=m[13]))
+                            bound=m[13], how=m[14]))
     return out
 
 
@@ -180,6 +181,31 @@ def test_explain_places_a_layout_given_by_hand(search, models_dir):
                                   abs=0.005 + 0.01)
 
 
+def test_an_estimated_search_compiles_what_it_picks(search, models_dir):
+    """--search=estimate profiles each class once (P = D = M = 1) and
+    estimates every layout from it; it compiles the most promising ones, and
+    the plan's layout is a compiled one. On this model it finds the same
+    best layout as compiling all of them, and every compiled row is what
+    the compile-every-layout search printed for it."""
+    result = run([tool("weftc"), str(models_dir / "gpt.onnx"),
+                  *SEARCH[:-1], "--search=estimate", "--top=10000"])
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    m = re.search(r"estimated from (\d+) one-stage profiles, (\d+) "
+                  r"compiled", out)
+    assert m and 0 < int(m[1]) < 50 and 0 < int(m[2]) <= 16, out
+    table = rows(out)
+    compiled = [r for r in table if r["how"] == "compiled"]
+    assert len(compiled) == int(m[2])
+    # Compiled rows first, then the estimates.
+    assert table[:len(compiled)] == compiled
+    exact = {r["layout"]: r for r in rows(search[0])}
+    for r in compiled:  # all but the place in the table
+        assert {**r, "place": 0} == {**exact[r["layout"]], "place": 0}
+    best = re.search(r"^best: (.*)$", out, re.M).group(1)
+    assert best == re.search(r"^best: (.*)$", search[0], re.M).group(1)
+
+
 def test_global_batch_replaces_the_models(models_dir, tmp_path):
     """--global-batch 16 lays out 16 samples a step of the batch-8 export:
     the summary says so, micro-batches range over its divisors, and the plan
@@ -212,6 +238,11 @@ def test_global_batch_replaces_the_models(models_dir, tmp_path):
      "is 4"),
     (["--auto-parallel", "--devices=2", "--device-model=tpu"],
      "--device-model: unknown device model 'tpu'"),
+    (["--auto-parallel", "--devices=2", "--search=guess"],
+     "--search 'guess': expected auto, compile or estimate"),
+    (["--auto-parallel", "--devices=2", "--confirm=-1"],
+     "--confirm must be at least 0"),
+    (["--search=estimate"], "--search needs --auto-parallel"),
 ])
 def test_bad_search_flags_are_errors(flags, message, models_dir):
     result = run([tool("weftc"), str(models_dir / "gpt.onnx"), *flags])

@@ -2,6 +2,7 @@
 
 #include "AutoParallel.h"
 
+#include "LayoutEstimate.h"
 #include "PipelineReport.h"
 
 #include "weft/Analysis/MemoryPlan.h"
@@ -17,6 +18,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <map>
 
 using namespace mlir;
 
@@ -171,8 +174,8 @@ weft::LayoutScore weft::scoreLayout(const Layout &layout, llvm::StringRef model,
                                     llvm::StringRef source, bool onnxText,
                                     const ImportOptions &importOptions,
                                     PlanPipelineOptions &pipelineOptions,
-                                    const DeviceModel &device,
-                                    bool sixteenBit) {
+                                    const DeviceModel &device, bool sixteenBit,
+                                    StepProfile *profile) {
   LayoutScore score;
   score.layout = layout;
   auto keep = [&](const llvm::Twine &message) {
@@ -257,6 +260,9 @@ weft::LayoutScore weft::scoreLayout(const Layout &layout, llvm::StringRef model,
         });
   score.bubble = std::max(0.0, step.stepSeconds - step.busySeconds[critical] -
                                    score.tensorComm - score.dataComm);
+  if (profile)
+    *profile = profileStep(*module, step, device, plans.of(ranks[0]).arenaBytes,
+                           breakDownMemory(ranks[0], plans.of(ranks[0])));
   return score;
 }
 
@@ -272,6 +278,10 @@ weft::SearchResult weft::rankLayouts(std::vector<LayoutScore> scores,
                        return fits(a);
                      if (a.compiled() != b.compiled())
                        return a.compiled();
+                     // Compiled figures before estimated ones: the
+                     // estimate only orders what was not compiled.
+                     if (a.estimated != b.estimated)
+                       return b.estimated;
                      if (a.stepSeconds != b.stepSeconds)
                        return a.stepSeconds < b.stepSeconds;
                      return a.peakBytes < b.peakBytes;
@@ -287,19 +297,20 @@ weft::SearchResult weft::rankLayouts(std::vector<LayoutScore> scores,
 void weft::printLayoutTable(llvm::ArrayRef<LayoutScore> rows,
                             llvm::raw_ostream &os, int64_t first) {
   os << llvm::formatv("{0,4}  {1,-40} {2,10} {3,10} {4,6} {5,6} {6,14} "
-                      "{7,10} {8,10} {9,10} {10,10} {11,10}  {12}\n",
+                      "{7,10} {8,10} {9,10} {10,10} {11,10}  {12,-11}  {13}\n",
                       "#", "layout", "step ms", "samples/s", "MFU%", "HFU%",
                       "peak bytes", "compute", "memory", "bubble", "tensor",
-                      "data", "bound");
+                      "data", "bound", "how");
   for (auto [i, row] : llvm::enumerate(rows))
     os << llvm::formatv("{0,4}  {1,-40} {2,10:f2} {3,10:f2} {4,6:f1} "
                         "{5,6:f1} {6,14} {7,10:f2} {8,10:f2} {9,10:f2} "
-                        "{10,10:f2} {11,10:f2}  {12}\n",
+                        "{10,10:f2} {11,10:f2}  {12,-11}  {13}\n",
                         first + int64_t(i), row.layout.brief(),
                         row.stepSeconds * 1e3, row.samplesPerSecond,
                         100 * row.mfu, 100 * row.hfu, row.peakBytes,
                         row.compute * 1e3, row.memory * 1e3, row.bubble * 1e3,
-                        row.tensorComm * 1e3, row.dataComm * 1e3, row.bound());
+                        row.tensorComm * 1e3, row.dataComm * 1e3, row.bound(),
+                        row.estimated ? "estimated" : "compiled");
 }
 
 std::string weft::nothingFits(const SearchResult &result, int64_t capBytes) {
@@ -323,38 +334,131 @@ std::string weft::nothingFits(const SearchResult &result, int64_t capBytes) {
                        memory.bytes[largest]);
 }
 
-llvm::Expected<weft::Layout>
-weft::searchLayouts(const SearchRequest &request,
-                    llvm::function_ref<LayoutScore(const Layout &)> score,
-                    llvm::raw_ostream &os) {
+namespace {
+/// The one-stage layout whose profile estimates `layout`: its T, sequence
+/// parallelism, recompute and flash attention; P = D = M = 1.
+weft::Layout classOf(const weft::Layout &layout) {
+  weft::Layout one;
+  one.tensor = layout.tensor;
+  one.sequenceParallel = layout.sequenceParallel;
+  one.recompute = layout.recompute;
+  one.granularity = layout.granularity;
+  one.flashAttention = layout.flashAttention;
+  return one;
+}
+
+/// Every layout estimated from its class's profiles at micro-batch sizes
+/// 1 and 2 (each class compiled once or twice).
+std::vector<weft::LayoutScore>
+estimateLayouts(const std::vector<weft::Layout> &layouts,
+                const weft::SearchRequest &request, weft::CompileLayout compile,
+                int64_t &profiled) {
+  using namespace weft;
+  struct Class {
+    LayoutScore score;
+    StepProfile profile;
+  };
+  std::map<std::string, Class> classes;
+  ScheduleCache cache;
+  std::vector<LayoutScore> scores;
+  for (const Layout &layout : layouts) {
+    Layout key = classOf(layout);
+    auto [it, fresh] = classes.try_emplace(key.flags());
+    Class &c = it->second;
+    if (fresh) {
+      c.score = compile(key, 1, &c.profile);
+      ++profiled;
+    }
+    if (!c.score.compiled()) {
+      LayoutScore failed;
+      failed.layout = layout;
+      failed.error = c.score.error;
+      scores.push_back(failed);
+      continue;
+    }
+    scores.push_back(estimateLayout(layout, c.profile, request.space.batch,
+                                    request.device, request.sixteenBit,
+                                    request.capBytes, cache));
+  }
+  return scores;
+}
+
+} // namespace
+
+llvm::Expected<weft::Layout> weft::searchLayouts(const SearchRequest &request,
+                                                 CompileLayout compile,
+                                                 llvm::raw_ostream &os) {
   auto start = std::chrono::steady_clock::now();
   std::vector<Layout> layouts = enumerateLayouts(request.space);
   if (request.explain && !llvm::is_contained(layouts, *request.explain))
     layouts.push_back(*request.explain);
+  bool estimate =
+      request.mode == SearchMode::Estimate ||
+      (request.mode == SearchMode::Auto && layouts.size() > kCompileEach);
   std::vector<LayoutScore> scores;
-  scores.reserve(layouts.size());
-  for (const Layout &layout : layouts) {
-    scores.push_back(score(layout));
-    if (scores.back().compiled())
-      scores.back().samplesPerSecond =
-          double(request.space.batch) / scores.back().stepSeconds;
+  int64_t profiled = 0;
+  if (estimate) {
+    scores = estimateLayouts(layouts, request, compile, profiled);
+  } else {
+    scores.reserve(layouts.size());
+    for (const Layout &layout : layouts)
+      scores.push_back(compile(layout, 0, nullptr));
   }
   SearchResult result = rankLayouts(std::move(scores), request.capBytes);
+  auto fits = [&](const LayoutScore &s) {
+    return s.compiled() &&
+           (request.capBytes <= 0 || s.peakBytes <= request.capBytes);
+  };
+  // Estimated: compile candidates in the estimate's order while the next
+  // is estimated faster than the fastest compiled one that fits (at most
+  // request.confirm), and the hand-made layout, to place it exactly.
+  int64_t compiledCount = 0;
+  if (estimate) {
+    double fastest = std::numeric_limits<double>::infinity();
+    for (LayoutScore &s : result.scores) {
+      bool mine = request.explain && s.layout == *request.explain;
+      if (!mine && (!fits(s) || compiledCount >= request.confirm ||
+                    s.stepSeconds >= fastest))
+        continue;
+      s = compile(s.layout, 0, nullptr);
+      ++compiledCount;
+      if (fits(s))
+        fastest = std::min(fastest, s.stepSeconds);
+    }
+    result = rankLayouts(std::move(result.scores), request.capBytes);
+  }
+  for (LayoutScore &s : result.scores)
+    if (s.compiled())
+      s.samplesPerSecond = double(request.space.batch) / s.stepSeconds;
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   os << llvm::formatv(
       "auto-parallel: {0} layouts of {1} devices, global "
-      "batch {2}, on {3}, {4}: {5} fit, {6} do not compile; "
-      "searched in {7:f1} s\n",
+      "batch {2}, on {3}, {4}: {5} fit, {6} do not compile; {7}"
+      "searched in {8:f1} s\n",
       result.scores.size(), request.space.devices, request.space.batch,
-      request.deviceName,
+      request.device.name,
       request.capBytes > 0
           ? llvm::formatv("{0} bytes a device", request.capBytes).str()
           : std::string("no memory cap"),
-      result.fitting, result.failed, seconds);
+      result.fitting, result.failed,
+      estimate ? llvm::formatv("estimated from {0} one-stage profiles, {1} "
+                               "compiled; ",
+                               profiled, compiledCount)
+                     .str()
+               : std::string(),
+      seconds);
   int64_t shown = std::min<int64_t>(request.top, result.fitting);
   printLayoutTable(llvm::ArrayRef(result.scores).take_front(shown), os);
+  // The plan is a compiled layout's, the fastest that fits (compiled rows
+  // rank first); with nothing compiled (--confirm 0), the fastest
+  // estimate's.
+  auto best = llvm::find_if(result.scores, fits);
+  auto slowest = [](const LayoutScore &s) {
+    return 1e3 *
+           std::max({s.compute, s.memory, s.bubble, s.tensorComm, s.dataComm});
+  };
   if (request.explain) {
     auto mine = llvm::find_if(result.scores, [&](const LayoutScore &s) {
       return s.layout == *request.explain;
@@ -363,29 +467,23 @@ weft::searchLayouts(const SearchRequest &request,
     os << "yours: " << mine->layout.flags() << "\n";
     if (!mine->compiled())
       os << "  does not compile: " << mine->error << "\n";
-    else if (place >= result.fitting)
+    else if (!fits(*mine))
       os << llvm::formatv("  does not fit: its peak is {0} bytes (rank {1}), "
                           "over the cap by {2}\n",
                           mine->peakBytes, mine->peakRank,
                           mine->peakBytes - request.capBytes);
     if (mine->compiled()) {
       printLayoutTable(llvm::ArrayRef(*mine), os, place + 1);
-      if (result.fitting > 0)
-        os << llvm::formatv(
-            "  {0:f2}x the best's step; bound: {1} ({2:f2} ms), the best's: "
-            "{3} ({4:f2} ms)\n",
-            mine->stepSeconds / result.scores[0].stepSeconds, mine->bound(),
-            1e3 * std::max({mine->compute, mine->memory, mine->bubble,
-                            mine->tensorComm, mine->dataComm}),
-            result.scores[0].bound(),
-            1e3 *
-                std::max({result.scores[0].compute, result.scores[0].memory,
-                          result.scores[0].bubble, result.scores[0].tensorComm,
-                          result.scores[0].dataComm}));
+      if (best != result.scores.end())
+        os << llvm::formatv("  {0:f2}x the best's step; bound: {1} ({2:f2} "
+                            "ms), the best's: {3} ({4:f2} ms)\n",
+                            mine->stepSeconds / best->stepSeconds,
+                            mine->bound(), slowest(*mine), best->bound(),
+                            slowest(*best));
     }
   }
-  if (result.fitting == 0)
+  if (best == result.scores.end())
     return llvm::createStringError(nothingFits(result, request.capBytes));
-  os << "best: " << result.scores[0].layout.flags() << "\n";
-  return result.scores[0].layout;
+  os << "best: " << best->layout.flags() << "\n";
+  return best->layout;
 }

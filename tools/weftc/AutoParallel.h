@@ -92,6 +92,8 @@ struct LayoutScore {
   int64_t peakRank = 0;
   MemoryBreakdown breakdown; ///< that rank's bytes at its peak
   double compute = 0, memory = 0, bubble = 0, tensorComm = 0, dataComm = 0;
+  /// Estimated from its class's profile (LayoutEstimate.h), not compiled.
+  bool estimated = false;
 
   bool compiled() const { return error.empty(); }
   /// The largest part: "compute", "memory", "bubble", "tensor comm" or
@@ -99,15 +101,19 @@ struct LayoutScore {
   llvm::StringRef bound() const;
 };
 
+struct StepProfile;
+
 /// Compiles `layout` (its options already in `pipelineOptions` and
 /// `importOptions`) in a context of its own and scores it on `device`.
 /// Diagnostics are kept, not printed: the first error becomes `error`.
 /// `sixteenBit`: MFU against the 16-bit peak (--precision bf16|f16).
+/// `profile`: also filled with the step's profile (a one-stage layout's).
 LayoutScore scoreLayout(const Layout &layout, llvm::StringRef model,
                         llvm::StringRef source, bool onnxText,
                         const ImportOptions &importOptions,
                         PlanPipelineOptions &pipelineOptions,
-                        const DeviceModel &device, bool sixteenBit);
+                        const DeviceModel &device, bool sixteenBit,
+                        StepProfile *profile = nullptr);
 
 /// The search's outcome: every score, those that compile and fit `capBytes`
 /// (0: no cap) first, fastest first (ties: the smaller peak).
@@ -127,23 +133,39 @@ void printLayoutTable(llvm::ArrayRef<LayoutScore> rows, llvm::raw_ostream &os,
 /// layouts that compile, its layout, and its largest memory category.
 std::string nothingFits(const SearchResult &result, int64_t capBytes);
 
+/// How the search scores layouts: by compiling each, or by estimating
+/// each from its class's profile and compiling the most promising
+/// (LayoutEstimate.h). Auto compiles each when there are at most
+/// kCompileEach layouts.
+enum class SearchMode { Auto, Compile, Estimate };
+inline constexpr size_t kCompileEach = 400;
+
 struct SearchRequest {
   SearchSpace space;
+  SearchMode mode = SearchMode::Auto;
+  /// Estimated: the most layouts compiled to confirm the estimate's order.
+  int64_t confirm = 16;
   int64_t capBytes = 0; ///< a device's memory, bytes (0: no cap)
   int64_t top = 5;      ///< rows of the table
   /// --explain: a layout given by hand, shown beside the best.
   std::optional<Layout> explain;
-  std::string deviceName;
+  DeviceModel device;
+  bool sixteenBit = false;
 };
 
-/// Scores every layout of `request.space` with `score`, prints a summary
-/// line and the top K table to `os` (with `explain`, its row, its place
-/// and its parts beside the best's), and returns the fastest layout that
-/// fits; an error (nothingFits's) when none does.
-llvm::Expected<Layout>
-searchLayouts(const SearchRequest &request,
-              llvm::function_ref<LayoutScore(const Layout &)> score,
-              llvm::raw_ostream &os);
+/// Compiles a layout for a step of `batch` samples (0: the search's) and
+/// scores it, filling `profile` when given (scoreLayout).
+using CompileLayout = llvm::function_ref<LayoutScore(
+    const Layout &layout, int64_t batch, StepProfile *profile)>;
+
+/// Scores every layout of `request.space` with `compile` (or estimates
+/// them, SearchMode), prints a summary line and the top K table to `os`
+/// (with `explain`, its row, its place and its parts beside the best's),
+/// and returns the fastest compiled layout that fits; an error
+/// (nothingFits's) when none does.
+llvm::Expected<Layout> searchLayouts(const SearchRequest &request,
+                                     CompileLayout compile,
+                                     llvm::raw_ostream &os);
 
 } // namespace weft
 

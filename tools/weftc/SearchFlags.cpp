@@ -2,6 +2,7 @@
 
 #include "SearchFlags.h"
 
+#include "LayoutEstimate.h"
 #include "LayoutFlags.h"
 
 #include "weft/Analysis/DeviceModelFile.h"
@@ -37,6 +38,20 @@ cl::opt<int64_t> top("top",
                      cl::desc("With --auto-parallel: the layouts shown "
                               "(default 5)"),
                      cl::init(5), cl::cat(optionCategory()));
+cl::opt<std::string>
+    search("search",
+           cl::desc("With --auto-parallel: compile every layout (compile), or "
+                    "estimate each from a one-stage compile of its class and "
+                    "compile the most promising (estimate); auto (default) "
+                    "compiles every layout when there are at most 400"),
+           cl::init("auto"), cl::cat(optionCategory()));
+cl::opt<int64_t> confirm(
+    "confirm",
+    cl::desc("With --auto-parallel estimating: compile at most N of the "
+             "layouts estimated fastest, in order, while the next is "
+             "estimated faster than the fastest compiled (default 16; 0: "
+             "none, and the plan is the fastest estimate's)"),
+    cl::init(16), cl::cat(optionCategory()));
 cl::opt<bool> explain(
     "explain",
     cl::desc("With --auto-parallel: score the layout the flags give "
@@ -55,7 +70,7 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
   };
   if (!autoParallel) {
     for (cl::Option *flag : std::initializer_list<cl::Option *>{
-             &devices, &globalBatch, &top, &explain})
+             &devices, &globalBatch, &top, &search, &confirm, &explain})
       if (flag->getNumOccurrences())
         return fail("--" + flag->ArgStr + " needs --auto-parallel");
     return std::nullopt;
@@ -68,6 +83,12 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
     return fail("--auto-parallel needs --devices N, N at least 1");
   if (top < 1)
     return fail("--top must be at least 1");
+  if (confirm < 0)
+    return fail("--confirm must be at least 0");
+  if (search != "auto" && search != "compile" && search != "estimate")
+    return fail("--search '" + search +
+                "': expected auto, compile or "
+                "estimate");
   if (globalBatch.getNumOccurrences() && globalBatch < 1)
     return fail("--global-batch must be at least 1");
   if (explain && mine.devices() != n)
@@ -106,6 +127,7 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
   // The batch is dim 0 of the first input; --global-batch replaces it in
   // every input that shares it.
   int64_t batch = 0;
+  std::map<std::string, SmallVector<int64_t>> batched;
   for (BlockArgument arg : func.getArguments()) {
     auto name =
         func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), weft::kInputAttr);
@@ -113,12 +135,19 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
     if (!name || type.getRank() == 0 || (batch && type.getDimSize(0) != batch))
       continue;
     batch = type.getDimSize(0);
-    if (globalBatch.getNumOccurrences()) {
-      SmallVector<int64_t> shape(type.getShape());
-      shape[0] = globalBatch;
-      base.inputShapes[name.str()] = shape;
-    }
+    batched[name.str()] = SmallVector<int64_t>(type.getShape());
   }
+  // Every batched input at `samples` a step.
+  auto withBatch = [&](int64_t samples) {
+    std::map<std::string, SmallVector<int64_t>> shapes = base.inputShapes;
+    for (auto [name, shape] : batched) {
+      shape[0] = samples;
+      shapes[name] = shape;
+    }
+    return shapes;
+  };
+  if (globalBatch.getNumOccurrences())
+    base.inputShapes = withBatch(globalBatch);
   shapes = base.inputShapes;
   weft::SearchRequest request;
   request.space.devices = n;
@@ -130,17 +159,26 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
   request.top = top;
   if (explain)
     request.explain = mine;
-  request.deviceName = device.name;
-  auto score = [&](const weft::Layout &layout) {
+  request.device = device;
+  request.sixteenBit = flags.sixteenBit;
+  request.confirm = confirm;
+  request.mode = search == "compile"    ? weft::SearchMode::Compile
+                 : search == "estimate" ? weft::SearchMode::Estimate
+                                        : weft::SearchMode::Auto;
+  auto score = [&](const weft::Layout &layout, int64_t samples,
+                   weft::StepProfile *profile) {
     setLayoutFlags(layout);
     weft::PlanPipelineOptions candidate;
     weft::ImportOptions importOptions;
     (void)fillOptions(candidate, importOptions); // its flags passed above
-    importOptions.inputShapes = base.inputShapes;
+    importOptions.inputShapes =
+        samples > 0 ? withBatch(samples) : base.inputShapes;
     candidate.step = weft::CompiledStep::Train;
+    // A profile's W tasks apart from B (the same plan, tagged).
+    candidate.splitWeightGradients = profile != nullptr;
     return weft::scoreLayout(layout, model.getBuffer(), source, text,
-                             importOptions, candidate, device,
-                             flags.sixteenBit);
+                             importOptions, candidate, device, flags.sixteenBit,
+                             profile);
   };
   Expected<weft::Layout> best = weft::searchLayouts(request, score, outs());
   if (!best)

@@ -1,0 +1,107 @@
+//===- LayoutEstimate.h - layouts estimated from one-stage profiles -*- C++
+//-*-===//
+//
+// Compiling every layout of a large model on many devices takes hours (a
+// GPT-3 compile takes seconds, and 1024 devices have thousands of
+// layouts). The estimate compiles one step per class instead: the layouts
+// that share T, sequence parallelism, recompute and flash attention share
+// their per-micro-batch work, so one compile at P = D = M = 1 profiles all
+// of them. A layout's step is then its schedule's task orders
+// (TaskOrder.h: the orders weft-schedule emits) simulated with the
+// profile's forward, backward and weight-gradient times split evenly over
+// P stages (the partitioner balances them), plus the update (over D with
+// ZeRO) and the data-parallel collectives' exposed part; its memory is the
+// profile's model states over P (and D, as ZeRO shards them) plus the
+// kept activations of the micro-batches the schedule holds on rank 0.
+// One compile per class, at micro-batch size 1: the work of a micro-batch
+// of b samples is taken as b times it (GEMMs' FLOPs and activations' bytes
+// are; weights read once per GEMM are not, which the estimate ignores).
+//
+// What it leaves out: pipeline transfers (their bytes are unknown without
+// a cut), stage imbalance (embedding and head on the end stages), and the
+// overlap of data-parallel collectives beyond one micro-batch's backward.
+// The search compiles the layouts it picks (AutoParallel.h), so the plan
+// it writes is exact; the estimate only orders the candidates.
+//
+//===----------------------------------------------------------------------===//
+#ifndef WEFT_TOOLS_WEFTC_LAYOUTESTIMATE_H
+#define WEFT_TOOLS_WEFTC_LAYOUTESTIMATE_H
+
+#include "AutoParallel.h"
+
+#include "weft/Analysis/ModelStates.h"
+#include "weft/Analysis/PipelineSimulation.h"
+#include "weft/Analysis/TaskOrder.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace weft {
+
+/// What a compiled one-stage step (P = D = M = 1) says about its class.
+/// Seconds are of its one micro-batch: the ops' roofline and collective
+/// times by task kind, scaled so that with the update they add up to the
+/// simulated step (exposed collectives included).
+struct StepProfile {
+  double forward = 0, backward = 0, weight = 0, update = 0;
+  /// Where that time goes (LayoutScore's parts, bubble and data aside).
+  double compute = 0, memory = 0, tensorComm = 0;
+  ModelStates states; ///< the rank's parameters, gradients, state
+  int64_t kept = 0;   ///< kept activations of the micro-batch, bytes
+  int64_t other = 0;  ///< the arena's other bytes (temporaries, ...)
+  int64_t modelFlops = 0, hardwareFlops = 0; ///< over its T ranks
+};
+
+/// The profile of `module`, a compiled one-stage step, from its simulated
+/// `step` on `device` and its arena and breakdown.
+StepProfile profileStep(mlir::ModuleOp module, const SimResult &step,
+                        const DeviceModel &device, int64_t arenaBytes,
+                        const MemoryBreakdown &breakdown);
+
+/// The schedules' task orders and simulations, shared by the layouts of a
+/// search: layouts that differ in ZeRO stage only run the same pipeline.
+class ScheduleCache {
+public:
+  /// Rank 0's most micro-batches of a whole stage in flight under the
+  /// schedule (its orders simulated on uniform stages); nullopt, with the
+  /// reason in `why`, for a layout the schedule cannot run.
+  std::optional<int64_t> inFlight(ScheduleKind kind, int64_t ranks,
+                                  int64_t microBatches, int64_t chunks,
+                                  std::string &why);
+  /// The step of those orders with a stage's forward, backward and
+  /// weight-gradient seconds of a micro-batch (a chunk takes its share).
+  double makespan(ScheduleKind kind, int64_t ranks, int64_t microBatches,
+                  int64_t chunks, double forward, double backward,
+                  double weight);
+
+private:
+  using Key = std::tuple<int, int64_t, int64_t, int64_t>;
+  struct Orders {
+    std::vector<std::vector<OrderedTask>> orders;
+    int64_t inFlight = 0;
+    std::string why;
+  };
+  std::map<Key, Orders> orders;
+  std::map<std::tuple<Key, double, double, double>, double> makespans;
+};
+
+/// The estimated score of `layout` with `batch` samples a step from its
+/// class's `profile` (one micro-batch of one sample): the forward,
+/// backward, weight-gradient, kept and other bytes and FLOPs taken as
+/// proportional to the micro-batch size b = batch / (D M), the update and
+/// model states as independent of it. A layout whose estimated peak
+/// exceeds `capBytes` (> 0) is not timed (its step is infinite); `error`
+/// is set for a schedule the layout cannot run.
+LayoutScore estimateLayout(const Layout &layout, const StepProfile &profile,
+                           int64_t batch, const DeviceModel &device,
+                           bool sixteenBit, int64_t capBytes,
+                           ScheduleCache &cache);
+
+} // namespace weft
+
+#endif // WEFT_TOOLS_WEFTC_LAYOUTESTIMATE_H
