@@ -243,6 +243,8 @@ def test_global_batch_replaces_the_models(models_dir, tmp_path):
     (["--auto-parallel", "--devices=2", "--confirm=-1"],
      "--confirm must be at least 0"),
     (["--search=estimate"], "--search needs --auto-parallel"),
+    (["--auto-parallel", "--explain", "--pipeline-parallel=2",
+      "--schedule=zb-x"], "--schedule 'zb-x': expected gpipe, 1f1b"),
 ])
 def test_bad_search_flags_are_errors(flags, message, models_dir):
     result = run([tool("weftc"), str(models_dir / "gpt.onnx"), *flags])

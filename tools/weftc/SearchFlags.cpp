@@ -75,6 +75,13 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
         return fail("--" + flag->ArgStr + " needs --auto-parallel");
     return std::nullopt;
   }
+  // The flags' names first: --explain reads the layout they give.
+  {
+    weft::PlanPipelineOptions checked;
+    weft::ImportOptions unusedImport;
+    if (!fillOptions(checked, unusedImport))
+      return 1;
+  }
   weft::Layout mine = layoutOfFlags();
   int64_t n = devices.getNumOccurrences() ? devices
               : explain                   ? mine.devices()
