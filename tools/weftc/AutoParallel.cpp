@@ -347,8 +347,8 @@ weft::Layout classOf(const weft::Layout &layout) {
   return one;
 }
 
-/// Every layout estimated from its class's profiles at micro-batch sizes
-/// 1 and 2 (each class compiled once or twice).
+/// Every layout estimated from its class's profile (each class compiled
+/// once, at micro-batch size 1; `profiled` counts them).
 std::vector<weft::LayoutScore>
 estimateLayouts(const std::vector<weft::Layout> &layouts,
                 const weft::SearchRequest &request, weft::CompileLayout compile,
