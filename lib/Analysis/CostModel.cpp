@@ -177,20 +177,36 @@ int64_t weft::collectiveRanks(Operation *op) {
   return ranks;
 }
 
-int64_t weft::collectiveRanksPerNode(Operation *op, const DeviceModel &device) {
-  auto [shape, axes] = gridAxes(op);
-  // The members' offsets from the first, in rank order (row-major mesh).
+int64_t weft::groupRanksPerNode(ArrayRef<int64_t> shape, ArrayRef<int16_t> axes,
+                                int64_t devicesPerNode) {
+  // Row-major strides; a group inside one node needs no counting.
+  auto stride = [&](int16_t axis) {
+    int64_t s = 1;
+    for (int64_t inner : shape.drop_front(axis + 1))
+      s *= inner;
+    return s;
+  };
+  int64_t span = 1, ranks = 1;
+  for (int16_t axis : axes) {
+    span += (shape[axis] - 1) * stride(axis);
+    ranks *= shape[axis];
+  }
+  if (span <= devicesPerNode)
+    return ranks;
+  // The members' offsets from the first, in rank order.
   std::vector<int64_t> offsets = {0};
   for (int16_t axis : axes) {
-    int64_t stride = 1;
-    for (int64_t inner : shape.drop_front(axis + 1))
-      stride *= inner;
     std::vector<int64_t> next;
     for (int64_t offset : offsets)
       for (int64_t i = 0; i < shape[axis]; ++i)
-        next.push_back(offset + i * stride);
+        next.push_back(offset + i * stride(axis));
     offsets = std::move(next);
   }
   return llvm::count_if(
-      offsets, [&](int64_t offset) { return offset < device.devicesPerNode; });
+      offsets, [&](int64_t offset) { return offset < devicesPerNode; });
+}
+
+int64_t weft::collectiveRanksPerNode(Operation *op, const DeviceModel &device) {
+  auto [shape, axes] = gridAxes(op);
+  return groupRanksPerNode(shape, axes, device.devicesPerNode);
 }

@@ -33,14 +33,6 @@ std::vector<int64_t> divisors(int64_t n) {
   return result;
 }
 
-/// Whether the collective `op` runs over the main mesh's tensor axis.
-bool overTensorAxis(Operation *op, int64_t tensorAxis) {
-  if (tensorAxis < 0 || weft::onZeroMesh(op))
-    return false;
-  auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
-  return axes && llvm::is_contained(axes.asArrayRef(), int16_t(tensorAxis));
-}
-
 /// The step simulated with the collectives `free` selects taking no time.
 double stepWithout(std::vector<std::vector<weft::SimOp>> programs,
                    const weft::DeviceModel &device,
@@ -251,18 +243,20 @@ weft::LayoutScore weft::scoreLayout(const Layout &layout, llvm::StringRef model,
   if (layout.tensor > 1)
     score.tensorComm =
         step.stepSeconds - stepWithout(programs, device, [&](Operation *op) {
-          return overTensorAxis(op, tensorAxis);
+          return collectiveOverAxis(op, tensorAxis);
         });
   if (layout.data > 1)
     score.dataComm =
         step.stepSeconds - stepWithout(programs, device, [&](Operation *op) {
-          return !overTensorAxis(op, tensorAxis);
+          return !collectiveOverAxis(op, tensorAxis);
         });
   score.bubble = std::max(0.0, step.stepSeconds - step.busySeconds[critical] -
                                    score.tensorComm - score.dataComm);
   if (profile)
     *profile = profileStep(*module, step, device, plans.of(ranks[0]).arenaBytes,
-                           breakDownMemory(ranks[0], plans.of(ranks[0])));
+                           score.peakRank == 0
+                               ? score.breakdown
+                               : breakDownMemory(ranks[0], plans.of(ranks[0])));
   return score;
 }
 

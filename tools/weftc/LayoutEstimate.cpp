@@ -178,12 +178,13 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
   if (layout.zeroStage > 0)
     update /= d;
   // Data parallel: the rank's gradients reduced (and its parameters
-  // gathered under ZeRO) over D ranks; the ranks of a data group lie T
-  // apart (the mesh is row-major over pipeline, data, tensor).
+  // gathered under ZeRO) over D ranks, placed as the mesh (pipeline,
+  // data, tensor) places them.
   double data = 0;
   if (d > 1) {
-    int64_t perNode = std::min(
-        d, std::max<int64_t>(1, device.devicesPerNode / layout.tensor));
+    int64_t shape[] = {p, d, layout.tensor};
+    int16_t dataAxis[] = {1};
+    int64_t perNode = groupRanksPerNode(shape, dataAxis, device.devicesPerNode);
     auto time = [&](CollectiveKind kind, int64_t bytes) {
       return collectiveSeconds(kind, bytes, d, device, perNode);
     };

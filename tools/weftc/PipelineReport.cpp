@@ -20,10 +20,7 @@
 
 using namespace mlir;
 
-namespace {
-/// Whether the collective `op` runs over the device mesh's axis `axis`
-/// (alone).
-bool overAxis(Operation *op, int64_t axis) {
+bool weft::collectiveOverAxis(Operation *op, int64_t axis) {
   if (weft::onZeroMesh(op))
     return false;
   ArrayRef<shard::GridAxis> axes;
@@ -35,7 +32,6 @@ bool overAxis(Operation *op, int64_t axis) {
     axes = o.getGridAxes();
   return axes.size() == 1 && axes[0] == axis;
 }
-} // namespace
 
 void weft::printStageTable(ModuleOp module, const SimResult &prediction,
                            MemoryPlans &memoryPlans, const DeviceModel &device,
@@ -83,7 +79,7 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
   for (func::FuncOp func : stages)
     func.walk([&](Operation *op) {
       std::optional<CollectiveKind> kind = collectiveKind(op);
-      if (kind && overAxis(op, tensorAxis)) {
+      if (kind && collectiveOverAxis(op, tensorAxis)) {
         sequence |= *kind == CollectiveKind::ReduceScatter;
         gathers |= *kind == CollectiveKind::AllGather;
       }
@@ -139,8 +135,9 @@ void weft::printStageTable(ModuleOp module, const SimResult &prediction,
       } else if (auto recv = dyn_cast<IRecvOp>(op)) {
         received += byteSize(recv.getBuffer().getType());
       } else if (std::optional<CollectiveKind> kind = collectiveKind(&op);
-                 kind && (op.hasAttr(kBucketAttr) ||
-                          overAxis(&op, dataAxis) || onZeroMesh(&op))) {
+                 kind &&
+                 (op.hasAttr(kBucketAttr) ||
+                  collectiveOverAxis(&op, dataAxis) || onZeroMesh(&op))) {
         // A bucket's all-reduce, or (ZeRO) its reduce-scatter and the
         // all-gather of its updated parameters; stage 3's gathers of a
         // parameter before its uses.

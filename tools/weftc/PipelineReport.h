@@ -24,6 +24,10 @@
 
 namespace weft {
 
+/// Whether the collective `op` runs over the main device mesh's axis
+/// `axis` alone (not ZeRO's mesh).
+bool collectiveOverAxis(mlir::Operation *op, int64_t axis);
+
 /// `memory` plans each stage's arena (once, for plan emission too).
 /// `device` times the collectives of an unpipelined step.
 void printStageTable(mlir::ModuleOp module, const SimResult &prediction,

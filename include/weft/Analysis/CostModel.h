@@ -15,6 +15,7 @@
 #define WEFT_ANALYSIS_COSTMODEL_H
 
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/ArrayRef.h"
 
 #include <algorithm>
 #include <optional>
@@ -129,6 +130,9 @@ double collectiveSeconds(CollectiveKind kind, int64_t bytes, int64_t ranks,
 /// these are the members at offsets below devicesPerNode from the first;
 /// all of them when the group fits a node.
 int64_t collectiveRanksPerNode(mlir::Operation *op, const DeviceModel &device);
+/// The same for a group over `axes` of a mesh of `shape`.
+int64_t groupRanksPerNode(llvm::ArrayRef<int64_t> shape,
+                          llvm::ArrayRef<int16_t> axes, int64_t devicesPerNode);
 
 /// The whole tensor's bytes of a collective op (see above), and the ranks
 /// it runs over: the product of its grid axes' sizes (1 when the grid is

@@ -65,4 +65,17 @@ TEST(CollectiveCost, SeveralMembersANodeGoHierarchical) {
   EXPECT_LT(collectiveSeconds(CollectiveKind::AllReduce, kBytes, 32, d, 8),
             collectiveSeconds(CollectiveKind::AllReduce, kBytes, 32, d, 1));
 }
+TEST(CollectiveCost, MembersANodeFollowTheMeshsRankOrder) {
+  // Mesh (pipeline 1, data 4, tensor 2): a data group's ranks lie 2 apart,
+  // at offsets 0, 2, 4, 6; a tensor group's are adjacent.
+  const int64_t mesh[] = {1, 4, 2};
+  const int16_t data[] = {1}, tensor[] = {2}, both[] = {1, 2};
+  EXPECT_EQ(groupRanksPerNode(mesh, data, 8), 4); // inside one node
+  EXPECT_EQ(groupRanksPerNode(mesh, data, 4), 2); // 0 and 2
+  EXPECT_EQ(groupRanksPerNode(mesh, data, 3), 2); // 0 and 2: T need not
+                                                  // divide the node
+  EXPECT_EQ(groupRanksPerNode(mesh, data, 2), 1);
+  EXPECT_EQ(groupRanksPerNode(mesh, tensor, 2), 2);
+  EXPECT_EQ(groupRanksPerNode(mesh, both, 4), 4); // ranks 0-3 of 0-7
+}
 } // namespace
