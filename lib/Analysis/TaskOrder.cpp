@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <limits>
 
 using namespace weft;
 
@@ -225,15 +225,25 @@ weft::simulateTaskOrders(ScheduleKind kind, int64_t ranks,
              std::to_string(ranks) + " ranks";
     return std::nullopt;
   }
-  // End time of each (kind, stage, micro-batch) run so far.
-  std::map<std::tuple<TaskKind, int64_t, int64_t>, double> ended;
-  std::map<int64_t, int64_t> rankOfStage;
+  // The rank of each stage; -1: none yet.
+  std::vector<int64_t> rankOfStage;
+  int64_t microBatches = 0;
   for (int64_t r = 0; r < ranks; ++r)
-    for (const OrderedTask &t : orders[r])
-      rankOfStage[chunkStage(kind, ranks, r, t.chunk)] = r;
+    for (const OrderedTask &t : orders[r]) {
+      int64_t s = chunkStage(kind, ranks, r, t.chunk);
+      if (s < 0 || t.microBatch < 0) {
+        *error = "task " + t.label() + " of rank " + std::to_string(r) +
+                 " has a negative chunk or micro-batch";
+        return std::nullopt;
+      }
+      if (s >= int64_t(rankOfStage.size()))
+        rankOfStage.resize(s + 1, -1);
+      rankOfStage[s] = r;
+      microBatches = std::max(microBatches, t.microBatch + 1);
+    }
   int64_t stages = rankOfStage.size();
   for (int64_t s = 0; s < stages; ++s)
-    if (!rankOfStage.count(s)) {
+    if (rankOfStage[s] < 0) {
       *error = "no rank runs stage " + std::to_string(s);
       return std::nullopt;
     }
@@ -245,6 +255,17 @@ weft::simulateTaskOrders(ScheduleKind kind, int64_t ranks,
                  std::string(split ? " and W" : "") + " tasks";
         return std::nullopt;
       }
+  // End time of each (kind, stage, micro-batch) run so far; NaN: not yet.
+  // A flat table: a search simulates orders of 10^5 tasks thousands of
+  // times.
+  auto kindIndex = [](TaskKind k) {
+    return k == TaskKind::Forward ? 0 : k == TaskKind::Backward ? 1 : 2;
+  };
+  std::vector<double> ended(3 * stages * microBatches,
+                            std::numeric_limits<double>::quiet_NaN());
+  auto endedAt = [&](TaskKind k, int64_t stage, int64_t mb) -> double & {
+    return ended[(kindIndex(k) * stages + stage) * microBatches + mb];
+  };
 
   std::vector<size_t> next(ranks, 0);
   std::vector<double> freeAt(ranks, 0);
@@ -256,11 +277,11 @@ weft::simulateTaskOrders(ScheduleKind kind, int64_t ranks,
 
   auto readyAt = [&](int64_t r, TaskKind k, int64_t stage, int64_t mb,
                      double &at) {
-    auto it = ended.find({k, stage, mb});
-    if (it == ended.end())
+    double end = endedAt(k, stage, mb);
+    if (std::isnan(end))
       return false;
-    bool remote = rankOfStage.at(stage) != r;
-    at = std::max(at, it->second + (remote ? times.transfer : 0));
+    bool remote = rankOfStage[stage] != r;
+    at = std::max(at, end + (remote ? times.transfer : 0));
     return true;
   };
   size_t remaining = 0;
@@ -298,7 +319,7 @@ weft::simulateTaskOrders(ScheduleKind kind, int64_t ranks,
           sim.innerIdle[r] += start - freeAt[r];
         sim.busy[r] += duration;
         freeAt[r] = end;
-        ended[{t.kind, s, t.microBatch}] = end;
+        endedAt(t.kind, s, t.microBatch) = end;
         if (t.kind == TaskKind::Forward)
           held[r].push_back({start, +1});
         if (t.kind == (split ? TaskKind::Weight : TaskKind::Backward))

@@ -9,6 +9,7 @@
 
 #include "AttributeSets.h"
 
+#include "weft/Analysis/RepeatedLayers.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -27,12 +28,6 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-
-/// A model input argument (not a parameter, state or optimizer state).
-bool isModelInput(BlockArgument arg) {
-  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  return func && func.getArgAttr(arg.getArgNumber(), kInputAttr);
-}
 
 /// Ops whose recomputation would be wrong or pointless.
 bool recomputable(Operation *op) {
@@ -199,128 +194,13 @@ struct CheckpointPass : weft::impl::CheckpointBase<CheckpointPass> {
       if (skipped(key))
         continue;
       if (granularity == "layer") {
-        for (ArrayRef<Operation *> segment : layers(segments(ops)))
+        for (ArrayRef<Operation *> segment :
+             repeatedLayers(residualSegments(ops)))
           recomputeRegion(segment, /*insertBefore=*/nullptr);
       } else {
         recomputeRegion(ops, firstBackward.at(key));
       }
     }
-  }
-
-  /// Layer granularity: the region split at every point where a single
-  /// activation is live from one part to the next (the residual stream
-  /// between blocks, or between a block's attention and MLP halves); each
-  /// part is recomputed from that one value, just before its own backward.
-  static SmallVector<ArrayRef<Operation *>>
-  segments(ArrayRef<Operation *> ops) {
-    llvm::DenseMap<Operation *, size_t> index;
-    for (auto [i, op] : llvm::enumerate(ops))
-      index[op] = i;
-    // crossing[i]: values defined at or before i that a forward op after i
-    // reads (a reader outside the region reads "after" every cut).
-    std::vector<int64_t> delta(ops.size() + 1, 0);
-    for (auto [i, op] : llvm::enumerate(ops))
-      for (Value r : op->getResults()) {
-        size_t last = i;
-        for (Operation *user : r.getUsers()) {
-          if (!isForward(user))
-            continue;
-          auto it = index.find(user);
-          last = std::max(last, it == index.end() ? ops.size() : it->second);
-        }
-        if (last > i) {
-          ++delta[i];
-          --delta[last];
-        }
-      }
-    // Activations from before the region (received activations, model
-    // inputs) cross the cuts between their first and last reader in it, as
-    // the block input x of y = x + f(x) does; parameters and constants are
-    // free. (Counting them from the region's start would let the targets a
-    // loss reads at the very end cross every cut.)
-    llvm::DenseMap<Value, std::pair<size_t, size_t>> outsideUses;
-    for (auto [i, op] : llvm::enumerate(ops))
-      for (Value v : op->getOperands()) {
-        Operation *def = v.getDefiningOp();
-        if (def ? index.count(def) || isa<ConstantOp>(def)
-                : !isModelInput(cast<BlockArgument>(v)))
-          continue;
-        auto [it, inserted] = outsideUses.try_emplace(v, i, i);
-        it->second.second = i;
-      }
-    for (auto &[v, uses] : outsideUses) {
-      ++delta[uses.first];
-      --delta[uses.second];
-    }
-    SmallVector<ArrayRef<Operation *>> parts;
-    size_t begin = 0;
-    int64_t crossing = 0;
-    for (size_t i = 0; i + 1 < ops.size(); ++i) {
-      crossing += delta[i];
-      if (crossing == 1) {
-        parts.push_back(ops.slice(begin, i + 1 - begin));
-        begin = i + 1;
-      }
-    }
-    parts.push_back(ops.drop_front(begin));
-    return parts;
-  }
-
-  /// Groups consecutive `parts` of `ops` into the repeated unit of the
-  /// model: the longest run of r >= 2 back-to-back copies of k parts (by
-  /// the sequence of op names; ties go to the smallest k) becomes r groups
-  /// of k parts, and the parts left and right of the run are grouped the
-  /// same way. A transformer block is two parts (attention, MLP: each ends
-  /// in a residual add, where one activation is live), so its layers are
-  /// units of two and each keeps only the layer's input, as Megatron-LM's
-  /// full recompute does; a residual block is one part. Parts that repeat
-  /// nothing stay as they are.
-  static SmallVector<ArrayRef<Operation *>>
-  layers(ArrayRef<ArrayRef<Operation *>> parts) {
-    SmallVector<llvm::hash_code> kinds;
-    for (ArrayRef<Operation *> part : parts) {
-      llvm::hash_code h = llvm::hash_value(part.size());
-      for (Operation *op : part)
-        h = llvm::hash_combine(h, op->getName().getAsOpaquePointer());
-      kinds.push_back(h);
-    }
-    SmallVector<ArrayRef<Operation *>> groups;
-    groupRepeats(parts, kinds, groups);
-    return groups;
-  }
-
-  /// The recursion of `layers` on `parts` (of kinds `kinds`).
-  static void groupRepeats(ArrayRef<ArrayRef<Operation *>> parts,
-                           ArrayRef<llvm::hash_code> kinds,
-                           SmallVectorImpl<ArrayRef<Operation *>> &groups) {
-    size_t bestK = 0, bestStart = 0, bestRepeats = 0;
-    for (size_t k = 1; 2 * k <= parts.size(); ++k)
-      for (size_t start = 0; start + 2 * k <= parts.size(); ++start) {
-        ArrayRef<llvm::hash_code> unit = kinds.slice(start, k);
-        size_t repeats = 1;
-        while (start + (repeats + 1) * k <= parts.size() &&
-               kinds.slice(start + repeats * k, k) == unit)
-          ++repeats;
-        if (repeats >= 2 && k * repeats > bestK * bestRepeats) {
-          bestK = k;
-          bestStart = start;
-          bestRepeats = repeats;
-        }
-      }
-    if (!bestK) {
-      groups.append(parts.begin(), parts.end());
-      return;
-    }
-    groupRepeats(parts.take_front(bestStart), kinds.take_front(bestStart),
-                 groups);
-    // The parts are consecutive slices of one region: k of them are the
-    // slice from the first's start to the last's end.
-    for (size_t r = 0; r < bestRepeats; ++r)
-      groups.push_back(ArrayRef<Operation *>(
-          parts[bestStart + r * bestK].begin(),
-          parts[bestStart + (r + 1) * bestK - 1].end()));
-    size_t rest = bestStart + bestK * bestRepeats;
-    groupRepeats(parts.drop_front(rest), kinds.drop_front(rest), groups);
   }
 
   /// Clones the ops of `region` that its backward reads (with their

@@ -22,9 +22,10 @@ ROW = re.compile(
     r"([0-9.]+)\s+([0-9.]+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+"
     r"([0-9.]+)\s+([0-9.]+)  (compute|memory|bubble|tensor comm|data comm)"
     r"\s+(compiled|estimated)$")
-SUMMARY = re.compile(r"auto-parallel: (\d+) layouts of 2 devices, global batch "
-                     r"8, on cpu, (\d+) bytes a device: (\d+) fit, (\d+) do "
-                     r"not compile")
+SUMMARY = re.compile(r"auto-parallel: (\d+) layouts of 2 devices(?: \(at most "
+                     r"\d+ stages: the model repeats a layer \d+ times\))?, "
+                     r"global batch 8, on cpu, (\d+) bytes a device: (\d+) "
+                     r"fit, (\d+) do not compile")
 
 
 def rows(text):
@@ -76,10 +77,21 @@ def test_the_table_is_every_fitting_layout_fastest_first(search):
     # Every degree and schedule is searched.
     layouts = [r["layout"] for r in table]
     for part in ("P2 T1 D1", "P1 T2 D1", "P1 T1 D2", "gpipe", "1f1b",
-                 "interleavedx2", "interleavedx3", "zb-h1", "zb-h2", "zb-v",
-                 "selective", "full-stage", "full-layer", " sp", "zero3",
-                 "flash"):
+                 "interleavedx2", "zb-h1", "zb-h2", "zb-v", "selective",
+                 "full-stage", "full-layer", " sp", "zero3", "flash"):
         assert any(part in layout for layout in layouts), part
+
+
+def test_stages_hold_whole_layers(search):
+    """gpt small repeats its block 4 times, so a pipeline has at most 4
+    stages: P = 2 with 3 chunks a rank (6 stages) is not searched, 2 chunks
+    (4 stages) is."""
+    out, _ = search
+    assert ("2 devices (at most 4 stages: the model repeats a layer 4 "
+            "times)") in out
+    layouts = [r["layout"] for r in rows(out)]
+    assert not any("interleavedx3" in layout for layout in layouts)
+    assert any("P2 T1 D1 M4 interleavedx2" in layout for layout in layouts)
 
 
 def test_parts_add_up_to_the_step(search):
@@ -205,12 +217,13 @@ def test_an_estimated_search_compiles_what_it_picks(search, models_dir):
                   *SEARCH[:-1], "--search=estimate", "--top=10000"])
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    m = re.search(r"estimated from (\d+) one-stage profiles, (\d+) "
+    m = re.search(r"estimated from (\d+) one-stage profiles \((\d+) "
+                  r"pipelines simulated, the rest bounded\), (\d+) "
                   r"compiled", out)
-    assert m and 0 < int(m[1]) < 50 and 0 < int(m[2]) <= 16, out
+    assert m and 0 < int(m[1]) < 50 and 0 < int(m[3]) <= 16, out
     table = rows(out)
     compiled = [r for r in table if r["how"] == "compiled"]
-    assert len(compiled) == int(m[2])
+    assert len(compiled) == int(m[3])
     # Compiled rows first, then the estimates.
     assert table[:len(compiled)] == compiled
     exact = {r["layout"]: r for r in rows(search[0])}
@@ -218,6 +231,24 @@ def test_an_estimated_search_compiles_what_it_picks(search, models_dir):
         assert {**r, "place": 0} == {**exact[r["layout"]], "place": 0}
     best = re.search(r"^best: (.*)$", out, re.M).group(1)
     assert best == re.search(r"^best: (.*)$", search[0], re.M).group(1)
+
+
+def test_bounds_leave_the_top_rows_as_simulating_every_layout(models_dir):
+    """Branch and bound: with --top 3 the search simulates only the layouts
+    whose bound beats its third-fastest simulation; its three rows are the
+    first three of the search that simulates every layout (--top larger
+    than the space)."""
+    def estimate(top):
+        result = run([tool("weftc"), str(models_dir / "gpt.onnx"),
+                      *SEARCH[:-1], "--search=estimate", "--confirm=0",
+                      f"--top={top}"])
+        assert result.returncode == 0, result.stderr
+        m = re.search(r"\((\d+) pipelines simulated", result.stdout)
+        return rows(result.stdout), int(m[1])
+    few, simulated_few = estimate(3)
+    every, simulated_every = estimate(10000)
+    assert len(few) == 3 and few == every[:3]
+    assert simulated_few < simulated_every
 
 
 def test_global_batch_replaces_the_models(models_dir, tmp_path):

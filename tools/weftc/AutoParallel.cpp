@@ -7,6 +7,7 @@
 
 #include "weft/Analysis/MemoryPlan.h"
 #include "weft/Analysis/PipelineSimulation.h"
+#include "weft/Analysis/TaskOrder.h"
 #include "weft/Dialect/Weft/IR/DeviceMesh.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
@@ -15,11 +16,15 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <map>
+#include <queue>
 
 using namespace mlir;
 
@@ -119,6 +124,11 @@ std::vector<weft::Layout> weft::enumerateLayouts(const SearchSpace &space) {
             {ScheduleKind::Interleaved, 2}, {ScheduleKind::Interleaved, 3},
             {ScheduleKind::ZBH1, 2},        {ScheduleKind::ZBH2, 2},
             {ScheduleKind::ZBV, 2}};
+      llvm::erase_if(schedules, [&](auto &schedule) {
+        int64_t stages =
+            pipeline * chunksPerRank(schedule.first, schedule.second);
+        return space.maxStages > 0 && stages > space.maxStages;
+      });
       for (int64_t microbatches : divisors(space.batch / data))
         for (auto [schedule, chunks] : schedules)
           for (auto [recompute, granularity] : recomputes)
@@ -341,39 +351,82 @@ weft::Layout classOf(const weft::Layout &layout) {
   return one;
 }
 
-/// Every layout estimated from its class's profile (each class compiled
-/// once, at micro-batch size 1; `profiled` counts them).
+/// Every layout estimated from its class's profile: each class compiled
+/// once, at micro-batch size 1, the classes on all cores (`profiled`
+/// counts them). The pipelines' simulations are few: every layout's step
+/// is first bounded (its makespan at ScheduleCache::makespanBound), then
+/// the layouts are simulated in the bounds' order until the next bound is
+/// no faster than the `exact`-th fastest simulated step (branch and
+/// bound). The rest keep their bounds, which rank them after those
+/// `exact`, as their estimates would; `timed` counts the simulated.
+/// `mine` (--explain's layout) is always simulated.
 std::vector<weft::LayoutScore>
 estimateLayouts(const std::vector<weft::Layout> &layouts,
                 const weft::SearchRequest &request, weft::CompileLayout compile,
-                int64_t &profiled) {
+                int64_t exact, int64_t &profiled, int64_t &timed) {
   using namespace weft;
   struct Class {
+    Layout layout;
     LayoutScore score;
     StepProfile profile;
   };
-  std::map<std::string, Class> classes;
-  ScheduleCache cache;
-  std::vector<LayoutScore> scores;
+  std::map<std::string, size_t> classIndex;
+  std::vector<Class> classes;
+  std::vector<size_t> classOfLayout;
   for (const Layout &layout : layouts) {
     Layout key = classOf(layout);
-    auto [it, fresh] = classes.try_emplace(key.flags());
-    Class &c = it->second;
-    if (fresh) {
-      c.score = compile(key, 1, &c.profile);
-      ++profiled;
-    }
-    if (!c.score.compiled()) {
+    auto [it, fresh] = classIndex.try_emplace(key.flags(), classes.size());
+    if (fresh)
+      classes.push_back({key, {}, {}});
+    classOfLayout.push_back(it->second);
+  }
+  {
+    llvm::StdThreadPool pool(llvm::hardware_concurrency());
+    for (Class &c : classes)
+      pool.async([&c, compile] { c.score = compile(c.layout, 1, &c.profile); });
+    pool.wait();
+  }
+  profiled = classes.size();
+
+  ScheduleCache cache;
+  auto estimate = [&](size_t i, bool simulated) {
+    return estimateLayout(
+        layouts[i], classes[classOfLayout[i]].profile, request.space.batch,
+        request.device, request.sixteenBit, request.capBytes, cache, simulated);
+  };
+  std::vector<LayoutScore> scores;
+  std::vector<size_t> timeable;
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    const LayoutScore &profile = classes[classOfLayout[i]].score;
+    if (!profile.compiled()) {
       LayoutScore failed;
-      failed.layout = layout;
-      failed.error = c.score.error;
+      failed.layout = layouts[i];
+      failed.error = profile.error;
       scores.push_back(failed);
       continue;
     }
-    scores.push_back(estimateLayout(layout, c.profile, request.space.batch,
-                                    request.device, request.sixteenBit,
-                                    request.capBytes, cache));
+    scores.push_back(estimate(i, /*simulated=*/false));
+    if (scores.back().compiled() && std::isfinite(scores.back().stepSeconds))
+      timeable.push_back(i);
   }
+  llvm::stable_sort(timeable, [&](size_t a, size_t b) {
+    return scores[a].stepSeconds < scores[b].stepSeconds;
+  });
+  std::priority_queue<double> fastest; // the `exact` fastest simulated
+  for (size_t i : timeable) {
+    if (int64_t(fastest.size()) >= exact &&
+        scores[i].stepSeconds >= fastest.top())
+      break;
+    scores[i] = estimate(i, /*simulated=*/true);
+    ++timed;
+    fastest.push(scores[i].stepSeconds);
+    if (int64_t(fastest.size()) > exact)
+      fastest.pop();
+  }
+  if (request.explain)
+    for (size_t i = 0; i < layouts.size(); ++i)
+      if (layouts[i] == *request.explain && scores[i].compiled())
+        scores[i] = estimate(i, /*simulated=*/true);
   return scores;
 }
 
@@ -390,9 +443,12 @@ llvm::Expected<weft::Layout> weft::searchLayouts(const SearchRequest &request,
       request.mode == SearchMode::Estimate ||
       (request.mode == SearchMode::Auto && layouts.size() > kCompileEach);
   std::vector<LayoutScore> scores;
-  int64_t profiled = 0;
+  int64_t profiled = 0, timed = 0;
   if (estimate) {
-    scores = estimateLayouts(layouts, request, compile, profiled);
+    // Exact estimates for every row the table and the confirmation can
+    // reach: the confirmed ones, then the top K.
+    scores = estimateLayouts(layouts, request, compile,
+                             request.confirm + request.top, profiled, timed);
   } else {
     scores.reserve(layouts.size());
     for (const Layout &layout : layouts)
@@ -428,7 +484,7 @@ llvm::Expected<weft::Layout> weft::searchLayouts(const SearchRequest &request,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   os << llvm::formatv(
-      "auto-parallel: {0} layouts of {1} devices, global "
+      "auto-parallel: {0} layouts of {1} devices{9}, global "
       "batch {2}, on {3}, {4}: {5} fit, {6} do not compile; {7}"
       "searched in {8:f1} s\n",
       result.scores.size(), request.space.devices, request.space.batch,
@@ -437,12 +493,19 @@ llvm::Expected<weft::Layout> weft::searchLayouts(const SearchRequest &request,
           ? llvm::formatv("{0} bytes a device", request.capBytes).str()
           : std::string("no memory cap"),
       result.fitting, result.failed,
-      estimate ? llvm::formatv("estimated from {0} one-stage profiles, {1} "
+      estimate ? llvm::formatv("estimated from {0} one-stage profiles ({1} "
+                               "pipelines simulated, the rest bounded), {2} "
                                "compiled; ",
-                               profiled, compiledCount)
+                               profiled, timed, compiledCount)
                      .str()
                : std::string(),
-      seconds);
+      seconds,
+      request.space.maxStages > 0
+          ? llvm::formatv(" (at most {0} stages: the model repeats a layer "
+                          "{0} times)",
+                          request.space.maxStages)
+                .str()
+          : std::string());
   int64_t shown = std::min<int64_t>(request.top, result.fitting);
   printLayoutTable(llvm::ArrayRef(result.scores).take_front(shown), os);
   // The plan is a compiled layout's, the fastest that fits (compiled rows

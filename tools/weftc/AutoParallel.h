@@ -63,11 +63,16 @@ struct SearchSpace {
   /// T's bound: a node's devices (tensor collectives stay on its links, as
   /// Megatron-LM keeps them).
   int64_t maxTensor = 1;
+  /// The pipeline's stages' bound (P times the chunks per rank): the
+  /// model's repeated layers (RepeatedLayers.h), as Megatron-LM's stages
+  /// each hold whole layers; 0: no bound (nothing repeats).
+  int64_t maxStages = 0;
 };
 
 /// Every layout of `space`: T dividing N and at most maxTensor; P dividing
 /// N / T; D = N / (T P) dividing the batch; M dividing the batch / D; for
-/// P > 1 each schedule (interleaved with 2 and 3 chunks per rank); recompute
+/// P > 1 each schedule (interleaved with 2 and 3 chunks per rank) whose
+/// stages (P times the chunks) are at most maxStages; recompute
 /// none, selective, full by stage and full by layer; with T > 1 sequence
 /// parallelism off and on; with D > 1 ZeRO stages 0 to 3; flash attention
 /// off and on (not with selective recompute, whose core attention flash
@@ -154,7 +159,8 @@ struct SearchRequest {
 };
 
 /// Compiles a layout for a step of `batch` samples (0: the search's) and
-/// scores it, filling `profile` when given (scoreLayout).
+/// scores it, filling `profile` when given (scoreLayout). Called from
+/// several threads at once (the estimate's profiles): it must be safe to.
 using CompileLayout = llvm::function_ref<LayoutScore(
     const Layout &layout, int64_t batch, StepProfile *profile)>;
 

@@ -4,6 +4,7 @@
 
 #include "PipelineReport.h"
 
+#include "weft/Analysis/RepeatedLayers.h"
 #include "weft/Analysis/TaskOrder.h"
 #include "weft/Dialect/Weft/IR/Task.h"
 
@@ -57,6 +58,7 @@ weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
   }
   profile.states = modelStates(func);
   profile.kept = breakdown.maxKeptActivations;
+  profile.boundary = layerBoundaryBytes(func);
   profile.other =
       std::max<int64_t>(0, arenaBytes - profile.states.total() - profile.kept);
   StepUtilization use = stepUtilization(module, step.stepSeconds, device,
@@ -72,51 +74,73 @@ std::optional<int64_t> weft::ScheduleCache::inFlight(ScheduleKind kind,
                                                      int64_t chunks,
                                                      std::string &why) {
   Key key{int(kind), ranks, microBatches, chunks};
-  auto [it, fresh] = orders.try_emplace(key);
-  Orders &o = it->second;
+  auto [it, fresh] = held.try_emplace(key);
+  Held &h = it->second;
   if (fresh) {
-    o.orders = rankTaskOrders(kind, ranks, microBatches, chunks, &o.why);
-    std::optional<TaskOrderSimulation> sim =
-        o.orders.empty()
-            ? std::nullopt
-            : simulateTaskOrders(kind, ranks, o.orders,
-                                 uniformStageTimes(kind, chunks), &o.why);
-    int64_t perRank = chunksPerRank(kind, chunks);
-    if (sim)
-      o.inFlight = (sim->peakActivations[0] + perRank - 1) / perRank;
-    else
-      o.orders.clear();
+    std::vector<std::vector<OrderedTask>> orders =
+        rankTaskOrders(kind, ranks, microBatches, chunks, &h.why);
+    if (!orders.empty()) {
+      // A rank runs its tasks one at a time, so what it holds at any moment
+      // is its F's so far less its releases so far; the most is reached
+      // at an F.
+      TaskKind release =
+          splitsWeightGradient(kind) ? TaskKind::Weight : TaskKind::Backward;
+      int64_t now = 0, peak = 0;
+      for (const OrderedTask &task : orders.front()) {
+        if (task.kind == TaskKind::Forward)
+          peak = std::max(peak, ++now);
+        else if (task.kind == release)
+          --now;
+      }
+      int64_t perRank = chunksPerRank(kind, chunks);
+      h.inFlight = (peak + perRank - 1) / perRank;
+    }
   }
-  if (o.orders.empty()) {
-    why = o.why;
+  if (!h.why.empty()) {
+    why = h.why;
     return std::nullopt;
   }
-  return o.inFlight;
+  return h.inFlight;
 }
 
 double weft::ScheduleCache::makespan(ScheduleKind kind, int64_t ranks,
                                      int64_t microBatches, int64_t chunks,
                                      double forward, double backward,
-                                     double weight) {
+                                     double weight, double transfer) {
   Key key{int(kind), ranks, microBatches, chunks};
-  auto [it, fresh] =
-      makespans.try_emplace({key, forward, backward, weight}, 0.0);
+  auto [it, fresh] = makespans.try_emplace(
+      {key, backward / forward, weight / forward, transfer / forward}, 0.0);
   if (fresh) {
     int64_t perRank = chunksPerRank(kind, chunks);
     std::string why;
-    std::optional<TaskOrderSimulation> sim = simulateTaskOrders(
-        kind, ranks, orders.at(key).orders,
-        {forward / perRank, backward / perRank, weight / perRank, 0.0}, &why);
+    std::vector<std::vector<OrderedTask>> orders =
+        rankTaskOrders(kind, ranks, microBatches, chunks, &why);
+    std::optional<TaskOrderSimulation> sim =
+        orders.empty() ? std::nullopt
+                       : simulateTaskOrders(
+                             kind, ranks, orders,
+                             {1.0 / perRank, backward / forward / perRank,
+                              weight / forward / perRank, transfer / forward},
+                             &why);
     it->second = sim ? sim->makespan : std::numeric_limits<double>::infinity();
   }
-  return it->second;
+  return forward * it->second;
+}
+
+double weft::ScheduleCache::makespanBound(ScheduleKind kind, int64_t ranks,
+                                          int64_t microBatches, int64_t chunks,
+                                          double forward, double backward,
+                                          double weight, double transfer) {
+  return double(ranks - 1) *
+             (forward / double(chunksPerRank(kind, chunks)) + transfer) +
+         double(microBatches) * (forward + backward + weight);
 }
 
 weft::LayoutScore weft::estimateLayout(const Layout &layout,
                                        const StepProfile &profile,
                                        int64_t batch, const DeviceModel &device,
                                        bool sixteenBit, int64_t capBytes,
-                                       ScheduleCache &cache) {
+                                       ScheduleCache &cache, bool exact) {
   LayoutScore score;
   score.layout = layout;
   score.estimated = true;
@@ -168,11 +192,23 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
     return score;
   }
 
-  // The pipeline: the schedule's own orders, on uniform stages.
-  double pipeline =
-      p > 1 ? cache.makespan(layout.schedule, p, m, layout.virtualStages,
-                             forward, backward, weight)
-            : m * (forward + backward + weight);
+  // The pipeline: the schedule's own orders, on uniform stages, each hop
+  // sending the layer boundary's activation (or its gradient). The
+  // pipeline's ranks are N / P apart (the mesh is pipeline, data, tensor),
+  // so with more devices than a node some hop crosses nodes, and the
+  // slowest hop paces the pipeline.
+  double pipeline = m * (forward + backward + weight);
+  if (p > 1) {
+    double transfer =
+        transferSeconds(int64_t(b * double(profile.boundary)), device,
+                        layout.devices() > device.devicesPerNode);
+    pipeline = exact
+                   ? cache.makespan(layout.schedule, p, m, layout.virtualStages,
+                                    forward, backward, weight, transfer)
+                   : ScheduleCache::makespanBound(layout.schedule, p, m,
+                                                  layout.virtualStages, forward,
+                                                  backward, weight, transfer);
+  }
   // The update, over the data axis with ZeRO.
   double update = profile.update / p;
   if (layout.zeroStage > 0)

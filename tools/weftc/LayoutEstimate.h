@@ -17,9 +17,10 @@
 // of b samples is taken as b times it (GEMMs' FLOPs and activations' bytes
 // are; weights read once per GEMM are not, which the estimate ignores).
 //
-// What it leaves out: pipeline transfers (their bytes are unknown without
-// a cut), stage imbalance (embedding and head on the end stages), and the
-// overlap of data-parallel collectives beyond one micro-batch's backward.
+// Each pipeline hop sends the layer boundary's activation (RepeatedLayers.h)
+// over the slowest link the pipeline spans. What it leaves out: stage
+// imbalance (embedding and head on the end stages), and the overlap of
+// data-parallel collectives beyond one micro-batch's backward.
 // The search compiles the layouts it picks (AutoParallel.h), so the plan
 // it writes is exact; the estimate only orders the candidates.
 //
@@ -53,6 +54,9 @@ struct StepProfile {
   double compute = 0, memory = 0, tensorComm = 0;
   ModelStates states; ///< the rank's parameters, gradients, state
   int64_t kept = 0;   ///< kept activations of the micro-batch, bytes
+  /// What a pipeline cut between layers sends a micro-batch, bytes
+  /// (layerBoundaryBytes; 0 when no layer repeats).
+  int64_t boundary = 0;
   int64_t other = 0;  ///< the arena's other bytes (temporaries, ...)
   int64_t modelFlops = 0, hardwareFlops = 0; ///< over its T ranks
 };
@@ -64,29 +68,45 @@ StepProfile profileStep(mlir::ModuleOp module, const SimResult &step,
                         const MemoryBreakdown &breakdown);
 
 /// The schedules' task orders and simulations, shared by the layouts of a
-/// search: layouts that differ in ZeRO stage only run the same pipeline.
+/// search: layouts that differ in ZeRO stage only run the same pipeline,
+/// and a makespan is homogeneous in the task times (scaling F, B and W by
+/// c scales every path, so the step, by c), so a class's layouts that
+/// differ in micro-batch size share one simulation too.
 class ScheduleCache {
 public:
   /// Rank 0's most micro-batches of a whole stage in flight under the
-  /// schedule (its orders simulated on uniform stages); nullopt, with the
-  /// reason in `why`, for a layout the schedule cannot run.
+  /// schedule (chunk activations counted along its own order, from each
+  /// F to its W, or its B where the schedule does not split; a chunk is
+  /// 1 / chunks of a stage); nullopt, with the reason in `why`, for a
+  /// layout the schedule cannot run.
   std::optional<int64_t> inFlight(ScheduleKind kind, int64_t ranks,
                                   int64_t microBatches, int64_t chunks,
                                   std::string &why);
-  /// The step of those orders with a stage's forward, backward and
-  /// weight-gradient seconds of a micro-batch (a chunk takes its share).
+  /// The step of those orders (simulateTaskOrders) with a stage's forward,
+  /// backward and weight-gradient seconds of a micro-batch (a chunk takes
+  /// its share), forward > 0, and `transfer` seconds between ranks;
+  /// infinity for orders that deadlock.
   double makespan(ScheduleKind kind, int64_t ranks, int64_t microBatches,
                   int64_t chunks, double forward, double backward,
-                  double weight);
+                  double weight, double transfer);
+  /// A bound no schedule beats: the last rank starts after P - 1 chunk
+  /// forwards and transfers (its first stage is P - 1) and then runs its M
+  /// micro-batches' F, B and W, so the step is at least
+  /// (P - 1) (F / chunks + transfer) + M (F + B + W).
+  static double makespanBound(ScheduleKind kind, int64_t ranks,
+                              int64_t microBatches, int64_t chunks,
+                              double forward, double backward, double weight,
+                              double transfer);
 
 private:
   using Key = std::tuple<int, int64_t, int64_t, int64_t>;
-  struct Orders {
-    std::vector<std::vector<OrderedTask>> orders;
+  struct Held {
     int64_t inFlight = 0;
-    std::string why;
+    std::string why; ///< non-empty: the schedule cannot run the layout
   };
-  std::map<Key, Orders> orders;
+  std::map<Key, Held> held;
+  /// Makespans with forward = 1, by (orders, backward / forward,
+  /// weight / forward, transfer / forward).
   std::map<std::tuple<Key, double, double, double>, double> makespans;
 };
 
@@ -96,11 +116,13 @@ private:
 /// proportional to the micro-batch size b = batch / (D M), the update and
 /// model states as independent of it. A layout whose estimated peak
 /// exceeds `capBytes` (> 0) is not timed (its step is infinite); `error`
-/// is set for a schedule the layout cannot run.
+/// is set for a schedule the layout cannot run. `exact` false: the
+/// pipeline's makespan is its bound (makespanBound), not simulated, so the
+/// step is a lower bound on the estimate.
 LayoutScore estimateLayout(const Layout &layout, const StepProfile &profile,
                            int64_t batch, const DeviceModel &device,
                            bool sixteenBit, int64_t capBytes,
-                           ScheduleCache &cache);
+                           ScheduleCache &cache, bool exact = true);
 
 } // namespace weft
 

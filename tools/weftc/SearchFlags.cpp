@@ -7,11 +7,14 @@
 
 #include "weft/Analysis/DeviceModelFile.h"
 #include "weft/Analysis/ModelSummary.h"
+#include "weft/Analysis/RepeatedLayers.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/SourceMgr.h"
+
+#include <mutex>
 
 using namespace mlir;
 using namespace llvm;
@@ -162,6 +165,7 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
                         : batch                         ? batch
                                                         : 1;
   request.space.maxTensor = std::min(n, device.devicesPerNode);
+  request.space.maxStages = weft::countRepeatedLayers(func);
   request.capBytes = flags.memoryCap > 0 ? flags.memoryCap : device.memoryBytes;
   request.top = top;
   if (explain)
@@ -172,12 +176,18 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
   request.mode = search == "compile"    ? weft::SearchMode::Compile
                  : search == "estimate" ? weft::SearchMode::Estimate
                                         : weft::SearchMode::Auto;
+  // The layout flags are globals, and the search compiles profiles on
+  // several threads: each sets and reads them under the lock.
+  std::mutex flagsLock;
   auto score = [&](const weft::Layout &layout, int64_t samples,
                    weft::StepProfile *profile) {
-    setLayoutFlags(layout);
     weft::PlanPipelineOptions candidate;
     weft::ImportOptions importOptions;
-    (void)fillOptions(candidate, importOptions); // its flags passed above
+    {
+      std::lock_guard<std::mutex> lock(flagsLock);
+      setLayoutFlags(layout);
+      (void)fillOptions(candidate, importOptions); // its flags passed above
+    }
     importOptions.inputShapes =
         samples > 0 ? withBatch(samples) : base.inputShapes;
     candidate.step = weft::CompiledStep::Train;
