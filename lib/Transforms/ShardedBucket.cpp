@@ -9,6 +9,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
 using namespace weft;
@@ -155,17 +156,29 @@ Operation *weft::latestDef(ValueRange values) {
 
 Operation *weft::firstUpdateAfter(ArrayRef<Operation *> members,
                                   Operation *collective) {
-  SmallVector<Operation *> ordered(members.begin(), members.end());
-  llvm::sort(ordered, [](Operation *a, Operation *c) {
-    return a->isBeforeInBlock(c);
-  });
+  // Found walking up from the block's end, without asking the block's
+  // order: each bucket's ops invalidate it, and a step of thousands of
+  // buckets would renumber the block for each. The updates sit at the end
+  // and the collective is posted late in the backward, so the walk is
+  // short.
+  llvm::SmallPtrSet<Operation *, 16> wanted(members.begin(), members.end());
+  SmallVector<Operation *> after, early; // last first
+  bool passed = false;
+  for (Operation *op = &collective->getBlock()->back(); op && !wanted.empty();
+       op = op->getPrevNode()) {
+    if (op == collective)
+      passed = true;
+    else if (wanted.erase(op))
+      (passed ? early : after).push_back(op);
+  }
+  std::reverse(after.begin(), after.end());
+  std::reverse(early.begin(), early.end());
   Operation *at = collective;
-  for (Operation *update : ordered)
-    if (update->isBeforeInBlock(collective)) {
-      update->moveAfter(at);
-      at = update;
-    }
-  return ordered.front();
+  for (Operation *update : early) {
+    update->moveAfter(at);
+    at = update;
+  }
+  return early.empty() ? after.front() : early.front();
 }
 
 void weft::shardParameter(func::FuncOp func, BlockArgument param,
