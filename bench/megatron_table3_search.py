@@ -94,11 +94,9 @@ def main():
           "--auto-parallel (a100-sxm4-80gb, bf16, AdamW, 80 GB a GPU)")
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.rows.split(","):
-            row, shape = ROWS[name], gpt_weights_free.MEGATRON_SHAPES[name]
+            row = ROWS[name]
             model = pathlib.Path(tmp) / f"{name}.onnx"
-            onnx.save(gpt_weights_free.build(
-                shape["layers"], shape["hidden"], shape["heads"],
-                shape["seq"], 51200, 1, 0.1, True), str(model))
+            onnx.save(gpt_weights_free.megatron(name, 1), str(model))
             best, paper, summary, seconds = search(build, model, name, row,
                                                    args.confirm)
             print(f"\n{name} on {row['gpus']} GPUs, global batch "

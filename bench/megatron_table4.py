@@ -147,13 +147,11 @@ def main():
     build = args.build.resolve()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        shape = gpt_weights_free.MEGATRON_SHAPES["22B"]
         models = {}
         for layers in (1, 2):
             models[layers] = tmp / f"22B-{layers}.onnx"
-            onnx.save(gpt_weights_free.build(
-                layers, shape["hidden"], shape["heads"], shape["seq"], 51200,
-                4, 0.1, True), str(models[layers]))
+            onnx.save(gpt_weights_free.megatron("22B", 4, layers),
+                      str(models[layers]))
 
         def table(device, title):
             print(title)

@@ -81,11 +81,10 @@ def main():
           f"{'paper':>8s} {'ratio':>6s} {'MFU':>6s} {'compile':>8s}")
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.rows.split(","):
-            row, shape = ROWS[name], gpt_weights_free.MEGATRON_SHAPES[name]
+            row = ROWS[name]
             model = pathlib.Path(tmp) / f"{name}.onnx"
-            onnx.save(gpt_weights_free.build(
-                shape["layers"], shape["hidden"], shape["heads"],
-                shape["seq"], 51200, row["batch"], 0.1, True), str(model))
+            onnx.save(gpt_weights_free.megatron(name, row["batch"]),
+                      str(model))
             for variant in ("full", "selective"):
                 schedule = (args.schedule if name in INTERLEAVED else "1f1b")
                 step, mfu, seconds = predict(build, model, row, variant,

@@ -7,6 +7,7 @@
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Hashing.h"
 #include "llvm/ADT/STLExtras.h"
@@ -181,4 +182,56 @@ int64_t weft::layerBoundaryBytes(func::FuncOp func) {
           }))
         bytes += byteSize(result.getType());
   return bytes;
+}
+
+int64_t weft::truncateRepeatedLayers(func::FuncOp func, int64_t keep) {
+  ForwardParts forward(func);
+  Run run = longestRun(partKinds(forward.parts));
+  if (!run.unit || keep < 1 || keep >= int64_t(run.repeats))
+    return 0;
+  // Copy r's ops, a slice of the forward.
+  auto layer = [&](size_t r) {
+    size_t first = run.start + r * run.unit;
+    return ArrayRef<Operation *>(forward.parts[first].begin(),
+                                 forward.parts[first + run.unit - 1].end());
+  };
+  // The one value copy r passes on (to the next copy, or past the run).
+  auto output = [&](size_t r) -> Value {
+    ArrayRef<Operation *> ops = layer(r);
+    llvm::SmallPtrSet<Operation *, 32> inside(ops.begin(), ops.end());
+    Value out;
+    for (Operation *op : ops)
+      for (Value result : op->getResults())
+        if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+              return !inside.contains(user);
+            })) {
+          if (out)
+            return Value();
+          out = result;
+        }
+    return out;
+  };
+  Value kept = output(keep - 1), last = output(run.repeats - 1);
+  if (!kept || !last || kept.getType() != last.getType())
+    return 0;
+  // The dropped copies: only they read their values, but for the run's
+  // output.
+  ArrayRef<Operation *> dropped(layer(keep).begin(),
+                                layer(run.repeats - 1).end());
+  llvm::SmallPtrSet<Operation *, 32> gone(dropped.begin(), dropped.end());
+  for (Operation *op : dropped)
+    for (Value result : op->getResults())
+      if (result != last &&
+          llvm::any_of(result.getUsers(),
+                       [&](Operation *user) { return !gone.contains(user); }))
+        return 0;
+  last.replaceAllUsesWith(kept);
+  for (Operation *op : llvm::reverse(dropped))
+    op->erase();
+  llvm::BitVector unused(func.getNumArguments());
+  for (BlockArgument arg : func.getArguments())
+    if (arg.use_empty() && func.getArgAttr(arg.getArgNumber(), kParamAttr))
+      unused.set(arg.getArgNumber());
+  (void)func.eraseArguments(unused);
+  return int64_t(run.repeats);
 }

@@ -251,6 +251,39 @@ def test_bounds_leave_the_top_rows_as_simulating_every_layout(models_dir):
     assert simulated_few < simulated_every
 
 
+def test_profiles_of_a_few_layers_stand_for_the_whole_model(tmp_path):
+    """Layer repetition: on an 8-layer GPT the estimate profiles each class
+    on its first 2 and 3 layers and extrapolates to 8. Every row's step is
+    the one profiling the whole model gives (--profile-whole-model): the
+    step is a sum over identical layers, so equal but for float rounding,
+    and each printing within HALF. Peaks are equal too, except under full
+    recompute by stage, whose arena (the planner's packing of one whole
+    recomputed stage) does not grow by a fixed amount per layer; the docs
+    say so."""
+    from weft.examples import gpt_weights_free
+    import onnx
+    model = tmp_path / "gpt8.onnx"
+    onnx.save(gpt_weights_free.build(8, 64, 4, 32, 256, 8, 0.1, True),
+              str(model))
+
+    def table(*extra):
+        result = run([tool("weftc"), str(model), "--auto-parallel",
+                      "--devices=4", "--device-model=cpu", "--optimizer=adamw",
+                      "--search=estimate", "--confirm=0", "--top=10000",
+                      *extra, "-o", "-"])
+        assert result.returncode == 0, result.stderr
+        assert "(at most 8 stages: the model repeats a layer 8 times)" in \
+            result.stdout
+        return {r["layout"]: r for r in rows(result.stdout)}
+    short, whole = table(), table("--profile-whole-model")
+    assert short.keys() == whole.keys() and len(short) > 1000
+    for layout, r in short.items():
+        assert abs(r["step"] - whole[layout]["step"]) <= 2 * HALF + 1e-9, \
+            layout
+        if "full-stage" not in layout:
+            assert r["peak"] == whole[layout]["peak"], layout
+
+
 def test_global_batch_replaces_the_models(models_dir, tmp_path):
     """--global-batch 16 lays out 16 samples a step of the batch-8 export:
     the summary says so, micro-batches range over its divisors, and the plan

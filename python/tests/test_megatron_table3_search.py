@@ -18,11 +18,8 @@ spec.loader.exec_module(table3)
 
 
 def test_the_search_beats_table_3s_22b_layout(tmp_path):
-    shape = gpt_weights_free.MEGATRON_SHAPES["22B"]
     model = tmp_path / "22B.onnx"
-    onnx.save(gpt_weights_free.build(shape["layers"], shape["hidden"],
-                                     shape["heads"], shape["seq"], 51200, 1,
-                                     0.1, True), str(model))
+    onnx.save(gpt_weights_free.megatron("22B", 1), str(model))
     best, paper, summary, _ = table3.search(BUILD, model, "22B",
                                             table3.ROWS["22B"], confirm=2)
     layout, step, _, peak, _, _, how = best

@@ -7,19 +7,23 @@
 
 #include "weft/Analysis/MemoryPlan.h"
 #include "weft/Analysis/PipelineSimulation.h"
+#include "weft/Analysis/RepeatedLayers.h"
 #include "weft/Analysis/TaskOrder.h"
 #include "weft/Dialect/Weft/IR/DeviceMesh.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
+#include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/Threading.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -177,7 +181,8 @@ weft::LayoutScore weft::scoreLayout(const Layout &layout, llvm::StringRef model,
                                     const ImportOptions &importOptions,
                                     PlanPipelineOptions &pipelineOptions,
                                     const DeviceModel &device, bool sixteenBit,
-                                    StepProfile *profile) {
+                                    StepProfile *profile,
+                                    llvm::StringRef imported) {
   LayoutScore score;
   score.layout = layout;
   auto keep = [&](const llvm::Twine &message) {
@@ -195,8 +200,13 @@ weft::LayoutScore weft::scoreLayout(const Layout &layout, llvm::StringRef model,
       keep(diagnostic.str());
     return success();
   });
-  OwningOpRef<ModuleOp> module =
-      importONNX(model, source, onnxText, importOptions, &context);
+  OwningOpRef<ModuleOp> module;
+  if (imported.empty()) {
+    module = importONNX(model, source, onnxText, importOptions, &context);
+  } else {
+    context.loadDialect<WeftDialect, func::FuncDialect>();
+    module = parseSourceString<ModuleOp>(imported, &context);
+  }
   if (!module) {
     keep("the import failed");
     return score;
@@ -268,6 +278,39 @@ weft::LayoutScore weft::scoreLayout(const Layout &layout, llvm::StringRef model,
                                ? score.breakdown
                                : breakDownMemory(ranks[0], plans.of(ranks[0])));
   return score;
+}
+
+std::string weft::importShortModel(llvm::StringRef model,
+                                   llvm::StringRef source, bool onnxText,
+                                   const ImportOptions &importOptions,
+                                   int64_t layers, std::string &error) {
+  MLIRContext context;
+  context.printOpOnDiagnostic(false);
+  ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diagnostic) {
+    if (error.empty() && diagnostic.getSeverity() == DiagnosticSeverity::Error)
+      error = diagnostic.str();
+    return success();
+  });
+  OwningOpRef<ModuleOp> module =
+      importONNX(model, source, onnxText, importOptions, &context);
+  if (!module) {
+    if (error.empty())
+      error = "the import failed";
+    return {};
+  }
+  if (!truncateRepeatedLayers(*module->getOps<func::FuncOp>().begin(),
+                              layers)) {
+    error = "the model has no repeated layer to keep " +
+            std::to_string(layers) + " copies of";
+    return {};
+  }
+  std::string bytecode;
+  llvm::raw_string_ostream os(bytecode);
+  if (failed(writeBytecodeToFile(*module, os))) {
+    error = "the cut model does not write as bytecode";
+    return {};
+  }
+  return bytecode;
 }
 
 weft::SearchResult weft::rankLayouts(std::vector<LayoutScore> scores,
@@ -359,7 +402,7 @@ weft::Layout classOf(const weft::Layout &layout) {
 /// no faster than the `exact`-th fastest simulated step (branch and
 /// bound). The rest keep their bounds, which rank them after those
 /// `exact`, as their estimates would; `timed` counts the simulated.
-/// `mine` (--explain's layout) is always simulated.
+/// --explain's layout is always simulated.
 std::vector<weft::LayoutScore>
 estimateLayouts(const std::vector<weft::Layout> &layouts,
                 const weft::SearchRequest &request, weft::CompileLayout compile,
@@ -380,11 +423,41 @@ estimateLayouts(const std::vector<weft::Layout> &layouts,
       classes.push_back({key, {}, {}});
     classOfLayout.push_back(it->second);
   }
+  // Layer repetition: each class compiled on its first kShortLayers and
+  // kShortLayers + 1 layers, the profile extrapolated to the model's
+  // (every figure of a step grows by one layer's share per layer); the
+  // whole model when it has few layers, when asked, or when it cannot be
+  // cut.
+  int64_t layers = request.space.maxStages;
+  bool shortened = request.shortProfiles && layers >= 3 * kShortLayers;
   {
     llvm::StdThreadPool pool(llvm::hardware_concurrency());
-    for (Class &c : classes)
-      pool.async([&c, compile] { c.score = compile(c.layout, 1, &c.profile); });
+    std::vector<std::array<StepProfile, 2>> shorts(classes.size());
+    std::vector<std::array<LayoutScore, 2>> shortScores(classes.size());
+    for (auto [i, c] : llvm::enumerate(classes)) {
+      if (!shortened) {
+        pool.async([&c = c, compile] {
+          c.score = compile(c.layout, 1, &c.profile, 0);
+        });
+        continue;
+      }
+      for (int64_t k : {0, 1})
+        pool.async([&, i = i, k] {
+          shortScores[i][k] =
+              compile(classes[i].layout, 1, &shorts[i][k], kShortLayers + k);
+        });
+    }
     pool.wait();
+    if (shortened)
+      for (auto [i, c] : llvm::enumerate(classes)) {
+        if (shortScores[i][0].compiled() && shortScores[i][1].compiled()) {
+          c.score = shortScores[i][1];
+          c.profile = extrapolateProfile(shorts[i][0], shorts[i][1],
+                                         kShortLayers, layers);
+        } else {
+          c.score = compile(c.layout, 1, &c.profile, 0);
+        }
+      }
   }
   profiled = classes.size();
 
@@ -452,7 +525,7 @@ llvm::Expected<weft::Layout> weft::searchLayouts(const SearchRequest &request,
   } else {
     scores.reserve(layouts.size());
     for (const Layout &layout : layouts)
-      scores.push_back(compile(layout, 0, nullptr));
+      scores.push_back(compile(layout, 0, nullptr, 0));
   }
   SearchResult result = rankLayouts(std::move(scores), request.capBytes);
   auto fits = [&](const LayoutScore &s) {
@@ -462,18 +535,33 @@ llvm::Expected<weft::Layout> weft::searchLayouts(const SearchRequest &request,
   // Estimated: compile candidates in the estimate's order while the next
   // is estimated faster than the fastest compiled one that fits (at most
   // request.confirm), and the hand-made layout, to place it exactly.
+  // Compiled as many at a time as there are cores, so a round may compile
+  // one that the round's others would have ruled out.
   int64_t compiledCount = 0;
   if (estimate) {
     double fastest = std::numeric_limits<double>::infinity();
-    for (LayoutScore &s : result.scores) {
-      bool mine = request.explain && s.layout == *request.explain;
-      if (!mine && (!fits(s) || compiledCount >= request.confirm ||
-                    s.stepSeconds >= fastest))
-        continue;
-      s = compile(s.layout, 0, nullptr);
-      ++compiledCount;
-      if (fits(s))
-        fastest = std::min(fastest, s.stepSeconds);
+    llvm::StdThreadPool pool(llvm::hardware_concurrency());
+    size_t width = std::max(1u, pool.getMaxConcurrency());
+    std::vector<LayoutScore> &all = result.scores;
+    for (size_t next = 0; next < all.size();) {
+      std::vector<size_t> round;
+      for (; next < all.size() && round.size() < width; ++next) {
+        bool mine = request.explain && all[next].layout == *request.explain;
+        if (mine || (fits(all[next]) &&
+                     compiledCount + int64_t(round.size()) < request.confirm &&
+                     all[next].stepSeconds < fastest))
+          round.push_back(next);
+      }
+      for (size_t i : round)
+        pool.async([&all, compile, i] {
+          all[i] = compile(all[i].layout, 0, nullptr, 0);
+        });
+      pool.wait();
+      for (size_t i : round) {
+        ++compiledCount;
+        if (fits(all[i]))
+          fastest = std::min(fastest, all[i].stepSeconds);
+      }
     }
     result = rankLayouts(std::move(result.scores), request.capBytes);
   }

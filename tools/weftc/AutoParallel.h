@@ -113,12 +113,24 @@ struct StepProfile;
 /// Diagnostics are kept, not printed: the first error becomes `error`.
 /// `sixteenBit`: MFU against the 16-bit peak (--precision bf16|f16).
 /// `profile`: also filled with the step's profile (a one-stage layout's).
+/// `imported`: when not empty, the model as importShortModel gave it (MLIR
+/// bytecode), compiled in place of `model`'s import.
 LayoutScore scoreLayout(const Layout &layout, llvm::StringRef model,
                         llvm::StringRef source, bool onnxText,
                         const ImportOptions &importOptions,
                         PlanPipelineOptions &pipelineOptions,
                         const DeviceModel &device, bool sixteenBit,
-                        StepProfile *profile = nullptr);
+                        StepProfile *profile = nullptr,
+                        llvm::StringRef imported = {});
+
+/// `model` imported and cut to the first `layers` copies of its repeated
+/// layer (truncateRepeatedLayers), as MLIR bytecode: the estimate's
+/// profiles share one import of a few layers, not one of the whole model
+/// each. Empty, with the reason in `error`, when the import fails or the
+/// model has no layer to cut.
+std::string importShortModel(llvm::StringRef model, llvm::StringRef source,
+                             bool onnxText, const ImportOptions &importOptions,
+                             int64_t layers, std::string &error);
 
 /// The search's outcome: every score, those that compile and fit `capBytes`
 /// (0: no cap) first, fastest first (ties: the smaller peak).
@@ -144,6 +156,10 @@ std::string nothingFits(const SearchResult &result, int64_t capBytes);
 /// kCompileEach layouts.
 enum class SearchMode { Auto, Compile, Estimate };
 inline constexpr size_t kCompileEach = 400;
+/// The estimate profiles a model of at least 3 kShortLayers layers on its
+/// first kShortLayers and kShortLayers + 1 (the first one apart: the
+/// embedding's gradient ends in it) and extrapolates.
+inline constexpr int64_t kShortLayers = 2;
 
 struct SearchRequest {
   SearchSpace space;
@@ -156,13 +172,16 @@ struct SearchRequest {
   std::optional<Layout> explain;
   DeviceModel device;
   bool sixteenBit = false;
+  /// Estimated: profiles from a few layers, extrapolated (kShortLayers).
+  bool shortProfiles = true;
 };
 
 /// Compiles a layout for a step of `batch` samples (0: the search's) and
-/// scores it, filling `profile` when given (scoreLayout). Called from
-/// several threads at once (the estimate's profiles): it must be safe to.
+/// scores it, filling `profile` when given, on the model cut to `layers`
+/// repeated layers when > 0 (scoreLayout). Called from several threads at
+/// once (the estimate's profiles): it must be safe to.
 using CompileLayout = llvm::function_ref<LayoutScore(
-    const Layout &layout, int64_t batch, StepProfile *profile)>;
+    const Layout &layout, int64_t batch, StepProfile *profile, int64_t layers)>;
 
 /// Scores every layout of `request.space` with `compile` (or estimates
 /// them, SearchMode), prints a summary line and the top K table to `os`

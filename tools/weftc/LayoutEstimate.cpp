@@ -68,6 +68,39 @@ weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
   return profile;
 }
 
+weft::StepProfile weft::extrapolateProfile(const StepProfile &a,
+                                           const StepProfile &b, int64_t fewer,
+                                           int64_t layers) {
+  double more = double(layers - fewer);
+  auto grow = [&](auto x, auto y) {
+    return decltype(x)(double(x) + more * (double(y) - double(x)));
+  };
+  StepProfile p;
+  p.forward = grow(a.forward, b.forward);
+  p.backward = grow(a.backward, b.backward);
+  p.weight = grow(a.weight, b.weight);
+  p.update = grow(a.update, b.update);
+  p.compute = grow(a.compute, b.compute);
+  p.memory = grow(a.memory, b.memory);
+  p.tensorComm = grow(a.tensorComm, b.tensorComm);
+  p.states = b.states;
+  p.states.params = grow(a.states.params, b.states.params);
+  p.states.paramCount = grow(a.states.paramCount, b.states.paramCount);
+  p.states.gradients = grow(a.states.gradients, b.states.gradients);
+  p.states.optimizerState =
+      grow(a.states.optimizerState, b.states.optimizerState);
+  p.states.replicatedCount =
+      grow(a.states.replicatedCount, b.states.replicatedCount);
+  p.states.replicatedBytes =
+      grow(a.states.replicatedBytes, b.states.replicatedBytes);
+  p.kept = grow(a.kept, b.kept);
+  p.other = std::max<int64_t>(0, grow(a.other, b.other));
+  p.boundary = b.boundary;
+  p.modelFlops = grow(a.modelFlops, b.modelFlops);
+  p.hardwareFlops = grow(a.hardwareFlops, b.hardwareFlops);
+  return p;
+}
+
 std::optional<int64_t> weft::ScheduleCache::inFlight(ScheduleKind kind,
                                                      int64_t ranks,
                                                      int64_t microBatches,

@@ -13,7 +13,9 @@
 // ZeRO) and the data-parallel collectives' exposed part; its memory is the
 // profile's model states over P (and D, as ZeRO shards them) plus the
 // kept activations of the micro-batches the schedule holds on rank 0.
-// One compile per class, at micro-batch size 1: the work of a micro-batch
+// A model of many layers is profiled on its first 2 and 3 layers and the
+// profile extrapolated (extrapolateProfile; AutoParallel.cpp cuts them).
+// One profile per class, at micro-batch size 1: the work of a micro-batch
 // of b samples is taken as b times it (GEMMs' FLOPs and activations' bytes
 // are; weights read once per GEMM are not, which the estimate ignores).
 //
@@ -66,6 +68,14 @@ struct StepProfile {
 StepProfile profileStep(mlir::ModuleOp module, const SimResult &step,
                         const DeviceModel &device, int64_t arenaBytes,
                         const MemoryBreakdown &breakdown);
+
+/// The profile of a model of `layers` layers from those of its first
+/// `fewer` and `fewer` + 1 layers (`a` and `b`): each figure a + (layers -
+/// fewer) (b - a). A step's times, FLOPs, model states and kept activations
+/// (all of a micro-batch's, at M = 1) grow by one layer's share per layer;
+/// the other bytes (temporaries, the arena's slack) are taken to as well.
+StepProfile extrapolateProfile(const StepProfile &a, const StepProfile &b,
+                               int64_t fewer, int64_t layers);
 
 /// The schedules' task orders and simulations, shared by the layouts of a
 /// search: layouts that differ in ZeRO stage only run the same pipeline,

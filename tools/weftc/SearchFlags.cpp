@@ -55,6 +55,12 @@ cl::opt<int64_t> confirm(
              "estimated faster than the fastest compiled (default 16; 0: "
              "none, and the plan is the fastest estimate's)"),
     cl::init(16), cl::cat(optionCategory()));
+cl::opt<bool> profileWholeModel(
+    "profile-whole-model",
+    cl::desc("With --auto-parallel estimating: profile each class on the "
+             "whole model, not on its first 2 and 3 repeated layers "
+             "extrapolated (the default for 6 layers or more)"),
+    cl::init(false), cl::cat(optionCategory()));
 cl::opt<bool> explain(
     "explain",
     cl::desc("With --auto-parallel: score the layout the flags give "
@@ -73,7 +79,8 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
   };
   if (!autoParallel) {
     for (cl::Option *flag : std::initializer_list<cl::Option *>{
-             &devices, &globalBatch, &top, &search, &confirm, &explain})
+             &devices, &globalBatch, &top, &search, &confirm, &explain,
+             &profileWholeModel})
       if (flag->getNumOccurrences())
         return fail("--" + flag->ArgStr + " needs --auto-parallel");
     return std::nullopt;
@@ -173,14 +180,20 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
   request.device = device;
   request.sixteenBit = flags.sixteenBit;
   request.confirm = confirm;
+  request.shortProfiles = !profileWholeModel;
   request.mode = search == "compile"    ? weft::SearchMode::Compile
                  : search == "estimate" ? weft::SearchMode::Estimate
                                         : weft::SearchMode::Auto;
   // The layout flags are globals, and the search compiles profiles on
   // several threads: each sets and reads them under the lock.
   std::mutex flagsLock;
+  // The profiles' cut models, imported once each (by layers kept): a
+  // profile's import options are alike for every class (P = D = M = 1).
+  std::map<int64_t, std::string> shortModels;
+  std::mutex shortLock;
   auto score = [&](const weft::Layout &layout, int64_t samples,
-                   weft::StepProfile *profile) {
+                   weft::StepProfile *profile,
+                   int64_t layers) -> weft::LayoutScore {
     weft::PlanPipelineOptions candidate;
     weft::ImportOptions importOptions;
     {
@@ -190,12 +203,29 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
     }
     importOptions.inputShapes =
         samples > 0 ? withBatch(samples) : base.inputShapes;
+    std::string *imported = nullptr;
+    if (layers > 0) {
+      std::lock_guard<std::mutex> lock(shortLock);
+      auto [it, fresh] = shortModels.try_emplace(layers);
+      std::string error;
+      if (fresh)
+        it->second = weft::importShortModel(model.getBuffer(), source, text,
+                                            importOptions, layers, error);
+      if (it->second.empty()) {
+        weft::LayoutScore failed;
+        failed.layout = layout;
+        failed.error = error.empty() ? "the model cannot be cut" : error;
+        return failed;
+      }
+      imported = &it->second;
+    }
     candidate.step = weft::CompiledStep::Train;
     // A profile's W tasks apart from B (the same plan, tagged).
     candidate.splitWeightGradients = profile != nullptr;
-    return weft::scoreLayout(layout, model.getBuffer(), source, text,
-                             importOptions, candidate, device, flags.sixteenBit,
-                             profile);
+    return weft::scoreLayout(
+        layout, model.getBuffer(), source, text, importOptions, candidate,
+        device, flags.sixteenBit, profile,
+        imported ? llvm::StringRef(*imported) : llvm::StringRef());
   };
   Expected<weft::Layout> best = weft::searchLayouts(request, score, outs());
   if (!best)

@@ -51,6 +51,16 @@ int64_t countRepeatedLayers(mlir::func::FuncOp func);
 /// no unit repeats.
 int64_t layerBoundaryBytes(mlir::func::FuncOp func);
 
+/// Keeps the first `keep` (>= 1) copies of `func`'s repeated layer and
+/// erases the rest, for a profile of a few layers that stands for many (the
+/// layout search's, AutoParallel.h): the last kept layer's output takes the
+/// place of the run's, and the parameter arguments nothing reads any more
+/// are erased. `func` is an imported forward (every op of kind Forward).
+/// Returns the copies the run had; 0, changing nothing, when no unit
+/// repeats, when a layer passes on more than one value, or when `keep` is
+/// not below the copies.
+int64_t truncateRepeatedLayers(mlir::func::FuncOp func, int64_t keep);
+
 } // namespace weft
 
 #endif // WEFT_ANALYSIS_REPEATEDLAYERS_H

@@ -184,6 +184,16 @@ def build(layers, hidden, heads, seq, vocab, batch, dropout=0.1,
     return model
 
 
+def megatron(name, batch, layers=None):
+    """Table 2's `name` model (MEGATRON_SHAPES: "22B", "175B", "530B",
+    "1T") as the papers train it: vocabulary 51200, dropout 0.1, one shared
+    causal mask; `batch` sequences, `layers` in place of the table's when
+    given. Raises KeyError for an unknown name."""
+    shape = MEGATRON_SHAPES[name]
+    return build(layers or shape["layers"], shape["hidden"], shape["heads"],
+                 shape["seq"], 51200, batch, 0.1, True)
+
+
 def parameter_count(layers, hidden, seq, vocab, **_):
     """Parameters of the model (tied head counted once), as in gpt.py."""
     return vocab * hidden + seq * hidden + layers * (

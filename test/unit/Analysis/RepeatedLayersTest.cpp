@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 
 #include <gtest/gtest.h>
@@ -124,5 +125,28 @@ TEST_F(RepeatedLayersTest, ABoundaryCarriesTheResidualStream) {
   ASSERT_TRUE(module);
   EXPECT_EQ(weft::layerBoundaryBytes(*module->getOps<func::FuncOp>().begin()),
             0);
+}
+} // namespace
+
+namespace {
+TEST_F(RepeatedLayersTest, TruncationKeepsTheFirstLayers) {
+  // 5 two-half blocks cut to 2: the stem, 2 blocks, the loss; the blocks
+  // share %w, so no argument goes.
+  EXPECT_EQ(count(stack(5, {"weft.relu", "weft.tanh"}, true)), 5);
+  auto func = *module->getOps<func::FuncOp>().begin();
+  EXPECT_EQ(weft::truncateRepeatedLayers(func, 2), 5);
+  EXPECT_TRUE(succeeded(verify(*module)));
+  EXPECT_EQ(weft::countRepeatedLayers(func), 2);
+  int64_t ops = 0;
+  func.walk([&](Operation *op) { ++ops; });
+  // func, mask, stem, 2 blocks of two 4-op halves, sum, return.
+  EXPECT_EQ(ops, 1 + 1 + 1 + 16 + 1 + 1);
+  EXPECT_EQ(func.getNumArguments(), 2u);
+  // Nothing to cut: as many copies as kept, or none repeat.
+  EXPECT_EQ(weft::truncateRepeatedLayers(func, 2), 0);
+  EXPECT_EQ(count(stack(1, {"weft.relu"})), 0);
+  EXPECT_EQ(
+      weft::truncateRepeatedLayers(*module->getOps<func::FuncOp>().begin(), 1),
+      0);
 }
 } // namespace
