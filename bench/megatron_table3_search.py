@@ -86,8 +86,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("build", type=pathlib.Path)
     parser.add_argument("--rows", default=",".join(ROWS))
-    parser.add_argument("--confirm", type=int, default=4,
-                        help="layouts the search compiles (default 4)")
+    parser.add_argument("--confirm", type=int, default=8,
+                        help="layouts the search compiles (default 8)")
     args = parser.parse_args()
     build = args.build.resolve()
     print("Korthikanti et al. 2022, Table 3 layouts against weftc "
@@ -114,9 +114,12 @@ def main():
                       f"  {bound} ({how})")
             ratio = float(paper[1]) / float(best[1])
             fits = int(best[3]) <= 80e9
-            print(f"  paper's / search's step: {ratio:.3f}; the search's "
-                  f"best fits 80 GB: {fits}; no slower than the paper's: "
-                  f"{ratio >= 1}", flush=True)
+            # An estimated best (no confirmed layout fitted) is the
+            # estimate's word only: its step and peak are not compiled.
+            hedge = " (estimated)" if best[-1] == "estimated" else ""
+            print(f"  paper's / search's step: {ratio:.3f}{hedge}; the "
+                  f"search's best fits 80 GB: {fits}{hedge}; the paper's "
+                  f"layout fits: {int(paper[3]) <= 80e9}", flush=True)
             model.unlink()
 
 

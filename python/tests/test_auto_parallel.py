@@ -303,6 +303,7 @@ def test_global_batch_replaces_the_models(models_dir, tmp_path):
 @pytest.mark.parametrize("flags,message", [
     (["--devices=2"], "--devices needs --auto-parallel"),
     (["--top=3"], "--top needs --auto-parallel"),
+    (["--profile-whole-model"], "--profile-whole-model needs --auto-parallel"),
     (["--auto-parallel"], "--auto-parallel needs --devices N, N at least 1"),
     (["--auto-parallel", "--devices=0"],
      "--auto-parallel needs --devices N, N at least 1"),
