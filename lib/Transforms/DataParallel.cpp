@@ -262,11 +262,10 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
     }
     if (chain.empty())
       return chain;
+    HoistOrder order(*chain.front()->getBlock());
     SmallVector<Operation *> ordered(chain.begin(), chain.end());
-    llvm::sort(ordered, [](Operation *a, Operation *b) {
-      return a->isBeforeInBlock(b);
-    });
-    HoistOrder order(*ordered.front()->getBlock());
+    llvm::sort(ordered,
+               [&](Operation *a, Operation *b) { return order.before(a, b); });
     for (Operation *op : ordered) {
       Operation *after = order.latest(op->getOperands());
       if (!after)

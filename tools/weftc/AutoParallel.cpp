@@ -430,35 +430,36 @@ estimateLayouts(const std::vector<weft::Layout> &layouts,
   // cut.
   int64_t layers = request.space.maxStages;
   bool shortened = request.shortProfiles && layers >= 3 * kShortLayers;
-  {
-    llvm::StdThreadPool pool(llvm::hardware_concurrency());
+  llvm::StdThreadPool pool(llvm::hardware_concurrency());
+  std::vector<size_t> whole; // the classes profiled on the whole model
+  if (shortened) {
     std::vector<std::array<StepProfile, 2>> shorts(classes.size());
     std::vector<std::array<LayoutScore, 2>> shortScores(classes.size());
-    for (auto [i, c] : llvm::enumerate(classes)) {
-      if (!shortened) {
-        pool.async([&c = c, compile] {
-          c.score = compile(c.layout, 1, &c.profile, 0);
-        });
-        continue;
-      }
+    for (size_t i = 0; i < classes.size(); ++i)
       for (int64_t k : {0, 1})
-        pool.async([&, i = i, k] {
+        pool.async([&, i, k] {
           shortScores[i][k] =
               compile(classes[i].layout, 1, &shorts[i][k], kShortLayers + k);
         });
-    }
     pool.wait();
-    if (shortened)
-      for (auto [i, c] : llvm::enumerate(classes)) {
-        if (shortScores[i][0].compiled() && shortScores[i][1].compiled()) {
-          c.score = shortScores[i][1];
-          c.profile = extrapolateProfile(shorts[i][0], shorts[i][1],
-                                         kShortLayers, layers);
-        } else {
-          c.score = compile(c.layout, 1, &c.profile, 0);
-        }
+    for (auto [i, c] : llvm::enumerate(classes)) {
+      if (!shortScores[i][0].compiled() || !shortScores[i][1].compiled()) {
+        whole.push_back(i);
+        continue;
       }
+      c.score = shortScores[i][1];
+      c.profile =
+          extrapolateProfile(shorts[i][0], shorts[i][1], kShortLayers, layers);
+    }
+  } else {
+    for (size_t i = 0; i < classes.size(); ++i)
+      whole.push_back(i);
   }
+  for (size_t i : whole)
+    pool.async([&, i] {
+      classes[i].score = compile(classes[i].layout, 1, &classes[i].profile, 0);
+    });
+  pool.wait();
   profiled = classes.size();
 
   ScheduleCache cache;

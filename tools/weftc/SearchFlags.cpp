@@ -187,9 +187,13 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
   // The layout flags are globals, and the search compiles profiles on
   // several threads: each sets and reads them under the lock.
   std::mutex flagsLock;
-  // The profiles' cut models, imported once each (by layers kept): a
-  // profile's import options are alike for every class (P = D = M = 1).
-  std::map<int64_t, std::string> shortModels;
+  // The profiles' cut models, imported once each (by layers kept and
+  // samples): a profile's import options are alike for every class
+  // (P = D = M = 1). Empty bytecode: the error why.
+  struct ShortModel {
+    std::string bytecode, error;
+  };
+  std::map<std::pair<int64_t, int64_t>, ShortModel> shortModels;
   std::mutex shortLock;
   auto score = [&](const weft::Layout &layout, int64_t samples,
                    weft::StepProfile *profile,
@@ -203,29 +207,28 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
     }
     importOptions.inputShapes =
         samples > 0 ? withBatch(samples) : base.inputShapes;
-    std::string *imported = nullptr;
+    StringRef imported;
     if (layers > 0) {
       std::lock_guard<std::mutex> lock(shortLock);
-      auto [it, fresh] = shortModels.try_emplace(layers);
-      std::string error;
+      auto [it, fresh] = shortModels.try_emplace({layers, samples});
+      ShortModel &cut = it->second;
       if (fresh)
-        it->second = weft::importShortModel(model.getBuffer(), source, text,
-                                            importOptions, layers, error);
-      if (it->second.empty()) {
+        cut.bytecode = weft::importShortModel(model.getBuffer(), source, text,
+                                              importOptions, layers, cut.error);
+      if (cut.bytecode.empty()) {
         weft::LayoutScore failed;
         failed.layout = layout;
-        failed.error = error.empty() ? "the model cannot be cut" : error;
+        failed.error = cut.error;
         return failed;
       }
-      imported = &it->second;
+      imported = cut.bytecode;
     }
     candidate.step = weft::CompiledStep::Train;
     // A profile's W tasks apart from B (the same plan, tagged).
     candidate.splitWeightGradients = profile != nullptr;
-    return weft::scoreLayout(
-        layout, model.getBuffer(), source, text, importOptions, candidate,
-        device, flags.sixteenBit, profile,
-        imported ? llvm::StringRef(*imported) : llvm::StringRef());
+    return weft::scoreLayout(layout, model.getBuffer(), source, text,
+                             importOptions, candidate, device, flags.sixteenBit,
+                             profile, imported);
   };
   Expected<weft::Layout> best = weft::searchLayouts(request, score, outs());
   if (!best)
