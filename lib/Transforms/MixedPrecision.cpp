@@ -9,18 +9,24 @@
 // op gets a 16-bit backward and a parameter's gradient has the 16-bit
 // working copy's type, as in Megatron-LM and DeepSpeed.
 //
-// A LayerNorm between 16-bit ops (a transformer's, between the residual
-// stream and the next linear layer) then reads its input through a cast up
-// and is read only through casts down. Its kernels load 16 bits, compute
-// in f32 (double sums) and round each output once, exactly as the cast
-// chain does, so the casts go: x and y stay 16-bit (Megatron-LM's and
-// Apex's mixed-dtype fused LayerNorm), and the backward follows with
-// 16-bit dx and dy. Four activation-sized copies per LayerNorm and step
-// fewer, the same bits. Scale and bias that are 16-bit parameters cast up
+// A LayerNorm or RMSNorm between 16-bit ops (a transformer's, between the
+// residual stream and the next linear layer) then reads its input through a
+// cast up and is read only through casts down (under sequence parallelism
+// after the all-gather that leaves the sequence-parallel region). Its kernels
+// load 16 bits, compute in f32 (double sums) and round each output once,
+// exactly as the cast chain does, so the casts go: x and y stay 16-bit
+// (Megatron-LM's and Apex's mixed-dtype fused LayerNorm), and the backward
+// follows with 16-bit dx and dy. Four activation-sized copies per LayerNorm and
+// step fewer, the same bits. Scale and bias that are 16-bit parameters cast up
 // are read as they are as well (the kernels widen them exactly; their
 // gradients, summed in double, round through f32 to 16 bits as the casts'
 // gradients did): two casts forward and two back per LayerNorm fewer,
-// kernel launches of no size. The cross-entropy loss likewise
+// kernel launches of no size. Under sequence parallelism this is what
+// keeps Megatron-LM's 34 sbh/t bytes a layer (Korthikanti et al. 2022,
+// Table 2): the norm's 16-bit input is the layer's kept copy, and its
+// 16-bit output the shard that weft-regather-sequence-parallel gathers
+// again in the backward (an f32 output would be gathered in f32, cast, and
+// the cast's whole-sequence result kept). The cross-entropy loss likewise
 // reads 16-bit logits (a language model's largest activation) and writes
 // f32 log-probabilities, its gradient 16 bits: the logits' casts up and
 // down go, with the same bits.
@@ -33,8 +39,11 @@
 
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+
+#include "llvm/ADT/SetVector.h"
 
 namespace weft {
 #define GEN_PASS_DEF_MIXEDPRECISION
@@ -122,13 +131,19 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
     }
     // Collected first: narrowing erases the casts around each op, which
     // may be the next in the block.
-    SmallVector<LayerNormOp> norms(body.getOps<LayerNormOp>());
+    SmallVector<Operation *> norms;
+    for (Operation &op : body)
+      if (isa<LayerNormOp, RmsNormOp>(op))
+        norms.push_back(&op);
     SmallVector<SoftmaxCrossEntropyOp> losses(
         body.getOps<SoftmaxCrossEntropyOp>());
-    for (LayerNormOp norm : norms)
-      narrowLayerNorm(norm);
+    for (Operation *norm : norms)
+      narrowNorm(norm);
     for (SoftmaxCrossEntropyOp loss : losses)
       narrowLoss(loss);
+    for (Operation *literal : literals)
+      if (literal->use_empty())
+        literal->erase();
     // The function's results keep their declared types.
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     OpBuilder builder(ret);
@@ -151,24 +166,37 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
     return table && func.getArgAttr(table.getArgNumber(), kParamAttr);
   }
 
+  /// Ops whose result holds their operand's elements moved, not computed
+  /// (a reshape; under tensor and sequence parallelism f's copy, the
+  /// all-gather leaving the sequence-parallel region and a slice entering
+  /// it): a cast to 16 bits commutes with them, bit for bit.
+  static bool movesElements(Operation *op) {
+    return isa<ReshapeOp, CopyToTensorParallelOp, shard::AllGatherOp,
+               shard::AllSliceOp>(op);
+  }
+
   /// Whether every reader of `v` reads it cast to the 16-bit type, itself
-  /// or through reshapes.
+  /// or through ops that only move its elements (movesElements).
   bool readAsLow(Value v) {
     return llvm::all_of(v.getUsers(), [&](Operation *user) {
       // Rounded to nearest even, as the kernels round (not an ONNX Cast's
       // truncation).
       if (auto cast = dyn_cast<CastOp>(user))
         return cast.getType().getElementType() == low && cast.getNearestEven();
-      return isa<ReshapeOp>(user) && readAsLow(user->getResult(0));
+      return movesElements(user) && readAsLow(user->getResult(0));
     });
   }
 
   /// Gives `v` (read as low: readAsLow) the 16-bit type and its readers'
-  /// casts to it their input.
+  /// casts to it their input. The ops that move it move 16 bits: under
+  /// sequence parallelism the all-gather of a LayerNorm's output, and so
+  /// its adjoint's reduce-scatter, carry half the bytes (as Megatron-LM's,
+  /// which run in the activations' dtype), and the gathered tensor's
+  /// re-gather in the backward keeps the 16-bit shard.
   void retypeLow(Value v) {
     v.setType(cast<RankedTensorType>(v.getType()).clone(low));
     for (Operation *user : llvm::make_early_inc_range(v.getUsers())) {
-      if (isa<ReshapeOp>(user)) {
+      if (movesElements(user)) {
         retypeLow(user->getResult(0));
         continue;
       }
@@ -191,22 +219,28 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
       up.erase();
   }
 
-  /// `layer_norm(cast(x16 -> f32))` read only as 16 bits: layer_norm(x16)
-  /// with a 16-bit output (the file comment says why the bits agree). Its
-  /// scale and bias, when both are 16-bit parameters cast up, are read as
-  /// they are too: the kernels widen them exactly, as the casts did.
-  void narrowLayerNorm(LayerNormOp norm) {
-    OpOperand &x = norm.getInputMutable();
+  /// `layer_norm(cast(x16 -> f32))` or `rms_norm(cast(x16 -> f32))` read
+  /// only as 16 bits: the norm of x16 with a 16-bit output (the file
+  /// comment says why the bits agree). Its scale and bias, when all are
+  /// 16-bit parameters cast up, are read as they are too: the kernels widen
+  /// them exactly, as the casts did. A LayerNorm also takes f32 affine
+  /// operands beside a 16-bit input; an RMSNorm's scale has its input's
+  /// type (NetworkSpecs.cpp), so it narrows only with its scale.
+  void narrowNorm(Operation *norm) {
+    OpOperand &x = norm->getOpOperand(0);
     CastOp up = castUp(x);
-    if (!up || !readAsLow(norm.getOutput()))
+    if (!up || !readAsLow(norm->getResult(0)))
       return;
-    readNarrow(x, up);
-    retypeLow(norm.getOutput());
     SmallVector<std::pair<OpOperand *, CastOp>, 2> affine;
     for (OpOperand &operand : norm->getOpOperands().drop_front())
       if (CastOp cast = castUp(operand))
         affine.push_back({&operand, cast});
-    if (affine.size() != norm->getNumOperands() - 1)
+    bool allAffine = affine.size() == norm->getNumOperands() - 1;
+    if (!allAffine && isa<RmsNormOp>(norm))
+      return;
+    readNarrow(x, up);
+    retypeLow(norm->getResult(0));
+    if (!allAffine)
       return; // one f32 and one 16-bit affine operand is no LayerNorm's
     for (auto [operand, cast] : affine)
       readNarrow(*operand, cast);
@@ -240,6 +274,23 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
     auto type = cast<RankedTensorType>(v.getType());
     if (type.getElementType() == element)
       return v;
+    // A float literal (`x16 / 8.0`'s 8.0, a mask's fill) becomes a literal
+    // of the new type, rounded to nearest even as the cast would: a cast
+    // would be an activation computed every step, and kept when a
+    // recomputed region reads it.
+    if (auto constant = v.getDefiningOp<ConstantOp>())
+      if (auto values = dyn_cast<DenseFPElementsAttr>(constant.getValueAttr());
+          values && values.isSplat()) {
+        APFloat x = values.getSplatValue<APFloat>();
+        bool lost;
+        x.convert(cast<FloatType>(element).getFloatSemantics(),
+                  APFloat::rmNearestTiesToEven, &lost);
+        literals.insert(constant);
+        return ConstantOp::create(
+            builder, v.getLoc(),
+            DenseElementsAttr::get(type.clone(element),
+                                   builder.getFloatAttr(element, x)));
+      }
     return CastOp::create(builder, v.getLoc(), v, element,
                           /*nearest_even=*/true);
   }
@@ -308,6 +359,8 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
   }
 
   Type low;
+  /// Literals read through new ones (castTo): erased once unread.
+  llvm::SetVector<Operation *> literals;
 };
 
 } // namespace

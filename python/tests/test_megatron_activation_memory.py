@@ -51,9 +51,8 @@ def megatron_bytes(policy, s, b, h, a):
             "full-layer": 2 * sbh}[policy]
 
 
-def most_kept(weftc, model, *flags):
-    result = run([weftc, str(model), "--estimate-memory",
-                  "--activation-dtype=f16", *flags])
+def most_kept(weftc, model, *flags, precision="--activation-dtype=f16"):
+    result = run([weftc, str(model), "--estimate-memory", precision, *flags])
     assert result.returncode == 0, result.stderr
     (kept,) = re.findall(r"kept_activations\s+(\d+) bytes \(most at any op\)",
                          result.stdout)
@@ -200,6 +199,12 @@ def megatron_sequence_parallel_bytes(policy, s, b, h, a, t):
             "full-layer": 2 * sbh // t}[policy]
 
 
+# (dtype flag, bytes of a LayerNorm statistic): 16-bit activations sized
+# by --activation-dtype, and --precision bf16's mixed precision.
+F16_ACTIVATIONS = ("--activation-dtype=f16", 2)
+BF16_MIXED = ("--precision=bf16", 4)
+
+
 @pytest.mark.parametrize("name", ["small", "22B", "175B", "530B", "1T"])
 @pytest.mark.parametrize("policy", POLICIES)
 def test_per_layer_activations_with_sequence_parallelism_match_megatron(
@@ -209,6 +214,31 @@ def test_per_layer_activations_with_sequence_parallelism_match_megatron(
     sequence shards too, and the linears' gathered inputs are gathered
     again in the backward instead of kept (Section 4.2.2), so every term is
     divided by t. weft adds the LayerNorm statistics, sharded as well."""
+    check_sequence_parallel_layer(weftc, tmp_path, name, policy,
+                                  F16_ACTIVATIONS)
+
+
+@pytest.mark.parametrize("name", ["small", "22B", "1T"])
+@pytest.mark.parametrize("policy", ["selective", "full-layer"])
+def test_bf16_mixed_precision_keeps_megatron_bytes(weftc, tmp_path, name,
+                                                   policy):
+    """Under --precision bf16 (f32 LayerNorm statistics, f32 master
+    weights), t = 8 with --sequence-parallel keeps Table 2's 34 sbh/t and
+    2 sbh/t in 16 bits, as Megatron-LM's bf16 runs do: each LayerNorm reads
+    the bf16 residual stream (no f32 copy kept) and writes a bf16 shard,
+    which is all-gathered in bf16 and gathered again in the backward (an
+    f32 output was gathered in f32, cast, and its whole-sequence bf16 cast
+    kept: 66 sbh/t a layer). Scalar literals are bf16 literals, not casts
+    kept for the recomputed core attention. (Without recompute, autocast's
+    f32 softmax keeps 2 as^2 b/t more than Megatron-LM's fused 16-bit
+    softmax: docs/planner.md.)"""
+    check_sequence_parallel_layer(weftc, tmp_path, name, policy, BF16_MIXED)
+
+
+def check_sequence_parallel_layer(weftc, tmp_path, name, policy, dtype):
+    """One layer's kept bytes at t = 8 with SP under `dtype` (F16_ACTIVATIONS
+    or BF16_MIXED) equal Table 2's plus the statistics: 2 LayerNorms x
+    (mean, inverse deviation) x s/t rows."""
     if name == "small":
         config = dict(hidden=1024, heads=16, seq=512)
     else:
@@ -218,12 +248,14 @@ def test_per_layer_activations_with_sequence_parallelism_match_megatron(
     shape = dict(config, vocab=512, batch=1)
     flags = [f"--tensor-parallel={t}", "--sequence-parallel",
              *POLICIES[policy]]
-    per_layer = (most_kept(weftc, weights_free(tmp_path, 3, **shape), *flags)
+    flag, stat_bytes = dtype
+    per_layer = (most_kept(weftc, weights_free(tmp_path, 3, **shape), *flags,
+                           precision=flag)
                  - most_kept(weftc, weights_free(tmp_path, 2, **shape),
-                             *flags))
+                             *flags, precision=flag))
     expected = megatron_sequence_parallel_bytes(
         policy, config["seq"], 1, config["hidden"], config["heads"], t)
-    stats = 2 * 2 * 2 * config["seq"] // t
+    stats = 2 * 2 * stat_bytes * config["seq"] // t
     assert per_layer - expected == (0 if policy == "full-layer" else stats), \
         (per_layer, expected, per_layer / expected)
     assert per_layer - expected <= 0.02 * expected

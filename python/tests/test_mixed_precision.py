@@ -60,16 +60,22 @@ def torch_losses(model, batches, dtype, autocast):
 
 # --flash-attention: the fused attention under autocast's rule (16-bit q,
 # k, v, f32 statistics) within the same bound.
+# T = 2 with sequence parallelism: the LayerNorms write bf16 shards that
+# are all-gathered in bf16, and their gradients reduce-scattered in bf16
+# (Megatron-LM's form; MixedPrecision.cpp), within the same bound.
 @pytest.mark.parametrize("attention", [[], ["--flash-attention"]],
                          ids=["unfused", "fused"])
+@pytest.mark.parametrize("tensor", [1, 2], ids=["T1", "T2-SP"])
 def test_bf16_gpt_tracks_torch_autocast(tools, model_and_batches, tmp_path,
-                                        attention):
+                                        attention, tensor):
     model, path, batches = model_and_batches
     ref = torch_losses(model, batches, torch.float64, False)
     torch_bf16 = torch_losses(model, batches, torch.float32, True)
+    layout = ["--sequence-parallel"] if tensor > 1 else []
     weft = {p: np.array(oracle.weft_train(
         tools, path, batches, ["tokens", "targets"], tmp_path / p,
-        micro_batches=MICRO_BATCHES, flags=[f"--precision={p}", *attention])[0])
+        micro_batches=MICRO_BATCHES, tensor_parallel=tensor,
+        flags=[f"--precision={p}", *attention, *layout])[0])
         for p in ("f32", "bf16")}
     drift = np.abs(torch_bf16 - ref).max()
     weft_error = np.abs(weft["bf16"] - ref).max()

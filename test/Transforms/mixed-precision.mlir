@@ -8,7 +8,8 @@
 // A linear layer, softmax and a loss: the parameters become bf16 working
 // copies, the matmul runs in bf16 (its f32 input cast down), the bias add
 // stays bf16 (both operands are), softmax and the loss run in f32, the
-// scalar divisor (rank 0) does not widen the bf16 tensor it divides.
+// scalar divisor (rank 0) does not widen the bf16 tensor it divides and
+// is a bf16 literal (no cast left, and no f32 literal).
 // CHECK-LABEL: func.func @linear
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x8xf32> {weft.input = "x"}
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<8x16xbf16> {weft.param = "w"}
@@ -18,7 +19,9 @@
 // CHECK: %[[Y:.*]] = weft.matmul %[[X16]], %[[W]] : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
 // CHECK: %[[Z:.*]] = weft.add %[[Y]], %[[B]] : (tensor<4x16xbf16>, tensor<16xbf16>) -> tensor<4x16xbf16>
 // CHECK: %[[G:.*]] = weft.gelu %[[Z]] : tensor<4x16xbf16>
-// CHECK: %[[C16:.*]] = weft.cast %{{.*}} {nearest_even = true, to = bf16} : (tensor<f32>) -> tensor<bf16>
+// CHECK-NOT: tensor<f32>
+// CHECK: %[[C16:.*]] = weft.constant dense<2.000000e+00> : tensor<bf16>
+// CHECK-NOT: weft.cast {{.*}}tensor<bf16>
 // CHECK: %[[D:.*]] = weft.div %[[G]], %[[C16]] : (tensor<4x16xbf16>, tensor<bf16>) -> tensor<4x16xbf16>
 // CHECK: %[[D32:.*]] = weft.cast %[[D]] {nearest_even = true, to = f32} : (tensor<4x16xbf16>) -> tensor<4x16xf32>
 // CHECK: weft.softmax %[[D32]] {{.*}}: tensor<4x16xf32>
