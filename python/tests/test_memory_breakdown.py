@@ -88,6 +88,36 @@ def test_activation_dtype_halves_computed_floats(weftc, models_dir):
     assert 0 <= masks < f32["kept_activations"] / 10, (f16, f32)
 
 
+def test_sent_gradients_do_not_pile_up(weftc, tmp_path):
+    """A stage's backward sends its input gradient to the stage before,
+    and each send is waited for by the end of the stage's next B
+    (weft-schedule): a stage holds at most two sent gradients, whatever M.
+    Waited for at the end of the step, every micro-batch's stayed live:
+    GPT-3 1T's last stage of 64 held 512 of them (60 GB). So the last
+    stage's gradient bytes at its peak are the same at M = 4 and M = 16
+    under 1F1B (they grew by 12 sent [64, 256] f32 gradients, 786 kB,
+    before). (GPipe's last stage peaks before its first B, so its peak
+    cannot show the difference.)"""
+    import onnx
+    from weft.examples import gpt_weights_free
+
+    def gradients(m):
+        path = tmp_path / f"gpt-{m}.onnx"
+        onnx.save(gpt_weights_free.build(layers=4, hidden=256, heads=4,
+                                         seq=64, vocab=512, batch=m,
+                                         dropout=0.1), str(path))
+        result = run([weftc, str(path), "--estimate-memory",
+                      "--pipeline-parallel=2", f"--microbatches={m}",
+                      "--schedule=1f1b"])
+        assert result.returncode == 0, result.stderr
+        return [int(v) for v in re.findall(r"gradients\s+(\d+) bytes",
+                                           result.stdout)]
+
+    four, sixteen = gradients(4), gradients(16)
+    assert len(four) == len(sixteen) == 2
+    assert sixteen[1] == four[1], (four, sixteen)
+
+
 @pytest.mark.parametrize("flags,message", [
     (["--estimate-memory", "--activation-dtype=f8"],
      "weftc: --activation-dtype 'f8': expected f32, f16 or bf16"),
