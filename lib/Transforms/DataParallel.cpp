@@ -10,6 +10,7 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "HoistAccumulation.h"
 #include "ShardedBucket.h"
 
 #include "weft/Analysis/GradientBuckets.h"
@@ -30,83 +31,7 @@ using namespace weft;
 
 namespace {
 
-/// The operand of an optimizer update that is its parameter's gradient.
-constexpr unsigned kGradOperand = 1;
-
 bool isOptimizerStep(Operation *op) { return isa<SGDOp, AdamWOp>(op); }
-
-/// The block's order while ops move up to right after others, answered
-/// without the block: each move can use up the gap in MLIR's order indices
-/// there and invalidate the whole block's order, and the next
-/// isBeforeInBlock renumbers every op. A step of 192 micro-batches hoists
-/// thousands of sums in a block of 10^5 ops: quadratic, minutes. Here ops
-/// that never move keep their first positions; a moved op sits in the run
-/// of moved ops behind its root (the unmoved op it was moved behind,
-/// directly or behind another moved op), in the order the moves leave
-/// them.
-class HoistOrder {
-public:
-  explicit HoistOrder(Block &block) {
-    int64_t i = 0;
-    for (Operation &op : block)
-      position[&op] = i++;
-  }
-  /// Whether `a` is before `b` now.
-  bool before(Operation *a, Operation *b) const {
-    Operation *ra = rootOf(a), *rb = rootOf(b);
-    if (ra != rb)
-      return position.lookup(ra) < position.lookup(rb);
-    if (a == b || b == ra)
-      return false;
-    if (a == ra)
-      return true;
-    const SmallVector<Operation *> &run = behind.find(ra)->second;
-    return llvm::find(run, a) < llvm::find(run, b);
-  }
-  /// The latest defining op of `values` now, constants aside (latestDef).
-  Operation *latest(ValueRange values) const {
-    Operation *result = nullptr;
-    for (Value v : values) {
-      Operation *def = v.getDefiningOp();
-      if (def && !isa<ConstantOp>(def) && (!result || before(result, def)))
-        result = def;
-    }
-    return result;
-  }
-  /// Moves `op` to right after `after`.
-  void moveAfter(Operation *op, Operation *after) {
-    op->moveAfter(after);
-    place(op, after, /*offset=*/1);
-  }
-  /// Moves `op` to right before `at`, a moved op.
-  void moveBefore(Operation *op, Operation *at) {
-    op->moveBefore(at);
-    place(op, at, /*offset=*/0);
-  }
-
-private:
-  Operation *rootOf(Operation *op) const {
-    return moved.lookup(op) ? moved.lookup(op) : op;
-  }
-  /// Records `op` at `anchor` (offset 0) or right after it (1).
-  void place(Operation *op, Operation *anchor, int offset) {
-    unplace(op);
-    Operation *root = rootOf(anchor);
-    SmallVector<Operation *> &run = behind[root];
-    auto at = anchor == root ? run.begin() : llvm::find(run, anchor) + offset;
-    run.insert(at, op);
-    moved[op] = root;
-  }
-  void unplace(Operation *op) {
-    if (Operation *root = moved.lookup(op)) {
-      SmallVector<Operation *> &run = behind[root];
-      run.erase(llvm::find(run, op));
-    }
-  }
-  llvm::DenseMap<Operation *, int64_t> position;
-  llvm::DenseMap<Operation *, Operation *> moved; ///< moved op -> its root
-  llvm::DenseMap<Operation *, SmallVector<Operation *>> behind;
-};
 
 struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
   using DataParallelBase::DataParallelBase;
@@ -237,50 +162,6 @@ struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
       member.scaledAfterSum = bool(scale);
     }
     return member;
-  }
-
-  /// Micro-batch accumulation appends its sums (and the 1/M scale) after
-  /// the last micro-batch's whole step: moved up to right after their
-  /// latest operand, a gradient is complete as soon as its last
-  /// contribution is, and takes that contribution's task (what
-  /// weft-schedule would give it), so the bucket it joins can be posted
-  /// inside the backward.
-  llvm::SetVector<Operation *>
-  hoistAccumulation(ArrayRef<Operation *> updates) {
-    llvm::SetVector<Operation *> chain;
-    SmallVector<Operation *> work;
-    for (Operation *update : updates)
-      if (Operation *def = update->getOperand(kGradOperand).getDefiningOp())
-        work.push_back(def);
-    while (!work.empty()) {
-      Operation *op = work.pop_back_val();
-      if (microBatchOf(op) || !isa<AddOp, MulOp>(op) || !chain.insert(op))
-        continue;
-      for (Value v : op->getOperands())
-        if (Operation *def = v.getDefiningOp())
-          work.push_back(def);
-    }
-    if (chain.empty())
-      return chain;
-    HoistOrder order(*chain.front()->getBlock());
-    SmallVector<Operation *> ordered(chain.begin(), chain.end());
-    llvm::sort(ordered,
-               [&](Operation *a, Operation *b) { return order.before(a, b); });
-    for (Operation *op : ordered) {
-      Operation *after = order.latest(op->getOperands());
-      if (!after)
-        continue;
-      if (order.before(after, op)) {
-        order.moveAfter(op, after);
-        // A scale constant defined further down comes along.
-        for (Value v : op->getOperands())
-          if (auto constant = v.getDefiningOp<ConstantOp>();
-              constant && order.before(op, constant))
-            order.moveBefore(constant, op);
-      }
-      joinTask(op, after);
-    }
-    return chain;
   }
 
   /// The updates in the order their gradients become ready: the reverse

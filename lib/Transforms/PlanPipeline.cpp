@@ -343,6 +343,10 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
     pm.addNestedPass<func::FuncOp>(
         createDataParallel({o.bucketCapMb, o.zeroStage,
                             o.optimizerShardThresholdKb, o.zeroPrefetch}));
+  // With one replica, each micro-batch's gradient is added to its running
+  // sum as soon as it exists (weft-data-parallel does so first).
+  else if (o.step == CompiledStep::Train && o.microbatches > 1)
+    pm.addNestedPass<func::FuncOp>(createHoistAccumulation());
   // GradScaler: the overflow check of what the updates read, agreed over
   // the mesh, the skip and the scale's update, on every stage.
   if (lossScaling)

@@ -366,6 +366,29 @@ def InsertSendRecv : Pass<"weft-insert-send-recv", "mlir::func::FuncOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def HoistAccumulation : Pass<"weft-hoist-accumulation", "mlir::func::FuncOp"> {
+  let summary = "Add each micro-batch's gradient to its running sum as soon "
+                "as it exists";
+  let description = [{
+    Runs on a training step after `weft-accumulate-microbatches` and
+    `weft-append-optimizer`, where `weft-data-parallel` does not run (one
+    replica: that pass does the same first). Accumulation appends each
+    gradient's sum over the micro-batches after the last micro-batch's
+    whole step. On one stage they ran there, after every micro-batch's
+    gradients (where `weft-fold-grad-accumulation` did not fold them);
+    `weft-schedule` runs each in the task of its latest term but after
+    all of that task's ops, so at the end of every backward a stage held
+    each parameter's running sum and that micro-batch's own gradient:
+    twice its gradients. Each add (and the 1/M
+    scale) moves up to right after its latest operand and joins its task
+    (HoistAccumulation.h), as PyTorch adds into `.grad` as each gradient is
+    produced. The sums are the same adds in the same association: the
+    same bits. On GPT-3 175B's Table 3 layout (t = 8, p = 8, interleaved
+    x3, 64 micro-batches, bf16) rank 0's gradients at its peak fell from
+    9.42 to 7.72 GB (the state: 5.65 GB), its arena from 66.4 to 64.7 GB.
+  }];
+}
+
 def DataParallel : Pass<"weft-data-parallel", "mlir::func::FuncOp"> {
   let summary = "Average the gradients over the mesh's data axis in DDP's "
                 "buckets, and the loss over the replicas";
