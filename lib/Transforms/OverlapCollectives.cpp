@@ -18,7 +18,9 @@
 //   wait late: the wait sinks to the first op that reads the result.
 //
 // Moves never cross a task's boundary (its kind and micro-batch) or an op
-// that updates a buffer in place (which might be the collective's), and
+// that updates a buffer in place (which might be the collective's; a
+// micro-batch sum's add writes only its running sum, and stops only moves
+// of ops that touch it), and
 // posts never cross a transfer. Posts may trade places with each other:
 // the members of a group run one function, so they all post in the new
 // order. A wait may pass other posts and waits: completing later never
@@ -70,12 +72,40 @@ public:
   /// norm's running statistics, a receive's wait).
   bool updatesInPlace(Operation *op) { return of(op).inPlace; }
 
+  /// Whether `op` is a micro-batch sum's add (weft.accumulate), writing
+  /// its running sum, operand 0, in place.
+  bool accumulates(Operation *op) { return of(op).accumulates; }
+
+  /// Whether `op` stops a move of ops that read or write `touched`: a
+  /// barrier does, except a micro-batch sum's add (weft.accumulate), which
+  /// writes only its running sum, operand 0: it stops only a move of an op
+  /// touching that sum's bytes. (weft-hoist-accumulation puts each such add
+  /// right after its micro-batch's weight-gradient GEMM, between a
+  /// tensor-parallel collective's post and the GEMM it overlaps.)
+  bool blocks(Operation *op, ArrayRef<Value> touched) {
+    if (!isBarrier(op))
+      return false;
+    if (!of(op).accumulates)
+      return true;
+    Value sum = rootBuffer(op->getOperand(0));
+    return llvm::any_of(touched, [&](Value v) { return rootBuffer(v) == sum; });
+  }
+
 private:
   struct Facts {
     TaskKind kind;
     std::optional<int64_t> microBatch;
-    bool inPlace, barrier;
+    bool inPlace, barrier, accumulates;
   };
+  /// The value whose bytes `v` views.
+  static Value rootBuffer(Value v) {
+    while (Operation *def = v.getDefiningOp()) {
+      if (!isView(def))
+        break;
+      v = def->getOperand(0);
+    }
+    return v;
+  }
   const Facts &of(Operation *op) {
     auto [it, added] = facts.try_emplace(op);
     if (added) {
@@ -89,6 +119,8 @@ private:
           isCollective(op) || op->hasTrait<OpTrait::IsTerminator>() ||
           isa<ISendOp, IRecvOp, WaitSendOp, WaitRecvOp, WaitCollectiveOp>(op) ||
           f.inPlace;
+      f.accumulates = isa<AddOp>(op) && op->hasAttr(kAccumulateAttr) &&
+                      inPlaceOperand(op, 0) == 0u;
     }
     return it->second;
   }
@@ -107,8 +139,10 @@ bool reads(Operation *op, Operation *producer) {
 /// from (none of which is a barrier).
 void hoistProducer(Operation *op, TaskFacts &task) {
   Operation *target = op;
+  SmallVector<Value> touched(op->getOperands());
+  llvm::append_range(touched, op->getResults());
   for (Operation *prev = op->getPrevNode();
-       prev && task.sameTask(prev, op) && !task.isBarrier(prev) &&
+       prev && task.sameTask(prev, op) && !task.blocks(prev, touched) &&
        !reads(op, prev);
        prev = prev->getPrevNode())
     target = prev;
@@ -117,7 +151,8 @@ void hoistProducer(Operation *op, TaskFacts &task) {
 }
 
 /// Moves the collective `op` up past the posts of other collectives and at
-/// most one other op of its task it does not read from. Posts may trade
+/// most one other op of its task it does not read from (micro-batch sums'
+/// adds aside, which follow their GEMMs). Posts may trade
 /// places: every member of a group runs this function, so all post in the
 /// new order. One op at most: a collective whose operand was computed long
 /// before (sequence parallelism's regathered linear input, a forward
@@ -130,7 +165,11 @@ void hoistCollective(Operation *op, TaskFacts &task) {
   for (Operation *prev = op->getPrevNode();
        prev && task.sameTask(prev, op) && !reads(op, prev);
        prev = prev->getPrevNode()) {
-    if (!isCollective(prev) && (task.isBarrier(prev) || ++passed > 1))
+    // A micro-batch sum's add is not counted: it follows its weight
+    // gradient's GEMM (weft-hoist-accumulation), which is the op to pass.
+    if (!isCollective(prev) &&
+        (task.blocks(prev, SmallVector<Value>(op->getOperands())) ||
+         (!task.accumulates(prev) && ++passed > 1)))
       break;
     target = prev;
   }
@@ -192,7 +231,9 @@ struct OverlapCollectivesPass
       // Another wait only completes its own transfer's or collective's
       // bytes; a true in-place update might write this one's.
       bool writesInPlace =
-          task.updatesInPlace(next) && !isa<WaitCollectiveOp, WaitRecvOp>(next);
+          task.updatesInPlace(next) &&
+          !isa<WaitCollectiveOp, WaitRecvOp>(next) &&
+          task.blocks(next, {collective->getOperand(0), posted});
       // Constants belong to no task (each stage holds its own copies).
       if (isa<ConstantOp>(next)) {
         last = next;

@@ -307,9 +307,14 @@ struct SchedulePass : weft::impl::ScheduleBase<SchedulePass> {
       if (auto recv = dyn_cast<IRecvOp>(op))
         slot = {std::max<int64_t>(slot.task - 1, 0), -1,
                 static_cast<int64_t>(recv.getTag())};
-      else if (isa<WaitSendOp>(op))
-        slot = {sendCompletionTask(op, kind, tasks, taskIndex, lastTask), 1,
-                slot.order};
+      else if (auto wait = dyn_cast<WaitSendOp>(op)) {
+        int64_t t = sendCompletionTask(op, kind, tasks, taskIndex, lastTask);
+        // Never before the send's own task (one moved past its tag's).
+        if (Operation *send = wait.getRequest().getDefiningOp())
+          if (auto it = taskOf.find(send); it != taskOf.end())
+            t = std::max(t, it->second);
+        slot = {t, 1, slot.order};
+      }
       order.push_back({slot, op});
     }
     std::stable_sort(order.begin(), order.end(),

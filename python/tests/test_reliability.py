@@ -304,12 +304,13 @@ def _receive_gradient_first(plan):
 
 
 def _receive_activations_swapped(plan):
-    """Stage 1 posts its first two receives (the two activations stage 0
-    sends first) in the other order: MPI matches by tag, NCCL by order."""
+    """Stage 1 posts its first two receives (the activations stage 0 sends
+    first, of micro-batches 0 and 1) in the other order: MPI matches by
+    tag, NCCL by order."""
     insts = _program(plan, 1)["instructions"]
-    first = _first(insts, "irecv")
-    assert insts[first + 1]["op"] == "irecv"
-    insts[first], insts[first + 1] = insts[first + 1], insts[first]
+    first, second = [i for i, inst in enumerate(insts)
+                     if inst["op"] == "irecv"][:2]
+    insts.insert(first, insts.pop(second))
 
 
 @pytest.mark.parametrize("edit,pattern", [

@@ -203,8 +203,15 @@ def PartitionPipeline : Pass<"weft-partition-pipeline", "mlir::func::FuncOp"> {
     charged to the stages on both sides. The partition minimising the
     bottleneck is found exactly by dynamic programming
     (`weft/Analysis/Partition.h`; Skiena, "The Algorithm Design Manual",
-    section 8.5). `balance=2,3,3` instead gives the number of items per stage
-    (torchgpipe's `balance`, counted in ops rather than layers).
+    section 8.5). In a model of at least `stages` repeated layers
+    (weft/Analysis/RepeatedLayers.h: a transformer's blocks), only the
+    places past which a single activation is live are cut
+    (`residualSegments`: the residual stream between blocks and between
+    their halves), as Megatron-LM assigns whole layers: the bottleneck alone cut inside blocks to even
+    out the embedding and the head, and under sequence parallelism after an
+    all-gather, sending and keeping the whole sequence. `balance=2,3,3`
+    instead gives the number of items per stage (torchgpipe's `balance`,
+    counted in ops rather than layers), wherever it cuts.
 
     Backward ops later go to the stage of their forward op (`weft-autodiff`
     copies the tag); parameters live on every stage that uses them.
