@@ -197,6 +197,16 @@ inline std::vector<std::string> runOn(Backend &backend, const Case &c,
   return out;
 }
 
+/// `bytes` of `t` cast to `to`, rounded to nearest even (weft's casts), on
+/// `backend`: the cast chains the mixed-precision checks compare with.
+inline std::string castOn(Backend &backend, TensorType t,
+                          const std::string &bytes, DType to) {
+  Case c{"cast", {t}, {{to, t.shape}}};
+  c.attrs.set("to", std::string(dtypeName(to)));
+  c.attrs.set("nearest_even", true);
+  return runOn(backend, c, {bytes})[0];
+}
+
 inline double tolerance(DType d) {
   return d == DType::F32 ? 1e-5 : d == DType::BF16 ? 0x1p-7 : 0x1p-10;
 }

@@ -73,10 +73,7 @@ TEST_P(CudaConformance, LayerNorm) {
 TEST_P(CudaConformance, MixedLayerNormIsTheCastChain) {
   // `bytes` of a 16-bit `t` cast to f32, and back.
   auto cast = [&](TensorType t, const std::string &bytes, DType to) {
-    Case c{"cast", {t}, {{to, t.shape}}};
-    c.attrs.set("to", std::string(dtypeName(to)));
-    c.attrs.set("nearest_even", true);
-    return runOn(*gpu, c, {bytes})[0];
+    return castOn(*gpu, t, bytes, to);
   };
   for (DType d : {DType::BF16, DType::F16})
     for (bool narrowAffine : {false, true}) {

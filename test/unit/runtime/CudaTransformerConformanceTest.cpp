@@ -60,8 +60,8 @@ TEST_P(CudaConformance, AttentionWithBias) {
 
 /// rms_norm over the last dim and the last two, forward and backward,
 /// and 600 rows of 80 (the scale gradient's column sums in chunks of 256
-/// rows). weft-mixed-precision runs it in f32 (FullPrecision), so the
-/// 16-bit forms are the kernels' own, checked all the same.
+/// rows), in every float dtype (weft-mixed-precision's narrowed RMSNorm
+/// runs the 16-bit forms: MixedRmsNormIsTheCastChain).
 TEST_P(CudaConformance, RmsNorm) {
   for (DType d : floats())
     for (int64_t axis : {2, 1}) {
@@ -85,6 +85,47 @@ TEST_P(CudaConformance, RmsNorm) {
     rows.attrs.set("axis", int64_t(1));
     rows.positive = {2};
     expectConforms(rows, *gpu);
+  }
+}
+
+/// weft-mixed-precision's narrowed RMSNorm (16-bit x, scale and y; f32
+/// inv_rms) gives the bits of the cast chain it replaces: x and the scale
+/// widened to f32, the f32 kernel, y and the gradients rounded to nearest
+/// even. Exactly, on the backend under test.
+TEST_P(CudaConformance, MixedRmsNormIsTheCastChain) {
+  auto cast = [&](TensorType t, const std::string &bytes, DType to) {
+    return castOn(*gpu, t, bytes, to);
+  };
+  for (DType d : {DType::BF16, DType::F16}) {
+    std::string what = dtypeName(d);
+    TensorType x{d, {6, 5, 48}}, wide{DType::F32, {6, 5, 48}}, scale{d, {48}},
+        wideScale{DType::F32, {48}}, stats{DType::F32, {6, 5, 1}};
+    Case mixed{"rms_norm", {x, scale}, {x, stats}};
+    mixed.attrs.set("axis", int64_t(2));
+    mixed.attrs.set("epsilon", 1e-6);
+    std::vector<std::string> in = inputs(mixed, 3);
+    std::vector<std::string> narrow = runOn(*gpu, mixed, in);
+    Case f32 = mixed;
+    f32.in = {wide, wideScale};
+    f32.out[0] = wide;
+    std::string x32 = cast(x, in[0], DType::F32),
+                s32 = cast(scale, in[1], DType::F32);
+    std::vector<std::string> chain = runOn(*gpu, f32, {x32, s32});
+    EXPECT_EQ(narrow[0], cast(wide, chain[0], d)) << what;
+    EXPECT_EQ(narrow[1], chain[1]) << what << " inv_rms";
+    Case grad{"rms_norm_grad", {x, scale, stats, x}, {x, scale}};
+    grad.attrs.set("axis", int64_t(2));
+    std::string dy = inputs(mixed, 4)[0];
+    std::vector<std::string> narrowGrad =
+        runOn(*gpu, grad, {in[0], in[1], narrow[1], dy});
+    Case gradF32 = grad;
+    gradF32.in = {wide, wideScale, stats, wide};
+    gradF32.out = {wide, wideScale};
+    std::vector<std::string> chainGrad =
+        runOn(*gpu, gradF32, {x32, s32, narrow[1], cast(x, dy, DType::F32)});
+    EXPECT_EQ(narrowGrad[0], cast(wide, chainGrad[0], d)) << what << " dx";
+    EXPECT_EQ(narrowGrad[1], cast(wideScale, chainGrad[1], d))
+        << what << " dscale";
   }
 }
 
