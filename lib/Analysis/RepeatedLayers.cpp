@@ -161,8 +161,11 @@ struct ForwardParts {
 } // namespace
 
 int64_t weft::countRepeatedLayers(func::FuncOp func) {
-  ForwardParts forward(func);
-  return int64_t(longestRun(partKinds(forward.parts)).repeats);
+  return countRepeatedLayers(ForwardParts(func).parts);
+}
+
+int64_t weft::countRepeatedLayers(ArrayRef<ArrayRef<Operation *>> parts) {
+  return int64_t(longestRun(partKinds(parts)).repeats);
 }
 
 int64_t weft::layerBoundaryBytes(func::FuncOp func) {

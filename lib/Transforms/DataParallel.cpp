@@ -31,8 +31,6 @@ using namespace weft;
 
 namespace {
 
-bool isOptimizerStep(Operation *op) { return isa<SGDOp, AdamWOp>(op); }
-
 struct DataParallelPass : weft::impl::DataParallelBase<DataParallelPass> {
   using DataParallelBase::DataParallelBase;
 

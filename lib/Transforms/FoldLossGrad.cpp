@@ -37,11 +37,7 @@ constexpr int kSeedDepth = 4;
 /// them. Not a parameter's, an input's or a constant's, nor bytes an op
 /// updates in place or received.
 bool onlyReadBy(Value v, ArrayRef<Operation *> readers) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (!isView(def))
-      break;
-    v = def->getOperand(0);
-  }
+  v = viewedValue(v);
   auto result = dyn_cast<OpResult>(v);
   if (!result || isa<ConstantOp>(result.getOwner()) ||
       inPlaceOperand(result.getOwner(), result.getResultNumber()))

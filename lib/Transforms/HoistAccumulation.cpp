@@ -1,4 +1,4 @@
-//===- HoistAccumulation.cpp - micro-batch sums next to their terms -------===//
+//===- HoistAccumulation.cpp - micro-batch sums by their terms ----------===//
 //
 // HoistAccumulation.h's hoistAccumulation, and weft-hoist-accumulation,
 // the pass that runs it where weft-data-parallel does not (one replica).
@@ -96,6 +96,8 @@ private:
 
 } // namespace
 
+bool weft::isOptimizerStep(Operation *op) { return isa<SGDOp, AdamWOp>(op); }
+
 llvm::SetVector<Operation *>
 weft::hoistAccumulation(ArrayRef<Operation *> updates) {
   llvm::SetVector<Operation *> chain;
@@ -141,7 +143,7 @@ struct HoistAccumulationPass
   void runOnOperation() override {
     SmallVector<Operation *> updates;
     getOperation().walk([&](Operation *op) {
-      if (isa<SGDOp, AdamWOp>(op))
+      if (isOptimizerStep(op))
         updates.push_back(op);
     });
     hoistAccumulation(updates);

@@ -1,5 +1,4 @@
-//===- HoistAccumulation.h - micro-batch sums next to their terms -*- C++
-//-*-===//
+//===- HoistAccumulation.h - micro-batch sums by their terms --*- C++ -*-===//
 //
 // Shared by weft-data-parallel and weft-hoist-accumulation.
 //
@@ -16,6 +15,9 @@ namespace weft {
 /// The operand of an optimizer update (weft.sgd, weft.adamw) that is its
 /// parameter's gradient.
 constexpr unsigned kGradOperand = 1;
+
+/// Whether `op` is an optimizer update (weft.sgd, weft.adamw).
+bool isOptimizerStep(mlir::Operation *op);
 
 /// weft-accumulate-microbatches appends each gradient's sum over the M
 /// micro-batches (adds, and the 1/M scale when the backward was not seeded

@@ -87,8 +87,9 @@ public:
       return false;
     if (!of(op).accumulates)
       return true;
-    Value sum = rootBuffer(op->getOperand(0));
-    return llvm::any_of(touched, [&](Value v) { return rootBuffer(v) == sum; });
+    Value sum = viewedValue(op->getOperand(0));
+    return llvm::any_of(touched,
+                        [&](Value v) { return viewedValue(v) == sum; });
   }
 
 private:
@@ -97,15 +98,6 @@ private:
     std::optional<int64_t> microBatch;
     bool inPlace, barrier, accumulates;
   };
-  /// The value whose bytes `v` views.
-  static Value rootBuffer(Value v) {
-    while (Operation *def = v.getDefiningOp()) {
-      if (!isView(def))
-        break;
-      v = def->getOperand(0);
-    }
-    return v;
-  }
   const Facts &of(Operation *op) {
     auto [it, added] = facts.try_emplace(op);
     if (added) {

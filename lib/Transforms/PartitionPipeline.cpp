@@ -92,7 +92,7 @@ struct PartitionPipelinePass
     double running = 0;
     for (int64_t i = 0; i + 1 < n; ++i)
       cut[i] = running += delta[i];
-    if (balance.empty() && countRepeatedLayers(func) >= stages)
+    if (balance.empty())
       keepToSingleValueCuts(items, itemOf, cut);
 
     Partition result;
@@ -141,7 +141,8 @@ struct PartitionPipelinePass
                              const llvm::DenseMap<Operation *, int64_t> &itemOf,
                              MutableArrayRef<double> cut) {
     SmallVector<ArrayRef<Operation *>> segments = residualSegments(items);
-    if (int64_t(segments.size()) < stages)
+    // As many layers as stages implies as many segments.
+    if (countRepeatedLayers(segments) < stages)
       return;
     llvm::DenseSet<int64_t> single;
     for (ArrayRef<Operation *> segment : ArrayRef(segments).drop_back())

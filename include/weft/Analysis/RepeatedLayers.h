@@ -44,6 +44,10 @@ repeatedLayers(llvm::ArrayRef<llvm::ArrayRef<mlir::Operation *>> parts);
 /// unit repeats.
 int64_t countRepeatedLayers(mlir::func::FuncOp func);
 
+/// The same count over `parts` (residualSegments' of one region).
+int64_t
+countRepeatedLayers(llvm::ArrayRef<llvm::ArrayRef<mlir::Operation *>> parts);
+
 /// Bytes a pipeline cut between two of `func`'s repeated layers carries,
 /// one execution's: the values the first repeated layer defines that a
 /// forward op after it reads (the residual stream, [b, s, h] or its 1/T

@@ -55,6 +55,17 @@ inline bool isView(mlir::Operation *op) {
   return r && r->isView();
 }
 
+/// The value whose bytes `v` views (through reshapes and other views), or
+/// `v` itself.
+inline mlir::Value viewedValue(mlir::Value v) {
+  while (mlir::Operation *def = v.getDefiningOp()) {
+    if (!isView(def))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
 /// The operand whose bytes result `result` of `op` is: a view's input, or
 /// an in-place update's operand (inPlaceOperand); nullopt for a result
 /// with bytes of its own. The memory plan's aliasing rule.
