@@ -165,19 +165,6 @@ int64_t attentionGradFlops(const SpecCall &call, const Types &) {
   return satMul(s.scores, 2 * (3 * s.d + 2 * s.dv) + 8);
 }
 
-std::vector<AttrSpec> attentionAttrs() {
-  return {{"scale", AttrKind::Float},
-          {"causal", AttrKind::Bool, false},
-          {"dropout_ratio", AttrKind::Float, false},
-          {"seed", AttrKind::Int, false},
-          {"rng_id", AttrKind::Int, false},
-          {"shard_dim", AttrKind::Int, false},
-          {"shard_blocks", AttrKind::Int, false},
-          {"shard_count", AttrKind::Int, false},
-          {"shard_index", AttrKind::Int, false},
-          {"layout", AttrKind::String, false}};
-}
-
 } // namespace
 
 void addAttentionSpecs(std::vector<KernelSpec> &t) {
