@@ -29,7 +29,9 @@
 // the cast's whole-sequence result kept). The cross-entropy loss likewise
 // reads 16-bit logits (a language model's largest activation) and writes
 // f32 log-probabilities, its gradient 16 bits: the logits' casts up and
-// down go, with the same bits.
+// down go, with the same bits. A softmax between 16-bit ops narrows the same
+// way, and through the attention dropout after it (Megatron-LM's order: its
+// fused softmax writes 16 bits, and the dropout scales those).
 //
 //===----------------------------------------------------------------------===//
 
@@ -137,8 +139,11 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
         norms.push_back(&op);
     SmallVector<SoftmaxCrossEntropyOp> losses(
         body.getOps<SoftmaxCrossEntropyOp>());
+    SmallVector<SoftmaxOp> softmaxes(body.getOps<SoftmaxOp>());
     for (Operation *norm : norms)
       narrowNorm(norm);
+    for (SoftmaxOp softmax : softmaxes)
+      narrowSoftmax(softmax);
     for (SoftmaxCrossEntropyOp loss : losses)
       narrowLoss(loss);
     for (Operation *literal : literals)
@@ -244,6 +249,36 @@ struct MixedPrecisionPass : weft::impl::MixedPrecisionBase<MixedPrecisionPass> {
       return; // one f32 and one 16-bit affine operand is no LayerNorm's
     for (auto [operand, cast] : affine)
       readNarrow(*operand, cast);
+  }
+
+  /// `softmax(cast(x16 -> f32))` read only as 16 bits, itself or through
+  /// one dropout (the attention probabilities'): the softmax of x16 with a
+  /// 16-bit output, and the dropout in 16 bits after it. The softmax's bits
+  /// are the cast chain's (its kernels load 16 bits and compute in f32, as
+  /// the file comment says of the norms); the dropout then scales the
+  /// rounded probabilities, where autocast scales f32 ones and rounds once.
+  /// That is Megatron-LM's form (its fused scale-mask-softmax writes 16
+  /// bits, and the attention dropout runs on them), and what keeps its
+  /// 2as^2b bytes of softmax output a layer (Korthikanti et al. 2022,
+  /// Table 2) where f32 probabilities would keep twice that.
+  void narrowSoftmax(SoftmaxOp softmax) {
+    CastOp up = castUp(softmax.getInputMutable());
+    if (!up)
+      return;
+    Value probs = softmax.getOutput();
+    if (readAsLow(probs)) {
+      readNarrow(softmax.getInputMutable(), up);
+      retypeLow(probs);
+      return;
+    }
+    auto dropout = probs.hasOneUse()
+                       ? dyn_cast<DropoutOp>(*probs.getUsers().begin())
+                       : DropoutOp();
+    if (!dropout || !readAsLow(dropout.getOutput()))
+      return;
+    readNarrow(softmax.getInputMutable(), up);
+    probs.setType(cast<RankedTensorType>(probs.getType()).clone(low));
+    retypeLow(dropout.getOutput());
   }
 
   /// `softmax_cross_entropy(cast(x16 -> f32))` without class weights:

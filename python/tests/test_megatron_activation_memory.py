@@ -219,19 +219,20 @@ def test_per_layer_activations_with_sequence_parallelism_match_megatron(
 
 
 @pytest.mark.parametrize("name", ["small", "22B", "1T"])
-@pytest.mark.parametrize("policy", ["selective", "full-layer"])
+@pytest.mark.parametrize("policy", ["none", "selective", "full-layer"])
 def test_bf16_mixed_precision_keeps_megatron_bytes(weftc, tmp_path, name,
                                                    policy):
     """Under --precision bf16 (f32 LayerNorm statistics, f32 master
-    weights), t = 8 with --sequence-parallel keeps Table 2's 34 sbh/t and
-    2 sbh/t in 16 bits, as Megatron-LM's bf16 runs do: each LayerNorm reads
+    weights), t = 8 with --sequence-parallel keeps Table 2's sbh/t (34 +
+    5as/h), 34 sbh/t and 2 sbh/t in 16 bits, as Megatron-LM's bf16 runs do:
+    each LayerNorm reads
     the bf16 residual stream (no f32 copy kept) and writes a bf16 shard,
     which is all-gathered in bf16 and gathered again in the backward (an
     f32 output was gathered in f32, cast, and its whole-sequence bf16 cast
     kept: 66 sbh/t a layer). Scalar literals are bf16 literals, not casts
-    kept for the recomputed core attention. (Without recompute, autocast's
-    f32 softmax keeps 2 as^2 b/t more than Megatron-LM's fused 16-bit
-    softmax: docs/planner.md.)"""
+    kept for the recomputed core attention. The softmax writes bf16
+    probabilities and the attention dropout runs on them (Megatron-LM's
+    fused softmax; autocast's f32 softmax kept 2 as^2 b/t more)."""
     check_sequence_parallel_layer(weftc, tmp_path, name, policy, BF16_MIXED)
 
 

@@ -31,6 +31,13 @@ def MixedPrecision : Pass<"weft-mixed-precision", "mlir::func::FuncOp"> {
       beside a tensor (torch's type promotion); every other op runs in its
       operand's type, so activations (GELU, ReLU, dropout, pooling) stay
       16-bit between a matmul and the next f32 op;
+    - a LayerNorm, RMSNorm or softmax between 16-bit ops then reads and
+      writes 16 bits, with no cast around it: its kernels load 16 bits,
+      compute in f32 and round once, the cast chain's bits (Megatron-LM's
+      and Apex's fused LayerNorm and scale-mask-softmax). A softmax read
+      through one dropout (attention's) runs that dropout in 16 bits too,
+      Megatron-LM's order; autocast's dropout scales f32 probabilities. The
+      cross-entropy loss reads 16-bit logits;
     - results keep the types the function declares (a cast back where needed);
     - with `fp32-residual`, each gather of a parameter (an embedding
       lookup) is cast up to f32, so the sums it feeds (the residual stream

@@ -491,6 +491,42 @@ TEST_P(CudaConformance, SoftmaxGradients) {
       }
 }
 
+/// weft-mixed-precision's narrowed softmax (16-bit scores and
+/// probabilities) gives the bits of the cast chain it replaces: the scores
+/// widened to f32, the f32 kernel, the probabilities rounded to nearest
+/// even; and its gradient, from the rounded probabilities and a 16-bit dy,
+/// the f32 gradient's bits rounded. Exactly, on the backend under test,
+/// along the last axis (attention's) and a strided one.
+TEST_P(CudaConformance, MixedSoftmaxIsTheCastChain) {
+  for (DType d : {DType::BF16, DType::F16})
+    for (int64_t axis : {2, 1}) {
+      std::string what =
+          std::string(dtypeName(d)) + " axis " + std::to_string(axis);
+      TensorType x{d, {3, 17, 40}}, wide{DType::F32, {3, 17, 40}};
+      auto widened = [&](const std::string &bytes) {
+        return castOn(*gpu, x, bytes, DType::F32);
+      };
+      auto rounded = [&](const std::string &bytes) {
+        return castOn(*gpu, wide, bytes, d);
+      };
+      Case mixed{"softmax", {x}, {x}};
+      mixed.attrs.set("axis", axis);
+      std::vector<std::string> in = inputs(mixed, 5);
+      std::string y = runOn(*gpu, mixed, in)[0];
+      Case f32{"softmax", {wide}, {wide}};
+      f32.attrs = mixed.attrs;
+      EXPECT_EQ(y, rounded(runOn(*gpu, f32, {widened(in[0])})[0])) << what;
+      Case grad{"softmax_grad", {x, x}, {x}};
+      grad.attrs.set("axis", axis);
+      std::string dy = inputs(mixed, 6)[0];
+      Case gradF32{"softmax_grad", {wide, wide}, {wide}};
+      gradF32.attrs = grad.attrs;
+      EXPECT_EQ(runOn(*gpu, grad, {y, dy})[0],
+                rounded(runOn(*gpu, gradF32, {widened(y), widened(dy)})[0]))
+          << what << " dx";
+    }
+}
+
 // The table's coverage is the real backend's: the emulator's lacks the
 // libraries' kernels by design.
 #ifndef WEFT_CUDA_EMULATOR
