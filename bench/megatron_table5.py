@@ -1,6 +1,6 @@
 """Benchmark (no GPU needed): weftc's predicted iteration time for the rows
 of Korthikanti et al. 2022, Table 5 (shared/papers; A100 80GB on Selene),
-beside the paper's, with --device-model a100-sxm4-80gb.
+beside the paper's, with --device-model a100-sxm4-80gb (or FILE).
 
 Layouts are Table 3's: t = 8; p = 1, 8, 35, 64; micro-batch 1, global
 batch 4, 64, 280, 512 (M = the global batch); s = 2048, V = 51200; bf16,
@@ -45,10 +45,10 @@ ROWS = {
 INTERLEAVED = {"175B", "530B"}
 
 
-def predict(build, model, row, variant, schedule):
+def predict(build, model, row, variant, schedule, device):
     flags = ["--optimizer=adamw", "--tensor-parallel=8", "--precision=bf16",
              f"--microbatches={row['batch']}",
-             "--device-model=a100-sxm4-80gb", "-o", "/dev/null"]
+             f"--device-model={device}", "-o", "/dev/null"]
     if row["pipeline"] > 1:
         flags.append(f"--pipeline-parallel={row['pipeline']}")
     flags += (["--recompute=full"] if variant == "full" else
@@ -73,10 +73,14 @@ def main():
     parser.add_argument("--rows", default=",".join(ROWS))
     parser.add_argument("--schedule", default="interleaved",
                         choices=["interleaved", "1f1b"])
+    parser.add_argument("--device-model", default="a100-sxm4-80gb",
+                        help="a device model name or file (megatron_table4.py"
+                             " --write writes the A100 with a fitted GEMM "
+                             "efficiency)")
     args = parser.parse_args()
     build = args.build.resolve()
-    print("Korthikanti et al. 2022, Table 5, predicted by weftc "
-          "--device-model a100-sxm4-80gb (GEMMs at the datasheet peak)")
+    print(f"Korthikanti et al. 2022, Table 5, predicted by weftc "
+          f"--device-model {args.device_model}")
     print(f"{'model':6s} {'variant':22s} {'schedule':12s} {'predicted':>10s} "
           f"{'paper':>8s} {'ratio':>6s} {'MFU':>6s} {'compile':>8s}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -88,7 +92,7 @@ def main():
             for variant in ("full", "selective"):
                 schedule = (args.schedule if name in INTERLEAVED else "1f1b")
                 step, mfu, seconds = predict(build, model, row, variant,
-                                             schedule)
+                                             schedule, args.device_model)
                 paper = row[variant]
                 label = ("full recompute" if variant == "full" else
                          "selective + SP")

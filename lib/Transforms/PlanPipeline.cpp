@@ -280,9 +280,11 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
     pm.addNestedPass<func::FuncOp>(createFoldAttentionSplit());
   if (o.step == CompiledStep::Forward) {
     // A residual add and the LayerNorm of its sum in one kernel; a tanh
-    // GELU in its GEMM's epilogue.
+    // GELU in its GEMM's epilogue; attention's scale, mask and softmax in
+    // one kernel.
     pm.addNestedPass<func::FuncOp>(createFoldResidualLayerNorm());
     pm.addNestedPass<func::FuncOp>(createFoldGemmGelu());
+    pm.addNestedPass<func::FuncOp>(createFuseScaleMaskSoftmax());
     if (o.overlapCollectives)
       pm.addNestedPass<func::FuncOp>(createOverlapCollectives());
     return;
@@ -360,10 +362,12 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
        nameOf(kGranularities, o.recomputeGranularity.getValue()).str()}));
   // A residual add and the LayerNorm of its sum in one kernel, once the
   // recompute regions are cut at the sums; a tanh GELU and its gradient in
-  // their GEMMs' epilogues; a loss's gradient computed by its forward
-  // kernel, over the scores.
+  // their GEMMs' epilogues; attention's scale, mask and softmax in one
+  // kernel each way; a loss's gradient computed by its forward kernel,
+  // over the scores.
   pm.addNestedPass<func::FuncOp>(createFoldResidualLayerNorm());
   pm.addNestedPass<func::FuncOp>(createFoldGemmGelu());
+  pm.addNestedPass<func::FuncOp>(createFuseScaleMaskSoftmax());
   pm.addNestedPass<func::FuncOp>(createFoldLossGrad());
   // Sequence parallelism keeps linears' inputs as shards: gathered again
   // in the backward.

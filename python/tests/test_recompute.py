@@ -131,9 +131,10 @@ def recomputed_kinds(weftc, model, *flags):
 
 
 def test_selective_matches_core_attention_of_gpt(weftc, gpt_dropout):
-    """gpt: QK^T, / sqrt(d), where(causal mask), softmax, dropout."""
+    """gpt: QK^T, / sqrt(d), where(causal mask), softmax, dropout (the
+    middle three one weft.scale_mask_softmax once the region is cut)."""
     assert recomputed_kinds(weftc, gpt_dropout) == [
-        "weft.div", "weft.dropout", "weft.matmul", "weft.softmax", "weft.where"]
+        "weft.dropout", "weft.matmul", "weft.scale_mask_softmax"]
 
 
 def test_selective_matches_torch_multihead_attention(weftc, tmp_path):
@@ -188,8 +189,7 @@ def test_selective_matches_core_attention_under_16_bit(precision, weftc,
     dropout in 16 bits (the softmax's kernel computes in f32, without casts
     around it): the whole of core attention is recomputed, as in f32."""
     kinds = recomputed_kinds(weftc, gpt_dropout, f"--precision={precision}")
-    assert kinds == ["weft.div", "weft.dropout", "weft.matmul",
-                     "weft.softmax", "weft.where"]
+    assert kinds == ["weft.dropout", "weft.matmul", "weft.scale_mask_softmax"]
 
 
 def test_selective_under_bf16_saves_the_softmax_and_trains_alike(

@@ -2,6 +2,8 @@
 
 #include "Fused.h"
 
+#include "Half.h"
+
 #include <cstddef>
 #include <memory>
 #include <utility>
@@ -132,6 +134,67 @@ void softmaxCrossEntropyAndGrad(const KernelCall &call,
           call.ctx});
 }
 
+/// A rank-0 tensor of `dtype` holding `value`, in host bytes of its own:
+/// a fused op's literal (a divisor, the select's 0), which the op's .td
+/// says is of that type, so converting it is exact.
+Tensor literal(DType dtype, double value, std::unique_ptr<std::byte[]> &bytes) {
+  Tensor t = apart({nullptr, dtype, {}}, bytes);
+  switch (dtype) {
+  case DType::F64:
+    *t.as<double>() = value;
+    break;
+  case DType::BF16:
+    *t.as<uint16_t>() = toBF16(float(value));
+    break;
+  case DType::F16:
+    *t.as<uint16_t>() = toF16(float(value));
+    break;
+  default:
+    *t.as<float>() = float(value);
+  }
+  return t;
+}
+
+KernelAttrs lastAxis(const Tensor &t) {
+  KernelAttrs attrs;
+  attrs.set("axis", int64_t(t.rank() - 1));
+  return attrs;
+}
+
+/// scale_mask_softmax (scores, mask, fill) -> softmax(where(mask, fill,
+/// scores / divisor)) along the last dim: the three ops it replaced, each
+/// into a tensor of the scores' type.
+void scaleMaskSoftmax(const KernelCall &call, const PartLauncher &launch) {
+  const Tensor &x = call.in[0], &out = call.out[0];
+  std::unique_ptr<std::byte[]> divisorBytes, quotientBytes, maskedBytes;
+  Tensor divisor = literal(x.dtype, call.f("divisor"), divisorBytes);
+  Tensor quotient = apart(out, quotientBytes), masked = apart(out, maskedBytes);
+  KernelAttrs none;
+  launch({"div", {x, divisor}, {quotient}, none, call.ctx});
+  launch(
+      {"where", {call.in[1], call.in[2], quotient}, {masked}, none, call.ctx});
+  launch({"softmax", {masked}, {out}, lastAxis(out), call.ctx});
+}
+
+/// scale_mask_softmax_grad (output, grad, mask) -> where(mask, 0,
+/// softmax_grad(output, grad)) / divisor: the three ops of the backward it
+/// replaced.
+void scaleMaskSoftmaxGrad(const KernelCall &call, const PartLauncher &launch) {
+  const Tensor &out = call.out[0];
+  std::unique_ptr<std::byte[]> divisorBytes, zeroBytes, gradBytes, maskedBytes;
+  Tensor divisor = literal(out.dtype, call.f("divisor"), divisorBytes);
+  Tensor zero = literal(out.dtype, 0.0, zeroBytes);
+  Tensor grad = apart(out, gradBytes), masked = apart(out, maskedBytes);
+  launch({"softmax_grad",
+          {call.in[0], call.in[1]},
+          {grad},
+          lastAxis(out),
+          call.ctx});
+  KernelAttrs none;
+  launch({"where", {call.in[2], zero, grad}, {masked}, none, call.ctx});
+  launch({"div", {masked, divisor}, {out}, none, call.ctx});
+}
+
 } // namespace
 
 const OpTable<FusedFn> &fusedKernels() {
@@ -140,6 +203,8 @@ const OpTable<FusedFn> &fusedKernels() {
     t[Op::AddLayerNorm] = addLayerNorm;
     t[Op::GemmGeluTanh] = gemmGeluTanh;
     t[Op::GemmGeluTanhGrad] = gemmGeluTanhGrad;
+    t[Op::ScaleMaskSoftmax] = scaleMaskSoftmax;
+    t[Op::ScaleMaskSoftmaxGrad] = scaleMaskSoftmaxGrad;
     t[Op::SoftmaxCrossEntropyAndGrad] = softmaxCrossEntropyAndGrad;
     t[Op::WgradBias] = wgradBias;
     return t;

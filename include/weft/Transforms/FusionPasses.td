@@ -380,6 +380,29 @@ def FoldGemmGelu : Pass<"weft-fold-gemm-gelu", "mlir::func::FuncOp"> {
   let dependentDialects = ["weft::WeftDialect"];
 }
 
+def FuseScaleMaskSoftmax : Pass<"weft-fuse-scale-mask-softmax",
+                                 "mlir::func::FuncOp"> {
+  let summary = "Divide, mask and softmax attention scores in one kernel, "
+                "forward and backward";
+  let description = [{
+    A transformer's core attention divides its scores by sqrt(d), fills the
+    masked positions and takes the softmax along the last dim: where a
+    `weft.softmax` reads a `weft.where(mask, fill, x / divisor)` whose
+    quotient and masked scores nothing else reads (one type throughout,
+    `divisor` a splat literal, `fill` a scalar, the mask [..., s_q, s_k] with
+    leading dims 1, one bookkeeping), the three become one
+    `weft.scale_mask_softmax`. In the backward, `weft.where(mask, 0,
+    softmax_grad(y, dy)) / divisor` becomes one
+    `weft.scale_mask_softmax_grad`. Megatron-LM's FusedScaleMaskSoftmax and
+    its backward: one pass over the [b, a, s, s] scores where there were
+    three, each way. The kernels round each step as the three ops did, so
+    the bits are the same (the CPU runs them as their parts). weftc runs it
+    after weft-checkpoint, so recomputed core attention fuses as well, and
+    on forward-only steps.
+  }];
+  let dependentDialects = ["weft::WeftDialect"];
+}
+
 def FoldLossGrad : Pass<"weft-fold-loss-grad", "mlir::func::FuncOp"> {
   let summary = "Compute a cross-entropy loss's gradient in its forward "
                 "kernel, over the scores";

@@ -147,6 +147,52 @@ template <bool Log> void softmax(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+/// scale_mask_softmax: softmaxKernel's warp per row of the last dim, over
+/// the elements the unfused div and where wrote: the quotient rounded to S,
+/// or the fill value where the row's mask row (r mod `queries`, the mask being
+/// [..., s_q, s_k] with leading dims 1) is set. The same float operations
+/// in the same order as div, where and softmax: the same bits.
+template <Storage S>
+__global__ void scaleMaskSoftmaxKernel(const void *x, const uint8_t *mask,
+                                       const void *fillValue, void *y,
+                                       int64_t rows, int64_t dim,
+                                       int64_t queries, float divisor) {
+  int lane = threadIdx.x % 32;
+  float fill = load<S>(fillValue, 0);
+  WEFT_WARP_STRIDE(r, rows) {
+    int64_t base = r * dim;
+    const uint8_t *masked = mask + r % queries * dim;
+    auto score = [&](int64_t d) {
+      return masked[d] ? fill : rounded<S>(load<S>(x, base + d) / divisor);
+    };
+    float max = -INFINITY;
+    for (int64_t d = lane; d < dim; d += 32)
+      max = fmaxf(max, score(d));
+    max = warpMax(max);
+    double sum = 0;
+    for (int64_t d = lane; d < dim; d += 32)
+      sum += expf(score(d) - max);
+    float constant = softmaxRowConstant<false, float>(warpSum(sum));
+    for (int64_t d = lane; d < dim; d += 32)
+      store<S>(y, base + d, softmaxAt<false>(score(d), max, constant));
+  }
+}
+
+void scaleMaskSoftmax(const KernelCall &call, const Context &ctx) {
+  const Tensor &x = call.in[0];
+  int64_t dim = x.shape.back(), queries = x.shape.end()[-2];
+  if (x.numel() == 0)
+    return;
+  int64_t rows = x.numel() / dim;
+  byStorage(call, x.dtype, [&]<Storage S>() {
+    WEFT_LAUNCH(scaleMaskSoftmaxKernel<S>, warpGrid(rows), kThreads, ctx.stream,
+                x.data, static_cast<const uint8_t *>(call.in[1].data),
+                call.in[2].data, call.out[0].data, rows, dim, queries,
+                float(call.f("divisor")));
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
 //===----------------------------------------------------------------------===//
 // Updates
 //===----------------------------------------------------------------------===//
@@ -504,6 +550,7 @@ void registerElementwiseKernels(KernelTable &t) {
   };
   t[Op::Cast] = cast;
   t[Op::Softmax] = softmax<false>;
+  t[Op::ScaleMaskSoftmax] = scaleMaskSoftmax;
   t[Op::LogSoftmax] = softmax<true>;
 }
 

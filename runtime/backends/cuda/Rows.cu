@@ -61,6 +61,48 @@ void softmaxGrad(const KernelCall &call, const Context &ctx) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+/// scale_mask_softmax_grad: softmaxGradKernel's row over the last dim,
+/// then the unfused where and div: the gradient rounded to S, 0 where the
+/// mask row (r mod `queries`) is set, divided by `divisor`.
+template <Storage S>
+__global__ void scaleMaskSoftmaxGradKernel(const void *y, const void *dy,
+                                           const uint8_t *mask, void *dx,
+                                           int64_t rows, int64_t dim,
+                                           int64_t queries, float divisor) {
+  int lane = threadIdx.x % 32;
+  WEFT_WARP_STRIDE(r, rows) {
+    int64_t base = r * dim;
+    const uint8_t *masked = mask + r % queries * dim;
+    double dot = 0;
+    for (int64_t d = lane; d < dim; d += 32)
+      dot +=
+          softmaxGradTerm<false>(load<S>(y, base + d), load<S>(dy, base + d));
+    dot = warpSum(dot);
+    for (int64_t d = lane; d < dim; d += 32) {
+      float g = masked[d]
+                    ? 0.0f
+                    : rounded<S>(softmaxGradAt<false>(
+                          load<S>(y, base + d), load<S>(dy, base + d), dot));
+      store<S>(dx, base + d, g / divisor);
+    }
+  }
+}
+
+void scaleMaskSoftmaxGrad(const KernelCall &call, const Context &ctx) {
+  const Tensor &y = call.in[0];
+  int64_t dim = y.shape.back(), queries = y.shape.end()[-2];
+  if (y.numel() == 0)
+    return;
+  int64_t rows = y.numel() / dim;
+  byStorage(call, y.dtype, [&]<Storage S>() {
+    WEFT_LAUNCH(scaleMaskSoftmaxGradKernel<S>, warpGrid(rows), kThreads,
+                ctx.stream, y.data, call.in[1].data,
+                static_cast<const uint8_t *>(call.in[2].data), call.out[0].data,
+                rows, dim, queries, float(call.f("divisor")));
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
 //===----------------------------------------------------------------------===//
 // layer_norm, add_layer_norm, layer_norm_grad
 //===----------------------------------------------------------------------===//
@@ -443,6 +485,7 @@ template <bool Grad> void rotary(const KernelCall &call, const Context &ctx) {
 
 void registerRowKernels(KernelTable &t) {
   t[Op::SoftmaxGrad] = softmaxGrad<false>;
+  t[Op::ScaleMaskSoftmaxGrad] = scaleMaskSoftmaxGrad;
   t[Op::LogSoftmaxGrad] = softmaxGrad<true>;
   t[Op::LayerNorm] = layerNorm;
   t[Op::AddLayerNorm] = addLayerNorm;

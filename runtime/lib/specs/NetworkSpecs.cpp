@@ -10,6 +10,8 @@
 
 #include "Specs.h"
 
+#include <cmath>
+
 namespace weft::rt::specs {
 
 int64_t windowOutputSize(const SpecCall &call, int64_t in, int64_t kernel,
@@ -194,6 +196,42 @@ namespace {
 Types softmax(const SpecCall &call) {
   call.axis("axis", call.in[0].rank());
   return {call.in[0]};
+}
+
+/// scale_mask_softmax (scores, mask, fill) and scale_mask_softmax_grad
+/// (output, grad, mask): scores of rank 2 or more; the mask [..., s_q, s_k]
+/// of the scores' last two dims with every leading dim 1 (what the kernels
+/// index: row r of the scores reads mask row r mod s_q); the fill a scalar
+/// of the scores' dtype; a finite, non-zero divisor.
+Types scaleMaskRows(const SpecCall &call, size_t maskAt) {
+  const TensorType &x = call.in[0];
+  const TensorType &mask = call.in[maskAt];
+  if (x.rank() < 2)
+    call.fail("the scores " + typeString(x) + " have fewer than 2 dims");
+  bool fits = mask.rank() >= 2 && mask.rank() <= x.rank() &&
+              mask.shape.end()[-1] == x.shape.end()[-1] &&
+              mask.shape.end()[-2] == x.shape.end()[-2];
+  for (int64_t d = 0; fits && d + 2 < mask.rank(); ++d)
+    fits = mask.shape[d] == 1;
+  if (!fits)
+    call.fail("the mask " + typeString(mask) + " is not [..., " +
+              std::to_string(x.shape.end()[-2]) + ", " +
+              std::to_string(x.shape.end()[-1]) + "] with every leading dim 1");
+  double divisor = call.attrs.f("divisor");
+  if (!std::isfinite(divisor) || divisor == 0)
+    call.fail("attribute 'divisor' is " + std::to_string(divisor) +
+              ", expected finite and non-zero");
+  return {x};
+}
+
+Types scaleMaskSoftmax(const SpecCall &call) {
+  call.requireType(2, TensorType{call.in[0].dtype, {}}, "the fill value");
+  return scaleMaskRows(call, 1);
+}
+
+Types scaleMaskSoftmaxGrad(const SpecCall &call) {
+  call.requireType(1, call.in[0], "the output's gradient");
+  return scaleMaskRows(call, 2);
 }
 
 /// LayerNormalization-17 of input 0 with scale and bias from input
@@ -425,6 +463,17 @@ void addNetworkSpecs(std::vector<KernelSpec> &t) {
        .infer = addLayerNorm,
        .flops = fromRecord,
        .dtypeNote = "as layer_norm; the residual and the sum as the input"});
+  t.push_back({.op = Op::ScaleMaskSoftmax,
+               .source = "weft.scale_mask_softmax: Div-14, Where-16, then "
+                         "Softmax-13 (Megatron-LM's FusedScaleMaskSoftmax)",
+               .infer = scaleMaskSoftmax,
+               .flops = fromRecord,
+               .dtypeNote = "mask bool; fill a scalar"});
+  t.push_back({.op = Op::ScaleMaskSoftmaxGrad,
+               .source = "scale_mask_softmax adjoint, from the output",
+               .infer = scaleMaskSoftmaxGrad,
+               .flops = fromRecord,
+               .dtypeNote = "mask bool"});
   // Running statistics update their state buffers in place when the
   // compiler placed them there (training), or go to fresh buffers.
   t.push_back({.op = Op::BatchNorm,

@@ -43,7 +43,8 @@
 // LAYER-NOT: #weft.task<R
 // LAYER: return
 
-// Selective (Megatron): only core attention, QK^T / sqrt(d), mask, softmax,
+// Selective (Megatron): only core attention, QK^T / sqrt(d), mask, softmax
+// (one weft.scale_mask_softmax once weft-checkpoint has cut the regions),
 // dropout, from the kept Q and K^T; each layer's right before its softmax
 // backward. Nothing else (LayerNorm, GELU, linear layers) is recomputed.
 // SEL: weft.matmul %[[Q1:[0-9]+]], %[[K1:[0-9]+]] : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>)
@@ -51,19 +52,15 @@
 // SEL-NOT: #weft.task<R
 // SEL: weft.gelu_grad
 // SEL: weft.matmul %[[Q2]], %[[K2]] {weft.task = #weft.task<R>}
-// SEL-NEXT: weft.div {{.*}}#weft.task<R
-// SEL-NEXT: weft.where {{.*}}#weft.task<R
-// SEL-NEXT: weft.softmax {{.*}}#weft.task<R
+// SEL-NEXT: weft.scale_mask_softmax {{.*}}#weft.task<R
 // SEL-NEXT: weft.dropout {{.*}}#weft.task<R
 // SEL-NOT: #weft.task<R
-// SEL: weft.softmax_grad
+// SEL: weft.scale_mask_softmax_grad
 // SEL: weft.gelu_grad
 // SEL: weft.matmul %[[Q1]], %[[K1]] {weft.task = #weft.task<R>}
-// SEL-NEXT: weft.div {{.*}}#weft.task<R
-// SEL-NEXT: weft.where {{.*}}#weft.task<R
-// SEL-NEXT: weft.softmax {{.*}}#weft.task<R
+// SEL-NEXT: weft.scale_mask_softmax {{.*}}#weft.task<R
 // SEL-NEXT: weft.dropout {{.*}}#weft.task<R
 // SEL-NOT: #weft.task<R
-// SEL: weft.softmax_grad
+// SEL: weft.scale_mask_softmax_grad
 // SEL-NOT: #weft.task<R
 // SEL: return

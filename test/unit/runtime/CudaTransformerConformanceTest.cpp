@@ -129,6 +129,63 @@ TEST_P(CudaConformance, MixedRmsNormIsTheCastChain) {
   }
 }
 
+/// scale_mask_softmax and scale_mask_softmax_grad give the bits of the
+/// div, where and softmax (softmax_grad, where and div) they replace, on
+/// the backend under test: [2, 3, 17, 40] scores under a causal mask
+/// [17, 40] and [1, 1, 17, 40], in f32 and the 16-bit types (the quotient
+/// rounded to them before the mask, as the div's output was).
+TEST_P(CudaConformance, ScaleMaskSoftmaxIsItsParts) {
+  WEFT_NEEDS_KERNELS("scale_mask_softmax", "scale_mask_softmax_grad");
+  const int64_t queries = 17, keys = 40;
+  std::string causal(queries * keys, '\0');
+  for (int64_t q = 0; q < queries; ++q)
+    for (int64_t k = 0; k < keys; ++k)
+      causal[q * keys + k] = k > q + keys - queries; // the future
+  const double divisor = 9.8125; // bf16's sqrt(96), exact in every type
+  for (DType d : {DType::F32, DType::BF16, DType::F16})
+    for (std::vector<int64_t> maskShape :
+         {std::vector<int64_t>{queries, keys},
+          std::vector<int64_t>{1, 1, queries, keys}}) {
+      std::string what = std::string(dtypeName(d)) + " mask rank " +
+                         std::to_string(maskShape.size());
+      TensorType x{d, {2, 3, queries, keys}}, mask{DType::Bool, maskShape},
+          scalar{d, {}};
+      auto literal = [&](float v) {
+        std::string bytes(sizeof v, '\0');
+        std::memcpy(bytes.data(), &v, sizeof v);
+        return castOn(*gpu, {DType::F32, {}}, bytes, d);
+      };
+      auto run = [&](const char *kernel, std::vector<TensorType> in,
+                     std::vector<std::string> bytes, KernelAttrs attrs = {}) {
+        Case c{kernel, std::move(in), {x}};
+        c.attrs = std::move(attrs);
+        return runOn(*gpu, c, bytes)[0];
+      };
+      KernelAttrs lastAxis;
+      lastAxis.set("axis", int64_t(3));
+      Case fused{"scale_mask_softmax", {x, mask, scalar}, {x}};
+      std::string scores = inputs(Case{"", {x}, {}}, 7)[0];
+      fused.attrs.set("divisor", divisor);
+      std::string y =
+          runOn(*gpu, fused, {scores, causal, literal(-INFINITY)})[0];
+      std::string quotient =
+          run("div", {x, scalar}, {scores, literal(float(divisor))});
+      std::string masked = run("where", {mask, scalar, x},
+                               {causal, literal(-INFINITY), quotient});
+      EXPECT_EQ(y, run("softmax", {x}, {masked}, lastAxis)) << what;
+
+      Case grad{"scale_mask_softmax_grad", {x, x, mask}, {x}};
+      grad.attrs.set("divisor", divisor);
+      std::string dy = inputs(Case{"", {x}, {}}, 8)[0];
+      std::string dx = runOn(*gpu, grad, {y, dy, causal})[0];
+      std::string g = run("softmax_grad", {x, x}, {y, dy}, lastAxis);
+      std::string w =
+          run("where", {mask, scalar, x}, {causal, literal(0.0f), g});
+      EXPECT_EQ(dx, run("div", {x, scalar}, {w, literal(float(divisor))}))
+          << what << " grad";
+    }
+}
+
 /// glu and glu_grad in each activation (SwiGLU, GeGLU erf and tanh).
 TEST_P(CudaConformance, GatedLinearUnit) {
   for (DType d : floats())

@@ -125,6 +125,8 @@ TEST(KernelSpec, InputDTypesArePinned) {
         Op::SoftmaxGrad,
         Op::LogSoftmaxGrad}},
       {"float, bool", {Op::DropoutGrad}},
+      {"float, bool, float", {Op::ScaleMaskSoftmax}},
+      {"float, float, bool", {Op::ScaleMaskSoftmaxGrad}},
       // Scores and labels (indices), then weights, sums, gradients.
       {"float, index", {Op::VocabParallelGather, Op::GatherElementsGrad}},
       {"float, index, float",
@@ -332,6 +334,8 @@ TEST(OpRecords, PerElementFlopsAreTheDerivedCounts) {
       // the residual add before it.
       {Op::LayerNorm, {FlopRule::Input, 8}},
       {Op::AddLayerNorm, {FlopRule::Input, 9}},
+      {Op::ScaleMaskSoftmax, {FlopRule::Output, 7}},
+      {Op::ScaleMaskSoftmaxGrad, {FlopRule::Output, 6}},
       // square and sum, scale by 1/rms, affine mul.
       {Op::RmsNorm, {FlopRule::Input, 4}},
       // x cos, rotate(x) sin, their sum (the backward: dy cos, dy sin, the

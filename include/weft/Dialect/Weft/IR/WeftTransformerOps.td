@@ -119,4 +119,50 @@ def Weft_AddLayerNormOp : Weft_KernelTypedOp<"add_layer_norm"> {
   }];
 }
 
+def Weft_ScaleMaskSoftmaxOp : Weft_KernelTypedOp<"scale_mask_softmax"> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerOutput<7>;
+  let summary = "Attention scores divided, masked and softmaxed in one kernel.";
+  let description = [{
+    `softmax(where(mask, fill, input / divisor))` along the last dim, each
+    step rounded to `input`'s type as the three ops round: the quotient,
+    then the softmax of the masked quotient (computed in f32 for 16-bit
+    types, as weft.softmax). `divisor` and `fill` are the ops' literals, in
+    `input`'s type, `fill` a rank-0 tensor (a plan's attributes hold no
+    infinities). `mask` (i1) is [..., s_q, s_k] with every leading dim 1
+    (a causal mask shared by the batch and the heads). weft-fuse-scale-mask-
+    softmax makes it from the three ops (Megatron-LM's
+    FusedScaleMaskSoftmax): one pass over the [b, a, s, s] scores where
+    there were three. Cost: 7 FLOPs per element (divide, select, and
+    softmax's five).
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_BoolTensor:$mask,
+                       Weft_FloatTensor:$fill, F64Attr:$divisor);
+  let results = (outs Weft_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $mask `,` $fill attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Weft_ScaleMaskSoftmaxGradOp : Weft_KernelTypedOp<"scale_mask_softmax_grad"> {
+  let precision = FollowPrecision;
+  let split = NoSplit;
+  let flops = PerOutput<6>;
+  let summary = "scale_mask_softmax's input gradient from its output.";
+  let description = [{
+    `where(mask, 0, softmax_grad(output, grad)) / divisor` along the last
+    dim, each step rounded to the type as the three ops it replaces round
+    (weft.softmax_grad's `output * (grad - sum(grad * output))`, the
+    select, the quotient). `mask` as scale_mask_softmax's. Cost: 6 FLOPs
+    per element.
+  }];
+  let arguments = (ins Weft_FloatTensor:$output, Weft_FloatTensor:$grad,
+                       Weft_BoolTensor:$mask, F64Attr:$divisor);
+  let results = (outs Weft_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $output `,` $grad `,` $mask attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 #endif // WEFT_DIALECT_WEFT_IR_WEFTTRANSFORMEROPS_TD
