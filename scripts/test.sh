@@ -2,7 +2,8 @@
 # The one test command: installs dependencies, builds, runs every suite
 # (lit, GoogleTest, the fuzz corpora's replay, pytest on two workers)
 # through ctest, prints the sweep figures, then fuzzes the plan loader for
-# 60 s (scripts/fuzz.sh). About 35 min on CI's 2 cores.
+# 60 s (scripts/fuzz.sh). CI took 48 min on its 2 cores before
+# runtime-standalone reused the build's objects (5 min less since).
 #   scripts/test.sh              the build in build/ (what CI runs)
 #   scripts/test.sh --sanitize   a build with ASan and UBSan in
 #                                build-sanitize/: lit, GoogleTest and the
