@@ -29,7 +29,8 @@ using namespace weft;
 
 namespace {
 
-/// The value of a splat float literal of `v`'s element type, if `v` is one.
+/// The value of a splat float literal, if `v` is one. Exact: a weft
+/// float is f16, bf16, f32 or f64, each of which a double holds.
 std::optional<double> literal(Value v) {
   DenseFPElementsAttr values;
   if (!matchPattern(v, m_Constant(&values)) || !values.isSplat())
@@ -65,6 +66,18 @@ bool lastAxis(int64_t axis, Value v) {
   return axis == cast<RankedTensorType>(v.getType()).getRank() - 1;
 }
 
+/// Puts `fused` (built at `last`'s place) in the place of the chain
+/// `first`, `middle`, `last`: it takes `last`'s bookkeeping and readers,
+/// and the chain, read by nothing else, goes.
+void replaceChain(Operation *fused, Operation *first, Operation *middle,
+                  Operation *last) {
+  fused->setDiscardableAttrs(last->getDiscardableAttrDictionary());
+  last->replaceAllUsesWith(fused);
+  last->erase();
+  middle->erase();
+  first->erase();
+}
+
 /// softmax(where(mask, fill, x / divisor)) along the last dim, one type
 /// throughout, the fill a scalar (any value: an operand, as a plan's
 /// attributes hold no -inf): one scale_mask_softmax at the softmax's place.
@@ -85,11 +98,7 @@ bool fuseForward(SoftmaxOp softmax) {
   auto fused = ScaleMaskSoftmaxOp::create(b, softmax.getLoc(), div.getLhs(),
                                           where.getCondition(), where.getX(),
                                           b.getF64FloatAttr(*divisor));
-  fused->setDiscardableAttrs(softmax->getDiscardableAttrDictionary());
-  softmax.getResult().replaceAllUsesWith(fused.getOutput());
-  softmax.erase();
-  where.erase();
-  div.erase();
+  replaceChain(fused, div, where, softmax);
   return true;
 }
 
@@ -111,11 +120,7 @@ bool fuseBackward(DivOp div) {
   auto fused = ScaleMaskSoftmaxGradOp::create(
       b, div.getLoc(), grad.getOutput(), grad.getGrad(), where.getCondition(),
       b.getF64FloatAttr(*divisor));
-  fused->setDiscardableAttrs(div->getDiscardableAttrDictionary());
-  div.getResult().replaceAllUsesWith(fused.getInputGrad());
-  div.erase();
-  where.erase();
-  grad.erase();
+  replaceChain(fused, grad, where, div);
   return true;
 }
 

@@ -2,8 +2,6 @@
 
 #include "Fused.h"
 
-#include "Half.h"
-
 #include <cstddef>
 #include <memory>
 #include <utility>
@@ -139,19 +137,7 @@ void softmaxCrossEntropyAndGrad(const KernelCall &call,
 /// says is of that type, so converting it is exact.
 Tensor literal(DType dtype, double value, std::unique_ptr<std::byte[]> &bytes) {
   Tensor t = apart({nullptr, dtype, {}}, bytes);
-  switch (dtype) {
-  case DType::F64:
-    *t.as<double>() = value;
-    break;
-  case DType::BF16:
-    *t.as<uint16_t>() = toBF16(float(value));
-    break;
-  case DType::F16:
-    *t.as<uint16_t>() = toF16(float(value));
-    break;
-  default:
-    *t.as<float>() = float(value);
-  }
+  storeScalar(static_cast<char *>(t.data), dtype, value);
   return t;
 }
 

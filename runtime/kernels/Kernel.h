@@ -148,7 +148,8 @@ template <typename Fn> void dispatchBySize(int64_t size, Fn &&fn) {
 }
 
 /// Writes `value` converted to `dtype` into `out` (one element of f32,
-/// f64 or an integer type; Movement.cpp).
+/// f64, f16 or bf16 (through f32, rounded to nearest even) or an integer
+/// type; Movement.cpp).
 void storeScalar(char *out, DType dtype, double value);
 
 /// ONNX Resize-13, mode nearest: the input index (in [0, inLen)) output

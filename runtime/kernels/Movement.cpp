@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Half.h"
 #include "Kernel.h"
 #include "StridedView.h"
 
@@ -52,6 +53,13 @@ void storeScalar(char *out, DType dtype, double value) {
   case DType::F64:
     std::memcpy(out, &value, 8);
     return;
+  case DType::F16:
+  case DType::BF16: {
+    uint16_t v =
+        dtype == DType::F16 ? toF16(float(value)) : toBF16(float(value));
+    std::memcpy(out, &v, 2);
+    return;
+  }
   case DType::I64:
   case DType::U64: {
     int64_t v = value;

@@ -13,7 +13,6 @@
 #include "Launch.cuh"
 #include "Storage.cuh"
 
-#include "../../kernels/Half.h"
 #include "../../kernels/StridedView.h"
 
 #include <cstring>
@@ -137,14 +136,7 @@ void pad(const KernelCall &call, const Context &ctx) {
   }
   // The fill value in the tensor's format (16-bit: rounded to nearest).
   uint64_t fill = 0;
-  double value = call.f("value");
-  if (x.dtype == DType::BF16 || x.dtype == DType::F16) {
-    uint16_t bits =
-        x.dtype == DType::BF16 ? toBF16(float(value)) : toF16(float(value));
-    std::memcpy(&fill, &bits, 2);
-  } else {
-    storeScalar(reinterpret_cast<char *>(&fill), x.dtype, value);
-  }
+  storeScalar(reinterpret_cast<char *>(&fill), x.dtype, call.f("value"));
   dispatchBySize(dtypeSize(x.dtype), [&](auto tag) {
     using E = decltype(tag);
     E bits;
