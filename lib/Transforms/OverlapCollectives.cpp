@@ -72,24 +72,33 @@ public:
   /// norm's running statistics, a receive's wait).
   bool updatesInPlace(Operation *op) { return of(op).inPlace; }
 
-  /// Whether `op` is a micro-batch sum's add (weft.accumulate), writing
-  /// its running sum, operand 0, in place.
+  /// Whether `op` only adds into micro-batch sums in place: a sum's add
+  /// (weft.accumulate, operand 0), or a weight-gradient GEMM accumulating
+  /// into the running weight and bias gradients
+  /// (weft-fold-grad-accumulation).
   bool accumulates(Operation *op) { return of(op).accumulates; }
 
   /// Whether `op` stops a move of ops that read or write `touched`: a
-  /// barrier does, except a micro-batch sum's add (weft.accumulate), which
-  /// writes only its running sum, operand 0: it stops only a move of an op
-  /// touching that sum's bytes. (weft-hoist-accumulation puts each such add
-  /// right after its micro-batch's weight-gradient GEMM, between a
-  /// tensor-parallel collective's post and the GEMM it overlaps.)
+  /// barrier does, except an op that only accumulates (above), which
+  /// writes only its running sums: it stops only a move of an op touching
+  /// a sum's bytes. (weft-hoist-accumulation puts each sum's add right
+  /// after its micro-batch's weight-gradient GEMM, and an accumulating GEMM
+  /// is that GEMM, between a tensor-parallel collective's post and the
+  /// GEMM it overlaps.)
   bool blocks(Operation *op, ArrayRef<Value> touched) {
     if (!isBarrier(op))
       return false;
     if (!of(op).accumulates)
       return true;
-    Value sum = viewedValue(op->getOperand(0));
-    return llvm::any_of(touched,
-                        [&](Value v) { return viewedValue(v) == sum; });
+    for (unsigned r = 0; r < op->getNumResults(); ++r) {
+      std::optional<unsigned> written = inPlaceOperand(op, r);
+      if (!written)
+        continue;
+      Value sum = viewedValue(op->getOperand(*written));
+      if (llvm::any_of(touched, [&](Value v) { return viewedValue(v) == sum; }))
+        return true;
+    }
+    return false;
   }
 
 private:
@@ -111,8 +120,11 @@ private:
           isCollective(op) || op->hasTrait<OpTrait::IsTerminator>() ||
           isa<ISendOp, IRecvOp, WaitSendOp, WaitRecvOp, WaitCollectiveOp>(op) ||
           f.inPlace;
-      f.accumulates = isa<AddOp>(op) && op->hasAttr(kAccumulateAttr) &&
-                      inPlaceOperand(op, 0) == 0u;
+      if (auto wgrad = dyn_cast<WgradBiasOp>(op))
+        f.accumulates = !wgrad.getAccumulate().empty();
+      else
+        f.accumulates = isa<AddOp>(op) && op->hasAttr(kAccumulateAttr) &&
+                        inPlaceOperand(op, 0) == 0u;
     }
     return it->second;
   }
@@ -159,9 +171,11 @@ void hoistCollective(Operation *op, TaskFacts &task) {
        prev = prev->getPrevNode()) {
     // A micro-batch sum's add is not counted: it follows its weight
     // gradient's GEMM (weft-hoist-accumulation), which is the op to pass.
+    // An accumulating GEMM is that GEMM, and counts.
+    bool sumsAdd = isa<AddOp>(prev) && task.accumulates(prev);
     if (!isCollective(prev) &&
         (task.blocks(prev, SmallVector<Value>(op->getOperands())) ||
-         (!task.accumulates(prev) && ++passed > 1)))
+         (!sumsAdd && ++passed > 1)))
       break;
     target = prev;
   }
@@ -186,13 +200,32 @@ struct OverlapCollectivesPass
 
   /// The producer of the collective's operand first (when only the
   /// collective reads it, and it is a plain compute op of the same task),
-  /// then the collective right after whatever it still follows.
+  /// then the collective right after whatever it still follows. A gemm's
+  /// result reaches its collective through a reshape (its rows unfolded,
+  /// weft-fold-weight-transpose): the gemm moves, its views follow it.
   static void postEarly(Operation *collective, TaskFacts &task) {
+    auto movable = [&](Operation *op) {
+      return op && op->getBlock() == collective->getBlock() &&
+             op->hasOneUse() && task.sameTask(op, collective) &&
+             !task.isBarrier(op) && !isa<ConstantOp>(op);
+    };
     Operation *producer = collective->getOperand(0).getDefiningOp();
-    if (producer && producer->getBlock() == collective->getBlock() &&
-        producer->hasOneUse() && task.sameTask(producer, collective) &&
-        !task.isBarrier(producer) && !isa<ConstantOp>(producer))
+    SmallVector<Operation *> views;
+    while (movable(producer) && isView(producer)) {
+      views.push_back(producer);
+      producer = producer->getOperand(0).getDefiningOp();
+    }
+    if (movable(producer)) {
       hoistProducer(producer, task);
+      Operation *last = producer;
+      for (Operation *view : llvm::reverse(views)) {
+        view->moveAfter(last);
+        last = view;
+      }
+    } else {
+      for (Operation *view : llvm::reverse(views))
+        hoistProducer(view, task);
+    }
     hoistCollective(collective, task);
   }
 

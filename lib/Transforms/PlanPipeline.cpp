@@ -255,14 +255,12 @@ void buildPlanPipeline(OpPassManager &pm, const PlanPipelineOptions &o) {
   // The region between g and f on 1/T of the sequence.
   if (o.sequenceParallel)
     pm.addNestedPass<func::FuncOp>(createSplitSequenceParallel());
-  // Linear layers' x @ W^T as gemms reading W (no weight copy per step).
-  // Not under tensor parallelism: the sequence-parallel regather and the
-  // collective overlap read its Linear layers in the matmul form.
-  // Their biases added in the gemm (cuBLASLt's epilogue).
-  if (o.tensorParallel == 1) {
-    pm.addNestedPass<func::FuncOp>(createFoldWeightTranspose());
-    pm.addNestedPass<func::FuncOp>(createFoldLinearBias());
-  }
+  // Linear layers' x @ W^T as gemms reading W (no weight copy per step),
+  // their biases added in the gemm (cuBLASLt's epilogue); after the tensor-
+  // and sequence-parallel splits, which match Linear layers in the matmul
+  // form, so on each rank's shard of W.
+  pm.addNestedPass<func::FuncOp>(createFoldWeightTranspose());
+  pm.addNestedPass<func::FuncOp>(createFoldLinearBias());
   // Fused attention on the projections' [B, S, H, D] (no head transposes),
   // once each rank's heads are local.
   if (o.flashAttention)

@@ -5,7 +5,8 @@
 // in the backward. Keeping the gathered tensor would keep T times the shard
 // per linear; Megatron keeps the shard and gathers it again in the backward
 // (Korthikanti et al. 2022, Section 4.2.2, the paragraph after Equation 3).
-// This pass clones each forward all-gather (and f's copy of it) right before
+// This pass clones each forward all-gather (and f's copy of it, and the
+// reshapes a gemm reads it through) right before
 // the first backward op of its stage and micro-batch that reads it, and lets
 // the backward read the clone: the forward's gathered tensor dies at its
 // linear.
@@ -55,11 +56,17 @@ struct RegatherSequenceParallelPass
   }
 
   void regather(shard::AllGatherOp gather) {
-    // The gathered tensor and f's views of it.
+    // The gathered tensor and its forward views: f's copy, and the
+    // reshapes that fold its leading dims into a gemm's rows
+    // (weft-fold-weight-transpose), which the weight gradient reads. Each
+    // view follows the value it reads, the order the clones need.
     SmallVector<Value> values{gather.getResult()};
-    for (Operation *user : gather->getUsers())
-      if (isa<CopyToTensorParallelOp>(user) && isForward(user))
-        values.push_back(user->getResult(0));
+    for (size_t i = 0; i < values.size(); ++i)
+      for (Operation *user : values[i].getUsers())
+        if (isa<CopyToTensorParallelOp, ReshapeOp>(user) && isForward(user) &&
+            stageOf(user) == stageOf(gather) &&
+            microBatchOf(user) == microBatchOf(gather))
+          values.push_back(user->getResult(0));
     Operation *first = nullptr;
     for (Value v : values)
       for (OpOperand *use : backwardReads(v, gather))

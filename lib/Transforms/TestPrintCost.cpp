@@ -2,6 +2,7 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "weft/Dialect/Weft/IR/Task.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -23,7 +24,12 @@ struct TestPrintCostPass : weft::impl::TestPrintCostBase<TestPrintCostPass> {
       llvm::errs() << "cost @" << func.getSymName() << ": " << op->getName()
                    << " flops=" << op.getFlops()
                    << " read=" << op.getBytesRead()
-                   << " written=" << op.getBytesWritten() << "\n";
+                   << " written=" << op.getBytesWritten();
+      // The task's kind letter (F, B, R, U, W) once tasks exist, so a
+      // breakdown can split the forward from the backward.
+      if (taskOf(op))
+        llvm::errs() << " task=" << taskKindLetter(taskKindOf(op));
+      llvm::errs() << "\n";
       flops += op.getFlops();
       read += op.getBytesRead();
       written += op.getBytesWritten();

@@ -298,7 +298,7 @@ def test_backward_collectives_overlap_the_gradient_gemms(
             start = posts.pop(inst["tag"])
             post = insts[start]
             gemms = [i for i in insts[start + 1:k]
-                     if i.get("kernel") in ("gemm", "matmul")]
+                     if i.get("kernel") in ("gemm", "matmul", "wgrad_bias")]
             if gemms and post["phase"] == "backward":
                 key = (post["op"], buffers[post["inputs"][0]]["bytes"])
                 overlapped[key] = overlapped.get(key, 0) + 1

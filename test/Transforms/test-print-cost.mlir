@@ -4,7 +4,8 @@
 
 // [2,3] x [3,4]: 2*2*4*3 = 48 FLOPs; reads (6 + 12)*4 = 72 bytes, writes 8*4 = 32.
 // Add: 8 FLOPs, reads 32 + 16, writes 32. Reshape is a view: 0 bytes.
-// CHECK-LABEL: cost @mlp: weft.matmul flops=48 read=72 written=32
+// An op without a weft.task prints no task.
+// CHECK-LABEL: cost @mlp: weft.matmul flops=48 read=72 written=32{{$}}
 // CHECK-NEXT: cost @mlp: weft.add flops=8 read=48 written=32
 // CHECK-NEXT: cost @mlp: weft.reshape flops=0 read=0 written=0
 // CHECK-NEXT: cost @mlp: weft.softmax flops=40 read=32 written=32
@@ -38,5 +39,18 @@ func.func @nets(%x: tensor<1x4x6x6xf32>, %w: tensor<8x2x3x3xf32>, %b: tensor<8xf
   %1 = weft.gather %table, %ids {axis = 0 : i64} : (tensor<1000x16xf32>, tensor<2x3xi64>) -> tensor<2x3x16xf32>
   %2 = weft.matmul %a, %m : (tensor<4x2x3xf32>, tensor<3x5xf32>) -> tensor<4x2x5xf32>
   %3:3 = weft.layer_norm %1, %g {axis = 2 : i64} : (tensor<2x3x16xf32>, tensor<16xf32>) -> (tensor<2x3x16xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)
+  return
+}
+
+// -----
+
+// An op in a task ends its line with the task's kind letter.
+// CHECK-LABEL: cost @tasks: weft.matmul flops=48 read=72 written=32 task=F{{$}}
+// CHECK-NEXT: cost @tasks: weft.matmul flops=48 read=72 written=32 task=B{{$}}
+// CHECK-NEXT: cost @tasks: weft.matmul flops=48 read=72 written=32 task=W{{$}}
+func.func @tasks(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) {
+  %0 = weft.matmul %x, %w {weft.task = #weft.task<F, micro_batch = 0>} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %1 = weft.matmul %x, %w {weft.task = #weft.task<B, micro_batch = 0>} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %2 = weft.matmul %x, %w {weft.task = #weft.task<W, micro_batch = 0>} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
   return
 }

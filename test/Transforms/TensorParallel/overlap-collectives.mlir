@@ -29,6 +29,57 @@ func.func @linear_backward(%dy: tensor<4x8xf32>, %xt: tensor<8x4xf32>,
 
 shard.grid @mesh(shape = 1x1x2) {weft.mesh_axes = ["pipeline", "data", "tensor"]}
 
+// The same in gemm form (weft-fold-weight-transpose): the input gradient
+// reaches its all-reduce through a reshape that unfolds its rows. The gemm
+// moves before the weight gradient's, its reshape after it, then the post.
+// CHECK-LABEL: func.func @gemm_backward
+// CHECK: %[[DX:.*]] = weft.gemm %arg0, %arg2
+// CHECK-NEXT: %[[DX3:.*]] = weft.reshape %[[DX]]
+// CHECK-NEXT: %[[P:.*]] = shard.all_reduce %[[DX3]] on @mesh grid_axes = [2]
+// CHECK-NEXT: %[[DW:.*]] = weft.gemm %arg0, %arg1
+// CHECK-NEXT: %[[S:.*]] = weft.wait_collective %[[P]], %[[DX3]]
+// CHECK-NEXT: weft.add %[[S]], %arg3
+// CHECK: return %[[DW]]
+func.func @gemm_backward(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>,
+                         %w: tensor<8x8xf32>, %r: tensor<2x2x8xf32>)
+    -> (tensor<8x8xf32>, tensor<2x2x8xf32>) {
+  %dw = weft.gemm %dy, %x {transA = true, weft.task = #weft.task<B, micro_batch = 0>} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %dx = weft.gemm %dy, %w {weft.task = #weft.task<B, micro_batch = 0>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %dx3 = weft.reshape %dx {shape = array<i64: 2, 2, 8>, weft.task = #weft.task<B, micro_batch = 0>} : (tensor<4x8xf32>) -> tensor<2x2x8xf32>
+  %s = shard.all_reduce %dx3 on @mesh grid_axes = [2] {weft.task = #weft.task<B, micro_batch = 0>} : tensor<2x2x8xf32> -> tensor<2x2x8xf32>
+  %y = weft.add %s, %r {weft.task = #weft.task<B, micro_batch = 0>} : (tensor<2x2x8xf32>, tensor<2x2x8xf32>) -> tensor<2x2x8xf32>
+  return %dw, %y : tensor<8x8xf32>, tensor<2x2x8xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 1x1x2) {weft.mesh_axes = ["pipeline", "data", "tensor"]}
+
+// A later micro-batch's weight gradient accumulates into the running sums
+// in place (weft-fold-grad-accumulation): it writes only the sums, so the
+// input gradient's GEMM and its post still move above it, and it is the
+// one op the post passes. The all-reduce of the sum itself stays below it.
+// CHECK-LABEL: func.func @accumulating_backward
+// CHECK: %[[DX:.*]] = weft.gemm %arg0, %arg4
+// CHECK-NEXT: %[[P:.*]] = shard.all_reduce %[[DX]]
+// CHECK-NEXT: %[[W:.*]], %[[B:.*]] = weft.wgrad_bias %arg0, %arg1 accumulate %arg2, %arg3
+// CHECK-NEXT: %[[SUM:.*]] = shard.all_reduce %[[W]]
+// CHECK-NEXT: weft.wait_collective %[[P]], %[[DX]]
+func.func @accumulating_backward(%dy: tensor<6x4xf32>, %x: tensor<6x3xf32>,
+                                 %wsum: tensor<4x3xf32>, %bsum: tensor<4xf32>,
+                                 %w: tensor<4x3xf32>)
+    -> (tensor<4x3xf32>, tensor<4xf32>, tensor<6x3xf32>) {
+  %dw, %db = weft.wgrad_bias %dy, %x accumulate %wsum, %bsum {weft.task = #weft.task<B, micro_batch = 1>} : (tensor<6x4xf32>, tensor<6x3xf32>, tensor<4x3xf32>, tensor<4xf32>) -> (tensor<4x3xf32>, tensor<4xf32>)
+  %dx = weft.gemm %dy, %w {weft.task = #weft.task<B, micro_batch = 1>} : (tensor<6x4xf32>, tensor<4x3xf32>) -> tensor<6x3xf32>
+  %s = shard.all_reduce %dx on @mesh grid_axes = [2] {weft.task = #weft.task<B, micro_batch = 1>} : tensor<6x3xf32> -> tensor<6x3xf32>
+  %t = shard.all_reduce %dw on @mesh grid_axes = [2] {weft.task = #weft.task<B, micro_batch = 1>} : tensor<4x3xf32> -> tensor<4x3xf32>
+  return %t, %db, %s : tensor<4x3xf32>, tensor<4xf32>, tensor<6x3xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 1x1x2) {weft.mesh_axes = ["pipeline", "data", "tensor"]}
+
 // Moves stop at a task's end (the forward all-reduce read only by the
 // backward is waited for at the end of the forward) and at an in-place
 // update (the optimizer writes the parameter the last all-reduce sums); a

@@ -75,8 +75,8 @@ bool onZeroMesh(Operation *op) {
 shard::GridOp createDeviceMesh(ModuleOp module, const DeviceMesh &mesh,
                                StringRef symbol) {
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  auto grid = b.create<shard::GridOp>(module.getLoc(), symbol,
-                                      ArrayRef<int64_t>(mesh.sizes));
+  auto grid = shard::GridOp::create(b, module.getLoc(), symbol,
+                                    ArrayRef<int64_t>(mesh.sizes));
   SmallVector<Attribute> names;
   for (const std::string &axis : mesh.axes)
     names.push_back(b.getStringAttr(axis));
