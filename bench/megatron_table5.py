@@ -10,10 +10,11 @@ interleaved schedule with 3 chunks per rank (--schedule 1f1b here runs
 them on 1F1B instead). Each model is the weights-free export
 (weft.examples.gpt_weights_free, Table 2's shapes).
 
-This is not yet issue 41's validation: the A100 model has no GEMM
-efficiency table (GEMMs run at the datasheet peak), so a row can land near
-the paper for the wrong reasons. It prints predicted seconds, the paper's,
-their ratio, and the predicted MFU, per row.
+Issue 41's validation set, never fitted to: the A100 model's only fitted
+number is its GEMM efficiency, fitted to Table 4 (bench/megatron_table4.py).
+It prints predicted seconds, the paper's, their ratio, and the predicted
+MFU, per row (about 8 minutes on 2 cores, too long for CI: no test runs
+all eight; docs/planner.md has the figures).
 
 Usage: python3 bench/megatron_table5.py BUILD_DIR [--rows 22B,175B,...]
            [--schedule interleaved|1f1b]
