@@ -8,6 +8,8 @@
 # Usage: scripts/fuzz.sh [SECONDS] [plan-loader] [import]
 #   WEFT_FUZZ_SEED=N   libFuzzer's -seed (CI fixes it, so a run is repeatable)
 #   WEFT_FUZZ_FRESH=1  start from the committed corpus only (as CI does)
+#   WEFT_FUZZ_BUILD_ONLY=1  install and build the targets, run nothing
+#                      (scripts/test.sh builds them beside the suites)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +22,7 @@ scripts/install-deps.sh --fuzz
 WEFT_BUILD_DIR=build-fuzz \
   WEFT_CMAKE_ARGS="-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 -DWEFT_FUZZ=ON" \
   scripts/build.sh "${targets[@]/#/weft-fuzz-}"
+[ -z "${WEFT_FUZZ_BUILD_ONLY:-}" ] || exit 0
 
 status=0
 seed=()

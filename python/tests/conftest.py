@@ -68,6 +68,25 @@ def gpt2_layers(tmp_path_factory):
     return model, batch, path
 
 
+# The modules that take longest (a run's --durations, summed per module),
+# longest first. pytest-xdist's --dist loadscope hands whole modules to its
+# workers in collection order; starting these first keeps a long module
+# from being the last one left while the other worker idles.
+LONGEST_FIRST = ["test_zero", "test_onnx_node_numerics",
+                 "test_float64_oracle", "test_onnx_testdata_import",
+                 "test_pipeline", "test_data_parallel", "test_checkpoint",
+                 "test_host_overhead_bench", "test_zero_bubble",
+                 "test_auto_parallel", "test_calibrate", "test_llama"]
+
+
+def pytest_collection_modifyitems(items):
+    """Orders the modules LONGEST_FIRST, then the rest as collected; a
+    module's own tests keep their order."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.module.__name__,
+                                         len(LONGEST_FIRST)))
+
+
 def pytest_terminal_summary(terminalreporter):
     """Prints each test's `record_property("summary", line)` after the run:
     the sweeps' counts, which scripts/test.sh shows from ctest's log. A

@@ -157,7 +157,11 @@ def OverlapCollectives : Pass<"weft-overlap-collectives",
 
     1. post early: the op computing the collective's operand, when only the
        collective reads it, moves up past the ops of its task (kind and
-       micro-batch) it does not read from; the collective moves up past
+       micro-batch) it does not read from (a gemm whose result reaches the
+       collective through reshapes moves, and its reshapes follow it); an
+       op that only accumulates a micro-batch's weight gradient into the
+       running sums in place stops only moves touching those sums; the
+       collective moves up past
        other posts and at most one op it does not read from (enough for the
        regathered input of a sequence-parallel linear to be all-gathered
        while the input gradient's GEMM runs, without gathering it at the
