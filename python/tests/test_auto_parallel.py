@@ -230,9 +230,12 @@ def test_explain_places_a_layout_given_by_hand(search, models_dir):
 def test_an_estimated_search_compiles_what_it_picks(search, models_dir):
     """--search=estimate profiles each class once (P = D = M = 1) and
     estimates every layout from it; it compiles the most promising ones, and
-    the plan's layout is a compiled one. On this model it finds the same
-    best layout as compiling all of them, and every compiled row is what
-    the compile-every-layout search printed for it."""
+    the plan's layout is a compiled one. Every compiled row is what the
+    compile-every-layout search printed for it, and its best is within
+    issue 41's 10% of that search's best (on this model it picks
+    D = 2 ZeRO-3 at 35.85 ms where compiling everything finds T = 2 with
+    SP at 35.13: the profiles at micro-batch size 1 overstate a
+    tensor-parallel step's exposed collectives and weight reads)."""
     result = run([tool("weftc"), str(models_dir / "gpt.onnx"),
                   *SEARCH[:-1], "--search=estimate", "--top=10000"])
     assert result.returncode == 0, result.stderr
@@ -250,7 +253,9 @@ def test_an_estimated_search_compiles_what_it_picks(search, models_dir):
     for r in compiled:  # all but the place in the table
         assert {**r, "place": 0} == {**exact[r["layout"]], "place": 0}
     best = re.search(r"^best: (.*)$", out, re.M).group(1)
-    assert best == re.search(r"^best: (.*)$", search[0], re.M).group(1)
+    assert set(best.split()) <= set(layout_flags(table[0]["layout"]))
+    fastest = rows(search[0])[0]["step"]
+    assert table[0]["step"] <= 1.10 * fastest, (table[0], fastest)
 
 
 def test_bounds_leave_the_top_rows_as_simulating_every_layout(models_dir):
