@@ -68,7 +68,8 @@ def gpt2_layers(tmp_path_factory):
     return model, batch, path
 
 
-# The modules that take longest (a run's --durations, summed per module),
+# The modules that take longest (--durations of a whole run, its 60
+# slowest tests summed per module),
 # longest first. pytest-xdist's --dist loadscope hands whole modules to its
 # workers in collection order; starting these first keeps a long module
 # from being the last one left while the other worker idles.
