@@ -63,9 +63,7 @@ struct RegatherSequenceParallelPass
     SmallVector<Value> values{gather.getResult()};
     for (size_t i = 0; i < values.size(); ++i)
       for (Operation *user : values[i].getUsers())
-        if (isa<CopyToTensorParallelOp, ReshapeOp>(user) && isForward(user) &&
-            stageOf(user) == stageOf(gather) &&
-            microBatchOf(user) == microBatchOf(gather))
+        if (isa<CopyToTensorParallelOp, ReshapeOp>(user) && isForward(user))
           values.push_back(user->getResult(0));
     Operation *first = nullptr;
     for (Value v : values)

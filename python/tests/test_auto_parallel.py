@@ -71,13 +71,21 @@ def search(models_dir, tmp_path_factory):
 ESTIMATE = [*SEARCH[:-1], "--search=estimate", "--confirm=0"]
 
 
+def estimate(models_dir, top):
+    """The estimating search's table with --top `top`, and how many
+    pipelines it simulated."""
+    result = run([tool("weftc"), str(models_dir / "gpt.onnx"), *ESTIMATE,
+                  f"--top={top}"])
+    assert result.returncode == 0, result.stderr
+    m = re.search(r"\((\d+) pipelines simulated", result.stdout)
+    return rows(result.stdout), int(m[1])
+
+
 @pytest.fixture(scope="module")
 def estimated(models_dir):
-    """The estimating search's whole table, uncapped."""
-    result = run([tool("weftc"), str(models_dir / "gpt.onnx"), *ESTIMATE,
-                  "--top=10000"])
-    assert result.returncode == 0, result.stderr
-    return rows(result.stdout)
+    """The estimating search's whole table, uncapped, and how many
+    pipelines it simulated."""
+    return estimate(models_dir, 10000)
 
 
 def test_the_table_is_every_fitting_layout_fastest_first(search):
@@ -174,7 +182,7 @@ def test_a_memory_cap_keeps_the_fastest_layout_under_it(estimated,
                                                        models_dir):
     """With a cap at the median peak, the table is exactly the uncapped
     table's rows whose peak fits, in the same order."""
-    table = estimated
+    table, _ = estimated
     cap = sorted(r["peak"] for r in table)[len(table) // 2]
     result = run([tool("weftc"), str(models_dir / "gpt.onnx"), *ESTIMATE,
                   "--top=10000", f"--memory-cap={cap}"])
@@ -186,7 +194,7 @@ def test_a_memory_cap_keeps_the_fastest_layout_under_it(estimated,
 
 
 def test_a_cap_nothing_fits_names_the_smallest_peak(estimated, models_dir):
-    smallest = min(r["peak"] for r in estimated)
+    smallest = min(r["peak"] for r in estimated[0])
     result = run([tool("weftc"), str(models_dir / "gpt.onnx"), *ESTIMATE,
                   "--memory-cap=1000"])
     assert result.returncode == 1
@@ -258,20 +266,14 @@ def test_an_estimated_search_compiles_what_it_picks(search, models_dir):
     assert table[0]["step"] <= 1.10 * fastest, (table[0], fastest)
 
 
-def test_bounds_leave_the_top_rows_as_simulating_every_layout(models_dir):
+def test_bounds_leave_the_top_rows_as_simulating_every_layout(estimated,
+                                                              models_dir):
     """Branch and bound: with --top 3 the search simulates only the layouts
     whose bound beats its third-fastest simulation; its three rows are the
     first three of the search that simulates every layout (--top larger
     than the space)."""
-    def estimate(top):
-        result = run([tool("weftc"), str(models_dir / "gpt.onnx"),
-                      *SEARCH[:-1], "--search=estimate", "--confirm=0",
-                      f"--top={top}"])
-        assert result.returncode == 0, result.stderr
-        m = re.search(r"\((\d+) pipelines simulated", result.stdout)
-        return rows(result.stdout), int(m[1])
-    few, simulated_few = estimate(3)
-    every, simulated_every = estimate(10000)
+    few, simulated_few = estimate(models_dir, 3)
+    every, simulated_every = estimated
     assert len(few) == 3 and few == every[:3]
     assert simulated_few < simulated_every
 
