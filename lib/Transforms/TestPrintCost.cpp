@@ -2,6 +2,7 @@
 
 #include "weft/Transforms/Passes.h"
 
+#include "weft/Analysis/CostModel.h"
 #include "weft/Dialect/Weft/IR/Task.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
@@ -25,6 +26,12 @@ struct TestPrintCostPass : weft::impl::TestPrintCostBase<TestPrintCostPass> {
                    << " flops=" << op.getFlops()
                    << " read=" << op.getBytesRead()
                    << " written=" << op.getBytesWritten();
+      // A GEMM-shaped op's batch x m x n x k, the shape the device model's
+      // gemm_efficiency table is keyed by (bench/megatron_table4.py reads
+      // a layer's shapes from it).
+      if (std::optional<GemmShape> g = gemmShapeOf(op))
+        llvm::errs() << " gemm=" << g->batch << "x" << g->m << "x" << g->n
+                     << "x" << g->k;
       // The task's kind letter (F, B, R, U, W) once tasks exist, so a
       // breakdown can split the forward from the backward.
       if (taskOf(op))

@@ -239,11 +239,9 @@ def test_an_estimated_search_compiles_what_it_picks(search, models_dir):
     """--search=estimate profiles each class once (P = D = M = 1) and
     estimates every layout from it; it compiles the most promising ones, and
     the plan's layout is a compiled one. Every compiled row is what the
-    compile-every-layout search printed for it, and its best is within
-    issue 41's 10% of that search's best (on this model it picks
-    D = 2 ZeRO-3 at 35.85 ms where compiling everything finds T = 2 with
-    SP at 35.13: the profiles at micro-batch size 1 overstate a
-    tensor-parallel step's exposed collectives and weight reads)."""
+    compile-every-layout search printed for it, and its best is that
+    search's best (T = 2 with SP, 35.13 ms, which the estimate ranks
+    ninth: it compiles 10 layouts to find it)."""
     result = run([tool("weftc"), str(models_dir / "gpt.onnx"),
                   *SEARCH[:-1], "--search=estimate", "--top=10000"])
     assert result.returncode == 0, result.stderr
@@ -262,8 +260,20 @@ def test_an_estimated_search_compiles_what_it_picks(search, models_dir):
         assert {**r, "place": 0} == {**exact[r["layout"]], "place": 0}
     best = re.search(r"^best: (.*)$", out, re.M).group(1)
     assert set(best.split()) <= set(layout_flags(table[0]["layout"]))
-    fastest = rows(search[0])[0]["step"]
-    assert table[0]["step"] <= 1.10 * fastest, (table[0], fastest)
+    assert table[0] == {**rows(search[0])[0], "how": "compiled"}
+
+
+def test_the_estimate_alone_picks_within_10_percent(search, estimated):
+    """With no confirming compile, the estimate's fastest layout compiles
+    to within issue 41's 10% of the best of compiling every layout. Each
+    class is profiled at micro-batch sizes 1 and 2, so a micro-batch's
+    fixed work (weights read once per GEMM, collectives' latency) is not
+    multiplied by its size: profiled at size 1 alone, the estimate picked
+    D = 2, M = 4, ZeRO-3, 1.27x the best once compiled."""
+    compiled = {r["layout"]: r["step"] for r in rows(search[0])}
+    table, _ = estimated
+    assert compiled[table[0]["layout"]] <= 1.10 * min(compiled.values()), (
+        table[0], min(compiled.values()))
 
 
 def test_bounds_leave_the_top_rows_as_simulating_every_layout(estimated,

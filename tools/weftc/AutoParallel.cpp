@@ -430,36 +430,57 @@ estimateLayouts(const std::vector<weft::Layout> &layouts,
   // cut.
   int64_t layers = request.space.maxStages;
   bool shortened = request.shortProfiles && layers >= 3 * kShortLayers;
+  // Each at micro-batch sizes 1 and 2 (fitPerSample), when a layout's
+  // micro-batch can hold 2 samples.
+  int64_t sizes = request.space.batch >= 2 ? 2 : 1;
   llvm::StdThreadPool pool(llvm::hardware_concurrency());
+  // [class][layers: kShortLayers + k, or the whole model][samples - 1]
+  std::vector<std::array<std::array<StepProfile, 2>, 2>> profiles(
+      classes.size());
+  std::vector<std::array<std::array<LayoutScore, 2>, 2>> compiled(
+      classes.size());
+  auto profileClass = [&](size_t i, int64_t k, int64_t cut) {
+    for (int64_t n = 0; n < sizes; ++n)
+      pool.async([&, i, k, n, cut] {
+        compiled[i][k][n] =
+            compile(classes[i].layout, n + 1, &profiles[i][k][n], cut);
+      });
+  };
+  // The profile of class i from the compiles at layer count k, or false.
+  auto fitted = [&](size_t i, int64_t k, StepProfile &out) {
+    if (!compiled[i][k][0].compiled())
+      return false;
+    out = sizes == 2 && compiled[i][k][1].compiled()
+              ? fitPerSample(profiles[i][k][0], profiles[i][k][1])
+              : profiles[i][k][0];
+    return true;
+  };
   std::vector<size_t> whole; // the classes profiled on the whole model
   if (shortened) {
-    std::vector<std::array<StepProfile, 2>> shorts(classes.size());
-    std::vector<std::array<LayoutScore, 2>> shortScores(classes.size());
     for (size_t i = 0; i < classes.size(); ++i)
       for (int64_t k : {0, 1})
-        pool.async([&, i, k] {
-          shortScores[i][k] =
-              compile(classes[i].layout, 1, &shorts[i][k], kShortLayers + k);
-        });
+        profileClass(i, k, kShortLayers + k);
     pool.wait();
     for (auto [i, c] : llvm::enumerate(classes)) {
-      if (!shortScores[i][0].compiled() || !shortScores[i][1].compiled()) {
+      StepProfile fewer, more;
+      if (!fitted(i, 0, fewer) || !fitted(i, 1, more)) {
         whole.push_back(i);
         continue;
       }
-      c.score = shortScores[i][1];
-      c.profile =
-          extrapolateProfile(shorts[i][0], shorts[i][1], kShortLayers, layers);
+      c.score = compiled[i][1][0];
+      c.profile = extrapolateProfile(fewer, more, kShortLayers, layers);
     }
   } else {
     for (size_t i = 0; i < classes.size(); ++i)
       whole.push_back(i);
   }
   for (size_t i : whole)
-    pool.async([&, i] {
-      classes[i].score = compile(classes[i].layout, 1, &classes[i].profile, 0);
-    });
+    profileClass(i, 0, 0);
   pool.wait();
+  for (size_t i : whole) {
+    classes[i].score = compiled[i][0][0];
+    fitted(i, 0, classes[i].profile);
+  }
   profiled = classes.size();
 
   ScheduleCache cache;

@@ -79,6 +79,9 @@ weft::StepProfile weft::extrapolateProfile(const StepProfile &a,
   p.forward = grow(a.forward, b.forward);
   p.backward = grow(a.backward, b.backward);
   p.weight = grow(a.weight, b.weight);
+  p.forwardFixed = grow(a.forwardFixed, b.forwardFixed);
+  p.backwardFixed = grow(a.backwardFixed, b.backwardFixed);
+  p.weightFixed = grow(a.weightFixed, b.weightFixed);
   p.update = grow(a.update, b.update);
   p.compute = grow(a.compute, b.compute);
   p.memory = grow(a.memory, b.memory);
@@ -98,6 +101,19 @@ weft::StepProfile weft::extrapolateProfile(const StepProfile &a,
   p.boundary = b.boundary;
   p.modelFlops = grow(a.modelFlops, b.modelFlops);
   p.hardwareFlops = grow(a.hardwareFlops, b.hardwareFlops);
+  return p;
+}
+
+weft::StepProfile weft::fitPerSample(const StepProfile &one,
+                                     const StepProfile &two) {
+  StepProfile p = one;
+  auto split = [](double at1, double at2, double &perSample, double &fixed) {
+    fixed = std::max(0.0, 2 * at1 - at2);
+    perSample = at1 - fixed;
+  };
+  split(one.forward, two.forward, p.forward, p.forwardFixed);
+  split(one.backward, two.backward, p.backward, p.backwardFixed);
+  split(one.weight, two.weight, p.weight, p.weightFixed);
   return p;
 }
 
@@ -180,9 +196,9 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
   int64_t p = layout.pipeline, d = layout.data, m = layout.microbatches;
   // A micro-batch of b samples, per stage.
   double b = double(batch) / double(d * m);
-  double forward = b * profile.forward / p;
-  double backward = b * profile.backward / p;
-  double weight = b * profile.weight / p;
+  double forward = (profile.forwardFixed + b * profile.forward) / p;
+  double backward = (profile.backwardFixed + b * profile.backward) / p;
+  double weight = (profile.weightFixed + b * profile.weight) / p;
   if (!splitsWeightGradient(layout.schedule)) {
     backward += weight;
     weight = 0;
@@ -249,8 +265,15 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
   // Data parallel: the rank's gradients reduced (and its parameters
   // gathered under ZeRO) over D ranks, placed as the mesh (pipeline,
   // data, tensor) places them.
-  double data = 0;
+  double data = 0, buckets = 0;
   if (d > 1) {
+    // weft-data-parallel packs the gradients into buckets and unpacks the
+    // reduced ones (a read and a write of them each way); with ZeRO it
+    // also packs the rank's updated shard and unpacks the gathered
+    // parameters. Memory-bound copies on the rank, not overlapped.
+    buckets = double(4 * states.gradients / p +
+                     (layout.zeroStage >= 1 ? 2 * states.params / p : 0)) /
+              device.memoryBytesPerSecond;
     int64_t shape[] = {p, d, layout.tensor};
     int16_t dataAxis[] = {1};
     int64_t perNode = groupRanksPerNode(shape, dataAxis, device.devicesPerNode);
@@ -278,16 +301,19 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
           std::max(0.0, 2 * m * time(CollectiveKind::AllGather, stageParams) -
                             m * (forward + backward + weight));
   }
-  score.stepSeconds = pipeline + update + data;
+  score.stepSeconds = pipeline + update + buckets + data;
   // Where it goes: the profile's shares of the tasks' work.
   double work = m * (forward + backward + weight);
-  double profileWork = profile.forward + profile.backward + profile.weight;
+  // (The profile's micro-batch of one sample.)
+  double profileWork = profile.forwardFixed + profile.forward +
+                       profile.backwardFixed + profile.backward +
+                       profile.weightFixed + profile.weight;
   double share = profileWork > 0 ? work / profileWork : 0;
   score.tensorComm = profile.tensorComm * share;
   double busy = profile.compute + profile.memory;
   double compute = busy > 0 ? profile.compute / busy : 1;
   score.compute = (work - score.tensorComm + update) * compute;
-  score.memory = (work - score.tensorComm + update) * (1 - compute);
+  score.memory = (work - score.tensorComm + update) * (1 - compute) + buckets;
   score.bubble = pipeline - work;
   score.dataComm = data;
 

@@ -15,9 +15,11 @@
 // kept activations of the micro-batches the schedule holds on rank 0.
 // A model of many layers is profiled on its first 2 and 3 layers and the
 // profile extrapolated (extrapolateProfile; AutoParallel.cpp cuts them).
-// One profile per class, at micro-batch size 1: the work of a micro-batch
-// of b samples is taken as b times it (GEMMs' FLOPs and activations' bytes
-// are; weights read once per GEMM are not, which the estimate ignores).
+// Each class is profiled at micro-batch sizes 1 and 2, and a micro-batch of
+// b samples takes the line through them (fitPerSample): a fixed part that
+// does not grow with b (each GEMM reads its weights once a micro-batch, a
+// collective's latency) and b times the rest (GEMMs' FLOPs, activations'
+// bytes). Activations' bytes are taken as b times size 1's.
 //
 // Each pipeline hop sends the layer boundary's activation (RepeatedLayers.h)
 // over the slowest link the pipeline spans. What it leaves out: stage
@@ -52,6 +54,9 @@ namespace weft {
 /// simulated step (exposed collectives included).
 struct StepProfile {
   double forward = 0, backward = 0, weight = 0, update = 0;
+  /// The part of forward, backward and weight that a micro-batch takes
+  /// whatever its size, seconds (fitPerSample; 0 in profileStep's).
+  double forwardFixed = 0, backwardFixed = 0, weightFixed = 0;
   /// Where that time goes (LayoutScore's parts, bubble and data aside).
   double compute = 0, memory = 0, tensorComm = 0;
   ModelStates states; ///< the rank's parameters, gradients, state
@@ -76,6 +81,14 @@ StepProfile profileStep(mlir::ModuleOp module, const SimResult &step,
 /// the other bytes (temporaries, the arena's slack) are taken to as well.
 StepProfile extrapolateProfile(const StepProfile &a, const StepProfile &b,
                                int64_t fewer, int64_t layers);
+
+/// The profile of a micro-batch of one sample, `one`, split by the
+/// profile at two samples, `two`: a task kind's seconds at b samples are
+/// its fixed part plus b times its per-sample part, the line through the
+/// two (fixed = 2 one - two, per sample = two - one). A fixed part below 0
+/// (size 2 more than twice size 1's) is taken as 0, and the per-sample part
+/// as size 1's. The other fields are `one`'s.
+StepProfile fitPerSample(const StepProfile &one, const StepProfile &two);
 
 /// The schedules' task orders and simulations, shared by the layouts of a
 /// search: layouts that differ in ZeRO stage only run the same pipeline,
@@ -121,10 +134,11 @@ private:
 };
 
 /// The estimated score of `layout` with `batch` samples a step from its
-/// class's `profile` (one micro-batch of one sample): the forward,
-/// backward, weight-gradient, kept and other bytes and FLOPs taken as
-/// proportional to the micro-batch size b = batch / (D M), the update and
-/// model states as independent of it. A layout whose estimated peak
+/// class's `profile` (fitPerSample's): the forward, backward and
+/// weight-gradient seconds are their fixed parts plus the micro-batch size
+/// b = batch / (D M) times their per-sample parts; kept and other bytes
+/// and FLOPs are proportional to b, the update and model states
+/// independent of it. A layout whose estimated peak
 /// exceeds `capBytes` (> 0) is not timed (its step is infinite); `error`
 /// is set for a schedule the layout cannot run. `exact` false: the
 /// pipeline's makespan is its bound (makespanBound), not simulated, so the

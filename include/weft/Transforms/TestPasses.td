@@ -46,8 +46,10 @@ def TestPrintCost : Pass<"weft-test-print-cost", "mlir::func::FuncOp"> {
   let description = [{
     Test-only printer for `CostOpInterface`, so lit tests can check cost
     rules against hand-computed numbers. Prints to stderr, one line per op
-    that implements the interface (ending ` task=K`, K its task's kind
-    letter, when it has a `weft.task`), then a total; the IR is unchanged.
+    that implements the interface, then a total; the IR is unchanged. A
+    GEMM-shaped op's line adds ` gemm=BxMxNxK` (batch, m, n, k: the shape
+    the device model's `gemm_efficiency` is keyed by); an op with a
+    `weft.task` ends ` task=K`, K its task's kind letter.
 
     Input:
     ```mlir
