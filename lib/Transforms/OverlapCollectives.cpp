@@ -15,7 +15,9 @@
 //     and at most one op it does not depend on (under sequence parallelism
 //     the regathered input's all-gather then overlaps the input-gradient
 //     GEMM);
-//   wait late: the wait sinks to the first op that reads the result.
+//   wait late: the wait sinks to the first op that reads the result;
+//   then at most two data-parallel gradient buckets' reduce-scatters stay
+//     in flight (boundBucketsInFlight).
 //
 // Moves never cross a task's boundary (its kind and micro-batch) or an op
 // that updates a buffer in place (which might be the collective's; a
@@ -36,6 +38,8 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SmallPtrSet.h"
+
+#include <deque>
 
 namespace weft {
 #define GEN_PASS_DEF_OVERLAPCOLLECTIVES
@@ -196,6 +200,48 @@ struct OverlapCollectivesPass
       postEarly(collective, task);
     for (Operation *collective : collectives)
       waitLate(collective, task);
+    boundBucketsInFlight(getOperation(), task);
+  }
+
+  /// A data-parallel bucket's reduce-scatter (ZeRO 1 to 3) holds the whole
+  /// bucket until its wait, and each would wait at the end of its
+  /// micro-batch's backward, where its shard is added to the sums: every
+  /// bucket of the micro-batch in flight at once, all of the rank's
+  /// unsharded gradients live, which ZeRO-2 and 3 exist not to hold. So at
+  /// most two are in flight, as double buffering: the oldest's wait moves
+  /// up before the third's bucket is packed, and one bucket reduces while
+  /// the next one's gradients are computed. Only within a task.
+  static constexpr size_t kReduceScattersInFlight = 2;
+  static void boundBucketsInFlight(func::FuncOp func, TaskFacts &task) {
+    for (Block &block : func.getBody()) {
+      std::deque<std::pair<Operation *, WaitCollectiveOp>> inFlight;
+      for (Operation &op : llvm::make_early_inc_range(block)) {
+        if (auto wait = dyn_cast<WaitCollectiveOp>(&op)) {
+          llvm::erase_if(inFlight,
+                         [&](auto &posted) { return posted.second == wait; });
+          continue;
+        }
+        auto scatter = dyn_cast<shard::ReduceScatterOp>(&op);
+        if (!scatter || !scatter->hasAttr(kBucketAttr))
+          continue;
+        if (inFlight.size() >= kReduceScattersInFlight) {
+          auto [oldest, wait] = inFlight.front();
+          inFlight.pop_front();
+          if (task.sameTask(oldest, scatter)) {
+            // Before the bucket's packing, when it was posted right after.
+            Operation *target = scatter;
+            Operation *pack = scatter->getOperand(0).getDefiningOp();
+            if (pack && pack == scatter->getPrevNode() &&
+                task.sameTask(pack, scatter))
+              target = pack;
+            wait->moveBefore(target);
+          }
+        }
+        for (Operation *user : scatter->getResult(0).getUsers())
+          if (auto wait = dyn_cast<WaitCollectiveOp>(user))
+            inFlight.push_back({scatter, wait});
+      }
+    }
   }
 
   /// The producer of the collective's operand first (when only the

@@ -167,7 +167,16 @@ def OverlapCollectives : Pass<"weft-overlap-collectives",
        while the input gradient's GEMM runs, without gathering it at the
        start of the task);
     2. wait late: the wait sinks to the first op that reads the result, the
-       end of the task, or an op updating a buffer in place.
+       end of the task, or an op updating a buffer in place;
+    3. at most two data-parallel gradient buckets' reduce-scatters (ZeRO 1
+       to 3, `weft.bucket`) in flight within a task: the oldest's wait
+       moves up before the third bucket is packed. Each would otherwise
+       wait at the end of its micro-batch's backward, holding every
+       unsharded bucket of the rank at once, the memory ZeRO-2 and 3 exist
+       to save; with two, one bucket reduces while the next one's
+       gradients are computed (double buffering). All-reduced buckets
+       (no ZeRO) are read by the update, so they stay live until then
+       whenever they are waited for, and keep their waits.
 
     In a tensor-parallel layer's backward the all-reduce (or, with sequence
     parallelism, the reduce-scatter) of a linear's input gradient is then
