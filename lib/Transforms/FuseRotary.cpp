@@ -62,7 +62,8 @@ Value rotatedHalf(Value v) {
     return {};
   auto type = cast<RankedTensorType>(cat.getType());
   int64_t rank = type.getRank(), d = type.getDimSize(rank - 1);
-  if (cat.getAxis() != rank - 1 && cat.getAxis() != -1)
+  auto axis = static_cast<int64_t>(cat.getAxis()); // an I64Attr, as uint64_t
+  if (axis != rank - 1 && axis != -1)
     return {};
   auto neg = cat.getInputs()[0].getDefiningOp<NegOp>();
   if (!neg || !neg->hasOneUse())
@@ -89,7 +90,8 @@ Value rotatedPairs(Value v) {
   auto stacked = cast<RankedTensorType>(cat.getType());
   int64_t rank = type.getRank(), d = type.getDimSize(rank - 1);
   // [.., D/2, 2] -> [.., D], stacked along the new last dim.
-  if (stacked.getRank() != rank + 1 || cat.getAxis() != rank ||
+  if (stacked.getRank() != rank + 1 ||
+      static_cast<int64_t>(cat.getAxis()) != rank ||
       stacked.getDimSize(rank) != 2 || stacked.getDimSize(rank - 1) * 2 != d ||
       stacked.getShape().drop_back(2) != type.getShape().drop_back(1))
     return {};

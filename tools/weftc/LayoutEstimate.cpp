@@ -108,7 +108,7 @@ weft::StepProfile weft::fitPerSample(const StepProfile &one,
                                      const StepProfile &two) {
   StepProfile p = one;
   auto split = [](double at1, double at2, double &perSample, double &fixed) {
-    fixed = std::max(0.0, 2 * at1 - at2);
+    fixed = std::clamp(2 * at1 - at2, 0.0, at1);
     perSample = at1 - fixed;
   };
   split(one.forward, two.forward, p.forward, p.forwardFixed);

@@ -85,16 +85,18 @@ StepProfile extrapolateProfile(const StepProfile &a, const StepProfile &b,
 /// The profile of a micro-batch of one sample, `one`, split by the
 /// profile at two samples, `two`: a task kind's seconds at b samples are
 /// its fixed part plus b times its per-sample part, the line through the
-/// two (fixed = 2 one - two, per sample = two - one). A fixed part below 0
-/// (size 2 more than twice size 1's) is taken as 0, and the per-sample part
-/// as size 1's. The other fields are `one`'s.
+/// two (fixed = 2 one - two, per sample = two - one), each part at least
+/// 0: size 2 taking more than twice size 1's time gives no fixed part (the
+/// per-sample part is size 1's), and taking no more than size 1's gives no
+/// per-sample part. The other fields are `one`'s.
 StepProfile fitPerSample(const StepProfile &one, const StepProfile &two);
 
 /// The schedules' task orders and simulations, shared by the layouts of a
 /// search: layouts that differ in ZeRO stage only run the same pipeline,
 /// and a makespan is homogeneous in the task times (scaling F, B and W by
-/// c scales every path, so the step, by c), so a class's layouts that
-/// differ in micro-batch size share one simulation too.
+/// c scales every path, so the step, by c), so layouts whose forward,
+/// backward, weight-gradient and transfer times are in the same ratios
+/// share one simulation too.
 class ScheduleCache {
 public:
   /// Rank 0's most micro-batches of a whole stage in flight under the

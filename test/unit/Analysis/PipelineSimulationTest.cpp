@@ -111,9 +111,10 @@ TEST(ScheduleTest, EveryTaskOnceAndForwardBeforeBackward) {
           ASSERT_EQ(tasks.size(), size_t(2 * m));
           std::set<std::pair<bool, int64_t>> seen;
           for (const StageTask &t : tasks) {
-            if (t.backward)
+            if (t.backward) {
               EXPECT_TRUE(seen.count({false, t.microBatch}))
                   << "B" << t.microBatch << " before its F";
+            }
             EXPECT_TRUE(seen.insert({t.backward, t.microBatch}).second);
           }
         }

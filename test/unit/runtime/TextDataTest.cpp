@@ -69,8 +69,9 @@ TEST(TextData, TargetsAreTheNextByteAndWindowsStayInTheirSplit) {
         EXPECT_LT(x[i], first + 26);
         // Every byte is followed by the next letter of the alphabet.
         EXPECT_EQ(y[i], first + (x[i] - first + 1) % 26);
-        if (i % 16)
+        if (i % 16) {
           EXPECT_EQ(x[i], y[i - 1]);
+        }
       }
     }
 }
