@@ -276,6 +276,36 @@ def test_the_estimate_alone_picks_within_10_percent(search, estimated):
         table[0], min(compiled.values()))
 
 
+def test_confirmation_goes_on_while_no_compiled_layout_fits(
+        search, estimated, models_dir):
+    """The estimate's peaks are optimistic. Under a cap that the layout
+    estimated fastest fits by its estimate but not compiled, --confirm 1
+    compiled only that one and wrote the fastest estimate's plan, which
+    does not fit. While none fits, the search goes on (up to 4 times
+    --confirm) to the first that does. The cap is found from the tables:
+    the compiled peak of a later candidate that fits, over the compiled
+    peaks of those estimated faster."""
+    compiled = {r["layout"]: r["peak"] for r in rows(search[0])}
+    order = [r for r in estimated[0] if r["layout"] in compiled]
+    for j in range(1, 4):
+        cap = compiled[order[j]["layout"]]
+        ahead = order[:j]
+        if (all(compiled[r["layout"]] > cap for r in ahead) and
+                all(r["peak"] <= cap for r in order[:j + 1])):
+            break
+    else:
+        pytest.skip("no cap separates the estimate's first candidates")
+    result = run([tool("weftc"), str(models_dir / "gpt.onnx"),
+                  *SEARCH[:-1], "--search=estimate", "--confirm=1",
+                  f"--memory-cap={cap}", "--top=1"])
+    assert result.returncode == 0, result.stderr
+    (best,) = rows(result.stdout)
+    assert best["how"] == "compiled" and best["peak"] <= cap, best
+    assert best["layout"] == order[j]["layout"]
+    m = re.search(r"(\d+) compiled;", result.stdout)
+    assert 1 < int(m[1]) <= 4, result.stdout
+
+
 def test_bounds_leave_the_top_rows_as_simulating_every_layout(estimated,
                                                               models_dir):
     """Branch and bound: with --top 3 the search simulates only the layouts

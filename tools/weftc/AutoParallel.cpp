@@ -527,6 +527,10 @@ estimateLayouts(const std::vector<weft::Layout> &layouts,
 
 } // namespace
 
+/// While none of the confirming compiles fits the cap, the search goes on
+/// to this many times --confirm of them (searchLayouts).
+static constexpr int64_t kConfirmWhileNone = 4;
+
 llvm::Expected<weft::Layout> weft::searchLayouts(const SearchRequest &request,
                                                  CompileLayout compile,
                                                  llvm::raw_ostream &os) {
@@ -541,9 +545,12 @@ llvm::Expected<weft::Layout> weft::searchLayouts(const SearchRequest &request,
   int64_t profiled = 0, timed = 0;
   if (estimate) {
     // Exact estimates for every row the table and the confirmation can
-    // reach: the confirmed ones, then the top K.
+    // reach: the confirmed ones (up to kConfirmWhileNone times --confirm),
+    // then the top K. Beyond them rows keep their bounds, an order no
+    // confirmation should follow.
     scores = estimateLayouts(layouts, request, compile,
-                             request.confirm + request.top, profiled, timed);
+                             kConfirmWhileNone * request.confirm + request.top,
+                             profiled, timed);
   } else {
     scores.reserve(layouts.size());
     for (const Layout &layout : layouts)
@@ -556,9 +563,11 @@ llvm::Expected<weft::Layout> weft::searchLayouts(const SearchRequest &request,
   };
   // Estimated: compile candidates in the estimate's order while the next
   // is estimated faster than the fastest compiled one that fits (at most
-  // request.confirm), and the hand-made layout, to place it exactly.
-  // Compiled as many at a time as there are cores, so a round may compile
-  // one that the round's others would have ruled out.
+  // request.confirm, and while none of them fits, up to kConfirmWhileNone
+  // times as many: the estimate's peaks are optimistic, and a plan must be
+  // a compiled layout that fits), and the hand-made layout, to place it
+  // exactly. Compiled as many at a time as there are cores, so a round may
+  // compile one that the round's others would have ruled out.
   int64_t compiledCount = 0;
   if (estimate) {
     double fastest = std::numeric_limits<double>::infinity();
@@ -569,9 +578,12 @@ llvm::Expected<weft::Layout> weft::searchLayouts(const SearchRequest &request,
       std::vector<size_t> round;
       for (; next < all.size() && round.size() < width; ++next) {
         bool mine = request.explain && all[next].layout == *request.explain;
-        if (mine || (fits(all[next]) &&
-                     compiledCount + int64_t(round.size()) < request.confirm &&
-                     all[next].stepSeconds < fastest))
+        int64_t limit = std::isfinite(fastest)
+                            ? request.confirm
+                            : kConfirmWhileNone * request.confirm;
+        if (mine ||
+            (fits(all[next]) && compiledCount + int64_t(round.size()) < limit &&
+             all[next].stepSeconds < fastest))
           round.push_back(next);
       }
       for (size_t i : round)

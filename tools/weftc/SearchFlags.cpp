@@ -52,8 +52,9 @@ cl::opt<int64_t> confirm(
     "confirm",
     cl::desc("With --auto-parallel estimating: compile at most N of the "
              "layouts estimated fastest, in order, while the next is "
-             "estimated faster than the fastest compiled (default 16; 0: "
-             "none, and the plan is the fastest estimate's)"),
+             "estimated faster than the fastest compiled that fits; while "
+             "none fits, up to 4N (default 16; 0: none, and the plan is "
+             "the fastest estimate's)"),
     cl::init(16), cl::cat(optionCategory()));
 cl::opt<bool> profileWholeModel(
     "profile-whole-model",
