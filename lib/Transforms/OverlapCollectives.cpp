@@ -214,20 +214,21 @@ struct OverlapCollectivesPass
   static constexpr size_t kReduceScattersInFlight = 2;
   static void boundBucketsInFlight(func::FuncOp func, TaskFacts &task) {
     for (Block &block : func.getBody()) {
-      std::deque<std::pair<Operation *, WaitCollectiveOp>> inFlight;
+      // The waits of the bucket reduce-scatters in flight, oldest first (a
+      // wait is in its collective's task).
+      std::deque<WaitCollectiveOp> inFlight;
       for (Operation &op : llvm::make_early_inc_range(block)) {
         if (auto wait = dyn_cast<WaitCollectiveOp>(&op)) {
-          llvm::erase_if(inFlight,
-                         [&](auto &posted) { return posted.second == wait; });
+          llvm::erase(inFlight, wait);
           continue;
         }
         auto scatter = dyn_cast<shard::ReduceScatterOp>(&op);
         if (!scatter || !scatter->hasAttr(kBucketAttr))
           continue;
         if (inFlight.size() >= kReduceScattersInFlight) {
-          auto [oldest, wait] = inFlight.front();
+          WaitCollectiveOp wait = inFlight.front();
           inFlight.pop_front();
-          if (task.sameTask(oldest, scatter)) {
+          if (task.sameTask(wait, scatter)) {
             // Before the bucket's packing, when it was posted right after.
             Operation *target = scatter;
             Operation *pack = scatter->getOperand(0).getDefiningOp();
@@ -239,7 +240,7 @@ struct OverlapCollectivesPass
         }
         for (Operation *user : scatter->getResult(0).getUsers())
           if (auto wait = dyn_cast<WaitCollectiveOp>(user))
-            inFlight.push_back({scatter, wait});
+            inFlight.push_back(wait);
       }
     }
   }

@@ -576,11 +576,11 @@ llvm::Expected<weft::Layout> weft::searchLayouts(const SearchRequest &request,
     std::vector<LayoutScore> &all = result.scores;
     for (size_t next = 0; next < all.size();) {
       std::vector<size_t> round;
+      int64_t limit = std::isfinite(fastest)
+                          ? request.confirm
+                          : kConfirmWhileNone * request.confirm;
       for (; next < all.size() && round.size() < width; ++next) {
         bool mine = request.explain && all[next].layout == *request.explain;
-        int64_t limit = std::isfinite(fastest)
-                            ? request.confirm
-                            : kConfirmWhileNone * request.confirm;
         if (mine ||
             (fits(all[next]) && compiledCount + int64_t(round.size()) < limit &&
              all[next].stepSeconds < fastest))

@@ -196,9 +196,13 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
   int64_t p = layout.pipeline, d = layout.data, m = layout.microbatches;
   // A micro-batch of b samples, per stage.
   double b = double(batch) / double(d * m);
-  double forward = (profile.forwardFixed + b * profile.forward) / p;
-  double backward = (profile.backwardFixed + b * profile.backward) / p;
-  double weight = (profile.weightFixed + b * profile.weight) / p;
+  // A task kind's seconds on a stage: its fixed part and b per-sample ones.
+  auto onStage = [&](double fixed, double perSample) {
+    return (fixed + b * perSample) / p;
+  };
+  double forward = onStage(profile.forwardFixed, profile.forward);
+  double backward = onStage(profile.backwardFixed, profile.backward);
+  double weight = onStage(profile.weightFixed, profile.weight);
   if (!splitsWeightGradient(layout.schedule)) {
     backward += weight;
     weight = 0;
@@ -267,13 +271,6 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
   // data, tensor) places them.
   double data = 0, buckets = 0;
   if (d > 1) {
-    // weft-data-parallel packs the gradients into buckets and unpacks the
-    // reduced ones (a read and a write of them each way); with ZeRO it
-    // also packs the rank's updated shard and unpacks the gathered
-    // parameters. Memory-bound copies on the rank, not overlapped.
-    buckets = double(4 * states.gradients / p +
-                     (layout.zeroStage >= 1 ? 2 * states.params / p : 0)) /
-              device.memoryBytesPerSecond;
     int64_t shape[] = {p, d, layout.tensor};
     int16_t dataAxis[] = {1};
     int64_t perNode = groupRanksPerNode(shape, dataAxis, device.devicesPerNode);
@@ -283,6 +280,13 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
     // The stage's whole gradients and parameters, as the ring moves them.
     int64_t stageGradients = states.gradients / p,
             stageParams = states.params / p;
+    // weft-data-parallel packs the gradients into buckets and unpacks the
+    // reduced ones (a read and a write of them each way); with ZeRO it
+    // also packs the rank's updated shard and unpacks the gathered
+    // parameters. Memory-bound copies on the rank, not overlapped.
+    buckets = double(4 * stageGradients +
+                     (layout.zeroStage >= 1 ? 2 * stageParams : 0)) /
+              device.memoryBytesPerSecond;
     // ZeRO-2 and 3 keep gradients sharded: each micro-batch's are
     // reduce-scattered as they are made.
     double reduce =
