@@ -4,10 +4,11 @@
 // algorithm (Dao et al. 2022, Algorithms 1, 2 and 4) blocked over query
 // rows, with the whole key range a block wide: per (batch, head) and block
 // of kRows queries, the scores S = scale q k^T are one BLAS GEMM, the
-// softmax (max, sums in double, as the CPU softmax) and the dropout mask
-// are applied in place, and P v is a second GEMM. Only a [kRows, Sk] block
-// of scores ever exists; the backward recomputes P = exp(S - stats) block
-// by block and accumulates dk and dv over the blocks. A causal block's
+// softmax (max, sums in double, as the CPU softmax, and its exp in vector
+// lanes, CpuVector.h: scalar libm's exp took longer than the GEMMs) and the
+// dropout mask are applied in place, and P v is a second GEMM. Only a [kRows,
+// Sk] block of scores ever exists; the backward recomputes P = exp(S - stats)
+// block by block and accumulates dk and dv over the blocks. A causal block's
 // GEMMs stop at its last row's keys (the rest of its scores are masked):
 // half the FLOPs of the whole square.
 //
@@ -26,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttentionGeometry.h"
+#include "CpuVector.h"
 #include "DropoutMask.h"
 #include "Gemm.h"
 #include "Kernel.h"
@@ -174,18 +176,15 @@ template <typename T> void attention(const KernelCall &call) {
         int64_t i = i0 + r, keys = g.keys(i);
         T *row = p.data() + r * g.sk;
         g.addBias(bias, n, i, row, keys);
-        T max = *std::max_element(row, row + keys);
+        T max = vec::max(row, keys);
         if (max == -std::numeric_limits<T>::infinity()) {
           // Every key masked: the row attends to nothing.
           std::fill(row, row + width, T(0));
           stats[n * g.sq + i] = max;
           continue;
         }
-        double sum = 0;
-        for (int64_t j = 0; j < keys; ++j)
-          sum += row[j] = std::exp(row[j] - max);
-        for (int64_t j = 0; j < keys; ++j)
-          row[j] = static_cast<T>(row[j] / sum);
+        double sum = vec::expSum(row, keys, max, row);
+        vec::map(row, row, keys, [=](T e) { return e / sum; });
         std::fill(row + keys, row + width, T(0));
         stats[n * g.sq + i] = static_cast<T>(max + std::log(sum));
         g.drop(n, i, row, width);
@@ -238,10 +237,10 @@ template <typename T> void attentionGrad(const KernelCall &call) {
         T lse = stats[n * g.sq + i];
         g.addBias(bias, n, i, row, keys);
         // A row with every key masked (stats -inf) has P = 0.
-        for (int64_t j = 0; j < keys; ++j)
-          row[j] = lse == -std::numeric_limits<T>::infinity()
-                       ? T(0)
-                       : T(std::exp(row[j] - lse));
+        if (lse == -std::numeric_limits<T>::infinity())
+          std::fill(row, row + keys, T(0));
+        else
+          vec::expShifted(row, row, keys, lse);
         std::fill(row + keys, row + width, T(0));
         if (g.dropout) {
           std::copy(row, row + width, dropped.data() + r * g.sk);
@@ -264,9 +263,8 @@ template <typename T> void attentionGrad(const KernelCall &call) {
         // dS = P (dP - D).
         T *dsRow = ds.data() + r * g.sk;
         g.drop(n, i, dsRow, width);
-        const T *pRow = p.data() + r * g.sk;
-        for (int64_t j = 0; j < width; ++j)
-          dsRow[j] = static_cast<T>(pRow[j] * (dsRow[j] - dot));
+        vec::map(p.data() + r * g.sk, dsRow, dsRow, width,
+                 [=](T p, T dp) { return p * (dp - dot); });
       }
       // dq = scale dS k[:width]; dk[:width] += scale dS^T q.
       gemm<T>(false, false, rows, g.d, width, T(g.scale), ds.data(), g.sk, kn,

@@ -1,8 +1,8 @@
 //===- CpuVector.h - the CPU kernels' vector loops ----------*- C++ -*-===//
 //
 // The CPU kernels whose elements call exp, erf, tanh or log (GELU and its
-// gradient, softmax, cross-entropy) and the AdamW update run as vector
-// code, in the loops below, by two means:
+// gradient, softmax, cross-entropy, fused attention's softmax) and the
+// AdamW update run as vector code, in the loops below, by two means:
 //
 //  - libmvec, glibc's vector math library: SIMD variants of expf, erff,
 //    tanhf, logf and their double forms, 4 floats a call on x86-64's
@@ -126,6 +126,18 @@ WEFT_CPU_CLONES double expSum(const T *x, int64_t n, T max, T *y) {
   for (int64_t i = 0; i < n; ++i)
     sum += expOrFlushed<T>(x[i] - max, lo);
   return sum;
+}
+
+/// y[i] = exp(x[i] - shift) rounded to T, over [0, n) (0 below the flush
+/// threshold, as expSum's); `y` may be `x`. A softmax row recomputed from
+/// its log-sum-exp (fused attention's backward) is this with shift = lse.
+template <typename T>
+WEFT_CPU_CLONES void expShifted(const T *x, T *y, int64_t n, T shift) {
+  volatile T opaque = kExpFlushedBelow<T>; // see expOrFlushed
+  const T lo = opaque;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = expOrFlushed<T>(x[i] - shift, lo);
 }
 
 } // namespace weft::rt::vec
