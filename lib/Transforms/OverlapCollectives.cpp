@@ -214,17 +214,25 @@ struct OverlapCollectivesPass
   static constexpr size_t kReduceScattersInFlight = 2;
   static void boundBucketsInFlight(func::FuncOp func, TaskFacts &task) {
     for (Block &block : func.getBody()) {
+      // The waits and bucket reduce-scatters in the block's order before
+      // any moves: a wait moved up from right after the scatter being
+      // visited would otherwise bring a walk of the live block back to
+      // that scatter, which would then move a second wait, and at last its
+      // own, above its bucket.
+      SmallVector<Operation *> walk;
+      for (Operation &op : block)
+        if (isa<WaitCollectiveOp>(op) ||
+            (isa<shard::ReduceScatterOp>(op) && op.hasAttr(kBucketAttr)))
+          walk.push_back(&op);
       // The waits of the bucket reduce-scatters in flight, oldest first (a
       // wait is in its collective's task).
       std::deque<WaitCollectiveOp> inFlight;
-      for (Operation &op : llvm::make_early_inc_range(block)) {
-        if (auto wait = dyn_cast<WaitCollectiveOp>(&op)) {
+      for (Operation *op : walk) {
+        if (auto wait = dyn_cast<WaitCollectiveOp>(op)) {
           llvm::erase(inFlight, wait);
           continue;
         }
-        auto scatter = dyn_cast<shard::ReduceScatterOp>(&op);
-        if (!scatter || !scatter->hasAttr(kBucketAttr))
-          continue;
+        auto scatter = cast<shard::ReduceScatterOp>(op);
         if (inFlight.size() >= kReduceScattersInFlight) {
           WaitCollectiveOp wait = inFlight.front();
           inFlight.pop_front();
