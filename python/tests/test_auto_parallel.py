@@ -105,6 +105,27 @@ def test_the_table_is_every_fitting_layout_fastest_first(search):
         assert any(part in layout for layout in layouts), part
 
 
+FAILURES = re.compile(r"^  (\d+) do not compile: (.*) \(e\.g\. (--.*)\)$",
+                      re.M)
+
+
+def test_every_layout_that_does_not_compile_is_rejected_for_a_reason(
+        search):
+    """The summary's layouts that do not compile, grouped by reason under
+    it, are each a layout the compiler rejects with a message (here: an
+    interleaved schedule whose micro-batches are not in groups of P), never
+    a compile that made invalid IR: such a weft bug would otherwise pass
+    for a rejected layout and silently shrink the search (gpt medium's
+    D = 2, M = 4, ZeRO-2 did, until weft-overlap-collectives was fixed)."""
+    out, _ = search
+    failed = int(SUMMARY.search(out).group(4))
+    reasons = FAILURES.findall(out)
+    assert failed > 0 and sum(int(n) for n, _, _ in reasons) == failed
+    for count, reason, example in reasons:
+        assert not reason.startswith("invalid IR"), (reason, example)
+        assert "interleaved" in reason and "not a multiple" in reason, reason
+
+
 def test_stages_hold_whole_layers(search):
     """gpt small repeats its block 4 times, so a pipeline has at most 4
     stages: P = 2 with 3 chunks a rank (6 stages) is not searched, 2 chunks

@@ -16,8 +16,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/Threading.h"
@@ -216,6 +218,11 @@ weft::LayoutScore weft::scoreLayout(const Layout &layout, llvm::StringRef model,
   PassManager pm(&context);
   buildPlanPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module))) {
+    // A pass that rejects the layout says why and leaves valid IR; IR that
+    // no longer verifies is a weft bug, which must not pass for a layout
+    // the compiler rejects.
+    if (failed(verify(*module)))
+      score.error = (kInvalidIR + ": " + score.error).str();
     keep("the compile failed");
     return score;
   }
@@ -339,6 +346,28 @@ weft::SearchResult weft::rankLayouts(std::vector<LayoutScore> scores,
   }
   result.scores = std::move(scores);
   return result;
+}
+
+void weft::printCompileFailures(llvm::ArrayRef<LayoutScore> scores,
+                                llvm::raw_ostream &os, size_t reasons) {
+  // Each reason's count and first layout, most frequent first.
+  llvm::MapVector<llvm::StringRef, std::pair<int64_t, const Layout *>> by;
+  for (const LayoutScore &s : scores)
+    if (!s.compiled()) {
+      auto &[count, example] = by[llvm::StringRef(s.error).split('\n').first];
+      if (count++ == 0)
+        example = &s.layout;
+    }
+  auto groups = by.takeVector();
+  std::stable_sort(groups.begin(), groups.end(), [](auto &a, auto &b) {
+    return a.second.first > b.second.first;
+  });
+  for (size_t i = 0; i < groups.size() && i < reasons; ++i)
+    os << llvm::formatv("  {0} do not compile: {1} (e.g. {2})\n",
+                        groups[i].second.first, groups[i].first,
+                        groups[i].second.second->flags());
+  if (groups.size() > reasons)
+    os << llvm::formatv("  {0} more reasons\n", groups.size() - reasons);
 }
 
 void weft::printLayoutTable(llvm::ArrayRef<LayoutScore> rows,
@@ -628,6 +657,7 @@ llvm::Expected<weft::Layout> weft::searchLayouts(const SearchRequest &request,
                           request.space.maxStages)
                 .str()
           : std::string());
+  printCompileFailures(result.scores, os);
   int64_t shown = std::min<int64_t>(request.top, result.fitting);
   printLayoutTable(llvm::ArrayRef(result.scores).take_front(shown), os);
   // The plan is a compiled layout's, the fastest that fits (compiled rows

@@ -141,6 +141,17 @@ struct SearchResult {
 };
 SearchResult rankLayouts(std::vector<LayoutScore> scores, int64_t capBytes);
 
+/// The prefix of a LayoutScore's `error` when the compile failed with IR
+/// that does not verify: a weft bug, not a layout the compiler rejects.
+inline constexpr llvm::StringLiteral kInvalidIR =
+    "invalid IR (a weft bug, please report it)";
+
+/// Under the search's summary: the layouts of `scores` that do not compile,
+/// grouped by their error's first line, the `reasons` most frequent with
+/// their count and one layout each, most frequent first.
+void printCompileFailures(llvm::ArrayRef<LayoutScore> scores,
+                          llvm::raw_ostream &os, size_t reasons = 6);
+
 /// The table of `rows`: rank, layout, step ms, samples/s, MFU and HFU %,
 /// peak bytes, the five parts in ms and the bound; `first` numbers the rows.
 void printLayoutTable(llvm::ArrayRef<LayoutScore> rows, llvm::raw_ostream &os,
