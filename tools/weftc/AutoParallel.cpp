@@ -280,7 +280,7 @@ weft::LayoutScore weft::scoreLayout(const Layout &layout, llvm::StringRef model,
   score.bubble = std::max(0.0, step.stepSeconds - step.busySeconds[critical] -
                                    score.tensorComm - score.dataComm);
   if (profile)
-    *profile = profileStep(*module, step, device, plans.of(ranks[0]).arenaBytes,
+    *profile = profileStep(*module, step, device, plans.of(ranks[0]),
                            score.peakRank == 0
                                ? score.breakdown
                                : breakDownMemory(ranks[0], plans.of(ranks[0])));

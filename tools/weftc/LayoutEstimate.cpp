@@ -8,15 +8,45 @@
 #include "weft/Analysis/TaskOrder.h"
 #include "weft/Dialect/Weft/IR/Task.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 #include <algorithm>
 #include <limits>
 
 using namespace mlir;
 
+int64_t weft::weightHeldBytes(func::FuncOp func, const MemoryPlan &plan) {
+  Block &body = func.getBody().front();
+  int lastWeight = -1;
+  for (auto [index, op] : llvm::enumerate(body.without_terminator()))
+    if (taskKindOf(&op) == TaskKind::Weight)
+      lastWeight = int(index);
+  llvm::DenseSet<unsigned> counted;
+  int64_t bytes = 0;
+  for (Operation &op : body.without_terminator()) {
+    if (taskKindOf(&op) != TaskKind::Weight)
+      continue;
+    for (Value operand : op.getOperands()) {
+      auto it = plan.storageOf.find(operand);
+      if (it == plan.storageOf.end())
+        continue;
+      const Storage &storage = plan.storages[it->second];
+      Operation *writer = storage.value.getDefiningOp();
+      if (storage.kind != BufferKind::Activation || !writer ||
+          taskKindOf(writer) == TaskKind::Weight || storage.end > lastWeight ||
+          !counted.insert(it->second).second)
+        continue;
+      bytes += storage.size;
+    }
+  }
+  return bytes;
+}
+
 weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
                                     const DeviceModel &device,
-                                    int64_t arenaBytes,
+                                    const MemoryPlan &plan,
                                     const MemoryBreakdown &breakdown) {
+  int64_t arenaBytes = plan.arenaBytes;
   StepProfile profile;
   func::FuncOp func = rankFunctions(module).front();
   double busy = 0;
@@ -58,6 +88,7 @@ weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
   }
   profile.states = modelStates(func);
   profile.kept = breakdown.maxKeptActivations;
+  profile.weightHeld = weightHeldBytes(func, plan);
   profile.boundary = layerBoundaryBytes(func);
   profile.other =
       std::max<int64_t>(0, arenaBytes - profile.states.total() - profile.kept);
@@ -97,6 +128,7 @@ weft::StepProfile weft::extrapolateProfile(const StepProfile &a,
   p.states.replicatedBytes =
       grow(a.states.replicatedBytes, b.states.replicatedBytes);
   p.kept = grow(a.kept, b.kept);
+  p.weightHeld = grow(a.weightHeld, b.weightHeld);
   p.other = std::max<int64_t>(0, grow(a.other, b.other));
   p.boundary = b.boundary;
   p.modelFlops = grow(a.modelFlops, b.modelFlops);
@@ -117,39 +149,52 @@ weft::StepProfile weft::fitPerSample(const StepProfile &one,
   return p;
 }
 
-std::optional<int64_t> weft::ScheduleCache::inFlight(ScheduleKind kind,
-                                                     int64_t ranks,
-                                                     int64_t microBatches,
-                                                     int64_t chunks,
-                                                     std::string &why) {
+std::optional<std::vector<weft::ScheduleCache::Held>>
+weft::ScheduleCache::inFlight(ScheduleKind kind, int64_t ranks,
+                              int64_t microBatches, int64_t chunks,
+                              std::string &why) {
   Key key{int(kind), ranks, microBatches, chunks};
   auto [it, fresh] = held.try_emplace(key);
-  Held &h = it->second;
+  Orders &h = it->second;
   if (fresh) {
     std::vector<std::vector<OrderedTask>> orders =
         rankTaskOrders(kind, ranks, microBatches, chunks, &h.why);
-    if (!orders.empty()) {
-      // A rank runs its tasks one at a time, so what it holds at any moment
-      // is its F's so far less its releases so far; the most is reached
-      // at an F.
-      TaskKind release =
-          splitsWeightGradient(kind) ? TaskKind::Weight : TaskKind::Backward;
-      int64_t now = 0, peak = 0;
-      for (const OrderedTask &task : orders.front()) {
-        if (task.kind == TaskKind::Forward)
-          peak = std::max(peak, ++now);
-        else if (task.kind == release)
-          --now;
+    bool split = splitsWeightGradient(kind);
+    std::vector<Held> points;
+    // A rank runs its tasks one at a time: after an F it holds one more
+    // chunk's kept activations, after a B (where W is split off) one fewer
+    // and one more chunk's W inputs, after the W none of either.
+    for (const std::vector<OrderedTask> &order : orders) {
+      Held now;
+      for (const OrderedTask &task : order) {
+        if (task.kind == TaskKind::Forward) {
+          ++now.forward;
+        } else if (task.kind == TaskKind::Backward) {
+          --now.forward;
+          if (!split)
+            continue;
+          ++now.weight;
+        } else if (task.kind == TaskKind::Weight) {
+          --now.weight;
+          continue;
+        }
+        points.push_back(now);
       }
-      int64_t perRank = chunksPerRank(kind, chunks);
-      h.inFlight = (peak + perRank - 1) / perRank;
     }
+    // Only the pairs no other has as many of both can be the peak.
+    llvm::sort(points, [](const Held &a, const Held &b) {
+      return a.forward != b.forward ? a.forward > b.forward
+                                    : a.weight > b.weight;
+    });
+    for (const Held &point : points)
+      if (h.frontier.empty() || point.weight > h.frontier.back().weight)
+        h.frontier.push_back(point);
   }
   if (!h.why.empty()) {
     why = h.why;
     return std::nullopt;
   }
-  return h.inFlight;
+  return h.frontier;
 }
 
 double weft::ScheduleCache::makespan(ScheduleKind kind, int64_t ranks,
@@ -207,17 +252,26 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
     backward += weight;
     weight = 0;
   }
-  int64_t inFlight = 1; // rank 0's most micro-batches of a whole stage
+  // A whole stage's kept activations of one micro-batch, and what its W
+  // tasks hold from its B on.
+  double keptStage = b * double(profile.kept) / p,
+         weightStage = b * double(profile.weightHeld) / p;
+  double keptBytes = keptStage; // one micro-batch in flight
   if (p > 1) {
     std::string why;
-    std::optional<int64_t> held =
+    std::optional<std::vector<ScheduleCache::Held>> held =
         cache.inFlight(layout.schedule, p, m, layout.virtualStages, why);
     if (!held) {
       score.error =
           "--schedule " + scheduleName(layout.schedule).str() + ": " + why;
       return score;
     }
-    inFlight = *held;
+    double chunks = chunksPerRank(layout.schedule, layout.virtualStages);
+    keptBytes = 0;
+    for (const ScheduleCache::Held &point : *held)
+      keptBytes = std::max(
+          keptBytes,
+          (point.forward * keptStage + point.weight * weightStage) / chunks);
   }
 
   // Memory of rank 0: model states over P, sharded over D by ZeRO stage;
@@ -231,7 +285,7 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
     gradients /= d;
   if (layout.zeroStage >= 3)
     params /= d;
-  int64_t kept = int64_t(b * double(profile.kept) / p) * inFlight;
+  int64_t kept = int64_t(keptBytes);
   int64_t other = int64_t(b * double(profile.other) / p);
   MemoryBreakdown &memory = score.breakdown;
   memory.bytes[size_t(MemoryCategory::Parameters)] = params;

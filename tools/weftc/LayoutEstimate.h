@@ -34,6 +34,7 @@
 
 #include "AutoParallel.h"
 
+#include "weft/Analysis/MemoryPlan.h"
 #include "weft/Analysis/ModelStates.h"
 #include "weft/Analysis/PipelineSimulation.h"
 #include "weft/Analysis/TaskOrder.h"
@@ -61,6 +62,13 @@ struct StepProfile {
   double compute = 0, memory = 0, tensorComm = 0;
   ModelStates states; ///< the rank's parameters, gradients, state
   int64_t kept = 0;   ///< kept activations of the micro-batch, bytes
+  /// What its weight-gradient tasks hold from its backward on: the
+  /// activations and output gradients the W ops read that an earlier task
+  /// wrote and the W ops release, bytes (weightHeldBytes). A zero-bubble
+  /// schedule holds these from a micro-batch's B to its W: under sequence
+  /// parallelism the gathered inputs and output gradients, more than the
+  /// kept activations the B frees.
+  int64_t weightHeld = 0;
   /// What a pipeline cut between layers sends a micro-batch, bytes
   /// (layerBoundaryBytes; 0 when no layer repeats).
   int64_t boundary = 0;
@@ -71,8 +79,14 @@ struct StepProfile {
 /// The profile of `module`, a compiled one-stage step, from its simulated
 /// `step` on `device` and its arena and breakdown.
 StepProfile profileStep(mlir::ModuleOp module, const SimResult &step,
-                        const DeviceModel &device, int64_t arenaBytes,
+                        const DeviceModel &device, const MemoryPlan &plan,
                         const MemoryBreakdown &breakdown);
+
+/// The bytes of `func`'s activation storages (`plan`'s) that its W tasks
+/// read, that a task other than a W wrote, and that die by the last W op:
+/// what a micro-batch holds from its B to its W (not the parameter
+/// gradients, which live on to the update).
+int64_t weightHeldBytes(mlir::func::FuncOp func, const MemoryPlan &plan);
 
 /// The profile of a model of `layers` layers from those of its first
 /// `fewer` and `fewer` + 1 layers (`a` and `b`): each figure a + (layers -
@@ -99,14 +113,20 @@ StepProfile fitPerSample(const StepProfile &one, const StepProfile &two);
 /// share one simulation too.
 class ScheduleCache {
 public:
-  /// Rank 0's most micro-batches of a whole stage in flight under the
-  /// schedule (chunk activations counted along its own order, from each
-  /// F to its W, or its B where the schedule does not split; a chunk is
-  /// 1 / chunks of a stage); nullopt, with the reason in `why`, for a
-  /// layout the schedule cannot run.
-  std::optional<int64_t> inFlight(ScheduleKind kind, int64_t ranks,
-                                  int64_t microBatches, int64_t chunks,
-                                  std::string &why);
+  /// What a rank holds at once under the schedule, counted in chunks (a
+  /// chunk is 1 / chunks-per-rank of a stage) along every rank's own task
+  /// order: `forward` chunks from an F to their B (kept activations) and
+  /// `weight` chunks from a B to their W (what the W reads; none where the
+  /// schedule does not split W). The pairs a peak can be at (after an F or
+  /// a B), none dominated by another.
+  struct Held {
+    int64_t forward = 0, weight = 0;
+  };
+  /// Those pairs; nullopt, with the reason in `why`, for a layout the
+  /// schedule cannot run.
+  std::optional<std::vector<Held>> inFlight(ScheduleKind kind, int64_t ranks,
+                                            int64_t microBatches,
+                                            int64_t chunks, std::string &why);
   /// The step of those orders (simulateTaskOrders) with a stage's forward,
   /// backward and weight-gradient seconds of a micro-batch (a chunk takes
   /// its share), forward > 0, and `transfer` seconds between ranks;
@@ -125,11 +145,11 @@ public:
 
 private:
   using Key = std::tuple<int, int64_t, int64_t, int64_t>;
-  struct Held {
-    int64_t inFlight = 0;
+  struct Orders {
+    std::vector<Held> frontier;
     std::string why; ///< non-empty: the schedule cannot run the layout
   };
-  std::map<Key, Held> held;
+  std::map<Key, Orders> held;
   /// Makespans with forward = 1, by (orders, backward / forward,
   /// weight / forward, transfer / forward).
   std::map<std::tuple<Key, double, double, double>, double> makespans;
