@@ -19,13 +19,13 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/Threading.h"
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -350,22 +350,36 @@ weft::SearchResult weft::rankLayouts(std::vector<LayoutScore> scores,
 
 void weft::printCompileFailures(llvm::ArrayRef<LayoutScore> scores,
                                 llvm::raw_ostream &os, size_t reasons) {
-  // Each reason's count and first layout, most frequent first.
-  llvm::MapVector<llvm::StringRef, std::pair<int64_t, const Layout *>> by;
-  for (const LayoutScore &s : scores)
-    if (!s.compiled()) {
-      auto &[count, example] = by[llvm::StringRef(s.error).split('\n').first];
-      if (count++ == 0)
-        example = &s.layout;
-    }
-  auto groups = by.takeVector();
-  std::stable_sort(groups.begin(), groups.end(), [](auto &a, auto &b) {
-    return a.second.first > b.second.first;
-  });
+  // Each reason's count and first layout, most frequent first. A reason
+  // is the error's first line with its numbers left out ("1 micro-batches
+  // is not a multiple of 2" and of 4 are one reason); the first layout's
+  // own message is shown.
+  struct Reason {
+    int64_t count = 0;
+    const LayoutScore *example = nullptr;
+  };
+  std::map<std::string, size_t> index;
+  std::vector<Reason> groups;
+  for (const LayoutScore &s : scores) {
+    if (s.compiled())
+      continue;
+    std::string key;
+    for (char c : llvm::StringRef(s.error).split('\n').first)
+      if (!std::isdigit(static_cast<unsigned char>(c)))
+        key += c;
+    auto [at, fresh] = index.try_emplace(key, groups.size());
+    if (fresh)
+      groups.push_back({0, &s});
+    ++groups[at->second].count;
+  }
+  std::stable_sort(
+      groups.begin(), groups.end(),
+      [](const Reason &a, const Reason &b) { return a.count > b.count; });
   for (size_t i = 0; i < groups.size() && i < reasons; ++i)
-    os << llvm::formatv("  {0} do not compile: {1} (e.g. {2})\n",
-                        groups[i].second.first, groups[i].first,
-                        groups[i].second.second->flags());
+    os << llvm::formatv(
+        "  {0} do not compile: {1} (e.g. {2})\n", groups[i].count,
+        llvm::StringRef(groups[i].example->error).split('\n').first,
+        groups[i].example->layout.flags());
   if (groups.size() > reasons)
     os << llvm::formatv("  {0} more reasons\n", groups.size() - reasons);
 }

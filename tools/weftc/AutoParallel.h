@@ -147,8 +147,9 @@ inline constexpr llvm::StringLiteral kInvalidIR =
     "invalid IR (a weft bug, please report it)";
 
 /// Under the search's summary: the layouts of `scores` that do not compile,
-/// grouped by their error's first line, the `reasons` most frequent with
-/// their count and one layout each, most frequent first.
+/// grouped by their error's first line less its numbers, the `reasons`
+/// most frequent with their count and one layout's message and flags
+/// each, most frequent first.
 void printCompileFailures(llvm::ArrayRef<LayoutScore> scores,
                           llvm::raw_ostream &os, size_t reasons = 6);
 

@@ -11,8 +11,10 @@
 // profile's forward, backward and weight-gradient times split evenly over
 // P stages (the partitioner balances them), plus the update (over D with
 // ZeRO) and the data-parallel collectives' exposed part; its memory is the
-// profile's model states over P (and D, as ZeRO shards them) plus the
-// kept activations of the micro-batches the schedule holds on rank 0.
+// profile's model states over P (and D, as ZeRO shards them) plus, on the
+// rank that holds most, the kept activations of the micro-batches between
+// their F and B and, under a zero-bubble schedule, what the W tasks read
+// of those between their B and W.
 // A model of many layers is profiled on its first 2 and 3 layers and the
 // profile extrapolated (extrapolateProfile; AutoParallel.cpp cuts them).
 // Each class is profiled at micro-batch sizes 1 and 2, and a micro-batch of
