@@ -103,8 +103,10 @@ def main():
              "--devices=2", f"--device-model={device}", f"--top={args.top}"],
             check=True, capture_output=True, text=True).stdout
         search_line = search.splitlines()[0]
-        for line in search.splitlines()[2:2 + args.top]:
-            brief = re.match(r"^\s*\d+  (P\d.*?)\s{2,}", line).group(1)
+        # The table's rows (the summary, the reasons some layouts do not
+        # compile and the header come first).
+        briefs = re.findall(r"^\s*\d+  (P\d.*?)\s{2,}", search, re.M)
+        for brief in briefs[:args.top]:
             layouts.append(("auto-parallel: " + brief, layout_flags(brief)))
 
         plans, predicted = [], []
