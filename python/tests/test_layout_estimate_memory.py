@@ -10,8 +10,9 @@ inputs and output gradients of every Linear, more than the kept
 activations the B frees. The estimate counts that, along each rank's task
 order, beside the kept activations from each F to its B (what 1F1B holds).
 The compiled figure is the most bytes live on any rank (the memory plan's
-live-at-peak, --estimate-memory), which the estimate models; the arena's
-fragmentation above it is not modelled. Counting a zero-bubble micro-batch
+live-at-peak, --estimate-memory): the estimate carries the one-stage
+profile's arena slack, but not the slot groups' fragmentation of this
+layout's arena (up to 117 GB for ZB-V). Counting a zero-bubble micro-batch
 as its kept activations from F to W (the estimate before) gave 64.4 GB for
 ZB-V against 94.0 GB compiled."""
 

@@ -264,7 +264,7 @@ template <typename T> void attentionGrad(const KernelCall &call) {
         T *dsRow = ds.data() + r * g.sk;
         g.drop(n, i, dsRow, width);
         vec::map(p.data() + r * g.sk, dsRow, dsRow, width,
-                 [=](T p, T dp) { return p * (dp - dot); });
+                 [=](T pij, T dpij) { return pij * (dpij - dot); });
       }
       // dq = scale dS k[:width]; dk[:width] += scale dS^T q.
       gemm<T>(false, false, rows, g.d, width, T(g.scale), ds.data(), g.sk, kn,

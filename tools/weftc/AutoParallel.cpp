@@ -218,9 +218,10 @@ weft::LayoutScore weft::scoreLayout(const Layout &layout, llvm::StringRef model,
   PassManager pm(&context);
   buildPlanPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module))) {
-    // A pass that rejects the layout says why and leaves valid IR; IR that
-    // no longer verifies is a weft bug, which must not pass for a layout
-    // the compiler rejects.
+    // A pass that rejects a layout says why. IR that no longer verifies
+    // after a failed run is taken for a weft bug (a pass made it, or
+    // failed halfway through a rewrite: either needs fixing), which must
+    // not pass for a layout the compiler rejects.
     if (failed(verify(*module)))
       score.error = (kInvalidIR + ": " + score.error).str();
     keep("the compile failed");

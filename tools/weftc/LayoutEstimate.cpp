@@ -274,8 +274,9 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
           (point.forward * keptStage + point.weight * weightStage) / chunks);
   }
 
-  // Memory of rank 0: model states over P, sharded over D by ZeRO stage;
-  // the kept activations of the micro-batches it holds; the rest.
+  // Memory: a stage's model states over P, sharded over D by ZeRO stage;
+  // the most kept and W-held chunks any rank's order holds (above); the
+  // rest.
   const ModelStates &states = profile.states;
   int64_t params = states.params / p, gradients = states.gradients / p,
           optimizer = states.optimizerState / p;
