@@ -149,7 +149,7 @@ weft::StepProfile weft::fitPerSample(const StepProfile &one,
   return p;
 }
 
-std::optional<std::vector<weft::ScheduleCache::Held>>
+const std::vector<weft::ScheduleCache::Held> *
 weft::ScheduleCache::inFlight(ScheduleKind kind, int64_t ranks,
                               int64_t microBatches, int64_t chunks,
                               std::string &why) {
@@ -192,9 +192,9 @@ weft::ScheduleCache::inFlight(ScheduleKind kind, int64_t ranks,
   }
   if (!h.why.empty()) {
     why = h.why;
-    return std::nullopt;
+    return nullptr;
   }
-  return h.frontier;
+  return &h.frontier;
 }
 
 double weft::ScheduleCache::makespan(ScheduleKind kind, int64_t ranks,
@@ -259,7 +259,7 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
   double keptBytes = keptStage; // one micro-batch in flight
   if (p > 1) {
     std::string why;
-    std::optional<std::vector<ScheduleCache::Held>> held =
+    const std::vector<ScheduleCache::Held> *held =
         cache.inFlight(layout.schedule, p, m, layout.virtualStages, why);
     if (!held) {
       score.error =

@@ -124,11 +124,11 @@ public:
   struct Held {
     int64_t forward = 0, weight = 0;
   };
-  /// Those pairs; nullopt, with the reason in `why`, for a layout the
-  /// schedule cannot run.
-  std::optional<std::vector<Held>> inFlight(ScheduleKind kind, int64_t ranks,
-                                            int64_t microBatches,
-                                            int64_t chunks, std::string &why);
+  /// Those pairs, kept by the cache; null, with the reason in `why`, for a
+  /// layout the schedule cannot run.
+  const std::vector<Held> *inFlight(ScheduleKind kind, int64_t ranks,
+                                    int64_t microBatches, int64_t chunks,
+                                    std::string &why);
   /// The step of those orders (simulateTaskOrders) with a stage's forward,
   /// backward and weight-gradient seconds of a micro-batch (a chunk takes
   /// its share), forward > 0, and `transfer` seconds between ranks;
