@@ -5,8 +5,9 @@
 // rows, with the whole key range a block wide: per (batch, head) and block
 // of kRows queries, the scores S = scale q k^T are one BLAS GEMM, the
 // softmax (max, sums in double, as the CPU softmax, and its exp in vector
-// lanes, CpuVector.h: scalar libm's exp took longer than the GEMMs) and the
-// dropout mask are applied in place, and P v is a second GEMM. Only a [kRows,
+// lanes, CpuVector.h: with scalar libm's exp the kernel ran at half the
+// step's GEMM rate) and the dropout mask are applied in place, and P v is a
+// second GEMM. Only a [kRows,
 // Sk] block of scores ever exists; the backward recomputes P = exp(S - stats)
 // block by block and accumulates dk and dv over the blocks. A causal block's
 // GEMMs stop at its last row's keys (the rest of its scores are masked):
