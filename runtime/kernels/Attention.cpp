@@ -241,7 +241,7 @@ template <typename T> void attentionGrad(const KernelCall &call) {
         if (lse == -std::numeric_limits<T>::infinity())
           std::fill(row, row + keys, T(0));
         else
-          vec::expShifted(row, row, keys, lse);
+          vec::expSum(row, keys, lse, row); // P = exp(S - lse); sum unused
         std::fill(row + keys, row + width, T(0));
         if (g.dropout) {
           std::copy(row, row + width, dropped.data() + r * g.sk);

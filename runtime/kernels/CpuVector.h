@@ -128,18 +128,6 @@ WEFT_CPU_CLONES double expSum(const T *x, int64_t n, T max, T *y) {
   return sum;
 }
 
-/// y[i] = exp(x[i] - shift) rounded to T, over [0, n) (0 below the flush
-/// threshold, as expSum's); `y` may be `x`. A softmax row recomputed from
-/// its log-sum-exp (fused attention's backward) is this with shift = lse.
-template <typename T>
-WEFT_CPU_CLONES void expShifted(const T *x, T *y, int64_t n, T shift) {
-  volatile T opaque = kExpFlushedBelow<T>; // see expOrFlushed
-  const T lo = opaque;
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = expOrFlushed<T>(x[i] - shift, lo);
-}
-
 } // namespace weft::rt::vec
 
 #endif // WEFT_RUNTIME_KERNELS_CPUVECTOR_H

@@ -46,7 +46,6 @@ weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
                                     const DeviceModel &device,
                                     const MemoryPlan &plan,
                                     const MemoryBreakdown &breakdown) {
-  int64_t arenaBytes = plan.arenaBytes;
   StepProfile profile;
   func::FuncOp func = rankFunctions(module).front();
   double busy = 0;
@@ -90,8 +89,8 @@ weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
   profile.kept = breakdown.maxKeptActivations;
   profile.weightHeld = weightHeldBytes(func, plan);
   profile.boundary = layerBoundaryBytes(func);
-  profile.other =
-      std::max<int64_t>(0, arenaBytes - profile.states.total() - profile.kept);
+  profile.other = std::max<int64_t>(
+      0, plan.arenaBytes - profile.states.total() - profile.kept);
   StepUtilization use = stepUtilization(module, step.stepSeconds, device,
                                         /*sixteenBit=*/false);
   profile.modelFlops = use.modelFlops;
