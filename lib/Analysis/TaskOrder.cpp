@@ -247,6 +247,14 @@ weft::simulateTaskOrders(ScheduleKind kind, int64_t ranks,
       *error = "no rank runs stage " + std::to_string(s);
       return std::nullopt;
     }
+  if (!times.stageScale.empty() && int64_t(times.stageScale.size()) != stages) {
+    *error = std::to_string(times.stageScale.size()) + " stage scales for " +
+             std::to_string(stages) + " stages";
+    return std::nullopt;
+  }
+  auto scale = [&](int64_t stage) {
+    return times.stageScale.empty() ? 1.0 : times.stageScale[stage];
+  };
   for (const auto &order : orders)
     for (const OrderedTask &t : order)
       if (t.kind != TaskKind::Forward && t.kind != TaskKind::Backward &&
@@ -314,6 +322,7 @@ weft::simulateTaskOrders(ScheduleKind kind, int64_t ranks,
         }
         if (!ready)
           break;
+        duration *= scale(s);
         double end = start + duration;
         if (next[r] > 0) // idle before the first task is no inner idle
           sim.innerIdle[r] += start - freeAt[r];

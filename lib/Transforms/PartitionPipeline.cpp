@@ -7,11 +7,9 @@
 
 #include "weft/Transforms/Passes.h"
 
-#include "weft/Transforms/FuncUtils.h"
-
-#include "weft/Analysis/CostModel.h"
 #include "weft/Analysis/DeviceModelFile.h"
 #include "weft/Analysis/Partition.h"
+#include "weft/Analysis/PartitionCosts.h"
 #include "weft/Analysis/RepeatedLayers.h"
 #include "weft/Dialect/Weft/IR/WeftOps.h"
 
@@ -38,60 +36,21 @@ struct PartitionPipelinePass
   }
 
   LogicalResult partition(func::FuncOp func) {
-    Block &body = func.getBody().front();
-    // Items: every op but constants, in program (topological) order.
-    SmallVector<Operation *> items;
-    llvm::DenseMap<Operation *, int64_t> itemOf;
-    for (Operation &op : body.without_terminator())
-      if (!isa<ConstantOp>(op)) {
-        itemOf[&op] = items.size();
-        items.push_back(&op);
-      }
-    int64_t n = items.size();
-    if (stages < 1 || stages > n)
-      return func.emitError("weft-partition-pipeline: stages=")
-             << int64_t(stages) << " must be between 1 and the number of ops (" << n
-             << ")";
-
-    // Which values are differentiable (reach back to a parameter): their
-    // ops have a backward pass, their cuts carry a gradient back.
-    llvm::DenseSet<Value> active;
-    for (BlockArgument arg : func.getArguments())
-      if (func.getArgAttr(arg.getArgNumber(), kParamAttr) && isFloatTensor(arg))
-        active.insert(arg);
     FailureOr<DeviceModel> loaded = deviceModelOption(deviceModel, func);
     if (failed(loaded))
       return failure();
-    const DeviceModel &device = *loaded;
-    SmallVector<double> compute(n), cut(n > 0 ? n - 1 : 0, 0.0);
-    for (auto [i, op] : llvm::enumerate(items)) {
-      bool differentiable = llvm::any_of(
-          op->getOperands(), [&](Value v) { return active.contains(v); });
-      if (differentiable)
-        for (Value r : op->getResults())
-          if (isFloatTensor(r))
-            active.insert(r);
-      compute[i] = opSeconds(op, device) * (differentiable ? 3.0 : 1.0);
-    }
-    // A value produced by item d and last used by item u crosses the cuts
-    // d .. u-1 (difference array over the cuts).
-    SmallVector<double> delta(n + 1, 0.0);
-    for (auto [d, op] : llvm::enumerate(items))
-      for (Value r : op->getResults()) {
-        int64_t last = d;
-        for (Operation *user : r.getUsers())
-          if (auto it = itemOf.find(user); it != itemOf.end())
-            last = std::max(last, it->second);
-        if (last == static_cast<int64_t>(d))
-          continue;
-        double seconds = transferSeconds(byteSize(r.getType()), device) *
-                         (active.contains(r) ? 2.0 : 1.0);
-        delta[d] += seconds;
-        delta[last] -= seconds;
-      }
-    double running = 0;
-    for (int64_t i = 0; i + 1 < n; ++i)
-      cut[i] = running += delta[i];
+    PartitionCosts costs = partitionCosts(func, *loaded);
+    ArrayRef<Operation *> items = costs.items;
+    ArrayRef<double> compute = costs.compute;
+    MutableArrayRef<double> cut = costs.cut;
+    llvm::DenseMap<Operation *, int64_t> itemOf;
+    for (auto [i, op] : llvm::enumerate(items))
+      itemOf[op] = i;
+    int64_t n = items.size();
+    if (stages < 1 || stages > n)
+      return func.emitError("weft-partition-pipeline: stages=")
+             << int64_t(stages) << " must be between 1 and the number of ops ("
+             << n << ")";
     if (balance.empty())
       keepToSingleValueCuts(items, itemOf, cut);
 

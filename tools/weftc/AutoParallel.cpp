@@ -451,10 +451,20 @@ estimateLayouts(const std::vector<weft::Layout> &layouts,
   profiled = classes.size();
 
   ScheduleCache cache;
+  // Each stage count's shares of the work, as the partitioner cuts the
+  // model's segments.
+  std::map<int64_t, SmallVector<double>> shares;
   auto estimate = [&](size_t i, bool simulated) {
-    return estimateLayout(
-        layouts[i], classes[classOfLayout[i]].profile, request.space.batch,
-        request.device, request.sixteenBit, request.capBytes, cache, simulated);
+    const Layout &layout = layouts[i];
+    int64_t stages =
+        layout.pipeline * chunksPerRank(layout.schedule, layout.virtualStages);
+    auto [it, fresh] = shares.try_emplace(stages);
+    if (fresh && stages > 1)
+      it->second = stageShares(request.segments, stages);
+    return estimateLayout(layout, classes[classOfLayout[i]].profile,
+                          request.space.batch, request.device,
+                          request.sixteenBit, request.capBytes, cache,
+                          simulated, it->second);
   };
   std::vector<LayoutScore> scores;
   std::vector<size_t> timeable;

@@ -17,6 +17,7 @@
 
 #include "weft/Analysis/CostModel.h"
 #include "weft/Analysis/MemoryBreakdown.h"
+#include "weft/Analysis/PartitionCosts.h"
 #include "weft/Analysis/Schedule.h"
 #include "weft/Import/ONNX/ImportONNX.h"
 #include "weft/Transforms/Pipelines.h"
@@ -186,6 +187,10 @@ struct SearchRequest {
   bool sixteenBit = false;
   /// Estimated: profiles from a few layers, extrapolated (kShortLayers).
   bool shortProfiles = true;
+  /// Estimated: the model's forward segments as the pipeline partitioner
+  /// weighs them (segmentCosts), whose cut gives each stage its share of
+  /// the work; empty: even stages.
+  PartitionCosts segments;
 };
 
 /// Compiles a layout for a step of `batch` samples (0: the search's) and

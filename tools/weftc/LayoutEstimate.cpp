@@ -199,22 +199,24 @@ weft::ScheduleCache::inFlight(ScheduleKind kind, int64_t ranks,
 double weft::ScheduleCache::makespan(ScheduleKind kind, int64_t ranks,
                                      int64_t microBatches, int64_t chunks,
                                      double forward, double backward,
-                                     double weight, double transfer) {
+                                     double weight, double transfer,
+                                     llvm::ArrayRef<double> stageScale) {
   Key key{int(kind), ranks, microBatches, chunks};
   auto [it, fresh] = makespans.try_emplace(
-      {key, backward / forward, weight / forward, transfer / forward}, 0.0);
+      {key, backward / forward, weight / forward, transfer / forward,
+       std::vector<double>(stageScale.begin(), stageScale.end())},
+      0.0);
   if (fresh) {
     int64_t perRank = chunksPerRank(kind, chunks);
     std::string why;
     std::vector<std::vector<OrderedTask>> orders =
         rankTaskOrders(kind, ranks, microBatches, chunks, &why);
+    TaskTimes times{1.0 / perRank, backward / forward / perRank,
+                    weight / forward / perRank, transfer / forward,
+                    std::vector<double>(stageScale.begin(), stageScale.end())};
     std::optional<TaskOrderSimulation> sim =
         orders.empty() ? std::nullopt
-                       : simulateTaskOrders(
-                             kind, ranks, orders,
-                             {1.0 / perRank, backward / forward / perRank,
-                              weight / forward / perRank, transfer / forward},
-                             &why);
+                       : simulateTaskOrders(kind, ranks, orders, times, &why);
     it->second = sim ? sim->makespan : std::numeric_limits<double>::infinity();
   }
   return forward * it->second;
@@ -223,17 +225,35 @@ double weft::ScheduleCache::makespan(ScheduleKind kind, int64_t ranks,
 double weft::ScheduleCache::makespanBound(ScheduleKind kind, int64_t ranks,
                                           int64_t microBatches, int64_t chunks,
                                           double forward, double backward,
-                                          double weight, double transfer) {
-  return double(ranks - 1) *
-             (forward / double(chunksPerRank(kind, chunks)) + transfer) +
-         double(microBatches) * (forward + backward + weight);
+                                          double weight, double transfer,
+                                          llvm::ArrayRef<double> stageScale) {
+  int64_t perRank = chunksPerRank(kind, chunks);
+  auto scale = [&](int64_t stage) {
+    return stageScale.empty() ? 1.0 : stageScale[stage];
+  };
+  double chunkWork = (forward + backward + weight) / double(perRank);
+  // The forwards of the stages before the last rank's first, and each
+  // rank's own work.
+  double before = 0;
+  for (int64_t s = 0; s + 1 < ranks; ++s)
+    before += forward / double(perRank) * scale(s) + transfer;
+  double bound = 0;
+  for (int64_t r = 0; r < ranks; ++r) {
+    double load = 0;
+    for (int64_t c = 0; c < perRank; ++c)
+      load += chunkWork * scale(chunkStage(kind, ranks, r, c));
+    bound = std::max(bound, double(microBatches) * load +
+                                (r == ranks - 1 ? before : 0.0));
+  }
+  return bound;
 }
 
 weft::LayoutScore weft::estimateLayout(const Layout &layout,
                                        const StepProfile &profile,
                                        int64_t batch, const DeviceModel &device,
                                        bool sixteenBit, int64_t capBytes,
-                                       ScheduleCache &cache, bool exact) {
+                                       ScheduleCache &cache, bool exact,
+                                       llvm::ArrayRef<double> stageShares) {
   LayoutScore score;
   score.layout = layout;
   score.estimated = true;
@@ -299,22 +319,37 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
     return score;
   }
 
-  // The pipeline: the schedule's own orders, on uniform stages, each hop
-  // sending the layer boundary's activation (or its gradient). The
-  // pipeline's ranks are N / P apart (the mesh is pipeline, data, tensor),
-  // so with more devices than a node some hop crosses nodes, and the
-  // slowest hop paces the pipeline.
+  // The pipeline: the schedule's own orders, on stages of the work the
+  // partitioner gives them (`stageShares`: the end stages' embedding and
+  // head; even without them), each hop sending the layer boundary's
+  // activation (or its gradient). The pipeline's ranks are N / P apart (the
+  // mesh is pipeline, data, tensor), so with more devices than a node some
+  // hop crosses nodes, and the slowest hop paces the pipeline.
   double pipeline = m * (forward + backward + weight);
+  // The busiest rank's share of the work, over an even one.
+  double busiest = 1;
   if (p > 1) {
     double transfer =
         transferSeconds(int64_t(b * double(profile.boundary)), device,
                         layout.devices() > device.devicesPerNode);
-    pipeline = exact
-                   ? cache.makespan(layout.schedule, p, m, layout.virtualStages,
-                                    forward, backward, weight, transfer)
-                   : ScheduleCache::makespanBound(layout.schedule, p, m,
-                                                  layout.virtualStages, forward,
-                                                  backward, weight, transfer);
+    int64_t perRank = chunksPerRank(layout.schedule, layout.virtualStages);
+    std::vector<double> scale;
+    if (int64_t(stageShares.size()) == p * perRank) {
+      for (double share : stageShares)
+        scale.push_back(share * double(p * perRank));
+      for (int64_t r = 0; r < p; ++r) {
+        double load = 0;
+        for (int64_t c = 0; c < perRank; ++c)
+          load += scale[chunkStage(layout.schedule, p, r, c)];
+        busiest = std::max(busiest, load / double(perRank));
+      }
+    }
+    pipeline =
+        exact ? cache.makespan(layout.schedule, p, m, layout.virtualStages,
+                               forward, backward, weight, transfer, scale)
+              : ScheduleCache::makespanBound(layout.schedule, p, m,
+                                             layout.virtualStages, forward,
+                                             backward, weight, transfer, scale);
   }
   // The update, over the data axis with ZeRO.
   double update = profile.update / p;
@@ -360,8 +395,8 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
                             m * (forward + backward + weight));
   }
   score.stepSeconds = pipeline + update + buckets + data;
-  // Where it goes: the profile's shares of the tasks' work.
-  double work = m * (forward + backward + weight);
+  // Where it goes: the profile's shares of the busiest rank's work.
+  double work = m * (forward + backward + weight) * busiest;
   // (The profile's micro-batch of one sample.)
   double profileWork = profile.forwardFixed + profile.forward +
                        profile.backwardFixed + profile.backward +

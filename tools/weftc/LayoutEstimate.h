@@ -24,9 +24,12 @@
 // bytes). Activations' bytes are taken as b times size 1's.
 //
 // Each pipeline hop sends the layer boundary's activation (RepeatedLayers.h)
-// over the slowest link the pipeline spans. What it leaves out: stage
-// imbalance (embedding and head on the end stages), and the overlap of
-// data-parallel collectives beyond one micro-batch's backward.
+// over the slowest link the pipeline spans. Stages take the shares of the
+// work that the partitioner gives them (the end stages' embedding and
+// head), by its own costs of the model's forward (PartitionCosts.h). What
+// it leaves out: those stages' memory (model states and kept activations
+// are taken as even), and the overlap of data-parallel collectives beyond
+// one micro-batch's backward.
 // The search compiles the layouts it picks (AutoParallel.h), so the plan
 // it writes is exact; the estimate only orders the candidates.
 //
@@ -131,19 +134,22 @@ public:
                                     std::string &why);
   /// The step of those orders (simulateTaskOrders) with a stage's forward,
   /// backward and weight-gradient seconds of a micro-batch (a chunk takes
-  /// its share), forward > 0, and `transfer` seconds between ranks;
-  /// infinity for orders that deadlock.
+  /// its share; stage s's times `stageScale[s]` those, TaskTimes'),
+  /// forward > 0, and `transfer` seconds between ranks; infinity for orders
+  /// that deadlock.
   double makespan(ScheduleKind kind, int64_t ranks, int64_t microBatches,
                   int64_t chunks, double forward, double backward,
-                  double weight, double transfer);
-  /// A bound no schedule beats: the last rank starts after P - 1 chunk
-  /// forwards and transfers (its first stage is P - 1) and then runs its M
-  /// micro-batches' F, B and W, so the step is at least
-  /// (P - 1) (F / chunks + transfer) + M (F + B + W).
+                  double weight, double transfer,
+                  llvm::ArrayRef<double> stageScale = {});
+  /// A bound no schedule beats: each rank runs its M micro-batches' F, B
+  /// and W, and the last rank starts after the forwards of the stages
+  /// before its first (P - 1) and their transfers, so the step is at least
+  /// (P - 1) (F / chunks + transfer) + M (F + B + W) with even stages.
   static double makespanBound(ScheduleKind kind, int64_t ranks,
                               int64_t microBatches, int64_t chunks,
                               double forward, double backward, double weight,
-                              double transfer);
+                              double transfer,
+                              llvm::ArrayRef<double> stageScale = {});
 
 private:
   using Key = std::tuple<int, int64_t, int64_t, int64_t>;
@@ -153,8 +159,9 @@ private:
   };
   std::map<Key, Orders> held;
   /// Makespans with forward = 1, by (orders, backward / forward,
-  /// weight / forward, transfer / forward).
-  std::map<std::tuple<Key, double, double, double>, double> makespans;
+  /// weight / forward, transfer / forward, stage scales).
+  std::map<std::tuple<Key, double, double, double, std::vector<double>>, double>
+      makespans;
 };
 
 /// The estimated score of `layout` with `batch` samples a step from its
@@ -166,11 +173,15 @@ private:
 /// exceeds `capBytes` (> 0) is not timed (its step is infinite); `error`
 /// is set for a schedule the layout cannot run. `exact` false: the
 /// pipeline's makespan is its bound (makespanBound), not simulated, so the
-/// step is a lower bound on the estimate.
+/// step is a lower bound on the estimate. `stageShares`: each of the
+/// layout's P x chunks stages' share of a micro-batch's work as the
+/// partitioner cuts the model (stageShares of PartitionCosts.h, summing to
+/// 1); empty, or of another size: even stages.
 LayoutScore estimateLayout(const Layout &layout, const StepProfile &profile,
                            int64_t batch, const DeviceModel &device,
                            bool sixteenBit, int64_t capBytes,
-                           ScheduleCache &cache, bool exact = true);
+                           ScheduleCache &cache, bool exact = true,
+                           llvm::ArrayRef<double> stageShares = {});
 
 } // namespace weft
 

@@ -182,6 +182,7 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
   request.sixteenBit = flags.sixteenBit;
   request.confirm = confirm;
   request.shortProfiles = !profileWholeModel;
+  request.segments = weft::segmentCosts(func, device);
   request.mode = search == "compile"    ? weft::SearchMode::Compile
                  : search == "estimate" ? weft::SearchMode::Estimate
                                         : weft::SearchMode::Auto;

@@ -83,6 +83,10 @@ rankTaskOrders(ScheduleKind kind, int64_t ranks, int64_t microBatches,
 /// gradient, and a transfer between ranks.
 struct TaskTimes {
   double forward = 1, backward = 1, weight = 1, transfer = 0;
+  /// Stage s's forward, backward and weight-gradient times are the above
+  /// times stageScale[s] (uneven stages: a pipeline's end stages hold a
+  /// model's embedding and head); empty: all stages alike.
+  std::vector<double> stageScale;
 };
 
 /// T_F = T_B = T_W = 1 for a whole stage's layers, a chunk taking its share

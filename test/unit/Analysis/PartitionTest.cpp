@@ -2,6 +2,7 @@
 //--------===//
 
 #include "weft/Analysis/Partition.h"
+#include "weft/Analysis/PartitionCosts.h"
 
 #include <gtest/gtest.h>
 
@@ -117,6 +118,29 @@ TEST(Partition, HandComputedCases) {
   Partition manual = partitionFromBalance({1, 2, 3, 4}, {}, {3, 1});
   EXPECT_EQ(manual.starts, (llvm::SmallVector<int64_t>{0, 3, 4}));
   EXPECT_DOUBLE_EQ(manual.bottleneck, 6);
+}
+
+// The stages' shares of the work that the layout estimate gives a
+// pipeline's stages: a model of six equal layers between an embedding (1)
+// and a heavier head (5) splits into the embedding and four layers, then
+// two layers and the head: even halves, the last stage taking fewer
+// layers. More stages than items: no shares.
+TEST(Partition, StageSharesOfTheWork) {
+  PartitionCosts costs;
+  costs.compute = {1, 2, 2, 2, 2, 2, 2, 5};
+  EXPECT_EQ(stageShares(costs, 2), (llvm::SmallVector<double>{0.5, 0.5}));
+  llvm::SmallVector<double> four = stageShares(costs, 4);
+  ASSERT_EQ(four.size(), 4u);
+  double sum = 0, most = 0;
+  for (double share : four) {
+    sum += share;
+    most = std::max(most, share);
+  }
+  EXPECT_DOUBLE_EQ(sum, 1);
+  EXPECT_DOUBLE_EQ(most * 18,
+                   partitionBottleneck(costs.compute, {}, 4).bottleneck);
+  EXPECT_TRUE(stageShares(costs, 9).empty());
+  EXPECT_TRUE(stageShares(PartitionCosts{}, 1).empty());
 }
 
 TEST(Partition, BubbleFractionFormula) {

@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 using namespace weft;
 
@@ -168,4 +170,34 @@ TEST(TaskOrder, ZeroBubbleV) {
         EXPECT_NEAR(sim.innerIdle[r], 0, 1e-9) << "p=" << p << " r=" << r;
       EXPECT_EQ(sim.peakActivations[0], 2 * p) << "p=" << p << " m=" << m;
     }
+}
+
+// Uneven stages (TaskTimes::stageScale: a pipeline's end stages hold the
+// embedding and the head). GPipe runs all forwards, then all backwards: two
+// permutation flow shops of M identical jobs, each of which takes the sum
+// of its stages' times plus M - 1 times the slowest stage's (Johnson 1954;
+// the bottleneck stage paces the steady state).
+TEST(TaskOrder, TheSlowestStagePacesGPipe) {
+  std::vector<double> scale = {1.0, 1.5, 0.5, 2.0};
+  double sum = 0, slowest = 0;
+  for (double s : scale) {
+    sum += s;
+    slowest = std::max(slowest, s);
+  }
+  for (int64_t m : {1, 4, 8}) {
+    TaskTimes times{1, 2, 0, 0, scale};
+    TaskOrderSimulation sim = simulate(ScheduleKind::GPipe, 4, m, 1, times);
+    EXPECT_NEAR(sim.makespan, 3 * (sum + (m - 1) * slowest), 1e-9) << "m=" << m;
+    for (int64_t r = 0; r < 4; ++r)
+      EXPECT_NEAR(sim.busy[r], 3 * m * scale[r], 1e-9) << "r=" << r;
+  }
+}
+
+TEST(TaskOrder, StageScalesMustCoverEveryStage) {
+  std::string error;
+  auto orders = rankTaskOrders(ScheduleKind::OneFOneB, 4, 4, 1, &error);
+  TaskTimes times{1, 2, 0, 0, {1.0, 1.0}};
+  EXPECT_FALSE(
+      simulateTaskOrders(ScheduleKind::OneFOneB, 4, orders, times, &error));
+  EXPECT_EQ(error, "2 stage scales for 4 stages");
 }
