@@ -318,6 +318,27 @@ def test_pipeline_stages_take_the_partitioners_shares(search, estimated):
         median, within, len(ratios))
 
 
+@pytest.mark.parametrize("zero", [0, 1, 2])
+def test_data_parallel_copies_are_the_passs(search, estimated, zero):
+    """The estimate counts weft-data-parallel's bucket copies as the pass
+    emits them (bucketCopyBytes: under ZeRO-1 and 2 the updated pieces
+    packed, the gathered bucket split and assigned into the parameters,
+    each micro-batch's gradients packed at stage 2). Over the 21 layouts
+    of D = 2 at each of ZeRO 0 to 2, estimated / compiled has a median
+    within 5% of 1. Counting the gradients packed and unpacked and the
+    parameters once each way, as before, put ZeRO-1's at 0.929 and
+    ZeRO-2's at 0.899. (ZeRO-3's median is 0.92: the estimate takes its
+    per-use gathers as hidden behind the compute; the docs say so.)"""
+    compiled = {r["layout"]: r["step"] for r in rows(search[0])}
+    tag = f" zero{zero}" if zero else ""
+    ratios = sorted(
+        r["step"] / compiled[r["layout"]] for r in estimated[0]
+        if r["layout"].startswith("P1 T1 D2 ") and r["layout"] in compiled
+        and (tag in r["layout"] if zero else "zero" not in r["layout"]))
+    assert len(ratios) == 21
+    assert abs(ratios[len(ratios) // 2] - 1) <= 0.05, ratios
+
+
 def test_confirmation_goes_on_while_no_compiled_layout_fits(
         search, estimated, models_dir):
     """The estimate's peaks are optimistic. Under a cap that the layout
@@ -325,15 +346,16 @@ def test_confirmation_goes_on_while_no_compiled_layout_fits(
     compiled only that one and wrote the fastest estimate's plan, which
     does not fit. While none fits, the search goes on (up to 4 times
     --confirm) to the first that does. The cap is found from the tables:
-    the compiled peak of a later candidate that fits, over the compiled
-    peaks of those estimated faster."""
+    the compiled peak of a candidate, when the candidates estimated to fit
+    it and estimated faster (1 to 3 of them) all compile over it."""
     compiled = {r["layout"]: r["peak"] for r in rows(search[0])}
     order = [r for r in estimated[0] if r["layout"] in compiled]
-    for j in range(1, 4):
-        cap = compiled[order[j]["layout"]]
-        ahead = order[:j]
-        if (all(compiled[r["layout"]] > cap for r in ahead) and
-                all(r["peak"] <= cap for r in order[:j + 1])):
+    for target in order[:40]:
+        cap = compiled[target["layout"]]
+        fitting = [r for r in order if r["peak"] <= cap]
+        j = fitting.index(target) if target in fitting else 0
+        if 1 <= j <= 3 and all(compiled[r["layout"]] > cap
+                               for r in fitting[:j]):
             break
     else:
         pytest.skip("no cap separates the estimate's first candidates")
@@ -343,7 +365,7 @@ def test_confirmation_goes_on_while_no_compiled_layout_fits(
     assert result.returncode == 0, result.stderr
     (best,) = rows(result.stdout)
     assert best["how"] == "compiled" and best["peak"] <= cap, best
-    assert best["layout"] == order[j]["layout"]
+    assert best["layout"] == target["layout"]
     m = re.search(r"(\d+) compiled;", result.stdout)
     assert 1 < int(m[1]) <= 4, result.stdout
 

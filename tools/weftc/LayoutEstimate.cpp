@@ -248,6 +248,29 @@ double weft::ScheduleCache::makespanBound(ScheduleKind kind, int64_t ranks,
   return bound;
 }
 
+double weft::bucketCopyBytes(int64_t zeroStage, int64_t gradients,
+                             int64_t params, int64_t microBatches,
+                             int64_t replicas) {
+  double g = double(gradients), w = double(params), d = double(replicas);
+  double m = double(microBatches);
+  // The gradients packed into buckets: once a step, or under ZeRO-2 and 3
+  // each micro-batch's (reduce-scattered as it is made), whose pieces
+  // are then summed (two reads and a write of a piece per micro-batch
+  // after the first).
+  double pack = zeroStage >= 2 ? 2 * m * g + 3 * (m - 1) * g / d : 2 * g;
+  if (zeroStage == 0)
+    return pack + 2 * g; // the reduced buckets unpacked
+  // The reduced shard split into its parameters' pieces.
+  double shard = 2 * g / d;
+  if (zeroStage == 3)
+    return pack + shard; // the pieces are the parameters, updated in place
+  // ZeRO-1 and 2: the updated pieces packed, the gathered bucket split
+  // into the parameters, and those assigned in place (a read of each side
+  // and a write). (Each parameter's piece is sliced out for the update by
+  // shard.all_slice, which the cost model times as a collective.)
+  return pack + shard + 2 * w / d + 2 * w + 3 * w;
+}
+
 weft::LayoutScore weft::estimateLayout(const Layout &layout,
                                        const StepProfile &profile,
                                        int64_t batch, const DeviceModel &device,
@@ -369,13 +392,9 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
     // The stage's whole gradients and parameters, as the ring moves them.
     int64_t stageGradients = states.gradients / p,
             stageParams = states.params / p;
-    // weft-data-parallel packs the gradients into buckets and unpacks the
-    // reduced ones (a read and a write of them each way); with ZeRO it
-    // also packs the rank's updated shard and unpacks the gathered
-    // parameters. Memory-bound copies on the rank, not overlapped.
-    buckets = double(4 * stageGradients +
-                     (layout.zeroStage >= 1 ? 2 * stageParams : 0)) /
-              device.memoryBytesPerSecond;
+    buckets =
+        bucketCopyBytes(layout.zeroStage, stageGradients, stageParams, m, d) /
+        device.memoryBytesPerSecond;
     // ZeRO-2 and 3 keep gradients sharded: each micro-batch's are
     // reduce-scattered as they are made.
     double reduce =

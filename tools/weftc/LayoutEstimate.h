@@ -164,6 +164,28 @@ private:
       makespans;
 };
 
+/// The bytes weft-data-parallel's bucket copies move on a rank a step
+/// (read and written; memory-bound, not overlapped), from the stage's
+/// `gradients` and `params` bytes (G and W), M `microBatches` and D `replicas`,
+/// by what the pass emits (ShardedBucket.cpp; docs/architecture.md, "ZeRO"):
+/// - ZeRO-0 (DDP): the gradients packed into buckets and the reduced
+///   buckets unpacked, 4 G;
+/// - ZeRO-1 and 2: packed 2 G (2 M G at stage 2, each micro-batch's, and
+///   their pieces summed, 3 (M - 1) G / D); the reduced shard split into
+///   pieces, 2 G / D; the updated pieces packed, 2 W / D; the gathered
+///   bucket split, 2 W; and assigned into the parameters, 3 W (each
+///   parameter's piece is sliced out by shard.all_slice, timed as a
+///   collective);
+/// - ZeRO-3: packed and summed as stage 2, the shard split, 2 G / D (the
+///   pieces are the parameters, updated in place).
+/// The few parameters under the shard threshold, all-reduced as DDP's, are
+/// counted as sharded. On the gpt example at D = 2 (weft-test-print-cost's
+/// bytes of those ops): 13.87 MB against 13.87 at ZeRO-0, 30.91 against
+/// 31.22 at ZeRO-1, and at M = 1, 2, 4 40.40 against 43.36 (M = 2) at
+/// ZeRO-2 and 10.47, 20.74, 42.87 against 10.40, 22.54, 46.82 at ZeRO-3.
+double bucketCopyBytes(int64_t zeroStage, int64_t gradients, int64_t params,
+                       int64_t microBatches, int64_t replicas);
+
 /// The estimated score of `layout` with `batch` samples a step from its
 /// class's `profile` (fitPerSample's): the forward, backward and
 /// weight-gradient seconds are their fixed parts plus the micro-batch size
