@@ -57,8 +57,12 @@ weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
       continue;
     }
     busy += seconds;
-    Roofline roofline = opRoofline(&op, device);
-    (roofline.memoryBound() ? profile.memory : profile.compute) += seconds;
+    // The micro-batch's work by its bound; the update (elementwise over
+    // the model states) is counted as memory-bound by the estimate.
+    if (taskKindOf(&op) != TaskKind::Update) {
+      Roofline roofline = opRoofline(&op, device);
+      (roofline.memoryBound() ? profile.memory : profile.compute) += seconds;
+    }
     switch (taskKindOf(&op)) {
     case TaskKind::Forward:
       profile.forward += seconds;
@@ -115,6 +119,8 @@ weft::StepProfile weft::extrapolateProfile(const StepProfile &a,
   p.update = grow(a.update, b.update);
   p.compute = grow(a.compute, b.compute);
   p.memory = grow(a.memory, b.memory);
+  p.computeFixed = grow(a.computeFixed, b.computeFixed);
+  p.memoryFixed = grow(a.memoryFixed, b.memoryFixed);
   p.tensorComm = grow(a.tensorComm, b.tensorComm);
   p.states = b.states;
   p.states.params = grow(a.states.params, b.states.params);
@@ -145,6 +151,8 @@ weft::StepProfile weft::fitPerSample(const StepProfile &one,
   split(one.forward, two.forward, p.forward, p.forwardFixed);
   split(one.backward, two.backward, p.backward, p.backwardFixed);
   split(one.weight, two.weight, p.weight, p.weightFixed);
+  split(one.compute, two.compute, p.compute, p.computeFixed);
+  split(one.memory, two.memory, p.memory, p.memoryFixed);
   return p;
 }
 
@@ -422,10 +430,12 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
                        profile.weightFixed + profile.weight;
   double share = profileWork > 0 ? work / profileWork : 0;
   score.tensorComm = profile.tensorComm * share;
-  double busy = profile.compute + profile.memory;
-  double compute = busy > 0 ? profile.compute / busy : 1;
-  score.compute = (work - score.tensorComm + update) * compute;
-  score.memory = (work - score.tensorComm + update) * (1 - compute) + buckets;
+  // The compute-bound share of a micro-batch of b samples' work.
+  double computeSeconds = profile.computeFixed + b * profile.compute,
+         busy = computeSeconds + profile.memoryFixed + b * profile.memory;
+  double compute = busy > 0 ? computeSeconds / busy : 1;
+  score.compute = (work - score.tensorComm) * compute;
+  score.memory = (work - score.tensorComm) * (1 - compute) + update + buckets;
   score.bubble = pipeline - work;
   score.dataComm = data;
 

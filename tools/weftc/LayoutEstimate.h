@@ -63,8 +63,12 @@ struct StepProfile {
   /// The part of forward, backward and weight that a micro-batch takes
   /// whatever its size, seconds (fitPerSample; 0 in profileStep's).
   double forwardFixed = 0, backwardFixed = 0, weightFixed = 0;
-  /// Where that time goes (LayoutScore's parts, bubble and data aside).
+  /// Where the forward, backward and weight-gradient time goes (LayoutScore's
+  /// parts, bubble and data aside; the update is memory-bound).
   double compute = 0, memory = 0, tensorComm = 0;
+  /// The part of compute and memory that a micro-batch takes whatever its
+  /// size, seconds (fitPerSample; 0 in profileStep's).
+  double computeFixed = 0, memoryFixed = 0;
   ModelStates states; ///< the rank's parameters, gradients, state
   int64_t kept = 0;   ///< kept activations of the micro-batch, bytes
   /// What its weight-gradient tasks hold from its backward on: the
@@ -107,7 +111,8 @@ StepProfile extrapolateProfile(const StepProfile &a, const StepProfile &b,
 /// two (fixed = 2 one - two, per sample = two - one), each part at least
 /// 0: size 2 taking more than twice size 1's time gives no fixed part (the
 /// per-sample part is size 1's), and taking no more than size 1's gives no
-/// per-sample part. The other fields are `one`'s.
+/// per-sample part. Its compute and memory seconds split the same way; the
+/// other fields are `one`'s.
 StepProfile fitPerSample(const StepProfile &one, const StepProfile &two);
 
 /// The schedules' task orders and simulations, shared by the layouts of a
