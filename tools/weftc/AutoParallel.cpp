@@ -464,7 +464,7 @@ estimateLayouts(const std::vector<weft::Layout> &layouts,
     return estimateLayout(layout, classes[classOfLayout[i]].profile,
                           request.space.batch, request.device,
                           request.sixteenBit, request.capBytes, cache,
-                          simulated, it->second);
+                          simulated, it->second, request.shardThresholdBytes);
   };
   std::vector<LayoutScore> scores;
   std::vector<size_t> timeable;

@@ -191,6 +191,9 @@ struct SearchRequest {
   /// weighs them (segmentCosts), whose cut gives each stage its share of
   /// the work; empty: even stages.
   PartitionCosts segments;
+  /// --optimizer-shard-threshold, bytes: ZeRO-3 gathers the parameters at
+  /// least that large.
+  int64_t shardThresholdBytes = 64 << 10;
 };
 
 /// Compiles a layout for a step of `batch` samples (0: the search's) and

@@ -6,7 +6,9 @@
 
 #include "weft/Analysis/RepeatedLayers.h"
 #include "weft/Analysis/TaskOrder.h"
+#include "weft/Dialect/Weft/IR/ShapeUtils.h"
 #include "weft/Dialect/Weft/IR/Task.h"
+#include "weft/Dialect/Weft/IR/WeftDialect.h"
 
 #include "llvm/ADT/DenseSet.h"
 
@@ -57,6 +59,15 @@ weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
       continue;
     }
     busy += seconds;
+    if (taskKindOf(&op) != TaskKind::Update) {
+      ProfiledOp &profiled = profile.ops.emplace_back();
+      profiled.perSample = seconds;
+      for (Value operand : op.getOperands())
+        if (auto arg = dyn_cast<BlockArgument>(operand);
+            arg && arg.getOwner()->getParentOp() == func &&
+            func.getArgAttr(arg.getArgNumber(), kParamAttr))
+          profiled.paramBytes.push_back(byteSize(arg.getType()));
+    }
     // The micro-batch's work by its bound; the update (elementwise over
     // the model states) is counted as memory-bound by the estimate.
     if (taskKindOf(&op) != TaskKind::Update) {
@@ -136,6 +147,9 @@ weft::StepProfile weft::extrapolateProfile(const StepProfile &a,
   p.weightHeld = grow(a.weightHeld, b.weightHeld);
   p.other = std::max<int64_t>(0, grow(a.other, b.other));
   p.boundary = b.boundary;
+  p.ops = a.ops;
+  p.opsMore = b.ops;
+  p.repeat = layers - fewer;
   p.modelFlops = grow(a.modelFlops, b.modelFlops);
   p.hardwareFlops = grow(a.hardwareFlops, b.hardwareFlops);
   return p;
@@ -153,6 +167,10 @@ weft::StepProfile weft::fitPerSample(const StepProfile &one,
   split(one.weight, two.weight, p.weight, p.weightFixed);
   split(one.compute, two.compute, p.compute, p.computeFixed);
   split(one.memory, two.memory, p.memory, p.memoryFixed);
+  // Op by op when the two compiled alike (they do but for the batch).
+  if (two.ops.size() == one.ops.size())
+    for (auto [op, at2] : llvm::zip(p.ops, two.ops))
+      split(op.perSample, at2.perSample, op.perSample, op.fixed);
   return p;
 }
 
@@ -256,6 +274,32 @@ double weft::ScheduleCache::makespanBound(ScheduleKind kind, int64_t ranks,
   return bound;
 }
 
+double weft::exposedGatherSeconds(const StepProfile &profile, double samples,
+                                  int64_t thresholdBytes,
+                                  llvm::function_ref<double(int64_t)> gather) {
+  auto exposed = [&](const std::vector<ProfiledOp> &ops) {
+    double computeFree = 0, commFree = 0, previousStart = 0, busy = 0;
+    for (const ProfiledOp &op : ops) {
+      double start = computeFree;
+      for (int64_t bytes : op.paramBytes)
+        if (bytes >= thresholdBytes) {
+          commFree = std::max(previousStart, commFree) + gather(bytes);
+          start = std::max(start, commFree);
+        }
+      double seconds = op.fixed + samples * op.perSample;
+      previousStart = start;
+      computeFree = start + seconds;
+      busy += seconds;
+    }
+    return computeFree - busy;
+  };
+  double fewer = exposed(profile.ops);
+  if (profile.repeat == 0)
+    return fewer;
+  return std::max(0.0, fewer + double(profile.repeat) *
+                                   (exposed(profile.opsMore) - fewer));
+}
+
 double weft::bucketCopyBytes(int64_t zeroStage, int64_t gradients,
                              int64_t params, int64_t microBatches,
                              int64_t replicas) {
@@ -284,7 +328,8 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
                                        int64_t batch, const DeviceModel &device,
                                        bool sixteenBit, int64_t capBytes,
                                        ScheduleCache &cache, bool exact,
-                                       llvm::ArrayRef<double> stageShares) {
+                                       llvm::ArrayRef<double> stageShares,
+                                       int64_t shardThresholdBytes) {
   LayoutScore score;
   score.layout = layout;
   score.estimated = true;
@@ -414,12 +459,15 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
                   time(CollectiveKind::AllGather, stageParams);
     // Buckets overlap the last micro-batch's backward.
     data = std::max(0.0, reduce - (backward + weight));
-    // ZeRO-3 gathers the parameters before each micro-batch's forward and
-    // backward, overlapping the compute before them.
+    // ZeRO-3 gathers each parameter right before each op that reads it,
+    // each micro-batch, overlapping the op before (exposedGatherSeconds);
+    // a stage holds 1 / P of them.
     if (layout.zeroStage == 3)
-      data +=
-          std::max(0.0, 2 * m * time(CollectiveKind::AllGather, stageParams) -
-                            m * (forward + backward + weight));
+      data += double(m) / double(p) *
+              exposedGatherSeconds(
+                  profile, b, shardThresholdBytes, [&](int64_t bytes) {
+                    return time(CollectiveKind::AllGather, bytes);
+                  });
   }
   score.stepSeconds = pipeline + update + buckets + data;
   // Where it goes: the profile's shares of the busiest rank's work.

@@ -45,6 +45,8 @@
 #include "weft/Analysis/TaskOrder.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <map>
 #include <optional>
@@ -53,6 +55,16 @@
 #include <vector>
 
 namespace weft {
+
+/// One op of a profile's micro-batch, in program order, for ZeRO-3's
+/// gathers (exposedGatherSeconds): its seconds at b samples, fixed + b
+/// perSample (fitPerSample), and the bytes of each parameter it reads,
+/// which ZeRO-3 all-gathers right before it (shardParameter,
+/// ShardedBucket.cpp).
+struct ProfiledOp {
+  double fixed = 0, perSample = 0;
+  llvm::SmallVector<int64_t, 2> paramBytes;
+};
 
 /// What a compiled one-stage step (P = D = M = 1) says about its class.
 /// Seconds are of its one micro-batch: the ops' roofline and collective
@@ -82,6 +94,12 @@ struct StepProfile {
   /// (layerBoundaryBytes; 0 when no layer repeats).
   int64_t boundary = 0;
   int64_t other = 0;  ///< the arena's other bytes (temporaries, ...)
+  /// Its forward, backward, weight-gradient and recompute ops (not the
+  /// update, views included, collectives not); extrapolated, the ops of
+  /// the profile of one layer more are `opsMore`, and a figure over the
+  /// ops stands for f(ops) + repeat (f(opsMore) - f(ops)).
+  std::vector<ProfiledOp> ops, opsMore;
+  int64_t repeat = 0;
   int64_t modelFlops = 0, hardwareFlops = 0; ///< over its T ranks
 };
 
@@ -191,6 +209,17 @@ private:
 double bucketCopyBytes(int64_t zeroStage, int64_t gradients, int64_t params,
                        int64_t microBatches, int64_t replicas);
 
+/// The seconds ZeRO-3's parameter gathers add to `profile`'s micro-batch
+/// of `samples`: its ops run in order on one stream and each gather on
+/// another, posted when the op before its reader starts (weft-overlap-
+/// collectives posts each one op early) and taking `gather(bytes)`
+/// seconds, the reader waiting for it; parameters under
+/// `thresholdBytes` are not gathered. The step's excess over the ops'
+/// own time.
+double exposedGatherSeconds(const StepProfile &profile, double samples,
+                            int64_t thresholdBytes,
+                            llvm::function_ref<double(int64_t)> gather);
+
 /// The estimated score of `layout` with `batch` samples a step from its
 /// class's `profile` (fitPerSample's): the forward, backward and
 /// weight-gradient seconds are their fixed parts plus the micro-batch size
@@ -203,12 +232,15 @@ double bucketCopyBytes(int64_t zeroStage, int64_t gradients, int64_t params,
 /// step is a lower bound on the estimate. `stageShares`: each of the
 /// layout's P x chunks stages' share of a micro-batch's work as the
 /// partitioner cuts the model (stageShares of PartitionCosts.h, summing to
-/// 1); empty, or of another size: even stages.
+/// 1); empty, or of another size: even stages. `shardThresholdBytes`:
+/// --optimizer-shard-threshold (ZeRO-3 gathers the parameters at least
+/// that large).
 LayoutScore estimateLayout(const Layout &layout, const StepProfile &profile,
                            int64_t batch, const DeviceModel &device,
                            bool sixteenBit, int64_t capBytes,
                            ScheduleCache &cache, bool exact = true,
-                           llvm::ArrayRef<double> stageShares = {});
+                           llvm::ArrayRef<double> stageShares = {},
+                           int64_t shardThresholdBytes = 64 << 10);
 
 } // namespace weft
 

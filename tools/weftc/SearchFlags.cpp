@@ -183,6 +183,8 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
   request.confirm = confirm;
   request.shortProfiles = !profileWholeModel;
   request.segments = weft::segmentCosts(func, device);
+  request.shardThresholdBytes =
+      int64_t(unused.optimizerShardThresholdKb * 1024);
   request.mode = search == "compile"    ? weft::SearchMode::Compile
                  : search == "estimate" ? weft::SearchMode::Estimate
                                         : weft::SearchMode::Auto;
