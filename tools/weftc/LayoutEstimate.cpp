@@ -13,6 +13,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
+#include <cassert>
 #include <limits>
 
 using namespace mlir;
@@ -59,6 +60,9 @@ weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
       continue;
     }
     busy += seconds;
+    // The micro-batch's work, op by op (for ZeRO-3's gathers: the
+    // parameters each reads) and by its bound; the update (elementwise
+    // over the model states) is counted as memory-bound by the estimate.
     if (taskKindOf(&op) != TaskKind::Update) {
       ProfiledOp &profiled = profile.ops.emplace_back();
       profiled.perSample = seconds;
@@ -67,10 +71,6 @@ weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
             arg && arg.getOwner()->getParentOp() == func &&
             func.getArgAttr(arg.getArgNumber(), kParamAttr))
           profiled.paramBytes.push_back(byteSize(arg.getType()));
-    }
-    // The micro-batch's work by its bound; the update (elementwise over
-    // the model states) is counted as memory-bound by the estimate.
-    if (taskKindOf(&op) != TaskKind::Update) {
       Roofline roofline = opRoofline(&op, device);
       (roofline.memoryBound() ? profile.memory : profile.compute) += seconds;
     }
@@ -254,6 +254,9 @@ double weft::ScheduleCache::makespanBound(ScheduleKind kind, int64_t ranks,
                                           double weight, double transfer,
                                           llvm::ArrayRef<double> stageScale) {
   int64_t perRank = chunksPerRank(kind, chunks);
+  assert(
+      (stageScale.empty() || int64_t(stageScale.size()) == ranks * perRank) &&
+      "a scale for every stage");
   auto scale = [&](int64_t stage) {
     return stageScale.empty() ? 1.0 : stageScale[stage];
   };
@@ -449,14 +452,16 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
         bucketCopyBytes(layout.zeroStage, stageGradients, stageParams, m, d) /
         device.memoryBytesPerSecond;
     // ZeRO-2 and 3 keep gradients sharded: each micro-batch's are
-    // reduce-scattered as they are made.
+    // reduce-scattered as they are made. ZeRO-1 and 2 gather the updated
+    // parameters; ZeRO-3 keeps its pieces (its gathers are per use, below).
     double reduce =
-        layout.zeroStage == 0 ? time(CollectiveKind::AllReduce, stageGradients)
-        : layout.zeroStage == 1
-            ? time(CollectiveKind::ReduceScatter, stageGradients) +
-                  time(CollectiveKind::AllGather, stageParams)
-            : m * time(CollectiveKind::ReduceScatter, stageGradients) +
-                  time(CollectiveKind::AllGather, stageParams);
+        layout.zeroStage == 0
+            ? time(CollectiveKind::AllReduce, stageGradients)
+            : (layout.zeroStage == 1 ? 1 : m) *
+                      time(CollectiveKind::ReduceScatter, stageGradients) +
+                  (layout.zeroStage == 3
+                       ? 0
+                       : time(CollectiveKind::AllGather, stageParams));
     // Buckets overlap the last micro-batch's backward.
     data = std::max(0.0, reduce - (backward + weight));
     // ZeRO-3 gathers each parameter right before each op that reads it,

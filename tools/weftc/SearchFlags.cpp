@@ -122,10 +122,10 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
     device = *loaded;
   }
   // The model's loss and batch, from an import of the whole batch.
-  weft::PlanPipelineOptions unused;
+  weft::PlanPipelineOptions planOptions;
   weft::ImportOptions base;
   setLayoutFlags(weft::Layout());
-  if (!fillOptions(unused, base))
+  if (!fillOptions(planOptions, base))
     return 1;
   MLIRContext context;
   context.printOpOnDiagnostic(false);
@@ -182,9 +182,14 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
   request.sixteenBit = flags.sixteenBit;
   request.confirm = confirm;
   request.shortProfiles = !profileWholeModel;
-  request.segments = weft::segmentCosts(func, device);
+  // The partitioner cuts a model of repeated layers only between them (and
+  // the search keeps stages within the layers), any other between ops.
+  request.segments = request.space.maxStages > 0
+                         ? weft::segmentCosts(func, device)
+                         : weft::partitionCosts(func, device);
+  request.segments.items.clear(); // the ops die with the import
   request.shardThresholdBytes =
-      int64_t(unused.optimizerShardThresholdKb * 1024);
+      int64_t(planOptions.optimizerShardThresholdKb * 1024);
   request.mode = search == "compile"    ? weft::SearchMode::Compile
                  : search == "estimate" ? weft::SearchMode::Estimate
                                         : weft::SearchMode::Auto;
