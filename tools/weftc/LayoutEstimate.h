@@ -8,9 +8,12 @@
 // their per-micro-batch work, so one compile at P = D = M = 1 profiles all
 // of them. A layout's step is then its schedule's task orders
 // (TaskOrder.h: the orders weft-schedule emits) simulated with the
-// profile's forward, backward and weight-gradient times split evenly over
-// P stages (the partitioner balances them), plus the update (over D with
-// ZeRO) and the data-parallel collectives' exposed part; its memory is the
+// profile's forward, backward and weight-gradient times split over its
+// stages as the partitioner splits the model (below), plus the update
+// (over D with ZeRO), weft-data-parallel's bucket copies
+// (bucketCopyBytes), the data-parallel collectives' exposed part, and
+// ZeRO-3's per-use gathers as the step runs them (exposedGatherSeconds);
+// its memory is the
 // profile's model states over P (and D, as ZeRO shards them) plus, on the
 // rank that holds most, the kept activations of the micro-batches between
 // their F and B and, under a zero-bubble schedule, what the W tasks read
