@@ -33,6 +33,22 @@ int64_t weft::chunkStage(ScheduleKind kind, int64_t ranks, int64_t rank,
   return chunk * ranks + rank;
 }
 
+std::vector<double> weft::rankLoads(ScheduleKind kind, int64_t ranks,
+                                    int64_t virtualStages,
+                                    const std::vector<double> &stageScale) {
+  std::vector<double> loads(ranks, 1.0);
+  if (stageScale.empty())
+    return loads;
+  int64_t perRank = chunksPerRank(kind, virtualStages);
+  for (int64_t r = 0; r < ranks; ++r) {
+    double sum = 0;
+    for (int64_t c = 0; c < perRank; ++c)
+      sum += stageScale[chunkStage(kind, ranks, r, c)];
+    loads[r] = sum / double(perRank);
+  }
+  return loads;
+}
+
 namespace {
 
 using Order = std::vector<OrderedTask>;

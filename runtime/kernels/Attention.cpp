@@ -7,9 +7,9 @@
 // softmax (max, sums in double, as the CPU softmax, and its exp in vector
 // lanes, CpuVector.h: with scalar libm's exp the kernel ran at half the
 // step's GEMM rate) and the dropout mask are applied in place, and P v is a
-// second GEMM. Only a [kRows,
-// Sk] block of scores ever exists; the backward recomputes P = exp(S - stats)
-// block by block and accumulates dk and dv over the blocks. A causal block's
+// second GEMM. Only a [kRows, Sk] block of scores ever exists; the backward
+// recomputes P = exp(S - stats) block by block and accumulates dk and dv
+// over the blocks. A causal block's
 // GEMMs stop at its last row's keys (the rest of its scores are masked):
 // half the FLOPs of the whole square.
 //

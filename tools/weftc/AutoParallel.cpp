@@ -451,16 +451,17 @@ estimateLayouts(const std::vector<weft::Layout> &layouts,
   profiled = classes.size();
 
   ScheduleCache cache;
-  // Each stage count's shares of the work, as the partitioner cuts the
-  // model's segments.
-  std::map<int64_t, SmallVector<double>> shares;
+  // Each stage count's stages' work over an even stage's, as the
+  // partitioner cuts the model's segments (empty: even).
+  std::map<int64_t, std::vector<double>> scales;
   auto estimate = [&](size_t i, bool simulated) {
     const Layout &layout = layouts[i];
     int64_t stages =
         layout.pipeline * chunksPerRank(layout.schedule, layout.virtualStages);
-    auto [it, fresh] = shares.try_emplace(stages);
+    auto [it, fresh] = scales.try_emplace(stages);
     if (fresh && stages > 1)
-      it->second = stageShares(request.segments, stages);
+      for (double share : stageShares(request.segments, stages))
+        it->second.push_back(share * double(stages));
     return estimateLayout(layout, classes[classOfLayout[i]].profile,
                           request.space.batch, request.device,
                           request.sixteenBit, request.capBytes, cache,

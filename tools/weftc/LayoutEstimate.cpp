@@ -226,20 +226,19 @@ double weft::ScheduleCache::makespan(ScheduleKind kind, int64_t ranks,
                                      int64_t microBatches, int64_t chunks,
                                      double forward, double backward,
                                      double weight, double transfer,
-                                     llvm::ArrayRef<double> stageScale) {
+                                     const std::vector<double> &stageScale) {
   Key key{int(kind), ranks, microBatches, chunks};
-  auto [it, fresh] = makespans.try_emplace(
-      {key, backward / forward, weight / forward, transfer / forward,
-       std::vector<double>(stageScale.begin(), stageScale.end())},
-      0.0);
+  auto [it, fresh] =
+      makespans.try_emplace({key, backward / forward, weight / forward,
+                             transfer / forward, stageScale},
+                            0.0);
   if (fresh) {
     int64_t perRank = chunksPerRank(kind, chunks);
     std::string why;
     std::vector<std::vector<OrderedTask>> orders =
         rankTaskOrders(kind, ranks, microBatches, chunks, &why);
     TaskTimes times{1.0 / perRank, backward / forward / perRank,
-                    weight / forward / perRank, transfer / forward,
-                    std::vector<double>(stageScale.begin(), stageScale.end())};
+                    weight / forward / perRank, transfer / forward, stageScale};
     std::optional<TaskOrderSimulation> sim =
         orders.empty() ? std::nullopt
                        : simulateTaskOrders(kind, ranks, orders, times, &why);
@@ -248,32 +247,27 @@ double weft::ScheduleCache::makespan(ScheduleKind kind, int64_t ranks,
   return forward * it->second;
 }
 
-double weft::ScheduleCache::makespanBound(ScheduleKind kind, int64_t ranks,
-                                          int64_t microBatches, int64_t chunks,
-                                          double forward, double backward,
-                                          double weight, double transfer,
-                                          llvm::ArrayRef<double> stageScale) {
+double weft::ScheduleCache::makespanBound(
+    ScheduleKind kind, int64_t ranks, int64_t microBatches, int64_t chunks,
+    double forward, double backward, double weight, double transfer,
+    const std::vector<double> &stageScale) {
   int64_t perRank = chunksPerRank(kind, chunks);
   assert(
       (stageScale.empty() || int64_t(stageScale.size()) == ranks * perRank) &&
       "a scale for every stage");
-  auto scale = [&](int64_t stage) {
-    return stageScale.empty() ? 1.0 : stageScale[stage];
-  };
-  double chunkWork = (forward + backward + weight) / double(perRank);
   // The forwards of the stages before the last rank's first, and each
   // rank's own work.
   double before = 0;
   for (int64_t s = 0; s + 1 < ranks; ++s)
-    before += forward / double(perRank) * scale(s) + transfer;
+    before +=
+        forward / double(perRank) * (stageScale.empty() ? 1.0 : stageScale[s]) +
+        transfer;
+  std::vector<double> loads = rankLoads(kind, ranks, chunks, stageScale);
   double bound = 0;
-  for (int64_t r = 0; r < ranks; ++r) {
-    double load = 0;
-    for (int64_t c = 0; c < perRank; ++c)
-      load += chunkWork * scale(chunkStage(kind, ranks, r, c));
-    bound = std::max(bound, double(microBatches) * load +
+  for (int64_t r = 0; r < ranks; ++r)
+    bound = std::max(bound, double(microBatches) *
+                                    (forward + backward + weight) * loads[r] +
                                 (r == ranks - 1 ? before : 0.0));
-  }
   return bound;
 }
 
@@ -331,7 +325,7 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
                                        int64_t batch, const DeviceModel &device,
                                        bool sixteenBit, int64_t capBytes,
                                        ScheduleCache &cache, bool exact,
-                                       llvm::ArrayRef<double> stageShares,
+                                       const std::vector<double> &stageScale,
                                        int64_t shardThresholdBytes) {
   LayoutScore score;
   score.layout = layout;
@@ -399,8 +393,8 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
   }
 
   // The pipeline: the schedule's own orders, on stages of the work the
-  // partitioner gives them (`stageShares`: the end stages' embedding and
-  // head; even without them), each hop sending the layer boundary's
+  // partitioner gives them (`stageScale`: the end stages' embedding and
+  // head; even without it), each hop sending the layer boundary's
   // activation (or its gradient). The pipeline's ranks are N / P apart (the
   // mesh is pipeline, data, tensor), so with more devices than a node some
   // hop crosses nodes, and the slowest hop paces the pipeline.
@@ -411,24 +405,15 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
     double transfer =
         transferSeconds(int64_t(b * double(profile.boundary)), device,
                         layout.devices() > device.devicesPerNode);
-    int64_t perRank = chunksPerRank(layout.schedule, layout.virtualStages);
-    std::vector<double> scale;
-    if (int64_t(stageShares.size()) == p * perRank) {
-      for (double share : stageShares)
-        scale.push_back(share * double(p * perRank));
-      for (int64_t r = 0; r < p; ++r) {
-        double load = 0;
-        for (int64_t c = 0; c < perRank; ++c)
-          load += scale[chunkStage(layout.schedule, p, r, c)];
-        busiest = std::max(busiest, load / double(perRank));
-      }
-    }
+    std::vector<double> loads =
+        rankLoads(layout.schedule, p, layout.virtualStages, stageScale);
+    busiest = *std::max_element(loads.begin(), loads.end());
     pipeline =
         exact ? cache.makespan(layout.schedule, p, m, layout.virtualStages,
-                               forward, backward, weight, transfer, scale)
-              : ScheduleCache::makespanBound(layout.schedule, p, m,
-                                             layout.virtualStages, forward,
-                                             backward, weight, transfer, scale);
+                               forward, backward, weight, transfer, stageScale)
+              : ScheduleCache::makespanBound(
+                    layout.schedule, p, m, layout.virtualStages, forward,
+                    backward, weight, transfer, stageScale);
   }
   // The update, over the data axis with ZeRO.
   double update = profile.update / p;

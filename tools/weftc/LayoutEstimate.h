@@ -166,7 +166,7 @@ public:
   double makespan(ScheduleKind kind, int64_t ranks, int64_t microBatches,
                   int64_t chunks, double forward, double backward,
                   double weight, double transfer,
-                  llvm::ArrayRef<double> stageScale = {});
+                  const std::vector<double> &stageScale = {});
   /// A bound no schedule beats: each rank runs its M micro-batches' F, B
   /// and W, and the last rank starts after the forwards of the stages
   /// before its first (P - 1) and their transfers, so the step is at least
@@ -175,7 +175,7 @@ public:
                               int64_t microBatches, int64_t chunks,
                               double forward, double backward, double weight,
                               double transfer,
-                              llvm::ArrayRef<double> stageScale = {});
+                              const std::vector<double> &stageScale = {});
 
 private:
   using Key = std::tuple<int, int64_t, int64_t, int64_t>;
@@ -232,18 +232,18 @@ double exposedGatherSeconds(const StepProfile &profile, double samples,
 /// exceeds `capBytes` (> 0) is not timed (its step is infinite); `error`
 /// is set for a schedule the layout cannot run. `exact` false: the
 /// pipeline's makespan is its bound (makespanBound), not simulated, so the
-/// step is a lower bound on the estimate. `stageShares`: each of the
-/// layout's P x chunks stages' share of a micro-batch's work as the
-/// partitioner cuts the model (stageShares of PartitionCosts.h, summing to
-/// 1); empty, or of another size: even stages. `shardThresholdBytes`:
-/// --optimizer-shard-threshold (ZeRO-3 gathers the parameters at least
-/// that large).
+/// step is a lower bound on the estimate. `stageScale`: each of the
+/// layout's P x chunks stages' work as a multiple of an even stage's, as
+/// the partitioner cuts the model (TaskTimes::stageScale: stageShares of
+/// PartitionCosts.h times the stages); empty: even stages.
+/// `shardThresholdBytes`: --optimizer-shard-threshold (ZeRO-3 gathers the
+/// parameters at least that large).
 LayoutScore estimateLayout(const Layout &layout, const StepProfile &profile,
                            int64_t batch, const DeviceModel &device,
                            bool sixteenBit, int64_t capBytes,
-                           ScheduleCache &cache, bool exact = true,
-                           llvm::ArrayRef<double> stageShares = {},
-                           int64_t shardThresholdBytes = 64 << 10);
+                           ScheduleCache &cache, bool exact,
+                           const std::vector<double> &stageScale,
+                           int64_t shardThresholdBytes);
 
 } // namespace weft
 

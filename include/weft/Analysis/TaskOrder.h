@@ -89,6 +89,14 @@ struct TaskTimes {
   std::vector<double> stageScale;
 };
 
+/// Each of `ranks` ranks' work under `stageScale` (TaskTimes', of
+/// ranks * chunksPerRank(kind, virtualStages) stages), as a multiple of an
+/// even stage's: the mean scale of its chunks' stages; all 1 when the
+/// scales are empty.
+std::vector<double> rankLoads(ScheduleKind kind, int64_t ranks,
+                              int64_t virtualStages,
+                              const std::vector<double> &stageScale);
+
 /// T_F = T_B = T_W = 1 for a whole stage's layers, a chunk taking its share
 /// (1 / chunksPerRank), and free transfers: the papers' uniform case.
 TaskTimes uniformStageTimes(ScheduleKind kind, int64_t virtualStages);

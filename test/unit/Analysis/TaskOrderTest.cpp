@@ -204,13 +204,17 @@ TEST(TaskOrder, StageScalesMustCoverEveryStage) {
 
 // Stage scales land on the stages' ranks: under ZB-V rank r runs stages r
 // and 2P - 1 - r (the V), so its busy time is M (F + B + W) of a chunk
-// times the two stages' scales.
+// times the two stages' scales, and its load their mean.
 TEST(TaskOrder, ZeroBubbleVRanksRunTheirStagesScales) {
   std::vector<double> scale = {1.4, 0.8, 1.0, 1.2, 0.6, 1.0, 0.9, 1.1};
   int64_t p = 4, m = 8;
   TaskTimes times{0.5, 0.5, 0.5, 0, scale};
   TaskOrderSimulation sim = simulate(ScheduleKind::ZBV, p, m, 2, times);
-  for (int64_t r = 0; r < p; ++r)
+  std::vector<double> loads = rankLoads(ScheduleKind::ZBV, p, 2, scale);
+  for (int64_t r = 0; r < p; ++r) {
     EXPECT_NEAR(sim.busy[r], m * 1.5 * (scale[r] + scale[2 * p - 1 - r]), 1e-9)
         << "r=" << r;
+    // rankLoads, which the layout estimate's busiest rank and bound use.
+    EXPECT_DOUBLE_EQ(loads[r], (scale[r] + scale[2 * p - 1 - r]) / 2);
+  }
 }
