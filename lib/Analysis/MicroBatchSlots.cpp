@@ -132,6 +132,140 @@ int64_t slotCount(const std::vector<Span> &spans) {
   return std::max<int64_t>(count, 1);
 }
 
+/// Carried storages matched across micro-batches: ordinal o's storage of
+/// micro-batch m is `index[o][m]` (-1: that micro-batch has none). The j-th
+/// storage of b bytes of each micro-batch (by first use) is one ordinal:
+/// matching by size as well as order keeps a micro-batch that differs (the
+/// last one's transfers) from shifting every later match onto storages of
+/// other sizes, which would size the slots by the largest.
+std::vector<std::vector<int>>
+matchOrdinals(std::vector<std::vector<unsigned>> &carried,
+              const std::vector<Storage> &storages) {
+  std::vector<std::vector<int>> index;
+  std::map<std::pair<int64_t, int>, size_t> ordinalOf;
+  for (auto [m, group] : llvm::enumerate(carried)) {
+    std::stable_sort(group.begin(), group.end(), [&](unsigned a, unsigned b) {
+      return storages[a].start < storages[b].start;
+    });
+    llvm::SmallDenseMap<int64_t, int> ofSize;
+    for (unsigned i : group) {
+      auto [it, added] = ordinalOf.try_emplace(
+          {storages[i].bytes, ofSize[storages[i].bytes]++}, index.size());
+      if (added)
+        index.emplace_back(carried.size(), -1);
+      index[it->second][m] = i;
+    }
+  }
+  return index;
+}
+
+/// Ordinals that rotate over one set of slots: a slot holds a micro-batch's
+/// storages of all of them, packed by their lifetimes, `bytes` in all.
+struct SlotDraft {
+  int64_t count = 0;       ///< slots (slotCount of spans)
+  std::vector<Span> spans; ///< by micro-batch, over the members
+  std::vector<size_t> members;
+  int64_t bytes = 0;
+};
+
+/// The spans of two drafts' members together.
+std::vector<Span> unionSpans(const std::vector<Span> &a,
+                             const std::vector<Span> &b) {
+  std::vector<Span> spans(a.size());
+  for (size_t m = 0; m < a.size(); ++m)
+    spans[m] = {std::min(a[m].first, b[m].first),
+                std::max(a[m].second, b[m].second)};
+  return spans;
+}
+
+/// The ordinals in drafts that need no more slots together than each
+/// alone (without bytes): an ordinal kept from the forward to the backward
+/// and one living on after it may each need K slots where their union
+/// needs more, every slot as large as both.
+std::vector<SlotDraft> draftSlots(const std::vector<std::vector<int>> &index,
+                                  const std::vector<Storage> &storages) {
+  std::vector<SlotDraft> drafts;
+  for (auto [o, copies] : llvm::enumerate(index)) {
+    std::vector<Span> own;
+    for (int i : copies)
+      own.push_back(i < 0 ? Span{INT32_MAX, -1}
+                          : Span{storages[i].start, storages[i].end});
+    int64_t count = slotCount(own);
+    auto joins = llvm::find_if(drafts, [&](const SlotDraft &d) {
+      return d.count == count && slotCount(unionSpans(d.spans, own)) == count;
+    });
+    if (joins == drafts.end()) {
+      drafts.push_back({count, std::move(own), {o}});
+      continue;
+    }
+    joins->spans = unionSpans(joins->spans, own);
+    joins->members.push_back(o);
+  }
+  return drafts;
+}
+
+/// `drafts` merged pairwise while a merge saves slot bytes, the largest
+/// saving first: K' S' < K_a S_a + K_b S_b. Of a micro-batch's storages
+/// kept from its forward to its backward and those its W tasks hold from
+/// its backward on (a zero-bubble schedule), apart each needs fewer slots,
+/// together they share a slot's bytes: which costs less depends on the
+/// schedule. `slotBytes(draft)` gives a draft's slot bytes.
+template <typename SlotBytes>
+std::vector<SlotDraft> mergeSlots(std::vector<SlotDraft> drafts,
+                                  SlotBytes slotBytes) {
+  for (;;) {
+    int64_t bestSaving = 0;
+    size_t bestA = 0, bestB = 0;
+    SlotDraft best;
+    for (size_t a = 0; a < drafts.size(); ++a)
+      for (size_t b = a + 1; b < drafts.size(); ++b) {
+        const SlotDraft &x = drafts[a], &y = drafts[b];
+        SlotDraft both{0, unionSpans(x.spans, y.spans), x.members};
+        llvm::append_range(both.members, y.members);
+        both.count = slotCount(both.spans);
+        int64_t apart = x.count * x.bytes + y.count * y.bytes;
+        // A slot holds at least the larger's: skip placing a merge that
+        // cannot save more than the best so far.
+        if (both.count * std::max(x.bytes, y.bytes) >= apart - bestSaving)
+          continue;
+        both.bytes = slotBytes(both);
+        if (apart - both.count * both.bytes > bestSaving) {
+          bestSaving = apart - both.count * both.bytes;
+          bestA = a;
+          bestB = b;
+          best = std::move(both);
+        }
+      }
+    if (bestSaving == 0)
+      return drafts;
+    drafts[bestA] = std::move(best);
+    drafts.erase(drafts.begin() + bestB);
+  }
+}
+
+/// `drafts` grouped by slot count alone (the placement before drafts): the
+/// union of a count's drafts may need more slots, but where the
+/// program's storages fit around the slots, fewer groups can pack better.
+template <typename SlotBytes>
+std::vector<SlotDraft> mergeByCount(const std::vector<SlotDraft> &drafts,
+                                    SlotBytes slotBytes) {
+  std::map<int64_t, SlotDraft> byCount;
+  for (const SlotDraft &d : drafts) {
+    auto [it, added] = byCount.try_emplace(d.count, d);
+    if (added)
+      continue;
+    it->second.spans = unionSpans(it->second.spans, d.spans);
+    llvm::append_range(it->second.members, d.members);
+  }
+  std::vector<SlotDraft> merged;
+  for (auto &[count, d] : byCount) {
+    d.count = slotCount(d.spans);
+    d.bytes = slotBytes(d);
+    merged.push_back(std::move(d));
+  }
+  return merged;
+}
+
 } // namespace
 
 bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
@@ -201,76 +335,122 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
     scratch = std::max(scratch, block.bytes);
     blocks.push_back(block);
   }
-  // Carried storages: the i-th of each micro-batch (by first use) needs as
-  // many slots as its instances are live at once; those needing alike
-  // counts form a group with its own slots, above the scratch region.
-  const std::vector<Storage> &storages = plan.storages;
-  size_t ordinals = 0;
-  for (std::vector<unsigned> &group : carried) {
-    std::stable_sort(group.begin(), group.end(), [&](unsigned a, unsigned b) {
-      return storages[a].start < storages[b].start;
+  // Carried storages, in slot groups above the scratch region. Three
+  // groupings: the ordinals that share slots without needing more of them
+  // (drafts), those merged while that saves slot bytes, and those grouped
+  // by slot count alone. The first two count only the slots, not what the
+  // program's storages lose in them (a group busy longer leaves them less
+  // room), so all three are placed and the smallest arena kept.
+  std::vector<std::vector<int>> index = matchOrdinals(carried, plan.storages);
+  auto slotted = [&](const SlotDraft &d, int m) {
+    std::vector<unsigned> indices;
+    for (size_t o : d.members)
+      if (index[o][m] >= 0)
+        indices.push_back(index[o][m]);
+    // In first-use order, as placeGroup's memo keys alike micro-batches.
+    llvm::sort(indices, [&](unsigned a, unsigned b) {
+      const Storage &x = plan.storages[a], &y = plan.storages[b];
+      return x.start != y.start ? x.start < y.start : a < b;
     });
-    ordinals = std::max(ordinals, group.size());
-  }
-  std::map<int64_t, std::vector<size_t>> byCount;
-  for (size_t i = 0; i < ordinals; ++i) {
-    std::vector<Span> spans(microBatches, {INT32_MAX, -1});
-    for (auto [m, group] : llvm::enumerate(carried))
-      if (i < group.size())
-        spans[m] = {storages[group[i]].start, storages[group[i]].end};
-    byCount[slotCount(spans)].push_back(i);
-  }
-  int64_t base = scratch;
-  for (auto &[count, members] : byCount) {
-    int group = plan.slots.size();
-    std::vector<std::vector<unsigned>> slotted(microBatches);
-    std::vector<Span> spans(microBatches, {INT32_MAX, -1});
+    return indices;
+  };
+  // (Measured on a copy: placeGroup sets the offsets it places.)
+  std::vector<Storage> measured = plan.storages;
+  auto slotBytes = [&](const SlotDraft &d) {
     int64_t bytes = 0;
-    for (auto [m, all] : llvm::enumerate(carried)) {
-      for (size_t i : members)
-        if (i < all.size()) {
-          const Storage &s = storages[all[i]];
-          slotted[m].push_back(all[i]);
-          spans[m] = {std::min(spans[m].first, s.start),
-                      std::max(spans[m].second, s.end)};
+    for (int m = 0; m < microBatches; ++m)
+      bytes = std::max(bytes, placeGroup(measured, slotted(d, m), 0, memo));
+    return aligned(bytes);
+  };
+  std::vector<SlotDraft> drafts = draftSlots(index, plan.storages);
+  for (SlotDraft &d : drafts)
+    d.bytes = slotBytes(d);
+
+  // Places `groups`, then the program's storages around the scratch
+  // blocks and the slots (each a fixed block live while any of its
+  // storages is: what lives only before or after the micro-batches, the
+  // optimizer's, takes their bytes), into `storages` and `slots`; returns
+  // the arena's top. `stacked`: each group's slots above the scratch
+  // region and the groups before it; else each group's K slots as one
+  // block live from its first micro-batch to its last, placed greedily
+  // around the scratch blocks, so that a group idle while the largest
+  // instance runs (the last micro-batch's activations, which GPipe's full
+  // recompute keeps, while the first's backward recomputes) lies in the
+  // bytes that instance's transients leave.
+  auto place = [&](const std::vector<SlotDraft> &groups, bool stacked,
+                   std::vector<Storage> &storages,
+                   std::vector<MemoryPlan::SlotGroup> &slots) {
+    std::vector<int64_t> bases;
+    int64_t base = scratch;
+    std::vector<Storage> regions = blocks;
+    for (const SlotDraft &d : groups) {
+      bases.push_back(base);
+      base += d.count * d.bytes;
+      Storage region;
+      region.bytes = d.count * d.bytes;
+      region.start = INT32_MAX;
+      for (const Span &span : d.spans)
+        if (span.first <= span.second) {
+          region.start = std::min(region.start, span.first);
+          region.end = std::max(region.end, span.second);
         }
-      bytes = std::max(bytes, placeGroup(plan.storages, slotted[m], 0, memo));
+      regions.push_back(region);
     }
-    // The group's spans may need more slots than each member alone.
-    MemoryPlan::SlotGroup slots{slotCount(spans), aligned(bytes)};
-    for (int64_t k = 0; k < slots.count; ++k) {
-      Storage slot;
-      slot.bytes = slots.bytes;
-      slot.offset = base + k * slots.bytes;
-      slot.start = INT32_MAX;
-      for (int64_t m = k; m < microBatches; m += slots.count) {
-        slot.start = std::min(slot.start, spans[m].first);
-        slot.end = std::max(slot.end, spans[m].second);
-      }
-      blocks.push_back(slot);
+    if (!stacked) {
+      weft::detail::placeGreedy(regions, plan.numSteps, blocks.size());
+      for (auto [i, d] : llvm::enumerate(groups))
+        bases[i] = regions[blocks.size() + i].offset;
     }
-    for (auto [m, indices] : llvm::enumerate(slotted))
-      for (unsigned i : indices) {
-        Storage &s = plan.storages[i];
-        s.slotGroup = group;
-        s.offset += base + int64_t(m % slots.count) * slots.bytes;
+    std::vector<Storage> fixed = blocks;
+    for (auto [d, base] : llvm::zip_equal(groups, bases)) {
+      int group = slots.size();
+      for (int64_t k = 0; k < d.count; ++k) {
+        Storage slot;
+        slot.bytes = d.bytes;
+        slot.offset = base + k * d.bytes;
+        slot.start = INT32_MAX;
+        for (int64_t m = k; m < microBatches; m += d.count) {
+          slot.start = std::min(slot.start, d.spans[m].first);
+          slot.end = std::max(slot.end, d.spans[m].second);
+        }
+        fixed.push_back(slot);
       }
-    plan.slots.push_back(slots);
-    base += slots.count * slots.bytes;
-  }
-  // The program's storages last, around the scratch region and the slots
-  // (each a fixed block live while any of its storages is): what lives
-  // only before or after the micro-batches (the optimizer's) takes their
-  // bytes.
-  std::vector<Storage> all;
-  for (const Storage &block : blocks)
-    if (block.bytes > 0 && block.start <= block.end)
-      all.push_back(block);
-  size_t fixed = all.size();
-  for (unsigned i : program)
-    all.push_back(plan.storages[i]);
-  weft::detail::placeGreedy(all, plan.numSteps, fixed);
-  for (auto [i, s] : llvm::zip_equal(program, llvm::drop_begin(all, fixed)))
-    plan.storages[i].offset = s.offset;
+      for (int m = 0; m < microBatches; ++m) {
+        std::vector<unsigned> indices = slotted(d, m);
+        placeGroup(storages, indices, base + (m % d.count) * d.bytes, memo);
+        for (unsigned i : indices)
+          storages[i].slotGroup = group;
+      }
+      slots.push_back({d.count, d.bytes});
+    }
+    std::vector<Storage> all;
+    for (const Storage &block : fixed)
+      if (block.bytes > 0 && block.start <= block.end)
+        all.push_back(block);
+    size_t placed = all.size();
+    for (unsigned i : program)
+      all.push_back(storages[i]);
+    int64_t top = weft::detail::placeGreedy(all, plan.numSteps, placed);
+    for (auto [i, s] : llvm::zip_equal(program, llvm::drop_begin(all, placed)))
+      storages[i].offset = s.offset;
+    return top;
+  };
+  std::vector<SlotDraft> merged = mergeSlots(drafts, slotBytes),
+                         byCount = mergeByCount(drafts, slotBytes);
+  std::vector<Storage> unplaced = plan.storages;
+  int64_t top = place(drafts, true, plan.storages, plan.slots);
+  for (const std::vector<SlotDraft> *groups : {&drafts, &merged, &byCount})
+    for (bool stacked : {false, true}) {
+      if (groups == &drafts && stacked)
+        continue; // placed first
+      std::vector<Storage> storages = unplaced;
+      std::vector<MemoryPlan::SlotGroup> slots;
+      int64_t arena = place(*groups, stacked, storages, slots);
+      if (arena < top) {
+        top = arena;
+        plan.storages = std::move(storages);
+        plan.slots = std::move(slots);
+      }
+    }
   return true;
 }

@@ -24,20 +24,25 @@
 // works on that micro-batch) is *transient* when one task instance holds
 // all those ops, else *carried* (an activation kept for the backward, a
 // transfer's buffer waited for later). Placed greedily, in this order:
-//   [transient scratch | K slots of carried storages per group] + program
+//   [transient scratch | slot groups of carried storages] + program
 // each instance's transients from 0 (instances never run together); each
-// micro-batch's carried storages in slot m mod K of their group, above;
+// micro-batch's carried storages of a group in slot m mod K of that group;
 // then the program's (arguments, constants, accumulators across
 // micro-batches, the optimizer's) over the whole step, around those as
 // fixed blocks (an instance's block live while its transients are, a
 // slot's while its micro-batches' storages are): what lives only after the
-// micro-batches takes their bytes. K is the fewest slots for which
-// micro-batches sharing a slot are never live together (the schedule's
-// micro-batches in flight: p - s for stage s of 1F1B, M for GPipe). Carried
-// storages are grouped by the slots they need, matched across micro-batches
-// by their order of first use: a transfer's buffer waited for at the end of
-// the step needs a slot per micro-batch, the activations kept for the
-// backward only as many as are in flight.
+// micro-batches takes their bytes. Carried storages are matched across
+// micro-batches by size and order of first use (an ordinal); an ordinal
+// needs K slots, the fewest for which micro-batches sharing a slot are
+// never live together (the schedule's micro-batches in flight: p - s for
+// stage s of 1F1B, M for GPipe; a transfer's buffer waited for at the end
+// of the step, one per micro-batch). Ordinals share a group when together
+// they need no more slots than each alone; groups then merge while that
+// saves slot bytes (K' S' < K_a S_a + K_b S_b: a zero-bubble schedule's
+// kept and W-held storages). Each group's slots lie above the scratch
+// region and the groups before it, or are placed greedily as one block
+// around the scratch blocks; of those groupings and placements (and the
+// groups by slot count alone), the smallest arena is kept.
 // Micro-batches whose ops are alike get alike offsets (greedy placement
 // depends only on sizes and the order of their own ops).
 //
