@@ -243,7 +243,7 @@ std::vector<SlotDraft> mergeSlots(std::vector<SlotDraft> drafts,
   }
 }
 
-/// `drafts` grouped by slot count alone (the placement before drafts): the
+/// `drafts` grouped by slot count alone (as before drafts existed): the
 /// union of a count's drafts may need more slots, but where the
 /// program's storages fit around the slots, fewer groups can pack better.
 template <typename SlotBytes>
@@ -378,7 +378,7 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
   // recompute keeps, while the first's backward recomputes) lies in the
   // bytes that instance's transients leave.
   auto place = [&](const std::vector<SlotDraft> &groups, bool stacked,
-                   std::vector<Storage> &storages,
+                   bool aroundStorages, std::vector<Storage> &storages,
                    std::vector<MemoryPlan::SlotGroup> &slots) {
     std::vector<int64_t> bases;
     int64_t base = scratch;
@@ -423,10 +423,15 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
       }
       slots.push_back({d.count, d.bytes});
     }
+    // `aroundStorages`: around the micro-batches' own storages (placed
+    // above), not whole slots and scratch blocks, so that a running sum or
+    // a bucket's piece born during a backward takes the bytes of the kept
+    // activations that backward has already freed.
     std::vector<Storage> all;
-    for (const Storage &block : fixed)
-      if (block.bytes > 0 && block.start <= block.end)
-        all.push_back(block);
+    for (const Storage &s : aroundStorages ? storages : fixed)
+      if (s.bytes > 0 && s.start <= s.end &&
+          (!aroundStorages || s.microBatch >= 0))
+        all.push_back(s);
     size_t placed = all.size();
     for (unsigned i : program)
       all.push_back(storages[i]);
@@ -437,20 +442,33 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
   };
   std::vector<SlotDraft> merged = mergeSlots(drafts, slotBytes),
                          byCount = mergeByCount(drafts, slotBytes);
+  // The candidates are compared with the program's storages around whole
+  // blocks (fast: a block per instance and slot); the best is then placed
+  // around the storages themselves, kept if no larger.
   std::vector<Storage> unplaced = plan.storages;
-  int64_t top = place(drafts, true, plan.storages, plan.slots);
+  int64_t top = place(drafts, true, false, plan.storages, plan.slots);
+  const std::vector<SlotDraft> *best = &drafts;
+  bool bestStacked = true;
   for (const std::vector<SlotDraft> *groups : {&drafts, &merged, &byCount})
     for (bool stacked : {false, true}) {
       if (groups == &drafts && stacked)
         continue; // placed first
       std::vector<Storage> storages = unplaced;
       std::vector<MemoryPlan::SlotGroup> slots;
-      int64_t arena = place(*groups, stacked, storages, slots);
+      int64_t arena = place(*groups, stacked, false, storages, slots);
       if (arena < top) {
         top = arena;
+        best = groups;
+        bestStacked = stacked;
         plan.storages = std::move(storages);
         plan.slots = std::move(slots);
       }
     }
+  std::vector<Storage> storages = std::move(unplaced);
+  std::vector<MemoryPlan::SlotGroup> slots;
+  if (place(*best, bestStacked, true, storages, slots) <= top) {
+    plan.storages = std::move(storages);
+    plan.slots = std::move(slots);
+  }
   return true;
 }

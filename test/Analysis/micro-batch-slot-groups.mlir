@@ -1,4 +1,5 @@
-// Which carried storages share slots (MicroBatchSlots.cpp).
+// Which carried storages share slots, and what the program's storages
+// go around (MicroBatchSlots.cpp).
 // RUN: weft-opt %s --split-input-file --weft-test-print-memory -o /dev/null 2>&1 | FileCheck %s
 
 // A zero-bubble order on one stage, F0 F1 B0 F2 B1 W0 F3 B2 W1 B3 W2 W3:
@@ -57,4 +58,31 @@ func.func @odd_last(%x: tensor<128xf32> {weft.input = "x"}, %y: tensor<512xf32> 
   %gb = weft.neg %big {weft.task = #weft.task<B, micro_batch = 2>} : tensor<512xf32>
   %a2 = weft.add %a1, %g2 {weft.accumulate, weft.task = #weft.task<B, micro_batch = 2>} : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
   return %a2 : tensor<128xf32>
+}
+
+// -----
+
+// F0 F1 B1 W1 B0 W0: each micro-batch keeps %k to its B and %q to its W,
+// one slot of 1024 bytes each (2 slots). The running sum %h1, born in B1
+// after %k1's last read and read by B0, is the program's: it goes around
+// the micro-batches' own storages, into %k1's freed bytes (offset 1536),
+// not above slot 1, which is busy until W1 reads %q1. (Around whole slots
+// it went above %x: a 3584-byte arena.)
+// CHECK-LABEL: memory @sum_in_freed_bytes: storage 0
+// CHECK: storage 3 activation offset=[[K1:[0-9]+]] bytes=512 live=[2,4] micro_batch=1 slots=0
+// CHECK: storage 6 activation offset=[[K1]] bytes=512 live=[5,9]{{$}}
+// CHECK: memory @sum_in_freed_bytes: slots 0 count=2 bytes=1024
+// CHECK-NEXT: memory @sum_in_freed_bytes: arena_bytes=3072
+func.func @sum_in_freed_bytes(%x: tensor<128xf32> {weft.input = "x"}) -> tensor<128xf32> {
+  %k0 = weft.relu %x {weft.task = #weft.task<F, micro_batch = 0>} : tensor<128xf32>
+  %q0 = weft.exp %x {weft.task = #weft.task<F, micro_batch = 0>} : tensor<128xf32>
+  %k1 = weft.relu %x {weft.task = #weft.task<F, micro_batch = 1>} : tensor<128xf32>
+  %q1 = weft.exp %x {weft.task = #weft.task<F, micro_batch = 1>} : tensor<128xf32>
+  %g1 = weft.exp %k1 {weft.task = #weft.task<B, micro_batch = 1>} : tensor<128xf32>
+  %h1 = weft.neg %g1 {weft.task = #weft.task<B, micro_batch = 1>} : tensor<128xf32>
+  %r1 = weft.neg %q1 {weft.task = #weft.task<W, micro_batch = 1>} : tensor<128xf32>
+  %g0 = weft.exp %k0 {weft.task = #weft.task<B, micro_batch = 0>} : tensor<128xf32>
+  %a0 = weft.add %h1, %g0 {weft.accumulate, weft.task = #weft.task<B, micro_batch = 0>} : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
+  %r0 = weft.neg %q0 {weft.task = #weft.task<W, micro_batch = 0>} : tensor<128xf32>
+  return %a0 : tensor<128xf32>
 }

@@ -27,22 +27,23 @@
 //   [transient scratch | slot groups of carried storages] + program
 // each instance's transients from 0 (instances never run together); each
 // micro-batch's carried storages of a group in slot m mod K of that group;
-// then the program's (arguments, constants, accumulators across
-// micro-batches, the optimizer's) over the whole step, around those as
-// fixed blocks (an instance's block live while its transients are, a
-// slot's while its micro-batches' storages are): what lives only after the
-// micro-batches takes their bytes. Carried storages are matched across
-// micro-batches by size and order of first use (an ordinal); an ordinal
-// needs K slots, the fewest for which micro-batches sharing a slot are
-// never live together (the schedule's micro-batches in flight: p - s for
-// stage s of 1F1B, M for GPipe; a transfer's buffer waited for at the end
-// of the step, one per micro-batch). Ordinals share a group when together
-// they need no more slots than each alone; groups then merge while that
-// saves slot bytes (K' S' < K_a S_a + K_b S_b: a zero-bubble schedule's
-// kept and W-held storages). Each group's slots lie above the scratch
-// region and the groups before it, or are placed greedily as one block
-// around the scratch blocks; of those groupings and placements (and the
-// groups by slot count alone), the smallest arena is kept.
+// then the program's (arguments, constants, accumulators across micro-batches,
+// the optimizer's) over the whole step, around the micro-batches' storages as
+// placed: what lives only after the micro-batches takes their bytes, and a
+// running sum born in a backward the bytes of activations that backward freed.
+// Carried storages are matched across micro-batches by size and order of first
+// use (an ordinal); an ordinal needs K slots, the fewest for which
+// micro-batches sharing a slot are never live together (the schedule's
+// micro-batches in flight: p - s for stage s of 1F1B, M for GPipe; a transfer's
+// buffer waited for at the end of the step, one per micro-batch). Ordinals
+// share a group when together they need no more slots than each alone; groups
+// then merge while that saves slot bytes (K' S' < K_a S_a + K_b S_b: a
+// zero-bubble schedule's kept and W-held storages). Each group's slots lie
+// above the scratch region and the groups before it, or are placed greedily as
+// one block around the scratch blocks. Those groupings and placements (and the
+// groups by slot count alone) are compared with the program's storages around
+// whole blocks (an instance's live while its transients are, a slot's while its
+// micro-batches' storages are), and the smallest is placed as above.
 // Micro-batches whose ops are alike get alike offsets (greedy placement
 // depends only on sizes and the order of their own ops).
 //
