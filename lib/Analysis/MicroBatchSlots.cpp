@@ -1,9 +1,9 @@
 //===- MicroBatchSlots.cpp - a memory plan that repeats per micro-batch ---===//
 //
 // Placement by micro-batch slots (MemoryPlan.h): one scratch region every
-// task instance's transients share, then slot groups each rotating one kind
+// task instance's transients share, then slot groups each rotating some
 // of the micro-batches' carried storages over K slots, then the program's
-// storages around those blocks. The instances and micro-batches are placed
+// storages around what those hold. The instances and micro-batches are placed
 // by the greedy planner on their own storages, with lifetimes relative to
 // their first step, so alike micro-batches get alike offsets and a plan
 // can write their work once (docs/plan-format.md, "Task bodies").
@@ -335,12 +335,12 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
     scratch = std::max(scratch, block.bytes);
     blocks.push_back(block);
   }
-  // Carried storages, in slot groups above the scratch region. Three
-  // groupings: the ordinals that share slots without needing more of them
-  // (drafts), those merged while that saves slot bytes, and those grouped
-  // by slot count alone. The first two count only the slots, not what the
-  // program's storages lose in them (a group busy longer leaves them less
-  // room), so all three are placed and the smallest arena kept.
+  // Carried storages, in slot groups. Three groupings: the ordinals that
+  // share slots without needing more of them (drafts), those merged while
+  // that saves slot bytes, and those grouped by slot count alone. The
+  // first two count only the slots, not what the program's storages lose
+  // in them (a group busy longer leaves them less room), so each is placed
+  // (below) and the smallest arena kept.
   std::vector<std::vector<int>> index = matchOrdinals(carried, plan.storages);
   auto slotted = [&](const SlotDraft &d, int m) {
     std::vector<unsigned> indices;
@@ -366,9 +366,8 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
   for (SlotDraft &d : drafts)
     d.bytes = slotBytes(d);
 
-  // Places `groups`, then the program's storages around the scratch
-  // blocks and the slots (each a fixed block live while any of its
-  // storages is: what lives only before or after the micro-batches, the
+  // Places `groups`, then the program's storages around what the
+  // micro-batches hold (what lives only before or after them, the
   // optimizer's, takes their bytes), into `storages` and `slots`; returns
   // the arena's top. `stacked`: each group's slots above the scratch
   // region and the groups before it; else each group's K slots as one
@@ -424,9 +423,11 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
       slots.push_back({d.count, d.bytes});
     }
     // `aroundStorages`: around the micro-batches' own storages (placed
-    // above), not whole slots and scratch blocks, so that a running sum or
-    // a bucket's piece born during a backward takes the bytes of the kept
-    // activations that backward has already freed.
+    // above), so that a running sum or a bucket's piece born during a
+    // backward takes the bytes of the kept activations that backward has
+    // already freed; else around whole blocks (faster: a block per
+    // instance, live while its transients are, and per slot, live while
+    // its micro-batches' storages are).
     std::vector<Storage> all;
     for (const Storage &s : aroundStorages ? storages : fixed)
       if (s.bytes > 0 && s.start <= s.end &&
@@ -442,9 +443,9 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
   };
   std::vector<SlotDraft> merged = mergeSlots(drafts, slotBytes),
                          byCount = mergeByCount(drafts, slotBytes);
-  // The candidates are compared with the program's storages around whole
-  // blocks (fast: a block per instance and slot); the best is then placed
-  // around the storages themselves, kept if no larger.
+  // The candidates (each grouping, its slots stacked or placed) are
+  // compared with the program's storages around whole blocks; the best is
+  // then placed around the storages themselves, kept if no larger.
   std::vector<Storage> unplaced = plan.storages;
   int64_t top = place(drafts, true, false, plan.storages, plan.slots);
   const std::vector<SlotDraft> *best = &drafts;
