@@ -17,6 +17,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -137,7 +138,8 @@ int64_t slotCount(const std::vector<Span> &spans) {
 /// storage of b bytes of each micro-batch (by first use) is one ordinal:
 /// matching by size as well as order keeps a micro-batch that differs (the
 /// last one's transfers) from shifting every later match onto storages of
-/// other sizes, which would size the slots by the largest.
+/// other sizes, which would size the slots by the largest. Sorts each of
+/// `carried`'s micro-batches by first use.
 std::vector<std::vector<int>>
 matchOrdinals(std::vector<std::vector<unsigned>> &carried,
               const std::vector<Storage> &storages) {
@@ -381,39 +383,41 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
                    std::vector<MemoryPlan::SlotGroup> &slots) {
     std::vector<int64_t> bases;
     int64_t base = scratch;
-    std::vector<Storage> regions = blocks;
     for (const SlotDraft &d : groups) {
       bases.push_back(base);
       base += d.count * d.bytes;
-      Storage region;
-      region.bytes = d.count * d.bytes;
-      region.start = INT32_MAX;
-      for (const Span &span : d.spans)
-        if (span.first <= span.second) {
-          region.start = std::min(region.start, span.first);
-          region.end = std::max(region.end, span.second);
-        }
-      regions.push_back(region);
     }
     if (!stacked) {
+      std::vector<Storage> regions = blocks;
+      for (const SlotDraft &d : groups) {
+        Storage &region = regions.emplace_back();
+        region.bytes = d.count * d.bytes;
+        region.start = INT32_MAX;
+        for (const Span &span : d.spans)
+          if (span.first <= span.second) {
+            region.start = std::min(region.start, span.first);
+            region.end = std::max(region.end, span.second);
+          }
+      }
       weft::detail::placeGreedy(regions, plan.numSteps, blocks.size());
       for (auto [i, d] : llvm::enumerate(groups))
         bases[i] = regions[blocks.size() + i].offset;
     }
-    std::vector<Storage> fixed = blocks;
+    std::vector<Storage> fixed =
+        aroundStorages ? std::vector<Storage>{} : blocks;
     for (auto [d, base] : llvm::zip_equal(groups, bases)) {
       int group = slots.size();
-      for (int64_t k = 0; k < d.count; ++k) {
-        Storage slot;
-        slot.bytes = d.bytes;
-        slot.offset = base + k * d.bytes;
-        slot.start = INT32_MAX;
-        for (int64_t m = k; m < microBatches; m += d.count) {
-          slot.start = std::min(slot.start, d.spans[m].first);
-          slot.end = std::max(slot.end, d.spans[m].second);
+      if (!aroundStorages)
+        for (int64_t k = 0; k < d.count; ++k) {
+          Storage &slot = fixed.emplace_back();
+          slot.bytes = d.bytes;
+          slot.offset = base + k * d.bytes;
+          slot.start = INT32_MAX;
+          for (int64_t m = k; m < microBatches; m += d.count) {
+            slot.start = std::min(slot.start, d.spans[m].first);
+            slot.end = std::max(slot.end, d.spans[m].second);
+          }
         }
-        fixed.push_back(slot);
-      }
       for (int m = 0; m < microBatches; ++m) {
         std::vector<unsigned> indices = slotted(d, m);
         placeGroup(storages, indices, base + (m % d.count) * d.bytes, memo);
@@ -445,29 +449,30 @@ bool weft::detail::placeBySlots(MemoryPlan &plan, func::FuncOp func) {
                          byCount = mergeByCount(drafts, slotBytes);
   // The candidates (each grouping, its slots stacked or placed) are
   // compared with the program's storages around whole blocks; the best is
-  // then placed around the storages themselves, kept if no larger.
+  // then placed around the storages themselves, kept if no larger. A merge
+  // that found nothing to merge is the drafts again: not placed twice.
+  std::vector<std::pair<const std::vector<SlotDraft> *, bool>> candidates = {
+      {&drafts, true}, {&drafts, false}};
+  if (merged.size() < drafts.size())
+    candidates.insert(candidates.end(), {{&merged, false}, {&merged, true}});
+  candidates.insert(candidates.end(), {{&byCount, false}, {&byCount, true}});
   std::vector<Storage> unplaced = plan.storages;
-  int64_t top = place(drafts, true, false, plan.storages, plan.slots);
-  const std::vector<SlotDraft> *best = &drafts;
-  bool bestStacked = true;
-  for (const std::vector<SlotDraft> *groups : {&drafts, &merged, &byCount})
-    for (bool stacked : {false, true}) {
-      if (groups == &drafts && stacked)
-        continue; // placed first
-      std::vector<Storage> storages = unplaced;
-      std::vector<MemoryPlan::SlotGroup> slots;
-      int64_t arena = place(*groups, stacked, false, storages, slots);
-      if (arena < top) {
-        top = arena;
-        best = groups;
-        bestStacked = stacked;
-        plan.storages = std::move(storages);
-        plan.slots = std::move(slots);
-      }
+  int64_t top = std::numeric_limits<int64_t>::max();
+  std::pair<const std::vector<SlotDraft> *, bool> best;
+  for (auto [groups, stacked] : candidates) {
+    std::vector<Storage> storages = unplaced;
+    std::vector<MemoryPlan::SlotGroup> slots;
+    int64_t arena = place(*groups, stacked, false, storages, slots);
+    if (arena < top) {
+      top = arena;
+      best = {groups, stacked};
+      plan.storages = std::move(storages);
+      plan.slots = std::move(slots);
     }
+  }
   std::vector<Storage> storages = std::move(unplaced);
   std::vector<MemoryPlan::SlotGroup> slots;
-  if (place(*best, bestStacked, true, storages, slots) <= top) {
+  if (place(*best.first, best.second, true, storages, slots) <= top) {
     plan.storages = std::move(storages);
     plan.slots = std::move(slots);
   }

@@ -439,14 +439,13 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
     // ZeRO-2 and 3 keep gradients sharded: each micro-batch's are
     // reduce-scattered as they are made. ZeRO-1 and 2 gather the updated
     // parameters; ZeRO-3 keeps its pieces (its gathers are per use, below).
-    double reduce =
-        layout.zeroStage == 0
-            ? time(CollectiveKind::AllReduce, stageGradients)
-            : (layout.zeroStage == 1 ? 1 : m) *
-                      time(CollectiveKind::ReduceScatter, stageGradients) +
-                  (layout.zeroStage == 3
-                       ? 0
-                       : time(CollectiveKind::AllGather, stageParams));
+    double reduce = time(CollectiveKind::AllReduce, stageGradients);
+    if (layout.zeroStage > 0) {
+      int64_t scatters = layout.zeroStage == 1 ? 1 : m;
+      reduce = scatters * time(CollectiveKind::ReduceScatter, stageGradients);
+      if (layout.zeroStage < 3)
+        reduce += time(CollectiveKind::AllGather, stageParams);
+    }
     // Buckets overlap the last micro-batch's backward.
     data = std::max(0.0, reduce - (backward + weight));
     // ZeRO-3 gathers each parameter right before each op that reads it,

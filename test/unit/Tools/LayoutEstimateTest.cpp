@@ -1,5 +1,4 @@
-//===- LayoutEstimateTest.cpp - the layout search's estimate
-//---------------===//
+//===- LayoutEstimateTest.cpp - the layout search's estimate -------------===//
 //
 // The estimate's pieces against hand-computed cases: ZeRO-3's gathers on
 // their own stream (exposedGatherSeconds), weft-data-parallel's copies
