@@ -356,6 +356,28 @@ def test_estimated_parts_are_the_compiled_ones(search, estimated):
         assert abs(ratios[len(ratios) // 2] - 1) <= 0.05, (part, ratios)
 
 
+def test_estimated_peaks_follow_the_compiled_ones(search, estimated):
+    """Each estimated peak against its compiled arena (estimatedPeak: the
+    most of the step's moments, docs/planner.md). No estimate is more than
+    6% above its arena, so the cap never drops a layout that fits by more
+    than that: 1.05 at most today, interleaved full recompute by stage.
+    Before the moments, one micro-batch on 2 replicas (P1 T1 D2 M1, no
+    recompute) was estimated at 1.10-1.16 of its arena, with the whole
+    gradients beside the kept activations, where its backward starts with
+    few; those are 0.98-0.99 now, and the median 0.88 (0.84 before)."""
+    compiled = {r["layout"]: r["peak"] for r in rows(search[0])}
+    ratios = {r["layout"]: r["peak"] / compiled[r["layout"]]
+              for r in estimated[0] if r["layout"] in compiled}
+    assert len(ratios) > 250
+    worst = max(ratios, key=ratios.get)
+    assert ratios[worst] <= 1.06, (worst, ratios[worst])
+    one = {k: v for k, v in ratios.items()
+           if k.startswith("P1 T1 D2 M1 none")}
+    assert len(one) == 8 and all(0.95 <= v <= 1.02 for v in one.values()), \
+        one
+    assert sorted(ratios.values())[len(ratios) // 2] >= 0.86
+
+
 def test_confirmation_goes_on_while_no_compiled_layout_fits(
         search, estimated, models_dir):
     """The estimate's peaks are optimistic. Under a cap that the layout

@@ -462,10 +462,10 @@ estimateLayouts(const std::vector<weft::Layout> &layouts,
     if (fresh && stages > 1)
       for (double share : stageShares(request.segments, stages))
         it->second.push_back(share * double(stages));
-    return estimateLayout(layout, classes[classOfLayout[i]].profile,
-                          request.space.batch, request.device,
-                          request.sixteenBit, request.capBytes, cache,
-                          simulated, it->second, request.shardThresholdBytes);
+    return estimateLayout(
+        layout, classes[classOfLayout[i]].profile, request.space.batch,
+        request.device, request.sixteenBit, request.capBytes, cache, simulated,
+        it->second, request.shardThresholdBytes, request.bucketCapBytes);
   };
   std::vector<LayoutScore> scores;
   std::vector<size_t> timeable;

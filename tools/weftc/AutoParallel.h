@@ -194,6 +194,8 @@ struct SearchRequest {
   /// --optimizer-shard-threshold, bytes: ZeRO-3 gathers the parameters at
   /// least that large.
   int64_t shardThresholdBytes = 64 << 10;
+  /// --bucket-cap-mb, bytes: the largest data-parallel gradient bucket.
+  int64_t bucketCapBytes = 25 << 20;
 };
 
 /// Compiles a layout for a step of `batch` samples (0: the search's) and

@@ -104,8 +104,67 @@ weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
   profile.kept = breakdown.maxKeptActivations;
   profile.weightHeld = weightHeldBytes(func, plan);
   profile.boundary = layerBoundaryBytes(func);
-  profile.other = std::max<int64_t>(
-      0, plan.arenaBytes - profile.states.total() - profile.kept);
+  // The moments estimatedPeak weighs (below). A parameter gradient is a
+  // backward's result that lives on to the update.
+  int64_t updateStart = plan.numSteps;
+  for (auto [index, op] :
+       llvm::enumerate(func.getBody().front().without_terminator()))
+    if (taskKindOf(&op) == TaskKind::Update) {
+      updateStart = int64_t(index);
+      break;
+    }
+  // Bytes live, and kept, at each step.
+  int64_t steps = plan.numSteps;
+  std::vector<int64_t> live(steps + 1, 0), kept(steps + 1, 0);
+  auto add = [](std::vector<int64_t> &bytes, const Storage &storage) {
+    bytes[storage.start] += storage.size;
+    bytes[storage.end + 1] -= storage.size;
+  };
+  for (const Storage &storage : plan.storages) {
+    if (storage.start > storage.end)
+      continue;
+    add(live, storage);
+    if (categoryOf(storage) == MemoryCategory::KeptActivations)
+      add(kept, storage);
+  }
+  for (int64_t step = 1; step <= steps; ++step) {
+    live[step] += live[step - 1];
+    kept[step] += kept[step - 1];
+  }
+  // The first step of [from, to) with the most of `bytes` (-1: empty).
+  auto most = [](const std::vector<int64_t> &bytes, int64_t from, int64_t to) {
+    int64_t at = -1;
+    for (int64_t step = from; step < to; ++step)
+      if (at < 0 || bytes[step] > bytes[at])
+        at = step;
+    return at;
+  };
+  auto moment = [&](int64_t step) {
+    StepProfile::Moment at;
+    for (const Storage &storage : plan.storages) {
+      if (storage.start > step || step > storage.end)
+        continue;
+      MemoryCategory category = categoryOf(storage);
+      if (category == MemoryCategory::KeptActivations)
+        at.kept += storage.size;
+      else if (category == MemoryCategory::Gradients &&
+               storage.end >= updateStart)
+        at.gradients += storage.size;
+    }
+    at.other = std::max<int64_t>(0, live[step] - profile.states.params -
+                                        profile.states.optimizerState -
+                                        at.gradients - at.kept);
+    return at;
+  };
+  // Three moments, each found by where it lies (so that profiles of more
+  // layers find the same one): the backward's start, where the kept
+  // activations peak; the backward's most live step after it (recompute's
+  // peak); and the update's.
+  int64_t start = most(kept, 0, std::min(steps, updateStart));
+  for (int64_t step : {start, most(live, start + 1, updateStart),
+                       most(live, updateStart, steps)})
+    if (step >= 0)
+      profile.moments.push_back(moment(step));
   StepUtilization use = stepUtilization(module, step.stepSeconds, device,
                                         /*sixteenBit=*/false);
   profile.modelFlops = use.modelFlops;
@@ -145,7 +204,14 @@ weft::StepProfile weft::extrapolateProfile(const StepProfile &a,
       grow(a.states.replicatedBytes, b.states.replicatedBytes);
   p.kept = grow(a.kept, b.kept);
   p.weightHeld = grow(a.weightHeld, b.weightHeld);
-  p.other = std::max<int64_t>(0, grow(a.other, b.other));
+  // Moment by moment: the two profiles compiled alike but for the layers.
+  p.moments = b.moments;
+  if (a.moments.size() == b.moments.size())
+    for (auto [into, x, y] : llvm::zip(p.moments, a.moments, b.moments)) {
+      into.gradients = std::max<int64_t>(0, grow(x.gradients, y.gradients));
+      into.kept = std::max<int64_t>(0, grow(x.kept, y.kept));
+      into.other = std::max<int64_t>(0, grow(x.other, y.other));
+    }
   p.boundary = b.boundary;
   p.ops = a.ops;
   p.opsMore = b.ops;
@@ -167,6 +233,12 @@ weft::StepProfile weft::fitPerSample(const StepProfile &one,
   split(one.weight, two.weight, p.weight, p.weightFixed);
   split(one.compute, two.compute, p.compute, p.computeFixed);
   split(one.memory, two.memory, p.memory, p.memoryFixed);
+  // The moments of both: a recompute's peak may outgrow the update's
+  // only from two samples on.
+  for (StepProfile::Moment at : two.moments) {
+    at.samples = 2;
+    p.moments.push_back(at);
+  }
   // Op by op when the two compiled alike (they do but for the batch).
   if (two.ops.size() == one.ops.size())
     for (auto [op, at2] : llvm::zip(p.ops, two.ops))
@@ -320,13 +392,48 @@ double weft::bucketCopyBytes(int64_t zeroStage, int64_t gradients,
   return pack + shard + 2 * w / d + 2 * w + 3 * w;
 }
 
-weft::LayoutScore weft::estimateLayout(const Layout &layout,
-                                       const StepProfile &profile,
-                                       int64_t batch, const DeviceModel &device,
-                                       bool sixteenBit, int64_t capBytes,
-                                       ScheduleCache &cache, bool exact,
-                                       const std::vector<double> &stageScale,
-                                       int64_t shardThresholdBytes) {
+weft::MemoryBreakdown weft::estimatedPeak(
+    int64_t params, int64_t gradients, int64_t optimizer, int64_t kept,
+    int64_t one, llvm::ArrayRef<StepProfile::Moment> moments, int64_t replicas,
+    int64_t microBatches, int64_t zeroStage, int64_t bucketCapBytes) {
+  int64_t pieces = zeroStage >= 2 ? gradients / replicas : gradients;
+  MemoryBreakdown most;
+  auto consider = [&](int64_t held, int64_t keptNow, int64_t other) {
+    int64_t bytes = params + optimizer + held + keptNow + other;
+    if (bytes <= most.liveBytes)
+      return;
+    most.bytes = {};
+    most.bytes[size_t(MemoryCategory::Parameters)] = params;
+    most.bytes[size_t(MemoryCategory::OptimizerState)] = optimizer;
+    most.bytes[size_t(MemoryCategory::Gradients)] = held;
+    most.bytes[size_t(MemoryCategory::KeptActivations)] = keptNow;
+    most.bytes[size_t(MemoryCategory::Temporaries)] = other;
+    most.liveBytes = bytes;
+  };
+  for (const StepProfile::Moment &at : moments) {
+    // The earlier micro-batches' sums: ZeRO 0 and 1 add the moment's
+    // gradients into them, ZeRO-2 and 3 hold its own beside their pieces.
+    int64_t held = microBatches == 1 ? at.gradients
+                   : zeroStage >= 2  ? pieces + at.gradients
+                                     : gradients;
+    consider(held, std::max<int64_t>(0, kept - (one - at.kept)), at.other);
+  }
+  if (replicas > 1) {
+    int64_t packed = gradients + std::min(gradients, bucketCapBytes);
+    if (zeroStage >= 2 && microBatches > 1)
+      packed += pieces;
+    consider(packed, 0, 0);
+  }
+  most.maxKeptActivations = kept;
+  return most;
+}
+
+weft::LayoutScore
+weft::estimateLayout(const Layout &layout, const StepProfile &profile,
+                     int64_t batch, const DeviceModel &device, bool sixteenBit,
+                     int64_t capBytes, ScheduleCache &cache, bool exact,
+                     const std::vector<double> &stageScale,
+                     int64_t shardThresholdBytes, int64_t bucketCapBytes) {
   LayoutScore score;
   score.layout = layout;
   score.estimated = true;
@@ -368,25 +475,28 @@ weft::LayoutScore weft::estimateLayout(const Layout &layout,
 
   // Memory: a stage's model states over P, sharded over D by ZeRO stage;
   // the most kept and W-held chunks any rank's order holds (above); the
-  // rest.
+  // rest, by micro-batch size where it grows with it.
   const ModelStates &states = profile.states;
-  int64_t params = states.params / p, gradients = states.gradients / p,
-          optimizer = states.optimizerState / p;
+  int64_t params = states.params / p, optimizer = states.optimizerState / p;
   if (layout.zeroStage >= 1)
     optimizer /= d;
-  if (layout.zeroStage >= 2)
-    gradients /= d;
   if (layout.zeroStage >= 3)
     params /= d;
-  int64_t kept = int64_t(keptBytes);
-  int64_t other = int64_t(b * double(profile.other) / p);
-  MemoryBreakdown &memory = score.breakdown;
-  memory.bytes[size_t(MemoryCategory::Parameters)] = params;
-  memory.bytes[size_t(MemoryCategory::Gradients)] = gradients;
-  memory.bytes[size_t(MemoryCategory::OptimizerState)] = optimizer;
-  memory.bytes[size_t(MemoryCategory::KeptActivations)] = kept;
-  memory.bytes[size_t(MemoryCategory::Temporaries)] = other;
-  score.peakBytes = params + gradients + optimizer + kept + other;
+  // The profile's moments on this layout's stage, at b samples. Where the
+  // schedule splits W off, the in-flight count above holds the moment's
+  // micro-batch's W inputs already.
+  double heldForW = splitsWeightGradient(layout.schedule) ? weightStage : 0;
+  std::vector<StepProfile::Moment> moments;
+  for (const StepProfile::Moment &at : profile.moments) {
+    double scale = b / double(at.samples) / double(p);
+    moments.push_back(
+        {at.samples, at.gradients / p, int64_t(scale * double(at.kept)),
+         int64_t(std::max(0.0, scale * double(at.other) - heldForW))});
+  }
+  score.breakdown = estimatedPeak(
+      params, states.gradients / p, optimizer, int64_t(keptBytes),
+      int64_t(keptStage), moments, d, m, layout.zeroStage, bucketCapBytes);
+  score.peakBytes = score.breakdown.liveBytes;
   if (capBytes > 0 && score.peakBytes > capBytes) {
     score.stepSeconds = std::numeric_limits<double>::infinity();
     return score;

@@ -17,7 +17,9 @@
 // profile's model states over P (and D, as ZeRO shards them) plus, on the
 // rank that holds most, the kept activations of the micro-batches between
 // their F and B and, under a zero-bubble schedule, what the W tasks read
-// of those between their B and W.
+// of those between their B and W, at the most of the profile's moments
+// (estimatedPeak): the live bytes, not the arena, which packs them with
+// some slack.
 // A model of many layers is profiled on its first 2 and 3 layers and the
 // profile extrapolated (extrapolateProfile; AutoParallel.cpp cuts them).
 // Each class is profiled at micro-batch sizes 1 and 2, and a micro-batch of
@@ -96,7 +98,17 @@ struct StepProfile {
   /// What a pipeline cut between layers sends a micro-batch, bytes
   /// (layerBoundaryBytes; 0 when no layer repeats).
   int64_t boundary = 0;
-  int64_t other = 0;  ///< the arena's other bytes (temporaries, ...)
+  /// Moments of its step, for estimatedPeak: where its kept activations
+  /// peak (its backward's start) and where its live bytes do, of each
+  /// compile fitPerSample joins. At each, bytes: the parameter gradients
+  /// live (activation gradients aside), the kept activations, and the rest
+  /// beside the parameters and optimizer state (temporaries, activation
+  /// gradients, recomputed activations, inputs); `samples`, the
+  /// micro-batch's.
+  struct Moment {
+    int64_t samples = 1, gradients = 0, kept = 0, other = 0;
+  };
+  std::vector<Moment> moments;
   /// Its forward, backward, weight-gradient and recompute ops (not the
   /// update, views included, collectives not); extrapolated, the ops of
   /// the profile of one layer more are `opsMore`, and a figure over the
@@ -122,7 +134,8 @@ int64_t weightHeldBytes(mlir::func::FuncOp func, const MemoryPlan &plan);
 /// `fewer` and `fewer` + 1 layers (`a` and `b`): each figure a + (layers -
 /// fewer) (b - a). A step's times, FLOPs, model states and kept activations
 /// (all of a micro-batch's, at M = 1) grow by one layer's share per layer;
-/// the other bytes (temporaries, the arena's slack) are taken to as well.
+/// so are the moments' bytes (the moments are found by where they lie in
+/// the step, the same ones in both).
 StepProfile extrapolateProfile(const StepProfile &a, const StepProfile &b,
                                int64_t fewer, int64_t layers);
 
@@ -132,8 +145,8 @@ StepProfile extrapolateProfile(const StepProfile &a, const StepProfile &b,
 /// two (fixed = 2 one - two, per sample = two - one), each part at least
 /// 0: size 2 taking more than twice size 1's time gives no fixed part (the
 /// per-sample part is size 1's), and taking no more than size 1's gives no
-/// per-sample part. Its compute and memory seconds split the same way; the
-/// other fields are `one`'s.
+/// per-sample part. Its compute and memory seconds split the same way; its
+/// moments are both's; the other fields are `one`'s.
 StepProfile fitPerSample(const StepProfile &one, const StepProfile &two);
 
 /// The schedules' task orders and simulations, shared by the layouts of a
@@ -237,13 +250,39 @@ double exposedGatherSeconds(const StepProfile &profile, double samples,
 /// the partitioner cuts the model (TaskTimes::stageScale: stageShares of
 /// PartitionCosts.h times the stages); empty: even stages.
 /// `shardThresholdBytes`: --optimizer-shard-threshold (ZeRO-3 gathers the
-/// parameters at least that large).
+/// parameters at least that large); `bucketCapBytes`: --bucket-cap-mb in
+/// bytes (estimatedPeak).
 LayoutScore estimateLayout(const Layout &layout, const StepProfile &profile,
                            int64_t batch, const DeviceModel &device,
                            bool sixteenBit, int64_t capBytes,
                            ScheduleCache &cache, bool exact,
                            const std::vector<double> &stageScale,
-                           int64_t shardThresholdBytes);
+                           int64_t shardThresholdBytes, int64_t bucketCapBytes);
+
+/// A rank's estimated peak, bytes, by category: the most of its moments
+/// (docs/planner.md, "The estimate's memory"), each with the parameters
+/// and optimizer state:
+/// - the profile's `moments` (StepProfile::Moment, their bytes scaled to
+///   the layout's stage and micro-batch): with the kept activations of
+///   the micro-batches in flight, `kept`, less what the moment's
+///   micro-batch has freed by then (`one`, its kept activations, less the
+///   moment's), the moment's other bytes, and the gradients held. With one
+///   micro-batch those are the moment's own; with more, the sums of the
+///   earlier micro-batches' beside them, whole (ZeRO 0 and 1, which add
+///   each micro-batch's into them) or each replica's pieces (ZeRO-2 and 3,
+///   which reduce-scatter every micro-batch's);
+/// - with data parallelism, the last backward's end: the whole gradients,
+///   a bucket packed from them (weft-data-parallel copies a bucket's
+///   gradients into it: up to `bucketCapBytes`, the gradients' bytes at
+///   most; 0, a bucket a gradient, is not counted), and under ZeRO-2 and 3
+///   with micro-batches the pieces' sums.
+/// The states are the rank's (over P, sharded by ZeRO), `gradients` the
+/// whole gradients' bytes.
+MemoryBreakdown estimatedPeak(int64_t params, int64_t gradients,
+                              int64_t optimizer, int64_t kept, int64_t one,
+                              llvm::ArrayRef<StepProfile::Moment> moments,
+                              int64_t replicas, int64_t microBatches,
+                              int64_t zeroStage, int64_t bucketCapBytes);
 
 } // namespace weft
 

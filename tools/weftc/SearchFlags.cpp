@@ -190,6 +190,7 @@ weftc::searchLayoutFlags(MemoryBuffer &model, const SearchFlags &flags,
   request.segments.items.clear(); // the ops die with the import
   request.shardThresholdBytes =
       int64_t(planOptions.optimizerShardThresholdKb * 1024);
+  request.bucketCapBytes = int64_t(planOptions.bucketCapMb * (1 << 20));
   request.mode = search == "compile"    ? weft::SearchMode::Compile
                  : search == "estimate" ? weft::SearchMode::Estimate
                                         : weft::SearchMode::Auto;

@@ -2,8 +2,9 @@
 //
 // The estimate's pieces against hand-computed cases: ZeRO-3's gathers on
 // their own stream (exposedGatherSeconds), weft-data-parallel's copies
-// (bucketCopyBytes), and the branch-and-bound bound, which must never
-// exceed the simulated makespan it stands for, uneven stages included.
+// (bucketCopyBytes), the branch-and-bound bound, which must never
+// exceed the simulated makespan it stands for, uneven stages included, and
+// the peak's moments (estimatedPeak).
 
 #include "LayoutEstimate.h"
 
@@ -109,4 +110,63 @@ TEST(LayoutEstimate, TheBoundNeverExceedsTheMakespan) {
             << scheduleName(c.kind).str() << " p=" << p << " m=" << m;
         EXPECT_GT(bound, 0.5 * simulated);
       }
+}
+
+namespace {
+
+using Moment = StepProfile::Moment;
+
+// A rank of parameters 100, gradients 100, optimizer state 200, kept
+// activations 50 a micro-batch (`one`, and `kept` in flight), 2 replicas.
+int64_t peakOf(std::vector<Moment> moments, int64_t microBatches,
+               int64_t zeroStage, int64_t bucketCap = 1000, int64_t kept = 50,
+               int64_t replicas = 2) {
+  return estimatedPeak(100, 100, 200, kept, 50, moments, replicas, microBatches,
+                       zeroStage, bucketCap)
+      .liveBytes;
+}
+
+} // namespace
+
+// One micro-batch: the backward's start holds its kept activations and
+// only the gradients it has made (10), not the whole gradients (100).
+TEST(LayoutEstimate, OneMicroBatchHoldsOnlyTheGradientsItMade) {
+  Moment start{1, 10, 50, 5};
+  EXPECT_EQ(peakOf({start}, 1, 0, 1000, 500, 1), 100 + 200 + 500 + 5 + 10);
+}
+
+// Several: the earlier micro-batches' sums, whole under ZeRO 0 and 1, a
+// replica's pieces beside the moment's own under ZeRO-2 and 3.
+TEST(LayoutEstimate, EarlierMicroBatchesHoldTheirSums) {
+  Moment start{1, 10, 50, 5};
+  // kept 500 in flight: 100 + 200 + 500 + 5 + held.
+  EXPECT_EQ(peakOf({start}, 4, 1, 1000, 500), 805 + 100);
+  EXPECT_EQ(peakOf({start}, 4, 2, 1000, 500), 805 + 50 + 10);
+}
+
+// A later moment of the backward (a recompute's peak) has freed part of
+// its micro-batch's kept activations: 20 of 50 left, so 30 of the 500 in
+// flight are gone.
+TEST(LayoutEstimate, ALaterMomentHoldsWhatItsMicroBatchHasNotFreed) {
+  Moment recompute{1, 40, 20, 300};
+  EXPECT_EQ(peakOf({recompute}, 1, 0, 1000, 500, 1),
+            100 + 200 + 470 + 300 + 40);
+}
+
+// The last backward's end under data parallelism: the whole gradients,
+// the largest bucket packed from them (the cap, or all of them), and
+// under ZeRO-2 with micro-batches the pieces' sums.
+TEST(LayoutEstimate, TheEndPacksABucketBesideTheGradients) {
+  Moment small{1, 0, 0, 0};
+  EXPECT_EQ(peakOf({small}, 1, 1, 1000, 0), 100 + 200 + 100 + 100);
+  EXPECT_EQ(peakOf({small}, 1, 1, 30, 0), 100 + 200 + 100 + 30);
+  EXPECT_EQ(peakOf({small}, 4, 2, 30, 0), 100 + 200 + 100 + 30 + 50);
+  EXPECT_EQ(peakOf({small}, 4, 2, 0, 0), 100 + 200 + 100 + 50);
+  // One replica packs nothing: its end holds the gradients alone.
+  EXPECT_EQ(peakOf({small}, 4, 0, 1000, 0, 1), 100 + 200 + 100);
+  // And the category of the larger moment is named.
+  MemoryBreakdown end =
+      estimatedPeak(100, 100, 200, 0, 0, {small}, 2, 1, 1, 1000);
+  EXPECT_EQ(end.at(MemoryCategory::Gradients), 200);
+  EXPECT_EQ(end.at(MemoryCategory::KeptActivations), 0);
 }
