@@ -16,6 +16,7 @@
 #define WEFT_TOOLS_WEFTC_AUTOPARALLEL_H
 
 #include "weft/Analysis/CostModel.h"
+#include "weft/Analysis/GradientBuckets.h"
 #include "weft/Analysis/MemoryBreakdown.h"
 #include "weft/Analysis/PartitionCosts.h"
 #include "weft/Analysis/Schedule.h"
@@ -193,9 +194,9 @@ struct SearchRequest {
   PartitionCosts segments;
   /// --optimizer-shard-threshold, bytes: ZeRO-3 gathers the parameters at
   /// least that large.
-  int64_t shardThresholdBytes = 64 << 10;
+  int64_t shardThresholdBytes = int64_t(kShardThresholdKb * 1024);
   /// --bucket-cap-mb, bytes: the largest data-parallel gradient bucket.
-  int64_t bucketCapBytes = 25 << 20;
+  int64_t bucketCapBytes = int64_t(kBucketCapMb * (1 << 20));
 };
 
 /// Compiles a layout for a step of `batch` samples (0: the search's) and

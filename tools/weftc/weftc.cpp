@@ -33,6 +33,7 @@
 #include "SearchFlags.h"
 
 #include "weft/Analysis/DeviceModelFile.h"
+#include "weft/Analysis/GradientBuckets.h"
 #include "weft/Analysis/ModelSummary.h"
 #include "weft/Analysis/Schedule.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
@@ -196,12 +197,12 @@ cl::opt<double> bucketCapMb(
     "bucket-cap-mb",
     cl::desc("Data-parallel gradient bucket size limit in MiB, as DDP's "
              "bucket_cap_mb (default 25; 0: one all-reduce per gradient)"),
-    cl::init(25.0), cl::cat(category));
+    cl::init(weft::kBucketCapMb), cl::cat(category));
 cl::opt<double> optimizerShardThreshold(
     "optimizer-shard-threshold",
     cl::desc("With --zero-stage: parameters under this many KiB stay "
              "replicated, all-reduced (MindSpore's threshold; default 64)"),
-    cl::init(64.0), cl::cat(category));
+    cl::init(weft::kShardThresholdKb), cl::cat(category));
 cl::opt<int64_t> optimizerShardSize(
     "optimizer-shard-size",
     cl::desc("With --zero-stage: shard over groups of S replicas (S "

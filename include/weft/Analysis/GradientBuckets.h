@@ -27,6 +27,15 @@ namespace weft {
 /// _DEFAULT_FIRST_BUCKET_BYTES), bytes.
 inline constexpr int64_t kFirstBucketBytes = 1 << 20;
 
+/// The data-parallel defaults that weft-data-parallel, the pipeline's
+/// options, weftc's flags and the layout search share:
+/// - the bucket limit, MiB (DDP's bucket_cap_mb; --bucket-cap-mb);
+inline constexpr double kBucketCapMb = 25.0;
+/// - under ZeRO, the size below which a parameter stays replicated, KiB
+///   (MindSpore's optimizer-parallel threshold;
+///   --optimizer-shard-threshold).
+inline constexpr double kShardThresholdKb = 64.0;
+
 /// One gradient to reduce: its size and the key of the buckets it may join
 /// (tensors of different keys never share a bucket).
 struct BucketTensor {

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Pass/Pass.h"
 
+#include "weft/Analysis/GradientBuckets.h"
 #include "weft/Dialect/Weft/IR/WeftDialect.h"
 
 #include <optional>

@@ -492,14 +492,15 @@ def DataParallel : Pass<"weft-data-parallel", "mlir::func::FuncOp"> {
     stage 1 or 2.
   }];
   let options = [
-    Option<"bucketCapMb", "bucket-cap-mb", "double", /*default=*/"25.0",
+    Option<"bucketCapMb", "bucket-cap-mb", "double",
+           /*default=*/"::weft::kBucketCapMb",
            "Bucket size limit in MiB (DDP's bucket_cap_mb); 0: one bucket "
            "per gradient">,
     Option<"zeroStage", "zero-stage", "int64_t", /*default=*/"0",
            "0: replicated; ZeRO over the data axis: 1 optimizer state, 2 "
            "and gradients, 3 and parameters sharded">,
     Option<"shardThresholdKb", "shard-threshold-kb", "double",
-           /*default=*/"64.0",
+           /*default=*/"::weft::kShardThresholdKb",
            "With ZeRO: parameters under this many KiB stay replicated "
            "(MindSpore's optimizer-parallel threshold)">,
     Option<"zeroPrefetch", "zero-prefetch", "bool", /*default=*/"false",

@@ -16,6 +16,7 @@
 #ifndef WEFT_TRANSFORMS_PIPELINES_H
 #define WEFT_TRANSFORMS_PIPELINES_H
 
+#include "weft/Analysis/GradientBuckets.h"
 #include "weft/Analysis/Schedule.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -95,7 +96,7 @@ struct PlanPipelineOptions
       *this, "bucket-cap-mb",
       llvm::cl::desc("Data-parallel gradient bucket size limit, MiB (DDP's "
                      "bucket_cap_mb)"),
-      llvm::cl::init(25.0)};
+      llvm::cl::init(kBucketCapMb)};
   Option<int64_t> zeroStage{
       *this, "zero-stage",
       llvm::cl::desc("Sharded over the data axis (ZeRO): 0 off, 1 optimizer "
@@ -105,7 +106,7 @@ struct PlanPipelineOptions
       *this, "optimizer-shard-threshold",
       llvm::cl::desc("With --zero-stage: parameters under this many KiB stay "
                      "replicated (MindSpore's threshold)"),
-      llvm::cl::init(64.0)};
+      llvm::cl::init(kShardThresholdKb)};
   Option<int64_t> optimizerShardSize{
       *this, "optimizer-shard-size",
       llvm::cl::desc("With --zero-stage: shard over groups of this many "
