@@ -193,14 +193,18 @@ std::vector<SlotDraft> draftSlots(const std::vector<std::vector<int>> &index,
       own.push_back(i < 0 ? Span{INT32_MAX, -1}
                           : Span{storages[i].start, storages[i].end});
     int64_t count = slotCount(own);
+    std::vector<Span> joined;
     auto joins = llvm::find_if(drafts, [&](const SlotDraft &d) {
-      return d.count == count && slotCount(unionSpans(d.spans, own)) == count;
+      if (d.count != count)
+        return false;
+      joined = unionSpans(d.spans, own);
+      return slotCount(joined) == count;
     });
     if (joins == drafts.end()) {
       drafts.push_back({count, std::move(own), {o}});
       continue;
     }
-    joins->spans = unionSpans(joins->spans, own);
+    joins->spans = std::move(joined);
     joins->members.push_back(o);
   }
   return drafts;
