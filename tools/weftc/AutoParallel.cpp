@@ -449,6 +449,17 @@ estimateLayouts(const std::vector<weft::Layout> &layouts,
     fitted(i, 0, classes[i].profile);
   }
   profiled = classes.size();
+  // A recompute class's kept activations without it, for GPipe's last
+  // micro-batch.
+  for (Class &c : classes) {
+    if (c.layout.recompute == "none")
+      continue;
+    Layout plain = c.layout;
+    plain.recompute = "none";
+    plain.granularity = Layout().granularity;
+    if (auto it = classIndex.find(plain.flags()); it != classIndex.end())
+      c.profile.keptWithoutRecompute = classes[it->second].profile.kept;
+  }
 
   ScheduleCache cache;
   // Each stage count's stages' work over an even stage's, as the

@@ -163,8 +163,10 @@ weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
   int64_t start = most(kept, 0, std::min(steps, updateStart));
   for (int64_t step : {start, most(live, start + 1, updateStart),
                        most(live, updateStart, steps)})
-    if (step >= 0)
+    if (step >= 0) {
       profile.moments.push_back(moment(step));
+      profile.moments.back().start = step == start;
+    }
   StepUtilization use = stepUtilization(module, step.stepSeconds, device,
                                         /*sixteenBit=*/false);
   profile.modelFlops = use.modelFlops;
@@ -392,10 +394,12 @@ double weft::bucketCopyBytes(int64_t zeroStage, int64_t gradients,
   return pack + shard + 2 * w / d + 2 * w + 3 * w;
 }
 
-weft::MemoryBreakdown weft::estimatedPeak(
-    int64_t params, int64_t gradients, int64_t optimizer, int64_t kept,
-    int64_t one, llvm::ArrayRef<StepProfile::Moment> moments, int64_t replicas,
-    int64_t microBatches, int64_t zeroStage, int64_t bucketCapBytes) {
+weft::MemoryBreakdown
+weft::estimatedPeak(int64_t params, int64_t gradients, int64_t optimizer,
+                    int64_t kept, int64_t one, int64_t startExtra,
+                    llvm::ArrayRef<StepProfile::Moment> moments,
+                    int64_t replicas, int64_t microBatches, int64_t zeroStage,
+                    int64_t bucketCapBytes) {
   int64_t pieces = zeroStage >= 2 ? gradients / replicas : gradients;
   MemoryBreakdown most;
   auto consider = [&](int64_t held, int64_t keptNow, int64_t other) {
@@ -416,7 +420,8 @@ weft::MemoryBreakdown weft::estimatedPeak(
     int64_t held = microBatches == 1 ? at.gradients
                    : zeroStage >= 2  ? pieces + at.gradients
                                      : gradients;
-    consider(held, std::max<int64_t>(0, kept - (one - at.kept)), at.other);
+    int64_t keptNow = std::max<int64_t>(0, kept - (one - at.kept));
+    consider(held, keptNow + (at.start ? startExtra : 0), at.other);
   }
   if (replicas > 1) {
     int64_t packed = gradients + std::min(gradients, bucketCapBytes);
@@ -456,6 +461,7 @@ weft::estimateLayout(const Layout &layout, const StepProfile &profile,
   double keptStage = b * double(profile.kept) / p,
          weightStage = b * double(profile.weightHeld) / p;
   double keptBytes = keptStage; // one micro-batch in flight
+  double startExtra = 0;
   if (p > 1) {
     std::string why;
     const std::vector<ScheduleCache::Held> *held =
@@ -471,6 +477,11 @@ weft::estimateLayout(const Layout &layout, const StepProfile &profile,
       keptBytes = std::max(
           keptBytes,
           (point.forward * keptStage + point.weight * weightStage) / chunks);
+    // GPipe keeps its last micro-batch's activations whole (torchgpipe's
+    // except_last); its backward starts the backwards.
+    if (layout.schedule == ScheduleKind::GPipe && profile.keptWithoutRecompute)
+      startExtra = std::max(0.0, b * double(profile.keptWithoutRecompute) / p -
+                                     keptStage);
   }
 
   // Memory: a stage's model states over P, sharded over D by ZeRO stage;
@@ -491,11 +502,13 @@ weft::estimateLayout(const Layout &layout, const StepProfile &profile,
     double scale = b / double(at.samples) / double(p);
     moments.push_back(
         {at.samples, at.gradients / p, int64_t(scale * double(at.kept)),
-         int64_t(std::max(0.0, scale * double(at.other) - heldForW))});
+         int64_t(std::max(0.0, scale * double(at.other) - heldForW)),
+         at.start});
   }
-  score.breakdown = estimatedPeak(
-      params, states.gradients / p, optimizer, int64_t(keptBytes),
-      int64_t(keptStage), moments, d, m, layout.zeroStage, bucketCapBytes);
+  score.breakdown =
+      estimatedPeak(params, states.gradients / p, optimizer, int64_t(keptBytes),
+                    int64_t(keptStage), int64_t(startExtra), moments, d, m,
+                    layout.zeroStage, bucketCapBytes);
   score.peakBytes = score.breakdown.liveBytes;
   if (capBytes > 0 && score.peakBytes > capBytes) {
     score.stepSeconds = std::numeric_limits<double>::infinity();

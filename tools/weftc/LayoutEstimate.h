@@ -95,6 +95,11 @@ struct StepProfile {
   /// parallelism the gathered inputs and output gradients, more than the
   /// kept activations the B frees.
   int64_t weightHeld = 0;
+  /// Under recompute: the kept activations of its class without recompute
+  /// (the same T, SP and flash attention), bytes, when the search has that
+  /// class (0 otherwise). GPipe does not recompute its last micro-batch
+  /// (torchgpipe's checkpoint='except_last'), which keeps these.
+  int64_t keptWithoutRecompute = 0;
   /// What a pipeline cut between layers sends a micro-batch, bytes
   /// (layerBoundaryBytes; 0 when no layer repeats).
   int64_t boundary = 0;
@@ -107,6 +112,7 @@ struct StepProfile {
   /// micro-batch's.
   struct Moment {
     int64_t samples = 1, gradients = 0, kept = 0, other = 0;
+    bool start = false; ///< the backward's start
   };
   std::vector<Moment> moments;
   /// Its forward, backward, weight-gradient and recompute ops (not the
@@ -270,7 +276,9 @@ LayoutScore estimateLayout(const Layout &layout, const StepProfile &profile,
 ///   micro-batch those are the moment's own; with more, the sums of the
 ///   earlier micro-batches' beside them, whole (ZeRO 0 and 1, which add
 ///   each micro-batch's into them) or each replica's pieces (ZeRO-2 and 3,
-///   which reduce-scatter every micro-batch's);
+///   which reduce-scatter every micro-batch's). At a backward's start,
+///   `startExtra` more kept bytes (GPipe's un-recomputed last micro-batch,
+///   whose backward comes first);
 /// - with data parallelism, the last backward's end: the whole gradients,
 ///   a bucket packed from them (weft-data-parallel copies a bucket's
 ///   gradients into it: up to `bucketCapBytes`, the gradients' bytes at
@@ -280,6 +288,7 @@ LayoutScore estimateLayout(const Layout &layout, const StepProfile &profile,
 /// whole gradients' bytes.
 MemoryBreakdown estimatedPeak(int64_t params, int64_t gradients,
                               int64_t optimizer, int64_t kept, int64_t one,
+                              int64_t startExtra,
                               llvm::ArrayRef<StepProfile::Moment> moments,
                               int64_t replicas, int64_t microBatches,
                               int64_t zeroStage, int64_t bucketCapBytes);

@@ -121,8 +121,8 @@ using Moment = StepProfile::Moment;
 int64_t peakOf(std::vector<Moment> moments, int64_t microBatches,
                int64_t zeroStage, int64_t bucketCap = 1000, int64_t kept = 50,
                int64_t replicas = 2) {
-  return estimatedPeak(100, 100, 200, kept, 50, moments, replicas, microBatches,
-                       zeroStage, bucketCap)
+  return estimatedPeak(100, 100, 200, kept, 50, 0, moments, replicas,
+                       microBatches, zeroStage, bucketCap)
       .liveBytes;
 }
 
@@ -166,7 +166,22 @@ TEST(LayoutEstimate, TheEndPacksABucketBesideTheGradients) {
   EXPECT_EQ(peakOf({small}, 4, 0, 1000, 0, 1), 100 + 200 + 100);
   // And the category of the larger moment is named.
   MemoryBreakdown end =
-      estimatedPeak(100, 100, 200, 0, 0, {small}, 2, 1, 1, 1000);
+      estimatedPeak(100, 100, 200, 0, 0, 0, {small}, 2, 1, 1, 1000);
   EXPECT_EQ(end.at(MemoryCategory::Gradients), 200);
   EXPECT_EQ(end.at(MemoryCategory::KeptActivations), 0);
+}
+
+// GPipe's last micro-batch is not recomputed: its backward, the first,
+// starts with 400 more kept bytes; a later moment (another micro-batch's
+// recompute) does not hold them.
+TEST(LayoutEstimate, GPipesLastMicroBatchAddsToTheStartOnly) {
+  Moment start{1, 0, 50, 0, /*start=*/true};
+  Moment recompute{1, 0, 50, 300};
+  auto peak = [&](std::vector<Moment> moments) {
+    return estimatedPeak(100, 100, 200, 150, 50, 400, moments, 1, 4, 0, 0)
+        .liveBytes;
+  };
+  EXPECT_EQ(peak({start}), 100 + 200 + 100 + 150 + 400);
+  EXPECT_EQ(peak({recompute}), 100 + 200 + 100 + 150 + 300);
+  EXPECT_EQ(peak({start, recompute}), 950);
 }
