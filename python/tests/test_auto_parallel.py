@@ -364,7 +364,10 @@ def test_estimated_peaks_follow_the_compiled_ones(search, estimated):
     Before the moments, one micro-batch on 2 replicas (P1 T1 D2 M1, no
     recompute) was estimated at 1.10-1.16 of its arena, with the whole
     gradients beside the kept activations, where its backward starts with
-    few; those are 0.98-0.99 now, and the median 0.88 (0.84 before)."""
+    few; those are 0.98-0.99 now, and the median 0.88 (0.84 before). The
+    lowest is 0.64 (0.45 before: GPipe with full recompute, whose last
+    micro-batch keeps every activation, and a recompute's peak, a whole
+    stage re-run, that only the two-sample profile showed)."""
     compiled = {r["layout"]: r["peak"] for r in rows(search[0])}
     ratios = {r["layout"]: r["peak"] / compiled[r["layout"]]
               for r in estimated[0] if r["layout"] in compiled}
@@ -376,6 +379,8 @@ def test_estimated_peaks_follow_the_compiled_ones(search, estimated):
     assert len(one) == 8 and all(0.95 <= v <= 1.02 for v in one.values()), \
         one
     assert sorted(ratios.values())[len(ratios) // 2] >= 0.86
+    lowest = min(ratios, key=ratios.get)
+    assert ratios[lowest] >= 0.6, (lowest, ratios[lowest])
 
 
 def test_confirmation_goes_on_while_no_compiled_layout_fits(
