@@ -99,3 +99,30 @@ def test_the_stage_table_gives_the_predicted_mfu(flags, ranks, weftc,
         return 100 * int(model) / (ms * 1e-3 * ranks * float(peak))
     assert mfu_at(step + 0.005) - 0.05 <= float(mfu) <= \
         mfu_at(step - 0.005) + 0.05
+
+
+def test_flops_past_int64_print_whole(weftc, tmp_path):
+    """A step's FLOPs over all its ranks pass int64's 9.2e18 at GPT-3
+    scale: 2 of 530B's layers (h 20480) on 131072 sequences, t = 8, d = 8,
+    take 1.8e19. They printed negative (an MFU of -13.7% for Section 6.2's
+    530B on 2240 GPUs) and now print as Appendix A's figure, to double
+    precision."""
+    from weft.examples import gpt_weights_free
+    import onnx
+    model = tmp_path / "530b-2.onnx"
+    onnx.save(gpt_weights_free.megatron("530B", 131072, 2), str(model))
+    result = run([weftc, str(model), "-o", "/dev/null", "--optimizer=adamw",
+                  "--tensor-parallel=8", "--data-parallel=8",
+                  "--microbatches=64", "--precision=bf16",
+                  "--device-model=a100-sxm4-80gb"])
+    assert result.returncode == 0, result.stderr
+    text = result.stdout + result.stderr
+    found = re.search(r"predicted MFU ([0-9.]+)%, HFU [0-9.]+%: model (\d+),",
+                      text)
+    assert found, text
+    b, s, layers, h, v = 131072, 2048, 2, 20480, 51200
+    expected = (72 * b * s * layers * h * h + 12 * b * s * s * layers * h +
+                6 * b * s * h * v)
+    assert expected > 2**63
+    assert abs(int(found[2]) / expected - 1) < 1e-12
+    assert 0 < float(found[1]) < 100

@@ -121,7 +121,7 @@ struct StepProfile {
   /// ops stands for f(ops) + repeat (f(opsMore) - f(ops)).
   std::vector<ProfiledOp> ops, opsMore;
   int64_t repeat = 0;
-  int64_t modelFlops = 0, hardwareFlops = 0; ///< over its T ranks
+  double modelFlops = 0, hardwareFlops = 0; ///< over its T ranks
 };
 
 /// The profile of `module`, a compiled one-stage step, from its simulated

@@ -206,16 +206,16 @@ weft::StepUtilization weft::stepUtilization(ModuleOp module, double stepSeconds,
   use.ranks = perProgram * int64_t(programs.size());
   for (func::FuncOp program : programs) {
     StepFlops flops = stepFlops(program);
-    use.modelFlops += flops.model * perProgram;
-    use.hardwareFlops += flops.hardware * perProgram;
+    use.modelFlops += double(flops.model) * double(perProgram);
+    use.hardwareFlops += double(flops.hardware) * double(perProgram);
   }
   use.peakFlopsPerSecond =
       sixteenBit ? device.flops16PerSecond : device.flopsPerSecond;
   if (stepSeconds > 0 && use.ranks > 0) {
-    use.mfu = flopsUtilization(double(use.modelFlops), stepSeconds, use.ranks,
+    use.mfu = flopsUtilization(use.modelFlops, stepSeconds, use.ranks,
                                use.peakFlopsPerSecond);
-    use.hfu = flopsUtilization(double(use.hardwareFlops), stepSeconds,
-                               use.ranks, use.peakFlopsPerSecond);
+    use.hfu = flopsUtilization(use.hardwareFlops, stepSeconds, use.ranks,
+                               use.peakFlopsPerSecond);
   }
   return use;
 }
@@ -228,7 +228,7 @@ void weft::printUtilization(ModuleOp module, double stepSeconds,
   if (stepSeconds <= 0 || use.ranks == 0)
     return;
   os << llvm::formatv(
-      "predicted MFU {0:f1}%, HFU {1:f1}%: model {2}, hardware {3} "
+      "predicted MFU {0:f1}%, HFU {1:f1}%: model {2:f0}, hardware {3:f0} "
       "FLOPs a step on {4} ranks, {5} peak {6:e3} FLOP/s each ({7})\n",
       100 * use.mfu, 100 * use.hfu, use.modelFlops, use.hardwareFlops,
       use.ranks, device.name, use.peakFlopsPerSecond,

@@ -56,9 +56,11 @@ mlir::LogicalResult reportPipeline(mlir::ModuleOp module, MemoryPlans &memory,
 /// (StepFlops.h) and the predicted step's MFU and HFU (fractions): FLOPs /
 /// (step x ranks x the device's peak FLOP/s, 16-bit when `sixteenBit`)
 /// (Korthikanti et al. 2022, Section 6). MFU and HFU are 0 when the step
-/// or the ranks are.
+/// or the ranks are. The sums are doubles: over all ranks they pass
+/// int64's 9.2e18 at GPT-3 scale (530B at a batch of 2240: 1.45e19).
 struct StepUtilization {
-  int64_t modelFlops = 0, hardwareFlops = 0, ranks = 0;
+  double modelFlops = 0, hardwareFlops = 0;
+  int64_t ranks = 0;
   double peakFlopsPerSecond = 0, mfu = 0, hfu = 0;
 };
 StepUtilization stepUtilization(mlir::ModuleOp module, double stepSeconds,
