@@ -206,7 +206,9 @@ weft::StepProfile weft::extrapolateProfile(const StepProfile &a,
       grow(a.states.replicatedBytes, b.states.replicatedBytes);
   p.kept = grow(a.kept, b.kept);
   p.weightHeld = grow(a.weightHeld, b.weightHeld);
-  // Moment by moment: the two profiles compiled alike but for the layers.
+  // Moment by moment: the two profiles compiled alike but for the layers,
+  // so they find the same moments (should they not, the larger profile's
+  // stand, not extrapolated).
   p.moments = b.moments;
   if (a.moments.size() == b.moments.size())
     for (auto [into, x, y] : llvm::zip(p.moments, a.moments, b.moments)) {
