@@ -86,22 +86,33 @@ weft::residualSegments(ArrayRef<Operation *> ops) {
   for (auto [i, op] : llvm::enumerate(ops))
     index[op] = i;
   // crossing[i]: values defined at or before i that a forward op after i
-  // reads (a reader outside the region reads "after" every cut).
+  // reads (a reader outside the region reads "after" every cut). A
+  // micro-batch's slice of a model input (weft-accumulate-microbatches')
+  // is an input too: it crosses from its first reader on, or a
+  // micro-batch's targets, sliced at its start and read by its loss at the
+  // end, would cross every cut.
   std::vector<int64_t> delta(ops.size() + 1, 0);
-  for (auto [i, op] : llvm::enumerate(ops))
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    auto arg = isa<SliceOp>(op) ? dyn_cast<BlockArgument>(op->getOperand(0))
+                                : BlockArgument();
+    bool inputSlice = arg && isModelInput(arg);
     for (Value r : op->getResults()) {
-      size_t last = i;
+      size_t first = ops.size(), last = i;
       for (Operation *user : r.getUsers()) {
         if (!isForward(user))
           continue;
         auto it = index.find(user);
-        last = std::max(last, it == index.end() ? ops.size() : it->second);
+        size_t at = it == index.end() ? ops.size() : it->second;
+        first = std::min(first, at);
+        last = std::max(last, at);
       }
-      if (last > i) {
-        ++delta[i];
+      size_t from = inputSlice ? first : i;
+      if (last > from) {
+        ++delta[from];
         --delta[last];
       }
     }
+  }
   // Activations from before the region (received activations, model
   // inputs) cross the cuts between their first and last reader in it, as
   // the block input x of y = x + f(x) does; parameters and constants are

@@ -364,10 +364,11 @@ def test_estimated_peaks_follow_the_compiled_ones(search, estimated):
     Before the moments, one micro-batch on 2 replicas (P1 T1 D2 M1, no
     recompute) was estimated at 1.10-1.16 of its arena, with the whole
     gradients beside the kept activations, where its backward starts with
-    few; those are 0.98-0.99 now, and the median 0.88 (0.84 before). The
-    lowest is 0.64 (0.45 before: GPipe with full recompute, whose last
+    few; those are 0.98-0.99 now, and the median 0.89 (0.84 before). The
+    lowest is 0.70 (0.45 before: GPipe with full recompute, whose last
     micro-batch keeps every activation, and a recompute's peak, a whole
-    stage re-run, that only the two-sample profile showed)."""
+    stage re-run, that only the two-sample profile showed; 0.64 while the
+    compiler recomputed the loss's stage whole under layer granularity)."""
     compiled = {r["layout"]: r["peak"] for r in rows(search[0])}
     ratios = {r["layout"]: r["peak"] / compiled[r["layout"]]
               for r in estimated[0] if r["layout"] in compiled}
@@ -380,7 +381,7 @@ def test_estimated_peaks_follow_the_compiled_ones(search, estimated):
         one
     assert sorted(ratios.values())[len(ratios) // 2] >= 0.86
     lowest = min(ratios, key=ratios.get)
-    assert ratios[lowest] >= 0.6, (lowest, ratios[lowest])
+    assert ratios[lowest] >= 0.65, (lowest, ratios[lowest])
 
 
 def test_confirmation_goes_on_while_no_compiled_layout_fits(

@@ -150,3 +150,29 @@ TEST_F(RepeatedLayersTest, TruncationKeepsTheFirstLayers) {
       0);
 }
 } // namespace
+
+namespace {
+TEST_F(RepeatedLayersTest, AMicroBatchsSliceOfItsTargetsIsAnInput) {
+  // weft-accumulate-microbatches slices each micro-batch's targets at its
+  // start; the loss reads them at the end. Counted from its definition, the
+  // slice crossed every cut and the blocks were one part: full recompute
+  // by layer re-ran a micro-batch's whole forward at once.
+  std::string text = stack(4, {"weft.relu", "weft.tanh"});
+  auto replace = [&](const std::string &from, const std::string &to) {
+    size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  std::string t = kType;
+  replace("{weft.param = \"w\"})",
+          "{weft.param = \"w\"}, %y: " + t + " {weft.input = \"y\"})");
+  replace("  %x0 = ", "  %t = weft.slice %y {ends = array<i64: 4, 4>, "
+                      "starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} "
+                      ": (" +
+                          t + ") -> " + t + "\n  %x0 = ");
+  replace("  %l = weft.reduce_sum %x8", "  %lt = weft.add %x8, %t : (" + t +
+                                            ", " + t + ") -> " + t +
+                                            "\n  %l = weft.reduce_sum %lt");
+  EXPECT_EQ(count(text), 4) << text;
+}
+} // namespace
