@@ -24,8 +24,9 @@ namespace weft {
 /// `ops` (forward ops of one region, in program order) split after every op
 /// past which a single value is live: values defined in the region and
 /// read after the cut, activations from before it (received activations,
-/// model inputs) between their first and last reader in it; parameters and
-/// constants are free. Readers outside `ops` read after every cut.
+/// model inputs, and a micro-batch's slices of model inputs) between their
+/// first and last reader in it; parameters and constants are free. Readers
+/// outside `ops` read after every cut.
 llvm::SmallVector<llvm::ArrayRef<mlir::Operation *>>
 residualSegments(llvm::ArrayRef<mlir::Operation *> ops);
 
