@@ -85,50 +85,52 @@ weft::residualSegments(ArrayRef<Operation *> ops) {
   llvm::DenseMap<Operation *, size_t> index;
   for (auto [i, op] : llvm::enumerate(ops))
     index[op] = i;
+  // A value read like a model input: a model input, an activation from
+  // before the region (a received one), or a micro-batch's slice of a
+  // model input (weft-accumulate-microbatches'; otherwise a micro-batch's
+  // targets, sliced at its start and read by its loss at the end, would
+  // cross every cut). Parameters and constants are free.
+  auto inputLike = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return isModelInput(cast<BlockArgument>(v));
+    if (auto slice = dyn_cast<SliceOp>(def))
+      if (auto arg = dyn_cast<BlockArgument>(slice->getOperand(0)))
+        return isModelInput(arg);
+    return !index.count(def) && !isa<ConstantOp>(def);
+  };
   // crossing[i]: values defined at or before i that a forward op after i
-  // reads (a reader outside the region reads "after" every cut). A
-  // micro-batch's slice of a model input (weft-accumulate-microbatches')
-  // is an input too: it crosses from its first reader on, or a
-  // micro-batch's targets, sliced at its start and read by its loss at the
-  // end, would cross every cut.
+  // reads (a reader outside the region reads "after" every cut).
   std::vector<int64_t> delta(ops.size() + 1, 0);
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    auto arg = isa<SliceOp>(op) ? dyn_cast<BlockArgument>(op->getOperand(0))
-                                : BlockArgument();
-    bool inputSlice = arg && isModelInput(arg);
+  for (auto [i, op] : llvm::enumerate(ops))
     for (Value r : op->getResults()) {
-      size_t first = ops.size(), last = i;
+      if (inputLike(r))
+        continue;
+      size_t last = i;
       for (Operation *user : r.getUsers()) {
         if (!isForward(user))
           continue;
         auto it = index.find(user);
-        size_t at = it == index.end() ? ops.size() : it->second;
-        first = std::min(first, at);
-        last = std::max(last, at);
+        last = std::max(last, it == index.end() ? ops.size() : it->second);
       }
-      size_t from = inputSlice ? first : i;
-      if (last > from) {
-        ++delta[from];
+      if (last > i) {
+        ++delta[i];
         --delta[last];
       }
     }
-  }
-  // Activations from before the region (received activations, model
-  // inputs) cross the cuts between their first and last reader in it, as
-  // the block input x of y = x + f(x) does; parameters and constants are
-  // free. (Counting them from the region's start would let the targets a
-  // loss reads at the very end cross every cut.)
-  llvm::DenseMap<Value, std::pair<size_t, size_t>> outsideUses;
+  // Input-like values cross the cuts between their first and last reader
+  // in the region, as the block input x of y = x + f(x) does. (Counting
+  // them from the region's start would let the targets a loss reads at the
+  // very end cross every cut.)
+  llvm::DenseMap<Value, std::pair<size_t, size_t>> inputUses;
   for (auto [i, op] : llvm::enumerate(ops))
     for (Value v : op->getOperands()) {
-      Operation *def = v.getDefiningOp();
-      if (def ? index.count(def) || isa<ConstantOp>(def)
-              : !isModelInput(cast<BlockArgument>(v)))
+      if (!inputLike(v))
         continue;
-      auto [it, inserted] = outsideUses.try_emplace(v, i, i);
+      auto [it, inserted] = inputUses.try_emplace(v, i, i);
       it->second.second = i;
     }
-  for (auto &[v, uses] : outsideUses) {
+  for (auto &[v, uses] : inputUses) {
     ++delta[uses.first];
     --delta[uses.second];
   }
