@@ -84,6 +84,34 @@ MemoryCategory weft::categoryOf(const Storage &s) {
                                  : MemoryCategory::Temporaries;
 }
 
+weft::LiveBytes weft::liveBytesByStep(const MemoryPlan &plan,
+                                      ArrayRef<MemoryCategory> categories) {
+  // From +size at a storage's first step and -size after its last: one
+  // pass over storages, one over steps.
+  size_t steps = std::max(plan.numSteps, 1);
+  LiveBytes live{std::vector<int64_t>(steps + 1, 0),
+                 std::vector<int64_t>(steps + 1, 0)};
+  for (auto [s, category] : llvm::zip_equal(plan.storages, categories)) {
+    size_t first = std::min<size_t>(s.start, steps);
+    size_t last = std::min<size_t>(s.end + 1, steps);
+    if (first >= last)
+      continue;
+    auto add = [&](std::vector<int64_t> &bytes) {
+      bytes[first] += s.size;
+      bytes[last] -= s.size;
+    };
+    add(live.all);
+    if (category == MemoryCategory::KeptActivations)
+      add(live.kept);
+  }
+  for (std::vector<int64_t> *bytes : {&live.all, &live.kept}) {
+    bytes->pop_back();
+    for (size_t step = 1; step < steps; ++step)
+      (*bytes)[step] += (*bytes)[step - 1];
+  }
+  return live;
+}
+
 MemoryBreakdown weft::breakDownMemory(func::FuncOp func,
                                       const MemoryPlan &plan) {
   MemoryBreakdown result;
@@ -91,32 +119,11 @@ MemoryBreakdown weft::breakDownMemory(func::FuncOp func,
   std::vector<MemoryCategory> categories;
   for (const Storage &s : plan.storages)
     categories.push_back(categoryOf(s));
-  // Bytes live (and kept) at each step, from +size at a storage's first step
-  // and -size after its last: one pass over storages, one over steps.
-  size_t steps = std::max(plan.numSteps, 1);
-  std::vector<int64_t> liveDelta(steps + 1, 0), keptDelta(steps + 1, 0);
-  for (auto [s, category] : llvm::zip_equal(plan.storages, categories)) {
-    size_t first = std::min<size_t>(s.start, steps);
-    size_t last = std::min<size_t>(s.end + 1, steps);
-    if (first >= last)
-      continue;
-    liveDelta[first] += s.size;
-    liveDelta[last] -= s.size;
-    if (category == MemoryCategory::KeptActivations) {
-      keptDelta[first] += s.size;
-      keptDelta[last] -= s.size;
-    }
-  }
-  int64_t live = 0, kept = 0, peakLive = -1;
-  for (size_t step = 0; step < steps; ++step) {
-    live += liveDelta[step];
-    kept += keptDelta[step];
-    result.maxKeptActivations = std::max(result.maxKeptActivations, kept);
-    if (live > peakLive) {
-      peakLive = live;
-      result.peakStep = step;
-    }
-  }
+  LiveBytes live = liveBytesByStep(plan, categories);
+  result.peakStep = std::max_element(live.all.begin(), live.all.end()) -
+                    live.all.begin();
+  result.maxKeptActivations =
+      *std::max_element(live.kept.begin(), live.kept.end());
   for (auto [s, category] : llvm::zip_equal(plan.storages, categories))
     if (s.start <= result.peakStep && result.peakStep <= s.end)
       result.bytes[size_t(category)] += s.size;

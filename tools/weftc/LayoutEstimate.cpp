@@ -115,22 +115,10 @@ weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
     }
   // Bytes live, and kept, at each step.
   int64_t steps = plan.numSteps;
-  std::vector<int64_t> live(steps + 1, 0), kept(steps + 1, 0);
-  auto add = [](std::vector<int64_t> &bytes, const Storage &storage) {
-    bytes[storage.start] += storage.size;
-    bytes[storage.end + 1] -= storage.size;
-  };
-  for (const Storage &storage : plan.storages) {
-    if (storage.start > storage.end)
-      continue;
-    add(live, storage);
-    if (categoryOf(storage) == MemoryCategory::KeptActivations)
-      add(kept, storage);
-  }
-  for (int64_t step = 1; step <= steps; ++step) {
-    live[step] += live[step - 1];
-    kept[step] += kept[step - 1];
-  }
+  std::vector<MemoryCategory> categories;
+  for (const Storage &storage : plan.storages)
+    categories.push_back(categoryOf(storage));
+  LiveBytes live = liveBytesByStep(plan, categories);
   // The first step of [from, to) with the most of `bytes` (-1: empty).
   auto most = [](const std::vector<int64_t> &bytes, int64_t from, int64_t to) {
     int64_t at = -1;
@@ -141,17 +129,17 @@ weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
   };
   auto moment = [&](int64_t step) {
     StepProfile::Moment at;
-    for (const Storage &storage : plan.storages) {
+    for (auto [storage, category] :
+         llvm::zip_equal(plan.storages, categories)) {
       if (storage.start > step || step > storage.end)
         continue;
-      MemoryCategory category = categoryOf(storage);
       if (category == MemoryCategory::KeptActivations)
         at.kept += storage.size;
       else if (category == MemoryCategory::Gradients &&
                storage.end >= updateStart)
         at.gradients += storage.size;
     }
-    at.other = std::max<int64_t>(0, live[step] - profile.states.params -
+    at.other = std::max<int64_t>(0, live.all[step] - profile.states.params -
                                         profile.states.optimizerState -
                                         at.gradients - at.kept);
     return at;
@@ -160,9 +148,9 @@ weft::StepProfile weft::profileStep(ModuleOp module, const SimResult &step,
   // layers find the same one): the backward's start, where the kept
   // activations peak; the backward's most live step after it (recompute's
   // peak); and the update's.
-  int64_t start = most(kept, 0, std::min(steps, updateStart));
-  for (int64_t step : {start, most(live, start + 1, updateStart),
-                       most(live, updateStart, steps)})
+  int64_t start = most(live.kept, 0, std::min(steps, updateStart));
+  for (int64_t step : {start, most(live.all, start + 1, updateStart),
+                       most(live.all, updateStart, steps)})
     if (step >= 0) {
       profile.moments.push_back(moment(step));
       profile.moments.back().start = step == start;

@@ -103,9 +103,10 @@ struct StepProfile {
   /// What a pipeline cut between layers sends a micro-batch, bytes
   /// (layerBoundaryBytes; 0 when no layer repeats).
   int64_t boundary = 0;
-  /// Moments of its step, for estimatedPeak: where its kept activations
-  /// peak (its backward's start) and where its live bytes do, of each
-  /// compile fitPerSample joins. At each, bytes: the parameter gradients
+  /// Moments of its step, for estimatedPeak, of each compile fitPerSample
+  /// joins: where its kept activations peak (its backward's start), the
+  /// most live step of the backward after it (a recompute's peak), and the
+  /// update's most live step. At each, bytes: the parameter gradients
   /// live (activation gradients aside), the kept activations, and the rest
   /// beside the parameters and optimizer state (temporaries, activation
   /// gradients, recomputed activations, inputs); `samples`, the

@@ -28,6 +28,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <array>
+#include <vector>
 #include <cstdint>
 
 namespace weft {
@@ -62,6 +63,15 @@ struct MemoryBreakdown {
 
 /// The category of one storage of a memory plan.
 MemoryCategory categoryOf(const Storage &storage);
+
+/// Bytes live at each of a plan's steps (index: step, 0 to numSteps - 1):
+/// all its storages', and its kept activations' alone.
+struct LiveBytes {
+  std::vector<int64_t> all, kept;
+};
+/// `plan`'s live bytes by step; `categories[i]` is categoryOf storage i.
+LiveBytes liveBytesByStep(const MemoryPlan &plan,
+                          llvm::ArrayRef<MemoryCategory> categories);
 
 /// The breakdown of `plan`, the memory plan of `func`.
 MemoryBreakdown breakDownMemory(mlir::func::FuncOp func, const MemoryPlan &plan);
