@@ -10,9 +10,9 @@ inputs and output gradients of every Linear, more than the kept
 activations the B frees. The estimate counts that, along each rank's task
 order, beside the kept activations from each F to its B (what 1F1B holds).
 The compiled figure is the most bytes live on any rank (the memory plan's
-live-at-peak, --estimate-memory): the estimate carries the one-stage
-profile's arena slack, but not the slot groups' fragmentation of this
-layout's arena (up to 100 GB for ZB-V, 94 GB live; the test holds every
+live-at-peak, --estimate-memory): the estimate is of live bytes too (the
+most of the step's moments, estimatedPeak), not of the slot groups'
+fragmentation of this layout's arena (up to 100 GB for ZB-V, 94 GB live; the test holds every
 arena within 10% of the live bytes). Counting a zero-bubble micro-batch
 as its kept activations from F to W (the estimate before) gave 64.4 GB for
 ZB-V against 94.0 GB compiled."""

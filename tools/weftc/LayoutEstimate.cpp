@@ -487,7 +487,7 @@ weft::estimateLayout(const Layout &layout, const StepProfile &profile,
   // schedule splits W off, the in-flight count above holds the moment's
   // micro-batch's W inputs already.
   double heldForW = splitsWeightGradient(layout.schedule) ? weightStage : 0;
-  std::vector<StepProfile::Moment> moments;
+  llvm::SmallVector<StepProfile::Moment, 6> moments;
   for (const StepProfile::Moment &at : profile.moments) {
     double scale = b / double(at.samples) / double(p);
     moments.push_back(
